@@ -1,0 +1,20 @@
+"""Errors a user can cause and fix: the CLI prints them in one line, with no traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class ReplayError(Exception):
+    """A problem with the user's input or options; the message says what to change."""
+
+
+class LogFormatError(ReplayError):
+    """A log line that cannot be read: names the file, the line and what was expected."""
+
+    def __init__(self, path: str | Path, line: int | None, expected: str) -> None:
+        self.path = str(path)
+        self.line = line
+        self.expected = expected
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {expected}")

@@ -1,0 +1,46 @@
+"""The native `replay-log` format: event models, reading and writing."""
+
+from replay.log._events import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    MAIN_THREAD,
+    AssistantMessage,
+    Compaction,
+    Event,
+    RequestMarker,
+    SessionHeader,
+    TextBlock,
+    ThinkingBlock,
+    ThreadStart,
+    ToolCallBlock,
+    ToolDef,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
+from replay.log._io import Session, dump_event, dumps_log, parse_event, read_log, write_log
+
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "MAIN_THREAD",
+    "AssistantMessage",
+    "Compaction",
+    "Event",
+    "RequestMarker",
+    "Session",
+    "SessionHeader",
+    "TextBlock",
+    "ThinkingBlock",
+    "ThreadStart",
+    "ToolCallBlock",
+    "ToolDef",
+    "ToolResult",
+    "Usage",
+    "UserMessage",
+    "dump_event",
+    "dumps_log",
+    "parse_event",
+    "read_log",
+    "write_log",
+]

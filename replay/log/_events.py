@@ -1,0 +1,288 @@
+"""The native log format, `replay-log` version 1: one JSON event per line.
+
+The first line is a `session` header; every later line is one of the events below, told apart
+by its `type`. Events are pydantic models with `extra="allow"`: a field this version does not
+know is kept on the model and written back unchanged, so reading and writing a log loses nothing.
+
+WARNING: field names and meanings are the file format. Change them only with a new `version`,
+a migration in `_io.py`, and the round-trip tests.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+FORMAT_NAME = "replay-log"
+FORMAT_VERSION = 1
+MAIN_THREAD = "main"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=False, populate_by_name=True)
+
+    def model_post_init(self, context: Any) -> None:
+        # The discriminator must be written even when it was left at its default, or the
+        # line could not be read back (`exclude_unset` would drop it).
+        if "type" in type(self).model_fields:
+            self.model_fields_set.add("type")
+
+
+class ToolDef(_Model):
+    """A tool the agent offered the model, as sent in the request's `tools` list."""
+
+    name: str
+    """Tool name the model calls it by."""
+
+    description: str = ""
+    """Free-text description sent to the model."""
+
+    input_schema: dict[str, Any] = Field(default_factory=dict)
+    """JSON Schema of the tool's arguments."""
+
+
+class Usage(_Model):
+    """Token usage the provider reported for one request, in disjoint buckets.
+
+    Anthropic reports these additively already. OpenAI-style `input_tokens` includes cached
+    tokens; adapters subtract before filling `input_tokens` here, so the buckets never overlap:
+    prompt = input_tokens + cache_read_tokens + cache_write_5m_tokens + cache_write_1h_tokens.
+    """
+
+    input_tokens: int = 0
+    """Uncached prompt tokens: billed at the full input rate (never includes cache reads or writes)."""
+
+    cache_read_tokens: int = 0
+    """Prompt tokens served from the provider's prompt cache."""
+
+    cache_write_5m_tokens: int = 0
+    """Prompt tokens written to the cache with a 5-minute (or provider-default) lifetime."""
+
+    cache_write_1h_tokens: int = 0
+    """Prompt tokens written to the cache with a 1-hour lifetime."""
+
+    output_tokens: int = 0
+    """Generated tokens, reasoning included."""
+
+    reasoning_tokens: int | None = None
+    """Part of `output_tokens` spent on hidden reasoning, when the provider says so."""
+
+    cost_usd: str | None = None
+    """The agent's own cost figure for this request, as a decimal string (kept as a drift check)."""
+
+    @property
+    def prompt_tokens(self) -> int:
+        return (
+            self.input_tokens
+            + self.cache_read_tokens
+            + self.cache_write_5m_tokens
+            + self.cache_write_1h_tokens
+        )
+
+
+class _Event(_Model):
+    ts: datetime
+    """When the event happened (UTC, ISO-8601). For a request: when it was sent."""
+
+    thread: str = MAIN_THREAD
+    """Conversation thread: `main`, or the id of a subagent thread opened by a `thread` event."""
+
+    id: str | None = None
+    """Stable event id, unique in the file; compactions refer to replaced events by it."""
+
+
+class SessionHeader(_Event):
+    """First line of every log: what ran, against which model, with which prompt and tools."""
+
+    type: Literal["session"] = "session"
+    format: Literal["replay-log"] = FORMAT_NAME
+    """Always `replay-log`; lets readers recognise the file by content."""
+
+    version: int = FORMAT_VERSION
+    """Format version of this file."""
+
+    session_id: str = ""
+    """The agent's id for the session (or any stable label)."""
+
+    agent: str = "unknown"
+    """Harness that produced the run: `claude-code`, `codex`, `pi`, `opencode`, `replay-recorder`…"""
+
+    agent_version: str | None = None
+    """Version of that harness, when known."""
+
+    provider: str = "anthropic"
+    """Provider id as genai-prices names it: `anthropic`, `openai`, `google`, `deepseek`…"""
+
+    model: str = "claude-sonnet-4-5"
+    """Model of the main thread (each request may override it)."""
+
+    system: str = ""
+    """The full system prompt."""
+
+    tools: list[ToolDef] = Field(default_factory=list)
+    """Tool definitions with their JSON schemas, in the order they were sent."""
+
+    cwd: str | None = None
+    """Working directory of the run, when known."""
+
+    estimated: list[str] = Field(default_factory=list)
+    """Names of header fields that an adapter estimated rather than read from the source log."""
+
+
+class TextBlock(_Model):
+    """Plain assistant text."""
+
+    type: Literal["text"] = "text"
+    text: str
+    """The text as generated."""
+
+
+class ThinkingBlock(_Model):
+    """Reasoning the model emitted; some providers send it back in later prompts."""
+
+    type: Literal["thinking"] = "thinking"
+    thinking: str = ""
+    """Reasoning text ('' when the log only kept a signature)."""
+
+    signature: str | None = None
+    """Opaque provider signature or encrypted payload, when logged."""
+
+    estimated_tokens: int | None = None
+    """Token size when the text is not logged but the size is known or estimated."""
+
+
+class ToolCallBlock(_Model):
+    """A tool call the model made."""
+
+    type: Literal["tool_call"] = "tool_call"
+    id: str
+    """Call id; the matching `tool_result` carries it as `call_id`."""
+
+    name: str
+    """Tool name."""
+
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """Arguments as the model produced them (parsed JSON)."""
+
+
+AssistantBlock = Annotated[TextBlock | ThinkingBlock | ToolCallBlock, Field(discriminator="type")]
+
+
+class UserMessage(_Event):
+    """A message in the user role: the human's prompt or text the harness injected."""
+
+    type: Literal["user"] = "user"
+    text: str
+    """Full message text."""
+
+    injected: bool = False
+    """True when the harness, not the human, wrote it (reminders, environment context…)."""
+
+
+class AssistantMessage(_Event):
+    """One model response: text, thinking and tool-call blocks in the order generated."""
+
+    type: Literal["assistant"] = "assistant"
+    blocks: list[AssistantBlock] = Field(default_factory=list)
+    """Content blocks in order."""
+
+    request_id: str | None = None
+    """The `request` event this message answers."""
+
+
+class ToolResult(_Event):
+    """What a tool returned. Always the full output: strategies decide what the model sees."""
+
+    type: Literal["tool_result"] = "tool_result"
+    call_id: str
+    """Id of the `tool_call` block this answers."""
+
+    tool_name: str
+    """Name of the tool that ran."""
+
+    output: str
+    """Complete output, never truncated in the log."""
+
+    is_error: bool = False
+    """True when the tool reported failure."""
+
+
+class RequestMarker(_Event):
+    """A model call: its context is every event of its thread before this line."""
+
+    type: Literal["request"] = "request"
+    request_id: str
+    """Provider or harness id of the call."""
+
+    model: str | None = None
+    """Model of this call (defaults to the header's)."""
+
+    provider: str | None = None
+    """Provider of this call (defaults to the header's)."""
+
+    usage: Usage | None = None
+    """Usage the provider reported, when the log holds it; empty for recorded fixtures."""
+
+    duration_ms: int | None = None
+    """Time from sending the request to the end of the response, when known."""
+
+
+class Compaction(_Event):
+    """A compaction that really happened in the recorded run."""
+
+    type: Literal["compaction"] = "compaction"
+    summary: str
+    """Summary text the model wrote (what later requests saw instead of the replaced events)."""
+
+    replaces: list[str] = Field(default_factory=list)
+    """Ids of the events the summary replaced."""
+
+    trigger: str | None = None
+    """`auto` or `manual`, when known."""
+
+    tokens_before: int | None = None
+    """Context size the harness reported before compacting, when known."""
+
+
+class ThreadStart(_Event):
+    """Opens a subagent thread; its events carry `thread` = this event's `thread_id`."""
+
+    type: Literal["thread"] = "thread"
+    thread_id: str
+    """Id that the thread's events use in their `thread` field."""
+
+    parent_thread: str = MAIN_THREAD
+    """Thread that spawned it."""
+
+    parent_call_id: str | None = None
+    """Tool call in the parent thread that started the subagent, when known."""
+
+    system: str | None = None
+    """The subagent's system prompt, when it differs from the session's."""
+
+    model: str | None = None
+    """The subagent's model, when it differs from the session's."""
+
+
+Event = Annotated[
+    SessionHeader
+    | UserMessage
+    | AssistantMessage
+    | ToolResult
+    | RequestMarker
+    | Compaction
+    | ThreadStart,
+    Field(discriminator="type"),
+]
+
+EVENT_TYPES: dict[str, type[_Event]] = {
+    "session": SessionHeader,
+    "user": UserMessage,
+    "assistant": AssistantMessage,
+    "tool_result": ToolResult,
+    "request": RequestMarker,
+    "compaction": Compaction,
+    "thread": ThreadStart,
+}

@@ -1,0 +1,148 @@
+"""Read and write `replay-log` JSONL files.
+
+Reading streams the file line by line; a bad line either stops the read with a
+`LogFormatError` naming file:line (strict) or is skipped and counted (lenient, the default).
+Writing is atomic and deterministic: the same events give the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from replay._atomic import write_atomic
+from replay._errors import LogFormatError
+from replay.log._events import (
+    EVENT_TYPES,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    Event,
+    SessionHeader,
+)
+
+_EVENT = TypeAdapter(Event)
+
+
+@dataclass
+class Session:
+    """A whole log in memory: its header, its events in file order, and what was skipped."""
+
+    header: SessionHeader
+    """The session header (first line)."""
+
+    events: list[Any] = field(default_factory=list)
+    """Every event after the header, in file order."""
+
+    path: str | None = None
+    """File it was read from, for messages."""
+
+    skipped: list[LogFormatError] = field(default_factory=list)
+    """Lines skipped in lenient mode, each with its reason."""
+
+    def requests(self) -> list[Any]:
+        from replay.log._events import RequestMarker
+
+        return [e for e in self.events if isinstance(e, RequestMarker)]
+
+
+def _describe(err: ValidationError) -> str:
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"] if not str(p).startswith("function-"))
+    return f"{first['msg'].lower()} at `{loc}`" if loc else first["msg"].lower()
+
+
+def parse_event(obj: Any, path: str | Path, line: int) -> Any:
+    """Validate one decoded JSON value as an event, or raise a `LogFormatError`."""
+    if not isinstance(obj, dict):
+        raise LogFormatError(path, line, f"expected a JSON object, got {type(obj).__name__}")
+    kind = obj.get("type")
+    if kind not in EVENT_TYPES:
+        known = ", ".join(sorted(EVENT_TYPES))
+        raise LogFormatError(path, line, f"expected `type` to be one of {known}, got {kind!r}")
+    try:
+        return _EVENT.validate_python(obj)
+    except ValidationError as err:
+        raise LogFormatError(path, line, f"invalid `{kind}` event: {_describe(err)}") from None
+
+
+def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """Yield (line number, text) for every non-blank line, streaming."""
+    with open(path, encoding="utf-8", errors="strict") as handle:
+        try:
+            for number, text in enumerate(handle, start=1):
+                if text.strip():
+                    yield number, text
+        except UnicodeDecodeError as err:
+            raise LogFormatError(path, None, f"expected UTF-8 text ({err.reason})") from None
+
+
+def read_log(path: str | Path, *, strict: bool = False) -> Session:
+    """Read a `replay-log` file. Lenient by default: bad lines are skipped and counted."""
+    path = Path(path)
+    if not path.exists():
+        raise LogFormatError(path, None, "no such file")
+    if path.is_dir():
+        raise LogFormatError(path, None, "expected a log file, got a directory")
+    header: SessionHeader | None = None
+    events: list[Any] = []
+    skipped: list[LogFormatError] = []
+    for number, text in iter_lines(path):
+        try:
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as err:
+                raise LogFormatError(path, number, f"expected a JSON object ({err.msg})") from None
+            if header is None:
+                if not (isinstance(obj, dict) and obj.get("type") == "session"):
+                    raise LogFormatError(
+                        path, number, f"expected a `session` header line of a {FORMAT_NAME} file"
+                    )
+                event = parse_event(obj, path, number)
+                if event.version > FORMAT_VERSION:
+                    raise LogFormatError(
+                        path,
+                        number,
+                        f"expected {FORMAT_NAME} version <= {FORMAT_VERSION}, "
+                        f"got {event.version} (upgrade replay)",
+                    )
+                header = event
+                continue
+            event = parse_event(obj, path, number)
+            if isinstance(event, SessionHeader):
+                raise LogFormatError(path, number, "expected one `session` header, got a second")
+            events.append(event)
+        except LogFormatError as err:
+            if strict or header is None:
+                raise
+            skipped.append(err)
+    if header is None:
+        raise LogFormatError(path, None, "empty log: expected a `session` header line")
+    return Session(header=header, events=events, path=str(path), skipped=skipped)
+
+
+def dump_event(event: Any) -> str:
+    """One event as a canonical JSON line (sorted by field order, unset defaults omitted)."""
+    data = event.model_dump(mode="json", exclude_unset=True, by_alias=True)
+    # Fields that identify the line are always written, even when left at their default.
+    head = {"type": event.type}
+    if isinstance(event, SessionHeader):
+        head |= {"format": event.format, "version": event.version}
+    data = head | data
+    data.setdefault("ts", event.model_dump(mode="json", include={"ts"})["ts"])
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def dumps_log(header: SessionHeader, events: Iterable[Any]) -> str:
+    """The whole log as text."""
+    lines = [dump_event(header)] + [dump_event(e) for e in events]
+    return "\n".join(lines) + "\n"
+
+
+def write_log(session: Session, path: str | Path) -> None:
+    """Write a session atomically as `replay-log` JSONL."""
+    write_atomic(path, dumps_log(session.header, session.events))

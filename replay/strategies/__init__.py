@@ -1,0 +1,51 @@
+"""Context-assembly strategies: one family per module, resolved by name."""
+
+from replay.strategies._base import (
+    NamedStrategy,
+    Strategy,
+    StrategyContext,
+    StrategySpec,
+    canonical_names,
+    parse_name,
+    register,
+    registered,
+    resolve,
+)
+from replay.strategies._view import (
+    AssistantItem,
+    Block,
+    CacheClass,
+    Item,
+    RewriteEvent,
+    SummarizerCall,
+    SummaryItem,
+    ToolResultItem,
+    UserItem,
+    View,
+    replace_output,
+    truncate_chars,
+)
+
+__all__ = [
+    "AssistantItem",
+    "Block",
+    "CacheClass",
+    "Item",
+    "NamedStrategy",
+    "RewriteEvent",
+    "Strategy",
+    "StrategyContext",
+    "StrategySpec",
+    "SummarizerCall",
+    "SummaryItem",
+    "ToolResultItem",
+    "UserItem",
+    "View",
+    "canonical_names",
+    "parse_name",
+    "register",
+    "registered",
+    "replace_output",
+    "resolve",
+    "truncate_chars",
+]

@@ -1,0 +1,149 @@
+"""Model-free summaries for compaction strategies.
+
+When the log holds the summary the agent really wrote, strategies reuse it. Otherwise this module
+builds a deterministic, extractive stand-in of realistic size from the items being replaced:
+the task (first user message), files read and written with their paths, the last test output,
+error lines seen, the latest assistant reasoning. The summarizer call that would have produced it
+is still costed by the engine, as its own request.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+from replay.strategies._view import AssistantItem, Item, SummaryItem, ToolResultItem, UserItem
+
+STRUCTURED_INSTRUCTION = (
+    "Your context is about to be replaced by a summary. Write a continuation summary for the "
+    "agent that will take over, inside <summary></summary> tags, using exactly these five "
+    "level-2 markdown sections in this order:\n"
+    "## Task Overview: the user's request in one or two sentences.\n"
+    "## Current State: every file created, changed or inspected, by full path; the state of "
+    "the test suite; unfinished work.\n"
+    "## Important Discoveries: facts learned, including attempts that failed and why.\n"
+    "## Next Steps: the very next action to take.\n"
+    "## Context to Preserve: user preferences, commitments and constraints.\n"
+    "Cite exact file names and error messages. No filler, no conversational framing."
+)
+
+FREEFORM_INSTRUCTION = (
+    "Your context is about to be replaced by a summary. Summarize the conversation so far so "
+    "that you can continue the task from it alone: what was asked, what was done, what was "
+    "learned, and what comes next. Be concise and specific."
+)
+
+_PATH_KEYS = ("path", "file_path", "filePath", "filename", "file")
+_ERROR_LINE = re.compile(r"(error|fail|assert|expected|exception|not ok|✖)", re.IGNORECASE)
+
+
+def _path_of(arguments: object) -> str | None:
+    if isinstance(arguments, dict):
+        for key in _PATH_KEYS:
+            value = arguments.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return None
+
+
+def _first_sentences(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _facts(items: Sequence[Item]) -> dict[str, list[str]]:
+    task = next((i.text for i in items if isinstance(i, UserItem) and not i.injected), "")
+    previous = [i.text for i in items if isinstance(i, SummaryItem)]
+    read, written, errors, tests, reasoning, constraints = [], [], [], [], [], []
+    calls: dict[str, tuple[str, object]] = {}
+    for item in items:
+        if isinstance(item, AssistantItem):
+            for block in item.blocks:
+                if block.type == "tool_call" and block.call_id:
+                    calls[block.call_id] = (block.name or "", block.arguments)
+                elif block.type == "text" and block.text.strip():
+                    reasoning.append(_first_sentences(block.text, 300))
+        elif isinstance(item, ToolResultItem):
+            name, args = calls.get(item.call_id, (item.tool_name, item.arguments))
+            path = _path_of(args)
+            if path and ("write" in name or "edit" in name or "patch" in name):
+                written.append(path)
+            elif path:
+                read.append(path)
+            if "test" in name:
+                tests = [ln for ln in item.output.splitlines() if ln.strip()][-12:]
+            for line in item.output.splitlines():
+                if _ERROR_LINE.search(line) and len(errors) < 12:
+                    errors.append(_first_sentences(line, 200))
+        elif isinstance(item, UserItem) and item.text != task and not item.injected:
+            constraints.append(_first_sentences(item.text, 300))
+    dedup = lambda xs: list(dict.fromkeys(xs))  # noqa: E731
+    return {
+        "task": [_first_sentences(task, 600)] if task else [],
+        "previous": [_first_sentences(p, 1500) for p in previous[-1:]],
+        "read": dedup(read),
+        "written": dedup(written),
+        "errors": dedup(errors),
+        "tests": tests,
+        "reasoning": reasoning[-3:],
+        "constraints": constraints[-5:],
+    }
+
+
+def structured_summary(items: Sequence[Item]) -> str:
+    """A five-section summary (Task Overview … Context to Preserve) extracted from `items`."""
+    f = _facts(items)
+    bullets = lambda xs, none: "\n".join(f"- {x}" for x in xs) if xs else f"- {none}"  # noqa: E731
+    state = [f"read: {p}" for p in f["read"]] + [f"modified: {p}" for p in f["written"]]
+    if f["tests"]:
+        state.append("last test run:\n```\n" + "\n".join(f["tests"]) + "\n```")
+    discoveries = f["previous"] + f["errors"]
+    parts = [
+        "<summary>",
+        "## Task Overview",
+        f["task"][0] if f["task"] else "(no user request in the summarized part)",
+        "## Current State",
+        bullets(state, "no files touched yet"),
+        "## Important Discoveries",
+        bullets(discoveries, "nothing notable yet"),
+        "## Next Steps",
+        f["reasoning"][-1] if f["reasoning"] else "Continue the task.",
+        "## Context to Preserve",
+        bullets(f["constraints"], "no extra constraints stated"),
+        "</summary>",
+    ]
+    return "\n".join(parts)
+
+
+def freeform_summary(items: Sequence[Item]) -> str:
+    """A prose summary with the same facts as `structured_summary`, without the sections."""
+    f = _facts(items)
+    sentences = []
+    if f["task"]:
+        sentences.append(f"The user asked: {f['task'][0]}")
+    if f["previous"]:
+        sentences.append(f"Earlier summary: {f['previous'][0]}")
+    if f["read"]:
+        sentences.append("Files read: " + ", ".join(f["read"]) + ".")
+    if f["written"]:
+        sentences.append("Files modified: " + ", ".join(f["written"]) + ".")
+    if f["errors"]:
+        sentences.append("Errors seen: " + " | ".join(f["errors"][:6]))
+    if f["tests"]:
+        sentences.append("Last test output: " + " / ".join(f["tests"][-4:]))
+    if f["reasoning"]:
+        sentences.append("Latest reasoning: " + " ".join(f["reasoning"]))
+    return "\n".join(sentences) or "(nothing to summarize)"
+
+
+def summary_message(summary: str) -> str:
+    """How a summary is shown to the model in place of the history it replaced."""
+    return (
+        "The conversation so far was compacted to save context. Summary of everything "
+        "before this point:\n\n" + summary
+    )
+
+
+def describe_arguments(arguments: object) -> str:
+    return json.dumps(arguments, ensure_ascii=False, sort_keys=True)[:200]

@@ -1,0 +1,159 @@
+"""What a strategy reads and returns: the conversation as a list of items.
+
+`history` holds one item per model-visible log event of the thread (user message, assistant
+message, tool result), full and in order. A strategy returns a `View`: the items to send, where
+each item is either one of the history items untouched (the same object — that is how the
+renderer knows it is unchanged) or a new item made with `dataclasses.replace` or the helpers here.
+Items are frozen: a strategy can never edit the history in place.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+CacheClass = Literal["append-only", "freeze-once", "churn", "churn-tail"]
+
+
+@dataclass(frozen=True, slots=True)
+class UserItem:
+    """A user-role message."""
+
+    text: str
+    event_index: int = -1
+    injected: bool = False
+    kind: Literal["user"] = "user"
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One assistant content block: `text`, `thinking` or `tool_call`."""
+
+    type: Literal["text", "thinking", "tool_call"]
+    text: str = ""
+    call_id: str | None = None
+    name: str | None = None
+    arguments: Any = None
+    estimated_tokens: int | None = None
+
+    def rendered(self) -> str:
+        """The text the model sees for this block (tool calls as name + JSON arguments)."""
+        if self.type == "tool_call":
+            args = json.dumps(self.arguments, ensure_ascii=False, sort_keys=True)
+            return f"{self.name}({args})"
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantItem:
+    """One assistant response (several blocks, e.g. text then parallel tool calls)."""
+
+    blocks: tuple[Block, ...]
+    event_index: int = -1
+    kind: Literal["assistant"] = "assistant"
+
+    @property
+    def tool_calls(self) -> tuple[Block, ...]:
+        return tuple(b for b in self.blocks if b.type == "tool_call")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultItem:
+    """What a tool returned, as the model sees it (a strategy may shorten `output`)."""
+
+    call_id: str
+    tool_name: str
+    output: str
+    is_error: bool = False
+    event_index: int = -1
+    original_chars: int | None = None
+    """Length of the full output when a strategy shortened it (None = untouched)."""
+    arguments: Any = None
+    """Arguments of the call that produced it (read-only convenience for strategies)."""
+    kind: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryItem:
+    """A summary standing in for earlier items (rendered as a user message)."""
+
+    text: str
+    replaces: tuple[int, ...] = ()
+    """Event indexes of the history items this summary replaced."""
+    source: Literal["logged", "extractive", "server"] = "extractive"
+    kind: Literal["summary"] = "summary"
+
+
+Item = UserItem | AssistantItem | ToolResultItem | SummaryItem
+
+
+@dataclass(frozen=True)
+class SummarizerCall:
+    """A model call a strategy would have made to write a summary; costed as its own request."""
+
+    input_items: tuple[Item, ...]
+    """What the summarizer was sent (before the instruction)."""
+    instruction: str
+    """The summary prompt appended after the input."""
+    summary: str
+    """The summary it produced (logged, or a deterministic stand-in)."""
+    reuse_main_prefix: bool = True
+    """True when the call shares the main thread's prefix (same system + tools), so it can hit the cache."""
+
+
+@dataclass(frozen=True)
+class RewriteEvent:
+    """A strategy rewrote earlier context at this request (prune, clear, compaction, aging)."""
+
+    kind: Literal["compaction", "prune", "truncate", "aging", "clear", "drop"]
+    detail: str = ""
+
+
+@dataclass
+class View:
+    """What a strategy decided to send for one request."""
+
+    items: list[Item]
+    summarizer_calls: list[SummarizerCall] = field(default_factory=list)
+    events: list[RewriteEvent] = field(default_factory=list)
+
+
+def truncate_chars(item: ToolResultItem, limit: int, marker: str | None = None) -> ToolResultItem:
+    """`item` with its output cut to `limit` characters (same object when it already fits)."""
+    if len(item.output) <= limit:
+        return item
+    tail = marker if marker is not None else f"\n…[truncated {len(item.output) - limit} chars]"
+    return ToolResultItem(
+        call_id=item.call_id,
+        tool_name=item.tool_name,
+        output=item.output[:limit] + tail,
+        is_error=item.is_error,
+        event_index=item.event_index,
+        original_chars=item.original_chars or len(item.output),
+        arguments=item.arguments,
+    )
+
+
+def replace_output(item: ToolResultItem, output: str) -> ToolResultItem:
+    """`item` showing `output` instead (a stub, a placeholder, a head+tail cut…)."""
+    if output == item.output:
+        return item
+    return ToolResultItem(
+        call_id=item.call_id,
+        tool_name=item.tool_name,
+        output=output,
+        is_error=item.is_error,
+        event_index=item.event_index,
+        original_chars=item.original_chars or len(item.output),
+        arguments=item.arguments,
+    )
+
+
+def item_chars(item: Item) -> int:
+    """Characters an item shows the model (the unit of strategies whose rule is in characters)."""
+    if isinstance(item, AssistantItem):
+        return sum(len(b.rendered()) for b in item.blocks)
+    if isinstance(item, ToolResultItem):
+        return len(item.output)
+    return len(item.text)

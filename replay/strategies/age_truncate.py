@@ -1,0 +1,49 @@
+"""`age-truncate-N-keep-K`: the K most recent tool results verbatim, older ones capped to N chars.
+
+A result changes exactly once, when it ages out of the K most recent: a freeze-once rewrite that
+breaks the cached prefix at that position (the seed study measured 11k cached tokens vs 18k for
+the baseline) but keeps what the agent is reasoning about. Defaults N = 500, K = 3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._view import Item, RewriteEvent, ToolResultItem, View, truncate_chars
+
+
+def age_truncate(chars: int = 500, keep: int = 3) -> object:
+    aged: set[int] = set()
+
+    def cap_old_results(history: Sequence[Item], ctx: StrategyContext) -> View:
+        result_positions = [n for n, i in enumerate(history) if isinstance(i, ToolResultItem)]
+        old = set(result_positions[:-keep]) if keep > 0 else set(result_positions)
+        items: list[Item] = []
+        events: list[RewriteEvent] = []
+        for n, item in enumerate(history):
+            if n in old:
+                capped = truncate_chars(item, chars)  # type: ignore[arg-type]
+                if capped is not item and item.event_index not in aged:  # type: ignore[union-attr]
+                    aged.add(item.event_index)  # type: ignore[union-attr]
+                    events.append(RewriteEvent("aging", f"capped result of {item.tool_name}"))  # type: ignore[union-attr]
+                items.append(capped)
+            else:
+                items.append(item)
+        return View(items=items, events=events)
+
+    return cap_old_results
+
+
+register(
+    StrategySpec(
+        family="age-truncate",
+        pattern=r"age-truncate-(?P<chars>\d+)-keep-(?P<keep>\d+)",
+        build=age_truncate,
+        cache_class="freeze-once",
+        rule="keep the K most recent tool results verbatim; cap older ones to N characters",
+        defaults={"chars": 500, "keep": 3},
+        canonical=("age-truncate-500-keep-3",),
+        source="seed study (age-truncate-500-keep-3)",
+    )
+)

@@ -1,0 +1,84 @@
+"""`compact-at-N-structured` / `compact-at-N-freeform`: summarize once the view passes N chars.
+
+When the characters the model would see pass N (default 12,000, as in the seed study), one
+summarizer call replaces everything before the current step (the latest assistant message and
+the results of its calls stay verbatim) with a summary, and the view is frozen: later requests
+append after it until it passes N again (then the summary slot is re-summarized: rotating).
+The summary is the one the log recorded when there is one; otherwise a deterministic extractive
+stand-in (`_summary.py`) — either way the summarizer call is costed as its own request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._summary import (
+    FREEFORM_INSTRUCTION,
+    STRUCTURED_INSTRUCTION,
+    freeform_summary,
+    structured_summary,
+    summary_message,
+)
+from replay.strategies._view import (
+    AssistantItem,
+    Item,
+    RewriteEvent,
+    SummarizerCall,
+    SummaryItem,
+    View,
+    item_chars,
+)
+
+
+def compact_at(chars: int = 12000, style: str = "structured") -> object:
+    structured = style == "structured"
+    summary: SummaryItem | None = None
+    covered = 0  # history items the summary stands for
+    used_logged = 0
+
+    def compact_when_long(history: Sequence[Item], ctx: StrategyContext) -> View:
+        nonlocal summary, covered, used_logged
+        view: list[Item] = ([summary] if summary else []) + list(history[covered:])
+        if sum(item_chars(i) for i in view) <= chars:
+            return View(items=view)
+        cut = max((n for n, i in enumerate(history) if isinstance(i, AssistantItem)), default=-1)
+        if cut <= covered:
+            return View(items=view)  # nothing older than the current step to fold
+        replaced = ([summary] if summary else []) + list(history[covered:cut])
+        if len(ctx.logged_summaries) > used_logged:
+            text, source = ctx.logged_summaries[-1].summary, "logged"
+            used_logged = len(ctx.logged_summaries)
+        else:
+            text = structured_summary(replaced) if structured else freeform_summary(replaced)
+            source = "extractive"
+        call = SummarizerCall(
+            input_items=tuple(replaced),
+            instruction=STRUCTURED_INSTRUCTION if structured else FREEFORM_INSTRUCTION,
+            summary=text,
+        )
+        indexes = tuple(getattr(i, "event_index", -1) for i in history[:cut])
+        summary = SummaryItem(text=summary_message(text), replaces=indexes, source=source)
+        covered = cut
+        return View(
+            items=[summary, *history[cut:]],
+            summarizer_calls=[call],
+            events=[RewriteEvent("compaction", f"{len(replaced)} items → summary")],
+        )
+
+    return compact_when_long
+
+
+register(
+    StrategySpec(
+        family="compact-at",
+        pattern=r"compact-at-(?P<chars>\d+)-(?P<style>structured|freeform)",
+        build=compact_at,
+        cache_class="freeze-once",
+        rule="when the view passes N characters, one summarizer call replaces all but the "
+        "current step with a summary (five-section structured, or free-form)",
+        defaults={"chars": 12000, "style": "structured"},
+        canonical=("compact-at-12000-structured", "compact-at-12000-freeform"),
+        source="seed study (compact-at-12000-structured; Claude Code's summary template, paraphrased)",
+    )
+)

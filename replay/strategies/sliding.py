@@ -1,0 +1,43 @@
+"""`sliding-N`: send only the last N messages (`sliding-N-pin-first` also keeps the first user
+message). The window start moves every turn, so every request rewrites its prefix: the
+cache-hostile extreme. The window never starts on a tool result whose call it dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._view import Item, RewriteEvent, ToolResultItem, UserItem, View
+
+
+def sliding(messages: int = 10, modifier: str | None = None) -> object:
+    pin_first = modifier == "pin-first"
+
+    def last_messages(history: Sequence[Item], ctx: StrategyContext) -> View:
+        start = max(0, len(history) - messages)
+        while start > 0 and isinstance(history[start], ToolResultItem):
+            start -= 1  # widen to the call: a result without its call is an invalid request
+        window = list(history[start:])
+        events = [RewriteEvent("drop", f"dropped {start} oldest items")] if start > 0 else []
+        if pin_first and start > 0:
+            first = next((i for i in history[:start] if isinstance(i, UserItem)), None)
+            if first is not None:
+                window.insert(0, first)
+        return View(items=window, events=events)
+
+    return last_messages
+
+
+register(
+    StrategySpec(
+        family="sliding",
+        pattern=r"sliding-(?P<messages>\d+)(?:-(?P<modifier>pin-first))?",
+        build=sliding,
+        cache_class="churn",
+        rule="send only the last N messages (optionally pinning the first user message)",
+        defaults={"messages": 10},
+        canonical=("sliding-10", "sliding-10-pin-first"),
+        source="seed articles (sliding window, the cache-hostile baseline)",
+    )
+)

@@ -1,0 +1,35 @@
+"""`truncate-N`: cap every tool result to N characters, on every turn.
+
+The cap is a pure function of the result, so a result shows the same text on every request once
+it is emitted: append-only for the cache, but lossy — the seed study's worst strategy (0/3 passes
+at ~6x the baseline cost: the bug sat after character 500 of the file the agent read).
+Default N = 500 (characters: the strategy's own rule is in characters).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._view import Item, ToolResultItem, truncate_chars
+
+
+def truncate(chars: int = 500) -> object:
+    def cap_every_result(history: Sequence[Item], ctx: StrategyContext) -> list[Item]:
+        return [truncate_chars(i, chars) if isinstance(i, ToolResultItem) else i for i in history]
+
+    return cap_every_result
+
+
+register(
+    StrategySpec(
+        family="truncate",
+        pattern=r"truncate-(?P<chars>\d+)",
+        build=truncate,
+        cache_class="append-only",
+        rule="cap every tool result to N characters on every request",
+        defaults={"chars": 500},
+        canonical=("truncate-500",),
+        source="seed study (truncate-500)",
+    )
+)
