@@ -122,17 +122,18 @@ def canonical_names() -> list[str]:
     return [n for spec in registered() for n in spec.canonical]
 
 
-def resolve(names: str | Sequence[str]) -> list[NamedStrategy]:
-    """`all`, a comma-separated string, or a list of names → built strategies (order kept)."""
+def resolve(names: str | Sequence[str | NamedStrategy]) -> list[NamedStrategy]:
+    """`all`, a comma-separated string, or a list of names (or built strategies) → built
+    strategies, duplicates dropped, order kept."""
     if isinstance(names, str):
         names = [n.strip() for n in names.split(",") if n.strip()]
-    expanded: list[str] = []
+    expanded: list[str | NamedStrategy] = []
     for n in names:
         expanded.extend(canonical_names() if n == "all" else [n])
     seen: dict[str, NamedStrategy] = {}
     for n in expanded:
-        if n not in seen:
-            seen[n] = parse_name(n)
+        built = n if isinstance(n, NamedStrategy) else parse_name(n)
+        seen.setdefault(built.name, built)
     if not seen:
         raise ReplayError("no strategy given; try --strategies all")
     return list(seen.values())

@@ -4,19 +4,21 @@
 message, tool result), full and in order. A strategy returns a `View`: the items to send, where
 each item is either one of the history items untouched (the same object — that is how the
 renderer knows it is unchanged) or a new item made with `dataclasses.replace` or the helpers here.
-Items are frozen: a strategy can never edit the history in place.
+Items are frozen: a strategy can never edit the history in place. They compare by identity
+(`eq=False`): "unchanged" means "the same object", which lets the renderer reuse its work.
 """
 
 from __future__ import annotations
 
 import json
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 CacheClass = Literal["append-only", "freeze-once", "churn", "churn-tail"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class UserItem:
     """A user-role message."""
 
@@ -45,7 +47,7 @@ class Block:
         return self.text
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class AssistantItem:
     """One assistant response (several blocks, e.g. text then parallel tool calls)."""
 
@@ -58,7 +60,7 @@ class AssistantItem:
         return tuple(b for b in self.blocks if b.type == "tool_call")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class ToolResultItem:
     """What a tool returned, as the model sees it (a strategy may shorten `output`)."""
 
@@ -74,7 +76,7 @@ class ToolResultItem:
     kind: Literal["tool_result"] = "tool_result"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class SummaryItem:
     """A summary standing in for earlier items (rendered as a user message)."""
 
@@ -119,35 +121,39 @@ class View:
     events: list[RewriteEvent] = field(default_factory=list)
 
 
-def truncate_chars(item: ToolResultItem, limit: int, marker: str | None = None) -> ToolResultItem:
-    """`item` with its output cut to `limit` characters (same object when it already fits)."""
-    if len(item.output) <= limit:
-        return item
-    tail = marker if marker is not None else f"\n…[truncated {len(item.output) - limit} chars]"
-    return ToolResultItem(
-        call_id=item.call_id,
-        tool_name=item.tool_name,
-        output=item.output[:limit] + tail,
-        is_error=item.is_error,
-        event_index=item.event_index,
-        original_chars=item.original_chars or len(item.output),
-        arguments=item.arguments,
-    )
+# Derived items are memoized per original item, so a strategy that shortens the same result on
+# every request returns the same object every time (the renderer then reuses its blocks).
+_DERIVED: weakref.WeakKeyDictionary[ToolResultItem, dict[str, ToolResultItem]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def replace_output(item: ToolResultItem, output: str) -> ToolResultItem:
     """`item` showing `output` instead (a stub, a placeholder, a head+tail cut…)."""
     if output == item.output:
         return item
-    return ToolResultItem(
-        call_id=item.call_id,
-        tool_name=item.tool_name,
-        output=output,
-        is_error=item.is_error,
-        event_index=item.event_index,
-        original_chars=item.original_chars or len(item.output),
-        arguments=item.arguments,
-    )
+    variants = _DERIVED.setdefault(item, {})
+    derived = variants.get(output)
+    if derived is None:
+        derived = ToolResultItem(
+            call_id=item.call_id,
+            tool_name=item.tool_name,
+            output=output,
+            is_error=item.is_error,
+            event_index=item.event_index,
+            original_chars=item.original_chars or len(item.output),
+            arguments=item.arguments,
+        )
+        variants[output] = derived
+    return derived
+
+
+def truncate_chars(item: ToolResultItem, limit: int, marker: str | None = None) -> ToolResultItem:
+    """`item` with its output cut to `limit` characters (same object when it already fits)."""
+    if len(item.output) <= limit:
+        return item
+    tail = marker if marker is not None else f"\n…[truncated {len(item.output) - limit} chars]"
+    return replace_output(item, item.output[:limit] + tail)
 
 
 def item_chars(item: Item) -> int:

@@ -1,0 +1,418 @@
+"""The replay loop: log events → strategy views → rendered requests → prefix diff → cache → price.
+
+The recorded trajectory is fixed: every assistant response and tool call is what the log says.
+A strategy only changes what the model would have *seen* at each request. For each request of
+each thread, in file order:
+
+1. the thread's history so far (full, lossless) goes to the strategy, which returns a view
+   (and possibly summarizer calls it would have made first);
+2. each summarizer call is rendered, simulated and priced as its own request (shown separately);
+3. the view is rendered to token-counted blocks, diffed against the thread's previous request,
+   passed through the provider's cache simulator and priced at the request's date.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from replay._errors import ReplayError
+from replay.cache import CacheStore, SimRequest, profile_for, simulator_for
+from replay.cache._base import CacheOutcome
+from replay.cache._rules import ProviderRules
+from replay.log import (
+    MAIN_THREAD,
+    AssistantMessage,
+    Compaction,
+    RequestMarker,
+    Session,
+    ThreadStart,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
+from replay.prefix import PrefixDiff, prefix_diff
+from replay.prices import Buckets, Pricer, context_window
+from replay.render import RenderedRequest, Renderer
+from replay.strategies import NamedStrategy, StrategyContext, resolve
+from replay.strategies._base import as_view
+from replay.strategies._view import (
+    AssistantItem,
+    Block,
+    Item,
+    RewriteEvent,
+    SummarizerCall,
+    ToolResultItem,
+    UserItem,
+)
+from replay.tokens import counter_for, family_for
+
+
+@dataclass
+class RequestRecord:
+    """Everything `replay` computed for one simulated request."""
+
+    strategy: str
+    kind: str
+    """`request` (a recorded model call) or `summarizer` (a call the strategy added)."""
+    request_index: int
+    """Index of the recorded request this belongs to (file order, all threads)."""
+    request_id: str
+    thread: str
+    ts: datetime
+    model: str
+    provider: str
+    request: RenderedRequest
+    diff: PrefixDiff
+    outcome: CacheOutcome
+    output_tokens: int
+    cost_usd: Decimal
+    input_cost_usd: Decimal
+    over_window: bool
+    view_items: int
+    events: list[RewriteEvent] = field(default_factory=list)
+    view: list[Item] = field(default_factory=list, repr=False)
+
+    @property
+    def buckets(self) -> Buckets:
+        o = self.outcome
+        return Buckets(
+            uncached=o.uncached,
+            cache_read=o.cache_read,
+            cache_write_5m=o.cache_write_5m,
+            cache_write_1h=o.cache_write_1h,
+            output=self.output_tokens,
+        )
+
+
+@dataclass
+class ReplayConfig:
+    """Options of one replay (all optional: the log decides by default)."""
+
+    provider: str | None = None
+    """Override the provider of every request."""
+    model: str | None = None
+    """Override the model of every request."""
+    client: str | None = None
+    """Client profile (breakpoint placement), default from the log's agent."""
+    cache_rules: ProviderRules | None = None
+    """A user-supplied rule file for the provider."""
+    rule_overrides: dict[str, Any] = field(default_factory=dict)
+    """Single rule values to force (e.g. `ttl_seconds`)."""
+    pricer: Pricer | None = None
+    """Price source (genai-prices snapshot plus `--price` overrides)."""
+    keep_views: bool = False
+    """Keep each request's view items on its record (for diff viewers and evidence checks)."""
+
+
+@dataclass
+class _Thread:
+    strategy: Any
+    history: list[Item] = field(default_factory=list)
+    previous: RenderedRequest | None = None
+    previous_usage: Usage | None = None
+    system: str = ""
+    model: str | None = None
+    compactions: list[Compaction] = field(default_factory=list)
+    calls: dict[str, Block] = field(default_factory=dict)
+
+
+def _assistant_item(event: AssistantMessage, index: int) -> AssistantItem:
+    blocks = []
+    for b in event.blocks:
+        if b.type == "text":
+            blocks.append(Block("text", text=b.text))
+        elif b.type == "thinking":
+            blocks.append(Block("thinking", text=b.thinking, estimated_tokens=b.estimated_tokens))
+        else:
+            blocks.append(Block("tool_call", call_id=b.id, name=b.name, arguments=b.arguments))
+    return AssistantItem(blocks=tuple(blocks), event_index=index)
+
+
+def _responses(session: Session) -> dict[int, AssistantMessage]:
+    """Request event index → the assistant message that answered it."""
+    answer: dict[int, AssistantMessage] = {}
+    pending: dict[str, int] = {}
+    by_id: dict[str, int] = {}
+    for n, e in enumerate(session.events):
+        if isinstance(e, RequestMarker):
+            pending[e.thread] = n
+            by_id[e.request_id] = n
+        elif isinstance(e, AssistantMessage):
+            target = by_id.get(e.request_id) if e.request_id else pending.get(e.thread)
+            if target is not None and target not in answer:
+                answer[target] = e
+            pending.pop(e.thread, None)
+    return answer
+
+
+class _Run:
+    """One strategy replayed over one session."""
+
+    def __init__(self, session: Session, named: NamedStrategy, config: ReplayConfig) -> None:
+        self.session = session
+        self.named = named
+        self.config = config
+        header = session.header
+        self.provider = config.provider or header.provider
+        self.profile = profile_for(header.agent, config.client)
+        self.store = CacheStore()
+        self.simulators: dict[str, Any] = {}
+        self.renderers: dict[str, Renderer] = {}
+        self.pricer = config.pricer or Pricer()
+        self.records: list[RequestRecord] = []
+        self.scope = f"{self.provider}:{header.session_id or 'session'}"
+
+    def simulator(self, provider: str):
+        sim = self.simulators.get(provider)
+        if sim is None:
+            rules = self.config.cache_rules
+            if rules is not None and rules.provider != provider:
+                rules = None
+            sim = simulator_for(provider, self.store, rules, self.config.rule_overrides)
+            self.simulators[provider] = sim
+        return sim
+
+    def renderer(self, model: str) -> Renderer:
+        family = family_for(model).family
+        r = self.renderers.get(family)
+        if r is None:
+            r = self.renderers[family] = Renderer(counter_for(model))
+        return r
+
+    def run(self) -> list[RequestRecord]:
+        session, header = self.session, self.session.header
+        answers = _responses(session)
+        threads: dict[str, _Thread] = {}
+        request_index = 0
+
+        def thread_state(name: str) -> _Thread:
+            if name not in threads:
+                threads[name] = _Thread(strategy=self.named.instantiate(), system=header.system)
+            return threads[name]
+
+        for n, event in enumerate(session.events):
+            state = thread_state(event.thread)
+            if isinstance(event, UserMessage):
+                state.history.append(UserItem(event.text, event_index=n, injected=event.injected))
+            elif isinstance(event, AssistantMessage):
+                item = _assistant_item(event, n)
+                for b in item.tool_calls:
+                    if b.call_id:
+                        state.calls[b.call_id] = b
+                state.history.append(item)
+            elif isinstance(event, ToolResult):
+                call = state.calls.get(event.call_id)
+                state.history.append(
+                    ToolResultItem(
+                        call_id=event.call_id,
+                        tool_name=event.tool_name,
+                        output=event.output,
+                        is_error=event.is_error,
+                        event_index=n,
+                        arguments=call.arguments if call else None,
+                    )
+                )
+            elif isinstance(event, Compaction):
+                state.compactions.append(event)
+            elif isinstance(event, ThreadStart):
+                child = thread_state(event.thread_id)
+                child.system = event.system if event.system is not None else header.system
+                child.model = event.model
+            elif isinstance(event, RequestMarker):
+                self._request(event, n, request_index, state, answers.get(n))
+                request_index += 1
+        return self.records
+
+    def _request(
+        self,
+        marker: RequestMarker,
+        event_index: int,
+        request_index: int,
+        state: _Thread,
+        answer: AssistantMessage | None,
+    ) -> None:
+        header = self.session.header
+        model = self.config.model or marker.model or state.model or header.model
+        provider = self.config.provider or marker.provider or header.provider
+        renderer = self.renderer(model)
+        counter = renderer.table.counter
+        if not state.history:
+            raise ReplayError(
+                f"{self.session.path}: request {marker.request_id} has no message before it"
+            )
+        ctx = StrategyContext(
+            request_index=request_index,
+            ts=marker.ts,
+            model=model,
+            context_window=context_window(model),
+            count_tokens=counter.count,
+            system=state.system,
+            tools=header.tools,
+            previous_usage=state.previous_usage,
+            previous_ts=state.previous.ts if state.previous else None,
+            logged_summaries=tuple(state.compactions),
+        )
+        view = as_view(state.strategy(state.history, ctx))
+        if not view.items:
+            raise ReplayError(
+                f"strategy {self.named.name!r} sent an empty request at {marker.request_id}"
+            )
+        for call in view.summarizer_calls:
+            self._summarizer(call, marker, request_index, state, model, provider, renderer)
+
+        if marker.usage is not None and marker.usage.output_tokens:
+            output, estimated = marker.usage.output_tokens, False
+        elif answer is not None:
+            output = sum(counter.count(b.rendered()) for b in _assistant_item(answer, -1).blocks)
+            estimated = True
+        else:
+            output, estimated = 0, True
+        record = self._simulate(
+            kind="request",
+            items=view.items,
+            marker=marker,
+            request_index=request_index,
+            thread=marker.thread,
+            state=state,
+            model=model,
+            provider=provider,
+            renderer=renderer,
+            output_tokens=output,
+            estimated_output=estimated,
+            events=view.events,
+        )
+        state.previous = record.request
+        state.previous_usage = Usage(
+            input_tokens=record.outcome.uncached,
+            cache_read_tokens=record.outcome.cache_read,
+            cache_write_5m_tokens=record.outcome.cache_write_5m,
+            cache_write_1h_tokens=record.outcome.cache_write_1h,
+            output_tokens=output,
+        )
+
+    def _summarizer(
+        self,
+        call: SummarizerCall,
+        marker: RequestMarker,
+        request_index: int,
+        state: _Thread,
+        model: str,
+        provider: str,
+        renderer: Renderer,
+    ) -> None:
+        items = [*call.input_items, UserItem(call.instruction)]
+        self._simulate(
+            kind="summarizer",
+            items=items,
+            marker=marker,
+            request_index=request_index,
+            thread=f"{marker.thread}/summarizer",
+            state=state,
+            model=model,
+            provider=provider,
+            renderer=renderer,
+            output_tokens=renderer.table.counter.count(call.summary),
+            estimated_output=True,
+            events=[],
+            system=state.system if call.reuse_main_prefix else "",
+        )
+
+    def _simulate(
+        self,
+        *,
+        kind: str,
+        items: Sequence[Item],
+        marker: RequestMarker,
+        request_index: int,
+        thread: str,
+        state: _Thread,
+        model: str,
+        provider: str,
+        renderer: Renderer,
+        output_tokens: int,
+        estimated_output: bool,
+        events: list[RewriteEvent],
+        system: str | None = None,
+    ) -> RequestRecord:
+        header = self.session.header
+        previous = state.previous
+        same_family = previous is not None and (
+            family_for(previous.model).family == family_for(model).family
+        )
+        request = renderer.render(
+            items,
+            system=state.system if system is None else system,
+            tools=header.tools,
+            index=request_index,
+            request_id=marker.request_id + (":summarizer" if kind == "summarizer" else ""),
+            thread=thread,
+            ts=marker.ts,
+            model=model,
+            provider=provider,
+            output_tokens=output_tokens,
+            estimated_output=estimated_output,
+            previous=previous if same_family else None,
+        )
+        if previous is not None and not same_family:
+            diff = PrefixDiff(0, 0, None, "model switch", True)
+        else:
+            diff = prefix_diff(previous, request, renderer.table)
+        breakpoints = self.profile.breakpoints(request, thread)
+        outcome = self.simulator(provider).simulate(
+            SimRequest(request, breakpoints, self.scope, diff, previous, renderer.table)
+        )
+        buckets = Buckets(
+            uncached=outcome.uncached,
+            cache_read=outcome.cache_read,
+            cache_write_5m=outcome.cache_write_5m,
+            cache_write_1h=outcome.cache_write_1h,
+            output=output_tokens,
+        )
+        price = self.pricer.price(buckets, model=model, provider=provider, ts=marker.ts)
+        record = RequestRecord(
+            strategy=self.named.name,
+            kind=kind,
+            request_index=request_index,
+            request_id=request.request_id,
+            thread=thread,
+            ts=marker.ts,
+            model=model,
+            provider=provider,
+            request=request,
+            diff=diff,
+            outcome=outcome,
+            output_tokens=output_tokens,
+            cost_usd=price.total_usd,
+            input_cost_usd=price.input_usd,
+            over_window=request.total > context_window(model),
+            view_items=len(items),
+            events=list(events),
+            view=list(items) if self.config.keep_views else [],
+        )
+        self.records.append(record)
+        return record
+
+
+def replay_session(
+    session: Session,
+    strategies: str | Sequence[str] = "all",
+    config: ReplayConfig | None = None,
+) -> list[RequestRecord]:
+    """Replay `session` through each strategy; one record per simulated request."""
+    config = config or ReplayConfig()
+    if not session.requests():
+        where = session.path or "the log"
+        raise ReplayError(f"{where}: the log has no requests (no `request` events) to replay")
+    if config.pricer is None:
+        config.pricer = Pricer()
+    records: list[RequestRecord] = []
+    for named in resolve(strategies):
+        records.extend(_Run(session, named, config).run())
+    return records
+
+
+__all__ = ["MAIN_THREAD", "ReplayConfig", "RequestRecord", "replay_session"]

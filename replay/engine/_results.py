@@ -1,0 +1,193 @@
+"""Replay results as polars DataFrames: one row per request, one row per strategy.
+
+Column names are the JSON contract (README "Output columns"). Money columns are exact decimals
+(polars `Decimal`), rendered as decimal strings in JSON and CSV.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+import polars as pl
+
+from replay.engine._replay import RequestRecord
+
+MONEY = pl.Decimal(precision=38, scale=12)
+
+TURN_COLUMNS = [
+    "strategy",
+    "request_index",
+    "request_id",
+    "kind",
+    "thread",
+    "ts",
+    "model",
+    "prompt_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "cache_write_5m_tokens",
+    "cache_write_1h_tokens",
+    "uncached_tokens",
+    "output_tokens",
+    "first_mismatch_token",
+    "first_mismatch_message",
+    "diverged_at",
+    "miss_cause",
+    "rewrites",
+    "over_window",
+    "cost_usd",
+]
+
+SUMMARY_COLUMNS = [
+    "strategy",
+    "requests",
+    "prompt_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "uncached_tokens",
+    "output_tokens",
+    "cost_usd",
+    "peak_prompt_tokens",
+    "hit_ratio",
+    "prefix_breaks",
+    "over_window",
+    "summarizer_calls",
+    "summarizer_cost_usd",
+    "misses",
+]
+
+
+def _turn_row(r: RequestRecord) -> dict:
+    o = r.outcome
+    return {
+        "strategy": r.strategy,
+        "request_index": r.request_index,
+        "request_id": r.request_id,
+        "kind": r.kind,
+        "thread": r.thread,
+        "ts": r.ts,
+        "model": r.model,
+        "prompt_tokens": r.request.total,
+        "cached_tokens": o.cache_read,
+        "cache_write_tokens": o.cache_write_5m + o.cache_write_1h,
+        "cache_write_5m_tokens": o.cache_write_5m,
+        "cache_write_1h_tokens": o.cache_write_1h,
+        "uncached_tokens": o.uncached,
+        "output_tokens": r.output_tokens,
+        "first_mismatch_token": r.diff.first_mismatch_token,
+        "first_mismatch_message": r.diff.message_index,
+        "diverged_at": r.diff.where,
+        "miss_cause": o.miss_cause,
+        "rewrites": "; ".join(f"{e.kind}: {e.detail}" if e.detail else e.kind for e in r.events)
+        or None,
+        "over_window": r.over_window,
+        "cost_usd": r.cost_usd,
+    }
+
+
+def turns_frame(records: Sequence[RequestRecord]) -> pl.DataFrame:
+    """One row per simulated request (summarizer calls included, `kind` tells them apart)."""
+    schema = {
+        "strategy": pl.Utf8,
+        "request_index": pl.Int64,
+        "request_id": pl.Utf8,
+        "kind": pl.Utf8,
+        "thread": pl.Utf8,
+        "ts": pl.Datetime("us", "UTC"),
+        "model": pl.Utf8,
+        "prompt_tokens": pl.Int64,
+        "cached_tokens": pl.Int64,
+        "cache_write_tokens": pl.Int64,
+        "cache_write_5m_tokens": pl.Int64,
+        "cache_write_1h_tokens": pl.Int64,
+        "uncached_tokens": pl.Int64,
+        "output_tokens": pl.Int64,
+        "first_mismatch_token": pl.Int64,
+        "first_mismatch_message": pl.Int64,
+        "diverged_at": pl.Utf8,
+        "miss_cause": pl.Utf8,
+        "rewrites": pl.Utf8,
+        "over_window": pl.Boolean,
+        "cost_usd": MONEY,
+    }
+    return pl.DataFrame([_turn_row(r) for r in records], schema=schema, orient="row")
+
+
+@dataclass
+class _Acc:
+    requests: int = 0
+    prompt: int = 0
+    cached: int = 0
+    written: int = 0
+    uncached: int = 0
+    output: int = 0
+    cost: Decimal = Decimal(0)
+    peak: int = 0
+    breaks: int = 0
+    over: int = 0
+    summarizer_calls: int = 0
+    summarizer_cost: Decimal = Decimal(0)
+    misses: int = 0
+
+
+def summary_frame(records: Sequence[RequestRecord]) -> pl.DataFrame:
+    """One row per strategy. Totals include summarizer calls; their share is broken out."""
+    accs: dict[str, _Acc] = {}
+    for r in records:
+        a = accs.setdefault(r.strategy, _Acc())
+        o = r.outcome
+        a.prompt += r.request.total
+        a.cached += o.cache_read
+        a.written += o.cache_write_5m + o.cache_write_1h
+        a.uncached += o.uncached
+        a.output += r.output_tokens
+        a.cost += r.cost_usd
+        if r.kind == "summarizer":
+            a.summarizer_calls += 1
+            a.summarizer_cost += r.cost_usd
+            continue
+        a.requests += 1
+        a.peak = max(a.peak, r.request.total)
+        a.breaks += int(r.diff.is_break)
+        a.over += int(r.over_window)
+        a.misses += int(r.outcome.miss_cause not in (None, "cold start"))
+    rows = [
+        {
+            "strategy": name,
+            "requests": a.requests,
+            "prompt_tokens": a.prompt,
+            "cached_tokens": a.cached,
+            "cache_write_tokens": a.written,
+            "uncached_tokens": a.uncached,
+            "output_tokens": a.output,
+            "cost_usd": a.cost,
+            "peak_prompt_tokens": a.peak,
+            "hit_ratio": round(a.cached / a.prompt, 4) if a.prompt else 0.0,
+            "prefix_breaks": a.breaks,
+            "over_window": a.over,
+            "summarizer_calls": a.summarizer_calls,
+            "summarizer_cost_usd": a.summarizer_cost,
+            "misses": a.misses,
+        }
+        for name, a in accs.items()
+    ]
+    schema = {
+        "strategy": pl.Utf8,
+        "requests": pl.Int64,
+        "prompt_tokens": pl.Int64,
+        "cached_tokens": pl.Int64,
+        "cache_write_tokens": pl.Int64,
+        "uncached_tokens": pl.Int64,
+        "output_tokens": pl.Int64,
+        "cost_usd": MONEY,
+        "peak_prompt_tokens": pl.Int64,
+        "hit_ratio": pl.Float64,
+        "prefix_breaks": pl.Int64,
+        "over_window": pl.Int64,
+        "summarizer_calls": pl.Int64,
+        "summarizer_cost_usd": MONEY,
+        "misses": pl.Int64,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row")

@@ -1,0 +1,5 @@
+"""First-mismatch position of each prompt against the previous one."""
+
+from replay.prefix._diff import PrefixDiff, materialize_tokens, naive_first_mismatch, prefix_diff
+
+__all__ = ["PrefixDiff", "materialize_tokens", "naive_first_mismatch", "prefix_diff"]

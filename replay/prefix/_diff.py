@@ -1,0 +1,94 @@
+"""Prefix diff: where does a prompt first differ from the previous prompt of its thread?
+
+Compare block ids (one integer per block) to find the first differing block, then compare tokens
+only inside that pair of blocks. The result is the first mismatching token position, the view
+message it belongs to, and what kind of block it is (tools / system / message N / tail).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from replay.render import BlockTable, RenderedRequest, first_difference
+
+
+@dataclass(frozen=True)
+class PrefixDiff:
+    """How a request's prompt relates to the previous one of its thread."""
+
+    first_mismatch_token: int
+    """Tokens the two prompts share from the start (= the old prompt's length when the new one
+    extends it: the first mismatch is never inside the old prompt then)."""
+    first_mismatch_block: int | None
+    """Index of the first differing block, None when one prompt is a prefix of the other."""
+    message_index: int | None
+    """View item of the first differing block (None for tools/system, or no difference)."""
+    where: str
+    """`tools`, `system`, `message N`, `tail` (appended only) or `first` (no previous request)."""
+    is_break: bool
+    """True when the new prompt rewrote part of the old one (the old prompt is not its prefix)."""
+
+
+def _common_tokens(table: BlockTable, a: int, b: int) -> int:
+    """Tokens two differing blocks share from their start (framing included)."""
+    ia, ib = table.blocks[a], table.blocks[b]
+    # Framing tokens encode the block kind: blocks with different framing differ at once.
+    if ia.overhead != ib.overhead or (ia.overhead and ia.kind != ib.kind):
+        return 0
+    ta = table.counter.raw_tokens(ia.text)
+    tb = table.counter.raw_tokens(ib.text)
+    n = min(len(ta), len(tb))
+    diff = np.flatnonzero(ta[:n] != tb[:n])
+    raw = int(diff[0]) if len(diff) else n
+    return ia.overhead + table.counter.scale_position(raw)
+
+
+def prefix_diff(
+    previous: RenderedRequest | None, current: RenderedRequest, table: BlockTable
+) -> PrefixDiff:
+    if previous is None:
+        return PrefixDiff(0, None, None, "first", False)
+    block = first_difference(previous.block_ids, current.block_ids)
+    if block is None:
+        shared = min(previous.total, current.total)
+        truncated = len(current.block_ids) < len(previous.block_ids)
+        where = "tail"
+        msg = None
+        if truncated:
+            msg = int(current.item_index[-1]) if len(current.item_index) else None
+        return PrefixDiff(shared, None, msg, where, truncated)
+    shared = current.tokens_before(block) + _common_tokens(
+        table, int(previous.block_ids[block]), int(current.block_ids[block])
+    )
+    kind = current.kinds[block]
+    owner = int(current.item_index[block])
+    where = kind if kind in ("tool", "system") else f"message {owner}"
+    if where == "tool":
+        where = "tools"
+    return PrefixDiff(shared, block, owner if owner >= 0 else None, where, True)
+
+
+def naive_first_mismatch(previous_tokens: np.ndarray, current_tokens: np.ndarray) -> int:
+    """Reference: compare two fully materialized token sequences token by token."""
+    n = min(len(previous_tokens), len(current_tokens))
+    for i in range(n):
+        if previous_tokens[i] != current_tokens[i]:
+            return i
+    return n
+
+
+def materialize_tokens(request: RenderedRequest, table: BlockTable) -> np.ndarray:
+    """The whole prompt as one token sequence (framing as negative sentinel ids), re-tokenizing
+    every block with no memo: what a naive implementation would do per request. Only valid for
+    families with calibration factor 1.0."""
+    encoding = table.counter._encoding
+    parts = []
+    for block_id in request.block_ids.tolist():
+        info = table.blocks[block_id]
+        kind_code = -1 - ["tool", "system", "user", "summary", "text", "thinking", "tool_call",
+                          "tool_result"].index(info.kind)
+        parts.append(np.full(info.overhead, kind_code, dtype=np.int64))
+        parts.append(np.asarray(encoding.encode_ordinary(info.text), dtype=np.int64))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)

@@ -1,0 +1,24 @@
+"""Request prices (genai-prices' bundled snapshot or `--price` overrides), context windows and
+provider guesses."""
+
+from replay.prices._prices import (
+    PRICE_FORMAT,
+    Buckets,
+    Price,
+    Pricer,
+    RateOverride,
+    context_window,
+    parse_price_override,
+    provider_for_model,
+)
+
+__all__ = [
+    "PRICE_FORMAT",
+    "Buckets",
+    "Price",
+    "Pricer",
+    "RateOverride",
+    "context_window",
+    "parse_price_override",
+    "provider_for_model",
+]

@@ -1,0 +1,656 @@
+"""Price one request's token buckets from genai-prices' bundled snapshot, or a user's `--price`.
+
+genai-prices (`calc_price`) is the reference: `Pricer.price` returns exactly what `calc_price`
+returns for the same request, as `Decimal`s. `calc_price` costs about 60 µs, so `Pricer` resolves
+the model's prices once per (model, provider, price period), turns them into a small rate card (one
+flat card per long-context tier level) and does the arithmetic itself. Each rate card is checked
+against `calc_price` on probe requests when it is built; a card that disagrees falls back to
+`calc_price`.
+
+genai-prices semantics kept here (see shared/research/caching.md, section E):
+- `input_tokens` is the TOTAL input: uncached + cache read + cache writes.
+- A model without a cache-read (or cache-write) price bills those tokens at its input price; a model
+  without a 1-hour write price bills 1-hour writes at its (5-minute) write price.
+- Tiers are cliffs on the total input: above `tier.start` every token of the unit gets the tier
+  rate.
+- Prices depend on the request's UTC date (and, for DeepSeek, its UTC time of day).
+
+Nothing here is ever priced at zero for want of a rate: an unknown model or provider, or a model
+without an input (or, for a request with output, output) price, raises `ReplayError` asking for
+`--price`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import operator
+import re
+from bisect import bisect_left
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from datetime import UTC, date, datetime
+from decimal import Decimal, InvalidOperation
+from functools import cache
+
+import genai_prices
+from genai_prices import data_snapshot
+from genai_prices import types as gp_types
+
+from replay._data import load_json
+from replay._errors import ReplayError
+
+PRICE_FORMAT = "MODEL=input:IN,output:OUT[,cache_read:R,cache_write:W,cache_write_1h:W1H]"
+"""The `--price` syntax; the numbers are USD per million tokens."""
+
+_MTOK = 1_000_000
+_ZERO = Decimal(0)
+
+
+def _price_hint(model: str) -> str:
+    spec = PRICE_FORMAT.removeprefix("MODEL=")
+    return f"pass --price {model}={spec} (USD per million tokens)"
+
+
+# --------------------------------------------------------------------------------------------------
+# Buckets and Price
+
+
+@dataclass(frozen=True, slots=True)
+class Buckets:
+    """The disjoint token buckets of ONE request (every prompt token is in exactly one bucket)."""
+
+    uncached: int = 0
+    """Prompt tokens neither read from nor written to the cache: billed at the full input rate."""
+    cache_read: int = 0
+    """Prompt tokens read from the cache (a cache hit)."""
+    cache_write_5m: int = 0
+    """Prompt tokens written to the cache with the 5-minute (default) lifetime."""
+    cache_write_1h: int = 0
+    """Prompt tokens written to the cache with the 1-hour lifetime."""
+    output: int = 0
+    """Generated tokens, reasoning/thinking included."""
+
+    def __post_init__(self) -> None:
+        for name in ("uncached", "cache_read", "cache_write_5m", "cache_write_1h", "output"):
+            value = getattr(self, name)
+            if type(value) is not int:
+                if isinstance(value, bool):
+                    raise TypeError(f"Buckets.{name} must be an int, not bool")
+                value = operator.index(value)  # numpy ints and the like; floats raise TypeError
+                object.__setattr__(self, name, value)
+            if value < 0:
+                raise ValueError(f"Buckets.{name} must be >= 0, got {value}")
+
+    @property
+    def prompt(self) -> int:
+        """Total input tokens: uncached + cache read + both cache writes."""
+        return self.uncached + self.cache_read + self.cache_write_5m + self.cache_write_1h
+
+    @property
+    def cache_write(self) -> int:
+        """All cache-write tokens (5-minute + 1-hour)."""
+        return self.cache_write_5m + self.cache_write_1h
+
+    def __add__(self, other: object) -> Buckets:
+        if not isinstance(other, Buckets):
+            return NotImplemented
+        return Buckets(
+            self.uncached + other.uncached,
+            self.cache_read + other.cache_read,
+            self.cache_write_5m + other.cache_write_5m,
+            self.cache_write_1h + other.cache_write_1h,
+            self.output + other.output,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """What one request costs, in USD (exact `Decimal`s, never floats)."""
+
+    input_usd: Decimal
+    """Every prompt bucket: uncached + cache read + cache writes."""
+    output_usd: Decimal
+    """Output tokens."""
+    total_usd: Decimal
+    """input + output (+ a per-request fee on the rare model that has one)."""
+    source: str
+    """Where the rates came from: e.g. "genai-prices 0.2.3 snapshot" or "override"."""
+    model_ref: str
+    """The model the rates belong to: genai-prices' model id, or the `--price` model name."""
+    warning: str | None = None
+    """Set when a non-zero bucket had no rate of its own and was billed at another rate."""
+
+
+# --------------------------------------------------------------------------------------------------
+# --price overrides
+
+
+@dataclass(frozen=True, slots=True)
+class RateOverride:
+    """User-given rates, USD per million tokens. Missing cache rates fall back like genai-prices."""
+
+    input: Decimal
+    """Uncached input tokens."""
+    output: Decimal
+    """Output tokens."""
+    cache_read: Decimal | None = None
+    """Cache reads; None = billed at `input` (with a warning when reads occur)."""
+    cache_write: Decimal | None = None
+    """5-minute cache writes; None = billed at `input` (with a warning when writes occur)."""
+    cache_write_1h: Decimal | None = None
+    """1-hour cache writes; None = billed at `cache_write` (with a warning when they occur)."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None and f.name not in ("input", "output"):
+                continue
+            if not isinstance(value, Decimal) or not value.is_finite() or value < 0:
+                raise ReplayError(
+                    f"price override: {f.name} must be a finite non-negative Decimal, got {value!r}"
+                )
+        if self.cache_write_1h is not None and self.cache_write is None:
+            raise ReplayError(
+                "price override: cache_write_1h needs cache_write (the 5-minute rate)"
+            )
+
+
+_OVERRIDE_KEYS = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
+
+
+def parse_price_override(text: str) -> tuple[str, RateOverride]:
+    """Parse `MODEL=input:IN,output:OUT[,cache_read:R,cache_write:W,cache_write_1h:W1H]`.
+
+    Numbers are USD per million tokens (a leading `$` is allowed). MODEL may use shell wildcards
+    (`claude-sonnet-4-6*`). Raises `ReplayError` naming what is wrong.
+    """
+
+    def bad(why: str) -> ReplayError:
+        return ReplayError(
+            f"--price {text!r}: {why}; expected {PRICE_FORMAT} (USD per million tokens)"
+        )
+
+    model, sep, spec = text.partition("=")
+    model = model.strip()
+    if not sep:
+        raise bad("missing '=' between the model and its rates")
+    if not model:
+        raise bad("missing model name before '='")
+    if not spec.strip():
+        raise bad("missing rates after '='")
+    rates: dict[str, Decimal] = {}
+    for part in spec.split(","):
+        key, colon, raw = part.partition(":")
+        key = key.strip().lower()
+        raw = raw.strip().removeprefix("$")
+        if not colon:
+            raise bad(f"rate {part.strip()!r} is not KEY:NUMBER")
+        if key not in _OVERRIDE_KEYS:
+            raise bad(f"unknown rate {key!r} (known: {', '.join(_OVERRIDE_KEYS)})")
+        if key in rates:
+            raise bad(f"rate {key!r} given twice")
+        try:
+            value = Decimal(raw)
+        except InvalidOperation:
+            raise bad(f"{key} {raw!r} is not a number") from None
+        if not value.is_finite() or value < 0:
+            raise bad(f"{key} {raw!r} must be a finite number >= 0")
+        rates[key] = value
+    missing = [key for key in ("input", "output") if key not in rates]
+    if missing:
+        raise bad(f"missing {' and '.join(missing)} rate")
+    if "cache_write_1h" in rates and "cache_write" not in rates:
+        raise bad("cache_write_1h needs cache_write (the 5-minute rate) too")
+    return model, RateOverride(**rates)
+
+
+# --------------------------------------------------------------------------------------------------
+# Rate cards
+
+
+@dataclass(frozen=True, slots=True)
+class _Flat:
+    """Per-MTok rates at one tier level; None = the unit has no price of its own."""
+
+    input: Decimal
+    cache_read: Decimal | None
+    cache_write: Decimal | None
+    cache_write_1h: Decimal | None
+    output: Decimal | None
+    request_fee: Decimal  # USD per request, added to the total only (genai-prices `requests`)
+
+
+class _Card:
+    """Rates of one model at one price period: a flat card per long-context tier level."""
+
+    __slots__ = ("thresholds", "levels", "source", "model_ref", "label", "slow")
+
+    def __init__(
+        self,
+        thresholds: tuple[int, ...],
+        levels: tuple[_Flat, ...],
+        *,
+        source: str,
+        model_ref: str,
+        label: str,
+    ) -> None:
+        self.thresholds = thresholds
+        """Sorted tier starts: level k applies when total input > thresholds[k-1]."""
+        self.levels = levels
+        self.source = source
+        self.model_ref = model_ref
+        self.label = label  # e.g. "claude-sonnet-4-6 (anthropic)" for messages
+        self.slow: Callable[[Buckets, datetime], tuple[Decimal, Decimal, Decimal]] | None = None
+        """Set when the fast arithmetic disagreed with calc_price: price via calc_price instead."""
+
+    def level(self, total_input: int) -> _Flat:
+        if self.thresholds:
+            return self.levels[bisect_left(self.thresholds, total_input)]
+        return self.levels[0]
+
+    def amounts(self, b: Buckets) -> tuple[Decimal, Decimal, Decimal, str | None]:
+        """(input, output, total, warning) by the card's own arithmetic."""
+        uncached, read, w5m, w1h, out = (
+            b.uncached,
+            b.cache_read,
+            b.cache_write_5m,
+            b.cache_write_1h,
+            b.output,
+        )
+        if self.thresholds:
+            flat = self.levels[bisect_left(self.thresholds, uncached + read + w5m + w1h)]
+        else:
+            flat = self.levels[0]
+        warning = None
+        if (
+            (read and flat.cache_read is None)
+            or ((w5m or w1h) and flat.cache_write is None)
+            or (w1h and flat.cache_write_1h is None)
+        ):
+            warning = self._warning(flat, read, w5m, w1h)
+        if flat.cache_read is None:
+            uncached += read
+            read = 0
+        if flat.cache_write_1h is None:
+            w5m += w1h
+            w1h = 0
+        if flat.cache_write is None:
+            uncached += w5m
+            w5m = 0
+        # Same operations, in the same Decimal context, as genai-prices' calc_unit_price.
+        input_usd = _ZERO
+        if uncached:
+            input_usd += flat.input * uncached / _MTOK
+        if read:
+            input_usd += flat.cache_read * read / _MTOK  # type: ignore[operator]
+        if w5m:
+            input_usd += flat.cache_write * w5m / _MTOK  # type: ignore[operator]
+        if w1h:
+            input_usd += flat.cache_write_1h * w1h / _MTOK  # type: ignore[operator]
+        if out:
+            if flat.output is None:
+                raise ReplayError(
+                    f"no price for model {self.label}: genai-prices has no output-token price; "
+                    f"{_price_hint(self.model_ref)}"
+                )
+            output_usd = flat.output * out / _MTOK
+        else:
+            output_usd = _ZERO
+        total_usd = input_usd + output_usd
+        if flat.request_fee:
+            total_usd += flat.request_fee
+        return input_usd, output_usd, total_usd, warning
+
+    def _warning(self, flat: _Flat, read: int, w5m: int, w1h: int) -> str:
+        notes = []
+        if read and flat.cache_read is None:
+            notes.append(f"no cache-read price, {read} read tokens billed at the input rate")
+        if flat.cache_write is None and (w5m or w1h):
+            notes.append(f"no cache-write price, {w5m + w1h} written tokens billed as plain input")
+        elif w1h and flat.cache_write_1h is None:
+            notes.append(f"no 1h cache-write price, {w1h} 1h-written tokens billed at the 5m rate")
+        return f"{self.label} ({self.source}): " + "; ".join(notes)
+
+
+def _flat_from_override(rate: RateOverride) -> _Flat:
+    return _Flat(
+        input=rate.input,
+        cache_read=rate.cache_read,
+        cache_write=rate.cache_write,
+        cache_write_1h=rate.cache_write_1h,
+        output=rate.output,
+        request_fee=_ZERO,
+    )
+
+
+_PRICE_KEYS = (
+    "input_mtok",
+    "cache_read_mtok",
+    "cache_write_mtok",
+    "cache_write_1h_mtok",
+    "output_mtok",
+)
+
+
+def _tier_rate(price: Decimal | gp_types.TieredPrices | None, total_input: int) -> Decimal | None:
+    """The rate genai-prices' calc_unit_price applies at this total input."""
+    if price is None or isinstance(price, Decimal):
+        return price
+    for tier in reversed(price.tiers):
+        if total_input > tier.start:
+            return tier.price
+    return price.base
+
+
+def _card_from_model_price(
+    model_price: gp_types.ModelPrice, *, source: str, model_ref: str, label: str
+) -> _Card:
+    values = {key: getattr(model_price, key, None) for key in (*_PRICE_KEYS, "requests_kcount")}
+    if values["input_mtok"] is None:
+        raise ReplayError(
+            f"no price for model {label}: genai-prices has no input-token price for it; "
+            f"{_price_hint(model_ref)}"
+        )
+    thresholds = tuple(
+        sorted(
+            {
+                tier.start
+                for value in values.values()
+                if isinstance(value, gp_types.TieredPrices)
+                for tier in value.tiers
+            }
+        )
+    )
+    levels = []
+    for total in (0, *(start + 1 for start in thresholds)):
+        fee = _tier_rate(values["requests_kcount"], total)
+        levels.append(
+            _Flat(
+                input=_tier_rate(values["input_mtok"], total),  # type: ignore[arg-type]
+                cache_read=_tier_rate(values["cache_read_mtok"], total),
+                cache_write=_tier_rate(values["cache_write_mtok"], total),
+                cache_write_1h=_tier_rate(values["cache_write_1h_mtok"], total),
+                output=_tier_rate(values["output_mtok"], total),
+                request_fee=_ZERO if fee is None else fee * 1 / 1000,
+            )
+        )
+    return _Card(thresholds, tuple(levels), source=source, model_ref=model_ref, label=label)
+
+
+def _usage(b: Buckets) -> genai_prices.Usage:
+    return genai_prices.Usage(
+        input_tokens=b.prompt,
+        cache_read_tokens=b.cache_read,
+        cache_write_tokens=b.cache_write_5m + b.cache_write_1h,
+        cache_write_1h_tokens=b.cache_write_1h,
+        output_tokens=b.output,
+    )
+
+
+def _probes(card: _Card) -> list[Buckets]:
+    """Requests on both sides of every tier cliff, with every bucket non-zero."""
+    has_output = all(flat.output is not None for flat in card.levels)
+    out = 7 if has_output else 0
+    totals = [50]
+    for start in card.thresholds:
+        totals += [start, start + 1]
+    return [
+        Buckets(uncached=t - 6, cache_read=3, cache_write_5m=2, cache_write_1h=1, output=out)
+        for t in totals
+    ]
+
+
+# --------------------------------------------------------------------------------------------------
+# Routes: how to find the card for a (model, provider) at a timestamp
+
+
+def _utc_date(ts: datetime) -> date:
+    if ts.tzinfo is None:
+        return ts.date()  # naive = UTC, as in genai-prices
+    return ts.astimezone(UTC).date()
+
+
+class _Route:
+    __slots__ = ("card_at",)
+
+    def __init__(self, card_at: Callable[[datetime], _Card]) -> None:
+        self.card_at = card_at
+
+
+class Pricer:
+    """Prices requests; memoizes rate cards per (model, provider, price period).
+
+    `overrides` maps a model name (exact, case-insensitive, or a shell wildcard pattern such as
+    `claude-sonnet-4-6*`) to rates; an override wins over genai-prices and ignores the provider.
+    """
+
+    def __init__(self, overrides: Mapping[str, RateOverride] | None = None) -> None:
+        self._exact: dict[str, RateOverride] = {}
+        self._patterns: list[tuple[str, RateOverride]] = []
+        for name, rate in (overrides or {}).items():
+            if not isinstance(rate, RateOverride):
+                raise TypeError(f"override for {name!r} must be a RateOverride, got {rate!r}")
+            key = name.strip().lower()
+            if any(ch in key for ch in "*?["):
+                self._patterns.append((key, rate))
+            else:
+                self._exact[key] = rate
+        self._routes: dict[tuple[str, str], _Route] = {}
+        self._snapshot: data_snapshot.DataSnapshot | None = None
+
+    # -- public ----------------------------------------------------------------------------------
+
+    def price(self, buckets: Buckets, *, model: str, provider: str, ts: datetime) -> Price:
+        """Price one request. Equals genai-prices' `calc_price` for the same usage, model, provider
+        and timestamp (unless an override applies). Raises `ReplayError` when no rate is known."""
+        snapshot = data_snapshot.get_snapshot()
+        if snapshot is not self._snapshot:
+            self._routes.clear()
+            self._snapshot = snapshot
+        route = self._routes.get((model, provider))
+        if route is None:
+            route = self._routes[(model, provider)] = self._route(model, provider, snapshot)
+        card = route.card_at(ts)
+        if card.slow is not None:
+            input_usd, output_usd, total_usd = card.slow(buckets, ts)
+            warning = card.amounts(buckets)[3]  # same missing-rate rules and output check
+        else:
+            input_usd, output_usd, total_usd, warning = card.amounts(buckets)
+        return Price(input_usd, output_usd, total_usd, card.source, card.model_ref, warning)
+
+    def override_for(self, model: str) -> RateOverride | None:
+        """The override that applies to `model`, if any."""
+        key = model.strip().lower()
+        rate = self._exact.get(key)
+        if rate is not None:
+            return rate
+        for pattern, rate in self._patterns:
+            if fnmatch.fnmatchcase(key, pattern):
+                return rate
+        return None
+
+    def has_override(self, model: str) -> bool:
+        return self.override_for(model) is not None
+
+    # -- building routes -------------------------------------------------------------------------
+
+    def _route(self, model: str, provider: str, snapshot: data_snapshot.DataSnapshot) -> _Route:
+        rate = self.override_for(model)
+        if rate is not None:
+            card = _Card(
+                (),
+                (_flat_from_override(rate),),
+                source="override",
+                model_ref=model,
+                label=f"{model!r}",
+            )
+            return _Route(lambda ts: card)
+
+        try:
+            provider_info, model_info = snapshot.find_provider_model(model, None, provider, None)
+        except LookupError as err:
+            reason = f"genai-prices {genai_prices.__version__} has no such model ({err})"
+            raise ReplayError(
+                f"no price for model {model!r} from provider {provider!r}: {reason}; "
+                f"{_price_hint(model)}"
+            ) from None
+        version = genai_prices.__version__
+        source = (
+            f"genai-prices {version} snapshot"
+            if not snapshot.from_auto_update
+            else f"genai-prices {version} auto-update of {snapshot.timestamp:%Y-%m-%d}"
+        )
+        label = f"{model_info.id!r} ({provider_info.id})"
+        # id(ModelPrice) -> (the ModelPrice, kept alive so its id stays unique; its card)
+        by_prices: dict[int, tuple[gp_types.ModelPrice, _Card]] = {}
+
+        def card_for(ts: datetime) -> _Card:
+            model_price = model_info.get_prices(ts)
+            hit = by_prices.get(id(model_price))
+            if hit is not None:
+                return hit[1]
+            card = _card_from_model_price(
+                model_price, source=source, model_ref=model_info.id, label=label
+            )
+            _self_check(card, model, provider, ts)
+            by_prices[id(model_price)] = (model_price, card)
+            return card
+
+        prices = model_info.prices
+        if isinstance(prices, gp_types.ModelPrice):
+            static: list[_Card] = []
+
+            def card_static(ts: datetime) -> _Card:
+                if not static:
+                    static.append(card_for(ts))
+                return static[0]
+
+            return _Route(card_static)
+
+        if all(
+            cp.constraint is None or isinstance(cp.constraint, gp_types.StartDateConstraint)
+            for cp in prices
+        ):
+            by_date: dict[date, _Card] = {}
+
+            def card_by_date(ts: datetime) -> _Card:
+                day = _utc_date(ts)
+                card = by_date.get(day)
+                if card is None:
+                    card = by_date[day] = card_for(ts)
+                return card
+
+            return _Route(card_by_date)
+
+        return _Route(card_for)  # time-of-day prices (DeepSeek peak/off-peak): resolve each call
+
+
+def _self_check(card: _Card, model: str, provider: str, ts: datetime) -> None:
+    """Compare the card with calc_price on probe requests; on any mismatch use calc_price."""
+    for probe in _probes(card):
+        expected = genai_prices.calc_price(
+            _usage(probe), model, provider_id=provider, genai_request_timestamp=ts
+        )
+        got = card.amounts(probe)
+        if (got[0], got[1], got[2]) != (
+            expected.input_price,
+            expected.output_price,
+            expected.total_price,
+        ):
+            card.slow = _slow_path(model, provider)
+            return
+
+
+def _slow_path(model: str, provider: str) -> Callable[[Buckets, datetime], tuple[Decimal, ...]]:
+    def slow(b: Buckets, ts: datetime) -> tuple[Decimal, Decimal, Decimal]:
+        r = genai_prices.calc_price(
+            _usage(b), model, provider_id=provider, genai_request_timestamp=ts
+        )
+        return r.input_price, r.output_price, r.total_price
+
+    return slow  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------------------------------
+# Context windows and providers
+
+
+@cache
+def _window_rows() -> tuple[tuple[re.Pattern[str], int], ...]:
+    data = load_json("context_windows.json")
+    rows = data.get("windows") if isinstance(data, dict) else None
+    if not isinstance(rows, list) or not rows:
+        raise ReplayError("pricing/context_windows.json: expected an object with a 'windows' list")
+    out = []
+    for i, row in enumerate(rows):
+        try:
+            pattern = re.compile(row["pattern"], re.IGNORECASE)
+            tokens = row["tokens"]
+            if type(tokens) is not int or tokens <= 0 or not isinstance(row["source"], str):
+                raise TypeError("tokens must be a positive int and source a string")
+        except (KeyError, TypeError, re.error) as err:
+            raise ReplayError(f"pricing/context_windows.json: row {i} is invalid ({err})") from None
+        out.append((pattern, tokens))
+    return tuple(out)
+
+
+@cache
+def context_window(model: str) -> int:
+    """The model's input context window in tokens (first matching row of context_windows.json)."""
+    for pattern, tokens in _window_rows():
+        if pattern.search(model):
+            return tokens
+    raise ReplayError(
+        f"pricing/context_windows.json has no row matching model {model!r} (its last row should "
+        "match everything)"
+    )
+
+
+_PROVIDER_GUESSES = (
+    (r"claude", "anthropic"),
+    (r"^(gpt-|o[1-9]\b|o[1-9]-|codex|chatgpt)", "openai"),
+    (r"gemini|gemma", "google"),
+    (r"deepseek", "deepseek"),
+    (r"grok", "x-ai"),
+    (r"kimi|moonshot", "moonshotai"),
+    (r"(mi|code|dev|magi)stral|mixtral", "mistral"),
+    (r"glm", "zhipuai"),
+    (r"minimax", "minimax"),
+)
+
+
+@cache
+def provider_for_model(model: str) -> str:
+    """Guess the genai-prices provider id serving `model` (anthropic, openai, google, ...).
+
+    genai-prices' own lookup first (a provider whose models match the id, else OpenRouter for
+    `vendor/model` ids or AWS for Bedrock ids, else the provider whose name pattern matches the
+    id), then a few name rules. Raises `ReplayError` when nothing matches.
+    """
+    snapshot = data_snapshot.get_snapshot()
+    ref = model.strip().lower()
+    try:
+        return snapshot.find_provider_model(ref, None, None, None)[0].id
+    except LookupError:
+        pass
+    hosts = []
+    if "/" in ref:
+        hosts.append("openrouter")  # vendor/model ids
+    if "anthropic." in ref or "amazon." in ref or "meta." in ref:
+        hosts.append("aws")  # Bedrock ids: [us.|eu.|global.]anthropic.claude-...-v1:0
+    for host in hosts:
+        try:
+            return snapshot.find_provider_model(ref, None, host, None)[0].id
+        except LookupError:
+            pass
+    try:
+        return snapshot.find_provider(ref, None, None).id
+    except LookupError:
+        pass
+    for pattern, provider in _PROVIDER_GUESSES:
+        if re.search(pattern, ref):
+            return provider
+    raise ReplayError(
+        f"cannot tell which provider serves model {model!r}; name the provider, or "
+        f"{_price_hint(model)}"
+    )

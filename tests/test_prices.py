@@ -1,0 +1,554 @@
+"""replay.prices: exact Decimal prices equal to genai-prices' calc_price, overrides, windows."""
+
+from __future__ import annotations
+
+import socket
+from datetime import UTC, datetime, timedelta, timezone
+from decimal import Decimal
+
+import genai_prices
+import pytest
+from genai_prices import Usage, calc_price, data_snapshot
+from genai_prices import types as gp_types
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from replay._errors import ReplayError
+from replay.prices import (
+    PRICE_FORMAT,
+    Buckets,
+    Price,
+    Pricer,
+    RateOverride,
+    context_window,
+    parse_price_override,
+    provider_for_model,
+)
+
+OCT_20 = datetime(2026, 10, 20, 12, 0, tzinfo=UTC)
+D = Decimal
+
+
+def reference(b: Buckets, model: str, provider: str, ts: datetime):
+    """genai-prices' own answer for the same request (caching.md E)."""
+    usage = Usage(
+        input_tokens=b.uncached + b.cache_read + b.cache_write_5m + b.cache_write_1h,
+        cache_read_tokens=b.cache_read,
+        cache_write_tokens=b.cache_write_5m + b.cache_write_1h,
+        cache_write_1h_tokens=b.cache_write_1h,
+        output_tokens=b.output,
+    )
+    r = calc_price(usage, model, provider_id=provider, genai_request_timestamp=ts)
+    return r.input_price, r.output_price, r.total_price
+
+
+def amounts(p: Price):
+    return p.input_usd, p.output_usd, p.total_usd
+
+
+def assert_decimals(p: Price):
+    for value in amounts(p):
+        assert type(value) is Decimal
+
+
+# -- Buckets --------------------------------------------------------------------------------------
+
+
+def test_buckets_prompt_and_add():
+    a = Buckets(uncached=1, cache_read=2, cache_write_5m=3, cache_write_1h=4, output=5)
+    b = Buckets(uncached=10, output=1)
+    assert a.prompt == 10
+    assert a.cache_write == 7
+    assert a + b == Buckets(11, 2, 3, 4, 6)
+    assert Buckets() + Buckets() == Buckets()
+
+
+def test_buckets_reject_negative_and_non_integers():
+    with pytest.raises(ValueError, match="cache_read"):
+        Buckets(cache_read=-1)
+    with pytest.raises(TypeError):
+        Buckets(uncached=1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        Buckets(output=True)
+
+
+# -- hand-computed prices -------------------------------------------------------------------------
+
+
+def test_caching_md_example_claude_sonnet_4_6():
+    # caching.md E: 50*3 + 100000*0.3 + 2000*3.75 per MTok in, 500*15 per MTok out.
+    b = Buckets(uncached=50, cache_read=100_000, cache_write_5m=2_000, output=500)
+    p = Pricer().price(b, model="claude-sonnet-4-6", provider="anthropic", ts=OCT_20)
+    assert p.input_usd == D("0.03765")
+    assert p.output_usd == D("0.0075")
+    assert p.total_usd == D("0.04515")
+    assert p.source == f"genai-prices {genai_prices.__version__} snapshot"
+    assert p.model_ref == "claude-sonnet-4-6"
+    assert p.warning is None
+    assert_decimals(p)
+    assert amounts(p) == reference(b, "claude-sonnet-4-6", "anthropic", OCT_20)
+
+
+def test_anthropic_1h_write_is_twice_input_and_5m_write_1_25x():
+    pricer = Pricer()
+    one_h = pricer.price(
+        Buckets(cache_write_1h=1_000_000),
+        model="claude-sonnet-4-6",
+        provider="anthropic",
+        ts=OCT_20,
+    )
+    five_m = pricer.price(
+        Buckets(cache_write_5m=1_000_000),
+        model="claude-sonnet-4-6",
+        provider="anthropic",
+        ts=OCT_20,
+    )
+    plain = pricer.price(
+        Buckets(uncached=1_000_000), model="claude-sonnet-4-6", provider="anthropic", ts=OCT_20
+    )
+    assert plain.input_usd == D(3)
+    assert one_h.input_usd == 2 * plain.input_usd == D(6)
+    assert five_m.input_usd == D("1.25") * plain.input_usd == D("3.75")
+    mixed = Buckets(uncached=7, cache_read=11, cache_write_5m=13, cache_write_1h=17, output=19)
+    p = pricer.price(mixed, model="claude-opus-4-7", provider="anthropic", ts=OCT_20)
+    # Opus 4.7: $5 in, $0.5 read, $6.25 5m, $10 1h, $25 out per MTok
+    assert p.input_usd == (7 * D(5) + 11 * D("0.5") + 13 * D("6.25") + 17 * D(10)) / 1_000_000
+    assert p.output_usd == 19 * D(25) / 1_000_000
+    assert amounts(p) == reference(mixed, "claude-opus-4-7", "anthropic", OCT_20)
+
+
+def test_openai_gpt5_cached_is_part_of_input():
+    # OpenAI reports prompt_tokens=100k incl. cached_tokens=90k: our buckets are disjoint.
+    b = Buckets(uncached=10_000, cache_read=90_000, output=1_000)
+    p = Pricer().price(b, model="gpt-5", provider="openai", ts=OCT_20)
+    assert p.input_usd == D("0.0125") + D("0.01125")  # 10k*$1.25 + 90k*$0.125 per MTok
+    assert p.output_usd == D("0.01")
+    assert p.total_usd == D("0.03375")
+    direct = calc_price(
+        Usage(input_tokens=100_000, cache_read_tokens=90_000, output_tokens=1_000),
+        "gpt-5",
+        provider_id="openai",
+        genai_request_timestamp=OCT_20,
+    )
+    assert (p.input_usd, p.output_usd, p.total_usd) == (
+        direct.input_price,
+        direct.output_price,
+        direct.total_price,
+    )
+
+
+def test_openai_pre_5_6_writes_are_plain_input_with_a_warning():
+    pricer = Pricer()
+    b = Buckets(uncached=1_000, cache_write_5m=4_000)
+    p = pricer.price(b, model="gpt-5", provider="openai", ts=OCT_20)
+    assert p.input_usd == 5_000 * D("1.25") / 1_000_000
+    assert p.warning is not None and "cache-write" in p.warning
+    assert amounts(p) == reference(b, "gpt-5", "openai", OCT_20)
+    assert pricer.price(Buckets(1_000), model="gpt-5", provider="openai", ts=OCT_20).warning is None
+
+
+def test_gpt_5_6_has_write_price():
+    b = Buckets(uncached=1_000, cache_read=50_000, cache_write_5m=4_000, output=100)
+    p = Pricer().price(b, model="gpt-5.6-terra", provider="openai", ts=OCT_20)
+    assert p.warning is None
+    assert amounts(p) == reference(b, "gpt-5.6-terra", "openai", OCT_20)
+
+
+def test_vertex_claude_4_without_1h_rate_bills_1h_at_5m_rate_with_warning():
+    b = Buckets(cache_write_1h=1_000_000)
+    p = Pricer().price(b, model="claude-4-sonnet", provider="google", ts=OCT_20)
+    assert p.input_usd == D("3.75")
+    assert p.warning is not None and "1h" in p.warning
+    assert amounts(p) == reference(b, "claude-4-sonnet", "google", OCT_20)
+
+
+# -- tier cliffs ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "provider", "ts", "start"),
+    [
+        ("claude-sonnet-4-5", "anthropic", OCT_20, 200_000),
+        ("claude-sonnet-4-6", "anthropic", datetime(2026, 3, 12, 23, 59, tzinfo=UTC), 200_000),
+        ("gpt-5.5", "openai", OCT_20, 272_000),
+        ("gpt-5.6-terra", "openai", OCT_20, 272_000),
+        ("claude-haiku-5-5", "anthropic", OCT_20, 100_000),
+        ("gemini-2.5-pro", "google", OCT_20, 200_000),
+        ("grok-4.3", "x-ai", OCT_20, 199_999),
+    ],
+)
+def test_tier_cliff_on_total_input_equals_calc_price(model, provider, ts, start):
+    pricer = Pricer()
+    below = [
+        Buckets(uncached=start, output=10),
+        Buckets(uncached=start - 60_000, cache_read=50_000, cache_write_5m=10_000, output=10),
+    ]
+    above = [
+        Buckets(uncached=start + 1, output=10),
+        Buckets(uncached=start - 59_999, cache_read=50_000, cache_write_5m=10_000, output=10),
+        Buckets(uncached=1, cache_read=start, output=10),
+    ]
+    for b in below + above:
+        assert amounts(pricer.price(b, model=model, provider=provider, ts=ts)) == reference(
+            b, model, provider, ts
+        )
+    at = pricer.price(below[0], model=model, provider=provider, ts=ts)
+    over = pricer.price(above[0], model=model, provider=provider, ts=ts)
+    # a cliff: one more token changes the rate of every token
+    assert over.input_usd / (start + 1) > at.input_usd / start
+    assert over.output_usd > at.output_usd
+
+
+def test_sonnet_4_5_cliff_exact_values():
+    pricer = Pricer()
+    at = pricer.price(
+        Buckets(uncached=200_000), model="claude-sonnet-4-5", provider="anthropic", ts=OCT_20
+    )
+    over = pricer.price(
+        Buckets(uncached=200_001), model="claude-sonnet-4-5", provider="anthropic", ts=OCT_20
+    )
+    assert at.input_usd == D("0.6")
+    assert over.input_usd == D("1.200006")
+
+
+def test_sonnet_4_6_long_context_turns_flat_on_2026_03_13():
+    pricer = Pricer()
+    b = Buckets(uncached=300_000)
+    before = pricer.price(
+        b,
+        model="claude-sonnet-4-6",
+        provider="anthropic",
+        ts=datetime(2026, 3, 12, 23, 59, 59, tzinfo=UTC),
+    )
+    after = pricer.price(
+        b,
+        model="claude-sonnet-4-6",
+        provider="anthropic",
+        ts=datetime(2026, 3, 13, 0, 0, 1, tzinfo=UTC),
+    )
+    assert before.input_usd == D("1.8")  # 300k * $6 (tier)
+    assert after.input_usd == D("0.9")  # 300k * $3 (flat 1M)
+    # UTC date decides: 2026-03-12 20:00 in New York is already 03-13 in UTC
+    ny = timezone(timedelta(hours=-4))
+    late = pricer.price(
+        b,
+        model="claude-sonnet-4-6",
+        provider="anthropic",
+        ts=datetime(2026, 3, 12, 20, 30, tzinfo=ny),
+    )
+    assert late.input_usd == D("0.9")
+
+
+def test_deepseek_time_of_day_prices():
+    pricer = Pricer()
+    b = Buckets(uncached=1_000_000, cache_read=1_000_000, output=1_000_000)
+    peak = datetime(2026, 10, 20, 2, 0, tzinfo=UTC)
+    off = datetime(2026, 10, 20, 12, 0, tzinfo=UTC)
+    p_peak = pricer.price(b, model="deepseek-v4-pro", provider="deepseek", ts=peak)
+    p_off = pricer.price(b, model="deepseek-v4-pro", provider="deepseek", ts=off)
+    assert p_peak.total_usd == 2 * p_off.total_usd
+    assert amounts(p_peak) == reference(b, "deepseek-v4-pro", "deepseek", peak)
+    assert amounts(p_off) == reference(b, "deepseek-v4-pro", "deepseek", off)
+    # and back again after the peak window, from the memo
+    later = pricer.price(b, model="deepseek-v4-pro", provider="deepseek", ts=peak + timedelta(1))
+    assert later.total_usd == p_peak.total_usd
+
+
+def test_naive_timestamp_is_utc():
+    b = Buckets(uncached=300_000)
+    pricer = Pricer()
+    naive = pricer.price(
+        b, model="claude-sonnet-4-6", provider="anthropic", ts=datetime(2026, 3, 12, 23, 0)
+    )
+    assert naive.input_usd == D("1.8")
+
+
+# -- errors: never a silent zero ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "provider"),
+    [
+        ("no-such-model-9", "anthropic"),
+        ("claude-sonnet-4-6", "no-such-provider"),
+        ("gpt-5", "anthropic"),
+        ("gemma-3", "google"),  # known to genai-prices but without any price: it would say $0
+    ],
+)
+def test_unknown_or_unpriced_model_raises_with_price_hint(model, provider):
+    with pytest.raises(ReplayError, match="--price") as info:
+        Pricer().price(Buckets(uncached=10, output=1), model=model, provider=provider, ts=OCT_20)
+    message = str(info.value)
+    assert "\n" not in message
+    assert model in message
+    assert "USD per million tokens" in message
+
+
+def test_output_without_output_price_raises_but_input_only_is_fine():
+    pricer = Pricer()
+    ok = pricer.price(
+        Buckets(uncached=1_000_000), model="text-embedding-3-small", provider="openai", ts=OCT_20
+    )
+    assert ok.total_usd == D("0.02")
+    with pytest.raises(ReplayError, match="output-token price.*--price"):
+        pricer.price(
+            Buckets(uncached=10, output=5),
+            model="text-embedding-3-small",
+            provider="openai",
+            ts=OCT_20,
+        )
+
+
+# -- overrides ------------------------------------------------------------------------------------
+
+
+def test_parse_price_override_full_and_minimal():
+    model, rate = parse_price_override(
+        "my-model=input:3,output:15,cache_read:0.3,cache_write:3.75,cache_write_1h:6"
+    )
+    assert model == "my-model"
+    assert rate == RateOverride(D(3), D(15), D("0.3"), D("3.75"), D(6))
+    for value in (rate.input, rate.output, rate.cache_read, rate.cache_write, rate.cache_write_1h):
+        assert type(value) is Decimal
+    model, rate = parse_price_override(" vendor/x-1 = output: $2 , input:0.5 ")
+    assert model == "vendor/x-1"
+    assert rate == RateOverride(input=D("0.5"), output=D(2))
+    assert rate.cache_read is rate.cache_write is rate.cache_write_1h is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "model-only",
+        "=input:1,output:2",
+        "m=",
+        "m=input:1",
+        "m=output:1",
+        "m=input:1,output:two",
+        "m=input:1,output:-2",
+        "m=input:1,output:nan",
+        "m=input:1,output:inf",
+        "m=input:1,output:2,input:3",
+        "m=input:1,output:2,cache:3",
+        "m=input 1,output:2",
+        "m=input:1,output:2,cache_write_1h:6",
+        "m=input:1,,output:2",
+    ],
+)
+def test_parse_price_override_malformed(text):
+    with pytest.raises(ReplayError, match="--price") as info:
+        parse_price_override(text)
+    assert PRICE_FORMAT in str(info.value)
+
+
+def test_override_wins_over_genai_prices_and_ignores_provider():
+    _, rate = parse_price_override("claude-sonnet-4-6=input:1,output:2,cache_read:0.5")
+    pricer = Pricer({"Claude-Sonnet-4-6": rate})
+    b = Buckets(uncached=1_000_000, cache_read=2_000_000, output=1_000_000)
+    p = pricer.price(b, model="claude-sonnet-4-6", provider="anthropic", ts=OCT_20)
+    assert (p.input_usd, p.output_usd, p.total_usd) == (D(2), D(2), D(4))
+    assert p.source == "override"
+    assert p.model_ref == "claude-sonnet-4-6"
+    assert p.warning is None
+    q = pricer.price(b, model="claude-sonnet-4-6", provider="whatever", ts=OCT_20)
+    assert amounts(q) == amounts(p)
+
+
+def test_override_for_unknown_model_missing_cache_rates_fall_back_with_warning():
+    pricer = Pricer(dict([parse_price_override("local-llm*=input:1,output:2,cache_write:1.5")]))
+    assert pricer.has_override("LOCAL-LLM-7b")
+    assert not pricer.has_override("other")
+    b = Buckets(uncached=1_000_000, cache_read=1_000_000, cache_write_1h=1_000_000)
+    p = pricer.price(b, model="local-llm-7b", provider="unknown", ts=OCT_20)
+    # reads at input ($1), 1h writes at the 5m write rate ($1.5)
+    assert p.input_usd == D("3.5")
+    assert p.warning is not None and "cache-read" in p.warning and "1h" in p.warning
+
+
+def test_rate_override_validates():
+    with pytest.raises(ReplayError):
+        RateOverride(D(-1), D(1))
+    with pytest.raises(ReplayError):
+        RateOverride(D(1), D(1), cache_write_1h=D(2))
+    with pytest.raises(ReplayError):
+        RateOverride(1, D(1))  # type: ignore[arg-type]
+
+
+# -- the property: Pricer.price == calc_price -----------------------------------------------------
+
+MODELS = [
+    ("claude-sonnet-4-5", "anthropic"),
+    ("claude-sonnet-4-6", "anthropic"),
+    ("claude-opus-4-6", "anthropic"),
+    ("claude-haiku-5-5", "anthropic"),
+    ("claude-sonnet-4-6", "aws"),
+    ("claude-sonnet-4-5", "google"),
+    ("gpt-5", "openai"),
+    ("gpt-5.5", "openai"),
+    ("gpt-5.6-luna", "openai"),
+    ("o3", "openai"),
+    ("gemini-2.5-pro", "google"),
+    ("gemini-3-pro-preview", "google"),
+    ("deepseek-v4-flash", "deepseek"),
+    ("deepseek-chat", "deepseek"),
+    ("kimi-k3", "moonshotai"),
+    ("grok-4.20", "x-ai"),
+]
+EDGES = [
+    0,
+    1,
+    99_999,
+    100_000,
+    100_001,
+    199_998,
+    199_999,
+    200_000,
+    200_001,
+    271_999,
+    272_000,
+    272_001,
+]
+SHARED = Pricer()
+
+tokens = st.one_of(st.integers(0, 400_000), st.sampled_from(EDGES))
+small = st.one_of(st.just(0), st.integers(0, 60_000))
+buckets = st.builds(Buckets, tokens, tokens, small, small, small)
+moments = st.datetimes(
+    min_value=datetime(2025, 1, 1),
+    max_value=datetime(2027, 6, 30),
+    timezones=st.sampled_from([UTC, timezone(timedelta(hours=9)), timezone(timedelta(hours=-7))]),
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(b=buckets, model=st.sampled_from(MODELS), ts=moments)
+def test_property_price_equals_calc_price(b, model, ts):
+    name, provider = model
+    p = SHARED.price(b, model=name, provider=provider, ts=ts)
+    assert_decimals(p)
+    assert amounts(p) == reference(b, name, provider, ts)
+
+
+def _sweep_models():
+    keep = {"anthropic", "openai", "google", "deepseek", "x-ai", "moonshotai"}
+    for provider in data_snapshot.get_snapshot().providers:
+        if provider.id in keep:
+            for model in provider.models:
+                yield model.id, provider.id
+
+
+def test_every_model_of_the_main_providers_prices_like_calc_price_on_the_fast_path():
+    """Each card is built once per price period and self-checked against calc_price; none of the
+    main providers' models needs the calc_price fallback, and every result equals calc_price."""
+    pricer = Pricer()
+    checked = 0
+    days = [datetime(2025, 6, 1, 3, tzinfo=UTC), OCT_20, datetime(2027, 2, 1, 8, tzinfo=UTC)]
+    b = Buckets(
+        uncached=150_000, cache_read=60_000, cache_write_5m=1_000, cache_write_1h=500, output=0
+    )
+    for model, provider in _sweep_models():
+        for ts in days:
+            try:
+                p = pricer.price(b, model=model, provider=provider, ts=ts)
+            except ReplayError as err:
+                assert "--price" in str(err)
+                continue
+            assert amounts(p) == reference(b, model, provider, ts), (model, provider, ts)
+            route = pricer._routes[(model, provider)]
+            assert route.card_at(ts).slow is None, (model, provider)
+            checked += 1
+    assert checked > 300
+
+
+def test_memoized_pricing_does_not_call_calc_price(monkeypatch):
+    pricer = Pricer()
+    b = Buckets(uncached=10, cache_read=300_000, output=5)
+    pricer.price(b, model="gpt-5.5", provider="openai", ts=OCT_20)  # builds + self-checks card
+    calls = []
+    real = genai_prices.calc_price
+    monkeypatch.setattr(
+        genai_prices, "calc_price", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
+    for i in range(100):
+        pricer.price(
+            Buckets(uncached=i),
+            model="gpt-5.5",
+            provider="openai",
+            ts=OCT_20 + timedelta(seconds=i),
+        )
+    assert calls == []
+
+
+def test_pricing_opens_no_socket(monkeypatch):
+    def no_network(*args, **kwargs):
+        raise AssertionError("replay.prices tried to open a socket")
+
+    monkeypatch.setattr(socket, "socket", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)
+    pricer = Pricer()  # fresh: builds cards and self-checks them with calc_price
+    b = Buckets(uncached=100, cache_read=200_000, cache_write_5m=300, cache_write_1h=40, output=50)
+    for model, provider in MODELS:
+        assert pricer.price(b, model=model, provider=provider, ts=OCT_20).total_usd > 0
+    assert provider_for_model("gpt-5") == "openai"
+    assert data_snapshot.get_snapshot().from_auto_update is False
+
+
+def test_bundled_snapshot_only():
+    snapshot = data_snapshot.get_snapshot()
+    assert snapshot is data_snapshot._bundled_snapshot()
+    assert isinstance(snapshot.providers[0], gp_types.Provider)
+
+
+# -- context windows and providers ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "tokens"),
+    [
+        ("claude-sonnet-4-6", 1_000_000),
+        ("claude-opus-4-7", 1_000_000),
+        ("claude-opus-5-5", 1_000_000),
+        ("claude-sonnet-4-5-20250929", 200_000),
+        ("claude-haiku-4-5", 200_000),
+        ("claude-3-5-sonnet-20241022", 200_000),
+        ("gpt-4o", 128_000),
+        ("gpt-4o-mini", 128_000),
+        ("gpt-4.1", 1_047_576),
+        ("gpt-5", 272_000),
+        ("gpt-5.1-codex", 272_000),
+        ("gpt-5.5", 272_000),
+        ("o3", 200_000),
+        ("gemini-2.5-pro", 1_048_576),
+        ("gemini-3-flash-preview", 1_048_576),
+        ("deepseek-chat", 128_000),
+        ("some-new-model", 128_000),
+    ],
+)
+def test_context_window(model, tokens):
+    assert context_window(model) == tokens
+
+
+@pytest.mark.parametrize(
+    ("model", "provider"),
+    [
+        ("claude-sonnet-4-6", "anthropic"),
+        ("gpt-5.1-codex", "openai"),
+        ("o4-mini", "openai"),
+        ("gemini-2.5-flash", "google"),
+        ("deepseek-v4-pro", "deepseek"),
+        ("grok-code-fast-1", "x-ai"),
+        ("kimi-k3", "moonshotai"),
+        ("anthropic/claude-sonnet-4.6", "openrouter"),
+        ("us.anthropic.claude-sonnet-4-6-v1:0", "aws"),
+        ("gemini-9-ultra", "google"),
+    ],
+)
+def test_provider_for_model(model, provider):
+    assert provider_for_model(model) == provider
+
+
+def test_provider_for_unknown_model_raises():
+    with pytest.raises(ReplayError, match="provider"):
+        provider_for_model("llama-4-maverick")
