@@ -234,19 +234,14 @@ class _Card:
         model_ref: str,
         label: str,
     ) -> None:
+        # Sorted tier starts: levels[k] applies when the total input > thresholds[k-1].
         self.thresholds = thresholds
-        """Sorted tier starts: level k applies when total input > thresholds[k-1]."""
         self.levels = levels
         self.source = source
         self.model_ref = model_ref
-        self.label = label  # e.g. "claude-sonnet-4-6 (anthropic)" for messages
+        self.label = label  # e.g. "'claude-sonnet-4-6' (anthropic)", for messages
+        # Set when the card's arithmetic disagreed with calc_price: price via calc_price instead.
         self.slow: Callable[[Buckets, datetime], tuple[Decimal, Decimal, Decimal]] | None = None
-        """Set when the fast arithmetic disagreed with calc_price: price via calc_price instead."""
-
-    def level(self, total_input: int) -> _Flat:
-        if self.thresholds:
-            return self.levels[bisect_left(self.thresholds, total_input)]
-        return self.levels[0]
 
     def amounts(self, b: Buckets) -> tuple[Decimal, Decimal, Decimal, str | None]:
         """(input, output, total, warning) by the card's own arithmetic."""
@@ -302,13 +297,14 @@ class _Card:
         return input_usd, output_usd, total_usd, warning
 
     def _warning(self, flat: _Flat, read: int, w5m: int, w1h: int) -> str:
+        """Same text for every request with the same gaps, so callers can count and dedupe."""
         notes = []
         if read and flat.cache_read is None:
-            notes.append(f"no cache-read price, {read} read tokens billed at the input rate")
-        if flat.cache_write is None and (w5m or w1h):
-            notes.append(f"no cache-write price, {w5m + w1h} written tokens billed as plain input")
+            notes.append("no cache-read price, cache reads billed at the input rate")
+        if (w5m or w1h) and flat.cache_write is None:
+            notes.append("no cache-write price, cache writes billed as plain input")
         elif w1h and flat.cache_write_1h is None:
-            notes.append(f"no 1h cache-write price, {w1h} 1h-written tokens billed at the 5m rate")
+            notes.append("no 1h cache-write price, 1h writes billed at the 5m write rate")
         return f"{self.label} ({self.source}): " + "; ".join(notes)
 
 

@@ -12,6 +12,7 @@ the registry parses a name into parameters and builds the strategy.
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -143,12 +144,10 @@ def as_view(result: View | list[Item]) -> View:
     return result if isinstance(result, View) else View(items=list(result))
 
 
+# Family modules, in the order `all` runs them (importing a module registers its family).
+BUILTIN_FAMILIES = ("baseline", "truncate", "age_truncate", "compaction", "sliding")
+
+
 def _load_builtin() -> None:
-    # Importing the family modules registers them.
-    from replay.strategies import (  # noqa: F401
-        age_truncate,
-        baseline,
-        compaction,
-        sliding,
-        truncate,
-    )
+    for module in BUILTIN_FAMILIES:
+        importlib.import_module(f"replay.strategies.{module}")

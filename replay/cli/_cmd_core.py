@@ -1,0 +1,196 @@
+"""Core subcommands (run, schema, strategies, record-fixture). Each one parses its flags, calls the API, and prints or writes the result."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from replay.cli._main import cli, output_options, replay_options, user_errors
+
+
+def _price_overrides(prices: tuple[str, ...]) -> dict:
+    from replay.prices import parse_price_override
+
+    return dict(parse_price_override(p) for p in prices)
+
+
+def _emit_frame(frame, document: dict, fmt: str, output: Path | None, table) -> None:
+    from replay import report
+
+    if fmt == "table":
+        con = report.console()
+        if output is not None:
+            from rich.console import Console
+
+            buffer = Console(record=True, width=200, file=open("/dev/null", "w"))  # noqa: SIM115
+            buffer.print(table)
+            report.write_output(buffer.export_text(), output)
+        else:
+            con.print(table)
+    elif fmt == "json":
+        report.write_output(report.to_json(document), output)
+    elif fmt == "csv":
+        report.write_output(report.to_csv(frame), output)
+    else:
+        if output is None:
+            raise click.UsageError("--format parquet needs -o FILE")
+        report.write_output(report.to_parquet_bytes(frame), output)
+
+
+@cli.command("run")
+@click.argument("log", type=click.Path(path_type=Path))
+@click.option(
+    "--strategies",
+    "-s",
+    default="all",
+    show_default=True,
+    help="`all` or comma-separated names (see `replay strategies`).",
+)
+@click.option("--per-turn", is_flag=True, help="One row per request per strategy.")
+@replay_options
+@output_options()
+@user_errors
+def run_command(
+    log: Path,
+    strategies: str,
+    per_turn: bool,
+    provider: str | None,
+    model: str | None,
+    client: str | None,
+    cache_rules: Path | None,
+    prices: tuple[str, ...],
+    strict: bool,
+    fmt: str,
+    output: Path | None,
+    quiet: bool,
+) -> None:
+    """Replay LOG through strategies and print what each would have cost.
+
+    \b
+    Example:
+      replay run logs/run42.jsonl --strategies all
+      replay logs/run42.jsonl -s baseline,truncate-500 --per-turn --format json -o out.json
+    """
+    from replay import report
+    from replay._api import replay
+
+    result = replay(
+        log,
+        strategies,
+        provider=provider,
+        model=model,
+        client=client,
+        cache_rules=cache_rules,
+        prices=_price_overrides(prices),
+        strict=strict,
+    )
+    header = result.session.header
+    models = sorted({r.model for r in result.records})
+    providers = sorted({r.provider for r in result.records})
+    document = {
+        "log": str(log),
+        "agent": header.agent,
+        "provider": ",".join(providers),
+        "model": ",".join(models),
+        "notes": result.notes,
+        "summary": report.frame_rows(result.summary),
+    }
+    if per_turn:
+        document["requests"] = report.frame_rows(result.turns)
+    frame = result.turns if per_turn else result.summary
+    title = f"{log} · {header.agent} · {', '.join(providers)} / {', '.join(models)}"
+    table = (
+        report.turns_table(result.turns, title)
+        if per_turn
+        else report.summary_table(result.summary, title)
+    )
+    _emit_frame(frame, document, fmt, output, table)
+    if fmt == "table" and not quiet:
+        err = report.console(stderr=True)
+        for note in result.notes:
+            err.print(f"[dim]note:[/dim] {note}")
+
+
+@cli.command("schema")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE.")
+@user_errors
+def schema_command(output: Path | None) -> None:
+    """Print the JSON Schema of one line of a replay-log file.
+
+    \b
+    Example:
+      replay schema > replay-log.schema.json
+    """
+    from replay._api import schema_text
+    from replay.report import write_output
+
+    write_output(schema_text(), output)
+
+
+@cli.command("strategies")
+@output_options(("table", "json"))
+@user_errors
+def strategies_command(fmt: str, output: Path | None, quiet: bool) -> None:
+    """List every strategy name with its cache class, defaults, rule and source.
+
+    \b
+    Example:
+      replay strategies --format json
+    """
+    from rich.table import Table
+
+    from replay import report
+    from replay.strategies import registered
+
+    rows = [
+        {
+            "name": name,
+            "family": spec.family,
+            "cache_class": spec.cache_class,
+            "defaults": spec.defaults,
+            "rule": spec.rule,
+            "source": spec.source,
+        }
+        for spec in registered()
+        for name in (spec.canonical or (spec.family,))
+    ]
+    if fmt == "json":
+        report.write_output(json.dumps(rows, indent=2) + "\n", output)
+        return
+    table = Table(title="strategies (`all` runs every name below)", title_justify="left")
+    for col in ("name", "cache class", "defaults", "rule", "source"):
+        table.add_column(col)
+    for r in rows:
+        defaults = ", ".join(f"{k}={v}" for k, v in r["defaults"].items())
+        table.add_row(r["name"], r["cache_class"], defaults, r["rule"], r["source"])
+    report.console().print(table)
+
+
+@cli.command("record-fixture")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("logs/run42.jsonl"),
+    show_default=True,
+    help="Where to write the recorded log.",
+)
+@click.option(
+    "--fixture",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Fixture folder (default: logs/fixtures/tasklist of this checkout).",
+)
+@user_errors
+def record_fixture_command(output: Path, fixture: Path | None) -> None:
+    """Re-record the sample run: drive the scripted agent on the seed fixture, tools for real.
+
+    \b
+    Example:
+      replay record-fixture -o logs/run42.jsonl
+    """
+    from replay.fixture import record_fixture
+
+    session = record_fixture(output, fixture)
+    click.echo(f"wrote {output}: {len(session.requests())} requests", err=True)

@@ -1,0 +1,123 @@
+"""The `replay` command line. It only parses flags and calls the library's verbs."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from replay._errors import ReplayError
+
+FORMATS = ("table", "json", "csv", "parquet")
+
+
+class _DefaultToRun(click.Group):
+    """`replay LOG ...` is shorthand for `replay run LOG ...`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+def output_options(formats: tuple[str, ...] = FORMATS) -> Callable:
+    """`--format`, `-o/--output` and `--quiet`, shared by every command that prints results."""
+
+    def decorate(fn: Callable) -> Callable:
+        fn = click.option("--quiet", "-q", is_flag=True, help="Print nothing but the result.")(fn)
+        fn = click.option(
+            "-o",
+            "--output",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Write the result to FILE (atomically) instead of standard output.",
+        )(fn)
+        fn = click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(formats),
+            default=formats[0],
+            show_default=True,
+            help="Output format.",
+        )(fn)
+        return fn
+
+    return decorate
+
+
+def replay_options(fn: Callable) -> Callable:
+    """Options that change how requests are simulated (provider, model, client, prices)."""
+    for decorator in reversed(
+        [
+            click.option("--provider", help="Simulate every request on this provider."),
+            click.option("--model", help="Simulate every request with this model."),
+            click.option(
+                "--client",
+                help="Client profile: where breakpoints go (default: from the log's agent).",
+            ),
+            click.option(
+                "--cache-rules",
+                type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                help="Your own cache-rule file for the provider (schema: docs/cache-rules.md).",
+            ),
+            click.option(
+                "--price",
+                "prices",
+                multiple=True,
+                metavar="MODEL=input:IN,output:OUT[,...]",
+                help="Price override in USD per million tokens (repeatable).",
+            ),
+            click.option("--strict", is_flag=True, help="Fail on the first malformed log line."),
+        ]
+    ):
+        fn = decorator(fn)
+    return fn
+
+
+def user_errors(fn: Callable) -> Callable:
+    """Turn user mistakes into one line on stderr and exit code 2, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ReplayError as err:
+            click.echo(f"error: {err}", err=True)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+
+    return wrapper
+
+
+@click.group(cls=_DefaultToRun, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="replay")
+def cli() -> None:
+    """Replay coding-agent logs through context strategies and price each one.
+
+    \b
+    Example:
+      replay logs/run42.jsonl --strategies all
+      replay run logs/run42.jsonl --strategies baseline,truncate-500 --per-turn
+    """
+
+
+def load_commands() -> None:
+    """Import every `_cmd_*.py` module of this package: each registers its subcommands."""
+    import importlib
+    import pkgutil
+
+    import replay.cli as package
+
+    for module in sorted(m.name for m in pkgutil.iter_modules(package.__path__)):
+        if module.startswith("_cmd_"):
+            importlib.import_module(f"replay.cli.{module}")
+
+
+def main() -> None:
+    load_commands()
+    cli(prog_name="replay")

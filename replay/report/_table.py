@@ -1,0 +1,120 @@
+"""Terminal tables (rich): the strategy summary and the per-request view."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import polars as pl
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+
+def _int(v: int | None) -> str:
+    return "" if v is None else f"{v:,}"
+
+
+def _usd(v: Decimal | None) -> str:
+    if v is None:
+        return ""
+    return f"${v:,.4f}" if abs(v) >= Decimal("0.0001") or v == 0 else f"${v:.2E}"
+
+
+def summary_table(summary: pl.DataFrame, title: str) -> Table:
+    """One row per strategy, cheapest first is NOT imposed: the order is the one asked for.
+    Each strategy that made summarizer calls gets an extra line with their share."""
+    table = Table(title=title, title_justify="left", show_lines=False)
+    for header, justify in [
+        ("strategy", "left"),
+        ("requests", "right"),
+        ("prompt", "right"),
+        ("cached", "right"),
+        ("written", "right"),
+        ("uncached", "right"),
+        ("output", "right"),
+        ("cost (USD)", "right"),
+        ("peak prompt", "right"),
+        ("hit ratio", "right"),
+        ("prefix breaks", "right"),
+        ("over window", "right"),
+    ]:
+        table.add_column(header, justify=justify, no_wrap=header == "strategy")
+    cheapest = summary["cost_usd"].min() if summary.height else None
+    for row in summary.iter_rows(named=True):
+        cost = Text(_usd(row["cost_usd"]))
+        if row["cost_usd"] == cheapest:
+            cost.stylize("bold green")
+        table.add_row(
+            row["strategy"],
+            _int(row["requests"]),
+            _int(row["prompt_tokens"]),
+            _int(row["cached_tokens"]),
+            _int(row["cache_write_tokens"]),
+            _int(row["uncached_tokens"]),
+            _int(row["output_tokens"]),
+            cost,
+            _int(row["peak_prompt_tokens"]),
+            f"{row['hit_ratio']:.1%}",
+            _int(row["prefix_breaks"]),
+            Text(_int(row["over_window"]), style="red" if row["over_window"] else ""),
+        )
+        if row["summarizer_calls"]:
+            table.add_row(
+                Text(f"  └ summarizer ({row['summarizer_calls']} calls)", style="dim"),
+                "",
+                "",
+                "",
+                "",
+                "",
+                "",
+                Text(f"incl. {_usd(row['summarizer_cost_usd'])}", style="dim"),
+                "",
+                "",
+                "",
+                "",
+            )
+    return table
+
+
+def turns_table(turns: pl.DataFrame, title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for header in [
+        "strategy",
+        "#",
+        "kind",
+        "prompt",
+        "cached",
+        "written",
+        "uncached",
+        "output",
+        "first mismatch",
+        "diverged at",
+        "miss cause",
+        "cost (USD)",
+    ]:
+        table.add_column(header, justify="left" if header in ("strategy", "kind", "diverged at",
+                                                              "miss cause") else "right")
+    for row in turns.iter_rows(named=True):
+        table.add_row(
+            row["strategy"],
+            str(row["request_index"]),
+            row["kind"],
+            _int(row["prompt_tokens"]),
+            _int(row["cached_tokens"]),
+            _int(row["cache_write_tokens"]),
+            _int(row["uncached_tokens"]),
+            _int(row["output_tokens"]),
+            _int(row["first_mismatch_token"]),
+            row["diverged_at"] or "",
+            row["miss_cause"] or "",
+            _usd(row["cost_usd"]),
+        )
+    return table
+
+
+def console(stderr: bool = False, quiet: bool = False) -> Console:
+    """A console that drops colour when not writing to a terminal (and then does not squeeze
+    tables to 80 columns: a file or a pipe gets the whole table)."""
+    probe = Console(stderr=stderr)
+    width = None if probe.is_terminal else 240
+    return Console(stderr=stderr, quiet=quiet, highlight=False, soft_wrap=False, width=width)
