@@ -23,6 +23,7 @@ from replay._errors import ReplayError
 from replay.cache import CacheStore, SimRequest, profile_for, simulator_for
 from replay.cache._base import CacheOutcome
 from replay.cache._rules import ProviderRules
+from replay.evidence import BlindAction, EvidenceChecker
 from replay.log import (
     MAIN_THREAD,
     AssistantMessage,
@@ -74,6 +75,8 @@ class RequestRecord:
     over_window: bool
     view_items: int
     events: list[RewriteEvent] = field(default_factory=list)
+    blind_actions: list[BlindAction] = field(default_factory=list)
+    """Actions of the recorded response that relied on text this view hid (evidence loss)."""
     view: list[Item] = field(default_factory=list, repr=False)
 
     @property
@@ -164,6 +167,7 @@ class _Run:
         self.renderers: dict[str, Renderer] = {}
         self.pricer = config.pricer or Pricer()
         self.records: list[RequestRecord] = []
+        self.evidence = EvidenceChecker()
         self.scope = f"{self.provider}:{header.session_id or 'session'}"
 
     def simulator(self, provider: str):
@@ -264,13 +268,17 @@ class _Run:
         for call in view.summarizer_calls:
             self._summarizer(call, marker, request_index, state, model, provider, renderer)
 
+        response = _assistant_item(answer, -1) if answer is not None else None
         if marker.usage is not None and marker.usage.output_tokens:
             output, estimated = marker.usage.output_tokens, False
-        elif answer is not None:
-            output = sum(counter.count(b.rendered()) for b in _assistant_item(answer, -1).blocks)
+        elif response is not None:
+            output = sum(counter.count(b.rendered()) for b in response.blocks)
             estimated = True
         else:
             output, estimated = 0, True
+        blind = self.evidence.check(
+            state.history, view.items, response, request_index, marker.request_id
+        )
         record = self._simulate(
             kind="request",
             items=view.items,
@@ -285,6 +293,7 @@ class _Run:
             estimated_output=estimated,
             events=view.events,
         )
+        record.blind_actions = blind
         state.previous = record.request
         state.previous_usage = Usage(
             input_tokens=record.outcome.uncached,

@@ -37,6 +37,7 @@ TURN_COLUMNS = [
     "miss_cause",
     "rewrites",
     "over_window",
+    "blind_actions",
     "cost_usd",
 ]
 
@@ -56,6 +57,7 @@ SUMMARY_COLUMNS = [
     "summarizer_calls",
     "summarizer_cost_usd",
     "misses",
+    "blind_actions",
 ]
 
 
@@ -83,6 +85,7 @@ def _turn_row(r: RequestRecord) -> dict:
         "rewrites": "; ".join(f"{e.kind}: {e.detail}" if e.detail else e.kind for e in r.events)
         or None,
         "over_window": r.over_window,
+        "blind_actions": len(r.blind_actions),
         "cost_usd": r.cost_usd,
     }
 
@@ -110,6 +113,7 @@ def turns_frame(records: Sequence[RequestRecord]) -> pl.DataFrame:
         "miss_cause": pl.Utf8,
         "rewrites": pl.Utf8,
         "over_window": pl.Boolean,
+        "blind_actions": pl.Int64,
         "cost_usd": MONEY,
     }
     return pl.DataFrame([_turn_row(r) for r in records], schema=schema, orient="row")
@@ -130,6 +134,7 @@ class _Acc:
     summarizer_calls: int = 0
     summarizer_cost: Decimal = Decimal(0)
     misses: int = 0
+    blind: int = 0
 
 
 def summary_frame(records: Sequence[RequestRecord]) -> pl.DataFrame:
@@ -153,6 +158,7 @@ def summary_frame(records: Sequence[RequestRecord]) -> pl.DataFrame:
         a.breaks += int(r.diff.is_break)
         a.over += int(r.over_window)
         a.misses += int(r.outcome.miss_cause not in (None, "cold start"))
+        a.blind += len(r.blind_actions)
     rows = [
         {
             "strategy": name,
@@ -170,6 +176,7 @@ def summary_frame(records: Sequence[RequestRecord]) -> pl.DataFrame:
             "summarizer_calls": a.summarizer_calls,
             "summarizer_cost_usd": a.summarizer_cost,
             "misses": a.misses,
+            "blind_actions": a.blind,
         }
         for name, a in accs.items()
     ]
@@ -189,5 +196,6 @@ def summary_frame(records: Sequence[RequestRecord]) -> pl.DataFrame:
         "summarizer_calls": pl.Int64,
         "summarizer_cost_usd": MONEY,
         "misses": pl.Int64,
+        "blind_actions": pl.Int64,
     }
     return pl.DataFrame(rows, schema=schema, orient="row")
