@@ -61,22 +61,144 @@ def replay(
     cache_rules: str | Path | None = None,
     rule_overrides: Mapping[str, Any] | None = None,
     prices: Mapping[str, RateOverride] | None = None,
+    ttl: str | None = None,
     strict: bool = False,
     keep_views: bool = False,
 ) -> ReplayResult:
     """Replay a log through strategies and price every request under the provider's cache."""
     session = log if isinstance(log, Session) else load(log, strict=strict)
-    config = ReplayConfig(
+    config = _config(provider, model, client, cache_rules, rule_overrides, prices, ttl)
+    config.keep_views = keep_views
+    records = replay_session(session, strategies, config)
+    return ReplayResult(session=session, records=records, notes=_notes(session, records))
+
+
+def _config(
+    provider: str | None,
+    model: str | None,
+    client: str | None,
+    cache_rules: str | Path | None,
+    rule_overrides: Mapping[str, Any] | None,
+    prices: Mapping[str, RateOverride] | None,
+    ttl: str | None = None,
+) -> ReplayConfig:
+    return ReplayConfig(
         provider=provider,
         model=model,
         client=client,
         cache_rules=load_rules_file(cache_rules) if cache_rules else None,
         rule_overrides=dict(rule_overrides or {}),
         pricer=Pricer(dict(prices or {})),
-        keep_views=keep_views,
+        ttl=ttl,
     )
-    records = replay_session(session, strategies, config)
-    return ReplayResult(session=session, records=records, notes=_notes(session, records))
+
+
+def recommendation(summary: pl.DataFrame) -> dict[str, Any] | None:
+    """The cheapest strategy with no evidence-loss flag, and what it saves against what the
+    agent did (`recorded` when replayed, else `baseline`)."""
+    if summary.is_empty():
+        return None
+    names = summary["strategy"].to_list()
+    reference = next((n for n in ("recorded", "baseline") if n in names), None)
+    safe = summary.filter(pl.col("blind_actions") == 0).sort(["cost_usd", "strategy"])
+    if safe.is_empty() or reference is None:
+        return None
+    best = safe.row(0, named=True)
+    ref_cost = summary.filter(pl.col("strategy") == reference)["cost_usd"][0]
+    saving = ref_cost - best["cost_usd"]
+    return {
+        "strategy": best["strategy"],
+        "cost_usd": best["cost_usd"],
+        "reference": reference,
+        "reference_cost_usd": ref_cost,
+        "saving_usd": saving,
+        "saving_ratio": round(float(saving / ref_cost), 4) if ref_cost else 0.0,
+    }
+
+
+def recommendation_line(rec: dict[str, Any] | None) -> str:
+    if rec is None:
+        return "No strategy without evidence-loss flags to recommend."
+    if rec["saving_usd"] <= 0:
+        return (
+            f"Cheapest strategy without evidence-loss flags: {rec['strategy']} "
+            f"(${rec['cost_usd']:.4f}); nothing beats {rec['reference']} "
+            f"(${rec['reference_cost_usd']:.4f}) on this log."
+        )
+    return (
+        f"Cheapest strategy without evidence-loss flags: {rec['strategy']} at "
+        f"${rec['cost_usd']:.4f}, saving ${rec['saving_usd']:.4f} "
+        f"({rec['saving_ratio']:.1%}) vs {rec['reference']} (${rec['reference_cost_usd']:.4f})."
+    )
+
+
+def breakeven(
+    log: str | Path | Session,
+    strategies: str | Sequence[str] = "all",
+    *,
+    provider: str | None = None,
+    model: str | None = None,
+    client: str | None = None,
+    cache_rules: str | Path | None = None,
+    prices: Mapping[str, RateOverride] | None = None,
+    ttl: str | None = None,
+    strict: bool = False,
+) -> pl.DataFrame:
+    """One row per rewrite event of each strategy: closed-form and simulated break-even."""
+    from replay.breakeven import breakeven_session
+    from replay.breakeven._frame import breakeven_frame
+
+    session = log if isinstance(log, Session) else load(log, strict=strict)
+    config = _config(provider, model, client, cache_rules, None, prices, ttl)
+    rows, _ = breakeven_session(session, strategies, config)
+    return breakeven_frame(rows)
+
+
+def whatif(
+    log: str | Path | Session,
+    *,
+    at: int,
+    prune: str | None = None,
+    compact: bool = False,
+    provider: str | None = None,
+    model: str | None = None,
+    client: str | None = None,
+    cache_rules: str | Path | None = None,
+    prices: Mapping[str, RateOverride] | None = None,
+    ttl: str | None = None,
+    strict: bool = False,
+) -> dict[str, Any]:
+    """Cost of the run with one edit at request `at` vs as recorded, and its break-even."""
+    from replay._errors import ReplayError
+    from replay.breakeven import breakeven_session
+    from replay.breakeven._frame import breakeven_frame
+    from replay.breakeven._whatif import Selector, whatif_strategy
+
+    if (prune is None) == (not compact):
+        raise ReplayError("give exactly one of --prune SELECTOR or --compact-at REQUEST")
+    session = log if isinstance(log, Session) else load(log, strict=strict)
+    n_requests = len(session.requests())
+    if not 0 <= at < n_requests:
+        raise ReplayError(f"--at {at} is outside the log's requests (0..{n_requests - 1})")
+    edit = whatif_strategy(at, Selector.parse(prune) if prune else None, compact)
+    reference = "recorded" if _has_recorded() else "baseline"
+    config = _config(provider, model, client, cache_rules, None, prices, ttl)
+    rows, records = breakeven_session(session, [reference, edit], config)
+    summary = summary_frame(records)
+    return {
+        "summary": summary,
+        "breakeven": breakeven_frame([r for r in rows if r.strategy == edit.name]),
+        "reference": reference,
+        "edit": edit.name,
+    }
+
+
+def _has_recorded() -> bool:
+    from replay.strategies import canonical_names, registered
+
+    return any(spec.family == "recorded" for spec in registered()) or "recorded" in (
+        canonical_names()
+    )
 
 
 def _notes(session: Session, records: list[RequestRecord]) -> list[str]:

@@ -20,15 +20,7 @@ def _emit_frame(frame, document: dict, fmt: str, output: Path | None, table) -> 
     from replay import report
 
     if fmt == "table":
-        con = report.console()
-        if output is not None:
-            from rich.console import Console
-
-            buffer = Console(record=True, width=200, file=open("/dev/null", "w"))  # noqa: SIM115
-            buffer.print(table)
-            report.write_output(buffer.export_text(), output)
-        else:
-            con.print(table)
+        report.print_table(table, output)
     elif fmt == "json":
         report.write_output(report.to_json(document), output)
     elif fmt == "csv":
@@ -74,7 +66,7 @@ def run_command(
       replay logs/run42.jsonl -s baseline,truncate-500 --per-turn --format json -o out.json
     """
     from replay import report
-    from replay._api import replay
+    from replay._api import recommendation, recommendation_line, replay
 
     result = replay(
         log,
@@ -97,6 +89,8 @@ def run_command(
         "notes": result.notes,
         "summary": report.frame_rows(result.summary),
     }
+    recommended = recommendation(result.summary)
+    document["recommendation"] = recommended
     if per_turn:
         document["requests"] = report.frame_rows(result.turns)
     frame = result.turns if per_turn else result.summary
@@ -109,6 +103,7 @@ def run_command(
     _emit_frame(frame, document, fmt, output, table)
     if fmt == "table" and not quiet:
         err = report.console(stderr=True)
+        err.print(recommendation_line(recommended))
         for note in result.notes:
             err.print(f"[dim]note:[/dim] {note}")
 

@@ -13,6 +13,7 @@ each thread, in file order:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,7 +21,7 @@ from decimal import Decimal
 from typing import Any
 
 from replay._errors import ReplayError
-from replay.cache import CacheStore, SimRequest, profile_for, simulator_for
+from replay.cache import Breakpoint, CacheStore, SimRequest, profile_for, simulator_for
 from replay.cache._base import CacheOutcome
 from replay.cache._rules import ProviderRules
 from replay.evidence import BlindAction, EvidenceChecker
@@ -78,6 +79,10 @@ class RequestRecord:
     blind_actions: list[BlindAction] = field(default_factory=list)
     """Actions of the recorded response that relied on text this view hid (evidence loss)."""
     view: list[Item] = field(default_factory=list, repr=False)
+    history_len: int = 0
+    """Items in the thread's history when this request was sent."""
+    store_before: Any = field(default=None, repr=False)
+    """Copy of the cache store before this request (only for rewrite events, on request)."""
 
     @property
     def buckets(self) -> Buckets:
@@ -107,8 +112,13 @@ class ReplayConfig:
     """Single rule values to force (e.g. `ttl_seconds`)."""
     pricer: Pricer | None = None
     """Price source (genai-prices snapshot plus `--price` overrides)."""
+    ttl: str | None = None
+    """Force every cache breakpoint's TTL (`5m` or `1h`): "what if we had used 1h caching"."""
     keep_views: bool = False
-    """Keep each request's view items on its record (for diff viewers and evidence checks)."""
+    """Keep each request's view items on its record (for diff viewers and break-even)."""
+    snapshot_stores: bool = False
+    """Copy the cache store before each request where the strategy rewrote context, so the same
+    run without that rewrite can be simulated (break-even)."""
 
 
 @dataclass
@@ -168,6 +178,7 @@ class _Run:
         self.pricer = config.pricer or Pricer()
         self.records: list[RequestRecord] = []
         self.evidence = EvidenceChecker()
+        self.threads: dict[str, _Thread] = {}
         self.scope = f"{self.provider}:{header.session_id or 'session'}"
 
     def simulator(self, provider: str):
@@ -190,7 +201,7 @@ class _Run:
     def run(self) -> list[RequestRecord]:
         session, header = self.session, self.session.header
         answers = _responses(session)
-        threads: dict[str, _Thread] = {}
+        threads = self.threads
         request_index = 0
 
         def thread_state(name: str) -> _Thread:
@@ -265,6 +276,9 @@ class _Run:
             raise ReplayError(
                 f"strategy {self.named.name!r} sent an empty request at {marker.request_id}"
             )
+        store_before = (
+            copy.deepcopy(self.store) if self.config.snapshot_stores and view.events else None
+        )
         for call in view.summarizer_calls:
             self._summarizer(call, marker, request_index, state, model, provider, renderer)
 
@@ -294,6 +308,8 @@ class _Run:
             events=view.events,
         )
         record.blind_actions = blind
+        record.history_len = len(state.history)
+        record.store_before = store_before
         state.previous = record.request
         state.previous_usage = Usage(
             input_tokens=record.outcome.uncached,
@@ -371,6 +387,8 @@ class _Run:
         else:
             diff = prefix_diff(previous, request, renderer.table)
         breakpoints = self.profile.breakpoints(request, thread)
+        if self.config.ttl is not None:
+            breakpoints = [Breakpoint(b.block, self.config.ttl) for b in breakpoints]
         outcome = self.simulator(provider).simulate(
             SimRequest(request, breakpoints, self.scope, diff, previous, renderer.table)
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from decimal import Decimal
 
 import polars as pl
@@ -118,3 +119,15 @@ def console(stderr: bool = False, quiet: bool = False) -> Console:
     probe = Console(stderr=stderr)
     width = None if probe.is_terminal else 240
     return Console(stderr=stderr, quiet=quiet, highlight=False, soft_wrap=False, width=width)
+
+
+def print_table(table: Table, output: object | None = None) -> None:
+    """Print a table to the terminal, or write its plain text to a file."""
+    if output is None:
+        console().print(table)
+        return
+    from replay.report._export import write_output
+
+    buffer = Console(record=True, width=240, file=io.StringIO(), highlight=False)
+    buffer.print(table)
+    write_output(buffer.export_text(), output)  # type: ignore[arg-type]

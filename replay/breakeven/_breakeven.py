@@ -1,0 +1,231 @@
+"""Break-even of every rewrite: when does a prune, clearing, aging step or compaction pay back?
+
+Two answers side by side for each request where a strategy rewrote earlier context:
+
+- **closed form** (the cost article's model):
+  rewrite cost ≈ surviving tokens after the first edit × (uncached rate − cache-read rate);
+  saving per later request ≈ removed tokens × cache-read rate;
+  break-even ≈ rewrite cost / saving (requests after the edit).
+- **simulated**: the same run without that one rewrite, through the same cache simulator and
+  prices, from a copy of the cache as it stood before the edit; the cumulative cost difference is
+  followed request by request until it turns positive (break-even = requests after the edit) or
+  the horizon ends (`None`: it never paid back).
+
+"Without that rewrite" is built from the views themselves. When the rewrite replaced items in
+place (a capped, stubbed or cleared tool result), the counterfactual puts the originals back in
+every later view. When it restructured the view (a summary, dropped messages), the counterfactual
+keeps the pre-rewrite view and appends what the history gained, until the strategy's next
+structural rewrite (which would have folded that text anyway) — the horizon.
+
+The closed form ignores output, summary cost, cache-write premiums, breakpoints, TTLs and later
+events; `disagreement` names which of those the simulation saw.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from replay.engine._replay import ReplayConfig, RequestRecord, _Run, _Thread
+from replay.log import RequestMarker, Session
+from replay.prices import Buckets
+from replay.strategies import NamedStrategy, resolve
+from replay.strategies._view import Item, SummaryItem, ToolResultItem
+
+_MTOK = 1_000_000
+
+
+@dataclass(frozen=True)
+class BreakEven:
+    """Break-even of one rewrite event."""
+
+    strategy: str
+    request_index: int
+    thread: str
+    event: str
+    """What the strategy did (`compaction`, `aging`, `prune`, `clear`, `drop`, `truncate`)."""
+    first_edit_token: int
+    """First token position of the prompt that changed."""
+    removed_tokens: int
+    """How much smaller the prompt is than the same request without the rewrite."""
+    surviving_tokens: int
+    """Tokens after the first edit in the rewritten prompt (re-billed uncached or as writes)."""
+    rewrite_cost_usd: Decimal
+    """Closed form: surviving × (uncached rate − cache-read rate)."""
+    saving_per_request_usd: Decimal
+    """Closed form: removed × cache-read rate."""
+    breakeven_closed_form: float | None
+    """Requests after the edit until it pays back, by the closed form (None: never)."""
+    breakeven_simulated: int | None
+    """Requests after the edit until the simulated cumulative saving turns positive (None:
+    not within the horizon)."""
+    simulated_net_usd: Decimal
+    """Simulated cumulative saving over the horizon (negative: the rewrite cost more)."""
+    horizon: int
+    """Requests compared (from the edit on)."""
+    summarizer_cost_usd: Decimal
+    """Cost of the summarizer call the rewrite needed (0 when none)."""
+    summarizer_cache_read: int
+    """Tokens the summarizer call read from the cache."""
+    disagreement: str
+    """Why the two answers may differ, as seen in the simulation."""
+
+
+def _rate(run: _Run, record: RequestRecord, **bucket: int) -> Decimal:
+    price = run.pricer.price(
+        Buckets(**bucket), model=record.model, provider=record.provider, ts=record.ts
+    )
+    return price.input_usd / _MTOK
+
+
+def _substitutions(before: Sequence[Item], after: Sequence[Item]) -> dict[int, Item] | None:
+    """Map each item rewritten in place to its previous version, or None when the rewrite
+    changed the view's structure (summaries, dropped items)."""
+    old_by_event = {getattr(i, "event_index", None): i for i in before}
+    after_ids = {id(i) for i in after}
+    subs: dict[int, Item] = {}
+    for item in after:
+        if isinstance(item, SummaryItem) and not any(item is b for b in before):
+            return None
+        if isinstance(item, ToolResultItem):
+            old = old_by_event.get(item.event_index)
+            if old is not None and old is not item:
+                subs[id(item)] = old
+    dropped = [i for i in before if id(i) not in after_ids and id(i) not in
+               {id(v) for v in subs.values()}]
+    return None if dropped else subs
+
+
+def _structural(prev: RequestRecord, rec: RequestRecord) -> bool:
+    return _substitutions(prev.view, rec.view) is None
+
+
+def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[RequestRecord]]
+             ) -> BreakEven:
+    prev, rec = seq[i - 1], seq[i]
+    history = run.threads[rec.thread].history
+    subs = _substitutions(prev.view, rec.view)
+    cf = _Run(run.session, run.named, run.config)
+    cf.store = copy.deepcopy(rec.store_before)
+    cf.renderers = run.renderers
+    state = _Thread(strategy=None, system=run.threads[rec.thread].system)
+    state.previous = prev.request
+
+    net = Decimal(0)
+    paid_back: int | None = None
+    horizon = 0
+    saw_ttl = False
+    cut_by_event = False
+    cf_first_total = rec.request.total
+    for k in range(i, len(seq)):
+        cur = seq[k]
+        if k > i and cur.events and (subs is None and _structural(seq[k - 1], cur)):
+            cut_by_event = True
+            break
+        if subs is not None:
+            items = [subs.get(id(x), x) for x in cur.view]
+        else:
+            items = list(prev.view) + history[prev.history_len : cur.history_len]
+        marker = RequestMarker(ts=cur.ts, request_id=cur.request_id, thread=cur.thread)
+        cf_rec = cf._simulate(
+            kind="request",
+            items=items,
+            marker=marker,
+            request_index=cur.request_index,
+            thread=cur.thread,
+            state=state,
+            model=cur.model,
+            provider=cur.provider,
+            renderer=run.renderer(cur.model),
+            output_tokens=cur.output_tokens,
+            estimated_output=cur.request.estimated_output,
+            events=[],
+        )
+        state.previous = cf_rec.request
+        if k == i:
+            cf_first_total = cf_rec.request.total
+        strategy_cost = cur.cost_usd + sum(
+            (s.cost_usd for s in extra.get(cur.request_index, []) if k == i), Decimal(0)
+        )
+        net += cf_rec.cost_usd - strategy_cost
+        horizon += 1
+        saw_ttl |= any(
+            (r.outcome.miss_cause or "").startswith("TTL") for r in (cur, cf_rec)
+        )
+        if paid_back is None and net >= 0:
+            paid_back = k - i
+            break
+
+    in_rate = _rate(run, rec, uncached=_MTOK)
+    read_rate = _rate(run, rec, cache_read=_MTOK)
+    first_edit = rec.diff.first_mismatch_token
+    surviving = max(0, rec.request.total - first_edit)
+    removed = max(0, cf_first_total - rec.request.total)
+    rewrite_cost = surviving * (in_rate - read_rate)
+    saving = removed * read_rate
+    closed = float(rewrite_cost / saving) if saving > 0 else None
+
+    summarizers = extra.get(rec.request_index, [])
+    reasons = []
+    if rec.outcome.cache_write_5m or rec.outcome.cache_write_1h:
+        reasons.append("cache-write premium")
+    if summarizers:
+        reasons.append("summary cost")
+    if saw_ttl:
+        reasons.append("TTL expiry")
+    if cut_by_event and paid_back is None:
+        reasons.append("a later rewrite ended the comparison")
+    if paid_back is None and not cut_by_event:
+        reasons.append("log ended before payback")
+    return BreakEven(
+        strategy=rec.strategy,
+        request_index=rec.request_index,
+        thread=rec.thread,
+        event=",".join(dict.fromkeys(e.kind for e in rec.events)),
+        first_edit_token=first_edit,
+        removed_tokens=removed,
+        surviving_tokens=surviving,
+        rewrite_cost_usd=rewrite_cost,
+        saving_per_request_usd=saving,
+        breakeven_closed_form=round(closed, 2) if closed is not None else None,
+        breakeven_simulated=paid_back,
+        simulated_net_usd=net,
+        horizon=horizon,
+        summarizer_cost_usd=sum((s.cost_usd for s in summarizers), Decimal(0)),
+        summarizer_cache_read=sum(s.outcome.cache_read for s in summarizers),
+        disagreement="; ".join(reasons),
+    )
+
+
+def breakeven_session(
+    session: Session,
+    strategies: str | Sequence[str | NamedStrategy] = "all",
+    config: ReplayConfig | None = None,
+) -> tuple[list[BreakEven], list[RequestRecord]]:
+    """Break-even of every rewrite event of every strategy (and the records of the runs)."""
+    config = copy.copy(config) if config is not None else ReplayConfig()
+    config.keep_views = True
+    config.snapshot_stores = True
+    rows: list[BreakEven] = []
+    all_records: list[RequestRecord] = []
+    for named in resolve(strategies):
+        run = _Run(session, named, config)
+        records = run.run()
+        all_records.extend(records)
+        summarizers: dict[str, dict[int, list[RequestRecord]]] = {}
+        threads: dict[str, list[RequestRecord]] = {}
+        for r in records:
+            if r.kind == "summarizer":
+                lane = r.thread.split("/")[0]
+                summarizers.setdefault(lane, {}).setdefault(r.request_index, []).append(r)
+            else:
+                threads.setdefault(r.thread, []).append(r)
+        for thread, seq in threads.items():
+            for i in range(1, len(seq)):
+                if seq[i].events and seq[i].diff.is_break:
+                    rows.append(_analyse(run, seq, i, summarizers.get(thread, {})))
+    for r in all_records:
+        r.store_before = None  # the copies were only needed for the counterfactuals
+    return rows, all_records

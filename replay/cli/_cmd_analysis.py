@@ -1,0 +1,137 @@
+"""`replay breakeven` and `replay whatif`: when does an edit pay back, and what would one edit do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from replay.cli._main import cli, output_options, replay_options, user_errors
+
+
+def _overrides(prices: tuple[str, ...]) -> dict:
+    from replay.prices import parse_price_override
+
+    return dict(parse_price_override(p) for p in prices)
+
+
+def _breakeven_table(frame, title: str):
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for col in ("strategy", "#", "event", "first edit", "removed", "surviving", "rewrite cost",
+                "saving/req", "closed form", "simulated", "net (horizon)", "disagreement"):
+        table.add_column(col, justify="left" if col in ("strategy", "event", "disagreement")
+                         else "right")
+    for r in frame.iter_rows(named=True):
+        closed = "never" if r["breakeven_closed_form"] is None else f"{r['breakeven_closed_form']:g}"
+        sim = "never" if r["breakeven_simulated"] is None else str(r["breakeven_simulated"])
+        table.add_row(
+            r["strategy"], str(r["request_index"]), r["event"], f"{r['first_edit_token']:,}",
+            f"{r['removed_tokens']:,}", f"{r['surviving_tokens']:,}",
+            f"${r['rewrite_cost_usd']:.6f}", f"${r['saving_per_request_usd']:.6f}", closed, sim,
+            f"${r['simulated_net_usd']:.6f} ({r['horizon']})", r["disagreement"] or "",
+        )
+    return table
+
+
+def _emit(frame, document: dict, fmt: str, output: Path | None, table) -> None:
+    from replay import report
+
+    if fmt == "json":
+        report.write_output(report.to_json(document), output)
+    elif fmt == "csv":
+        report.write_output(report.to_csv(frame), output)
+    elif fmt == "parquet":
+        if output is None:
+            raise click.UsageError("--format parquet needs -o FILE")
+        report.write_output(report.to_parquet_bytes(frame), output)
+    else:
+        report.print_table(table, output)
+
+
+@cli.command("breakeven")
+@click.argument("log", type=click.Path(path_type=Path))
+@click.option("--strategies", "-s", default="all", show_default=True,
+              help="`all` or comma-separated names.")
+@click.option("--ttl", type=click.Choice(["5m", "1h"]), help="Force every breakpoint's TTL.")
+@replay_options
+@output_options()
+@user_errors
+def breakeven_command(log: Path, strategies: str, ttl: str | None, provider, model, client,
+                      cache_rules, prices, strict, fmt, output, quiet) -> None:
+    """Break-even of every prune, clearing, aging step and compaction, two ways.
+
+    Closed form (rewrite cost / saving per request) next to the simulated truth (the same run
+    without that one edit, through the cache simulator, until the cumulative saving turns
+    positive); `never` where it does not pay back before the horizon ends.
+
+    \b
+    Example:
+      replay breakeven logs/run42.jsonl -s compact-at-12000-structured,age-truncate-500-keep-3
+    """
+    from replay import report
+    from replay._api import breakeven
+
+    frame = breakeven(log, strategies, provider=provider, model=model, client=client,
+                      cache_rules=cache_rules, prices=_overrides(prices), ttl=ttl, strict=strict)
+    document = {"log": str(log), "breakeven": report.frame_rows(frame)}
+    _emit(frame, document, fmt, output, _breakeven_table(frame, f"{log} · break-even"))
+
+
+@cli.command("whatif")
+@click.argument("log", type=click.Path(path_type=Path))
+@click.option("--at", "at", type=int, help="Request index (0-based) where --prune applies.")
+@click.option("--prune", metavar="SELECTOR",
+              help="older-than:K | tool:NAME | messages:A-B (tool results become a placeholder).")
+@click.option("--compact-at", "compact_at", type=int, metavar="REQUEST",
+              help="Compact everything before the current step at this request instead.")
+@click.option("--ttl", type=click.Choice(["5m", "1h"]), help="What if every breakpoint had used "
+              "this TTL.")
+@replay_options
+@output_options(("table", "json"))
+@user_errors
+def whatif_command(log: Path, at: int | None, prune: str | None, compact_at: int | None,
+                   ttl: str | None,
+                   provider, model, client, cache_rules, prices, strict, fmt, output,
+                   quiet) -> None:
+    """Cost of the run with one edit at one request vs as recorded, and its break-even.
+
+    \b
+    Example:
+      replay whatif logs/run42.jsonl --at 8 --prune older-than:3
+      replay whatif logs/run42.jsonl --compact-at 9 --provider anthropic \\
+        --model claude-sonnet-4-5 --ttl 1h
+    """
+    from replay import report
+    from replay._api import whatif
+
+    if (prune is None) == (compact_at is None):
+        raise click.UsageError("give either --at REQUEST --prune SELECTOR or --compact-at REQUEST")
+    if prune is not None and at is None:
+        raise click.UsageError("--prune needs --at REQUEST")
+    edit_at = compact_at if compact_at is not None else at
+    result = whatif(log, at=edit_at, prune=prune, compact=compact_at is not None, provider=provider, model=model,
+                    client=client, cache_rules=cache_rules, prices=_overrides(prices), ttl=ttl,
+                    strict=strict)
+    summary, be = result["summary"], result["breakeven"]
+    costs = dict(zip(summary["strategy"], summary["cost_usd"], strict=True))
+    delta = costs[result["edit"]] - costs[result["reference"]]
+    document = {
+        "log": str(log),
+        "edit": result["edit"],
+        "reference": result["reference"],
+        "cost_usd": costs[result["edit"]],
+        "reference_cost_usd": costs[result["reference"]],
+        "delta_usd": delta,
+        "summary": report.frame_rows(summary),
+        "breakeven": report.frame_rows(be),
+    }
+    if fmt == "json":
+        report.write_output(report.to_json(document), output)
+        return
+    con = report.console()
+    con.print(report.summary_table(summary, f"{log} · what if: {result['edit']}"))
+    con.print(_breakeven_table(be, "break-even of the edit"))
+    verdict = "saves" if delta < 0 else "costs"
+    con.print(f"The edit {verdict} ${abs(delta):.6f} vs {result['reference']} over this log.")
