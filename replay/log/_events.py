@@ -21,7 +21,9 @@ MAIN_THREAD = "main"
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=False, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="allow", frozen=False, populate_by_name=True, use_attribute_docstrings=True
+    )
 
     def model_post_init(self, context: Any) -> None:
         # The discriminator must be written even when it was left at its default, or the

@@ -70,15 +70,18 @@ def parse_event(obj: Any, path: str | Path, line: int) -> Any:
         raise LogFormatError(path, line, f"invalid `{kind}` event: {_describe(err)}") from None
 
 
-def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    """Yield (line number, text) for every non-blank line, streaming."""
-    with open(path, encoding="utf-8", errors="strict") as handle:
-        try:
-            for number, text in enumerate(handle, start=1):
-                if text.strip():
-                    yield number, text
-        except UnicodeDecodeError as err:
-            raise LogFormatError(path, None, f"expected UTF-8 text ({err.reason})") from None
+def iter_lines(path: str | Path) -> Iterator[tuple[int, str | LogFormatError]]:
+    """Yield (line number, text) for every non-blank line, streaming. A line that is not UTF-8
+    yields a `LogFormatError` naming it instead of its text (the reader skips or raises it)."""
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                yield number, LogFormatError(path, number, f"expected UTF-8 text ({err.reason})")
+                continue
+            if text.strip():
+                yield number, text
 
 
 def read_log(path: str | Path, *, strict: bool = False) -> Session:
@@ -93,6 +96,8 @@ def read_log(path: str | Path, *, strict: bool = False) -> Session:
     skipped: list[LogFormatError] = []
     for number, text in iter_lines(path):
         try:
+            if isinstance(text, LogFormatError):
+                raise text
             try:
                 obj = json.loads(text)
             except json.JSONDecodeError as err:

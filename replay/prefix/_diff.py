@@ -79,16 +79,39 @@ def naive_first_mismatch(previous_tokens: np.ndarray, current_tokens: np.ndarray
     return n
 
 
+_KINDS = ("tool", "system", "user", "summary", "text", "thinking", "tool_call", "tool_result")
+_OPAQUE = -(1 << 20)
+"""Below this: tokens of a block whose text the log does not hold (one id per block content)."""
+_BOUNDARY = -(1 << 40)
+"""Below this: the first element of a block, tagged with every block before it."""
+
+
 def materialize_tokens(request: RenderedRequest, table: BlockTable) -> np.ndarray:
-    """The whole prompt as one token sequence (framing as negative sentinel ids), re-tokenizing
-    every block with no memo: what a naive implementation would do per request. Only valid for
-    families with calibration factor 1.0."""
+    """The whole prompt as one sequence with one element per token, re-tokenizing every block
+    with no memo: what a naive implementation would do per request. Only valid for families with
+    calibration factor 1.0.
+
+    Framing tokens are sentinels naming the block's kind and whether it opens a message; a block
+    of fixed size whose text was not logged contributes opaque ids of its content. A real request
+    has delimiters between content blocks even where `replay` counts no framing tokens, so the
+    first element of each block is tagged with the contents of all blocks before it: two prompts
+    never match across the boundary of blocks that differ (an empty block is not "no block").
+    """
     encoding = table.counter._encoding
     parts = []
+    before = 0  # identity of the blocks so far
     for block_id in request.block_ids.tolist():
         info = table.blocks[block_id]
-        kind_code = -1 - ["tool", "system", "user", "summary", "text", "thinking", "tool_call",
-                          "tool_result"].index(info.kind)
-        parts.append(np.full(info.overhead, kind_code, dtype=np.int64))
-        parts.append(np.asarray(encoding.encode_ordinary(info.text), dtype=np.int64))
+        code = -1 - (2 * _KINDS.index(info.kind) + int(info.starts_message))
+        body = encoding.encode_ordinary(info.text)
+        hidden = max(0, info.tokens - info.overhead - len(body))
+        content = hash((info.kind, info.starts_message, info.tokens, info.text))
+        elements = np.asarray(
+            [code] * info.overhead + body + [_OPAQUE - (content & ((1 << 39) - 1))] * hidden,
+            dtype=np.int64,
+        )
+        if len(elements):
+            elements[0] = _BOUNDARY - (hash((before, int(elements[0]))) & ((1 << 61) - 1))
+        before = hash((before, content))
+        parts.append(elements)
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)

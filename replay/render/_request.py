@@ -53,8 +53,11 @@ class BlockTable:
     def intern(
         self, kind: str, text: str, starts_message: bool, fixed_tokens: int | None = None
     ) -> int:
+        # A block of fixed size (a thinking block whose text was not logged) is only known by
+        # its size: two of different sizes are different blocks.
         digest = hashlib.blake2b(
-            f"{kind}\x00{int(starts_message)}\x00".encode() + text.encode("utf-8", "surrogatepass"),
+            f"{kind}\x00{int(starts_message)}\x00{fixed_tokens or ''}\x00".encode()
+            + text.encode("utf-8", "surrogatepass"),
             digest_size=16,
         ).digest()
         block_id = self._ids.get(digest)
@@ -101,10 +104,27 @@ class RenderedRequest:
     """Tokens the recorded response generated (the trajectory is fixed)."""
     estimated_output: bool = True
     """True when `output_tokens` is a token count of the logged response, not provider usage."""
+    released: bool = False
+    """True once `release_blocks()` dropped the per-block arrays (only `total` is left)."""
+    _total: int = field(default=0, repr=False)
 
     @property
     def total(self) -> int:
+        if self.released:
+            return self._total
         return int(self.cum_tokens[-1]) if len(self.cum_tokens) else 0
+
+    def release_blocks(self) -> None:
+        """Drop the per-block arrays, keeping `total`: a finished request's summary numbers need
+        only that, and the arrays of every request of a long replay add up to O(requests ×
+        blocks) memory (`ReplayConfig.keep_blocks=False` releases them as the replay goes)."""
+        if not self.released:
+            self._total = self.total
+            self.released = True
+            # None, not empty arrays: code that still needed them fails loudly.
+            self.block_ids = self.block_tokens = self.cum_tokens = None  # type: ignore[assignment]
+            self.item_index = self.positions = None  # type: ignore[assignment]
+            self.kinds = self.prefix_keys = None  # type: ignore[assignment]
 
     def tokens_before(self, block: int) -> int:
         return int(self.cum_tokens[block - 1]) if block > 0 else 0

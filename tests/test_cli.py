@@ -1,0 +1,326 @@
+"""The `replay` command line: shorthand, formats, the JSON contract, errors, snapshots."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest import RUN42
+from rich.console import Console
+
+from replay import replay
+from replay.report import summary_table
+from replay.strategies import canonical_names
+
+SUMMARY_KEYS = [
+    "strategy",
+    "requests",
+    "prompt_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "uncached_tokens",
+    "output_tokens",
+    "cost_usd",
+    "peak_prompt_tokens",
+    "hit_ratio",
+    "prefix_breaks",
+    "over_window",
+]
+TURN_KEYS = [
+    "strategy",
+    "request_index",
+    "prompt_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "uncached_tokens",
+    "first_mismatch_token",
+    "first_mismatch_message",
+    "cost_usd",
+]
+CORE = (
+    "baseline,truncate-500,age-truncate-500-keep-3,compact-at-12000-structured,"
+    "compact-at-12000-freeform,sliding-10,sliding-10-pin-first"
+)
+HEADER = '{"type":"session","format":"replay-log","version":1,"ts":"2026-03-02T09:00:00Z"}'
+
+
+def _json(result) -> dict:
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands and formats
+
+
+def test_log_is_shorthand_for_run(invoke):
+    short = invoke(RUN42, "--strategies", "baseline,sliding-10", "--format", "json")
+    long = invoke("run", RUN42, "--strategies", "baseline,sliding-10", "--format", "json")
+    assert short.exit_code == long.exit_code == 0
+    assert short.stdout == long.stdout
+    table_short = invoke(RUN42, "-s", "baseline", "-q")
+    table_long = invoke("run", RUN42, "-s", "baseline", "-q")
+    assert table_short.stdout == table_long.stdout and "baseline" in table_short.stdout
+
+
+def test_strategies_all_prints_one_row_per_canonical_strategy(invoke):
+    doc = _json(invoke(RUN42, "--strategies", "all", "--format", "json"))
+    assert [row["strategy"] for row in doc["summary"]] == canonical_names()
+    table = invoke(RUN42, "--strategies", "all")
+    assert table.exit_code == 0
+    lines = table.stdout.splitlines()
+    for name in canonical_names():
+        assert any(line.split("│")[1:2] and line.split("│")[1].strip() == name for line in lines), (
+            name
+        )
+
+
+def test_json_contract_keys(invoke):
+    doc = _json(invoke(RUN42, "--strategies", CORE, "--per-turn", "--format", "json"))
+    assert {"log", "agent", "provider", "model", "notes", "summary", "requests"} <= set(doc)
+    for row in doc["summary"]:
+        assert list(row)[: len(SUMMARY_KEYS)] == SUMMARY_KEYS
+        assert (
+            row["cached_tokens"] + row["cache_write_tokens"] + row["uncached_tokens"]
+            == (row["prompt_tokens"])
+        )
+        assert isinstance(row["cost_usd"], int | float)
+    assert len(doc["requests"]) >= 7 * 14
+    for row in doc["requests"]:
+        assert set(TURN_KEYS) <= set(row)
+    # Money is written with every digit (no float rounding through the JSON encoder).
+    text = invoke(RUN42, "--strategies", "baseline", "--format", "json").stdout
+    cost = next(line for line in text.splitlines() if '"cost_usd"' in line)
+    assert "e-" not in cost.lower()
+
+
+def test_per_turn_table_has_a_row_per_request(invoke):
+    result = invoke(RUN42, "--strategies", "baseline,compact-at-12000-structured", "--per-turn")
+    assert result.exit_code == 0
+    rows = [line for line in result.stdout.splitlines() if line.startswith("│")]
+    n = 14 * 2 + 2  # run42's requests for both strategies, plus the two summarizer calls
+    assert len(rows) == n
+    assert sum("summarizer" in line for line in rows) == 2
+
+
+@pytest.mark.parametrize("per_turn", [False, True])
+def test_json_csv_parquet_files_agree(invoke, tmp_path, per_turn):
+    flags = ["--per-turn"] if per_turn else []
+    keys = TURN_KEYS if per_turn else SUMMARY_KEYS
+    out = {fmt: tmp_path / f"out.{fmt}" for fmt in ("json", "csv", "parquet")}
+    for fmt, path in out.items():
+        result = invoke(RUN42, "-s", CORE, *flags, "--format", fmt, "-o", path)
+        assert result.exit_code == 0, result.stderr
+        assert result.stdout == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv", "out.json", "out.parquet"]
+    doc = json.loads(out["json"].read_text())
+    rows = doc["requests" if per_turn else "summary"]
+    frame = pl.read_parquet(out["parquet"])
+    assert set(keys) <= set(frame.columns)
+    assert frame.height == len(rows)
+    assert frame["strategy"].to_list() == [r["strategy"] for r in rows]
+    assert frame["prompt_tokens"].to_list() == [r["prompt_tokens"] for r in rows]
+    with out["csv"].open(newline="") as handle:
+        csv_rows = list(csv.DictReader(handle))
+    assert set(keys) <= set(csv_rows[0])
+    assert [int(r["prompt_tokens"]) for r in csv_rows] == [r["prompt_tokens"] for r in rows]
+    # The exact decimal cost is the same in every format.
+    assert [str(r["cost_usd"]) for r in csv_rows] == [
+        format(v.normalize(), "f") if v else "0" for v in frame["cost_usd"].to_list()
+    ]
+
+
+def test_parquet_needs_an_output_file(invoke):
+    result = invoke(RUN42, "-s", "baseline", "--format", "parquet")
+    assert result.exit_code == 2
+    assert "-o" in result.stderr
+
+
+def test_csv_to_stdout(invoke):
+    result = invoke(RUN42, "-s", "baseline,sliding-10", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [r["strategy"] for r in rows] == ["baseline", "sliding-10"]
+
+
+def test_schema_prints_a_json_schema_of_every_event(invoke):
+    result = invoke("schema")
+    assert result.exit_code == 0
+    schema = json.loads(result.stdout)
+    assert set(schema["discriminator"]["mapping"]) == {
+        "session",
+        "user",
+        "assistant",
+        "tool_result",
+        "request",
+        "compaction",
+        "thread",
+    }
+    defs = schema["$defs"]
+
+    def refs(node):
+        if isinstance(node, dict):
+            if "$ref" in node:
+                yield node["$ref"]
+            for value in node.values():
+                yield from refs(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from refs(value)
+
+    for ref in refs(schema):
+        assert ref.startswith("#/$defs/") and ref.removeprefix("#/$defs/") in defs
+    for name, definition in defs.items():
+        assert definition["type"] == "object", name
+        undocumented = [
+            p
+            for p, d in definition["properties"].items()
+            if p != "type" and not d.get("description")
+        ]
+        assert not undocumented, f"{name}: fields without a description: {undocumented}"
+    assert "ts" in defs["ToolResult"]["required"] and "output" in defs["ToolResult"]["required"]
+    try:
+        import jsonschema
+    except ImportError:
+        return
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for line in RUN42.read_text().splitlines():
+        validator.validate(json.loads(line))
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors and the input file
+
+
+def _one_line_error(code: int, err: str, needle: str) -> None:
+    assert code == 2
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert needle in lines[0]
+
+
+def test_bad_input_is_one_line_exit_2_no_traceback(run_replay, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        HEADER + "\n" + '{"type":"user","ts":"2026-03-02T09:00:01Z","text":"hi"}\n' + "{oops\n"
+    )
+    code, out, err = run_replay(bad, "--strict")
+    _one_line_error(code, err, f"{bad}:3:")
+    assert "expected a JSON object" in err and out == ""
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("", "empty"),
+        ('{"type":"user","ts":"2026-03-02T09:00:01Z","text":"no header"}\n', ":1:"),
+        (
+            HEADER + "\n" + '{"type":"user","ts":"2026-03-02T09:00:01Z","text":"hi"}\n',
+            "no requests",
+        ),
+        (
+            '{"type":"session","format":"replay-log","version":7,"ts":"2026-03-02T09:00:00Z"}\n',
+            "version",
+        ),
+        ('{"type":"session","ts":"yesterday"}\n', ":1:"),
+    ],
+)
+def test_bad_logs_in_process(invoke, tmp_path, content, needle):
+    path = tmp_path / "log.jsonl"
+    path.write_text(content)
+    result = invoke(path)
+    _one_line_error(result.exit_code, result.stderr, needle)
+    assert str(path) in result.stderr
+
+
+def test_missing_file_directory_and_unknown_strategy(invoke, tmp_path):
+    missing = invoke(tmp_path / "nope.jsonl")
+    _one_line_error(missing.exit_code, missing.stderr, "no such file")
+    folder = invoke(tmp_path)
+    _one_line_error(folder.exit_code, folder.stderr, "directory")
+    unknown = invoke(RUN42, "-s", "baseline,truncate-lots")
+    _one_line_error(unknown.exit_code, unknown.stderr, "truncate-lots")
+    for name in CORE.split(","):
+        assert name in unknown.stderr
+
+
+def test_lenient_by_default_and_says_what_it_skipped(invoke, tmp_path):
+    lines = RUN42.read_text().splitlines()
+    lines.insert(5, "{this is not json")
+    path = tmp_path / "damaged.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = invoke(path, "-s", "baseline")
+    assert result.exit_code == 0
+    assert f"{path}:6" in result.stderr and "skipped" in result.stderr
+    strict = invoke(path, "-s", "baseline", "--strict")
+    _one_line_error(strict.exit_code, strict.stderr, f"{path}:6:")
+
+
+def test_the_input_file_is_never_modified(invoke, tmp_path):
+    before = _sha(RUN42)
+    for args in (
+        ["-s", "all", "--per-turn", "--format", "json"],
+        ["-s", "baseline", "--format", "csv", "-o", tmp_path / "o.csv"],
+    ):
+        assert invoke(RUN42, *args).exit_code == 0
+    assert _sha(RUN42) == before
+
+
+def test_output_file_is_replaced_atomically(invoke, tmp_path):
+    out = tmp_path / "result.json"
+    out.write_text("stale")
+    assert invoke(RUN42, "-s", "baseline", "--format", "json", "-o", out).exit_code == 0
+    assert json.loads(out.read_text())["summary"][0]["strategy"] == "baseline"
+    assert [p.name for p in tmp_path.iterdir()] == ["result.json"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Snapshots on a deterministic log (fixed timestamps and contents)
+
+
+def test_snapshot_summary_json_all_strategies(invoke, det_log, snapshot):
+    result = invoke(det_log, "--strategies", "all", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == snapshot
+
+
+def test_snapshot_per_turn_json_baseline(invoke, det_log, snapshot):
+    result = invoke(det_log, "--strategies", "baseline", "--per-turn", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == snapshot
+
+
+def test_snapshot_summary_table_text(det_log, snapshot):
+    result = replay(det_log, CORE.split(","))
+    console = Console(
+        width=200,
+        file=io.StringIO(),
+        record=True,
+        color_system=None,
+        force_terminal=False,
+        legacy_windows=False,
+    )
+    console.print(summary_table(result.summary, "det.jsonl · test-harness · anthropic"))
+    assert console.export_text() == snapshot
+
+
+def test_deterministic_log_exercises_every_core_strategy(det_log):
+    rows = {
+        r["strategy"]: r for r in replay(det_log, CORE.split(",")).summary.iter_rows(named=True)
+    }
+    base = rows["baseline"]
+    assert base["prefix_breaks"] == 0 and base["cached_tokens"] > 0
+    assert rows["truncate-500"]["prompt_tokens"] < base["prompt_tokens"]
+    assert rows["age-truncate-500-keep-3"]["prefix_breaks"] > 0
+    assert rows["compact-at-12000-structured"]["summarizer_calls"] > 0
+    assert rows["sliding-10"]["prefix_breaks"] > 0

@@ -1,0 +1,351 @@
+"""The five core strategy families, driven through the real engine.
+
+Each property replays a session (random or fixed) with `replay_session` and checks what the
+strategy sent (`RequestRecord.view`) and how its prompt relates to the previous one
+(`RequestRecord.diff`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import gen
+import pytest
+from conftest import RUN42
+from hypothesis import given, settings
+
+from replay._errors import ReplayError
+from replay.engine import ReplayConfig, replay_session
+from replay.log import (
+    AssistantMessage,
+    Compaction,
+    RequestMarker,
+    ToolResult,
+    UserMessage,
+    read_log,
+)
+from replay.strategies import (
+    AssistantItem,
+    SummaryItem,
+    ToolResultItem,
+    UserItem,
+    canonical_names,
+    parse_name,
+    resolve,
+)
+
+SMALL = [
+    "baseline",
+    "truncate-200",
+    "age-truncate-200-keep-2",
+    "compact-at-3000-structured",
+    "compact-at-3000-freeform",
+    "sliding-4",
+    "sliding-4-pin-first",
+]
+DEFAULTS = [
+    "baseline",
+    "truncate-500",
+    "age-truncate-500-keep-3",
+    "compact-at-12000-structured",
+    "compact-at-12000-freeform",
+    "sliding-10",
+    "sliding-10-pin-first",
+]
+_VISIBLE = (UserMessage, AssistantMessage, ToolResult)
+
+
+def _replay(session, names):
+    return replay_session(session, names, ReplayConfig(keep_views=True))
+
+
+def _requests(records, name):
+    """Request records of one strategy, grouped by thread, in order."""
+    out = defaultdict(list)
+    for r in records:
+        if r.strategy == name and r.kind == "request":
+            out[r.thread].append(r)
+    assert out, f"no records for {name}"
+    return out
+
+
+def _histories(session):
+    """request_id → event indexes of the model-visible events of its thread before it."""
+    seen: dict[str, list[int]] = defaultdict(list)
+    out = {}
+    for n, e in enumerate(session.events):
+        if isinstance(e, RequestMarker):
+            out[e.request_id] = list(seen[e.thread])
+        elif isinstance(e, _VISIBLE):
+            seen[e.thread].append(n)
+    return out
+
+
+def _indexes(view):
+    return [getattr(i, "event_index", None) for i in view]
+
+
+def _check_pairs(view):
+    calls: set[str] = set()
+    answered: set[str] = set()
+    for item in view:
+        if isinstance(item, AssistantItem):
+            calls |= {b.call_id for b in item.tool_calls}
+        elif isinstance(item, ToolResultItem):
+            assert item.call_id in calls, f"result {item.call_id} sent without its call"
+            answered.add(item.call_id)
+    assert calls <= answered, f"calls sent without their results: {calls - answered}"
+
+
+def _consecutive(records):
+    for thread_records in records.values():
+        yield from zip(thread_records, thread_records[1:], strict=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Properties on random sessions
+
+
+@settings(max_examples=40, deadline=None)
+@given(gen.replay_sessions())
+def test_core_strategies_on_random_sessions(session):
+    records = _replay(session, SMALL + ["truncate-500", "age-truncate-500-keep-3"])
+    histories = _histories(session)
+    outputs = {n: e.output for n, e in enumerate(session.events) if isinstance(e, ToolResult)}
+
+    # Every strategy: a non-empty view, tool calls paired with their results.
+    for r in records:
+        assert r.view and r.view_items == len(r.view)
+        _check_pairs(r.view)
+
+    # baseline: the whole history, and append-only: never a break, mismatch at the old total.
+    base = _requests(records, "baseline")
+    for thread_records in base.values():
+        assert thread_records[0].diff.where == "first"
+        for r in thread_records:
+            assert _indexes(r.view) == histories[r.request_id]
+    for prev, cur in _consecutive(base):
+        assert not cur.diff.is_break
+        assert cur.diff.first_mismatch_token == prev.request.total
+        assert cur.request.total >= prev.request.total
+
+    # truncate-N: each result capped the same way on every request, so no position is rewritten.
+    for name, limit in (("truncate-200", 200), ("truncate-500", 500)):
+        trunc = _requests(records, name)
+        for prev, cur in _consecutive(trunc):
+            assert not cur.diff.is_break
+            assert cur.diff.first_mismatch_token == prev.request.total
+        for thread_records in trunc.values():
+            for r in thread_records:
+                for item in r.view:
+                    if isinstance(item, ToolResultItem):
+                        full = outputs[item.event_index]
+                        if len(full) <= limit:
+                            assert item.output == full
+                        else:
+                            assert item.output.startswith(full[:limit]) and item.output != full
+
+    # age-truncate-N-keep-K: each result's text changes at most once, from full to capped.
+    for name, limit, keep in (
+        ("age-truncate-200-keep-2", 200, 2),
+        ("age-truncate-500-keep-3", 500, 3),
+    ):
+        aged = _requests(records, name)
+        for thread_records in aged.values():
+            shown: dict[int, list[str]] = defaultdict(list)
+            for r in thread_records:
+                results = [i for i in r.view if isinstance(i, ToolResultItem)]
+                for n, item in enumerate(results):
+                    shown[item.event_index].append(item.output)
+                    if n >= len(results) - keep:
+                        assert item.output == outputs[item.event_index]  # K most recent: verbatim
+                    else:
+                        assert len(item.output) <= limit + 40
+            for event_index, texts in shown.items():
+                changes = sum(a != b for a, b in zip(texts, texts[1:], strict=False))
+                assert changes <= 1, f"result {event_index} rewritten {changes} times"
+        breaks = sum(r.diff.is_break for rs in aged.values() for r in rs)
+        assert breaks <= len(outputs)
+
+    # sliding-N: a break exactly when the window start moves (the dropped set grows).
+    for name in ("sliding-4", "sliding-4-pin-first"):
+        slide = _requests(records, name)
+        pinned = name.endswith("pin-first")
+        for thread_records in slide.values():
+            dropped_before: set[int] = set()
+            for n, r in enumerate(thread_records):
+                history = histories[r.request_id]
+                view = set(_indexes(r.view))
+                assert view <= set(history)
+                dropped = set(history) - view
+                if not pinned:
+                    assert _indexes(r.view) == history[len(history) - len(r.view) :]  # a suffix
+                if n:
+                    assert r.diff.is_break == (dropped != dropped_before)
+                if len(history) > 4 + 3 + pinned:  # beyond the window, widened over <= 3 results
+                    assert dropped
+                dropped_before = dropped
+
+    # compact-at-N: frozen between compactions; each compaction is one costed summarizer call.
+    for name in ("compact-at-3000-structured", "compact-at-3000-freeform"):
+        compacting = _requests(records, name)
+        summarizer = [r for r in records if r.strategy == name and r.kind == "summarizer"]
+        compactions = [
+            r
+            for r in records
+            if r.strategy == name
+            and r.kind == "request"
+            and any(e.kind == "compaction" for e in r.events)
+        ]
+        for thread_records in compacting.values():
+            for n, r in enumerate(thread_records):
+                compacted = r in compactions
+                if compacted:
+                    assert isinstance(r.view[0], SummaryItem)
+                if n:
+                    assert r.diff.is_break == compacted
+                    if not compacted:
+                        assert r.diff.first_mismatch_token == thread_records[n - 1].request.total
+        assert len(summarizer) == len(compactions)
+        for s, c in zip(summarizer, compactions, strict=True):
+            assert s.request_index == c.request_index
+            assert records.index(s) < records.index(c)
+            assert s.thread == f"{c.thread}/summarizer"
+            assert s.output_tokens > 0
+
+
+@settings(max_examples=15, deadline=None)
+@given(gen.replay_sessions(max_turns=6))
+def test_every_canonical_strategy_sends_valid_views(session):
+    for r in _replay(session, "all"):
+        assert r.view, f"{r.strategy} sent an empty view"
+        _check_pairs(r.view)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixed sessions
+
+
+def _linear(n_turns: int, output_chars: int = 300):
+    turns = [
+        gen.Turn(
+            f"step {i}", [gen.Call("read_file", {"path": f"f{i}"}, gen.filler(output_chars, i))]
+        )
+        for i in range(n_turns - 1)
+    ] + [gen.Turn("done")]
+    return gen.build_session(turns)
+
+
+def test_sliding_breaks_on_every_request_once_history_exceeds_the_window():
+    session = _linear(20)
+    records = _replay(session, ["sliding-10", "baseline"])
+    histories = _histories(session)
+    slide = _requests(records, "sliding-10")["main"]
+    for r in slide[1:]:
+        beyond = len(histories[r.request_id]) > 10
+        assert r.diff.is_break == beyond
+        assert len(r.view) <= 11
+    assert sum(r.diff.is_break for r in slide) >= 10
+    assert not any(r.diff.is_break for r in _requests(records, "baseline")["main"])
+
+
+def test_sliding_window_never_starts_on_an_orphan_result():
+    turns = [
+        gen.Turn(
+            f"batch {i}",
+            [gen.Call("read_file", {"path": f"f{i}{j}"}, f"out {i}{j}") for j in range(4)],
+        )
+        for i in range(6)
+    ] + [gen.Turn("done")]
+    records = _replay(gen.build_session(turns), ["sliding-3", "sliding-3-pin-first"])
+    for r in records:
+        first = next((i for i in r.view if not isinstance(i, UserItem) or i.event_index != 0), None)
+        assert not isinstance(first, ToolResultItem)
+        _check_pairs(r.view)
+
+
+def test_age_truncate_on_run42_rewrites_each_result_once():
+    session = read_log(RUN42, strict=True)
+    records = _replay(session, ["age-truncate-500-keep-3"])
+    thread = _requests(records, "age-truncate-500-keep-3")["main"]
+    aging = [e for r in thread for e in r.events if e.kind == "aging"]
+    breaks = [r for r in thread if r.diff.is_break]
+    assert breaks and all(any(e.kind == "aging" for e in r.events) for r in breaks)
+    long_results = [e for e in session.events if isinstance(e, ToolResult) and len(e.output) > 500]
+    assert len(aging) <= len(long_results)
+
+
+def test_compaction_reuses_a_logged_summary():
+    session = _linear(14, output_chars=900)
+    logged = "LOGGED SUMMARY: the agent read f0..f5 and found nothing yet."
+    at = next(
+        n
+        for n, e in enumerate(session.events)
+        if isinstance(e, RequestMarker) and e.request_id == "req-006"
+    )
+    session.events.insert(at, Compaction(ts=session.events[at].ts, summary=logged, replaces=[]))
+    records = _replay(session, ["compact-at-3000-structured"])
+    compacted = [
+        r for r in records if r.kind == "request" and any(e.kind == "compaction" for e in r.events)
+    ]
+    sources = [(r.request_id, r.view[0].source) for r in compacted]
+    logged_at = [rid for rid, source in sources if source == "logged"]
+    assert len(logged_at) == 1 and logged_at[0] >= "req-006", sources
+    first_logged = next(r for r in compacted if r.view[0].source == "logged")
+    assert logged in first_logged.view[0].text
+    later = [source for rid, source in sources if rid > logged_at[0]]
+    assert later and set(later) == {"extractive"}  # one logged summary is used once
+    calls = [r for r in records if r.kind == "summarizer"]
+    assert len(calls) == len(compacted)  # costed even when the summary is reused
+
+
+def test_structured_summary_has_the_five_sections():
+    session = _linear(10, output_chars=2000)
+    records = _replay(session, ["compact-at-3000-structured"])
+    summary = next(
+        r.view[0] for r in records if r.kind == "request" and isinstance(r.view[0], SummaryItem)
+    )
+    sections = [
+        "## Task Overview",
+        "## Current State",
+        "## Important Discoveries",
+        "## Next Steps",
+        "## Context to Preserve",
+    ]
+    positions = [summary.text.index(s) for s in sections]
+    assert positions == sorted(positions)
+    assert "Fix the failing test." in summary.text
+    assert "read: f0" in summary.text
+
+
+# ---------------------------------------------------------------------------------------------
+# Registry
+
+
+def test_names_parse_into_parameters():
+    assert parse_name("truncate-300").params["chars"] == 300
+    p = parse_name("age-truncate-200-keep-5").params
+    assert (p["chars"], p["keep"]) == (200, 5)
+    p = parse_name("compact-at-8000-freeform").params
+    assert (p["chars"], p["style"]) == (8000, "freeform")
+    assert parse_name("sliding-7").params["messages"] == 7
+    assert parse_name("sliding-7-pin-first").params["modifier"] == "pin-first"
+
+
+def test_all_is_the_canonical_set_and_duplicates_are_dropped():
+    names = [s.name for s in resolve("all")]
+    assert names == canonical_names()
+    assert set(DEFAULTS) <= set(names)
+    assert [s.name for s in resolve("baseline,truncate-500,baseline")] == [
+        "baseline",
+        "truncate-500",
+    ]
+
+
+def test_unknown_strategy_lists_the_known_names():
+    with pytest.raises(ReplayError) as info:
+        resolve("truncate-lots")
+    message = str(info.value)
+    assert "truncate-lots" in message
+    for name in DEFAULTS:
+        assert name in message

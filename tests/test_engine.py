@@ -1,0 +1,247 @@
+"""The replay engine: disjoint buckets, determinism, summarizer calls, errors, result frames."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import gen
+import polars as pl
+import pytest
+from conftest import RUN42
+from hypothesis import given, settings
+
+from replay import ReplayError, replay
+from replay.engine import SUMMARY_COLUMNS, TURN_COLUMNS, ReplayConfig, replay_session
+from replay.log import RequestMarker, read_log
+
+CONTRACT_SUMMARY = [
+    "strategy",
+    "requests",
+    "prompt_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "uncached_tokens",
+    "output_tokens",
+    "cost_usd",
+    "peak_prompt_tokens",
+    "hit_ratio",
+    "prefix_breaks",
+    "over_window",
+]
+CONTRACT_TURNS = [
+    "strategy",
+    "request_index",
+    "prompt_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "uncached_tokens",
+    "first_mismatch_token",
+    "first_mismatch_message",
+    "cost_usd",
+]
+CORE = [
+    "baseline",
+    "truncate-500",
+    "age-truncate-500-keep-3",
+    "compact-at-12000-structured",
+    "compact-at-12000-freeform",
+    "sliding-10",
+    "sliding-10-pin-first",
+]
+SMALL = [
+    "baseline",
+    "truncate-200",
+    "age-truncate-200-keep-2",
+    "compact-at-3000-structured",
+    "sliding-4-pin-first",
+]
+
+
+def _check_buckets(records):
+    assert records
+    for r in records:
+        o = r.outcome
+        assert min(o.uncached, o.cache_read, o.cache_write_5m, o.cache_write_1h) >= 0
+        assert o.uncached + o.cache_read + o.cache_write_5m + o.cache_write_1h == r.request.total
+        assert r.buckets.prompt == r.request.total
+        assert r.cost_usd >= 0 and isinstance(r.cost_usd, Decimal)
+
+
+def _check_frames(result):
+    turns, summary = result.turns, result.summary
+    assert (
+        turns["cached_tokens"] + turns["cache_write_tokens"] + turns["uncached_tokens"]
+        == turns["prompt_tokens"]
+    ).all()
+    assert (
+        summary["cached_tokens"] + summary["cache_write_tokens"] + summary["uncached_tokens"]
+        == summary["prompt_tokens"]
+    ).all()
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "provider_seen", "model_seen"),
+    [
+        (None, None, "google", "gemini-2.5-flash"),  # the log's own provider and model
+        ("anthropic", "claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5"),
+        ("openai", "gpt-5", "openai", "gpt-5"),
+    ],
+)
+def test_buckets_add_up_on_run42(provider, model, provider_seen, model_seen):
+    result = replay(RUN42, CORE, provider=provider, model=model)
+    _check_buckets(result.records)
+    _check_frames(result)
+    assert {r.provider for r in result.records} == {provider_seen}
+    assert {r.model for r in result.records} == {model_seen}
+    assert result.summary["strategy"].to_list() == CORE
+    baseline = result.summary.row(0, named=True)
+    assert baseline["prefix_breaks"] == 0
+    if provider_seen != "google":  # both simulated providers cache run42's growing prefix
+        assert baseline["cached_tokens"] > 0
+
+
+def test_buckets_add_up_on_run42_for_every_canonical_strategy():
+    result = replay(RUN42, "all", provider="anthropic", model="claude-sonnet-4-5")
+    _check_buckets(result.records)
+    _check_frames(result)
+
+
+@settings(max_examples=30, deadline=None)
+@given(gen.replay_sessions())
+def test_buckets_add_up_on_random_sessions(session):
+    records = replay_session(session, SMALL, ReplayConfig())
+    _check_buckets(records)
+    requests = [e for e in session.events if isinstance(e, RequestMarker)]
+    for name in SMALL:
+        mine = [r for r in records if r.strategy == name and r.kind == "request"]
+        assert [r.request_id for r in mine] == [e.request_id for e in requests]
+
+
+def test_replay_is_deterministic_in_process():
+    a = replay(RUN42, CORE, provider="anthropic", model="claude-sonnet-4-5")
+    b = replay(RUN42, CORE, provider="anthropic", model="claude-sonnet-4-5")
+    assert a.turns.equals(b.turns)
+    assert a.summary.equals(b.summary)
+
+
+def test_replay_is_deterministic_across_processes(run_replay, tmp_path):
+    """Two separate runs (different hash seeds) write byte-identical JSON."""
+    outputs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"run{seed}.json"
+        code, _, err = run_replay(
+            RUN42,
+            "--strategies",
+            ",".join(CORE),
+            "--per-turn",
+            "--format",
+            "json",
+            "-o",
+            out,
+            env={"PYTHONHASHSEED": seed},
+        )
+        assert code == 0, err
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+
+
+def test_summarizer_calls_are_their_own_records_and_counted_in_totals():
+    result = replay(RUN42, ["compact-at-12000-structured"])
+    records = result.records
+    summarizer = [r for r in records if r.kind == "summarizer"]
+    requests = [r for r in records if r.kind == "request"]
+    assert summarizer, "run42 passes 12,000 characters: compaction must happen"
+    for s in summarizer:
+        assert s.thread == "main/summarizer"
+        assert s.request_id.endswith(":summarizer")
+        owner = next(r for r in requests if r.request_index == s.request_index)
+        assert records.index(s) < records.index(owner)
+        assert any(e.kind == "compaction" for e in owner.events)
+        assert s.output_tokens > 0 and s.cost_usd > 0
+    row = result.summary.row(0, named=True)
+    assert row["requests"] == len(requests)
+    assert row["summarizer_calls"] == len(summarizer)
+    assert row["prompt_tokens"] == sum(r.request.total for r in records)
+    assert row["output_tokens"] == sum(r.output_tokens for r in records)
+    assert row["cost_usd"] == sum((r.cost_usd for r in records), Decimal(0))
+    assert row["summarizer_cost_usd"] == sum((r.cost_usd for r in summarizer), Decimal(0))
+    turns = result.turns
+    assert turns.filter(pl.col("kind") == "summarizer").height == len(summarizer)
+
+
+def test_summarizer_call_can_read_the_main_threads_cache():
+    result = replay(RUN42, ["compact-at-12000-structured"], provider="openai", model="gpt-5")
+    summarizer = [r for r in result.records if r.kind == "summarizer"]
+    assert any(s.outcome.cache_read > 0 for s in summarizer)
+
+
+def test_a_log_without_requests_says_so(tmp_path):
+    path = tmp_path / "no-requests.jsonl"
+    path.write_text(
+        '{"type":"session","format":"replay-log","version":1,"ts":"2026-03-02T09:00:00Z"}\n'
+        '{"type":"user","ts":"2026-03-02T09:00:01Z","text":"hello"}\n'
+    )
+    with pytest.raises(ReplayError, match="no requests"):
+        replay(path, "baseline")
+
+
+def test_a_request_with_nothing_before_it_is_an_error(tmp_path):
+    path = tmp_path / "bare.jsonl"
+    path.write_text(
+        '{"type":"session","format":"replay-log","version":1,"ts":"2026-03-02T09:00:00Z"}\n'
+        '{"type":"request","ts":"2026-03-02T09:00:01Z","request_id":"r1"}\n'
+    )
+    with pytest.raises(ReplayError, match="r1"):
+        replay(path, "baseline")
+
+
+def test_unknown_strategy_error_lists_names():
+    with pytest.raises(ReplayError) as info:
+        replay(RUN42, "baseline,no-such-strategy-9")
+    message = str(info.value)
+    assert "no-such-strategy-9" in message
+    assert all(name in message for name in CORE)
+
+
+def test_frames_have_the_contract_columns_in_order():
+    result = replay(RUN42, ["baseline", "sliding-10"])
+    assert isinstance(result.summary, pl.DataFrame) and isinstance(result.turns, pl.DataFrame)
+    assert result.summary.columns[: len(CONTRACT_SUMMARY)] == CONTRACT_SUMMARY
+    assert set(CONTRACT_TURNS) <= set(result.turns.columns)
+    assert result.summary.columns == SUMMARY_COLUMNS
+    assert result.turns.columns == TURN_COLUMNS
+    assert result.summary.height == 2
+    n = len(read_log(RUN42).requests())
+    assert result.turns.height == 2 * n
+    first = result.turns.row(0, named=True)
+    assert first["first_mismatch_token"] == 0 and first["diverged_at"] == "first"
+    hit = result.summary["hit_ratio"].to_list()
+    expected = [
+        round(c / p, 4)
+        for c, p in zip(
+            result.summary["cached_tokens"], result.summary["prompt_tokens"], strict=True
+        )
+    ]
+    assert hit == expected
+
+
+def test_over_window_counts_requests_past_the_context_window():
+    huge = gen.filler(40_000, 3) * 16  # ~150k tokens: past gpt-4o's 128k window
+    turns = [
+        gen.Turn("reading", [gen.Call("read_file", {"path": "big.log"}, huge)]),
+        gen.Turn("done"),
+    ]
+    session = gen.build_session(turns, provider="openai", model="gpt-4o")
+    result = replay(session, ["baseline", "truncate-500"])
+    rows = {r["strategy"]: r for r in result.summary.iter_rows(named=True)}
+    assert rows["baseline"]["over_window"] == 1
+    assert rows["truncate-500"]["over_window"] == 0
+    assert rows["baseline"]["peak_prompt_tokens"] > 128_000
+
+
+def test_notes_explain_estimates_and_the_fixed_trajectory():
+    result = replay(RUN42, ["baseline"])
+    text = " ".join(result.notes)
+    assert "trajectory" in text
+    assert "gemini" in text and "estimate" in text
+    assert "output tokens are counted" in text  # run42 has no provider usage

@@ -1,0 +1,340 @@
+"""The native `replay-log` format: strict reading, lossless round trip, bad input, atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import gen
+import pytest
+from conftest import RUN42
+from hypothesis import given, settings
+
+from replay import _atomic
+from replay._errors import LogFormatError, ReplayError
+from replay.log import (
+    FORMAT_VERSION,
+    AssistantMessage,
+    RequestMarker,
+    Session,
+    SessionHeader,
+    TextBlock,
+    ToolCallBlock,
+    ToolResult,
+    UserMessage,
+    dump_event,
+    dumps_log,
+    read_log,
+    write_log,
+)
+
+HEADER = '{"type":"session","format":"replay-log","version":1,"ts":"2026-03-02T09:00:00Z"}'
+USER = '{"type":"user","ts":"2026-03-02T09:00:01Z","text":"hi"}'
+REQUEST = '{"type":"request","ts":"2026-03-02T09:00:02Z","request_id":"r1"}'
+
+
+def _write(tmp_path: Path, *lines: str, name: str = "log.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading valid files
+
+
+def test_run42_reads_strictly_with_every_event_kind_it_needs():
+    session = read_log(RUN42, strict=True)
+    assert session.skipped == []
+    assert session.header.format == "replay-log"
+    assert session.header.version == FORMAT_VERSION
+    assert session.header.tools and session.header.system
+    kinds = {type(e).__name__ for e in session.events}
+    assert {"UserMessage", "AssistantMessage", "ToolResult", "RequestMarker"} <= kinds
+    assert 13 <= len(session.requests()) <= 20
+    # Every event carries a timestamp, and file order is time order in a recorded run.
+    stamps = [session.header.ts] + [e.ts for e in session.events]
+    assert stamps == sorted(stamps)
+
+
+def test_run42_rewrites_to_identical_bytes(tmp_path):
+    session = read_log(RUN42, strict=True)
+    out = tmp_path / "copy.jsonl"
+    write_log(session, out)
+    assert out.read_bytes() == RUN42.read_bytes()
+
+
+def test_minimal_log_and_blank_lines(tmp_path):
+    path = _write(tmp_path, HEADER, "", "   ", USER, REQUEST)
+    session = read_log(path, strict=True)
+    assert [type(e) for e in session.events] == [UserMessage, RequestMarker]
+    assert session.events[0].thread == "main"
+    assert session.path == str(path)
+
+
+def test_tool_result_output_is_kept_whole(tmp_path):
+    big = "x" * 300_000 + "\nEND"
+    result = json.dumps(
+        {
+            "type": "tool_result",
+            "ts": "2026-03-02T09:00:03Z",
+            "call_id": "c",
+            "tool_name": "t",
+            "output": big,
+        }
+    )
+    session = read_log(_write(tmp_path, HEADER, USER, result), strict=True)
+    assert session.events[1].output == big
+
+
+# ---------------------------------------------------------------------------------------------
+# Lossless round trip (property)
+
+
+@settings(max_examples=100, deadline=None)
+@given(gen.log_events())
+def test_round_trip_is_lossless_with_unknown_fields(log):
+    header, events = log
+    text = dumps_log(header, events)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "log.jsonl"
+        path.write_text(text, encoding="utf-8")
+        back = read_log(path, strict=True)
+        assert back.skipped == []
+        assert back.header.model_dump() == header.model_dump()
+        assert [e.model_dump() for e in back.events] == [e.model_dump() for e in events]
+        # Unknown fields survive at every level.
+        assert back.header.model_extra == header.model_extra
+        for a, b in zip(back.events, events, strict=True):
+            assert a.model_extra == b.model_extra
+            if isinstance(a, AssistantMessage):
+                assert [x.model_extra for x in a.blocks] == [x.model_extra for x in b.blocks]
+        # A second write gives the same bytes.
+        again = Path(folder) / "again.jsonl"
+        write_log(back, again)
+        assert again.read_text(encoding="utf-8") == text
+
+
+def test_unknown_fields_are_kept_at_event_and_block_level(tmp_path):
+    lines = [
+        HEADER[:-1] + ',"x_harness":{"flags":[1,2]},"tools":[{"name":"t","x_cache":"ephemeral"}]}',
+        '{"type":"assistant","ts":"2026-03-02T09:00:01Z","x_latency":12,"blocks":'
+        '[{"type":"text","text":"a","x_cite":[1]},{"type":"tool_call","id":"c","name":"t",'
+        '"arguments":{"p":1},"x_parallel":true}]}',
+        '{"type":"request","ts":"2026-03-02T09:00:02Z","request_id":"r",'
+        '"usage":{"input_tokens":3,"x_service_tier":"priority"}}',
+    ]
+    path = _write(tmp_path, *lines)
+    session = read_log(path, strict=True)
+    assert session.header.model_extra == {"x_harness": {"flags": [1, 2]}}
+    assert session.header.tools[0].model_extra == {"x_cache": "ephemeral"}
+    assistant = session.events[0]
+    assert assistant.model_extra == {"x_latency": 12}
+    assert assistant.blocks[0].model_extra == {"x_cite": [1]}
+    assert assistant.blocks[1].model_extra == {"x_parallel": True}
+    assert session.events[1].usage.model_extra == {"x_service_tier": "priority"}
+    out = tmp_path / "out.jsonl"
+    write_log(session, out)
+    assert [json.loads(x) for x in out.read_text().splitlines()] == [json.loads(x) for x in lines]
+
+
+def test_unset_defaults_are_not_written_but_discriminators_are():
+    event = UserMessage(ts="2026-03-02T09:00:01Z", text="hi")
+    line = json.loads(dump_event(event))
+    assert line == {"type": "user", "ts": "2026-03-02T09:00:01Z", "text": "hi"}
+    header = json.loads(dump_event(SessionHeader(ts="2026-03-02T09:00:00Z")))
+    assert list(header)[:3] == ["type", "format", "version"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+
+
+def _error(path: Path, strict: bool = True) -> LogFormatError:
+    with pytest.raises(LogFormatError) as info:
+        read_log(path, strict=strict)
+    message = str(info.value)
+    assert "\n" not in message
+    return info.value
+
+
+def test_empty_file(tmp_path):
+    path = tmp_path / "empty.jsonl"
+    path.write_text("")
+    err = _error(path, strict=False)
+    assert str(path) in str(err) and "empty log" in str(err)
+    blank = _write(tmp_path, "", "  ", name="blank.jsonl")
+    assert "empty log" in str(_error(blank, strict=False))
+
+
+def test_missing_header(tmp_path):
+    path = _write(tmp_path, USER, REQUEST)
+    err = _error(path, strict=False)  # a bad header stops even a lenient read
+    assert str(err).startswith(f"{path}:1: ")
+    assert "`session` header" in str(err)
+
+
+@pytest.mark.parametrize(
+    ("bad", "expected"),
+    [
+        ('{"type":"user","ts":"2026-03-02T09:00:01Z","text":"hi"', "expected a JSON object"),
+        ("[1, 2]", "expected a JSON object, got list"),
+        ('{"type":"telemetry","ts":"2026-03-02T09:00:01Z"}', "expected `type` to be one of"),
+        ('{"ts":"2026-03-02T09:00:01Z","text":"no type"}', "expected `type` to be one of"),
+        ('{"type":"user","ts":"2026-03-02T09:00:01Z","text":5}', "invalid `user` event"),
+        ('{"type":"user","text":"no ts"}', "field required at `user.ts`"),
+        (
+            '{"type":"tool_result","ts":"2026-03-02T09:00:01Z","call_id":"c","tool_name":"t",'
+            '"output":"o","is_error":"maybe"}',
+            "is_error`",
+        ),
+        (
+            '{"type":"assistant","ts":"2026-03-02T09:00:01Z","blocks":[{"type":"image"}]}',
+            "invalid `assistant` event",
+        ),
+        (
+            '{"type":"request","ts":"2026-03-02T09:00:01Z","request_id":"r","usage":{"input_tokens":'
+            '"many"}}',
+            "usage.input_tokens",
+        ),
+        (HEADER, "expected one `session` header, got a second"),
+    ],
+)
+def test_bad_line_strict_names_file_line_and_expectation(tmp_path, bad, expected):
+    path = _write(tmp_path, HEADER, USER, bad, REQUEST)
+    err = _error(path, strict=True)
+    assert err.path == str(path) and err.line == 3
+    assert str(err).startswith(f"{path}:3: ")
+    assert expected in str(err)
+
+
+def test_lenient_mode_skips_and_counts(tmp_path):
+    path = _write(
+        tmp_path,
+        HEADER,
+        USER,
+        "{not json",
+        '{"type":"telemetry","ts":"2026-03-02T09:00:01Z"}',
+        '{"type":"user","ts":"2026-03-02T09:00:01Z","text":5}',
+        REQUEST,
+    )
+    session = read_log(path)  # lenient is the default
+    assert [type(e) for e in session.events] == [UserMessage, RequestMarker]
+    assert [e.line for e in session.skipped] == [3, 4, 5]
+    assert all(isinstance(e, LogFormatError) for e in session.skipped)
+    with pytest.raises(LogFormatError, match=r":3: "):
+        read_log(path, strict=True)
+
+
+def test_newer_version_is_refused(tmp_path):
+    path = _write(tmp_path, HEADER.replace('"version":1', '"version":2'), USER)
+    err = _error(path, strict=False)
+    assert ":1: " in str(err) and "version" in str(err)
+
+
+def test_wrong_format_name_is_refused(tmp_path):
+    path = _write(tmp_path, HEADER.replace("replay-log", "other-log"), USER)
+    assert "format" in str(_error(path))
+
+
+def test_directory_and_missing_file(tmp_path):
+    assert "directory" in str(_error(tmp_path))
+    missing = tmp_path / "nope.jsonl"
+    err = _error(missing)
+    assert str(missing) in str(err) and "no such file" in str(err)
+    assert isinstance(err, ReplayError)
+
+
+def test_invalid_utf8_names_the_line(tmp_path):
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(
+        (HEADER + "\n" + USER + "\n").encode()
+        + '{"type":"user","ts":"2026-03-02T09:00:01Z","text":"caf\xe9"}\n'.encode("latin-1")
+    )
+    err = _error(path)
+    assert str(err).startswith(f"{path}:3: ")
+    assert "UTF-8" in str(err)
+    lenient = read_log(path)
+    assert [e.line for e in lenient.skipped] == [3]
+    assert [type(e) for e in lenient.events] == [UserMessage]
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing: atomic and deterministic
+
+
+def _session() -> Session:
+    return gen.build_session(
+        [gen.Turn("reading", [gen.Call("read_file", {"path": "a"}, "content")]), gen.Turn("done")]
+    )
+
+
+def test_writes_are_byte_identical_for_the_same_input(tmp_path):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    write_log(_session(), a)
+    write_log(_session(), b)
+    assert a.read_bytes() == b.read_bytes()
+    assert a.read_bytes().endswith(b"\n")
+    back = read_log(a, strict=True)
+    assert [type(e) for e in back.events] == [type(e) for e in _session().events]
+
+
+def _only(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
+    target = tmp_path / "out.jsonl"
+
+    def boom(fd):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(_atomic.os, "fsync", boom)
+    with pytest.raises(OSError, match="disk full"):
+        write_log(_session(), target)
+    assert _only(tmp_path) == []
+
+
+def test_failed_write_keeps_the_previous_file(tmp_path, monkeypatch):
+    target = tmp_path / "out.jsonl"
+    target.write_text("previous content\n")
+    real_replace = os.replace
+
+    def interrupted(src, dst):
+        raise KeyboardInterrupt  # the user hit ^C between write and rename
+
+    monkeypatch.setattr(_atomic.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_log(_session(), target)
+    assert target.read_text() == "previous content\n"
+    assert _only(tmp_path) == ["out.jsonl"]
+    monkeypatch.setattr(_atomic.os, "replace", real_replace)
+    write_log(_session(), target)
+    assert read_log(target, strict=True).header.session_id == "gen"
+
+
+def test_exception_while_serializing_writes_nothing(tmp_path):
+    session = _session()
+
+    class Exploding(list):
+        def __iter__(self):
+            yield from super().__iter__()
+            raise RuntimeError("serializer crashed mid-way")
+
+    session.events = Exploding(session.events)
+    with pytest.raises(RuntimeError):
+        write_log(session, tmp_path / "out.jsonl")
+    assert _only(tmp_path) == []
+
+
+def test_written_log_round_trips_typed_events(tmp_path):
+    session = _session()
+    path = tmp_path / "s.jsonl"
+    write_log(session, path)
+    back = read_log(path, strict=True)
+    calls = [b for e in back.events if isinstance(e, AssistantMessage) for b in e.blocks]
+    assert any(isinstance(b, ToolCallBlock) for b in calls)
+    assert any(isinstance(b, TextBlock) for b in calls)
+    assert any(isinstance(e, ToolResult) for e in back.events)

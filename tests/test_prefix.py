@@ -1,0 +1,179 @@
+"""Prefix diff: the fast block-then-token diff equals a naive token-by-token reference."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import gen
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replay.log import ToolDef
+from replay.prefix import materialize_tokens, naive_first_mismatch, prefix_diff
+from replay.render import Renderer
+from replay.strategies import AssistantItem, Block, SummaryItem, ToolResultItem, UserItem
+from replay.tokens import counter_for
+
+TS = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+TOOLS = [ToolDef(name="read_file", description="Read a file.", input_schema={"type": "object"})]
+
+
+def _renderer(model: str = "gpt-5") -> Renderer:
+    return Renderer(counter_for(model))
+
+
+def _render(
+    renderer, items, *, system="You are a coding agent.", previous=None, model="gpt-5", tools=TOOLS
+):
+    return renderer.render(
+        items,
+        system=system,
+        tools=tools,
+        index=0,
+        request_id="r",
+        thread="main",
+        ts=TS,
+        model=model,
+        provider="openai",
+        previous=previous,
+    )
+
+
+def _naive(renderer, prev, cur) -> int:
+    table = renderer.table
+    return naive_first_mismatch(materialize_tokens(prev, table), materialize_tokens(cur, table))
+
+
+@settings(max_examples=200, deadline=None)
+@given(gen.edited_pair())
+def test_fast_prefix_diff_equals_naive_reference(pair):
+    prev_items, cur_items, system, new_system = pair
+    r = _renderer()
+    prev = _render(r, prev_items, system=system)
+    cur = _render(r, cur_items, system=new_system, previous=prev)
+    diff = prefix_diff(prev, cur, r.table)
+    naive = _naive(r, prev, cur)
+    assert diff.first_mismatch_token == naive
+    # The reference has one element per token: the renderer's counts are the real sizes.
+    assert len(materialize_tokens(prev, r.table)) == prev.total
+    assert len(materialize_tokens(cur, r.table)) == cur.total
+    if not diff.is_break:
+        assert naive == prev.total  # no break: the old prompt is a prefix of the new one
+    if naive < prev.total:
+        assert diff.is_break
+    if diff.first_mismatch_block is not None:
+        b = diff.first_mismatch_block
+        assert cur.tokens_before(b) <= diff.first_mismatch_token <= cur.tokens_before(b + 1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(gen.histories(), st.lists(gen.histories(max_items=3), max_size=3))
+def test_append_only_extension_mismatches_at_previous_total(items, more):
+    r = _renderer()
+    prev = _render(r, items)
+    cur = _render(r, items + sum(more, []), previous=prev)
+    diff = prefix_diff(prev, cur, r.table)
+    assert diff.first_mismatch_token == prev.total
+    assert not diff.is_break
+    assert diff.where == "tail"
+    assert _naive(r, prev, cur) == prev.total
+
+
+@settings(max_examples=100, deadline=None)
+@given(gen.edited_pair())
+def test_prefix_keys_equal_iff_block_prefixes_equal(pair):
+    prev_items, cur_items, system, new_system = pair
+    r = _renderer()
+    prev = _render(r, prev_items, system=system)
+    cur = _render(r, cur_items, system=new_system, previous=prev)
+    fresh = _render(r, cur_items, system=new_system)  # no reuse from a previous request
+    assert cur.prefix_keys == fresh.prefix_keys
+    assert len(cur.prefix_keys) == len(cur.block_ids)
+    for i in range(min(len(prev.block_ids), len(cur.block_ids))):
+        same_prefix = bool(np.array_equal(prev.block_ids[: i + 1], cur.block_ids[: i + 1]))
+        assert (prev.prefix_keys[i] == cur.prefix_keys[i]) == same_prefix
+
+
+def test_prefix_keys_differ_across_models():
+    r = _renderer()
+    items = [UserItem("same text")]
+    a = _render(r, items, model="gpt-5")
+    b = _render(r, items, model="gpt-4o")
+    assert a.prefix_keys[-1] != b.prefix_keys[-1]
+
+
+def test_first_request_and_where_labels():
+    r = _renderer()
+    items = [UserItem("task"), AssistantItem((Block("text", text="ok"),)), UserItem("more")]
+    first = _render(r, items)
+    assert prefix_diff(None, first, r.table).where == "first"
+
+    edited = [items[0], AssistantItem((Block("text", text="okay"),)), items[2]]
+    cur = _render(r, edited, previous=first)
+    diff = prefix_diff(first, cur, r.table)
+    assert (diff.where, diff.message_index, diff.is_break) == ("message 1", 1, True)
+
+    sys_changed = _render(r, items, system="Another system prompt.", previous=first)
+    assert prefix_diff(first, sys_changed, r.table).where == "system"
+
+    other_tools = [ToolDef(name="write_file")]
+    tools_changed = _render(r, items, tools=other_tools, previous=first)
+    diff = prefix_diff(first, tools_changed, r.table)
+    assert diff.where == "tools" and diff.first_mismatch_block == 0
+    assert diff.first_mismatch_token == _naive(r, first, tools_changed) < first.total
+
+    shorter = _render(r, items[:2], previous=first)
+    diff = prefix_diff(first, shorter, r.table)
+    assert diff.is_break and diff.where == "tail"
+    assert diff.first_mismatch_token == shorter.total
+
+
+def test_mismatch_inside_a_block_counts_shared_tokens():
+    r = _renderer()
+    counter = r.table.counter
+    head = "line one of the file\nline two of the file\n"
+    prev = _render(r, [UserItem("read it"), ToolResultItem("c", "read_file", head + "old tail")])
+    cur = _render(
+        r, [UserItem("read it"), ToolResultItem("c", "read_file", head + "new tail")], previous=prev
+    )
+    diff = prefix_diff(prev, cur, r.table)
+    block = diff.first_mismatch_block
+    overhead = r.table.blocks[int(cur.block_ids[block])].overhead
+    shared_in_block = len(counter.raw_tokens(head))
+    assert diff.first_mismatch_token == cur.tokens_before(block) + overhead + shared_in_block
+    assert diff.first_mismatch_token == _naive(r, prev, cur)
+
+
+def test_summary_items_and_merged_results_render_as_expected():
+    r = _renderer()
+    call = AssistantItem(
+        (
+            Block("tool_call", call_id="a", name="read_file", arguments={"path": "x"}),
+            Block("tool_call", call_id="b", name="read_file", arguments={"path": "y"}),
+        )
+    )
+    items = [
+        SummaryItem("summary of earlier work"),
+        call,
+        ToolResultItem("a", "read_file", "x" * 50),
+        ToolResultItem("b", "read_file", ""),
+    ]
+    req = _render(r, items)
+    assert req.kinds == [
+        "tool",
+        "system",
+        "summary",
+        "tool_call",
+        "tool_call",
+        "tool_result",
+        "tool_result",
+    ]
+    infos = [r.table.blocks[i] for i in req.block_ids.tolist()]
+    # Parallel results share one user message: only the first one pays the message framing.
+    assert infos[5].starts_message and not infos[6].starts_message
+    assert infos[6].tokens == 0
+    # Runs of tool_call (tool_result) blocks share one lookback position.
+    assert req.positions.tolist() == [0, 1, 2, 3, 3, 4, 4]
+    assert req.item_index.tolist() == [-1, -1, 0, 1, 1, 2, 3]
+    assert req.total == int(req.block_tokens.sum())

@@ -1,0 +1,158 @@
+"""Offline tokenization: hash-checked bundled encodings, per-text memo, family factors."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import socket
+
+import pytest
+import tiktoken_ext.openai_public as openai_public
+
+from replay._errors import ReplayError
+from replay.tokens import TokenCounter, _encodings, counter_for, family_for, get_encoding
+
+# Known ids from tiktoken's published encodings.
+HELLO = {"o200k_base": ([24912, 2375], 200019), "cl100k_base": ([15339, 1917], 100277)}
+
+
+def _expected_hash(name: str) -> str:
+    """The sha256 tiktoken itself passes to `load_tiktoken_bpe` for this encoding."""
+    seen: dict[str, str | None] = {}
+
+    def record(blobpath: str, expected_hash: str | None = None) -> dict:
+        seen["hash"] = expected_hash
+        return {}
+
+    original = openai_public.load_tiktoken_bpe
+    openai_public.load_tiktoken_bpe = record
+    try:
+        getattr(openai_public, name)()
+    finally:
+        openai_public.load_tiktoken_bpe = original
+    assert seen["hash"], f"tiktoken gives no hash for {name}"
+    return seen["hash"]
+
+
+@pytest.fixture
+def fresh_encodings():
+    get_encoding.cache_clear()
+    yield
+    get_encoding.cache_clear()
+
+
+@pytest.fixture
+def no_network(monkeypatch, tmp_path):
+    def refuse(*args, **kwargs):
+        raise OSError("network access attempted in an offline test")
+
+    monkeypatch.setattr(socket, "socket", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-tiktoken-cache"))
+    monkeypatch.setenv("DATA_GYM_CACHE_DIR", str(tmp_path / "empty-data-gym-cache"))
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_encodings_load_offline(name, no_network, fresh_encodings):
+    encoding = get_encoding(name)
+    ids, n_vocab = HELLO[name]
+    assert encoding.name == name
+    assert encoding.n_vocab == n_vocab
+    assert encoding.encode_ordinary("hello world") == ids
+    text = "def f(x):\n    return x * 2  # çà 字 🙂"
+    assert encoding.decode(encoding.encode_ordinary(text)) == text
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_bundled_files_match_tiktokens_hashes(name):
+    data = _encodings._bundled_bpe(name)
+    assert hashlib.sha256(data).hexdigest() == _expected_hash(name)
+
+
+def test_a_tampered_file_is_refused(monkeypatch, fresh_encodings):
+    real = _encodings._bundled_bpe
+    monkeypatch.setattr(_encodings, "_bundled_bpe", lambda name: real(name) + b"ZZZZ 999999999\n")
+    with pytest.raises(ReplayError, match="sha256"):
+        get_encoding("o200k_base")
+
+
+def test_unknown_encoding():
+    with pytest.raises(ReplayError, match="unknown encoding 'p50k_base'"):
+        get_encoding("p50k_base")
+
+
+def test_counts_are_memoized_per_distinct_text():
+    counter = TokenCounter("gpt-5")
+    text = "The store keys tasks on numeric ids. " * 20
+    first = counter.count(text)
+    calls = counter.encode_calls
+    assert calls == 1
+    for _ in range(5):
+        assert counter.count(text) == first
+        assert len(counter.raw_tokens(text)) == first
+    assert counter.encode_calls == calls
+    counter.count(text + "!")
+    assert counter.encode_calls == calls + 1
+
+
+def test_counts_survive_token_cache_eviction():
+    counter = TokenCounter("gpt-5", token_cache=2)
+    texts = [f"text number {i}" for i in range(5)]
+    counts = [counter.count(t) for t in texts]
+    calls = counter.encode_calls
+    assert [counter.count(t) for t in texts] == counts
+    assert counter.encode_calls == calls  # counts are kept even when token ids were evicted
+    counter.raw_tokens(texts[0])  # ids of an evicted text are re-encoded once
+    assert counter.encode_calls == calls + 1
+
+
+def test_replaying_again_does_not_tokenize_again():
+    from conftest import RUN42
+
+    from replay import replay
+
+    replay(RUN42, "all")
+    counter = counter_for("gemini-2.5-flash")
+    calls = counter.encode_calls
+    replay(RUN42, "all")
+    assert counter.encode_calls == calls
+
+
+def test_claude_family_factor_is_applied():
+    text = "A tokenizer calibration test sentence with some code: x = f(y) + 1;\n" * 7
+    exact = TokenCounter("gpt-5").count(text)
+    new_claude = TokenCounter("claude-opus-4-7")
+    assert new_claude.factor == 1.35
+    assert new_claude.count(text) == math.ceil(exact * 1.35)
+    assert new_claude.count(text) > exact
+    assert new_claude.scale_position(100) == 135
+    assert TokenCounter("claude-sonnet-4-5").count(text) == exact  # factor 1.0 for <= 4.6
+    assert TokenCounter("claude-opus-4-7", factor=1.0).count(text) == exact
+
+
+@pytest.mark.parametrize(
+    ("model", "family", "encoding", "estimated"),
+    [
+        ("gpt-5", "gpt-4o-and-later", "o200k_base", False),
+        ("gpt-4o-mini", "gpt-4o-and-later", "o200k_base", False),
+        ("o3", "gpt-4o-and-later", "o200k_base", False),
+        ("gpt-4-turbo", "gpt-4-and-3.5", "cl100k_base", False),
+        ("gpt-3.5-turbo", "gpt-4-and-3.5", "cl100k_base", False),
+        ("claude-sonnet-4-5", "claude", "o200k_base", True),
+        ("claude-opus-4-7", "claude-new-tokenizer", "o200k_base", True),
+        ("gemini-2.5-flash", "gemini", "o200k_base", True),
+        ("llama-3.1-70b", "default", "o200k_base", True),
+        ("", "default", "o200k_base", True),
+    ],
+)
+def test_family_lookup(model, family, encoding, estimated):
+    fam = family_for(model)
+    assert (fam.family, fam.encoding, fam.estimated) == (family, encoding, estimated)
+    assert fam.source
+    assert fam.message_overhead >= 0 and fam.tool_call_overhead >= 0
+
+
+def test_counters_are_shared_per_family():
+    assert counter_for("gpt-5") is counter_for("gpt-4o")
+    assert counter_for("gpt-5") is not counter_for("gpt-4")
