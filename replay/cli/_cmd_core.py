@@ -1,12 +1,15 @@
-"""Core subcommands (run, schema, strategies, record-fixture). Each one parses its flags, calls the API, and prints or writes the result."""
+"""Core subcommands (run, schema, record-fixture; `strategies` is in `_cmd_strategies`).
+
+Each one parses its flags, calls the API, and prints or writes the result.
+"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
+from replay.cli._cmd_strategies import resolve_strategies, strategy_options
 from replay.cli._main import cli, output_options, replay_options, user_errors
 
 
@@ -38,8 +41,9 @@ def _emit_frame(frame, document: dict, fmt: str, output: Path | None, table) -> 
     "-s",
     default="all",
     show_default=True,
-    help="`all` or comma-separated names (see `replay strategies`).",
+    help="`all`, `plugins`, or comma-separated names (see `replay strategies`).",
 )
+@strategy_options
 @click.option("--per-turn", is_flag=True, help="One row per request per strategy.")
 @replay_options
 @output_options()
@@ -47,6 +51,8 @@ def _emit_frame(frame, document: dict, fmt: str, output: Path | None, table) -> 
 def run_command(
     log: Path,
     strategies: str,
+    sets: tuple[str, ...],
+    strategy_files: tuple[Path, ...],
     per_turn: bool,
     provider: str | None,
     model: str | None,
@@ -64,20 +70,25 @@ def run_command(
     Example:
       replay run logs/run42.jsonl --strategies all
       replay logs/run42.jsonl -s baseline,truncate-500 --per-turn --format json -o out.json
+      replay logs/run42.jsonl -s pi-compact-16k-20k --set pi-compact.keep=30k
+      replay logs/run42.jsonl -s all,plugins --strategy-file my_strategy.py
     """
     from replay import report
     from replay._api import recommendation, recommendation_line, replay
+    from replay.cli._progress import progress_bar
 
-    result = replay(
-        log,
-        strategies,
-        provider=provider,
-        model=model,
-        client=client,
-        cache_rules=cache_rules,
-        prices=_price_overrides(prices),
-        strict=strict,
-    )
+    with progress_bar("replaying", quiet) as progress:
+        result = replay(
+            log,
+            resolve_strategies(strategies, sets, strategy_files),
+            provider=provider,
+            model=model,
+            client=client,
+            cache_rules=cache_rules,
+            prices=_price_overrides(prices),
+            strict=strict,
+            progress=progress,
+        )
     header = result.session.header
     models = sorted({r.model for r in result.records})
     providers = sorted({r.provider for r in result.records})
@@ -109,7 +120,9 @@ def run_command(
 
 
 @cli.command("schema")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE.")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE."
+)
 @user_errors
 def schema_command(output: Path | None) -> None:
     """Print the JSON Schema of one line of a replay-log file.
@@ -122,45 +135,6 @@ def schema_command(output: Path | None) -> None:
     from replay.report import write_output
 
     write_output(schema_text(), output)
-
-
-@cli.command("strategies")
-@output_options(("table", "json"))
-@user_errors
-def strategies_command(fmt: str, output: Path | None, quiet: bool) -> None:
-    """List every strategy name with its cache class, defaults, rule and source.
-
-    \b
-    Example:
-      replay strategies --format json
-    """
-    from rich.table import Table
-
-    from replay import report
-    from replay.strategies import registered
-
-    rows = [
-        {
-            "name": name,
-            "family": spec.family,
-            "cache_class": spec.cache_class,
-            "defaults": spec.defaults,
-            "rule": spec.rule,
-            "source": spec.source,
-        }
-        for spec in registered()
-        for name in (spec.canonical or (spec.family,))
-    ]
-    if fmt == "json":
-        report.write_output(json.dumps(rows, indent=2) + "\n", output)
-        return
-    table = Table(title="strategies (`all` runs every name below)", title_justify="left")
-    for col in ("name", "cache class", "defaults", "rule", "source"):
-        table.add_column(col)
-    for r in rows:
-        defaults = ", ".join(f"{k}={v}" for k, v in r["defaults"].items())
-        table.add_row(r["name"], r["cache_class"], defaults, r["rule"], r["source"])
-    report.console().print(table)
 
 
 @cli.command("record-fixture")

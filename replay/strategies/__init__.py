@@ -7,10 +7,12 @@ from replay.strategies._base import (
     StrategySpec,
     canonical_names,
     parse_name,
+    plugin_names,
     register,
     registered,
     resolve,
 )
+from replay.strategies._plugins import load_entry_points, load_strategy_file
 from replay.strategies._view import (
     AssistantItem,
     Block,
@@ -42,7 +44,10 @@ __all__ = [
     "UserItem",
     "View",
     "canonical_names",
+    "load_entry_points",
+    "load_strategy_file",
     "parse_name",
+    "plugin_names",
     "register",
     "registered",
     "replace_output",

@@ -8,13 +8,30 @@ fresh instance for every replayed thread.
 Names follow `<family>-<param>[-<modifier>]`, e.g. `truncate-500`, `age-truncate-500-keep-3`,
 `compact-at-12000-structured`. Each family registers a `StrategySpec` with a regular expression;
 the registry parses a name into parameters and builds the strategy.
+
+Parameters can also be overridden without a pattern slot for them:
+
+- inline, after the name in brackets: `opencode-prune-40k-20k[protected=skill+todo]`
+  (several as `[a=1,b=2]`; list values joined with `+`);
+- per family, with `resolve(names, overrides={"opencode-prune": {"protect": "30k"}})` (the CLI's
+  `--set opencode-prune.protect=30k`), which wins over both the name and the brackets.
+
+Values are read by the type of the parameter's default: ints accept `40k` (x1000, or the
+family's own unit), `40_000`; floats accept `0.9` or `90%`; booleans `true/false/yes/no/1/0`;
+tuples a `+`- or `,`-separated list. A built strategy whose parameters differ from what its
+name says is named `<name>[k=v,...]`, so every row of a result names exactly what ran.
+
+`all` expands to the canonical names of the built-in families (their shipped defaults);
+`plugins` expands to the names of every loaded plug-in (`--strategy-file`, entry points in the
+`replay.strategies` group; see `_plugins.py`).
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -55,6 +72,9 @@ class Strategy(Protocol):
     def __call__(self, history: Sequence[Item], ctx: StrategyContext) -> View | list[Item]: ...
 
 
+CACHE_CLASSES: tuple[CacheClass, ...] = ("append-only", "freeze-once", "churn", "churn-tail")
+
+
 @dataclass(frozen=True)
 class StrategySpec:
     """One family of strategies: how to parse its names and build an instance."""
@@ -72,6 +92,35 @@ class StrategySpec:
     """Names this family contributes to `--strategies all`."""
     source: str = ""
     """Where the rule comes from (article, repo, docs)."""
+    kilo: Mapping[str, int] = field(default_factory=dict)
+    """Per-parameter value of the `k` suffix in names (default 1,000; pi's `16k` is 16,384)."""
+    origin: str = "builtin"
+    """`builtin`, or where a plug-in came from (`file:PATH`, `entry-point:NAME`)."""
+
+    @property
+    def is_plugin(self) -> bool:
+        return self.origin != "builtin"
+
+    def parameters(self) -> dict[str, Any]:
+        """Every parameter `build` accepts, with its default (`defaults` wins)."""
+        params: dict[str, Any] = {}
+        try:
+            signature = inspect.signature(self.build)
+        except (TypeError, ValueError):
+            signature = None
+        if signature is not None:
+            for p in signature.parameters.values():
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+                    params[p.name] = None if p.default is p.empty else p.default
+        params.update(self.defaults)
+        return params
+
+    def accepts_any(self) -> bool:
+        try:
+            signature = inspect.signature(self.build)
+        except (TypeError, ValueError):
+            return True
+        return any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
 
 
 @dataclass
@@ -90,50 +139,208 @@ _REGISTRY: dict[str, StrategySpec] = {}
 
 
 def register(spec: StrategySpec) -> StrategySpec:
+    """Add a family (a plug-in may not replace a built-in family)."""
+    if spec.cache_class not in CACHE_CLASSES:
+        raise ReplayError(
+            f"strategy family {spec.family!r}: cache_class {spec.cache_class!r} is not one of "
+            + ", ".join(CACHE_CLASSES)
+        )
+    existing = _REGISTRY.get(spec.family)
+    if existing is not None and spec.is_plugin and not existing.is_plugin:
+        raise ReplayError(f"plug-in {spec.origin}: {spec.family!r} is a built-in strategy family")
     _REGISTRY[spec.family] = spec
     return spec
 
 
 def registered() -> list[StrategySpec]:
+    """Every family: built-ins in `all` order, then loaded plug-ins."""
     _load_builtin()
-    return list(_REGISTRY.values())
+    specs = list(_REGISTRY.values())
+    return [s for s in specs if not s.is_plugin] + [s for s in specs if s.is_plugin]
 
 
-def _coerce(value: str | None) -> Any:
-    if value is None:
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+def _number(value: str, kilo: int = 1000) -> int | float | None:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmM]?)", value.strip().replace("_", ""))
+    if not m:
         return None
-    return int(value) if re.fullmatch(r"\d+", value) else value
+    number = float(m.group(1)) * {"": 1, "k": kilo, "m": kilo * kilo}[m.group(2).lower()]
+    return int(number) if number.is_integer() else number
 
 
-def parse_name(name: str) -> NamedStrategy:
-    """Build the strategy a name describes, or raise with the list of known names."""
+def coerce_param(spec: StrategySpec, param: str, raw: Any) -> Any:
+    """Read a parameter value from a name or `--set`, by the type of the parameter's default."""
+    if not isinstance(raw, str):
+        return raw
+    default = spec.parameters().get(param)
+    kilo = spec.kilo.get(param, 1000)
+    text = raw.strip()
+    where = f"{spec.family}.{param}={raw!r}"
+    if isinstance(default, bool):
+        if text.lower() in _TRUE:
+            return True
+        if text.lower() in _FALSE:
+            return False
+        raise ReplayError(f"{where}: expected true or false")
+    if isinstance(default, int):
+        value = _number(text, kilo)
+        if value is None or value != int(value):
+            raise ReplayError(f"{where}: expected an integer (like 40000 or 40k)")
+        return int(value)
+    if isinstance(default, float):
+        if text.endswith("%"):
+            value = _number(text[:-1])
+            if value is None:
+                raise ReplayError(f"{where}: expected a number")
+            return float(value) / 100
+        value = _number(text, kilo)
+        if value is None:
+            raise ReplayError(f"{where}: expected a number")
+        return float(value)
+    if isinstance(default, tuple | list):
+        return tuple(p.strip() for p in re.split(r"[+,]", text) if p.strip())
+    if default is None or text.lower() == "none":
+        if text.lower() == "none":
+            return None
+        if text.lower() in _TRUE | _FALSE and not text.isdigit():
+            return text.lower() in _TRUE
+        value = _number(text, kilo)
+        return value if value is not None else text
+    return text
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple | list):
+        return "+".join(str(v) for v in value)
+    return str(value)
+
+
+def split_names(names: str) -> list[str]:
+    """Split a comma-separated list of names, keeping commas inside `[...]` overrides."""
+    parts, depth, current = [], 0, []
+    for ch in names:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth = max(0, depth - 1)
+        if ch == "," and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current).strip())
+    return [p for p in parts if p]
+
+
+def _bracket_overrides(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in split_names(text):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise ReplayError(f"override {part!r}: expected param=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _apply(spec: StrategySpec, params: dict[str, Any], raw: Mapping[str, Any]) -> dict[str, str]:
+    """Check and apply overrides; return the ones that changed a value (for the name)."""
+    known = spec.parameters()
+    changed: dict[str, str] = {}
+    for key, value in raw.items():
+        if key not in known and not spec.accepts_any():
+            choices = ", ".join(sorted(known)) or "none"
+            raise ReplayError(
+                f"strategy family {spec.family!r} has no parameter {key!r} (parameters: {choices})"
+            )
+        coerced = coerce_param(spec, key, value)
+        if params.get(key, known.get(key)) != coerced or key not in params:
+            changed[key] = _format_value(coerced)
+        params[key] = coerced
+    return changed
+
+
+def parse_name(
+    name: str, overrides: Mapping[str, Mapping[str, Any]] | None = None
+) -> NamedStrategy:
+    """Build the strategy a name describes, or raise with the list of known names.
+
+    `overrides` maps a family to `{param: value}` (the CLI's `--set family.param=value`)."""
     _load_builtin()
-    for spec in _REGISTRY.values():
-        match = re.fullmatch(spec.pattern, name)
+    base, bracket = name.strip(), ""
+    m = re.fullmatch(r"(.+?)\[(.*)\]", base)
+    if m:
+        base, bracket = m.group(1), m.group(2)
+    for spec in registered():
+        match = re.fullmatch(spec.pattern, base)
         if match:
-            params = dict(spec.defaults)
-            params.update({k: _coerce(v) for k, v in match.groupdict().items() if v is not None})
-            return NamedStrategy(name=name, spec=spec, params=params)
-    known = ", ".join(canonical_names())
-    raise ReplayError(f"unknown strategy {name!r}; known: {known}")
+            params = dict(spec.parameters())
+            for k, v in match.groupdict().items():
+                if v is not None:
+                    params[k] = _coerce_group(spec, k, v)
+            changed = _apply(spec, params, _bracket_overrides(bracket)) if bracket else {}
+            changed.update(_apply(spec, params, (overrides or {}).get(spec.family, {})))
+            label = base
+            if changed:
+                label += "[" + ",".join(f"{k}={v}" for k, v in sorted(changed.items())) + "]"
+            return NamedStrategy(name=label, spec=spec, params=params)
+    known = ", ".join(canonical_names() + plugin_names())
+    raise ReplayError(f"unknown strategy {name!r}; known: {known} (see `replay strategies`)")
+
+
+def _coerce_group(spec: StrategySpec, param: str, value: str) -> Any:
+    if isinstance(spec.parameters().get(param), str):
+        return value
+    try:
+        return coerce_param(spec, param, value)
+    except ReplayError:
+        return value  # a word where a number is the default (`keep-all`): the family decides
 
 
 def canonical_names() -> list[str]:
-    """The names `--strategies all` runs, in registry order."""
-    return [n for spec in registered() for n in spec.canonical]
+    """The names `--strategies all` runs, in registry order (built-in families only)."""
+    return [n for spec in registered() if not spec.is_plugin for n in spec.canonical]
 
 
-def resolve(names: str | Sequence[str | NamedStrategy]) -> list[NamedStrategy]:
-    """`all`, a comma-separated string, or a list of names (or built strategies) → built
-    strategies, duplicates dropped, order kept."""
+def plugin_names() -> list[str]:
+    """The names `--strategies plugins` runs: every loaded plug-in's canonical names."""
+    return [
+        n for spec in registered() if spec.is_plugin for n in (spec.canonical or (spec.family,))
+    ]
+
+
+def resolve(
+    names: str | Sequence[str | NamedStrategy],
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[NamedStrategy]:
+    """`all`, `plugins`, a comma-separated string, or a list of names (or built strategies) →
+    built strategies, duplicates dropped, order kept. `overrides`: family → {param: value}."""
+    _load_builtin()
+    overrides = dict(overrides or {})
+    families = {s.family for s in registered()}
+    for family in overrides:
+        if family not in families:
+            raise ReplayError(
+                f"--set {family}.…: no strategy family {family!r} "
+                f"(families: {', '.join(sorted(families))})"
+            )
     if isinstance(names, str):
-        names = [n.strip() for n in names.split(",") if n.strip()]
+        names = split_names(names)
     expanded: list[str | NamedStrategy] = []
     for n in names:
-        expanded.extend(canonical_names() if n == "all" else [n])
+        if n == "all":
+            expanded.extend(canonical_names())
+        elif n == "plugins":
+            expanded.extend(plugin_names())
+        else:
+            expanded.append(n)
     seen: dict[str, NamedStrategy] = {}
     for n in expanded:
-        built = n if isinstance(n, NamedStrategy) else parse_name(n)
+        built = n if isinstance(n, NamedStrategy) else parse_name(n, overrides)
         seen.setdefault(built.name, built)
     if not seen:
         raise ReplayError("no strategy given; try --strategies all")
@@ -145,9 +352,77 @@ def as_view(result: View | list[Item]) -> View:
 
 
 # Family modules, in the order `all` runs them (importing a module registers its family).
-BUILTIN_FAMILIES = ("baseline", "truncate", "age_truncate", "compaction", "sliding")
+BUILTIN_FAMILIES = (
+    # the log itself (what the agent really sent), then the seed study's five
+    "recorded",
+    "baseline",
+    "truncate",
+    "age_truncate",
+    "compaction",
+    "sliding",
+    # the articles' other named strategies
+    "compact_chain",
+    "tool_aging",
+    "append_supersede",
+    "prune",
+    "retrieval",
+    # Codex CLI
+    "codex_compact",
+    "codex_remote_compact",
+    "codex_drop_oldest",
+    "codex_tool_trunc",
+    # opencode
+    "opencode_prune",
+    "opencode_compact_v1",
+    "opencode_compact_tail",
+    "opencode_tool_trunc",
+    # pi
+    "pi_compact",
+    # Claude Code (public analyses, UNVERIFIED)
+    "claudecode_autocompact",
+    "claudecode_microcompact",
+    # provider-side mechanisms
+    "anthropic_clear_tool_uses",
+    "anthropic_clear_thinking",
+    "anthropic_compact",
+    "openai_responses_compact",
+    # other harnesses
+    "aider_summarize",
+    "cline_truncate",
+    "cline_dedup",
+    "roo_truncate",
+    "roo_condense",
+    "gemini_compress",
+    "gemini_mask",
+    "goose_compact",
+    "goose_tool_pairs",
+    # OpenHands condensers and SWE-agent
+    "observation_mask",
+    "swe_last_n",
+    "openhands_recent",
+    "openhands_amortized",
+    "openhands_llm_summary",
+    "openhands_llm_attention",
+    "openhands_window",
+    "openhands_browser_mask",
+    # OpenClaw
+    "openclaw_prune",
+)
+
+_loaded = False
 
 
 def _load_builtin() -> None:
-    for module in BUILTIN_FAMILIES:
-        importlib.import_module(f"replay.strategies.{module}")
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    try:
+        for module in BUILTIN_FAMILIES:
+            importlib.import_module(f"replay.strategies.{module}")
+        from replay.strategies._plugins import load_entry_points
+
+        load_entry_points()
+    except BaseException:
+        _loaded = False
+        raise

@@ -101,7 +101,8 @@ class SummarizerCall:
     summary: str
     """The summary it produced (logged, or a deterministic stand-in)."""
     reuse_main_prefix: bool = True
-    """True when the call shares the main thread's prefix (same system + tools), so it can hit the cache."""
+    """True when the call shares the main thread's prefix (same system + tools), so it can hit
+    the cache."""
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,8 @@
 A result changes exactly once, when it ages out of the K most recent: a freeze-once rewrite that
 breaks the cached prefix at that position (the seed study measured 11k cached tokens vs 18k for
 the baseline) but keeps what the agent is reasoning about. Defaults N = 500, K = 3.
+
+Source: the seed study (`age-truncate-500-keep-3`). Cache class: freeze-once.
 """
 
 from __future__ import annotations

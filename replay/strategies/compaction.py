@@ -6,6 +6,9 @@ the results of its calls stay verbatim) with a summary, and the view is frozen: 
 append after it until it passes N again (then the summary slot is re-summarized: rotating).
 The summary is the one the log recorded when there is one; otherwise a deterministic extractive
 stand-in (`_summary.py`) — either way the summarizer call is costed as its own request.
+
+Source: the seed study (`compact-at-12000-structured`; the five-section template is
+Claude Code's, as paraphrased by the articles). Cache class: freeze-once.
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ register(
         "current step with a summary (five-section structured, or free-form)",
         defaults={"chars": 12000, "style": "structured"},
         canonical=("compact-at-12000-structured", "compact-at-12000-freeform"),
-        source="seed study (compact-at-12000-structured; Claude Code's summary template, paraphrased)",
+        source="seed study (compact-at-12000-structured; Claude Code's summary template, "
+        "paraphrased)",
     )
 )

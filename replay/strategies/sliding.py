@@ -1,6 +1,9 @@
 """`sliding-N`: send only the last N messages (`sliding-N-pin-first` also keeps the first user
 message). The window start moves every turn, so every request rewrites its prefix: the
 cache-hostile extreme. The window never starts on a tool result whose call it dropped.
+
+Defaults: N = 10. Source: the seed articles (the cache-hostile sliding window). Cache class:
+churn.
 """
 
 from __future__ import annotations

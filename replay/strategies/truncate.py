@@ -4,6 +4,8 @@ The cap is a pure function of the result, so a result shows the same text on eve
 it is emitted: append-only for the cache, but lossy — the seed study's worst strategy (0/3 passes
 at ~6x the baseline cost: the bug sat after character 500 of the file the agent read).
 Default N = 500 (characters: the strategy's own rule is in characters).
+
+Source: the seed study (`truncate-500`, the study's lossy control). Cache class: append-only.
 """
 
 from __future__ import annotations

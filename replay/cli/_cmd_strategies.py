@@ -1,0 +1,131 @@
+"""`replay strategies`, and the strategy options other commands share (`--set`,
+`--strategy-file`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from replay.cli._main import cli, output_options, user_errors
+
+
+def strategy_options(fn: Callable) -> Callable:
+    """`--set FAMILY.PARAM=VALUE` and `--strategy-file FILE` (both repeatable)."""
+    fn = click.option(
+        "--strategy-file",
+        "strategy_files",
+        multiple=True,
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Load plug-in strategies from a Python file (repeatable); run them by name, or all "
+        "with `--strategies plugins` / `all,plugins`.",
+    )(fn)
+    fn = click.option(
+        "--set",
+        "sets",
+        multiple=True,
+        metavar="FAMILY.PARAM=VALUE",
+        help="Override a strategy parameter for every name of that family (repeatable), e.g. "
+        "--set opencode-prune.protect=30k.",
+    )(fn)
+    return fn
+
+
+def parse_sets(sets: Sequence[str]) -> dict[str, dict[str, str]]:
+    """`family.param=value` strings → {family: {param: value}} (values parsed later, by type)."""
+    from replay._errors import ReplayError
+
+    out: dict[str, dict[str, str]] = {}
+    for item in sets:
+        key, sep, value = item.partition("=")
+        family, dot, param = key.strip().rpartition(".")
+        if not sep or not dot or not family or not param:
+            raise ReplayError(
+                f"--set {item!r}: expected FAMILY.PARAM=VALUE, e.g. pi-compact.keep=30k"
+            )
+        out.setdefault(family, {})[param] = value.strip()
+    return out
+
+
+def resolve_strategies(
+    strategies: str, sets: Sequence[str] = (), strategy_files: Sequence[Path] = ()
+) -> list[Any]:
+    """Load plug-in files, then build the named strategies with the `--set` overrides."""
+    from replay.strategies import resolve
+    from replay.strategies._plugins import load_strategy_file
+
+    for path in strategy_files:
+        load_strategy_file(path)
+    return resolve(strategies, parse_sets(sets))
+
+
+def strategy_rows() -> list[dict[str, Any]]:
+    """One row per name `all` / `plugins` run (families without canonical names: the family)."""
+    from replay.strategies import registered
+
+    return [
+        {
+            "name": name,
+            "family": spec.family,
+            "cache_class": spec.cache_class,
+            "defaults": {
+                k: list(v) if isinstance(v, tuple) else v for k, v in spec.defaults.items()
+            },
+            "rule": spec.rule,
+            "source": spec.source,
+        }
+        for spec in registered()
+        for name in (spec.canonical or (spec.family,))
+    ]
+
+
+@cli.command("strategies")
+@click.option(
+    "--strategy-file",
+    "strategy_files",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also list the plug-in strategies of this Python file (repeatable).",
+)
+@output_options(("table", "json"))
+@user_errors
+def strategies_command(
+    strategy_files: tuple[Path, ...], fmt: str, output: Path | None, quiet: bool
+) -> None:
+    """List every strategy name with its cache class, defaults, rule and source.
+
+    `--strategies all` runs the built-in names; installed plug-ins (entry-point group
+    `replay.strategies`) and `--strategy-file` ones run with `--strategies plugins`.
+    Parameters are set in the name or with `--set FAMILY.PARAM=VALUE` on `run`.
+
+    \b
+    Example:
+      replay strategies --format json
+      replay strategies --strategy-file my_strategy.py
+    """
+    from rich.table import Table
+
+    from replay import report
+    from replay.strategies._plugins import load_strategy_file
+
+    for path in strategy_files:
+        load_strategy_file(path)
+    rows = strategy_rows()
+    if fmt == "json":
+        report.write_output(json.dumps(rows, indent=2, default=str) + "\n", output)
+        return
+    table = Table(
+        title="strategies (`all` runs the built-ins; `plugins` the plug-ins)", title_justify="left"
+    )
+    for col in ("name", "family", "cache class", "defaults", "rule", "source"):
+        table.add_column(col)
+    for r in rows:
+        defaults = ", ".join(
+            f"{k}={'+'.join(map(str, v)) if isinstance(v, list) else v}"
+            for k, v in r["defaults"].items()
+        )
+        table.add_row(r["name"], r["family"], r["cache_class"], defaults, r["rule"], r["source"])
+    report.print_table(table, output)

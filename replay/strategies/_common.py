@@ -1,0 +1,446 @@
+"""Helpers the strategy families share (sizes, triggers, pairing, tool kinds, transcripts).
+
+Not a family: nothing here registers a strategy.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import weakref
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from replay.strategies._base import StrategyContext
+from replay.strategies._summary import _path_of, freeform_summary, structured_summary
+from replay.strategies._view import (
+    AssistantItem,
+    Block,
+    Item,
+    SummarizerCall,
+    SummaryItem,
+    ToolResultItem,
+    UserItem,
+    item_chars,
+)
+
+# ---------------------------------------------------------------------------------------------
+# Sizes
+
+
+def est(text: str) -> int:
+    """The harnesses' own cheap estimate: ceil(characters / 4)."""
+    return math.ceil(len(text) / 4)
+
+
+_TEXT: weakref.WeakKeyDictionary[Item, str] = weakref.WeakKeyDictionary()
+
+
+def item_text(item: Item) -> str:
+    """The text an item shows the model (tool calls as name + JSON arguments), memoized."""
+    text = _TEXT.get(item)
+    if text is None:
+        if isinstance(item, AssistantItem):
+            text = "\n".join(b.rendered() for b in item.blocks)
+        elif isinstance(item, ToolResultItem):
+            text = item.output
+        else:
+            text = item.text
+        _TEXT[item] = text
+    return text
+
+
+def item_est(item: Item) -> int:
+    """chars/4 estimate of an item (thinking blocks known only by size count their size)."""
+    extra = 0
+    if isinstance(item, AssistantItem):
+        extra = sum(
+            b.estimated_tokens or 0 for b in item.blocks if b.type == "thinking" and not b.text
+        )
+    return est(item_text(item)) + extra
+
+
+def items_est(items: Iterable[Item]) -> int:
+    return sum(item_est(i) for i in items)
+
+
+def item_tokens(item: Item, ctx: StrategyContext) -> int:
+    """Token count of an item for the request's model."""
+    return ctx.count_tokens(item_text(item))
+
+
+def items_tokens(items: Iterable[Item], ctx: StrategyContext) -> int:
+    return sum(item_tokens(i, ctx) for i in items)
+
+
+def request_tokens(items: Iterable[Item], ctx: StrategyContext) -> int:
+    """Counted prompt size of a request made of `items` (system prompt and tool definitions
+    included)."""
+    head = ctx.count_tokens(ctx.system) if ctx.system else 0
+    if ctx.tools:
+        head += ctx.count_tokens(
+            "\n".join(json.dumps(t.model_dump(mode="json"), sort_keys=True) for t in ctx.tools)
+        )
+    return items_tokens(items, ctx) + head
+
+
+def chars(items: Iterable[Item]) -> int:
+    return sum(item_chars(i) for i in items)
+
+
+def since_last_assistant(history: Sequence[Item]) -> list[Item]:
+    """Items added after the last assistant message (what the last response's usage lacks)."""
+    last = max((n for n, i in enumerate(history) if isinstance(i, AssistantItem)), default=-1)
+    return list(history[last + 1 :])
+
+
+def reported_tokens(
+    ctx: StrategyContext,
+    view: Sequence[Item],
+    *,
+    output: bool = True,
+    pending: Sequence[Item] = (),
+    estimate: bool = True,
+) -> int:
+    """Context size as a harness reads it from the provider's last response.
+
+    The simulated usage of the previous request (prompt, plus output when `output`), plus the
+    estimate of `pending` items added since. On the first request (no usage yet): the counted
+    size of `view`."""
+    usage = ctx.previous_usage
+    if usage is None:
+        return request_tokens(view, ctx)
+    total = usage.prompt_tokens + (usage.output_tokens if output else 0)
+    if pending:
+        total += items_est(pending) if estimate else items_tokens(pending, ctx)
+    return total
+
+
+# ---------------------------------------------------------------------------------------------
+# Pairing: a tool call and its result travel together
+
+
+def answered_ids(history: Sequence[Item]) -> set[str]:
+    return {i.call_id for i in history if isinstance(i, ToolResultItem)}
+
+
+_STRIPPED: weakref.WeakKeyDictionary[AssistantItem, dict[frozenset, AssistantItem | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def strip_calls(item: AssistantItem, drop: Iterable[str]) -> AssistantItem | None:
+    """`item` without the tool-call blocks in `drop` (None when nothing is left); memoized."""
+    key = frozenset(drop)
+    if not key:
+        return item
+    variants = _STRIPPED.setdefault(item, {})
+    if key not in variants:
+        blocks = tuple(b for b in item.blocks if not (b.type == "tool_call" and b.call_id in key))
+        variants[key] = (
+            AssistantItem(blocks=blocks, event_index=item.event_index) if blocks else None
+        )
+    return variants[key]
+
+
+_REBLOCKED: weakref.WeakKeyDictionary[AssistantItem, dict[tuple, AssistantItem]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def replace_blocks(item: AssistantItem, blocks: tuple[Block, ...]) -> AssistantItem:
+    """`item` showing `blocks` instead (memoized, so the same edit gives the same object)."""
+    key = tuple(
+        (
+            b.type,
+            b.text,
+            b.call_id,
+            b.name,
+            json.dumps(b.arguments, sort_keys=True, default=str),
+            b.estimated_tokens,
+        )
+        for b in blocks
+    )
+    variants = _REBLOCKED.setdefault(item, {})
+    if key not in variants:
+        same = len(blocks) == len(item.blocks) and all(
+            a is b or a == b for a, b in zip(blocks, item.blocks, strict=True)
+        )
+        variants[key] = item if same else AssistantItem(blocks=blocks, event_index=item.event_index)
+    return variants[key]
+
+
+def repair_pairs(items: Sequence[Item], history: Sequence[Item]) -> list[Item]:
+    """Drop results whose call is not in `items`, and calls whose (existing) result is not."""
+    calls = {b.call_id for i in items if isinstance(i, AssistantItem) for b in i.tool_calls}
+    results = {i.call_id for i in items if isinstance(i, ToolResultItem)}
+    answered = answered_ids(history)
+    out: list[Item] = []
+    for item in items:
+        if isinstance(item, ToolResultItem):
+            if item.call_id in calls:
+                out.append(item)
+        elif isinstance(item, AssistantItem):
+            drop = {
+                b.call_id
+                for b in item.tool_calls
+                if b.call_id not in results and b.call_id in answered
+            }
+            kept = strip_calls(item, drop)  # type: ignore[arg-type]
+            if kept is not None:
+                out.append(kept)
+        else:
+            out.append(item)
+    return out
+
+
+def nonempty(items: list[Item], history: Sequence[Item]) -> list[Item]:
+    """`items`, or the smallest valid request when a rule left nothing (the last user message,
+    else the last step)."""
+    if items:
+        return items
+    user = next((i for i in reversed(history) if isinstance(i, UserItem)), None)
+    if user is not None:
+        return [user]
+    return last_step(history) or [history[-1]]
+
+
+def last_step(history: Sequence[Item]) -> list[Item]:
+    """The last assistant message and everything after it (its results)."""
+    last = max((n for n, i in enumerate(history) if isinstance(i, AssistantItem)), default=-1)
+    return list(history[last:]) if last >= 0 else list(history)
+
+
+def is_real_user(item: Item) -> bool:
+    return isinstance(item, UserItem) and not item.injected
+
+
+def valid_start(items: Sequence[Item], n: int) -> bool:
+    """May a kept suffix start at `items[n]`? Never at a tool result (its call would be cut)."""
+    return not isinstance(items[n], ToolResultItem)
+
+
+def message_groups(items: Sequence[Item]) -> list[list[int]]:
+    """Item indexes grouped into API messages: one per assistant item; a run of user-role items
+    (user text, tool results, summaries) is one user message."""
+    groups: list[list[int]] = []
+    for n, item in enumerate(items):
+        if (
+            isinstance(item, AssistantItem)
+            or not groups
+            or isinstance(items[groups[-1][-1]], AssistantItem)
+        ):
+            groups.append([n])
+        else:
+            groups[-1].append(n)
+    return groups
+
+
+# ---------------------------------------------------------------------------------------------
+# Tool kinds (tool names differ across harnesses: read_file / Read / view / cat ...)
+
+_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+_KINDS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("browser", frozenset({"browse", "browser", "browsing", "navigate", "click", "goto"})),
+    ("test", frozenset({"test", "tests", "pytest", "jest", "check"})),
+    (
+        "write",
+        frozenset(
+            {
+                "write",
+                "edit",
+                "patch",
+                "create",
+                "replace",
+                "apply",
+                "insert",
+                "str",
+                "multiedit",
+                "save",
+                "delete",
+                "move",
+                "rename",
+            }
+        ),
+    ),
+    ("list", frozenset({"list", "ls", "glob", "tree", "dir", "find"})),
+    ("search", frozenset({"grep", "search", "rg", "ripgrep", "codesearch", "semantic"})),
+    ("read", frozenset({"read", "view", "cat", "open", "show", "file", "get"})),
+    (
+        "shell",
+        frozenset(
+            {
+                "bash",
+                "shell",
+                "exec",
+                "command",
+                "terminal",
+                "run",
+                "sh",
+                "powershell",
+                "cmd",
+                "execute",
+            }
+        ),
+    ),
+    ("web", frozenset({"fetch", "web", "url", "http", "download", "websearch", "webfetch"})),
+)
+
+
+def tool_kind(name: str | None) -> str:
+    """`read`, `write`, `list`, `search`, `shell`, `test`, `web`, `browser` or `other`."""
+    words = {w.lower() for w in _WORDS.findall(name or "")}
+    for kind, keys in _KINDS:
+        if words & keys:
+            return kind
+    return "other"
+
+
+def path_of(arguments: object) -> str | None:
+    """The file path a tool call names, if any."""
+    return _path_of(arguments)
+
+
+# ---------------------------------------------------------------------------------------------
+# Summaries and transcripts
+
+
+@dataclass
+class SummarySource:
+    """Where a compaction's text comes from: the summary the log recorded (each one used once,
+    newest first), else a deterministic extractive stand-in of realistic size."""
+
+    used: int = 0
+
+    def text(
+        self, ctx: StrategyContext, items: Sequence[Item], structured: bool = True
+    ) -> tuple[str, str]:
+        if len(ctx.logged_summaries) > self.used:
+            self.used = len(ctx.logged_summaries)
+            return ctx.logged_summaries[-1].summary, "logged"
+        body = structured_summary(items) if structured else freeform_summary(items)
+        return body, "extractive"
+
+
+_LABELS = {
+    "pi": (
+        "[User]: ",
+        "[Assistant]: ",
+        "[Assistant thinking]: ",
+        "[Assistant tool calls]: ",
+        "[Tool result]: ",
+    ),
+    "opencode": (
+        "[User]: ",
+        "[Assistant]: ",
+        "[Assistant reasoning]: ",
+        "[Assistant tool call]: ",
+        "[Tool result]: ",
+    ),
+    "aider": ("# USER\n", "# ASSISTANT\n", "# ASSISTANT\n", "# ASSISTANT\n", "# USER\n"),
+    "goose": ("[user]: ", "[assistant]: ", "[assistant]: ", "[assistant]: ", "[tool]: "),
+    "plain": ("User: ", "Assistant: ", "Assistant (thinking): ", "Tool call: ", "Tool result: "),
+}
+
+
+def transcript(items: Sequence[Item], style: str = "plain", result_chars: int | None = 2000) -> str:
+    """`items` serialized as one text, the way harnesses feed a fresh summarizer request.
+    Tool results longer than `result_chars` are cut (the harnesses do the same)."""
+    user, assistant, thinking, call, result = _LABELS[style]
+    lines: list[str] = []
+    for item in items:
+        if isinstance(item, AssistantItem):
+            for b in item.blocks:
+                if b.type == "text" and b.text:
+                    lines.append(assistant + b.text)
+                elif b.type == "thinking" and b.text:
+                    lines.append(thinking + b.text)
+                elif b.type == "tool_call":
+                    lines.append(call + b.rendered())
+        elif isinstance(item, ToolResultItem):
+            out = item.output
+            if result_chars is not None and len(out) > result_chars:
+                out = (
+                    out[:result_chars]
+                    + f"\n[... {len(out) - result_chars} more characters truncated]"
+                )
+            lines.append(result + out)
+        else:
+            lines.append(user + item.text)
+    return "\n\n".join(lines)
+
+
+def fresh_call(
+    items: Sequence[Item],
+    instruction: str,
+    summary: str,
+    style: str = "plain",
+    result_chars: int | None = 2000,
+) -> SummarizerCall:
+    """A summarizer request that does not share the main prefix: its own system prompt and the
+    transcript serialized into one user message."""
+    body = UserItem(transcript(items, style, result_chars), injected=True)
+    return SummarizerCall(
+        input_items=(body,), instruction=instruction, summary=summary, reuse_main_prefix=False
+    )
+
+
+def forked_call(view: Sequence[Item], instruction: str, summary: str) -> SummarizerCall:
+    """A summarizer request that re-sends the main thread's view (same system + tools) with the
+    summary prompt appended: it reads the main thread's cache."""
+    return SummarizerCall(
+        input_items=tuple(view), instruction=instruction, summary=summary, reuse_main_prefix=True
+    )
+
+
+def summary_item(text: str, replaced: Iterable[Item], source: str = "extractive") -> SummaryItem:
+    indexes = tuple(getattr(i, "event_index", -1) for i in replaced)
+    return SummaryItem(text=text, replaces=indexes, source=source)  # type: ignore[arg-type]
+
+
+def head_tail(text: str, head: int, tail: int, marker: str) -> str:
+    """First `head` and last `tail` characters around `marker`."""
+    if len(text) <= head + tail:
+        return text
+    return text[:head] + marker + (text[-tail:] if tail else "")
+
+
+@dataclass
+class Frozen:
+    """State of a rewrite-at-events strategy: `head` stands for `history[:covered]`; everything
+    after is sent verbatim (append-only between events)."""
+
+    head: list[Item] = field(default_factory=list)
+    covered: int = 0
+
+    def view(self, history: Sequence[Item]) -> list[Item]:
+        return [*self.head, *history[self.covered :]]
+
+    def reset(self, head: Sequence[Item], history: Sequence[Item]) -> None:
+        self.head = list(head)
+        self.covered = len(history)
+
+
+class ItemMemo:
+    """Per-strategy-instance memo of a pure function of one history item (by identity)."""
+
+    def __init__(self) -> None:
+        self._memo: weakref.WeakKeyDictionary[Item, Item] = weakref.WeakKeyDictionary()
+
+    def get(self, item: Item, fn) -> Item:  # type: ignore[no-untyped-def]
+        hit = self._memo.get(item)
+        if hit is None:
+            hit = self._memo[item] = fn(item)
+        return hit
+
+
+def trigger_at_user_turn(history: Sequence[Item]) -> bool:
+    """True when the request starts a new prompt (the last item is a real user message after
+    some earlier exchange): where harnesses that check between prompts run."""
+    return (
+        bool(history)
+        and is_real_user(history[-1])
+        and any(isinstance(i, AssistantItem) for i in history)
+    )

@@ -1,0 +1,205 @@
+"""Texts the strategies put into requests.
+
+Two kinds, kept apart on purpose:
+
+- `LITERAL_*`: short strings a harness inserts into the model's context word for word (a
+  placeholder for a cleared result, the line that introduces a summary). They are the behaviour
+  being simulated, so they are reproduced exactly, each with its source.
+- `*_INSTRUCTION`: summary prompts. A replay needs them only for their size (they are the tail of
+  the summarizer request), so these are this project's own wording, written to the same sections
+  and roughly the same length as the harness's prompt (noted per text).
+"""
+
+from __future__ import annotations
+
+# --- literal strings (as the harnesses insert them) -------------------------------------------
+
+LITERAL_CLEARED = "[Old tool result content cleared]"
+"""opencode message-v2.ts (pruned part); Claude Code microcompact (UNVERIFIED); OpenClaw
+hard-clear."""
+
+LITERAL_CODEX_SUMMARY_PREFIX = (
+    "You are resuming an in-progress task after context compaction. Another language model "
+    "produced a handoff summary. Treat the summary as authoritative for what is already done. "
+    'Continue from the "Next steps" for the active task; do not re-open completed tasks or audit '
+    "prior work unless the user explicitly asked. You also have access to the state of the tools "
+    "that were used by that language model. Here is the summary:"
+)
+"""openai/codex core/templates/compact/summary_prefix.md @928a707f."""
+
+LITERAL_CODEX_NO_SUMMARY = "(no summary available)"
+
+LITERAL_OPENCODE_CONTINUE = (
+    "Continue if you have next steps, or stop and ask for clarification if you are unsure how to "
+    "proceed."
+)
+"""opencode synthetic user message after an automatic compaction."""
+
+LITERAL_PI_SUMMARY = (
+    "The conversation history before this point was compacted into the following summary:"
+    "\n\n<summary>\n{summary}\n</summary>"
+)
+"""pi-mono coding-agent messages.ts (injected compaction summary, user role)."""
+
+LITERAL_CLAUDE_CONTINUATION = (
+    "This session is being continued from a previous conversation that ran out of context. The "
+    "summary below covers the earlier portion of the conversation."
+)
+"""Claude Code continuation message, first sentences (public extractions, UNVERIFIED)."""
+
+LITERAL_OPENHANDS_MASKED = "<MASKED>"
+LITERAL_OPENHANDS_BROWSER = "Visited URL {url}\nContent omitted"
+LITERAL_OPENHANDS_NO_SUMMARY = "No events summarized"
+
+LITERAL_SWE_OMITTED = "Old environment output: ({lines} lines omitted)"
+"""SWE-agent history_processors.py LastNObservations."""
+
+LITERAL_AIDER_PREFIX = "I spoke to you previously about a number of things.\n"
+LITERAL_AIDER_OK = "Ok."
+
+LITERAL_CLINE_NOTICE = (
+    "[NOTE] Some previous conversation history with the user has been removed to maintain optimal "
+    "context window length. The initial user task has been retained for continuity, while "
+    "intermediate conversation history has been removed. Keep this in mind as you continue "
+    "assisting the user. Pay special attention to the user's latest messages."
+)
+LITERAL_CLINE_DUP_READ = (
+    "[[NOTE] This file read has been removed to save space in the context window. Refer to the "
+    "latest file read for the most up to date version of this file.]"
+)
+
+LITERAL_GEMINI_ACK = "Got it. Thanks for the additional context!"
+LITERAL_GEMINI_MASK = (
+    "<tool_output_masked>\n{head}\n... [TRUNCATED] ...\n{tail}\n\nOutput too large. Full output "
+    "available at: {path}\n</tool_output_masked>"
+)
+
+LITERAL_GOOSE_CONTINUATION = (
+    "Your context was compacted. The previous message contains a summary of the conversation so "
+    "far.\nDo not mention that you read a summary or that conversation summarization occurred.\n"
+    "Continue calling tools as necessary to complete the task."
+)
+LITERAL_GOOSE_PAIR_PREFIX = "[Historical tool call summary]"
+
+LITERAL_OPENCLAW_TRIM_NOTE = (
+    "\n\n[Tool result trimmed: kept first {head} chars and last {tail} chars of {total} chars.]"
+)
+"""Seen only in ports of OpenClaw's pruner (UNVERIFIED)."""
+
+# --- summary instructions (own wording, sized like the originals) -----------------------------
+
+CODEX_INSTRUCTION = (
+    "Context checkpoint: write a handoff note so that a fresh model can carry on with the one task "
+    "that is still open (the latest user request not yet finished).\n"
+    "- Cover only that task; list finished earlier tasks in a single line at most.\n"
+    "- Do not suggest reviews or re-checks nobody asked for.\n"
+    "Sections: Active task / Progress so far / Next steps for the active task / Constraints and "
+    "preferences that still apply / Completed earlier tasks (optional).\n"
+    "Keep it short and structured so the next model does not have to retrace its steps."
+)
+"""~150 tokens, like codex templates/compact/prompt.md."""
+
+OPENCODE_V1_INSTRUCTION = (
+    "Write a detailed prompt that lets another agent pick up this conversation where it stands. "
+    "Say what was done, what is in progress, which files matter and what comes next. Do not call "
+    "tools; answer with the summary only. Use these headings:\n"
+    "## Goal - what the user wants.\n"
+    "## Instructions - every instruction from the user that still applies, and any plan or spec "
+    "the next agent must keep following.\n"
+    "## Discoveries - what was learned that the next agent needs.\n"
+    "## Accomplished - finished work, work in progress, and what is left.\n"
+    "## Relevant files / directories - files read, edited or created that matter for the task "
+    "(a whole directory when all of it is relevant)."
+)
+"""~250 tokens, like opencode v1 compaction.ts."""
+
+OPENCODE_TAIL_INSTRUCTION = (
+    "Write a new anchored summary of the conversation above so that another coding agent can "
+    "continue. Keep every section even when empty, keep exact file paths, and do not mention "
+    "that this is a summary.\n## Objective\n## Important Details\n## Work State\n### Completed\n"
+    "### Active\n### Blocked\n## Next Move\n## Relevant Files"
+)
+OPENCODE_SUFFIX_INSTRUCTION = (
+    "Summarize only the older part of the conversation above, up to the first retained item "
+    "quoted below; this is a summarization task, not a continuation. " + OPENCODE_TAIL_INSTRUCTION
+)
+
+PI_INSTRUCTION = (
+    "You summarize conversations between a user and a coding assistant. Do not continue the "
+    "conversation or answer anything in it; output only the summary.\n\n"
+    "Summarize the conversation above as a checkpoint another model will resume from, in this "
+    "format:\n## Goal\n## Constraints & Preferences\n## Progress\n### Done\n### In Progress\n"
+    "### Blocked\n## Key Decisions\n## Next Steps\n## Critical Context\n"
+    "One short list per section, '(none)' when empty. Keep exact file paths, function names and "
+    "error messages."
+)
+"""~300 tokens with pi's system prompt (utils.ts + compaction.ts SUMMARIZATION_PROMPT)."""
+
+CLAUDE_CODE_INSTRUCTION = (
+    "Write a detailed summary of this conversation so far, paying close attention to the user's "
+    "explicit requests and to your own actions. First think it through inside <analysis> tags, "
+    "going through the conversation in order; then give the summary inside <summary> tags with "
+    "these numbered sections:\n"
+    "1. Primary Request and Intent: everything the user asked for, in detail.\n"
+    "2. Key Technical Concepts: technologies, frameworks and ideas discussed.\n"
+    "3. Files and Code Sections: every file examined, changed or created, with why it matters and "
+    "the important snippets verbatim.\n"
+    "4. Errors and fixes: every error met and how it was fixed, including user feedback.\n"
+    "5. Problem Solving: problems solved and troubleshooting still under way.\n"
+    "6. All user messages: every message from the user that is not a tool result.\n"
+    "7. Pending Tasks: what the user asked for that is not done yet.\n"
+    "8. Current Work: precisely what was being worked on right before this summary, with file "
+    "names and code.\n"
+    "9. Optional Next Step: the next step, directly in line with the latest request, quoting "
+    "where the work stopped.\n"
+    "Be thorough about code and decisions, and concise elsewhere. Do not call any tools: answer "
+    "with plain text only."
+)
+"""Own wording of the 9-section structure seen in public extractions (UNVERIFIED; the extracted
+prompt is about 1,100 tokens, this one about 330)."""
+
+AIDER_INSTRUCTION = (
+    "Briefly summarize this partial conversation about programming, in the first person as the "
+    "user (start with 'I asked you...'). Keep function names, libraries, packages and file names "
+    "that were discussed. This summary replaces the earlier messages."
+)
+ROO_INSTRUCTION = (
+    "Summarize the conversation so far in detail, so the work can continue without it. Sections: "
+    "1. Previous Conversation, 2. Current Work, 3. Key Technical Concepts, 4. Relevant Files and "
+    "Code, 5. Problem Solving, 6. Pending Tasks and Next Steps (quote the latest request)."
+)
+GEMINI_INSTRUCTION = (
+    "You compress the history of a coding session into a <state_snapshot> the agent will treat as "
+    "its only memory of the past. Think first in a private scratchpad, then write the snapshot "
+    "with these XML sections: <overall_goal>, <active_constraints>, <key_knowledge>, "
+    "<artifact_trail>, <file_system_state>, <recent_actions>, <task_state>. Be dense: every "
+    "fact the agent needs to continue, nothing else.\n\nGenerate a new <state_snapshot> now."
+)
+GEMINI_VERIFY_INSTRUCTION = (
+    "Critically evaluate the snapshot you just wrote against the history: did it drop any file "
+    "path, constraint, decision or error the agent will need? Output the corrected snapshot."
+)
+GOOSE_INSTRUCTION = (
+    "Summarize the conversation below so the assistant can continue without it. Sections: Goal, "
+    "Constraints & Preferences, Progress (done / in progress / blocked), Key Decisions, Next "
+    "Steps, Critical Context. Please summarize the conversation history now."
+)
+GOOSE_PAIR_INSTRUCTION = (
+    "Summarize this tool call and its result in two or three sentences for the assistant's "
+    "future reference. Start with [Historical tool call summary]."
+)
+OPENHANDS_SUMMARY_INSTRUCTION = (
+    "You maintain a context-aware state summary for an interactive agent. Track: USER_CONTEXT, "
+    "TASK_TRACKING, COMPLETED, PENDING, CURRENT_STATE, CODE_STATE, TESTS, CHANGES, DEPS, "
+    "VERSION_CONTROL_STATUS. Update the previous summary with the events below, keeping every "
+    "file path, failing test and decision. Now summarize the events using the rules above."
+)
+OPENHANDS_ATTENTION_INSTRUCTION = (
+    "Rank the events above by how important they are for finishing the task. Answer with the "
+    "list of event ids, most important first, and nothing else."
+)
+SERVER_COMPACTION_INSTRUCTION = (
+    "Summarize the conversation so far so that it can continue from the summary alone: the "
+    "task, the decisions made, the state of files and tests, and the next step."
+)
+"""Stand-in for provider-side compaction prompts (their text is not public)."""

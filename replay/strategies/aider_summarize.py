@@ -1,0 +1,117 @@
+"""`aider-summarize-auto`: Aider's chat-history summarization.
+
+Rule: after each exchange (here: when the next user prompt arrives), if the finished messages
+("done" history) exceed `max_tokens`, the largest tail under max_tokens / 2 is kept (its start
+moved back so the head ends with an assistant message and the tail never starts at a tool
+result) and the head is summarized by a fresh request to the weak model (the head serialized as
+`# USER` / `# ASSISTANT` blocks). The done history becomes the user message "I spoke to you
+previously about a number of things.\n" + summary, an assistant "Ok.", then the tail; this
+repeats (at most 3 levels) while it is still too big; a split too close to the start
+summarizes everything.
+
+Defaults: max_tokens = auto = min(max(window / 16, 1,024), 8,192). Cache class: freeze-once
+(Aider also rebuilds its file and repo-map chunks when they change; not simulated here).
+
+Source: Aider-AI/aider aider/history.py (`ChatSummary.summarize_real`), models.py
+(max_chat_history_tokens), base_coder.py, prompts.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._common import (
+    Frozen,
+    SummarySource,
+    fresh_call,
+    is_real_user,
+    item_tokens,
+    items_tokens,
+    trigger_at_user_turn,
+    valid_start,
+)
+from replay.strategies._prompts import AIDER_INSTRUCTION, LITERAL_AIDER_OK, LITERAL_AIDER_PREFIX
+from replay.strategies._view import (
+    AssistantItem,
+    Block,
+    Item,
+    RewriteEvent,
+    SummarizerCall,
+    SummaryItem,
+    View,
+)
+
+
+def aider_summarize(max_tokens: int | str = "auto") -> object:
+    state = Frozen()
+    summaries = SummarySource()
+
+    def summarize(
+        items: list[Item], ctx: StrategyContext, calls: list[SummarizerCall]
+    ) -> list[Item]:
+        text, source = summaries.text(ctx, items, structured=False)
+        calls.append(fresh_call(items, AIDER_INSTRUCTION, text, style="aider"))
+        return [
+            SummaryItem(LITERAL_AIDER_PREFIX + text, source=source),  # type: ignore[arg-type]
+            AssistantItem(blocks=(Block("text", text=LITERAL_AIDER_OK),)),
+        ]
+
+    def shrink(
+        done: list[Item], limit: int, ctx: StrategyContext, calls: list, depth: int
+    ) -> list[Item]:
+        if items_tokens(done, ctx) <= limit:
+            return done
+        split, acc = len(done), 0
+        for n in range(len(done) - 1, -1, -1):
+            acc += item_tokens(done[n], ctx)
+            if acc >= limit // 2:
+                break
+            split = n
+        while split > 0 and not (
+            isinstance(done[split - 1], AssistantItem) and valid_start(done, split)
+        ):
+            split -= 1
+        if split <= 4 or depth > 3:
+            return summarize(done, ctx, calls)
+        out = summarize(done[:split], ctx, calls) + done[split:]
+        return shrink(out, limit, ctx, calls, depth + 1)
+
+    def summarize_done(history: Sequence[Item], ctx: StrategyContext) -> View:
+        view = state.view(history)
+        if not trigger_at_user_turn(history):
+            return View(items=view)
+        limit = (
+            min(max(ctx.context_window // 16, 1024), 8192)
+            if max_tokens == "auto"
+            else int(max_tokens)
+        )
+        current = max(n for n, i in enumerate(view) if is_real_user(i))
+        done = view[:current]
+        if items_tokens(done, ctx) <= limit:
+            return View(items=view)
+        calls: list[SummarizerCall] = []
+        new_done = shrink(done, limit, ctx, calls, 0)
+        state.reset(new_done, history[: len(history) - (len(view) - current)])
+        return View(
+            items=state.view(history),
+            summarizer_calls=calls,
+            events=[RewriteEvent("compaction", f"done history summarized ({len(calls)} calls)")],
+        )
+
+    return summarize_done
+
+
+register(
+    StrategySpec(
+        family="aider-summarize",
+        pattern=r"aider-summarize-(?P<max_tokens>auto|\d+k?)",
+        build=aider_summarize,
+        cache_class="freeze-once",
+        rule="after each exchange: done history > max (window/16 in [1k, 8k]) → weak-model summary "
+        "of the head, keep a tail < max/2",
+        defaults={"max_tokens": "auto"},
+        canonical=("aider-summarize-auto",),
+        source="Aider-AI/aider aider/history.py, models.py",
+    )
+)

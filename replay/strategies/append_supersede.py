@@ -1,0 +1,74 @@
+"""`append-supersede`: the cost article's "append" — supersede, never rewrite.
+
+Rule: history is never edited. When a file is read again, the new read is appended as a
+versioned entry: if its content equals the latest version already in context (an earlier read
+or the content the agent itself wrote), only a short note is appended ("unchanged since
+version N above"); otherwise the full new content is appended under a header saying which
+version it supersedes. Each result is shaped once, when it enters history, so every emitted
+position stays as it was.
+
+Defaults: none. Cache class: append-only.
+
+Source: the cost article (seed, Chinese follow-up): supersede an old file read by appending a
+newer, versioned read instead of rewriting history. The note wording is this project's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._common import path_of, tool_kind
+from replay.strategies._view import AssistantItem, Item, ToolResultItem, replace_output
+
+
+def append_supersede() -> object:
+    shaped: dict[int, ToolResultItem] = {}
+    versions: dict[str, list[str]] = {}  # path → contents, version 1 first
+    done = 0  # history items already shaped
+
+    def supersede(history: Sequence[Item], ctx: StrategyContext) -> list[Item]:
+        nonlocal done
+        for item in history[done:]:
+            if isinstance(item, AssistantItem):
+                for b in item.tool_calls:
+                    path = path_of(b.arguments)
+                    content = b.arguments.get("content") if isinstance(b.arguments, dict) else None
+                    if path and tool_kind(b.name) == "write" and isinstance(content, str):
+                        versions.setdefault(path, []).append(content)
+            elif isinstance(item, ToolResultItem) and tool_kind(item.tool_name) == "read":
+                path = path_of(item.arguments)
+                if not path or item.is_error:
+                    continue
+                seen = versions.setdefault(path, [])
+                if seen and seen[-1] == item.output:
+                    note = f"[{path}: unchanged since version {len(seen)} above]"
+                    shaped[item.event_index] = replace_output(item, note)
+                elif seen:
+                    seen.append(item.output)
+                    header = (
+                        f"[{path} version {len(seen)}; supersedes version {len(seen) - 1} above]\n"
+                    )
+                    shaped[item.event_index] = replace_output(item, header + item.output)
+                else:
+                    seen.append(item.output)
+        done = len(history)
+        return [
+            shaped.get(i.event_index, i) if isinstance(i, ToolResultItem) else i for i in history
+        ]
+
+    return supersede
+
+
+register(
+    StrategySpec(
+        family="append-supersede",
+        pattern=r"append-supersede",
+        build=append_supersede,
+        cache_class="append-only",
+        rule="never rewrite: a re-read file is appended as a new version (or a short 'unchanged "
+        "since version N' note) that supersedes the old read",
+        canonical=("append-supersede",),
+        source="cost article (append with supersession)",
+    )
+)

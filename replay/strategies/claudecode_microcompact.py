@@ -1,0 +1,70 @@
+"""`claudecode-microcompact-time-60m-keep-5`: Claude Code's time-based microcompact (UNVERIFIED).
+
+From public analyses of the proprietary client, not from source or official docs.
+
+Rule: when at least `gap` minutes passed since the last assistant message (so the provider's
+cache has expired anyway and the next request re-writes it whatever is sent), every result of
+a compactable tool (read, shell, search, list, web, edit/write) except the `keep` newest is
+replaced by `[Old tool result content cleared]`, for good. Between such gaps nothing changes.
+
+Defaults: gap = 60 minutes, keep = 5 (at least 1). Cache class: freeze-once (rewrites only when
+the cache is already cold). The time since the last assistant message is taken as the time
+since the previous request was sent (the log's request timestamps).
+
+Source: public analyses (UNVERIFIED) of microCompact.ts `maybeTimeBasedMicrocompact`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._common import tool_kind
+from replay.strategies._prompts import LITERAL_CLEARED
+from replay.strategies._view import Item, RewriteEvent, ToolResultItem, View, replace_output
+
+COMPACTABLE = frozenset({"read", "shell", "test", "search", "list", "web", "write"})
+
+
+def claudecode_microcompact(gap: int = 60, keep: int = 5) -> object:
+    cleared: set[int] = set()
+
+    def clear_when_cold(history: Sequence[Item], ctx: StrategyContext) -> View:
+        events = []
+        if ctx.previous_ts is not None and (ctx.ts - ctx.previous_ts).total_seconds() >= gap * 60:
+            results = [
+                i
+                for i in history
+                if isinstance(i, ToolResultItem) and tool_kind(i.tool_name) in COMPACTABLE
+            ]
+            old = results[: -max(1, keep)]
+            new = [i for i in old if i.event_index not in cleared and i.output != LITERAL_CLEARED]
+            if new:
+                cleared.update(i.event_index for i in new)
+                events.append(
+                    RewriteEvent("clear", f"cleared {len(new)} results after a {gap} min gap")
+                )
+        items = [
+            replace_output(i, LITERAL_CLEARED)
+            if isinstance(i, ToolResultItem) and i.event_index in cleared
+            else i
+            for i in history
+        ]
+        return View(items=items, events=events)
+
+    return clear_when_cold
+
+
+register(
+    StrategySpec(
+        family="claudecode-microcompact-time",
+        pattern=r"claudecode-microcompact-time-(?P<gap>\d+)m-keep-(?P<keep>\d+)",
+        build=claudecode_microcompact,
+        cache_class="freeze-once",
+        rule=">= 60 min since the last response (cache cold) → clear all but the 5 newest "
+        "compactable tool results (UNVERIFIED)",
+        defaults={"gap": 60, "keep": 5},
+        canonical=("claudecode-microcompact-time-60m-keep-5",),
+        source="Claude Code, public analyses (UNVERIFIED): microCompact.ts",
+    )
+)

@@ -1,0 +1,149 @@
+"""`cline-truncate-keep-first-pair-half`: Cline's context-window truncation.
+
+Rule: when the previous request's tokens (input + output + cache reads + cache writes) reach
+`maxAllowed` — window − 27k for 64k windows, − 30k for 128k, − 40k for 200k, else
+max(window − 40k, 80 % of the window) — the first user/assistant message pair is kept and a
+range of the following API messages is deleted: half of what remains after the previous
+deletion (a quarter is kept instead when even half would not fit), ending on an assistant
+message. The deleted range only grows; on the first truncation the first assistant message's
+first text becomes Cline's truncation notice. Tool results whose call was deleted go too.
+
+Defaults: none (thresholds by window size). Cache class: freeze-once.
+
+Source: cline/cline src/core/context/context-management/ContextManager.ts,
+context-window-utils.ts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._common import (
+    message_groups,
+    path_of,
+    repair_pairs,
+    replace_blocks,
+    reported_tokens,
+    since_last_assistant,
+    tool_kind,
+)
+from replay.strategies._prompts import LITERAL_CLINE_DUP_READ, LITERAL_CLINE_NOTICE
+from replay.strategies._view import (
+    AssistantItem,
+    Block,
+    Item,
+    RewriteEvent,
+    ToolResultItem,
+    View,
+    item_chars,
+    replace_output,
+)
+
+
+def max_allowed(window: int) -> int:
+    fixed = {64000: 27000, 128000: 30000, 200000: 40000}
+    if window in fixed:
+        return window - fixed[window]
+    return max(window - 40000, int(window * 0.8))
+
+
+class ClineContext:
+    """Cline's ContextManager: a growing deleted range and, with `dedup`, file-read notices."""
+
+    def __init__(self, dedup: bool = False, dedup_saving: float = 0.3) -> None:
+        self.dedup = dedup
+        self.dedup_saving = dedup_saving
+        self.deleted: tuple[int, int] | None = None  # API-message range, inclusive
+        self.duplicates: set[int] = set()  # event indexes of superseded file reads
+        self.notice = False
+
+    def live(self, history: Sequence[Item]) -> list[Item]:
+        groups = message_groups(history)
+        keep = range(len(groups))
+        if self.deleted:
+            lo, hi = self.deleted
+            keep = [g for g in keep if g < lo or g > hi]  # type: ignore[assignment]
+        items: list[Item] = []
+        for g in keep:
+            for n in groups[g]:
+                item = history[n]
+                if isinstance(item, ToolResultItem) and item.event_index in self.duplicates:
+                    item = replace_output(item, LITERAL_CLINE_DUP_READ)
+                if self.notice and g == 1 and isinstance(item, AssistantItem):
+                    item = with_notice(item)
+                items.append(item)
+        return repair_pairs(items, history)
+
+    def __call__(self, history: Sequence[Item], ctx: StrategyContext) -> View:
+        view = self.live(history)
+        limit = max_allowed(ctx.context_window)
+        if reported_tokens(ctx, view, pending=since_last_assistant(history)) < limit:
+            return View(items=view)
+        events = []
+        if self.dedup:
+            before = sum(item_chars(i) for i in view)
+            if self.mark_duplicates(view):
+                after = self.live(history)
+                saved = before - sum(item_chars(i) for i in after)
+                events.append(RewriteEvent("prune", "older duplicate file reads replaced"))
+                if before and saved / before >= self.dedup_saving:
+                    return View(items=after, events=events)
+        groups = message_groups(history)
+        start = self.deleted[1] + 1 if self.deleted else 2
+        total = reported_tokens(ctx, view, pending=since_last_assistant(history))
+        quarter = total / 2 > limit
+        remaining = len(groups) - start
+        n = (3 * remaining // 8) * 2 if quarter else (remaining // 4) * 2
+        end = start + n - 1
+        if (
+            end < len(groups)
+            and end >= start
+            and not isinstance(history[groups[end][0]], AssistantItem)
+        ):
+            end -= 1
+        if end >= start and end < len(groups) - 1:
+            self.deleted = (2, end)
+            self.notice = True
+            events.append(RewriteEvent("drop", f"deleted API messages 2..{end}"))
+        return View(items=self.live(history), events=events) if events else View(items=view)
+
+    def mark_duplicates(self, view: Sequence[Item]) -> bool:
+        reads: dict[str, list[ToolResultItem]] = {}
+        for item in view:
+            if isinstance(item, ToolResultItem) and tool_kind(item.tool_name) == "read":
+                path = path_of(item.arguments)
+                if path and item.event_index not in self.duplicates:
+                    reads.setdefault(path, []).append(item)
+        new = {i.event_index for items in reads.values() for i in items[:-1]}
+        self.duplicates |= new
+        return bool(new)
+
+
+def with_notice(item: AssistantItem) -> AssistantItem:
+    blocks = list(item.blocks)
+    first_text = next((n for n, b in enumerate(blocks) if b.type == "text"), None)
+    if first_text is None:
+        blocks.insert(0, Block("text", text=LITERAL_CLINE_NOTICE))
+    else:
+        blocks[first_text] = Block("text", text=LITERAL_CLINE_NOTICE)
+    return replace_blocks(item, tuple(blocks))
+
+
+def cline_truncate(keep: str = "half") -> object:
+    return ClineContext(dedup=False)
+
+
+register(
+    StrategySpec(
+        family="cline-truncate",
+        pattern=r"cline-truncate-keep-first-pair-(?P<keep>half)",
+        build=cline_truncate,
+        cache_class="freeze-once",
+        rule="previous request >= maxAllowed (window - 27k/30k/40k) → keep the first pair, delete "
+        "half (or 3/4) of the later messages; notice in the first assistant message",
+        defaults={"keep": "half"},
+        canonical=("cline-truncate-keep-first-pair-half",),
+        source="cline/cline ContextManager.ts, context-window-utils.ts",
+    )
+)

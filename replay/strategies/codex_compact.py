@@ -1,0 +1,128 @@
+"""`codex-compact-at-90pct`: Codex CLI's local compaction (non-OpenAI providers).
+
+Rule: before a request, when the context the harness believes it has — the previous response's
+reported total tokens plus an estimate (chars/4) of the items added since — reaches the limit
+`min(configured limit, pct% of the window)`, one summarizer call is made with the whole history
+plus the compaction prompt. The history is then replaced by the most recent real user messages
+(newest first while they fit in 20,000 estimated tokens; the one that does not fit is
+middle-truncated to the remaining budget) followed by one user message: the fixed summary
+prefix, a newline, and the summary. If the compaction request itself would overflow the window,
+the oldest item (with its call/result partner) is dropped from it and it is retried ("trim from
+the beginning to preserve cache").
+
+Defaults: pct = 90 (gpt-5.x: 272,000 x 0.9 = 244,800), limit = 0 (no configured limit),
+keep_user_tokens = 20,000. Cache class: freeze-once (one rewrite + one summarizer call per
+compaction, append-only between).
+
+Replay notes: the summarizer call re-sends the main instructions and history, so it is costed
+as sharing the main prefix (Codex sends it with `tools=[]`; the simulator still counts the tool
+definitions, a known over-estimate of its cache reads). The summary is the log's when the run
+recorded one, else the extractive stand-in.
+
+Source: openai/codex compact.rs (`run_compact_task_inner`, `build_compacted_history_with_limit`),
+codex.rs (`run_task` pre-turn and post-sample checks), openai_models.rs
+(`auto_compact_token_limit`),
+history.rs (token estimate), templates/compact/summary_prefix.md (prefix text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._common import (
+    Frozen,
+    SummarySource,
+    est,
+    forked_call,
+    is_real_user,
+    items_est,
+    repair_pairs,
+    reported_tokens,
+    since_last_assistant,
+    summary_item,
+)
+from replay.strategies._prompts import (
+    CODEX_INSTRUCTION,
+    LITERAL_CODEX_NO_SUMMARY,
+    LITERAL_CODEX_SUMMARY_PREFIX,
+)
+from replay.strategies._view import Item, RewriteEvent, UserItem, View
+
+
+def truncate_middle_tokens(text: str, budget: int) -> str:
+    """Keep the head and tail of `text` within `budget` estimated tokens, with Codex's marker."""
+    if est(text) <= budget:
+        return text
+    keep_chars = max(0, budget * 4)
+    head, tail = text[: keep_chars // 2], text[len(text) - keep_chars // 2 :] if keep_chars else ""
+    removed = est(text) - budget
+    return f"{head}…{removed} tokens truncated…{tail}"
+
+
+def drop_oldest_until_fits(items: list[Item], ctx: StrategyContext, extra: int) -> list[Item]:
+    """Codex's retry loop: drop the oldest item (and its pair) while the request overflows."""
+    items = list(items)
+    system = est(ctx.system)
+    while len(items) > 1 and items_est(items) + system + extra > ctx.context_window:
+        items = repair_pairs(items[1:], items)
+    return items
+
+
+def codex_limit(ctx: StrategyContext, pct: int, limit: int) -> int:
+    window_limit = ctx.context_window * pct // 100
+    return min(limit, window_limit) if limit > 0 else window_limit
+
+
+def codex_compact(pct: int = 90, limit: int = 0, keep_user_tokens: int = 20000) -> object:
+    state = Frozen()
+    summaries = SummarySource()
+
+    def compact_at_limit(history: Sequence[Item], ctx: StrategyContext) -> View:
+        view = state.view(history)
+        tokens = reported_tokens(ctx, view, pending=since_last_assistant(history))
+        if tokens < codex_limit(ctx, pct, limit):
+            return View(items=view)
+        request = drop_oldest_until_fits(view, ctx, est(CODEX_INSTRUCTION))
+        text, source = summaries.text(ctx, request)
+        text = text.strip() or LITERAL_CODEX_NO_SUMMARY
+        kept: list[Item] = []
+        budget = keep_user_tokens
+        for item in reversed(view):
+            if budget <= 0:
+                break
+            if not is_real_user(item):
+                continue
+            size = est(item.text)  # type: ignore[union-attr]
+            if size <= budget:
+                kept.append(item)
+                budget -= size
+            else:
+                kept.append(UserItem(truncate_middle_tokens(item.text, budget), item.event_index))  # type: ignore[union-attr]
+                break
+        summary = summary_item(LITERAL_CODEX_SUMMARY_PREFIX + "\n" + text, view, source)
+        state.reset([*reversed(kept), summary], history)
+        return View(
+            items=state.view(history),
+            summarizer_calls=[forked_call(request, CODEX_INSTRUCTION, text)],
+            events=[
+                RewriteEvent("compaction", f"{len(view)} items → {len(kept)} user msgs + summary")
+            ],
+        )
+
+    return compact_at_limit
+
+
+register(
+    StrategySpec(
+        family="codex-compact",
+        pattern=r"codex-compact-at-(?P<pct>\d+)pct",
+        build=codex_compact,
+        cache_class="freeze-once",
+        rule="reported usage >= min(cfg, 90% of window) → summarize the whole history; keep recent "
+        "user messages (<= 20k tokens) + summary",
+        defaults={"pct": 90, "limit": 0, "keep_user_tokens": 20000},
+        canonical=("codex-compact-at-90pct",),
+        source="openai/codex compact.rs, codex.rs, openai_models.rs",
+    )
+)

@@ -1,0 +1,85 @@
+"""`codex-remote-compact-at-90pct`: Codex CLI's compaction on the OpenAI provider.
+
+Rule: same trigger as `codex-compact-at-90pct` (reported usage plus the estimate of new items
+reaching min(configured limit, pct% of the window)). The history is posted to the Responses
+compaction endpoint, which returns the real user messages plus one opaque (encrypted)
+compaction item; the next requests send exactly that, then append. Before posting, while the
+history overflows the window and its last item is harness-generated (not a real user message),
+that item is popped with its call/result partner.
+
+Defaults: pct = 90, limit = 0 (none configured). Cache class: freeze-once.
+
+Replay notes: the compaction call is costed as a request sharing the main prefix (same
+conversation, `prompt_cache_key` = conversation id). The encrypted item's size is unknown; it
+is sized like a summary (the log's if recorded, else the extractive stand-in).
+
+Source: openai/codex compact_remote.rs; core/src/client.rs (prompt_cache_key).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._common import (
+    Frozen,
+    SummarySource,
+    est,
+    forked_call,
+    is_real_user,
+    items_est,
+    repair_pairs,
+    reported_tokens,
+    since_last_assistant,
+    summary_item,
+)
+from replay.strategies._prompts import SERVER_COMPACTION_INSTRUCTION
+from replay.strategies._view import Item, RewriteEvent, View
+from replay.strategies.codex_compact import codex_limit
+
+
+def codex_remote_compact(pct: int = 90, limit: int = 0) -> object:
+    state = Frozen()
+    summaries = SummarySource()
+
+    def compact_on_server(history: Sequence[Item], ctx: StrategyContext) -> View:
+        view = state.view(history)
+        tokens = reported_tokens(ctx, view, pending=since_last_assistant(history))
+        if tokens < codex_limit(ctx, pct, limit):
+            return View(items=view)
+        request = list(view)
+        while (
+            len(request) > 1
+            and items_est(request) + est(ctx.system) > ctx.context_window
+            and not is_real_user(request[-1])
+        ):
+            request = repair_pairs(request[:-1], request)
+        text, source = summaries.text(ctx, request)
+        users = [i for i in request if is_real_user(i)]
+        state.reset(
+            [*users, summary_item(text, view, "server" if source != "logged" else source)], history
+        )
+        return View(
+            items=state.view(history),
+            summarizer_calls=[forked_call(request, SERVER_COMPACTION_INSTRUCTION, text)],
+            events=[
+                RewriteEvent("compaction", f"{len(view)} items → {len(users)} user msgs + item")
+            ],
+        )
+
+    return compact_on_server
+
+
+register(
+    StrategySpec(
+        family="codex-remote-compact",
+        pattern=r"codex-remote-compact-at-(?P<pct>\d+)pct",
+        build=codex_remote_compact,
+        cache_class="freeze-once",
+        rule="same trigger as codex-compact; /responses/compact → real user messages + one opaque "
+        "compaction item",
+        defaults={"pct": 90, "limit": 0},
+        canonical=("codex-remote-compact-at-90pct",),
+        source="openai/codex compact_remote.rs",
+    )
+)

@@ -1,0 +1,136 @@
+"""`gemini-compress-50pct-keep-30pct`: Gemini CLI's chat compression.
+
+Rule: before each request, when the previous prompt's tokens reach `threshold` of the model's
+limit, the history is split at the first real user message (not a tool response) at or after
+(1 − `preserve`) of its characters — failing that, the last such message before it; with no
+split point nothing happens. The head goes to a fresh request (compression system prompt +
+"Generate a new <state_snapshot>…") and a second verification request ("Critically evaluate…");
+the history becomes [user(snapshot), model("Got it. Thanks for the additional context!")] +
+the tail, where tool outputs beyond the newest `tool_budget` tokens keep only their last lines.
+If the result is not smaller than before, it is discarded and compression is not tried again.
+
+Defaults: threshold = 50 %, preserve = 30 %, tool_budget = 50,000, preview_lines = 30.
+Cache class: freeze-once. The preview's wording is this project's.
+
+Source: google-gemini/gemini-cli packages/core/src/context/chatCompressionService.ts,
+client.ts (called before each turn).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._common import (
+    Frozen,
+    SummarySource,
+    chars,
+    fresh_call,
+    is_real_user,
+    item_tokens,
+    items_tokens,
+)
+from replay.strategies._prompts import (
+    GEMINI_INSTRUCTION,
+    GEMINI_VERIFY_INSTRUCTION,
+    LITERAL_GEMINI_ACK,
+)
+from replay.strategies._view import (
+    AssistantItem,
+    Block,
+    Item,
+    RewriteEvent,
+    SummarizerCall,
+    SummaryItem,
+    ToolResultItem,
+    UserItem,
+    View,
+    replace_output,
+)
+
+
+def split_point(items: Sequence[Item], keep_fraction: float) -> int:
+    total = chars(items)
+    target = total * (1 - keep_fraction)
+    seen, last = 0, 0
+    for n, item in enumerate(items):
+        if n > 0 and is_real_user(item):
+            if seen >= target:
+                return n
+            last = n
+        seen += chars([item])
+    return last
+
+
+def budget_tail(items: Sequence[Item], ctx: StrategyContext, budget: int, lines: int) -> list[Item]:
+    out: list[Item] = []
+    used = 0
+    for item in reversed(items):
+        if isinstance(item, ToolResultItem):
+            used += item_tokens(item, ctx)
+            if used > budget:
+                rows = item.output.splitlines()
+                if len(rows) > lines:
+                    item = replace_output(
+                        item,
+                        f"[output shortened: last {lines} of {len(rows)} lines; full output saved "
+                        f"to a file]\n" + "\n".join(rows[-lines:]),
+                    )
+        out.append(item)
+    return out[::-1]
+
+
+def gemini_compress(
+    threshold: int = 50, preserve: int = 30, tool_budget: int = 50000, preview_lines: int = 30
+) -> object:
+    state = Frozen()
+    summaries = SummarySource()
+    failed = False
+
+    def compress(history: Sequence[Item], ctx: StrategyContext) -> View:
+        nonlocal failed
+        view = state.view(history)
+        usage = ctx.previous_usage
+        last_prompt = usage.prompt_tokens if usage is not None else items_tokens(view, ctx)
+        if failed or last_prompt < ctx.context_window * threshold // 100:
+            return View(items=view)
+        split = split_point(view, preserve / 100)
+        if split <= 0:
+            return View(items=view)
+        head, tail = view[:split], view[split:]
+        text, source = summaries.text(ctx, head)
+        snapshot = f"<state_snapshot>\n{text}\n</state_snapshot>"
+        calls: list[SummarizerCall] = [fresh_call(head, GEMINI_INSTRUCTION, snapshot)]
+        verify_input = (*calls[0].input_items, UserItem(GEMINI_INSTRUCTION), UserItem(snapshot))
+        calls.append(SummarizerCall(verify_input, GEMINI_VERIFY_INSTRUCTION, snapshot, False))
+        new = [
+            SummaryItem(snapshot, source=source),  # type: ignore[arg-type]
+            AssistantItem(blocks=(Block("text", text=LITERAL_GEMINI_ACK),)),
+            *budget_tail(tail, ctx, tool_budget, preview_lines),
+        ]
+        if items_tokens(new, ctx) >= items_tokens(view, ctx):
+            failed = True
+            return View(items=view, summarizer_calls=calls)
+        state.reset(new, history)
+        return View(
+            items=state.view(history),
+            summarizer_calls=calls,
+            events=[RewriteEvent("compaction", f"{split} items → state snapshot")],
+        )
+
+    return compress
+
+
+register(
+    StrategySpec(
+        family="gemini-compress",
+        pattern=r"gemini-compress-(?P<threshold>\d+)pct-keep-(?P<preserve>\d+)pct",
+        build=gemini_compress,
+        cache_class="freeze-once",
+        rule="last prompt >= 50% of the limit → <state_snapshot> of the oldest 70% (split at a "
+        "user message), keep the last 30%",
+        defaults={"threshold": 50, "preserve": 30, "tool_budget": 50000, "preview_lines": 30},
+        canonical=("gemini-compress-50pct-keep-30pct",),
+        source="google-gemini/gemini-cli chatCompressionService.ts",
+    )
+)

@@ -1,0 +1,133 @@
+"""`opencode-compact-tail-prepend` / `opencode-compact-tail-suffix`: opencode's 2026 compaction.
+
+Rule: when the reported tokens reach the usable context (`window - max output - reserved`,
+reserved = min(20,000, max output)), the recent tail is kept verbatim and the head is
+summarized. Tail budget B = clamp(25% of usable, 2,000, 15,000) estimated tokens: whole user
+turns are taken newest first while they fit; the first turn that does not fit contributes its
+longest suffix that fits (never starting at a tool result). The history becomes [summary] +
+tail + the synthetic "Continue if you have next steps, …" user message.
+
+- `prepend` (default): the summarizer is a fresh request — the head serialized as
+  `[User]: …`/`[Tool result]: …` lines (each tool result cut to 2,000 chars), the previous
+  summary if any, and the summary template: it shares no prefix with the main thread.
+- `suffix`: the summarizer re-sends the main request (same prefix, so it reads the cache) plus
+  a prompt naming the first retained item.
+
+Defaults: output_max = 32,000, reserved = 20,000 (capped at output_max), tail = 0 (= the clamp
+above). Cache class: freeze-once. The compaction-marker user message opencode stores before the
+summary is not reproduced (its rendered text is not in the sources used).
+
+Source: sst/opencode packages/opencode/src/session/overflow.ts (`usable`), session/compaction.ts
+(`select`, `splitTurn`), packages/core/src/session/compaction.ts and compaction-suffix.ts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._common import (
+    Frozen,
+    SummarySource,
+    forked_call,
+    fresh_call,
+    is_real_user,
+    item_est,
+    item_text,
+    reported_tokens,
+    summary_item,
+    valid_start,
+)
+from replay.strategies._prompts import (
+    LITERAL_OPENCODE_CONTINUE,
+    OPENCODE_SUFFIX_INSTRUCTION,
+    OPENCODE_TAIL_INSTRUCTION,
+)
+from replay.strategies._view import Item, RewriteEvent, SummaryItem, UserItem, View
+
+
+def tail_start(items: Sequence[Item], budget: int) -> int:
+    """Index where the kept tail starts: whole turns newest first within `budget`, then the
+    longest valid suffix of the first turn that does not fit."""
+    starts = [n for n, i in enumerate(items) if is_real_user(i)]
+    if not starts or starts[0] != 0:
+        starts = [0, *starts]
+    bounds = list(zip(starts, [*starts[1:], len(items)], strict=True))
+    start, used = len(items), 0
+    for lo, hi in reversed(bounds):
+        size = sum(item_est(i) for i in items[lo:hi])
+        if used + size <= budget:
+            start, used = lo, used + size
+            continue
+        for n in range(lo + 1, hi):
+            if valid_start(items, n) and used + sum(item_est(i) for i in items[n:hi]) <= budget:
+                start = n
+                break
+        break
+    return start
+
+
+def opencode_compact_tail(
+    mode: str = "prepend", output_max: int = 32000, reserved: int = 20000, tail: int = 0
+) -> object:
+    state = Frozen()
+    summaries = SummarySource()
+
+    def summarize_head(history: Sequence[Item], ctx: StrategyContext) -> View:
+        view = state.view(history)
+        reserve = min(reserved, output_max)
+        usable = ctx.context_window - output_max - reserve
+        if usable <= 0:
+            usable = ctx.context_window - reserve
+        if reported_tokens(ctx, view) < usable:
+            return View(items=view)
+        prior = view[0] if view and isinstance(view[0], SummaryItem) else None
+        body = view[1:] if prior else view
+        budget = tail or min(15000, max(2000, usable // 4))
+        cut = tail_start(body, budget)
+        head, kept = body[:cut], body[cut:]
+        if not head:
+            return View(items=view)
+        text, source = summaries.text(ctx, ([prior] if prior else []) + head)
+        if mode == "suffix" and kept:
+            first = item_text(kept[0])[:400]
+            call = forked_call(
+                view,
+                f"{OPENCODE_SUFFIX_INSTRUCTION}\n<first-retained-item>{first}</first-retained-item>",
+                text,
+            )
+        else:
+            prompt = OPENCODE_TAIL_INSTRUCTION
+            if prior:
+                prompt = f"<prior-summary>\n{prior.text}\n</prior-summary>\n{prompt}"
+            call = fresh_call(head, prompt, text, style="opencode")
+        state.reset(
+            [
+                summary_item(text, head, source),
+                *kept,
+                UserItem(LITERAL_OPENCODE_CONTINUE, injected=True),
+            ],
+            history,
+        )
+        return View(
+            items=state.view(history),
+            summarizer_calls=[call],
+            events=[RewriteEvent("compaction", f"{len(head)} items → summary, {len(kept)} kept")],
+        )
+
+    return summarize_head
+
+
+register(
+    StrategySpec(
+        family="opencode-compact-tail",
+        pattern=r"opencode-compact-tail-(?P<mode>prepend|suffix)",
+        build=opencode_compact_tail,
+        cache_class="freeze-once",
+        rule="reported tokens >= usable → summarize the head, keep recent turns (<= clamp(25% of "
+        "usable, 2k, 15k) tokens) verbatim; prepend = fresh summarizer, suffix = cache-sharing",
+        defaults={"mode": "prepend", "output_max": 32000, "reserved": 20000, "tail": 0},
+        canonical=("opencode-compact-tail-prepend", "opencode-compact-tail-suffix"),
+        source="sst/opencode session/overflow.ts, session/compaction.ts, core compaction-suffix.ts",
+    )
+)

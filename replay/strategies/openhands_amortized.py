@@ -1,0 +1,53 @@
+"""`openhands-amortized-100`: OpenHands' amortized-forgetting condenser.
+
+Rule: when the view holds more than `max_size` events, it is cut to the first `keep_first`
+events plus the newest `max_size / 2 − keep_first`; the forgotten range is recorded for good,
+so the view then grows append-only until it passes `max_size` again (a call and its result are
+forgotten together).
+
+Defaults: max_size = 100, keep_first = 1 (the class default is 0). One history item counts as
+one event. Cache class: freeze-once.
+
+Source: All-Hands-AI/OpenHands openhands/memory/condenser/impl/amortized_forgetting_condenser.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._common import nonempty, repair_pairs
+from replay.strategies._view import Item, RewriteEvent, View
+
+
+def openhands_amortized(max_size: int = 100, keep_first: int = 1) -> object:
+    forgotten: set[int] = set()
+
+    def forget_in_batches(history: Sequence[Item], ctx: StrategyContext) -> View:
+        def current() -> list[Item]:
+            kept = [i for n, i in enumerate(history) if n not in forgotten]
+            return nonempty(repair_pairs(kept, history), history)
+
+        view = current()
+        if len(view) <= max_size:
+            return View(items=view)
+        positions = [n for n in range(len(history)) if n not in forgotten]
+        tail = max(1, max_size // 2 - keep_first)
+        forgotten.update(positions[keep_first : len(positions) - tail])
+        return View(items=current(), events=[RewriteEvent("drop", "amortized forgetting")])
+
+    return forget_in_batches
+
+
+register(
+    StrategySpec(
+        family="openhands-amortized",
+        pattern=r"openhands-amortized-(?P<max_size>\d+)(?:-keep-first-(?P<keep_first>\d+))?",
+        build=openhands_amortized,
+        cache_class="freeze-once",
+        rule="view > max events → keep the first k + newest max/2 - k, forget the rest for good",
+        defaults={"max_size": 100, "keep_first": 1},
+        canonical=("openhands-amortized-100",),
+        source="All-Hands-AI/OpenHands amortized_forgetting_condenser.py",
+    )
+)

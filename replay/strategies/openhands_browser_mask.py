@@ -1,0 +1,63 @@
+"""`openhands-browser-mask-1`: OpenHands' browser-output condenser.
+
+Rule: on every request, every browser observation except the `keep` newest shows only
+"Visited URL {url}\nContent omitted". Each new page visited masks the previous one, so the
+prefix is rewritten wherever the last browser output sits.
+
+Defaults: keep = 1 (the app's pipeline uses 2). Browser tools are recognised by name
+(browse / browser / navigate …); the URL comes from the call's `url` argument. Cache class:
+churn.
+
+Source: All-Hands-AI/OpenHands openhands/memory/condenser/impl/browser_output_condenser.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._common import tool_kind
+from replay.strategies._prompts import LITERAL_OPENHANDS_BROWSER
+from replay.strategies._view import Item, RewriteEvent, ToolResultItem, View, replace_output
+
+
+def url_of(arguments: object) -> str:
+    if isinstance(arguments, dict):
+        for key in ("url", "href", "page", "target"):
+            if isinstance(arguments.get(key), str):
+                return arguments[key]
+    return "(unknown)"
+
+
+def openhands_browser_mask(keep: int = 1) -> object:
+    def mask_old_pages(history: Sequence[Item], ctx: StrategyContext) -> View:
+        pages = [
+            n
+            for n, i in enumerate(history)
+            if isinstance(i, ToolResultItem) and tool_kind(i.tool_name) == "browser"
+        ]
+        old = set(pages[: max(0, len(pages) - keep)])
+        items = [
+            replace_output(i, LITERAL_OPENHANDS_BROWSER.format(url=url_of(i.arguments)))  # type: ignore[union-attr]
+            if n in old
+            else i
+            for n, i in enumerate(history)
+        ]
+        events = [RewriteEvent("clear", f"{len(old)} browser outputs masked")] if old else []
+        return View(items=items, events=events)
+
+    return mask_old_pages
+
+
+register(
+    StrategySpec(
+        family="openhands-browser-mask",
+        pattern=r"openhands-browser-mask-(?P<keep>\d+)",
+        build=openhands_browser_mask,
+        cache_class="churn",
+        rule="browser observations except the newest N → 'Visited URL … Content omitted'",
+        defaults={"keep": 1},
+        canonical=("openhands-browser-mask-1",),
+        source="All-Hands-AI/OpenHands browser_output_condenser.py",
+    )
+)

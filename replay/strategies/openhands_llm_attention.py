@@ -1,0 +1,118 @@
+"""`openhands-llm-attention-100`: OpenHands' LLM-attention condenser (model-free stand-in).
+
+Rule: when the view holds more than `max_size` events, a model call ranks the events by
+importance; the first `keep_first` events stay and so do the `max_size / 2 − keep_first`
+best-ranked others (padded with the newest), in their original order; the rest are forgotten
+for good, and the view grows append-only until the next condensation.
+
+Replay: the ranking model is replaced by a deterministic score — user messages, writes and
+edits, errors and test runs rank high, then recency — applied to whole steps (an assistant
+message with its tool results) so a call never loses its result. The ranking call is costed
+(input: the events; output: the list of ids).
+
+Defaults: max_size = 100, keep_first = 1. One history item counts as one event. Cache class:
+freeze-once.
+
+Source: All-Hands-AI/OpenHands openhands/memory/condenser/impl/llm_attention_condenser.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._common import (
+    fresh_call,
+    is_real_user,
+    item_text,
+    nonempty,
+    repair_pairs,
+    tool_kind,
+)
+from replay.strategies._prompts import OPENHANDS_ATTENTION_INSTRUCTION
+from replay.strategies._view import AssistantItem, Item, RewriteEvent, ToolResultItem, View
+
+_ERROR = re.compile(r"error|fail|exception|traceback|assert", re.IGNORECASE)
+
+
+def units(indexes: Sequence[int], items: Sequence[Item]) -> list[list[int]]:
+    """Steps: an assistant item with the results that follow it; anything else alone."""
+    out: list[list[int]] = []
+    for n in indexes:
+        if (
+            isinstance(items[n], ToolResultItem)
+            and out
+            and isinstance(items[out[-1][0]], AssistantItem)
+        ):
+            out[-1].append(n)
+        else:
+            out.append([n])
+    return out
+
+
+def importance(unit: list[int], items: Sequence[Item], position: float) -> float:
+    score = position  # 0 (oldest) .. 1 (newest)
+    for n in unit:
+        item = items[n]
+        if is_real_user(item):
+            score += 3
+        elif isinstance(item, ToolResultItem):
+            kind = tool_kind(item.tool_name)
+            score += {"write": 2.0, "test": 1.5}.get(kind, 0.0)
+            if item.is_error or _ERROR.search(item_text(item)[:4000]):
+                score += 1.0
+    return score
+
+
+def openhands_llm_attention(max_size: int = 100, keep_first: int = 1) -> object:
+    forgotten: set[int] = set()
+
+    def keep_ranked(history: Sequence[Item], ctx: StrategyContext) -> View:
+        def current() -> list[Item]:
+            kept = [i for n, i in enumerate(history) if n not in forgotten]
+            return nonempty(repair_pairs(kept, history), history)
+
+        view = current()
+        if len(view) <= max_size:
+            return View(items=view)
+        positions = [n for n in range(len(history)) if n not in forgotten]
+        rest = units(positions[keep_first:], history)
+        budget = max(1, max_size // 2 - keep_first)
+        order = sorted(
+            range(len(rest)),
+            key=lambda u: -importance(rest[u], history, u / max(1, len(rest) - 1)),
+        )
+        chosen: set[int] = set()
+        for u in order:
+            if len(chosen) + len(rest[u]) > budget and chosen:
+                continue
+            chosen.update(rest[u])
+        forgotten.update(n for unit in rest for n in unit if n not in chosen)
+        ranking = json.dumps(
+            [getattr(history[unit[0]], "event_index", -1) for unit in (rest[u] for u in order)]
+        )
+        call = fresh_call(view, OPENHANDS_ATTENTION_INSTRUCTION, ranking)
+        return View(
+            items=current(),
+            summarizer_calls=[call],
+            events=[RewriteEvent("drop", f"kept {len(chosen)} ranked events")],
+        )
+
+    return keep_ranked
+
+
+register(
+    StrategySpec(
+        family="openhands-llm-attention",
+        pattern=r"openhands-llm-attention-(?P<max_size>\d+)",
+        build=openhands_llm_attention,
+        cache_class="freeze-once",
+        rule="view > max events → a model ranks events; keep the first k + the top max/2 - k "
+        "(deterministic stand-in ranking)",
+        defaults={"max_size": 100, "keep_first": 1},
+        canonical=("openhands-llm-attention-100",),
+        source="All-Hands-AI/OpenHands llm_attention_condenser.py",
+    )
+)

@@ -1,0 +1,56 @@
+"""`openhands-window-on-overflow`: OpenHands' conversation-window condenser (the default).
+
+Rule: nothing happens until a request would not fit the model's window (OpenHands sees a
+ContextWindowExceeded error and asks for a condensation). Then the essential events stay —
+the first user message (and the system prompt, always sent) — plus the newest half of the
+other events; leading observations whose call was dropped are dropped too. The forgotten
+events stay forgotten; the view grows append-only until the next overflow.
+
+Defaults: none. One history item counts as one event. Cache class: freeze-once.
+
+Source: All-Hands-AI/OpenHands openhands/memory/condenser/impl/conversation_window_condenser.py
+(controller: CondensationRequest on ContextWindowExceeded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._common import is_real_user, nonempty, repair_pairs, request_tokens
+from replay.strategies._view import Item, RewriteEvent, View
+
+
+def openhands_window() -> object:
+    forgotten: set[int] = set()
+
+    def halve_on_overflow(history: Sequence[Item], ctx: StrategyContext) -> View:
+        def current() -> list[Item]:
+            kept = [i for n, i in enumerate(history) if n not in forgotten]
+            return nonempty(repair_pairs(kept, history), history)
+
+        view = current()
+        if request_tokens(view, ctx) <= ctx.context_window:
+            return View(items=view)
+        positions = [n for n in range(len(history)) if n not in forgotten]
+        first_user = next((n for n in positions if is_real_user(history[n])), None)
+        others = [n for n in positions if n != first_user]
+        keep = set(others[-max(1, len(others) // 2) :])
+        forgotten.update(n for n in others if n not in keep)
+        return View(items=current(), events=[RewriteEvent("drop", "window halved on overflow")])
+
+    return halve_on_overflow
+
+
+register(
+    StrategySpec(
+        family="openhands-window-on-overflow",
+        pattern=r"openhands-window-on-overflow",
+        build=openhands_window,
+        cache_class="freeze-once",
+        rule="on context-window overflow: keep the first user message + the newest half of the "
+        "other events",
+        canonical=("openhands-window-on-overflow",),
+        source="All-Hands-AI/OpenHands conversation_window_condenser.py",
+    )
+)

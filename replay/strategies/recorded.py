@@ -1,0 +1,95 @@
+"""`recorded`: what the agent actually sent — the log's own history with its own compactions.
+
+Every compaction the log recorded replaces the events it names (`replaces`) with its logged
+summary from the request after it on; everything else is sent as logged. This is the reference
+that `fidelity` compares with the provider's bill and that recommendations are measured against.
+For a log without compactions it equals `baseline`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._summary import summary_message
+from replay.strategies._view import Item, RewriteEvent, SummaryItem, View
+
+
+@dataclass(frozen=True)
+class LoggedCompaction:
+    """A compaction from the log, with the history positions it replaced resolved."""
+
+    summary: str
+    """The summary text the agent's model wrote."""
+    replaced: frozenset[int]
+    """Event indexes of the replaced events (all earlier events of the thread when the log
+    does not list them)."""
+    event_index: int
+    """Where the compaction happened in the log."""
+
+
+def recorded() -> object:
+    summaries: dict[int, SummaryItem] = {}
+    announced: set[int] = set()
+
+    def self_summary(event_index: int, compactions: Sequence[LoggedCompaction]) -> SummaryItem:
+        item = summaries.get(event_index)
+        if item is None:
+            c = next(c for c in compactions if c.event_index == event_index)
+            item = SummaryItem(
+                text=summary_message(c.summary),
+                replaces=tuple(sorted(c.replaced)),
+                source="logged",
+            )
+            summaries[event_index] = item
+        return item
+
+    def as_logged(history: Sequence[Item], ctx: StrategyContext) -> View:
+        compactions = [c for c in ctx.logged_summaries if isinstance(c, LoggedCompaction)]
+        if not compactions:
+            return View(items=list(history))
+        replaced: set[int] = set()
+        for c in compactions:
+            replaced |= c.replaced
+        # A later compaction that replaced the place where an earlier summary sat has
+        # summarised that summary too: only the surviving summaries are shown.
+        live = [
+            c
+            for c in compactions
+            if not any(
+                later.event_index > c.event_index
+                and min(later.replaced, default=later.event_index) <= c.event_index
+                for later in compactions
+            )
+        ]
+        anchors = sorted((min(c.replaced, default=c.event_index), c.event_index) for c in live)
+        view: list[Item] = []
+        pending = list(anchors)
+        for h in history:
+            index = getattr(h, "event_index", -1)
+            while pending and index >= pending[0][0]:
+                view.append(self_summary(pending.pop(0)[1], compactions))
+            if index not in replaced:
+                view.append(h)
+        for _, event_index in pending:
+            view.append(self_summary(event_index, compactions))
+        fresh = [c for c in compactions if c.event_index not in announced]
+        announced.update(c.event_index for c in fresh)
+        events = [RewriteEvent("compaction", "logged compaction") for _ in fresh]
+        return View(items=view, events=events)
+
+    return as_logged
+
+
+register(
+    StrategySpec(
+        family="recorded",
+        pattern=r"recorded",
+        build=recorded,
+        cache_class="freeze-once",
+        rule="the log's own history, with the compactions the agent really made",
+        canonical=("recorded",),
+        source="the log itself",
+    )
+)

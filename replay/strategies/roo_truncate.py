@@ -1,0 +1,70 @@
+"""`roo-truncate-keep-first-half`: Roo Code's sliding-window truncation.
+
+Rule: before a request, with prev = the previous request's total tokens plus the new items since
+the last response, when prev > 90 % of the window − max_tokens, the first message is kept and
+the oldest half of the rest (an even number of API messages) is deleted from the stored
+conversation for good — no notice. Tool results whose call was deleted go too.
+
+Defaults: max_tokens = 8,192 (ANTHROPIC_DEFAULT_MAX_TOKENS), fraction = 0.5. Cache class:
+freeze-once.
+
+Source: RooCodeInc/Roo-Code src/core/sliding-window/index.ts (`truncateConversation`,
+`truncateConversationIfNeeded`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._common import (
+    message_groups,
+    repair_pairs,
+    reported_tokens,
+    since_last_assistant,
+)
+from replay.strategies._view import Item, RewriteEvent, View
+
+
+def roo_allowed(window: int, max_tokens: int) -> int:
+    return int(window * 0.9) - max_tokens
+
+
+def roo_truncate(max_tokens: int = 8192, fraction: float = 0.5) -> object:
+    removed: set[int] = set()  # API-message indexes (of the full history) deleted
+
+    def live(history: Sequence[Item]) -> tuple[list[Item], list[int]]:
+        groups = message_groups(history)
+        kept = [g for g in range(len(groups)) if g not in removed]
+        items = [history[n] for g in kept for n in groups[g]]
+        return repair_pairs(items, history), kept
+
+    def truncate_half(history: Sequence[Item], ctx: StrategyContext) -> View:
+        view, kept = live(history)
+        prev = reported_tokens(ctx, view, pending=since_last_assistant(history))
+        if prev <= roo_allowed(ctx.context_window, max_tokens):
+            return View(items=view)
+        k = int((len(kept) - 1) * fraction)
+        k -= k % 2
+        if k <= 0:
+            return View(items=view)
+        removed.update(kept[1 : k + 1])
+        view, _ = live(history)
+        return View(items=view, events=[RewriteEvent("drop", f"deleted {k} oldest API messages")])
+
+    return truncate_half
+
+
+register(
+    StrategySpec(
+        family="roo-truncate",
+        pattern=r"roo-truncate-keep-first-half",
+        build=roo_truncate,
+        cache_class="freeze-once",
+        rule="prev tokens > 90% of window - max_tokens → keep message 0, delete the oldest half of "
+        "the rest (even count), for good",
+        defaults={"max_tokens": 8192, "fraction": 0.5},
+        canonical=("roo-truncate-keep-first-half",),
+        source="RooCodeInc/Roo-Code src/core/sliding-window/index.ts",
+    )
+)

@@ -1,0 +1,88 @@
+"""`tool-aging-keep-3`: per-tool aging in the style of Claude Code's compactable-tools list.
+
+Rule: for each tool separately, the results of its `keep` most recent calls stay verbatim.
+Older results change once, when they age out: a file read becomes a one-line stub naming the
+path (the agent can read it again), a directory listing is cut hard to `list_chars`
+characters, a search / web / browser result is cut to `other_chars`; writes, edits, test runs
+and shell commands are kept verbatim (what was changed and what the tests said must survive).
+
+Defaults: keep = 3, list_chars = 200, other_chars = 500. Cache class: freeze-once (each result
+changes once, at the request where it ages out; that request carries an `aging` event).
+
+Source: the seed articles (per-tool aging à la Claude Code's compactable-tools list; the
+per-tool windows and stub texts are this project's, the list itself is from public analyses of
+Claude Code, UNVERIFIED).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._common import path_of, tool_kind
+from replay.strategies._view import (
+    Item,
+    RewriteEvent,
+    ToolResultItem,
+    View,
+    replace_output,
+    truncate_chars,
+)
+
+
+def aged(item: ToolResultItem, list_chars: int, other_chars: int) -> ToolResultItem:
+    kind = tool_kind(item.tool_name)
+    if kind == "read":
+        path = path_of(item.arguments) or "the file"
+        return replace_output(
+            item,
+            f"[{path}: content no longer shown ({len(item.output)} chars); read it again if "
+            "needed]",
+        )
+    if kind == "list":
+        return truncate_chars(item, list_chars, "\n…[listing cut]")
+    if kind in ("search", "web", "browser", "other"):
+        return truncate_chars(item, other_chars)
+    return item  # write, test, shell: kept
+
+
+def tool_aging(keep: int = 3, list_chars: int = 200, other_chars: int = 500) -> object:
+    seen: set[int] = set()
+
+    def age_per_tool(history: Sequence[Item], ctx: StrategyContext) -> View:
+        by_tool: dict[str, list[int]] = defaultdict(list)
+        for n, item in enumerate(history):
+            if isinstance(item, ToolResultItem):
+                by_tool[item.tool_name].append(n)
+        old = {
+            n for positions in by_tool.values() for n in positions[: max(0, len(positions) - keep)]
+        }
+        items: list[Item] = []
+        events: list[RewriteEvent] = []
+        for n, item in enumerate(history):
+            if n in old:
+                new = aged(item, list_chars, other_chars)  # type: ignore[arg-type]
+                if new is not item and item.event_index not in seen:  # type: ignore[union-attr]
+                    seen.add(item.event_index)  # type: ignore[union-attr]
+                    events.append(RewriteEvent("aging", f"aged a {item.tool_name} result"))  # type: ignore[union-attr]
+                item = new
+            items.append(item)
+        return View(items=items, events=events)
+
+    return age_per_tool
+
+
+register(
+    StrategySpec(
+        family="tool-aging",
+        pattern=r"tool-aging-keep-(?P<keep>\d+)",
+        build=tool_aging,
+        cache_class="freeze-once",
+        rule="per tool, the K most recent results verbatim; older reads → re-readable stub with "
+        "the path, listings cut hard, writes / tests / shell kept",
+        defaults={"keep": 3, "list_chars": 200, "other_chars": 500},
+        canonical=("tool-aging-keep-3",),
+        source="seed articles (Claude Code compactable-tools list, public analyses, UNVERIFIED)",
+    )
+)

@@ -1,0 +1,753 @@
+"""The strategy library: each family's rule on small hand-made histories, names and overrides,
+plug-ins (file and entry point), and the `strategies` command."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import re
+import sys
+import textwrap
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from replay._errors import ReplayError
+from replay.log import Usage
+from replay.strategies import (
+    AssistantItem,
+    Block,
+    StrategyContext,
+    SummaryItem,
+    ToolResultItem,
+    UserItem,
+    View,
+    _base,
+    _plugins,
+    canonical_names,
+    parse_name,
+    registered,
+    resolve,
+)
+from replay.strategies._base import BUILTIN_FAMILIES, plugin_names
+from replay.strategies._prompts import (
+    LITERAL_CLEARED,
+    LITERAL_CLINE_DUP_READ,
+    LITERAL_CODEX_SUMMARY_PREFIX,
+    LITERAL_OPENHANDS_MASKED,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+
+# --- tiny history builder -----------------------------------------------------------------
+
+
+class History:
+    def __init__(self) -> None:
+        self.items: list = []
+        self.calls = 0
+
+    def _next(self) -> int:
+        return len(self.items)
+
+    def user(self, text: str = "please fix the bug") -> History:
+        self.items.append(UserItem(text, event_index=self._next()))
+        return self
+
+    def step(self, *calls: tuple, text: str = "", thinking: str = "") -> History:
+        """`calls`: (tool, arguments, output) triples, answered right after the message."""
+        blocks = []
+        if thinking:
+            blocks.append(Block("thinking", text=thinking))
+        if text:
+            blocks.append(Block("text", text=text))
+        ids = []
+        for tool, args, _ in calls:
+            self.calls += 1
+            ids.append(f"c{self.calls}")
+            blocks.append(Block("tool_call", call_id=ids[-1], name=tool, arguments=args))
+        self.items.append(AssistantItem(blocks=tuple(blocks), event_index=self._next()))
+        for cid, (tool, args, output) in zip(ids, calls, strict=True):
+            self.items.append(
+                ToolResultItem(cid, tool, output, event_index=self._next(), arguments=args)
+            )
+        return self
+
+
+def ctx(
+    window: int = 200_000,
+    usage: int | None = None,
+    ts: datetime = T0,
+    previous_ts: datetime | None = None,
+    model: str = "gpt-5",
+    logged=(),
+) -> StrategyContext:
+    return StrategyContext(
+        request_index=0,
+        ts=ts,
+        model=model,
+        context_window=window,
+        count_tokens=lambda s: math.ceil(len(s) / 4),
+        previous_usage=Usage(input_tokens=usage) if usage is not None else None,
+        previous_ts=previous_ts,
+        logged_summaries=logged,
+    )
+
+
+def build(name: str, **overrides):
+    named = parse_name(name, {parse_name(name).spec.family: overrides} if overrides else None)
+    return named.instantiate()
+
+
+def view_of(result) -> View:
+    return result if isinstance(result, View) else View(items=list(result))
+
+
+def outputs(view: View) -> list[str]:
+    return [i.output for i in view.items if isinstance(i, ToolResultItem)]
+
+
+def read(path: str, output: str) -> tuple:
+    return ("read_file", {"path": path}, output)
+
+
+# --- registry, names, overrides -------------------------------------------------------------
+
+
+def test_every_canonical_name_parses_to_exactly_one_family():
+    names = canonical_names()
+    assert len(names) == len(set(names)) >= 45
+    for name in names:
+        matches = [s.family for s in registered() if re.fullmatch(s.pattern, name)]
+        assert len(matches) == 1, (name, matches)
+        assert parse_name(name).name == name
+
+
+def test_every_family_module_documents_rule_defaults_and_source():
+    for module in BUILTIN_FAMILIES:
+        doc = importlib.import_module(f"replay.strategies.{module}").__doc__ or ""
+        assert len(doc) > 150, module
+        if module != "recorded":
+            assert "Source" in doc or "source" in doc.lower(), module
+        if module.startswith("claudecode"):
+            assert "UNVERIFIED" in doc, module
+    for spec in registered():
+        if not spec.is_plugin:
+            assert spec.cache_class in _base.CACHE_CLASSES
+            assert spec.rule and spec.source, spec.family
+            if spec.family.startswith("claudecode"):
+                assert "UNVERIFIED" in spec.source
+
+
+def test_parameters_in_the_name():
+    assert parse_name("opencode-prune-30k-10k").params["protect"] == 30_000
+    assert parse_name("pi-compact-16k-20k").params == {"reserve": 16_384, "keep": 20_000}
+    assert parse_name("codex-tool-trunc-20k-tokens").params == {"limit": 20_000, "unit": "tokens"}
+    assert parse_name("anthropic-clear-thinking-keep-all").params["keep"] == "all"
+    assert parse_name("observation-mask-keep-10").params["window"] == 10
+    assert parse_name("observation-mask-keep-5-poll-3").params == {"n": 5, "polling": 3}
+
+
+def test_overrides_with_set_and_brackets_rename_the_strategy():
+    built = parse_name("opencode-prune-40k-20k", {"opencode-prune": {"protect": "30k"}})
+    assert built.params["protect"] == 30_000
+    assert built.name == "opencode-prune-40k-20k[protect=30000]"
+    name = "anthropic-clear-tool-uses-100k-keep-3[exclude_tools=read_file+grep,clear_at_least=5k]"
+    built = parse_name(name)
+    assert built.params["exclude_tools"] == ("read_file", "grep")
+    assert built.params["clear_at_least"] == 5000
+    assert built.params["clear_tool_inputs"] is False
+    # the canonical form round-trips
+    assert parse_name(built.name).params == built.params
+    # --set wins over the name
+    assert (
+        parse_name("pi-compact-16k-20k", {"pi-compact": {"keep": "25000"}}).params["keep"] == 25_000
+    )
+    # a value equal to the current one does not rename
+    assert (
+        parse_name("pi-compact-16k-20k", {"pi-compact": {"keep": "20k"}}).name
+        == "pi-compact-16k-20k"
+    )
+    # typed values
+    assert parse_name("cline-dedup-file-reads[saving=45%]").params["saving"] == pytest.approx(0.45)
+    flag = parse_name("anthropic-clear-tool-uses-100k-keep-3[clear_tool_inputs=yes]")
+    assert flag.params["clear_tool_inputs"] is True
+
+
+def test_resolve_splits_lists_but_not_brackets_and_applies_set_per_family():
+    got = resolve(
+        "baseline,anthropic-clear-tool-uses-100k-keep-3[keep=2,clear_at_least=1k],pi-compact-16k-20k",
+        {"pi-compact": {"reserve": "8k"}},
+    )
+    assert [g.name for g in got] == [
+        "baseline",
+        "anthropic-clear-tool-uses-100k-keep-3[clear_at_least=1000,keep=2]",
+        "pi-compact-16k-20k[reserve=8192]",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("names", "overrides", "message"),
+    [
+        ("no-such-strategy", None, "unknown strategy"),
+        ("pi-compact-16k-20k[nope=1]", None, "no parameter 'nope'"),
+        ("pi-compact-16k-20k", {"pi-compact": {"keep": "lots"}}, "expected an integer"),
+        ("baseline", {"no-family": {"x": "1"}}, "no strategy family"),
+        ("cline-dedup-file-reads[saving]", None, "param=value"),
+    ],
+)
+def test_bad_names_and_overrides_are_user_errors(names, overrides, message):
+    with pytest.raises(ReplayError, match=re.escape(message)):
+        resolve(names, overrides)
+
+
+def test_all_is_the_builtins_with_their_real_defaults():
+    names = canonical_names()
+    for expected in (
+        "codex-compact-at-90pct",
+        "opencode-prune-40k-20k",
+        "pi-compact-16k-20k",
+        "claudecode-autocompact-13k",
+        "anthropic-clear-tool-uses-100k-keep-3",
+        "gemini-compress-50pct-keep-30pct",
+        "openhands-llm-summary-120-keep-4",
+        "openclaw-prune-cache-ttl-5m",
+        "observation-mask-keep-5-poll-1",
+    ):
+        assert expected in names
+    assert [n.name for n in resolve("all")] == names
+
+
+# --- family rules on hand-made histories ---------------------------------------------------
+
+
+def test_codex_middle_truncation_marker_and_budget():
+    from replay.strategies.codex_tool_trunc import middle_truncate
+
+    text = "a" * 10_000 + "b" * 10_000 + "c" * 10_000
+    cut = middle_truncate(text, 12_000, "bytes")
+    assert cut.startswith("a" * 6000) and cut.endswith("c" * 6000)
+    assert "…18000 chars truncated…" in cut
+    assert middle_truncate("short", 12_000, "bytes") == "short"
+    assert "tokens truncated…" in middle_truncate(text, 1000, "tokens")
+
+    h = (
+        History()
+        .user()
+        .step(("bash", {"command": "make"}, "line\n" * 5000), read("a.ts", "x" * 11_000))
+    )
+    view = view_of(build("codex-tool-trunc-10k")(h.items, ctx()))
+    shell, small = outputs(view)
+    assert shell.startswith("Total output lines: 5000\n\n")
+    assert len(shell.encode()) < 12_000 + 100
+    assert small == "x" * 11_000  # under 1.2 x 10,000 bytes: untouched
+    # the same object on every request (lossy storage, append-only)
+    again = view_of(build("codex-tool-trunc-10k")(h.items, ctx()))
+    assert outputs(again) == outputs(view)
+
+
+def test_codex_compaction_keeps_recent_user_messages_and_prefixes_the_summary():
+    h = History().user("first request " * 10)
+    for n in range(3):
+        h.step(read(f"f{n}.ts", "code " * 2000), text="reading")
+    h.user("second request " + "y" * 100_000)  # ~25k estimated tokens: gets middle-truncated
+    strategy = build("codex-compact-at-90pct")
+    quiet = view_of(strategy(h.items, ctx(window=272_000, usage=1000)))
+    assert quiet.items == h.items and not quiet.summarizer_calls
+    view = view_of(strategy(h.items, ctx(window=272_000, usage=250_000)))
+    assert view.events and len(view.summarizer_calls) == 1
+    *users, summary = view.items
+    assert isinstance(summary, SummaryItem)
+    assert summary.text.startswith(LITERAL_CODEX_SUMMARY_PREFIX + "\n")
+    assert [u.text.startswith("second") for u in users] == [True]
+    assert "tokens truncated…" in users[0].text
+    assert sum(math.ceil(len(u.text) / 4) for u in users) <= 20_100
+
+
+def test_codex_compaction_reuses_the_logged_summary():
+    class Logged:
+        summary = "THE REAL SUMMARY"
+
+    h = History().user().step(read("a.ts", "x" * 400), text="ok")
+    view = view_of(build("codex-compact-at-90pct")(h.items, ctx(usage=10**6, logged=[Logged()])))
+    assert view.items[-1].text.endswith("THE REAL SUMMARY")
+    assert view.items[-1].source == "logged"
+
+
+def _opencode_turns() -> History:
+    h = History()
+    for turn in range(4):
+        h.user(f"turn {turn}")
+        h.step(read(f"old{turn}.ts", "o" * 4000), ("skill", {"name": "x"}, "s" * 4000))
+        h.step(text="done")
+    return h
+
+
+def test_opencode_prune_protects_the_last_two_turns_and_needs_a_minimum():
+    h = _opencode_turns().user("turn 4")
+    # protect 1,000 tokens, clear if more than 500 clearable: turns 0-1 are prunable
+    view = view_of(build("opencode-prune-40k-20k", protect="1000", minimum="500")(h.items, ctx()))
+    cleared = [i.output == LITERAL_CLEARED for i in view.items if isinstance(i, ToolResultItem)]
+    # results in order: old0, skill0, old1, skill1, old2, skill2, old3, skill3
+    # newest-first walk outside the last two turns (2, 3): old1 (1,000 tokens, protected), then
+    # old0 passes 1,000 → pruned; skills are never pruned
+    assert cleared == [True, False, False, False, False, False, False, False]
+    assert view.events and view.events[0].kind == "prune"
+    # not enough to clear: nothing happens
+    quiet = view_of(build("opencode-prune-40k-20k", protect="1000", minimum="5000")(h.items, ctx()))
+    assert LITERAL_CLEARED not in outputs(quiet)
+    # mid-loop (the last item is a tool result) it never runs
+    mid = _opencode_turns()
+    mid.step(read("x.ts", "x"))
+    midview = view_of(
+        build("opencode-prune-40k-20k", protect="1000", minimum="500")(mid.items, ctx())
+    )
+    assert LITERAL_CLEARED not in outputs(midview)
+
+
+def test_opencode_tool_caps_apply_at_storage_with_a_pagination_hint():
+    h = (
+        History()
+        .user()
+        .step(
+            ("bash", {"command": "seq"}, "\n".join(str(n) for n in range(2500))),
+            read("big.ts", "z" * 2500 + "\nshort"),
+            ("bash", {"command": "yes"}, "w" * 60_000),
+        )
+    )
+    lines, long_line, wide = outputs(
+        view_of(build("opencode-tool-trunc-2000l-50kb")(h.items, ctx()))
+    )
+    assert lines.splitlines()[1999] == "1999" and "...500 lines truncated..." in lines
+    assert "Full output saved to: " in lines and "offset" in lines
+    assert long_line.startswith("z" * 2000 + "... (line truncated to 2000 chars)")
+    assert "bytes truncated" in wide and len(wide) < 52_000
+
+
+def test_pi_never_cuts_at_a_tool_result_and_waits_for_a_prompt():
+    h = History().user("task")
+    for n in range(6):
+        h.step(read(f"f{n}.ts", "q" * 400), text=f"step {n}")
+    strategy = build("pi-compact-16k-20k", keep="150")
+    # mid-run (last item is a tool result): no compaction even when over the limit
+    assert not view_of(strategy(h.items, ctx(window=20_000, usage=19_000))).events
+    h.user("next prompt")
+    view = view_of(strategy(h.items, ctx(window=20_000, usage=19_000)))
+    assert view.events and view.summarizer_calls
+    summary, first_kept = view.items[0], view.items[1]
+    assert summary.text.startswith("The conversation history before this point was compacted")
+    assert "<read-files>" in summary.text
+    assert not isinstance(first_kept, ToolResultItem)
+    # walking back 150 tokens lands on a result; the cut moves forward to the next message
+    from replay.strategies.pi_compact import pi_cut
+
+    cut = pi_cut(h.items, 150)
+    assert not isinstance(h.items[cut], ToolResultItem)
+    assert isinstance(h.items[cut - 1], ToolResultItem)
+
+
+def test_anthropic_clear_tool_uses_keep_exclude_inputs_and_clear_at_least():
+    h = History().user()
+    for n in range(6):
+        h.step(read(f"f{n}.ts", "r" * 4000), ("grep", {"pattern": "x"}, "g" * 400))
+    items = h.items
+    below = view_of(build("anthropic-clear-tool-uses-100k-keep-3")(items, ctx()))
+    assert below.items == items  # under the 100k trigger: untouched
+    strategy = build(
+        "anthropic-clear-tool-uses-100k-keep-3",
+        trigger="1000",
+        exclude_tools="grep",
+        clear_tool_inputs="true",
+    )
+    view = view_of(strategy(items, ctx()))
+    outs = outputs(view)
+    reads = [
+        o
+        for o, i in zip(outs, [i for i in items if isinstance(i, ToolResultItem)], strict=True)
+        if i.tool_name == "read_file"
+    ]
+    assert [o == "r" * 4000 for o in reads] == [False, False, False, True, True, True]
+    assert all(o == "g" * 400 for o in outs if o.startswith("g"))  # excluded tool kept
+    cleared_calls = [
+        b
+        for i in view.items
+        if isinstance(i, AssistantItem)
+        for b in i.tool_calls
+        if b.name == "read_file" and b.arguments == {}
+    ]
+    assert len(cleared_calls) == 3
+    # clear_at_least: clearing 3 x 1,000 tokens is not worth a 5,000-token minimum → no-op
+    lazy = build(
+        "anthropic-clear-tool-uses-100k-keep-3",
+        trigger="1000",
+        clear_at_least="5000",
+        exclude_tools="grep",
+    )
+    assert view_of(lazy(items, ctx())).items == items
+
+
+def test_anthropic_clear_thinking_keeps_the_newest_turn():
+    h = History().user()
+    for n in range(3):
+        h.step(read(f"f{n}", "x"), thinking=f"thought {n}", text="t")
+    view = view_of(build("anthropic-clear-thinking-keep-1")(h.items, ctx()))
+    thinking = [
+        any(b.type == "thinking" for b in i.blocks)
+        for i in view.items
+        if isinstance(i, AssistantItem)
+    ]
+    assert thinking == [False, False, True]
+    assert view_of(build("anthropic-clear-thinking-keep-all")(h.items, ctx())).items == h.items
+
+
+def test_tool_aging_per_tool():
+    h = History().user()
+    for n in range(4):
+        h.step(
+            read(f"src/f{n}.ts", "R" * 900),
+            ("list_files", {"path": "."}, "L" * 900),
+            ("write_file", {"path": f"w{n}", "content": "c"}, "W" * 900),
+            ("run_tests", {}, "T" * 900),
+        )
+    view = view_of(build("tool-aging-keep-3")(h.items, ctx()))
+    by_tool: dict[str, list[str]] = {}
+    for i in view.items:
+        if isinstance(i, ToolResultItem):
+            by_tool.setdefault(i.tool_name, []).append(i.output)
+    assert "src/f0.ts" in by_tool["read_file"][0] and "read it again" in by_tool["read_file"][0]
+    assert by_tool["read_file"][1:] == ["R" * 900] * 3
+    assert len(by_tool["list_files"][0]) < 250 and by_tool["list_files"][1] == "L" * 900
+    assert by_tool["write_file"] == ["W" * 900] * 4 and by_tool["run_tests"] == ["T" * 900] * 4
+    assert len(view.events) == 2  # the aged read and the aged listing
+
+
+def test_append_supersede_appends_notes_and_never_rewrites():
+    h = History().user().step(read("a.ts", "v1")).step(read("a.ts", "v1"))
+    strategy = build("append-supersede")
+    first = view_of(strategy(h.items, ctx()))
+    h.step(read("a.ts", "v2")).step(("write_file", {"path": "a.ts", "content": "v3"}, "ok"))
+    h.step(read("a.ts", "v3"))
+    second = view_of(strategy(h.items, ctx()))
+    assert second.items[: len(first.items)] == first.items  # same objects: nothing rewritten
+    assert outputs(second) == [
+        "v1",
+        "[a.ts: unchanged since version 1 above]",
+        "[a.ts version 2; supersedes version 1 above]\nv2",
+        "ok",
+        "[a.ts: unchanged since version 3 above]",
+    ]
+
+
+def test_claudecode_microcompact_only_after_a_long_gap():
+    h = History().user()
+    for n in range(8):
+        h.step(read(f"f{n}", "x" * 100))
+    strategy = build("claudecode-microcompact-time-60m-keep-5")
+    warm = view_of(strategy(h.items, ctx(ts=T0, previous_ts=T0 - timedelta(minutes=59))))
+    assert LITERAL_CLEARED not in outputs(warm)
+    cold = view_of(strategy(h.items, ctx(ts=T0, previous_ts=T0 - timedelta(minutes=61))))
+    assert outputs(cold).count(LITERAL_CLEARED) == 3 and cold.events
+
+
+def test_cline_thresholds_and_duplicate_reads():
+    from replay.strategies.cline_truncate import max_allowed
+
+    assert (max_allowed(200_000), max_allowed(128_000), max_allowed(64_000)) == (
+        160_000,
+        98_000,
+        37_000,
+    )
+    assert max_allowed(1_000_000) == 960_000
+    h = History().user()
+    for n in range(6):
+        h.step(read("same.ts", "S" * 2000), text=f"s{n}")
+    view = view_of(build("cline-dedup-file-reads")(h.items, ctx(window=200_000, usage=170_000)))
+    assert outputs(view).count(LITERAL_CLINE_DUP_READ) == 5 and outputs(view)[-1] == "S" * 2000
+    cut = view_of(build("cline-truncate-keep-first-pair-half")(h.items, ctx(usage=170_000)))
+    assert cut.items[0] is h.items[0]
+    assert "[NOTE] Some previous conversation history" in cut.items[1].blocks[0].text
+    assert len(cut.items) < len(h.items)
+
+
+def test_roo_truncate_keeps_the_first_message_and_drops_an_even_count():
+    h = History().user()
+    for n in range(8):
+        h.step(read(f"f{n}", "x"), text=f"s{n}")
+    view = view_of(build("roo-truncate-keep-first-half")(h.items, ctx(window=10_000, usage=9_000)))
+    assert view.items[0] is h.items[0] and view.events
+    assert isinstance(view.items[1], AssistantItem)  # API messages 1..k (k even) deleted
+
+
+def test_observation_masking_and_swe_polling():
+    h = History().user()
+    for n in range(10):
+        h.step(read(f"f{n}", f"out {n}\nline"))
+    view = view_of(build("observation-mask-keep-6")(h.items, ctx()))
+    masked = [
+        i for i in view.items if isinstance(i, UserItem) and i.text == LITERAL_OPENHANDS_MASKED
+    ]
+    calls = [b for i in view.items if isinstance(i, AssistantItem) for b in i.tool_calls]
+    results = [i for i in view.items if isinstance(i, ToolResultItem)]
+    assert len(masked) == 7 and len(calls) == len(results) == 3
+
+    def elided(polling: int, steps: int) -> int:
+        g = History().user()
+        for n in range(steps):
+            g.step(read(f"f{n}", "a\nb\nc"))
+        out = outputs(view_of(build(f"observation-mask-keep-5-poll-{polling}")(g.items, ctx())))
+        elided = [o for o in out if o.startswith("Old environment output")]
+        assert set(elided) <= {"Old environment output: (3 lines omitted)"}
+        return len(elided)
+
+    # obs = task + results; last = floor(len/P)*P - 5; obs[1:last] elided
+    assert [elided(1, s) for s in (8, 9, 10)] == [3, 4, 5]
+    assert [elided(3, s) for s in (8, 9, 10)] == [3, 3, 3]  # advances only every 3 steps
+
+
+def test_gemini_mask_protects_the_newest_outputs():
+    h = History().user()
+    for n in range(5):
+        h.step(("bash", {"command": str(n)}, f"{n}" * 4000))
+    h.step(("bash", {"command": "now"}, "N" * 4000))
+    view = view_of(
+        build("gemini-mask-tool-out-50k-30k", protect="2000", minimum="1500")(h.items, ctx())
+    )
+    outs = outputs(view)
+    assert outs[-1] == "N" * 4000  # current step never masked
+    assert [o.startswith("<tool_output_masked>") for o in outs] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]
+    assert "Output too large. Full output available at:" in outs[0]
+
+
+def test_goose_pairs_and_openclaw_warm_cache():
+    h = History().user()
+    for n in range(8):
+        h.step(read(f"f{n}", "x" * 50))
+    view = view_of(build("goose-tool-pair-summarize", cutoff="4", batch="2")(h.items, ctx()))
+    notes = [i.text for i in view.items if isinstance(i, UserItem) and i.injected]
+    assert len(notes) == 2 and all(t.startswith("[Historical tool call summary]") for t in notes)
+    assert len(view.summarizer_calls) == 2
+
+    big = History().user()
+    for n in range(10):
+        big.step(read(f"f{n}", "y" * 20_000))
+    warm = build("openclaw-prune-cache-ttl-5m")(
+        big.items, ctx(window=20_000, previous_ts=T0 - timedelta(minutes=1))
+    )
+    assert not view_of(warm).events
+    cold = view_of(
+        build("openclaw-prune-cache-ttl-5m")(
+            big.items, ctx(window=20_000, previous_ts=T0 - timedelta(minutes=6))
+        )
+    )
+    assert cold.events and any(
+        o == LITERAL_CLEARED or "[Tool result trimmed" in o for o in outputs(cold)
+    )
+
+
+# --- plug-ins ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def clean_registry():
+    before = dict(_base._REGISTRY)
+    files = dict(_plugins._files)
+    yield
+    _base._REGISTRY.clear()
+    _base._REGISTRY.update(before)
+    _plugins._files.clear()
+    _plugins._files.update(files)
+
+
+PLUGIN = '''
+"""Keep only the last N items (a toy plug-in)."""
+from replay.strategies import UserItem
+
+NAME = "my-last-n"
+CACHE_CLASS = "churn"
+
+def strategy(history, ctx, n=4):
+    tail = list(history[-n:])
+    while tail and tail[0].kind == "tool_result":
+        tail = tail[1:]
+    return tail or [UserItem("nothing")]
+'''
+
+STATEFUL = '''
+from replay.strategies import View
+
+CACHE_CLASS = "append-only"
+
+class Strategy:
+    """Counts its calls (state per thread)."""
+    def __init__(self, label="x"):
+        self.calls = 0
+        self.label = label
+    def __call__(self, history, ctx):
+        self.calls += 1
+        return View(items=list(history))
+'''
+
+
+def test_strategy_file_function_and_class(tmp_path, clean_registry):
+    path = tmp_path / "last_n.py"
+    path.write_text(textwrap.dedent(PLUGIN))
+    (spec,) = _plugins.load_strategy_file(path)
+    assert spec.family == "my-last-n" and spec.cache_class == "churn" and spec.is_plugin
+    assert spec.defaults == {"n": 4}
+    assert "my-last-n" in plugin_names() and "my-last-n" not in canonical_names()
+    (built,) = resolve("plugins", {"my-last-n": {"n": "2"}})
+    assert built.name == "my-last-n[n=2]"
+    h = History().user().step(read("a", "1")).step(read("b", "2"))
+    assert len(view_of(built.instantiate()(h.items, ctx())).items) == 2
+    assert [n.name for n in resolve("all,plugins")][-1] == "my-last-n"
+
+    other = tmp_path / "counting_strategy.py"
+    other.write_text(textwrap.dedent(STATEFUL))
+    (spec2,) = _plugins.load_strategy_file(other)
+    assert spec2.family == "counting-strategy" and spec2.cache_class == "append-only"
+    instance = parse_name("counting-strategy").instantiate()
+    instance(h.items, ctx())
+    instance(h.items, ctx())
+    assert instance.calls == 2
+    assert parse_name("counting-strategy").instantiate().calls == 0  # fresh per thread
+
+
+def test_bad_strategy_files_are_user_errors(tmp_path, clean_registry):
+    with pytest.raises(ReplayError, match="no such file"):
+        _plugins.load_strategy_file(tmp_path / "missing.py")
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise RuntimeError('boom')\n")
+    with pytest.raises(ReplayError, match="boom"):
+        _plugins.load_strategy_file(broken)
+    empty = tmp_path / "empty.py"
+    empty.write_text("X = 1\n")
+    with pytest.raises(ReplayError, match="neither"):
+        _plugins.load_strategy_file(empty)
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text("CACHE_CLASS = 'sometimes'\ndef strategy(history, ctx):\n    return history\n")
+    with pytest.raises(ReplayError, match="CACHE_CLASS"):
+        _plugins.load_strategy_file(wrong)
+    clash = tmp_path / "clash.py"
+    clash.write_text("NAME = 'baseline'\ndef strategy(history, ctx):\n    return history\n")
+    with pytest.raises(ReplayError, match="built-in"):
+        _plugins.load_strategy_file(clash)
+
+
+def test_entry_point_plugins(tmp_path, monkeypatch, clean_registry):
+    pkg = tmp_path / "fake_replay_plugin"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        textwrap.dedent("""
+        from replay.strategies import StrategySpec
+
+        def _build(keep=1):
+            def strategy(history, ctx):
+                return list(history)
+            return strategy
+
+        SPECS = [StrategySpec(family="ep-demo", pattern=r"ep-demo-(?P<keep>\\d+)", build=_build,
+                              cache_class="append-only", rule="demo", defaults={"keep": 1},
+                              canonical=("ep-demo-1",), source="fake package")]
+
+        def broken():
+            raise RuntimeError("nope")
+    """)
+    )
+    dist = tmp_path / "fake_replay_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: fake-replay-plugin\nVersion: 0.1\n"
+    )
+    (dist / "entry_points.txt").write_text(
+        "[replay.strategies]\ndemo = fake_replay_plugin:SPECS\nbad = fake_replay_plugin:broken\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.warns(UserWarning, match="'bad'"):
+        loaded = _plugins.load_entry_points(force=True)
+    assert [s.family for s in loaded] == ["ep-demo"]
+    assert loaded[0].origin == "entry-point:demo"
+    assert "ep-demo-1" in plugin_names() and "ep-demo-1" not in canonical_names()
+    assert parse_name("ep-demo-3").params == {"keep": 3}
+    sys.modules.pop("fake_replay_plugin", None)
+
+
+# --- the command line --------------------------------------------------------------------------
+
+
+def _cli():
+    from replay.cli._main import cli, load_commands
+
+    load_commands()
+    return cli
+
+
+def test_strategies_command_json_rows(tmp_path, clean_registry):
+    path = tmp_path / "last_n.py"
+    path.write_text(textwrap.dedent(PLUGIN))
+    result = CliRunner().invoke(
+        _cli(), ["strategies", "--format", "json", "--strategy-file", str(path)]
+    )
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    assert all(
+        set(r) == {"name", "family", "cache_class", "defaults", "rule", "source"} for r in rows
+    )
+    names = [r["name"] for r in rows]
+    assert names[: len(canonical_names())] == canonical_names() and names[-1] == "my-last-n"
+    pi = next(r for r in rows if r["name"] == "pi-compact-16k-20k")
+    assert (
+        pi["defaults"] == {"reserve": 16384, "keep": 20000} and pi["cache_class"] == "freeze-once"
+    )
+
+
+def test_cli_parse_sets():
+    from replay.cli._cmd_strategies import parse_sets
+
+    assert parse_sets(["pi-compact.keep=30k", "pi-compact.reserve=8k", "prune.chars=9"]) == {
+        "pi-compact": {"keep": "30k", "reserve": "8k"},
+        "prune": {"chars": "9"},
+    }
+    with pytest.raises(ReplayError, match="FAMILY.PARAM=VALUE"):
+        parse_sets(["keep=3"])
+
+
+def test_run_with_set_and_strategy_file(tmp_path, clean_registry):
+    path = tmp_path / "last_n.py"
+    path.write_text(textwrap.dedent(PLUGIN))
+    result = CliRunner().invoke(
+        _cli(),
+        [
+            "run",
+            str(ROOT / "logs" / "run42.jsonl"),
+            "-s",
+            "plugins,pi-compact-16k-20k",
+            "--strategy-file",
+            str(path),
+            "--set",
+            "my-last-n.n=3",
+            "--set",
+            "pi-compact.keep=10k",
+            "--format",
+            "json",
+            "-q",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    names = [row["strategy"] for row in json.loads(result.output)["summary"]]
+    assert names == ["my-last-n[n=3]", "pi-compact-16k-20k[keep=10000]"]
+    bad = CliRunner().invoke(
+        _cli(), ["run", str(ROOT / "logs" / "run42.jsonl"), "-s", "baseline", "--set", "nope"]
+    )
+    assert bad.exit_code == 2 and "FAMILY.PARAM=VALUE" in bad.output
