@@ -1,17 +1,55 @@
-"""The interface every provider simulator implements, and what it returns."""
+"""The interface every provider simulator implements, what it returns, and the shared pieces:
+the prompt as the provider sees it (after server-side stripping), and miss causes."""
 
 from __future__ import annotations
 
+import zlib
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any, Literal
 
-from replay.cache._rules import RuleBook
-from replay.cache._store import CacheStore
+import numpy as np
+
+from replay.cache._rules import _MISSING, RuleBook
+from replay.cache._store import CacheStore, Entry
 from replay.prefix import PrefixDiff
 from replay.render import BlockTable, RenderedRequest
+from replay.render._request import SUMMARY, THINKING, TOOL_CALL, TOOL_RESULT, USER
 
 Ttl = Literal["5m", "1h"]
+
+_RUN_KINDS = (TOOL_CALL, TOOL_RESULT)
+
+# Miss-cause kinds (the stable part of `CacheOutcome.miss_kind`; docs/cache-rules.md "Causes").
+COLD_START = "cold-start"
+TTL_EXPIRED = "ttl-expired"
+PREFIX_EDITED = "prefix-edited"
+MODEL_SWITCH = "model-switch"
+TOOLS_CHANGED = "tools-changed"
+SYSTEM_CHANGED = "system-changed"
+BELOW_MINIMUM = "below-minimum"
+BEYOND_LOOKBACK = "beyond-lookback"
+NOT_READY = "not-ready"
+OTHER_SCOPE = "other-scope"
+THINKING_STRIPPED = "thinking-stripped"
+NO_BREAKPOINT = "no-breakpoint"
+
+MISS_KINDS: dict[str, str] = {
+    COLD_START: "first request of a thread with nothing cached for it (not counted as a miss)",
+    TTL_EXPIRED: "the entry holding the prefix outlived its TTL (the idle gap is given)",
+    PREFIX_EDITED: "the strategy rewrote the prompt at message N (or shortened it)",
+    MODEL_SWITCH: "the request went to another model than the thread's previous one",
+    TOOLS_CHANGED: "the tool definitions differ from the previous request's",
+    SYSTEM_CHANGED: "the system prompt differs from the previous request's",
+    BELOW_MINIMUM: "the prefix is shorter than the model's minimum cacheable length",
+    BEYOND_LOOKBACK: "a live entry exists but no breakpoint's lookback (or lookup set) reaches it",
+    NOT_READY: "written by a parallel request whose response had not begun yet",
+    OTHER_SCOPE: "the prefix is cached under another scope (workspace, prompt_cache_key)",
+    THINKING_STRIPPED: "the provider stripped earlier thinking blocks at a new user turn",
+    NO_BREAKPOINT: "the client sent no cache breakpoint on a provider that needs one",
+}
 
 
 @dataclass(frozen=True)
@@ -20,13 +58,16 @@ class Breakpoint:
 
     block: int
     ttl: Ttl = "5m"
+    automatic: bool = False
+    """The top-level automatic `cache_control` (Anthropic): placed on the last cacheable block."""
 
 
 @dataclass(frozen=True)
 class CacheOutcome:
     """How one request's prompt splits into disjoint buckets under the provider's cache.
 
-    uncached + cache_read + cache_write_5m + cache_write_1h = the prompt's tokens, always.
+    uncached + cache_read + cache_write_5m + cache_write_1h = the prompt's billed tokens, always
+    (the rendered prompt minus `dropped_tokens`).
     """
 
     uncached: int
@@ -38,7 +79,25 @@ class CacheOutcome:
     cache_write_1h: int
     """Tokens written with a 1-hour lifetime."""
     miss_cause: str | None = None
-    """Why the request read less than an earlier request had cached for it (None = no miss)."""
+    """Why the request read less than it could have (None = no miss), in words."""
+    miss_kind: str | None = None
+    """The cause's kind, one of `MISS_KINDS` (stable, for counting)."""
+    storage_usd: Decimal = Decimal(0)
+    """A provider storage fee charged with this request (Gemini explicit cachedContents:
+    tokens × hours × rate), on top of the token price."""
+    price_factor: Decimal = Decimal(1)
+    """Multiplier on the genai-prices price (Vertex regional endpoints: 1.1)."""
+    dropped_tokens: int = 0
+    """Rendered tokens the provider removed before caching and billing (thinking blocks that
+    older Claude models strip); in no bucket."""
+    route: str = ""
+    """Rule file and variant used, e.g. `anthropic`, `anthropic/bedrock`, `openrouter>openai`."""
+    mechanism: str = ""
+    """Mechanism in force (`RULE_TYPES["mechanism"]`)."""
+
+    @property
+    def prompt(self) -> int:
+        return self.uncached + self.cache_read + self.cache_write_5m + self.cache_write_1h
 
 
 @dataclass
@@ -48,13 +107,22 @@ class SimRequest:
     request: RenderedRequest
     breakpoints: list[Breakpoint]
     scope: str
-    """Cache isolation scope (workspace, organization, prompt_cache_key)."""
+    """Cache isolation scope (the router prefixes the provider route and, where the provider
+    isolates by it, the client's cache key)."""
     diff: PrefixDiff
     """Prefix diff against the previous request of the same thread."""
     previous: RenderedRequest | None
     """Previous request of the same thread."""
     table: BlockTable
     """Block contents, for token-level comparison inside a differing block."""
+    cache_key: str | None = None
+    """The client's `prompt_cache_key` / conversation id, if it sends one."""
+    profile: Any = None
+    """The client profile (`ClientProfile`), when known."""
+    duration_s: float | None = None
+    """Logged request duration (start to end of response), when known."""
+    rules_model: str = ""
+    """Model id normalized for rule patterns (set by the router)."""
 
     @property
     def lane(self) -> str:
@@ -62,34 +130,284 @@ class SimRequest:
         counted in the thread that made them (they run before its next request)."""
         return self.request.thread.split("/")[0]
 
+    @property
+    def model(self) -> str:
+        return self.rules_model or self.request.model
+
+
+# --------------------------------------------------------------------------------------------
+# The prompt as the provider sees it
+
+
+@dataclass
+class PromptView:
+    """The prompt after server-side rewriting (thinking stripping): arrays over kept blocks."""
+
+    ids: np.ndarray
+    cum: np.ndarray
+    kinds: list[str]
+    positions: np.ndarray
+    """Lookback positions with runs of tool_use (or tool_result) blocks collapsed."""
+    keys: list[int]
+    """Chained prefix keys (equal to the request's up to the first dropped block)."""
+    kept: np.ndarray | None = None
+    """Original block index of each kept block (None: nothing dropped)."""
+    dropped_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return int(self.cum[-1]) if len(self.cum) else 0
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def tokens(self, block: int) -> int:
+        return int(self.cum[block]) if block >= 0 else 0
+
+    def map_block(self, original: int) -> int:
+        """Index in the view of original block `original` (or of the nearest kept block before
+        it; -1 if none)."""
+        if self.kept is None:
+            return original
+        return int(np.searchsorted(self.kept, original, side="right")) - 1
+
+
+def collapsed_positions(kinds: list[str]) -> np.ndarray:
+    positions = np.empty(len(kinds), dtype=np.int64)
+    pos = -1
+    for i, kind in enumerate(kinds):
+        if not (i and kind in _RUN_KINDS and kinds[i - 1] == kind):
+            pos += 1
+        positions[i] = pos
+    return positions
+
+
+def prompt_view(req: RenderedRequest, strip_thinking: bool = False) -> PromptView:
+    """`req` as the provider caches and bills it. With `strip_thinking`, every thinking block
+    before the last non-tool_result user turn is removed (older Claude models, all Haiku)."""
+    kinds = req.kinds
+    if strip_thinking:
+        last_user = next(
+            (i for i in range(len(kinds) - 1, -1, -1) if kinds[i] in (USER, SUMMARY)), -1
+        )
+        drop = [i for i in range(last_user) if kinds[i] == THINKING] if last_user > 0 else []
+    else:
+        drop = []
+    if not drop:
+        return PromptView(req.block_ids, req.cum_tokens, kinds, req.positions, req.prefix_keys)
+    mask = np.ones(len(kinds), dtype=bool)
+    mask[drop] = False
+    kept = np.flatnonzero(mask)
+    ids = req.block_ids[kept]
+    tokens = req.block_tokens[kept]
+    new_kinds = [kinds[i] for i in kept.tolist()]
+    first = drop[0]
+    keys = list(req.prefix_keys[:first])
+    key = keys[-1] if keys else zlib.crc32(req.model.encode())
+    for block_id in ids[first:].tolist():
+        key = hash((key, block_id))
+        keys.append(key)
+    dropped = int(req.block_tokens[drop].sum())
+    return PromptView(
+        ids, np.cumsum(tokens), new_kinds, collapsed_positions(new_kinds), keys, kept, dropped
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Causes
+
+
+@dataclass(frozen=True)
+class Lost:
+    """The longest prefix of this prompt an earlier request left in the cache that this request
+    could not read, and why."""
+
+    tokens: int
+    kind: str
+    detail: str
+
+
+def duration_text(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    if h:
+        return f"{h}h{m:02d}m{s:02d}s" if s else f"{h}h{m:02d}m"
+    return f"{m}m{s:02d}s" if s else f"{m}m"
+
+
+def expired_text(entry: Any, t: datetime) -> str:
+    if entry.max_lifetime is not None and entry.created is not None:
+        age = (t - entry.created).total_seconds()
+        if age > entry.max_lifetime and entry.idle(t) <= entry.ttl:
+            return (
+                f"TTL expired (age {duration_text(age)} > max lifetime "
+                f"{duration_text(entry.max_lifetime)})"
+            )
+    return f"TTL expired (idle {duration_text(entry.idle(t))} > TTL {duration_text(entry.ttl)})"
+
+
+def entry_state(entry: Any, t: datetime, reader: str) -> tuple[str, str] | None:
+    """None for a live entry, else (kind, detail)."""
+    if entry.expired(t):
+        return TTL_EXPIRED, expired_text(entry, t)
+    if not entry.ready(t, reader):
+        return NOT_READY, "written by a parallel request not yet ready"
+    return None
+
+
+def scope_label(scope: str) -> str:
+    parts = scope.split("|")
+    return parts[-1] if len(parts) > 2 else scope
+
+
+_PROVIDER_SIDE = (TTL_EXPIRED, NOT_READY, OTHER_SCOPE)
+
+
+def edit_cause(sim: SimRequest, read: int | None = None, slack: int = 0) -> tuple[str, str] | None:
+    """The strategy-side reason this prompt cannot extend the thread's previous one, if it
+    read less than that previous prompt (None when `read` covers it)."""
+    prev, req = sim.previous, sim.request
+    if prev is None:
+        return None
+    if prev.model != req.model:
+        shared = max(sim.diff.first_mismatch_token, 1)
+        if read is None or read < shared:
+            return MODEL_SWITCH, f"model switch ({prev.model} → {req.model})"
+        return None
+    diff = sim.diff
+    if not diff.is_break:
+        return None
+    if read is not None and read + slack >= prev.total:
+        return None
+    where = diff.where
+    if where == "tools":
+        return TOOLS_CHANGED, "tool definitions changed"
+    if where == "system":
+        return SYSTEM_CHANGED, "system prompt changed"
+    if where == "model switch":
+        return MODEL_SWITCH, f"model switch ({prev.model} → {req.model})"
+    if where.startswith("message"):
+        return PREFIX_EDITED, f"prefix edited at {where}"
+    at = f" at message {diff.message_index}" if diff.message_index is not None else ""
+    return PREFIX_EDITED, f"prompt shortened{at}"
+
+
+def explain(
+    sim: SimRequest,
+    read: int,
+    lost: Lost | None,
+    *,
+    total: int,
+    min_len: int | None = None,
+    slack: int = 0,
+    no_breakpoint: str | None = None,
+    stripped: str | None = None,
+) -> tuple[str | None, str | None]:
+    """(kind, text) of why this request read less than it could, or (None, None).
+
+    Order: the cache was unavailable (expired, not ready, other scope) → the strategy changed
+    the prompt (edit, tools, system, model) → the mechanism could not reach a live entry
+    (lookback, minimum) → first request (cold start) → the provider stripped thinking → no
+    breakpoint → too short.
+    """
+    lost = lost if lost is not None and lost.tokens > read + slack else None
+    if lost is not None and lost.kind in _PROVIDER_SIDE:
+        return lost.kind, lost.detail
+    edit = edit_cause(sim, read, slack)
+    if edit is not None:
+        kind, text = edit
+        if lost is not None:
+            text = f"{text}; {lost.detail}"
+        return kind, text
+    if lost is not None:
+        return lost.kind, lost.detail
+    if sim.previous is None:
+        return (COLD_START, "cold start") if read == 0 else (None, None)
+    if stripped:
+        return THINKING_STRIPPED, stripped
+    if read == 0 and no_breakpoint:
+        return NO_BREAKPOINT, no_breakpoint
+    if read == 0 and min_len is not None and total and total < min_len:
+        return BELOW_MINIMUM, f"below minimum cacheable length ({total:,} < {min_len:,} tokens)"
+    return None, None
+
+
+def walk_entries(
+    store: CacheStore,
+    sim: SimRequest,
+    view: PromptView,
+    read: int,
+    upto: int | None = None,
+    unreached: str = "beyond lookback",
+) -> Lost | None:
+    """The longest prefix of `view` with an entry (in any state, any scope) longer than `read`,
+    walking back from block `upto` (default: the last); stops as soon as it is at `read`."""
+    model, t, lane = sim.request.model, sim.request.ts, sim.lane
+    if not store.has_model(model) or not len(view):
+        return None
+    others = store.other_scopes(sim.scope, model)
+    top = len(view) - 1 if upto is None else min(upto, len(view) - 1)
+    for i in range(top, -1, -1):
+        tokens = int(view.cum[i])
+        if tokens <= read:
+            return None
+        key = view.keys[i]
+        entry = store.get(sim.scope, model, key)
+        if entry is not None:
+            state = entry_state(entry, t, lane)
+            if state is None:
+                return Lost(tokens, BEYOND_LOOKBACK, unreached)
+            return Lost(tokens, *state)
+        for other in others:
+            entry = store.get(other, model, key)
+            if entry is not None and not entry.expired(t):
+                return Lost(tokens, OTHER_SCOPE, f"different cache scope ({scope_label(other)})")
+    return None
+
 
 class CacheSimulator(ABC):
-    """One provider's caching rules applied to a stream of requests."""
+    """One provider mechanism applied to a stream of requests."""
 
-    provider: str
+    provider: str = ""
+    mechanism: str = ""
 
-    def __init__(self, rules: RuleBook, store: CacheStore) -> None:
+    def __init__(self, rules: RuleBook, store: CacheStore | None = None) -> None:
         self.rules = rules
-        self.store = store
+        self.store = store if store is not None else CacheStore()
+
+    def rule(self, sim: SimRequest, name: str, default: Any = _MISSING) -> Any:
+        return self.rules.get(name, sim.model, sim.request.ts, default)
+
+    def ready_at(self, sim: SimRequest) -> datetime:
+        t = sim.request.ts
+        if self.rule(sim, "ready_at", "response-start") == "response-end" and sim.duration_s:
+            return t + timedelta(seconds=sim.duration_s)
+        return t + timedelta(seconds=float(self.rule(sim, "ready_after_seconds", 1.0)))
+
+    def new_entry(self, sim: SimRequest, tokens: int, ttl: float, ready_at: datetime) -> Entry:
+        return Entry(
+            tokens=tokens, ttl=ttl, last_use=sim.request.ts, ready_at=ready_at, writer=sim.lane
+        )
 
     @abstractmethod
     def simulate(self, sim: SimRequest) -> CacheOutcome: ...
 
 
-def edit_cause(sim: SimRequest) -> str:
-    """Name what changed between the previous prompt and this one."""
-    prev = sim.previous
-    if prev is None:
-        return "cold start"
-    if prev.model != sim.request.model:
-        return f"model switch ({prev.model} → {sim.request.model})"
-    where = sim.diff.where
-    if where == "tools":
-        return "tool definitions changed"
-    if where == "system":
-        return "system prompt changed"
-    if where.startswith("message"):
-        return f"prefix edited at {where}"
-    if sim.diff.is_break:
-        return "prompt shortened"
-    return "prefix not cached"
+@dataclass
+class LaneState:
+    """What a simulator remembers of a lane's previous request (per scope and model)."""
+
+    total: int = 0
+    dropped: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def lane_state(store: CacheStore, sim: SimRequest, name: str) -> LaneState:
+    key = ("lane", name, sim.scope, sim.request.model, sim.lane)
+    state = store.extra.get(key)
+    if state is None:
+        state = store.extra[key] = LaneState()
+    return state  # type: ignore[return-value]

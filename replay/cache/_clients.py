@@ -1,45 +1,75 @@
-"""Client behaviour profiles: where a harness puts its cache breakpoints and which scope it uses.
+"""Client behaviour profiles: where a harness puts its cache breakpoints, with which TTL, and
+which cache key (scope) it sends.
 
-Logs rarely say where breakpoints were, so the profile is chosen from the log's agent and can be
-overridden with `--client`.
+Logs rarely say where breakpoints were, so the profile is chosen from the log's agent
+(`SessionHeader.agent`, and `agent_version` where the behaviour changed) and can be overridden
+with `--client`. Automatic-prefix providers ignore breakpoints; explicit-breakpoint providers
+(Anthropic, Bedrock, Vertex, Qwen explicit) cache nothing without them.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from replay._errors import ReplayError
 from replay.cache._base import Breakpoint, Ttl
+from replay.log import MAIN_THREAD
 from replay.render import RenderedRequest
+from replay.render._request import SUMMARY, SYSTEM, THINKING, TOOL, TOOL_RESULT, USER
+
+Placement = Callable[[RenderedRequest], list[int]]
 
 
-def _last_system_block(req: RenderedRequest) -> int | None:
-    idx = [i for i, k in enumerate(req.kinds) if k in ("system", "tool")]
-    return idx[-1] if idx else None
+def _head_end(req: RenderedRequest) -> int | None:
+    """Last block of the tools + system prompt (they open the prompt)."""
+    head = None
+    for i, kind in enumerate(req.kinds):
+        if kind not in (SYSTEM, TOOL):
+            break
+        head = i
+    return head
 
 
-def _system_and_last(ttl: Ttl) -> Callable[[RenderedRequest, str], list[Breakpoint]]:
-    def place(req: RenderedRequest, thread: str) -> list[Breakpoint]:
-        if not len(req.block_ids):
-            return []
-        marks = {len(req.block_ids) - 1}
-        head = _last_system_block(req)
-        if head is not None:
-            marks.add(head)
-        return [Breakpoint(b, ttl) for b in sorted(marks)]
-
-    return place
+def _last_message_block(req: RenderedRequest) -> int | None:
+    """Last content block of the prompt that may carry a marker (not thinking)."""
+    for i in range(len(req.kinds) - 1, -1, -1):
+        if req.kinds[i] != THINKING:
+            return i
+    return None
 
 
-def _system_and_last_user(req: RenderedRequest, thread: str) -> list[Breakpoint]:
-    marks = set()
-    head = _last_system_block(req)
-    if head is not None:
-        marks.add(head)
-    users = [i for i, k in enumerate(req.kinds) if k in ("user", "tool_result", "summary")]
-    if users:
-        marks.add(users[-1])
-    return [Breakpoint(b) for b in sorted(marks)]
+def _last_user_block(req: RenderedRequest) -> int | None:
+    """Last block of the last user-role message (a user turn or tool results)."""
+    for i in range(len(req.kinds) - 1, -1, -1):
+        if req.kinds[i] in (USER, TOOL_RESULT, SUMMARY):
+            return i
+    return None
+
+
+def system_and_last(req: RenderedRequest) -> list[int]:
+    return sorted({b for b in (_head_end(req), _last_message_block(req)) if b is not None})
+
+
+def system_and_last_user(req: RenderedRequest) -> list[int]:
+    return sorted({b for b in (_head_end(req), _last_user_block(req)) if b is not None})
+
+
+def head_only(req: RenderedRequest) -> list[int]:
+    head = _head_end(req)
+    return [] if head is None else [head]
+
+
+def nothing(req: RenderedRequest) -> list[int]:
+    return []
+
+
+def _version(text: str | None) -> tuple[int, ...] | None:
+    if not text:
+        return None
+    m = re.match(r"\D*(\d+)(?:\.(\d+))?(?:\.(\d+))?", text)
+    return tuple(int(g) for g in m.groups() if g is not None) if m else None
 
 
 @dataclass(frozen=True)
@@ -48,38 +78,122 @@ class ClientProfile:
 
     name: str
     description: str
-    breakpoints: Callable[[RenderedRequest, str], list[Breakpoint]]
-    """Breakpoints for a request of a thread (ignored by automatic-prefix providers)."""
+    place: Placement = nothing
+    """Blocks that carry an explicit `cache_control` marker."""
+    automatic: bool = False
+    """Sends the top-level automatic `cache_control` (Anthropic) instead of / besides markers."""
+    main_ttl: Ttl = "5m"
+    """TTL it asks for on the main thread."""
+    other_ttl: Ttl = "5m"
+    """TTL it asks for on subagent threads."""
+    cache_key: str | None = None
+    """`conversation`: sends the thread's conversation id as `prompt_cache_key`."""
+    variants: tuple[str, ...] = ()
+    """Rule variants it opts into (e.g. `explicit` = Gemini cachedContents)."""
+    source: str = ""
+    agent_version: str | None = None
+    """Version of the harness the profile was bound to (from the log header)."""
+    since_version: tuple[tuple[str, str], ...] = ()
+    """(minimum version, field=value) changes, e.g. (("2.1", "main_ttl=1h"),)."""
 
+    def bind(self, agent_version: str | None) -> ClientProfile:
+        """This profile as it behaves at `agent_version` (unknown version: the base values)."""
+        bound = replace(self, agent_version=agent_version)
+        have = _version(agent_version)
+        if have is None:
+            return bound
+        for minimum, change in self.since_version:
+            if have >= (_version(minimum) or ()):
+                key, _, value = change.partition("=")
+                bound = replace(bound, **{key: value})
+        return bound
 
-def _none(req: RenderedRequest, thread: str) -> list[Breakpoint]:
-    return []
+    def ttl(self, thread: str) -> Ttl:
+        lane = thread.split("/")[0].rsplit("|", 1)[-1]  # `session|main` in batch replays
+        return self.main_ttl if lane == MAIN_THREAD else self.other_ttl
+
+    def breakpoints(self, req: RenderedRequest, thread: str) -> list[Breakpoint]:
+        """Breakpoints for a request of a thread (ignored by automatic-prefix providers)."""
+        if not len(req.block_ids):
+            return []
+        ttl = self.ttl(thread)
+        marks = [Breakpoint(b, ttl) for b in self.place(req)]
+        if self.automatic:
+            marks.append(Breakpoint(len(req.block_ids) - 1, ttl, automatic=True))
+        return marks
+
+    def key_for(self, thread: str, session_id: str = "") -> str | None:
+        """The `prompt_cache_key` it sends for a request of `thread`, if any."""
+        if self.cache_key != "conversation":
+            return None
+        lane = thread.split("/")[0]
+        return f"{session_id}:{lane}" if session_id else lane
 
 
 PROFILES: dict[str, ClientProfile] = {
     p.name: p
     for p in (
         ClientProfile(
-            "default",
-            "breakpoints on the system prompt and the last message, 5-minute TTL",
-            _system_and_last("5m"),
+            "claude-code",
+            "Claude Code: markers on the system prompt and the last message; 5m TTL, 1h on the "
+            "main thread from 2.1 (unknown version: 5m)",
+            place=system_and_last,
+            since_version=(("2.1", "main_ttl=1h"),),
+            source="project issue 3 (1h TTL on the main thread in Claude Code 2.1.x)",
         ),
         ClientProfile(
             "pi",
-            "pi-ai: breakpoints on the system prompt and the last user-role message, 5m TTL",
-            _system_and_last_user,
+            "pi (pi-ai): markers on the system prompt and the last user-role message, 5m TTL",
+            place=system_and_last_user,
+            source="project issue 3 (system + last user message)",
         ),
-        ClientProfile("none", "no cache_control at all (nothing is cached on Anthropic)", _none),
+        ClientProfile(
+            "codex",
+            "Codex: no markers; prompt_cache_key = the conversation (thread) id",
+            cache_key="conversation",
+            source="project issue 3 (prompt_cache_key = conversation)",
+        ),
+        ClientProfile(
+            "default",
+            "unknown harness: markers on the system prompt and the last message, 5m TTL",
+            place=system_and_last,
+        ),
+        ClientProfile(
+            "automatic",
+            "Anthropic top-level automatic cache_control only (last cacheable block), 5m TTL",
+            automatic=True,
+        ),
+        ClientProfile(
+            "gemini-explicit",
+            "a Gemini cachedContents resource holding the tools and system prompt (explicit "
+            "caching with storage billed per token-hour); a marker after the system prompt "
+            "elsewhere",
+            place=head_only,
+            variants=("explicit",),
+        ),
+        ClientProfile(
+            "none",
+            "no cache markers and no cache key (nothing is cached on Anthropic)",
+        ),
     )
 }
 
-AGENT_PROFILES = {"pi": "pi"}
+AGENT_PROFILES = {
+    "claude-code": "claude-code",
+    "claude_code": "claude-code",
+    "pi": "pi",
+    "codex": "codex",
+}
+"""Log agent → profile; any other agent (opencode, replay-recorder, unknown…) gets `default`."""
 
 
-def profile_for(agent: str, override: str | None = None) -> ClientProfile:
-    from replay._errors import ReplayError
-
-    name = override or AGENT_PROFILES.get(agent, "default")
+def profile_for(
+    agent: str, override: str | None = None, agent_version: str | None = None
+) -> ClientProfile:
+    name = override or AGENT_PROFILES.get((agent or "").lower(), "default")
     if name not in PROFILES:
         raise ReplayError(f"unknown client profile {name!r}; known: {', '.join(PROFILES)}")
-    return PROFILES[name]
+    return PROFILES[name].bind(agent_version)
+
+
+__all__ = ["AGENT_PROFILES", "PROFILES", "ClientProfile", "profile_for"]

@@ -2,13 +2,18 @@
 
 One store is shared by every request replayed under one strategy (main thread, subagents and
 summarizer calls alike), so entries written by one are visible to the others when the scope
-matches — as on the provider.
+matches — as on the provider. Breakpoint mechanisms keep `Entry`s keyed by the chained prefix
+key of the block the prefix ends at; automatic mechanisms keep whole prompts (`CachedPrompt`) and
+match by longest common prefix. Everything lives in the store, so a deep copy of it is a full
+snapshot of the cache (break-even counterfactuals rely on that).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+
+import numpy as np
 
 
 @dataclass
@@ -22,37 +27,113 @@ class Entry:
     last_use: datetime
     """Start of the last request that wrote or read it."""
     ready_at: datetime
-    """When it becomes readable (the writing response has begun)."""
+    """When it becomes readable by other threads (the writing response has begun)."""
     writer: str = ""
     """Thread that wrote it. A thread's requests are sequential (each starts after the previous
     response ended), so its own entries are always ready for it: readiness only matters for
     requests running in parallel in other threads."""
+    writers: set[str] = field(default_factory=set)
+    """Every thread that wrote it (a re-write by another thread makes it ready for that one)."""
+    created: datetime | None = None
+    """First write (for hard lifetime caps)."""
+    max_lifetime: float | None = None
+    """Hard cap in seconds since `created`, if any."""
+
+    def ready(self, t: datetime, reader: str = "") -> bool:
+        if self.ready_at <= t:
+            return True
+        return bool(reader) and (reader == self.writer or reader in self.writers)
+
+    def expired(self, t: datetime) -> bool:
+        if (t - self.last_use).total_seconds() > self.ttl:
+            return True
+        if self.max_lifetime is not None and self.created is not None:
+            return (t - self.created).total_seconds() > self.max_lifetime
+        return False
+
+    def live(self, t: datetime, reader: str = "") -> bool:
+        return self.ready(t, reader) and not self.expired(t)
+
+    def idle(self, t: datetime) -> float:
+        return (t - self.last_use).total_seconds()
+
+
+@dataclass
+class CachedPrompt:
+    """A whole prompt held by an automatic-prefix cache (matched by longest common prefix)."""
+
+    block_ids: np.ndarray
+    cum_tokens: np.ndarray
+    last_use: datetime
+    ready_at: datetime
+    ttl: float
+    writer: str = ""
+    created: datetime | None = None
+    max_lifetime: float | None = None
+    length: int | None = None
+    """Usable length when this is a partial unit (DeepSeek units); None = the whole prompt."""
+
+    @property
+    def total(self) -> int:
+        if self.length is not None:
+            return self.length
+        return int(self.cum_tokens[-1]) if len(self.cum_tokens) else 0
 
     def ready(self, t: datetime, reader: str = "") -> bool:
         return self.ready_at <= t or (bool(reader) and reader == self.writer)
 
-    def live(self, t: datetime, reader: str = "") -> bool:
-        return self.ready(t, reader) and (t - self.last_use).total_seconds() <= self.ttl
-
     def expired(self, t: datetime) -> bool:
-        return (t - self.last_use).total_seconds() > self.ttl
+        if (t - self.last_use).total_seconds() > self.ttl:
+            return True
+        if self.max_lifetime is not None and self.created is not None:
+            return (t - self.created).total_seconds() > self.max_lifetime
+        return False
+
+    def live(self, t: datetime, reader: str = "") -> bool:
+        return self.ready(t, reader) and not self.expired(t)
+
+    def idle(self, t: datetime) -> float:
+        return (t - self.last_use).total_seconds()
 
 
 @dataclass
 class CacheStore:
-    """Entries per (scope, model, prefix key); simulators may keep extra per-scope state."""
+    """Entries per (scope, model, prefix key); per-(scope, model) prompt lists for automatic
+    mechanisms; `extra` for any other per-scope state a simulator keeps."""
 
     entries: dict[tuple[str, str, int], Entry] = field(default_factory=dict)
-    extra: dict[tuple[str, str], object] = field(default_factory=dict)
+    prompts: dict[tuple[str, str], list[CachedPrompt]] = field(default_factory=dict)
+    extra: dict[tuple, object] = field(default_factory=dict)
+    scopes: dict[str, set[str]] = field(default_factory=dict)
+    """Model → scopes that hold entries or prompts for it (to name "different cache scope")."""
 
     def get(self, scope: str, model: str, key: int) -> Entry | None:
         return self.entries.get((scope, model, key))
 
-    def put(self, scope: str, model: str, key: int, entry: Entry) -> None:
+    def put(self, scope: str, model: str, key: int, entry: Entry) -> Entry:
+        """Write `entry`; a re-write of an entry that has not expired refreshes it instead
+        (longer TTL kept, earliest readiness kept). Returns the stored entry."""
+        self.scopes.setdefault(model, set()).add(scope)
+        entry.writers.add(entry.writer)
         old = self.entries.get((scope, model, key))
-        if old is not None and old.live(entry.last_use):
-            # A re-write of a live entry refreshes it and keeps the longer lifetime.
-            old.last_use = entry.last_use
+        t = entry.last_use
+        if old is not None and not old.expired(t):
+            old.last_use = max(old.last_use, t)
             old.ttl = max(old.ttl, entry.ttl)
-            return
+            old.ready_at = min(old.ready_at, entry.ready_at)
+            old.writers.add(entry.writer)
+            return old
+        if entry.created is None:
+            entry.created = t
         self.entries[(scope, model, key)] = entry
+        return entry
+
+    def other_scopes(self, scope: str, model: str) -> list[str]:
+        return sorted(s for s in self.scopes.get(model, ()) if s != scope)
+
+    def has_model(self, model: str) -> bool:
+        return bool(self.scopes.get(model))
+
+    def prompt_list(self, scope: str, model: str) -> list[CachedPrompt]:
+        self.scopes.setdefault(model, set()).add(scope)
+        return self.prompts.setdefault((scope, model), [])

@@ -1,124 +1,201 @@
-"""Anthropic prompt caching: explicit breakpoints, 20-position lookback, 5m/1h TTL.
+"""Explicit-breakpoint caching (mechanism `explicit-breakpoints`): Anthropic's Messages API, its
+Bedrock and Vertex variants, and Qwen's explicit mode.
 
-Per request (rules from `pricing/cache/anthropic.json` at the request's date):
-1. Breakpoints shorter than the model's minimum cacheable length are dropped.
+Per request, with the rules in force at its date (`pricing/cache/anthropic.json`, `qwen.json`):
+
+0. Models that strip thinking (`strips_thinking`): every thinking block before the last
+   non-tool_result user turn is removed from the prompt first; it is neither cached nor billed.
+1. Breakpoints: the client's explicit ones (moved off thinking and empty blocks) plus the
+   top-level automatic one on the last cacheable block when the client sends it and
+   `automatic_breakpoint` holds; at most `max_breakpoints`. Breakpoints shorter than the
+   model's minimum are dropped (on Bedrock, each one must lie a minimum after the previous).
 2. Read: from each breakpoint, walk back at most `lookback_positions` positions (the breakpoint
-   counts as one; runs of tool_use / tool_result blocks count as one position) and stop at the
-   first live entry. A = the longest hit.
-3. Bill (the mixed-TTL rule): read = A; 1h write = up to the last 1h breakpoint after A;
-   5m write = from there to the last breakpoint; uncached = the rest.
-4. Every breakpoint writes (or refreshes) its entry; the entry read is refreshed for free.
+   counts as one; with `collapse_tool_runs`, a run of tool_use or tool_result blocks is one
+   position) and stop at the first live entry. A = the longest hit.
+3. Bill (the mixed-TTL rule): read = A; 1h write = up to the last 1h breakpoint after A (B);
+   5m write = from B to the last breakpoint (C); uncached = the rest.
+4. Every breakpoint writes (or refreshes) its entry with its TTL, from the request's start;
+   the entry read is refreshed for free. Entries are readable by other threads once the
+   writing response began (`ready_at`), by the writing thread at once.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from decimal import Decimal
 
-from replay.cache._base import CacheOutcome, CacheSimulator, SimRequest, edit_cause
-from replay.cache._store import Entry
+from replay.cache._base import (
+    Breakpoint,
+    CacheOutcome,
+    CacheSimulator,
+    Lost,
+    PromptView,
+    SimRequest,
+    entry_state,
+    explain,
+    lane_state,
+    prompt_view,
+    walk_entries,
+)
+from replay.render._request import TEXT, THINKING
+
+
+def cacheable(view: PromptView, table, block: int) -> bool:
+    """Blocks that may carry `cache_control`: not thinking, not empty text."""
+    kind = view.kinds[block]
+    if kind == THINKING:
+        return False
+    info = table.blocks[int(view.ids[block])]
+    return not (kind == TEXT and info.tokens <= info.overhead)
+
+
+def last_cacheable(view: PromptView, table, upto: int) -> int | None:
+    for i in range(upto, -1, -1):
+        if cacheable(view, table, i):
+            return i
+    return None
 
 
 class AnthropicSimulator(CacheSimulator):
     provider = "anthropic"
+    mechanism = "explicit-breakpoints"
 
-    def _ttl_seconds(self, ttl: str, model: str, ts) -> float:
-        return float(self.rules.get("ttl_seconds_1h" if ttl == "1h" else "ttl_seconds_5m", model, ts))
+    def _ttl_seconds(self, sim: SimRequest, ttl: str) -> float:
+        return float(self.rule(sim, "ttl_seconds_1h" if ttl == "1h" else "ttl_seconds_5m"))
+
+    def breakpoints(self, sim: SimRequest, view: PromptView) -> tuple[list[Breakpoint], str]:
+        """The breakpoints the provider honours, and a note when some were ignored."""
+        note = ""
+        has_1h = bool(self.rule(sim, "ttl_1h_available", True))
+        max_bps = int(self.rule(sim, "max_breakpoints"))
+        marks: dict[int, Breakpoint] = {}
+        automatic = [b for b in sim.breakpoints if b.automatic]
+        for bp in sim.breakpoints:
+            if bp.automatic:
+                continue
+            block = last_cacheable(view, sim.table, view.map_block(bp.block))
+            if block is None:
+                continue
+            ttl = bp.ttl if has_1h else "5m"
+            old = marks.get(block)
+            if old is None or (old.ttl == "5m" and ttl == "1h"):
+                marks[block] = Breakpoint(block, ttl)
+        if automatic:
+            if not self.rule(sim, "automatic_breakpoint", False):
+                note = "the provider has no top-level automatic caching"
+            elif len(marks) < max_bps:
+                block = last_cacheable(view, sim.table, len(view) - 1)
+                if block is not None and block not in marks:
+                    ttl = automatic[-1].ttl if has_1h else "5m"
+                    marks[block] = Breakpoint(block, ttl, automatic=True)
+        bps = sorted(marks.values(), key=lambda b: b.block)
+        if len(bps) > max_bps:  # the API would refuse the request; keep the latest ones
+            bps = bps[-max_bps:]
+        return bps, note
 
     def simulate(self, sim: SimRequest) -> CacheOutcome:
-        req = sim.request
-        model, t, total = req.model, req.ts, req.total
-        min_len = int(self.rules.get("min_cacheable_tokens", model, t))
-        lookback = int(self.rules.get("lookback_positions", model, t))
-        collapse = bool(self.rules.get("collapse_tool_runs", model, t, default=False))
-        max_bps = int(self.rules.get("max_breakpoints", model, t))
-        ready_after = timedelta(seconds=float(self.rules.get("ready_after_seconds", model, t)))
+        req, store = sim.request, self.store
+        t = req.ts
+        view = prompt_view(req, bool(self.rule(sim, "strips_thinking", False)))
+        total = view.total
+        min_len = int(self.rule(sim, "min_cacheable_tokens"))
+        lookback = int(self.rule(sim, "lookback_positions"))
+        collapse = bool(self.rule(sim, "collapse_tool_runs", False))
+        per_checkpoint = bool(self.rule(sim, "min_tokens_per_checkpoint", False))
 
-        bps = sorted(sim.breakpoints, key=lambda b: b.block)[-max_bps:]
-        eligible = [b for b in bps if int(req.cum_tokens[b.block]) >= min_len]
-        if not eligible:
-            cause = "below minimum cacheable length" if bps and total else None
-            return CacheOutcome(total, 0, 0, 0, cause)
+        bps, note = self.breakpoints(sim, view)
+        eligible: list[Breakpoint] = []
+        floor = 0
+        for bp in bps:
+            tokens = view.tokens(bp.block)
+            if tokens - floor >= min_len:
+                eligible.append(bp)
+                if per_checkpoint:
+                    floor = tokens
 
-        # Boundaries a lookback can stop at: the last block of each position.
-        if collapse:
-            pos = req.positions
-        else:
-            pos = range(len(req.block_ids))
-        ends: dict[int, int] = {}
-        for block, p in enumerate(pos):
-            ends[int(p)] = block
-
-        keys = req.prefix_keys
-        read_tokens, read_key = 0, None
-        blocked = {"expired": None, "not_ready": False, "beyond": False}
-        for bp in sorted(eligible, key=lambda b: -b.block):
-            top = int(req.positions[bp.block]) if collapse else bp.block
-            for p in range(top, max(-1, top - lookback), -1):
-                block = ends.get(p)
-                if block is None or block > bp.block:
-                    continue
-                entry = self.store.get(sim.scope, model, keys[block])
-                if entry is None:
-                    continue
-                if entry.live(t, sim.lane):
-                    if entry.tokens > read_tokens:
-                        read_tokens, read_key = entry.tokens, keys[block]
-                    break
-                if not entry.ready(t, sim.lane) and not entry.expired(t):
-                    blocked["not_ready"] = True
-                else:
-                    gap = (t - entry.last_use).total_seconds()
-                    blocked["expired"] = max(blocked["expired"] or 0, gap)
-
-        last = eligible[-1]
-        c_tokens = max(int(req.cum_tokens[last.block]), read_tokens)
-        one_hour = [b for b in eligible if b.ttl == "1h" and int(req.cum_tokens[b.block]) > read_tokens]
-        b_tokens = int(req.cum_tokens[one_hour[-1].block]) if one_hour else read_tokens
-        b_tokens = min(max(b_tokens, read_tokens), c_tokens)
-        outcome = CacheOutcome(
-            uncached=total - c_tokens,
-            cache_read=read_tokens,
-            cache_write_5m=c_tokens - b_tokens,
-            cache_write_1h=b_tokens - read_tokens,
-            miss_cause=self._cause(sim, read_tokens, blocked, eligible, lookback),
-        )
-
-        for bp in eligible:
-            self.store.put(
-                sim.scope,
-                model,
-                keys[bp.block],
-                Entry(
-                    tokens=int(req.cum_tokens[bp.block]),
-                    ttl=self._ttl_seconds(bp.ttl, model, t),
-                    last_use=t,
-                    ready_at=t + ready_after,
-                    writer=sim.lane,
-                ),
+        lane = lane_state(store, sim, "explicit")
+        stripped = None
+        if view.dropped_tokens > lane.dropped and sim.previous is not None:
+            stripped = (
+                f"thinking blocks stripped at the new user turn ({view.dropped_tokens:,} tokens)"
             )
-        if read_key is not None:
-            entry = self.store.get(sim.scope, model, read_key)
-            if entry is not None:
-                entry.last_use = t
+
+        def done(
+            read: int, w1h: int, w5m: int, uncached: int, lost: Lost | None, size: int = total
+        ) -> CacheOutcome:
+            no_bp = None
+            if not bps:
+                no_bp = note or "the client sent no cache breakpoint"
+            kind, text = explain(
+                sim, read, lost, total=size, min_len=min_len, no_breakpoint=no_bp,
+                stripped=stripped if read < lane.total else None,
+            )
+            lane.total, lane.dropped = total, view.dropped_tokens
+            return CacheOutcome(
+                uncached=uncached,
+                cache_read=read,
+                cache_write_5m=w5m,
+                cache_write_1h=w1h,
+                miss_cause=text,
+                miss_kind=kind,
+                dropped_tokens=view.dropped_tokens,
+                price_factor=self.price_factor(sim),
+            )
+
+        if not eligible:
+            lost = walk_entries(
+                store, sim, view, 0, unreached="no breakpoint reaches it (all below the minimum)"
+            )
+            size = view.tokens(bps[-1].block) if bps else total
+            return done(0, 0, 0, total, lost, size)
+
+        # Positions the lookback walks, and the blocks of each position.
+        positions = view.positions if collapse else None
+        members: dict[int, list[int]] = {}
+        if collapse:
+            for block, p in enumerate(positions.tolist()):
+                members.setdefault(p, []).append(block)
+
+        read, read_entry = 0, None
+        for bp in sorted(eligible, key=lambda b: -b.block):
+            top = int(positions[bp.block]) if collapse else bp.block
+            hit = None
+            for p in range(top, max(-1, top - lookback), -1):
+                blocks = members[p] if collapse else (p,)
+                for block in reversed(blocks):
+                    if block > bp.block:
+                        continue
+                    entry = store.get(sim.scope, req.model, view.keys[block])
+                    if entry is not None and entry_state(entry, t, sim.lane) is None:
+                        hit = (view.tokens(block), entry)
+                        break
+                if hit is not None:
+                    break
+            if hit is not None and hit[0] > read:
+                read, read_entry = hit
+
+        c_tokens = max(view.tokens(eligible[-1].block), read)
+        one_hour = [b for b in eligible if b.ttl == "1h" and view.tokens(b.block) > read]
+        b_tokens = view.tokens(one_hour[-1].block) if one_hour else read
+        b_tokens = min(max(b_tokens, read), c_tokens)
+
+        lost = walk_entries(store, sim, view, read, unreached=f"beyond lookback ({lookback} "
+                            f"positions{', tool runs collapsed' if collapse else ''})")
+        outcome = done(read, b_tokens - read, c_tokens - b_tokens, total - c_tokens, lost)
+
+        ready = self.ready_at(sim)
+        for bp in eligible:
+            store.put(
+                sim.scope,
+                req.model,
+                view.keys[bp.block],
+                self.new_entry(sim, view.tokens(bp.block), self._ttl_seconds(sim, bp.ttl), ready),
+            )
+        if read_entry is not None and self.rule(sim, "refresh_on_read", True):
+            read_entry.last_use = max(read_entry.last_use, t)
         return outcome
 
-    def _cause(self, sim: SimRequest, read: int, blocked: dict, eligible, lookback: int) -> str | None:
-        """Explain a read shorter than the longest prefix an earlier request wrote for it."""
-        req = sim.request
-        best_written = 0
-        for block in range(min(len(req.prefix_keys), eligible[-1].block + 1) - 1, -1, -1):
-            entry = self.store.get(sim.scope, req.model, req.prefix_keys[block])
-            if entry is not None:
-                best_written = entry.tokens
-                break
-        if best_written > read:
-            if blocked["not_ready"]:
-                return "written by a parallel request not yet ready"
-            if blocked["expired"] is not None:
-                return f"TTL expired (idle {blocked['expired']:.0f}s)"
-            return f"beyond lookback ({lookback} positions)"
-        if sim.previous is None:
-            return "cold start" if read == 0 else None
-        if sim.previous.model != req.model or sim.diff.is_break:
-            return edit_cause(sim)
-        return None
+    def price_factor(self, sim: SimRequest) -> Decimal:
+        endpoint = self.rule(sim, "endpoint", "global")
+        if endpoint == "global":
+            return Decimal(1)
+        return Decimal(str(self.rule(sim, "regional_price_multiplier", "1")))

@@ -1,115 +1,136 @@
-"""OpenAI automatic prompt caching (models before GPT-5.6).
+"""OpenAI prompt caching.
 
-No breakpoints and no write fee: every request leaves its prompt in the cache; a later request
-in the same scope reads the longest prefix it shares with a live cached prompt, if that prefix and
-the prompt are at least `min_cacheable_tokens` long, rounded down to `granularity_tokens` (128).
-Prompts live `ttl_seconds` after their last use (retention depends on the model and date).
+Before GPT-5.6 it is automatic prefix caching (`AutomaticPrefixSimulator`, mechanism
+`automatic-prefix`: ≥ 1024 tokens, 128-token steps, in-memory or 24h retention by model and
+date). GPT-5.6 and later (mechanism `openai-breakpoints`, `OpenAIBreakpointSimulator`):
+
+- Boundaries sit at message ends. The implicit breakpoint is the end of the latest eligible
+  message (a user message, the last tool output of a consecutive group, or the initial
+  developer block — here the tools and system prompt); explicit breakpoints come from the client
+  (never on assistant blocks).
+- Lookups: the first 2 and latest 50 explicit breakpoints, the implicit one, up to 20 earlier
+  eligible message ends and the end of the initial developer block. The match is exact at a
+  boundary (no 128 rounding, no fallback to an unmarked shorter prefix); cached = the longest
+  looked-up boundary with a live entry, if ≥ 1024 tokens.
+- Writes: entries at the implicit boundary and the latest 3 explicit ones (≤ 4), each ≥ 1024;
+  write = furthest written − cached, billed at the write rate (1.25×); uncached = the rest.
+  Each input token is billed at one rate. Entries live 30 minutes after their last write or
+  reuse; reuse refreshes them for free.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from replay.cache._base import (
+    CacheOutcome,
+    CacheSimulator,
+    SimRequest,
+    entry_state,
+    explain,
+    prompt_view,
+    walk_entries,
+)
+from replay.cache.automatic import AutomaticPrefixSimulator, common_prefix_tokens
+from replay.render._request import (
+    SUMMARY,
+    SYSTEM,
+    TEXT,
+    THINKING,
+    TOOL,
+    TOOL_CALL,
+    TOOL_RESULT,
+    USER,
+)
 
-import numpy as np
-
-from replay.cache._base import CacheOutcome, CacheSimulator, SimRequest, edit_cause
-from replay.render import BlockTable, RenderedRequest, first_difference
-
-_MAX_PROMPTS = 64
-
-
-@dataclass
-class CachedPrompt:
-    block_ids: np.ndarray
-    cum_tokens: np.ndarray
-    last_use: datetime
-    ready_at: datetime
-    ttl: float
-    writer: str = ""
-
-    def ready(self, t: datetime, reader: str) -> bool:
-        return self.ready_at <= t or reader == self.writer
-
-    @property
-    def total(self) -> int:
-        return int(self.cum_tokens[-1]) if len(self.cum_tokens) else 0
+_ASSISTANT = (TEXT, THINKING, TOOL_CALL)
 
 
-def common_prefix_tokens(
-    table: BlockTable, ids_a: np.ndarray, cum_a: np.ndarray, ids_b: np.ndarray, cum_b: np.ndarray
-) -> int:
-    """Tokens two prompts share from the start: block ids first, tokens only in the first
-    differing block."""
-    from replay.prefix._diff import _common_tokens
+def eligible_ends(kinds: list[str]) -> tuple[int | None, list[int]]:
+    """(end of the initial developer block or None, eligible message ends in order)."""
+    head = None
+    for i, kind in enumerate(kinds):
+        if kind in (TOOL, SYSTEM):
+            head = i
+        else:
+            break
+    ends = [] if head is None else [head]
+    n = len(kinds)
+    for i, kind in enumerate(kinds):
+        last_result = kind == TOOL_RESULT and (i == n - 1 or kinds[i + 1] != TOOL_RESULT)
+        if kind in (USER, SUMMARY) or last_result:
+            ends.append(i)
+    return head, ends
 
-    block = first_difference(ids_a, ids_b)
-    if block is None:
-        n = min(len(ids_a), len(ids_b))
-        return int(cum_a[n - 1]) if n else 0
-    before = int(cum_a[block - 1]) if block else 0
-    return before + _common_tokens(table, int(ids_a[block]), int(ids_b[block]))
 
-
-class AutomaticPrefixSimulator(CacheSimulator):
-    """Automatic prefix caching: OpenAI before GPT-5.6, and providers that work like it (Gemini
-    implicit caching, with its own minimums and granularity from its rule file)."""
-
+class OpenAIBreakpointSimulator(CacheSimulator):
     provider = "openai"
+    mechanism = "openai-breakpoints"
 
     def simulate(self, sim: SimRequest) -> CacheOutcome:
-        req: RenderedRequest = sim.request
-        t, model, total = req.ts, req.model, req.total
-        min_len = int(self.rules.get("min_cacheable_tokens", model, t))
-        step = int(self.rules.get("granularity_tokens", model, t))
-        ttl = float(self.rules.get("ttl_seconds", model, t))
-        ready_after = timedelta(seconds=float(self.rules.get("ready_after_seconds", model, t)))
-        prompts: list[CachedPrompt] = self.store.extra.setdefault((sim.scope, model), [])  # type: ignore[assignment]
+        req, store = sim.request, self.store
+        t, model = req.ts, req.model
+        view = prompt_view(req)
+        total = view.total
+        min_len = int(self.rule(sim, "min_cacheable_tokens"))
+        first_n = int(self.rule(sim, "lookup_first_explicit"))
+        latest_n = int(self.rule(sim, "lookup_latest_explicit"))
+        earlier_n = int(self.rule(sim, "lookup_earlier_message_ends"))
+        max_writes = int(self.rule(sim, "max_writes"))
+        ttl = float(self.rule(sim, "ttl_seconds"))
 
-        live_best, live_match = 0, None
-        dead_best, dead_reason = 0, None
-        for p in prompts:
-            shared = common_prefix_tokens(
-                sim.table, p.block_ids, p.cum_tokens, req.block_ids, req.cum_tokens
-            )
-            if p.ready(t, sim.lane) and (t - p.last_use).total_seconds() <= p.ttl:
-                if shared > live_best:
-                    live_best, live_match = shared, p
-            elif shared > dead_best:
-                dead_best = shared
-                if not p.ready(t, sim.lane) and (t - p.last_use).total_seconds() <= p.ttl:
-                    dead_reason = "written by a parallel request not yet ready"
-                else:
-                    gap = (t - p.last_use).total_seconds()
-                    dead_reason = f"TTL expired (idle {gap:.0f}s)"
+        head, ends = eligible_ends(view.kinds)
+        implicit = ends[-1] if ends else None
+        explicit = sorted(
+            {
+                b.block
+                for b in sim.breakpoints
+                if not b.automatic
+                and 0 <= b.block < len(view)
+                and view.kinds[b.block] not in _ASSISTANT
+            }
+        )
+        lookups = set(explicit[:first_n]) | set(explicit[-latest_n:] if latest_n else [])
+        if implicit is not None:
+            lookups.add(implicit)
+            earlier = [e for e in ends if e < implicit]
+            lookups.update(earlier[-earlier_n:] if earlier_n else [])
+        if head is not None:
+            lookups.add(head)
 
-        cached = 0
-        if total >= min_len and live_best >= min_len:
-            cached = (live_best // step) * step
-        cause = None
-        if dead_best > live_best and dead_best >= min_len:
-            cause = dead_reason
-        elif sim.previous is None:
-            cause = "cold start" if cached == 0 else None
-        elif sim.previous.model != model or sim.diff.is_break:
-            cause = edit_cause(sim)
-        elif cached == 0 and total >= min_len and live_best < min_len:
-            cause = "below minimum cacheable length"
-        elif total < min_len:
-            cause = "below minimum cacheable length"
+        cached, read_entry = 0, None
+        for q in sorted(lookups, reverse=True):
+            tokens = view.tokens(q)
+            if tokens < min_len or tokens <= cached:
+                continue
+            entry = store.get(sim.scope, model, view.keys[q])
+            if entry is not None and entry_state(entry, t, sim.lane) is None:
+                cached, read_entry = tokens, entry
 
-        if live_match is not None:
-            live_match.last_use = t
-        # The new prompt covers every cached prompt that is a prefix of it.
-        kept = [
-            p
-            for p in prompts
-            if not (
-                len(p.block_ids) <= len(req.block_ids)
-                and first_difference(p.block_ids, req.block_ids) is None
-            )
-            and (t - p.last_use).total_seconds() <= max(p.ttl * 4, 86400)
-        ]
-        kept.append(CachedPrompt(req.block_ids, req.cum_tokens, t, t + ready_after, ttl, sim.lane))
-        prompts[:] = kept[-_MAX_PROMPTS:]
-        return CacheOutcome(total - cached, cached, 0, 0, cause)
+        writes = [implicit] if implicit is not None else []
+        room = max_writes - len(writes)
+        writes += [b for b in explicit[-room:] if b not in writes] if room > 0 else []
+        writes = [w for w in writes if view.tokens(w) >= min_len]
+        furthest = max((view.tokens(w) for w in writes), default=0)
+        top = max(cached, furthest)
+
+        lost = walk_entries(
+            store, sim, view, cached, unreached="not among the looked-up boundaries"
+        )
+        kind, text = explain(sim, cached, lost, total=total, min_len=min_len)
+        outcome = CacheOutcome(
+            uncached=total - top,
+            cache_read=cached,
+            cache_write_5m=top - cached,
+            cache_write_1h=0,
+            miss_cause=text,
+            miss_kind=kind,
+        )
+        ready = self.ready_at(sim)
+        for w in writes:
+            entry = self.new_entry(sim, view.tokens(w), ttl, ready)
+            store.put(sim.scope, model, view.keys[w], entry)
+        if read_entry is not None:
+            read_entry.last_use = max(read_entry.last_use, t)
+        return outcome
+
+
+__all__ = ["AutomaticPrefixSimulator", "OpenAIBreakpointSimulator", "common_prefix_tokens"]

@@ -7,7 +7,7 @@ Column names are the JSON contract (README "Output columns"). Money columns are 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 import polars as pl
@@ -39,6 +39,7 @@ TURN_COLUMNS = [
     "over_window",
     "blind_actions",
     "cost_usd",
+    "storage_cost_usd",
 ]
 
 SUMMARY_COLUMNS = [
@@ -58,6 +59,8 @@ SUMMARY_COLUMNS = [
     "summarizer_cost_usd",
     "misses",
     "blind_actions",
+    "miss_causes",
+    "storage_cost_usd",
 ]
 
 
@@ -71,7 +74,7 @@ def _turn_row(r: RequestRecord) -> dict:
         "thread": r.thread,
         "ts": r.ts,
         "model": r.model,
-        "prompt_tokens": r.request.total,
+        "prompt_tokens": o.prompt,
         "cached_tokens": o.cache_read,
         "cache_write_tokens": o.cache_write_5m + o.cache_write_1h,
         "cache_write_5m_tokens": o.cache_write_5m,
@@ -87,6 +90,7 @@ def _turn_row(r: RequestRecord) -> dict:
         "over_window": r.over_window,
         "blind_actions": len(r.blind_actions),
         "cost_usd": r.cost_usd,
+        "storage_cost_usd": o.storage_usd,
     }
 
 
@@ -115,6 +119,7 @@ def turns_frame(records: Sequence[RequestRecord]) -> pl.DataFrame:
         "over_window": pl.Boolean,
         "blind_actions": pl.Int64,
         "cost_usd": MONEY,
+        "storage_cost_usd": MONEY,
     }
     return pl.DataFrame([_turn_row(r) for r in records], schema=schema, orient="row")
 
@@ -135,6 +140,8 @@ class _Acc:
     summarizer_cost: Decimal = Decimal(0)
     misses: int = 0
     blind: int = 0
+    causes: dict[str, int] = field(default_factory=dict)
+    storage: Decimal = Decimal(0)
 
 
 def summary_frame(records: Sequence[RequestRecord]) -> pl.DataFrame:
@@ -143,7 +150,8 @@ def summary_frame(records: Sequence[RequestRecord]) -> pl.DataFrame:
     for r in records:
         a = accs.setdefault(r.strategy, _Acc())
         o = r.outcome
-        a.prompt += r.request.total
+        a.prompt += o.prompt
+        a.storage += o.storage_usd
         a.cached += o.cache_read
         a.written += o.cache_write_5m + o.cache_write_1h
         a.uncached += o.uncached
@@ -154,10 +162,13 @@ def summary_frame(records: Sequence[RequestRecord]) -> pl.DataFrame:
             a.summarizer_cost += r.cost_usd
             continue
         a.requests += 1
-        a.peak = max(a.peak, r.request.total)
+        a.peak = max(a.peak, o.prompt)
         a.breaks += int(r.diff.is_break)
         a.over += int(r.over_window)
-        a.misses += int(r.outcome.miss_cause not in (None, "cold start"))
+        kind = o.miss_kind or (None if o.miss_cause is None else "other")
+        if kind not in (None, "cold-start"):
+            a.misses += 1
+            a.causes[kind] = a.causes.get(kind, 0) + 1
         a.blind += len(r.blind_actions)
     rows = [
         {
@@ -177,6 +188,8 @@ def summary_frame(records: Sequence[RequestRecord]) -> pl.DataFrame:
             "summarizer_cost_usd": a.summarizer_cost,
             "misses": a.misses,
             "blind_actions": a.blind,
+            "miss_causes": _causes(a.causes),
+            "storage_cost_usd": a.storage,
         }
         for name, a in accs.items()
     ]
@@ -197,5 +210,13 @@ def summary_frame(records: Sequence[RequestRecord]) -> pl.DataFrame:
         "summarizer_cost_usd": MONEY,
         "misses": pl.Int64,
         "blind_actions": pl.Int64,
+        "miss_causes": pl.Utf8,
+        "storage_cost_usd": MONEY,
     }
     return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def _causes(counts: dict[str, int]) -> str:
+    """`kind=count` pairs, most frequent first (kinds: replay.cache.MISS_KINDS)."""
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{kind}={n}" for kind, n in ordered)

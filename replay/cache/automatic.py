@@ -1,0 +1,161 @@
+"""Automatic prefix caching (mechanism `automatic-prefix`): OpenAI before GPT-5.6, Gemini
+implicit caching, xAI, Kimi, Qwen implicit, DeepSeek's legacy 64-token rule.
+
+No breakpoints: every request leaves its prompt in the cache; a later request in the same scope
+and model reads the longest prefix it shares with a live cached prompt, if that prefix and the
+prompt are at least `min_cacheable_tokens` long, rounded down to `granularity_tokens`. Prompts
+live `ttl_seconds` after their last use (OpenAI: per `retention`, with a hard cap since the
+first write). With `bills_writes` (Kimi K3) the rest of the prompt is billed as a cache write,
+5m or 1h as the client asks; otherwise nothing is billed for writing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from replay.cache._base import (
+    BELOW_MINIMUM,
+    OTHER_SCOPE,
+    CacheOutcome,
+    CacheSimulator,
+    Lost,
+    SimRequest,
+    entry_state,
+    explain,
+    scope_label,
+)
+from replay.cache._store import CachedPrompt
+from replay.prefix._diff import _common_tokens
+from replay.render import BlockTable, RenderedRequest, first_difference
+
+MAX_PROMPTS = 64
+"""Prompts kept per scope and model (the oldest go first)."""
+
+
+def common_prefix_tokens(
+    table: BlockTable, ids_a: np.ndarray, cum_a: np.ndarray, ids_b: np.ndarray, cum_b: np.ndarray
+) -> int:
+    """Tokens two prompts share from the start: block ids first, tokens only in the first
+    differing block."""
+    block = first_difference(ids_a, ids_b)
+    if block is None:
+        n = min(len(ids_a), len(ids_b))
+        return int(cum_a[n - 1]) if n else 0
+    before = int(cum_a[block - 1]) if block else 0
+    return before + _common_tokens(table, int(ids_a[block]), int(ids_b[block]))
+
+
+def shared_with(p: CachedPrompt, req: RenderedRequest, table: BlockTable) -> int:
+    shared = common_prefix_tokens(table, p.block_ids, p.cum_tokens, req.block_ids, req.cum_tokens)
+    return min(shared, p.total)
+
+
+def requested_ttl(sim: SimRequest) -> str:
+    """The TTL the client asks for: its last breakpoint's, else its profile's for the thread."""
+    if sim.breakpoints:
+        return sim.breakpoints[-1].ttl
+    if sim.profile is not None:
+        return sim.profile.ttl(sim.request.thread)
+    return "5m"
+
+
+class AutomaticPrefixSimulator(CacheSimulator):
+    """Longest-common-prefix caching with a minimum, a step and an idle TTL."""
+
+    provider = "openai"
+    mechanism = "automatic-prefix"
+
+    def lifetime(self, sim: SimRequest) -> tuple[float, float | None, str]:
+        """(idle TTL, hard cap or None, write bucket "5m"/"1h")."""
+        retention = self.rule(sim, "retention", None)
+        if retention is not None:
+            ttl = float(self.rule(sim, f"ttl_seconds_{retention}"))
+            cap = self.rule(sim, f"max_lifetime_seconds_{retention}", None)
+            return ttl, None if cap is None else float(cap), "5m"
+        if self.rule(sim, "bills_writes", False):
+            if requested_ttl(sim) == "1h" and self.rule(sim, "ttl_1h_available", False):
+                return float(self.rule(sim, "ttl_seconds_1h")), None, "1h"
+            return float(self.rule(sim, "ttl_seconds_5m")), None, "5m"
+        return float(self.rule(sim, "ttl_seconds")), None, "5m"
+
+    def simulate(self, sim: SimRequest) -> CacheOutcome:
+        req, store = sim.request, self.store
+        t, model, total = req.ts, req.model, req.total
+        min_len = int(self.rule(sim, "min_cacheable_tokens"))
+        step = max(1, int(self.rule(sim, "granularity_tokens", 1)))
+        bills_writes = bool(self.rule(sim, "bills_writes", False))
+        ttl, cap, bucket = self.lifetime(sim)
+        prompts = store.prompt_list(sim.scope, model)
+
+        live_best, live_match = 0, None
+        dead: list[Lost] = []
+        for p in prompts:
+            shared = shared_with(p, req, sim.table)
+            if shared <= 0:
+                continue
+            state = entry_state(p, t, sim.lane)
+            if state is None:
+                if shared > live_best:
+                    live_best, live_match = shared, p
+            else:
+                dead.append(Lost(shared, *state))
+        for other in store.other_scopes(sim.scope, model):
+            for p in store.prompts.get((other, model), ()):
+                if not p.expired(t):
+                    shared = shared_with(p, req, sim.table)
+                    if shared > 0:
+                        why = f"different cache scope ({scope_label(other)})"
+                        dead.append(Lost(shared, OTHER_SCOPE, why))
+
+        cached = 0
+        if total >= min_len and live_best >= min_len:
+            cached = (live_best // step) * step
+        lost = max((d for d in dead if d.tokens > live_best), key=lambda d: d.tokens, default=None)
+        if lost is None and 0 < live_best < min_len:
+            lost = Lost(
+                live_best,
+                BELOW_MINIMUM,
+                f"below minimum cacheable length ({live_best:,} < {min_len:,} tokens)",
+            )
+        kind, text = explain(sim, cached, lost, total=total, min_len=min_len, slack=step - 1)
+
+        write = total - cached if bills_writes and total >= min_len else 0
+        outcome = CacheOutcome(
+            uncached=total - cached - write,
+            cache_read=cached,
+            cache_write_5m=write if bucket == "5m" else 0,
+            cache_write_1h=write if bucket == "1h" else 0,
+            miss_cause=text,
+            miss_kind=kind,
+        )
+
+        created = t
+        if live_match is not None and cached:
+            if self.rule(sim, "refresh_on_read", True):
+                live_match.last_use = max(live_match.last_use, t)
+            created = live_match.created or t
+        # The new prompt covers every cached prompt that is a prefix of it.
+        kept = [
+            p
+            for p in prompts
+            if not (
+                p.length is None
+                and len(p.block_ids) <= len(req.block_ids)
+                and first_difference(p.block_ids, req.block_ids) is None
+            )
+            and (t - p.last_use).total_seconds() <= max(p.ttl * 4, 86400)
+        ]
+        kept.append(
+            CachedPrompt(
+                req.block_ids,
+                req.cum_tokens,
+                last_use=t,
+                ready_at=self.ready_at(sim),
+                ttl=ttl,
+                writer=sim.lane,
+                created=created,
+                max_lifetime=cap,
+            )
+        )
+        prompts[:] = kept[-MAX_PROMPTS:]
+        return outcome

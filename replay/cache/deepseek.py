@@ -1,0 +1,135 @@
+"""DeepSeek's disk cache since V4 (mechanism `prefix-units`).
+
+A hit needs the full match of a persisted "cache prefix unit". Units are persisted:
+
+1. at the end of each request's input and at the end of its output (the output unit is seen
+   when the thread's next prompt repeats that response right after the previous prompt);
+2. at a common prefix detected across requests: when a prompt shares L tokens with a cached
+   unit but does not contain it, a unit at L is added, usable from a later request (building
+   takes seconds: `ready_after_seconds`);
+3. every `unit_interval_tokens` inside long inputs (interval undocumented; 64 assumed).
+
+hit = the longest live unit that is a prefix of the prompt (at least `min_cacheable_tokens`);
+the rest is a miss. No write or storage fee; unused units are cleared after hours (assumed
+`ttl_seconds`). Before V4, the legacy 64-token rule is plain automatic prefix caching with a
+64-token step (`automatic-prefix` in `pricing/cache/deepseek.json`).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from replay.cache._base import (
+    BELOW_MINIMUM,
+    OTHER_SCOPE,
+    CacheOutcome,
+    CacheSimulator,
+    Lost,
+    SimRequest,
+    entry_state,
+    explain,
+    scope_label,
+)
+from replay.cache._store import CachedPrompt
+from replay.cache.automatic import MAX_PROMPTS, shared_with
+from replay.render import first_difference
+from replay.render._request import TEXT, THINKING, TOOL_CALL
+
+_ASSISTANT = (TEXT, THINKING, TOOL_CALL)
+
+
+class DeepSeekUnitSimulator(CacheSimulator):
+    provider = "deepseek"
+    mechanism = "prefix-units"
+
+    def simulate(self, sim: SimRequest) -> CacheOutcome:
+        req, store = sim.request, self.store
+        t, model, total = req.ts, req.model, req.total
+        min_len = int(self.rule(sim, "min_cacheable_tokens"))
+        interval = max(1, int(self.rule(sim, "unit_interval_tokens")))
+        ttl = float(self.rule(sim, "ttl_seconds"))
+        units = store.prompt_list(sim.scope, model)
+        previous_key = ("deepseek-last", sim.scope, model, sim.lane)
+
+        # 1b. The output unit of the thread's previous request, now that its response shows.
+        last: CachedPrompt | None = store.extra.get(previous_key)  # type: ignore[assignment]
+        if last is not None and not last.expired(t):
+            n = len(last.block_ids)
+            if (
+                len(req.block_ids) > n
+                and first_difference(last.block_ids, req.block_ids[:n]) is None
+                and req.kinds[n] in _ASSISTANT
+            ):
+                end = n
+                owner = req.item_index[n]
+                while (
+                    end + 1 < len(req.block_ids)
+                    and req.item_index[end + 1] == owner
+                    and req.kinds[end + 1] in _ASSISTANT
+                ):
+                    end += 1
+                units.append(
+                    CachedPrompt(
+                        req.block_ids[: end + 1],
+                        req.cum_tokens[: end + 1],
+                        last_use=last.last_use,
+                        ready_at=last.last_use,
+                        ttl=ttl,
+                        writer=sim.lane,
+                    )
+                )
+
+        best, best_unit = 0, None
+        dead: list[Lost] = []
+        common = 0
+        for u in units:
+            shared = shared_with(u, req, sim.table)
+            if shared <= 0:
+                continue
+            whole = shared >= u.total
+            usable = u.total if whole else (shared // interval) * interval
+            state = entry_state(u, t, sim.lane)
+            if state is not None:
+                dead.append(Lost(usable, *state))
+                continue
+            if usable > best:
+                best, best_unit = usable, u
+            if not whole and shared < total:
+                common = max(common, shared)
+        for other in store.other_scopes(sim.scope, model):
+            for u in store.prompts.get((other, model), ()):
+                if not u.expired(t):
+                    shared = shared_with(u, req, sim.table)
+                    if shared > 0:
+                        why = f"different cache scope ({scope_label(other)})"
+                        dead.append(Lost(shared, OTHER_SCOPE, why))
+
+        hit = best if best >= min_len and total >= min_len else 0
+        lost = max((d for d in dead if d.tokens > best), key=lambda d: d.tokens, default=None)
+        if lost is None and 0 < best < min_len:
+            lost = Lost(best, BELOW_MINIMUM,
+                        f"below minimum cacheable length ({best:,} < {min_len:,} tokens)")
+        kind, text = explain(sim, hit, lost, total=total, min_len=min_len, slack=interval - 1)
+        outcome = CacheOutcome(total - hit, hit, 0, 0, miss_cause=text, miss_kind=kind)
+
+        if best_unit is not None and hit:
+            best_unit.last_use = max(best_unit.last_use, t)
+        ready = self.ready_at(sim)
+        # Units persist independently of each other (a longer one does not replace a shorter).
+        kept = [u for u in units if not u.expired(t)]
+        # 2. A common-prefix unit, usable by later requests only.
+        if common > hit:
+            kept.append(
+                CachedPrompt(
+                    req.block_ids, req.cum_tokens, last_use=t,
+                    ready_at=t + timedelta(seconds=max(1.0, (ready - t).total_seconds())),
+                    ttl=ttl, writer="", length=common,
+                )
+            )
+        # 1a. The unit at the end of this request's input.
+        mine = CachedPrompt(req.block_ids, req.cum_tokens, last_use=t, ready_at=ready, ttl=ttl,
+                            writer=sim.lane)
+        kept.append(mine)
+        units[:] = kept[-MAX_PROMPTS:]
+        store.extra[previous_key] = mine
+        return outcome

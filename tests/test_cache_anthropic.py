@@ -1,0 +1,420 @@
+"""Anthropic prompt caching (direct API), hand-computed.
+
+Every scenario is a small log of requests built with exact token counts (`CacheLab`: each block
+has exactly the tokens given, distinct blocks share no token). Unless said otherwise: model
+claude-sonnet-4-5 on 2026-10-20 (genai-prices: input $3, cache read $0.30, 5m write $3.75,
+1h write $6 per MTok), client profile `default` (markers on the last system block and on the
+last message, 5m TTL), minimum cacheable prefix 1024, lookback 20 positions.
+
+Split = (read, 1h write, 5m write, uncached).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from replay.cache import Breakpoint
+from replay.cache.testing import CacheLab
+
+D = Decimal
+MODEL = "claude-sonnet-4-5"
+
+
+def usd(micro_dollars: str) -> Decimal:
+    """`usd("2160")` = 2160 millionths of a dollar (token counts × $/MTok)."""
+    return D(micro_dollars) / 1_000_000
+
+
+def base(lab: CacheLab):
+    """tools 500 + system 1500 + first user message 200 = 2,200 tokens."""
+    return [lab.block("tool", 500), lab.block("system", 1500), lab.block("user", 200)]
+
+
+# -- the basic write then read --------------------------------------------------------------------
+
+
+def test_cold_write_then_append_read():
+    lab = CacheLab("anthropic", MODEL)
+    head = base(lab)
+    # r1: breakpoints at the system end (2,000) and the last block (2,200); nothing cached yet.
+    # A = 0, B = 0, C = 2,200 → 5m write 2,200. Cost 2,200 × 3.75 = $0.00825.
+    r1 = lab.send(head, at=0)
+    assert r1.split == (0, 0, 2200, 0)
+    assert r1.outcome.miss_kind == "cold-start"
+    assert r1.cost == usd("8250")
+    # r2 (+1 min): + assistant 100 + user 300 = 2,600. The last breakpoint walks back 3 positions
+    # to the 2,200 entry: read 2,200, write 400. Cost 2,200 × 0.3 + 400 × 3.75 = $0.00216.
+    r2 = lab.send([*head, lab.block("text", 100), lab.block("user", 300)], at=60)
+    assert r2.split == (2200, 0, 400, 0)
+    assert r2.outcome.miss_cause is None
+    assert r2.cost == usd("2160")
+
+
+# -- lookback -------------------------------------------------------------------------------------
+
+
+def _appended(lab: CacheLab, n: int) -> list[int]:
+    """n blocks of 10 tokens, alternating assistant text and user messages (one position each)."""
+    return [lab.block("text" if i % 2 == 0 else "user", 10) for i in range(n)]
+
+
+def test_breakpoint_beyond_the_lookback_window():
+    lab = CacheLab("anthropic", MODEL)
+    head = base(lab)
+    lab.send(head, at=0)  # entries at 2,000 (system) and 2,200 (user 1, block 2)
+    # r2: 25 more blocks; the last breakpoint is block 27, its 20 positions are blocks 27..8:
+    # the 2,200 entry (block 2) is out of reach. The system breakpoint (block 1) walks its own
+    # window and reads 2,000. C = 2,450 → write 450.
+    # Cost 2,000 × 0.3 + 450 × 3.75 = 600 + 1,687.5 = $0.0022875.
+    r2 = lab.send([*head, *_appended(lab, 25)], at=30)
+    assert r2.split == (2000, 0, 450, 0)
+    assert r2.outcome.miss_kind == "beyond-lookback"
+    assert "20 positions" in r2.outcome.miss_cause
+    assert r2.cost == usd("2287.5")
+
+
+def test_breakpoint_just_within_the_lookback_window():
+    lab = CacheLab("anthropic", MODEL)
+    head = base(lab)
+    lab.send(head, at=0)
+    # 19 more blocks: the last breakpoint is block 21; positions 21..2 (20 of them, itself
+    # included) reach the 2,200 entry. Read 2,200, write 190.
+    # Cost 2,200 × 0.3 + 190 × 3.75 = 660 + 712.5 = $0.0013725.
+    r2 = lab.send([*head, *_appended(lab, 19)], at=30)
+    assert r2.split == (2200, 0, 190, 0)
+    assert r2.outcome.miss_cause is None
+    assert r2.cost == usd("1372.5")
+
+
+def test_tool_runs_count_as_one_position_from_september_2026():
+    # claude-sonnet-4-6 (min 1024; $3 / $0.30 / $3.75). r2 appends one assistant turn of 30
+    # parallel tool calls (10 tokens each) and one user turn of their 30 results.
+    def run(day: datetime):
+        lab = CacheLab("anthropic", "claude-sonnet-4-6", t0=day)
+        head = base(lab)
+        calls = [lab.block("tool_call", 10, joins=i > 0) for i in range(30)]
+        results = [lab.block("tool_result", 10, joins=i > 0) for i in range(30)]
+        lab.send(head, at=0)
+        return lab.send([*head, *calls, *results], at=30)
+
+    # 2026-10-20: each run is one position; from the last result, the walk goes results-run →
+    # calls-run → user 1 and reads 2,200. Write 600. Cost 660 + 600 × 3.75 = $0.00291.
+    after = run(datetime(2026, 10, 20, 12, tzinfo=UTC))
+    assert after.split == (2200, 0, 600, 0)
+    assert after.cost == usd("2910")
+    # 2026-08-20 (before the Sept-2026 rule): 60 positions; the last breakpoint cannot reach
+    # user 1, the system breakpoint reads 2,000. Write 800. Cost 600 + 3,000 = $0.0036.
+    before = run(datetime(2026, 8, 20, 12, tzinfo=UTC))
+    assert before.split == (2000, 0, 800, 0)
+    assert before.outcome.miss_kind == "beyond-lookback"
+    assert before.cost == usd("3600")
+
+
+# -- minimum length -------------------------------------------------------------------------------
+
+
+def test_prefix_just_below_the_minimum_is_not_cached():
+    lab = CacheLab("anthropic", MODEL)
+    prompt = [lab.block("system", 1000), lab.block("user", 23)]  # 1,023 < 1,024
+    # Both breakpoints (1,000 and 1,023) are below the minimum: nothing is written.
+    # Cost 1,023 × 3 = $0.003069, both times.
+    r1 = lab.send(prompt, at=0)
+    r2 = lab.send(prompt, at=10)
+    assert r1.split == r2.split == (0, 0, 0, 1023)
+    assert r2.outcome.miss_kind == "below-minimum"
+    assert "1,023 < 1,024" in r2.outcome.miss_cause
+    assert r1.cost == r2.cost == usd("3069")
+
+
+def test_prefix_just_at_the_minimum_is_cached():
+    lab = CacheLab("anthropic", MODEL)
+    prompt = [lab.block("system", 1000), lab.block("user", 24)]  # 1,024
+    # r1: the system breakpoint (1,000) is dropped, the last one (1,024) writes.
+    # Cost 1,024 × 3.75 = $0.00384. r2: reads it. Cost 1,024 × 0.3 = $0.0003072.
+    r1 = lab.send(prompt, at=0)
+    r2 = lab.send(prompt, at=10)
+    assert r1.split == (0, 0, 1024, 0)
+    assert r2.split == (1024, 0, 0, 0)
+    assert (r1.cost, r2.cost) == (usd("3840"), usd("307.2"))
+
+
+# -- TTL ------------------------------------------------------------------------------------------
+
+
+def test_idle_gap_just_under_the_5m_ttl():
+    lab = CacheLab("anthropic", MODEL)
+    head = base(lab)
+    lab.send(head, at=0)
+    # 299 s later: the entries written at t=0 (from the request start) are live. $0.00216.
+    r2 = lab.send([*head, lab.block("text", 100), lab.block("user", 300)], at=299)
+    assert r2.split == (2200, 0, 400, 0)
+    assert r2.cost == usd("2160")
+
+
+def test_idle_gap_just_over_the_5m_ttl():
+    lab = CacheLab("anthropic", MODEL)
+    head = base(lab)
+    lab.send(head, at=0)
+    # 301 s later: both entries expired; the whole 2,600 is written again.
+    # Cost 2,600 × 3.75 = $0.00975.
+    r2 = lab.send([*head, lab.block("text", 100), lab.block("user", 300)], at=301)
+    assert r2.split == (0, 0, 2600, 0)
+    assert r2.outcome.miss_kind == "ttl-expired"
+    assert r2.outcome.miss_cause == "TTL expired (idle 5m01s > TTL 5m)"
+    assert r2.cost == usd("9750")
+
+
+def test_a_read_refreshes_the_ttl_from_the_request_start():
+    lab = CacheLab("anthropic", MODEL)
+    head = base(lab)
+    lab.send(head, at=0)
+    lab.send(head, at=200)  # reads 2,200 and refreshes the entry's lifetime to t=200
+    r3 = lab.send(head, at=499)  # 499 s after the write, 299 s after the read: live
+    assert r3.split == (2200, 0, 0, 0)
+
+
+def test_one_hour_entry_read_after_40_minutes():
+    # Claude Code 2.1.x asks for 1h on the main thread.
+    lab = CacheLab("anthropic", MODEL, client="claude-code", agent_version="2.1.3")
+    head = base(lab)
+    # r1: both breakpoints 1h: A = 0, B = C = 2,200 → 1h write 2,200. 2,200 × 6 = $0.0132.
+    r1 = lab.send(head, at=0)
+    assert r1.split == (0, 2200, 0, 0)
+    assert r1.cost == usd("13200")
+    # r2 after 40 minutes: the 1h entry is live. Read 2,200, 1h write 400.
+    # Cost 2,200 × 0.3 + 400 × 6 = 660 + 2,400 = $0.00306.
+    r2 = lab.send([*head, lab.block("text", 100), lab.block("user", 300)], at=40 * 60)
+    assert r2.split == (2200, 400, 0, 0)
+    assert r2.cost == usd("3060")
+
+
+def test_five_minute_entry_read_after_40_minutes_misses():
+    # Claude Code before 2.1: 5m everywhere. Everything is written again (5m): $0.00975.
+    lab = CacheLab("anthropic", MODEL, client="claude-code", agent_version="2.0.9")
+    head = base(lab)
+    lab.send(head, at=0)
+    r2 = lab.send([*head, lab.block("text", 100), lab.block("user", 300)], at=40 * 60)
+    assert r2.split == (0, 0, 2600, 0)
+    assert r2.outcome.miss_cause == "TTL expired (idle 40m > TTL 5m)"
+    assert r2.cost == usd("9750")
+
+
+def test_mixed_1h_and_5m_breakpoints():
+    lab = CacheLab("anthropic", MODEL)
+    tools, system, u1 = base(lab)
+    a1, u2 = lab.block("text", 100), lab.block("user", 300)
+    # r1: 1h marker on the system block (2,000), 5m marker on the last block (2,600).
+    # A = 0; B = the last 1h breakpoint after A = 2,000; C = 2,600.
+    # read 0, 1h write 2,000, 5m write 600. Cost 2,000 × 6 + 600 × 3.75 = $0.01425.
+    r1 = lab.send(
+        [tools, system, u1, a1, u2], at=0, breakpoints=[Breakpoint(1, "1h"), Breakpoint(4, "5m")]
+    )
+    assert r1.split == (0, 2000, 600, 0)
+    assert r1.cost == usd("14250")
+    # r2 ten minutes later (+100 tokens): the 5m entry (2,600) expired, the 1h one (2,000) is
+    # live. A = 2,000; no 1h breakpoint after A → B = A; C = 2,700 → 5m write 700.
+    # Cost 2,000 × 0.3 + 700 × 3.75 = 600 + 2,625 = $0.003225.
+    r2 = lab.send(
+        [tools, system, u1, a1, u2, lab.block("text", 50), lab.block("user", 50)],
+        at=600,
+        breakpoints=[Breakpoint(1, "1h"), Breakpoint(6, "5m")],
+    )
+    assert r2.split == (2000, 0, 700, 0)
+    assert r2.outcome.miss_kind == "ttl-expired"
+    assert r2.cost == usd("3225")
+
+
+# -- parallel requests ----------------------------------------------------------------------------
+
+
+def test_parallel_requests_in_two_threads():
+    lab = CacheLab("anthropic", MODEL)
+    tools, system, u1 = base(lab)
+    lab.send([tools, system, u1], at=0)  # main: entries ready at t=1 s (response start)
+    # A subagent starts 0.5 s later with the same tools and system: the system entry exists but
+    # its writer's response has not begun. Read 0; write 2,300. Cost 2,300 × 3.75 = $0.008625.
+    s1 = lab.send([tools, system, lab.block("user", 300)], at=0.5, thread="agent-1")
+    assert s1.split == (0, 0, 2300, 0)
+    assert s1.outcome.miss_kind == "not-ready"
+    assert s1.outcome.miss_cause == "written by a parallel request not yet ready"
+    assert s1.cost == usd("8625")
+    # A second subagent 2 s after the start reads the system prefix: read 2,000, write 300.
+    # Cost 2,000 × 0.3 + 300 × 3.75 = $0.001725.
+    s2 = lab.send([tools, system, lab.block("user", 300)], at=2, thread="agent-2")
+    assert s2.split == (2000, 0, 300, 0)
+    assert s2.cost == usd("1725")
+
+
+def test_a_thread_always_reads_its_own_previous_entries():
+    lab = CacheLab("anthropic", MODEL)
+    head = base(lab)
+    lab.send(head, at=0)
+    # The main thread's next request 0.8 s later (before the nominal readiness at 1 s): its own
+    # requests are sequential, so the entry is there. Read 2,200, write 200.
+    r2 = lab.send([*head, lab.block("text", 100), lab.block("user", 100)], at=0.8)
+    assert r2.split == (2200, 0, 200, 0)
+
+
+# -- model switch, edits --------------------------------------------------------------------------
+
+
+def test_model_switch_and_back():
+    lab = CacheLab("anthropic", MODEL)
+    head = base(lab)
+    a1, u2 = lab.block("text", 100), lab.block("user", 300)
+    lab.send(head, at=0)
+    # r2 on claude-opus-4-1 ($15 input, $18.75 5m write): the cache is per model. Write 2,600.
+    # Cost 2,600 × 18.75 = $0.04875.
+    r2 = lab.send([*head, a1, u2], at=30, model="claude-opus-4-1")
+    assert r2.split == (0, 0, 2600, 0)
+    assert r2.outcome.miss_kind == "model-switch"
+    assert r2.outcome.miss_cause == "model switch (claude-sonnet-4-5 → claude-opus-4-1)"
+    assert r2.cost == usd("48750")
+    # r3 back on sonnet: reads sonnet's 2,200 entry from r1 (still live), writes 500.
+    # Cost 2,200 × 0.3 + 500 × 3.75 = $0.002535. It read less than r2's 2,600: model switch.
+    r3 = lab.send([*head, a1, u2, lab.block("text", 50), lab.block("user", 50)], at=60)
+    assert r3.split == (2200, 0, 500, 0)
+    assert r3.outcome.miss_kind == "model-switch"
+    assert r3.cost == usd("2535")
+
+
+def test_prefix_edited_by_the_strategy():
+    lab = CacheLab("anthropic", MODEL)
+    tools, system, u1 = base(lab)
+    a1, u2 = lab.block("text", 100), lab.block("user", 300)
+    lab.send([tools, system, u1, a1, u2], at=0)  # entries at 2,000 and 2,600
+    # The strategy replaced message 0 (user 1) with a 50-token stub: only the system entry
+    # matches. Read 2,000, write 450. Cost 600 + 450 × 3.75 = $0.0022875.
+    r2 = lab.send([tools, system, lab.block("user", 50), a1, u2], at=30)
+    assert r2.split == (2000, 0, 450, 0)
+    assert r2.outcome.miss_kind == "prefix-edited"
+    assert r2.outcome.miss_cause == "prefix edited at message 0"
+    assert r2.cost == usd("2287.5")
+
+
+def test_tool_and_system_changes_are_named():
+    lab = CacheLab("anthropic", MODEL)
+    tools, system, u1 = base(lab)
+    lab.send([tools, system, u1], at=0)
+    r2 = lab.send([lab.block("tool", 500), system, u1], at=10)
+    assert r2.split == (0, 0, 2200, 0)
+    assert (r2.outcome.miss_kind, r2.outcome.miss_cause) == (
+        "tools-changed",
+        "tool definitions changed",
+    )
+    lab2 = CacheLab("anthropic", MODEL)
+    tools, system, u1 = base(lab2)
+    lab2.send([tools, system, u1], at=0)
+    # No marker sits on the tools, so nothing before the system prompt is cached: read 0.
+    r3 = lab2.send([tools, lab2.block("system", 1500), u1], at=20)
+    assert r3.split == (0, 0, 2200, 0)
+    assert r3.outcome.miss_kind == "system-changed"
+
+
+# -- automatic breakpoint, no breakpoint ----------------------------------------------------------
+
+
+def test_top_level_automatic_breakpoint():
+    lab = CacheLab("anthropic", MODEL, client="automatic")
+    system, u1 = lab.block("system", 1500), lab.block("user", 200)
+    # The automatic breakpoint goes on the last cacheable block; a trailing thinking block is
+    # not one, so it walks back to user 1 (1,700). Write 1,700, uncached 100.
+    # Cost 1,700 × 3.75 + 100 × 3 = 6,375 + 300 = $0.006675.
+    r1 = lab.send([system, u1, lab.block("thinking", 100)], at=0)
+    assert r1.split == (0, 0, 1700, 100)
+    assert r1.cost == usd("6675")
+    r2 = lab.send([system, u1, lab.block("text", 100), lab.block("user", 100)], at=5)
+    assert r2.split == (1700, 0, 200, 0)
+
+
+def test_automatic_breakpoint_did_not_exist_before_february_2026():
+    lab = CacheLab("anthropic", MODEL, client="automatic", t0=datetime(2026, 1, 15, tzinfo=UTC))
+    prompt = base(lab)
+    lab.send(prompt, at=0)
+    r2 = lab.send(prompt, at=5)
+    assert r2.split == (0, 0, 0, 2200)
+    assert r2.outcome.miss_kind == "no-breakpoint"
+
+
+def test_no_cache_control_caches_nothing():
+    lab = CacheLab("anthropic", MODEL, client="none")
+    prompt = base(lab)
+    lab.send(prompt, at=0)
+    r2 = lab.send(prompt, at=5)
+    assert r2.split == (0, 0, 0, 2200)
+    assert r2.outcome.miss_kind == "no-breakpoint"
+
+
+# -- thinking stripping and per-model rules -------------------------------------------------------
+
+
+def test_haiku_strips_earlier_thinking_at_a_new_user_turn():
+    # claude-haiku-4-5: min 4,096; $1 input, $0.10 read, $1.25 5m write.
+    lab = CacheLab("anthropic", "claude-haiku-4-5")
+    system, u1 = lab.block("system", 4000), lab.block("user", 200)
+    think = lab.block("thinking", 300)
+    call, result = lab.block("tool_call", 50, joins=True), lab.block("tool_result", 50)
+    lab.send([system, u1], at=0)  # writes 4,200 (the system breakpoint is under 4,096)
+    # Tool loop: thinking after the last user turn is kept. Read 4,200, write 400.
+    r2 = lab.send([system, u1, think, call, result], at=10)
+    assert r2.split == (4200, 0, 400, 0)
+    # New user turn: the earlier thinking block (300) is stripped, so the prompt is 4,500 and
+    # differs from the 4,600 entry after user 1. Read 4,200, write 300; 300 dropped.
+    # Cost 4,200 × 0.1 + 300 × 1.25 = 420 + 375 = $0.000795.
+    r3 = lab.send([system, u1, think, call, result, lab.block("text", 100),
+                   lab.block("user", 100)], at=20)
+    assert r3.split == (4200, 0, 300, 0)
+    assert r3.outcome.dropped_tokens == 300
+    assert r3.outcome.prompt == r3.request.total - 300
+    assert r3.outcome.miss_kind == "thinking-stripped"
+    assert r3.cost == usd("795")
+
+
+def test_sonnet_4_6_keeps_thinking():
+    lab = CacheLab("anthropic", "claude-sonnet-4-6")
+    system, u1 = lab.block("system", 4000), lab.block("user", 200)
+    think = lab.block("thinking", 300)
+    call, result = lab.block("tool_call", 50, joins=True), lab.block("tool_result", 50)
+    lab.send([system, u1], at=0)
+    lab.send([system, u1, think, call, result], at=10)
+    r3 = lab.send([system, u1, think, call, result, lab.block("text", 100),
+                   lab.block("user", 100)], at=20)
+    assert r3.split == (4600, 0, 200, 0)
+    assert r3.outcome.dropped_tokens == 0
+
+
+def test_opus_4_5_minimum_is_4096():
+    lab = CacheLab("anthropic", "claude-opus-4-5")
+    prompt = [lab.block("system", 4000), lab.block("user", 95)]  # 4,095
+    lab.send(prompt, at=0)
+    assert lab.send(prompt, at=5).split == (0, 0, 0, 4095)
+    lab2 = CacheLab("anthropic", "claude-opus-4-5")
+    prompt = [lab2.block("system", 4000), lab2.block("user", 96)]  # 4,096
+    lab2.send(prompt, at=0)
+    # Opus 4.5: $0.50 read per MTok: 4,096 × 0.5 = $0.002048.
+    r2 = lab2.send(prompt, at=5)
+    assert r2.split == (4096, 0, 0, 0)
+    assert r2.cost == usd("2048")
+
+
+def test_opus_5_5_reads_at_5_percent():
+    # Opus 5.5: min 512; genai-prices $4 input, $0.20 read (0.05×), $5 5m write.
+    lab = CacheLab("anthropic", "claude-opus-5-5")
+    prompt = [lab.block("system", 500), lab.block("user", 12)]  # 512
+    lab.send(prompt, at=0)
+    r2 = lab.send(prompt, at=5)
+    assert r2.split == (512, 0, 0, 0)
+    assert r2.cost == usd("102.4")  # 512 × 0.2
+
+
+def test_long_context_tier_applies_to_every_bucket():
+    # Sonnet 4.5 above 200,000 total input: every token at the tier rate ($6 / $0.60 / $7.50).
+    lab = CacheLab("anthropic", MODEL)
+    head = [lab.block("system", 150_000), lab.block("user", 1_000)]
+    lab.send(head, at=0)
+    # r2: read 151,000, write 60,000 (total 211,000 > 200,000).
+    # Cost 151,000 × 0.6 + 60,000 × 7.5 = 90,600 + 450,000 = $0.5406.
+    r2 = lab.send([*head, lab.block("text", 1_000), lab.block("user", 59_000)], at=10)
+    assert r2.split == (151_000, 0, 60_000, 0)
+    assert r2.cost == usd("540600")

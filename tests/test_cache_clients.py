@@ -1,0 +1,76 @@
+"""Client behaviour profiles: chosen from the log's agent (and version), overridable, and where
+each puts its breakpoints, TTLs and cache key."""
+
+from __future__ import annotations
+
+import pytest
+
+from replay._errors import ReplayError
+from replay.cache import PROFILES, profile_for
+from replay.cache.testing import CacheLab
+
+
+def test_profile_from_the_logs_agent():
+    assert profile_for("claude-code").name == "claude-code"
+    assert profile_for("codex").name == "codex"
+    assert profile_for("pi").name == "pi"
+    for agent in ("opencode", "replay-recorder", "unknown", ""):
+        assert profile_for(agent).name == "default"
+    assert profile_for("claude-code", "none").name == "none"
+    with pytest.raises(ReplayError, match="unknown client profile 'nope'"):
+        profile_for("pi", "nope")
+    assert set(PROFILES) == {"claude-code", "pi", "codex", "default", "automatic",
+                             "gemini-explicit", "none"}
+
+
+@pytest.mark.parametrize(
+    ("version", "main_ttl"),
+    [("2.1.14", "1h"), ("2.1.0", "1h"), ("v2.3", "1h"), ("3.0.0", "1h"), ("2.0.77", "5m"),
+     ("1.0.0", "5m"), (None, "5m"), ("unknown", "5m")],
+)
+def test_claude_code_uses_1h_on_the_main_thread_from_2_1(version, main_ttl):
+    profile = profile_for("claude-code", agent_version=version)
+    assert profile.ttl("main") == main_ttl
+    assert profile.ttl("main/summarizer") == main_ttl
+    assert profile.ttl("agent-7") == "5m"
+
+
+def _request(lab: CacheLab):
+    tool, system = lab.block("tool", 10), lab.block("system", 10)
+    user, text = lab.block("user", 10), lab.block("text", 10)
+    think = lab.block("thinking", 10)
+    call, result = lab.block("tool_call", 10, joins=True), lab.block("tool_result", 10)
+    return lab.request([tool, system, user, think, text, call, result, lab.block("thinking", 5)],
+                       at=0)
+
+
+def test_breakpoint_placement():
+    lab = CacheLab("anthropic", "claude-sonnet-4-5")
+    req = _request(lab)
+    # blocks: 0 tool, 1 system, 2 user, 3 thinking, 4 text, 5 tool_call, 6 tool_result,
+    # 7 thinking
+    cc = profile_for("claude-code", agent_version="2.1.0")
+    assert [(b.block, b.ttl) for b in cc.breakpoints(req, "main")] == [(1, "1h"), (6, "1h")]
+    assert [(b.block, b.ttl) for b in cc.breakpoints(req, "agent-1")] == [(1, "5m"), (6, "5m")]
+    assert [b.block for b in profile_for("pi").breakpoints(req, "main")] == [1, 6]
+    assert profile_for("codex").breakpoints(req, "main") == []
+    assert profile_for("x", "none").breakpoints(req, "main") == []
+    auto = profile_for("x", "automatic").breakpoints(req, "main")
+    assert [(b.block, b.automatic) for b in auto] == [(7, True)]
+    assert [b.block for b in profile_for("x", "gemini-explicit").breakpoints(req, "main")] == [1]
+
+
+def test_pi_marks_the_last_user_role_message_not_the_last_block():
+    lab = CacheLab("anthropic", "claude-sonnet-4-5")
+    req = lab.request([lab.block("system", 10), lab.block("user", 10), lab.block("text", 10)],
+                      at=0)
+    assert [b.block for b in profile_for("pi").breakpoints(req, "main")] == [0, 1]
+    assert [b.block for b in profile_for("x").breakpoints(req, "main")] == [0, 2]
+
+
+def test_codex_cache_key_is_the_conversation():
+    codex = profile_for("codex")
+    assert codex.key_for("main", "s1") == "s1:main"
+    assert codex.key_for("main/summarizer", "s1") == "s1:main"
+    assert codex.key_for("agent-2", "s1") == "s1:agent-2"
+    assert profile_for("claude-code").key_for("main", "s1") is None

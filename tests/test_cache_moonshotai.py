@@ -1,0 +1,83 @@
+"""Moonshot Kimi caching, hand-computed.
+
+K2.x: automatic, no write fee (exact prefix assumed; a 256-token alignment seen by a third
+party on the coding endpoint is an override). K3 / K3.1 (2026-07+, UNCERTAIN): automatic, and
+the new tail of every prompt is billed as a cache write — 1× input for the default 5m TTL, 2×
+for 1h (`prompt_cache_options`), reads 0.1× — the Anthropic billing split with the breakpoint
+at the end of the prompt. kimi-k3: $3 input / $0.30 read / $3 5m write / $6 1h write;
+kimi-k2.6: $0.95 / $0.16. Split = (read, 1h write, 5m write, uncached).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from replay.cache.testing import CacheLab
+
+
+def usd(micro: str) -> Decimal:
+    return Decimal(micro) / 1_000_000
+
+
+def _two(lab: CacheLab, gap: float):
+    head = [lab.block("system", 2000), lab.block("user", 100)]
+    r1 = lab.send(head, at=0)
+    r2 = lab.send([*head, lab.block("text", 100), lab.block("user", 100)], at=gap)
+    return r1, r2
+
+
+def test_k3_bills_5m_writes():
+    r1, r2 = _two(CacheLab("moonshotai", "kimi-k3", client="none"), 60)
+    # r1: write 2,100 (5m). Cost 2,100 × 3 = $0.0063.
+    assert r1.split == (0, 0, 2100, 0)
+    assert r1.cost == usd("6300")
+    # r2: read 2,100, write 200. Cost 2,100 × 0.3 + 200 × 3 = 630 + 600 = $0.00123.
+    assert r2.split == (2100, 0, 200, 0)
+    assert r2.cost == usd("1230")
+
+
+def test_k3_one_hour_writes_read_after_40_minutes():
+    lab = CacheLab("moonshotai", "kimi-k3", client="claude-code", agent_version="2.1.0")
+    r1, r2 = _two(lab, 40 * 60)
+    # r1: 1h write 2,100 × 6 = $0.0126. r2: read 2,100 + 1h write 200: 630 + 1,200 = $0.00183.
+    assert r1.split == (0, 2100, 0, 0)
+    assert r1.cost == usd("12600")
+    assert r2.split == (2100, 200, 0, 0)
+    assert r2.cost == usd("1830")
+
+
+def test_k3_five_minute_entry_gone_after_40_minutes():
+    _, r2 = _two(CacheLab("moonshotai", "kimi-k3", client="none"), 40 * 60)
+    # Everything written again: 2,300 × 3 = $0.0069.
+    assert r2.split == (0, 0, 2300, 0)
+    assert r2.outcome.miss_kind == "ttl-expired"
+    assert r2.cost == usd("6900")
+
+
+def test_k2_has_no_write_fee():
+    _, r2 = _two(CacheLab("moonshotai", "kimi-k2.6", client="none"), 60)
+    # Read 2,100 exactly, 200 uncached: 2,100 × 0.16 + 200 × 0.95 = 336 + 190 = $0.000526.
+    assert r2.split == (2100, 0, 0, 200)
+    assert r2.cost == usd("526")
+
+
+def test_256_token_alignment_as_an_override():
+    lab = CacheLab("moonshotai", "kimi-k2.6", client="none",
+                   overrides={"moonshotai.granularity_tokens": 256})
+    _, r2 = _two(lab, 60)
+    assert r2.split == (2048, 0, 0, 252)
+
+
+def test_k3_idle_gap_under_and_over_5_minutes_and_parallel():
+    _, under = _two(CacheLab("moonshotai", "kimi-k3", client="none"), 299)
+    assert under.split == (2100, 0, 200, 0)
+    _, over = _two(CacheLab("moonshotai", "kimi-k3", client="none"), 301)
+    assert over.split == (0, 0, 2300, 0)
+    lab = CacheLab("moonshotai", "kimi-k3", client="none")
+    system = lab.block("system", 2000)
+    lab.send([system, lab.block("user", 100)], at=0)
+    parallel = lab.send([system, lab.block("user", 100)], at=0.5, thread="agent-1")
+    # Nothing readable yet: the whole prompt is written again (2,100 × 3 = $0.0063).
+    assert parallel.split == (0, 0, 2100, 0)
+    assert parallel.outcome.miss_kind == "not-ready"
+    assert parallel.cost == usd("6300")

@@ -1,0 +1,259 @@
+"""OpenAI prompt caching, hand-computed.
+
+Before GPT-5.6 (`automatic-prefix`): every prompt is cached; a later prompt reads the longest
+common prefix with a live cached prompt, if both it and the prompt are ≥ 1,024 tokens, rounded
+down to 128; no write fee. Retention: gpt-5 family defaults to 24h retention from 2026-05-29
+(~30 min idle assumed); gpt-4o only has in-memory retention (10 min idle assumed, 1 h cap).
+GPT-5.6+ (`openai-breakpoints`): exact boundaries at message ends, writes at 1.25×, 30 min TTL.
+
+Rates per MTok (genai-prices, 2026-10-20): gpt-5 $1.25 input / $0.125 cached; gpt-4o $2.50 /
+$1.25; gpt-5.6-terra $2 input / $0.20 cached / $2.50 write. Split = (read, 1h write, 5m write,
+uncached); "5m write" holds the provider's default-lifetime writes (30 min on GPT-5.6).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from replay.cache.testing import CacheLab
+
+
+def usd(micro: str) -> Decimal:
+    return Decimal(micro) / 1_000_000
+
+
+# -- before GPT-5.6 -------------------------------------------------------------------------------
+
+
+def test_1151_token_prompt_with_a_1100_token_match_caches_1024():
+    lab = CacheLab("openai", "gpt-5", client="none")
+    system, u1 = lab.block("system", 1000), lab.block("user", 100)
+    # r1: 1,000 + 100 + 51 = 1,151 tokens, cold. Cost 1,151 × 1.25 = $0.00143875.
+    r1 = lab.send([system, u1, lab.block("user", 51)], at=0)
+    assert r1.split == (0, 0, 0, 1151)
+    assert r1.cost == usd("1438.75")
+    # r2: same 1,100-token prefix, a different last message of 51 → 1,151 tokens.
+    # Longest common prefix 1,100 → 128 × ⌊1100 / 128⌋ = 1,024 cached, 127 uncached.
+    # Cost 1,024 × 0.125 + 127 × 1.25 = 128 + 158.75 = $0.00028675.
+    r2 = lab.send([system, u1, lab.block("user", 51)], at=10)
+    assert r2.split == (1024, 0, 0, 127)
+    assert r2.outcome.miss_cause is None  # the 76 tokens lost to rounding are not a miss
+    assert r2.cost == usd("286.75")
+
+
+def test_common_prefix_just_below_1024_is_not_cached():
+    lab = CacheLab("openai", "gpt-5", client="none")
+    head = [lab.block("system", 1000), lab.block("user", 23)]  # 1,023
+    lab.send(head, at=0)
+    r2 = lab.send([*head, lab.block("text", 1), lab.block("user", 100)], at=10)
+    # Shared 1,023 < 1,024: nothing cached. Cost 1,124 × 1.25 = $0.001405.
+    assert r2.split == (0, 0, 0, 1124)
+    assert r2.outcome.miss_kind == "below-minimum"
+    assert r2.cost == usd("1405")
+
+
+def test_common_prefix_of_exactly_1024_is_cached():
+    lab = CacheLab("openai", "gpt-5", client="none")
+    head = [lab.block("system", 1000), lab.block("user", 24)]  # 1,024 = 8 × 128
+    lab.send(head, at=0)
+    r2 = lab.send([*head, lab.block("text", 1), lab.block("user", 100)], at=10)
+    # Cost 1,024 × 0.125 + 101 × 1.25 = 128 + 126.25 = $0.00025425.
+    assert r2.split == (1024, 0, 0, 101)
+    assert r2.cost == usd("254.25")
+
+
+def test_prompt_below_1024_is_never_cached():
+    lab = CacheLab("openai", "gpt-5", client="none")
+    prompt = [lab.block("system", 900), lab.block("user", 100)]
+    lab.send(prompt, at=0)
+    assert lab.send(prompt, at=10).split == (0, 0, 0, 1000)
+
+
+def _gap(model: str, gap: float, day: datetime | None = None):
+    lab = CacheLab("openai", model, client="none", **({"t0": day} if day else {}))
+    head = [lab.block("system", 2000), lab.block("user", 100)]
+    lab.send(head, at=0)
+    return lab.send([*head, lab.block("text", 100), lab.block("user", 100)], at=gap)
+
+
+def test_24h_retention_idle_gap_under_and_over_30_minutes():
+    # gpt-5 on 2026-10-20: 24h retention (the default since 2026-05-29), ~30 min idle assumed.
+    under = _gap("gpt-5", 1799)
+    # Shared 2,100 → 2,048 cached; 252 uncached. Cost 2,048 × 0.125 + 252 × 1.25 = $0.000571.
+    assert under.split == (2048, 0, 0, 252)
+    assert under.cost == usd("571")
+    over = _gap("gpt-5", 1801)
+    assert over.split == (0, 0, 0, 2300)
+    assert over.outcome.miss_cause == "TTL expired (idle 30m01s > TTL 30m)"
+
+
+def test_in_memory_retention_before_the_24h_default():
+    # gpt-5 on 2026-05-01: in-memory retention (10 min idle assumed): a 15-minute gap misses.
+    before = _gap("gpt-5", 900, datetime(2026, 5, 1, 12, tzinfo=UTC))
+    assert before.split == (0, 0, 0, 2300)
+    assert before.outcome.miss_kind == "ttl-expired"
+    after = _gap("gpt-5", 900)
+    assert after.split == (2048, 0, 0, 252)
+
+
+def test_in_memory_idle_gap_under_and_over_10_minutes():
+    # gpt-4o: in-memory only. Shared 2,100 → 2,048 cached.
+    # Cost 2,048 × 1.25 + 252 × 2.5 = 2,560 + 630 = $0.00319.
+    under = _gap("gpt-4o", 599)
+    assert under.split == (2048, 0, 0, 252)
+    assert under.cost == usd("3190")
+    assert _gap("gpt-4o", 601).outcome.miss_cause == "TTL expired (idle 10m01s > TTL 10m)"
+
+
+def test_in_memory_hard_cap_of_one_hour():
+    lab = CacheLab("openai", "gpt-4o", client="none")
+    prompt = [lab.block("system", 2000), lab.block("user", 100)]
+    for at in range(0, 3600, 500):  # a request every 500 s keeps it warm...
+        lab.send(prompt, at=at)
+    r = lab.send(prompt, at=3605)  # ...but not past one hour since it was first written
+    assert r.split == (0, 0, 0, 2100)
+    assert r.outcome.miss_cause == "TTL expired (age 1h00m05s > max lifetime 1h00m)"
+
+
+def test_codex_prompt_cache_key_separates_conversations():
+    lab = CacheLab("openai", "gpt-5", client="codex")
+    system = lab.block("system", 2000)
+    lab.send([system, lab.block("user", 100)], at=0)
+    # A subagent (its own conversation id → its own prompt_cache_key) with the same system
+    # prompt: routed elsewhere, nothing cached. Cost 2,100 × 1.25 = $0.002625.
+    sub = lab.send([system, lab.block("user", 100)], at=10, thread="agent-1")
+    assert sub.split == (0, 0, 0, 2100)
+    assert sub.outcome.miss_kind == "other-scope"
+    assert sub.outcome.miss_cause == "different cache scope (key=session:main)"
+    assert sub.cost == usd("2625")
+    # Without a key (client none), the same request reads the shared 2,000 → 1,920 cached.
+    plain = CacheLab("openai", "gpt-5", client="none")
+    system = plain.block("system", 2000)
+    plain.send([system, plain.block("user", 100)], at=0)
+    assert plain.send([system, plain.block("user", 100)], at=10, thread="agent-1").split == (
+        1920, 0, 0, 180
+    )
+
+
+def test_parallel_request_does_not_see_a_prompt_not_yet_ready():
+    lab = CacheLab("openai", "gpt-5", client="none")
+    system = lab.block("system", 2000)
+    lab.send([system, lab.block("user", 100)], at=0)
+    early = lab.send([system, lab.block("user", 100)], at=0.5, thread="agent-1")
+    assert early.split == (0, 0, 0, 2100)
+    assert early.outcome.miss_kind == "not-ready"
+    late = lab.send([system, lab.block("user", 100)], at=1.5, thread="agent-2")
+    assert late.split == (1920, 0, 0, 180)
+
+
+def test_model_switch_is_a_separate_cache():
+    lab = CacheLab("openai", "gpt-5", client="none")
+    head = [lab.block("system", 2000), lab.block("user", 100)]
+    lab.send(head, at=0)
+    # gpt-5-mini: $0.25 input. Cost 2,300 × 0.25 = $0.000575.
+    r2 = lab.send([*head, lab.block("text", 100), lab.block("user", 100)], at=10,
+                  model="gpt-5-mini")
+    assert r2.split == (0, 0, 0, 2300)
+    assert r2.outcome.miss_cause == "model switch (gpt-5 → gpt-5-mini)"
+    assert r2.cost == usd("575")
+
+
+def test_gpt_5_5_uses_2048_token_steps():
+    lab = CacheLab("openai", "gpt-5.5", client="none")
+    head = [lab.block("system", 4000), lab.block("user", 100)]
+    lab.send(head, at=0)
+    r2 = lab.send([*head, lab.block("text", 1), lab.block("user", 1)], at=10)
+    # Shared 4,100 → 2,048 × ⌊4100 / 2048⌋ = 4,096 (the step is an approximation).
+    assert r2.outcome.cache_read == 4096
+
+
+# -- GPT-5.6 and later ----------------------------------------------------------------------------
+
+TERRA = "gpt-5.6-terra"
+
+
+def test_gpt_5_6_implicit_breakpoint_and_billed_writes():
+    lab = CacheLab("openai", TERRA, client="codex")
+    system, u1 = lab.block("system", 2000), lab.block("user", 500)
+    # r1: implicit breakpoint at the end of user 1 (2,500 ≥ 1,024): written.
+    # Cost 2,500 × 2.5 = $0.00625 (each token at one rate: here the write rate).
+    r1 = lab.send([system, u1], at=0)
+    assert r1.split == (0, 0, 2500, 0)
+    assert r1.outcome.mechanism == "openai-breakpoints"
+    assert r1.cost == usd("6250")
+    # r2: + assistant 200 + user 300. Lookups: the implicit boundary (3,000), earlier message
+    # ends (user 1 at 2,500 → live entry), the developer block (2,000). Read 2,500 exactly (no
+    # 128 rounding), write 500. Cost 2,500 × 0.2 + 500 × 2.5 = 500 + 1,250 = $0.00175.
+    r2 = lab.send([system, u1, lab.block("text", 200), lab.block("user", 300)], at=60)
+    assert r2.split == (2500, 0, 500, 0)
+    assert r2.cost == usd("1750")
+
+
+def test_gpt_5_6_tool_outputs_group_end_is_the_boundary():
+    lab = CacheLab("openai", TERRA, client="codex")
+    system, u1 = lab.block("system", 2000), lab.block("user", 500)
+    lab.send([system, u1], at=0)
+    calls = [lab.block("tool_call", 50, joins=i > 0) for i in range(2)]
+    outputs = [lab.block("tool_result", 100, joins=i > 0) for i in range(2)]
+    # Implicit boundary at the last tool output (2,800). Read 2,500, write 300.
+    r2 = lab.send([system, u1, *calls, *outputs], at=30)
+    assert r2.split == (2500, 0, 300, 0)
+
+
+def test_gpt_5_6_exact_match_without_fallback():
+    lab = CacheLab("openai", TERRA, client="codex")
+    system = lab.block("system", 2000)
+    lab.send([system, lab.block("user", 500)], at=0)
+    # User 1 rewritten: no entry at the system end (nothing was written there) and no fallback
+    # to the 2,000 shared tokens. Write 2,500 again: $0.00625.
+    r2 = lab.send([system, lab.block("user", 500)], at=30)
+    assert r2.split == (0, 0, 2500, 0)
+    assert r2.outcome.miss_cause == "prefix edited at message 0"
+    assert r2.cost == usd("6250")
+    # Before GPT-5.6 the same edit still reads 1,920 (128 × 15) of the shared 2,000.
+    old = CacheLab("openai", "gpt-5", client="codex")
+    system = old.block("system", 2000)
+    old.send([system, old.block("user", 500)], at=0)
+    assert old.send([system, old.block("user", 500)], at=30).outcome.cache_read == 1920
+
+
+def test_gpt_5_6_thirty_minute_ttl():
+    def second(gap: float):
+        lab = CacheLab("openai", TERRA, client="codex")
+        system, u1 = lab.block("system", 2000), lab.block("user", 500)
+        lab.send([system, u1], at=0)
+        return lab.send([system, u1, lab.block("text", 200), lab.block("user", 300)], at=gap)
+
+    assert second(1799).split == (2500, 0, 500, 0)
+    over = second(1801)
+    assert over.split == (0, 0, 3000, 0)
+    assert over.outcome.miss_cause == "TTL expired (idle 30m01s > TTL 30m)"
+
+
+def test_gpt_5_6_lookup_set_reaches_20_earlier_message_ends():
+    def second(appended: int):
+        lab = CacheLab("openai", TERRA, client="codex")
+        system, u1 = lab.block("system", 2000), lab.block("user", 100)
+        lab.send([system, u1], at=0)  # entry at 2,100 (user 1)
+        more = [lab.block("user", 10) for _ in range(appended)]
+        return lab.send([system, u1, *more], at=10)
+
+    # 19 new user messages: user 1 is among the 20 message ends before the implicit one.
+    # Read 2,100, write 190. Cost 2,100 × 0.2 + 190 × 2.5 = 420 + 475 = $0.000895.
+    near = second(19)
+    assert near.split == (2100, 0, 190, 0)
+    assert near.cost == usd("895")
+    # 22 new user messages: user 1 is out of the lookup set. Write 2,320: $0.0058.
+    far = second(22)
+    assert far.split == (0, 0, 2320, 0)
+    assert far.outcome.miss_kind == "beyond-lookback"
+    assert far.cost == usd("5800")
+
+
+def test_gpt_5_6_prompt_cache_key_does_not_isolate():
+    lab = CacheLab("openai", TERRA, client="codex")
+    system, u1 = lab.block("system", 2000), lab.block("user", 500)
+    lab.send([system, u1], at=0)
+    # Another conversation key reads the same boundary (the key only separates accounting).
+    assert lab.send([system, u1], at=10, thread="agent-1").outcome.cache_read == 2500

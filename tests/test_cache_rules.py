@@ -1,0 +1,402 @@
+"""The dated rule files (pricing/cache/*.json): schema, lookups by date/model/variant, overrides,
+user files, consistency with genai-prices, docs, and `replay providers`."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from genai_prices import data_snapshot
+from genai_prices import types as gp_types
+
+from replay._data import data_dir
+from replay._errors import ReplayError
+from replay.cache import (
+    MECHANISMS,
+    MISS_KINDS,
+    PROFILES,
+    RULE_TYPES,
+    CacheRouter,
+    ProviderRules,
+    RuleBook,
+    all_builtin_rules,
+    builtin_rules,
+    json_schema_text,
+    load_rules_file,
+    normalize_model,
+)
+from replay.cache.testing import CacheLab
+from replay.prices import Pricer, parse_price_override
+
+ROOT = Path(__file__).resolve().parents[1]
+OCT = datetime(2026, 10, 20, 12, tzinfo=UTC)
+
+
+def at(y: int, m: int, d: int) -> datetime:
+    return datetime(y, m, d, 12, tzinfo=UTC)
+
+
+# -- every file ----------------------------------------------------------------------------------
+
+
+def test_every_rule_file_loads_and_names_its_source():
+    files = all_builtin_rules()
+    assert {f.provider for f in files} == {
+        "anthropic", "openai", "google", "deepseek", "x-ai", "moonshotai", "qwen", "openrouter"
+    }
+    for path in sorted((data_dir() / "cache").glob("*.json")):
+        if path.name.startswith("_"):
+            continue
+        rules = load_rules_file(path)
+        assert rules.reviewed <= date.today()
+        for r in rules.rules:
+            assert r.source.strip(), (path.name, r.rule)
+            assert re.search(r"https?://|genai-prices|\.com|\.ai", r.source), (path.name, r.source)
+        # Every provider that is not a passthrough has a mechanism for every model.
+        if not rules.passthrough:
+            assert any(r.rule == "mechanism" and r.models is None and r.variant is None
+                       for r in rules.rules), path.name
+
+
+def test_schema_file_is_up_to_date():
+    path = data_dir() / "cache" / "_schema.json"
+    assert path.read_text(encoding="utf-8") == json_schema_text(), (
+        "regenerate with: replay providers --schema -o pricing/cache/_schema.json"
+    )
+    schema = json.loads(path.read_text())
+    assert set(schema["$defs"]["Rule"]["properties"]["rule"]["enum"]) == set(RULE_TYPES)
+
+
+def _file(**rules) -> dict:
+    return {"provider": "acme", "reviewed": "2026-11-01", **rules}
+
+
+def _row(**kw) -> dict:
+    return {"rule": "ttl_seconds", "value": 300, "since": "2026-01-01", "source": "https://x", **kw}
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        (_row(rule="ttl_second"), "unknown rule name"),
+        (_row(rule="min_cacheable_tokens", value="1024"), "non-negative integer"),
+        (_row(rule="mechanism", value="magic"), "must be one of"),
+        (_row(rule="read_multiplier", value=0.1), "decimal string"),
+        (_row(variant="bedrock"), "not declared"),
+        (_row(models="claude-(("), "bad model pattern"),
+        (_row(since="soon"), "since"),
+        (_row(color="red"), "color"),
+    ],
+)
+def test_invalid_rule_files_are_refused_with_the_place(tmp_path, row, message):
+    path = tmp_path / "acme.json"
+    path.write_text(json.dumps(_file(rules=[row])))
+    with pytest.raises(ReplayError, match=re.escape(message)) as err:
+        load_rules_file(path)
+    assert str(path) in str(err.value)
+
+
+def test_dollar_schema_key_is_accepted():
+    rules = ProviderRules.model_validate({"$schema": "./_schema.json", **_file()})
+    assert rules.schema_ref == "./_schema.json"
+
+
+# -- lookups by date, model, variant ---------------------------------------------------------------
+
+
+def test_openai_regime_and_retention_follow_the_date_and_model():
+    book = RuleBook(builtin_rules("openai"))
+    assert book.get("mechanism", "gpt-5.6-terra", OCT) == "openai-breakpoints"
+    assert book.get("mechanism", "gpt-6-luna", OCT) == "openai-breakpoints"
+    assert book.get("mechanism", "gpt-5.5", OCT) == "automatic-prefix"
+    assert book.get("retention", "gpt-5", at(2026, 5, 28)) == "in_memory"
+    assert book.get("retention", "gpt-5", at(2026, 5, 29)) == "24h"
+    assert book.get("retention", "gpt-4o", OCT) == "in_memory"
+    assert book.get("retention", "gpt-5.1-codex-mini", OCT) == "24h"
+    assert book.get("granularity_tokens", "gpt-5.5", OCT) == 2048
+    assert book.uncertain("mechanism", "gpt-6-luna", OCT)
+
+
+def test_anthropic_dated_rules():
+    book = RuleBook(builtin_rules("anthropic"))
+    assert book.get("isolation", "claude-sonnet-4-5", at(2026, 2, 4)) == "organization"
+    assert book.get("isolation", "claude-sonnet-4-5", at(2026, 2, 5)) == "workspace"
+    assert book.get("collapse_tool_runs", "claude-sonnet-4-6", at(2026, 8, 31)) is False
+    assert book.get("collapse_tool_runs", "claude-sonnet-4-6", at(2026, 9, 1)) is True
+    assert book.get("automatic_breakpoint", "claude-sonnet-4-6", at(2026, 2, 18)) is False
+    assert book.get("automatic_breakpoint", "claude-sonnet-4-6", at(2026, 2, 19)) is True
+    mins = {m: book.get("min_cacheable_tokens", m, OCT) for m in (
+        "claude-fable-5", "claude-opus-5-5", "claude-sonnet-4-5", "claude-opus-4-8",
+        "claude-opus-4-7", "claude-3-5-haiku", "claude-opus-4-5", "claude-haiku-4-5",
+        "claude-haiku-5-5", "claude-sonnet-5-5",
+    )}
+    assert mins == {
+        "claude-fable-5": 512, "claude-opus-5-5": 512, "claude-sonnet-4-5": 1024,
+        "claude-opus-4-8": 1024, "claude-opus-4-7": 2048, "claude-3-5-haiku": 2048,
+        "claude-opus-4-5": 4096, "claude-haiku-4-5": 4096, "claude-haiku-5-5": 4096,
+        "claude-sonnet-5-5": 1024,
+    }
+    assert book.uncertain("min_cacheable_tokens", "claude-haiku-5-5", OCT)
+    strips = {m: book.get("strips_thinking", m, OCT) for m in (
+        "claude-haiku-4-5", "claude-sonnet-4-5", "claude-opus-4-1", "claude-opus-4-5",
+        "claude-sonnet-4-6",
+    )}
+    assert strips == {"claude-haiku-4-5": True, "claude-sonnet-4-5": True,
+                      "claude-opus-4-1": True, "claude-opus-4-5": False,
+                      "claude-sonnet-4-6": False}
+
+
+def test_a_variant_row_beats_a_later_generic_row():
+    bedrock = RuleBook(builtin_rules("anthropic"), variant="bedrock")
+    direct = RuleBook(builtin_rules("anthropic"))
+    assert bedrock.get("isolation", "claude-sonnet-4-5", OCT) == "organization"
+    assert direct.get("isolation", "claude-sonnet-4-5", OCT) == "workspace"
+    assert bedrock.get("min_cacheable_tokens", "claude-fable-5", OCT) == 1024
+    assert direct.get("min_cacheable_tokens", "claude-fable-5", OCT) == 512
+    assert bedrock.get("ttl_1h_available", "claude-sonnet-4", OCT) is False
+    assert bedrock.get("ttl_1h_available", "claude-sonnet-4-5", OCT) is True
+
+
+def test_gemini_minimums_and_storage_by_date():
+    book = RuleBook(builtin_rules("google"))
+    explicit = book.with_variant("explicit")
+    assert book.get("min_cacheable_tokens", "gemini-2.5-flash", at(2025, 6, 1)) == 1024
+    assert book.get("min_cacheable_tokens", "gemini-2.5-flash", at(2026, 7, 7)) == 2048
+    assert book.get("min_cacheable_tokens", "gemini-2.5-pro", at(2025, 6, 1)) == 2048
+    assert book.get("min_cacheable_tokens", "gemini-2.5-pro", at(2026, 1, 1)) == 4096
+    assert book.get("min_cacheable_tokens", "gemini-3.8-flash", OCT) == 4096
+    assert book.get("mechanism", "gemini-2.0-flash", OCT) == "none"
+    assert explicit.get("mechanism", "gemini-2.5-flash", OCT) == "explicit-context"
+    assert explicit.get("storage_usd_per_mtok_hour", "gemini-3.8-flash", at(2026, 12, 31)) == "0.50"
+    assert explicit.get("storage_usd_per_mtok_hour", "gemini-3.8-flash", at(2027, 1, 1)) == "1.00"
+    assert book.uncertain("granularity_tokens", "gemini-2.5-flash", OCT)
+    assert book.uncertain("ttl_seconds", "gemini-2.5-flash", OCT)
+
+
+def test_deepseek_v4_rules_start_in_april_2026():
+    book = RuleBook(builtin_rules("deepseek"))
+    assert book.get("mechanism", "deepseek-v4-flash", at(2026, 3, 31)) == "automatic-prefix"
+    assert book.get("mechanism", "deepseek-v4-flash", at(2026, 4, 1)) == "prefix-units"
+    assert book.uncertain("unit_interval_tokens", "deepseek-v4-flash", OCT)
+
+
+def test_research_uncertain_rules_are_flagged():
+    checks = [
+        ("anthropic", None, "collapse_tool_runs", "claude-sonnet-4-6"),
+        ("anthropic", "bedrock", "min_tokens_per_checkpoint", "claude-sonnet-4-5"),
+        ("anthropic", None, "ready_after_seconds", "claude-sonnet-4-5"),
+        ("openai", None, "ttl_seconds_24h", "gpt-5"),
+        ("x-ai", None, "granularity_tokens", "grok-4.6"),
+        ("moonshotai", None, "bills_writes", "kimi-k3"),
+        ("moonshotai", None, "granularity_tokens", "kimi-k2.6"),
+        ("qwen", None, "min_cacheable_tokens", "qwen-plus"),
+        ("deepseek", None, "ttl_seconds", "deepseek-v4-flash"),
+    ]
+    for provider, variant, rule, model in checks:
+        assert RuleBook(builtin_rules(provider), variant=variant).uncertain(rule, model, OCT), (
+            provider, rule
+        )
+
+
+def test_rules_before_the_first_row_are_an_error():
+    book = RuleBook(builtin_rules("openai"))
+    with pytest.raises(ReplayError, match="no `mechanism` cache rule"):
+        book.get("mechanism", "gpt-4o", at(2023, 1, 1))
+
+
+# -- overrides and user files ----------------------------------------------------------------------
+
+
+def test_overrides_by_name_provider_and_variant():
+    rules = builtin_rules("anthropic")
+    book = RuleBook(rules, {"ttl_seconds_5m": 1, "anthropic.ttl_seconds_5m": 2}, "bedrock")
+    assert book.get("ttl_seconds_5m", "claude-sonnet-4-5", OCT) == 2
+    book = RuleBook(rules, {"anthropic.bedrock.ttl_seconds_5m": 3, "ttl_seconds_5m": 1},
+                    "bedrock")
+    assert book.get("ttl_seconds_5m", "claude-sonnet-4-5", OCT) == 3
+    assert RuleBook(rules, {"ttl_seconds_5m": 1}).get("ttl_seconds_5m", "x", OCT) == 1
+    assert RuleBook(rules, {"openai.ttl_seconds_5m": 9}).get(
+        "ttl_seconds_5m", "claude-sonnet-4-5", OCT) == 300
+
+
+def test_override_changes_the_simulation():
+    # A 10-minute gap misses under the 5m TTL, hits when the TTL is overridden to 15 minutes.
+    def second(overrides):
+        lab = CacheLab("anthropic", "claude-sonnet-4-5", overrides=overrides)
+        head = [lab.block("system", 2000), lab.block("user", 100)]
+        lab.send(head, at=0)
+        return lab.send(head, at=600)
+
+    assert second(None).outcome.cache_read == 0
+    assert second({"anthropic.ttl_seconds_5m": 900}).outcome.cache_read == 2100
+
+
+def test_user_file_overlays_the_builtin_file(tmp_path):
+    user = ProviderRules.model_validate({
+        "provider": "openai", "reviewed": "2026-11-01",
+        "rules": [{"rule": "ttl_seconds_24h", "value": 7200, "since": "2020-01-01",
+                   "source": "my measurements"}],
+    })
+    router = CacheRouter(user)
+    route = router.route("openai", "gpt-5")
+    book = router.book(route, None)
+    assert book.get("ttl_seconds_24h", "gpt-5", OCT) == 7200  # the user's row
+    assert book.get("min_cacheable_tokens", "gpt-5", OCT) == 1024  # still the built-in
+    replacing = user.model_copy(update={"replace": True})
+    book = CacheRouter(replacing).book(CacheRouter(replacing).route("openai", "gpt-5"), None)
+    with pytest.raises(ReplayError):
+        book.get("min_cacheable_tokens", "gpt-5", OCT)
+
+
+def test_user_file_for_a_new_provider():
+    user = ProviderRules.model_validate({
+        "provider": "mistral", "reviewed": "2026-11-01",
+        "rules": [
+            {"rule": "mechanism", "value": "automatic-prefix", "since": "2025-01-01",
+             "source": "https://docs.mistral.ai"},
+            {"rule": "min_cacheable_tokens", "value": 512, "since": "2025-01-01", "source": "x"},
+            {"rule": "ttl_seconds", "value": 600, "since": "2025-01-01", "source": "x"},
+        ],
+    })
+    with pytest.raises(ReplayError, match="no cache rules for provider 'mistral'"):
+        CacheRouter().route("mistral", "mistral-large")
+    lab = CacheLab("mistral", "mistral-large", rules=user, client="none")
+    lab.pricer = Pricer(dict([parse_price_override("mistral-large=input:2,output:6")]))
+    head = [lab.block("system", 600), lab.block("user", 100)]
+    assert lab.send(head, at=0).outcome.route == "mistral"
+    assert lab.send(head, at=5).split == (700, 0, 0, 0)
+
+
+def test_model_ids_are_normalized_for_rule_patterns():
+    cases = {
+        "anthropic/claude-sonnet-4.5": "claude-sonnet-4-5",
+        "global.anthropic.claude-sonnet-4-5-20250929-v1:0": "claude-sonnet-4-5",
+        "us.anthropic.claude-3-5-haiku-20241022-v1:0": "claude-3-5-haiku",
+        "claude-3-5-haiku-latest": "claude-3-5-haiku",
+        "claude-sonnet-4-5@20250929": "claude-sonnet-4-5",
+        "openai/gpt-5.1": "gpt-5.1",
+        "qwen/qwen-plus:thinking": "qwen-plus",
+        "GPT-4o-2024-08-06": "gpt-4o",
+    }
+    for raw, norm in cases.items():
+        assert normalize_model(raw) == norm
+
+
+def test_routes():
+    router = CacheRouter()
+    assert router.route("aws", "global.anthropic.claude-opus-4-5-v1:0").label == "anthropic/bedrock"
+    assert router.route("google", "claude-opus-4-5").label == "anthropic/vertex"
+    assert router.route("google", "gemini-2.5-pro").label == "google"
+    assert router.route("openrouter", "x-ai/grok-4.6").label == "openrouter>x-ai"
+    assert router.route("dashscope", "qwen-plus").label == "qwen"
+    assert router.route("xai", "grok-4.6").label == "x-ai"
+
+
+# -- consistency with genai-prices -----------------------------------------------------------------
+
+
+def _base(value):
+    if isinstance(value, gp_types.TieredPrices):
+        return value.base
+    return value
+
+
+@pytest.mark.parametrize(
+    ("provider", "rule", "price_key"),
+    [
+        ("anthropic", "read_multiplier", "cache_read_mtok"),
+        ("anthropic", "write_multiplier_5m", "cache_write_mtok"),
+        ("anthropic", "write_multiplier_1h", "cache_write_1h_mtok"),
+        ("openai", "read_multiplier", "cache_read_mtok"),
+        ("openai", "write_multiplier", "cache_write_mtok"),
+        ("x-ai", "read_multiplier", "cache_read_mtok"),
+        ("moonshotai", "read_multiplier", "cache_read_mtok"),
+        ("moonshotai", "write_multiplier_5m", "cache_write_mtok"),
+        ("moonshotai", "write_multiplier_1h", "cache_write_1h_mtok"),
+    ],
+)
+def test_informational_multipliers_agree_with_genai_prices(provider, rule, price_key):
+    book = RuleBook(builtin_rules(provider))
+    snapshot = data_snapshot.get_snapshot()
+    checked = 0
+    (entry,) = [p for p in snapshot.providers if p.id == provider]
+    for info in entry.models:
+        try:
+            prices = info.get_prices(OCT)
+        except Exception:  # noqa: BLE001 - a model without prices at that date
+            continue
+        value = _base(getattr(prices, price_key, None))
+        base = _base(prices.input_mtok)
+        mult = book.get(rule, normalize_model(info.id), OCT, None)
+        if value is None or not base or mult is None:
+            continue
+        assert Decimal(mult) == value / base, (info.id, mult, value / base)
+        checked += 1
+    assert checked
+
+
+# -- docs and CLI ----------------------------------------------------------------------------------
+
+
+def test_docs_describe_every_rule_cause_profile_and_mechanism():
+    text = (ROOT / "docs" / "cache-rules.md").read_text(encoding="utf-8")
+    for name in [*RULE_TYPES, *MISS_KINDS, *PROFILES, *MECHANISMS]:
+        assert f"`{name}`" in text, name
+
+
+def _cli(*args):
+    from replay.cli._main import cli, load_commands
+
+    load_commands()
+    return CliRunner().invoke(cli, ["providers", *args])
+
+
+def test_providers_lists_rules_in_force_as_json():
+    result = _cli("--at", "2026-03-01", "--provider", "openai", "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["at"] == "2026-03-01"
+    (openai,) = doc["providers"]
+    retention = [r for r in openai["rules"] if r["rule"] == "retention"]
+    assert [r["value"] for r in retention] == ["in_memory"]  # the 24h default came 2026-05-29
+    assert all(r["source"] and r["since"] <= "2026-03-01" for r in openai["rules"])
+
+
+def test_providers_resolves_a_model():
+    result = _cli("--provider", "aws", "--model", "global.anthropic.claude-fable-5-v1:0",
+                  "--at", "2026-10-20", "--format", "json")
+    assert result.exit_code == 0, result.output
+    resolved = json.loads(result.output)["resolved"]
+    assert resolved["route"] == "anthropic/bedrock"
+    values = {r["rule"]: r["value"] for r in resolved["rules"]}
+    assert values["min_cacheable_tokens"] == 1024
+    assert values["automatic_breakpoint"] is False
+
+
+def test_providers_table_marks_uncertain_rules():
+    result = _cli("--provider", "google", "--at", "2026-10-20")
+    assert result.exit_code == 0, result.output
+    assert "ai.google.dev/gemini-api/docs/caching" in result.output
+    assert " ?" in result.output
+    assert "variant explicit" in result.output
+
+
+def test_providers_all_and_schema(tmp_path):
+    result = _cli("--format", "json")
+    assert result.exit_code == 0
+    assert len(json.loads(result.output)["providers"]) == 8
+    out = tmp_path / "schema.json"
+    assert _cli("--schema", "-o", str(out)).exit_code == 0
+    assert out.read_text() == json_schema_text()
+
+
+def test_providers_user_errors():
+    bad_date = _cli("--at", "last tuesday")
+    assert bad_date.exit_code == 2 and "YYYY-MM-DD" in bad_date.output
+    unknown = _cli("--provider", "nope")
+    assert unknown.exit_code == 2 and "known:" in unknown.output
