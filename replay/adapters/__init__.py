@@ -1,0 +1,48 @@
+"""Adapters: read other agents' logs as native `replay-log` sessions.
+
+One module per source (`claude_code`, `codex`, `pi`, `opencode`), each with
+`read(path, *, strict=False) -> Session`; `detect` recognises a log by its content. `read_any`
+is what `replay.load` calls. See docs/adapters.md for every mapping rule and estimate.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from replay._errors import LogFormatError
+from replay.adapters.detect import FORMATS, detect
+from replay.log import Session, read_log
+
+_MODULES = {
+    "claude-code": "replay.adapters.claude_code",
+    "codex": "replay.adapters.codex",
+    "pi": "replay.adapters.pi",
+    "opencode": "replay.adapters.opencode",
+}
+
+
+def _read_native(path: str | Path, *, strict: bool = False) -> Session:
+    """`read_log`, with any stray exception on a malformed file reported as a LogFormatError."""
+    from replay.adapters._common import failures_as_log_errors
+
+    with failures_as_log_errors(path):
+        return read_log(path, strict=strict)
+
+
+def reader_for(fmt: str):
+    """The `read(path, *, strict)` function of a format name (see `FORMATS`)."""
+    if fmt == "replay-log":
+        return _read_native
+    if fmt not in _MODULES:
+        raise LogFormatError("-", None, f"unknown log format {fmt!r}; known: {', '.join(FORMATS)}")
+    return importlib.import_module(_MODULES[fmt]).read
+
+
+def read_any(path: str | Path, *, strict: bool = False, fmt: str | None = None) -> Session:
+    """Read any supported log (format detected from the content unless `fmt` is given)."""
+    name = fmt or detect(path)
+    return reader_for(name)(path, strict=strict)
+
+
+__all__ = ["FORMATS", "detect", "read_any", "reader_for"]

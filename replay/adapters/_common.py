@@ -1,0 +1,994 @@
+"""Shared machinery of the adapters: reading foreign logs leniently, building native events,
+mapping provider usage into disjoint buckets, and labelling what had to be estimated.
+
+Every adapter turns a foreign log into a `Session` of the native `replay-log` format. The rules:
+
+- A line that cannot be read (bad UTF-8, invalid JSON, a record of the wrong shape, an unknown
+  record type) is a `LogFormatError` naming file:line. Lenient (default): it is skipped and
+  counted in `Session.skipped`. Strict: the first one stops the read.
+- A structural repair (a tool call whose result is missing before the next request, an ambiguous
+  REDACTED id) is reported the same way, so `--strict` refuses a log that needed it.
+- Nothing else may escape: every other exception raised while reading one record is turned into a
+  `LogFormatError` for that record (the fuzz test holds every reader to this).
+- What the log does not hold is estimated and labelled: `SessionHeader.estimated` names the
+  estimated header fields, `hidden_prefix_tokens` (extra header field) is the estimated size of
+  the unlogged prompt prefix, thinking blocks without text carry `estimated_tokens` and
+  `estimated_from`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from replay._errors import LogFormatError, ReplayError
+from replay.log import (
+    MAIN_THREAD,
+    AssistantMessage,
+    Compaction,
+    RequestMarker,
+    Session,
+    SessionHeader,
+    TextBlock,
+    ThinkingBlock,
+    ThreadStart,
+    ToolCallBlock,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""A single line longer than this is refused (a guard against reading a binary file as JSONL)."""
+
+
+class Bad(Exception):
+    """A record of the wrong shape; the reader turns it into a `LogFormatError` at its line."""
+
+
+class Issues:
+    """Collects problems: raises the first one in strict mode, keeps them all otherwise."""
+
+    def __init__(self, path: str | Path, strict: bool) -> None:
+        self.path = str(path)
+        self.strict = strict
+        self.items: list[LogFormatError] = []
+
+    def add(self, line: int | None, expected: str, path: str | Path | None = None) -> None:
+        err = LogFormatError(path if path is not None else self.path, line, expected)
+        if self.strict:
+            raise err
+        self.items.append(err)
+
+    def fatal(self, line: int | None, expected: str, path: str | Path | None = None) -> None:
+        raise LogFormatError(path if path is not None else self.path, line, expected)
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading
+
+
+def read_bytes(path: str | Path) -> bytes:
+    p = Path(path)
+    if not p.exists():
+        raise LogFormatError(p, None, "no such file")
+    if p.is_dir():
+        raise LogFormatError(p, None, "expected a log file, got a directory")
+    try:
+        return p.read_bytes()
+    except OSError as err:
+        raise LogFormatError(p, None, f"cannot read the file ({err.strerror})") from None
+
+
+def iter_json_lines(
+    path: str | Path, issues: Issues, data: bytes | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, JSON object) for every readable non-blank line; bad lines go to `issues`."""
+    if data is None:
+        data = read_bytes(path)
+    if not data.strip():
+        issues.fatal(None, "empty file: expected at least one JSON line", path)
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        if len(raw) > MAX_LINE_BYTES:
+            issues.add(number, f"line longer than {MAX_LINE_BYTES} bytes", path)
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            issues.add(number, f"expected UTF-8 text ({err.reason} at byte {err.start})", path)
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as err:
+            msg = f"expected a JSON object (invalid or truncated JSON: {err.msg})"
+            issues.add(number, msg, path)
+            continue
+        except RecursionError:
+            issues.add(number, "expected a JSON object (nested too deeply)", path)
+            continue
+        if not isinstance(obj, dict):
+            issues.add(number, f"expected a JSON object, got {type(obj).__name__}", path)
+            continue
+        yield number, obj
+
+
+@contextmanager
+def failures_as_log_errors(path: str | Path) -> Iterator[None]:
+    """Safety net around a whole read: whatever a malformed file still manages to break outside
+    the per-record guards is reported as a `LogFormatError` for the file, never a traceback."""
+    try:
+        yield
+    except (LogFormatError, ReplayError):
+        raise
+    except Bad as err:
+        raise LogFormatError(path, None, str(err)) from None
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise LogFormatError(
+            path, None, f"invalid log: {first['msg'].lower()} at `{loc}`"
+        ) from None
+    except (
+        KeyError,
+        TypeError,
+        ValueError,
+        AttributeError,
+        IndexError,
+        OverflowError,
+        RecursionError,
+        UnicodeError,
+    ) as err:
+        raise LogFormatError(
+            path, None, f"unexpected log structure ({type(err).__name__}: {err})"
+        ) from None
+
+
+def guarded(
+    issues: Issues,
+    line: int | None,
+    fn: Callable[[], Any],
+    what: str = "record",
+    path: str | Path | None = None,
+) -> Any:
+    """Run `fn` for one record; any failure becomes a `LogFormatError` at `line` (or re-raises)."""
+    try:
+        return fn()
+    except (LogFormatError, ReplayError):
+        raise
+    except Bad as err:
+        issues.add(line, str(err), path)
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        issues.add(line, f"invalid {what}: {first['msg'].lower()} at `{loc}`", path)
+    except (
+        KeyError,
+        TypeError,
+        ValueError,
+        AttributeError,
+        IndexError,
+        OverflowError,
+        RecursionError,
+        UnicodeError,
+    ) as err:
+        issues.add(line, f"unexpected {what} structure ({type(err).__name__}: {err})", path)
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
+# Typed field access: a wrong type is a `Bad` record, never a TypeError deep inside an adapter.
+
+
+def get_dict(obj: Any, key: str, *, required: bool = False) -> dict[str, Any]:
+    value = obj.get(key) if isinstance(obj, dict) else None
+    if value is None:
+        if required:
+            raise Bad(f"expected `{key}` (an object)")
+        return {}
+    if not isinstance(value, dict):
+        raise Bad(f"expected `{key}` to be an object, got {type(value).__name__}")
+    return value
+
+
+def get_list(obj: Any, key: str, *, required: bool = False) -> list[Any]:
+    value = obj.get(key) if isinstance(obj, dict) else None
+    if value is None:
+        if required:
+            raise Bad(f"expected `{key}` (a list)")
+        return []
+    if not isinstance(value, list):
+        raise Bad(f"expected `{key}` to be a list, got {type(value).__name__}")
+    return value
+
+
+def get_str(obj: Any, key: str, default: str | None = None, *, required: bool = False) -> Any:
+    value = obj.get(key) if isinstance(obj, dict) else None
+    if value is None:
+        if required:
+            raise Bad(f"expected `{key}` (a string)")
+        return default
+    if not isinstance(value, str):
+        raise Bad(f"expected `{key}` to be a string, got {type(value).__name__}")
+    return clean(value)
+
+
+def get_int(obj: Any, key: str, default: int = 0) -> int:
+    """A token count: a non-negative integer (floats with an integral value are accepted)."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise Bad(f"expected `{key}` to be a number, got {type(value).__name__}")
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")) or value != int(value):
+            raise Bad(f"expected `{key}` to be a whole number, got {value!r}")
+        value = int(value)
+    if value < 0:
+        raise Bad(f"expected `{key}` to be >= 0, got {value}")
+    return value
+
+
+def get_number(obj: Any, key: str) -> float | int | None:
+    value = obj.get(key) if isinstance(obj, dict) else None
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise Bad(f"expected `{key}` to be a number, got {type(value).__name__}")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise Bad(f"expected `{key}` to be a finite number")
+    return value
+
+
+def opt_str(obj: Any, key: str) -> str | None:
+    """A string field for labels (ids, versions, paths): anything else reads as absent."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return clean(value) if isinstance(value, str) else None
+
+
+def opt_ts(value: Any) -> datetime | None:
+    """A time for labels: a malformed one reads as absent."""
+    try:
+        return parse_ts(value)
+    except Bad:
+        return None
+
+
+def clean(text: str) -> str:
+    """The text with lone surrogates (valid JSON escapes, invalid UTF-8) replaced by U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def clean_json(value: Any) -> Any:
+    """A JSON value with every string cleaned (so writing it as UTF-8 cannot fail)."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, dict):
+        return {clean(str(k)): clean_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_json(v) for v in value]
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    return value
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(clean_json(value), ensure_ascii=False, sort_keys=True)
+
+
+_EPOCH_MIN = datetime(1990, 1, 1, tzinfo=UTC)
+_EPOCH_MAX = datetime(2200, 1, 1, tzinfo=UTC)
+
+
+def parse_ts(value: Any, what: str = "timestamp") -> datetime:
+    """An ISO-8601 string or epoch milliseconds as an aware UTC datetime."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith("Z"):
+            text = text[:-1] + "+00:00"
+        try:
+            ts = datetime.fromisoformat(text)
+        except ValueError:
+            raise Bad(f"expected `{what}` to be an ISO-8601 time, got {value[:40]!r}") from None
+        if ts.tzinfo is None:
+            ts = ts.replace(tzinfo=UTC)
+        ts = ts.astimezone(UTC)
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            ts = datetime.fromtimestamp(float(value) / 1000.0, tz=UTC)
+        except (OverflowError, ValueError, OSError):
+            raise Bad(f"expected `{what}` to be epoch milliseconds, got {value!r}") from None
+    else:
+        raise Bad(f"expected `{what}` (an ISO-8601 time or epoch milliseconds)")
+    if not (_EPOCH_MIN <= ts <= _EPOCH_MAX):
+        raise Bad(f"expected `{what}` between 1990 and 2200, got {value!r}")
+    return ts
+
+
+def parse_arguments(raw: Any) -> dict[str, Any]:
+    """Tool-call arguments as a dict: JSON strings are decoded, anything else is wrapped."""
+    if isinstance(raw, dict):
+        return clean_json(raw)
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except (json.JSONDecodeError, RecursionError):
+            return {"_raw": clean(raw)}
+        return clean_json(value) if isinstance(value, dict) else {"_raw": clean_json(value)}
+    if raw is None:
+        return {}
+    return {"_raw": clean_json(raw)}
+
+
+# --------------------------------------------------------------------------------------------------
+# Usage: every provider's figures mapped explicitly into the disjoint native buckets.
+
+
+def _cost(value: Any) -> str | None:
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    text = str(value)
+    try:
+        float(text)
+    except ValueError:
+        return None
+    return text
+
+
+def anthropic_usage(u: dict[str, Any]) -> Usage:
+    """Anthropic Messages API usage: the four prompt fields are already additive.
+
+    Quirk (Claude Code >= ~1.0.8x): `cache_creation{ephemeral_5m_input_tokens,
+    ephemeral_1h_input_tokens}` splits the write by TTL; older logs only have the total, which the
+    API bills at the default (5-minute) rate. A split that does not add up leaves the remainder in
+    the 5-minute bucket, so the prompt total is always `input + cache_read + cache_creation`.
+    """
+    created = get_int(u, "cache_creation_input_tokens")
+    split = get_dict(u, "cache_creation")
+    w1h = min(get_int(split, "ephemeral_1h_input_tokens"), created)
+    w5m = created - w1h
+    details = get_dict(u, "output_tokens_details")
+    thinking = details.get("thinking_tokens")
+    return Usage(
+        input_tokens=get_int(u, "input_tokens"),
+        cache_read_tokens=get_int(u, "cache_read_input_tokens"),
+        cache_write_5m_tokens=w5m,
+        cache_write_1h_tokens=w1h,
+        output_tokens=get_int(u, "output_tokens"),
+        reasoning_tokens=get_int(details, "thinking_tokens") if thinking is not None else None,
+        raw=clean_json(u),
+    )
+
+
+def openai_usage(u: dict[str, Any]) -> Usage:
+    """OpenAI / Codex usage. Quirk: `input_tokens` INCLUDES `cached_input_tokens`, so the uncached
+    bucket is input − cached. OpenAI has no cache-write field or fee (writes are free and
+    implicit). `reasoning_output_tokens` is part of `output_tokens`."""
+    total_in = get_int(u, "input_tokens")
+    cached = get_int(u, "cached_input_tokens")
+    if cached > total_in:
+        raise Bad(f"cached_input_tokens {cached} > input_tokens {total_in}")
+    reasoning = u.get("reasoning_output_tokens")
+    return Usage(
+        input_tokens=total_in - cached,
+        cache_read_tokens=cached,
+        output_tokens=get_int(u, "output_tokens"),
+        reasoning_tokens=get_int(u, "reasoning_output_tokens") if reasoning is not None else None,
+        raw=clean_json(u),
+    )
+
+
+def pi_usage(u: dict[str, Any], ttl_1h: bool = False) -> Usage:
+    """pi-ai `Usage{input, output, cacheRead, cacheWrite, cost{total}}`: pi already subtracts
+    cached tokens for OpenAI (`input = input_tokens - cached_tokens`), so all four are disjoint.
+    pi asks Anthropic for the default TTL, so its writes are 5-minute writes."""
+    write = get_int(u, "cacheWrite")
+    return Usage(
+        input_tokens=get_int(u, "input"),
+        cache_read_tokens=get_int(u, "cacheRead"),
+        cache_write_5m_tokens=0 if ttl_1h else write,
+        cache_write_1h_tokens=write if ttl_1h else 0,
+        output_tokens=get_int(u, "output"),
+        cost_usd=_cost(get_dict(u, "cost").get("total")),
+        raw=clean_json(u),
+    )
+
+
+def opencode_usage(tokens: dict[str, Any], cost: Any) -> Usage:
+    """opencode `tokens{input, output, reasoning, cache{read, write}}`.
+
+    Quirks: `input` excludes cache reads (already the uncached bucket). `output` EXCLUDES
+    `reasoning` (its own `cost` is computed on output + reasoning: checked on the nimbus sample,
+    e.g. 8672 in, 12672 read, 84 + 47 out at gpt-5.3-codex rates = 0.0192276, the logged cost),
+    so the billed output is output + reasoning.
+    """
+    cache = get_dict(tokens, "cache")
+    reasoning = get_int(tokens, "reasoning")
+    return Usage(
+        input_tokens=get_int(tokens, "input"),
+        cache_read_tokens=get_int(cache, "read"),
+        cache_write_5m_tokens=get_int(cache, "write"),
+        output_tokens=get_int(tokens, "output") + reasoning,
+        reasoning_tokens=reasoning,
+        cost_usd=_cost(cost),
+        raw=clean_json(tokens),
+    )
+
+
+def usage_is_empty(u: Usage | None) -> bool:
+    return u is None or (u.prompt_tokens == 0 and u.output_tokens == 0)
+
+
+_PROVIDER_ALIASES = {
+    "anthropic": "anthropic",
+    "claude": "anthropic",
+    "openai": "openai",
+    "openai-codex": "openai",
+    "azure": "azure",
+    "azure-openai": "azure",
+    "google": "google",
+    "google-gemini-cli": "google",
+    "google-vertex": "google",
+    "gemini": "google",
+    "deepseek": "deepseek",
+    "mistral": "mistral",
+    "xai": "x-ai",
+    "groq": "groq",
+    "openrouter": "openrouter",
+}
+
+
+def provider_for(provider: str | None, model: str | None) -> str:
+    """A provider id genai-prices knows. Aggregators (opencode zen, github-copilot…) are mapped to
+    the model's maker, because that is whose prices the request was billed at upstream."""
+    name = (provider or "").lower()
+    if name in _PROVIDER_ALIASES and name != "openrouter":
+        return _PROVIDER_ALIASES[name]
+    m = (model or "").lower()
+    if m.startswith("claude"):
+        return "anthropic"
+    if re.match(r"^(gpt|o[134]|codex|chatgpt)", m):
+        return "openai"
+    if m.startswith("gemini"):
+        return "google"
+    if m.startswith("deepseek"):
+        return "deepseek"
+    return _PROVIDER_ALIASES.get(name, name or "anthropic")
+
+
+# --------------------------------------------------------------------------------------------------
+# Building a session
+
+
+@dataclass
+class ThreadEvents:
+    """The events of one thread in order (the thread's own order, not yet merged)."""
+
+    name: str
+    events: list[Any] = field(default_factory=list)
+
+
+class SessionBuilder:
+    """Collects events per thread, pairs tool calls with results, then merges and numbers them."""
+
+    def __init__(self, path: str | Path, issues: Issues) -> None:
+        self.path = str(path)
+        self.issues = issues
+        self.threads: dict[str, ThreadEvents] = {}
+        self._counter = 0
+        self._request_ids: set[str] = set()
+        self._call_ids: set[str] = set()
+        self.thread_starts: dict[str, ThreadStart] = {}
+
+    # ids ----------------------------------------------------------------------------------
+    def new_id(self) -> str:
+        self._counter += 1
+        return f"t{self._counter}"
+
+    def request_id(self, wanted: str | None) -> str:
+        """A unique request id (REDACTED or repeated ids get a suffix)."""
+        base = wanted if wanted and wanted != "REDACTED" else f"req-{len(self._request_ids) + 1}"
+        rid, n = base, 1
+        while rid in self._request_ids:
+            n += 1
+            rid = f"{base}#{n}"
+        self._request_ids.add(rid)
+        return rid
+
+    def call_id(self, wanted: str | None, fallback: str) -> str:
+        """A unique tool-call id. Quirk (Entire redaction): ids may be `REDACTED`; they are
+        replaced by a generated id and the result is paired by order instead."""
+        base = wanted if wanted and wanted != "REDACTED" else f"call-{fallback}"
+        cid, n = base, 1
+        while cid in self._call_ids:
+            n += 1
+            cid = f"{base}#{n}"
+        self._call_ids.add(cid)
+        return cid
+
+    # events -------------------------------------------------------------------------------
+    def thread(self, name: str) -> ThreadEvents:
+        if name not in self.threads:
+            self.threads[name] = ThreadEvents(name)
+        return self.threads[name]
+
+    def add(self, event: Any) -> Any:
+        if event.id is None:
+            event.id = self.new_id()
+        self.thread(event.thread).events.append(event)
+        return event
+
+    # tool pairing -------------------------------------------------------------------------
+    def repair_tool_results(self, expected: Callable[[Any], bool] | None = None) -> None:
+        """Quirk (interrupted turns, truncated captures, bad input): a tool call whose result never
+        came before the thread's next request. Providers refuse such a prompt, so the harness must
+        have sent something: a placeholder error result is inserted right before that request.
+        The repair is reported (strict mode refuses the log) unless `expected(owner message)` says
+        the harness itself fills the gap (pi does so for aborted responses)."""
+        for thread in self.threads.values():
+            pending: dict[str, tuple[ToolCallBlock, Any]] = {}
+            out: list[Any] = []
+            for event in thread.events:
+                if isinstance(event, AssistantMessage):
+                    for block in event.blocks:
+                        if isinstance(block, ToolCallBlock) and not getattr(
+                            block, "server_side", False
+                        ):
+                            pending[block.id] = (block, event)
+                elif isinstance(event, ToolResult):
+                    pending.pop(event.call_id, None)
+                elif isinstance(event, RequestMarker) and pending:
+                    for call_id, (block, owner) in list(pending.items()):
+                        if expected is None or not expected(owner):
+                            self.issues.add(
+                                getattr(owner, "line", None),
+                                f"expected a tool result for call {call_id!r} ({block.name}) "
+                                f"before request {event.request_id}; a placeholder error "
+                                "result was added",
+                            )
+                        placeholder = ToolResult(
+                            ts=event.ts,
+                            thread=event.thread,
+                            id=self.new_id(),
+                            call_id=call_id,
+                            tool_name=block.name,
+                            output="",
+                            is_error=True,
+                        )
+                        placeholder.synthetic = "missing tool result"
+                        out.append(placeholder)
+                    pending.clear()
+                out.append(event)
+            thread.events = out
+
+    # finishing ----------------------------------------------------------------------------
+    def merged(self) -> list[Any]:
+        """All threads merged by time, each thread's own order kept; ids renumbered `e1…`."""
+        streams = []
+        for order, thread in enumerate(self.threads.values()):
+            streams.append([((e.ts, order, n), e) for n, e in enumerate(thread.events)])
+        events = [e for _, e in heapq.merge(*streams, key=lambda pair: pair[0])]
+        # heapq.merge keeps each stream's order even where a stream's timestamps go backwards.
+        mapping: dict[str, str] = {}
+        for n, event in enumerate(events, start=2):
+            new = f"e{n}"
+            if event.id is not None:
+                mapping[event.id] = new
+            event.id = new
+        for event in events:
+            if isinstance(event, Compaction):
+                event.replaces = [mapping[r] for r in event.replaces if r in mapping]
+            copied = getattr(event, "copied_from", None)
+            if isinstance(copied, str) and copied in mapping:
+                event.copied_from = mapping[copied]
+        return events
+
+    def session(self, header: SessionHeader) -> Session:
+        events = self.merged()
+        header.id = "e1"
+        if events and header.ts > events[0].ts:
+            header.ts = events[0].ts
+        return Session(header=header, events=events, path=self.path, skipped=self.issues.items)
+
+
+def first_ts(builder: SessionBuilder) -> datetime | None:
+    times = [t.events[0].ts for t in builder.threads.values() if t.events]
+    return min(times) if times else None
+
+
+# --------------------------------------------------------------------------------------------------
+# Estimates
+
+
+def visible_output_tokens(blocks: Iterable[Any], model: str) -> int:
+    from replay.strategies._view import Block
+    from replay.tokens import counter_for
+
+    counter = counter_for(model)
+    total = 0
+    for b in blocks:
+        if isinstance(b, TextBlock):
+            total += counter.count(b.text)
+        elif isinstance(b, ToolCallBlock):
+            total += counter.count(
+                Block("tool_call", name=b.name, arguments=b.arguments).rendered()
+            )
+        elif isinstance(b, ThinkingBlock) and b.thinking:
+            total += counter.count(b.thinking)
+    return total
+
+
+def estimate_thinking(message: AssistantMessage, usage: Usage | None, model: str) -> None:
+    """Quirk (Claude Code 2.1.x logs thinking as `""` + signature; Codex/opencode keep reasoning
+    encrypted or summarised): size each thinking block without text from the request's output.
+
+    With `reasoning_tokens` reported (OpenAI, opencode), those are the size, split evenly over the
+    blocks. Otherwise (Anthropic) the size is output_tokens − tokens of the visible blocks."""
+    empty = [b for b in message.blocks if isinstance(b, ThinkingBlock) and not b.thinking]
+    if not empty or usage is None:
+        return
+    if usage.reasoning_tokens is not None:
+        budget, source = usage.reasoning_tokens, "reasoning_tokens"
+    else:
+        visible = visible_output_tokens(message.blocks, model)
+        budget, source = max(0, usage.output_tokens - visible), "output_tokens - visible blocks"
+    share, rest = divmod(budget, len(empty))
+    for n, block in enumerate(empty):
+        block.estimated_tokens = share + (1 if n < rest else 0)
+        block.estimated_from = source
+
+
+def _view_item(e: Any, n: int) -> Any:
+    """One logged event as the engine's view item (None for events that are not messages)."""
+    from replay.strategies._view import AssistantItem, Block, ToolResultItem, UserItem
+
+    if isinstance(e, UserMessage):
+        return UserItem(e.text, event_index=n, injected=e.injected)
+    if isinstance(e, AssistantMessage):
+        blocks = []
+        for b in e.blocks:
+            if isinstance(b, TextBlock):
+                blocks.append(Block("text", text=b.text))
+            elif isinstance(b, ThinkingBlock):
+                blocks.append(
+                    Block("thinking", text=b.thinking, estimated_tokens=b.estimated_tokens)
+                )
+            else:
+                blocks.append(Block("tool_call", call_id=b.id, name=b.name, arguments=b.arguments))
+        return AssistantItem(blocks=tuple(blocks), event_index=n)
+    if isinstance(e, ToolResult):
+        return ToolResultItem(e.call_id, e.tool_name, e.output, e.is_error, event_index=n)
+    return None
+
+
+def _view_items(events: Iterable[Any]) -> list[Any]:
+    """The thread's history as the engine's view items (what `baseline` would send)."""
+    items = (_view_item(e, n) for n, e in enumerate(events))
+    return [i for i in items if i is not None]
+
+
+def rendered_prompt_tokens(
+    events: Iterable[Any], marker: RequestMarker, header: SessionHeader, system: str
+) -> int:
+    """Prompt size `replay` renders for `marker` from the logged history (full, uncompacted)."""
+    from replay.render import Renderer
+    from replay.tokens import counter_for
+
+    model = marker.model or header.model
+    renderer = Renderer(counter_for(model))
+    request = renderer.render(
+        _view_items(events),
+        system=system,
+        tools=header.tools,
+        index=0,
+        request_id=marker.request_id,
+        thread=marker.thread,
+        ts=marker.ts,
+        model=model,
+        provider=marker.provider or header.provider,
+    )
+    return request.total
+
+
+def estimate_hidden_prefix(session: Session) -> None:
+    """Quirk (no agent logs its whole prompt): estimate the unlogged prefix of each thread.
+
+    H = recorded prompt of the thread's first request with usage − the prompt `replay` renders
+    for it from what the log holds (system prompt and tools if logged, visible messages), counted
+    with the engine's renderer and `replay.tokens.counter_for(model)`. H covers the system prompt,
+    tool schemas and context injected before the first request (CLAUDE.md, environment, rendered
+    reminders). Stored as `hidden_prefix_tokens` on the header (main thread) or on the
+    `ThreadStart` (other threads), with `hidden_prefix_from` = the request it was measured on.
+    Per-turn injected context after that is NOT folded in (see docs/adapters.md: residual).
+    """
+    header = session.header
+    starts = {e.thread_id: e for e in session.events if isinstance(e, ThreadStart)}
+    seen: set[str] = set()
+    history: dict[str, list[Any]] = {}
+    for e in session.events:
+        history.setdefault(e.thread, []).append(e)
+        if not isinstance(e, RequestMarker) or e.thread in seen or usage_is_empty(e.usage):
+            continue
+        seen.add(e.thread)
+        target = header if e.thread == MAIN_THREAD else starts.get(e.thread)
+        if target is None:
+            continue
+        system = header.system
+        if isinstance(target, ThreadStart) and target.system is not None:
+            system = target.system
+        visible = rendered_prompt_tokens(history[e.thread], e, header, system)
+        target.hidden_prefix_tokens = max(0, e.usage.prompt_tokens - visible)
+        target.hidden_prefix_from = e.request_id
+        if target is header and "hidden_prefix" not in header.estimated:
+            header.estimated.append("hidden_prefix")
+
+
+@dataclass(frozen=True)
+class Residual:
+    """What the log does not explain about one request's prompt."""
+
+    request_id: str
+    thread: str
+    recorded: int
+    """Prompt tokens the provider reported."""
+    simulated: int
+    """Prompt tokens `replay` renders for the logged context as the agent sent it (its own
+    compactions applied), plus the thread's estimated hidden prefix."""
+
+    @property
+    def residual(self) -> int:
+        """recorded − simulated: context injected without being logged (> 0), or tokenizer
+        over-count (< 0). Zero on the request the hidden prefix was measured on."""
+        return self.recorded - self.simulated
+
+
+def prompt_residuals(session: Session) -> list[Residual]:
+    """Per-turn injected context, as a residual (docs/adapters.md, "Estimates").
+
+    For every request with usage: recorded prompt − (hidden prefix + the logged context as the
+    agent sent it: its own compactions applied, each summary where the first event it replaced
+    stood). Growth of the residual between consecutive requests of a thread is context the agent
+    injected that turn without logging it (rendered reminders, CLAUDE.md re-reads, a remote
+    compaction's opaque summary…). Fidelity reports use it to tell "hidden" from cache misses.
+    """
+    from replay.render import Renderer
+    from replay.strategies._view import SummaryItem
+    from replay.tokens import counter_for, family_for
+
+    header = session.header
+    starts = {e.thread_id: e for e in session.events if isinstance(e, ThreadStart)}
+    renderers: dict[str, Renderer] = {}
+    items: dict[str, list[Any]] = {}
+    positions: dict[str, dict[str, int]] = {}
+    compactions: dict[str, list[tuple[int, Compaction]]] = {}
+    summaries: dict[str, SummaryItem] = {}
+    out: list[Residual] = []
+    for e in session.events:
+        thread_items = items.setdefault(e.thread, [])
+        where = positions.setdefault(e.thread, {})
+        if isinstance(e, Compaction):
+            compactions.setdefault(e.thread, []).append((len(where), e))
+        if not isinstance(e, RequestMarker):
+            item = _view_item(e, len(where))
+            if e.id is not None:
+                where[e.id] = len(where)
+            if item is not None:
+                thread_items.append(item)
+            continue
+        if usage_is_empty(e.usage):
+            continue
+        start = starts.get(e.thread)
+        owner = header if e.thread == MAIN_THREAD else start
+        hidden = getattr(owner, "hidden_prefix_tokens", 0) or 0
+        system = header.system
+        if start is not None and start.system is not None:
+            system = start.system
+        view: list[Any] = thread_items
+        logged = compactions.get(e.thread, [])
+        if logged:
+            replaced: set[int] = set()
+            anchors: list[tuple[int, str]] = []
+            for n, c in logged:
+                spots = {where[r] for r in c.replaces if r in where}
+                replaced |= spots
+                anchors.append((min(spots, default=n), c.id or str(n)))
+            # A later compaction that replaced an earlier summary's place supersedes it.
+            live = [a for a in anchors if a[0] not in replaced or a == anchors[-1]]
+            texts = {c.id or str(n): c.summary for n, c in logged}
+            view = []
+            pending = sorted(live)
+            for item in thread_items:
+                while pending and item.event_index >= pending[0][0]:
+                    view.append(_summary(summaries, pending.pop(0)[1], texts))
+                if item.event_index not in replaced:
+                    view.append(item)
+            view += [_summary(summaries, key, texts) for _, key in pending]
+        model = e.model or header.model
+        family = family_for(model).family
+        renderer = renderers.get(family)
+        if renderer is None:
+            renderer = renderers[family] = Renderer(counter_for(model))
+        rendered = renderer.render(
+            view,
+            system=system,
+            tools=header.tools,
+            index=len(out),
+            request_id=e.request_id,
+            thread=e.thread,
+            ts=e.ts,
+            model=model,
+            provider=e.provider or header.provider,
+        )
+        out.append(Residual(e.request_id, e.thread, e.usage.prompt_tokens, rendered.total + hidden))
+    return out
+
+
+def _summary(cache: dict[str, Any], key: str, texts: dict[str, str]) -> Any:
+    from replay.strategies._view import SummaryItem
+
+    if key not in cache:
+        cache[key] = SummaryItem(text=texts[key], source="logged")
+    return cache[key]
+
+
+def most_common(values: Iterable[str | None], default: str) -> str:
+    counts: dict[str, int] = {}
+    for v in values:
+        if v:
+            counts[v] = counts.get(v, 0) + 1
+    return max(counts, key=lambda k: counts[k]) if counts else default
+
+
+# --------------------------------------------------------------------------------------------------
+# Tree linearisation (Claude Code parentUuid chains, pi id/parentId trees)
+
+
+@dataclass
+class Branch:
+    """An abandoned branch: its lines, and the node on the active path it forked from."""
+
+    fork: str | None
+    nodes: list[str]
+
+
+def reparent_missing(order: list[str], parent: dict[str, str | None]) -> dict[str, str | None]:
+    """Quirk (records missing from a capture, or skipped as unreadable): a node whose parent is
+    not in the log hangs off the node before it in file order, instead of starting a new tree."""
+    known = set(order)
+    out = dict(parent)
+    previous: str | None = None
+    for n in order:
+        p = out.get(n)
+        if p is not None and p not in known:
+            out[n] = previous
+        previous = n
+    return out
+
+
+def linearise(
+    order: list[str],
+    parent: dict[str, str | None],
+    is_attached: Callable[[str, str | None], bool],
+    leaf: str | None,
+) -> tuple[list[str], list[Branch]]:
+    """Split a tree of nodes (given in file order) into the active path and abandoned branches.
+
+    The active path is the ancestors of `leaf`, plus every node whose chain reaches the path
+    through `is_attached` nodes only (parallel tool results, streamed blocks of one response,
+    progress records: artifacts of how the log was written, not a new branch). Everything else is
+    a branch (a rewind / edit / fork): its requests were billed, so adapters replay it as its own
+    thread starting with a copy of the active path up to the fork.
+    """
+    known = set(order)
+    parent = reparent_missing(order, parent)
+    on_path: set[str] = set()
+    node = leaf
+    guard = 0
+    while node is not None and node in known and node not in on_path and guard <= len(order):
+        on_path.add(node)
+        node = parent.get(node)
+        guard += 1
+    active = set(on_path)
+    branch_of: dict[str, str] = {}
+    branches: dict[str, Branch] = {}
+    for n in order:
+        if n in active or n in branch_of:
+            continue
+        # Walk up to the first active node or known branch member.
+        chain = [n]
+        p = parent.get(n)
+        seen = {n}
+        while p is not None and p in known and p not in active and p not in branch_of:
+            if p in seen:
+                break
+            seen.add(p)
+            chain.append(p)
+            p = parent.get(p)
+        if p is not None and p in branch_of:
+            root = branch_of[p]
+            for c in chain:
+                branch_of[c] = root
+            continue
+        # chain[-1] is the node right below the fork point `p` (or a root when p is None).
+        top = chain[-1]
+        if all(is_attached(c, parent.get(c)) for c in chain):
+            active.update(chain)
+            continue
+        # The first non-attached node from the top down starts the branch; attached ones above
+        # it are artifacts of the active path.
+        start = len(chain) - 1
+        while start >= 0 and is_attached(chain[start], parent.get(chain[start])):
+            active.add(chain[start])
+            start -= 1
+        root = chain[start]
+        fork = parent.get(root) if root != top else p
+        branches.setdefault(root, Branch(fork=fork if fork in active else None, nodes=[]))
+        for c in chain[: start + 1]:
+            branch_of[c] = root
+    for n in order:
+        if n in branch_of:
+            branches[branch_of[n]].nodes.append(n)
+    path = [n for n in order if n in active]
+    return path, list(branches.values())
+
+
+__all__ = [
+    "MAIN_THREAD",
+    "AssistantMessage",
+    "Bad",
+    "Branch",
+    "Compaction",
+    "Issues",
+    "RequestMarker",
+    "SessionBuilder",
+    "SessionHeader",
+    "TextBlock",
+    "ThinkingBlock",
+    "ThreadStart",
+    "ToolCallBlock",
+    "ToolResult",
+    "Usage",
+    "UserMessage",
+    "anthropic_usage",
+    "clean",
+    "clean_json",
+    "dumps",
+    "estimate_hidden_prefix",
+    "failures_as_log_errors",
+    "opt_str",
+    "opt_ts",
+    "rendered_prompt_tokens",
+    "estimate_thinking",
+    "get_dict",
+    "get_int",
+    "get_list",
+    "get_str",
+    "guarded",
+    "iter_json_lines",
+    "linearise",
+    "reparent_missing",
+    "Residual",
+    "prompt_residuals",
+    "openai_usage",
+    "opencode_usage",
+    "parse_arguments",
+    "parse_ts",
+    "pi_usage",
+    "provider_for",
+    "read_bytes",
+    "usage_is_empty",
+]

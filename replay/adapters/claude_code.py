@@ -1,0 +1,810 @@
+"""Claude Code session logs (`~/.claude/projects/<cwd>/<sessionId>.jsonl`) → `replay-log`.
+
+One line per record. The records that matter: `user` (prompts, tool results, injected meta text,
+the compaction summary), `assistant` (ONE content block per line; the lines of one API response
+share `message.id` + `requestId`), `system/compact_boundary`, `attachment` (structured data the
+CLI renders into `<system-reminder>` text). Everything else is UI or bookkeeping.
+
+Rules (each names the quirk it handles; see shared research `formats.md` §1):
+
+- one API call = the lines sharing `requestId` + `message.id`; their blocks are concatenated in
+  file order, and the line with the largest usage wins (quirk: 1.0.x writes partial
+  `output_tokens` on the first lines of a response);
+- the order of a thread is its file order; `parentUuid` decides which lines are on the active
+  path and which belong to an abandoned branch (quirk: streamed tool calls and parallel tool
+  results hang off siblings, so a strict parent walk would drop some of them);
+- `compact_boundary` + the `isCompactSummary` user message → a native `Compaction`;
+- `isSidechain` lines (1.0.x / 2.0.x inline subagents) and `<sessionId>/subagents/agent-*.jsonl`
+  files (2.1.x) → their own threads, linked to the parent's Task/Agent call;
+- `progress` lines are not context (quirk: `agent_progress` embeds subagent messages with usage
+  that the main transcript does not bill; counting them would double count);
+- `model: "<synthetic>"` and `isApiErrorMessage` assistant lines are not requests and not context;
+- resumed sessions copy earlier lines into the new file: lines and responses already read from an
+  earlier file (same uuid / message id) are dropped.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from replay._errors import LogFormatError
+from replay.adapters._common import (
+    MAIN_THREAD,
+    AssistantMessage,
+    Bad,
+    Compaction,
+    Issues,
+    RequestMarker,
+    SessionBuilder,
+    SessionHeader,
+    TextBlock,
+    ThinkingBlock,
+    ThreadStart,
+    ToolCallBlock,
+    ToolResult,
+    UserMessage,
+    anthropic_usage,
+    clean,
+    dumps,
+    estimate_hidden_prefix,
+    estimate_thinking,
+    failures_as_log_errors,
+    get_dict,
+    get_list,
+    get_str,
+    guarded,
+    iter_json_lines,
+    linearise,
+    most_common,
+    parse_arguments,
+    parse_ts,
+    read_bytes,
+    reparent_missing,
+    usage_is_empty,
+)
+from replay.log import Session
+
+AGENT = "claude-code"
+
+CONVERSATION = {"user", "assistant", "system", "attachment", "progress"}
+"""Record types that live in the uuid chain."""
+
+IGNORED = {
+    "summary",  # <= 1.0.x session title {summary, leafUuid}
+    "file-history-snapshot",
+    "queue-operation",
+    "last-prompt",
+    "ai-title",
+    "custom-title",
+    "mode",
+    "permission-mode",
+    "agent-name",
+    "pr-link",
+    "worktree-state",
+    "atis-latch",
+    "tag",
+    "agent-setting",
+    "marble-origami-commit",
+    "marble-origami-snapshot",
+    "content-replacement",
+}
+"""Metadata records with no effect on any prompt (listed so they are not reported as unknown)."""
+
+SYNTHETIC_MODEL = "<synthetic>"
+
+# Attachment types whose structured data is rendered into model-visible text by the CLI. Only the
+# data is logged, so the text below is a reconstruction (events carry `estimated_text: true`).
+_ATTACHMENT_TEXT = {
+    "queued_command": lambda a: a.get("prompt"),
+    "skill_listing": lambda a: a.get("content"),
+    "agent_listing_delta": lambda a: "\n".join(str(x) for x in a.get("addedLines") or []),
+    "deferred_tools_delta": lambda a: "\n".join(str(x) for x in a.get("addedNames") or []),
+    "file": lambda a: (
+        (a.get("content") or {}).get("file", {}).get("content")
+        if isinstance(a.get("content"), dict)
+        else a.get("content")
+    ),
+    "compact_file_reference": lambda a: a.get("filename"),
+    "hook_additional_context": lambda a: (
+        "\n".join(str(x) for x in a.get("content") or [])
+        if isinstance(a.get("content"), list)
+        else a.get("content")
+    ),
+    "todo": lambda a: dumps(a.get("content")) if a.get("content") else None,
+    "plan_mode": lambda a: a.get("planFilePath"),
+}
+
+
+@dataclass
+class _Line:
+    """One record of the chain, with what the adapter needs from it."""
+
+    number: int
+    path: str
+    obj: dict[str, Any]
+    kind: str
+    uuid: str
+    parent: str | None
+    thread_key: str
+    ts: Any
+    message_id: str | None = None
+    request_id: str | None = None
+    synthetic: bool = False
+    file_index: int = 0
+
+
+@dataclass
+class _ThreadState:
+    name: str
+    events: list[Any] = field(default_factory=list)
+    calls: dict[str, str] = field(default_factory=dict)
+    """Generated call id → tool name."""
+    pending: list[str] = field(default_factory=list)
+    """Call ids without a result yet, in call order."""
+    by_source_call: dict[str, list[str]] = field(default_factory=dict)
+    """Logged tool_use id → generated call ids (several when the log repeats or redacts ids)."""
+    mark: dict[str, int] = field(default_factory=dict)
+    """Line uuid → number of events emitted once that line was processed."""
+    origin: dict[str, str] = field(default_factory=dict)
+    """Event id → uuid of the line it came from."""
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+def _files(path: Path) -> tuple[list[Path], list[Path]]:
+    """(main transcript files, subagent files) for a file or a directory."""
+    if path.is_dir():
+        mains = sorted(
+            p for p in path.glob("*.jsonl") if not p.name.startswith("agent-") and _is_claude(p)
+        )
+        subs = sorted(path.glob("agent-*.jsonl")) + sorted(path.glob("subagents/agent-*.jsonl"))
+        for m in mains:
+            subs += sorted((path / m.stem / "subagents").glob("agent-*.jsonl"))
+        beside = path.parent / f"{path.name}.jsonl"
+        if not mains and beside.is_file():
+            # The `<sessionId>/` folder (subagents/ inside) was given: its transcript is beside it.
+            mains = [beside]
+        if not mains and subs:
+            mains, subs = subs[:1], subs[1:]
+        if not mains:
+            raise LogFormatError(path, None, "expected Claude Code *.jsonl files in this directory")
+        # Quirk (resume / --continue): a later file repeats earlier lines; read oldest first.
+        mains.sort(key=lambda p: (_first_timestamp(p), p.name))
+        return mains, subs
+    subs = sorted((path.parent / path.stem / "subagents").glob("agent-*.jsonl"))
+    return [path], subs
+
+
+def _is_claude(path: Path) -> bool:
+    from replay.adapters.detect import detect_file
+
+    try:
+        return detect_file(path) == "claude-code"
+    except LogFormatError:
+        return False
+
+
+def _first_timestamp(path: Path) -> str:
+    try:
+        with open(path, "rb") as handle:
+            for raw in handle:
+                try:
+                    obj = json.loads(raw)
+                except (ValueError, RecursionError):
+                    continue
+                if isinstance(obj, dict) and isinstance(obj.get("timestamp"), str):
+                    return obj["timestamp"]
+    except OSError:
+        pass
+    return ""
+
+
+def _text_of_blocks(blocks: list[Any]) -> str:
+    """Tool-result / user content blocks as the text the model reads."""
+    parts: list[str] = []
+    for b in blocks:
+        if isinstance(b, str):
+            parts.append(b)
+            continue
+        if not isinstance(b, dict):
+            raise Bad("expected content blocks to be objects")
+        kind = b.get("type")
+        if kind == "text":
+            parts.append(get_str(b, "text", ""))
+        elif kind == "image":
+            src = get_dict(b, "source")
+            size = len(src.get("data") or "") if isinstance(src.get("data"), str) else 0
+            # Quirk: images are logged as base64; their token cost depends on pixel size, which
+            # is not decoded here. A short placeholder stands in (the residual absorbs the rest).
+            parts.append(f"[image {src.get('media_type', '')} {size} base64 chars]")
+        elif kind == "tool_reference":
+            parts.append(f"[tool_reference {get_str(b, 'tool_name', '')}]")
+        else:
+            parts.append(dumps(b))
+    return "\n".join(parts)
+
+
+class _Reader:
+    def __init__(self, path: Path, strict: bool) -> None:
+        self.path = path
+        self.issues = Issues(path, strict)
+        self.builder = SessionBuilder(path, self.issues)
+        self.lines: list[_Line] = []
+        self.seen_uuid: dict[str, tuple[int, int]] = {}
+        self.seen_response: set[tuple[str | None, str]] = set()
+        self.ignored: Counter[str] = Counter()
+        self.meta: dict[str, Any] = {}
+        self.by_uuid: dict[str, _Line] = {}
+
+    # reading ------------------------------------------------------------------------------
+    def read_file(self, file: Path, index: int, subagent: bool) -> None:
+        data = read_bytes(file)
+        response_in_file: set[tuple[str | None, str]] = set()
+        for number, obj in iter_json_lines(file, self.issues, data):
+            guarded(
+                self.issues,
+                number,
+                lambda number=number, obj=obj: self._record(
+                    file, index, number, obj, subagent, response_in_file
+                ),
+                path=file,
+            )
+
+    def _record(
+        self,
+        file: Path,
+        index: int,
+        number: int,
+        obj: dict[str, Any],
+        subagent: bool,
+        response_in_file: set[tuple[str | None, str]],
+    ) -> None:
+        kind = obj.get("type")
+        if not isinstance(kind, str):
+            raise Bad("expected a `type` string (Claude Code record)")
+        if kind in IGNORED:
+            self.ignored[kind] += 1
+            return
+        if kind not in CONVERSATION:
+            raise Bad(f"unknown Claude Code record type {kind!r}")
+        uuid = get_str(obj, "uuid")
+        if not uuid:
+            raise Bad(f"expected `uuid` on a `{kind}` record")
+        if uuid == "REDACTED":
+            # Quirk (Entire redaction): a redacted uuid; the record hangs off the previous one.
+            uuid = f"redacted-{index}-{number}"
+        if uuid in self.seen_uuid:
+            first_file, first_line = self.seen_uuid[uuid]
+            if first_file == index:
+                raise Bad(f"duplicate record: uuid {uuid} already on line {first_line}")
+            return  # quirk: a resumed session copies earlier lines into the new file
+        parent = get_str(obj, "parentUuid")
+        if parent is None and kind == "system" and obj.get("subtype") == "compact_boundary":
+            # Quirk: the boundary cuts `parentUuid`; `logicalParentUuid` keeps the chain.
+            parent = get_str(obj, "logicalParentUuid")
+        if parent == "REDACTED":
+            parent = self.lines[-1].uuid if self.lines else None
+        ts = parse_ts(obj.get("timestamp"))
+        line = _Line(number, str(file), obj, kind, uuid, parent, "", ts, file_index=index)
+        if kind in ("progress",):
+            self.ignored[f"progress/{get_dict(obj, 'data').get('type')}"] += 1
+        if kind == "assistant":
+            message = get_dict(obj, "message", required=True)
+            get_list(message, "content", required=True)
+            line.request_id = get_str(obj, "requestId")
+            line.message_id = get_str(message, "id")
+            if not line.message_id or line.message_id == "REDACTED":
+                # Quirk (Entire redaction / missing ids): the response is then told apart by its
+                # requestId, or else by being the next streamed block of the previous line.
+                line.message_id = self._fallback_message_id(line, index, number)
+            model = get_str(message, "model", "")
+            line.synthetic = model == SYNTHETIC_MODEL or bool(obj.get("isApiErrorMessage"))
+            key = (line.request_id, line.message_id)
+            if key in self.seen_response and key not in response_in_file:
+                self.seen_uuid[uuid] = (index, number)
+                return  # quirk: resumed sessions repeat responses under new uuids
+            response_in_file.add(key)
+            self.seen_response.add(key)
+        elif kind == "user":
+            message = get_dict(obj, "message", required=True)
+            content = message.get("content")
+            if not isinstance(content, str | list):
+                raise Bad("expected `message.content` to be a string or a list of blocks")
+        if subagent:
+            # 2.1.x subagent file `agent-<agentId>.jsonl`: one thread per file.
+            line.thread_key = file.stem
+        elif obj.get("isSidechain"):
+            agent = get_str(obj, "agentId")
+            line.thread_key = f"agent-{agent}" if agent else "sidechain"
+        else:
+            line.thread_key = MAIN_THREAD
+        self.seen_uuid[uuid] = (index, number)
+        for key in ("sessionId", "version", "cwd", "gitBranch"):
+            value = obj.get(key)
+            if isinstance(value, str) and key not in self.meta and line.thread_key == MAIN_THREAD:
+                self.meta[key] = clean(value)
+        self.lines.append(line)
+
+    def _fallback_message_id(self, line: _Line, index: int, number: int) -> str:
+        if line.request_id and line.request_id != "REDACTED":
+            return f"request:{line.request_id}"
+        previous = self.lines[-1] if self.lines else None
+        if (
+            previous is not None
+            and previous.kind == "assistant"
+            and previous.uuid == line.parent
+            and previous.message_id
+            and previous.message_id.startswith("redacted:")
+        ):
+            return previous.message_id
+        return f"redacted:{index}-{number}"
+
+    # threads ------------------------------------------------------------------------------
+    def assign_threads(self) -> dict[str, list[_Line]]:
+        by_uuid = self.by_uuid = {ln.uuid: ln for ln in self.lines}
+        # Quirk (1.0.x/2.0.x inline sidechains): sidechain lines without `agentId` are grouped by
+        # the root of their parent chain (each Task subagent starts a new root).
+        for ln in self.lines:
+            if ln.thread_key != "sidechain":
+                continue
+            node, seen = ln, set()
+            while node.parent and node.parent in by_uuid and node.uuid not in seen:
+                seen.add(node.uuid)
+                node = by_uuid[node.parent]
+            ln.thread_key = f"sidechain-{node.uuid[:8]}"
+        threads: dict[str, list[_Line]] = {}
+        for ln in self.lines:
+            threads.setdefault(ln.thread_key, []).append(ln)
+        return threads
+
+    def convert(self) -> Session:
+        threads = self.assign_threads()
+        if MAIN_THREAD not in threads:
+            if not threads:
+                self.issues.fatal(None, "expected Claude Code user/assistant records, found none")
+            # A lone subagent transcript: its thread is the main one.
+            first = next(iter(threads))
+            threads = {MAIN_THREAD: threads.pop(first), **threads}
+            for ln in threads[MAIN_THREAD]:
+                ln.thread_key = MAIN_THREAD
+        states: dict[str, _ThreadState] = {}
+        main_calls: dict[str, tuple[str, dict[str, Any]]] = {}
+        for name, lines in threads.items():
+            state = self.convert_thread(name, lines)
+            states[name] = state
+        # Main-thread Task/Agent calls, to link subagent threads to the call that started them.
+        for ln in threads[MAIN_THREAD]:
+            if ln.kind != "assistant":
+                continue
+            for b in ln.obj["message"]["content"]:
+                if isinstance(b, dict) and b.get("type") == "tool_use":
+                    args = b.get("input") if isinstance(b.get("input"), dict) else {}
+                    main_calls[str(b.get("id"))] = (str(b.get("name")), args)
+        agent_call = self._agent_calls(threads[MAIN_THREAD])
+        header_model = most_common(
+            (e.model for e in states[MAIN_THREAD].events if isinstance(e, RequestMarker)),
+            "claude-sonnet-4-5",
+        )
+        for name, state in states.items():
+            self.builder.thread(name).events = state.events
+            if name == MAIN_THREAD or "/branch-" in name:
+                continue
+            first_user = next((e for e in state.events if isinstance(e, UserMessage)), None)
+            parent_call = agent_call.get(name.removeprefix("agent-"))
+            if parent_call is None and first_user is not None:
+                for cid, (tool, args) in main_calls.items():
+                    if tool in ("Task", "Agent") and args.get("prompt") == first_user.text:
+                        parent_call = cid
+                        break
+            models = {e.model for e in state.events if isinstance(e, RequestMarker)}
+            model = next(iter(models)) if len(models) == 1 else None
+            if not state.events:
+                continue
+            start = ThreadStart(
+                ts=state.events[0].ts,
+                thread=MAIN_THREAD,
+                thread_id=name,
+                parent_thread=MAIN_THREAD,
+                parent_call_id=parent_call,
+                model=model if model and model != header_model else None,
+            )
+            # The sub-agent's own system prompt is not logged either.
+            start.estimated = ["system"]
+            state.events.insert(0, start)
+        header = SessionHeader(
+            ts=self.lines[0].ts,
+            session_id=self.meta.get("sessionId", self.path.stem),
+            agent=AGENT,
+            agent_version=self.meta.get("version"),
+            provider="anthropic",
+            model=header_model,
+            system="",
+            tools=[],
+            cwd=self.meta.get("cwd"),
+            # Quirk: Claude Code logs neither its system prompt nor its tool schemas.
+            estimated=["system", "tools"],
+        )
+        header.source_format = "claude-code-jsonl"
+        if self.ignored:
+            header.ignored_records = dict(sorted(self.ignored.items()))
+        self.builder.repair_tool_results()
+        session = self.builder.session(header)
+        estimate_hidden_prefix(session)
+        return session
+
+    @staticmethod
+    def _agent_calls(lines: list[_Line]) -> dict[str, str]:
+        """agentId → Task/Agent tool_use id, from `toolUseResult.agentId` (2.1.x subagent files)."""
+        out: dict[str, str] = {}
+        for ln in lines:
+            if ln.kind != "user":
+                continue
+            result = ln.obj.get("toolUseResult")
+            content = ln.obj["message"].get("content")
+            if not (isinstance(result, dict) and isinstance(content, list)):
+                continue
+            agent = result.get("agentId")
+            for b in content:
+                if isinstance(b, dict) and b.get("type") == "tool_result" and agent:
+                    out[str(agent)] = str(b.get("tool_use_id"))
+        return out
+
+    # one thread ---------------------------------------------------------------------------
+    def convert_thread(self, name: str, lines: list[_Line]) -> _ThreadState:
+        by_uuid = {ln.uuid: ln for ln in lines}
+        parent = reparent_missing([ln.uuid for ln in lines], {ln.uuid: ln.parent for ln in lines})
+        leaf = next(
+            (
+                ln.uuid
+                for ln in reversed(lines)
+                if ln.kind in ("user", "assistant") and not ln.synthetic
+            ),
+            lines[-1].uuid,
+        )
+        ancestors: set[str] = set()
+        node: str | None = leaf
+        while node is not None and node in by_uuid and node not in ancestors:
+            ancestors.add(node)
+            node = parent.get(node)
+        path_messages = {by_uuid[u].message_id for u in ancestors if by_uuid[u].message_id}
+
+        def attached(uuid: str, _parent: str | None) -> bool:
+            ln = by_uuid[uuid]
+            if ln.kind in ("progress", "system", "attachment"):
+                return True
+            if ln.kind == "assistant":
+                return ln.message_id in path_messages or ln.synthetic
+            content = ln.obj["message"].get("content")
+            return (
+                isinstance(content, list)
+                and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+                or bool(ln.obj.get("isMeta"))
+            )
+
+        path, branches = linearise([ln.uuid for ln in lines], parent, attached, leaf)
+        state = _ThreadState(name)
+        self.emit(state, [by_uuid[u] for u in path])
+        for k, branch in enumerate(branches, start=1):
+            nodes = [by_uuid[u] for u in branch.nodes]
+            if not any(n.kind == "assistant" and not n.synthetic for n in nodes):
+                continue  # nothing billed on that branch (e.g. an edited prompt never sent)
+            self._branch(name, k, state, branch.fork, nodes)
+        return state
+
+    def _branch(
+        self, name: str, k: int, main: _ThreadState, fork: str | None, nodes: list[_Line]
+    ) -> None:
+        """Quirk (rewind / edit in Claude Code): requests on an abandoned branch were billed. They
+        are replayed as thread `<thread>/branch-<k>`, which starts with a copy of the active path
+        up to the fork (copies carry `copied_from`, and no request markers)."""
+        bname = f"{name}/branch-{k}"
+        state = _ThreadState(bname)
+        upto = main.mark.get(fork, 0) if fork else 0
+        mapping: dict[str, str] = {}
+        for event in main.events[:upto]:
+            if isinstance(event, RequestMarker | ThreadStart):
+                continue
+            dup = copy.deepcopy(event)
+            dup.thread = bname
+            dup.copied_from = event.id
+            dup.id = self.builder.new_id()
+            mapping[event.id] = dup.id
+            if isinstance(dup, AssistantMessage):
+                dup.request_id = None
+                for b in dup.blocks:
+                    if isinstance(b, ToolCallBlock):
+                        state.calls[b.id] = b.name
+            if isinstance(dup, Compaction):
+                dup.replaces = [mapping[r] for r in dup.replaces if r in mapping]
+            state.origin[dup.id] = main.origin.get(event.id, "")
+            state.events.append(dup)
+        answered = {e.call_id for e in state.events if isinstance(e, ToolResult)}
+        state.pending = [c for c in state.calls if c not in answered]
+        for cid in state.calls:
+            state.by_source_call.setdefault(cid, []).append(cid)
+        self.emit(state, nodes)
+        if not state.events:
+            return
+        start = ThreadStart(
+            ts=state.events[0].ts,
+            thread=name,
+            thread_id=bname,
+            parent_thread=name,
+        )
+        start.branch_of = name
+        state.events.insert(0, start)
+        self.builder.thread(bname).events = state.events
+
+    def emit(self, state: _ThreadState, lines: list[_Line]) -> None:
+        responses: dict[str, list[_Line]] = {}
+        for ln in lines:
+            if ln.kind == "assistant" and ln.message_id:
+                responses.setdefault(ln.message_id, []).append(ln)
+        done: set[str] = set()
+        summaries = {
+            ln.parent: ln for ln in lines if ln.kind == "user" and ln.obj.get("isCompactSummary")
+        }
+        for ln in lines:
+            guarded(
+                self.issues,
+                ln.number,
+                lambda ln=ln: self._line(state, ln, responses, done, summaries),
+                path=ln.path,
+            )
+            state.mark[ln.uuid] = len(state.events)
+
+    def _add(self, state: _ThreadState, event: Any, ln: _Line) -> Any:
+        event.thread = state.name
+        if event.id is None:
+            event.id = self.builder.new_id()
+        event.line = ln.number
+        state.origin[event.id] = ln.uuid
+        state.events.append(event)
+        return event
+
+    def _line(
+        self,
+        state: _ThreadState,
+        ln: _Line,
+        responses: dict[str, list[_Line]],
+        done: set[str],
+        summaries: dict[str | None, _Line],
+    ) -> None:
+        obj = ln.obj
+        if ln.kind == "assistant":
+            if ln.message_id in done or ln.synthetic:
+                return
+            done.add(ln.message_id)
+            self._response(state, responses.get(ln.message_id, [ln]))
+        elif ln.kind == "user":
+            if obj.get("isCompactSummary"):
+                if summaries.get(ln.parent) is ln and self._is_boundary(ln.parent):
+                    return  # carried by the Compaction of its boundary
+                # Quirk (older versions): a summary message without a boundary record.
+                self._compaction(state, ln, ln)
+                return
+            self._user(state, ln)
+        elif ln.kind == "system" and obj.get("subtype") == "compact_boundary":
+            self._compaction(state, ln, summaries.get(ln.uuid))
+        elif ln.kind == "attachment":
+            self._attachment(state, ln)
+
+    def _is_boundary(self, uuid: str | None) -> bool:
+        ln = self.by_uuid.get(uuid) if uuid else None
+        return (
+            ln is not None and ln.kind == "system" and ln.obj.get("subtype") == "compact_boundary"
+        )
+
+    def _response(self, state: _ThreadState, group: list[_Line]) -> None:
+        blocks: list[Any] = []
+        for ln in group:
+            message = ln.obj["message"]
+            for n, b in enumerate(get_list(message, "content")):
+                block = self._block(state, b, f"{ln.number}-{n}")
+                if block is not None:
+                    blocks.append(block)
+        # Quirk (1.0.x partial usage): keep the largest usage of the response's lines.
+        best = None
+        for ln in group:
+            u = ln.obj["message"].get("usage")
+            if not isinstance(u, dict):
+                continue
+            usage = anthropic_usage(u)
+            key = (usage.output_tokens, usage.prompt_tokens)
+            if best is None or key >= best[0]:
+                best = (key, usage)
+        usage = best[1] if best else None
+        first, last = group[0], group[-1]
+        model = get_str(first.obj["message"], "model") or None
+        previous = state.events[-1].ts if state.events else first.ts
+        sent = previous if previous <= first.ts else first.ts
+        message = AssistantMessage(ts=last.ts, blocks=blocks)
+        message.source_id = first.message_id
+        if usage is not None and not usage_is_empty(usage):
+            marker = RequestMarker(
+                ts=sent,
+                request_id=self.builder.request_id(first.request_id or first.message_id),
+                model=model,
+                usage=usage,
+                duration_ms=max(0, int((last.ts - sent).total_seconds() * 1000)),
+            )
+            self._add(state, marker, first)
+            message.request_id = marker.request_id
+            estimate_thinking(message, usage, model or "claude-sonnet-4-5")
+        else:
+            message.usage_missing = True
+        self._add(state, message, first)
+
+    def _block(self, state: _ThreadState, b: Any, where: str) -> Any:
+        if not isinstance(b, dict):
+            raise Bad("expected assistant content blocks to be objects")
+        kind = b.get("type")
+        if kind == "text":
+            return TextBlock(text=get_str(b, "text", ""))
+        if kind == "thinking":
+            return ThinkingBlock(
+                thinking=get_str(b, "thinking", ""), signature=get_str(b, "signature")
+            )
+        if kind == "redacted_thinking":
+            # Quirk: encrypted thinking; only its size can be estimated.
+            block = ThinkingBlock(thinking="", signature=get_str(b, "data"))
+            block.redacted = True
+            return block
+        if kind in ("tool_use", "server_tool_use"):
+            source = get_str(b, "id")
+            cid = self.builder.call_id(source, where)
+            block = ToolCallBlock(
+                id=cid,
+                name=get_str(b, "name", "") or "unknown",
+                arguments=parse_arguments(b.get("input")),
+            )
+            if source and source != cid:
+                block.source_id = source
+            if kind == "server_tool_use":
+                block.server_side = True  # runs at Anthropic: no tool_result line follows
+            else:
+                state.calls[cid] = block.name
+                state.pending.append(cid)
+                state.by_source_call.setdefault(source or "REDACTED", []).append(cid)
+            return block
+        # Server tool results (web_search_tool_result…) and future block types: kept as text so
+        # their tokens count; the original block is kept on the event.
+        block = TextBlock(text=dumps(b))
+        block.source_type = str(kind)
+        return block
+
+    def _user(self, state: _ThreadState, ln: _Line) -> None:
+        obj = ln.obj
+        content = obj["message"].get("content")
+        injected = bool(obj.get("isMeta"))
+        if isinstance(content, str):
+            self._add(state, UserMessage(ts=ln.ts, text=clean(content), injected=injected), ln)
+            return
+        texts: list[Any] = []
+        for b in content:
+            if isinstance(b, dict) and b.get("type") == "tool_result":
+                self._tool_result(state, ln, b)
+            else:
+                texts.append(b)
+        if texts:
+            event = UserMessage(ts=ln.ts, text=_text_of_blocks(texts), injected=injected)
+            self._add(state, event, ln)
+
+    def _tool_result(self, state: _ThreadState, ln: _Line, b: dict[str, Any]) -> None:
+        source = get_str(b, "tool_use_id")
+        content = b.get("content")
+        if isinstance(content, list):
+            output = _text_of_blocks(content)
+        elif content is None:
+            output = ""
+        elif isinstance(content, str):
+            output = clean(content)
+        else:
+            raise Bad("expected tool_result `content` to be a string or a list of blocks")
+        candidates = [c for c in state.by_source_call.get(source or "", []) if c in state.pending]
+        if source and source != "REDACTED" and candidates:
+            cid = candidates[0]
+        elif state.pending:
+            # Quirk (Entire redaction / repeated ids): pair with the oldest unanswered call.
+            cid = state.pending[0]
+            if source and source != "REDACTED":
+                self.issues.add(
+                    ln.number,
+                    f"expected a tool call with id {source!r} before its result; "
+                    f"paired with the oldest unanswered call {cid!r}",
+                )
+        else:
+            self.issues.add(ln.number, f"expected a tool call for result {source!r}; kept unpaired")
+            cid = self.builder.call_id(source, f"orphan-{ln.number}")
+        if cid in state.pending:
+            state.pending.remove(cid)
+        event = ToolResult(
+            ts=ln.ts,
+            call_id=cid,
+            tool_name=state.calls.get(cid, "unknown"),
+            output=output,
+            is_error=bool(b.get("is_error")),
+        )
+        self._add(state, event, ln)
+
+    def _compaction(self, state: _ThreadState, ln: _Line, summary_line: _Line | None) -> None:
+        meta = get_dict(ln.obj, "compactMetadata")
+        summary = ""
+        if summary_line is not None:
+            content = summary_line.obj["message"].get("content")
+            summary = clean(content) if isinstance(content, str) else _text_of_blocks(content)
+        preserved: set[str] = set()
+        kept = get_dict(meta, "preservedMessages")
+        preserved.update(str(u) for u in get_list(kept, "uuids"))
+        segment = get_dict(meta, "preservedSegment")
+        if segment:
+            # Quirk (partial compaction, 2.1.x): a segment head..tail survives the compaction.
+            by_uuid = {x.uuid: x for x in self.lines}
+            node = get_str(segment, "tailUuid")
+            head = get_str(segment, "headUuid")
+            while node and node in by_uuid and node not in preserved:
+                preserved.add(node)
+                if node == head:
+                    break
+                node = by_uuid[node].parent
+        replaces = [
+            e.id
+            for e in state.events
+            if isinstance(e, UserMessage | AssistantMessage | ToolResult | Compaction)
+            and state.origin.get(e.id) not in preserved
+        ]
+        trigger = get_str(meta, "trigger")
+        pre = meta.get("preTokens")
+        event = Compaction(
+            ts=ln.ts,
+            summary=summary,
+            replaces=replaces,
+            trigger=trigger,
+            tokens_before=pre if isinstance(pre, int) and not isinstance(pre, bool) else None,
+        )
+        if summary_line is None:
+            event.summary_missing = True
+        self._add(state, event, ln)
+
+    def _attachment(self, state: _ThreadState, ln: _Line) -> None:
+        att = get_dict(ln.obj, "attachment")
+        kind = att.get("type")
+        render = _ATTACHMENT_TEXT.get(kind) if isinstance(kind, str) else None
+        text = render(att) if render else None
+        if not isinstance(text, str) or not text.strip():
+            self.ignored[f"attachment/{kind}"] += 1
+            return
+        human = kind == "queued_command" and att.get("commandMode") == "prompt"
+        event = UserMessage(ts=ln.ts, text=clean(text), injected=not human)
+        event.attachment = kind
+        # The CLI renders attachments into <system-reminder> text that is not logged.
+        event.estimated_text = True
+        self._add(state, event, ln)
+
+
+def read(path: str | Path, *, strict: bool = False) -> Session:
+    """Read a Claude Code transcript (file or session directory) as a native `Session`."""
+    path = Path(path)
+    if not path.exists():
+        raise LogFormatError(path, None, "no such file")
+    mains, subs = _files(path)
+    reader = _Reader(mains[0] if not path.is_dir() else path, strict)
+    if path.is_dir():
+        reader.path = mains[0]
+        reader.issues.path = str(mains[0])
+        reader.builder.path = str(path)
+    # Quirk (resume / --continue): later files repeat earlier lines; read oldest first.
+    with failures_as_log_errors(path):
+        for index, file in enumerate(mains):
+            reader.read_file(file, index, subagent=False)
+        for index, file in enumerate(subs, start=len(mains)):
+            reader.read_file(file, index, subagent=True)
+        if not reader.lines:
+            reader.issues.fatal(None, "expected Claude Code user/assistant records, found none")
+        return reader.convert()

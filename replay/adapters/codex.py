@@ -1,0 +1,552 @@
+"""OpenAI Codex CLI rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`) → `replay-log`.
+
+Each line is `{"timestamp", "type", "payload"}`. `response_item`s are the model-visible history
+(replayed from them); `event_msg`s are UI/telemetry, except `token_count`, which carries each
+sampling request's usage; `session_meta` holds the system prompt; `turn_context` the model;
+`compacted` a compaction.
+
+Rules (each names the quirk it handles; see shared research `formats.md` §2):
+
+- a request = one run of model output items (reasoning, assistant message, tool calls) after
+  input items; its usage is the `last_token_usage` of the `token_count` that follows it (quirk:
+  the event arrives after the tool outputs of that response, so tool outputs do not close a
+  response that has no usage yet);
+- `token_count` events repeating the previous `total_token_usage` are dropped (quirk: rate-limit
+  refreshes re-send the last usage), and a zero-input, zero-output one is not a request (quirk:
+  the context estimate written right after a compaction);
+- `input_tokens` INCLUDES `cached_input_tokens` (quirk): uncached = input − cached;
+- `session_meta` is deduplicated (quirk: Codex Desktop re-writes it every turn);
+  `base_instructions` is the system prompt; `dynamic_tools` are the only logged tool schemas;
+- `compacted.replacement_history` becomes the post-compaction history: earlier events that it
+  repeats are kept in place, the rest are listed in the `Compaction`'s `replaces`;
+- `event_msg` `user_message` / `agent_message` / `agent_reasoning` duplicate response items and
+  are not added again (they only tell which user-role items a human typed);
+- a response with no `token_count` at all (quirk: the capture stopped mid-response) keeps its
+  items as history but is not a request (no usage to compare or price).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from replay.adapters._common import (
+    MAIN_THREAD,
+    AssistantMessage,
+    Bad,
+    Compaction,
+    Issues,
+    RequestMarker,
+    SessionBuilder,
+    SessionHeader,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResult,
+    UserMessage,
+    clean,
+    clean_json,
+    dumps,
+    estimate_hidden_prefix,
+    estimate_thinking,
+    failures_as_log_errors,
+    get_dict,
+    get_list,
+    get_str,
+    guarded,
+    iter_json_lines,
+    most_common,
+    openai_usage,
+    opt_str,
+    opt_ts,
+    parse_arguments,
+    parse_ts,
+    provider_for,
+    read_bytes,
+    usage_is_empty,
+)
+from replay.log import Session, ToolDef
+
+AGENT = "codex"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+OUTPUT_ITEMS = {
+    "reasoning",
+    "function_call",
+    "custom_tool_call",
+    "local_shell_call",
+    "web_search_call",
+    "tool_search_call",
+    "image_generation_call",
+}
+RESULT_ITEMS = {
+    "function_call_output",
+    "custom_tool_call_output",
+    "local_shell_call_output",
+    "tool_search_output",
+}
+IGNORED_ITEMS = {
+    "ghost_snapshot",  # a git snapshot for undo: never sent to the model
+    "compaction",  # opaque encrypted remote summary (absent from Entire captures)
+    "compaction_summary",
+}
+LINE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+
+_INJECTED_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<permissions instructions>",
+    "<turn_aborted>",
+    "<user_shell_command>",
+    "<collaboration_mode>",
+)
+
+
+def _content_text(content: Any) -> str:
+    """A message's content blocks as text (images become a short placeholder)."""
+    if isinstance(content, str):
+        return clean(content)
+    if not isinstance(content, list):
+        raise Bad("expected message `content` to be a list of blocks")
+    parts = []
+    for c in content:
+        if not isinstance(c, dict):
+            raise Bad("expected message content blocks to be objects")
+        kind = c.get("type")
+        if kind in ("input_text", "output_text", "text"):
+            parts.append(get_str(c, "text", ""))
+        elif kind == "input_image":
+            url = c.get("image_url")
+            size = len(url) if isinstance(url, str) else 0
+            # Quirk: an image's token cost depends on its pixels, not decoded here.
+            parts.append(f"[image {size} chars]")
+        else:
+            parts.append(dumps(c))
+    return "\n".join(parts)
+
+
+def _output_text(output: Any) -> tuple[str, bool]:
+    """A tool output as text, and whether it reports failure."""
+    if isinstance(output, str):
+        return clean(output), False
+    if isinstance(output, dict):
+        # Older rollouts: {"content": str | blocks, "success": bool}
+        content = output.get("content")
+        failed = output.get("success") is False
+        if isinstance(content, str):
+            return clean(content), failed
+        if isinstance(content, list):
+            return _content_text(content), failed
+        return dumps(output), failed
+    if isinstance(output, list):
+        return _content_text(output), False
+    if output is None:
+        return "", False
+    return dumps(output), False
+
+
+class _Reader:
+    def __init__(self, path: Path, strict: bool) -> None:
+        self.path = path
+        self.issues = Issues(path, strict)
+        self.builder = SessionBuilder(path, self.issues)
+        self.meta: dict[str, Any] = {}
+        self.model: str | None = None
+        self.models: list[str] = []
+        self.ignored: Counter[str] = Counter()
+        self.human_texts: set[str] = set()
+        # current response
+        self.marker: RequestMarker | None = None
+        self.message: AssistantMessage | None = None
+        self.closed = True
+        self.last_total: str | None = None
+        self.calls: dict[str, str] = {}
+        self.source_calls: dict[str, str] = {}
+        self.events: list[Any] = []
+        self.token_events = 0
+        self.items_seen: dict[bytes, int] = {}
+
+    # ------------------------------------------------------------------------------------
+    def read(self) -> Session:
+        data = read_bytes(self.path)
+        rows = list(iter_json_lines(self.path, self.issues, data))
+        # First pass: which user-role texts a human typed, and the first model (for the header).
+        for _, obj in rows:
+            payload = obj.get("payload")
+            if not isinstance(payload, dict):
+                continue
+            if (
+                obj.get("type") == "event_msg"
+                and payload.get("type") == "user_message"
+                and isinstance(payload.get("message"), str)
+            ):
+                self.human_texts.add(payload["message"].strip())
+            if obj.get("type") == "turn_context" and isinstance(payload.get("model"), str):
+                self.models.append(payload["model"])
+        for number, obj in rows:
+            guarded(self.issues, number, lambda n=number, o=obj: self._line(n, o))
+        if not self.meta and not self.events:
+            self.issues.fatal(None, "expected Codex rollout records (session_meta, response_item)")
+        return self._finish()
+
+    def _add(self, event: Any, number: int) -> Any:
+        event.thread = MAIN_THREAD
+        event.id = self.builder.new_id()
+        event.line = number
+        self.events.append(event)
+        return event
+
+    def _line(self, number: int, obj: dict[str, Any]) -> None:
+        kind = obj.get("type")
+        if kind not in LINE_TYPES:
+            raise Bad(f"unknown Codex rollout line type {kind!r}")
+        payload = get_dict(obj, "payload", required=True)
+        ts = parse_ts(obj.get("timestamp"))
+        if kind == "session_meta":
+            self._session_meta(payload)
+        elif kind == "turn_context":
+            model = get_str(payload, "model")
+            if model:
+                self.model = model
+        elif kind == "event_msg":
+            self._event(number, ts, payload)
+        elif kind == "compacted":
+            self._compacted(number, ts, payload)
+        else:
+            # Quirk (duplicated records): a response item identical to an earlier one, timestamp
+            # included, is the same item written twice, not a second item.
+            key = hashlib.blake2b(dumps(obj).encode("utf-8"), digest_size=16).digest()
+            if key in self.items_seen:
+                raise Bad(f"duplicate record: same response_item as line {self.items_seen[key]}")
+            self.items_seen[key] = number
+            self._item(number, ts, payload)
+
+    def _session_meta(self, payload: dict[str, Any]) -> None:
+        sid = get_str(payload, "id")
+        if not self.meta:
+            self.meta = payload
+            return
+        # Quirk (Codex Desktop): the same session_meta is re-written on every turn.
+        if sid != self.meta.get("id"):
+            self.ignored["session_meta/other-id"] += 1
+        else:
+            self.ignored["session_meta/repeat"] += 1
+
+    def _event(self, number: int, ts: Any, payload: dict[str, Any]) -> None:
+        kind = payload.get("type")
+        if kind != "token_count":
+            self.ignored[f"event_msg/{kind}"] += 1
+            return
+        info = payload.get("info")
+        if info is None:
+            self.ignored["event_msg/token_count-without-info"] += 1
+            return  # rate-limit-only update
+        if not isinstance(info, dict):
+            raise Bad("expected token_count `info` to be an object")
+        self.token_events += 1
+        total = dumps(get_dict(info, "total_token_usage"))
+        last = get_dict(info, "last_token_usage", required=True)
+        if total == self.last_total:
+            return  # quirk: a repeated token_count (rate-limit refresh) is not a new request
+        self.last_total = total
+        usage = openai_usage(last)
+        if usage_is_empty(usage):
+            return  # quirk: the post-compaction context estimate is not an API call
+        if self.marker is not None and self.marker.usage is None:
+            self.marker.usage = usage
+            if self.message is not None:
+                estimate_thinking(self.message, usage, self.marker.model or "gpt-5")
+            self.closed = True
+            return
+        # Usage for a request whose output items were not logged (e.g. an aborted response).
+        marker = RequestMarker(
+            ts=self.events[-1].ts if self.events else ts,
+            request_id=self.builder.request_id(None),
+            model=self.model,
+            usage=usage,
+        )
+        self._add(marker, number)
+        self.marker, self.message, self.closed = marker, None, True
+
+    def _open_response(self, number: int, ts: Any) -> AssistantMessage:
+        if self.message is not None and not self.closed:
+            return self.message
+        sent = self.events[-1].ts if self.events else ts
+        marker = RequestMarker(
+            ts=sent if sent <= ts else ts,
+            request_id=self.builder.request_id(None),
+            model=self.model,
+        )
+        self._add(marker, number)
+        message = AssistantMessage(ts=ts, blocks=[], request_id=marker.request_id)
+        self._add(message, number)
+        self.marker, self.message, self.closed = marker, message, False
+        return message
+
+    def _item(self, number: int, ts: Any, p: dict[str, Any]) -> None:
+        kind = p.get("type")
+        if kind in IGNORED_ITEMS:
+            self.ignored[f"response_item/{kind}"] += 1
+            return
+        if kind == "message":
+            role = get_str(p, "role", "")
+            text = _content_text(p.get("content"))
+            if role == "assistant":
+                message = self._open_response(number, ts)
+                block = TextBlock(text=text)
+                if p.get("phase") is not None:
+                    block.phase = clean_json(p.get("phase"))
+                message.blocks.append(block)
+                message.ts = ts
+                return
+            if role not in ("user", "developer", "system"):
+                raise Bad(f"unknown message role {role!r}")
+            self.closed = True  # a new input message always starts a new response after it
+            event = UserMessage(ts=ts, text=text, injected=self._injected(role, text))
+            if role != "user":
+                event.role = role
+            self._add(event, number)
+            return
+        if kind in OUTPUT_ITEMS:
+            message = self._open_response(number, ts)
+            message.blocks.append(self._output_block(number, p))
+            message.ts = ts
+            return
+        if kind in RESULT_ITEMS:
+            self._result(number, ts, p)
+            return
+        raise Bad(f"unknown Codex response_item type {kind!r}")
+
+    def _injected(self, role: str, text: str) -> bool:
+        if role != "user":
+            return True
+        if text.strip() in self.human_texts:
+            return False
+        return text.lstrip().startswith(_INJECTED_PREFIXES) or bool(self.human_texts)
+
+    def _output_block(self, number: int, p: dict[str, Any]) -> Any:
+        kind = p["type"]
+        if kind == "reasoning":
+            summary = "\n".join(
+                get_str(s, "text", "") for s in get_list(p, "summary") if isinstance(s, dict)
+            )
+            content = p.get("content")
+            raw = ""
+            if isinstance(content, list):
+                raw = "\n".join(get_str(c, "text", "") for c in content if isinstance(c, dict))
+            # Quirk: reasoning is encrypted (or absent) in rollouts; the summary is not what the
+            # model reads back. Its size comes from reasoning_output_tokens (estimate_thinking).
+            block = ThinkingBlock(thinking=raw, signature=get_str(p, "encrypted_content"))
+            if summary:
+                block.summary = summary
+            return block
+        source = get_str(p, "call_id") or get_str(p, "id")
+        cid = self.builder.call_id(source, f"{number}")
+        if kind == "function_call":
+            name = get_str(p, "name", "") or "unknown"
+            block = ToolCallBlock(id=cid, name=name, arguments=parse_arguments(p.get("arguments")))
+            if p.get("namespace") is not None:
+                block.namespace = clean_json(p.get("namespace"))
+        elif kind == "custom_tool_call":
+            name = get_str(p, "name", "") or "unknown"
+            block = ToolCallBlock(id=cid, name=name, arguments={"input": get_str(p, "input", "")})
+            block.custom = True  # freeform tool (apply_patch): the input is raw text
+        elif kind == "local_shell_call":
+            block = ToolCallBlock(
+                id=cid, name="local_shell", arguments=parse_arguments(p.get("action"))
+            )
+        elif kind == "tool_search_call":
+            block = ToolCallBlock(
+                id=cid, name="tool_search", arguments=parse_arguments(p.get("arguments"))
+            )
+        else:  # web_search_call, image_generation_call: run by OpenAI, no output item follows
+            block = ToolCallBlock(
+                id=cid, name=kind.removesuffix("_call"), arguments=parse_arguments(p.get("action"))
+            )
+            block.server_side = True
+            return block
+        if source and source != cid:
+            block.source_id = source
+        self.calls[cid] = block.name
+        if source:
+            self.source_calls.setdefault(source, cid)
+        return block
+
+    def _result(self, number: int, ts: Any, p: dict[str, Any]) -> None:
+        source = get_str(p, "call_id")
+        cid = self.source_calls.get(source or "")
+        if cid is None or source == "REDACTED":
+            answered = {e.call_id for e in self.events if isinstance(e, ToolResult)}
+            pending = [c for c in self.calls if c not in answered]
+            if not pending:
+                raise Bad(f"expected a tool call before the output for call {source!r}")
+            cid = pending[0]  # quirk (redacted / unknown ids): the oldest unanswered call
+            if source != "REDACTED":
+                self.issues.add(number, f"expected a tool call {source!r}; paired with {cid!r}")
+        if p.get("type") == "tool_search_output":
+            output, failed = dumps(p.get("tools")), False
+        else:
+            output, failed = _output_text(p.get("output"))
+        event = ToolResult(
+            ts=ts,
+            call_id=cid,
+            tool_name=self.calls.get(cid, "unknown"),
+            output=output,
+            is_error=failed,
+        )
+        self._add(event, number)
+
+    def _compacted(self, number: int, ts: Any, p: dict[str, Any]) -> None:
+        self.closed = True
+        history = p.get("replacement_history")
+        context = [
+            e
+            for e in self.events
+            if isinstance(e, UserMessage | AssistantMessage | ToolResult | Compaction)
+        ]
+        kept: set[str] = set()
+        fresh: list[UserMessage] = []
+        if isinstance(history, list):
+            # Quirk (remote compaction): the new history repeats earlier user/developer messages;
+            # those stay where they were, anything it adds is appended after the compaction.
+            by_text: dict[tuple[str, str], list[str]] = {}
+            for e in context:
+                if isinstance(e, UserMessage):
+                    role = getattr(e, "role", "user")
+                    by_text.setdefault((role, e.text), []).append(e.id)
+            for item in history:
+                if not isinstance(item, dict):
+                    raise Bad("expected replacement_history items to be objects")
+                if item.get("type") != "message":
+                    self.ignored[f"replacement_history/{item.get('type')}"] += 1
+                    continue
+                role = get_str(item, "role", "user")
+                text = _content_text(item.get("content"))
+                ids = [i for i in by_text.get((role, text), []) if i not in kept]
+                if ids:
+                    kept.add(ids[0])
+                    continue
+                event = UserMessage(ts=ts, text=text, injected=self._injected(role, text))
+                if role != "user":
+                    event.role = role
+                event.from_replacement_history = True
+                fresh.append(event)
+        compaction = Compaction(
+            ts=ts,
+            summary=get_str(p, "message", "") or "",
+            replaces=[e.id for e in context if e.id not in kept],
+        )
+        if isinstance(history, list):
+            compaction.replacement_history_items = len(history)
+            # Quirk (Entire captures): the opaque `compaction` item holding the real summary is
+            # not in the file, so the summary's size is unknown here (the next request's usage
+            # shows it as a residual).
+            compaction.summary_missing = not compaction.summary
+        self._add(compaction, number)
+        for event in fresh:
+            self._add(event, number)
+
+    # ------------------------------------------------------------------------------------
+    def _finish(self) -> Session:
+        for e in self.events:
+            if isinstance(e, AssistantMessage) and e.request_id is not None:
+                marker = next(
+                    (
+                        m
+                        for m in self.events
+                        if isinstance(m, RequestMarker) and m.request_id == e.request_id
+                    ),
+                    None,
+                )
+                if marker is not None and marker.usage is None:
+                    e.request_id = None
+                    e.usage_missing = True
+        self.events = [
+            e for e in self.events if not (isinstance(e, RequestMarker) and e.usage is None)
+        ]
+        for e in self.events:
+            if isinstance(e, AssistantMessage) and not e.blocks:
+                e.blocks = [TextBlock(text="")]
+        self.builder.thread(MAIN_THREAD).events = self.events
+        self.builder.repair_tool_results()
+        meta = self.meta
+        base = meta.get("base_instructions")
+        if isinstance(base, dict):
+            system = opt_str(base, "text") or ""
+        elif isinstance(base, str):
+            system = clean(base)
+        else:
+            system = ""
+        tools = _tool_defs(meta.get("dynamic_tools"))
+        model = most_common(
+            [m.model for m in self.events if isinstance(m, RequestMarker)] or self.models,
+            "gpt-5",
+        )
+        estimated = ["tools"]  # quirk: built-in tool schemas (exec_command, apply_patch…) absent
+        if not system:
+            estimated.insert(0, "system")
+        header = SessionHeader(
+            ts=self.events[0].ts if self.events else opt_ts(meta.get("timestamp")) or _EPOCH,
+            session_id=opt_str(meta, "id") or self.path.stem,
+            agent=AGENT,
+            agent_version=opt_str(meta, "cli_version"),
+            provider=provider_for(opt_str(meta, "model_provider"), model),
+            model=model,
+            system=system,
+            tools=tools,
+            cwd=opt_str(meta, "cwd"),
+            estimated=estimated,
+        )
+        header.source_format = "codex-rollout"
+        for key in ("originator", "source", "forked_from_id"):
+            if isinstance(meta.get(key), str):
+                setattr(header, key, clean(meta[key]))
+        header.token_count_events = self.token_events
+        if self.ignored:
+            header.ignored_records = dict(sorted(self.ignored.items()))
+        session = self.builder.session(header)
+        estimate_hidden_prefix(session)
+        return session
+
+
+def _tool_defs(raw: Any) -> list[ToolDef]:
+    """`session_meta.dynamic_tools` (flat, or grouped in namespaces) as tool definitions."""
+    out: list[ToolDef] = []
+    if not isinstance(raw, list):
+        return out
+
+    def one(t: dict[str, Any], namespace: str | None) -> None:
+        schema = t.get("inputSchema") or t.get("input_schema") or t.get("parameters") or {}
+        tool = ToolDef(
+            name=str(t.get("name") or "unknown"),
+            description=clean(t["description"]) if isinstance(t.get("description"), str) else "",
+            input_schema=clean_json(schema) if isinstance(schema, dict) else {},
+        )
+        ns = namespace or t.get("namespace")
+        if isinstance(ns, str):
+            tool.namespace = clean(ns)
+        out.append(tool)
+
+    for t in raw:
+        if not isinstance(t, dict):
+            continue
+        if t.get("type") == "namespace" and isinstance(t.get("tools"), list):
+            for inner in t["tools"]:
+                if isinstance(inner, dict):
+                    one(inner, t.get("name") if isinstance(t.get("name"), str) else None)
+        else:
+            one(t, None)
+    return out
+
+
+def read(path: str | Path, *, strict: bool = False) -> Session:
+    """Read a Codex rollout as a native `Session`."""
+    with failures_as_log_errors(path):
+        return _Reader(Path(path), strict).read()
+
+
+__all__ = ["read"]

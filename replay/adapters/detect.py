@@ -1,0 +1,171 @@
+"""Recognise a log's format from its content (never from its file name).
+
+Each known format leaves a fingerprint in its records:
+
+- `replay-log`: a `{"type": "session", "format": "replay-log"}` header line;
+- Claude Code: records with `uuid` / `parentUuid` / `sessionId` and a `type` among user,
+  assistant, system, progress, attachment, summary, file-history-snapshot…;
+- Codex rollout: `{"timestamp", "type": session_meta|response_item|event_msg|turn_context|
+  compacted, "payload": {...}}`;
+- pi session: a `{"type": "session", "id", "cwd"}` header without `format`, then `message`,
+  `model_change`, `thinking_level_change`, `compaction`… entries;
+- opencode export: one JSON document `{"info": {...}, "messages": [{"info", "parts"}]}`.
+
+Only the first lines are looked at (a vote over up to 50 readable lines), so a damaged line or two
+does not change the verdict. A directory is recognised by the files in it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from replay._errors import LogFormatError
+
+FORMATS = ("replay-log", "claude-code", "codex", "pi", "opencode")
+"""Format names, as accepted by `load(..., format=)` and `replay convert --from`."""
+
+_SAMPLE_LINES = 50
+_SAMPLE_BYTES = 4 * 1024 * 1024
+
+_CLAUDE_TYPES = {
+    "user",
+    "assistant",
+    "system",
+    "progress",
+    "attachment",
+    "summary",
+    "file-history-snapshot",
+    "queue-operation",
+    "last-prompt",
+    "ai-title",
+    "custom-title",
+    "mode",
+    "permission-mode",
+    "agent-name",
+}
+_CODEX_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+_PI_TYPES = {
+    "session",
+    "message",
+    "model_change",
+    "thinking_level_change",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "custom_message",
+    "label",
+    "session_info",
+}
+
+
+def _score(obj: dict[str, Any]) -> dict[str, int]:
+    kind = obj.get("type")
+    if not isinstance(kind, str):
+        kind = None
+    scores = dict.fromkeys(FORMATS, 0)
+    if kind == "session" and obj.get("format") == "replay-log":
+        scores["replay-log"] += 100
+    if kind in _CODEX_TYPES and isinstance(obj.get("payload"), dict):
+        scores["codex"] += 10
+    if kind in _CLAUDE_TYPES and ("uuid" in obj or "sessionId" in obj or "leafUuid" in obj):
+        scores["claude-code"] += 10
+    if kind in ("file-history-snapshot", "queue-operation", "last-prompt") and (
+        "messageId" in obj or "sessionId" in obj or "operation" in obj or "leafUuid" in obj
+    ):
+        scores["claude-code"] += 5
+    if kind == "session" and "format" not in obj and ("cwd" in obj or "version" in obj):
+        scores["pi"] += 20
+    if kind in _PI_TYPES and "payload" not in obj and "uuid" not in obj:
+        if kind == "message" and isinstance(obj.get("message"), dict):
+            scores["pi"] += 10
+        elif kind != "message" and kind not in ("session",):
+            scores["pi"] += 5
+    if kind in ("user", "assistant", "request", "tool_result", "compaction", "thread") and (
+        "ts" in obj and "uuid" not in obj and "payload" not in obj
+    ):
+        scores["replay-log"] += 3
+    return scores
+
+
+def _looks_like_opencode(head: bytes) -> bool:
+    text = head.lstrip()
+    if not text.startswith(b"{"):
+        return False
+    # An export is one JSON document whose first key is usually `info`; JSONL formats put a
+    # complete object on line 1 instead.
+    first_line = text.split(b"\n", 1)[0].strip()
+    if first_line in (b"{",):
+        return b'"messages"' in head or b'"info"' in head
+    try:
+        obj = json.loads(first_line)
+    except (ValueError, RecursionError):
+        return b'"info"' in head[:2048] and b'"messages"' in head
+    return isinstance(obj, dict) and "info" in obj and "messages" in obj
+
+
+def detect_file(path: Path) -> str:
+    """The format of one file, or a `LogFormatError` saying what was expected."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_SAMPLE_BYTES)
+    except OSError as err:
+        raise LogFormatError(path, None, f"cannot read the file ({err.strerror})") from None
+    if not head.strip():
+        raise LogFormatError(path, None, "empty file: expected a coding-agent log")
+    if _looks_like_opencode(head):
+        return "opencode"
+    totals = dict.fromkeys(FORMATS, 0)
+    readable = 0
+    lines = head.split(b"\n")
+    if len(head) == _SAMPLE_BYTES and len(lines) > 1:
+        lines = lines[:-1]  # the last sampled line may be cut
+    for raw in lines:
+        if readable >= _SAMPLE_LINES:
+            break
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(obj, dict):
+            continue
+        readable += 1
+        for name, value in _score(obj).items():
+            totals[name] += value
+    best = max(totals, key=lambda k: totals[k])
+    if totals[best] <= 0:
+        raise LogFormatError(
+            path,
+            1,
+            "expected a coding-agent log (replay-log, Claude Code JSONL, Codex rollout, "
+            "pi session or opencode export); the content matches none of them",
+        )
+    return best
+
+
+def detect(path: str | Path) -> str:
+    """The format of a log file or directory: one of `FORMATS`."""
+    p = Path(path)
+    if not p.exists():
+        raise LogFormatError(p, None, "no such file")
+    if not p.is_dir():
+        return detect_file(p)
+    candidates = sorted(p.glob("*.jsonl")) + sorted(p.glob("*.json"))
+    candidates += sorted(p.glob("subagents/*.jsonl"))
+    verdicts = []
+    for c in candidates:
+        try:
+            verdicts.append(detect_file(c))
+        except LogFormatError:
+            continue
+    for fmt in ("claude-code", "opencode"):
+        if fmt in verdicts:
+            return fmt
+    raise LogFormatError(
+        p,
+        None,
+        "expected a file, or a directory of Claude Code transcripts or opencode exports",
+    )

@@ -1,0 +1,495 @@
+"""opencode session exports (`opencode export`, Entire's opencode `full.jsonl`) → `replay-log`.
+
+An export is ONE JSON document: `{info{id, parentID?, version, directory, time}, messages: [{info,
+parts}]}`. User messages hold text / file / subtask parts; assistant messages hold steps: each
+`step-start` … `step-finish` run is one model request, and `step-finish.tokens` is its usage.
+
+Rules (each names the quirk it handles; see shared research `formats.md` §4):
+
+- one request per `step-finish` (older exports without steps: one per assistant message with
+  `tokens`); assistant messages without any (quirk: the `task` tool message opencode writes for a
+  `/command` subtask has zero tokens) are history, not requests;
+- `tokens.input` EXCLUDES cache reads, and `tokens.output` EXCLUDES `tokens.reasoning` (quirk,
+  checked against opencode's own `cost`): billed output = output + reasoning;
+- the provider is the model's maker when opencode routes through an aggregator (quirk:
+  `providerID: "opencode"` for opencode zen), the original id is kept as `source_provider`;
+- reasoning parts carry a summary and an encrypted payload (quirk: REDACTED by Entire): the
+  thinking block is sized from `tokens.reasoning`;
+- tool parts → a tool call in the step's response and its result right after it;
+- a `summary: true` assistant message is a compaction: its request is kept, its text becomes the
+  `Compaction` summary replacing the earlier history;
+- subtask sessions: a directory of exports is read as one session, each child session (its
+  `info.parentID` is the parent's id) a thread started by the `task` call naming it; child
+  sessions missing from the input are listed in the header's `missing_subsessions`.
+- REDACTED / repeated message, part and call ids (quirk: Entire redaction) get generated ids.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from replay._errors import LogFormatError
+from replay.adapters._common import (
+    MAIN_THREAD,
+    AssistantMessage,
+    Bad,
+    Compaction,
+    Issues,
+    RequestMarker,
+    SessionBuilder,
+    SessionHeader,
+    TextBlock,
+    ThinkingBlock,
+    ThreadStart,
+    ToolCallBlock,
+    ToolResult,
+    UserMessage,
+    clean,
+    dumps,
+    estimate_hidden_prefix,
+    estimate_thinking,
+    failures_as_log_errors,
+    get_dict,
+    get_list,
+    get_str,
+    guarded,
+    most_common,
+    opencode_usage,
+    opt_str,
+    parse_arguments,
+    parse_ts,
+    provider_for,
+    read_bytes,
+    usage_is_empty,
+)
+from replay.log import Session
+
+AGENT = "opencode"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+IGNORED_PARTS = {"patch", "snapshot", "agent", "retry", "step-start", "subtask", "compaction"}
+
+
+def _line_of(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _load_document(path: Path, issues: Issues) -> tuple[dict[str, Any], list[tuple[int, Any]]]:
+    """The export's `info` and its messages with their line numbers.
+
+    Quirk (truncated / damaged exports): when the document does not parse as a whole, the
+    messages are decoded one by one; the ones before the damage are kept (lenient) and the
+    damage is reported at its line.
+    """
+    data = read_bytes(path)
+    if not data.strip():
+        issues.fatal(None, "empty file: expected an opencode export (one JSON document)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        issues.add(line, f"expected UTF-8 text ({err.reason})")
+        text = data.decode("utf-8", "replace")
+    decoder = json.JSONDecoder()
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as err:
+        line = err.lineno if isinstance(err, json.JSONDecodeError) else None
+        msg = err.msg if isinstance(err, json.JSONDecodeError) else "nested too deeply"
+        issues.add(line, f"expected a complete opencode export JSON document ({msg})")
+        return _salvage(text, decoder, issues)
+    if not isinstance(doc, dict):
+        issues.fatal(1, "expected an opencode export: a JSON object with `info` and `messages`")
+    info = doc.get("info")
+    messages = doc.get("messages")
+    if not isinstance(info, dict) or not isinstance(messages, list):
+        issues.fatal(1, "expected an opencode export: `info` (object) and `messages` (list)")
+    # Line numbers of each message, for messages (best effort: where each `"info"` starts).
+    lines = _message_lines(text, len(messages))
+    return info, list(zip(lines, messages, strict=False))
+
+
+def _message_lines(text: str, count: int) -> list[int]:
+    start = text.find('"messages"')
+    out: list[int] = []
+    pos = start
+    while len(out) < count and pos != -1:
+        pos = text.find('"info"', pos + 1)
+        if pos == -1:
+            break
+        out.append(_line_of(text, pos))
+        # skip to the end of this message's parts list (approximate: next `"parts"`)
+        nxt = text.find('"parts"', pos)
+        pos = nxt if nxt != -1 else pos
+    out += [0] * (count - len(out))
+    return out
+
+
+def _salvage(
+    text: str, decoder: json.JSONDecoder, issues: Issues
+) -> tuple[dict[str, Any], list[tuple[int, Any]]]:
+    info: dict[str, Any] = {}
+    at = text.find('"info"')
+    if at != -1:
+        colon = text.find(":", at)
+        try:
+            value, _ = decoder.raw_decode(
+                text, colon + 1 + (len(text[colon + 1 :]) - len(text[colon + 1 :].lstrip()))
+            )
+            if isinstance(value, dict):
+                info = value
+        except (json.JSONDecodeError, RecursionError, ValueError):
+            pass
+    messages: list[tuple[int, Any]] = []
+    at = text.find('"messages"')
+    if at == -1:
+        issues.fatal(None, "expected an opencode export with a `messages` list")
+    pos = text.find("[", at)
+    if pos == -1:
+        issues.fatal(_line_of(text, at), "expected `messages` to be a list")
+    pos += 1
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(text) or text[pos] == "]":
+            break
+        try:
+            value, end = decoder.raw_decode(text, pos)
+        except (json.JSONDecodeError, RecursionError):
+            issues.add(_line_of(text, pos), "expected a complete message object (damaged or cut)")
+            break
+        messages.append((_line_of(text, pos), value))
+        pos = end
+    if not info and not messages:
+        issues.fatal(None, "expected an opencode export: nothing readable")
+    return info, messages
+
+
+def _is_export(path: Path) -> bool:
+    from replay.adapters.detect import detect_file
+
+    try:
+        return detect_file(path) == "opencode"
+    except LogFormatError:
+        return False
+
+
+class _Session:
+    """One export (a session or a subtask session)."""
+
+    def __init__(self, path: Path, issues: Issues) -> None:
+        self.path = path
+        self.info, self.messages = _load_document(path, issues)
+        self.id = opt_str(self.info, "id") or ""
+        parent = self.info.get("parentID") if isinstance(self.info, dict) else None
+        self.parent = parent if isinstance(parent, str) else None
+
+
+class _Reader:
+    def __init__(self, path: Path, strict: bool) -> None:
+        self.path = path
+        self.issues = Issues(path, strict)
+        self.builder = SessionBuilder(path, self.issues)
+        self.ignored: Counter[str] = Counter()
+        self.task_calls: dict[str, tuple[str, str]] = {}
+        """Child session id → (thread, tool call id) of the `task` call that started it."""
+        self.models: list[str] = []
+        self.seen_messages: set[str] = set()
+
+    def read(self) -> Session:
+        files = [self.path]
+        if self.path.is_dir():
+            # A directory may hold other JSON files (e.g. Entire's metadata.json): only the ones
+            # that look like exports are read (and then strictly reported like any export).
+            files = [f for f in sorted(self.path.glob("*.json")) if _is_export(f)]
+        sessions: list[_Session] = []
+        for f in files:
+            issues = self.issues if f == self.path else Issues(f, self.issues.strict)
+            sessions.append(_Session(f, issues))
+            if issues is not self.issues:
+                self.issues.items.extend(issues.items)
+        if not sessions:
+            raise LogFormatError(self.path, None, "expected opencode export JSON files")
+        ids = {s.id for s in sessions}
+        roots = [s for s in sessions if not s.parent or s.parent not in ids]
+        main = roots[0]
+        order = [main] + [s for s in sessions if s is not main]
+        threads: dict[str, str] = {main.id: MAIN_THREAD}
+        for s in order:
+            if s is not main:
+                threads[s.id] = f"session-{s.id}" if s.id else f"session-{len(threads)}"
+        for s in order:
+            self._session(s, threads[s.id])
+        # Link child sessions to the task calls that started them.
+        for s in order:
+            if s is main:
+                continue
+            name = threads[s.id]
+            events = self.builder.thread(name).events
+            parent_thread, call = self.task_calls.get(s.id, (threads.get(s.parent or ""), None))
+            if not events:
+                continue
+            start = ThreadStart(
+                ts=events[0].ts,
+                thread=parent_thread or MAIN_THREAD,
+                thread_id=name,
+                parent_thread=parent_thread or MAIN_THREAD,
+                parent_call_id=call,
+            )
+            start.id = self.builder.new_id()
+            start.estimated = ["system"]
+            events.insert(0, start)
+        self.builder.repair_tool_results()
+        markers = [
+            e
+            for t in self.builder.threads.values()
+            for e in t.events
+            if isinstance(e, RequestMarker)
+        ]
+        model = most_common([m.model for m in markers] or self.models, "gpt-5")
+        provider = most_common([m.provider for m in markers], "") or provider_for(None, model)
+        info = main.info
+        created = get_dict(info, "time").get("created")
+        header = SessionHeader(
+            ts=parse_ts(created, "info.time.created")
+            if created is not None
+            else self.builder.threads[MAIN_THREAD].events[0].ts,
+            session_id=main.id or self.path.stem,
+            agent=AGENT,
+            agent_version=opt_str(info, "version"),
+            provider=provider,
+            model=model,
+            cwd=opt_str(info, "directory"),
+            # Quirk: an export holds neither the system prompt nor the tool schemas.
+            estimated=["system", "tools"],
+        )
+        header.source_format = "opencode-export"
+        if isinstance(info.get("title"), str):
+            header.title = clean(info["title"])
+        missing = sorted(k for k in self.task_calls if k not in ids)
+        if missing:
+            # Quirk: `opencode export` holds one session; its subtask sessions are separate.
+            header.missing_subsessions = missing
+        if self.ignored:
+            header.ignored_records = dict(sorted(self.ignored.items()))
+        if MAIN_THREAD not in self.builder.threads or not self.builder.threads[MAIN_THREAD].events:
+            self.issues.fatal(None, "expected opencode messages with content, found none")
+        session = self.builder.session(header)
+        estimate_hidden_prefix(session)
+        return session
+
+    # ------------------------------------------------------------------------------------
+    def _session(self, s: _Session, thread: str) -> None:
+        state = _Thread(self, thread, s.path)
+        for line, message in s.messages:
+            guarded(
+                self.issues,
+                line or None,
+                lambda m=message, n=line: state.message(n, m),
+                path=s.path,
+            )
+        self.builder.thread(thread).events = state.events
+
+
+class _Thread:
+    def __init__(self, reader: _Reader, name: str, path: Path) -> None:
+        self.reader = reader
+        self.name = name
+        self.path = path
+        self.events: list[Any] = []
+        self.calls: dict[str, str] = {}
+
+    def add(self, event: Any, line: int) -> Any:
+        event.thread = self.name
+        event.id = self.reader.builder.new_id()
+        if line:
+            event.line = line
+        self.events.append(event)
+        return event
+
+    def message(self, line: int, m: Any) -> None:
+        if not isinstance(m, dict):
+            raise Bad("expected a message object {info, parts}")
+        info = get_dict(m, "info", required=True)
+        parts = get_list(m, "parts")
+        mid = get_str(info, "id")
+        if mid and mid != "REDACTED":
+            if mid in self.reader.seen_messages:
+                raise Bad(f"duplicate record: message {mid} appears twice")
+            self.reader.seen_messages.add(mid)
+        role = get_str(info, "role", required=True)
+        if role not in ("user", "assistant"):
+            raise Bad(f"unknown opencode message role {role!r}")
+        created = get_dict(info, "time").get("created")
+        ts = (
+            parse_ts(created, "info.time.created")
+            if created is not None
+            else (self.events[-1].ts if self.events else None)
+        )
+        if ts is None:
+            raise Bad("expected `info.time.created`")
+        if role == "user":
+            self._user(line, ts, parts)
+        elif role == "assistant":
+            self._assistant(line, ts, info, parts)
+        else:
+            raise Bad(f"unknown opencode message role {role!r}")
+
+    def _user(self, line: int, ts: Any, parts: list[Any]) -> None:
+        texts: list[str] = []
+        injected = True
+        for p in parts:
+            if not isinstance(p, dict):
+                raise Bad("expected parts to be objects")
+            kind = p.get("type")
+            if kind == "text":
+                if p.get("ignored"):
+                    continue
+                texts.append(get_str(p, "text", ""))
+                if not p.get("synthetic"):
+                    injected = False
+            elif kind == "file":
+                # Quirk: attached files are sent as their content, which an export does not
+                # hold (only the URL / path): a short placeholder stands in.
+                texts.append(f"[file {get_str(p, 'filename', '') or get_str(p, 'url', '')}]")
+                injected = False
+            else:
+                self.reader.ignored[f"user-part/{kind}"] += 1
+        if texts:
+            self.add(UserMessage(ts=ts, text="\n".join(texts), injected=injected), line)
+
+    def _assistant(self, line: int, ts: Any, info: dict[str, Any], parts: list[Any]) -> None:
+        model = get_str(info, "modelID") or None
+        if model:
+            self.reader.models.append(model)
+        source_provider = get_str(info, "providerID")
+        provider = provider_for(source_provider, model)
+        steps: list[dict[str, Any]] = []
+        current: dict[str, Any] | None = None
+        for p in parts:
+            if not isinstance(p, dict):
+                raise Bad("expected parts to be objects")
+            kind = p.get("type")
+            if kind == "step-start" or current is None:
+                current = {"blocks": [], "results": [], "finish": None}
+                steps.append(current)
+                if kind == "step-start":
+                    continue
+            if kind == "step-finish":
+                current["finish"] = p
+                current = None
+            elif kind == "text":
+                current["blocks"].append(TextBlock(text=get_str(p, "text", "")))
+            elif kind == "reasoning":
+                block = ThinkingBlock(thinking="")
+                summary = get_str(p, "text", "")
+                if summary:
+                    block.summary = summary  # quirk: a summary; the real reasoning is encrypted
+                current["blocks"].append(block)
+            elif kind == "tool":
+                self._tool(line, p, current)
+            elif kind in IGNORED_PARTS:
+                self.reader.ignored[f"part/{kind}"] += 1
+            else:
+                self.reader.ignored[f"part/{kind}"] += 1
+        summary_message = bool(info.get("summary"))
+        fallback = get_dict(info, "tokens")
+        if len(steps) == 1 and steps[0]["finish"] is None and fallback:
+            # Older exports: no step parts; the message's own tokens are the request's.
+            steps[0]["finish"] = {"tokens": fallback, "cost": info.get("cost")}
+        end_time = get_dict(info, "time").get("completed")
+        end = parse_ts(end_time, "info.time.completed") if end_time is not None else ts
+        for n, step in enumerate(steps):
+            finish = step["finish"]
+            usage = None
+            if finish is not None:
+                usage = opencode_usage(get_dict(finish, "tokens"), finish.get("cost"))
+            sent = ts if n == 0 else (self.events[-1].ts if self.events else ts)
+            if usage is not None and not usage_is_empty(usage):
+                marker = RequestMarker(
+                    ts=sent,
+                    request_id=self.reader.builder.request_id(get_str(finish, "id")),
+                    model=model,
+                    provider=provider,
+                    usage=usage,
+                )
+                if source_provider and source_provider != provider:
+                    marker.source_provider = source_provider
+                self.add(marker, line)
+            else:
+                marker = None
+            if summary_message:
+                text = "\n".join(b.text for b in step["blocks"] if isinstance(b, TextBlock))
+                if marker is not None:
+                    marker.compaction_call = True  # the request that wrote the summary
+                context = [
+                    e.id
+                    for e in self.events
+                    if isinstance(e, UserMessage | AssistantMessage | ToolResult | Compaction)
+                ]
+                self.add(Compaction(ts=end, summary=text, replaces=context), line)
+                continue
+            if not step["blocks"] and marker is None:
+                continue
+            message = AssistantMessage(
+                ts=end if n == len(steps) - 1 else sent,
+                blocks=step["blocks"] or [TextBlock(text="")],
+            )
+            if marker is not None:
+                message.request_id = marker.request_id
+                estimate_thinking(message, usage, model or "gpt-5")
+            else:
+                message.usage_missing = True
+            finish_reason = get_str(info, "finish")
+            if finish_reason:
+                message.stop_reason = finish_reason
+            self.add(message, line)
+            for result in step["results"]:
+                self.add(result, line)
+
+    def _tool(self, line: int, p: dict[str, Any], step: dict[str, Any]) -> None:
+        state = get_dict(p, "state")
+        source = get_str(p, "callID")
+        cid = self.reader.builder.call_id(source, f"{line}-{len(self.calls)}")
+        name = get_str(p, "tool", "") or "unknown"
+        call = ToolCallBlock(id=cid, name=name, arguments=parse_arguments(state.get("input")))
+        if source and source != cid:
+            call.source_id = source
+        step["blocks"].append(call)
+        self.calls[cid] = name
+        status = get_str(state, "status", "")
+        if status in ("pending", "running"):
+            return  # never finished: no result was sent (repair_tool_results reports it)
+        output = state.get("output") if status != "error" else state.get("error")
+        text = output if isinstance(output, str) else dumps(output) if output is not None else ""
+        times = get_dict(state, "time")
+        end = times.get("end")
+        result = ToolResult(
+            ts=parse_ts(end, "state.time.end")
+            if end is not None
+            else (self.events[-1].ts if self.events else parse_ts(times.get("start"))),
+            call_id=cid,
+            tool_name=name,
+            output=clean(text),
+            is_error=status == "error",
+        )
+        step["results"].append(result)
+        metadata = get_dict(state, "metadata")
+        child = metadata.get("sessionId")
+        if name == "task" and isinstance(child, str):
+            self.reader.task_calls[child] = (self.name, cid)
+
+
+def read(path: str | Path, *, strict: bool = False) -> Session:
+    """Read an opencode export (or a directory of exports: a session and its subtasks)."""
+    p = Path(path)
+    if not p.exists():
+        raise LogFormatError(p, None, "no such file")
+    with failures_as_log_errors(p):
+        return _Reader(p, strict).read()
+
+
+__all__ = ["read"]

@@ -1,0 +1,536 @@
+"""pi-coding-agent sessions (`~/.pi/agent/sessions/--<cwd>--/<ts>_<uuid>.jsonl`) → `replay-log`.
+
+Line 1 is a `session` header; every later line is an entry. Since format v2 entries form a tree
+through `id` / `parentId`; the context at the leaf is the path root → leaf, cut by the latest
+compaction on it (its summary, then the entries from `firstKeptEntryId`, then the later ones).
+
+Rules (each names the quirk it handles; see shared research `formats.md` §3):
+
+- v1 files have no ids (quirk): they are migrated as pi's own `migrateV1ToV2` does — sequential
+  ids, each entry the child of the previous one, `firstKeptEntryIndex` (an index into the file's
+  entries, header included) → `firstKeptEntryId`;
+- each assistant message is one request with its own usage and cost; aborted / error messages with
+  zero usage were never billed (quirk): not requests, and not context (pi drops them);
+- tool calls of an aborted/error response, or cut off by a compaction, get no result; pi fills
+  them itself when it sends the next prompt ("No result provided"), so the placeholder result
+  added here is expected, not reported;
+- entries off the final path (quirk: `/tree` / `/branch` navigation) hold billed requests: each
+  abandoned branch is replayed as its own thread, starting with a copy of the shared prefix;
+- `branch_summary` and `custom_message` entries are context (injected user text);
+  `model_change`, `thinking_level_change`, `label`, `custom`, `session_info` are not;
+- `bashExecution` messages (the user's `!cmd`) become user text the way pi renders them, unless
+  `excludeFromContext`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from replay.adapters._common import (
+    MAIN_THREAD,
+    AssistantMessage,
+    Bad,
+    Compaction,
+    Issues,
+    RequestMarker,
+    SessionBuilder,
+    SessionHeader,
+    TextBlock,
+    ThinkingBlock,
+    ThreadStart,
+    ToolCallBlock,
+    ToolResult,
+    UserMessage,
+    clean,
+    dumps,
+    estimate_hidden_prefix,
+    estimate_thinking,
+    failures_as_log_errors,
+    get_dict,
+    get_int,
+    get_list,
+    get_str,
+    guarded,
+    iter_json_lines,
+    linearise,
+    most_common,
+    opt_str,
+    opt_ts,
+    parse_arguments,
+    parse_ts,
+    pi_usage,
+    provider_for,
+    read_bytes,
+    usage_is_empty,
+)
+from replay.log import Session
+
+AGENT = "pi"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+ENTRY_TYPES = {
+    "message",
+    "model_change",
+    "thinking_level_change",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "custom_message",
+    "label",
+    "session_info",
+}
+NOT_CONTEXT = {"model_change", "thinking_level_change", "custom", "label", "session_info"}
+
+BRANCH_SUMMARY_PREFIX = (
+    "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
+)
+BRANCH_SUMMARY_SUFFIX = "\n</summary>"
+
+
+def _blocks_text(content: Any) -> str:
+    if isinstance(content, str):
+        return clean(content)
+    if not isinstance(content, list):
+        raise Bad("expected `content` to be a string or a list of blocks")
+    parts = []
+    for b in content:
+        if not isinstance(b, dict):
+            raise Bad("expected content blocks to be objects")
+        if b.get("type") == "text":
+            parts.append(get_str(b, "text", ""))
+        elif b.get("type") == "image":
+            data = b.get("data")
+            # Quirk: image token cost depends on pixels (not decoded): placeholder text.
+            size = len(data) if isinstance(data, str) else 0
+            parts.append(f"[image {b.get('mimeType', '')} {size} chars]")
+        else:
+            parts.append(dumps(b))
+    return "\n".join(parts)
+
+
+def _bash_text(m: dict[str, Any]) -> str:
+    """pi's `bashExecutionToText`: how a user `!command` reaches the model."""
+    text = f"Ran `{get_str(m, 'command', '')}`\n"
+    output = get_str(m, "output", "")
+    text += f"```\n{output}\n```" if output else "(no output)"
+    if m.get("cancelled"):
+        text += "\n\n(command cancelled)"
+    elif m.get("exitCode") not in (None, 0):
+        text += f"\n\nCommand exited with code {m.get('exitCode')}"
+    if m.get("truncated") and isinstance(m.get("fullOutputPath"), str):
+        text += f"\n\n[Output truncated. Full output: {m['fullOutputPath']}]"
+    return text
+
+
+class _Entry:
+    __slots__ = ("number", "obj", "id", "parent", "index")
+
+    def __init__(self, number: int, obj: dict[str, Any], index: int) -> None:
+        self.number = number
+        self.obj = obj
+        self.index = index
+        self.id: str = ""
+        self.parent: str | None = None
+
+
+class _Reader:
+    def __init__(self, path: Path, strict: bool) -> None:
+        self.path = path
+        self.issues = Issues(path, strict)
+        self.builder = SessionBuilder(path, self.issues)
+        self.header_obj: dict[str, Any] = {}
+        self.entries: list[_Entry] = []
+        self.ignored: Counter[str] = Counter()
+        self.version = 1
+        self.models: list[str | None] = []
+        self.expected_gaps: set[str] = set()
+        """Assistant events whose unanswered tool calls pi itself fills (see `_compaction`)."""
+
+    def read(self) -> Session:
+        data = read_bytes(self.path)
+        index = 0
+        for number, obj in iter_json_lines(self.path, self.issues, data):
+            if obj.get("type") == "session" and not self.header_obj:
+                if self.entries:
+                    self.issues.add(number, "expected the `session` header on the first line")
+                self.header_obj = obj
+                version = obj.get("version")
+                self.version = version if isinstance(version, int) and version > 0 else 1
+                index += 1
+                continue
+            entry = _Entry(number, obj, index)
+            index += 1
+            guarded(self.issues, number, lambda e=entry: self._check(e))
+        if not self.header_obj:
+            self.issues.fatal(1, "expected a pi `session` header line")
+        self._ids()
+        return self._convert()
+
+    def _check(self, entry: _Entry) -> None:
+        obj = entry.obj
+        kind = obj.get("type")
+        if kind == "session":
+            raise Bad("expected one `session` header, got a second")
+        if kind not in ENTRY_TYPES:
+            raise Bad(f"unknown pi entry type {kind!r}")
+        parse_ts(obj.get("timestamp"))
+        if kind == "message":
+            message = get_dict(obj, "message", required=True)
+            role = get_str(message, "role", required=True)
+            if role == "assistant":
+                get_list(message, "content")
+                get_dict(message, "usage")
+        self.entries.append(entry)
+
+    def _ids(self) -> None:
+        if self.version < 2 or not any("id" in e.obj for e in self.entries):
+            # Quirk (v1 files have no ids): pi's migrateV1ToV2 — sequential ids, a linear chain,
+            # and `firstKeptEntryIndex` (index among the file's entries, header = 0) → an id.
+            by_index: dict[int, _Entry] = {}
+            previous: str | None = None
+            for n, e in enumerate(self.entries, start=1):
+                e.id = f"{n:08x}"
+                e.parent = previous
+                previous = e.id
+                by_index[e.index] = e
+            for e in self.entries:
+                if e.obj.get("type") == "compaction" and "firstKeptEntryId" not in e.obj:
+                    idx = e.obj.get("firstKeptEntryIndex")
+                    target = by_index.get(idx) if isinstance(idx, int) else None
+                    e.obj["firstKeptEntryId"] = target.id if target else None
+            return
+        seen: dict[str, int] = {}
+        kept = []
+        for e in self.entries:
+            eid = e.obj.get("id")
+            parent = e.obj.get("parentId")
+            if not isinstance(eid, str) or not eid:
+                self.issues.add(e.number, "expected an entry `id` (pi session v2+)")
+                continue
+            if eid in seen:
+                self.issues.add(e.number, f"duplicate record: id {eid} already on line {seen[eid]}")
+                continue
+            if parent is not None and not isinstance(parent, str):
+                self.issues.add(e.number, "expected `parentId` to be a string or null")
+                continue
+            seen[eid] = e.number
+            e.id, e.parent = eid, parent
+            kept.append(e)
+        self.entries = kept
+
+    # ------------------------------------------------------------------------------------
+    def _convert(self) -> Session:
+        by_id = {e.id: e for e in self.entries}
+        parent = {e.id: e.parent for e in self.entries}
+        leaf = self.entries[-1].id if self.entries else None
+        path, branches = linearise([e.id for e in self.entries], parent, lambda _n, _p: False, leaf)
+        main = _Thread(self, MAIN_THREAD)
+        main.emit([by_id[i] for i in path])
+        self.builder.thread(MAIN_THREAD).events = main.events
+        for k, branch in enumerate(branches, start=1):
+            nodes = [by_id[i] for i in branch.nodes]
+            if not any(_is_request(n.obj) for n in nodes):
+                continue
+            name = f"branch-{k}"
+            t = _Thread(self, name)
+            if branch.fork is not None:
+                t.copy_prefix(main, branch.fork)
+            t.emit(nodes)
+            start = ThreadStart(
+                ts=(t.events[0].ts if t.events else main.events[0].ts),
+                thread=MAIN_THREAD,
+                thread_id=name,
+                parent_thread=MAIN_THREAD,
+            )
+            start.id = self.builder.new_id()
+            start.branch_of = MAIN_THREAD
+            t.events.insert(0, start)
+            self.builder.thread(name).events = t.events
+
+        def expected(owner: Any) -> bool:
+            return (
+                getattr(owner, "stop_reason", None) in ("aborted", "error")
+                or owner.id in self.expected_gaps
+            )
+
+        self.builder.repair_tool_results(expected)
+        h = self.header_obj
+        markers = [
+            e
+            for t in self.builder.threads.values()
+            for e in t.events
+            if isinstance(e, RequestMarker)
+        ]
+        model = most_common(
+            [m.model for m in markers] or [opt_str(h, "modelId")], "claude-sonnet-4-5"
+        )
+        provider = most_common([m.provider for m in markers], "") or provider_for(
+            opt_str(h, "provider"), model
+        )
+        header = SessionHeader(
+            ts=opt_ts(h.get("timestamp")) or main.first_ts() or _EPOCH,
+            session_id=opt_str(h, "id") or self.path.stem,
+            agent=AGENT,
+            provider=provider,
+            model=model,
+            cwd=opt_str(h, "cwd"),
+            # Quirk: pi logs neither its system prompt nor its tool schemas.
+            estimated=["system", "tools"],
+        )
+        header.source_format = f"pi-session-v{self.version}"
+        if self.version < 2:
+            header.migrated_from_version = self.version
+        for key in ("parentSession", "branchedFrom"):
+            if isinstance(h.get(key), str):
+                setattr(header, key, clean(h[key]))
+        if self.ignored:
+            header.ignored_records = dict(sorted(self.ignored.items()))
+        session = self.builder.session(header)
+        estimate_hidden_prefix(session)
+        return session
+
+
+def _is_request(obj: dict[str, Any]) -> bool:
+    m = obj.get("message")
+    if obj.get("type") != "message" or not isinstance(m, dict) or m.get("role") != "assistant":
+        return False
+    u = m.get("usage")
+    return isinstance(u, dict) and any(
+        isinstance(u.get(k), int | float) and u.get(k)
+        for k in ("input", "output", "cacheRead", "cacheWrite")
+    )
+
+
+class _Thread:
+    def __init__(self, reader: _Reader, name: str) -> None:
+        self.reader = reader
+        self.name = name
+        self.events: list[Any] = []
+        self.first_event: dict[str, int] = {}
+        """Entry id → index of its first event in `events` (len(events) if it added none)."""
+        self.calls: dict[str, str] = {}
+
+    def first_ts(self) -> Any:
+        return self.events[0].ts if self.events else None
+
+    def add(self, event: Any, entry: _Entry) -> Any:
+        event.thread = self.name
+        event.id = self.reader.builder.new_id()
+        event.line = entry.number
+        event.entry_id = entry.id
+        self.events.append(event)
+        return event
+
+    def copy_prefix(self, main: _Thread, fork: str) -> None:
+        """The shared history up to and including entry `fork`, as copies (no requests)."""
+        import copy
+
+        end = len(main.events)
+        after = [i for eid, i in main.first_event.items() if eid == fork]
+        if after:
+            fork_index = after[0]
+            # every event produced by entries up to the fork
+            end = next(
+                (i for eid, i in main.first_event.items() if i > fork_index), len(main.events)
+            )
+        mapping: dict[str, str] = {}
+        for event in main.events[:end]:
+            if isinstance(event, RequestMarker | ThreadStart):
+                continue
+            dup = copy.deepcopy(event)
+            dup.thread = self.name
+            dup.copied_from = event.id
+            dup.id = self.reader.builder.new_id()
+            mapping[event.id] = dup.id
+            if isinstance(dup, AssistantMessage):
+                dup.request_id = None
+                for b in dup.blocks:
+                    if isinstance(b, ToolCallBlock):
+                        self.calls[b.id] = b.name
+            if isinstance(dup, Compaction):
+                dup.replaces = [mapping[r] for r in dup.replaces if r in mapping]
+            self.events.append(dup)
+
+    def emit(self, entries: list[_Entry]) -> None:
+        for e in entries:
+            self.first_event.setdefault(e.id, len(self.events))
+            guarded(self.reader.issues, e.number, lambda e=e: self._entry(e))
+
+    def _entry(self, entry: _Entry) -> None:
+        obj = entry.obj
+        kind = obj["type"]
+        ts = parse_ts(obj.get("timestamp"))
+        if kind in NOT_CONTEXT:
+            self.reader.ignored[kind] += 1
+            return
+        if kind == "compaction":
+            self._compaction(entry, ts)
+        elif kind == "branch_summary":
+            text = BRANCH_SUMMARY_PREFIX + get_str(obj, "summary", "") + BRANCH_SUMMARY_SUFFIX
+            event = UserMessage(ts=ts, text=text, injected=True)
+            event.kind = "branch_summary"
+            self.add(event, entry)
+        elif kind == "custom_message":
+            event = UserMessage(ts=ts, text=_blocks_text(obj.get("content", "")), injected=True)
+            event.kind = "custom_message"
+            self.add(event, entry)
+        else:
+            self._message(entry, ts, get_dict(obj, "message", required=True))
+
+    def _message(self, entry: _Entry, ts: Any, m: dict[str, Any]) -> None:
+        role = get_str(m, "role", required=True)
+        if role == "user":
+            self.add(UserMessage(ts=ts, text=_blocks_text(m.get("content", ""))), entry)
+        elif role == "assistant":
+            self._assistant(entry, ts, m)
+        elif role == "toolResult":
+            source = get_str(m, "toolCallId")
+            cid = source if source in self.calls else None
+            if cid is None:
+                answered = {e.call_id for e in self.events if isinstance(e, ToolResult)}
+                pending = [c for c in self.calls if c not in answered]
+                if not pending:
+                    raise Bad(f"expected a tool call before the result for {source!r}")
+                cid = pending[0]  # quirk (REDACTED / unknown ids): oldest unanswered call
+                if source != "REDACTED":
+                    self.reader.issues.add(
+                        entry.number, f"expected a tool call {source!r}; paired with {cid!r}"
+                    )
+            event = ToolResult(
+                ts=ts,
+                call_id=cid,
+                tool_name=get_str(m, "toolName", "") or self.calls.get(cid, "unknown"),
+                output=_blocks_text(m.get("content", "")),
+                is_error=bool(m.get("isError")),
+            )
+            self.add(event, entry)
+        elif role == "bashExecution":
+            if m.get("excludeFromContext"):
+                self.reader.ignored["bashExecution/excluded"] += 1
+                return
+            event = UserMessage(ts=ts, text=_bash_text(m))
+            event.kind = "bashExecution"
+            self.add(event, entry)
+        elif role in ("custom", "branchSummary", "compactionSummary", "hookMessage"):
+            text = _blocks_text(m.get("content", m.get("summary", "")))
+            event = UserMessage(ts=ts, text=text, injected=True)
+            event.kind = role
+            self.add(event, entry)
+        else:
+            raise Bad(f"unknown pi message role {role!r}")
+
+    def _assistant(self, entry: _Entry, ts: Any, m: dict[str, Any]) -> None:
+        stop = get_str(m, "stopReason")
+        usage_raw = get_dict(m, "usage")
+        usage = pi_usage(usage_raw) if usage_raw else None
+        if usage_is_empty(usage) and stop in ("aborted", "error"):
+            # Quirk: an aborted/error response with zero usage was never billed, and pi does not
+            # send it back (transformMessages drops it).
+            self.reader.ignored[f"assistant/{stop}-unbilled"] += 1
+            return
+        blocks: list[Any] = []
+        for n, b in enumerate(get_list(m, "content")):
+            if not isinstance(b, dict):
+                raise Bad("expected assistant content blocks to be objects")
+            kind = b.get("type")
+            if kind == "text":
+                blocks.append(TextBlock(text=get_str(b, "text", "")))
+            elif kind == "thinking":
+                blocks.append(
+                    ThinkingBlock(
+                        thinking=get_str(b, "thinking", ""),
+                        signature=get_str(b, "thinkingSignature"),
+                    )
+                )
+            elif kind == "toolCall":
+                source = get_str(b, "id")
+                cid = self.reader.builder.call_id(source, f"{entry.number}-{n}")
+                call = ToolCallBlock(
+                    id=cid,
+                    name=get_str(b, "name", "") or "unknown",
+                    arguments=parse_arguments(b.get("arguments")),
+                )
+                if source and source != cid:
+                    call.source_id = source
+                self.calls[cid] = call.name
+                blocks.append(call)
+            else:
+                block = TextBlock(text=dumps(b))
+                block.source_type = str(kind)
+                blocks.append(block)
+        model = get_str(m, "model")
+        provider = provider_for(get_str(m, "provider"), model)
+        end = ts
+        start_raw = m.get("timestamp")
+        start = parse_ts(start_raw, "message.timestamp") if start_raw is not None else None
+        previous = self.events[-1].ts if self.events else end
+        if start is None or start > end:
+            start = previous if previous <= end else end
+        message = AssistantMessage(ts=end, blocks=blocks)
+        if stop:
+            message.stop_reason = stop
+        if usage_is_empty(usage):
+            message.usage_missing = True
+            self.add(message, entry)
+            return
+        marker = RequestMarker(
+            ts=start,
+            request_id=self.reader.builder.request_id(f"{entry.id}"),
+            model=model,
+            provider=provider,
+            usage=usage,
+            duration_ms=max(0, int((end - start).total_seconds() * 1000)),
+        )
+        if isinstance(m.get("api"), str):
+            marker.api = clean(m["api"])
+        self.add(marker, entry)
+        message.request_id = marker.request_id
+        estimate_thinking(message, usage, model or "claude-sonnet-4-5")
+        self.add(message, entry)
+
+    def _compaction(self, entry: _Entry, ts: Any) -> None:
+        obj = entry.obj
+        kept = obj.get("firstKeptEntryId")
+        context = [
+            e
+            for e in self.events
+            if isinstance(e, UserMessage | AssistantMessage | ToolResult | Compaction)
+        ]
+        cut = None
+        if isinstance(kept, str):
+            cut = self.first_event.get(kept)
+        # Quirk: a compaction can land between a tool call and its result (the result is never
+        # logged); pi's transformMessages then sends an error result for the orphaned call.
+        answered = {e.call_id for e in context if isinstance(e, ToolResult)}
+        for e in context:
+            if isinstance(e, AssistantMessage) and any(
+                isinstance(b, ToolCallBlock) and b.id not in answered for b in e.blocks
+            ):
+                self.reader.expected_gaps.add(e.id)
+        position = {id(e): n for n, e in enumerate(self.events)}
+        replaced = context if cut is None else [e for e in context if position[id(e)] < cut]
+        event = Compaction(
+            ts=ts,
+            summary=get_str(obj, "summary", "") or "",
+            replaces=[e.id for e in replaced],
+            tokens_before=get_int(obj, "tokensBefore")
+            if obj.get("tokensBefore") is not None
+            else None,
+        )
+        if cut is None and kept is not None:
+            event.first_kept_missing = True
+        if obj.get("fromHook") is not None:
+            event.from_hook = bool(obj.get("fromHook"))
+        self.add(event, entry)
+
+
+def read(path: str | Path, *, strict: bool = False) -> Session:
+    """Read a pi session file as a native `Session`."""
+    with failures_as_log_errors(path):
+        return _Reader(Path(path), strict).read()
+
+
+__all__ = ["read"]

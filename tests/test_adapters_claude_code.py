@@ -1,0 +1,688 @@
+"""Claude Code adapter: rules on small logs written here, then the real dev samples."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_adapters_common import (
+    SAMPLES,
+    claude_lines,
+    jsonl,
+    needs_samples,
+    unpaired_before_request,
+)
+
+from replay import load
+from replay._errors import LogFormatError
+from replay.adapters import claude_code
+from replay.log import (
+    AssistantMessage,
+    Compaction,
+    RequestMarker,
+    ThinkingBlock,
+    ThreadStart,
+    ToolCallBlock,
+    ToolResult,
+    UserMessage,
+)
+
+
+def _write(tmp: Path, lines: list[dict[str, Any]], name: str = "s-1.jsonl") -> Path:
+    path = tmp / name
+    path.write_text(jsonl(lines), encoding="utf-8")
+    return path
+
+
+def _usage(inp: int, write: int, read: int, out: int, h1: int | None = None) -> dict[str, Any]:
+    u: dict[str, Any] = {
+        "input_tokens": inp,
+        "cache_creation_input_tokens": write,
+        "cache_read_input_tokens": read,
+        "output_tokens": out,
+    }
+    if h1 is not None:
+        u["cache_creation"] = {
+            "ephemeral_5m_input_tokens": write - h1,
+            "ephemeral_1h_input_tokens": h1,
+        }
+    return u
+
+
+def _line(uuid: str, parent: str | None, ts: str, kind: str, **kw: Any) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "uuid": uuid,
+        "parentUuid": parent,
+        "sessionId": "s-1",
+        "timestamp": f"2026-01-02T10:00:{ts}Z",
+        "isSidechain": False,
+        **kw,
+    }
+
+
+def _assistant(
+    uuid: str,
+    parent: str | None,
+    ts: str,
+    msg: str,
+    req: str,
+    block: dict,
+    usage: dict,
+    model: str = "claude-sonnet-4-20250514",
+    **kw: Any,
+) -> dict:
+    return _line(
+        uuid,
+        parent,
+        ts,
+        "assistant",
+        requestId=req,
+        message={
+            "id": msg,
+            "role": "assistant",
+            "model": model,
+            "content": [block],
+            "usage": usage,
+        },
+        **kw,
+    )
+
+
+def _user(uuid: str, parent: str | None, ts: str, content: Any, **kw: Any) -> dict:
+    return _line(uuid, parent, ts, "user", message={"role": "user", "content": content}, **kw)
+
+
+def test_one_request_per_request_and_message_id_with_the_largest_usage(tmp_path: Path) -> None:
+    # Quirk: 1.0.x writes partial output_tokens on the first lines of a response.
+    lines = [
+        _user("u1", None, "00.000", "hi"),
+        _assistant(
+            "a1",
+            "u1",
+            "01.000",
+            "msg_1",
+            "req_1",
+            {"type": "text", "text": "Let me look."},
+            _usage(3, 100, 1000, 3),
+        ),
+        _assistant(
+            "a2",
+            "a1",
+            "02.000",
+            "msg_1",
+            "req_1",
+            {"type": "tool_use", "id": "t1", "name": "Read", "input": {"p": "x"}},
+            _usage(3, 100, 1000, 172),
+        ),
+        _user(
+            "u2",
+            "a2",
+            "02.500",
+            [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t1",
+                    "content": [{"type": "text", "text": "body"}],
+                }
+            ],
+        ),
+        _assistant(
+            "a3",
+            "u2",
+            "03.000",
+            "msg_2",
+            "req_2",
+            {"type": "text", "text": "Done."},
+            _usage(4, 20, 1100, 9),
+        ),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    requests = session.requests()
+    assert [r.request_id for r in requests] == ["req_1", "req_2"]
+    assert requests[0].usage.output_tokens == 172
+    assert requests[0].usage.cache_write_5m_tokens == 100  # no TTL split: the default 5 minutes
+    first = next(e for e in session.events if isinstance(e, AssistantMessage))
+    assert [b.type for b in first.blocks] == ["text", "tool_call"]
+    assert first.request_id == "req_1"
+    result = next(e for e in session.events if isinstance(e, ToolResult))
+    assert result.output == "body" and result.tool_name == "Read"
+    # The request was sent when its context was complete, before the response was written.
+    assert requests[1].ts == result.ts
+
+
+def test_usage_buckets_split_by_ttl_and_stay_disjoint(tmp_path: Path) -> None:
+    lines = claude_lines()
+    session = load(_write(tmp_path, lines), strict=True)
+    u = session.requests()[0].usage
+    assert (
+        u.input_tokens,
+        u.cache_read_tokens,
+        u.cache_write_5m_tokens,
+        u.cache_write_1h_tokens,
+        u.output_tokens,
+    ) == (10, 0, 0, 3000, 60)
+    assert u.prompt_tokens == 3010
+    assert u.raw["cache_creation_input_tokens"] == 3000
+
+
+def test_empty_thinking_is_sized_from_output_tokens(tmp_path: Path) -> None:
+    session = load(_write(tmp_path, claude_lines()), strict=True)
+    message = next(e for e in session.events if isinstance(e, AssistantMessage))
+    thinking = message.blocks[0]
+    assert isinstance(thinking, ThinkingBlock) and thinking.thinking == ""
+    assert thinking.signature == "sig"
+    assert 0 < thinking.estimated_tokens < 60  # output 60 minus the visible tool call
+    assert thinking.estimated_from == "output_tokens - visible blocks"
+
+
+def test_progress_synthetic_and_api_error_lines_are_not_requests(tmp_path: Path) -> None:
+    lines = claude_lines()
+    lines.append(
+        _line(
+            "p9",
+            "a3",
+            "06.000",
+            "progress",
+            data={
+                "type": "agent_progress",
+                "message": {
+                    "type": "assistant",
+                    "message": {"usage": {"input_tokens": 5, "output_tokens": 5}},
+                },
+            },
+        )
+    )
+    lines.append(
+        _assistant(
+            "s1",
+            "p9",
+            "07.000",
+            "msg_syn",
+            "req_syn",
+            {"type": "text", "text": "No response requested."},
+            _usage(0, 0, 0, 0),
+            model="<synthetic>",
+        )
+    )
+    lines.append(
+        _assistant(
+            "e1",
+            "s1",
+            "08.000",
+            "msg_err",
+            "req_err",
+            {"type": "text", "text": "API Error: 529"},
+            _usage(0, 0, 0, 0),
+            isApiErrorMessage=True,
+        )
+    )
+    session = load(_write(tmp_path, lines), strict=True)
+    assert len(session.requests()) == 2
+    texts = [
+        b.text
+        for e in session.events
+        if isinstance(e, AssistantMessage)
+        for b in e.blocks
+        if b.type == "text"
+    ]
+    assert "No response requested." not in texts and "API Error: 529" not in texts
+    assert session.header.ignored_records["progress/agent_progress"] == 1
+
+
+def test_compaction_boundary_and_summary_become_one_compaction(tmp_path: Path) -> None:
+    lines = claude_lines()
+    lines += [
+        {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "uuid": "cb",
+            "parentUuid": None,
+            "logicalParentUuid": "a3",
+            "sessionId": "s-1",
+            "timestamp": "2026-01-02T10:01:00Z",
+            "compactMetadata": {"trigger": "auto", "preTokens": 160000},
+        },
+        _user(
+            "sum",
+            "cb",
+            "61.000",
+            "This session is being continued… Summary: listed files.",
+            isCompactSummary=True,
+            isVisibleInTranscriptOnly=True,
+        ),
+        _user("u9", "sum", "62.000", "Next?"),
+        _assistant(
+            "a9",
+            "u9",
+            "63.000",
+            "msg_C",
+            "req_3",
+            {"type": "text", "text": "Ok."},
+            _usage(5, 100, 2000, 4, 100),
+            model="claude-sonnet-4-6",
+        ),
+    ]
+    lines[-3]["timestamp"] = "2026-01-02T10:01:01Z"
+    lines[-2]["timestamp"] = "2026-01-02T10:01:02Z"
+    lines[-1]["timestamp"] = "2026-01-02T10:01:03Z"
+    session = load(_write(tmp_path, lines), strict=True)
+    compactions = [e for e in session.events if isinstance(e, Compaction)]
+    assert len(compactions) == 1
+    c = compactions[0]
+    assert c.summary.startswith("This session is being continued")
+    assert (c.trigger, c.tokens_before) == ("auto", 160000)
+    replaced = {e.id for e in session.events if e.id in c.replaces}
+    before = [
+        e
+        for e in session.events[: session.events.index(c)]
+        if isinstance(e, UserMessage | AssistantMessage | ToolResult)
+    ]
+    assert replaced == {e.id for e in before}
+    assert not any(
+        isinstance(e, UserMessage) and e.text.startswith("This session") for e in session.events
+    )
+    assert len(session.requests()) == 3
+
+
+def test_preserved_segment_survives_compaction(tmp_path: Path) -> None:
+    lines = claude_lines()
+    lines += [
+        {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "uuid": "cb",
+            "parentUuid": None,
+            "logicalParentUuid": "a3",
+            "sessionId": "s-1",
+            "timestamp": "2026-01-02T10:01:00Z",
+            "compactMetadata": {
+                "trigger": "manual",
+                "preservedSegment": {"headUuid": "u2", "anchorUuid": "u2", "tailUuid": "a3"},
+            },
+        },
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    c = next(e for e in session.events if isinstance(e, Compaction))
+    kept = [
+        e
+        for e in session.events
+        if e.id not in c.replaces and isinstance(e, UserMessage | AssistantMessage | ToolResult)
+    ]
+    assert [type(e).__name__ for e in kept] == ["ToolResult", "AssistantMessage"]
+    assert c.summary_missing is True
+
+
+def _sidechain_log() -> list[dict[str, Any]]:
+    task = {
+        "type": "tool_use",
+        "id": "toolu_task",
+        "name": "Task",
+        "input": {"description": "d", "prompt": "Count the files."},
+    }
+    return [
+        _user("u1", None, "00.000", "Delegate."),
+        _assistant("a1", "u1", "01.000", "msg_1", "req_1", task, _usage(3, 500, 0, 20)),
+        _user("s1", None, "01.100", "Count the files.", isSidechain=True),
+        _assistant(
+            "s2",
+            "s1",
+            "02.000",
+            "msg_s",
+            "req_s",
+            {"type": "text", "text": "There are 2."},
+            _usage(3, 400, 0, 5),
+            isSidechain=True,
+        ),
+        _user(
+            "u2",
+            "a1",
+            "03.000",
+            [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_task",
+                    "content": [{"type": "text", "text": "There are 2."}],
+                }
+            ],
+        ),
+        _assistant(
+            "a2",
+            "u2",
+            "04.000",
+            "msg_2",
+            "req_2",
+            {"type": "text", "text": "2 files."},
+            _usage(3, 30, 500, 4),
+        ),
+    ]
+
+
+def test_inline_sidechain_is_its_own_thread_linked_to_the_task_call(tmp_path: Path) -> None:
+    session = load(_write(tmp_path, _sidechain_log()), strict=True)
+    start = next(e for e in session.events if isinstance(e, ThreadStart))
+    assert start.parent_call_id == "toolu_task" and start.parent_thread == "main"
+    side = [e for e in session.events if e.thread == start.thread_id]
+    assert [type(e).__name__ for e in side] == ["UserMessage", "RequestMarker", "AssistantMessage"]
+    assert session.events.index(start) < session.events.index(side[0])
+    assert [r.thread for r in session.requests()] == ["main", start.thread_id, "main"]
+    assert getattr(start, "hidden_prefix_tokens", None) is not None
+
+
+def test_subagent_files_beside_the_transcript_are_threads(tmp_path: Path) -> None:
+    main = [
+        _user("u1", None, "00.000", "Delegate."),
+        _assistant(
+            "a1",
+            "u1",
+            "01.000",
+            "msg_1",
+            "req_1",
+            {"type": "tool_use", "id": "toolu_ag", "name": "Agent", "input": {"prompt": "Count."}},
+            _usage(3, 500, 0, 20),
+        ),
+        _user(
+            "u2",
+            "a1",
+            "03.000",
+            [{"type": "tool_result", "tool_use_id": "toolu_ag", "content": "2"}],
+            toolUseResult={"agentId": "abc"},
+        ),
+        _assistant(
+            "a2",
+            "u2",
+            "04.000",
+            "msg_2",
+            "req_2",
+            {"type": "text", "text": "2."},
+            _usage(3, 30, 500, 4),
+        ),
+    ]
+    sub = [
+        _user("x1", None, "01.500", "Count.", isSidechain=True, agentId="abc"),
+        _assistant(
+            "x2",
+            "x1",
+            "02.000",
+            "msg_x",
+            "req_x",
+            {"type": "text", "text": "2"},
+            _usage(3, 400, 0, 5),
+            isSidechain=True,
+            agentId="abc",
+        ),
+    ]
+    path = _write(tmp_path, main)
+    (tmp_path / "s-1" / "subagents").mkdir(parents=True)
+    _write(tmp_path / "s-1" / "subagents", sub, "agent-abc.jsonl")
+    # The file (subagents found beside it), the project directory, or the session's folder.
+    for source in (path, tmp_path, tmp_path / "s-1"):
+        session = load(source, strict=True)
+        start = next(e for e in session.events if isinstance(e, ThreadStart))
+        assert (start.thread_id, start.parent_call_id) == ("agent-abc", "toolu_ag")
+        assert len(session.requests()) == 3
+
+
+def test_resumed_session_files_are_deduplicated(tmp_path: Path) -> None:
+    first = claude_lines()
+    # The resumed file starts with a copy of the first one (same uuids and message ids).
+    second = claude_lines() + [
+        _user("u7", "a3", "09.000", "And hidden files?"),
+        _assistant(
+            "a7",
+            "u7",
+            "10.000",
+            "msg_R",
+            "req_9",
+            {"type": "text", "text": "None."},
+            _usage(3, 20, 3040, 3),
+        ),
+    ]
+    for line in second:
+        if "sessionId" in line:
+            line["sessionId"] = "s-2"
+    _write(tmp_path, first, "s-1.jsonl")
+    _write(tmp_path, second, "s-2.jsonl")
+    session = load(tmp_path, strict=True)
+    assert [r.request_id for r in session.requests()] == ["req_1", "req_2", "req_9"]
+
+
+def test_rewound_branch_is_replayed_as_its_own_thread(tmp_path: Path) -> None:
+    lines = claude_lines()
+    # The user rewound to the first prompt's answer and asked something else.
+    lines += [
+        _user("b1", "u2", "20.000", "Actually, count them."),
+        _assistant(
+            "b2",
+            "b1",
+            "21.000",
+            "msg_X",
+            "req_x",
+            {"type": "text", "text": "Two."},
+            _usage(3, 20, 3000, 2),
+        ),
+    ]
+    # The main path continues from the original answer and ends last in the file.
+    lines += [
+        _user("m1", "a3", "30.000", "Thanks."),
+        _assistant(
+            "m2",
+            "m1",
+            "31.000",
+            "msg_Y",
+            "req_y",
+            {"type": "text", "text": "Welcome."},
+            _usage(3, 20, 3050, 2),
+        ),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    start = next(e for e in session.events if isinstance(e, ThreadStart))
+    assert start.thread_id == "main/branch-1"
+    branch = [e for e in session.events if e.thread == start.thread_id]
+    copies = [e for e in branch if getattr(e, "copied_from", None)]
+    assert [type(e).__name__ for e in copies] == ["UserMessage", "AssistantMessage", "ToolResult"]
+    assert all(
+        getattr(e, "request_id", None) is None for e in copies if isinstance(e, AssistantMessage)
+    )
+    assert sorted(r.request_id for r in session.requests()) == ["req_1", "req_2", "req_x", "req_y"]
+    assert [r.thread for r in session.requests() if r.request_id == "req_x"] == ["main/branch-1"]
+
+
+def test_attachments_become_injected_text(tmp_path: Path) -> None:
+    lines = claude_lines()
+    lines.insert(
+        2,
+        {
+            "type": "attachment",
+            "uuid": "at1",
+            "parentUuid": "u1",
+            "sessionId": "s-1",
+            "timestamp": "2026-01-02T10:00:00.500Z",
+            "attachment": {
+                "type": "queued_command",
+                "prompt": "also count them",
+                "commandMode": "prompt",
+            },
+        },
+    )
+    lines.insert(
+        3,
+        {
+            "type": "attachment",
+            "uuid": "at2",
+            "parentUuid": "at1",
+            "sessionId": "s-1",
+            "timestamp": "2026-01-02T10:00:00.600Z",
+            "attachment": {"type": "task_reminder", "content": [], "itemCount": 0},
+        },
+    )
+    lines[4]["parentUuid"] = "at2"
+    session = load(_write(tmp_path, lines), strict=True)
+    users = [e for e in session.events if isinstance(e, UserMessage)]
+    assert [u.text for u in users] == ["List the files, please.", "also count them"]
+    assert users[1].estimated_text is True and users[1].injected is False
+
+
+def test_tool_result_list_content_with_images(tmp_path: Path) -> None:
+    lines = claude_lines()
+    lines[5]["message"]["content"][0]["content"] = [
+        {"type": "text", "text": "shot:"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
+    ]
+    lines[5]["message"]["content"][0]["is_error"] = True
+    session = load(_write(tmp_path, lines), strict=True)
+    result = next(e for e in session.events if isinstance(e, ToolResult))
+    assert result.output.startswith("shot:\n[image image/png 4 base64 chars]")
+    assert result.is_error
+
+
+def test_wrong_typed_fields_are_reported_not_raised(tmp_path: Path) -> None:
+    lines = claude_lines()
+    lines[2]["message"]["content"] = "not a list"
+    lines[3]["timestamp"] = 12
+    path = _write(tmp_path, lines)
+    session = load(path)
+    # Line 6 is the result of the call on the skipped line 4: reported as unpaired.
+    assert sorted(e.line for e in session.skipped) == [3, 4, 6]
+    with pytest.raises(LogFormatError, match=r":3: "):
+        claude_code.read(path, strict=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# Real samples (formats.md §5)
+
+CLAUDE = SAMPLES / "claude_code"
+
+
+def _sample(prefix: str) -> Path:
+    found = sorted(CLAUDE.glob(f"{prefix}*full.jsonl")) + sorted(CLAUDE.glob(f"{prefix}*.jsonl"))
+    assert found, f"sample {prefix}* missing"
+    return found[0]
+
+
+def _metadata(path: Path) -> dict[str, Any] | None:
+    meta = path.with_name(path.name.replace("_full.jsonl", "_metadata.json"))
+    return json.loads(meta.read_text()) if meta.exists() and meta != path else None
+
+
+SAMPLE_TABLE = [
+    # prefix, requests (requestId+message.id incl. sidechains), usage totals (in, write, read, out)
+    (
+        "d-kimuson__claude-code-viewer__mock-global-claude-dir_projects_sample-project_fe5e1c67",
+        170,
+        (818, 137976, 3647854, 51933),
+        5,
+        0,
+    ),
+    (
+        "d-kimuson__claude-code-viewer__mock-global-claude-dir_projects_sample-project_5c0375b4",
+        20,
+        (129, 47747, 324259, 3629),
+        2,
+        0,
+    ),
+    ("ShamsiievDmytro__entire-bmad", 115, (3978, 240201, 10340941, 68134), 0, 1),
+    (
+        "blackgirlbytes__entire-token-costs-benchmark-tests",
+        51,
+        (7435, 155664, 5432829, 66348),
+        0,
+        0,
+    ),
+    ("blackgirlbytes__planetfall-seed-signalkit", 47, (5879, 99604, 3846087, 45373), 0, 0),
+]
+
+
+@needs_samples
+@pytest.mark.parametrize(("prefix", "count", "totals", "threads", "compactions"), SAMPLE_TABLE)
+def test_real_sample(
+    prefix: str, count: int, totals: tuple, threads: int, compactions: int
+) -> None:
+    path = _sample(prefix)
+    session = load(path, strict=True)
+    assert session.header.agent == "claude-code"
+    requests = session.requests()
+    assert len(requests) == count
+    got = (
+        sum(r.usage.input_tokens for r in requests),
+        sum(r.usage.cache_write_5m_tokens + r.usage.cache_write_1h_tokens for r in requests),
+        sum(r.usage.cache_read_tokens for r in requests),
+        sum(r.usage.output_tokens for r in requests),
+    )
+    assert got == totals
+    meta = _metadata(path)
+    if meta and meta["token_usage"]["api_call_count"]:
+        t = meta["token_usage"]
+        assert len(requests) == t["api_call_count"]
+        assert got == (
+            t["input_tokens"],
+            t["cache_creation_tokens"],
+            t["cache_read_tokens"],
+            t["output_tokens"],
+        )
+    starts = [e for e in session.events if isinstance(e, ThreadStart)]
+    assert len(starts) == threads
+    assert all(s.parent_call_id for s in starts)  # every sidechain found its Task call
+    assert sum(isinstance(e, Compaction) for e in session.events) == compactions
+    assert unpaired_before_request(session) == []
+    calls = {
+        b.id
+        for e in session.events
+        if isinstance(e, AssistantMessage)
+        for b in e.blocks
+        if isinstance(b, ToolCallBlock)
+    }
+    results = {e.call_id for e in session.events if isinstance(e, ToolResult)}
+    assert results <= calls
+    assert session.header.hidden_prefix_tokens > 1000
+    assert {"system", "tools", "hidden_prefix"} <= set(session.header.estimated)
+    assert all(isinstance(r, RequestMarker) and r.usage.raw for r in requests)
+
+
+@needs_samples
+def test_real_compaction_drops_the_read_to_the_stable_prefix() -> None:
+    session = load(_sample("ShamsiievDmytro__entire-bmad"))
+    c = next(e for e in session.events if isinstance(e, Compaction))
+    assert c.tokens_before == 167753 and c.trigger == "auto"
+    assert c.summary.startswith("This session is being continued")
+    after = [r for r in session.requests() if session.events.index(r) > session.events.index(c)]
+    assert after[0].usage.cache_read_tokens < 20000  # system + tools only (formats.md: ~14.9k)
+    replaced = set(c.replaces)
+    assert all(
+        e.id in replaced
+        for e in session.events[: session.events.index(c)]
+        if isinstance(e, UserMessage | AssistantMessage | ToolResult)
+    )
+
+
+@needs_samples
+def test_real_thinking_blocks_are_estimated() -> None:
+    session = load(_sample("blackgirlbytes__entire-token-costs-benchmark-tests"))
+    thinking = [
+        b
+        for e in session.events
+        if isinstance(e, AssistantMessage)
+        for b in e.blocks
+        if isinstance(b, ThinkingBlock)
+    ]
+    assert len(thinking) == 39
+    assert all(b.thinking == "" and b.estimated_tokens is not None for b in thinking)
+    assert sum(b.estimated_tokens for b in thinking) > 1000
+
+
+def test_redacted_uuids_and_message_ids(tmp_path: Path) -> None:
+    lines = claude_lines()
+    for line in lines[1:]:
+        line["uuid"] = "REDACTED"
+        line["parentUuid"] = None if line["parentUuid"] is None else "REDACTED"
+        if line["type"] == "assistant":
+            line["message"]["id"] = "REDACTED"
+            line["requestId"] = "REDACTED"
+    session = load(_write(tmp_path, lines), strict=True)
+    requests = session.requests()
+    assert len(requests) == 2
+    first = next(e for e in session.events if isinstance(e, AssistantMessage))
+    assert [b.type for b in first.blocks] == ["thinking", "tool_call"]  # one response, 2 lines
+    assert len({r.request_id for r in requests}) == 2

@@ -1,0 +1,245 @@
+"""Codex rollout adapter: rules on small rollouts written here, then the real dev samples."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_adapters_common import SAMPLES, codex_lines, jsonl, needs_samples, unpaired_before_request
+
+from replay import load
+from replay.log import (
+    AssistantMessage,
+    Compaction,
+    RequestMarker,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResult,
+    UserMessage,
+)
+
+
+def _write(tmp: Path, lines: list[dict[str, Any]]) -> Path:
+    path = tmp / "rollout.jsonl"
+    path.write_text(jsonl(lines), encoding="utf-8")
+    return path
+
+
+def _item(ts: str, payload: dict[str, Any], kind: str = "response_item") -> dict[str, Any]:
+    return {"timestamp": f"2026-01-02T10:00:{ts}Z", "type": kind, "payload": payload}
+
+
+def _tokens(ts: str, inp: int, cached: int, out: int, total_in: int) -> dict[str, Any]:
+    last = {
+        "input_tokens": inp,
+        "cached_input_tokens": cached,
+        "output_tokens": out,
+        "reasoning_output_tokens": 0,
+        "total_tokens": inp + out,
+    }
+    total = dict(last, input_tokens=total_in)
+    return _item(
+        ts,
+        {"type": "token_count", "info": {"last_token_usage": last, "total_token_usage": total}},
+        "event_msg",
+    )
+
+
+def test_requests_usage_and_dedupe(tmp_path: Path) -> None:
+    session = load(_write(tmp_path, codex_lines()), strict=True)
+    requests = session.requests()
+    assert len(requests) == 2  # the repeated token_count is not a request
+    u = requests[0].usage
+    # Quirk: input_tokens INCLUDES cached_input_tokens.
+    assert (u.input_tokens, u.cache_read_tokens, u.output_tokens, u.reasoning_tokens) == (
+        176,
+        1024,
+        40,
+        5,
+    )
+    assert u.cache_write_5m_tokens == u.cache_write_1h_tokens == 0
+    assert all(r.model == "gpt-5.5" for r in requests)
+    assert session.header.system == "You are a careful coding agent."
+    assert session.header.provider == "openai" and session.header.token_count_events == 3
+    assert "tools" in session.header.estimated and "system" not in session.header.estimated
+
+
+def test_response_items_become_history(tmp_path: Path) -> None:
+    session = load(_write(tmp_path, codex_lines()), strict=True)
+    kinds = [type(e).__name__ for e in session.events]
+    assert kinds == [
+        "UserMessage",
+        "UserMessage",
+        "RequestMarker",
+        "AssistantMessage",
+        "ToolResult",
+        "RequestMarker",
+        "AssistantMessage",
+    ]
+    developer, user = [e for e in session.events if isinstance(e, UserMessage)]
+    assert developer.injected and developer.role == "developer"
+    assert not user.injected  # typed by the human (an event_msg user_message says so)
+    message = next(e for e in session.events if isinstance(e, AssistantMessage))
+    thinking, call = message.blocks
+    assert isinstance(thinking, ThinkingBlock) and thinking.estimated_tokens == 5
+    assert thinking.estimated_from == "reasoning_tokens"
+    assert isinstance(call, ToolCallBlock) and call.arguments == {"cmd": "ls"}
+    result = next(e for e in session.events if isinstance(e, ToolResult))
+    assert (result.call_id, result.tool_name, result.output) == (
+        "call_1",
+        "exec_command",
+        "a.txt\nb.txt",
+    )
+
+
+def test_token_count_after_tool_outputs_belongs_to_the_response_before(tmp_path: Path) -> None:
+    lines = codex_lines()[:5] + [
+        _item("01.000", {"type": "function_call", "name": "a", "call_id": "c1", "arguments": "{}"}),
+        _item("01.010", {"type": "function_call_output", "call_id": "c1", "output": "1"}),
+        # a late call of the same response, after the first output (streamed tool execution)
+        _item("01.020", {"type": "function_call", "name": "b", "call_id": "c2", "arguments": "{}"}),
+        _item("01.030", {"type": "function_call_output", "call_id": "c2", "output": "2"}),
+        _tokens("01.100", 900, 0, 20, 900),
+        _item(
+            "02.000",
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "ok"}],
+            },
+        ),
+        _tokens("02.100", 950, 896, 5, 1850),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    assert len(session.requests()) == 2
+    first = next(e for e in session.events if isinstance(e, AssistantMessage))
+    assert [b.name for b in first.blocks] == ["a", "b"]
+
+
+def test_zero_usage_after_compaction_is_not_a_request(tmp_path: Path) -> None:
+    lines = codex_lines()
+    human = [{"type": "input_text", "text": "List the files."}]
+    lines += [
+        _item(
+            "03.000",
+            {
+                "message": "",
+                "replacement_history": [
+                    {"type": "message", "role": "user", "content": human},
+                    {
+                        "type": "message",
+                        "role": "developer",
+                        "content": [
+                            {"type": "input_text", "text": "<permissions instructions>new"}
+                        ],
+                    },
+                ],
+            },
+            "compacted",
+        ),
+        _tokens("03.100", 0, 0, 0, 2500),  # the context estimate, not a call
+        _item(
+            "03.200",
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "More?"}],
+            },
+        ),
+        _item(
+            "04.000",
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "No."}],
+            },
+        ),
+        _tokens("04.100", 400, 128, 2, 2900),
+    ]
+    # A new total (not a repeat), but zero input and output: the post-compaction estimate.
+    lines[-4]["payload"]["info"]["total_token_usage"]["input_tokens"] = 2600
+    session = load(_write(tmp_path, lines), strict=True)
+    assert len(session.requests()) == 3
+    c = next(e for e in session.events if isinstance(e, Compaction))
+    kept = [
+        e
+        for e in session.events[: session.events.index(c)]
+        if isinstance(e, UserMessage) and e.id not in c.replaces
+    ]
+    assert [e.text for e in kept] == ["List the files."]  # repeated by the new history
+    fresh = [e for e in session.events if getattr(e, "from_replacement_history", False)]
+    assert [e.text for e in fresh] == ["<permissions instructions>new"]
+    assert c.summary_missing is True
+
+
+def test_session_meta_is_deduplicated(tmp_path: Path) -> None:
+    lines = codex_lines()
+    lines.insert(6, dict(lines[0], timestamp="2026-01-02T10:00:01.050Z"))
+    session = load(_write(tmp_path, lines), strict=True)
+    assert session.header.session_id == "rollout-1"
+    assert session.header.ignored_records["session_meta/repeat"] == 1
+
+
+def test_response_without_usage_is_history_not_a_request(tmp_path: Path) -> None:
+    lines = codex_lines()[:-1]  # the capture stopped before the last token_count
+    session = load(_write(tmp_path, lines), strict=True)
+    assert len(session.requests()) == 1
+    last = [e for e in session.events if isinstance(e, AssistantMessage)][-1]
+    assert last.request_id is None and last.usage_missing is True
+
+
+def test_cached_greater_than_input_is_reported(tmp_path: Path) -> None:
+    lines = codex_lines()
+    lines[8]["payload"]["info"]["last_token_usage"]["cached_input_tokens"] = 5000
+    session = load(_write(tmp_path, lines))
+    assert any("cached_input_tokens 5000 > input_tokens" in str(e) for e in session.skipped)
+
+
+# --------------------------------------------------------------------------------------------------
+# Real samples
+
+CODEX = SAMPLES / "codex"
+SAMPLE_TABLE = [
+    # prefix, token_count events with info (formats.md table, dupes included), requests,
+    # totals (uncached input, cached, output)
+    (
+        "blackgirlbytes__entire-token-costs-benchmark-tests",
+        291,
+        287,
+        (1931956, 34484864, 116919),
+        1,
+    ),
+    ("blackgirlbytes__planetfall-seed-signalkit", 39, 37, (179507, 2463104, 14829), 0),
+]
+
+
+@needs_samples
+@pytest.mark.parametrize(("prefix", "events", "count", "totals", "compactions"), SAMPLE_TABLE)
+def test_real_sample(prefix: str, events: int, count: int, totals: tuple, compactions: int) -> None:
+    path = next(CODEX.glob(f"{prefix}*_full.jsonl"))
+    session = load(path, strict=True)
+    assert session.header.agent == "codex"
+    assert session.header.token_count_events == events
+    requests = session.requests()
+    assert len(requests) == count
+    got = (
+        sum(r.usage.input_tokens for r in requests),
+        sum(r.usage.cache_read_tokens for r in requests),
+        sum(r.usage.output_tokens for r in requests),
+    )
+    assert got == totals
+    meta = json.loads(
+        path.with_name(path.name.replace("_full.jsonl", "_metadata.json")).read_text()
+    )["token_usage"]
+    assert got == (meta["input_tokens"], meta["cache_read_tokens"], meta["output_tokens"])
+    assert meta["api_call_count"] == events  # Entire counts the repeated events too
+    assert sum(isinstance(e, Compaction) for e in session.events) == compactions
+    assert unpaired_before_request(session) == []
+    assert all(r.model == "gpt-5.5" for r in requests)
+    assert len(session.header.system) > 20000  # base_instructions
+    assert session.header.tools  # dynamic_tools
+    assert session.header.hidden_prefix_tokens > 500  # built-in tool schemas
+    assert all(r.usage.cache_read_tokens % 128 == 0 for r in requests)
+    assert all(isinstance(r, RequestMarker) for r in requests)

@@ -1,0 +1,801 @@
+"""Adapters, all formats: detection by content, `load`, `replay convert`, and bad input.
+
+The small logs below are written for these tests (never copied from real sessions): one valid
+session per format with a user prompt, a tool call and its result, and two requests. The other
+adapter tests and the fuzz test build on them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from replay import load
+from replay._errors import LogFormatError, ReplayError
+from replay.adapters import FORMATS, detect, read_any, reader_for
+from replay.log import (
+    AssistantMessage,
+    RequestMarker,
+    Session,
+    ToolCallBlock,
+    ToolResult,
+    dumps_log,
+    read_log,
+    write_log,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT.parent / "shared" / "samples"
+needs_samples = pytest.mark.skipif(
+    not SAMPLES.is_dir(),
+    reason=f"real agent logs not found at {SAMPLES} (the shared dev samples are not checked in)",
+)
+
+
+# --------------------------------------------------------------------------------------------------
+# Small valid logs, one per format
+
+
+def claude_lines() -> list[dict[str, Any]]:
+    base = {"sessionId": "s-1", "version": "2.1.90", "cwd": "/w", "isSidechain": False}
+
+    def line(uuid: str, parent: str | None, ts: str, **kw: Any) -> dict[str, Any]:
+        return {**base, "uuid": uuid, "parentUuid": parent, "timestamp": ts, **kw}
+
+    usage1 = {
+        "input_tokens": 10,
+        "cache_creation_input_tokens": 3000,
+        "cache_read_input_tokens": 0,
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 3000},
+        "output_tokens": 60,
+    }
+    usage2 = {
+        "input_tokens": 2,
+        "cache_creation_input_tokens": 40,
+        "cache_read_input_tokens": 3000,
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 40},
+        "output_tokens": 8,
+    }
+    a1 = {"id": "msg_A", "role": "assistant", "model": "claude-sonnet-4-6", "usage": usage1}
+    a2 = {"id": "msg_B", "role": "assistant", "model": "claude-sonnet-4-6", "usage": usage2}
+    return [
+        {"type": "file-history-snapshot", "messageId": "x", "snapshot": {}},
+        line(
+            "u1",
+            None,
+            "2026-01-02T10:00:00.000Z",
+            type="user",
+            message={"role": "user", "content": "List the files, please."},
+        ),
+        line(
+            "a1",
+            "u1",
+            "2026-01-02T10:00:02.000Z",
+            type="assistant",
+            requestId="req_1",
+            message={**a1, "content": [{"type": "thinking", "thinking": "", "signature": "sig"}]},
+        ),
+        line(
+            "a2",
+            "a1",
+            "2026-01-02T10:00:03.000Z",
+            type="assistant",
+            requestId="req_1",
+            message={
+                **a1,
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_1",
+                        "name": "Bash",
+                        "input": {"command": "ls"},
+                    }
+                ],
+            },
+        ),
+        line(
+            "p1", "a2", "2026-01-02T10:00:03.100Z", type="progress", data={"type": "hook_progress"}
+        ),
+        line(
+            "u2",
+            "a2",
+            "2026-01-02T10:00:03.200Z",
+            type="user",
+            message={
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.txt\nb.txt"}
+                ],
+            },
+        ),
+        line(
+            "a3",
+            "u2",
+            "2026-01-02T10:00:05.000Z",
+            type="assistant",
+            requestId="req_2",
+            message={**a2, "content": [{"type": "text", "text": "Two files: a.txt, b.txt."}]},
+        ),
+    ]
+
+
+def codex_lines() -> list[dict[str, Any]]:
+    def line(ts: str, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return {"timestamp": ts, "type": kind, "payload": payload}
+
+    def tokens(inp: int, cached: int, out: int, total_in: int, total_out: int) -> dict[str, Any]:
+        last = {
+            "input_tokens": inp,
+            "cached_input_tokens": cached,
+            "output_tokens": out,
+            "reasoning_output_tokens": 5,
+            "total_tokens": inp + out,
+        }
+        total = {
+            "input_tokens": total_in,
+            "cached_input_tokens": cached,
+            "output_tokens": total_out,
+            "reasoning_output_tokens": 5,
+            "total_tokens": total_in + total_out,
+        }
+        return {
+            "type": "token_count",
+            "info": {"last_token_usage": last, "total_token_usage": total},
+        }
+
+    meta = {
+        "id": "rollout-1",
+        "cwd": "/w",
+        "cli_version": "0.140.0",
+        "model_provider": "openai",
+        "base_instructions": {"text": "You are a careful coding agent."},
+    }
+    return [
+        line("2026-01-02T10:00:00.000Z", "session_meta", meta),
+        line("2026-01-02T10:00:00.001Z", "turn_context", {"model": "gpt-5.5", "cwd": "/w"}),
+        line(
+            "2026-01-02T10:00:00.002Z",
+            "response_item",
+            {
+                "type": "message",
+                "role": "developer",
+                "content": [{"type": "input_text", "text": "<permissions instructions>none"}],
+            },
+        ),
+        line(
+            "2026-01-02T10:00:00.003Z",
+            "response_item",
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "List the files."}],
+            },
+        ),
+        line(
+            "2026-01-02T10:00:00.004Z",
+            "event_msg",
+            {"type": "user_message", "message": "List the files."},
+        ),
+        line(
+            "2026-01-02T10:00:01.000Z",
+            "response_item",
+            {"type": "reasoning", "summary": [], "encrypted_content": None},
+        ),
+        line(
+            "2026-01-02T10:00:01.100Z",
+            "response_item",
+            {
+                "type": "function_call",
+                "name": "exec_command",
+                "call_id": "call_1",
+                "arguments": '{"cmd": "ls"}',
+            },
+        ),
+        line(
+            "2026-01-02T10:00:01.200Z",
+            "response_item",
+            {"type": "function_call_output", "call_id": "call_1", "output": "a.txt\nb.txt"},
+        ),
+        line("2026-01-02T10:00:01.300Z", "event_msg", tokens(1200, 1024, 40, 1200, 40)),
+        line("2026-01-02T10:00:01.400Z", "event_msg", tokens(1200, 1024, 40, 1200, 40)),
+        line(
+            "2026-01-02T10:00:02.000Z",
+            "response_item",
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Two files."}],
+            },
+        ),
+        line("2026-01-02T10:00:02.100Z", "event_msg", tokens(1300, 1024, 10, 2500, 50)),
+    ]
+
+
+def pi_lines(version: int = 3) -> list[dict[str, Any]]:
+    def usage(inp: int, out: int, read: int, write: int, cost: float) -> dict[str, Any]:
+        return {
+            "input": inp,
+            "output": out,
+            "cacheRead": read,
+            "cacheWrite": write,
+            "totalTokens": inp + out + read + write,
+            "cost": {"total": cost},
+        }
+
+    entries: list[dict[str, Any]] = [
+        {
+            "type": "message",
+            "timestamp": "2026-01-02T10:00:00.000Z",
+            "message": {
+                "role": "user",
+                "content": [{"type": "text", "text": "List the files."}],
+                "timestamp": 1767348000000,
+            },
+        },
+        {
+            "type": "model_change",
+            "timestamp": "2026-01-02T10:00:00.500Z",
+            "provider": "anthropic",
+            "modelId": "claude-sonnet-4-5",
+        },
+        {
+            "type": "message",
+            "timestamp": "2026-01-02T10:00:02.000Z",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "Use ls."},
+                    {
+                        "type": "toolCall",
+                        "id": "toolu_1",
+                        "name": "bash",
+                        "arguments": {"command": "ls"},
+                    },
+                ],
+                "api": "anthropic-messages",
+                "provider": "anthropic",
+                "model": "claude-sonnet-4-5",
+                "usage": usage(5, 30, 0, 2500, 0.01),
+                "stopReason": "toolUse",
+                "timestamp": 1767348001000,
+            },
+        },
+        {
+            "type": "message",
+            "timestamp": "2026-01-02T10:00:02.500Z",
+            "message": {
+                "role": "toolResult",
+                "toolCallId": "toolu_1",
+                "toolName": "bash",
+                "content": [{"type": "text", "text": "a.txt\nb.txt"}],
+                "isError": False,
+                "timestamp": 1767348002500,
+            },
+        },
+        {
+            "type": "message",
+            "timestamp": "2026-01-02T10:00:04.000Z",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Two files."}],
+                "api": "anthropic-messages",
+                "provider": "anthropic",
+                "model": "claude-sonnet-4-5",
+                "usage": usage(3, 6, 2500, 40, 0.002),
+                "stopReason": "stop",
+                "timestamp": 1767348003000,
+            },
+        },
+    ]
+    if version >= 2:
+        parent = None
+        for n, e in enumerate(entries, start=1):
+            e["id"] = f"{n:08x}"
+            e["parentId"] = parent
+            parent = e["id"]
+        header = {
+            "type": "session",
+            "version": version,
+            "id": "pi-1",
+            "timestamp": "2026-01-02T09:59:59.000Z",
+            "cwd": "/w",
+        }
+    else:
+        header = {
+            "type": "session",
+            "id": "pi-1",
+            "timestamp": "2026-01-02T09:59:59.000Z",
+            "cwd": "/w",
+            "provider": "anthropic",
+            "modelId": "claude-sonnet-4-5",
+            "thinkingLevel": "off",
+        }
+    return [header, *entries]
+
+
+def opencode_doc() -> dict[str, Any]:
+    sid = "ses_test1"
+
+    def part(kind: str, n: int, **kw: Any) -> dict[str, Any]:
+        return {"type": kind, "id": f"prt_{n}", "sessionID": sid, **kw}
+
+    tokens1 = {
+        "total": 2040,
+        "input": 2000,
+        "output": 30,
+        "reasoning": 10,
+        "cache": {"read": 0, "write": 0},
+    }
+    tokens2 = {
+        "total": 2115,
+        "input": 100,
+        "output": 15,
+        "reasoning": 0,
+        "cache": {"read": 2000, "write": 0},
+    }
+    return {
+        "info": {
+            "id": sid,
+            "version": "1.2.26",
+            "directory": "/w",
+            "title": "test",
+            "time": {"created": 1767348000000, "updated": 1767348010000},
+        },
+        "messages": [
+            {
+                "info": {
+                    "role": "user",
+                    "id": "msg_u1",
+                    "sessionID": sid,
+                    "time": {"created": 1767348000000},
+                },
+                "parts": [part("text", 1, text="List the files.")],
+            },
+            {
+                "info": {
+                    "role": "assistant",
+                    "id": "msg_a1",
+                    "sessionID": sid,
+                    "modelID": "gpt-5.3-codex",
+                    "providerID": "opencode",
+                    "time": {"created": 1767348000100, "completed": 1767348002000},
+                    "tokens": tokens1,
+                    "cost": 0.004,
+                },
+                "parts": [
+                    part("step-start", 2),
+                    part("reasoning", 3, text="**Listing files**"),
+                    part(
+                        "tool",
+                        4,
+                        callID="call_1",
+                        tool="bash",
+                        state={
+                            "status": "completed",
+                            "input": {"command": "ls"},
+                            "output": "a.txt\nb.txt",
+                            "time": {"start": 1767348001000, "end": 1767348001500},
+                        },
+                    ),
+                    part("step-finish", 5, tokens=tokens1, cost=0.004),
+                ],
+            },
+            {
+                "info": {
+                    "role": "assistant",
+                    "id": "msg_a2",
+                    "sessionID": sid,
+                    "modelID": "gpt-5.3-codex",
+                    "providerID": "opencode",
+                    "time": {"created": 1767348002100, "completed": 1767348003000},
+                    "tokens": tokens2,
+                    "cost": 0.001,
+                },
+                "parts": [
+                    part("step-start", 6),
+                    part("text", 7, text="Two files."),
+                    part("step-finish", 8, tokens=tokens2, cost=0.001),
+                ],
+            },
+        ],
+    }
+
+
+def jsonl(lines: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(x) + "\n" for x in lines)
+
+
+VALID: dict[str, Callable[[], str]] = {
+    "claude-code": lambda: jsonl(claude_lines()),
+    "codex": lambda: jsonl(codex_lines()),
+    "pi": lambda: jsonl(pi_lines()),
+    "opencode": lambda: json.dumps(opencode_doc(), indent=2),
+}
+"""One valid small log per foreign format, as text."""
+
+SUFFIX = {"claude-code": ".jsonl", "codex": ".jsonl", "pi": ".jsonl", "opencode": ".json"}
+
+
+def write(tmp: Path, fmt: str, text: str | bytes, name: str = "log") -> Path:
+    path = tmp / f"{name}{SUFFIX.get(fmt, '.jsonl')}"
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def unpaired_before_request(session: Session) -> list[str]:
+    """Tool calls without a result although a later request of their thread followed them."""
+    out: list[str] = []
+    pending: dict[str, str] = {}
+    for e in session.events:
+        if isinstance(e, AssistantMessage):
+            for b in e.blocks:
+                if isinstance(b, ToolCallBlock) and not getattr(b, "server_side", False):
+                    pending[b.id] = e.thread
+        elif isinstance(e, ToolResult):
+            pending.pop(e.call_id, None)
+        elif isinstance(e, RequestMarker):
+            out += [c for c, t in pending.items() if t == e.thread]
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Valid logs
+
+
+@pytest.mark.parametrize("fmt", sorted(VALID))
+def test_valid_small_log_reads_cleanly(tmp_path: Path, fmt: str) -> None:
+    path = write(tmp_path, fmt, VALID[fmt]())
+    assert detect(path) == fmt
+    session = load(path, strict=True)
+    assert session.skipped == []
+    assert len(session.requests()) == 2
+    assert all(r.usage is not None and r.usage.prompt_tokens > 0 for r in session.requests())
+    assert unpaired_before_request(session) == []
+    assert session.header.agent in ("claude-code", "codex", "pi", "opencode")
+    assert getattr(session.header, "hidden_prefix_tokens", None) is not None
+
+
+@pytest.mark.parametrize("fmt", sorted(VALID))
+def test_converted_log_round_trips_byte_for_byte(tmp_path: Path, fmt: str) -> None:
+    session = load(write(tmp_path, fmt, VALID[fmt]()))
+    out = tmp_path / "native.jsonl"
+    write_log(session, out)
+    again = read_log(out, strict=True)
+    assert dumps_log(again.header, again.events) == dumps_log(session.header, session.events)
+    assert detect(out) == "replay-log"
+
+
+def test_detection_ignores_file_names(tmp_path: Path) -> None:
+    for fmt, make in VALID.items():
+        # Misleading names: a Codex rollout called .json, an export called .jsonl, etc.
+        path = tmp_path / f"claude-{fmt}.txt"
+        path.write_text(make(), encoding="utf-8")
+        assert detect(path) == fmt
+
+
+def test_load_reads_native_logs_unchanged(tmp_path: Path) -> None:
+    session = load(write(tmp_path, "codex", VALID["codex"]()))
+    out = tmp_path / "n.jsonl"
+    write_log(session, out)
+    assert load(out).header.agent == "codex"
+    assert reader_for("replay-log")(out).header.agent == "codex"
+    assert set(FORMATS) == {"replay-log", "claude-code", "codex", "pi", "opencode"}
+
+
+# --------------------------------------------------------------------------------------------------
+# Bad input, every adapter
+
+
+def _damage_last_line(text: str) -> str:
+    return text.rstrip("\n")[:-7]
+
+
+def _insert_garbage(text: str) -> str:
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[:2] + ['{"type": "user", "broken\n'] + lines[2:])
+
+
+@pytest.mark.parametrize("fmt", ["claude-code", "codex", "pi"])
+def test_truncated_last_line_is_skipped_or_refused(tmp_path: Path, fmt: str) -> None:
+    text = _damage_last_line(VALID[fmt]())
+    path = write(tmp_path, fmt, text)
+    last = len(text.splitlines())
+    session = load(path)
+    assert len(session.skipped) == 1
+    assert f":{last}:" in str(session.skipped[0])
+    with pytest.raises(LogFormatError, match=rf":{last}: expected a JSON object"):
+        load(path, strict=True)
+
+
+def test_truncated_opencode_export_keeps_whole_messages(tmp_path: Path) -> None:
+    text = VALID["opencode"]()
+    cut = text[: text.index('"Two files."')]
+    path = write(tmp_path, "opencode", cut)
+    session = load(path)
+    assert session.skipped and ":" in str(session.skipped[0])
+    assert len(session.requests()) == 1
+    with pytest.raises(LogFormatError, match=r"\.json:\d+: expected a complete"):
+        load(path, strict=True)
+
+
+@pytest.mark.parametrize("fmt", ["claude-code", "codex", "pi"])
+def test_invalid_json_line(tmp_path: Path, fmt: str) -> None:
+    path = write(tmp_path, fmt, _insert_garbage(VALID[fmt]()))
+    session = load(path)
+    assert [e.line for e in session.skipped] == [3]
+    assert len(session.requests()) == 2
+    with pytest.raises(LogFormatError, match=r":3: expected a JSON object"):
+        load(path, strict=True)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "record"),
+    [
+        ("claude-code", {"type": "hologram", "uuid": "zz", "sessionId": "s-1"}),
+        ("codex", {"timestamp": "2026-01-02T10:00:00.005Z", "type": "hologram", "payload": {}}),
+        ("pi", {"type": "hologram", "timestamp": "2026-01-02T10:00:00.005Z"}),
+    ],
+)
+def test_unknown_record_type(tmp_path: Path, fmt: str, record: dict[str, Any]) -> None:
+    lines = VALID[fmt]().splitlines(keepends=True)
+    text = "".join(lines[:2] + [json.dumps(record) + "\n"] + lines[2:])
+    path = write(tmp_path, fmt, text)
+    session = load(path)
+    assert len(session.skipped) == 1 and "unknown" in str(session.skipped[0])
+    assert len(session.requests()) == 2
+    with pytest.raises(LogFormatError, match=r":3: unknown"):
+        load(path, strict=True)
+
+
+def test_unknown_opencode_role(tmp_path: Path) -> None:
+    doc = opencode_doc()
+    doc["messages"].insert(
+        1, {"info": {"role": "oracle", "id": "m9", "time": {"created": 1767348000050}}, "parts": []}
+    )
+    path = write(tmp_path, "opencode", json.dumps(doc, indent=2))
+    session = load(path)
+    assert len(session.skipped) == 1 and "unknown opencode message role" in str(session.skipped[0])
+    with pytest.raises(LogFormatError, match="unknown opencode message role"):
+        load(path, strict=True)
+
+
+def _drop_result(fmt: str) -> str:
+    if fmt == "opencode":
+        doc = opencode_doc()
+        doc["messages"][1]["parts"][2]["state"]["status"] = "running"
+        return json.dumps(doc, indent=2)
+    lines = VALID[fmt]().splitlines(keepends=True)
+    marker = {"claude-code": "tool_result", "codex": "function_call_output", "pi": "toolResult"}
+    return "".join(x for x in lines if marker[fmt] not in x)
+
+
+@pytest.mark.parametrize("fmt", sorted(VALID))
+def test_missing_tool_result_is_repaired_and_reported(tmp_path: Path, fmt: str) -> None:
+    path = write(tmp_path, fmt, _drop_result(fmt))
+    session = load(path)
+    assert len(session.skipped) == 1
+    assert "expected a tool result" in str(session.skipped[0])
+    placeholders = [e for e in session.events if getattr(e, "synthetic", None)]
+    assert len(placeholders) == 1 and placeholders[0].is_error
+    assert unpaired_before_request(session) == []
+    with pytest.raises(LogFormatError, match="expected a tool result"):
+        load(path, strict=True)
+
+
+def _redact(fmt: str) -> str:
+    text = VALID[fmt]()
+    for call_id in ("toolu_1", "call_1"):
+        text = text.replace(call_id, "REDACTED")
+    return text
+
+
+@pytest.mark.parametrize("fmt", sorted(VALID))
+def test_redacted_ids_are_paired_by_order(tmp_path: Path, fmt: str) -> None:
+    session = load(write(tmp_path, fmt, _redact(fmt)), strict=True)
+    calls = [
+        b
+        for e in session.events
+        if isinstance(e, AssistantMessage)
+        for b in e.blocks
+        if isinstance(b, ToolCallBlock)
+    ]
+    results = [e for e in session.events if isinstance(e, ToolResult)]
+    assert len(calls) == 1 and len(results) == 1
+    assert calls[0].id != "REDACTED" and results[0].call_id == calls[0].id
+
+
+def _duplicate(fmt: str) -> tuple[str, str]:
+    if fmt == "opencode":
+        doc = opencode_doc()
+        doc["messages"].insert(2, json.loads(json.dumps(doc["messages"][1])))
+        return json.dumps(doc, indent=2), "duplicate record"
+    lines = VALID[fmt]().splitlines(keepends=True)
+    index = {"claude-code": 5, "codex": 6, "pi": 3}[fmt]
+    return "".join(lines[: index + 1] + [lines[index]] + lines[index + 1 :]), "duplicate record"
+
+
+@pytest.mark.parametrize("fmt", sorted(VALID))
+def test_duplicate_records_are_dropped_and_counted(tmp_path: Path, fmt: str) -> None:
+    text, message = _duplicate(fmt)
+    path = write(tmp_path, fmt, text)
+    session = load(path)
+    assert len(session.requests()) == 2
+    assert len(session.skipped) == 1 and message in str(session.skipped[0])
+    with pytest.raises(LogFormatError, match=message):
+        load(path, strict=True)
+
+
+@pytest.mark.parametrize("fmt", sorted(VALID))
+def test_empty_file(tmp_path: Path, fmt: str) -> None:
+    path = write(tmp_path, fmt, "\n  \n")
+    with pytest.raises(LogFormatError, match="empty file"):
+        load(path)
+    with pytest.raises(LogFormatError, match="empty file"):
+        reader_for(fmt)(path)
+
+
+@pytest.mark.parametrize("reader_fmt", sorted(VALID))
+@pytest.mark.parametrize("data_fmt", sorted(VALID))
+def test_wrong_format_for_a_reader(tmp_path: Path, reader_fmt: str, data_fmt: str) -> None:
+    if reader_fmt == data_fmt:
+        return
+    path = write(tmp_path, data_fmt, VALID[data_fmt]())
+    with pytest.raises(LogFormatError) as err:
+        reader_for(reader_fmt)(path)
+    assert str(path) in str(err.value)
+
+
+def test_unrecognised_file(tmp_path: Path) -> None:
+    path = tmp_path / "notes.jsonl"
+    path.write_text('{"cli_version": "1", "token_usage": {}}\nname,count\n', encoding="utf-8")
+    with pytest.raises(LogFormatError, match=r"notes\.jsonl:1: expected a coding-agent log"):
+        load(path)
+    with pytest.raises(LogFormatError, match="no such file"):
+        load(tmp_path / "missing.jsonl")
+
+
+def test_invalid_utf8_line(tmp_path: Path) -> None:
+    data = VALID["claude-code"]().encode()
+    lines = data.splitlines(keepends=True)
+    path = write(tmp_path, "claude-code", b"".join(lines[:3] + [b"\xff\xfe{}\n"] + lines[3:]))
+    session = load(path)
+    assert [e.line for e in session.skipped] == [4] and "UTF-8" in str(session.skipped[0])
+
+
+# --------------------------------------------------------------------------------------------------
+# CLI
+
+
+def _cli():
+    from replay.cli._main import cli, load_commands
+
+    load_commands()
+    return cli
+
+
+@pytest.mark.parametrize("fmt", sorted(VALID))
+def test_convert_command_writes_native_log(tmp_path: Path, fmt: str) -> None:
+    src = write(tmp_path, fmt, VALID[fmt]())
+    out = tmp_path / "out" / "native.jsonl"
+    result = CliRunner().invoke(_cli(), ["convert", str(src), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "2 requests" in result.output
+    converted = read_log(out, strict=True)
+    original = read_any(src)
+    assert dumps_log(converted.header, converted.events) == dumps_log(
+        original.header, original.events
+    )
+    assert not list(out.parent.glob(".*.tmp"))
+
+
+def test_convert_command_errors_are_one_line(tmp_path: Path) -> None:
+    bad = write(tmp_path, "codex", _damage_last_line(VALID["codex"]()))
+    out = tmp_path / "o.jsonl"
+    runner = CliRunner()
+    result = runner.invoke(_cli(), ["convert", str(bad), "-o", str(out), "--strict"])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    assert f"{bad}:{len(VALID['codex']().splitlines())}:" in result.output
+    assert not out.exists()
+    lenient = runner.invoke(_cli(), ["convert", str(bad), "-o", str(out)])
+    assert lenient.exit_code == 0 and "1 line(s) skipped" in lenient.output
+    wrong = runner.invoke(_cli(), ["convert", str(bad), "-o", str(out), "--from", "pi"])
+    assert wrong.exit_code == 2 and "error:" in wrong.output and "Traceback" not in wrong.output
+
+
+def test_convert_help_has_an_example() -> None:
+    result = CliRunner().invoke(_cli(), ["convert", "--help"])
+    assert result.exit_code == 0
+    assert "Example:" in result.output and "replay convert" in result.output
+
+
+def test_errors_are_replay_errors() -> None:
+    assert issubclass(LogFormatError, ReplayError)
+
+
+# --------------------------------------------------------------------------------------------------
+# Every real sample: replays through `baseline`, and its conversion replays identically
+
+
+def _sample_files() -> list[Path]:
+    if not SAMPLES.is_dir():
+        return []
+    files = sorted(SAMPLES.glob("*/*.jsonl")) + sorted(SAMPLES.glob("opencode/*_full.json"))
+    return [f for f in files if "metadata" not in f.name]
+
+
+@needs_samples
+@pytest.mark.parametrize("path", _sample_files(), ids=lambda p: p.name[:48])
+def test_sample_replays_and_its_conversion_replays_the_same(tmp_path: Path, path: Path) -> None:
+    from polars.testing import assert_frame_equal
+
+    from replay import replay
+
+    original = load(path, strict=True)
+    out = tmp_path / "converted.jsonl"
+    write_log(original, out)
+    converted = load(out, strict=True)
+    assert dumps_log(converted.header, converted.events) == dumps_log(
+        original.header, original.events
+    )
+    a = replay(original, "baseline")
+    b = replay(out, "baseline")
+    assert a.summary.height == 1 and a.summary["requests"][0] == len(original.requests())
+    assert_frame_equal(a.summary, b.summary)
+    assert_frame_equal(a.turns, b.turns)
+
+
+@needs_samples
+def test_every_sample_is_detected_by_content() -> None:
+    expected = {"claude_code": "claude-code", "codex": "codex", "pi": "pi", "opencode": "opencode"}
+    files = _sample_files()
+    assert len(files) == 10
+    for f in files:
+        assert detect(f) == expected[f.parent.name]
+
+
+# --------------------------------------------------------------------------------------------------
+# Estimates: the hidden prefix and the per-request residual
+
+
+@pytest.mark.parametrize("fmt", sorted(VALID))
+def test_hidden_prefix_closes_the_first_request(tmp_path: Path, fmt: str) -> None:
+    from replay.adapters._common import prompt_residuals, rendered_prompt_tokens
+    from replay.render import Renderer
+    from replay.strategies._view import UserItem
+    from replay.tokens import counter_for
+
+    session = load(write(tmp_path, fmt, VALID[fmt]()))
+    header = session.header
+    first = session.requests()[0]
+    before = session.events[: session.events.index(first)]
+    visible = rendered_prompt_tokens(before, first, header, header.system)
+    assert header.hidden_prefix_tokens == first.usage.prompt_tokens - visible
+    assert header.hidden_prefix_from == first.request_id
+    assert "hidden_prefix" in header.estimated
+    residuals = prompt_residuals(session)
+    assert [r.request_id for r in residuals] == [r.request_id for r in session.requests()]
+    assert residuals[0].residual == 0
+    # The renderer's hook turns the estimate into one block of exactly that many tokens.
+    renderer = Renderer(counter_for(header.model))
+    kw = dict(
+        system="s",
+        tools=[],
+        index=0,
+        request_id="r",
+        thread="main",
+        ts=first.ts,
+        model=header.model,
+        provider=header.provider,
+    )
+    plain = renderer.render([UserItem("x")], **kw)
+    hidden = renderer.render([UserItem("x")], hidden_tokens=header.hidden_prefix_tokens, **kw)
+    assert hidden.total - plain.total == header.hidden_prefix_tokens

@@ -1,0 +1,216 @@
+"""opencode export adapter: rules on small exports written here, then the real dev sample."""
+
+from __future__ import annotations
+
+import copy
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_adapters_common import SAMPLES, needs_samples, opencode_doc, unpaired_before_request
+
+from replay import load
+from replay.log import AssistantMessage, Compaction, ThinkingBlock, ThreadStart, ToolResult
+
+
+def _write(tmp: Path, doc: dict[str, Any], name: str = "export.json") -> Path:
+    path = tmp / name
+    path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    return path
+
+
+def test_step_finish_is_one_request_with_disjoint_usage(tmp_path: Path) -> None:
+    session = load(_write(tmp_path, opencode_doc()), strict=True)
+    first, second = session.requests()
+    # Quirks: input excludes cache reads; output excludes reasoning (billed output = both).
+    assert (first.usage.input_tokens, first.usage.cache_read_tokens) == (2000, 0)
+    assert (first.usage.output_tokens, first.usage.reasoning_tokens) == (40, 10)
+    assert (second.usage.input_tokens, second.usage.cache_read_tokens) == (100, 2000)
+    assert first.usage.cost_usd == "0.004"
+    # opencode zen is an aggregator: priced as the model's maker, the original id kept.
+    assert first.provider == "openai" and first.source_provider == "opencode"
+    message = next(e for e in session.events if isinstance(e, AssistantMessage))
+    thinking, call = message.blocks
+    assert isinstance(thinking, ThinkingBlock) and thinking.estimated_tokens == 10
+    assert thinking.summary == "**Listing files**"
+    result = next(e for e in session.events if isinstance(e, ToolResult))
+    assert (result.call_id, result.output) == (call.id, "a.txt\nb.txt")
+
+
+def test_subtask_task_message_without_tokens_is_history(tmp_path: Path) -> None:
+    doc = opencode_doc()
+    sid = doc["info"]["id"]
+    doc["messages"].append(
+        {
+            "info": {
+                "role": "user",
+                "id": "msg_u2",
+                "sessionID": sid,
+                "time": {"created": 1767348004000},
+            },
+            "parts": [
+                {
+                    "type": "subtask",
+                    "prompt": "Review.",
+                    "description": "review",
+                    "agent": "build",
+                    "id": "prt_20",
+                }
+            ],
+        }
+    )
+    doc["messages"].append(
+        {
+            "info": {
+                "role": "assistant",
+                "id": "msg_a3",
+                "sessionID": sid,
+                "modelID": "gpt-5.3-codex",
+                "providerID": "opencode",
+                "time": {"created": 1767348004100, "completed": 1767348009000},
+                "tokens": {
+                    "input": 0,
+                    "output": 0,
+                    "reasoning": 0,
+                    "cache": {"read": 0, "write": 0},
+                },
+                "cost": 0,
+            },
+            "parts": [
+                {
+                    "type": "tool",
+                    "callID": "call_t",
+                    "tool": "task",
+                    "id": "prt_21",
+                    "state": {
+                        "status": "completed",
+                        "input": {"prompt": "Review."},
+                        "output": "LGTM",
+                        "metadata": {"sessionId": "ses_child"},
+                        "time": {"start": 1767348004200, "end": 1767348009000},
+                    },
+                }
+            ],
+        }
+    )
+    path = _write(tmp_path, doc)
+    session = load(path, strict=True)
+    assert len(session.requests()) == 2
+    assert session.header.missing_subsessions == ["ses_child"]
+    # With the child export beside it, the subtask session is a thread of the same session.
+    child = {
+        "info": {"id": "ses_child", "parentID": sid, "time": {"created": 1767348004300}},
+        "messages": [
+            {
+                "info": {
+                    "role": "user",
+                    "id": "msg_c1",
+                    "sessionID": "ses_child",
+                    "time": {"created": 1767348004300},
+                },
+                "parts": [{"type": "text", "text": "Review.", "id": "prt_c1"}],
+            },
+            {
+                "info": {
+                    "role": "assistant",
+                    "id": "msg_c2",
+                    "sessionID": "ses_child",
+                    "modelID": "gpt-5.3-codex",
+                    "providerID": "opencode",
+                    "time": {"created": 1767348004400, "completed": 1767348008000},
+                },
+                "parts": [
+                    {"type": "step-start", "id": "prt_c2"},
+                    {"type": "text", "text": "LGTM", "id": "prt_c3"},
+                    {
+                        "type": "step-finish",
+                        "id": "prt_c4",
+                        "cost": 0.001,
+                        "tokens": {
+                            "input": 900,
+                            "output": 3,
+                            "reasoning": 0,
+                            "cache": {"read": 0, "write": 0},
+                        },
+                    },
+                ],
+            },
+        ],
+    }
+    _write(tmp_path, child, "child.json")
+    # Other JSON beside the exports (e.g. Entire's metadata.json) is not an export: ignored.
+    (tmp_path / "metadata.json").write_text('{"token_usage": {}}', encoding="utf-8")
+    both = load(tmp_path, strict=True)
+    start = next(e for e in both.events if isinstance(e, ThreadStart))
+    assert start.thread_id == "session-ses_child" and start.parent_call_id == "call_t"
+    assert len(both.requests()) == 3
+    assert not hasattr(both.header, "missing_subsessions")
+
+
+def test_summary_message_is_a_compaction(tmp_path: Path) -> None:
+    doc = opencode_doc()
+    summary = copy.deepcopy(doc["messages"][2])
+    summary["info"]["id"] = "msg_sum"
+    summary["info"]["summary"] = True
+    summary["info"]["time"] = {"created": 1767348005000, "completed": 1767348006000}
+    summary["parts"][1]["text"] = "We listed two files."
+    for n, p in enumerate(summary["parts"]):
+        p["id"] = f"prt_s{n}"
+    doc["messages"].append(summary)
+    session = load(_write(tmp_path, doc), strict=True)
+    c = next(e for e in session.events if isinstance(e, Compaction))
+    assert c.summary == "We listed two files."
+    assert len(c.replaces) == 4  # user, 2 responses, 1 tool result: every earlier context event
+    assert len(session.requests()) == 3  # the summarising call was billed too
+
+
+def test_tool_error_state(tmp_path: Path) -> None:
+    doc = opencode_doc()
+    state = doc["messages"][1]["parts"][2]["state"]
+    state.update(status="error", error="boom")
+    del state["output"]
+    session = load(_write(tmp_path, doc), strict=True)
+    result = next(e for e in session.events if isinstance(e, ToolResult))
+    assert result.is_error and result.output == "boom"
+
+
+# --------------------------------------------------------------------------------------------------
+# Real sample
+
+OPENCODE = SAMPLES / "opencode"
+
+
+@needs_samples
+def test_real_sample() -> None:
+    path = next(OPENCODE.glob("*_full.json"))
+    session = load(path, strict=True)
+    assert session.header.agent == "opencode" and session.header.agent_version == "1.2.26"
+    requests = session.requests()
+    assert len(requests) == 63  # step-finish parts (formats.md table)
+    meta = json.loads(next(OPENCODE.glob("*_metadata.json")).read_text())["token_usage"]
+    assert sum(r.usage.input_tokens for r in requests) == meta["input_tokens"] == 139604
+    assert sum(r.usage.cache_read_tokens for r in requests) == meta["cache_read_tokens"]
+    # Entire's output total leaves out reasoning tokens, which opencode bills as output.
+    reasoning = sum(r.usage.reasoning_tokens for r in requests)
+    assert sum(r.usage.output_tokens for r in requests) - reasoning == meta["output_tokens"]
+    assert reasoning == 9381
+    # Entire's api_call_count also counts the 4 zero-token `task` messages of /review subtasks.
+    assert meta["api_call_count"] == 67
+    assert len(session.header.missing_subsessions) == 4
+    cost = sum(Decimal(r.usage.cost_usd) for r in requests)
+    assert abs(cost - Decimal("1.2218486")) < Decimal("0.0000001")
+    assert unpaired_before_request(session) == []
+    assert {r.provider for r in requests} == {"openai"}
+    assert session.header.hidden_prefix_tokens > 1000
+
+
+@pytest.mark.parametrize("cut", [0.3, 0.6, 0.95])
+def test_cut_export_keeps_the_complete_messages(tmp_path: Path, cut: float) -> None:
+    text = json.dumps(opencode_doc(), indent=2)
+    path = tmp_path / "cut.json"
+    path.write_text(text[: int(len(text) * cut)], encoding="utf-8")
+    session = load(path)
+    assert len(session.skipped) >= 1
+    assert session.skipped[0].line is not None

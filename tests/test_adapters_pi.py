@@ -1,0 +1,269 @@
+"""pi session adapter: rules on small sessions written here, then the real dev samples."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_adapters_common import SAMPLES, jsonl, needs_samples, pi_lines, unpaired_before_request
+
+from replay import load
+from replay.log import AssistantMessage, Compaction, ThreadStart, ToolResult, UserMessage
+
+
+def _write(tmp: Path, lines: list[dict[str, Any]]) -> Path:
+    path = tmp / "session.jsonl"
+    path.write_text(jsonl(lines), encoding="utf-8")
+    return path
+
+
+def _entry(n: int, parent: int | None, kind: str = "message", **kw: Any) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "id": f"{n:08x}",
+        "parentId": None if parent is None else f"{parent:08x}",
+        "timestamp": f"2026-01-02T10:01:{n:02d}.000Z",
+        **kw,
+    }
+
+
+def _assistant(text: str, read: int, stop: str = "stop", usage: bool = True) -> dict[str, Any]:
+    u = {"input": 2, "output": 5, "cacheRead": read, "cacheWrite": 10, "cost": {"total": 0.001}}
+    if not usage:
+        u = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "cost": {"total": 0}}
+    return {
+        "role": "assistant",
+        "content": [{"type": "text", "text": text}] if text else [],
+        "provider": "anthropic",
+        "model": "claude-sonnet-4-5",
+        "usage": u,
+        "stopReason": stop,
+    }
+
+
+def test_requests_usage_and_cost(tmp_path: Path) -> None:
+    session = load(_write(tmp_path, pi_lines()), strict=True)
+    requests = session.requests()
+    assert len(requests) == 2
+    u = requests[1].usage
+    assert (u.input_tokens, u.cache_read_tokens, u.cache_write_5m_tokens, u.output_tokens) == (
+        3,
+        2500,
+        40,
+        6,
+    )
+    assert u.cost_usd == "0.002"
+    assert requests[0].provider == "anthropic" and requests[0].model == "claude-sonnet-4-5"
+    # The request started at the message's own timestamp; the entry was written at its end.
+    assert requests[0].duration_ms == 1000
+    thinking = next(e for e in session.events if isinstance(e, AssistantMessage)).blocks[0]
+    assert thinking.thinking == "Use ls."
+    assert session.header.ignored_records == {"model_change": 1}
+
+
+def test_v1_files_are_migrated(tmp_path: Path) -> None:
+    v1 = load(_write(tmp_path, pi_lines(version=1)), strict=True)
+    assert v1.header.migrated_from_version == 1
+    assert v1.header.source_format == "pi-session-v1"
+    assert len(v1.requests()) == 2
+
+
+def test_v1_compaction_first_kept_entry_index(tmp_path: Path) -> None:
+    lines = pi_lines(version=1)
+    # Entries follow the header (index 0): user 1, model_change 2, assistant 3, tool result 4,
+    # assistant 5. Keep from index 3 (the response with the tool call) on.
+    lines.append(
+        {
+            "type": "compaction",
+            "timestamp": "2026-01-02T10:00:05.000Z",
+            "summary": "Listed two files.",
+            "firstKeptEntryIndex": 3,
+            "tokensBefore": 9000,
+        }
+    )
+    lines.append(
+        {
+            "type": "message",
+            "timestamp": "2026-01-02T10:00:06.000Z",
+            "message": {"role": "user", "content": "thanks"},
+        }
+    )
+    lines.append(
+        {
+            "type": "message",
+            "timestamp": "2026-01-02T10:00:07.000Z",
+            "message": _assistant("welcome", 100),
+        }
+    )
+    session = load(_write(tmp_path, lines), strict=True)
+    c = next(e for e in session.events if isinstance(e, Compaction))
+    assert c.summary == "Listed two files." and c.tokens_before == 9000
+    replaced = [e for e in session.events if e.id in c.replaces]
+    kept = [
+        e
+        for e in session.events[: session.events.index(c)]
+        if isinstance(e, UserMessage | AssistantMessage | ToolResult) and e.id not in c.replaces
+    ]
+    assert [type(e).__name__ for e in replaced] == ["UserMessage"]
+    assert [type(e).__name__ for e in kept] == [
+        "AssistantMessage",
+        "ToolResult",
+        "AssistantMessage",
+    ]
+
+
+def test_aborted_zero_usage_responses_are_not_requests_nor_context(tmp_path: Path) -> None:
+    lines = pi_lines()
+    lines.append(_entry(6, 5, message={"role": "user", "content": "again"}))
+    lines.append(_entry(7, 6, message=_assistant("", 0, stop="aborted", usage=False)))
+    lines.append(_entry(8, 7, message={"role": "user", "content": "again!"}))
+    lines.append(_entry(9, 8, message=_assistant("ok", 2600)))
+    session = load(_write(tmp_path, lines), strict=True)
+    assert len(session.requests()) == 3
+    assert session.header.ignored_records["assistant/aborted-unbilled"] == 1
+
+
+def test_tool_calls_of_an_aborted_response_get_the_placeholder_pi_sends(tmp_path: Path) -> None:
+    lines = pi_lines()
+    aborted = _assistant("", 2600, stop="aborted")
+    aborted["content"] = [{"type": "toolCall", "id": "toolu_9", "name": "bash", "arguments": {}}]
+    lines.append(_entry(6, 5, message={"role": "user", "content": "run it"}))
+    lines.append(_entry(7, 6, message=aborted))
+    lines.append(_entry(8, 7, message={"role": "user", "content": "never mind"}))
+    lines.append(_entry(9, 8, message=_assistant("ok", 2600)))
+    session = load(_write(tmp_path, lines), strict=True)  # expected: not reported
+    assert unpaired_before_request(session) == []
+    placeholder = next(e for e in session.events if getattr(e, "synthetic", None))
+    assert placeholder.call_id == "toolu_9" and placeholder.is_error
+
+
+def test_tree_branches_are_threads(tmp_path: Path) -> None:
+    lines = pi_lines()
+    # A branch from entry 4 (tool result) that the user left, then the main path.
+    lines.append(_entry(6, 4, message={"role": "user", "content": "abandoned question"}))
+    lines.append(_entry(7, 6, message=_assistant("abandoned answer", 2500)))
+    lines.append(_entry(8, 5, message={"role": "user", "content": "main question"}))
+    lines.append(
+        _entry(9, 8, kind="branch_summary", fromId="00000007", summary="Tried another question.")
+    )
+    lines.append(_entry(10, 9, message=_assistant("main answer", 2600)))
+    session = load(_write(tmp_path, lines), strict=True)
+    start = next(e for e in session.events if isinstance(e, ThreadStart))
+    branch = [e for e in session.events if e.thread == start.thread_id]
+    assert [e.text for e in branch if isinstance(e, UserMessage)] == [
+        "List the files.",
+        "abandoned question",
+    ]
+    assert len([e for e in branch if getattr(e, "copied_from", None)]) == 3
+    main_users = [
+        e.text for e in session.events if e.thread == "main" and isinstance(e, UserMessage)
+    ]
+    assert main_users[-2] == "main question" and "Tried another question." in main_users[-1]
+    assert len(session.requests()) == 4
+
+
+def test_bash_execution_messages(tmp_path: Path) -> None:
+    lines = pi_lines()
+    lines.insert(
+        2,
+        _entry(
+            20,
+            1,
+            message={"role": "bashExecution", "command": "ls", "output": "a.txt", "exitCode": 0},
+        ),
+    )
+    lines.insert(
+        3,
+        _entry(
+            21,
+            20,
+            message={
+                "role": "bashExecution",
+                "command": "env",
+                "output": "SECRET",
+                "exitCode": 0,
+                "excludeFromContext": True,
+            },
+        ),
+    )
+    lines[4]["parentId"] = f"{21:08x}"
+    session = load(_write(tmp_path, lines), strict=True)
+    texts = [e.text for e in session.events if isinstance(e, UserMessage)]
+    assert texts[1] == "Ran `ls`\n```\na.txt\n```"
+    assert not any("SECRET" in t for t in texts)
+
+
+# --------------------------------------------------------------------------------------------------
+# Real samples
+
+PI = SAMPLES / "pi"
+SAMPLE_TABLE = [
+    # name, assistant messages (formats.md table), requests (usage > 0), totals
+    # (input, cacheRead, cacheWrite, output), pi's own cost
+    (
+        "badlogic__pi-mono__packages_coding-agent_test_fixtures_before-compaction.jsonl",
+        484,
+        471,
+        (3689, 54693675, 1685320, 187895),
+        "42.5959075",
+        2,
+    ),
+    (
+        "badlogic__pi-mono__packages_coding-agent_test_fixtures_large-session.jsonl",
+        453,
+        439,
+        (1049, 43229469, 4296232, 83156),
+        "30.3301977",
+        0,
+    ),
+]
+
+
+@needs_samples
+@pytest.mark.parametrize(
+    ("name", "messages", "count", "totals", "cost", "compactions"), SAMPLE_TABLE
+)
+def test_real_sample(
+    name: str, messages: int, count: int, totals: tuple, cost: str, compactions: int
+) -> None:
+    path = PI / name
+    session = load(path, strict=True)
+    assert session.header.agent == "pi" and session.header.migrated_from_version == 1
+    unbilled = sum(
+        v for k, v in session.header.ignored_records.items() if k.startswith("assistant/")
+    )
+    requests = session.requests()
+    assert len(requests) == count and len(requests) + unbilled == messages
+    got = (
+        sum(r.usage.input_tokens for r in requests),
+        sum(r.usage.cache_read_tokens for r in requests),
+        sum(r.usage.cache_write_5m_tokens for r in requests),
+        sum(r.usage.output_tokens for r in requests),
+    )
+    assert got == totals
+    total_cost = sum(Decimal(r.usage.cost_usd) for r in requests)
+    assert abs(total_cost - Decimal(cost)) < Decimal("0.000001")
+    assert sum(isinstance(e, Compaction) for e in session.events) == compactions
+    assert unpaired_before_request(session) == []
+    assert session.header.hidden_prefix_tokens > 500
+
+
+@needs_samples
+def test_real_compactions_keep_from_the_first_kept_entry() -> None:
+    session = load(PI / SAMPLE_TABLE[0][0])
+    first, second = [e for e in session.events if isinstance(e, Compaction)]
+    assert (first.tokens_before, second.tokens_before) == (175004, 185014)
+    # The first kept entry (file index 293) is the user message "i reviwed what we have…".
+    kept = next(
+        e
+        for e in session.events[: session.events.index(first)]
+        if isinstance(e, UserMessage | AssistantMessage | ToolResult) and e.id not in first.replaces
+    )
+    assert isinstance(kept, UserMessage) and kept.text.startswith("i reviwed what we have")
+    assert first.id in second.replaces  # the second summary supersedes the first
+    after = next(
+        r for r in session.requests() if session.events.index(r) > session.events.index(first)
+    )
+    assert after.usage.cache_read_tokens == 0  # a new prompt: nothing cached
