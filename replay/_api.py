@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -14,7 +14,7 @@ from pydantic import TypeAdapter
 
 from replay.cache import load_rules_file
 from replay.engine import ReplayConfig, RequestRecord, replay_session, summary_frame, turns_frame
-from replay.log import Event, Session, read_log
+from replay.log import Event, Session
 from replay.prices import Pricer, RateOverride
 
 TRAJECTORY_NOTE = (
@@ -47,8 +47,13 @@ class ReplayResult:
 
 
 def load(path: str | Path, *, strict: bool = False) -> Session:
-    """Read a log. Lenient by default: malformed lines are skipped and counted."""
-    return read_log(path, strict=strict)
+    """Read a log in any supported format, recognised by its content: the native `replay-log`,
+    a Claude Code transcript (file or session directory), a Codex rollout, a pi session or an
+    opencode export (see docs/adapters.md). Lenient by default: malformed lines are skipped and
+    counted in `Session.skipped`; `strict=True` stops at the first one with a `LogFormatError`."""
+    from replay.adapters import read_any
+
+    return read_any(path, strict=strict)
 
 
 def replay(
@@ -64,11 +69,15 @@ def replay(
     ttl: str | None = None,
     strict: bool = False,
     keep_views: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> ReplayResult:
-    """Replay a log through strategies and price every request under the provider's cache."""
+    """Replay a log through strategies and price every request under the provider's cache.
+
+    `progress(strategy, done, total)` is called before each strategy (progress bars)."""
     session = log if isinstance(log, Session) else load(log, strict=strict)
     config = _config(provider, model, client, cache_rules, rule_overrides, prices, ttl)
     config.keep_views = keep_views
+    config.progress = progress
     records = replay_session(session, strategies, config)
     return ReplayResult(session=session, records=records, notes=_notes(session, records))
 
@@ -143,6 +152,7 @@ def breakeven(
     prices: Mapping[str, RateOverride] | None = None,
     ttl: str | None = None,
     strict: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> pl.DataFrame:
     """One row per rewrite event of each strategy: closed-form and simulated break-even."""
     from replay.breakeven import breakeven_session
@@ -150,6 +160,7 @@ def breakeven(
 
     session = log if isinstance(log, Session) else load(log, strict=strict)
     config = _config(provider, model, client, cache_rules, None, prices, ttl)
+    config.progress = progress
     rows, _ = breakeven_session(session, strategies, config)
     return breakeven_frame(rows)
 
@@ -167,6 +178,7 @@ def whatif(
     prices: Mapping[str, RateOverride] | None = None,
     ttl: str | None = None,
     strict: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Cost of the run with one edit at request `at` vs as recorded, and its break-even."""
     from replay._errors import ReplayError
@@ -183,6 +195,7 @@ def whatif(
     edit = whatif_strategy(at, Selector.parse(prune) if prune else None, compact)
     reference = "recorded" if _has_recorded() else "baseline"
     config = _config(provider, model, client, cache_rules, None, prices, ttl)
+    config.progress = progress
     rows, records = breakeven_session(session, [reference, edit], config)
     summary = summary_frame(records)
     return {

@@ -210,7 +210,10 @@ def breakeven_session(
     config.snapshot_stores = True
     rows: list[BreakEven] = []
     all_records: list[RequestRecord] = []
-    for named in resolve(strategies):
+    resolved = resolve(strategies)
+    for done, named in enumerate(resolved):
+        if config.progress is not None:
+            config.progress(named.name, done, len(resolved))
         run = _Run(session, named, config)
         records = run.run()
         all_records.extend(records)
@@ -228,4 +231,6 @@ def breakeven_session(
                     rows.append(_analyse(run, seq, i, summarizers.get(thread, {})))
     for r in all_records:
         r.store_before = None  # the copies were only needed for the counterfactuals
+    if config.progress is not None:
+        config.progress("", len(resolved), len(resolved))
     return rows, all_records

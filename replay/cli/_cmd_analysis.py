@@ -1,4 +1,4 @@
-"""`replay breakeven` and `replay whatif`: when does an edit pay back, and what would one edit do."""
+"""`replay breakeven` and `replay whatif`: when does an edit pay back, what would one edit do."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def _breakeven_table(frame, title: str):
         table.add_column(col, justify="left" if col in ("strategy", "event", "disagreement")
                          else "right")
     for r in frame.iter_rows(named=True):
-        closed = "never" if r["breakeven_closed_form"] is None else f"{r['breakeven_closed_form']:g}"
+        closed_form = r["breakeven_closed_form"]
+        closed = "never" if closed_form is None else f"{closed_form:g}"
         sim = "never" if r["breakeven_simulated"] is None else str(r["breakeven_simulated"])
         table.add_row(
             r["strategy"], str(r["request_index"]), r["event"], f"{r['first_edit_token']:,}",
@@ -72,9 +73,12 @@ def breakeven_command(log: Path, strategies: str, ttl: str | None, provider, mod
     """
     from replay import report
     from replay._api import breakeven
+    from replay.cli._progress import progress_bar
 
-    frame = breakeven(log, strategies, provider=provider, model=model, client=client,
-                      cache_rules=cache_rules, prices=_overrides(prices), ttl=ttl, strict=strict)
+    with progress_bar("break-even", quiet) as progress:
+        frame = breakeven(log, strategies, provider=provider, model=model, client=client,
+                          cache_rules=cache_rules, prices=_overrides(prices), ttl=ttl,
+                          strict=strict, progress=progress)
     document = {"log": str(log), "breakeven": report.frame_rows(frame)}
     _emit(frame, document, fmt, output, _breakeven_table(frame, f"{log} · break-even"))
 
@@ -105,15 +109,17 @@ def whatif_command(log: Path, at: int | None, prune: str | None, compact_at: int
     """
     from replay import report
     from replay._api import whatif
+    from replay.cli._progress import progress_bar
 
     if (prune is None) == (compact_at is None):
         raise click.UsageError("give either --at REQUEST --prune SELECTOR or --compact-at REQUEST")
     if prune is not None and at is None:
         raise click.UsageError("--prune needs --at REQUEST")
     edit_at = compact_at if compact_at is not None else at
-    result = whatif(log, at=edit_at, prune=prune, compact=compact_at is not None, provider=provider, model=model,
-                    client=client, cache_rules=cache_rules, prices=_overrides(prices), ttl=ttl,
-                    strict=strict)
+    with progress_bar("what if", quiet or fmt == "json") as progress:
+        result = whatif(log, at=edit_at, prune=prune, compact=compact_at is not None,
+                        provider=provider, model=model, client=client, cache_rules=cache_rules,
+                        prices=_overrides(prices), ttl=ttl, strict=strict, progress=progress)
     summary, be = result["summary"], result["breakeven"]
     costs = dict(zip(summary["strategy"], summary["cost_usd"], strict=True))
     delta = costs[result["edit"]] - costs[result["reference"]]

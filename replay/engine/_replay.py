@@ -14,14 +14,14 @@ each thread, in file order:
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 from replay._errors import ReplayError
-from replay.cache import Breakpoint, CacheStore, SimRequest, profile_for, simulator_for
+from replay.cache import Breakpoint, CacheRouter, CacheStore, SimRequest, profile_for
 from replay.cache._base import CacheOutcome
 from replay.cache._rules import ProviderRules
 from replay.evidence import BlindAction, EvidenceChecker
@@ -50,6 +50,7 @@ from replay.strategies._view import (
     ToolResultItem,
     UserItem,
 )
+from replay.strategies.recorded import LoggedCompaction
 from replay.tokens import counter_for, family_for
 
 
@@ -116,9 +117,41 @@ class ReplayConfig:
     """Force every cache breakpoint's TTL (`5m` or `1h`): "what if we had used 1h caching"."""
     keep_views: bool = False
     """Keep each request's view items on its record (for diff viewers and break-even)."""
+    keep_blocks: bool = True
+    """Keep each record's per-block arrays (`record.request.block_ids`, `kinds`, ...). False
+    releases them once the thread's next request no longer needs them, so memory stays
+    O(distinct content) instead of O(requests × blocks); totals are kept either way."""
     snapshot_stores: bool = False
     """Copy the cache store before each request where the strategy rewrote context, so the same
     run without that rewrite can be simulated (break-even)."""
+    shared_cache: SharedCache | None = None
+    """Provider-cache state kept across sessions (`replay batch`): None = a fresh cache."""
+    progress: Any = None
+    """Called as `progress(strategy_name, done, total)` before each strategy is replayed (and
+    once with `done == total` at the end): progress bars."""
+
+
+@dataclass
+class SharedCache:
+    """Provider-cache state that outlives one session, for sessions of one account.
+
+    `replay batch` replays sessions with the same cache scope through one `SharedCache`, their
+    requests interleaved in time order (`_Run.steps`), so a session reads the system-prompt and
+    tool prefix that another one left in the cache. Stores and renderers are created on first
+    use; give each session its own `SharedCache` sharing the same dicts and its own `lane`.
+    """
+
+    scope: str
+    """Cache scope of every request (replaces the per-session `provider:session_id`)."""
+    stores: dict[str, CacheStore] = field(default_factory=dict)
+    """Strategy name → its cache store (a strategy only ever reads its own entries)."""
+    renderers: dict[str, Renderer] = field(default_factory=dict)
+    """Model family → renderer: one block table for all sessions, so equal blocks get equal ids
+    and prefix keys agree across sessions."""
+    lane: str = ""
+    """Label of the session (read when its runs are created): prefixed to its thread names in
+    cache lanes, so another session's `main` entries are not taken for this session's own
+    (readiness still applies across sessions)."""
 
 
 @dataclass
@@ -129,7 +162,7 @@ class _Thread:
     previous_usage: Usage | None = None
     system: str = ""
     model: str | None = None
-    compactions: list[Compaction] = field(default_factory=list)
+    compactions: list[LoggedCompaction] = field(default_factory=list)
     calls: dict[str, Block] = field(default_factory=dict)
 
 
@@ -171,25 +204,17 @@ class _Run:
         self.config = config
         header = session.header
         self.provider = config.provider or header.provider
-        self.profile = profile_for(header.agent, config.client)
-        self.store = CacheStore()
-        self.simulators: dict[str, Any] = {}
-        self.renderers: dict[str, Renderer] = {}
+        self.profile = profile_for(header.agent, config.client, header.agent_version)
+        shared = config.shared_cache
+        self.store = shared.stores.setdefault(named.name, CacheStore()) if shared else CacheStore()
+        self.cache = CacheRouter(config.cache_rules, config.rule_overrides)
+        self.renderers: dict[str, Renderer] = shared.renderers if shared else {}
+        self.lane = f"{shared.lane}|" if shared else ""
         self.pricer = config.pricer or Pricer()
         self.records: list[RequestRecord] = []
         self.evidence = EvidenceChecker()
         self.threads: dict[str, _Thread] = {}
-        self.scope = f"{self.provider}:{header.session_id or 'session'}"
-
-    def simulator(self, provider: str):
-        sim = self.simulators.get(provider)
-        if sim is None:
-            rules = self.config.cache_rules
-            if rules is not None and rules.provider != provider:
-                rules = None
-            sim = simulator_for(provider, self.store, rules, self.config.rule_overrides)
-            self.simulators[provider] = sim
-        return sim
+        self.scope = shared.scope if shared else f"{self.provider}:{header.session_id or 'session'}"
 
     def renderer(self, model: str) -> Renderer:
         family = family_for(model).family
@@ -199,6 +224,14 @@ class _Run:
         return r
 
     def run(self) -> list[RequestRecord]:
+        for _ in self.steps():
+            pass
+        return self.records
+
+    def steps(self) -> Iterator[datetime]:
+        """`run`, one request at a time: yields each request's time just before simulating it,
+        so a caller can interleave the requests of several sessions in time order on a shared
+        cache (`replay batch`). The records are in `self.records`."""
         session, header = self.session, self.session.header
         answers = _responses(session)
         threads = self.threads
@@ -209,7 +242,10 @@ class _Run:
                 threads[name] = _Thread(strategy=self.named.instantiate(), system=header.system)
             return threads[name]
 
+        event_ids: dict[str, int] = {}
         for n, event in enumerate(session.events):
+            if event.id is not None:
+                event_ids[event.id] = n
             state = thread_state(event.thread)
             if isinstance(event, UserMessage):
                 state.history.append(UserItem(event.text, event_index=n, injected=event.injected))
@@ -232,15 +268,25 @@ class _Run:
                     )
                 )
             elif isinstance(event, Compaction):
-                state.compactions.append(event)
+                state.compactions.append(self._logged_compaction(event, n, state, event_ids))
             elif isinstance(event, ThreadStart):
                 child = thread_state(event.thread_id)
                 child.system = event.system if event.system is not None else header.system
                 child.model = event.model
             elif isinstance(event, RequestMarker):
+                yield event.ts
                 self._request(event, n, request_index, state, answers.get(n))
                 request_index += 1
-        return self.records
+
+    @staticmethod
+    def _logged_compaction(
+        event: Compaction, index: int, state: _Thread, event_ids: dict[str, int]
+    ) -> LoggedCompaction:
+        if event.replaces:
+            replaced = frozenset(event_ids[i] for i in event.replaces if i in event_ids)
+        else:  # the log does not say: everything before it in the thread
+            replaced = frozenset(getattr(i, "event_index", -1) for i in state.history)
+        return LoggedCompaction(summary=event.summary, replaced=replaced, event_index=index)
 
     def _request(
         self,
@@ -310,6 +356,8 @@ class _Run:
         record.blind_actions = blind
         record.history_len = len(state.history)
         record.store_before = store_before
+        if not self.config.keep_blocks and state.previous is not None:
+            state.previous.release_blocks()  # diffed against for the last time
         state.previous = record.request
         state.previous_usage = Usage(
             input_tokens=record.outcome.uncached,
@@ -330,7 +378,7 @@ class _Run:
         renderer: Renderer,
     ) -> None:
         items = [*call.input_items, UserItem(call.instruction)]
-        self._simulate(
+        record = self._simulate(
             kind="summarizer",
             items=items,
             marker=marker,
@@ -345,6 +393,8 @@ class _Run:
             events=[],
             system=state.system if call.reuse_main_prefix else "",
         )
+        if not self.config.keep_blocks:
+            record.request.release_blocks()
 
     def _simulate(
         self,
@@ -374,7 +424,7 @@ class _Run:
             tools=header.tools,
             index=request_index,
             request_id=marker.request_id + (":summarizer" if kind == "summarizer" else ""),
-            thread=thread,
+            thread=self.lane + thread,  # the cache lane; records keep the plain thread name
             ts=marker.ts,
             model=model,
             provider=provider,
@@ -388,9 +438,20 @@ class _Run:
             diff = prefix_diff(previous, request, renderer.table)
         breakpoints = self.profile.breakpoints(request, thread)
         if self.config.ttl is not None:
-            breakpoints = [Breakpoint(b.block, self.config.ttl) for b in breakpoints]
-        outcome = self.simulator(provider).simulate(
-            SimRequest(request, breakpoints, self.scope, diff, previous, renderer.table)
+            breakpoints = [Breakpoint(b.block, self.config.ttl, b.automatic) for b in breakpoints]
+        outcome = self.cache.simulate(
+            SimRequest(
+                request,
+                breakpoints,
+                self.scope,
+                diff,
+                previous,
+                renderer.table,
+                cache_key=self.profile.key_for(thread, header.session_id),
+                profile=self.profile,
+                duration_s=marker.duration_ms / 1000 if marker.duration_ms else None,
+            ),
+            self.store,
         )
         buckets = Buckets(
             uncached=outcome.uncached,
@@ -400,6 +461,10 @@ class _Run:
             output=output_tokens,
         )
         price = self.pricer.price(buckets, model=model, provider=provider, ts=marker.ts)
+        cost, input_cost = price.total_usd, price.input_usd
+        if outcome.price_factor != 1:  # e.g. Vertex regional endpoints (+10%)
+            cost, input_cost = cost * outcome.price_factor, input_cost * outcome.price_factor
+        cost += outcome.storage_usd  # e.g. Gemini explicit-cache storage
         record = RequestRecord(
             strategy=self.named.name,
             kind=kind,
@@ -413,8 +478,8 @@ class _Run:
             diff=diff,
             outcome=outcome,
             output_tokens=output_tokens,
-            cost_usd=price.total_usd,
-            input_cost_usd=price.input_usd,
+            cost_usd=cost,
+            input_cost_usd=input_cost,
             over_window=request.total > context_window(model),
             view_items=len(items),
             events=list(events),
@@ -437,9 +502,14 @@ def replay_session(
     if config.pricer is None:
         config.pricer = Pricer()
     records: list[RequestRecord] = []
-    for named in resolve(strategies):
+    resolved = resolve(strategies)
+    for done, named in enumerate(resolved):
+        if config.progress is not None:
+            config.progress(named.name, done, len(resolved))
         records.extend(_Run(session, named, config).run())
+    if config.progress is not None:
+        config.progress("", len(resolved), len(resolved))
     return records
 
 
-__all__ = ["MAIN_THREAD", "ReplayConfig", "RequestRecord", "replay_session"]
+__all__ = ["MAIN_THREAD", "ReplayConfig", "RequestRecord", "SharedCache", "replay_session"]

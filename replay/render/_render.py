@@ -5,16 +5,16 @@ result: one block, merged into the same user message as the results right before
 is memoized per item object, so the history items a strategy passes through untouched are
 rendered once for the whole replay, and a view that starts with the same item objects as the
 thread's previous view reuses that view's block arrays up to the first item that differs: per
-request the Python work is O(new items), plus array copies, never re-tokenization. Chained prefix keys are reused from the previous request up to the first block
-that differs.
+request the Python work is O(new items), plus array copies, never re-tokenization. Chained
+prefix keys are reused from the previous request up to the first block that differs.
 """
 
 from __future__ import annotations
 
 import json
 import operator
-import zlib
 import weakref
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime

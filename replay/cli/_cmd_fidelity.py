@@ -1,0 +1,80 @@
+"""`replay fidelity`: the recorded strategy's simulation against the recorded usage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from replay.cli._main import cli, output_options, replay_options, user_errors
+
+
+@cli.command("fidelity")
+@click.argument("log", type=click.Path(path_type=Path))
+@replay_options
+@output_options()
+@user_errors
+def fidelity_command(log: Path, provider, model, client, cache_rules, prices, strict, fmt,
+                     output, quiet) -> None:
+    """Compare, request by request, what the simulator predicts with what was billed.
+
+    Replays `recorded` (the log's own history, compactions and client breakpoints) and puts
+    each request's simulated prompt, cache read, cache write and cost next to the usage the
+    provider reported. The summary gives the share of requests whose cache read is within
+    max(2% of the prompt, 256 tokens) — for the simulator and for the naive rule
+    read(n+1) = read(n) + write(n) — and the session cost error.
+
+    \b
+    Example:
+      replay fidelity ~/.claude/projects/my-project/SESSION.jsonl
+      replay fidelity rollout.jsonl --format json -o fidelity.json
+    """
+    from rich.table import Table
+
+    from replay import report
+    from replay._api import _config, load
+    from replay.fidelity import fidelity_frame, fidelity_rows, fidelity_summary
+    from replay.prices import parse_price_override
+
+    session = load(log, strict=strict)
+    config = _config(provider, model, client, cache_rules, None,
+                     dict(parse_price_override(p) for p in prices))
+    rows = fidelity_rows(session, config)
+    if not rows:
+        raise click.ClickException(f"{log}: no request in this log carries recorded usage")
+    frame = fidelity_frame(rows)
+    summary = fidelity_summary(rows)
+    if fmt == "json":
+        document = {"log": str(log), "summary": summary, "requests": report.frame_rows(frame)}
+        report.write_output(report.to_json(document), output)
+        return
+    if fmt in ("csv", "parquet"):
+        if fmt == "parquet" and output is None:
+            raise click.UsageError("--format parquet needs -o FILE")
+        data = report.to_csv(frame) if fmt == "csv" else report.to_parquet_bytes(frame)
+        report.write_output(data, output)
+        return
+    table = Table(title=f"{log} · fidelity (recorded vs simulated)", title_justify="left")
+    for col in ("#", "request", "prompt rec/sim", "read rec/sim", "write rec/sim",
+                "cost rec/sim", "ok", "miss cause"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(
+            str(r.request_index), r.request_id[:18],
+            f"{r.recorded_prompt:,} / {r.simulated_prompt:,}",
+            f"{r.recorded_cache_read:,} / {r.simulated_cache_read:,}",
+            f"{r.recorded_cache_write:,} / {r.simulated_cache_write:,}",
+            f"${r.recorded_cost_usd:.4f} / ${r.simulated_cost_usd:.4f}",
+            "✓" if r.read_within_tolerance else "✗", r.miss_cause or "",
+        )
+    report.print_table(table, output)
+    if not quiet:
+        con = report.console(stderr=True)
+        s = summary
+        con.print(
+            f"cache reads within tolerance: {s['cache_read_within_tolerance']:.1%} "
+            f"(naive rule: {s['naive_rule_within_tolerance'] or 0:.1%}); "
+            f"cost recorded ${s['recorded_cost_usd']:.4f} vs simulated "
+            f"${s['simulated_cost_usd']:.4f} (error {s['cost_error'] or 0:+.2%}); "
+            f"{s['unexplained']} misses without a cause"
+        )

@@ -1,0 +1,160 @@
+"""Fidelity: does the simulator reproduce what the provider actually billed?
+
+Replays the strategy the agent really used (`recorded`: the log's own history, its own
+compactions, its client's breakpoints) and compares every request that carries recorded usage
+with its simulation: prompt size, cache read, cache write and cost. A what-if is only as
+trustworthy as this comparison.
+
+Tolerance for a cache read: within max(2 % of the prompt, 256 tokens). The naive rule
+"read(n+1) = read(n) + write(n)" (one breakpoint moved to the newest message each call) is
+scored on the same requests as a baseline the simulator must match or beat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+import polars as pl
+
+from replay.engine import ReplayConfig, replay_session
+from replay.engine._results import MONEY
+from replay.log import RequestMarker, Session
+from replay.prices import Buckets, Pricer
+
+
+@dataclass(frozen=True)
+class FidelityRow:
+    """One recorded request next to its simulation."""
+
+    request_id: str
+    request_index: int
+    thread: str
+    model: str
+    recorded_prompt: int
+    simulated_prompt: int
+    recorded_cache_read: int
+    simulated_cache_read: int
+    recorded_cache_write: int
+    simulated_cache_write: int
+    recorded_cost_usd: Decimal
+    simulated_cost_usd: Decimal
+    miss_cause: str | None
+    read_within_tolerance: bool
+    naive_read: int | None
+    """Cache read predicted by read(n-1) + write(n-1) of the previous recorded request."""
+
+
+def _tolerance(prompt: int) -> int:
+    return max(round(prompt * 0.02), 256)
+
+
+def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[FidelityRow]:
+    config = config or ReplayConfig()
+    pricer = config.pricer or Pricer()
+    config.pricer = pricer
+    markers = {
+        (m.thread, m.request_id): m for m in session.events if isinstance(m, RequestMarker)
+    }
+    records = [r for r in replay_session(session, ["recorded"], config) if r.kind == "request"]
+    rows: list[FidelityRow] = []
+    previous: dict[str, tuple[int, int]] = {}
+    for r in records:
+        marker = markers.get((r.thread, r.request_id))
+        usage = marker.usage if marker is not None else None
+        if usage is None:
+            continue
+        rec_write = usage.cache_write_5m_tokens + usage.cache_write_1h_tokens
+        recorded_cost = pricer.price(
+            Buckets(
+                uncached=usage.input_tokens,
+                cache_read=usage.cache_read_tokens,
+                cache_write_5m=usage.cache_write_5m_tokens,
+                cache_write_1h=usage.cache_write_1h_tokens,
+                output=usage.output_tokens,
+            ),
+            model=r.model,
+            provider=r.provider,
+            ts=r.ts,
+        ).total_usd
+        o = r.outcome
+        prev = previous.get(r.thread)
+        rows.append(
+            FidelityRow(
+                request_id=r.request_id,
+                request_index=r.request_index,
+                thread=r.thread,
+                model=r.model,
+                recorded_prompt=usage.prompt_tokens,
+                simulated_prompt=r.request.total,
+                recorded_cache_read=usage.cache_read_tokens,
+                simulated_cache_read=o.cache_read,
+                recorded_cache_write=rec_write,
+                simulated_cache_write=o.cache_write_5m + o.cache_write_1h,
+                recorded_cost_usd=recorded_cost,
+                simulated_cost_usd=r.cost_usd,
+                miss_cause=o.miss_cause,
+                read_within_tolerance=abs(o.cache_read - usage.cache_read_tokens)
+                <= _tolerance(usage.prompt_tokens),
+                naive_read=(prev[0] + prev[1]) if prev else None,
+            )
+        )
+        previous[r.thread] = (usage.cache_read_tokens, rec_write)
+    return rows
+
+
+FIDELITY_SCHEMA = {
+    "request_id": pl.Utf8,
+    "request_index": pl.Int64,
+    "thread": pl.Utf8,
+    "model": pl.Utf8,
+    "recorded_prompt": pl.Int64,
+    "simulated_prompt": pl.Int64,
+    "recorded_cache_read": pl.Int64,
+    "simulated_cache_read": pl.Int64,
+    "recorded_cache_write": pl.Int64,
+    "simulated_cache_write": pl.Int64,
+    "recorded_cost_usd": MONEY,
+    "simulated_cost_usd": MONEY,
+    "miss_cause": pl.Utf8,
+    "read_within_tolerance": pl.Boolean,
+    "naive_read": pl.Int64,
+}
+
+
+def fidelity_frame(rows: Sequence[FidelityRow]) -> pl.DataFrame:
+    from dataclasses import asdict
+
+    return pl.DataFrame([asdict(r) for r in rows], schema=FIDELITY_SCHEMA, orient="row")
+
+
+def fidelity_summary(rows: Sequence[FidelityRow]) -> dict:
+    """Headline numbers: read accuracy (simulator vs naive rule) and session cost error."""
+    n = len(rows)
+    recorded = sum((r.recorded_cost_usd for r in rows), Decimal(0))
+    simulated = sum((r.simulated_cost_usd for r in rows), Decimal(0))
+    naive_rows = [r for r in rows if r.naive_read is not None]
+    naive_ok = sum(
+        abs(r.naive_read - r.recorded_cache_read) <= _tolerance(r.recorded_prompt)  # type: ignore[operator]
+        for r in naive_rows
+    )
+    sim_ok_on_naive = sum(r.read_within_tolerance for r in naive_rows)
+    prompt_error = sum(abs(r.simulated_prompt - r.recorded_prompt) for r in rows)
+    return {
+        "requests": n,
+        "cache_read_within_tolerance": round(sum(r.read_within_tolerance for r in rows) / n, 4)
+        if n
+        else None,
+        "naive_rule_within_tolerance": round(naive_ok / len(naive_rows), 4) if naive_rows else None,
+        "simulator_on_naive_requests": round(sim_ok_on_naive / len(naive_rows), 4)
+        if naive_rows
+        else None,
+        "recorded_cost_usd": recorded,
+        "simulated_cost_usd": simulated,
+        "cost_error": round(float((simulated - recorded) / recorded), 4) if recorded else None,
+        "mean_abs_prompt_error_tokens": round(prompt_error / n, 1) if n else None,
+        "unexplained": sum(
+            1 for r in rows if not r.read_within_tolerance and r.miss_cause is None
+        ),
+    }
