@@ -1,0 +1,131 @@
+"""`replay report` (one self-contained HTML file) and `replay plot` (one chart as PNG or SVG)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from replay.cli._cmd_strategies import resolve_strategies, strategy_options
+from replay.cli._main import cli, replay_options, user_errors
+
+METRICS = ("prompt", "cost", "hit-ratio")
+
+
+def _overrides(prices: tuple[str, ...]) -> dict:
+    from replay.prices import parse_price_override
+
+    return dict(parse_price_override(p) for p in prices)
+
+
+def _size(n: int) -> str:
+    return f"{n / 1_000_000:.1f} MB" if n >= 1_000_000 else f"{n / 1000:.0f} kB"
+
+
+@cli.command("report")
+@click.argument("log", type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("report.html"),
+    show_default=True,
+    help="HTML file to write (atomically).",
+)
+@click.option("--strategies", "-s", default="all", show_default=True,
+              help="`all`, `plugins`, or comma-separated names (see `replay strategies`).")
+@strategy_options
+@click.option("--ttl", type=click.Choice(["5m", "1h"]), help="Force every breakpoint's TTL.")
+@click.option("--breakeven/--no-breakeven", default=True, show_default=True,
+              help="Simulate the break-even of every rewrite (the slow part on long logs).")
+@replay_options
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar, no closing line.")
+@user_errors
+def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ...],
+                   strategy_files: tuple[Path, ...], ttl: str | None, breakeven: bool,
+                   provider, model, client, cache_rules, prices, strict, quiet: bool) -> None:
+    """Write one self-contained HTML report of LOG: open it in any browser, offline.
+
+    Charts per request (prompt size cached vs uncached, cumulative cost, cache-hit ratio; one
+    line per strategy, switchable; markers at compactions, prunes and cache misses with their
+    cause), the summary table with break-even and blind-action columns (sortable), every
+    rewrite's break-even, and a turn navigator: for any strategy and request, the history
+    before the strategy against the view after it, the first mismatch with the previous
+    request, and hidden text the agent went on to use. Link to a turn with
+    `report.html#strategy=NAME&request=N`.
+
+    \b
+    Example:
+      replay report logs/run42.jsonl -o report.html
+      replay report logs/run42.jsonl -s baseline,truncate-500 --no-breakeven -o small.html
+    """
+    from replay._atomic import write_atomic
+    from replay.cli._progress import progress_bar, status
+    from replay.report._html import build_report, render_html
+
+    label = "replaying + break-even" if breakeven else "replaying"
+    with progress_bar(label, quiet) as progress:
+        document = build_report(
+            log, resolve_strategies(strategies, sets, strategy_files), provider=provider,
+            model=model, client=client,
+            cache_rules=cache_rules, prices=_overrides(prices), ttl=ttl, strict=strict,
+            breakeven=breakeven, progress=progress,
+        )
+    with status("writing the page", quiet):
+        page = render_html(document).encode("utf-8")
+    write_atomic(output, page)
+    if not quiet:
+        click.echo(
+            f"wrote {output} ({_size(len(page))}: {len(document['strategies'])} strategies × "
+            f"{len(document['requests'])} requests)",
+            err=True,
+        )
+
+
+@cli.command("plot")
+@click.argument("log", type=click.Path(path_type=Path))
+@click.option("--metric", type=click.Choice(METRICS), default="cost", show_default=True,
+              help="prompt: tokens per request (whole / cached); cost: cumulative USD; "
+              "hit-ratio: cached / prompt tokens per request.")
+@click.option("--format", "fmt", type=click.Choice(["png", "svg"]),
+              help="Image format (default: from -o's suffix, else png).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Image file to write (default: standard output, when it is not a terminal).")
+@click.option("--strategies", "-s", default="all", show_default=True,
+              help="`all`, `plugins`, or comma-separated names.")
+@strategy_options
+@click.option("--ttl", type=click.Choice(["5m", "1h"]), help="Force every breakpoint's TTL.")
+@replay_options
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@user_errors
+def plot_command(log: Path, metric: str, fmt: str | None, output: Path | None, strategies: str,
+                 sets: tuple[str, ...], strategy_files: tuple[Path, ...], ttl: str | None,
+                 provider, model, client, cache_rules, prices, strict,
+                 quiet: bool) -> None:
+    """Draw one chart of LOG per request, one line per strategy, as PNG or SVG (offline).
+
+    Markers show where a strategy compacted or pruned and where the cache missed.
+
+    \b
+    Example:
+      replay plot logs/run42.jsonl --metric cost -o cost.png
+      replay plot logs/run42.jsonl --metric hit-ratio --format svg -o hits.svg
+    """
+    from replay import report
+    from replay._api import replay
+    from replay.cli._progress import progress_bar, status
+    from replay.report._charts import render_chart
+
+    if fmt is None:
+        fmt = "svg" if output is not None and output.suffix.lower() == ".svg" else "png"
+    if output is None and sys.stdout.isatty():
+        raise click.UsageError("give -o FILE (an image is not for the terminal)")
+    with progress_bar("replaying", quiet) as progress:
+        result = replay(log, resolve_strategies(strategies, sets, strategy_files),
+                        provider=provider, model=model, client=client,
+                        cache_rules=cache_rules, prices=_overrides(prices), ttl=ttl,
+                        strict=strict, progress=progress)
+    with status(f"drawing {metric}", quiet):
+        image = render_chart(result, metric, fmt)
+    report.write_output(image, output)

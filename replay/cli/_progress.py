@@ -1,0 +1,62 @@
+"""Progress bars for commands that can take more than a second (rich, on standard error).
+
+Shown only when standard error is a terminal and `--quiet` was not given: a pipe, a file or CI
+gets no bar and no escape codes. Colours follow rich's detection (off when not a terminal, and
+`NO_COLOR` is honoured).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+
+Progress = Callable[[str, int, int], None]
+"""`progress(strategy, done, total)`: the engine's hook (see `ReplayConfig.progress`)."""
+
+
+@contextmanager
+def progress_bar(label: str, quiet: bool = False, console: Console | None = None
+                 ) -> Iterator[Progress | None]:
+    """Yield a progress callback drawing a transient bar, or None when no bar should show."""
+    console = console or Console(stderr=True)
+    if quiet or not console.is_terminal:
+        yield None
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+    from rich.progress import Progress as Bar
+
+    with Bar(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(label, total=None)
+
+        def update(name: str, done: int, total: int) -> None:
+            description = f"{label}: {name}" if name else label
+            bar.update(task, total=total, completed=done, description=description)
+
+        yield update
+
+
+@contextmanager
+def status(message: str, quiet: bool = False, console: Console | None = None) -> Iterator[None]:
+    """A spinner for one step whose length is unknown (e.g. rendering a chart)."""
+    console = console or Console(stderr=True)
+    if quiet or not console.is_terminal:
+        yield
+        return
+    with console.status(message):
+        yield

@@ -1,0 +1,540 @@
+"""`replay report`: one self-contained HTML file with charts, tables and a turn navigator.
+
+The page works offline: the Vega runtime is inlined (bundled by vl-convert), the charts are
+Vega-Lite specs compiled to Vega at build time, and the data is one JSON document in the page.
+Nothing is fetched.
+
+The document is compact so that hundreds of requests × many strategies stay small:
+
+- every distinct text (a message, a tool output, a stub, a summary) is stored once in `texts`;
+- every distinct view item is stored once in `items` as `[kind, text id, label id, event index,
+  tokens, original chars, flags]`;
+- a thread's history is a list of item ids (as ranges); each request's view is stored as the
+  length of the prefix it shares with the previous view of the same strategy and thread, then the
+  remaining item ids as ranges (`[start, count, start, count, ...]`), so append-only strategies
+  cost a few numbers per request;
+- chart series are columns (one list per field), not one object per point.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from replay.report._charts import MARKER_SHAPES as MARKER_KINDS
+from replay.report._charts import METRICS, colors, marker_rows, series_rows, strategy_order
+
+_KIND = {"user": "u", "assistant": "a", "tool_result": "t", "summary": "s"}
+_FLAG_STUBBED, _FLAG_INJECTED, _FLAG_ERROR = 1, 2, 4
+
+RECORD_FIELDS = [
+    "i",  # request index (file order, all threads): a key of `requests`
+    "view",  # [shared prefix with previous view, start, count, start, count, ...]
+    "mm",  # view item of the first mismatch (-1: tools/system; null: none)
+    "where",  # tools / system / message N / tail / first
+    "fm",  # first mismatch token (tokens shared with the previous request)
+    "miss",  # text id of the miss cause, or null
+    "events",  # text ids of "kind: detail"
+    "blind",  # [[kind, tool, path, excerpt text id, [fragment text ids]], ...]
+    "summ",  # [summarizer calls, their cost]
+    "out",  # output tokens
+    "req_cost",  # this request's cost (USD, summarizer calls excluded)
+    "sys",  # tokens of tool definitions + system prompt
+    "over",  # over the model's context window
+]
+REQUEST_FIELDS = [
+    "i",  # request index
+    "id",  # request id
+    "thread",  # thread index in `threads`
+    "h",  # items in the thread's history at this request
+    "model",  # index in `models`
+    "ts",
+]
+
+
+@dataclass
+class _Interner:
+    texts: list[str] = field(default_factory=list)
+    text_ids: dict[str, int] = field(default_factory=dict)
+    items: list[list[Any]] = field(default_factory=list)
+    item_ids: dict[tuple, int] = field(default_factory=dict)
+
+    def text(self, value: str) -> int:
+        n = self.text_ids.get(value)
+        if n is None:
+            n = self.text_ids[value] = len(self.texts)
+            self.texts.append(value)
+        return n
+
+    def item(self, item: Any) -> int:
+        key, row = _describe(item, self)
+        n = self.item_ids.get(key)
+        if n is None:
+            n = self.item_ids[key] = len(self.items)
+            self.items.append(row)
+        return n
+
+
+def _item_text(item: Any) -> str:
+    blocks = getattr(item, "blocks", None)
+    if blocks is not None:
+        parts = []
+        for b in blocks:
+            if b.type == "thinking":
+                parts.append(f"[thinking] {b.text}")
+            elif b.type == "tool_call":
+                parts.append(f"→ {b.rendered()}")
+            else:
+                parts.append(b.text)
+        return "\n\n".join(parts)
+    for name in ("output", "text"):
+        value = getattr(item, name, None)
+        if isinstance(value, str):
+            return value
+    return repr(item)
+
+
+def _describe(item: Any, interner: _Interner) -> tuple[tuple, list[Any]]:
+    kind = _KIND.get(getattr(item, "kind", ""), "?")
+    text = _item_text(item)
+    event = int(getattr(item, "event_index", -1))
+    label = ""
+    flags = 0
+    original = getattr(item, "original_chars", None) or 0
+    if kind == "t":
+        label = item.tool_name or ""
+        flags |= _FLAG_ERROR if item.is_error else 0
+        flags |= _FLAG_STUBBED if original else 0
+    elif kind == "s":
+        label = f"summary ({item.source})"
+        replaces = getattr(item, "replaces", ())
+        if replaces:
+            label += f", replaces {len(replaces)} item(s)"
+    elif kind == "u" and getattr(item, "injected", False):
+        flags |= _FLAG_INJECTED
+    elif kind == "?":
+        label = type(item).__name__
+    key = (kind, event, text, label, flags, original)
+    return key, [kind, interner.text(text), interner.text(label), event, -1, original, flags]
+
+
+def _ranges(ids: Sequence[int]) -> list[int]:
+    """[start, count, start, count, ...] runs of consecutive ids."""
+    out: list[int] = []
+    for n in ids:
+        if out and out[-2] + out[-1] == n:
+            out[-1] += 1
+        else:
+            out.extend((n, 1))
+    return out
+
+
+def _histories(session: Any, interner: _Interner) -> tuple[list[str], list[list[int]]]:
+    """Each thread's full history (the engine's items, rebuilt from the log) as item ids."""
+    from replay.engine._replay import _assistant_item
+    from replay.log import AssistantMessage, ToolResult, UserMessage
+    from replay.strategies import ToolResultItem, UserItem
+
+    names: list[str] = []
+    histories: dict[str, list[int]] = {}
+    for n, event in enumerate(session.events):
+        item: Any = None
+        if isinstance(event, UserMessage):
+            item = UserItem(event.text, event_index=n, injected=event.injected)
+        elif isinstance(event, AssistantMessage):
+            item = _assistant_item(event, n)
+        elif isinstance(event, ToolResult):
+            item = ToolResultItem(
+                call_id=event.call_id,
+                tool_name=event.tool_name,
+                output=event.output,
+                is_error=event.is_error,
+                event_index=n,
+            )
+        if item is None:
+            continue
+        if event.thread not in histories:
+            names.append(event.thread)
+            histories[event.thread] = []
+        histories[event.thread].append(interner.item(item))
+    return names, [histories[name] for name in names]
+
+
+def _mismatch_item(record: Any) -> int | None:
+    """View item where the prompt first differs from the previous one (-1: tools/system)."""
+    diff, request = record.diff, record.request
+    if diff.where == "first":
+        return None
+    if diff.where in ("tools", "system"):
+        return -1
+    block = diff.first_mismatch_block
+    if block is None:
+        block = int(np.searchsorted(request.cum_tokens, diff.first_mismatch_token, side="right"))
+        if block >= len(request.block_ids):
+            return None
+    return int(request.item_index[block])
+
+
+def _fragments(action: Any) -> list[str]:
+    """Pieces of a blind action's excerpt to highlight in the hidden text."""
+    if action.kind == "stubbed-read":
+        return []
+    text = action.excerpt.rstrip("…")
+    parts = text.split(", ") if action.kind == "hidden-quote" else text.splitlines()
+    return [p.strip() for p in parts if len(p.strip()) >= 3][:40]
+
+
+def _money(value: Any) -> str:
+    if value is None:
+        return ""
+    d = Decimal(value)
+    return format(d.normalize() if d else Decimal(0), "f")
+
+
+def _navigator(records: Sequence[Any], session: Any, interner: _Interner, order: list[str]):
+    thread_names, histories = _histories(session, interner)
+    thread_index = {name: n for n, name in enumerate(thread_names)}
+    summarizers: dict[tuple[str, int], list[Any]] = {}
+    for r in records:
+        if r.kind == "summarizer":
+            summarizers.setdefault((r.strategy, r.request_index), []).append(r)
+    by_strategy: dict[str, list[list[Any]]] = {s: [] for s in order}
+    requests: dict[int, list[Any]] = {}
+    models: list[str] = []
+    text = interner.text
+    previous: dict[tuple[str, str], list[int]] = {}
+    for r in sorted(
+        (r for r in records if r.kind == "request"),
+        key=lambda r: (order.index(r.strategy), r.request_index),
+    ):
+        view = [interner.item(item) for item in r.view]
+        request = r.request
+        positions = np.asarray(request.item_index)
+        tokens = np.asarray(request.block_tokens)
+        inside = positions >= 0
+        per_item = np.bincount(positions[inside], weights=tokens[inside], minlength=len(view))
+        for pos, item_id in enumerate(view):
+            if interner.items[item_id][4] < 0 and pos < len(per_item):
+                interner.items[item_id][4] = int(per_item[pos])
+        system_tokens = int(tokens[~inside].sum())
+        if r.thread not in thread_index:  # a thread with no message of its own
+            thread_index[r.thread] = len(thread_names)
+            thread_names.append(r.thread)
+            histories.append([])
+        before = previous.get((r.strategy, r.thread), [])
+        keep = 0
+        for a, b in zip(before, view, strict=False):
+            if a != b:
+                break
+            keep += 1
+        previous[(r.strategy, r.thread)] = view
+        calls = summarizers.get((r.strategy, r.request_index), [])
+        if r.request_index not in requests:
+            if r.model not in models:
+                models.append(r.model)
+            requests[r.request_index] = [
+                r.request_index,
+                r.request_id,
+                thread_index[r.thread],
+                r.history_len,
+                models.index(r.model),
+                r.ts.isoformat().replace("+00:00", "Z"),
+            ]
+        miss = r.outcome.miss_cause
+        by_strategy[r.strategy].append(
+            [
+                r.request_index,
+                [keep, *_ranges(view[keep:])],
+                _mismatch_item(r),
+                r.diff.where,
+                r.diff.first_mismatch_token,
+                None if miss is None else text(miss),
+                [text(f"{e.kind}: {e.detail}" if e.detail else e.kind) for e in r.events],
+                [
+                    [a.kind, a.tool, a.path, text(a.excerpt), [text(f) for f in _fragments(a)]]
+                    for a in r.blind_actions
+                ],
+                [len(calls), float(sum((c.cost_usd for c in calls), Decimal(0)))],
+                r.output_tokens,
+                float(r.cost_usd),
+                system_tokens,
+                bool(r.over_window),
+            ]
+        )
+    return {
+        "threads": thread_names,
+        "histories": [_ranges(h) for h in histories],
+        "requestFields": REQUEST_FIELDS,
+        "requests": [requests[k] for k in sorted(requests)],
+        "requestModels": models,
+        "recordFields": RECORD_FIELDS,
+        "records": [by_strategy[s] for s in order],
+    }
+
+
+def _marks(records: Sequence[Any], series: Sequence[dict[str, Any]], order: list[str],
+           interner: _Interner) -> dict[str, list[Any]]:
+    """Markers as columns (texts by id); the page takes their y values from the series."""
+    index = {s: n for n, s in enumerate(order)}
+    kinds = list(MARKER_KINDS)
+    cols: dict[str, list[Any]] = {"s": [], "i": [], "m": [], "what": [], "cause": []}
+    for mark in marker_rows(records, series):
+        cols["s"].append(index[mark["s"]])
+        cols["i"].append(mark["i"])
+        cols["m"].append(kinds.index(mark["m"]))
+        cols["what"].append(interner.text(mark["what"]))
+        cols["cause"].append(interner.text(mark["cause"] or ""))
+    return cols
+
+
+def _columns(rows: Sequence[dict[str, Any]], order: list[str]) -> dict[str, list[Any]]:
+    index = {s: n for n, s in enumerate(order)}
+    names = ["s", "i", "prompt", "cached", "written", "uncached", "cost", "hit"]
+    cols: dict[str, list[Any]] = {name: [] for name in names}
+    for row in rows:
+        for name in names:
+            cols[name].append(index[row["s"]] if name == "s" else row[name])
+    return cols
+
+
+def _blind_kinds(records: Iterable[Any]) -> dict[str, dict[str, int]]:
+    counts: dict[str, dict[str, int]] = {}
+    for r in records:
+        for a in r.blind_actions:
+            per = counts.setdefault(r.strategy, {})
+            per[a.kind] = per.get(a.kind, 0) + 1
+    return counts
+
+
+SUMMARY_COLUMNS = [
+    # key, header, kind (int / usd / ratio / text / float), tooltip
+    ("strategy", "strategy", "text", "Strategy name"),
+    ("requests", "requests", "int", "Recorded model calls replayed"),
+    ("prompt_tokens", "prompt", "int", "Input tokens sent (summarizer calls included)"),
+    ("cached_tokens", "cached", "int", "Of which read from the provider's cache"),
+    ("cache_write_tokens", "written", "int", "Of which written to the cache"),
+    ("uncached_tokens", "uncached", "int", "Of which billed at the full input rate"),
+    ("output_tokens", "output", "int", "Generated tokens"),
+    ("cost_usd", "cost (USD)", "usd", "Total cost, summarizer calls included"),
+    ("peak_prompt_tokens", "peak prompt", "int", "Largest single prompt"),
+    ("hit_ratio", "hit ratio", "ratio", "cached / prompt tokens"),
+    ("prefix_breaks", "prefix breaks", "int", "Requests that rewrote part of the previous prompt"),
+    ("over_window", "over window", "int", "Requests over the model's context window"),
+    ("summarizer_calls", "summarizer calls", "int", "Extra model calls for summaries"),
+    ("summarizer_cost_usd", "summarizer cost", "usd", "Their cost (included in cost)"),
+    ("misses", "misses", "int", "Requests that read less than an earlier one had cached"),
+    ("rewrites", "rewrites", "int", "Rewrite events analysed for break-even"),
+    ("paid_back", "paid back", "int", "Rewrites whose simulated saving turned positive"),
+    ("median_breakeven", "median break-even", "float",
+     "Median requests until a rewrite paid back (simulated; paid-back rewrites only)"),
+    ("rewrite_net_usd", "net of rewrites (USD)", "usd",
+     "Sum of the simulated net saving of every rewrite over its horizon"),
+    ("blind_actions", "blind actions", "int", "Recorded actions that relied on hidden text"),
+    ("hidden-edit-target", "hidden edit target", "int", "Edits whose old text was hidden"),
+    ("hidden-quote", "hidden quote", "int", "Calls quoting a path or name only in hidden text"),
+    ("stubbed-read", "stubbed read", "int", "Edited files shown only as a stub"),
+]
+
+BREAKEVEN_COLUMNS = [
+    ("strategy", "strategy", "text", ""),
+    ("request_index", "request", "int", "Request where the strategy rewrote context"),
+    ("event", "event", "text", ""),
+    ("first_edit_token", "first edit", "int", "First token of the prompt that changed"),
+    ("removed_tokens", "removed", "int", "Tokens smaller than without the rewrite"),
+    ("surviving_tokens", "surviving", "int", "Tokens after the first edit (re-billed)"),
+    ("rewrite_cost_usd", "rewrite cost", "usd", "Closed form: surviving × (input − read rate)"),
+    ("saving_per_request_usd", "saving/req", "usd", "Closed form: removed × read rate"),
+    ("breakeven_closed_form", "closed form", "never-float",
+     "Requests to pay back (closed form); never: no saving per request"),
+    ("breakeven_simulated", "simulated", "never-int",
+     "Requests to pay back (simulated); never: not within the horizon"),
+    ("simulated_net_usd", "net (horizon)", "usd", "Simulated cumulative saving"),
+    ("horizon", "horizon", "int", "Requests compared"),
+    ("disagreement", "disagreement", "text", "Why the two answers may differ"),
+]
+
+
+def _cell(value: Any, kind: str) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, Decimal) or kind == "usd":
+        return _money(value)
+    if isinstance(value, float) and value != value:  # NaN
+        return None
+    return value
+
+
+def _summary_rows(summary: pl.DataFrame, breakeven: pl.DataFrame | None, records) -> list:
+    blind = _blind_kinds(records)
+    by_strategy: dict[str, dict[str, Any]] = {}
+    if breakeven is not None and breakeven.height:
+        agg = breakeven.group_by("strategy").agg(
+            pl.len().alias("rewrites"),
+            pl.col("breakeven_simulated").is_not_null().sum().alias("paid_back"),
+            pl.col("breakeven_simulated").median().alias("median_breakeven"),
+            pl.col("simulated_net_usd").sum().alias("rewrite_net_usd"),
+        )
+        by_strategy = {row["strategy"]: row for row in agg.iter_rows(named=True)}
+    rows = []
+    for row in summary.iter_rows(named=True):
+        extra = by_strategy.get(row["strategy"])
+        if breakeven is not None:
+            row["rewrites"] = extra["rewrites"] if extra else 0
+            row["paid_back"] = extra["paid_back"] if extra else 0
+            row["median_breakeven"] = extra["median_breakeven"] if extra else None
+            row["rewrite_net_usd"] = extra["rewrite_net_usd"] if extra else None
+        for kind in ("hidden-edit-target", "hidden-quote", "stubbed-read"):
+            row[kind] = blind.get(row["strategy"], {}).get(kind, 0)
+        rows.append(row)
+    columns = [c for c in SUMMARY_COLUMNS if breakeven is not None or c[0] not in
+               ("rewrites", "paid_back", "median_breakeven", "rewrite_net_usd")]
+    return [list(c) for c in columns], [[_cell(r.get(c[0]), c[2]) for c in columns] for r in rows]
+
+
+def _table(frame: pl.DataFrame, columns) -> tuple[list, list]:
+    return [list(c) for c in columns], [
+        [_cell(r.get(c[0]), c[2]) for c in columns] for r in frame.iter_rows(named=True)
+    ]
+
+
+def report_document(
+    result: Any,
+    breakeven: pl.DataFrame | None = None,
+    *,
+    title: str | None = None,
+    log: str | None = None,
+    recommendation: str | None = None,
+) -> dict[str, Any]:
+    """The JSON document behind the page (see the module docstring for its layout).
+
+    `result` is a `ReplayResult` replayed with `keep_views=True`."""
+    records = result.records
+    session = result.session
+    order = strategy_order(records)
+    interner = _Interner()
+    navigator = _navigator(records, session, interner, order)
+    series = series_rows(records)
+    header = session.header
+    summary_cols, summary_rows = _summary_rows(result.summary, breakeven, records)
+    document: dict[str, Any] = {
+        "format": "replay-report/1",
+        "title": title or f"replay report · {log or session.path or 'log'}",
+        "log": log or session.path,
+        "generated": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        "agent": header.agent,
+        "models": sorted({r.model for r in records}),
+        "providers": sorted({r.provider for r in records}),
+        "notes": list(result.notes),
+        "recommendation": recommendation,
+        "strategies": order,
+        "colors": [colors(order)[s] for s in order],
+        "series": _columns(series, order),
+        "markKinds": list(MARKER_KINDS),
+        "marks": _marks(records, series, order, interner),
+        "summary": {"columns": summary_cols, "rows": summary_rows},
+        "breakeven": None,
+        **navigator,
+        "items": interner.items,
+        "texts": interner.texts,
+        "system": {"text": interner.text(header.system or ""),
+                   "tools": [t.name for t in header.tools]},
+    }
+    if breakeven is not None:
+        cols, rows = _table(breakeven, BREAKEVEN_COLUMNS)
+        document["breakeven"] = {"columns": cols, "rows": rows}
+    return document
+
+
+def _json_for_script(value: Any) -> str:
+    """JSON safe inside a <script> element (no `</script>`, no `<!--`)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _asset(name: str) -> str:
+    return resources.files("replay.report").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def render_html(document: dict[str, Any]) -> str:
+    """The report page: template + styles + Vega runtime + chart specs + data, all inline."""
+    from replay.report._charts import vega_runtime, vega_spec
+
+    n = len(document["requests"])
+    specs = {metric: vega_spec(metric, document["strategies"], n) for metric in METRICS}
+    page = _asset("report.html")
+    escape = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
+    title = "".join(escape.get(c, c) for c in document["title"])
+    parts = {
+        "{{title}}": title,
+        "{{style}}": _asset("report.css"),
+        "{{data}}": _json_for_script(document),
+        "{{specs}}": _json_for_script(specs),
+        "{{vega}}": vega_runtime().replace("</script", "<\\/script"),
+        "{{app}}": _asset("report.js"),
+    }
+    for placeholder, value in parts.items():
+        head, sep, tail = page.partition(placeholder)
+        if not sep:
+            raise RuntimeError(f"report template lacks {placeholder}")
+        page = head + value + tail
+    return page
+
+
+def build_report(
+    log: str | Path | Any,
+    strategies: str | Sequence[str] = "all",
+    *,
+    provider: str | None = None,
+    model: str | None = None,
+    client: str | None = None,
+    cache_rules: str | Path | None = None,
+    prices: dict | None = None,
+    ttl: str | None = None,
+    strict: bool = False,
+    breakeven: bool = True,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Replay `log` (views kept; with break-even unless `breakeven=False`) and build the
+    report's document. Pass it to `render_html` for the page."""
+    from replay._api import (
+        ReplayResult,
+        _config,
+        _notes,
+        load,
+        recommendation,
+        recommendation_line,
+    )
+    from replay.breakeven import breakeven_session
+    from replay.breakeven._frame import breakeven_frame
+    from replay.engine import replay_session
+    from replay.log import Session
+
+    session = log if isinstance(log, Session) else load(log, strict=strict)
+    config = _config(provider, model, client, cache_rules, None, prices, ttl)
+    config.keep_views = True
+    config.keep_blocks = True  # the navigator reads each request's per-block token counts
+    config.progress = progress
+    frame = None
+    if breakeven:
+        rows, records = breakeven_session(session, strategies, config)
+        frame = breakeven_frame(rows)
+    else:
+        records = replay_session(session, strategies, config)
+    result = ReplayResult(session=session, records=records, notes=_notes(session, records))
+    line = recommendation_line(recommendation(result.summary))
+    return report_document(result, frame, log=str(log) if not isinstance(log, Session) else None,
+                           recommendation=line)
+
+
+def html_report(log: str | Path | Any, strategies: str | Sequence[str] = "all", **options) -> str:
+    """The whole report page for `log` as one HTML string (see `build_report` for options)."""
+    return render_html(build_report(log, strategies, **options))

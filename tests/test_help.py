@@ -1,0 +1,54 @@
+"""Every command explains itself: `--help` with an example, and a mention in the README or docs/."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from replay.cli import cli
+from replay.cli._main import load_commands
+
+ROOT = Path(__file__).resolve().parent.parent
+load_commands()
+COMMANDS = sorted(cli.commands)
+
+
+def test_every_command_module_registered_something() -> None:
+    assert {"run", "report", "plot", "breakeven", "whatif", "schema", "strategies"} <= set(
+        COMMANDS
+    )
+
+
+@pytest.mark.parametrize("name", ["", *COMMANDS])
+def test_help_has_an_example(name: str) -> None:
+    args = [name, "--help"] if name else ["--help"]
+    result = CliRunner().invoke(cli, args, prog_name="replay")
+    assert result.exit_code == 0, result.output
+    assert "Example" in result.output, f"`replay {name} --help` shows no example"
+    # The example runs this very command.
+    if name:
+        example = result.output.split("Example", 1)[1]
+        assert re.search(rf"replay {re.escape(name)}\b", example) or (
+            name == "run" and "replay logs/" in example
+        ), f"`replay {name} --help`: the example does not use `replay {name}`"
+
+
+def _documentation() -> str:
+    texts = [(ROOT / "README.md").read_text(encoding="utf-8")]
+    texts += [p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("**/*.md"))]
+    return "\n".join(texts)
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_command_is_documented(name: str) -> None:
+    found = re.search(rf"replay {re.escape(name)}\b", _documentation()) is not None
+    assert found, f"`replay {name}` is mentioned neither in README.md nor in docs/"
+
+
+def test_quiet_is_offered_by_every_command_that_shows_progress() -> None:
+    for name in ("run", "breakeven", "whatif", "report", "plot"):
+        params = {p.name for p in cli.commands[name].params}
+        assert "quiet" in params, name

@@ -1,0 +1,347 @@
+"""`replay report` and `replay plot`: the report's document, the page, the charts and the CLI.
+
+The document must round-trip: decoding the compact views (shared prefix + id ranges) and
+histories gives back exactly the items each strategy sent. The page must be self-contained and
+safe to open (log text can never close the data's <script> element). The browser-side behaviour
+is tested in test_browser.py.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("altair")
+pytest.importorskip("vl_convert")
+
+from replay import replay  # noqa: E402
+from replay.cli import cli  # noqa: E402
+from replay.cli._main import load_commands  # noqa: E402
+from replay.report._html import _item_text, render_html, report_document  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "logs" / "run42.jsonl"
+FIVE = "baseline,truncate-500,age-truncate-500-keep-3,compact-at-12000-structured,sliding-10"
+PNG = b"\x89PNG\r\n\x1a\n"
+
+load_commands()
+
+
+@pytest.fixture(scope="module")
+def result():
+    return replay(SAMPLE, FIVE, keep_views=True)
+
+
+@pytest.fixture(scope="module")
+def document(result):
+    from replay.breakeven import breakeven_session
+    from replay.breakeven._frame import breakeven_frame
+
+    rows, _ = breakeven_session(result.session, FIVE)
+    return report_document(result, breakeven_frame(rows), log=str(SAMPLE))
+
+
+def _expand(ranges: list[int], out: list[int]) -> list[int]:
+    for start, count in zip(ranges[::2], ranges[1::2], strict=True):
+        out.extend(range(start, start + count))
+    return out
+
+
+def _decoded_views(document: dict, strategy: str) -> dict[int, list[int]]:
+    """The page's decoder, in Python: request index → item ids of the view."""
+    fields = {name: n for n, name in enumerate(document["recordFields"])}
+    rq = {name: n for n, name in enumerate(document["requestFields"])}
+    requests = {r[rq["i"]]: r for r in document["requests"]}
+    last: dict[int, list[int]] = {}
+    views = {}
+    for rec in document["records"][document["strategies"].index(strategy)]:
+        thread = requests[rec[fields["i"]]][rq["thread"]]
+        encoded = rec[fields["view"]]
+        view = _expand(encoded[1:], list(last.get(thread, [])[: encoded[0]]))
+        last[thread] = view
+        views[rec[fields["i"]]] = view
+    return views
+
+
+def test_views_round_trip(result, document) -> None:
+    texts, items = document["texts"], document["items"]
+    for strategy in document["strategies"]:
+        views = _decoded_views(document, strategy)
+        for record in result.records:
+            if record.strategy != strategy or record.kind != "request":
+                continue
+            decoded = [texts[items[n][1]] for n in views[record.request_index]]
+            assert decoded == [_item_text(item) for item in record.view], (
+                strategy,
+                record.request_index,
+            )
+
+
+def test_histories_are_the_full_views_of_baseline(result, document) -> None:
+    texts, items = document["texts"], document["items"]
+    rq = {name: n for n, name in enumerate(document["requestFields"])}
+    history = _expand(document["histories"][0], [])
+    baseline = _decoded_views(document, "baseline")
+    for request in document["requests"]:
+        before = history[: request[rq["h"]]]
+        assert before == baseline[request[rq["i"]]]
+    assert all(texts[items[n][1]] for n in history)
+
+
+def test_each_text_is_stored_once(document) -> None:
+    texts = document["texts"]
+    assert len(texts) == len(set(texts))
+    keys = [tuple(item[:4]) + tuple(item[5:]) for item in document["items"]]
+    assert len(keys) == len(set(keys))
+
+
+def test_first_mismatch_points_at_the_first_new_item(result, document) -> None:
+    fields = {name: n for n, name in enumerate(document["recordFields"])}
+    baseline = document["records"][document["strategies"].index("baseline")]
+    views = _decoded_views(document, "baseline")
+    assert baseline[0][fields["where"]] == "first" and baseline[0][fields["mm"]] is None
+    for prev, rec in zip(baseline, baseline[1:], strict=False):
+        # Append-only: the prompt only grows, the first new token is in the first new item.
+        assert rec[fields["where"]] == "tail"
+        assert rec[fields["mm"]] == len(views[prev[fields["i"]]])
+    aging = document["records"][document["strategies"].index("age-truncate-500-keep-3")]
+    broken = [r for r in aging if r[fields["where"]].startswith("message")]
+    assert broken and all(r[fields["mm"]] >= 0 for r in broken)
+
+
+def test_series_and_markers_agree_with_the_summary(result, document) -> None:
+    series = document["series"]
+    summary = {row["strategy"]: row for row in result.summary.iter_rows(named=True)}
+    for n, strategy in enumerate(document["strategies"]):
+        costs = [c for s, c in zip(series["s"], series["cost"], strict=True) if s == n]
+        assert costs == sorted(costs)  # cumulative
+        assert costs[-1] == pytest.approx(float(summary[strategy]["cost_usd"]), rel=1e-6)
+        marks = [
+            document["markKinds"][m]
+            for s, m in zip(document["marks"]["s"], document["marks"]["m"], strict=True)
+            if s == n
+        ]
+        assert marks.count("miss") == summary[strategy]["misses"]
+        rewrites = [r for r in result.records if r.strategy == strategy and r.events]
+        assert len(marks) - marks.count("miss") == len(rewrites)
+
+
+def test_summary_has_breakeven_and_blind_columns(result, document) -> None:
+    columns = [c[0] for c in document["summary"]["columns"]]
+    for name in ("cost_usd", "hit_ratio", "rewrites", "paid_back", "median_breakeven",
+                 "rewrite_net_usd", "blind_actions", "hidden-edit-target", "stubbed-read"):
+        assert name in columns
+    rows = {row[0]: dict(zip(columns, row, strict=True)) for row in document["summary"]["rows"]}
+    assert rows["truncate-500"]["blind_actions"] == 2
+    assert rows["baseline"]["rewrites"] == 0
+    assert rows["sliding-10"]["rewrites"] > 0
+    # Money stays exact: decimal strings, as in the JSON export.
+    assert Decimal(rows["baseline"]["cost_usd"]) == result.summary.filter(
+        result.summary["strategy"] == "baseline"
+    )["cost_usd"][0]
+    assert document["breakeven"]["rows"]
+
+
+def test_blind_actions_carry_fragments_found_in_hidden_text(result, document) -> None:
+    fields = {name: n for n, name in enumerate(document["recordFields"])}
+    texts = document["texts"]
+    truncate = document["records"][document["strategies"].index("truncate-500")]
+    flagged = [r for r in truncate if r[fields["blind"]]]
+    assert flagged
+    history = "\n".join(
+        texts[document["items"][n][1]] for n in _expand(document["histories"][0], [])
+    )
+    fragments = [texts[f] for r in flagged for b in r[fields["blind"]] for f in b[4]]
+    assert fragments and all(f in history for f in fragments)
+
+
+def test_page_is_self_contained(document) -> None:
+    page = render_html(document)
+    assert page.startswith("<!doctype html>")
+    # Nothing is loaded from anywhere: no external script, stylesheet, image or frame in the
+    # markup (the browser test also watches the network while the page runs).
+    markup = re.sub(r"(<script[^>]*>).*?(</script>)", r"\1\2", page, flags=re.S)
+    assert markup.count("<script") == 4
+    assert not re.search(r"<(script|link|img|iframe|source)\b[^>]*\b(src|href)\s*=", markup,
+                         re.I)
+    assert "@import" not in page and "url(" not in re.search(r"<style>(.*?)</style>", page,
+                                                               re.S).group(1)
+    for marker in ("{{data}}", "{{specs}}", "{{vega}}", "{{app}}", "{{style}}", "{{title}}"):
+        assert marker not in page
+    assert "vegaEmbed" in page
+    data = re.search(r'<script type="application/json" id="replay-data">(.*?)</script>', page,
+                     re.S)
+    assert data is not None
+    assert json.loads(data.group(1))["strategies"] == document["strategies"]
+
+
+def test_log_text_cannot_break_out_of_the_page(tmp_path) -> None:
+    from replay.log import read_log, write_log
+
+    session = read_log(SAMPLE)
+    evil = "</script><script>alert(1)</script><!-- \u2028 & <b>bold</b>"
+    first = session.events[0]
+    session.events[0] = first.model_copy(update={"text": evil + first.text})
+    path = tmp_path / "evil.jsonl"
+    write_log(session, path)
+    from replay.report import html_report
+
+    page = html_report(path, "baseline", breakeven=False)
+    assert page.count("<script") == 4  # data, specs, vega bundle, app: nothing injected
+    assert "alert(1)</script>" not in page
+    data = re.search(r'id="replay-data">(.*?)</script>', page, re.S).group(1)
+    assert any(evil in t for t in json.loads(data)["texts"])
+
+
+def test_long_session_stays_compact(tmp_path) -> None:
+    synthetic = pytest.importorskip("replay.bench._synthetic")
+    from replay.log import write_log
+    from replay.report._html import build_report
+
+    session = synthetic.synthetic_session(150, seed=3)
+    path = tmp_path / "long.jsonl"
+    write_log(session, path)
+    strategies = "baseline,truncate-500,sliding-10"
+    document = build_report(path, strategies, breakeven=False)
+    page = render_html(document)
+    log_bytes = path.stat().st_size
+    texts = sum(len(t.encode()) for t in document["texts"])
+    assert texts < 1.2 * log_bytes  # every text once (plus stubs), not once per request
+    records = len(json.dumps(document["records"]))
+    assert records < 250 * 150 * 3  # a few hundred bytes per request and strategy
+    assert len(page.encode()) < 1_200_000 + 1.5 * log_bytes
+
+
+# ---------- charts ----------
+
+
+@pytest.mark.parametrize("metric", ["prompt", "cost", "hit-ratio"])
+def test_chart_specs(result, metric) -> None:
+    from replay.report import metric_chart
+
+    spec = metric_chart(result, metric).to_dict()
+    assert len(spec["layer"]) == 3  # lines, hover rules, markers
+    assert spec["params"][0]["name"] == "hidden"
+    from replay.report._charts import vega_spec
+
+    compiled = vega_spec(metric, ["baseline", "a.b[0]"], requests=14)
+    names = [d["name"] for d in compiled["data"]]
+    assert "rows" in names and "marks" in names
+
+
+def test_strategy_names_with_dots_are_fields_not_paths() -> None:
+    from replay.report._charts import _field_name
+
+    assert _field_name("truncate-0.5") == "truncate-0\\.5"
+    assert _field_name("a[1]") == "a\\[1\\]"
+
+
+def test_render_chart_png_and_svg(result) -> None:
+    from replay.report._charts import render_chart
+
+    assert render_chart(result, "cost", "png", scale=1).startswith(PNG)
+    assert render_chart(result, "hit-ratio", "svg").lstrip().startswith("<svg")
+
+
+def test_missing_extra_is_a_clear_error(monkeypatch, result) -> None:
+    import sys
+
+    from replay import ReplayError
+    from replay.report._charts import metric_chart
+
+    monkeypatch.setitem(sys.modules, "altair", None)
+    with pytest.raises(ReplayError, match=r"replay\[report\]"):
+        metric_chart(result, "cost")
+
+
+# ---------- CLI ----------
+
+
+def test_report_command(tmp_path) -> None:
+    out = tmp_path / "r.html"
+    run = CliRunner().invoke(
+        cli, ["report", str(SAMPLE), "-s", "baseline,sliding-10", "--no-breakeven", "-o",
+              str(out)], prog_name="replay",
+    )
+    assert run.exit_code == 0, run.output
+    assert "wrote" in run.stderr and "2 strategies × 14 requests" in run.stderr
+    page = out.read_text(encoding="utf-8")
+    assert "sliding-10" in page and "Not computed for this report" in page
+
+
+def test_report_command_quiet_prints_nothing(tmp_path) -> None:
+    out = tmp_path / "r.html"
+    run = CliRunner().invoke(
+        cli, ["report", str(SAMPLE), "-s", "baseline", "-q", "-o", str(out)], prog_name="replay"
+    )
+    assert run.exit_code == 0, run.output
+    assert run.stdout == "" and run.stderr == ""
+    assert out.stat().st_size > 500_000
+
+
+def test_report_command_user_errors(tmp_path) -> None:
+    run = CliRunner().invoke(cli, ["report", str(tmp_path / "missing.jsonl"), "-o",
+                                   str(tmp_path / "r.html")], prog_name="replay")
+    assert run.exit_code == 2 and "error:" in run.stderr
+    assert not (tmp_path / "r.html").exists()
+    run = CliRunner().invoke(cli, ["report", str(SAMPLE), "-s", "no-such-strategy", "-o",
+                                   str(tmp_path / "r.html")], prog_name="replay")
+    assert run.exit_code == 2 and "error:" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "name", "magic"),
+    [
+        (["--metric", "cost"], "c.png", PNG),
+        (["--metric", "prompt"], "p.svg", b"<svg"),
+        (["--metric", "hit-ratio", "--format", "svg"], "h.img", b"<svg"),
+    ],
+)
+def test_plot_command(tmp_path, args, name, magic) -> None:
+    out = tmp_path / name
+    run = CliRunner().invoke(
+        cli, ["plot", str(SAMPLE), "-s", "baseline,truncate-500", *args, "-o", str(out)],
+        prog_name="replay",
+    )
+    assert run.exit_code == 0, run.output
+    assert out.read_bytes().lstrip().startswith(magic)
+
+
+def test_plot_to_standard_output() -> None:
+    run = CliRunner().invoke(cli, ["plot", str(SAMPLE), "-s", "baseline", "-q"],
+                             prog_name="replay")
+    assert run.exit_code == 0, run.output
+    assert run.stdout_bytes.startswith(PNG)
+
+
+# ---------- progress ----------
+
+
+def test_progress_bar_only_on_a_terminal() -> None:
+    from rich.console import Console
+
+    from replay.cli._progress import progress_bar
+
+    with progress_bar("replaying", console=Console(file=io.StringIO())) as progress:
+        assert progress is None  # not a terminal: no bar, no escape codes
+    terminal = Console(file=io.StringIO(), force_terminal=True, width=100)
+    with progress_bar("replaying", quiet=True, console=terminal) as progress:
+        assert progress is None
+    with progress_bar("replaying", console=terminal) as progress:
+        assert progress is not None
+        progress("baseline", 0, 2)
+        progress("sliding-10", 1, 2)
+        progress("", 2, 2)
+    assert "replaying" in terminal.file.getvalue()
+
+
+def test_engine_reports_progress_per_strategy() -> None:
+    calls = []
+    replay(SAMPLE, "baseline,sliding-10", progress=lambda *a: calls.append(a))
+    assert calls == [("baseline", 0, 2), ("sliding-10", 1, 2), ("", 2, 2)]
