@@ -1,0 +1,206 @@
+"""The Parquet dataset a batch appends to, and its incremental cache.
+
+Layout of `DATASET/`:
+
+    sessions/part-<sha>-<options>[-<group>].parquet   one row per session × strategy
+    requests/part-….parquet                           one row per simulated request (--per-request)
+    .replay-batch/manifest.jsonl                      the incremental cache (one line per file)
+    .replay-batch/lock                                held while a batch writes
+
+A part is named by the SHA-256 of the log's bytes, a digest of the replay options (and replay's
+version) and, for sessions replayed through a shared cache, a digest of their cache group: the
+same input replayed the same way always lands in the same part, so a re-run replaces rather than
+duplicates. Parts are written atomically (temporary file + rename), so a reader never sees half a
+part. Scan lazily with `pl.scan_parquet(DATASET / "sessions" / "*.parquet")`.
+
+The manifest maps each file (absolute path) to its size, mtime, scan result and replayed parts.
+It is a journal: a line is appended when a file is done (an interrupted batch keeps what it
+finished) and the file is rewritten compactly at the end. Parts that no entry references (replaced
+by a newer part of the same file, or left by an interrupted run) are deleted at the end of each
+run, so while a batch runs a re-processed file may briefly have both its old and its new part.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+from typing import IO, Any
+
+from replay._atomic import write_atomic
+from replay._errors import ReplayError
+from replay.batch._options import BATCH_FORMAT
+from replay.batch._work import FileInfo, ScanResult
+
+TABLES = ("sessions", "requests")
+CACHE_DIR = ".replay-batch"
+
+
+def scan(dataset: str | Path, table: str = "sessions"):
+    """The dataset's `sessions` (or `requests`) rows as a polars LazyFrame."""
+    import polars as pl
+
+    if table not in TABLES:
+        raise ReplayError(f"unknown table {table!r}; known: {', '.join(TABLES)}")
+    folder = Path(dataset) / table
+    if not any(folder.glob("*.parquet")):
+        hint = " (replay batch ... --per-request writes them)" if table == "requests" else ""
+        raise ReplayError(f"{dataset}: no `{table}` rows yet{hint}")
+    return pl.scan_parquet(folder / "*.parquet")
+
+
+class Dataset:
+    """Parts and manifest of one dataset folder; only the batch's main process touches it."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        if self.root.exists() and not self.root.is_dir():
+            raise ReplayError(f"{self.root}: the dataset must be a folder, got a file")
+        self.meta = self.root / CACHE_DIR
+        self.manifest_path = self.meta / "manifest.jsonl"
+        self.entries: dict[str, dict[str, Any]] = {}
+        self._journal: IO[str] | None = None
+        self._lock: IO[str] | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def open(self) -> Dataset:
+        for table in TABLES:
+            (self.root / table).mkdir(parents=True, exist_ok=True)
+        self.meta.mkdir(parents=True, exist_ok=True)
+        self._take_lock()
+        self.entries = self._read_manifest()
+        self._journal = open(self.manifest_path, "a", encoding="utf-8")  # noqa: SIM115
+        return self
+
+    def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+            self._compact()
+            self._collect_garbage()
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    def _take_lock(self) -> None:
+        handle = open(self.meta / "lock", "w", encoding="utf-8")  # noqa: SIM115
+        try:
+            import fcntl
+
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # pragma: no cover - no flock (Windows): no protection
+            pass
+        except OSError:
+            handle.close()
+            message = f"{self.root}: another `replay batch` is writing this dataset"
+            raise ReplayError(message) from None
+        self._lock = handle
+
+    def _read_manifest(self) -> dict[str, dict[str, Any]]:
+        entries: dict[str, dict[str, Any]] = {}
+        if not self.manifest_path.exists():
+            return entries
+        with open(self.manifest_path, encoding="utf-8") as handle:
+            for line in handle:
+                try:
+                    entry = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut by an interrupted run
+                if isinstance(entry, dict) and entry.get("format") == BATCH_FORMAT:
+                    entries[entry["path"]] = entry
+        return entries
+
+    def _compact(self) -> None:
+        lines = [json.dumps(e, sort_keys=True) for _, e in sorted(self.entries.items())]
+        write_atomic(self.manifest_path, "".join(line + "\n" for line in lines))
+
+    def _referenced(self) -> Counter[str]:
+        refs: Counter[str] = Counter()
+        for entry in self.entries.values():
+            refs.update((entry.get("replay") or {}).get("parts", []))
+        return refs
+
+    def _collect_garbage(self) -> None:
+        refs = self._referenced()
+        for table in TABLES:
+            for part in (self.root / table).glob("part-*.parquet"):
+                if f"{table}/{part.name}" not in refs:
+                    part.unlink(missing_ok=True)
+
+    # --- scan cache --------------------------------------------------------------------------
+
+    def cached_scan(self, path: str, size: int, mtime_ns: int, key: str) -> ScanResult | None:
+        """The stored scan of `path` if the file and the scan options are unchanged."""
+        e = self.entries.get(path)
+        if not e or e["size"] != size or e["mtime_ns"] != mtime_ns or e["scan_key"] != key:
+            return None
+        info = FileInfo(**e["info"]) if e.get("info") else None
+        return ScanResult(path, size, mtime_ns, e["status"], e.get("sha"), e.get("message"), info)
+
+    def record_scan(self, result: ScanResult, key: str) -> None:
+        """Store a new scan of a file. Its earlier parts (an older version of the file) are no
+        longer referenced: they stay readable until the end of the run, then go."""
+        self._put(
+            {
+                "format": BATCH_FORMAT,
+                "path": result.path,
+                "size": result.size,
+                "mtime_ns": result.mtime_ns,
+                "scan_key": key,
+                "status": result.status,
+                "sha": result.sha,
+                "message": result.message,
+                "info": asdict(result.info) if result.info else None,
+                "replay": None,
+            }
+        )
+
+    # --- replay cache ------------------------------------------------------------------------
+
+    def unchanged(self, path: str, key: str, group: str) -> list[str] | None:
+        """The parts of `path` if it was replayed with the same options in the same cache group
+        since its last change, and they are all on disk."""
+        e = self.entries.get(path)
+        replay = (e or {}).get("replay")
+        if not replay or replay["status"] != "ok" or replay["key"] != key:
+            return None
+        if replay["group"] != group:
+            return None
+        parts = replay["parts"]
+        if not all((self.root / p).exists() for p in parts):
+            return None
+        return parts
+
+    def write_parts(self, path: str, part: str, tables: dict[str, bytes | None]) -> list[str]:
+        """Write a file's parts atomically; returns their names relative to the dataset."""
+        names = []
+        for table, data in tables.items():
+            if data is None:
+                continue
+            name = f"{table}/{part}.parquet"
+            write_atomic(self.root / name, data)
+            names.append(name)
+        return names
+
+    def record_replay(
+        self, path: str, key: str, group: str, status: str, message: str | None, parts: list[str]
+    ) -> None:
+        """Store a file's replay (parts it no longer references go at the end of the run)."""
+        entry = dict(self.entries[path])
+        entry["replay"] = {
+            "key": key,
+            "group": group,
+            "status": status,
+            "message": message,
+            "parts": parts,
+        }
+        self._put(entry)
+
+    def _put(self, entry: dict[str, Any]) -> None:
+        self.entries[entry["path"]] = entry
+        if self._journal is not None:
+            self._journal.write(json.dumps(entry, sort_keys=True) + "\n")
+            self._journal.flush()
+

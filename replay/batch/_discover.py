@@ -1,0 +1,78 @@
+"""Find the files a batch should look at: directories (recursively), globs and single files.
+
+Only paths are collected (never contents). Hidden files and folders (`.git`, the dataset's own
+`.replay-batch` cache…) are left out, and so is the output dataset when it lies inside an input
+folder. Whether a file is a log is decided later, by `replay.load`, from its content.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterable, Iterator
+from datetime import UTC, date, datetime, time
+from pathlib import Path
+
+from replay._errors import ReplayError
+
+_GLOB_CHARS = set("*?[")
+
+
+def _walk(root: Path, exclude: set[Path]) -> Iterator[Path]:
+    for folder, dirs, files in os.walk(root):
+        here = Path(folder)
+        dirs[:] = sorted(
+            d for d in dirs if not d.startswith(".") and (here / d).resolve() not in exclude
+        )
+        for name in sorted(files):
+            if not name.startswith("."):
+                yield here / name
+
+
+def discover(targets: Iterable[str | Path], exclude: Iterable[Path] = ()) -> list[Path]:
+    """Every regular file under `targets` (folders, glob patterns or files), resolved, sorted,
+    without duplicates. A target that matches nothing is an error (a typo, not an empty run)."""
+    excluded = {Path(p).resolve() for p in exclude}
+    found: dict[Path, None] = {}
+    for target in targets:
+        text = str(target)
+        path = Path(os.path.expanduser(text))
+        if path.is_dir():
+            matches: Iterable[Path] = _walk(path, excluded)
+        elif path.is_file():
+            matches = [path]
+        elif _GLOB_CHARS & set(text):
+            matches = (
+                Path(m)
+                for m in sorted(glob.glob(os.path.expanduser(text), recursive=True))
+                if Path(m).is_file()
+            )
+        else:
+            raise ReplayError(f"{text}: no such file, folder or glob match")
+        count = 0
+        for m in matches:
+            resolved = m.resolve()
+            if any(resolved.is_relative_to(e) for e in excluded):
+                continue
+            found.setdefault(resolved, None)
+            count += 1
+        if not count and not path.is_dir():
+            raise ReplayError(f"{text}: the pattern matches no file")
+    return sorted(found)
+
+
+def parse_when(text: str | None, *, end: bool = False) -> datetime | None:
+    """`YYYY-MM-DD` (a whole day: its start, or its end with `end=True`) or an ISO date-time
+    (UTC when it has no offset) → an aware datetime."""
+    if text is None:
+        return None
+    try:
+        if len(text) == 10:
+            day = date.fromisoformat(text)
+            return datetime.combine(day, time.max if end else time.min, tzinfo=UTC)
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ReplayError(
+            f"{text!r} is not a date: use YYYY-MM-DD or an ISO date-time (2026-05-01T09:30)"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

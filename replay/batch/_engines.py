@@ -1,0 +1,200 @@
+"""Where batch tasks run: in-process, a spawned process pool, or a Ray cluster.
+
+Every engine has one verb, `imap(fn, tasks)`: run `fn(task, opts)` for each task and yield
+`(task, result)` as results come in (any order). At most a few tasks per worker are in flight,
+so neither the tasks' inputs nor their results pile up in memory. Task functions never raise
+for a bad file (they return the error); an engine only has to deal with a worker that dies.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from replay._errors import ReplayError
+from replay.batch._options import BatchOptions
+
+TaskFn = Callable[[Any, BatchOptions], Any]
+Failure = Callable[[Any, str], Any]
+"""Builds the result of a task whose worker died: (task, message) → result."""
+
+
+class Engine:
+    """Runs tasks in this process, one after the other."""
+
+    name = "serial"
+    workers = 1
+
+    def imap(
+        self, fn: TaskFn, tasks: Iterable[Any], opts: BatchOptions, failure: Failure
+    ) -> Iterator[tuple[Any, Any]]:
+        for task in tasks:
+            yield task, fn(task, opts)
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class PoolEngine(Engine):
+    """A pool of spawned worker processes (spawn: safe with polars' threads, same on every OS).
+
+    A worker that dies (killed, out of memory) breaks the pool: the pool is rebuilt and the tasks
+    that were in flight are tried once more, alone; a task that breaks it twice fails.
+    """
+
+    name = "pool"
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+
+    def _executor(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=multiprocessing.get_context("spawn")
+            )
+        return self._pool
+
+    def imap(
+        self, fn: TaskFn, tasks: Iterable[Any], opts: BatchOptions, failure: Failure
+    ) -> Iterator[tuple[Any, Any]]:
+        pending = iter(tasks)
+        suspects: list[Any] = []
+        tried: set[int] = set()
+        running: dict[Future, Any] = {}
+        limit = 2 * self.workers
+        while True:
+            if suspects:
+                if not running:  # a task that was in flight when the pool broke runs alone
+                    task = suspects.pop(0)
+                    running[self._executor().submit(fn, task, opts)] = task
+            else:
+                while len(running) < limit and (task := next(pending, None)) is not None:
+                    running[self._executor().submit(fn, task, opts)] = task
+            if not running:
+                return
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            broken = False
+            for future in done:
+                task = running.pop(future)
+                try:
+                    result = future.result()
+                except BrokenProcessPool:
+                    broken = True
+                    if id(task) in tried:
+                        yield task, failure(task, "the worker process died on this task")
+                    else:
+                        tried.add(id(task))
+                        suspects.append(task)
+                    continue
+                except Exception as err:  # noqa: BLE001 - e.g. a task that cannot be pickled
+                    yield task, failure(task, f"{type(err).__name__}: {err}")
+                    continue
+                yield task, result
+            if broken:
+                for task in running.values():
+                    tried.add(id(task))
+                    suspects.append(task)
+                running.clear()
+                self._pool.shutdown(wait=False, cancel_futures=True)  # type: ignore[union-attr]
+                self._pool = None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise ReplayError(
+            "--engine ray needs Ray: pip install 'replay[ray]' (or pip install ray)"
+        ) from None
+    return ray
+
+
+class RayEngine(Engine):
+    """Ray tasks: `ray.init()` starts a local instance when no address is given; with one,
+    `ray.init(address=...)` joins that cluster. The logs must be readable at the same paths on
+    every node (a shared filesystem); results come back to this process, which alone writes the
+    dataset. Each task retries on a lost worker (Ray's `max_retries`)."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None, workers: int | None) -> None:
+        ray = _ray()
+        self._started = not ray.is_initialized()
+        if self._started:
+            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+            if address:
+                kwargs["address"] = address
+            elif workers:
+                kwargs["num_cpus"] = workers
+            try:
+                ray.init(**kwargs)
+            except Exception as err:  # noqa: BLE001 - connection problems are user errors
+                message = f"cannot start or join Ray ({type(err).__name__}: {err})"
+                raise ReplayError(message) from None
+        resources = ray.cluster_resources()
+        self.workers = max(1, int(resources.get("CPU", 1)))
+        self._remote: dict[TaskFn, Any] = {}
+
+    def imap(
+        self, fn: TaskFn, tasks: Iterable[Any], opts: BatchOptions, failure: Failure
+    ) -> Iterator[tuple[Any, Any]]:
+        ray = _ray()
+        remote = self._remote.get(fn)
+        if remote is None:
+            remote = self._remote[fn] = ray.remote(num_cpus=1, max_retries=2)(fn)
+        opts_ref = ray.put(opts)
+        pending = iter(tasks)
+        running: dict[Any, Any] = {}
+        limit = 2 * self.workers
+        while True:
+            while len(running) < limit:
+                task = next(pending, None)
+                if task is None:
+                    break
+                running[remote.remote(task, opts_ref)] = task
+            if not running:
+                return
+            done, _ = ray.wait(list(running), num_returns=1)
+            for ref in done:
+                task = running.pop(ref)
+                try:
+                    yield task, ray.get(ref)
+                except Exception as err:  # noqa: BLE001 - a lost worker or node
+                    yield task, failure(task, f"Ray task failed ({type(err).__name__}: {err})")
+
+    def close(self) -> None:
+        if self._started:
+            _ray().shutdown()
+            self._started = False
+
+
+def make_engine(name: str, workers: int | None, address: str | None = None) -> Engine:
+    """`serial`, `pool` (with `workers` processes; 1 = in this process) or `ray`."""
+    if name == "ray":
+        return RayEngine(address, workers)
+    if address:
+        raise ReplayError("--ray-address needs --engine ray")
+    count = workers if workers is not None else (os.cpu_count() or 1)
+    if count < 1:
+        raise ReplayError(f"--workers must be at least 1, got {count}")
+    if name == "serial" or count == 1:
+        return Engine()
+    if name == "pool":
+        return PoolEngine(count)
+    raise ReplayError(f"unknown engine {name!r}; known: pool, ray")

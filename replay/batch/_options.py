@@ -1,0 +1,112 @@
+"""What a batch replays with, and the keys that tell whether an earlier result still holds."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+
+BATCH_FORMAT = 1
+"""Version of the dataset's rows and of the incremental cache; bump when either changes."""
+
+DEFAULT_CHAIN_BYTES = 512 * 1024 * 1024
+"""A chain of sessions sharing one cache is cut after this many bytes of logs (bounds the block
+table a worker keeps for a chain)."""
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """How every file of a batch is replayed. Plain values only: it is sent to worker processes
+    and Ray tasks, and it is part of the incremental-cache key."""
+
+    strategies: str = "all"
+    """`all` or comma-separated strategy names."""
+    provider: str | None = None
+    """Simulate every request on this provider."""
+    model: str | None = None
+    """Simulate every request with this model."""
+    client: str | None = None
+    """Client profile (breakpoint placement)."""
+    cache_rules: str | None = None
+    """Path of a user cache-rule file."""
+    prices: tuple[str, ...] = ()
+    """`--price` overrides as typed (`MODEL=input:IN,output:OUT`)."""
+    strict: bool = False
+    """Fail a file at its first malformed line (lenient: skip and count)."""
+    per_request: bool = False
+    """Also write one row per simulated request."""
+    share_cache: bool = True
+    """Replay sessions of one scope through one shared provider cache."""
+    chain_bytes: int = DEFAULT_CHAIN_BYTES
+    """Cut a shared-cache chain after this many bytes of logs."""
+
+
+@cache
+def replay_version() -> str:
+    try:
+        return metadata.version("replay")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0+unknown"
+
+
+@cache
+def _prices_version() -> str:
+    try:
+        return metadata.version("genai-prices")
+    except metadata.PackageNotFoundError:  # pragma: no cover
+        return "unknown"
+
+
+def _digest(value: object) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _file_digest(path: str | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def scan_key(opts: BatchOptions) -> str:
+    """What a file's scan (format, session id, times, cache scope) depends on."""
+    return _digest(["scan", BATCH_FORMAT, replay_version(), opts.strict, opts.provider])
+
+
+def replay_key(opts: BatchOptions) -> str:
+    """What a file's replayed rows depend on, besides the file and its cache group: every
+    option, the cache-rule file's content, and the versions of replay and of the prices."""
+    fields = asdict(opts)
+    fields["cache_rules"] = _file_digest(opts.cache_rules)
+    return _digest(["replay", BATCH_FORMAT, replay_version(), _prices_version(), fields])
+
+
+def horizon_seconds(opts: BatchOptions) -> float:
+    """The longest a cache entry can live idle under any rule in force (built-in rule files and
+    the user's): sessions further apart than this cannot read each other's entries."""
+    from replay._errors import ReplayError
+    from replay.cache import SIMULATORS, builtin_rules, load_rules_file
+
+    books = []
+    for provider in SIMULATORS:
+        try:
+            books.append(builtin_rules(provider))
+        except ReplayError:  # a broken rule file fails the files that need it, not the batch
+            continue
+    if opts.cache_rules:
+        books.append(load_rules_file(opts.cache_rules))
+    longest = 3600.0
+    for book in books:
+        for rule in book.rules:
+            if rule.rule.startswith("ttl_seconds"):
+                try:
+                    longest = max(longest, float(rule.value))
+                except (TypeError, ValueError):
+                    continue
+    return longest

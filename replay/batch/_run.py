@@ -1,0 +1,499 @@
+"""`run_batch`: find logs, scan them, group them by cache scope, replay the groups on an engine,
+and append the rows to a Parquet dataset.
+
+Two passes over the files, each spread over the engine's workers:
+
+1. scan — read each file once with `replay.load` (format detected by content) for what grouping
+   needs: session id, start and end, and the cache scope; hash its bytes. Unchanged files (same
+   size and mtime) take this from the incremental cache instead.
+2. replay — sessions of one scope whose times overlap or follow within the longest cache TTL form
+   a chain, replayed in start order by one worker through one shared provider cache; other
+   sessions are replayed alone. Chains and lone files are spread over the workers, largest first.
+
+Only the main process writes the dataset; workers send back each file's rows as Parquet bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from replay._errors import ReplayError
+from replay.batch._dataset import Dataset
+from replay.batch._discover import discover
+from replay.batch._engines import Engine, make_engine
+from replay.batch._options import BatchOptions, horizon_seconds, replay_key, scan_key
+from replay.batch._work import (
+    FAILED,
+    OK,
+    FileOutcome,
+    GroupTask,
+    Member,
+    ScanResult,
+    replay_group,
+    scan_files,
+)
+
+Progress = Callable[[str, int, int], None]
+"""Called as (phase, done, total) while a phase (`scan`, `replay`) advances."""
+
+STATUSES = ("replayed", "unchanged", "skipped", "duplicate", "out of range", "failed")
+"""What can happen to a file: replayed now, or earlier and unchanged since (both count as ok);
+not a log `replay` recognises; a byte-identical copy of another file; outside --since/--until;
+failed (the message says why)."""
+
+TOTAL_COLUMNS = [
+    "strategy",
+    "sessions",
+    "requests",
+    "prompt_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "uncached_tokens",
+    "output_tokens",
+    "cost_usd",
+    "hit_ratio",
+    "blind_actions",
+]
+
+
+@dataclass
+class FileStatus:
+    path: str
+    status: str
+    """One of `STATUSES`."""
+    message: str | None = None
+
+    def __post_init__(self) -> None:
+        # Messages of errors about this file start with its path: say `line N:` instead.
+        msg = self.message
+        if msg and msg.startswith(self.path + ":"):
+            rest = msg[len(self.path) + 1 :]
+            line, sep, tail = rest.partition(":")
+            msg = f"line {line}:{tail}" if sep and line.isdigit() else rest.lstrip()
+            self.message = msg
+
+
+@dataclass
+class BatchReport:
+    """What a batch did: per-file outcomes, totals per strategy, and how long it took."""
+
+    files: list[FileStatus]
+    """Every file found, with what happened to it."""
+    totals: pl.DataFrame
+    """One row per strategy over every ok session (replayed now or unchanged)."""
+    dataset: Path | None
+    shared_groups: int = 0
+    """Chains of two or more sessions replayed through one shared provider cache."""
+    shared_sessions: int = 0
+    requests: int = 0
+    """Recorded requests of the sessions replayed in this run."""
+    engine: str = "serial"
+    workers: int = 1
+    scan_seconds: float = 0.0
+    replay_seconds: float = 0.0
+    elapsed: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(STATUSES, 0)
+        for f in self.files:
+            counts[f.status] += 1
+        counts["ok"] = counts["replayed"] + counts["unchanged"]
+        counts["total"] = len(self.files)
+        return counts
+
+    @property
+    def problems(self) -> list[FileStatus]:
+        return [f for f in self.files if f.status not in ("replayed", "unchanged")]
+
+    def document(self) -> dict[str, Any]:
+        """The report as JSON-ready data."""
+        from replay import report
+
+        replayed = self.counts["replayed"]
+        return {
+            "dataset": str(self.dataset) if self.dataset else None,
+            "engine": self.engine,
+            "workers": self.workers,
+            "files": self.counts,
+            "shared_cache": {"groups": self.shared_groups, "sessions": self.shared_sessions},
+            "requests": self.requests,
+            "seconds": {
+                "scan": round(self.scan_seconds, 3),
+                "replay": round(self.replay_seconds, 3),
+                "total": round(self.elapsed, 3),
+            },
+            "files_per_second": round(replayed / self.elapsed, 3) if self.elapsed else None,
+            "requests_per_second": round(self.requests / self.elapsed, 3)
+            if self.elapsed
+            else None,
+            "totals": report.frame_rows(self.totals),
+            "problems": [
+                {"file": f.path, "status": f.status, "message": f.message} for f in self.problems
+            ],
+            "notes": self.notes,
+        }
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
+
+
+def _when(info_ts: str) -> datetime:
+    return datetime.fromisoformat(info_ts)
+
+
+def plan_groups(
+    scans: Sequence[ScanResult], opts: BatchOptions, horizon: float, rkey: str
+) -> list[GroupTask]:
+    """Chains of sessions that share a cache scope and follow each other within `horizon`
+    seconds (cut at `opts.chain_bytes`), each in start order; every other session alone."""
+    by_scope: dict[str, list[ScanResult]] = defaultdict(list)
+    for s in scans:
+        assert s.info is not None and s.sha is not None
+        by_scope[s.info.scope if opts.share_cache else s.path].append(s)
+    chains: list[list[ScanResult]] = []
+    for items in by_scope.values():
+        items.sort(key=lambda s: (s.info.started_at, s.path))  # type: ignore[union-attr]
+        chain: list[ScanResult] = []
+        end, size = None, 0
+        for s in items:
+            start = _when(s.info.started_at)  # type: ignore[union-attr]
+            if chain and (
+                (start - end).total_seconds() > horizon or size + s.size > opts.chain_bytes
+            ):
+                chains.append(chain)
+                chain, end, size = [], None, 0
+            chain.append(s)
+            stop = _when(s.info.ended_at)  # type: ignore[union-attr]
+            end = stop if end is None else max(end, stop)
+            size += s.size
+        chains.append(chain)
+    tasks = []
+    chains.sort(key=lambda c: -sum(s.size for s in c))  # largest first: better load balance
+    for chain in chains:
+        shared = len(chain) > 1
+        scope = chain[0].info.scope  # type: ignore[union-attr]
+        group = _digest(scope, *(s.sha for s in chain))[:12] if shared else None  # type: ignore[misc]
+        suffix = f"-{group}" if group else ""
+        members = [
+            Member(s.path, s.sha, s.info, f"part-{s.sha[:24]}-{rkey[:8]}{suffix}")  # type: ignore[arg-type,index]
+            for s in chain
+        ]
+        tasks.append(GroupTask(members, shared=shared, group_id=group, scope=scope))
+    return tasks
+
+
+BUNDLE_FILES, BUNDLE_BYTES = 16, 4 * 1024 * 1024
+"""Small lone sessions travel to a worker together (up to this many files and bytes): one task
+per tiny file would cost more in process round trips than in replay."""
+
+
+def _bundle(tasks: list[GroupTask]) -> list[GroupTask]:
+    """Chains as they are; lone sessions packed into bundles (largest-first order kept)."""
+    out: list[GroupTask] = []
+    bundle: list[Member] = []
+    size = 0
+    for task in tasks:
+        if task.shared:
+            out.append(task)
+            continue
+        member = task.members[0]
+        weight = _size(member.path)
+        if bundle and (len(bundle) >= BUNDLE_FILES or size + weight > BUNDLE_BYTES):
+            out.append(GroupTask(bundle))
+            bundle, size = [], 0
+        bundle.append(member)
+        size += weight
+    if bundle:
+        out.append(GroupTask(bundle))
+    return out
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _chunks(paths: list[str]) -> Iterator[list[str]]:
+    """Paths in tasks of up to `BUNDLE_FILES` files and `BUNDLE_BYTES` bytes (or one file)."""
+    chunk: list[str] = []
+    size = 0
+    for path in paths:
+        weight = _size(path)
+        if chunk and (len(chunk) >= BUNDLE_FILES or size + weight > BUNDLE_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(path)
+        size += weight
+    if chunk:
+        yield chunk
+
+
+def _scan_failure(paths: list[str], message: str) -> list[ScanResult]:
+    return [ScanResult(p, 0, 0, FAILED, message=message, transient=True) for p in paths]
+
+
+def _group_failure(task: GroupTask, message: str) -> list[FileOutcome]:
+    return [FileOutcome(m.path, FAILED, message=message, transient=True) for m in task.members]
+
+
+_SUMS = [
+    "requests",
+    "prompt_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "uncached_tokens",
+    "output_tokens",
+    "cost_usd",
+    "blind_actions",
+]
+
+
+def _partial(rows: pl.LazyFrame) -> pl.DataFrame:
+    """Session rows → one row per strategy of sums (what the totals are built from)."""
+    return (
+        rows.group_by("strategy")
+        .agg(pl.len().cast(pl.Int64).alias("sessions"), *(pl.col(c).sum() for c in _SUMS))
+        .collect()
+    )
+
+
+def _combine(partials: list[pl.DataFrame]) -> pl.DataFrame:
+    return (
+        pl.concat(partials)
+        .group_by("strategy")
+        .agg(pl.col("sessions").sum(), *(pl.col(c).sum() for c in _SUMS))
+    )
+
+
+def _totals(partials: list[pl.DataFrame], order: list[str]) -> pl.DataFrame:
+    if not partials:
+        return pl.DataFrame(
+            schema={c: pl.Utf8 if c == "strategy" else pl.Int64 for c in TOTAL_COLUMNS}
+        )
+    total = _combine(partials).with_columns(
+        hit_ratio=pl.when(pl.col("prompt_tokens") > 0)
+        .then((pl.col("cached_tokens") / pl.col("prompt_tokens")).round(4))
+        .otherwise(0.0)
+    )
+    rank = {name: n for n, name in enumerate(order)}
+    return (
+        total.with_columns(
+            pl.col("strategy")
+            .replace_strict(rank, default=len(rank), return_dtype=pl.Int64)
+            .alias("_rank")
+        )
+        .sort(["_rank", "strategy"])
+        .select(TOTAL_COLUMNS)
+    )
+
+
+def run_batch(
+    targets: Sequence[str | Path],
+    opts: BatchOptions | None = None,
+    *,
+    output: str | Path | None = None,
+    engine: str = "pool",
+    workers: int | None = None,
+    ray_address: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    force: bool = False,
+    progress: Progress | None = None,
+) -> BatchReport:
+    """Replay every log under `targets` (folders, globs, files) and append the rows to the
+    Parquet dataset at `output` (none: only the report).
+
+    Per-file problems never stop the batch: they are in `BatchReport.files`. With `output`,
+    files unchanged since an earlier batch with the same options are not replayed again (unless
+    `force`). `engine`: `pool` (`workers` processes; 1 = in this process) or `ray`."""
+    from replay.strategies import resolve
+
+    opts = opts or BatchOptions()
+    started = time.perf_counter()
+    order = [n.name for n in resolve(opts.strategies)]  # unknown names fail here, before work
+    if opts.cache_rules and not Path(opts.cache_rules).is_file():
+        raise ReplayError(f"{opts.cache_rules}: no such cache-rule file")
+    dataset = Dataset(output) if output is not None else None
+    exclude = [Path(output)] if output is not None else []
+    paths = [str(p) for p in discover(targets, exclude)]
+    skey, rkey = scan_key(opts), replay_key(opts)
+    statuses: dict[str, FileStatus] = {}
+    report = BatchReport(files=[], totals=_totals([], order), dataset=None)
+    tick = progress or (lambda phase, done, total: None)
+
+    with make_engine(engine, workers, ray_address) as runner:
+        report.engine, report.workers = runner.name, runner.workers
+        if dataset is not None:
+            dataset.open()
+            report.dataset = dataset.root
+        try:
+            scans = _scan_phase(paths, opts, skey, dataset, runner, force, since, statuses, tick)
+            report.scan_seconds = time.perf_counter() - started
+            replay_started = time.perf_counter()
+            partials = _replay_phase(
+                scans, opts, rkey, dataset, runner, force, statuses, tick, since, until, report
+            )
+            report.replay_seconds = time.perf_counter() - replay_started
+            report.totals = _totals(partials, order)
+        finally:
+            if dataset is not None:
+                dataset.close()
+    report.files = [
+        statuses.get(p) or FileStatus(p, "failed", "not processed (the batch stopped early)")
+        for p in paths
+    ]
+    report.elapsed = time.perf_counter() - started
+    if report.shared_groups:
+        report.notes.append(
+            f"{report.shared_sessions} sessions in {report.shared_groups} chains were replayed "
+            "through a shared provider cache (same provider, agent, system prompt and tools; "
+            "overlapping or within the longest cache TTL): column `shared_cache`."
+        )
+    return report
+
+
+def _scan_phase(
+    paths: list[str],
+    opts: BatchOptions,
+    skey: str,
+    dataset: Dataset | None,
+    runner: Engine,
+    force: bool,
+    since: datetime | None,
+    statuses: dict[str, FileStatus],
+    tick: Progress,
+) -> list[ScanResult]:
+    scans: dict[str, ScanResult] = {}
+    todo: list[str] = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError as err:
+            statuses[path] = FileStatus(path, "failed", f"cannot read the file ({err.strerror})")
+            continue
+        if since is not None and st.st_mtime < since.timestamp():
+            # Last written before --since: the session cannot have started after it.
+            statuses[path] = FileStatus(path, "out of range", "last modified before --since")
+            continue
+        cached = None
+        if dataset is not None and not force:
+            cached = dataset.cached_scan(path, st.st_size, st.st_mtime_ns, skey)
+        if cached is not None:
+            scans[path] = cached
+        else:
+            todo.append(path)
+    done = len(paths) - len(todo)
+    tick("scan", done, len(paths))
+    for _, chunk in runner.imap(scan_files, _chunks(todo), opts, _scan_failure):
+        for result in chunk:
+            scans[result.path] = result
+            if dataset is not None and not result.transient:
+                dataset.record_scan(result, skey)
+            done += 1
+        tick("scan", done, len(paths))
+    ok = []
+    for path in paths:
+        s = scans.get(path)
+        if s is None:
+            continue
+        if s.status == OK:
+            ok.append(s)
+        else:
+            statuses[path] = FileStatus(path, s.status, s.message)
+    return ok
+
+
+def _replay_phase(
+    scans: list[ScanResult],
+    opts: BatchOptions,
+    rkey: str,
+    dataset: Dataset | None,
+    runner: Engine,
+    force: bool,
+    statuses: dict[str, FileStatus],
+    tick: Progress,
+    since: datetime | None,
+    until: datetime | None,
+    report: BatchReport,
+) -> list[pl.DataFrame]:
+    kept: list[ScanResult] = []
+    first_copy: dict[str, str] = {}
+    for s in scans:
+        start = _when(s.info.started_at)  # type: ignore[union-attr]
+        if (since and start < since) or (until and start > until):
+            statuses[s.path] = FileStatus(s.path, "out of range", f"started {start.isoformat()}")
+        elif s.sha in first_copy:
+            statuses[s.path] = FileStatus(s.path, "duplicate", f"same bytes as {first_copy[s.sha]}")
+        else:
+            first_copy[s.sha] = s.path  # type: ignore[index]
+            kept.append(s)
+    tasks = plan_groups(kept, opts, horizon_seconds(opts), rkey)
+    partials: list[pl.DataFrame] = []
+    unchanged_parts: list[str] = []
+    todo: list[GroupTask] = []
+    for task in tasks:
+        if task.shared:
+            report.shared_groups += 1
+            report.shared_sessions += len(task.members)
+        group = task.group_id or ""
+        parts = None
+        if dataset is not None and not force:
+            found = [dataset.unchanged(m.path, rkey, group) for m in task.members]
+            if all(p is not None for p in found):
+                parts = [p for ps in found for p in ps if p.startswith("sessions/")]  # type: ignore[union-attr]
+        if parts is None:
+            todo.append(task)
+        else:
+            unchanged_parts.extend(parts)
+            for m in task.members:
+                statuses[m.path] = FileStatus(m.path, "unchanged")
+    todo = _bundle(todo)
+    total = len(kept)
+    done = total - sum(len(t.members) for t in todo)
+    tick("replay", done, total)
+    requests = {m.path: m.info.requests for t in todo for m in t.members}
+    for task, outcomes in runner.imap(replay_group, todo, opts, _group_failure):
+        group = task.group_id or ""
+        parts_by_path = {m.path: m.part for m in task.members}
+        for outcome in outcomes:
+            path = outcome.path
+            if outcome.status == OK:
+                statuses[path] = FileStatus(path, "replayed")
+                report.requests += requests.get(path, 0)
+                if outcome.sessions is not None:
+                    rows = pl.read_parquet(io.BytesIO(outcome.sessions))
+                    partials.append(_partial(rows.lazy()))
+                    if len(partials) > 256:  # keep the running totals small
+                        partials = [_combine(partials)]
+            else:
+                statuses[path] = FileStatus(path, "failed", outcome.message)
+            if dataset is not None and not outcome.transient:
+                written = []
+                if outcome.status == OK:
+                    written = dataset.write_parts(
+                        path,
+                        parts_by_path[path],
+                        {"sessions": outcome.sessions, "requests": outcome.requests},
+                    )
+                dataset.record_replay(path, rkey, group, outcome.status, outcome.message, written)
+            done += 1
+            tick("replay", done, total)
+    if unchanged_parts and dataset is not None:
+        partials.append(_partial(pl.scan_parquet([dataset.root / p for p in unchanged_parts])))
+    return partials

@@ -1,0 +1,389 @@
+"""What a worker does: scan one file, or replay one group of files. Module-level functions of
+plain, picklable values, so the same code runs in-process, in a spawned process pool and as a
+Ray task. A worker holds one session at a time; per-file errors are returned, never raised.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from replay._errors import LogFormatError, ReplayError
+from replay.batch._options import BatchOptions
+
+OK, SKIPPED, FAILED = "ok", "skipped", "failed"
+
+SESSION_META = [
+    "file",
+    "session_id",
+    "agent",
+    "provider",
+    "model",
+    "started_at",
+    "ended_at",
+    "shared_cache",
+    "cache_group",
+    "group_position",
+    "skipped_lines",
+]
+"""Columns in front of the summary columns on every session row."""
+
+REQUEST_META = ["file", "session_id", "agent", "provider", "shared_cache", "cache_group"]
+"""Columns in front of the per-request columns."""
+
+
+@dataclass
+class FileInfo:
+    """What the scan learnt about one log (enough to group and order sessions)."""
+
+    session_id: str
+    agent: str
+    provider: str
+    model: str
+    started_at: str
+    """ISO-8601, UTC."""
+    ended_at: str
+    requests: int
+    scope: str
+    """Digest of what decides the cache scope: provider, agent, system prompt and tools."""
+    skipped_lines: int = 0
+
+
+@dataclass
+class ScanResult:
+    """One file after the scan: recognised (with its info), skipped or failed."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    status: str
+    sha: str | None = None
+    """SHA-256 of the file's bytes (names its dataset parts, finds duplicate copies)."""
+    message: str | None = None
+    info: FileInfo | None = None
+    transient: bool = False
+    """The worker died: not a property of the file, so not cached."""
+
+
+@dataclass
+class Member:
+    """One file of a replay task."""
+
+    path: str
+    sha: str
+    info: FileInfo
+    part: str
+    """Base name of its dataset parts."""
+
+
+@dataclass
+class GroupTask:
+    """Files replayed in order by one worker; `shared` = through one provider cache."""
+
+    members: list[Member]
+    shared: bool = False
+    group_id: str | None = None
+    scope: str | None = None
+
+
+@dataclass
+class FileOutcome:
+    """One replayed file: its rows as Parquet bytes, or why it failed."""
+
+    path: str
+    status: str
+    message: str | None = None
+    sessions: bytes | None = None
+    requests: bytes | None = None
+    rows: int = 0
+    transient: bool = False
+    """The worker died: not a property of the file, so not cached."""
+
+
+def _utc(ts: datetime) -> datetime:
+    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+
+
+def _sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def describe(err: BaseException) -> str:
+    """A one-line message: user-fixable errors as they are, anything else with its type."""
+    if isinstance(err, ReplayError):
+        return str(err)
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
+
+
+_UNRECOGNISED_HINTS = (
+    "matches none of them",
+    "expected a coding-agent log",
+    "session` header line",
+    "empty log",
+    "empty file",
+    "expected utf-8",
+)
+
+
+def _unrecognised(path: str, err: LogFormatError) -> bool:
+    """True when the file is no log that `replay.load` knows (skip it), False when it is a
+    known kind of log that could not be read (it failed). Detection is the adapters'."""
+    try:
+        from replay.adapters import detect
+    except ImportError:  # no content detection: judge by the reader's message
+        first = err.line in (None, 1)
+        return first and any(h in err.expected.lower() for h in _UNRECOGNISED_HINTS)
+    try:
+        detect(path)
+    except LogFormatError:
+        return True
+    except Exception:  # noqa: BLE001 - a detector crash: report the reader's error instead
+        return False
+    return False
+
+
+def _scope(provider: str, session: Any) -> str:
+    header = session.header
+    tools = [t.model_dump(mode="json") for t in header.tools]
+    blob = json.dumps([provider, header.agent, header.system, tools], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _load(path: str, opts: BatchOptions):
+    from replay import load
+
+    return load(path, strict=opts.strict)
+
+
+def scan_file(path: str, opts: BatchOptions) -> ScanResult:
+    """Stat, hash and read one file; never raises."""
+    try:
+        st = os.stat(path)
+    except OSError as err:
+        return ScanResult(path, 0, 0, FAILED, message=f"cannot read the file ({err.strerror})")
+    result = ScanResult(path, st.st_size, st.st_mtime_ns, FAILED)
+    try:
+        result.sha = _sha256(path)
+        session = _load(path, opts)
+        requests = session.requests()
+        if not requests:
+            raise ReplayError(f"{path}: the log has no requests to replay")
+        header = session.header
+        times = [_utc(header.ts)] + [_utc(e.ts) for e in session.events]
+        models = sorted({r.model or header.model for r in requests}) if not opts.model else [
+            opts.model
+        ]
+        provider = opts.provider or header.provider
+        result.info = FileInfo(
+            session_id=header.session_id,
+            agent=header.agent,
+            provider=provider,
+            model=",".join(models),
+            started_at=min(times).isoformat(),
+            ended_at=max(times).isoformat(),
+            requests=len(requests),
+            scope=_scope(provider, session),
+            skipped_lines=len(session.skipped),
+        )
+        result.status = OK
+    except LogFormatError as err:
+        result.status = SKIPPED if _unrecognised(path, err) else FAILED
+        result.message = describe(err)
+    except Exception as err:  # noqa: BLE001 - one bad file must not stop the batch
+        result.message = describe(err)
+    return result
+
+
+def scan_files(paths: list[str], opts: BatchOptions) -> list[ScanResult]:
+    """`scan_file` for each path (one task for several small files)."""
+    return [scan_file(p, opts) for p in paths]
+
+
+# --- replay -------------------------------------------------------------------------------
+
+_CONFIGS: dict[BatchOptions, tuple[Any, list[Any]]] = {}
+
+
+def _setup(opts: BatchOptions) -> tuple[Any, list[Any]]:
+    """The replay config and resolved strategies, built once per worker process."""
+    hit = _CONFIGS.get(opts)
+    if hit is None:
+        from replay._api import _config
+        from replay.prices import parse_price_override
+        from replay.strategies import resolve
+
+        prices = dict(parse_price_override(p) for p in opts.prices)
+        config = _config(
+            provider=opts.provider,
+            model=opts.model,
+            client=opts.client,
+            cache_rules=opts.cache_rules,
+            rule_overrides=None,
+            prices=prices,
+        )
+        hit = _CONFIGS[opts] = (config, resolve(opts.strategies))
+    return hit
+
+
+def _parquet(frame: Any) -> bytes:
+    buffer = io.BytesIO()
+    frame.write_parquet(buffer, statistics=True)
+    return buffer.getvalue()
+
+
+def _prune(shared: Any, t: datetime) -> None:
+    """Drop cache entries that expired before `t`: no later session of the chain (they start at
+    `t` or later) can read them, and the store stays as small as the live cache."""
+    for store in shared.stores.values():
+        dead = [k for k, e in store.entries.items() if e.expired(t)]
+        for k in dead:
+            del store.entries[k]
+
+
+def _outcome(
+    member: Member, task: GroupTask, position: int, session: Any, records: list[Any],
+    opts: BatchOptions,
+) -> FileOutcome:
+    """A file's rows (session × strategy, and per request on request) as Parquet bytes."""
+    import polars as pl
+
+    from replay.engine import summary_frame, turns_frame
+
+    info = member.info
+    meta = {
+        "file": member.path,
+        "session_id": info.session_id,
+        "agent": info.agent,
+        "provider": ",".join(sorted({r.provider for r in records})),
+        "model": ",".join(sorted({r.model for r in records})),
+        "started_at": datetime.fromisoformat(info.started_at),
+        "ended_at": datetime.fromisoformat(info.ended_at),
+        "shared_cache": task.shared,
+        "cache_group": task.group_id,
+        "group_position": position if task.shared else None,
+        "skipped_lines": len(session.skipped),
+    }
+    types = dict.fromkeys(("file", "session_id", "agent", "provider", "model"), pl.Utf8) | {
+        "started_at": pl.Datetime("us", "UTC"),
+        "ended_at": pl.Datetime("us", "UTC"),
+        "shared_cache": pl.Boolean,
+        "cache_group": pl.Utf8,
+        "group_position": pl.Int64,
+        "skipped_lines": pl.Int64,
+    }
+
+    def with_meta(frame: Any, columns: list[str]) -> Any:
+        head = [pl.Series(c, [meta[c]] * frame.height, dtype=types[c]) for c in columns]
+        return pl.concat([pl.DataFrame(head), frame], how="horizontal")
+
+    summary = with_meta(summary_frame(records), SESSION_META)
+    outcome = FileOutcome(member.path, OK, sessions=_parquet(summary), rows=summary.height)
+    if opts.per_request:
+        outcome.requests = _parquet(with_meta(turns_frame(records), REQUEST_META))
+    return outcome
+
+
+def _replay_alone(member: Member, task: GroupTask, opts: BatchOptions) -> FileOutcome:
+    """One session on its own cache, one strategy at a time (only one strategy's records are
+    alive at once until the rows are built)."""
+    from replay.engine import replay_session
+
+    base, strategies = _setup(opts)
+    session = _load(member.path, opts)
+    records: list[Any] = []
+    for named in strategies:
+        records.extend(replay_session(session, [named], base))
+    return _outcome(member, task, 0, session, records, opts)
+
+
+def _replay_chain(task: GroupTask, opts: BatchOptions) -> list[FileOutcome]:
+    """The sessions of a chain on one shared provider cache per strategy, their requests
+    interleaved in time order (as the provider saw them). A session is read when its start
+    comes and dropped when its last request is done, so only the sessions running at the same
+    time are in memory together."""
+    import heapq
+
+    from replay.engine._replay import SharedCache, _Run
+
+    base, strategies = _setup(opts)
+    group = SharedCache(scope=f"batch:{task.group_id}")
+    outcomes: dict[int, FileOutcome] = {}
+    live: dict[int, dict[str, Any]] = {}
+    heap: list[tuple[datetime, int, int, int, Any]] = []
+    order = 0
+
+    def push(ts: datetime, position: int, strategy: int, steps: Any) -> None:
+        nonlocal order
+        order += 1
+        heapq.heappush(heap, (_utc(ts), order, position, strategy, steps))
+
+    for position, member in enumerate(task.members):
+        push(datetime.fromisoformat(member.info.started_at), position, -1, None)
+
+    def fail(position: int, err: BaseException) -> None:
+        live.pop(position, None)
+        outcomes[position] = FileOutcome(task.members[position].path, FAILED, message=describe(err))
+
+    def advance(position: int, strategy: int, steps: Any) -> None:
+        state = live[position]
+        ts = next(steps, None)
+        if ts is not None:
+            push(ts, position, strategy, steps)
+            return
+        state["pending"] -= 1
+        if state["pending"] == 0:
+            del live[position]
+            records = [r for run in state["runs"] for r in run.records]
+            outcomes[position] = _outcome(
+                task.members[position], task, position, state["session"], records, opts
+            )
+
+    while heap:
+        ts, _, position, strategy, steps = heapq.heappop(heap)
+        if position in outcomes:
+            continue  # the session failed: its other strategies are dropped
+        try:
+            if strategy < 0:  # the session starts: read it and open one run per strategy
+                _prune(group, ts)
+                session = _load(task.members[position].path, opts)
+                if not session.requests():
+                    raise ReplayError(f"{task.members[position].path}: the log has no requests")
+                view = SharedCache(group.scope, group.stores, group.renderers, lane=f"s{position}")
+                config = dataclasses.replace(base, shared_cache=view)
+                runs = [_Run(session, named, config) for named in strategies]
+                live[position] = {"session": session, "runs": runs, "pending": len(runs)}
+                for n, run in enumerate(runs):
+                    advance(position, n, run.steps())
+            else:
+                advance(position, strategy, steps)
+        except Exception as err:  # noqa: BLE001 - one bad file must not stop the batch
+            fail(position, err)
+    return [outcomes[p] for p in range(len(task.members))]
+
+
+def replay_group(task: GroupTask, opts: BatchOptions) -> list[FileOutcome]:
+    """Replay the files of `task` (through one shared provider cache when `task.shared`); one
+    outcome per file, failures included; never raises."""
+    if task.shared:
+        try:
+            return _replay_chain(task, opts)
+        except Exception as err:  # noqa: BLE001 - e.g. a bad --price: every file fails alike
+            return [FileOutcome(m.path, FAILED, message=describe(err)) for m in task.members]
+    outcomes = []
+    for member in task.members:
+        try:
+            outcomes.append(_replay_alone(member, task, opts))
+        except Exception as err:  # noqa: BLE001 - one bad file must not stop the batch
+            outcomes.append(FileOutcome(member.path, FAILED, message=describe(err)))
+    return outcomes

@@ -1,0 +1,241 @@
+"""`replay batch`: every log under folders or globs, on a process pool or Ray, into a dataset."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+
+import click
+
+from replay.cli._main import cli, replay_options, user_errors
+
+
+def _progress(quiet: bool):
+    """A rich progress bar on stderr (None with --quiet) and the callback that drives it."""
+    if quiet:
+        return nullcontext(), None
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from replay.report import console
+
+    bar = Progress(
+        TextColumn("{task.description:<7}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("files"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console(stderr=True),
+    )
+    phases: dict[str, int] = {}
+
+    def tick(phase: str, done: int, total: int) -> None:
+        if phase not in phases:
+            phases[phase] = bar.add_task(phase, total=total)
+        bar.update(phases[phase], completed=done, total=total)
+
+    return bar, tick
+
+
+def _tables(report):
+    from rich.table import Table
+
+    from replay.report._table import _int, _usd
+
+    counts = report.counts
+    files = Table(title="files", title_justify="left")
+    for col in ("found", "ok", "replayed", "unchanged", "skipped", "duplicate", "out of range",
+                "failed"):
+        files.add_column(col, justify="right")
+    files.add_row(*(_int(counts[k]) for k in ("total", "ok", "replayed", "unchanged", "skipped",
+                                              "duplicate", "out of range", "failed")))
+    totals = Table(title="totals per strategy (ok sessions)", title_justify="left")
+    for col in ("strategy", "sessions", "requests", "prompt", "cached", "written", "output",
+                "cost (USD)", "hit ratio", "blind actions"):
+        totals.add_column(col, justify="left" if col == "strategy" else "right")
+    for row in report.totals.iter_rows(named=True):
+        totals.add_row(
+            row["strategy"],
+            _int(row["sessions"]),
+            _int(row["requests"]),
+            _int(row["prompt_tokens"]),
+            _int(row["cached_tokens"]),
+            _int(row["cache_write_tokens"]),
+            _int(row["output_tokens"]),
+            _usd(row["cost_usd"]),
+            f"{row['hit_ratio']:.1%}",
+            _int(row["blind_actions"]),
+        )
+    return files, totals
+
+
+def _problem_table(report, limit: int = 20):
+    from rich.table import Table
+
+    problems = report.problems
+    table = Table(title="files not replayed", title_justify="left")
+    table.add_column("status")
+    table.add_column("file", overflow="fold")
+    table.add_column("why", overflow="fold")
+    for p in problems[:limit]:
+        table.add_row(p.status, p.path, p.message or "")
+    if len(problems) > limit:
+        table.add_row("…", f"{len(problems) - limit} more", "see --format json")
+    return table
+
+
+@cli.command("batch")
+@click.argument("targets", nargs=-1, required=True, metavar="DIR|GLOB|FILE...")
+@click.option(
+    "--strategies",
+    "-s",
+    default="all",
+    show_default=True,
+    help="`all` or comma-separated names (see `replay strategies`).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Parquet dataset folder to append to (and to keep the incremental cache in).",
+)
+@click.option("--per-request", is_flag=True, help="Also write one row per simulated request.")
+@click.option(
+    "--workers",
+    "-w",
+    type=click.IntRange(min=1),
+    help="Worker processes (default: one per CPU; 1 = no pool).",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["pool", "ray"]),
+    default="pool",
+    show_default=True,
+    help="Where files are replayed: a local process pool, or Ray (`pip install 'replay[ray]'`).",
+)
+@click.option(
+    "--ray-address",
+    metavar="ADDR",
+    help="Ray cluster to join (default: start a local Ray instance).",
+)
+@click.option("--since", metavar="DATE", help="Only sessions that started on or after DATE.")
+@click.option("--until", metavar="DATE", help="Only sessions that started on or before DATE.")
+@click.option("--force", is_flag=True, help="Replay every file, ignoring the incremental cache.")
+@click.option(
+    "--share-cache/--no-share-cache",
+    default=True,
+    show_default=True,
+    help="Replay sessions of one scope (provider, agent, system prompt, tools) that overlap in "
+    "time through one shared provider cache.",
+)
+@replay_options
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="Format of the final report (standard output).",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notes.")
+@user_errors
+def batch_command(
+    targets: tuple[str, ...],
+    strategies: str,
+    output: Path | None,
+    per_request: bool,
+    workers: int | None,
+    engine: str,
+    ray_address: str | None,
+    since: str | None,
+    until: str | None,
+    force: bool,
+    share_cache: bool,
+    provider: str | None,
+    model: str | None,
+    client: str | None,
+    cache_rules: Path | None,
+    prices: tuple[str, ...],
+    strict: bool,
+    fmt: str,
+    quiet: bool,
+) -> None:
+    """Replay every log under folders or globs (any supported format, mixed) and append one row
+    per session × strategy to a Parquet dataset.
+
+    Files that are not logs are reported and counted, and a broken log fails alone: the batch
+    goes on. Sessions of one account that overlap in time share the provider cache (column
+    `shared_cache`). With -o, a re-run only replays files changed since (by path, size, mtime).
+    With --strict, the exit code is 1 when any file failed. Read the dataset with
+    `pl.scan_parquet("DATASET/sessions/*.parquet")`; docs/batch.md has the details.
+
+    \b
+    Example:
+      replay batch ~/.claude/projects -s baseline,truncate-500 -o usage
+      replay batch 'logs/**/*.jsonl' --per-request --workers 4 -o ds --since 2026-05-01
+      replay batch /shared/logs --engine ray --ray-address ray://head:10001 -o /shared/ds
+    """
+    from replay import report as out
+    from replay.batch import BatchOptions, parse_when, run_batch
+
+    opts = BatchOptions(
+        strategies=strategies,
+        provider=provider,
+        model=model,
+        client=client,
+        cache_rules=str(cache_rules) if cache_rules else None,
+        prices=tuple(prices),
+        strict=strict,
+        per_request=per_request,
+        share_cache=share_cache,
+    )
+    bar, tick = _progress(quiet)
+    with bar:
+        result = run_batch(
+            targets,
+            opts,
+            output=output,
+            engine=engine,
+            workers=workers,
+            ray_address=ray_address,
+            since=parse_when(since),
+            until=parse_when(until, end=True),
+            force=force,
+            progress=tick,
+        )
+    if fmt == "json":
+        out.write_output(out.to_json(result.document()), None)
+    else:
+        console = out.console()
+        files, totals = _tables(result)
+        console.print(files)
+        if result.problems:
+            console.print(_problem_table(result))
+        console.print(totals)
+    if not quiet:
+        err = out.console(stderr=True)
+        doc = result.document()
+        err.print(
+            f"{doc['files']['replayed']} files replayed ({result.requests:,} requests) in "
+            f"{result.elapsed:.1f} s on {result.engine} × {result.workers}"
+            + (
+                f": {doc['files_per_second']} files/s, {doc['requests_per_second']} requests/s"
+                if result.elapsed
+                else ""
+            )
+        )
+        for note in result.notes:
+            err.print(f"[dim]note:[/dim] {note}")
+        if result.dataset:
+            scan = f"pl.scan_parquet('{result.dataset}/sessions/*.parquet')"
+            err.print(f"dataset: {result.dataset} (read it with {scan})")
+    if strict and result.counts["failed"]:
+        sys.exit(1)

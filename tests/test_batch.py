@@ -1,0 +1,379 @@
+"""`replay batch`: discovery, per-file errors, the Parquet dataset, process pool and Ray engines,
+the incremental cache, and provider caches shared across sessions."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from replay import replay
+from replay.batch import SESSION_META, BatchOptions, plan_groups, run_batch, scan
+from replay.batch._work import FileInfo, ScanResult
+from replay.engine import SUMMARY_COLUMNS, TURN_COLUMNS
+from replay.log import RequestMarker, Session, read_log, write_log
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN42 = ROOT / "logs" / "run42.jsonl"
+SAMPLES = ROOT.parent / "shared" / "samples"
+STRATEGIES = "baseline,truncate-500"
+ANTHROPIC = {"provider": "anthropic", "model": "claude-sonnet-4-5"}
+DAY = timedelta(days=1)
+# A system prompt long enough to be cached on its own (Anthropic: 1,024 tokens; Gemini: 2,048).
+LONG_SYSTEM = "\n".join(
+    f"Rule {n}: keep module {n} small, tested and documented; never break its public API."
+    for n in range(200)
+)
+
+
+def variant(
+    path: Path, session_id: str, shift: timedelta, stretch: float = 1.0, **header: str
+) -> Path:
+    """A copy of the sample run with another session id, shifted in time, its pace slowed
+    `stretch` times (the recorded run takes a third of a second), and optionally another
+    provider / model in its header."""
+    base = read_log(RUN42)
+    t0 = base.header.ts
+    head = base.header.model_copy(
+        update={"session_id": session_id, "ts": t0 + shift, **header}
+    )
+    events = []
+    for e in base.events:
+        update = {"ts": t0 + shift + (e.ts - t0) * stretch}
+        if isinstance(e, RequestMarker):
+            update |= {k: v for k, v in header.items() if getattr(e, k, None) is not None}
+        events.append(e.model_copy(update=update))
+    write_log(Session(header=head, events=events), path)
+    return path
+
+
+@pytest.fixture
+def logdir(tmp_path: Path) -> Path:
+    """Four logs (two overlapping in time, one a day later, one in a subfolder), a log that is
+    broken beyond use, and a file that is no log at all. Sessions are moved into the past (a
+    file is always written after its session)."""
+    root = tmp_path / "logs"
+    variant(root / "a.jsonl", "a", -DAY * 3)
+    variant(root / "b.jsonl", "b", -DAY * 3 + timedelta(seconds=90))
+    variant(root / "c.jsonl", "c", -DAY * 2)
+    variant(root / "deep" / "d.jsonl", "d", -DAY)
+    header = RUN42.read_text(encoding="utf-8").splitlines()[0]
+    (root / "broken.jsonl").write_text(header + "\n{not json\n", encoding="utf-8")
+    (root / "notes.md").write_text("# not a log\n\nJust notes.\n", encoding="utf-8")
+    return root
+
+
+def sessions(dataset: Path) -> pl.DataFrame:
+    return (
+        pl.scan_parquet(dataset / "sessions" / "**" / "*.parquet")
+        .collect()
+        .sort(["file", "strategy"])
+    )
+
+
+def requests(dataset: Path) -> pl.DataFrame:
+    return scan(dataset, "requests").collect().sort(["file", "strategy", "request_index", "kind"])
+
+
+def status_of(report) -> dict[str, str]:
+    return {Path(f.path).name: f.status for f in report.files}
+
+
+def test_batch_replays_logs_counts_errors_and_writes_a_dataset(logdir: Path, tmp_path: Path):
+    out = tmp_path / "ds"
+    opts = BatchOptions(strategies=STRATEGIES, per_request=True)
+    report = run_batch([logdir], opts, output=out, workers=1)
+
+    assert status_of(report) == {
+        "a.jsonl": "replayed",
+        "b.jsonl": "replayed",
+        "c.jsonl": "replayed",
+        "d.jsonl": "replayed",
+        "broken.jsonl": "failed",
+        "notes.md": "skipped",
+    }
+    counts = report.counts
+    assert (counts["ok"], counts["skipped"], counts["failed"]) == (4, 1, 1)
+    broken = next(f for f in report.files if f.path.endswith("broken.jsonl"))
+    assert "no requests" in broken.message
+
+    rows = sessions(out)
+    assert rows.columns == SESSION_META + SUMMARY_COLUMNS
+    assert rows.height == 4 * 2
+    assert sorted(set(rows["session_id"])) == ["a", "b", "c", "d"]
+    assert set(rows["strategy"]) == {"baseline", "truncate-500"}
+    assert rows["requests"].to_list() == [14] * 8
+    assert rows["agent"].unique().to_list() == ["replay-recorder"]
+    assert rows.schema["started_at"] == pl.Datetime("us", "UTC")
+
+    per_request = requests(out)
+    assert per_request.columns[-len(TURN_COLUMNS) :] == TURN_COLUMNS
+    assert per_request.filter(pl.col("kind") == "request").height == 4 * 2 * 14
+    # totals per strategy cover every ok session
+    totals = {r["strategy"]: r for r in report.totals.iter_rows(named=True)}
+    assert list(totals) == ["baseline", "truncate-500"]
+    assert totals["baseline"]["sessions"] == 4
+    assert totals["baseline"]["cost_usd"] == rows.filter(strategy="baseline")["cost_usd"].sum()
+    assert report.requests == 4 * 14
+    # one part per replayed file, none for the failed or skipped ones
+    assert len(list((out / "sessions").glob("*.parquet"))) == 4
+
+
+def test_process_pool_writes_the_same_dataset_as_serial(logdir: Path, tmp_path: Path):
+    opts = BatchOptions(strategies=STRATEGIES, per_request=True)
+    serial = run_batch([logdir], opts, output=tmp_path / "serial", workers=1)
+    pooled = run_batch([logdir], opts, output=tmp_path / "pool", engine="pool", workers=2)
+    assert pooled.engine == "pool" and pooled.workers == 2
+    assert status_of(pooled) == status_of(serial)
+    assert sessions(tmp_path / "pool").equals(sessions(tmp_path / "serial"))
+    assert requests(tmp_path / "pool").equals(requests(tmp_path / "serial"))
+    assert pooled.totals.equals(serial.totals)
+    names = {p.name for p in (tmp_path / "serial" / "sessions").iterdir()}
+    assert names == {p.name for p in (tmp_path / "pool" / "sessions").iterdir()}
+
+
+def test_rerun_skips_unchanged_files_and_replays_a_touched_one(logdir: Path, tmp_path: Path):
+    out = tmp_path / "ds"
+    opts = BatchOptions(strategies=STRATEGIES)
+    first = run_batch([logdir], opts, output=out, workers=1)
+    before = sessions(out)
+    parts = sorted(p.name for p in (out / "sessions").iterdir())
+
+    again = run_batch([logdir], opts, output=out, workers=1)
+    assert [f.status for f in again.files if f.status in ("replayed", "unchanged")] == [
+        "unchanged"
+    ] * 4
+    assert again.counts["failed"] == 1 and again.counts["skipped"] == 1
+    assert again.totals.equals(first.totals)
+    assert sessions(out).equals(before)
+
+    later = datetime.now().timestamp() + 10
+    os.utime(logdir / "c.jsonl", (later, later))
+    touched = run_batch([logdir], opts, output=out, workers=1)
+    changed = {n: s for n, s in status_of(touched).items() if s in ("replayed", "unchanged")}
+    assert changed == {
+        "a.jsonl": "unchanged",
+        "b.jsonl": "unchanged",
+        "c.jsonl": "replayed",
+        "d.jsonl": "unchanged",
+    }
+    assert sorted(p.name for p in (out / "sessions").iterdir()) == parts  # no duplicate part
+    assert sessions(out).equals(before)
+
+    # an edited file: new content, new part, and the old part is gone
+    variant(logdir / "deep" / "d.jsonl", "d2", -DAY)
+    edited = run_batch([logdir], opts, output=out, workers=1)
+    assert status_of(edited)["d.jsonl"] == "replayed"
+    rows = sessions(out)
+    assert rows.height == 4 * 2
+    assert sorted(set(rows["session_id"])) == ["a", "b", "c", "d2"]
+
+    forced = run_batch([logdir], opts, output=out, workers=1, force=True)
+    assert forced.counts["replayed"] == 4
+
+
+def test_other_options_replace_a_files_rows(logdir: Path, tmp_path: Path):
+    out = tmp_path / "ds"
+    run_batch([logdir], BatchOptions(strategies="baseline"), output=out, workers=1)
+    report = run_batch([logdir], BatchOptions(strategies=STRATEGIES), output=out, workers=1)
+    assert report.counts["replayed"] == 4
+    # a file has the rows of its latest replay only: nothing is counted twice
+    rows = sessions(out)
+    assert rows.height == 4 * 2
+    assert rows.group_by("file").len()["len"].to_list() == [2] * 4
+    assert len(list((out / "sessions").iterdir())) == 4
+
+    # files of another folder are appended next to them
+    other = tmp_path / "other"
+    variant(other / "e.jsonl", "e", -DAY * 5)
+    run_batch([other], BatchOptions(strategies=STRATEGIES), output=out, workers=1)
+    assert sorted(set(sessions(out)["session_id"])) == ["a", "b", "c", "d", "e"]
+
+
+def _first_request(frame: pl.DataFrame, session_id: str) -> dict:
+    return (
+        frame.filter(
+            (pl.col("session_id") == session_id)
+            & (pl.col("strategy") == "baseline")
+            & (pl.col("kind") == "request")
+        )
+        .sort("request_index")
+        .row(0, named=True)
+    )
+
+
+@pytest.mark.parametrize("header", [ANTHROPIC, {}], ids=["anthropic", "gemini-as-logged"])
+def test_overlapping_sessions_share_the_provider_cache(tmp_path: Path, header: dict):
+    header = {**header, "system": LONG_SYSTEM}
+    logs = tmp_path / "logs"
+    # `a` runs for about 3 minutes; `b` starts a minute after it
+    variant(logs / "a.jsonl", "a", timedelta(0), stretch=600, **header)
+    b = variant(logs / "b.jsonl", "b", timedelta(seconds=60), stretch=600, **header)
+    out = tmp_path / "ds"
+    report = run_batch(
+        [logs], BatchOptions(strategies="baseline", per_request=True), output=out, workers=1
+    )
+    assert report.shared_groups == 1 and report.shared_sessions == 2
+    assert any("shared provider cache" in n for n in report.notes)
+
+    rows = sessions(out)
+    assert rows["shared_cache"].to_list() == [True, True]
+    assert rows["cache_group"].n_unique() == 1
+    assert rows.sort("started_at")["group_position"].to_list() == [0, 1]
+
+    shared_first = _first_request(requests(out), "b")
+    assert shared_first["cached_tokens"] > 0  # the system prompt and tools that `a` cached
+
+    alone = replay(b, "baseline").turns.row(0, named=True)
+    assert alone["cached_tokens"] == 0
+    assert alone["miss_cause"] == "cold start"
+
+    isolated = run_batch(
+        [logs],
+        BatchOptions(strategies="baseline", per_request=True, share_cache=False),
+        output=tmp_path / "isolated",
+        workers=1,
+    )
+    assert isolated.shared_groups == 0
+    assert _first_request(requests(tmp_path / "isolated"), "b")["cached_tokens"] == 0
+    assert not any(sessions(tmp_path / "isolated")["shared_cache"])
+
+
+def test_sessions_share_only_within_scope_and_ttl():
+    def scanned(name: str, start: datetime, minutes: int, scope: str = "s1") -> ScanResult:
+        info = FileInfo(
+            session_id=name,
+            agent="claude-code",
+            provider="anthropic",
+            model="claude-sonnet-4-5",
+            started_at=start.isoformat(),
+            ended_at=(start + timedelta(minutes=minutes)).isoformat(),
+            requests=1,
+            scope=scope,
+        )
+        return ScanResult(f"/logs/{name}", 100, 0, "ok", sha=name * 8, info=info)
+
+    t0 = datetime(2026, 5, 1, 9, tzinfo=UTC)
+    scans = [
+        scanned("late", t0 + timedelta(hours=5), 10),  # more than an hour after `mid` ended
+        scanned("first", t0, 30),
+        scanned("mid", t0 + timedelta(minutes=80), 20),  # 50 min after `first` ended
+        scanned("other", t0 + timedelta(minutes=5), 30, scope="s2"),  # another scope
+    ]
+    tasks = plan_groups(scans, BatchOptions(), horizon=3600, rkey="k" * 16)
+    groups = sorted([m.info.session_id for m in t.members] for t in tasks)
+    assert groups == [["first", "mid"], ["late"], ["other"]]
+    shared = next(t for t in tasks if len(t.members) == 2)
+    assert shared.shared and shared.group_id
+    assert all(m.part.endswith(shared.group_id) for m in shared.members)
+    alone = plan_groups(scans, BatchOptions(share_cache=False), horizon=3600, rkey="k" * 16)
+    assert all(len(t.members) == 1 and not t.shared for t in alone)
+
+
+def test_unexpected_errors_are_reported_with_their_type(logdir: Path, monkeypatch):
+    from replay.batch import _work
+
+    real = _work._replay_alone
+
+    def flaky(member, *args):
+        if member.path.endswith("c.jsonl"):
+            raise KeyError("boom")
+        return real(member, *args)
+
+    monkeypatch.setattr(_work, "_replay_alone", flaky)
+    report = run_batch([logdir], BatchOptions(strategies="baseline"), workers=1)
+    failed = {Path(f.path).name: f.message for f in report.files if f.status == "failed"}
+    assert failed["c.jsonl"] == "KeyError: 'boom'"
+    assert report.counts["replayed"] == 3
+
+
+def test_duplicates_dates_and_globs(logdir: Path, tmp_path: Path):
+    shutil.copy(logdir / "a.jsonl", logdir / "deep" / "copy-of-a.jsonl")
+    report = run_batch([logdir], BatchOptions(strategies="baseline"), workers=1)
+    copy = next(f for f in report.files if f.path.endswith("copy-of-a.jsonl"))
+    assert copy.status == "duplicate" and copy.message.endswith("a.jsonl")
+
+    c_day = (read_log(RUN42).header.ts - DAY * 2).date()
+    day = datetime.combine(c_day, datetime.min.time(), tzinfo=UTC)
+    ranged = run_batch(
+        [str(logdir / "**" / "*.jsonl")],
+        BatchOptions(strategies="baseline"),
+        workers=1,
+        since=day,
+        until=day + timedelta(hours=23, minutes=59),
+    )
+    got = status_of(ranged)
+    assert "notes.md" not in got  # the glob only matches .jsonl files
+    assert got["c.jsonl"] == "replayed"
+    assert {got["a.jsonl"], got["b.jsonl"], got["d.jsonl"]} == {"out of range"}
+
+
+def test_cli_batch_json_report_and_strict_exit_code(logdir: Path, tmp_path: Path, invoke):
+    out = tmp_path / "ds"
+    result = invoke(
+        "batch", logdir, "-s", "baseline", "-o", out, "--workers", "1", "--format", "json", "-q"
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["files"]["ok"] == 4 and doc["files"]["failed"] == 1
+    assert doc["files"]["skipped"] == 1
+    assert [t["strategy"] for t in doc["totals"]] == ["baseline"]
+    assert {p["status"] for p in doc["problems"]} == {"failed", "skipped"}
+    assert doc["dataset"] == str(out)
+
+    table = invoke("batch", logdir, "-s", "baseline", "-o", out, "--workers", "1", "-q")
+    assert table.exit_code == 0
+    assert "unchanged" in table.stdout and "totals per strategy" in table.stdout
+
+    strict = invoke("batch", logdir, "-s", "baseline", "--workers", "1", "--strict", "-q")
+    assert strict.exit_code == 1
+
+    missing = invoke("batch", tmp_path / "nowhere", "-s", "baseline")
+    assert missing.exit_code == 2 and "no such file" in missing.stderr
+
+    help_text = invoke("batch", "--help").stdout
+    assert "Example:" in help_text and "--engine" in help_text
+
+
+def crash_on_two(task: int, opts: BatchOptions) -> int:
+    """A task function whose worker process dies on task 2 (for the pool's recovery)."""
+    if task == 2:
+        os._exit(3)
+    return task * 10
+
+
+def test_pool_survives_a_worker_that_dies():
+    from replay.batch._engines import PoolEngine
+
+    with PoolEngine(2) as pool:
+        results = dict(
+            pool.imap(crash_on_two, [1, 2, 3, 4], BatchOptions(), lambda t, m: f"failed: {m}")
+        )
+    assert results == {1: 10, 2: "failed: the worker process died on this task", 3: 30, 4: 40}
+
+
+def test_ray_engine_writes_the_same_dataset_as_the_pool(logdir: Path, tmp_path: Path):
+    pytest.importorskip("ray", reason="the `ray` extra is not installed (pip install replay[ray])")
+    opts = BatchOptions(strategies=STRATEGIES, per_request=True)
+    pooled = run_batch([logdir], opts, output=tmp_path / "pool", engine="pool", workers=2)
+    rayed = run_batch([logdir], opts, output=tmp_path / "ray", engine="ray", workers=2)
+    assert rayed.engine == "ray"
+    assert status_of(rayed) == status_of(pooled)
+    assert sessions(tmp_path / "ray").equals(sessions(tmp_path / "pool"))
+    assert requests(tmp_path / "ray").equals(requests(tmp_path / "pool"))
+    assert rayed.totals.equals(pooled.totals)
+
+
+@pytest.mark.skipif(not SAMPLES.is_dir(), reason=f"no real samples at {SAMPLES}")
+def test_batch_over_the_real_samples_does_not_crash(tmp_path: Path):
+    report = run_batch([SAMPLES], BatchOptions(strategies="baseline"), output=tmp_path / "ds")
+    assert report.counts["total"] == sum(1 for p in SAMPLES.rglob("*") if p.is_file())
+    for f in report.files:
+        assert f.status != "failed" or f.message, f.path
+    if report.counts["ok"]:
+        assert sessions(tmp_path / "ds").height == report.counts["ok"]
