@@ -431,11 +431,12 @@ def write(tmp: Path, fmt: str, text: str | bytes, name: str = "log") -> Path:
 
 
 def unpaired_before_request(session: Session) -> list[str]:
-    """Tool calls without a result although a later request of their thread followed them."""
+    """Tool calls without a result although a later request of their thread followed them
+    (responses the harness never sent back, `in_context=False`, need none)."""
     out: list[str] = []
     pending: dict[str, str] = {}
     for e in session.events:
-        if isinstance(e, AssistantMessage):
+        if isinstance(e, AssistantMessage) and e.in_context:
             for b in e.blocks:
                 if isinstance(b, ToolCallBlock) and not getattr(b, "server_side", False):
                     pending[b.id] = e.thread

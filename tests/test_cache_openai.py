@@ -159,13 +159,16 @@ def test_model_switch_is_a_separate_cache():
     assert r2.cost == usd("575")
 
 
-def test_gpt_5_5_uses_2048_token_steps():
+def test_gpt_5_5_uses_512_token_steps_after_a_hidden_128():
     lab = CacheLab("openai", "gpt-5.5", client="none")
     head = [lab.block("system", 4000), lab.block("user", 100)]
     lab.send(head, at=0)
     r2 = lab.send([*head, lab.block("text", 1), lab.block("user", 1)], at=10)
-    # Shared 4,100 → 2,048 × ⌊4100 / 2048⌋ = 4,096 (the step is an approximation).
-    assert r2.outcome.cache_read == 4096
+    # Shared 4,100 visible tokens; breakpoints every 512 counted from a hidden 128-token prefix:
+    # 512 × ⌊(4100 + 128) / 512⌋ − 128 = 512 × 8 − 128 = 3,968 (≡ 384 mod 512, as measured on
+    # real gpt-5.5 rollouts).
+    assert r2.outcome.cache_read == 3968
+    assert r2.outcome.cache_read % 512 == 384
 
 
 # -- GPT-5.6 and later ----------------------------------------------------------------------------

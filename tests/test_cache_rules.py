@@ -118,7 +118,9 @@ def test_openai_regime_and_retention_follow_the_date_and_model():
     assert book.get("retention", "gpt-5", at(2026, 5, 29)) == "24h"
     assert book.get("retention", "gpt-4o", OCT) == "in_memory"
     assert book.get("retention", "gpt-5.1-codex-mini", OCT) == "24h"
-    assert book.get("granularity_tokens", "gpt-5.5", OCT) == 2048
+    # Measured on real gpt-5.5 rollouts: cached tokens ≡ 384 (mod 512) → 512 steps, offset 128.
+    assert book.get("granularity_tokens", "gpt-5.5", OCT) == 512
+    assert book.get("granularity_offset_tokens", "gpt-5.5", OCT) == 128
     assert book.uncertain("mechanism", "gpt-6-luna", OCT)
 
 

@@ -543,7 +543,7 @@ class SessionBuilder:
             pending: dict[str, tuple[ToolCallBlock, Any]] = {}
             out: list[Any] = []
             for event in thread.events:
-                if isinstance(event, AssistantMessage):
+                if isinstance(event, AssistantMessage) and event.in_context:
                     for block in event.blocks:
                         if isinstance(block, ToolCallBlock) and not getattr(
                             block, "server_side", False

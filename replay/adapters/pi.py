@@ -431,6 +431,10 @@ class _Thread:
             # send it back (transformMessages drops it).
             self.reader.ignored[f"assistant/{stop}-unbilled"] += 1
             return
+        # Quirk: an aborted/error response that WAS billed is a request, but pi never sends it
+        # back either (measured on large-session: after a failed 16-call response the next
+        # prompt grew by 59 tokens), so it is logged out of context.
+        dropped = stop in ("aborted", "error")
         blocks: list[Any] = []
         for n, b in enumerate(get_list(m, "content")):
             if not isinstance(b, dict):
@@ -470,6 +474,8 @@ class _Thread:
         if start is None or start > end:
             start = previous if previous <= end else end
         message = AssistantMessage(ts=end, blocks=blocks)
+        if dropped:
+            message.in_context = False
         if stop:
             message.stop_reason = stop
         if usage_is_empty(usage):

@@ -28,9 +28,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from replay.engine._replay import ReplayConfig, RequestRecord, _Run, _Thread
+from replay.engine._replay import (
+    ReplayConfig,
+    RequestRecord,
+    _Run,
+    _Thread,
+    with_unlogged_context,
+)
 from replay.log import RequestMarker, Session
-from replay.prices import Buckets
+from replay.prices import Buckets, Pricer
 from replay.strategies import NamedStrategy, resolve
 from replay.strategies._view import Item, SummaryItem, ToolResultItem
 
@@ -206,6 +212,9 @@ def breakeven_session(
 ) -> tuple[list[BreakEven], list[RequestRecord]]:
     """Break-even of every rewrite event of every strategy (and the records of the runs)."""
     config = copy.copy(config) if config is not None else ReplayConfig()
+    if config.pricer is None:
+        config.pricer = Pricer()
+    config = copy.copy(with_unlogged_context(session, config))
     config.keep_views = True
     config.snapshot_stores = True
     rows: list[BreakEven] = []

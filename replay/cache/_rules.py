@@ -86,6 +86,11 @@ RULE_TYPES: dict[str, tuple[str | tuple[str, ...], str]] = {
         "the response duration when unknown)",
     ),
     "granularity_tokens": (_INT, "cached length is rounded down to a multiple of this"),
+    "granularity_offset_tokens": (
+        _INT,
+        "hidden tokens before the first visible one: breakpoints every `granularity_tokens` "
+        "counted from there",
+    ),
     "bills_writes": (_BOOL, "automatic caching that bills a cache write for the new tail"),
     "cache_key_isolates": (
         _BOOL,

@@ -11,6 +11,8 @@ first write). With `bills_writes` (Kimi K3) the rest of the prompt is billed as 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from replay.cache._base import (
@@ -22,6 +24,7 @@ from replay.cache._base import (
     SimRequest,
     entry_state,
     explain,
+    prompt_view,
     scope_label,
 )
 from replay.cache._store import CachedPrompt
@@ -59,6 +62,23 @@ def requested_ttl(sim: SimRequest) -> str:
     return "5m"
 
 
+def _stripped(req: RenderedRequest) -> RenderedRequest:
+    """The request as billed when earlier turns' reasoning leaves the input."""
+    view = prompt_view(req, True)
+    if view.kept is None:
+        return req
+    return replace(
+        req,
+        block_ids=view.ids,
+        block_tokens=np.diff(view.cum, prepend=0),
+        cum_tokens=view.cum,
+        item_index=req.item_index[view.kept],
+        kinds=view.kinds,
+        positions=view.positions,
+        prefix_keys=view.keys,
+    )
+
+
 class AutomaticPrefixSimulator(CacheSimulator):
     """Longest-common-prefix caching with a minimum, a step and an idle TTL."""
 
@@ -80,9 +100,12 @@ class AutomaticPrefixSimulator(CacheSimulator):
 
     def simulate(self, sim: SimRequest) -> CacheOutcome:
         req, store = sim.request, self.store
+        if self.rule(sim, "strips_thinking", False):
+            req = _stripped(req)
         t, model, total = req.ts, req.model, req.total
         min_len = int(self.rule(sim, "min_cacheable_tokens"))
         step = max(1, int(self.rule(sim, "granularity_tokens", 1)))
+        offset = int(self.rule(sim, "granularity_offset_tokens", 0))
         bills_writes = bool(self.rule(sim, "bills_writes", False))
         ttl, cap, bucket = self.lifetime(sim)
         prompts = store.prompt_list(sim.scope, model)
@@ -109,7 +132,8 @@ class AutomaticPrefixSimulator(CacheSimulator):
 
         cached = 0
         if total >= min_len and live_best >= min_len:
-            cached = (live_best // step) * step
+            # Breakpoints sit every `step` tokens counted from a hidden prefix of `offset`.
+            cached = max(0, ((live_best + offset) // step) * step - offset)
         lost = max((d for d in dead if d.tokens > live_best), key=lambda d: d.tokens, default=None)
         if lost is None and 0 < live_best < min_len:
             lost = Lost(

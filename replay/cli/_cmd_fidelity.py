@@ -65,7 +65,7 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
             f"{r.recorded_cache_read:,} / {r.simulated_cache_read:,}",
             f"{r.recorded_cache_write:,} / {r.simulated_cache_write:,}",
             f"${r.recorded_cost_usd:.4f} / ${r.simulated_cost_usd:.4f}",
-            "✓" if r.read_within_tolerance else "✗", r.miss_cause or "",
+            "✓" if r.read_within_tolerance else "✗", r.miss_cause or r.unexplained or "",
         )
     report.print_table(table, output)
     if not quiet:
@@ -76,5 +76,6 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
             f"(naive rule: {s['naive_rule_within_tolerance'] or 0:.1%}); "
             f"cost recorded ${s['recorded_cost_usd']:.4f} vs simulated "
             f"${s['simulated_cost_usd']:.4f} (error {s['cost_error'] or 0:+.2%}); "
-            f"{s['unexplained']} misses without a cause"
+            "outside tolerance, unexplained by the log: "
+            + (", ".join(f"{k} {v}" for k, v in s["unexplained"].items()) or "none")
         )

@@ -22,7 +22,7 @@ from typing import Any
 
 from replay._errors import ReplayError
 from replay.cache import Breakpoint, CacheRouter, CacheStore, SimRequest, profile_for
-from replay.cache._base import CacheOutcome
+from replay.cache._base import CacheOutcome, prompt_view
 from replay.cache._rules import ProviderRules
 from replay.evidence import BlindAction, EvidenceChecker
 from replay.log import (
@@ -39,7 +39,7 @@ from replay.log import (
 from replay.prefix import PrefixDiff, prefix_diff
 from replay.prices import Buckets, Pricer, context_window
 from replay.render import RenderedRequest, Renderer
-from replay.strategies import NamedStrategy, StrategyContext, resolve
+from replay.strategies import NamedStrategy, StrategyContext, parse_name, resolve
 from replay.strategies._base import as_view
 from replay.strategies._view import (
     AssistantItem,
@@ -124,6 +124,13 @@ class ReplayConfig:
     snapshot_stores: bool = False
     """Copy the cache store before each request where the strategy rewrote context, so the same
     run without that rewrite can be simulated (break-even)."""
+    unlogged_context: dict[tuple[str, int], int] | None = None
+    """Tokens of context the log does not hold, per (thread, request event index): injected
+    reminders, attachments, and the tokenizer's estimation error, fitted on the provider's
+    recorded usage (`fit_unlogged_context`). None = fit automatically when the log has usage;
+    {} = none."""
+    fit_unlogged: bool = False
+    """Internal: the run that measures `unlogged_context` (the `recorded` strategy)."""
     shared_cache: SharedCache | None = None
     """Provider-cache state kept across sessions (`replay batch`): None = a fresh cache."""
     progress: Any = None
@@ -164,6 +171,50 @@ class _Thread:
     model: str | None = None
     compactions: list[LoggedCompaction] = field(default_factory=list)
     calls: dict[str, Block] = field(default_factory=dict)
+    hidden_tokens: int = 0
+    """Estimated size of the prompt prefix the log does not hold (system prompt, tool schemas,
+    injected context), set by adapters as `hidden_prefix_tokens`; sent as one opaque block."""
+
+
+def _unlogged_item(tokens: int, event_index: int, counter: Any) -> UserItem:
+    body = max(1, tokens - counter.family.message_overhead)
+    return UserItem(
+        f"[context not in the log: ~{tokens} tokens, estimated from the provider's usage]",
+        event_index=event_index,
+        injected=True,
+        estimated_tokens=body,
+    )
+
+
+def fit_unlogged_context(session: Session, config: ReplayConfig) -> dict[tuple[str, int], int]:
+    """Per request, the prompt tokens the provider billed beyond what the log shows (replaying
+    what the agent really sent); empty when the log carries no usage."""
+    if not any(isinstance(e, RequestMarker) and e.usage for e in session.events):
+        return {}
+    fit_config = copy.copy(config)
+    fit_config.fit_unlogged = True
+    fit_config.unlogged_context = {}
+    fit_config.shared_cache = None
+    fit_config.keep_views = False
+    fit_config.snapshot_stores = False
+    run = _Run(session, parse_name("recorded"), fit_config)
+    run.run()
+    return run.unlogged
+
+
+def with_unlogged_context(session: Session, config: ReplayConfig) -> ReplayConfig:
+    """`config` with `unlogged_context` fitted on the session when it was left to be."""
+    if config.unlogged_context is not None:
+        return config
+    fitted = copy.copy(config)
+    fitted.unlogged_context = fit_unlogged_context(session, config)
+    return fitted
+
+
+def _hidden_tokens(event: Any) -> int:
+    """An adapter's estimate of the prefix the log does not hold (an extra field, 0 if none)."""
+    value = getattr(event, "hidden_prefix_tokens", 0)
+    return int(value) if isinstance(value, int | float) and value > 0 else 0
 
 
 def _assistant_item(event: AssistantMessage, index: int) -> AssistantItem:
@@ -214,6 +265,7 @@ class _Run:
         self.records: list[RequestRecord] = []
         self.evidence = EvidenceChecker()
         self.threads: dict[str, _Thread] = {}
+        self.unlogged: dict[tuple[str, int], int] = {}
         self.scope = shared.scope if shared else f"{self.provider}:{header.session_id or 'session'}"
 
     def renderer(self, model: str) -> Renderer:
@@ -239,7 +291,11 @@ class _Run:
 
         def thread_state(name: str) -> _Thread:
             if name not in threads:
-                threads[name] = _Thread(strategy=self.named.instantiate(), system=header.system)
+                threads[name] = _Thread(
+                    strategy=self.named.instantiate(),
+                    system=header.system,
+                    hidden_tokens=_hidden_tokens(header) if name == MAIN_THREAD else 0,
+                )
             return threads[name]
 
         event_ids: dict[str, int] = {}
@@ -250,6 +306,8 @@ class _Run:
             if isinstance(event, UserMessage):
                 state.history.append(UserItem(event.text, event_index=n, injected=event.injected))
             elif isinstance(event, AssistantMessage):
+                if not event.in_context:
+                    continue  # billed, but the harness never sent it back
                 item = _assistant_item(event, n)
                 for b in item.tool_calls:
                     if b.call_id:
@@ -273,10 +331,42 @@ class _Run:
                 child = thread_state(event.thread_id)
                 child.system = event.system if event.system is not None else header.system
                 child.model = event.model
+                child.hidden_tokens = _hidden_tokens(event)
             elif isinstance(event, RequestMarker):
                 yield event.ts
                 self._request(event, n, request_index, state, answers.get(n))
                 request_index += 1
+
+    def _fit_unlogged(self, marker, event_index, request_index, state, view, model, provider,
+                      renderer) -> None:
+        """Measure what the provider counted that the log does not show, and add it to the
+        history as one estimated message (so every later request carries it too)."""
+        preview = renderer.render(
+            view.items,
+            system=state.system,
+            tools=self.session.header.tools,
+            index=request_index,
+            request_id=marker.request_id,
+            thread=self.lane + marker.thread + "/fit",
+            ts=marker.ts,
+            model=model,
+            provider=provider,
+            hidden_tokens=state.hidden_tokens,
+        )
+        gap = marker.usage.prompt_tokens - self._billed_size(preview, provider, model)
+        if gap <= renderer.table.counter.family.message_overhead:
+            return
+        item = _unlogged_item(gap, event_index, renderer.table.counter)
+        state.history.append(item)
+        view.items.append(item)
+        self.unlogged[(marker.thread, event_index)] = gap
+
+    def _billed_size(self, request: RenderedRequest, provider: str, model: str) -> int:
+        """Prompt size as the provider bills it (older Claude models drop earlier thinking)."""
+        route = self.cache.route(provider, model)
+        book = self.cache.book(route, route.variant)
+        strips = bool(book.get("strips_thinking", route.rules_model, request.ts, False))
+        return prompt_view(request, strips).total
 
     @staticmethod
     def _logged_compaction(
@@ -305,6 +395,9 @@ class _Run:
             raise ReplayError(
                 f"{self.session.path}: request {marker.request_id} has no message before it"
             )
+        known = (self.config.unlogged_context or {}).get((marker.thread, event_index))
+        if known:
+            state.history.append(_unlogged_item(known, event_index, counter))
         ctx = StrategyContext(
             request_index=request_index,
             ts=marker.ts,
@@ -318,6 +411,9 @@ class _Run:
             logged_summaries=tuple(state.compactions),
         )
         view = as_view(state.strategy(state.history, ctx))
+        if self.config.fit_unlogged and marker.usage is not None and view.items:
+            self._fit_unlogged(marker, event_index, request_index, state, view, model, provider,
+                               renderer)
         if not view.items:
             raise ReplayError(
                 f"strategy {self.named.name!r} sent an empty request at {marker.request_id}"
@@ -431,6 +527,7 @@ class _Run:
             output_tokens=output_tokens,
             estimated_output=estimated_output,
             previous=previous if same_family else None,
+            hidden_tokens=state.hidden_tokens,
         )
         if previous is not None and not same_family:
             diff = PrefixDiff(0, 0, None, "model switch", True)
@@ -501,6 +598,7 @@ def replay_session(
         raise ReplayError(f"{where}: the log has no requests (no `request` events) to replay")
     if config.pricer is None:
         config.pricer = Pricer()
+    config = with_unlogged_context(session, config)
     records: list[RequestRecord] = []
     resolved = resolve(strategies)
     for done, named in enumerate(resolved):
@@ -512,4 +610,12 @@ def replay_session(
     return records
 
 
-__all__ = ["MAIN_THREAD", "ReplayConfig", "RequestRecord", "SharedCache", "replay_session"]
+__all__ = [
+    "MAIN_THREAD",
+    "ReplayConfig",
+    "RequestRecord",
+    "SharedCache",
+    "fit_unlogged_context",
+    "replay_session",
+    "with_unlogged_context",
+]

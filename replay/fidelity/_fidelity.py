@@ -12,6 +12,7 @@ scored on the same requests as a baseline the simulator must match or beat.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -42,6 +43,10 @@ class FidelityRow:
     simulated_cost_usd: Decimal
     miss_cause: str | None
     read_within_tolerance: bool
+    unexplained: str | None
+    """For a cache read outside the tolerance that the simulator gives no cause for: what the
+    log cannot explain (routing/eviction when the provider read less than the rules allow; a
+    prefix cached before this log when it read more on a thread's first request)."""
     naive_read: int | None
     """Cache read predicted by read(n-1) + write(n-1) of the previous recorded request."""
 
@@ -80,6 +85,7 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
         ).total_usd
         o = r.outcome
         prev = previous.get(r.thread)
+        within = abs(o.cache_read - usage.cache_read_tokens) <= _tolerance(usage.prompt_tokens)
         rows.append(
             FidelityRow(
                 request_id=r.request_id,
@@ -87,7 +93,7 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
                 thread=r.thread,
                 model=r.model,
                 recorded_prompt=usage.prompt_tokens,
-                simulated_prompt=r.request.total,
+                simulated_prompt=o.uncached + o.cache_read + o.cache_write_5m + o.cache_write_1h,
                 recorded_cache_read=usage.cache_read_tokens,
                 simulated_cache_read=o.cache_read,
                 recorded_cache_write=rec_write,
@@ -95,13 +101,21 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
                 recorded_cost_usd=recorded_cost,
                 simulated_cost_usd=r.cost_usd,
                 miss_cause=o.miss_cause,
-                read_within_tolerance=abs(o.cache_read - usage.cache_read_tokens)
-                <= _tolerance(usage.prompt_tokens),
+                read_within_tolerance=within,
+                unexplained=None if within else _unexplained(o.cache_read, usage, prev is None),
                 naive_read=(prev[0] + prev[1]) if prev else None,
             )
         )
         previous[r.thread] = (usage.cache_read_tokens, rec_write)
     return rows
+
+
+def _unexplained(simulated_read: int, usage, first: bool) -> str:
+    if usage.cache_read_tokens < simulated_read:
+        return "routing/eviction: the provider read less than its rules allow"
+    if first:
+        return "prefix cached before this log (another session on the same account)"
+    return "the provider read more than simulated: prefix shared with a request not in the log"
 
 
 FIDELITY_SCHEMA = {
@@ -119,6 +133,7 @@ FIDELITY_SCHEMA = {
     "simulated_cost_usd": MONEY,
     "miss_cause": pl.Utf8,
     "read_within_tolerance": pl.Boolean,
+    "unexplained": pl.Utf8,
     "naive_read": pl.Int64,
 }
 
@@ -154,7 +169,7 @@ def fidelity_summary(rows: Sequence[FidelityRow]) -> dict:
         "simulated_cost_usd": simulated,
         "cost_error": round(float((simulated - recorded) / recorded), 4) if recorded else None,
         "mean_abs_prompt_error_tokens": round(prompt_error / n, 1) if n else None,
-        "unexplained": sum(
-            1 for r in rows if not r.read_within_tolerance and r.miss_cause is None
+        "unexplained": dict(
+            sorted(Counter(r.unexplained.split(":")[0] for r in rows if r.unexplained).items())
         ),
     }

@@ -193,6 +193,10 @@ class AssistantMessage(_Event):
     request_id: str | None = None
     """The `request` event this message answers."""
 
+    in_context: bool = True
+    """False when the harness never sent this response back to the model (e.g. pi drops
+    aborted or failed responses): it was billed, but later requests do not contain it."""
+
 
 class ToolResult(_Event):
     """What a tool returned. Always the full output: strategies decide what the model sees."""

@@ -120,7 +120,7 @@ class Renderer:
             for n, block in enumerate(item.blocks):
                 kind = {"text": TEXT, "thinking": THINKING, "tool_call": TOOL_CALL}[block.type]
                 fixed = block.estimated_tokens if block.type == "thinking" and not block.text else None
-                id_list.append(t.intern(kind, block.rendered(), n == 0, fixed))
+                id_list.append(t.intern(kind, block.rendered(), not id_list, fixed))
                 kind_list.append(kind)
             if not id_list:  # an empty assistant turn still frames a message
                 id_list.append(t.intern(TEXT, "", True))
@@ -129,7 +129,7 @@ class Renderer:
         elif isinstance(item, SummaryItem):
             ids, kinds = (t.intern(SUMMARY, item.text, True),), (SUMMARY,)
         elif isinstance(item, UserItem):
-            ids, kinds = (t.intern(USER, item.text, True),), (USER,)
+            ids, kinds = (t.intern(USER, item.text, True, item.estimated_tokens),), (USER,)
         else:
             raise TypeError(f"a strategy returned {type(item).__name__}, not a view item")
         self._memo[item] = (merged, ids, kinds)

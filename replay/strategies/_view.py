@@ -25,6 +25,8 @@ class UserItem:
     text: str
     event_index: int = -1
     injected: bool = False
+    estimated_tokens: int | None = None
+    """Size of a message known only by its size (context the log does not hold)."""
     kind: Literal["user"] = "user"
 
 
@@ -38,12 +40,19 @@ class Block:
     name: str | None = None
     arguments: Any = None
     estimated_tokens: int | None = None
+    _rendered: str | None = field(default=None, init=False, repr=False, compare=False)
+    """`rendered()` of a tool call, computed once: strategies and evidence checks ask for it on
+    every request, and JSON-encoding the arguments each time dominated long replays."""
 
     def rendered(self) -> str:
         """The text the model sees for this block (tool calls as name + JSON arguments)."""
         if self.type == "tool_call":
-            args = json.dumps(self.arguments, ensure_ascii=False, sort_keys=True)
-            return f"{self.name}({args})"
+            text = self._rendered
+            if text is None:
+                args = json.dumps(self.arguments, ensure_ascii=False, sort_keys=True)
+                text = f"{self.name}({args})"
+                object.__setattr__(self, "_rendered", text)
+            return text
         return self.text
 
 

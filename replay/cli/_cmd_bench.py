@@ -1,0 +1,145 @@
+"""`replay bench`: time the fast path against the naive reference and the floor, as ratios."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from replay.cli._main import cli, output_options, user_errors
+
+
+@cli.command("bench")
+@click.option(
+    "--requests",
+    "-n",
+    type=click.IntRange(1),
+    default=1000,
+    show_default=True,
+    help="Requests in the synthetic session.",
+)
+@click.option(
+    "--strategies",
+    "-s",
+    default="all",
+    show_default=True,
+    help="`all` or comma-separated names (see `replay strategies`).",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed of the synthetic session."
+)
+@click.option(
+    "--naive-requests",
+    type=click.IntRange(0),
+    default=200,
+    show_default=True,
+    help="Requests the naive reference really runs (0 = all); beyond them its time is "
+    "extrapolated from its measured per-request cost.",
+)
+@click.option(
+    "--doubling/--no-doubling",
+    default=True,
+    show_default=True,
+    help="Also replay a session twice as long (the doubling ratio).",
+)
+@click.option(
+    "--memory/--no-memory",
+    default=True,
+    show_default=True,
+    help="Measure peak memory in a child process.",
+)
+@click.option(
+    "--max-context",
+    "max_context",
+    type=click.IntRange(1),
+    default=None,
+    help="Let the recorded agent compact (a `compaction` event) past this many tokens.",
+)
+@click.option(
+    "--size-scale",
+    type=click.FloatRange(min=0.001),
+    default=1.0,
+    show_default=True,
+    help="Multiply every tool-output size of the synthetic session.",
+)
+@click.option("--provider", default="anthropic", show_default=True, help="Provider of the session.")
+@click.option(
+    "--model", default="claude-sonnet-4-5", show_default=True, help="Model of the session."
+)
+@click.option(
+    "--write-log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Only write the synthetic session to this replay-log file, and stop.",
+)
+@output_options(("table", "json"))
+@user_errors
+def bench_command(
+    requests: int,
+    strategies: str,
+    seed: int,
+    naive_requests: int,
+    doubling: bool,
+    memory: bool,
+    max_context: int | None,
+    size_scale: float,
+    provider: str,
+    model: str,
+    write_log: Path | None,
+    fmt: str,
+    output: Path | None,
+    quiet: bool,
+) -> None:
+    """Benchmark every strategy on a seeded synthetic session and print the ratios:
+    naive / fast, fast / floor, doubling (time at 2N / time at N), peak memory / log size.
+
+    The naive reference re-renders and re-tokenizes every prompt; it runs on the first
+    --naive-requests requests and the output says when the rest is extrapolated.
+
+    \b
+    Example:
+      replay bench --requests 1000 --strategies all
+      replay bench -n 60 -s baseline,sliding-10 --naive-requests 0 --format json
+      replay bench -n 2000 --write-log /tmp/synthetic-2000.jsonl
+    """
+    from replay import report
+    from replay.bench import bench_table, run_bench, write_synthetic_log
+
+    if write_log is not None:
+        session = write_synthetic_log(
+            write_log,
+            requests,
+            seed,
+            max_context_tokens=max_context,
+            provider=provider,
+            model=model,
+            size_scale=size_scale,
+        )
+        if not quiet:
+            click.echo(f"wrote {write_log}: {len(session.requests())} requests", err=True)
+        return
+    err = report.console(stderr=True, quiet=quiet or fmt == "json")
+    result = run_bench(
+        requests,
+        strategies,
+        seed=seed,
+        naive_requests=naive_requests or None,
+        doubling=doubling,
+        memory=memory,
+        max_context_tokens=max_context,
+        size_scale=size_scale,
+        provider=provider,
+        model=model,
+        progress=lambda message: err.print(f"[dim]bench:[/dim] {message}"),
+    )
+    if fmt == "json":
+        report.write_output(report.to_json(result), output)
+        return
+    renderable = bench_table(result)
+    if output is not None:
+        from rich.console import Console
+
+        buffer = Console(record=True, width=200, file=open("/dev/null", "w"))  # noqa: SIM115
+        buffer.print(renderable)
+        report.write_output(buffer.export_text(), output)
+    else:
+        report.console().print(renderable)
