@@ -191,7 +191,8 @@ def whatif(
     session = log if isinstance(log, Session) else load(log, strict=strict)
     n_requests = len(session.requests())
     if not 0 <= at < n_requests:
-        raise ReplayError(f"--at {at} is outside the log's requests (0..{n_requests - 1})")
+        flag = "--compact-at" if compact else "--at"
+        raise ReplayError(f"{flag} {at} is outside the log's requests (0..{n_requests - 1})")
     edit = whatif_strategy(at, Selector.parse(prune) if prune else None, compact)
     reference = "recorded" if _has_recorded() else "baseline"
     config = _config(provider, model, client, cache_rules, None, prices, ttl)

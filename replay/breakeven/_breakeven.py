@@ -40,8 +40,6 @@ from replay.prices import Buckets, Pricer
 from replay.strategies import NamedStrategy, resolve
 from replay.strategies._view import Item, SummaryItem, ToolResultItem
 
-_MTOK = 1_000_000
-
 
 @dataclass(frozen=True)
 class BreakEven:
@@ -79,11 +77,14 @@ class BreakEven:
     """Why the two answers may differ, as seen in the simulation."""
 
 
-def _rate(run: _Run, record: RequestRecord, **bucket: int) -> Decimal:
+def _rate(run: _Run, record: RequestRecord, bucket: str) -> Decimal:
+    """USD per token of `bucket`, at the long-context tier of this request's prompt size (a
+    1M-token probe would price every request at the >200k tier of tiered models)."""
+    size = max(1, record.request.total)
     price = run.pricer.price(
-        Buckets(**bucket), model=record.model, provider=record.provider, ts=record.ts
+        Buckets(**{bucket: size}), model=record.model, provider=record.provider, ts=record.ts
     )
-    return price.input_usd / _MTOK
+    return price.input_usd / size
 
 
 def _substitutions(before: Sequence[Item], after: Sequence[Item]) -> dict[int, Item] | None:
@@ -164,8 +165,8 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
             paid_back = k - i
             break
 
-    in_rate = _rate(run, rec, uncached=_MTOK)
-    read_rate = _rate(run, rec, cache_read=_MTOK)
+    in_rate = _rate(run, rec, "uncached")
+    read_rate = _rate(run, rec, "cache_read")
     first_edit = rec.diff.first_mismatch_token
     surviving = max(0, rec.request.total - first_edit)
     removed = max(0, cf_first_total - rec.request.total)

@@ -1,0 +1,369 @@
+"""Break-even of rewrites (issue 6): the closed form against hand-computed numbers, the
+simulated break-even of a prune at the head vs at the tail, the summarizer's own cost, and the
+JSON contract of `replay breakeven`."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import gen
+import pytest
+from conftest import RUN42
+from gen import Call, Turn, build_session
+
+from replay.breakeven import breakeven_session
+from replay.breakeven._whatif import PLACEHOLDER, Selector, whatif_strategy
+from replay.prices import Buckets, Pricer
+from replay.tokens import TokenCounter, family_for
+
+BREAKEVEN_KEYS = {
+    "strategy",
+    "request_index",
+    "event",
+    "first_edit_token",
+    "removed_tokens",
+    "surviving_tokens",
+    "rewrite_cost_usd",
+    "saving_per_request_usd",
+    "breakeven_closed_form",
+    "breakeven_simulated",
+}
+
+
+def _per_token(model: str, provider: str, bucket: str, tokens: int = 1000) -> Decimal:
+    """USD per token of one bucket, looked up for a small request (below any long-context
+    tier)."""
+    price = Pricer().price(Buckets(**{bucket: tokens}), model=model, provider=provider,
+                           ts=gen.BASE_TS)
+    return price.input_usd / tokens
+
+
+def _only(rows):
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+# --- closed form, by hand -------------------------------------------------------------------
+
+
+def test_closed_form_by_hand_prune_on_claude() -> None:
+    """One what-if prune (`older-than:1` at request 2) on a three-request Claude session."""
+    a_out = "def total(items):\n" + gen.filler(1200, 3)
+    b_out = "def other():\n    return 42\n"
+    session = build_session(
+        [
+            Turn("Reading.", [Call("read_file", {"path": "a.py"}, a_out)]),
+            Turn("More.", [Call("read_file", {"path": "b.py"}, b_out)]),
+            Turn("Done."),
+        ],
+        provider="anthropic",
+        system="Be terse.",
+        tools=[],
+        task="Fix the bug.",
+    )
+    # The pieces, counted once (claude: o200k × 1.0, 4 framing tokens per message, 12 more for
+    # a tool call).
+    counter = TokenCounter("claude-sonnet-4-5")
+    fam = family_for("claude-sonnet-4-5")
+    assert (fam.factor, fam.message_overhead, fam.tool_call_overhead) == (1.0, 4, 12)
+    pieces = {
+        "Be terse.": 3,
+        "Fix the bug.": 4,
+        "Reading.": 2,
+        'read_file({"path": "a.py"})': 9,
+        a_out: 357,
+        PLACEHOLDER: 7,
+        "More.": 2,
+        'read_file({"path": "b.py"})': 9,
+        b_out: 8,
+    }
+    for text, tokens in pieces.items():
+        assert counter.count(text) == tokens, text[:20]
+    # Prices looked up for a small request: $3 / M uncached, $0.30 / M cache read.
+    in_rate = _per_token("claude-sonnet-4-5", "anthropic", "uncached")
+    read_rate = _per_token("claude-sonnet-4-5", "anthropic", "cache_read")
+    assert (in_rate, read_rate) == (Decimal("0.000003"), Decimal("0.0000003"))
+
+    row = _only(breakeven_session(session, [whatif_strategy(2, Selector.parse("older-than:1"),
+                                                            False)])[0])
+    # first edit = system (3+4) + task (4+4) + "Reading." (2+4) + call (9+12)
+    #            + framing of a.py's result (4; the placeholder shares no token with it)
+    #            = 7 + 8 + 6 + 21 + 4 = 46
+    # removed    = a.py's result (357+4) − placeholder (7+4) = 361 − 11 = 350
+    # prompt     = 7 + 8 + 6 + 21 + 11 + "More." (2+4) + call (9+12) + b.py (8+4) = 92
+    # surviving  = 92 − 46 = 46
+    # rewrite    = 46 × (0.000003 − 0.0000003) = 46 × 0.0000027 = 0.0001242
+    # saving     = 350 × 0.0000003 = 0.000105
+    # closed     = 0.0001242 / 0.000105 = 1.1828… → 1.18
+    assert (row.strategy, row.request_index, row.event) == ("whatif-prune-at-2", 2, "prune")
+    assert row.first_edit_token == 46
+    assert row.removed_tokens == 350
+    assert row.surviving_tokens == 46
+    assert row.rewrite_cost_usd == Decimal("0.0001242")
+    assert row.saving_per_request_usd == Decimal("0.000105")
+    assert row.breakeven_closed_form == 1.18
+    # Simulated: every prompt is below Claude's 1,024-token minimum, so nothing was cached and
+    # nothing is lost: the edit saves removed × uncached rate at once (350 × 0.000003).
+    assert row.breakeven_simulated == 0
+    assert row.simulated_net_usd == Decimal("0.00105")
+    assert row.horizon == 1
+    assert row.summarizer_cost_usd == 0 and row.summarizer_cache_read == 0
+
+
+def test_closed_form_by_hand_age_truncate_on_gpt5() -> None:
+    """`age-truncate-34-keep-1` ages one test log at request 2 of a gpt-5 session."""
+    a_out = "Traceback (most recent call last):\n" + gen.filler(900, 5)
+    session = build_session(
+        [
+            Turn("Running.", [Call("run_tests", {}, a_out)]),
+            Turn("Again.", [Call("run_tests", {"only": "a"}, "ok")]),
+            Turn("Done."),
+        ],
+        provider="openai",
+        system="Be terse.",
+        tools=[],
+        task="Fix the bug.",
+    )
+    counter = TokenCounter("gpt-5")
+    fam = family_for("gpt-5")
+    assert (fam.factor, fam.message_overhead, fam.tool_call_overhead) == (1.0, 3, 8)
+    capped = a_out[:34] + f"\n…[truncated {len(a_out) - 34} chars]"
+    assert a_out[:34] == "Traceback (most recent call last):"
+    pieces = {
+        "Be terse.": 3,
+        "Fix the bug.": 4,
+        "Running.": 2,
+        "run_tests({})": 4,
+        a_out: 273,
+        a_out[:34]: 8,
+        capped: 16,
+        "Again.": 2,
+        'run_tests({"only": "a"})': 8,
+        "ok": 1,
+    }
+    for text, tokens in pieces.items():
+        assert counter.count(text) == tokens, text[:20]
+    # The capped result keeps the 8 tokens of its first line, then diverges at the newline.
+    full, cut = counter.raw_tokens(a_out), counter.raw_tokens(capped)
+    assert list(full[:8]) == list(cut[:8]) and full[8] != cut[8]
+    in_rate = _per_token("gpt-5", "openai", "uncached")
+    read_rate = _per_token("gpt-5", "openai", "cache_read")
+    assert (in_rate, read_rate) == (Decimal("0.00000125"), Decimal("0.000000125"))
+
+    rows, _ = breakeven_session(session, ["age-truncate-34-keep-1"])
+    row = _only(rows)
+    # first edit = system (3+3) + task (4+3) + "Running." (2+3) + call (4+8)
+    #            + framing (3) + the 8 shared tokens of the first line
+    #            = 6 + 7 + 5 + 12 + 3 + 8 = 41
+    # removed    = full log (273+3) − capped (16+3) = 276 − 19 = 257
+    # prompt     = 6 + 7 + 5 + 12 + 19 + "Again." (2+3) + call (8+8) + "ok" (1+3) = 74
+    # surviving  = 74 − 41 = 33
+    # rewrite    = 33 × (0.00000125 − 0.000000125) = 33 × 0.000001125 = 0.000037125
+    # saving     = 257 × 0.000000125 = 0.000032125
+    # closed     = 0.000037125 / 0.000032125 = 1.1556… → 1.16
+    assert (row.strategy, row.request_index, row.event) == ("age-truncate-34-keep-1", 2, "aging")
+    assert row.first_edit_token == 41
+    assert row.removed_tokens == 257
+    assert row.surviving_tokens == 33
+    assert row.rewrite_cost_usd == Decimal("0.000037125")
+    assert row.saving_per_request_usd == Decimal("0.000032125")
+    assert row.breakeven_closed_form == 1.16
+    # Below OpenAI's 1,024-token minimum nothing is cached: the simulation saves
+    # 257 × 0.00000125 = 0.00032125 on the request itself.
+    assert row.breakeven_simulated == 0
+    assert row.simulated_net_usd == Decimal("0.00032125")
+
+
+def test_closed_form_uses_the_rate_of_the_request_size_not_a_long_context_tier() -> None:
+    """Claude Sonnet 4.5 doubles its rates above 200k input tokens; a 92-token request is
+    priced at $3 / $0.30 per M, not at the >200k tier (a 1M-token rate probe would say $6)."""
+    big = Pricer().price(Buckets(uncached=1_000_000), model="claude-sonnet-4-5",
+                         provider="anthropic", ts=gen.BASE_TS)
+    assert big.input_usd == Decimal(6)  # the tier exists: the test below would catch it
+    session = build_session(
+        [
+            Turn("Reading.", [Call("read_file", {"path": "a.py"}, gen.filler(1200, 3))]),
+            Turn("More.", [Call("read_file", {"path": "b.py"}, "x = 1\n")]),
+            Turn("Done."),
+        ],
+        provider="anthropic",
+        tools=[],
+    )
+    row = _only(breakeven_session(session, [whatif_strategy(2, Selector.parse("older-than:1"),
+                                                            False)])[0])
+    assert row.rewrite_cost_usd == row.surviving_tokens * Decimal("0.0000027")
+    assert row.saving_per_request_usd == row.removed_tokens * Decimal("0.0000003")
+
+
+# --- head vs tail ---------------------------------------------------------------------------
+
+
+def _head_tail_session(provider: str):
+    """A big result early (fetch_a), four reads, the same-sized big result late (fetch_b),
+    then six short turns: 13 requests."""
+    body = gen.filler(6000, 11)
+    turns = [Turn("Fetching.", [Call("fetch_a", {"id": "1"}, "trace A\n" + body)])]
+    turns += [
+        Turn(f"Step {i}.", [Call("read_file", {"path": f"src/m{i}.js"}, gen.filler(1200, 20 + i))])
+        for i in range(4)
+    ]
+    turns.append(Turn("Fetching.", [Call("fetch_b", {"id": "1"}, "trace B\n" + body)]))
+    turns += [
+        Turn(f"Later {i}.", [Call("read_file", {"path": f"src/n{i}.js"}, gen.filler(300, 40 + i))])
+        for i in range(6)
+    ]
+    turns.append(Turn("Done."))
+    return build_session(turns, provider=provider, tools=[])
+
+
+AT = 7  # fetch_b's result was sent once (request 6): it is cached, and edited at request 7
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize(
+    ("head", "tail"),
+    [("tool:fetch_a", "tool:fetch_b"), ("messages:1-2", "messages:11-12")],
+    ids=["tool", "messages"],
+)
+def test_prune_at_the_head_costs_more_than_at_the_tail(provider, head, tail) -> None:
+    session = _head_tail_session(provider)
+    found = {}
+    for side, selector in (("head", head), ("tail", tail)):
+        rows, records = breakeven_session(session, [whatif_strategy(AT, Selector.parse(selector),
+                                                                    False)])
+        row = _only(rows)
+        total = sum((r.cost_usd for r in records), Decimal(0))
+        found[side] = (row, total)
+    (h, head_total), (t, tail_total) = found["head"], found["tail"]
+    assert h.request_index == t.request_index == AT
+    # Same tokens removed, so the same closed-form saving per request...
+    assert h.removed_tokens == t.removed_tokens > 1000
+    assert h.saving_per_request_usd == t.saving_per_request_usd
+    # ...but the head edit re-sends everything after it.
+    assert h.first_edit_token < t.first_edit_token
+    assert h.surviving_tokens > 10 * t.surviving_tokens
+    assert h.rewrite_cost_usd > 10 * t.rewrite_cost_usd
+    assert h.breakeven_closed_form > t.breakeven_closed_form
+    # Simulated: the tail edit pays back on its own request, the head one later or never.
+    assert t.breakeven_simulated == 0 and t.simulated_net_usd > 0
+    assert h.breakeven_simulated is None or h.breakeven_simulated > t.breakeven_simulated
+    assert h.simulated_net_usd < 0 < t.simulated_net_usd
+    # Over the same horizon (the whole log), the head edit costs more.
+    assert head_total > tail_total
+
+
+def test_tail_prune_of_a_result_never_sent_is_no_rewrite() -> None:
+    """Clearing the newest result at the request that first shows it rewrites nothing the
+    cache held: no break-even row."""
+    session = _head_tail_session("anthropic")
+    rows, _ = breakeven_session(session, [whatif_strategy(6, Selector.parse("tool:fetch_b"),
+                                                          False)])
+    assert rows == []
+
+
+# --- compactions: the summarizer's own cost --------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_compaction_includes_summarizer_cost(provider) -> None:
+    session = gen.deterministic_session(provider)
+    edit = whatif_strategy(6, None, True)
+    rows, records = breakeven_session(session, ["baseline", edit])
+    row = _only(rows)
+    assert (row.strategy, row.request_index, row.event) == (edit.name, 6, "compaction")
+    summarizers = [r for r in records if r.kind == "summarizer"]
+    assert [(r.strategy, r.request_index) for r in summarizers] == [(edit.name, 6)]
+    assert row.summarizer_cost_usd > 0
+    assert row.summarizer_cost_usd == summarizers[0].cost_usd
+    # The summarizer re-reads the history the main thread had cached.
+    assert row.summarizer_cache_read == summarizers[0].outcome.cache_read > 0
+    assert "summary cost" in row.disagreement
+    # The simulation counts the summary: with no payback before the log ends, its net is the
+    # whole-run difference (summarizer call included).
+    assert row.breakeven_simulated is None
+    assert row.horizon == 12 - 6
+
+    def total(name):
+        return sum((r.cost_usd for r in records if r.strategy == name), Decimal(0))
+
+    assert row.simulated_net_usd == total("baseline") - total(edit.name)
+
+
+def test_strategy_compaction_reports_summary_cost_and_prunes_do_not() -> None:
+    session = gen.deterministic_session("anthropic")
+    rows, _ = breakeven_session(session, ["compact-at-12000-structured",
+                                          "age-truncate-500-keep-3"])
+    compactions = [r for r in rows if r.event == "compaction"]
+    agings = [r for r in rows if r.event == "aging"]
+    assert compactions and agings
+    for r in compactions:
+        assert r.summarizer_cost_usd > 0 and r.summarizer_cache_read > 0
+        assert "summary cost" in r.disagreement
+    for r in agings:
+        assert r.summarizer_cost_usd == 0 and r.summarizer_cache_read == 0
+        assert "summary cost" not in r.disagreement
+
+
+# --- `replay breakeven`: the JSON contract ---------------------------------------------------
+
+STRATEGIES = "age-truncate-500-keep-3,compact-at-12000-structured,sliding-10,truncate-500"
+
+
+@pytest.fixture(scope="module")
+def run42_json(invoke):
+    result = invoke("breakeven", RUN42, "-s", STRATEGIES, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout, parse_float=Decimal)
+
+
+def test_breakeven_json_rows(run42_json) -> None:
+    rows = run42_json["breakeven"]
+    assert run42_json["log"] == str(RUN42)
+    assert rows
+    assert {r["strategy"] for r in rows} == {
+        "age-truncate-500-keep-3", "compact-at-12000-structured", "sliding-10"
+    }  # truncate-500 is append-only: it never rewrites
+    for r in rows:
+        assert set(r) >= BREAKEVEN_KEYS, BREAKEVEN_KEYS - set(r)
+        for key in ("request_index", "first_edit_token", "removed_tokens", "surviving_tokens"):
+            assert isinstance(r[key], int) and r[key] >= 0, key
+        assert r["request_index"] > 0
+        assert r["event"] in {"aging", "compaction", "drop"}
+        assert isinstance(r["rewrite_cost_usd"], Decimal | int)
+        assert isinstance(r["saving_per_request_usd"], Decimal | int)
+        closed = r["breakeven_closed_form"]
+        assert closed is None or isinstance(closed, Decimal | int)
+        assert r["breakeven_simulated"] is None or isinstance(r["breakeven_simulated"], int)
+    never = [r for r in rows if r["breakeven_simulated"] is None]
+    paid = [r for r in rows if r["breakeven_simulated"] is not None]
+    assert never and paid  # both cases appear on the sample run
+    for r in never:
+        assert r["simulated_net_usd"] < 0
+    for r in paid:
+        assert r["simulated_net_usd"] >= 0
+        assert 0 <= r["breakeven_simulated"] < r["horizon"]
+
+
+def test_breakeven_json_rows_follow_the_closed_form(run42_json) -> None:
+    """rewrite = surviving × (uncached − read), saving = removed × read, closed = their ratio,
+    at gemini-2.5-flash's rates (the sample run's model)."""
+    in_rate = _per_token("gemini-2.5-flash", "google", "uncached")
+    read_rate = _per_token("gemini-2.5-flash", "google", "cache_read")
+    assert (in_rate, read_rate) == (Decimal("0.0000003"), Decimal("0.00000003"))
+    for r in run42_json["breakeven"]:
+        rewrite = r["surviving_tokens"] * (in_rate - read_rate)
+        saving = r["removed_tokens"] * read_rate
+        assert r["rewrite_cost_usd"] == rewrite
+        assert r["saving_per_request_usd"] == saving
+        if saving:
+            assert abs(r["breakeven_closed_form"] - rewrite / saving) <= Decimal("0.005")
+        else:
+            assert r["breakeven_closed_form"] is None
+
+
+def test_breakeven_table_says_never(invoke) -> None:
+    result = invoke("breakeven", RUN42, "-s", "compact-at-12000-structured", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert "break-even" in result.stdout
+    assert "never" in result.stdout and "summary cost" in result.stdout

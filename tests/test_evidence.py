@@ -1,0 +1,337 @@
+"""Evidence loss (issue 6): recorded actions that relied on text a strategy's view hid.
+
+The sample run reproduces the seed study's finding without a model; small hand-made logs and
+views check each kind of flag where the answer is known; the recommendation only picks
+strategies with no flag."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import gen
+import polars as pl
+import pytest
+from conftest import RUN42
+from gen import Call, Turn, build_session
+
+import replay
+from replay._api import recommendation, recommendation_line
+from replay.evidence import BlindAction, EvidenceChecker
+from replay.strategies import AssistantItem, Block, ToolResultItem, UserItem
+from replay.strategies._view import truncate_chars
+
+BUGGY = "markComplete(request.payload.id)"
+
+
+# --- the sample run -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def run42_doc(invoke):
+    result = invoke("run", RUN42, "-s",
+                    "baseline,truncate-500,age-truncate-500-keep-3,compact-at-12000-structured",
+                    "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout, parse_float=Decimal)
+
+
+def test_run42_summary_flags_only_truncate_500(run42_doc) -> None:
+    blind = {row["strategy"]: row["blind_actions"] for row in run42_doc["summary"]}
+    assert blind["truncate-500"] > 0
+    assert blind["baseline"] == 0
+    assert blind["age-truncate-500-keep-3"] == 0
+    assert blind["compact-at-12000-structured"] == 0
+
+
+def test_run42_truncate_500_hid_the_line_the_fix_changes() -> None:
+    result = replay.replay(RUN42, ["baseline", "truncate-500"])
+    actions = [a for r in result.records if r.strategy == "truncate-500" for a in r.blind_actions]
+    targets = [a for a in actions if a.kind == "hidden-edit-target"]
+    assert targets, actions
+    fix = targets[0]
+    assert fix.path == "src/api.js"
+    assert BUGGY in fix.excerpt
+    assert fix.tool == "write_file"
+    # The write rewrote a file shown only as a cut-down read: a re-read the replay does not bill.
+    assert ("stubbed-read", "src/api.js") in {(a.kind, a.path) for a in actions}
+    # Per request: the turn row carries the count.
+    turns = result.turns.filter(pl.col("strategy") == "truncate-500")
+    per_request = dict(zip(turns["request_index"], turns["blind_actions"], strict=True))
+    assert per_request[fix.request_index] == sum(
+        1 for a in actions if a.request_index == fix.request_index
+    )
+    assert sum(per_request.values()) == len(actions)
+    assert not any(r.blind_actions for r in result.records if r.strategy == "baseline")
+
+
+# --- the checker on hand-made views ---------------------------------------------------------
+
+LINES = [f"def helper_{i}(x):\n    return x + {i}" for i in range(30)]
+CALC = "\n".join(LINES) + "\n\ndef price_with_tax(price, qty):\n    return price * qty + tax_rate\n"
+TARGET = "    return price * qty + tax_rate"
+
+
+def _call(call_id: str, name: str, **arguments) -> Block:
+    return Block("tool_call", call_id=call_id, name=name, arguments=arguments)
+
+
+def _history(output: str = CALC, path: str = "src/calc.py"):
+    return [
+        UserItem("The tax is wrong.", event_index=0),
+        AssistantItem((_call("c1", "read_file", path=path),), event_index=1),
+        ToolResultItem("c1", "read_file", output, event_index=2, arguments={"path": path}),
+    ]
+
+
+def _check(history, view, *calls: Block) -> list[BlindAction]:
+    response = AssistantItem(tuple(calls)) if calls else AssistantItem((Block("text", "ok"),))
+    return EvidenceChecker().check(history, view, response, 3, "req-4")
+
+
+EDIT = _call("c2", "edit_file", path="src/calc.py", old_string=TARGET,
+             new_string="    return price * qty * (1 + tax_rate)")
+
+
+def test_edit_whose_old_string_was_cut_is_flagged() -> None:
+    history = _history()
+    view = [*history[:2], truncate_chars(history[2], 500)]
+    actions = _check(history, view, EDIT)
+    assert [(a.kind, a.tool, a.path) for a in actions] == [
+        ("hidden-edit-target", "edit_file", "src/calc.py"),
+        ("stubbed-read", "edit_file", "src/calc.py"),
+    ]
+    assert actions[0].excerpt == TARGET.strip()
+    assert (actions[0].request_index, actions[0].request_id) == (3, "req-4")
+    assert actions[1].excerpt.startswith("def helper_0(x):")
+
+
+def test_edit_whose_read_was_dropped_is_flagged_without_a_stub() -> None:
+    history = _history()
+    actions = _check(history, history[:1], EDIT)
+    assert [a.kind for a in actions] == ["hidden-edit-target"]
+
+
+def test_edit_of_a_visible_line_is_not_flagged() -> None:
+    history = _history()
+    view = [*history[:2], truncate_chars(history[2], 500)]
+    visible_edit = _call("c2", "edit_file", path="src/calc.py",
+                         old_string="def helper_1(x):\n    return x + 1", new_string="")
+    assert _check(history, view, visible_edit) == []
+
+
+def test_edit_of_text_never_seen_is_not_evidence_loss() -> None:
+    """The agent quoted text the log never showed it: nothing was hidden by the strategy."""
+    history = _history()
+    view = history[:1]
+    guess = _call("c2", "edit_file", path="src/calc.py", old_string="return subtotal * 1.2",
+                  new_string="")
+    assert _check(history, view, guess) == []
+
+
+def _rewritten(old: str, line_no: int, new_line: str) -> str:
+    lines = old.splitlines()
+    lines[line_no] = new_line
+    return "\n".join(lines) + "\n"
+
+
+def test_whole_file_write_whose_changed_lines_were_cut_is_flagged() -> None:
+    history = _history()
+    view = [*history[:2], truncate_chars(history[2], 500)]
+    new = _rewritten(CALC, CALC.splitlines().index(TARGET), "    return price * qty * 1.2")
+    write = _call("c2", "write_file", path="src/calc.py", content=new)
+    actions = _check(history, view, write)
+    assert [a.kind for a in actions] == ["hidden-edit-target", "stubbed-read"]
+    # The changed line and its neighbours (one line of context each side, as they were).
+    assert actions[0].excerpt.splitlines() == [
+        "def price_with_tax(price, qty):",
+        TARGET.strip(),
+    ]
+
+
+def test_whole_file_write_of_visible_lines_is_not_flagged() -> None:
+    history = _history()
+    view = [*history[:2], truncate_chars(history[2], 500)]
+    new = _rewritten(CALC, 1, "    return x + 100")
+    write = _call("c2", "write_file", path="src/calc.py", content=new)
+    assert _check(history, view, write) == []
+
+
+def test_whole_file_write_against_an_earlier_write() -> None:
+    """The last known content of a file can be the agent's own earlier write."""
+    history = [
+        UserItem("Write the module.", event_index=0),
+        AssistantItem((_call("c1", "write_file", path="src/calc.py", content=CALC),),
+                      event_index=1),
+        ToolResultItem("c1", "write_file", "Wrote 1,130 bytes", event_index=2),
+    ]
+    new = _rewritten(CALC, CALC.splitlines().index(TARGET), "    return 0")
+    write = _call("c2", "write_file", path="src/calc.py", content=new)
+    assert [a.kind for a in _check(history, [history[0]], write)] == ["hidden-edit-target"]
+    assert _check(history, list(history), write) == []
+
+
+def test_quote_only_in_a_hidden_result_is_flagged() -> None:
+    history = [
+        UserItem("Login fails.", event_index=0),
+        AssistantItem((_call("c1", "run_tests"),), event_index=1),
+        ToolResultItem("c1", "run_tests", "not ok 1\n  raised InvalidTokenSignature in auth",
+                       event_index=2),
+    ]
+    grep = _call("c2", "grep", pattern="InvalidTokenSignature", path="src")
+    actions = _check(history, history[:2], grep)
+    assert [(a.kind, a.tool, a.path, a.excerpt) for a in actions] == [
+        ("hidden-quote", "grep", "src", "InvalidTokenSignature")
+    ]
+    assert _check(history, list(history), grep) == []
+
+
+def test_a_view_identical_to_the_history_never_flags() -> None:
+    history = _history()
+    copies = [
+        history[0],
+        AssistantItem(history[1].blocks, event_index=1),
+        ToolResultItem("c1", "read_file", CALC, event_index=2),
+    ]
+    write = _call("c3", "write_file", path="src/calc.py",
+                  content=_rewritten(CALC, CALC.splitlines().index(TARGET), "    return 0"))
+    grep = _call("c4", "grep", pattern="price_with_tax")
+    for view in (history, list(history), copies):  # the same objects, or equal ones
+        assert _check(history, view, EDIT, write, grep) == []
+
+
+def test_no_tool_call_no_flag() -> None:
+    history = _history()
+    assert _check(history, history[:1]) == []
+    assert EvidenceChecker().check(history, history[:1], None, 3, "req-4") == []
+
+
+# --- hand-made logs through strategies ------------------------------------------------------
+
+
+def _edit_session():
+    """Read src/calc.py (the line to fix sits after character 1,000), a large unrelated test
+    log, then an edit of that line."""
+    big_log = "not ok 7 - rounding\n" + gen.filler(9000, 3)
+    return build_session(
+        [
+            Turn("Reading.", [Call("read_file", {"path": "src/calc.py"}, CALC)]),
+            Turn("Tests.", [Call("run_tests", {}, big_log, True)]),
+            Turn("Fixing.", [Call("edit_file", {"path": "src/calc.py", "old_string": TARGET,
+                                                "new_string": "    return 0"}, "ok")]),
+            Turn("Done."),
+        ],
+        provider="anthropic",
+    )
+
+
+def test_strategies_on_an_edit_log() -> None:
+    result = replay.replay(_edit_session(), ["baseline", "truncate-500", "truncate-5000",
+                                             "age-truncate-200-keep-0"])
+    blind = dict(zip(result.summary["strategy"], result.summary["blind_actions"], strict=True))
+    # truncate-5000 only cuts the test log; the other two cut the line the edit replaces.
+    assert blind == {"baseline": 0, "truncate-5000": 0, "truncate-500": 2,
+                     "age-truncate-200-keep-0": 2}
+    for name in ("truncate-500", "age-truncate-200-keep-0"):
+        actions = [a for r in result.records if r.strategy == name for a in r.blind_actions]
+        assert {a.request_index for a in actions} == {2}
+        assert [a.kind for a in actions] == ["hidden-edit-target", "stubbed-read"]
+        assert actions[0].excerpt == TARGET.strip()
+
+
+def _sliding_session():
+    """The path of the file to read next appears only in an early listing."""
+    listing = "src/app.py\nsrc/handlers/refund_policy.py\nsrc/util.py\n"
+    turns = [Turn("Listing.", [Call("list_files", {"dir": "src"}, listing)])]
+    turns += [
+        Turn(f"Step {i}.", [Call("read_file", {"path": f"lib/mod_{i}.py"}, f"x = {i}\n")])
+        for i in range(3)
+    ]
+    turns += [
+        Turn("Reading the handler.",
+             [Call("read_file", {"path": "src/handlers/refund_policy.py"}, "def refund(): ...")]),
+        Turn("Done."),
+    ]
+    return build_session(turns, provider="openai")
+
+
+def test_sliding_window_that_dropped_the_listing_flags_the_quoted_path() -> None:
+    result = replay.replay(_sliding_session(), ["baseline", "sliding-4", "sliding-40"])
+    blind = dict(zip(result.summary["strategy"], result.summary["blind_actions"], strict=True))
+    assert blind == {"baseline": 0, "sliding-4": 1, "sliding-40": 0}
+    [action] = [a for r in result.records for a in r.blind_actions]
+    assert (action.kind, action.tool, action.path, action.request_index) == (
+        "hidden-quote", "read_file", "src/handlers/refund_policy.py", 4
+    )
+    assert action.excerpt == "src/handlers/refund_policy.py"
+
+
+def test_baseline_and_recorded_never_flag_on_the_deterministic_log() -> None:
+    session = gen.deterministic_session()
+    result = replay.replay(session, ["baseline", "recorded"])
+    assert result.summary["blind_actions"].to_list() == [0, 0]
+
+
+# --- the recommendation ---------------------------------------------------------------------
+
+
+def _summary(rows):
+    return pl.DataFrame(
+        [{"strategy": s, "cost_usd": Decimal(c), "blind_actions": b} for s, c, b in rows],
+        schema={"strategy": pl.Utf8, "cost_usd": pl.Decimal(38, 12), "blind_actions": pl.Int64},
+    )
+
+
+def test_recommendation_is_the_cheapest_unflagged_strategy() -> None:
+    summary = _summary([("recorded", "1.00", 0), ("baseline", "1.00", 0),
+                        ("cheap-but-blind", "0.20", 3), ("b-safe", "0.50", 0),
+                        ("a-safe", "0.50", 0), ("dear", "2.00", 0)])
+    rec = recommendation(summary)
+    assert rec["strategy"] == "a-safe"  # the cheapest with no flag; ties by name
+    assert (rec["reference"], rec["reference_cost_usd"]) == ("recorded", Decimal("1.00"))
+    assert rec["saving_usd"] == Decimal("0.50") and rec["saving_ratio"] == 0.5
+    line = recommendation_line(rec)
+    assert line.startswith("Cheapest strategy without evidence-loss flags: a-safe at $0.5000")
+    assert "saving $0.5000 (50.0%) vs recorded ($1.0000)" in line
+
+
+def test_recommendation_edge_cases() -> None:
+    no_reference = _summary([("a-safe", "0.50", 0)])
+    assert recommendation(no_reference) is None
+    all_blind = _summary([("baseline", "1.00", 1), ("x", "0.5", 2)])
+    assert recommendation(all_blind) is None
+    assert recommendation_line(None) == "No strategy without evidence-loss flags to recommend."
+    nothing_beats = recommendation(_summary([("baseline", "1.00", 0), ("x", "0.50", 1)]))
+    assert nothing_beats["strategy"] == "baseline" and nothing_beats["saving_usd"] == 0
+    assert "nothing beats baseline" in recommendation_line(nothing_beats)
+    assert recommendation(_summary([])) is None
+
+
+def test_recommendation_on_a_log_skips_the_cheaper_blind_strategies() -> None:
+    result = replay.replay(_edit_session(), ["baseline", "truncate-500", "truncate-5000",
+                                             "age-truncate-200-keep-0"])
+    cost = dict(zip(result.summary["strategy"], result.summary["cost_usd"], strict=True))
+    assert cost["age-truncate-200-keep-0"] < cost["truncate-5000"]
+    assert cost["truncate-500"] < cost["truncate-5000"] < cost["baseline"]
+    rec = recommendation(result.summary)
+    assert rec["strategy"] == "truncate-5000"
+    assert rec["reference"] == "baseline"
+    assert rec["saving_usd"] == cost["baseline"] - cost["truncate-5000"] > 0
+
+
+def test_run_json_and_line_recommend_the_cheapest_unflagged(run42_doc, invoke) -> None:
+    rows = run42_doc["summary"]
+    safe = sorted((r for r in rows if r["blind_actions"] == 0),
+                  key=lambda r: (r["cost_usd"], r["strategy"]))
+    rec = run42_doc["recommendation"]
+    assert rec["strategy"] == safe[0]["strategy"]
+    # truncate-500 is cheaper than the baseline on this run, but it hid the fix.
+    cost = {r["strategy"]: r["cost_usd"] for r in rows}
+    assert cost["truncate-500"] < cost["baseline"]
+    assert rec["strategy"] != "truncate-500"
+    assert rec["reference"] == "baseline"
+    table = invoke("run", RUN42, "-s", "baseline,truncate-500,append-supersede")
+    assert table.exit_code == 0, table.stderr
+    assert "Cheapest strategy without evidence-loss flags: append-supersede at $" in (
+        " ".join(table.stderr.split())
+    )

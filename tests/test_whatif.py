@@ -1,0 +1,307 @@
+"""What-if without a strategy (issue 6): one prune or compaction at one request, the rest as
+recorded. Selectors, the one-edit views, `replay._api.whatif` and `replay whatif`."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import gen
+import pytest
+from conftest import RUN42
+from gen import Call, Turn, build_session
+
+from replay._api import whatif
+from replay._errors import ReplayError
+from replay.breakeven import breakeven_session
+from replay.breakeven._whatif import PLACEHOLDER, Selector, _prune, whatif_strategy
+from replay.strategies import AssistantItem, Block, ToolResultItem, UserItem
+
+RUN42_REQUESTS = 14
+
+
+# --- selectors ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "value"),
+    [
+        ("older-than:3", "older-than", "3"),
+        (" older-than:0 ", "older-than", "0"),
+        ("tool:read_file", "tool", "read_file"),
+        ("messages:2-5", "messages", "2-5"),
+    ],
+)
+def test_selector_parse(text, kind, value) -> None:
+    assert Selector.parse(text) == Selector(kind, value)
+
+
+@pytest.mark.parametrize(
+    "text", ["", "bogus", "older-than:", "older-than:x", "messages:3", "messages:a-b", "tool:"]
+)
+def test_bad_selector(text) -> None:
+    with pytest.raises(ReplayError, match="bad --prune selector"):
+        Selector.parse(text)
+
+
+def _history():
+    """user, a call to read a.py, its result, a call to run the tests and read b.py (parallel),
+    both results, a last user message: 7 items."""
+    return [
+        UserItem("fix it", event_index=0),
+        AssistantItem((Block("tool_call", call_id="c1", name="read_file",
+                             arguments={"path": "a.py"}),), event_index=1),
+        ToolResultItem("c1", "read_file", "A" * 50, event_index=2),
+        AssistantItem((Block("tool_call", call_id="c2", name="run_tests", arguments={}),
+                       Block("tool_call", call_id="c3", name="read_file",
+                             arguments={"path": "b.py"})), event_index=3),
+        ToolResultItem("c2", "run_tests", "FAIL " * 10, event_index=4),
+        ToolResultItem("c3", "read_file", "B" * 50, event_index=5),
+        UserItem("go on", event_index=6),
+    ]
+
+
+def _outputs(items):
+    return [i.output if isinstance(i, ToolResultItem) else type(i).__name__ for i in items]
+
+
+def test_prune_older_than() -> None:
+    history = _history()
+    kept, detail = _prune(history, Selector.parse("older-than:1"))
+    assert _outputs(kept) == ["UserItem", "AssistantItem", PLACEHOLDER, "AssistantItem",
+                              PLACEHOLDER, "B" * 50, "UserItem"]
+    assert detail == "cleared 2 tool results older than 1"
+    assert all(a is b for a, b in zip(kept, history, strict=True)
+               if not isinstance(a, ToolResultItem) or a.output != PLACEHOLDER)
+    cleared = kept[2]
+    assert cleared.event_index == 2 and cleared.original_chars == 50
+    assert _prune(history, Selector.parse("older-than:3"))[0] == history  # nothing that old
+
+
+def test_prune_tool() -> None:
+    kept, detail = _prune(_history(), Selector.parse("tool:read_file"))
+    assert _outputs(kept) == ["UserItem", "AssistantItem", PLACEHOLDER, "AssistantItem",
+                              "FAIL " * 10, PLACEHOLDER, "UserItem"]
+    assert detail == "cleared 2 results of read_file"
+
+
+@pytest.mark.parametrize(
+    ("selector", "left"),
+    [
+        ("messages:0-0", [1, 2, 3, 4, 5, 6]),
+        ("messages:2-2", [0, 3, 4, 5, 6]),  # a result takes its call along
+        ("messages:1-1", [0, 3, 4, 5, 6]),  # a call takes its result along
+        ("messages:5-5", [0, 1, 2, 6]),  # one of two parallel results: the call and both go
+        ("messages:6-40", [0, 1, 2, 3, 4, 5]),  # B is clamped to the history
+    ],
+)
+def test_prune_messages_keeps_calls_and_results_together(selector, left) -> None:
+    history = _history()
+    kept, detail = _prune(history, Selector.parse(selector))
+    assert [i.event_index for i in kept] == left
+    assert detail == f"dropped {len(history) - len(left)} history items"
+
+
+# --- the one-edit strategy ------------------------------------------------------------------
+
+
+def _session():
+    turns = [
+        Turn(f"Step {i}.", [Call("read_file", {"path": f"src/f{i}.js"}, gen.filler(800, i))])
+        for i in range(5)
+    ]
+    turns.append(Turn("Done."))
+    return build_session(turns, provider="anthropic")
+
+
+def test_whatif_prune_edits_once_and_then_appends() -> None:
+    edit = whatif_strategy(3, Selector.parse("older-than:1"), False)
+    assert edit.name == "whatif-prune-at-3"
+    rows, records = breakeven_session(_session(), ["baseline", edit])
+    base = [r for r in records if r.strategy == "baseline"]
+    mine = [r for r in records if r.strategy == edit.name]
+    assert len(base) == len(mine) == 6
+    for b, m in zip(base[:3], mine[:3], strict=True):  # as recorded before the edit
+        assert _outputs(m.view) == _outputs(b.view) and not m.events
+        assert m.cost_usd == b.cost_usd
+    edited = mine[3]
+    assert [e.kind for e in edited.events] == ["prune"]
+    assert _outputs(edited.view).count(PLACEHOLDER) == 2 and edited.diff.is_break
+    for prev, cur in zip(mine[3:], mine[4:], strict=False):  # frozen, then append-only
+        assert not cur.events and not cur.diff.is_break
+        assert _outputs(cur.view)[: len(prev.view)] == _outputs(prev.view)
+        assert _outputs(cur.view).count(PLACEHOLDER) == 2
+    assert [(r.strategy, r.request_index) for r in rows] == [(edit.name, 3)]
+
+
+def test_whatif_compact_replaces_the_history_with_one_summary() -> None:
+    edit = whatif_strategy(3, None, True)
+    assert edit.name == "whatif-compact-at-3"
+    rows, records = breakeven_session(_session(), [edit])
+    mine = [r for r in records if r.kind == "request"]
+    summarizers = [r for r in records if r.kind == "summarizer"]
+    assert [r.request_index for r in summarizers] == [3]
+    edited = mine[3]
+    assert [e.kind for e in edited.events] == ["compaction"]
+    assert type(edited.view[0]).__name__ == "SummaryItem"
+    assert edited.view_items < mine[2].view_items
+    assert not mine[4].diff.is_break and not mine[5].diff.is_break
+    assert [r.event for r in rows] == ["compaction"]
+
+
+# --- the API --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pruned():
+    return whatif(RUN42, at=8, prune="older-than:3")
+
+
+def test_api_prune(pruned) -> None:
+    assert pruned["edit"] == "whatif-prune-at-8"
+    assert pruned["reference"] == "recorded"
+    summary = pruned["summary"]
+    assert summary["strategy"].to_list() == ["recorded", "whatif-prune-at-8"]
+    assert summary["requests"].to_list() == [RUN42_REQUESTS, RUN42_REQUESTS]
+    costs = dict(zip(summary["strategy"], summary["cost_usd"], strict=True))
+    assert costs["recorded"] > 0 and costs["whatif-prune-at-8"] != costs["recorded"]
+    be = pruned["breakeven"].to_dicts()
+    assert len(be) == 1
+    row = be[0]
+    assert (row["strategy"], row["request_index"], row["event"]) == ("whatif-prune-at-8", 8,
+                                                                     "prune")
+    assert row["removed_tokens"] > 0 and row["surviving_tokens"] > 0
+    # Same run before the edit, and no payback before the log ends: the simulation's net is
+    # the whole difference.
+    assert row["breakeven_simulated"] is None
+    assert row["horizon"] == RUN42_REQUESTS - 8
+    assert row["simulated_net_usd"] == costs["recorded"] - costs["whatif-prune-at-8"] < 0
+
+
+def test_api_compact() -> None:
+    result = whatif(RUN42, at=9, compact=True)
+    assert result["edit"] == "whatif-compact-at-9"
+    costs = dict(zip(result["summary"]["strategy"], result["summary"]["cost_usd"], strict=True))
+    row = result["breakeven"].row(0, named=True)
+    assert (row["request_index"], row["event"]) == (9, "compaction")
+    assert row["summarizer_cost_usd"] > 0 and row["summarizer_cache_read"] > 0
+    assert "summary cost" in row["disagreement"]
+    assert row["breakeven_simulated"] is None  # the summary is never paid back on this log
+    assert row["simulated_net_usd"] == costs["recorded"] - costs["whatif-compact-at-9"] < 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"at": 8}, "give exactly one of"),
+        ({"at": 8, "prune": "older-than:3", "compact": True}, "give exactly one of"),
+        ({"at": 8, "prune": "older-than"}, "bad --prune selector"),
+        ({"at": RUN42_REQUESTS, "prune": "older-than:3"}, r"--at 14 is outside .*\(0\.\.13\)"),
+        ({"at": -1, "prune": "older-than:3"}, "--at -1 is outside"),
+        ({"at": 99, "compact": True}, "--compact-at 99 is outside"),
+    ],
+)
+def test_api_errors(kwargs, message) -> None:
+    with pytest.raises(ReplayError, match=message):
+        whatif(RUN42, **kwargs)
+
+
+# --- the command ----------------------------------------------------------------------------
+
+
+def _doc(result) -> dict:
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout, parse_float=Decimal)
+
+
+def test_cli_prune_json(invoke, pruned) -> None:
+    doc = _doc(invoke("whatif", RUN42, "--at", "8", "--prune", "older-than:3", "--format",
+                      "json"))
+    assert set(doc) == {"log", "edit", "reference", "cost_usd", "reference_cost_usd",
+                        "delta_usd", "summary", "breakeven"}
+    assert (doc["edit"], doc["reference"]) == ("whatif-prune-at-8", "recorded")
+    assert doc["delta_usd"] == doc["cost_usd"] - doc["reference_cost_usd"]
+    costs = {r["strategy"]: r["cost_usd"] for r in doc["summary"]}
+    assert costs == {"recorded": doc["reference_cost_usd"], "whatif-prune-at-8": doc["cost_usd"]}
+    api_costs = dict(zip(pruned["summary"]["strategy"], pruned["summary"]["cost_usd"],
+                         strict=True))
+    assert costs == api_costs  # the command prints what the API computes
+    [row] = doc["breakeven"]
+    assert row["request_index"] == 8 and row["event"] == "prune"
+    assert {"first_edit_token", "removed_tokens", "surviving_tokens", "rewrite_cost_usd",
+            "saving_per_request_usd", "breakeven_closed_form", "breakeven_simulated"} <= set(row)
+
+
+def test_cli_prune_table(invoke) -> None:
+    doc = _doc(invoke("whatif", RUN42, "--at", "8", "--prune", "older-than:3", "--format",
+                      "json"))
+    result = invoke("whatif", RUN42, "--at", "8", "--prune", "older-than:3", "-q")
+    assert result.exit_code == 0, result.stderr
+    delta = doc["delta_usd"]
+    verdict = "saves" if delta < 0 else "costs"
+    last = result.stdout.strip().splitlines()[-1]
+    assert last == f"The edit {verdict} ${abs(delta):.6f} vs recorded over this log."
+    assert "whatif-prune-at-8" in result.stdout and "break-even of the edit" in result.stdout
+
+
+def test_cli_compact_json(invoke) -> None:
+    doc = _doc(invoke("whatif", RUN42, "--compact-at", "9", "--format", "json"))
+    assert doc["edit"] == "whatif-compact-at-9"
+    [row] = doc["breakeven"]
+    assert row["event"] == "compaction" and row["summarizer_cost_usd"] > 0
+    assert doc["delta_usd"] == doc["cost_usd"] - doc["reference_cost_usd"] > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--at", "8", "--prune", "bogus"], "error: bad --prune selector 'bogus'"),
+        (["--at", "8", "--prune", "older-than:x"], "error: bad --prune selector"),
+        (["--at", "8", "--prune", "messages:3"], "error: bad --prune selector"),
+        (["--at", "14", "--prune", "older-than:3"],
+         "error: --at 14 is outside the log's requests (0..13)"),
+        (["--at", "-1", "--prune", "older-than:3"], "error: --at -1 is outside"),
+        (["--compact-at", "14"], "error: --compact-at 14 is outside the log's requests"),
+    ],
+)
+def test_cli_errors_are_one_line(invoke, args, message) -> None:
+    result = invoke("whatif", RUN42, *args, "--format", "json")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args", [["--at", "3"], ["--prune", "older-than:3"], ["--at", "3", "--compact-at", "3",
+                                                          "--prune", "tool:x"]]
+)
+def test_cli_needs_exactly_one_edit(invoke, args) -> None:
+    result = invoke("whatif", RUN42, *args)
+    assert result.exit_code == 2
+    assert "Traceback" not in result.stderr
+
+
+def test_cli_ttl_provider_and_model(invoke) -> None:
+    base = ["whatif", RUN42, "--at", "8", "--prune", "older-than:3", "--format", "json"]
+    default = _doc(invoke(*base))
+    other = _doc(invoke(*base, "--provider", "openai", "--model", "gpt-5"))
+    claude = _doc(invoke(*base, "--provider", "anthropic", "--model", "claude-sonnet-4-5"))
+    claude_1h = _doc(invoke(*base, "--provider", "anthropic", "--model", "claude-sonnet-4-5",
+                            "--ttl", "1h"))
+    assert default["reference_cost_usd"] != other["reference_cost_usd"]
+    assert other["reference_cost_usd"] != claude["reference_cost_usd"]
+    # Same writes, dearer at the 1h rate (2× input instead of 1.25×).
+    assert claude_1h["reference_cost_usd"] > claude["reference_cost_usd"]
+    written = {r["strategy"]: r["cache_write_tokens"] for r in claude["summary"]}
+    assert written == {r["strategy"]: r["cache_write_tokens"] for r in claude_1h["summary"]}
+    assert all(n > 0 for n in written.values())
+    for doc in (default, other, claude, claude_1h):
+        assert doc["delta_usd"] == doc["cost_usd"] - doc["reference_cost_usd"]
+    api = whatif(RUN42, at=8, prune="older-than:3", provider="openai", model="gpt-5")
+    assert dict(zip(api["summary"]["strategy"], api["summary"]["cost_usd"], strict=True)) == {
+        r["strategy"]: r["cost_usd"] for r in other["summary"]
+    }
+    bad = invoke(*base, "--ttl", "2h")
+    assert bad.exit_code == 2
