@@ -125,8 +125,11 @@ def recommendation(summary: pl.DataFrame) -> dict[str, Any] | None:
     }
 
 
-def recommendation_line(rec: dict[str, Any] | None) -> str:
+def recommendation_line(rec: dict[str, Any] | None, summary: pl.DataFrame | None = None) -> str:
     if rec is None:
+        names = [] if summary is None else summary["strategy"].to_list()
+        if summary is not None and not {"recorded", "baseline"} & set(names):
+            return "No recommendation: add `recorded` or `baseline` to compare against."
         return "No strategy without evidence-loss flags to recommend."
     if rec["saving_usd"] <= 0:
         return (
@@ -163,6 +166,25 @@ def breakeven(
     config.progress = progress
     rows, _ = breakeven_session(session, strategies, config)
     return breakeven_frame(rows)
+
+
+BREAKEVEN_TURN_COLUMNS = [
+    "event",
+    "first_edit_token",
+    "removed_tokens",
+    "surviving_tokens",
+    "rewrite_cost_usd",
+    "saving_per_request_usd",
+    "breakeven_closed_form",
+    "breakeven_simulated",
+]
+
+
+def turns_with_breakeven(turns: pl.DataFrame, breakeven_frame: pl.DataFrame) -> pl.DataFrame:
+    """Per-request rows with the break-even columns filled where a strategy rewrote context."""
+    keys = ["strategy", "request_index", "thread"]
+    extra = breakeven_frame.select([*keys, *BREAKEVEN_TURN_COLUMNS])
+    return turns.join(extra, on=keys, how="left", maintain_order="left")
 
 
 def whatif(

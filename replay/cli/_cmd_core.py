@@ -45,6 +45,13 @@ def _emit_frame(frame, document: dict, fmt: str, output: Path | None, table) -> 
 )
 @strategy_options
 @click.option("--per-turn", is_flag=True, help="One row per request per strategy.")
+@click.option(
+    "--breakeven",
+    "with_breakeven",
+    is_flag=True,
+    help="With --per-turn: add break-even columns (closed form and simulated) to the requests "
+    "where a strategy rewrote earlier context.",
+)
 @replay_options
 @output_options()
 @user_errors
@@ -54,6 +61,7 @@ def run_command(
     sets: tuple[str, ...],
     strategy_files: tuple[Path, ...],
     per_turn: bool,
+    with_breakeven: bool,
     provider: str | None,
     model: str | None,
     client: str | None,
@@ -70,6 +78,7 @@ def run_command(
     Example:
       replay run logs/run42.jsonl --strategies all
       replay logs/run42.jsonl -s baseline,truncate-500 --per-turn --format json -o out.json
+      replay logs/run42.jsonl -s age-truncate-500-keep-3 --per-turn --breakeven
       replay logs/run42.jsonl -s pi-compact-16k-20k --set pi-compact.keep=30k
       replay logs/run42.jsonl -s all,plugins --strategy-file my_strategy.py
     """
@@ -77,10 +86,13 @@ def run_command(
     from replay._api import recommendation, recommendation_line, replay
     from replay.cli._progress import progress_bar
 
+    if with_breakeven and not per_turn:
+        raise click.UsageError("--breakeven adds columns to --per-turn rows: give both")
+    chosen = resolve_strategies(strategies, sets, strategy_files)
     with progress_bar("replaying", quiet) as progress:
         result = replay(
             log,
-            resolve_strategies(strategies, sets, strategy_files),
+            chosen,
             provider=provider,
             model=model,
             client=client,
@@ -102,19 +114,35 @@ def run_command(
     }
     recommended = recommendation(result.summary)
     document["recommendation"] = recommended
+    turns = result.turns
+    if with_breakeven:
+        from replay._api import breakeven, turns_with_breakeven
+
+        with progress_bar("break-even", quiet) as progress:
+            frame_be = breakeven(
+                result.session,
+                chosen,
+                provider=provider,
+                model=model,
+                client=client,
+                cache_rules=cache_rules,
+                prices=_price_overrides(prices),
+                progress=progress,
+            )
+        turns = turns_with_breakeven(turns, frame_be)
     if per_turn:
-        document["requests"] = report.frame_rows(result.turns)
-    frame = result.turns if per_turn else result.summary
+        document["requests"] = report.frame_rows(turns)
+    frame = turns if per_turn else result.summary
     title = f"{log} · {header.agent} · {', '.join(providers)} / {', '.join(models)}"
     table = (
-        report.turns_table(result.turns, title)
+        report.turns_table(turns, title)
         if per_turn
         else report.summary_table(result.summary, title)
     )
     _emit_frame(frame, document, fmt, output, table)
     if fmt == "table" and not quiet:
         err = report.console(stderr=True)
-        err.print(recommendation_line(recommended))
+        err.print(recommendation_line(recommended, result.summary))
         for note in result.notes:
             err.print(f"[dim]note:[/dim] {note}")
 

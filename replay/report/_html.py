@@ -530,7 +530,7 @@ def build_report(
     else:
         records = replay_session(session, strategies, config)
     result = ReplayResult(session=session, records=records, notes=_notes(session, records))
-    line = recommendation_line(recommendation(result.summary))
+    line = recommendation_line(recommendation(result.summary), result.summary)
     return report_document(result, frame, log=str(log) if not isinstance(log, Session) else None,
                            recommendation=line)
 

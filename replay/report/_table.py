@@ -77,8 +77,18 @@ def summary_table(summary: pl.DataFrame, title: str) -> Table:
     return table
 
 
+def _breakeven_cell(row: dict) -> str:
+    if not row.get("event"):
+        return ""
+    closed, simulated = row["breakeven_closed_form"], row["breakeven_simulated"]
+    closed_text = "never" if closed is None else f"{closed:g}"
+    simulated_text = "never" if simulated is None else str(simulated)
+    return f"{row['event']}: {closed_text} / {simulated_text}"
+
+
 def turns_table(turns: pl.DataFrame, title: str) -> Table:
     table = Table(title=title, title_justify="left")
+    with_breakeven = "breakeven_closed_form" in turns.columns
     for header in [
         "strategy",
         "#",
@@ -95,7 +105,10 @@ def turns_table(turns: pl.DataFrame, title: str) -> Table:
     ]:
         table.add_column(header, justify="left" if header in ("strategy", "kind", "diverged at",
                                                               "miss cause") else "right")
+    if with_breakeven:
+        table.add_column("break-even (closed / simulated)")
     for row in turns.iter_rows(named=True):
+        extra = [_breakeven_cell(row)] if with_breakeven else []
         table.add_row(
             row["strategy"],
             str(row["request_index"]),
@@ -109,6 +122,7 @@ def turns_table(turns: pl.DataFrame, title: str) -> Table:
             row["diverged_at"] or "",
             row["miss_cause"] or "",
             _usd(row["cost_usd"]),
+            *extra,
         )
     return table
 
