@@ -107,7 +107,9 @@ class _Texts:
         return bool(text) and text not in self.visible and text in self.full
 
 
-def _last_known_content(history: Sequence[Item], path: str) -> tuple[str | None, ToolResultItem | None]:
+def _last_known_content(
+    history: Sequence[Item], path: str
+) -> tuple[str | None, ToolResultItem | None]:
     """The file's last full content in the history (a read result, or a write's content)."""
     calls: dict[str, Block] = {}
     content: str | None = None

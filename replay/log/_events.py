@@ -54,7 +54,7 @@ class Usage(_Model):
     """
 
     input_tokens: int = 0
-    """Uncached prompt tokens: billed at the full input rate (never includes cache reads or writes)."""
+    """Uncached prompt tokens, billed at the full input rate (never cache reads or writes)."""
 
     cache_read_tokens: int = 0
     """Prompt tokens served from the provider's prompt cache."""
@@ -109,7 +109,8 @@ class SessionHeader(_Event):
     """The agent's id for the session (or any stable label)."""
 
     agent: str = "unknown"
-    """Harness that produced the run: `claude-code`, `codex`, `pi`, `opencode`, `replay-recorder`…"""
+    """Harness that produced the run: `claude-code`, `codex`, `pi`, `opencode`,
+    `replay-recorder`…"""
 
     agent_version: str | None = None
     """Version of that harness, when known."""
