@@ -373,7 +373,15 @@ class _Run:
         event: Compaction, index: int, state: _Thread, event_ids: dict[str, int]
     ) -> LoggedCompaction:
         if event.replaces:
-            replaced = frozenset(event_ids[i] for i in event.replaces if i in event_ids)
+            named = {event_ids[i] for i in event.replaces if i in event_ids}
+            # Context the log does not hold (fitted per request) went with the events around it.
+            last = max(named, default=-1)
+            unlogged = {
+                i.event_index
+                for i in state.history
+                if isinstance(i, UserItem) and i.estimated_tokens and i.event_index < last
+            }
+            replaced = frozenset(named | unlogged)
         else:  # the log does not say: everything before it in the thread
             replaced = frozenset(getattr(i, "event_index", -1) for i in state.history)
         return LoggedCompaction(summary=event.summary, replaced=replaced, event_index=index)
