@@ -1,0 +1,708 @@
+"""`replay bench`: the fast path against a naive reference and against the floor, as ratios.
+
+Measured in one run on one machine (absolute seconds mean little elsewhere; ratios travel):
+
+- fast: `replay_session` per strategy on the synthetic session, each with a cold token memo
+  (so every row pays its own tokenization), and once for `--strategies all` from the log file
+  (reading it included) the way the CLI runs it;
+- naive: the same replay (strategies, evidence checks, cache simulation, pricing), where every
+  prompt is also re-rendered into one text, re-tokenized in full with tiktoken and compared with
+  the previous one token by token (the quadratic approach the block memo avoids). It runs on the
+  first `naive_requests` requests; when that is fewer than the session, the rest is
+  extrapolated as the fast path's own time for it plus the naive-only work (re-render,
+  re-tokenize, diff) fitted per request as `a + b·prompt_tokens` (the prompt size of every
+  request is known from the fast run);
+- floor: reading the log once plus tokenizing each distinct content block of the log once;
+- doubling: the `--strategies all` time on a session twice as long (same seed: the first N
+  requests are the same) over the time on N requests;
+- memory: the peak resident-set growth of a child process that reads the log and replays every
+  strategy, against the log file's size (once as `replay` runs by default, once with
+  `ReplayConfig(keep_blocks=False)`, which drops each finished request's block arrays).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from replay.engine import ReplayConfig, replay_session
+from replay.engine._replay import _Run
+from replay.log import (
+    AssistantMessage,
+    Compaction,
+    RequestMarker,
+    Session,
+    ToolResult,
+    UserMessage,
+    read_log,
+)
+from replay.prices import Pricer
+from replay.render._request import (
+    SUMMARY,
+    SYSTEM,
+    TEXT,
+    THINKING,
+    TOOL,
+    TOOL_CALL,
+    TOOL_RESULT,
+    USER,
+)
+from replay.strategies import resolve
+from replay.strategies._view import AssistantItem, SummaryItem, ToolResultItem, UserItem
+from replay.tokens import counter_for, family_for, get_encoding
+
+NAIVE_METHOD = (
+    "naive = the same replay (strategies, evidence checks, cache simulation, pricing) where "
+    "every prompt is also re-rendered into one text, every block of it re-tokenized with "
+    "tiktoken (no memo) and the first mismatch found by comparing the whole token sequences"
+)
+
+# ---------------------------------------------------------------------------------------------
+# The naive reference
+
+_KINDS = (TOOL, SYSTEM, USER, SUMMARY, TEXT, THINKING, TOOL_CALL, TOOL_RESULT)
+_TOOL_CALL_FRAMING = -100
+_FIXED_BODY = -200
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
+@dataclass
+class NaiveRecord:
+    """One request of the naive reference (the fields the fast path's records also have)."""
+
+    strategy: str
+    kind: str
+    request_index: int
+    prompt_tokens: int
+    first_mismatch_token: int
+    tokens: np.ndarray = field(repr=False)
+    """The whole prompt as token ids (framing tokens as negative sentinels)."""
+    ts: Any = None
+    model: str = ""
+
+
+def naive_prompt_blocks(items, *, system: str, tools) -> list[tuple[str, bool, str, int | None]]:
+    """Re-render a view from scratch: (kind, starts a message, text, fixed token count) per
+    block, in the provider's prefix order — what `Renderer` produces, without any memo."""
+    blocks: list[tuple[str, bool, str, int | None]] = []
+    for tool in tools:
+        text = json.dumps(tool.model_dump(mode="json", exclude_unset=False), sort_keys=True)
+        blocks.append((TOOL, False, text, None))
+    if system:
+        blocks.append((SYSTEM, True, system, None))
+    prev_is_result = False
+    for item in items:
+        is_result = isinstance(item, ToolResultItem)
+        if is_result:
+            blocks.append((TOOL_RESULT, not prev_is_result, item.output, None))
+        elif isinstance(item, AssistantItem):
+            if not item.blocks:
+                blocks.append((TEXT, True, "", None))
+            for n, b in enumerate(item.blocks):
+                kind = {"text": TEXT, "thinking": THINKING, "tool_call": TOOL_CALL}[b.type]
+                fixed = b.estimated_tokens if b.type == "thinking" and not b.text else None
+                blocks.append((kind, n == 0, b.rendered(), fixed))
+        elif isinstance(item, SummaryItem):
+            blocks.append((SUMMARY, True, item.text, None))
+        elif isinstance(item, UserItem):
+            blocks.append((USER, True, item.text, None))
+        else:
+            raise TypeError(f"a strategy returned {type(item).__name__}, not a view item")
+        prev_is_result = is_result
+    return blocks
+
+
+def naive_tokens(blocks, model: str) -> tuple[np.ndarray, int]:
+    """The prompt text and its tokens, re-tokenized block by block with no memo.
+
+    Returns (token ids, provider-scale prompt tokens). Framing tokens are negative sentinels that
+    encode the block kind, so two prompts compare exactly as the fast prefix diff compares them.
+    Blocks are tokenized one by one (not the joined text) because the fast path counts them that
+    way: a BPE merge across a block boundary would change the count.
+    """
+    family = family_for(model)
+    counter = counter_for(model)
+    encoding = get_encoding(family.encoding)
+    full_text = "".join(text for _, _, text, _ in blocks)  # the rendered prompt, as sent
+    parts: list[np.ndarray] = []
+    scaled = 0
+    for kind, starts, text, fixed in blocks:
+        framing = []
+        if starts:
+            framing += [-1 - _KINDS.index(kind)] * family.message_overhead
+        if kind == TOOL_CALL:
+            framing += [_TOOL_CALL_FRAMING] * family.tool_call_overhead
+        body = [_FIXED_BODY] * fixed if fixed is not None else encoding.encode_ordinary(text)
+        parts.append(np.asarray(framing + body, dtype=np.int64))
+        scaled += len(framing) + (fixed if fixed is not None else counter.scale(len(body)))
+    del full_text
+    tokens = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    return tokens, scaled
+
+
+def naive_first_mismatch(previous: np.ndarray, current: np.ndarray) -> int:
+    """First position where two whole token sequences differ (the shorter length if none)."""
+    n = min(len(previous), len(current))
+    diff = np.flatnonzero(previous[:n] != current[:n])
+    return int(diff[0]) if len(diff) else n
+
+
+class _NaiveRun(_Run):
+    """The engine's own loop (same histories, strategy calls, evidence checks, summarizer calls,
+    cache simulation and pricing), where every prompt is additionally re-rendered, re-tokenized
+    in full and diffed token by token: what `replay` would cost without its block memo. The
+    naive numbers go to `naive_records`; the engine's own records are kept as usual."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.request_seconds: list[float] = []
+        self.extra_seconds: dict[int, float] = {}
+        """Request index → seconds spent in the naive-only work (render, tokenize, diff)."""
+        self.naive_records: list[NaiveRecord] = []
+        self._previous_tokens: dict[int, NaiveRecord] = {}
+
+    def _request(self, marker, event_index, request_index, state, answer) -> None:
+        start = time.perf_counter()
+        super()._request(marker, event_index, request_index, state, answer)
+        self.request_seconds.append(time.perf_counter() - start)
+
+    def _simulate(
+        self,
+        *,
+        kind,
+        items,
+        marker,
+        request_index,
+        thread,
+        state,
+        model,
+        provider,
+        renderer,
+        output_tokens,
+        estimated_output,
+        events,
+        system=None,
+    ):
+        start = time.perf_counter()
+        previous = self._previous_tokens.get(id(state))
+        blocks = naive_prompt_blocks(
+            items,
+            system=state.system if system is None else system,
+            tools=self.session.header.tools,
+        )
+        tokens, total = naive_tokens(blocks, model)
+        if previous is None or family_for(previous.model).family != family_for(model).family:
+            first = 0
+        else:
+            first = naive_first_mismatch(previous.tokens, tokens)
+        naive = NaiveRecord(
+            self.named.name, kind, request_index, total, first, _EMPTY, marker.ts, model
+        )
+        self.naive_records.append(naive)
+        if kind == "request":
+            naive.tokens = tokens
+            if previous is not None:
+                previous.tokens = _EMPTY  # compared for the last time: free it
+            self._previous_tokens[id(state)] = naive
+        self.extra_seconds[request_index] = (
+            self.extra_seconds.get(request_index, 0.0) + time.perf_counter() - start
+        )
+        return super()._simulate(
+            kind=kind,
+            items=items,
+            marker=marker,
+            request_index=request_index,
+            thread=thread,
+            state=state,
+            model=model,
+            provider=provider,
+            renderer=renderer,
+            output_tokens=output_tokens,
+            estimated_output=estimated_output,
+            events=events,
+            system=system,
+        )
+
+
+def naive_replay(
+    session: Session, strategies: str | Sequence[str] = "all", config: ReplayConfig | None = None
+) -> list[NaiveRecord]:
+    """The naive reference over `session`: one record per simulated request (summarizer calls
+    included), with prompt tokens and first mismatch computed the quadratic way. Its first
+    mismatch equals the fast path's for model families whose calibration factor is 1.0."""
+    return _naive_runs(session, strategies, config)[0]
+
+
+def _naive_runs(
+    session, strategies, config=None
+) -> tuple[list[NaiveRecord], dict[str, list[float]]]:
+    config = config or ReplayConfig(pricer=Pricer())
+    records: list[NaiveRecord] = []
+    seconds: dict[str, list[float]] = {}
+    for named in resolve(strategies):
+        run = _NaiveRun(session, named, config)
+        run.run()
+        records.extend(run.naive_records)
+        seconds[named.name] = [
+            run.extra_seconds.get(i, 0.0) for i in range(len(run.request_seconds))
+        ]
+    for r in records:
+        r.tokens = _EMPTY  # done comparing: free the big arrays
+    return records, seconds
+
+
+# ---------------------------------------------------------------------------------------------
+# Measurements
+
+
+def reset_token_memo() -> None:
+    """Forget every memoized token count (the next replay tokenizes from scratch)."""
+    from replay.tokens import _counter
+
+    _counter._COUNTERS.clear()
+
+
+def prefix_session(session: Session, requests: int) -> Session:
+    """The first `requests` requests of `session` (with what answers the last one)."""
+    seen = 0
+    for n, event in enumerate(session.events):
+        if isinstance(event, RequestMarker):
+            seen += 1
+            if seen > requests:
+                return Session(session.header, session.events[:n], session.path)
+    return session
+
+
+def _distinct_texts(session: Session) -> list[str]:
+    header = session.header
+    texts: dict[str, None] = {header.system: None}
+    for tool in header.tools:
+        texts[json.dumps(tool.model_dump(mode="json", exclude_unset=False), sort_keys=True)] = None
+    from replay.engine._replay import _assistant_item
+
+    for e in session.events:
+        if isinstance(e, UserMessage):
+            texts[e.text] = None
+        elif isinstance(e, ToolResult):
+            texts[e.output] = None
+        elif isinstance(e, AssistantMessage):
+            for b in _assistant_item(e, -1).blocks:
+                texts[b.rendered()] = None
+        elif isinstance(e, Compaction):
+            texts[e.summary] = None
+    return list(texts)
+
+
+def measure_floor(path: str | Path) -> dict[str, Any]:
+    """Reading the log once plus tokenizing each distinct content block of it once."""
+    start = time.perf_counter()
+    session = read_log(path)
+    read_seconds = time.perf_counter() - start
+    model = session.header.model
+    encoding = get_encoding(family_for(model).encoding)
+    texts = _distinct_texts(session)
+    start = time.perf_counter()
+    tokens = sum(len(encoding.encode_ordinary(t)) for t in texts)
+    tokenize_seconds = time.perf_counter() - start
+    return {
+        "seconds": read_seconds + tokenize_seconds,
+        "read_seconds": read_seconds,
+        "tokenize_seconds": tokenize_seconds,
+        "distinct_blocks": len(texts),
+        "distinct_tokens": tokens,
+    }
+
+
+def _time_fast(session: Session, strategies: Sequence[str]) -> tuple[float, list]:
+    reset_token_memo()
+    start = time.perf_counter()
+    records = replay_session(session, list(strategies), ReplayConfig(pricer=Pricer()))
+    return time.perf_counter() - start, records
+
+
+def _time_all_from_file(path: Path, strategies: Sequence[str]) -> float:
+    reset_token_memo()
+    start = time.perf_counter()
+    session = read_log(path)
+    replay_session(session, list(strategies), ReplayConfig(pricer=Pricer()))
+    return time.perf_counter() - start
+
+
+def _fit_naive(seconds: list[float], prompts: list[int]) -> tuple[float, float]:
+    """Least-squares `t = a + b·prompt_tokens` with a, b >= 0."""
+    t = np.asarray(seconds, dtype=float)
+    p = np.asarray(prompts, dtype=float)
+    if len(t) >= 3 and p.std() > 0:
+        a, b = np.linalg.lstsq(np.column_stack([np.ones_like(p), p]), t, rcond=None)[0]
+        if a >= 0 and b >= 0:
+            return float(a), float(b)
+    if p.sum() > 0:
+        return 0.0, float(t.sum() / p.sum())
+    return float(t.mean()) if len(t) else 0.0, 0.0
+
+
+def _prompts_per_request(records, name: str, requests: int) -> list[int]:
+    """Prompt tokens each recorded request of strategy `name` simulated (summarizer calls
+    added to the request that triggered them)."""
+    out = [0] * requests
+    for r in records:
+        if r.strategy == name and r.request_index < requests:
+            out[r.request_index] += int(r.request.total)
+    return out
+
+
+def _proc_status(field_name: str) -> int | None:
+    """A `kB` field of /proc/self/status, in bytes (None where there is no /proc)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith(field_name + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def memory_probe(
+    path: str | Path, strategies: Sequence[str], keep_blocks: bool = True
+) -> dict[str, int]:
+    """Peak resident-memory growth (bytes) of reading `path` and replaying `strategies`, in this
+    process, after imports and the tokenizer are loaded.
+
+    On Linux the peak (VmHWM) is reset first through /proc/self/clear_refs: `ru_maxrss` would
+    carry the peak of the parent process across fork and exec."""
+    get_encoding(family_for(read_log(path).header.model).encoding)  # loaded before the baseline
+    reset_token_memo()
+    gc.collect()
+    reset = False
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:
+            handle.write("5")
+        reset = True
+    except OSError:
+        pass
+    before = _proc_status("VmRSS") if reset else None
+    if before is None:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    session = read_log(path)
+    config = ReplayConfig(pricer=Pricer(), keep_blocks=keep_blocks)
+    records = replay_session(session, list(strategies), config)
+    peak = _proc_status("VmHWM") if reset else None
+    if peak is None:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    del records, session
+    return {"peak_bytes": max(0, peak - before), "baseline_bytes": before}
+
+
+def _memory_in_child(path: Path, strategies: Sequence[str], keep_blocks: bool = True) -> dict:
+    code = (
+        "import json, sys; from replay.bench._bench import memory_probe; "
+        "print(json.dumps(memory_probe(sys.argv[1], sys.argv[2].split(','), sys.argv[3] == '1')))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(path), ",".join(strategies), "1" if keep_blocks else "0"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run_bench(
+    requests: int = 1000,
+    strategies: str | Sequence[str] = "all",
+    *,
+    seed: int = 0,
+    naive_requests: int | None = 200,
+    doubling: bool = True,
+    memory: bool = True,
+    max_context_tokens: int | None = None,
+    size_scale: float = 1.0,
+    provider: str = "anthropic",
+    model: str = "claude-sonnet-4-5",
+    workdir: str | Path | None = None,
+    progress=None,
+) -> dict[str, Any]:
+    """Run the benchmark; returns the document `replay bench --format json` prints.
+
+    `naive_requests` = how many requests the naive reference really runs (None or ≥ requests:
+    all of them, no extrapolation). `progress(message)` is called before each phase.
+    """
+    from replay.bench._synthetic import write_synthetic_log
+
+    say = progress or (lambda message: None)
+    names = [n.name for n in resolve(strategies)]
+    gen = dict(
+        max_context_tokens=max_context_tokens, provider=provider, model=model, size_scale=size_scale
+    )
+    tmp = tempfile.TemporaryDirectory(prefix="replay-bench-") if workdir is None else None
+    folder = Path(workdir or tmp.name)
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        say(f"generating a {requests}-request session (seed {seed})")
+        path = folder / f"synthetic-{requests}-{seed}.jsonl"
+        session = write_synthetic_log(path, requests, seed, **gen)
+        get_encoding(family_for(model).encoding)  # load the tokenizer before any timing
+        log_bytes = path.stat().st_size
+
+        say("floor: reading the log once and tokenizing each distinct block once")
+        floor = measure_floor(path)
+
+        rows = []
+        peak_prompt = 0
+        m = requests if naive_requests is None else max(1, min(naive_requests, requests))
+        head = prefix_session(session, m) if m < requests else session
+        for name in names:
+            say(f"fast: {name}")
+            seconds, records = _time_fast(session, [name])
+            prompts = _prompts_per_request(records, name, requests)
+            peak_prompt = max([peak_prompt] + [int(r.request.total) for r in records])
+            del records
+            say(f"naive: {name} on {m} requests")
+            reset_token_memo()
+            start = time.perf_counter()
+            naive_records, per_request = _naive_runs(head, [name])
+            naive_measured = time.perf_counter() - start
+            del naive_records
+            fast_at_m = seconds if m == requests else _time_fast(head, [name])[0]
+            if m == requests:
+                naive_total, extrapolated = naive_measured, False
+            else:
+                # The rest costs what the fast path costs there, plus the naive-only work
+                # (re-render, re-tokenize, diff) fitted per request as a + b·prompt_tokens.
+                a, b = _fit_naive(per_request[name], prompts[:m])
+                naive_total = (
+                    naive_measured
+                    + max(0.0, seconds - fast_at_m)
+                    + sum(a + b * p for p in prompts[m:])
+                )
+                extrapolated = True
+            half = per_request[name][: m // 2]
+            exponent = (
+                math.log2(sum(per_request[name]) / sum(half)) if m >= 4 and sum(half) > 0 else None
+            )
+            rows.append(
+                {
+                    "strategy": name,
+                    "requests": requests,
+                    "fast_seconds": seconds,
+                    "requests_per_second": requests / seconds if seconds else None,
+                    "naive_seconds": naive_total,
+                    "naive_extrapolated": extrapolated,
+                    "naive_ratio": naive_total / seconds if seconds else None,
+                    "naive_requests": m,
+                    "naive_seconds_measured": naive_measured,
+                    "fast_seconds_at_naive_requests": fast_at_m,
+                    "naive_ratio_measured": naive_measured / fast_at_m if fast_at_m else None,
+                    "naive_scaling_exponent": exponent,
+                }
+            )
+
+        say(f"fast: --strategies {','.join(names)} from the log file")
+        all_seconds = _time_all_from_file(path, names)
+        result: dict[str, Any] = {
+            "requests": requests,
+            "seed": seed,
+            "size_scale": size_scale,
+            "max_context_tokens": max_context_tokens,
+            "provider": provider,
+            "model": model,
+            "strategies": names,
+            "log_bytes": log_bytes,
+            "log_events": len(session.events) + 1,
+            "peak_prompt_tokens": peak_prompt,
+            "rows": rows,
+            "all": {
+                "seconds": all_seconds,
+                "requests_per_second": requests * len(names) / all_seconds,
+                "naive_seconds": sum(r["naive_seconds"] for r in rows),
+                "naive_ratio": sum(r["naive_seconds"] for r in rows) / all_seconds,
+            },
+            "floor": floor,
+            "fast_floor_ratio": all_seconds / floor["seconds"],
+            "naive_method": NAIVE_METHOD,
+            "naive_extrapolated": any(r["naive_extrapolated"] for r in rows),
+            "machine": {
+                "cpus": os.cpu_count(),
+                "python": platform.python_version(),
+                "platform": platform.platform(),
+                "load_average_1m": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+            },
+        }
+        del session
+        if doubling:
+            say(f"doubling: generating and replaying {2 * requests} requests")
+            path2 = folder / f"synthetic-{2 * requests}-{seed}.jsonl"
+            write_synthetic_log(path2, 2 * requests, seed, **gen)
+            seconds2 = _time_all_from_file(path2, names)
+            result["doubling"] = {
+                "requests": 2 * requests,
+                "seconds": seconds2,
+                "ratio": seconds2 / all_seconds,
+            }
+        else:
+            result["doubling"] = None
+        if memory:
+            say("memory: replaying every strategy in a child process")
+            mem = _memory_in_child(path, names)
+            say("memory: again with ReplayConfig(keep_blocks=False)")
+            released = _memory_in_child(path, names, keep_blocks=False)
+            result["memory"] = {
+                "peak_bytes": mem["peak_bytes"],
+                "log_bytes": log_bytes,
+                "ratio": mem["peak_bytes"] / log_bytes,
+                "peak_bytes_released": released["peak_bytes"],
+                "ratio_released": released["peak_bytes"] / log_bytes,
+                "method": "peak resident-set growth (VmHWM after a reset, Linux) of a child "
+                "process reading the log and replaying every strategy, after imports and the "
+                "tokenizer are loaded",
+            }
+        else:
+            result["memory"] = None
+        result["targets"] = _targets(result)
+        return result
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+
+TARGETS = {
+    "naive_ratio": (">=", 100.0),
+    "fast_floor_ratio": ("<=", 3.0),
+    "doubling_ratio": ("<=", 2.2),
+    "memory_ratio": ("<=", 4.0),
+}
+"""Issue 8's targets, as ratios."""
+
+
+def _targets(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    values = {
+        "naive_ratio": result["all"]["naive_ratio"],
+        "fast_floor_ratio": result["fast_floor_ratio"],
+        "doubling_ratio": result["doubling"]["ratio"] if result["doubling"] else None,
+        "memory_ratio": result["memory"]["ratio"] if result["memory"] else None,
+    }
+    out = {}
+    for key, (op, limit) in TARGETS.items():
+        v = values[key]
+        ok = None if v is None else (v >= limit if op == ">=" else v <= limit)
+        out[key] = {"value": v, "target": f"{op} {limit:g}", "met": ok}
+    return out
+
+
+def bench_table(result: dict[str, Any]):
+    """The benchmark as rich renderables: per-strategy table and the ratio table."""
+    from rich.console import Group
+    from rich.table import Table
+
+    n = result["requests"]
+    title = (
+        f"replay bench · {n} requests (seed {result['seed']}, size ×{result['size_scale']:g}) · "
+        f"peak prompt {result['peak_prompt_tokens']:,} tokens · "
+        f"log {result['log_bytes'] / 1e6:.1f} MB"
+    )
+    per = Table(title=title, title_justify="left")
+    for col in (
+        "strategy",
+        "fast (s)",
+        "requests/s",
+        "naive (s)",
+        "naive/fast",
+        "naive measured",
+        "naive/fast measured",
+    ):
+        per.add_column(col, justify="left" if col == "strategy" else "right")
+    for r in result["rows"]:
+        star = "*" if r["naive_extrapolated"] else ""
+        per.add_row(
+            r["strategy"],
+            f"{r['fast_seconds']:.3f}",
+            f"{r['requests_per_second']:,.0f}",
+            f"{r['naive_seconds']:,.1f}{star}",
+            f"{r['naive_ratio']:,.0f}×{star}",
+            f"{r['naive_seconds_measured']:.2f} s @ {r['naive_requests']}",
+            f"{r['naive_ratio_measured']:,.1f}×",
+        )
+    a = result["all"]
+    star = "*" if result["naive_extrapolated"] else ""
+    per.add_row(
+        f"all ({len(result['rows'])}, one run, log read included)",
+        f"{a['seconds']:.3f}",
+        f"{a['requests_per_second']:,.0f}",
+        f"{a['naive_seconds']:,.1f}{star}",
+        f"{a['naive_ratio']:,.0f}×{star}",
+        "",
+        "",
+        style="bold",
+    )
+    fl = result["floor"]
+    ratios = Table(title="ratios (issue 8 targets)", title_justify="left")
+    for col in ("measure", "value", "target", "met", "detail"):
+        ratios.add_column(col, justify="left" if col in ("measure", "detail") else "right")
+    t = result["targets"]
+
+    def mark(key: str) -> str:
+        met = t[key]["met"]
+        return "" if met is None else ("[green]yes[/green]" if met else "[red]no[/red]")
+
+    ratios.add_row(
+        "naive / fast (all)",
+        f"{a['naive_ratio']:,.0f}×",
+        t["naive_ratio"]["target"],
+        mark("naive_ratio"),
+        f"{a['naive_seconds']:,.1f} s vs {a['seconds']:.2f} s",
+    )
+    ratios.add_row(
+        "fast / floor",
+        f"{result['fast_floor_ratio']:.2f}×",
+        t["fast_floor_ratio"]["target"],
+        mark("fast_floor_ratio"),
+        f"floor {fl['seconds']:.2f} s = read {fl['read_seconds']:.2f} s + tokenize "
+        f"{fl['distinct_blocks']:,} distinct blocks ({fl['distinct_tokens']:,} tokens) "
+        f"{fl['tokenize_seconds']:.2f} s",
+    )
+    if result["doubling"]:
+        d = result["doubling"]
+        ratios.add_row(
+            "doubling (2N / N)",
+            f"{d['ratio']:.2f}×",
+            t["doubling_ratio"]["target"],
+            mark("doubling_ratio"),
+            f"{d['seconds']:.2f} s at {d['requests']} requests",
+        )
+    if result["memory"]:
+        m = result["memory"]
+        ratios.add_row(
+            "peak memory / log size",
+            f"{m['ratio']:.2f}×",
+            t["memory_ratio"]["target"],
+            mark("memory_ratio"),
+            f"{m['peak_bytes'] / 1e6:,.0f} MB vs {m['log_bytes'] / 1e6:.1f} MB (RSS); "
+            f"{m['ratio_released']:.1f}× ({m['peak_bytes_released'] / 1e6:,.0f} MB) "
+            "with keep_blocks=False",
+        )
+    notes = []
+    if result["naive_extrapolated"]:
+        notes.append(
+            f"* naive run on the first {result['rows'][0]['naive_requests']} requests, "
+            f"extrapolated to {n}: the fast path's time for the rest plus the naive-only work "
+            "(re-render, re-tokenize, diff) fitted per request as a + b·prompt_tokens."
+        )
+    notes.append(NAIVE_METHOD + ".")
+    from rich.text import Text
+
+    return Group(per, ratios, *[Text(x, style="dim") for x in notes])

@@ -1,0 +1,318 @@
+"""`replay bench`, the synthetic session generator and the naive reference (small sizes, no
+timing assertions: only the shape of the output and the equalities that must hold)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from replay.bench import (
+    naive_replay,
+    prefix_session,
+    run_bench,
+    synthetic_session,
+    write_synthetic_log,
+)
+from replay.cli._main import cli, load_commands
+from replay.engine import ReplayConfig, replay_session
+from replay.log import (
+    AssistantMessage,
+    Compaction,
+    RequestMarker,
+    ToolCallBlock,
+    ToolResult,
+    UserMessage,
+    dumps_log,
+    read_log,
+)
+from replay.prices import Pricer
+
+load_commands()
+
+ROW_KEYS = {
+    "strategy",
+    "requests",
+    "fast_seconds",
+    "requests_per_second",
+    "naive_seconds",
+    "naive_extrapolated",
+    "naive_ratio",
+    "naive_requests",
+    "naive_seconds_measured",
+    "fast_seconds_at_naive_requests",
+    "naive_ratio_measured",
+    "naive_scaling_exponent",
+}
+TOP_KEYS = {
+    "requests",
+    "seed",
+    "size_scale",
+    "max_context_tokens",
+    "provider",
+    "model",
+    "strategies",
+    "log_bytes",
+    "log_events",
+    "peak_prompt_tokens",
+    "rows",
+    "all",
+    "floor",
+    "fast_floor_ratio",
+    "doubling",
+    "memory",
+    "targets",
+    "naive_method",
+    "naive_extrapolated",
+    "machine",
+}
+
+
+def _check_document(doc: dict, strategies: list[str], requests: int) -> None:
+    assert set(doc) >= TOP_KEYS
+    assert doc["strategies"] == strategies
+    assert [r["strategy"] for r in doc["rows"]] == strategies
+    for row in doc["rows"]:
+        assert set(row) >= ROW_KEYS
+        assert row["requests"] == requests
+        for key in (
+            "fast_seconds",
+            "requests_per_second",
+            "naive_seconds",
+            "naive_ratio",
+            "naive_ratio_measured",
+        ):
+            assert row[key] > 0, key
+    assert doc["all"]["seconds"] > 0 and doc["all"]["naive_ratio"] > 0
+    assert {
+        "seconds",
+        "read_seconds",
+        "tokenize_seconds",
+        "distinct_blocks",
+        "distinct_tokens",
+    } <= set(doc["floor"])
+    assert doc["floor"]["seconds"] > 0 and doc["fast_floor_ratio"] > 0
+    assert doc["doubling"]["requests"] == 2 * requests and doc["doubling"]["ratio"] > 0
+    assert doc["memory"]["ratio"] >= 0 and doc["memory"]["log_bytes"] == doc["log_bytes"]
+    assert set(doc["targets"]) == {
+        "naive_ratio",
+        "fast_floor_ratio",
+        "doubling_ratio",
+        "memory_ratio",
+    }
+    assert doc["peak_prompt_tokens"] > 0
+
+
+def test_bench_cli_json_smoke(tmp_path):
+    out = tmp_path / "bench.json"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "bench",
+            "-n",
+            "60",
+            "-s",
+            "baseline,sliding-10",
+            "--naive-requests",
+            "30",
+            "--format",
+            "json",
+            "-o",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    _check_document(doc, ["baseline", "sliding-10"], 60)
+    assert doc["naive_extrapolated"] is True
+    assert all(r["naive_requests"] == 30 for r in doc["rows"])
+
+
+def test_bench_cli_table_says_when_naive_is_extrapolated():
+    result = CliRunner().invoke(
+        cli,
+        [
+            "bench",
+            "-n",
+            "40",
+            "-s",
+            "truncate-500",
+            "--naive-requests",
+            "20",
+            "--no-doubling",
+            "--no-memory",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "extrapolated" in result.output
+    assert "fast / floor" in result.output and "naive / fast" in result.output
+
+
+def test_bench_help_has_an_example():
+    result = CliRunner().invoke(cli, ["bench", "--help"])
+    assert result.exit_code == 0
+    assert "Example:" in result.output and "replay bench --requests 1000" in result.output
+
+
+def test_run_bench_api_full_naive(tmp_path):
+    doc = run_bench(
+        60, "baseline,compact-at-12000-structured", naive_requests=None, workdir=tmp_path
+    )
+    _check_document(doc, ["baseline", "compact-at-12000-structured"], 60)
+    assert doc["naive_extrapolated"] is False
+    for row in doc["rows"]:
+        assert row["naive_seconds"] == row["naive_seconds_measured"]
+
+
+def test_write_log_only(tmp_path):
+    path = tmp_path / "s.jsonl"
+    result = CliRunner().invoke(cli, ["bench", "-n", "25", "--seed", "3", "--write-log", str(path)])
+    assert result.exit_code == 0, result.output
+    session = read_log(path, strict=True)
+    assert len(session.requests()) == 25
+    assert dumps_log(session.header, session.events) == path.read_text()
+    assert path.read_text() == dumps_log(*_parts(synthetic_session(25, 3)))
+
+
+def _parts(session):
+    return session.header, session.events
+
+
+def test_generator_is_deterministic_and_prefix_stable():
+    a, b = synthetic_session(50, 7), synthetic_session(50, 7)
+    assert dumps_log(*_parts(a)) == dumps_log(*_parts(b))
+    assert dumps_log(*_parts(a)) != dumps_log(*_parts(synthetic_session(50, 8)))
+    longer = synthetic_session(80, 7)
+    assert dumps_log(*_parts(prefix_session(longer, 50))) == dumps_log(*_parts(a))
+
+
+def test_generator_shape():
+    session = synthetic_session(300, 1)
+    events = session.events
+    header = session.header
+    assert header.system and {t.name for t in header.tools} == {
+        "read_file",
+        "grep",
+        "list_files",
+        "write_file",
+        "run_tests",
+    }
+    assert isinstance(events[0], UserMessage)
+    assert len(session.requests()) == 300
+    results = [e for e in events if isinstance(e, ToolResult)]
+    calls = [
+        b
+        for e in events
+        if isinstance(e, AssistantMessage)
+        for b in e.blocks
+        if isinstance(b, ToolCallBlock)
+    ]
+    assert {r.call_id for r in results} == {c.id for c in calls}
+    per_message = [
+        sum(isinstance(b, ToolCallBlock) for b in e.blocks)
+        for e in events
+        if isinstance(e, AssistantMessage)
+    ]
+    assert set(per_message) <= {1, 2, 3} and max(per_message) > 1
+    reads = [r.output for r in results if r.tool_name == "read_file"]
+    assert len(reads) != len(set(reads))  # files are read again
+    sizes = sorted(len(r) for r in reads)
+    assert 1000 < sizes[len(sizes) // 2] < 4000 and sizes[-1] > 10_000
+    stamps = [e.ts for e in events]
+    assert stamps == sorted(stamps)
+    markers = [e for e in events if isinstance(e, RequestMarker)]
+    gaps = [(b.ts - a.ts).total_seconds() for a, b in zip(markers, markers[1:], strict=False)]
+    assert max(gaps) > 300  # idle gaps past the 5-minute TTL
+    assert sum(isinstance(e, UserMessage) for e in events) > 1  # follow-ups
+    ids = [e.id for e in events]
+    assert len(set(ids)) == len(ids)
+
+
+def test_generator_compacts_past_the_limit():
+    session = synthetic_session(120, 2, max_context_tokens=30_000)
+    compactions = [e for e in session.events if isinstance(e, Compaction)]
+    assert compactions
+    ids = {e.id for e in session.events}
+    assert all(set(c.replaces) <= ids and c.replaces for c in compactions)
+
+
+@pytest.mark.parametrize(
+    ("provider", "model"), [("anthropic", "claude-sonnet-4-5"), ("openai", "gpt-4o")]
+)
+def test_naive_reference_equals_fast_path(provider, model):
+    session = synthetic_session(45, 4, max_context_tokens=15_000)
+    config = dict(provider=provider, model=model)
+    # Every strategy of the library for one model; the core families for the other.
+    names = (
+        "all"
+        if provider == "anthropic"
+        else (
+            "baseline,truncate-500,age-truncate-500-keep-3,compact-at-12000-structured,sliding-10"
+        )
+    )
+    fast = replay_session(session, names, ReplayConfig(pricer=Pricer(), **config))
+    naive = naive_replay(session, names, ReplayConfig(pricer=Pricer(), **config))
+    got = [
+        (r.strategy, r.kind, r.request_index, r.prompt_tokens, r.first_mismatch_token)
+        for r in naive
+    ]
+    want = [
+        (r.strategy, r.kind, r.request_index, r.request.total, r.diff.first_mismatch_token)
+        for r in fast
+    ]
+    assert got == want
+    assert any(r.kind == "summarizer" for r in fast)  # summarizer calls compared too
+    assert any(r.diff.is_break for r in fast)  # and prompts that rewrote their prefix
+
+
+def test_written_log_replays_like_the_session(tmp_path):
+    path = tmp_path / "s.jsonl"
+    session = write_synthetic_log(path, 30, 0)
+    a = replay_session(session, "baseline,sliding-10", ReplayConfig(pricer=Pricer()))
+    b = replay_session(read_log(path), "baseline,sliding-10", ReplayConfig(pricer=Pricer()))
+    assert [(r.request.total, r.cost_usd) for r in a] == [(r.request.total, r.cost_usd) for r in b]
+
+
+def test_released_blocks_keep_the_numbers():
+    session = synthetic_session(40, 6, max_context_tokens=15_000)
+    names = "baseline,age-truncate-500-keep-3,compact-at-12000-structured"
+    kept = replay_session(session, names, ReplayConfig(pricer=Pricer()))
+    light = replay_session(session, names, ReplayConfig(pricer=Pricer(), keep_blocks=False))
+    assert [(r.request.total, r.diff, r.outcome, r.cost_usd) for r in kept] == [
+        (r.request.total, r.diff, r.outcome, r.cost_usd) for r in light
+    ]
+    assert sum(r.request.released for r in light) >= len(light) - 3  # the last of each lane stays
+    assert not any(r.request.released for r in kept)
+
+
+def test_incremental_render_equals_a_fresh_render():
+    """The renderer reuses the previous view's block arrays: same arrays as a cold render."""
+    from replay.render import Renderer
+    from replay.tokens import counter_for
+
+    session = synthetic_session(40, 8, max_context_tokens=15_000)
+    records = replay_session(
+        session,
+        "age-truncate-500-keep-3,sliding-10-pin-first,compact-at-12000-freeform",
+        ReplayConfig(pricer=Pricer(), keep_views=True),
+    )
+    header = session.header
+    assert any(r.diff.is_break for r in records) and any(not r.diff.is_break for r in records)
+    for r in records:
+        got = r.request
+        want = Renderer(counter_for(r.model)).render(
+            r.view,
+            system=header.system,
+            tools=header.tools,
+            index=r.request_index,
+            request_id=r.request_id,
+            thread=r.thread,
+            ts=r.ts,
+            model=r.model,
+            provider=r.provider,
+        )
+        assert got.kinds == want.kinds
+        for name in ("block_tokens", "cum_tokens", "item_index", "positions"):
+            assert np.array_equal(getattr(got, name), getattr(want, name)), name
