@@ -117,9 +117,11 @@ class Renderer:
             ids, kinds = (t.intern(TOOL_RESULT, item.output, not merged),), (TOOL_RESULT,)
         elif isinstance(item, AssistantItem):
             id_list, kind_list = [], []
-            for n, block in enumerate(item.blocks):
+            for block in item.blocks:
                 kind = {"text": TEXT, "thinking": THINKING, "tool_call": TOOL_CALL}[block.type]
-                fixed = block.estimated_tokens if block.type == "thinking" and not block.text else None
+                # Thinking logged only by its size (signature, redacted) counts that size.
+                unlogged = block.type == "thinking" and not block.text
+                fixed = block.estimated_tokens if unlogged else None
                 id_list.append(t.intern(kind, block.rendered(), not id_list, fixed))
                 kind_list.append(kind)
             if not id_list:  # an empty assistant turn still frames a message
