@@ -21,6 +21,10 @@ def _usd(v: Decimal | None) -> str:
     return f"${v:,.4f}" if abs(v) >= Decimal("0.0001") or v == 0 else f"${v:.2E}"
 
 
+def _calls(n: int) -> str:
+    return "1 call" if n == 1 else f"{n} calls"
+
+
 def summary_table(summary: pl.DataFrame, title: str) -> Table:
     """One row per strategy, cheapest first is NOT imposed: the order is the one asked for.
     Each strategy that made summarizer calls gets an extra line with their share."""
@@ -38,6 +42,7 @@ def summary_table(summary: pl.DataFrame, title: str) -> Table:
         ("hit ratio", "right"),
         ("prefix breaks", "right"),
         ("over window", "right"),
+        ("blind actions", "right"),
     ]:
         table.add_column(header, justify=justify, no_wrap=header == "strategy")
     cheapest = summary["cost_usd"].min() if summary.height else None
@@ -58,10 +63,11 @@ def summary_table(summary: pl.DataFrame, title: str) -> Table:
             f"{row['hit_ratio']:.1%}",
             _int(row["prefix_breaks"]),
             Text(_int(row["over_window"]), style="red" if row["over_window"] else ""),
+            Text(_int(row["blind_actions"]), style="red" if row["blind_actions"] else ""),
         )
         if row["summarizer_calls"]:
             table.add_row(
-                Text(f"  └ summarizer ({row['summarizer_calls']} calls)", style="dim"),
+                Text(f"  └ summarizer ({_calls(row['summarizer_calls'])})", style="dim"),
                 "",
                 "",
                 "",
@@ -69,6 +75,7 @@ def summary_table(summary: pl.DataFrame, title: str) -> Table:
                 "",
                 "",
                 Text(f"incl. {_usd(row['summarizer_cost_usd'])}", style="dim"),
+                "",
                 "",
                 "",
                 "",
