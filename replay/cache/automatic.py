@@ -102,6 +102,7 @@ class AutomaticPrefixSimulator(CacheSimulator):
         req, store = sim.request, self.store
         if self.rule(sim, "strips_thinking", False):
             req = _stripped(req)
+        dropped = sim.request.total - req.total
         t, model, total = req.ts, req.model, req.total
         min_len = int(self.rule(sim, "min_cacheable_tokens"))
         step = max(1, int(self.rule(sim, "granularity_tokens", 1)))
@@ -151,6 +152,7 @@ class AutomaticPrefixSimulator(CacheSimulator):
             cache_write_1h=write if bucket == "1h" else 0,
             miss_cause=text,
             miss_kind=kind,
+            dropped_tokens=dropped,
         )
 
         created = t
