@@ -6,13 +6,14 @@ from pathlib import Path
 
 import click
 
-from replay.cli._main import cli, output_options, replay_options, user_errors
-
-
-def _overrides(prices: tuple[str, ...]) -> dict:
-    from replay.prices import parse_price_override
-
-    return dict(parse_price_override(p) for p in prices)
+from replay.cli._main import (
+    cli,
+    emit,
+    output_options,
+    price_overrides,
+    replay_options,
+    user_errors,
+)
 
 
 def _breakeven_table(frame, title: str):
@@ -35,20 +36,6 @@ def _breakeven_table(frame, title: str):
         )
     return table
 
-
-def _emit(frame, document: dict, fmt: str, output: Path | None, table) -> None:
-    from replay import report
-
-    if fmt == "json":
-        report.write_output(report.to_json(document), output)
-    elif fmt == "csv":
-        report.write_output(report.to_csv(frame), output)
-    elif fmt == "parquet":
-        if output is None:
-            raise click.UsageError("--format parquet needs -o FILE")
-        report.write_output(report.to_parquet_bytes(frame), output)
-    else:
-        report.print_table(table, output)
 
 
 @cli.command("breakeven")
@@ -77,10 +64,10 @@ def breakeven_command(log: Path, strategies: str, ttl: str | None, provider, mod
 
     with progress_bar("break-even", quiet) as progress:
         frame = breakeven(log, strategies, provider=provider, model=model, client=client,
-                          cache_rules=cache_rules, prices=_overrides(prices), ttl=ttl,
+                          cache_rules=cache_rules, prices=price_overrides(prices), ttl=ttl,
                           strict=strict, progress=progress)
     document = {"log": str(log), "breakeven": report.frame_rows(frame)}
-    _emit(frame, document, fmt, output, _breakeven_table(frame, f"{log} · break-even"))
+    emit(frame, document, fmt, output, _breakeven_table(frame, f"{log} · break-even"))
 
 
 @cli.command("whatif")
@@ -119,7 +106,7 @@ def whatif_command(log: Path, at: int | None, prune: str | None, compact_at: int
     with progress_bar("what if", quiet or fmt == "json") as progress:
         result = whatif(log, at=edit_at, prune=prune, compact=compact_at is not None,
                         provider=provider, model=model, client=client, cache_rules=cache_rules,
-                        prices=_overrides(prices), ttl=ttl, strict=strict, progress=progress)
+                        prices=price_overrides(prices), ttl=ttl, strict=strict, progress=progress)
     summary, be = result["summary"], result["breakeven"]
     costs = dict(zip(summary["strategy"], summary["cost_usd"], strict=True))
     delta = costs[result["edit"]] - costs[result["reference"]]

@@ -10,28 +10,14 @@ from pathlib import Path
 import click
 
 from replay.cli._cmd_strategies import resolve_strategies, strategy_options
-from replay.cli._main import cli, output_options, replay_options, user_errors
-
-
-def _price_overrides(prices: tuple[str, ...]) -> dict:
-    from replay.prices import parse_price_override
-
-    return dict(parse_price_override(p) for p in prices)
-
-
-def _emit_frame(frame, document: dict, fmt: str, output: Path | None, table) -> None:
-    from replay import report
-
-    if fmt == "table":
-        report.print_table(table, output)
-    elif fmt == "json":
-        report.write_output(report.to_json(document), output)
-    elif fmt == "csv":
-        report.write_output(report.to_csv(frame), output)
-    else:
-        if output is None:
-            raise click.UsageError("--format parquet needs -o FILE")
-        report.write_output(report.to_parquet_bytes(frame), output)
+from replay.cli._main import (
+    cli,
+    emit,
+    output_options,
+    price_overrides,
+    replay_options,
+    user_errors,
+)
 
 
 @cli.command("run")
@@ -97,7 +83,7 @@ def run_command(
             model=model,
             client=client,
             cache_rules=cache_rules,
-            prices=_price_overrides(prices),
+            prices=price_overrides(prices),
             strict=strict,
             progress=progress,
         )
@@ -126,7 +112,7 @@ def run_command(
                 model=model,
                 client=client,
                 cache_rules=cache_rules,
-                prices=_price_overrides(prices),
+                prices=price_overrides(prices),
                 progress=progress,
             )
         turns = turns_with_breakeven(turns, frame_be)
@@ -139,7 +125,7 @@ def run_command(
         if per_turn
         else report.summary_table(result.summary, title)
     )
-    _emit_frame(frame, document, fmt, output, table)
+    emit(frame, document, fmt, output, table)
     if fmt == "table" and not quiet:
         err = report.console(stderr=True)
         err.print(recommendation_line(recommended, result.summary))

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import click
 
-from replay.cli._main import cli, output_options, replay_options, user_errors
+from replay.cli._main import (
+    cli,
+    emit,
+    output_options,
+    price_overrides,
+    replay_options,
+    user_errors,
+)
 
 
 @cli.command("fidelity")
@@ -34,26 +41,14 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
     from replay import report
     from replay._api import _config, load
     from replay.fidelity import fidelity_frame, fidelity_rows, fidelity_summary
-    from replay.prices import parse_price_override
 
     session = load(log, strict=strict)
-    config = _config(provider, model, client, cache_rules, None,
-                     dict(parse_price_override(p) for p in prices))
+    config = _config(provider, model, client, cache_rules, None, price_overrides(prices))
     rows = fidelity_rows(session, config)
     if not rows:
         raise click.ClickException(f"{log}: no request in this log carries recorded usage")
     frame = fidelity_frame(rows)
     summary = fidelity_summary(rows)
-    if fmt == "json":
-        document = {"log": str(log), "summary": summary, "requests": report.frame_rows(frame)}
-        report.write_output(report.to_json(document), output)
-        return
-    if fmt in ("csv", "parquet"):
-        if fmt == "parquet" and output is None:
-            raise click.UsageError("--format parquet needs -o FILE")
-        data = report.to_csv(frame) if fmt == "csv" else report.to_parquet_bytes(frame)
-        report.write_output(data, output)
-        return
     table = Table(title=f"{log} · fidelity (recorded vs simulated)", title_justify="left")
     for col in ("#", "request", "prompt rec/sim", "read rec/sim", "write rec/sim",
                 "cost rec/sim", "ok", "miss cause"):
@@ -67,8 +62,9 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
             f"${r.recorded_cost_usd:.4f} / ${r.simulated_cost_usd:.4f}",
             "✓" if r.read_within_tolerance else "✗", r.miss_cause or r.unexplained or "",
         )
-    report.print_table(table, output)
-    if not quiet:
+    document = {"log": str(log), "summary": summary, "requests": report.frame_rows(frame)}
+    emit(frame, document, fmt, output, table)
+    if fmt == "table" and not quiet:
         con = report.console(stderr=True)
         s = summary
         con.print(

@@ -8,15 +8,10 @@ from pathlib import Path
 import click
 
 from replay.cli._cmd_strategies import resolve_strategies, strategy_options
-from replay.cli._main import cli, replay_options, user_errors
+from replay.cli._main import cli, price_overrides, replay_options, user_errors
 
 METRICS = ("prompt", "cost", "hit-ratio")
 
-
-def _overrides(prices: tuple[str, ...]) -> dict:
-    from replay.prices import parse_price_override
-
-    return dict(parse_price_override(p) for p in prices)
 
 
 def _size(n: int) -> str:
@@ -69,7 +64,7 @@ def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ..
         document = build_report(
             log, resolve_strategies(strategies, sets, strategy_files), provider=provider,
             model=model, client=client,
-            cache_rules=cache_rules, prices=_overrides(prices), ttl=ttl, strict=strict,
+            cache_rules=cache_rules, prices=price_overrides(prices), ttl=ttl, strict=strict,
             breakeven=breakeven, progress=progress,
         )
     with status("writing the page", quiet):
@@ -124,7 +119,7 @@ def plot_command(log: Path, metric: str, fmt: str | None, output: Path | None, s
     with progress_bar("replaying", quiet) as progress:
         result = replay(log, resolve_strategies(strategies, sets, strategy_files),
                         provider=provider, model=model, client=client,
-                        cache_rules=cache_rules, prices=_overrides(prices), ttl=ttl,
+                        cache_rules=cache_rules, prices=price_overrides(prices), ttl=ttl,
                         strict=strict, progress=progress)
     with status(f"drawing {metric}", quiet):
         image = render_chart(result, metric, fmt)

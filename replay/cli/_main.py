@@ -77,6 +77,29 @@ def replay_options(fn: Callable) -> Callable:
     return fn
 
 
+def price_overrides(prices: tuple[str, ...]) -> dict:
+    """`--price MODEL=input:IN,...` values → overrides by model (a bad one is a user error)."""
+    from replay.prices import parse_price_override
+
+    return dict(parse_price_override(p) for p in prices)
+
+
+def emit(frame: Any, document: dict, fmt: str, output: Path | None, table: Any) -> None:
+    """Print or write a result: the rich table, the JSON document, or the frame as CSV/Parquet."""
+    from replay import report
+
+    if fmt == "json":
+        report.write_output(report.to_json(document), output)
+    elif fmt == "csv":
+        report.write_output(report.to_csv(frame), output)
+    elif fmt == "parquet":
+        if output is None:
+            raise click.UsageError("--format parquet needs -o FILE")
+        report.write_output(report.to_parquet_bytes(frame), output)
+    else:
+        report.print_table(table, output)
+
+
 def user_errors(fn: Callable) -> Callable:
     """Turn user mistakes into one line on stderr and exit code 2, never a traceback."""
 
