@@ -28,7 +28,7 @@ from replay.cache._base import (
     scope_label,
 )
 from replay.cache._store import CachedPrompt
-from replay.prefix._diff import _common_tokens
+from replay.prefix import common_block_tokens
 from replay.render import BlockTable, RenderedRequest, first_difference
 
 MAX_PROMPTS = 64
@@ -45,7 +45,7 @@ def common_prefix_tokens(
         n = min(len(ids_a), len(ids_b))
         return int(cum_a[n - 1]) if n else 0
     before = int(cum_a[block - 1]) if block else 0
-    return before + _common_tokens(table, int(ids_a[block]), int(ids_b[block]))
+    return before + common_block_tokens(table, int(ids_a[block]), int(ids_b[block]))
 
 
 def shared_with(p: CachedPrompt, req: RenderedRequest, table: BlockTable) -> int:

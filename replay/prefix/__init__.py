@@ -1,5 +1,17 @@
 """First-mismatch position of each prompt against the previous one."""
 
-from replay.prefix._diff import PrefixDiff, materialize_tokens, naive_first_mismatch, prefix_diff
+from replay.prefix._diff import (
+    PrefixDiff,
+    common_block_tokens,
+    materialize_tokens,
+    naive_first_mismatch,
+    prefix_diff,
+)
 
-__all__ = ["PrefixDiff", "materialize_tokens", "naive_first_mismatch", "prefix_diff"]
+__all__ = [
+    "PrefixDiff",
+    "common_block_tokens",
+    "materialize_tokens",
+    "naive_first_mismatch",
+    "prefix_diff",
+]

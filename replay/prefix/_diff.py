@@ -31,7 +31,7 @@ class PrefixDiff:
     """True when the new prompt rewrote part of the old one (the old prompt is not its prefix)."""
 
 
-def _common_tokens(table: BlockTable, a: int, b: int) -> int:
+def common_block_tokens(table: BlockTable, a: int, b: int) -> int:
     """Tokens two differing blocks share from their start (framing included)."""
     ia, ib = table.blocks[a], table.blocks[b]
     # Framing tokens encode the block kind: blocks with different framing differ at once.
@@ -59,7 +59,7 @@ def prefix_diff(
         if truncated:
             msg = int(current.item_index[-1]) if len(current.item_index) else None
         return PrefixDiff(shared, None, msg, where, truncated)
-    shared = current.tokens_before(block) + _common_tokens(
+    shared = current.tokens_before(block) + common_block_tokens(
         table, int(previous.block_ids[block]), int(current.block_ids[block])
     )
     kind = current.kinds[block]
