@@ -21,18 +21,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from replay.strategies._common import item_text, path_of
 from replay.strategies._view import (
     AssistantItem,
     Block,
     Item,
-    SummaryItem,
     ToolResultItem,
-    UserItem,
 )
 
 _WRITE_TOOL = re.compile(r"write|edit|patch|replace|create|str_replace", re.IGNORECASE)
 _READ_TOOL = re.compile(r"read|view|cat|open", re.IGNORECASE)
-_PATH_KEYS = ("path", "file_path", "filePath", "filename", "file", "target_file")
 _CONTENT_KEYS = ("content", "file_text", "text", "contents")
 _OLD_KEYS = ("old_string", "old_str", "oldText", "old_text", "search")
 # Quotable pieces of arguments: paths, dotted/snake/camel identifiers, and quoted strings.
@@ -66,16 +64,6 @@ def _first(arguments: object, keys: Sequence[str]) -> str | None:
     return None
 
 
-def _item_text(item: Item) -> str:
-    if isinstance(item, ToolResultItem):
-        return item.output
-    if isinstance(item, AssistantItem):
-        return "\n".join(b.rendered() for b in item.blocks)
-    if isinstance(item, UserItem | SummaryItem):
-        return item.text
-    return ""
-
-
 def _short(text: str) -> str:
     text = text.strip()
     return text if len(text) <= _MAX_EXCERPT else text[: _MAX_EXCERPT - 1] + "…"
@@ -93,13 +81,13 @@ class _Texts:
     @property
     def visible(self) -> str:
         if self._visible is None:
-            self._visible = "\n".join(_item_text(i) for i in self.view)
+            self._visible = "\n".join(item_text(i) for i in self.view)
         return self._visible
 
     @property
     def full(self) -> str:
         if self._full is None:
-            self._full = "\n".join(_item_text(i) for i in self.history)
+            self._full = "\n".join(item_text(i) for i in self.history)
         return self._full
 
     def hidden(self, text: str) -> bool:
@@ -119,13 +107,13 @@ def _last_known_content(
             for b in item.tool_calls:
                 if b.call_id:
                     calls[b.call_id] = b
-                if _WRITE_TOOL.search(b.name or "") and _first(b.arguments, _PATH_KEYS) == path:
+                if _WRITE_TOOL.search(b.name or "") and path_of(b.arguments) == path:
                     written = _first(b.arguments, _CONTENT_KEYS)
                     if written is not None:
                         content, source = written, None
         elif isinstance(item, ToolResultItem) and not item.is_error:
             call = calls.get(item.call_id)
-            if call is None or _first(call.arguments, _PATH_KEYS) != path:
+            if call is None or path_of(call.arguments) != path:
                 continue
             if _READ_TOOL.search(call.name or "") and not _WRITE_TOOL.search(call.name or ""):
                 content, source = item.output, item
@@ -170,7 +158,7 @@ class EvidenceChecker:
         return found
 
     def _write(self, call, history, view, texts, request_index, request_id) -> list[BlindAction]:
-        path = _first(call.arguments, _PATH_KEYS)
+        path = path_of(call.arguments)
         old_text = _first(call.arguments, _OLD_KEYS)
         needed: list[str] = []
         if old_text is not None:
@@ -224,5 +212,5 @@ class EvidenceChecker:
             return []
         return [
             BlindAction(request_index, request_id, call.name or "", "hidden-quote",
-                        _first(call.arguments, _PATH_KEYS), _short(", ".join(hidden)))
+                        path_of(call.arguments), _short(", ".join(hidden)))
         ]

@@ -34,7 +34,7 @@ FREEFORM_INSTRUCTION = (
     "learned, and what comes next. Be concise and specific."
 )
 
-_PATH_KEYS = ("path", "file_path", "filePath", "filename", "file")
+_PATH_KEYS = ("path", "file_path", "filePath", "filename", "file", "target_file")
 _ERROR_LINE = re.compile(r"(error|fail|assert|expected|exception|not ok|✖)", re.IGNORECASE)
 
 
