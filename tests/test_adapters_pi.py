@@ -10,7 +10,15 @@ import pytest
 from test_adapters_common import SAMPLES, jsonl, needs_samples, pi_lines, unpaired_before_request
 
 from replay import load
-from replay.log import AssistantMessage, Compaction, ThreadStart, ToolResult, UserMessage
+from replay.log import (
+    AssistantMessage,
+    Compaction,
+    RequestMarker,
+    ThreadStart,
+    ToolResult,
+    UserMessage,
+    write_log,
+)
 
 
 def _write(tmp: Path, lines: list[dict[str, Any]]) -> Path:
@@ -200,6 +208,134 @@ def test_bash_execution_messages(tmp_path: Path) -> None:
     assert not any("SECRET" in t for t in texts)
 
 
+def _reply(read: int, write: int, stop: str = "stop", at: str | None = None) -> dict[str, Any]:
+    """An assistant message with the given cache read/write (a tool call when `stop` is
+    toolUse); `at` = its request start (`message.timestamp`, ms)."""
+    m = _assistant("ok", read, stop=stop)
+    m["usage"]["cacheWrite"] = write
+    if stop == "toolUse":
+        m["content"] = [{"type": "toolCall", "id": "toolu_r", "name": "bash", "arguments": {}}]
+    if at is not None:
+        m["timestamp"] = at
+    return m
+
+
+def _user(n: int, parent: int, text: str, ts: str | None = None) -> dict[str, Any]:
+    e = _entry(n, parent, message={"role": "user", "content": [{"type": "text", "text": text}]})
+    if ts:
+        e["timestamp"] = ts
+    return e
+
+
+def _level(n: int, parent: int, level: str) -> dict[str, Any]:
+    return _entry(n, parent, kind="thinking_level_change", thinkingLevel=level)
+
+
+def test_thinking_level_is_a_request_parameter_read_at_the_turn_start(tmp_path: Path) -> None:
+    v1 = load(_write(tmp_path, pi_lines(version=1)), strict=True)
+    assert [r.thinking_level for r in v1.requests()] == ["off", "off"]
+    lines = pi_lines()
+    lines.append(_level(6, 5, "high"))
+    lines.append(_user(7, 6, "think harder"))
+    # Changed while the response streamed: pi built this turn's options already.
+    lines.append(_level(8, 7, "low"))
+    lines.append(_entry(9, 8, message=_reply(2540, 30, stop="toolUse")))
+    lines.append(
+        _entry(10, 9, message={"role": "toolResult", "toolCallId": "toolu_r", "content": "done"})
+    )
+    lines.append(_entry(11, 10, message=_reply(2570, 20)))
+    lines.append(_user(12, 11, "again"))
+    lines.append(_entry(13, 12, message=_reply(2590, 20)))
+    session = load(_write(tmp_path, lines), strict=True)
+    # v3 headers carry no level: unknown until the first change.
+    assert [getattr(r, "thinking_level", None) for r in session.requests()] == [
+        None,
+        None,
+        "high",
+        "high",
+        "low",
+    ]
+    assert session.header.ignored_records["thinking_level_change"] == 2
+
+
+def _restart_lines(user_ts: str = "2026-01-02T10:01:06.000Z", **reply: Any) -> list[dict]:
+    """pi_lines (2 requests caching ~2.5k tokens) + a typed message + a request that re-writes
+    the whole prompt."""
+    lines = pi_lines()
+    lines.append(_user(6, 5, "next", ts=user_ts))
+    lines.append(_entry(7, 6, message=_reply(0, 2600, **reply)))
+    lines[-1]["timestamp"] = user_ts.replace(":06.000Z", ":09.000Z")
+    return lines
+
+
+def test_a_full_rewrite_after_the_user_acted_is_an_inferred_restart(tmp_path: Path) -> None:
+    session = load(_write(tmp_path, _restart_lines()), strict=True)
+    last = session.requests()[-1]
+    assert last.system_changed.startswith("new pi process (inferred)")
+    assert session.header.inferred_restarts == 1
+    assert not any(hasattr(r, "system_changed") for r in session.requests()[:-1])
+    # Written back and read again unchanged (an extra field of the native format).
+    out = tmp_path / "native.jsonl"
+    write_log(session, out)
+    assert load(out).requests()[-1].system_changed == last.system_changed
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["after the cache lifetime", "read the cached prefix", "level changed", "compacted"],
+)
+def test_misses_the_log_explains_are_not_restarts(tmp_path: Path, case: str) -> None:
+    if case == "after the cache lifetime":
+        lines = _restart_lines(user_ts="2026-01-02T10:09:06.000Z")
+    elif case == "read the cached prefix":
+        lines = _restart_lines()
+        lines[-1]["message"]["usage"]["cacheRead"] = 2540
+    elif case == "level changed":
+        lines = _restart_lines()
+        lines.insert(-2, _level(20, 5, "medium"))
+        lines[-2]["parentId"] = f"{20:08x}"
+    else:
+        lines = _restart_lines()
+        lines.insert(
+            -2,
+            _entry(
+                20,
+                5,
+                kind="compaction",
+                summary="s",
+                firstKeptEntryId=f"{5:08x}",
+                tokensBefore=2600,
+            ),
+        )
+        lines[-2]["parentId"] = f"{20:08x}"
+    session = load(_write(tmp_path, lines), strict=True)
+    assert not hasattr(session.requests()[-1], "system_changed")
+    assert not hasattr(session.header, "inferred_restarts")
+
+
+def test_a_mid_turn_rewrite_without_user_action_is_not_a_restart(tmp_path: Path) -> None:
+    lines = pi_lines()
+    lines.append(_user(6, 5, "go on"))
+    lines.append(_entry(7, 6, message=_reply(2540, 30, stop="toolUse")))
+    lines.append(
+        _entry(8, 7, message={"role": "toolResult", "toolCallId": "toolu_r", "content": "done"})
+    )
+    lines.append(_entry(9, 8, message=_reply(0, 2700)))
+    session = load(_write(tmp_path, lines), strict=True)
+    assert not hasattr(session.requests()[-1], "system_changed")
+
+
+def test_a_request_started_before_the_previous_one_is_another_process(tmp_path: Path) -> None:
+    # Two pi processes appending to one file: the second request began before the first one
+    # (no message typed in between in file order).
+    lines = pi_lines()
+    lines.append(_user(6, 5, "one"))
+    lines.append(_entry(7, 6, message=_reply(2540, 30, at=1767348066000)))  # 10:01:06
+    lines.append(_entry(8, 7, message=_reply(0, 2560, at=1767348065000)))  # 10:01:05
+    session = load(_write(tmp_path, lines), strict=True)
+    assert hasattr(session.requests()[-1], "system_changed")
+
+
 # --------------------------------------------------------------------------------------------------
 # Real samples
 
@@ -272,3 +408,41 @@ def test_real_compactions_keep_from_the_first_kept_entry() -> None:
         r for r in session.requests() if session.events.index(r) > session.events.index(first)
     )
     assert after.usage.cache_read_tokens == 0  # a new prompt: nothing cached
+
+
+@needs_samples
+@pytest.mark.parametrize(
+    ("name", "restarts", "level_changes", "said"),
+    [
+        (
+            SAMPLE_TABLE[0][0],
+            8,
+            [("off", "high")],
+            ["npx tsx packages/coding-agent/src/cli.ts", "i'm now in the new implementation"],
+        ),
+        (SAMPLE_TABLE[1][0], 31, [("off", "low"), ("low", "off")], ["got a crash"]),
+    ],
+)
+def test_real_restarts_and_thinking_changes(
+    name: str, restarts: int, level_changes: list, said: list[str]
+) -> None:
+    session = load(PI / name)
+    requests = session.requests()
+    assert session.header.inferred_restarts == restarts
+    changes = [
+        (a.thinking_level, b.thinking_level)
+        for a, b in zip(requests, requests[1:], strict=False)
+        if a.thinking_level != b.thinking_level
+    ]
+    assert changes == level_changes
+    # Each change of level was a full re-write: the provider's own verdict, not inferred.
+    for a, b in zip(requests, requests[1:], strict=False):
+        if a.thinking_level != b.thinking_level:
+            assert b.usage.cache_read_tokens == 0 and not hasattr(b, "system_changed")
+    # Where the user says pi was restarted (or crashed), the next request is marked.
+    for text in said:
+        typed = next(
+            i for i, e in enumerate(session.events) if isinstance(e, UserMessage) and text in e.text
+        )
+        following = next(e for e in session.events[typed:] if isinstance(e, RequestMarker))
+        assert hasattr(following, "system_changed"), text

@@ -19,12 +19,20 @@ Rules (each names the quirk it handles; see shared research `formats.md` §3):
 - `branch_summary` and `custom_message` entries are context (injected user text);
   `model_change`, `thinking_level_change`, `label`, `custom`, `session_info` are not;
 - `bashExecution` messages (the user's `!cmd`) become user text the way pi renders them, unless
-  `excludeFromContext`.
+  `excludeFromContext`;
+- the thinking level in force (v1 header `thinkingLevel`, then `thinking_level_change` entries) is
+  a request parameter, not context: each request carries it as `thinking_level` (Anthropic drops
+  its message cache when the thinking budget changes);
+- pi writes nothing when it is restarted on a session (`pi -c`), yet its system prompt ends with
+  the time the process started (`buildSystemPrompt`: "Current date and time: …" to the second),
+  so a restart re-writes the whole prompt. Where the usage shows exactly that (see
+  `_mark_restarts`) the request carries `system_changed` with the reason, marked as inferred.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -83,6 +91,10 @@ ENTRY_TYPES = {
     "session_info",
 }
 NOT_CONTEXT = {"model_change", "thinking_level_change", "custom", "label", "session_info"}
+
+RESTART_WINDOW_S = 300
+"""pi-ai marks its cache breakpoints `{type: "ephemeral"}` without a TTL: Anthropic's default
+5 minutes. Inside it a live prefix can only be lost by a changed prompt head (or the provider)."""
 
 BRANCH_SUMMARY_PREFIX = (
     "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
@@ -148,6 +160,11 @@ class _Reader:
         self.models: list[str | None] = []
         self.expected_gaps: set[str] = set()
         """Assistant events whose unanswered tool calls pi itself fills (see `_compaction`)."""
+        self.initial_level: str | None = None
+        """Thinking level the session started with (v1 header `thinkingLevel`; later versions
+        only log changes)."""
+        self.parent: dict[str, str | None] = {}
+        self.by_id: dict[str, _Entry] = {}
 
     def read(self) -> Session:
         data = read_bytes(self.path)
@@ -159,6 +176,7 @@ class _Reader:
                 self.header_obj = obj
                 version = obj.get("version")
                 self.version = version if isinstance(version, int) and version > 0 else 1
+                self.initial_level = opt_str(obj, "thinkingLevel")
                 index += 1
                 continue
             entry = _Entry(number, obj, index)
@@ -222,9 +240,22 @@ class _Reader:
         self.entries = kept
 
     # ------------------------------------------------------------------------------------
+    def level_at(self, entry_id: str | None) -> str | None:
+        """Thinking level in force just after entry `entry_id` (the latest change on its path)."""
+        while entry_id is not None:
+            entry = self.by_id.get(entry_id)
+            if entry is None:
+                break
+            if entry.obj.get("type") == "thinking_level_change":
+                level = opt_str(entry.obj, "thinkingLevel")
+                if level:
+                    return level
+            entry_id = self.parent.get(entry_id)
+        return self.initial_level
+
     def _convert(self) -> Session:
-        by_id = {e.id: e for e in self.entries}
-        parent = {e.id: e.parent for e in self.entries}
+        by_id = self.by_id = {e.id: e for e in self.entries}
+        parent = self.parent = {e.id: e.parent for e in self.entries}
         leaf = self.entries[-1].id if self.entries else None
         path, branches = linearise([e.id for e in self.entries], parent, lambda _n, _p: False, leaf)
         main = _Thread(self, MAIN_THREAD)
@@ -238,6 +269,7 @@ class _Reader:
             t = _Thread(self, name)
             if branch.fork is not None:
                 t.copy_prefix(main, branch.fork)
+                t.level = t.turn_level = self.level_at(branch.fork)
             t.emit(nodes)
             start = ThreadStart(
                 ts=(t.events[0].ts if t.events else main.events[0].ts),
@@ -290,6 +322,9 @@ class _Reader:
             header.ignored_records = dict(sorted(self.ignored.items()))
         session = self.builder.session(header)
         estimate_hidden_prefix(session)
+        restarts = _mark_restarts(session)
+        if restarts:
+            header.inferred_restarts = restarts
         return session
 
 
@@ -304,6 +339,78 @@ def _is_request(obj: dict[str, Any]) -> bool:
     )
 
 
+RESTART_REASON = (
+    "new pi process (inferred): pi's system prompt carries the time its process started, and "
+    "the provider re-wrote the whole prompt inside the cache lifetime after the user acted"
+)
+
+
+@dataclass
+class _Turn:
+    """Per thread, what happened since its last request (for `_mark_restarts`)."""
+
+    request: RequestMarker | None = None
+    typed: bool = False
+    """A human message (typed text or `!cmd`) came after it."""
+    rewritten: bool = False
+    """A compaction came after it (the prompt changed in the log itself)."""
+
+
+def _mark_restarts(session: Session) -> int:
+    """Quirk (restarts are not logged): mark the requests sent by a freshly started pi process.
+
+    pi builds its system prompt once per process, ending with the start time to the second, and
+    `pi -c` appends nothing to the session file. A new process shows in the usage as a request
+    that reads nothing beyond the hidden head (tools + system, `hidden_prefix_tokens`) and
+    re-writes the rest, although the previous request (same model, same thinking level, no
+    compaction between) cached that prefix less than `RESTART_WINDOW_S` earlier. A process only
+    starts when the user acts, so the log must also show one of: a message the user typed (or a
+    `!cmd`) since the previous request — pi was quit, or crashed mid-turn, and resumed — or a
+    request that started before the previous one (two pi processes appending to one v1 file,
+    whose linear order hides it). Such requests get `system_changed` = `RESTART_REASON`; the
+    count goes to the header (`inferred_restarts`). Returns that count.
+    """
+    hidden = {MAIN_THREAD: getattr(session.header, "hidden_prefix_tokens", 0) or 0}
+    for e in session.events:
+        if isinstance(e, ThreadStart):
+            hidden[e.thread_id] = getattr(e, "hidden_prefix_tokens", 0) or hidden[MAIN_THREAD]
+    turns: dict[str, _Turn] = {}
+    count = 0
+    for e in session.events:
+        turn = turns.setdefault(e.thread, _Turn())
+        if isinstance(e, RequestMarker):
+            if _restarted(turn, e, hidden.get(e.thread, hidden[MAIN_THREAD])):
+                e.system_changed = RESTART_REASON
+                count += 1
+            turns[e.thread] = _Turn(request=e)
+        elif isinstance(e, UserMessage) and not e.injected:
+            turn.typed = True
+        elif isinstance(e, Compaction):
+            turn.rewritten = True
+    return count
+
+
+def _restarted(turn: _Turn, request: RequestMarker, hidden: int) -> bool:
+    previous = turn.request
+    concurrent = previous is not None and request.ts < previous.ts
+    if previous is None or not (turn.typed or concurrent) or turn.rewritten:
+        return False
+    if usage_is_empty(previous.usage) or usage_is_empty(request.usage):
+        return False
+    if (request.provider, request.model) != (previous.provider, previous.model):
+        return False  # a model switch explains the miss
+    if getattr(request, "thinking_level", None) != getattr(previous, "thinking_level", None):
+        return False  # a logged parameter change explains it
+    if request.provider != "anthropic" or (request.ts - previous.ts).total_seconds() >= (
+        RESTART_WINDOW_S
+    ):
+        return False  # only Anthropic's explicit cache makes such a miss certain
+    before, now = previous.usage, request.usage
+    cached_before = before.cache_read_tokens + before.cache_write_5m_tokens
+    written = now.cache_write_5m_tokens + now.cache_write_1h_tokens
+    return cached_before > hidden and now.cache_read_tokens <= hidden and written > 0
+
+
 class _Thread:
     def __init__(self, reader: _Reader, name: str) -> None:
         self.reader = reader
@@ -312,6 +419,12 @@ class _Thread:
         self.first_event: dict[str, int] = {}
         """Entry id → index of its first event in `events` (len(events) if it added none)."""
         self.calls: dict[str, str] = {}
+        self.level: str | None = reader.initial_level
+        """Thinking level in force at this point of the thread (file order)."""
+        self.turn_level: str | None = reader.initial_level
+        """Thinking level the current turn's requests are sent with: pi reads it once per
+        prompt (`Agent.prompt` builds the request options when the user's message starts the
+        turn), so changes logged while a response streams apply from the next turn on."""
 
     def first_ts(self) -> Any:
         return self.events[0].ts if self.events else None
@@ -364,6 +477,8 @@ class _Thread:
         kind = obj["type"]
         ts = parse_ts(obj.get("timestamp"))
         if kind in NOT_CONTEXT:
+            if kind == "thinking_level_change":
+                self.level = opt_str(obj, "thinkingLevel") or self.level
             self.reader.ignored[kind] += 1
             return
         if kind == "compaction":
@@ -383,6 +498,7 @@ class _Thread:
     def _message(self, entry: _Entry, ts: Any, m: dict[str, Any]) -> None:
         role = get_str(m, "role", required=True)
         if role == "user":
+            self.turn_level = self.level
             self.add(UserMessage(ts=ts, text=_blocks_text(m.get("content", ""))), entry)
         elif role == "assistant":
             self._assistant(entry, ts, m)
@@ -492,6 +608,9 @@ class _Thread:
         )
         if isinstance(m.get("api"), str):
             marker.api = clean(m["api"])
+        if self.turn_level:
+            # A request parameter (pi sends a thinking budget per level; "off" sends none).
+            marker.thinking_level = self.turn_level
         self.add(marker, entry)
         message.request_id = marker.request_id
         estimate_thinking(message, usage, model or "claude-sonnet-4-5")
