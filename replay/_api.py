@@ -13,7 +13,9 @@ import polars as pl
 from pydantic import TypeAdapter
 
 from replay.cache import load_rules_file
-from replay.engine import ReplayConfig, RequestRecord, replay_session, summary_frame, turns_frame
+from replay.engine import ReplayConfig, RequestRecord, summary_frame
+from replay.engine._replay import iter_replay
+from replay.engine._results import ResultTables
 from replay.log import Event, Session
 from replay.prices import Pricer, RateOverride
 
@@ -31,19 +33,40 @@ class ReplayResult:
     session: Session
     """The log that was replayed."""
     records: list[RequestRecord]
-    """One record per simulated request (summarizer calls included)."""
+    """One record per simulated request (summarizer calls included); empty when replayed with
+    `keep_records=False`."""
     notes: list[str] = field(default_factory=list)
     """What a reader must know to trust the numbers (estimates, skipped lines…)."""
+    tables: ResultTables | None = field(default=None, repr=False)
+    """The frames, accumulated while replaying (None: computed from `records`)."""
+
+    def __post_init__(self) -> None:
+        if self.tables is None:
+            self.tables = ResultTables.of(self.records)
 
     @cached_property
     def summary(self) -> pl.DataFrame:
         """One row per strategy (columns: README "Output columns")."""
-        return summary_frame(self.records)
+        assert self.tables is not None
+        return self.tables.summary()
 
     @cached_property
     def turns(self) -> pl.DataFrame:
         """One row per request per strategy."""
-        return turns_frame(self.records)
+        assert self.tables is not None
+        return self.tables.turns()
+
+    @property
+    def models(self) -> list[str]:
+        """Every model a simulated request used, sorted."""
+        assert self.tables is not None
+        return sorted(self.tables.models)
+
+    @property
+    def providers(self) -> list[str]:
+        """Every provider a simulated request used, sorted."""
+        assert self.tables is not None
+        return sorted(self.tables.providers)
 
 
 def load(path: str | Path, *, strict: bool = False) -> Session:
@@ -69,17 +92,29 @@ def replay(
     ttl: str | None = None,
     strict: bool = False,
     keep_views: bool = False,
+    keep_records: bool = True,
+    per_turn: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> ReplayResult:
     """Replay a log through strategies and price every request under the provider's cache.
 
+    `keep_records=False` keeps only the result frames, built one strategy at a time (memory:
+    the log plus one strategy's records); `per_turn=False` also skips the per-request rows.
     `progress(strategy, done, total)` is called before each strategy (progress bars)."""
     session = log if isinstance(log, Session) else load(log, strict=strict)
     config = _config(provider, model, client, cache_rules, rule_overrides, prices, ttl)
     config.keep_views = keep_views
+    config.keep_blocks = keep_records  # nothing reads the block arrays of dropped records
     config.progress = progress
-    records = replay_session(session, strategies, config)
-    return ReplayResult(session=session, records=records, notes=_notes(session, records))
+    tables = ResultTables(per_turn=per_turn)
+    records: list[RequestRecord] = []
+    for _named, run_records in iter_replay(session, strategies, config):
+        tables.add(run_records)
+        if keep_records:
+            records.extend(run_records)
+    return ReplayResult(
+        session=session, records=records, notes=_notes(session, tables), tables=tables
+    )
 
 
 def _config(
@@ -237,7 +272,7 @@ def _has_recorded() -> bool:
     )
 
 
-def _notes(session: Session, records: list[RequestRecord]) -> list[str]:
+def _notes(session: Session, tables: ResultTables) -> list[str]:
     notes = [TRAJECTORY_NOTE]
     if session.skipped:
         first = session.skipped[0]
@@ -245,13 +280,13 @@ def _notes(session: Session, records: list[RequestRecord]) -> list[str]:
             f"{len(session.skipped)} malformed line(s) skipped (first: {first}); "
             "use --strict to stop at the first one"
         )
-    if records and all(r.request.estimated_output for r in records if r.kind == "request"):
+    if tables.models and tables.estimated_output:
         notes.append(
             "No provider usage in the log: output tokens are counted from the logged responses."
         )
     from replay.tokens import family_for
 
-    families = {family_for(r.model) for r in records}
+    families = {family_for(m) for m in tables.models}
     for fam in sorted(families, key=lambda f: f.family):
         if fam.estimated:
             notes.append(

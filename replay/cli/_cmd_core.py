@@ -85,11 +85,12 @@ def run_command(
             cache_rules=cache_rules,
             prices=price_overrides(prices),
             strict=strict,
+            keep_records=False,
+            per_turn=per_turn,
             progress=progress,
         )
     header = result.session.header
-    models = sorted({r.model for r in result.records})
-    providers = sorted({r.provider for r in result.records})
+    models, providers = result.models, result.providers
     document = {
         "log": str(log),
         "agent": header.agent,
@@ -100,8 +101,8 @@ def run_command(
     }
     recommended = recommendation(result.summary)
     document["recommendation"] = recommended
-    turns = result.turns
-    if with_breakeven:
+    turns = result.turns if per_turn else None
+    if with_breakeven and turns is not None:
         from replay._api import breakeven, turns_with_breakeven
 
         with progress_bar("break-even", quiet) as progress:
@@ -116,14 +117,14 @@ def run_command(
                 progress=progress,
             )
         turns = turns_with_breakeven(turns, frame_be)
-    if per_turn:
+    if turns is not None:
         document["requests"] = report.frame_rows(turns)
-    frame = turns if per_turn else result.summary
+    frame = result.summary if turns is None else turns
     title = f"{log} · {header.agent} · {', '.join(providers)} / {', '.join(models)}"
     table = (
-        report.turns_table(turns, title)
-        if per_turn
-        else report.summary_table(result.summary, title)
+        report.summary_table(result.summary, title)
+        if turns is None
+        else report.turns_table(turns, title)
     )
     emit(frame, document, fmt, output, table)
     if fmt == "table" and not quiet:

@@ -600,6 +600,20 @@ def replay_session(
     config: ReplayConfig | None = None,
 ) -> list[RequestRecord]:
     """Replay `session` through each strategy; one record per simulated request."""
+    records: list[RequestRecord] = []
+    for _named, run_records in iter_replay(session, strategies, config):
+        records.extend(run_records)
+    return records
+
+
+def iter_replay(
+    session: Session,
+    strategies: str | Sequence[str] = "all",
+    config: ReplayConfig | None = None,
+) -> Iterator[tuple[NamedStrategy, list[RequestRecord]]]:
+    """`replay_session`, one strategy at a time: yields each strategy with its records, so a
+    caller that only aggregates them (the CLI's summary) holds one strategy's records at once
+    instead of every strategy's."""
     config = config or ReplayConfig()
     if not session.requests():
         where = session.path or "the log"
@@ -607,15 +621,13 @@ def replay_session(
     if config.pricer is None:
         config.pricer = Pricer()
     config = with_unlogged_context(session, config)
-    records: list[RequestRecord] = []
     resolved = resolve(strategies)
     for done, named in enumerate(resolved):
         if config.progress is not None:
             config.progress(named.name, done, len(resolved))
-        records.extend(_Run(session, named, config).run())
+        yield named, _Run(session, named, config).run()
     if config.progress is not None:
         config.progress("", len(resolved), len(resolved))
-    return records
 
 
 __all__ = [
@@ -624,6 +636,7 @@ __all__ = [
     "RequestRecord",
     "SharedCache",
     "fit_unlogged_context",
+    "iter_replay",
     "replay_session",
     "with_unlogged_context",
 ]

@@ -12,6 +12,7 @@ from decimal import Decimal
 
 import polars as pl
 
+from replay._errors import ReplayError
 from replay.engine._replay import RequestRecord
 
 MONEY = pl.Decimal(precision=38, scale=12)
@@ -144,32 +145,40 @@ class _Acc:
     storage: Decimal = Decimal(0)
 
 
+def _add(accs: dict[str, _Acc], r: RequestRecord) -> None:
+    a = accs.setdefault(r.strategy, _Acc())
+    o = r.outcome
+    a.prompt += o.prompt
+    a.storage += o.storage_usd
+    a.cached += o.cache_read
+    a.written += o.cache_write_5m + o.cache_write_1h
+    a.uncached += o.uncached
+    a.output += r.output_tokens
+    a.cost += r.cost_usd
+    if r.kind == "summarizer":
+        a.summarizer_calls += 1
+        a.summarizer_cost += r.cost_usd
+        return
+    a.requests += 1
+    a.peak = max(a.peak, o.prompt)
+    a.breaks += int(r.diff.is_break)
+    a.over += int(r.over_window)
+    kind = o.miss_kind or (None if o.miss_cause is None else "other")
+    if kind not in (None, "cold-start"):
+        a.misses += 1
+        a.causes[kind] = a.causes.get(kind, 0) + 1
+    a.blind += len(r.blind_actions)
+
+
 def summary_frame(records: Sequence[RequestRecord]) -> pl.DataFrame:
     """One row per strategy. Totals include summarizer calls; their share is broken out."""
     accs: dict[str, _Acc] = {}
     for r in records:
-        a = accs.setdefault(r.strategy, _Acc())
-        o = r.outcome
-        a.prompt += o.prompt
-        a.storage += o.storage_usd
-        a.cached += o.cache_read
-        a.written += o.cache_write_5m + o.cache_write_1h
-        a.uncached += o.uncached
-        a.output += r.output_tokens
-        a.cost += r.cost_usd
-        if r.kind == "summarizer":
-            a.summarizer_calls += 1
-            a.summarizer_cost += r.cost_usd
-            continue
-        a.requests += 1
-        a.peak = max(a.peak, o.prompt)
-        a.breaks += int(r.diff.is_break)
-        a.over += int(r.over_window)
-        kind = o.miss_kind or (None if o.miss_cause is None else "other")
-        if kind not in (None, "cold-start"):
-            a.misses += 1
-            a.causes[kind] = a.causes.get(kind, 0) + 1
-        a.blind += len(r.blind_actions)
+        _add(accs, r)
+    return _summary_from(accs)
+
+
+def _summary_from(accs: dict[str, _Acc]) -> pl.DataFrame:
     rows = [
         {
             "strategy": name,
@@ -220,3 +229,47 @@ def _causes(counts: dict[str, int]) -> str:
     """`kind=count` pairs, most frequent first (kinds: replay.cache.MISS_KINDS)."""
     ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     return ", ".join(f"{kind}={n}" for kind, n in ordered)
+
+
+@dataclass
+class ResultTables:
+    """The result frames, built strategy by strategy while a replay streams (`iter_replay`), so
+    the records of one strategy can be dropped before the next one runs."""
+
+    per_turn: bool = True
+    """Also keep the per-request rows (`turns`)."""
+    models: set[str] = field(default_factory=set)
+    """Models of every simulated request."""
+    providers: set[str] = field(default_factory=set)
+    """Providers of every simulated request."""
+    estimated_output: bool = True
+    """True while every recorded request's output size is a count of the logged response (no
+    provider usage)."""
+    _accs: dict[str, _Acc] = field(default_factory=dict, repr=False)
+    _turns: list[pl.DataFrame] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def of(cls, records: Sequence[RequestRecord]) -> ResultTables:
+        tables = cls()
+        tables.add(records)
+        return tables
+
+    def add(self, records: Sequence[RequestRecord]) -> None:
+        for r in records:
+            _add(self._accs, r)
+            self.models.add(r.model)
+            self.providers.add(r.provider)
+            if r.kind == "request" and not r.request.estimated_output:
+                self.estimated_output = False
+        if self.per_turn and records:
+            self._turns.append(turns_frame(records))
+
+    def summary(self) -> pl.DataFrame:
+        return _summary_from(self._accs)
+
+    def turns(self) -> pl.DataFrame:
+        if not self.per_turn:
+            raise ReplayError("per-request rows were not kept (replayed with per_turn=False)")
+        if not self._turns:
+            return turns_frame([])
+        return pl.concat(self._turns, how="vertical")

@@ -516,6 +516,7 @@ def build_report(
     from replay.breakeven import breakeven_session
     from replay.breakeven._frame import breakeven_frame
     from replay.engine import replay_session
+    from replay.engine._results import ResultTables
     from replay.log import Session
 
     session = log if isinstance(log, Session) else load(log, strict=strict)
@@ -529,7 +530,8 @@ def build_report(
         frame = breakeven_frame(rows)
     else:
         records = replay_session(session, strategies, config)
-    result = ReplayResult(session=session, records=records, notes=_notes(session, records))
+    tables = ResultTables.of(records)
+    result = ReplayResult(session, records, notes=_notes(session, tables), tables=tables)
     line = recommendation_line(recommendation(result.summary), result.summary)
     return report_document(result, frame, log=str(log) if not isinstance(log, Session) else None,
                            recommendation=line)
