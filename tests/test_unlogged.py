@@ -24,7 +24,7 @@ from replay.engine._unlogged import (
     place_last_marker,
     transient,
 )
-from replay.fidelity import fidelity_rows
+from replay.fidelity import fidelity_rows, fidelity_summary
 from replay.log import (
     MAIN_THREAD,
     AssistantMessage,
@@ -132,7 +132,11 @@ def test_head_split_and_warm_start_are_found_from_the_reads() -> None:
     assert reads[0] == 3000 and reads[4] == 5000
     fit = fit_unlogged_context(session, ReplayConfig())
     assert fit.threads == truth.threads
-    _exact(session)
+    rows = _exact(session)
+    assert rows[0].fitted.startswith("warm start")
+    assert rows[4].fitted.startswith("head")
+    summary = fidelity_summary(rows)
+    assert summary["fitted_reads"] == 2 and summary["predicted_reads_within_tolerance"] == 1.0
 
 
 def test_subagents_of_one_type_share_their_head() -> None:
@@ -176,7 +180,8 @@ def test_a_transient_message_is_dropped_when_the_next_read_stops_before_it() -> 
     fit = fit_unlogged_context(session, ReplayConfig())
     assert fit.requests[(MAIN_THREAD, second)].before == 900
     assert fit.requests[(MAIN_THREAD, third)].drop == ((second, "before"),)
-    _exact(session)
+    rows = _exact(session)
+    assert rows[3].fitted.startswith("transient")
 
 
 def test_short_or_misplaced_messages_are_not_taken_for_transient() -> None:
