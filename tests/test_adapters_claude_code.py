@@ -178,6 +178,32 @@ def test_empty_thinking_is_sized_from_output_tokens(tmp_path: Path) -> None:
     assert thinking.estimated_from == "output_tokens - visible blocks"
 
 
+def test_plan_the_cli_backfilled_into_exit_plan_mode_is_not_sent(tmp_path: Path) -> None:
+    # Quirk (2.x): the logged ExitPlanMode input carries the plan file's text and path, added by
+    # the CLI; the model wrote neither (38 output tokens). 1.0.x took the plan as input: kept.
+    plan = "# Plan\n" + "step one, then step two. " * 200
+    v2 = {"plan": plan, "planFilePath": "/home/me/.claude/plans/p.md"}
+    lines = [
+        _user("u1", None, "00.000", "plan it"),
+        _assistant("a1", "u1", "01.000", "msg_1", "req_1",
+                   {"type": "tool_use", "id": "t1", "name": "ExitPlanMode", "input": v2},
+                   _usage(3, 100, 1000, 38)),
+        _user("u2", "a1", "02.000",
+              [{"type": "tool_result", "tool_use_id": "t1", "content": "approved"}]),
+        _assistant("a2", "u2", "03.000", "msg_2", "req_2",
+                   {"type": "tool_use", "id": "t2", "name": "ExitPlanMode",
+                    "input": {"plan": "old-style plan"}},
+                   _usage(3, 100, 1100, 9)),
+        _user("u3", "a2", "04.000",
+              [{"type": "tool_result", "tool_use_id": "t2", "content": "approved"}]),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    calls = [b for e in session.events if isinstance(e, AssistantMessage) for b in e.blocks]
+    assert calls[0].arguments == {}
+    assert calls[0].backfilled == v2
+    assert calls[1].arguments == {"plan": "old-style plan"}
+
+
 def test_progress_synthetic_and_api_error_lines_are_not_requests(tmp_path: Path) -> None:
     lines = claude_lines()
     lines.append(

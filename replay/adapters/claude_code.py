@@ -666,6 +666,7 @@ class _Reader:
             )
             if source and source != cid:
                 block.source_id = source
+            _drop_backfilled(block)
             if kind == "server_tool_use":
                 block.server_side = True  # runs at Anthropic: no tool_result line follows
             else:
@@ -786,6 +787,23 @@ class _Reader:
         # The CLI renders attachments into <system-reminder> text that is not logged.
         event.estimated_text = True
         self._add(state, event, ln)
+
+
+_BACKFILLED = {"ExitPlanMode": ("planFilePath", ("plan", "planFilePath"))}
+"""Tool → (field whose presence marks the CLI's backfill, fields the CLI added to the logged
+input). The logged `tool_use.input` is not always what the model sent."""
+
+
+def _drop_backfilled(block: ToolCallBlock) -> None:
+    """Quirk (2.x plan mode): the CLI adds `plan` (the plan file's text) and `planFilePath` to
+    the ExitPlanMode input it logs; the model sent neither (the call's output_tokens are a few
+    dozen while the plan runs to thousands) and the API never sees them on later requests. The
+    1.0.x tool took the plan as its input (no `planFilePath`): kept. The logged values stay on
+    the block as `backfilled`."""
+    rule = _BACKFILLED.get(block.name)
+    if rule is None or rule[0] not in block.arguments:
+        return
+    block.backfilled = {k: block.arguments.pop(k) for k in rule[1] if k in block.arguments}
 
 
 def read(path: str | Path, *, strict: bool = False) -> Session:

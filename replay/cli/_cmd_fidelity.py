@@ -51,7 +51,7 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
     summary = fidelity_summary(rows)
     table = Table(title=f"{log} · fidelity (recorded vs simulated)", title_justify="left")
     for col in ("#", "request", "prompt rec/sim", "read rec/sim", "write rec/sim",
-                "cost rec/sim", "ok", "miss cause"):
+                "cost rec/sim", "ok", "miss cause · fitted from this read"):
         table.add_column(col)
     for r in rows:
         table.add_row(
@@ -60,7 +60,8 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
             f"{r.recorded_cache_read:,} / {r.simulated_cache_read:,}",
             f"{r.recorded_cache_write:,} / {r.simulated_cache_write:,}",
             f"${r.recorded_cost_usd:.4f} / ${r.simulated_cost_usd:.4f}",
-            "✓" if r.read_within_tolerance else "✗", r.miss_cause or r.unexplained or "",
+            "✓" if r.read_within_tolerance else "✗",
+            " · ".join(x for x in (r.miss_cause or r.unexplained, r.fitted) if x),
         )
     document = {"log": str(log), "summary": summary, "requests": report.frame_rows(frame)}
     emit(frame, document, fmt, output, table)
@@ -74,4 +75,7 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
             f"${s['simulated_cost_usd']:.4f} (error {s['cost_error'] or 0:+.2%}); "
             "outside tolerance, unexplained by the log: "
             + (", ".join(f"{k} {v}" for k, v in s["unexplained"].items()) or "none")
+            + (f"; reads the fit was sized from: {s['fitted_reads']} (the others: "
+               f"{s['predicted_reads_within_tolerance'] or 0:.1%} within tolerance)"
+               if s["fitted_reads"] else "")
         )

@@ -22,8 +22,14 @@ from typing import Any
 
 from replay._errors import ReplayError
 from replay.cache import Breakpoint, CacheRouter, CacheStore, SimRequest, profile_for
-from replay.cache._base import CacheOutcome, prompt_view
+from replay.cache._base import CacheOutcome
 from replay.cache._rules import ProviderRules
+from replay.engine._unlogged import (
+    ThreadUnlogged,
+    Unlogged,
+    UnloggedContext,
+    fit_heads,
+)
 from replay.evidence import BlindAction, EvidenceChecker
 from replay.log import (
     MAIN_THREAD,
@@ -124,11 +130,12 @@ class ReplayConfig:
     snapshot_stores: bool = False
     """Copy the cache store before each request where the strategy rewrote context, so the same
     run without that rewrite can be simulated (break-even)."""
-    unlogged_context: dict[tuple[str, int], int] | None = None
-    """Tokens of context the log does not hold, per (thread, request event index): injected
-    reminders, attachments, and the tokenizer's estimation error, fitted on the provider's
-    recorded usage (`fit_unlogged_context`). None = fit automatically when the log has usage;
-    {} = none."""
+    unlogged_context: UnloggedContext | dict[tuple[str, int], int] | None = None
+    """Context the log does not hold, fitted on the provider's recorded usage
+    (`fit_unlogged_context`, `replay/engine/_unlogged.py`): per request, injected reminders,
+    attachments and the tokenizer's estimation error (a plain dict gives just these, in tokens
+    per (thread, request event index)); per thread, where the hidden prefix's head ends. None =
+    fit automatically when the log has usage; {} = none."""
     fit_unlogged: bool = False
     """Internal: the run that measures `unlogged_context` (the `recorded` strategy)."""
     shared_cache: SharedCache | None = None
@@ -171,26 +178,20 @@ class _Thread:
     model: str | None = None
     compactions: list[LoggedCompaction] = field(default_factory=list)
     calls: dict[str, Block] = field(default_factory=dict)
-    hidden_tokens: int = 0
+    hidden_tokens: int | tuple[int, ...] = 0
     """Estimated size of the prompt prefix the log does not hold (system prompt, tool schemas,
-    injected context), set by adapters as `hidden_prefix_tokens`; sent as one opaque block."""
+    injected context), set by adapters as `hidden_prefix_tokens`; sent as one opaque block
+    (only its head, in parts, when the fit split it: `ThreadFit.head`)."""
+    unlogged: ThreadUnlogged = field(default_factory=ThreadUnlogged)
+    """Its unlogged context in play (first-message context, fitted messages)."""
 
 
-def _unlogged_item(tokens: int, event_index: int, counter: Any) -> UserItem:
-    body = max(1, tokens - counter.family.message_overhead)
-    return UserItem(
-        f"[context not in the log: ~{tokens} tokens, estimated from the provider's usage]",
-        event_index=event_index,
-        injected=True,
-        estimated_tokens=body,
-    )
-
-
-def fit_unlogged_context(session: Session, config: ReplayConfig) -> dict[tuple[str, int], int]:
-    """Per request, the prompt tokens the provider billed beyond what the log shows (replaying
-    what the agent really sent); empty when the log carries no usage."""
+def fit_unlogged_context(session: Session, config: ReplayConfig) -> UnloggedContext:
+    """What the provider billed beyond what the log shows, fitted by replaying what the agent
+    really sent against the recorded usage (`replay/engine/_unlogged.py`); empty when the log
+    carries no usage."""
     if not any(isinstance(e, RequestMarker) and e.usage for e in session.events):
-        return {}
+        return UnloggedContext()
     fit_config = copy.copy(config)
     fit_config.fit_unlogged = True
     fit_config.unlogged_context = {}
@@ -198,8 +199,10 @@ def fit_unlogged_context(session: Session, config: ReplayConfig) -> dict[tuple[s
     fit_config.keep_views = False
     fit_config.snapshot_stores = False
     run = _Run(session, parse_name("recorded"), fit_config)
+    fit = run.unlogged.fit
+    fit.threads = fit_heads(session, run.unlogged.explicit_marker, run.unlogged.logged_head)
     run.run()
-    return run.unlogged
+    return fit
 
 
 def with_unlogged_context(session: Session, config: ReplayConfig) -> ReplayConfig:
@@ -265,7 +268,9 @@ class _Run:
         self.records: list[RequestRecord] = []
         self.evidence = EvidenceChecker()
         self.threads: dict[str, _Thread] = {}
-        self.unlogged: dict[tuple[str, int], int] = {}
+        self.unlogged = Unlogged(
+            self, UnloggedContext.of(config.unlogged_context), config.fit_unlogged
+        )
         self.scope = shared.scope if shared else f"{self.provider}:{header.session_id or 'session'}"
 
     def renderer(self, model: str) -> Renderer:
@@ -296,6 +301,7 @@ class _Run:
                     system=header.system,
                     hidden_tokens=_hidden_tokens(header) if name == MAIN_THREAD else 0,
                 )
+                self.unlogged.split_head(name, threads[name])
             return threads[name]
 
         event_ids: dict[str, int] = {}
@@ -332,41 +338,11 @@ class _Run:
                 child.system = event.system if event.system is not None else header.system
                 child.model = event.model
                 child.hidden_tokens = _hidden_tokens(event)
+                self.unlogged.split_head(event.thread_id, child)
             elif isinstance(event, RequestMarker):
                 yield event.ts
                 self._request(event, n, request_index, state, answers.get(n))
                 request_index += 1
-
-    def _fit_unlogged(self, marker, event_index, request_index, state, view, model, provider,
-                      renderer) -> None:
-        """Measure what the provider counted that the log does not show, and add it to the
-        history as one estimated message (so every later request carries it too)."""
-        preview = renderer.render(
-            view.items,
-            system=state.system,
-            tools=self.session.header.tools,
-            index=request_index,
-            request_id=marker.request_id,
-            thread=self.lane + marker.thread + "/fit",
-            ts=marker.ts,
-            model=model,
-            provider=provider,
-            hidden_tokens=state.hidden_tokens,
-        )
-        gap = marker.usage.prompt_tokens - self._billed_size(preview, provider, model)
-        if gap <= renderer.table.counter.family.message_overhead:
-            return
-        item = _unlogged_item(gap, event_index, renderer.table.counter)
-        state.history.append(item)
-        view.items.append(item)
-        self.unlogged[(marker.thread, event_index)] = gap
-
-    def _billed_size(self, request: RenderedRequest, provider: str, model: str) -> int:
-        """Prompt size as the provider bills it (older Claude models drop earlier thinking)."""
-        route = self.cache.route(provider, model)
-        book = self.cache.book(route, route.variant)
-        strips = bool(book.get("strips_thinking", route.rules_model, request.ts, False))
-        return prompt_view(request, strips).total
 
     @staticmethod
     def _logged_compaction(
@@ -403,9 +379,7 @@ class _Run:
             raise ReplayError(
                 f"{self.session.path}: request {marker.request_id} has no message before it"
             )
-        known = (self.config.unlogged_context or {}).get((marker.thread, event_index))
-        if known:
-            state.history.append(_unlogged_item(known, event_index, counter))
+        self.unlogged.before_view(marker, event_index, state, counter, provider, model)
         ctx = StrategyContext(
             request_index=request_index,
             ts=marker.ts,
@@ -419,9 +393,8 @@ class _Run:
             logged_summaries=tuple(state.compactions),
         )
         view = as_view(state.strategy(state.history, ctx))
-        if self.config.fit_unlogged and marker.usage is not None and view.items:
-            self._fit_unlogged(marker, event_index, request_index, state, view, model, provider,
-                               renderer)
+        self.unlogged.after_view(marker, event_index, request_index, state, view, model, provider,
+                                 renderer)
         if not view.items:
             raise ReplayError(
                 f"strategy {self.named.name!r} sent an empty request at {marker.request_id}"
@@ -459,6 +432,7 @@ class _Run:
         )
         record.blind_actions = blind
         record.history_len = len(state.history)
+        self.unlogged.after_request(record, state, event_index)
         record.store_before = store_before
         if not self.config.keep_blocks and state.previous is not None:
             state.previous.release_blocks()  # diffed against for the last time
@@ -542,6 +516,8 @@ class _Run:
         else:
             diff = prefix_diff(previous, request, renderer.table)
         breakpoints = self.profile.breakpoints(request, thread)
+        if kind == "request":
+            breakpoints = self.unlogged.markers(breakpoints, request, state)
         if self.config.ttl is not None:
             breakpoints = [Breakpoint(b.block, self.config.ttl, b.automatic) for b in breakpoints]
         outcome = self.cache.simulate(

@@ -8,6 +8,10 @@ trustworthy as this comparison.
 Tolerance for a cache read: within max(2 % of the prompt, 256 tokens). The naive rule
 "read(n+1) = read(n) + write(n)" (one breakpoint moved to the newest message each call) is
 scored on the same requests as a baseline the simulator must match or beat.
+
+Context the log does not hold is fitted on the same usage first (`replay/engine/_unlogged.py`):
+a read that the fit sized from itself (a warm start: the cache held the head before the log) is
+flagged `fitted`, not counted as a prediction that came true.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from decimal import Decimal
 import polars as pl
 
 from replay.engine import ReplayConfig, replay_session
+from replay.engine._replay import with_unlogged_context
 from replay.engine._results import MONEY
+from replay.engine._unlogged import UnloggedContext, read_tolerance
 from replay.log import RequestMarker, Session
 from replay.prices import Buckets, Pricer
 
@@ -45,28 +51,39 @@ class FidelityRow:
     read_within_tolerance: bool
     unexplained: str | None
     """For a cache read outside the tolerance that the simulator gives no cause for: what the
-    log cannot explain (routing/eviction when the provider read less than the rules allow; a
-    prefix cached before this log when it read more on a thread's first request)."""
+    log cannot explain (a stale entry when the provider read what an earlier request cached
+    instead of the previous request's write; routing/eviction when it read less than the rules
+    allow otherwise; a prefix cached before this log when it read more on a thread's first
+    request)."""
     naive_read: int | None
     """Cache read predicted by read(n-1) + write(n-1) of the previous recorded request."""
+    fitted: str | None = None
+    """Set when the simulated read is not a prediction: an estimate of the unlogged-context fit
+    was sized from this very read (a warm start, a transient message, the head's size)."""
 
 
-def _tolerance(prompt: int) -> int:
-    return max(round(prompt * 0.02), 256)
+_tolerance = read_tolerance
+
+STALE_SLACK = 16
+"""Tokens within which a read "is" an earlier request's cache entry (framing jitter)."""
 
 
 def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[FidelityRow]:
     config = config or ReplayConfig()
     pricer = config.pricer or Pricer()
     config.pricer = pricer
+    config = with_unlogged_context(session, config)
+    fit = UnloggedContext.of(config.unlogged_context)
     markers = {
-        (m.thread, m.request_id): m for m in session.events if isinstance(m, RequestMarker)
+        (m.thread, m.request_id): (n, m)
+        for n, m in enumerate(session.events)
+        if isinstance(m, RequestMarker)
     }
     records = [r for r in replay_session(session, ["recorded"], config) if r.kind == "request"]
     rows: list[FidelityRow] = []
-    previous: dict[str, tuple[int, int]] = {}
+    past: dict[str, list[tuple[int, int]]] = {}  # thread → (read, read + write) of each request
     for r in records:
-        marker = markers.get((r.thread, r.request_id))
+        event_index, marker = markers.get((r.thread, r.request_id), (-1, None))
         usage = marker.usage if marker is not None else None
         if usage is None:
             continue
@@ -84,8 +101,9 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
             ts=r.ts,
         ).total_usd
         o = r.outcome
-        prev = previous.get(r.thread)
+        earlier = past.setdefault(r.thread, [])
         within = abs(o.cache_read - usage.cache_read_tokens) <= _tolerance(usage.prompt_tokens)
+        fitted = _fitted(fit, r.thread, event_index, usage, first=not earlier)
         rows.append(
             FidelityRow(
                 request_id=r.request_id,
@@ -102,18 +120,53 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
                 simulated_cost_usd=r.cost_usd,
                 miss_cause=o.miss_cause,
                 read_within_tolerance=within,
-                unexplained=None if within else _unexplained(o.cache_read, usage, prev is None),
-                naive_read=(prev[0] + prev[1]) if prev else None,
+                unexplained=None if within else _unexplained(o.cache_read, usage, earlier),
+                naive_read=earlier[-1][1] if earlier else None,
+                fitted=fitted,
             )
         )
-        previous[r.thread] = (usage.cache_read_tokens, rec_write)
+        earlier.append((usage.cache_read_tokens, usage.cache_read_tokens + rec_write))
     return rows
 
 
-def _unexplained(simulated_read: int, usage, first: bool) -> str:
-    if usage.cache_read_tokens < simulated_read:
+def _fitted(fit: UnloggedContext, thread: str, event_index: int, usage, first: bool) -> str | None:
+    """Which estimate of the unlogged-context fit was sized from this request's own read (its
+    simulated read then matches by construction, it is not a prediction)."""
+    thread_fit = fit.threads.get(thread)
+    read = usage.cache_read_tokens
+    if first and thread_fit is not None and thread_fit.warm:
+        return (
+            f"warm start: {thread_fit.warm:,} tokens of the head were cached before this log "
+            "(sized from this read)"
+        )
+    request_fit = fit.requests.get((thread, event_index))
+    if request_fit is not None and request_fit.drop:
+        return (
+            "transient context: an unlogged message of the previous request was not sent again "
+            "(found from where this read stops)"
+        )
+    if thread_fit is not None:
+        head = thread_fit.logged + sum(thread_fit.head)
+        if read > 0 and abs(read - head) <= _tolerance(usage.prompt_tokens):
+            return (
+                f"head: the system prompt + tools ({head:,} tokens) end where reads like this "
+                "one stop"
+            )
+    return None
+
+
+def _unexplained(simulated_read: int, usage, earlier: list[tuple[int, int]]) -> str:
+    read = usage.cache_read_tokens
+    if read < simulated_read:
+        if earlier and read < earlier[-1][1] - _tolerance(usage.prompt_tokens):
+            entries = {earlier[-1][0], *(end for _, end in earlier[:-1])}
+            if any(abs(read - x) <= STALE_SLACK for x in entries):
+                return (
+                    "stale entry: the provider read what an earlier request cached, not the "
+                    "previous request's write (not yet visible where this request was served)"
+                )
         return "routing/eviction: the provider read less than its rules allow"
-    if first:
+    if not earlier:
         return "prefix cached before this log (another session on the same account)"
     return "the provider read more than simulated: prefix shared with a request not in the log"
 
@@ -135,6 +188,7 @@ FIDELITY_SCHEMA = {
     "read_within_tolerance": pl.Boolean,
     "unexplained": pl.Utf8,
     "naive_read": pl.Int64,
+    "fitted": pl.Utf8,
 }
 
 
@@ -155,6 +209,7 @@ def fidelity_summary(rows: Sequence[FidelityRow]) -> dict:
         for r in naive_rows
     )
     sim_ok_on_naive = sum(r.read_within_tolerance for r in naive_rows)
+    predicted = [r for r in rows if r.fitted is None]
     prompt_error = sum(abs(r.simulated_prompt - r.recorded_prompt) for r in rows)
     return {
         "requests": n,
@@ -169,6 +224,12 @@ def fidelity_summary(rows: Sequence[FidelityRow]) -> dict:
         "simulated_cost_usd": simulated,
         "cost_error": round(float((simulated - recorded) / recorded), 4) if recorded else None,
         "mean_abs_prompt_error_tokens": round(prompt_error / n, 1) if n else None,
+        "fitted_reads": n - len(predicted),
+        "predicted_reads_within_tolerance": round(
+            sum(r.read_within_tolerance for r in predicted) / len(predicted), 4
+        )
+        if predicted
+        else None,
         "unexplained": dict(
             sorted(Counter(r.unexplained.split(":")[0] for r in rows if r.unexplained).items())
         ),

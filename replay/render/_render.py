@@ -80,7 +80,7 @@ class Renderer:
         the thread usually starts with the same item objects: only its tail is rendered)."""
 
     def _head_blocks(
-        self, system: str, tools: Sequence[ToolDef], hidden_tokens: int = 0
+        self, system: str, tools: Sequence[ToolDef], hidden_tokens: int | tuple[int, ...] = 0
     ) -> tuple[list[int], list[str]]:
         key = (system, tuple(id(t) for t in tools), hidden_tokens)
         hit = self._head.get(key)
@@ -95,12 +95,16 @@ class Renderer:
             if system:
                 ids.append(self.table.intern(SYSTEM, system, True))
                 kinds.append(SYSTEM)
-            if hidden_tokens > 0:
+            parts = hidden_tokens if isinstance(hidden_tokens, tuple) else (hidden_tokens,)
+            for part in parts:
+                if part <= 0:
+                    continue
                 # Adapter hook: the part of the prompt prefix the log does not hold (system
                 # prompt, tool schemas, injected context), estimated by the adapter from the
-                # first request's usage (`hidden_prefix_tokens`). Known only by its size: one
-                # fixed-token block right after the system prompt, part of the cacheable head.
-                ids.append(self.table.intern(SYSTEM, HIDDEN_PREFIX_TEXT, False, hidden_tokens))
+                # first request's usage (`hidden_prefix_tokens`). Known only by its size: a
+                # fixed-token block right after the system prompt, part of the cacheable head
+                # (several when the engine's fit shows a cache entry ending inside it).
+                ids.append(self.table.intern(SYSTEM, HIDDEN_PREFIX_TEXT, False, part))
                 kinds.append(SYSTEM)
             hit = (ids, kinds)
             self._head[key] = hit
@@ -152,7 +156,7 @@ class Renderer:
         output_tokens: int = 0,
         estimated_output: bool = True,
         previous: RenderedRequest | None = None,
-        hidden_tokens: int = 0,
+        hidden_tokens: int | tuple[int, ...] = 0,
     ) -> RenderedRequest:
         layout = self._layout(items, system, tools, thread, hidden_tokens)
         request = RenderedRequest(
@@ -180,7 +184,7 @@ class Renderer:
         system: str,
         tools: Sequence[ToolDef],
         thread: str,
-        hidden_tokens: int = 0,
+        hidden_tokens: int | tuple[int, ...] = 0,
     ) -> _Layout:
         """Block arrays of a view. The leading items that are the very objects of the thread's
         previous view keep their blocks (an array slice); only the rest is walked in Python, so

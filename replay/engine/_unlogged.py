@@ -1,0 +1,543 @@
+"""Context the log does not hold, fitted on the provider's recorded usage (every part estimated).
+
+No agent logs its whole prompt. Adapters estimate one hidden prefix per thread (system prompt,
+tool schemas, context injected before the first request: `hidden_prefix_tokens`). The rest is
+fitted here, once per session, by replaying `recorded` (what the agent really sent) against the
+usage the provider recorded. A log without usage gets nothing fitted. Parts:
+
+- **residual** — per request, prompt tokens billed beyond what the log shows (reminders the
+  harness attached, re-read files, tokenizer error): estimated messages appended to the history,
+  carried by every later request (a logged compaction replaces them with the events around them).
+- **uncached tail** — Anthropic reports the tokens after the client's last cache marker
+  (`input_tokens`). Clients mark the end of the prompt (1–4 framing tokens follow it); a longer
+  tail means the marker sat earlier (Claude Code 2.1 renders attachments after it; parallel tool
+  results reach the API in call order while the marker follows their arrival), so the last marker
+  is moved back by that many tokens, and the residual's share that lies after it becomes a message
+  of its own (uncached on this request, read by the next).
+- **head** — a thread's hidden prefix is [system prompt + tools | first-message context]: the
+  client's system marker ends the first part, the second (CLAUDE.md, environment, listings) opens
+  the messages and is re-sent with every request, compactions included. Reads that stop inside the
+  hidden prefix show where the head ends (after a compaction, a subagent reading a sibling's head,
+  a first request reading what an earlier session cached); threads with the same system prompt and
+  model and a hidden prefix of the same size (subagents of one type) share one head.
+- **warm start** — when the first request of a head's threads reads part of it, a request before
+  the log left that much in the cache (another session of the account): the cache is seeded with
+  it, the head split where that read stops. That read is fitted, not predicted.
+- **transient context** — a read stops at the last cache entry before the first change. When a
+  request reads exactly up to the entry before an unlogged message of the previous request (its
+  first-message context, or its own residual) that is longer than the read tolerance, and short
+  of where the previous request wrote, that message was not sent again as it was: it is dropped
+  from then on (the residual fit adds whatever the new request carries instead, at its end).
+  Not across a logged compaction: it explains the shorter read by itself.
+
+Only explicit-breakpoint caches (Anthropic and its variants) show marker positions in their
+usage; elsewhere only the residual is fitted.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from replay.cache import Breakpoint, SimRequest
+from replay.cache._base import prompt_view
+from replay.log import MAIN_THREAD, RequestMarker, Session, ThreadStart
+from replay.prefix import prefix_diff
+from replay.render import Renderer
+from replay.render._request import SYSTEM, TOOL, RenderedRequest
+from replay.strategies._view import UserItem, View
+
+if TYPE_CHECKING:
+    from replay.engine._replay import RequestRecord, _Run, _Thread
+
+TAIL_MIN = 32
+"""Uncached tokens after the client's last marker below which the marker is taken to end the
+prompt (the provider bills a few framing tokens after it)."""
+
+CONTEXT: tuple[int, str] = (-1, "context")
+"""Key of a thread's first-message context among its unlogged messages."""
+
+Key = tuple[int, str]
+"""An unlogged message: (event index of the request it was fitted on, `before`/`after`)."""
+
+
+def read_tolerance(prompt: int) -> int:
+    """How far a cache read may be from another and still count as the same: max(2 % of the
+    prompt, 256 tokens) (the fidelity tolerance)."""
+    return max(round(prompt * 0.02), 256)
+
+
+@dataclass(frozen=True)
+class ThreadFit:
+    """A thread's hidden prefix, split where the recorded reads show the head ends."""
+
+    head: tuple[int, ...]
+    """Tokens of the system prompt + tool schemas: opaque hidden blocks, the client's system
+    marker after the last (two when a warm start read stops inside the head)."""
+    context: int = 0
+    """Tokens of the first-message context sent right after the head on every request."""
+    warm: int = 0
+    """Tokens of the head cached before the log (a prefix of `head`; 0 = cold start)."""
+    logged: int = 0
+    """Tokens of the logged tool schemas and system prompt, sent before the hidden head."""
+
+    @property
+    def warm_parts(self) -> tuple[int, ...]:
+        """The head parts cached before the log."""
+        parts, total = [], 0
+        for part in self.head:
+            if total >= self.warm:
+                break
+            parts.append(part)
+            total += part
+        return tuple(parts)
+
+
+@dataclass(frozen=True)
+class RequestFit:
+    """What one request carried that the log does not show."""
+
+    before: int = 0
+    """Unlogged tokens appended before the request's last cache marker."""
+    after: int = 0
+    """Unlogged tokens appended after it (uncached on this request)."""
+    tail: int = 0
+    """Recorded tokens after the client's last marker (0: the marker ends the prompt)."""
+    drop: tuple[Key, ...] = ()
+    """Unlogged messages of earlier requests this one no longer carried."""
+
+
+@dataclass
+class UnloggedContext:
+    """Everything fitted for one session (`fit_unlogged_context`)."""
+
+    threads: dict[str, ThreadFit] = field(default_factory=dict)
+    """Thread → its split hidden prefix (threads whose head no read revealed are absent)."""
+    requests: dict[tuple[str, int], RequestFit] = field(default_factory=dict)
+    """(thread, request event index) → what that request carried beyond the log."""
+
+    @classmethod
+    def of(cls, value: UnloggedContext | Mapping[tuple[str, int], int] | None) -> UnloggedContext:
+        """A fitted context, or a plain {(thread, event index): tokens} of residuals."""
+        if isinstance(value, UnloggedContext):
+            return value
+        return cls(requests={k: RequestFit(before=int(v)) for k, v in (value or {}).items() if v})
+
+    def __bool__(self) -> bool:
+        return bool(self.threads or self.requests)
+
+    def residuals(self) -> dict[tuple[str, int], int]:
+        """(thread, request event index) → unlogged tokens added at that request."""
+        return {k: f.before + f.after for k, f in self.requests.items() if f.before + f.after}
+
+
+@dataclass
+class ThreadUnlogged:
+    """A thread's unlogged context while it is replayed."""
+
+    context: UserItem | None = None
+    """The first-message context (None: not split off, or dropped)."""
+    items: dict[Key, UserItem] = field(default_factory=dict)
+    """Unlogged messages in the thread's history."""
+    tail: int = 0
+    """Uncached tail of the request being simulated (moves its last marker)."""
+    end: int = 0
+    """Fitting only: where the previous request's last marker wrote (simulated)."""
+    compactions: int = 0
+    """Fitting only: logged compactions of the thread before the previous request (a new one
+    explains a shorter read by itself)."""
+    starts: list[tuple[tuple[Key, ...], int, int]] = field(default_factory=list)
+    """Fitting only: the unlogged messages of the previous request that may have been transient
+    (its first-message context; its own residual): (keys, where the cache entry before them
+    ends, tokens)."""
+
+
+def unlogged_item(tokens: int, event_index: int, counter: Any, part: str = "before") -> UserItem:
+    """An estimated message of `tokens` tokens (framing included)."""
+    where = " after the cache marker" if part == "after" else ""
+    return UserItem(
+        f"[context not in the log{where}: ~{tokens} tokens, estimated from the provider's usage]",
+        event_index=event_index,
+        injected=True,
+        estimated_tokens=max(1, tokens - counter.family.message_overhead),
+    )
+
+
+def context_item(tokens: int, counter: Any) -> UserItem:
+    """The first-message context of a thread whose hidden prefix was split."""
+    return UserItem(
+        f"[first-message context not in the log: ~{tokens} tokens, estimated from the "
+        "provider's usage]",
+        injected=True,
+        estimated_tokens=max(1, tokens - counter.family.message_overhead),
+    )
+
+
+def _hidden(owner: Any) -> int:
+    value = getattr(owner, "hidden_prefix_tokens", 0)
+    return int(value) if isinstance(value, int | float) and value > 0 else 0
+
+
+def fit_heads(
+    session: Session,
+    explicit: Callable[[RequestMarker], bool],
+    logged: Callable[[str, str], int],
+) -> dict[str, ThreadFit]:
+    """Split each thread's hidden prefix where the recorded reads show its head ends, and find
+    the heads cached before the log.
+
+    Reads (and first-request writes) strictly inside a hidden prefix can only stop at a marker
+    of the head: the largest one over the threads sharing the head is its end. The first of
+    those threads to send a request found what its read shows in the cache already. `explicit`
+    tells whether a request's cache shows marker positions (explicit breakpoints); `logged`
+    counts the logged tools + system prompt sent before the hidden prefix (system, model)."""
+    header = session.header
+    hidden = {MAIN_THREAD: _hidden(header)}
+    kinds: dict[str, tuple[str, str]] = {MAIN_THREAD: (header.system, header.model)}
+    for e in session.events:
+        if isinstance(e, ThreadStart):
+            hidden[e.thread_id] = _hidden(e)
+            system = e.system if e.system is not None else header.system
+            kinds[e.thread_id] = (system, e.model or header.model)
+    requests: dict[str, list[tuple[int, RequestMarker]]] = {}
+    for n, e in enumerate(session.events):
+        if (
+            isinstance(e, RequestMarker)
+            and e.usage is not None
+            and hidden.get(e.thread, 0) > 0
+            and explicit(e)
+        ):
+            requests.setdefault(e.thread, []).append((n, e))
+    groups: list[list[str]] = []  # threads sharing a head, in order of their first request
+    for thread in sorted(requests, key=lambda t: requests[t][0][0]):
+        size = hidden[thread]
+        for group in groups:
+            other = hidden[group[0]]
+            if kinds[group[0]] == kinds[thread] and abs(other - size) <= read_tolerance(
+                max(other, size)
+            ):
+                group.append(thread)
+                break
+        else:
+            groups.append([thread])
+    fits: dict[str, ThreadFit] = {}
+    for group in groups:
+        before = logged(*kinds[group[0]])  # positions below are within the hidden prefix
+        limit = min(hidden[t] for t in group)
+        limit -= read_tolerance(limit)
+        reveals = [
+            x - before
+            for t in group
+            for _, m in requests[t]
+            for x in (m.usage.cache_read_tokens, m.usage.cache_read_tokens + _written(m))
+            if 0 < x - before <= limit
+        ]
+        _, first = min((requests[t][0] for t in group), key=lambda r: r[0])
+        read = first.usage.cache_read_tokens - before
+        tol = read_tolerance(first.usage.prompt_tokens)
+        if not reveals:
+            whole = hidden[first.thread]
+            if read > 0 and abs(read - whole) <= tol:  # the whole hidden prefix, warm
+                fits[first.thread] = ThreadFit((whole,), warm=whole, logged=before)
+            continue
+        head = max(reveals)
+        parts, warm = (head,), 0
+        if read > 0 and abs(read - head) <= tol:
+            warm = head
+        elif 0 < read < head - tol:
+            parts, warm = (read, head - read), read
+        for t in group:
+            fits[t] = ThreadFit(parts, hidden[t] - head, warm if t == first.thread else 0, before)
+    return fits
+
+
+def _written(marker: RequestMarker) -> int:
+    u = marker.usage
+    return u.cache_write_5m_tokens + u.cache_write_1h_tokens if u else 0
+
+
+def place_last_marker(
+    breakpoints: list[Breakpoint], request: RenderedRequest, tail: int
+) -> list[Breakpoint]:
+    """Move the last message marker to the block end nearest `tail` tokens before the end of
+    the prompt (before the first message: no message marker; the head marker stays)."""
+    kinds = request.kinds
+    head = 0
+    while head < len(kinds) and kinds[head] in (SYSTEM, TOOL):
+        head += 1
+    if not breakpoints or breakpoints[-1].block < head:
+        return breakpoints
+    cum = request.cum_tokens
+    target = int(cum[-1]) - tail
+    lo = max(head - 1, 0)
+    at = int(np.searchsorted(cum, target))
+    candidates = [j for j in (at - 1, at) if lo <= j < len(cum)] or [lo]
+    block = min(candidates, key=lambda j: (abs(int(cum[j]) - target), -j))
+    last = breakpoints[-1]
+    if block == last.block:
+        return breakpoints
+    kept = breakpoints[:-1]
+    if block < head or any(b.block >= block for b in kept):
+        return kept
+    return [*kept, Breakpoint(block, last.ttl, last.automatic)]
+
+
+def transient(state: ThreadUnlogged, read: int, prompt: int) -> tuple[Key, ...]:
+    """The unlogged messages of the previous request that this request's read shows were not
+    sent again as they were: the read stops at the cache entry before them, short of where the
+    previous request wrote, and they are too long to be the tolerance's noise."""
+    tol = read_tolerance(prompt)
+    if not state.starts or read <= 0 or read >= state.end - tol:
+        return ()
+    hits = [
+        (abs(start - read), keys)
+        for keys, start, tokens in state.starts
+        if tokens > tol and abs(start - read) <= tol
+    ]
+    return min(hits)[1] if hits else ()
+
+
+class Unlogged:
+    """The unlogged context of one replay run: applies a fitted `UnloggedContext` to its
+    threads and requests or, in the run that fits it (`recorded`, `fitting`), measures it.
+    The run calls it at five points: a thread's creation, before and after the strategy's
+    view, when placing cache markers, after the request."""
+
+    def __init__(self, run: _Run, fit: UnloggedContext, fitting: bool) -> None:
+        self.run = run
+        self.fit = fit
+        """What is applied (being filled while `fitting`)."""
+        self.fitting = fitting
+
+    # -- what the provider shows --------------------------------------------------------------
+
+    def explicit(self, provider: str, model: str, ts: datetime) -> bool:
+        """Whether the cache of (provider, model) shows marker positions in its usage."""
+        cache = self.run.cache
+        route = cache.route(provider, model)
+        book = cache.book(route, route.variant)
+        return book.get("mechanism", route.rules_model, ts) == "explicit-breakpoints"
+
+    def explicit_marker(self, marker: RequestMarker) -> bool:
+        config, header = self.run.config, self.run.session.header
+        model = config.model or marker.model or header.model
+        provider = config.provider or marker.provider or header.provider
+        return self.explicit(provider, model, marker.ts)
+
+    def logged_head(self, system: str, model: str) -> int:
+        """Tokens of the logged tool schemas and system prompt (what precedes hidden blocks)."""
+        run = self.run
+        header = run.session.header
+        model = run.config.model or model
+        return run.renderer(model).render(
+            [], system=system, tools=header.tools, index=0, request_id="head", thread="/head",
+            ts=header.ts, model=model, provider=run.provider,
+        ).total
+
+    def billed_size(self, request: RenderedRequest, provider: str, model: str) -> int:
+        """Prompt size as the provider bills it (older Claude models drop earlier thinking)."""
+        cache = self.run.cache
+        route = cache.route(provider, model)
+        book = cache.book(route, route.variant)
+        strips = bool(book.get("strips_thinking", route.rules_model, request.ts, False))
+        return prompt_view(request, strips).total
+
+    # -- hooks --------------------------------------------------------------------------------
+
+    def split_head(self, name: str, state: _Thread) -> None:
+        """A new thread: send its hidden prefix as head + first-message context, when fitted."""
+        fit = self.fit.threads.get(name)
+        if fit is None or not state.hidden_tokens:
+            return
+        state.hidden_tokens = fit.head
+        if fit.context > 0:
+            counter = self.run.renderer(state.model or self.run.session.header.model).table.counter
+            state.unlogged.context = context_item(fit.context, counter)
+
+    def before_view(self, marker: RequestMarker, event_index: int, state: _Thread,
+                    counter: Any, provider: str, model: str) -> None:
+        """Before the strategy sees the history: what was fitted for this request (while
+        fitting: only whether a message of the previous request was transient)."""
+        u = state.unlogged
+        u.tail = 0
+        key = (marker.thread, event_index)
+        if self.fitting:
+            usage = marker.usage
+            gone: tuple[Key, ...] = ()
+            compacted = len(state.compactions) != u.compactions
+            if usage is not None and not compacted and self.explicit(provider, model, marker.ts):
+                gone = transient(u, usage.cache_read_tokens, usage.prompt_tokens)
+            u.starts = []
+            for item in gone:
+                self._drop(state, item)
+            if gone:
+                self.fit.requests[key] = RequestFit(drop=gone)
+            return
+        fit = self.fit.requests.get(key)
+        if fit is None:
+            return
+        for gone in fit.drop:
+            self._drop(state, gone)
+        for part, tokens in (("before", fit.before), ("after", fit.after)):
+            if tokens > 0:
+                self._add(state, tokens, event_index, part, counter)
+        u.tail = fit.tail
+
+    def after_view(self, marker: RequestMarker, event_index: int, request_index: int,
+                   state: _Thread, view: View, model: str, provider: str,
+                   renderer: Renderer) -> None:
+        """The strategy's view: the first-message context goes first (re-sent on every
+        request); the fitting run measures the residual; a warm start seeds the cache."""
+        if state.unlogged.context is not None and view.items:
+            view.items = [state.unlogged.context, *view.items]
+        if self.fitting and marker.usage is not None and view.items:
+            self._measure(marker, event_index, request_index, state, view, model, provider,
+                          renderer)
+        if state.previous is None:
+            fit = self.fit.threads.get(marker.thread)
+            if fit is not None and fit.warm:
+                self._seed(marker, request_index, state, model, provider, renderer,
+                           fit.warm_parts)
+
+    def markers(self, breakpoints: list[Breakpoint], request: RenderedRequest,
+                state: _Thread) -> list[Breakpoint]:
+        """The client's markers for a recorded request, the last one where the usage put it."""
+        tail = state.unlogged.tail
+        return place_last_marker(breakpoints, request, tail) if tail else breakpoints
+
+    def after_request(self, record: RequestRecord, state: _Thread, event_index: int) -> None:
+        """Fitting: where this request's marker wrote, and the cache entries before its possibly
+        transient unlogged messages: the head's (before the first-message context), the one
+        this request read (before its own residual, which follows all it read)."""
+        if not self.fitting:
+            return
+        u = state.unlogged
+        o = record.outcome
+        u.end = o.cache_read + o.cache_write_5m + o.cache_write_1h
+        u.starts = []
+        u.compactions = len(state.compactions)
+        if not self.explicit(record.provider, record.model, record.ts):
+            return
+        fit = self.fit.requests.get((record.thread, event_index))
+        if fit is not None and fit.before + fit.after:
+            parts = (("before", fit.before), ("after", fit.after))
+            keys = tuple((event_index, p) for p, tokens in parts if tokens)
+            u.starts.append((keys, o.cache_read, fit.before + fit.after))
+        thread_fit = self.fit.threads.get(record.thread)
+        if u.context is not None and thread_fit is not None:
+            request = record.request
+            head = sum(1 for _ in itertools.takewhile(lambda k: k in (SYSTEM, TOOL),
+                                                      request.kinds))
+            start = int(request.cum_tokens[head - 1]) if head else 0
+            u.starts.append(((CONTEXT,), start, thread_fit.context))
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _drop(self, state: _Thread, key: Key) -> None:
+        u = state.unlogged
+        if key == CONTEXT:
+            u.context = None
+            return
+        item = u.items.pop(key, None)
+        if item is not None and item in state.history:
+            state.history.remove(item)
+
+    def _add(self, state: _Thread, tokens: int, event_index: int, part: str,
+             counter: Any) -> UserItem:
+        item = unlogged_item(tokens, event_index, counter, part)
+        state.history.append(item)
+        state.unlogged.items[(event_index, part)] = item
+        return item
+
+    def _measure(self, marker: RequestMarker, event_index: int, request_index: int,
+                 state: _Thread, view: View, model: str, provider: str,
+                 renderer: Renderer) -> None:
+        """What the provider counted that the log does not show, added to the history as
+        estimated messages (every later request carries them too): the share after the
+        client's last marker (the recorded uncached tail) as a message of its own."""
+        run = self.run
+        preview = renderer.render(
+            view.items,
+            system=state.system,
+            tools=run.session.header.tools,
+            index=request_index,
+            request_id=marker.request_id,
+            thread=run.lane + marker.thread + "/fit",
+            ts=marker.ts,
+            model=model,
+            provider=provider,
+            hidden_tokens=state.hidden_tokens,
+        )
+        usage = marker.usage
+        counter = renderer.table.counter
+        overhead = counter.family.message_overhead
+        explicit = self.explicit(provider, model, marker.ts)
+        tail = usage.input_tokens if explicit and usage.input_tokens >= TAIL_MIN else 0
+        gap = usage.prompt_tokens - self.billed_size(preview, provider, model)
+        before = after = 0
+        if gap > overhead:
+            after = min(gap, tail) if min(gap, tail) > overhead else 0
+            before = gap - after
+            if before <= overhead:
+                before, after = 0, gap
+        for part, tokens in (("before", before), ("after", after)):
+            if tokens > 0:
+                item = self._add(state, tokens, event_index, part, counter)
+                if view.items is not state.history:
+                    view.items.append(item)
+        key = (marker.thread, event_index)
+        dropped = self.fit.requests.get(key, RequestFit()).drop
+        if before or after or tail or dropped:
+            self.fit.requests[key] = RequestFit(before, after, tail, dropped)
+        state.unlogged.tail = tail
+
+    def _seed(self, marker: RequestMarker, request_index: int, state: _Thread, model: str,
+              provider: str, renderer: Renderer, parts: tuple[int, ...]) -> None:
+        """Warm start: a request before the log left (part of) the thread's head cached."""
+        run = self.run
+        header = run.session.header
+        request = renderer.render(
+            [],
+            system=state.system,
+            tools=header.tools,
+            index=request_index,
+            request_id=marker.request_id + ":before-the-log",
+            thread=run.lane + marker.thread + "/before-the-log",
+            ts=marker.ts,
+            model=model,
+            provider=provider,
+            hidden_tokens=parts,
+        )
+        sim = SimRequest(
+            request,
+            run.profile.breakpoints(request, marker.thread),
+            run.scope,
+            prefix_diff(None, request, renderer.table),
+            None,
+            renderer.table,
+            cache_key=run.profile.key_for(marker.thread, header.session_id),
+            profile=run.profile,
+        )
+        run.cache.simulate(sim, run.store)
+
+
+__all__ = [
+    "CONTEXT",
+    "TAIL_MIN",
+    "RequestFit",
+    "ThreadFit",
+    "ThreadUnlogged",
+    "Unlogged",
+    "UnloggedContext",
+    "context_item",
+    "fit_heads",
+    "place_last_marker",
+    "read_tolerance",
+    "transient",
+    "unlogged_item",
+]

@@ -1,0 +1,211 @@
+"""Unlogged context fitted on recorded usage (`replay/engine/_unlogged.py`).
+
+Each test writes the usage a provider following the cache rules would bill for a known truth
+(context the log does not hold, where the client put its marker, what was cached before the
+log), then fits from the log alone: the fit must find the truth again, and the simulated reads
+must match the billed ones.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+
+from replay.cache import Breakpoint
+from replay.engine import ReplayConfig, replay_session
+from replay.engine._replay import fit_unlogged_context
+from replay.engine._unlogged import (
+    CONTEXT,
+    RequestFit,
+    ThreadFit,
+    ThreadUnlogged,
+    UnloggedContext,
+    place_last_marker,
+    transient,
+)
+from replay.fidelity import fidelity_rows, fidelity_summary
+from replay.log import (
+    MAIN_THREAD,
+    AssistantMessage,
+    Compaction,
+    RequestMarker,
+    Session,
+    SessionHeader,
+    TextBlock,
+    ThreadStart,
+    Usage,
+    UserMessage,
+)
+from replay.render._request import SYSTEM, TEXT, USER, RenderedRequest
+
+T0 = datetime(2026, 10, 20, 12, 0, tzinfo=UTC)
+WORDS = "the quick brown fox jumps over the lazy dog while tests run green again "
+
+
+def _turns(thread: str, start: int, count: int, t0: datetime) -> list:
+    events: list = []
+    for n in range(start, start + count):
+        ts = t0 + timedelta(seconds=20 * (n - start))
+        events.append(UserMessage(ts=ts, text=f"{thread} step {n}: " + WORDS * (25 + 3 * n),
+                                  thread=thread, id=f"{thread}-u{n}"))
+        events.append(RequestMarker(ts=ts, request_id=f"{thread}-r{n}", thread=thread,
+                                    duration_ms=4000))
+        events.append(AssistantMessage(ts=ts + timedelta(seconds=4), thread=thread,
+                                       blocks=[TextBlock(text=f"done {n}")],
+                                       request_id=f"{thread}-r{n}", id=f"{thread}-a{n}"))
+    return events
+
+
+def _session(events: list, hidden: int) -> Session:
+    header = SessionHeader(ts=T0, agent="test", provider="anthropic", model="claude-sonnet-4-6")
+    header.hidden_prefix_tokens = hidden
+    return Session(header=header, events=events)
+
+
+def _bill(session: Session, truth: UnloggedContext) -> Session:
+    """Fill every request's usage with what the rules bill when `truth` holds."""
+    records = [
+        r
+        for r in replay_session(session, ["recorded"], ReplayConfig(unlogged_context=truth))
+        if r.kind == "request"
+    ]
+    markers = {(e.thread, e.request_id): e for e in session.events if isinstance(e, RequestMarker)}
+    for r in records:
+        o = r.outcome
+        markers[(r.thread, r.request_id)].usage = Usage(
+            input_tokens=o.uncached, cache_read_tokens=o.cache_read,
+            cache_write_5m_tokens=o.cache_write_5m, cache_write_1h_tokens=o.cache_write_1h,
+            output_tokens=5,
+        )
+    return session
+
+
+def _index(session: Session, request_id: str) -> int:
+    return next(
+        n for n, e in enumerate(session.events)
+        if isinstance(e, RequestMarker) and e.request_id == request_id
+    )
+
+
+def _exact(session: Session) -> list:
+    rows = fidelity_rows(session)
+    assert [r.simulated_cache_read for r in rows] == [r.recorded_cache_read for r in rows]
+    assert [r.simulated_cache_write for r in rows] == [r.recorded_cache_write for r in rows]
+    assert [r.simulated_prompt for r in rows] == [r.recorded_prompt for r in rows]
+    return rows
+
+
+def test_an_uncached_tail_moves_the_last_marker_back() -> None:
+    # The client marked the request before its last message (attachments rendered after the
+    # marker): the provider bills that message uncached and the next request reads up to it.
+    session = _session(_turns(MAIN_THREAD, 0, 6, T0), hidden=4000)
+    third = _index(session, "main-r3")
+    from replay.tokens import counter_for
+
+    last = counter_for("claude-sonnet-4-6").count(session.events[third - 1].text) + 3
+    truth = UnloggedContext(requests={(MAIN_THREAD, third): RequestFit(tail=last)})
+    _bill(session, truth)
+    usage = session.events[third].usage
+    assert usage.input_tokens > 100  # the last message, uncached
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert fit.requests[(MAIN_THREAD, third)].tail == usage.input_tokens
+    _exact(session)
+    # Without the fit, the simulator writes the whole prompt and the next read overshoots.
+    plain = fidelity_rows(session, ReplayConfig(unlogged_context={}))
+    assert not plain[4].read_within_tolerance
+
+
+def test_head_split_and_warm_start_are_found_from_the_reads() -> None:
+    # Hidden prefix = system + tools (5,000, the first 3,000 cached by an earlier session) +
+    # first-message context (1,500, re-sent after the compaction, which reads the head only).
+    events = _turns(MAIN_THREAD, 0, 4, T0)
+    replaced = [e.id for e in events if e.id]
+    later = T0 + timedelta(minutes=2)
+    events.append(Compaction(ts=later, summary="Summary of the work so far. " + WORDS * 20,
+                             replaces=replaced, id="c1"))
+    events += _turns(MAIN_THREAD, 4, 3, later)
+    session = _session(events, hidden=6500)
+    truth = UnloggedContext(threads={MAIN_THREAD: ThreadFit((3000, 2000), 1500, warm=3000)})
+    _bill(session, truth)
+    reads = [e.usage.cache_read_tokens for e in session.events if isinstance(e, RequestMarker)]
+    assert reads[0] == 3000 and reads[4] == 5000
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert fit.threads == truth.threads
+    rows = _exact(session)
+    assert rows[0].fitted.startswith("warm start")
+    assert rows[4].fitted.startswith("head")
+    summary = fidelity_summary(rows)
+    assert summary["fitted_reads"] == 2 and summary["predicted_reads_within_tolerance"] == 1.0
+
+
+def test_subagents_of_one_type_share_their_head() -> None:
+    # Two subagents with the same system prompt: the second reads the head the first cached.
+    events: list = [UserMessage(ts=T0, text="start " + WORDS * 30, id="m0"),
+                    RequestMarker(ts=T0, request_id="main-r0", duration_ms=3000),
+                    AssistantMessage(ts=T0, blocks=[TextBlock(text="ok")], request_id="main-r0")]
+    for k, name in enumerate(("agent-a", "agent-b")):
+        t = T0 + timedelta(seconds=30 + 60 * k)
+        start = ThreadStart(ts=t, thread_id=name, system="You are a subagent. " + WORDS * 10)
+        start.hidden_prefix_tokens = 4700
+        events.append(start)
+        events += _turns(name, 0, 2, t)
+    session = _session(events, hidden=3000)
+    truth = UnloggedContext(threads={
+        "agent-a": ThreadFit((4000,), 700), "agent-b": ThreadFit((4000,), 700),
+    })
+    _bill(session, truth)
+    first_b = session.events[_index(session, "agent-b-r0")].usage
+    assert first_b.cache_read_tokens > 4000  # the logged system prompt + the shared head
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert {t: (f.head, f.context, f.warm) for t, f in fit.threads.items()} == {
+        t: (f.head, f.context, f.warm) for t, f in truth.threads.items()
+    }
+    assert fit.threads["agent-b"].logged > 100  # the logged system prompt comes first
+    _exact(session)
+    plain = fidelity_rows(session, ReplayConfig(unlogged_context={}))
+    assert not next(r for r in plain if r.request_id == "agent-b-r0").read_within_tolerance
+
+
+def test_a_transient_message_is_dropped_when_the_next_read_stops_before_it() -> None:
+    # Request 2 carried 900 unlogged tokens that request 3 did not: request 3 reads only what
+    # request 2 read, and is billed 900 tokens less than if they had stayed.
+    session = _session(_turns(MAIN_THREAD, 0, 6, T0), hidden=4000)
+    second, third = _index(session, "main-r2"), _index(session, "main-r3")
+    truth = UnloggedContext(requests={
+        (MAIN_THREAD, second): RequestFit(before=900),
+        (MAIN_THREAD, third): RequestFit(drop=((second, "before"),)),
+    })
+    _bill(session, truth)
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert fit.requests[(MAIN_THREAD, second)].before == 900
+    assert fit.requests[(MAIN_THREAD, third)].drop == ((second, "before"),)
+    rows = _exact(session)
+    assert rows[3].fitted.startswith("transient")
+
+
+def test_short_or_misplaced_messages_are_not_taken_for_transient() -> None:
+    state = ThreadUnlogged(end=20_000, starts=[(((5, "before"),), 15_000, 200),
+                                                ((CONTEXT,), 8_000, 3_000)])
+    assert transient(state, 15_000, 20_000) == ()  # 200 tokens: within the read tolerance
+    assert transient(state, 11_000, 20_000) == ()  # the read stops at no entry before one
+    assert transient(state, 19_900, 20_000) == ()  # it read (nearly) all: nothing was dropped
+    assert transient(state, 8_100, 20_000) == (CONTEXT,)
+
+
+def _request(tokens: list[int], kinds: list[str]) -> RenderedRequest:
+    ids = np.arange(len(tokens))
+    return RenderedRequest(
+        index=0, request_id="r", thread="main", ts=T0, model="m", provider="anthropic",
+        block_ids=ids, block_tokens=np.asarray(tokens), cum_tokens=np.cumsum(tokens),
+        item_index=ids, kinds=kinds, positions=ids,
+    )
+
+
+def test_last_marker_placement() -> None:
+    req = _request([1000, 300, 40, 500, 200], [SYSTEM, USER, TEXT, USER, USER])
+    marks = [Breakpoint(0, "1h"), Breakpoint(4, "1h")]
+    assert place_last_marker(marks, req, 3) == marks  # framing tokens: the marker ends it
+    assert place_last_marker(marks, req, 210)[-1] == Breakpoint(3, "1h")
+    assert place_last_marker(marks, req, 690) == [Breakpoint(0, "1h"), Breakpoint(2, "1h")]
+    assert place_last_marker(marks, req, 1100) == [Breakpoint(0, "1h")]  # back to the head
