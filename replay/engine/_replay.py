@@ -353,7 +353,7 @@ class _Run:
             provider=provider,
             hidden_tokens=state.hidden_tokens,
         )
-        gap = marker.usage.prompt_tokens - self._billed_size(preview, provider, model)
+        gap = marker.usage.prompt_tokens - self._billed_size(preview, provider, model, renderer)
         if gap <= renderer.table.counter.family.message_overhead:
             return
         item = _unlogged_item(gap, event_index, renderer.table.counter)
@@ -361,12 +361,15 @@ class _Run:
         view.items.append(item)
         self.unlogged[(marker.thread, event_index)] = gap
 
-    def _billed_size(self, request: RenderedRequest, provider: str, model: str) -> int:
-        """Prompt size as the provider bills it (older Claude models drop earlier thinking)."""
+    def _billed_size(
+        self, request: RenderedRequest, provider: str, model: str, renderer: Renderer
+    ) -> int:
+        """Prompt size as the provider bills it (older Claude models and OpenAI reasoning models
+        drop earlier thinking; context fitted earlier is not a user turn)."""
         route = self.cache.route(provider, model)
         book = self.cache.book(route, route.variant)
         strips = bool(book.get("strips_thinking", route.rules_model, request.ts, False))
-        return prompt_view(request, strips).total
+        return prompt_view(request, strips, renderer.table).total
 
     @staticmethod
     def _logged_compaction(
