@@ -197,6 +197,30 @@ def test_cached_greater_than_input_is_reported(tmp_path: Path) -> None:
     assert any("cached_input_tokens 5000 > input_tokens" in str(e) for e in session.skipped)
 
 
+def test_tool_calls_render_as_the_model_wrote_them(tmp_path: Path) -> None:
+    from replay.strategies._view import tool_call_block
+
+    patch = '*** Begin Patch\n*** Update File: a.py\n-print("x")\n+print("y")\n*** End Patch'
+    lines = [
+        *codex_lines()[:4],
+        _item("01", {"type": "function_call", "name": "exec_command", "call_id": "c1",
+                     "arguments": '{"cmd":"ls -la","workdir":"/w"}'}),
+        _item("02", {"type": "function_call_output", "call_id": "c1", "output": "ok"}),
+        _item("03", {"type": "custom_tool_call", "name": "apply_patch", "call_id": "c2",
+                     "input": patch}),
+        _item("04", {"type": "custom_tool_call_output", "call_id": "c2", "output": "done"}),
+        _tokens("05", 1200, 0, 40, 1200),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    calls = [b for e in session.events if isinstance(e, AssistantMessage) for b in e.blocks
+             if isinstance(b, ToolCallBlock)]
+    assert [c.arguments_format for c in calls] == ["compact", "raw"]
+    # Quirk: the model reads back its own compact arguments string (keys in its order, no
+    # spaces) and a freeform tool's raw input, not a sorted, spaced or JSON-escaped re-encoding.
+    assert tool_call_block(calls[0]).rendered() == 'exec_command({"cmd":"ls -la","workdir":"/w"})'
+    assert tool_call_block(calls[1]).rendered() == f"apply_patch({patch})"
+
+
 # --------------------------------------------------------------------------------------------------
 # Real samples
 
