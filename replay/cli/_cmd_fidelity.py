@@ -74,7 +74,8 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
             f"{s['cache_read_within_128']:.1%} "
             f"(naive rule: {s['naive_rule_within_128'] or 0:.1%}); "
             f"cost recorded ${s['recorded_cost_usd']:.4f} vs simulated "
-            f"${s['simulated_cost_usd']:.4f} (error {s['cost_error'] or 0:+.2%}); "
-            "outside tolerance, unexplained by the log: "
+            f"${s['simulated_cost_usd']:.4f} (error {s['cost_error'] or 0:+.2%}, "
+            f"{s['cost_error_explained'] or 0:+.2%} on the requests the log explains); "
+            "more than 128 tokens off, unexplained by the log: "
             + (", ".join(f"{k} {v}" for k, v in s["unexplained"].items()) or "none")
         )

@@ -127,8 +127,10 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
 
 def _unexplained(simulated_read: int, usage, first: bool, simulated_prompt: int) -> str:
     gap = usage.prompt_tokens - simulated_prompt
-    if abs(gap) > STRICT_TOLERANCE:
-        # The breakpoints fall elsewhere in a prompt of another size.
+    off = abs(usage.cache_read_tokens - simulated_read)
+    if abs(gap) > STRICT_TOLERANCE and off <= 2 * abs(gap) + STRICT_TOLERANCE:
+        # The breakpoints fall elsewhere in a prompt of another size (a read further off than
+        # that is a routing/eviction or sharing question, below).
         more = "more" if gap > 0 else "fewer"
         return f"prompt size: the provider billed {abs(gap):,} tokens {more} than the log shows"
     if usage.cache_read_tokens < simulated_read:
@@ -136,6 +138,14 @@ def _unexplained(simulated_read: int, usage, first: bool, simulated_prompt: int)
     if first:
         return "prefix cached before this log (another session on the same account)"
     return "the provider read more than simulated: prefix shared with a request not in the log"
+
+
+def _cost_error(rows: Sequence[FidelityRow]) -> float | None:
+    """Cost error over `rows` (the requests whose read the log explains: what is left of the
+    session's error once routing/eviction and sharing the log cannot see are set aside)."""
+    recorded = sum((r.recorded_cost_usd for r in rows), Decimal(0))
+    simulated = sum((r.simulated_cost_usd for r in rows), Decimal(0))
+    return round(float((simulated - recorded) / recorded), 4) if recorded else None
 
 
 FIDELITY_SCHEMA = {
@@ -195,6 +205,7 @@ def fidelity_summary(rows: Sequence[FidelityRow]) -> dict:
         "recorded_cost_usd": recorded,
         "simulated_cost_usd": simulated,
         "cost_error": round(float((simulated - recorded) / recorded), 4) if recorded else None,
+        "cost_error_explained": _cost_error([r for r in rows if r.unexplained is None]),
         "mean_abs_prompt_error_tokens": round(prompt_error / n, 1) if n else None,
         "unexplained": dict(
             sorted(Counter(r.unexplained.split(":")[0] for r in rows if r.unexplained).items())
