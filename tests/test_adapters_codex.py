@@ -118,6 +118,36 @@ def test_token_count_after_tool_outputs_belongs_to_the_response_before(tmp_path:
     assert [b.name for b in first.blocks] == ["a", "b"]
 
 
+def test_changed_settings_and_lost_attempts_mark_the_next_request(tmp_path: Path) -> None:
+    meta = dict(codex_lines()[0]["payload"])
+    answer = {"type": "message", "role": "assistant",
+              "content": [{"type": "output_text", "text": "ok"}]}
+    lines = codex_lines()[:5] + [
+        _item("01.000", {"type": "function_call", "name": "a", "call_id": "c1", "arguments": "{}"}),
+        _item("01.010", {"type": "function_call_output", "call_id": "c1", "output": "1"}),
+        _tokens("01.100", 900, 0, 20, 900),
+        # Same totals again: rate limits of an attempt the log lost (its retry follows).
+        _tokens("01.200", 900, 0, 20, 900),
+        _item("02.000", answer),
+        _tokens("02.100", 950, 896, 5, 1850),
+        # The second turn re-writes session_meta: the git state changes (not in the prompt),
+        # then a setting appears (it is).
+        _item("03.000", dict(meta, git={"branch": "b"}), "session_meta"),
+        _item("03.001", {"type": "message", "role": "user",
+                         "content": [{"type": "input_text", "text": "next"}]}),
+        _item("03.002", dict(meta, git={"branch": "b"}, memory_mode="enabled"), "session_meta"),
+        _item("04.000", answer),
+        _tokens("04.100", 990, 0, 5, 2840),
+    ]
+    requests = load(_write(tmp_path, lines), strict=True).requests()
+    assert [getattr(r, "unlogged_attempt", False) for r in requests] == [False, True, False]
+    assert [getattr(r, "unlogged_change", None) for r in requests] == [
+        None,
+        None,
+        "session_meta.memory_mode changed before this request",
+    ]
+
+
 def test_zero_usage_after_compaction_is_not_a_request(tmp_path: Path) -> None:
     lines = codex_lines()
     human = [{"type": "input_text", "text": "List the files."}]
@@ -289,3 +319,5 @@ def test_real_sample_fidelity(prefix: str, within_128: float, prompt_error: floa
     assert summary["mean_abs_prompt_error_tokens"] <= prompt_error
     # Every read more than 128 tokens off has a cause: the simulator's or the log's limit.
     assert all(r.read_within_128 or r.miss_cause or r.unexplained for r in rows)
+    # Each sample has one retry: a repeated token_count, then a read of the whole prompt.
+    assert summary["unexplained"].get("retried request") == 1

@@ -117,7 +117,11 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
                 read_within_128=strict,
                 unexplained=None
                 if strict
-                else _unexplained(o.cache_read, usage, prev is None, sim_prompt),
+                else _unexplained(
+                    o.cache_read, usage, prev is None, sim_prompt,
+                    getattr(marker, "unlogged_change", None),
+                    bool(getattr(marker, "unlogged_attempt", False)),
+                ),
                 naive_read=(prev[0] + prev[1]) if prev else None,
             )
         )
@@ -125,8 +129,20 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
     return rows
 
 
-def _unexplained(simulated_read: int, usage, first: bool, simulated_prompt: int) -> str:
+def _unexplained(
+    simulated_read: int,
+    usage,
+    first: bool,
+    simulated_prompt: int,
+    change: str | None = None,
+    attempt: bool = False,
+) -> str:
     gap = usage.prompt_tokens - simulated_prompt
+    # What the adapter saw happen outside the log (Codex: settings, a lost attempt).
+    if change and usage.cache_read_tokens < simulated_read:
+        return f"prompt prefix changed outside the log: {change}"
+    if attempt and usage.cache_read_tokens > simulated_read:
+        return "retried request: an attempt the log lost had cached this prompt"
     off = abs(usage.cache_read_tokens - simulated_read)
     if abs(gap) > STRICT_TOLERANCE and off <= 2 * abs(gap) + STRICT_TOLERANCE:
         # The breakpoints fall elsewhere in a prompt of another size (a read further off than
