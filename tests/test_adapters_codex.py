@@ -251,6 +251,25 @@ def test_tool_calls_render_as_the_model_wrote_them(tmp_path: Path) -> None:
     assert tool_call_block(calls[1]).rendered() == f"apply_patch({patch})"
 
 
+def test_fidelity_reports_the_128_token_share_and_the_explained_cost(tmp_path: Path) -> None:
+    from replay.fidelity import fidelity_rows, fidelity_summary
+
+    rows = fidelity_rows(load(_write(tmp_path, codex_lines()), strict=True))
+    # Request 1 read 1,024 tokens nothing in this log wrote: a prefix cached before the log.
+    assert not rows[0].read_within_128
+    assert rows[0].unexplained.startswith("prefix cached before this log")
+    # Request 2: 896 simulated (512 × ⌊(1,200 + 128) / 512⌋ − 128) vs 1,024 billed: 128 off.
+    assert (rows[1].simulated_cache_read, rows[1].recorded_cache_read) == (896, 1024)
+    assert rows[1].read_within_128 and rows[1].unexplained is None
+    summary = fidelity_summary(rows)
+    assert summary["cache_read_within_128"] == 0.5
+    assert summary["naive_rule_within_128"] == 1.0
+    # The explained cost error leaves the unexplained first request out: request 2 alone.
+    rec, sim = rows[1].recorded_cost_usd, rows[1].simulated_cost_usd
+    assert summary["cost_error_explained"] == round(float((sim - rec) / rec), 4)
+    assert summary["cost_error_explained"] != summary["cost_error"]
+
+
 # --------------------------------------------------------------------------------------------------
 # Real samples
 
