@@ -171,6 +171,32 @@ def test_gpt_5_5_uses_512_token_steps_after_a_hidden_128():
     assert r2.outcome.cache_read % 512 == 384
 
 
+def test_reasoning_leaves_at_a_user_turn_not_at_context_fitted_from_usage():
+    from dataclasses import replace
+
+    lab = CacheLab("openai", "gpt-5.5", client="none")
+    system, user = lab.block("system", 4000), lab.block("user", 100)
+    think, call, result = lab.block("thinking", 300), lab.block("tool_call", 50), lab.block(
+        "tool_result", 200
+    )
+    # Context the log does not hold, fitted on the recorded usage: known only by its size.
+    fitted = lab.block("user", 40)
+    lab.table.blocks[fitted] = replace(lab.table.blocks[fitted], sized_only=True)
+    r1 = lab.send([system, user, think, call, result, fitted], at=0)
+    # Nobody sent a message there: the turn goes on and its reasoning is billed (4,690).
+    assert r1.outcome.dropped_tokens == 0
+    assert r1.outcome.uncached == 4690
+    # A user message starts a new turn: the 300 reasoning tokens leave the prompt, which now
+    # shares only system + user (4,100) with the cached one: 512 × ⌊4228 / 512⌋ − 128 = 3,968.
+    r2 = lab.send(
+        [system, user, think, call, result, fitted, lab.block("text", 10), lab.block("user", 20)],
+        at=10,
+    )
+    assert r2.outcome.dropped_tokens == 300
+    assert r2.outcome.cache_read == 3968
+    assert r2.outcome.miss_kind == "thinking-stripped"
+
+
 # -- GPT-5.6 and later ----------------------------------------------------------------------------
 
 TERRA = "gpt-5.6-terra"

@@ -615,7 +615,7 @@ def first_ts(builder: SessionBuilder) -> datetime | None:
 
 
 def visible_output_tokens(blocks: Iterable[Any], model: str) -> int:
-    from replay.strategies._view import Block
+    from replay.strategies._view import tool_call_block
     from replay.tokens import counter_for
 
     counter = counter_for(model)
@@ -624,9 +624,7 @@ def visible_output_tokens(blocks: Iterable[Any], model: str) -> int:
         if isinstance(b, TextBlock):
             total += counter.count(b.text)
         elif isinstance(b, ToolCallBlock):
-            total += counter.count(
-                Block("tool_call", name=b.name, arguments=b.arguments).rendered()
-            )
+            total += counter.count(tool_call_block(b).rendered())
         elif isinstance(b, ThinkingBlock) and b.thinking:
             total += counter.count(b.thinking)
     return total
@@ -654,7 +652,13 @@ def estimate_thinking(message: AssistantMessage, usage: Usage | None, model: str
 
 def _view_item(e: Any, n: int) -> Any:
     """One logged event as the engine's view item (None for events that are not messages)."""
-    from replay.strategies._view import AssistantItem, Block, ToolResultItem, UserItem
+    from replay.strategies._view import (
+        AssistantItem,
+        Block,
+        ToolResultItem,
+        UserItem,
+        tool_call_block,
+    )
 
     if isinstance(e, UserMessage):
         return UserItem(e.text, event_index=n, injected=e.injected)
@@ -668,7 +672,7 @@ def _view_item(e: Any, n: int) -> Any:
                     Block("thinking", text=b.thinking, estimated_tokens=b.estimated_tokens)
                 )
             else:
-                blocks.append(Block("tool_call", call_id=b.id, name=b.name, arguments=b.arguments))
+                blocks.append(tool_call_block(b))
         return AssistantItem(blocks=tuple(blocks), event_index=n)
     if isinstance(e, ToolResult):
         return ToolResultItem(e.call_id, e.tool_name, e.output, e.is_error, event_index=n)

@@ -12,11 +12,15 @@ Rules (each names the quirk it handles; see shared research `formats.md` §2):
   the event arrives after the tool outputs of that response, so tool outputs do not close a
   response that has no usage yet);
 - `token_count` events repeating the previous `total_token_usage` are dropped (quirk: rate-limit
-  refreshes re-send the last usage), and a zero-input, zero-output one is not a request (quirk:
+  refreshes re-send the last usage; the next request is marked `unlogged_attempt`, since one
+  that comes mid-turn is an attempt the provider processed and the log lost: its retry reads
+  the whole prompt from the cache), and a zero-input, zero-output one is not a request (quirk:
   the context estimate written right after a compaction);
 - `input_tokens` INCLUDES `cached_input_tokens` (quirk): uncached = input − cached;
 - `session_meta` is deduplicated (quirk: Codex Desktop re-writes it every turn);
   `base_instructions` is the system prompt; `dynamic_tools` are the only logged tool schemas;
+  a re-write that changes a setting (not `git`) marks the next request `unlogged_change`
+  (quirk: Codex rebuilds a prompt prefix the log does not hold, and the cache breaks there);
 - `compacted.replacement_history` becomes the post-compaction history: earlier events that it
   repeats are kept in place, the rest are listed in the `Compaction`'s `replaces`;
 - `event_msg` `user_message` / `agent_message` / `agent_reasoning` duplicate response items and
@@ -94,6 +98,9 @@ IGNORED_ITEMS = {
     "compaction_summary",
 }
 LINE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+_META_OUTSIDE_PROMPT = {"git", "timestamp", "id"}
+"""session_meta fields that do not reach the prompt (the git state changes between turns and
+the next request still reads the whole prefix)."""
 
 _INJECTED_PREFIXES = (
     "<environment_context>",
@@ -155,6 +162,11 @@ class _Reader:
         self.issues = Issues(path, strict)
         self.builder = SessionBuilder(path, self.issues)
         self.meta: dict[str, Any] = {}
+        self.last_meta: dict[str, Any] = {}
+        self.pending_change: str | None = None
+        """session_meta fields changed since the last request (context outside the log)."""
+        self.pending_attempt = False
+        """A repeated token_count came since the last request (an attempt without usage)."""
         self.model: str | None = None
         self.models: list[str] = []
         self.ignored: Counter[str] = Counter()
@@ -197,6 +209,12 @@ class _Reader:
         event.thread = MAIN_THREAD
         event.id = self.builder.new_id()
         event.line = number
+        if isinstance(event, RequestMarker):
+            if self.pending_change:
+                event.unlogged_change = f"{self.pending_change} changed before this request"
+            if self.pending_attempt:
+                event.unlogged_attempt = True
+            self.pending_change, self.pending_attempt = None, False
         self.events.append(event)
         return event
 
@@ -228,13 +246,24 @@ class _Reader:
     def _session_meta(self, payload: dict[str, Any]) -> None:
         sid = get_str(payload, "id")
         if not self.meta:
-            self.meta = payload
+            self.meta = self.last_meta = payload
             return
         # Quirk (Codex Desktop): the same session_meta is re-written on every turn.
         if sid != self.meta.get("id"):
             self.ignored["session_meta/other-id"] += 1
-        else:
-            self.ignored["session_meta/repeat"] += 1
+            return
+        self.ignored["session_meta/repeat"] += 1
+        changed = sorted(
+            key
+            for key in set(payload) | set(self.last_meta)
+            if key not in _META_OUTSIDE_PROMPT and payload.get(key) != self.last_meta.get(key)
+        )
+        if changed:
+            # Quirk: a re-written session_meta with another setting (a7: `memory_mode` appears
+            # at the second turn) comes with a prompt prefix the log does not hold changing:
+            # the next request reads only the first ~2.4k tokens from the cache.
+            self.pending_change = ", ".join(f"session_meta.{key}" for key in changed)
+        self.last_meta = payload
 
     def _event(self, number: int, ts: Any, payload: dict[str, Any]) -> None:
         kind = payload.get("type")
@@ -251,7 +280,11 @@ class _Reader:
         total = dumps(get_dict(info, "total_token_usage"))
         last = get_dict(info, "last_token_usage", required=True)
         if total == self.last_total:
-            return  # quirk: a repeated token_count (rate-limit refresh) is not a new request
+            # Quirk: a repeated token_count (rate limits from a new response's headers) is not
+            # a request with usage; when the next logged request reads its whole prompt from
+            # the cache, that attempt was processed and lost (a retry: a7, planetfall).
+            self.pending_attempt = True
+            return
         self.last_total = total
         usage = openai_usage(last)
         if usage_is_empty(usage):
@@ -349,12 +382,18 @@ class _Reader:
         if kind == "function_call":
             name = get_str(p, "name", "") or "unknown"
             block = ToolCallBlock(id=cid, name=name, arguments=parse_arguments(p.get("arguments")))
+            # Quirk: the model sees the arguments string it wrote (compact JSON in its own key
+            # order), not a re-encoding with sorted keys and spaces (+6 tokens a call).
+            block.arguments_format = "compact"
             if p.get("namespace") is not None:
                 block.namespace = clean_json(p.get("namespace"))
         elif kind == "custom_tool_call":
             name = get_str(p, "name", "") or "unknown"
             block = ToolCallBlock(id=cid, name=name, arguments={"input": get_str(p, "input", "")})
             block.custom = True  # freeform tool (apply_patch): the input is raw text
+            # Quirk: JSON-escaping a patch (newlines, quotes) costs ~14 % more tokens than the
+            # raw text the model wrote and reads back.
+            block.arguments_format = "raw"
         elif kind == "local_shell_call":
             block = ToolCallBlock(
                 id=cid, name="local_shell", arguments=parse_arguments(p.get("action"))

@@ -182,13 +182,23 @@ def collapsed_positions(kinds: list[str]) -> np.ndarray:
     return positions
 
 
-def prompt_view(req: RenderedRequest, strip_thinking: bool = False) -> PromptView:
+def prompt_view(
+    req: RenderedRequest, strip_thinking: bool = False, table: BlockTable | None = None
+) -> PromptView:
     """`req` as the provider caches and bills it. With `strip_thinking`, every thinking block
-    before the last non-tool_result user turn is removed (older Claude models, all Haiku)."""
+    before the last non-tool_result user turn is removed (older Claude models, all Haiku, OpenAI
+    reasoning models). With `table`, a user block known only by its size (context the log does
+    not hold, fitted on recorded usage) is not a user turn: nobody sent a message there."""
     kinds = req.kinds
     if strip_thinking:
         last_user = next(
-            (i for i in range(len(kinds) - 1, -1, -1) if kinds[i] in (USER, SUMMARY)), -1
+            (
+                i
+                for i in range(len(kinds) - 1, -1, -1)
+                if kinds[i] in (USER, SUMMARY)
+                and not (table is not None and table.blocks[int(req.block_ids[i])].sized_only)
+            ),
+            -1,
         )
         drop = [i for i in range(last_user) if kinds[i] == THINKING] if last_user > 0 else []
     else:

@@ -95,7 +95,7 @@ class AnthropicSimulator(CacheSimulator):
     def simulate(self, sim: SimRequest) -> CacheOutcome:
         req, store = sim.request, self.store
         t = req.ts
-        view = prompt_view(req, bool(self.rule(sim, "strips_thinking", False)))
+        view = prompt_view(req, bool(self.rule(sim, "strips_thinking", False)), sim.table)
         total = view.total
         min_len = int(self.rule(sim, "min_cacheable_tokens"))
         lookback = int(self.rule(sim, "lookback_positions"))

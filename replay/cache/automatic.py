@@ -24,6 +24,7 @@ from replay.cache._base import (
     SimRequest,
     entry_state,
     explain,
+    lane_state,
     prompt_view,
     scope_label,
 )
@@ -62,9 +63,9 @@ def requested_ttl(sim: SimRequest) -> str:
     return "5m"
 
 
-def _stripped(req: RenderedRequest) -> RenderedRequest:
+def _stripped(req: RenderedRequest, table: BlockTable) -> RenderedRequest:
     """The request as billed when earlier turns' reasoning leaves the input."""
-    view = prompt_view(req, True)
+    view = prompt_view(req, True, table)
     if view.kept is None:
         return req
     return replace(
@@ -101,7 +102,7 @@ class AutomaticPrefixSimulator(CacheSimulator):
     def simulate(self, sim: SimRequest) -> CacheOutcome:
         req, store = sim.request, self.store
         if self.rule(sim, "strips_thinking", False):
-            req = _stripped(req)
+            req = _stripped(req, sim.table)
         dropped = sim.request.total - req.total
         t, model, total = req.ts, req.model, req.total
         min_len = int(self.rule(sim, "min_cacheable_tokens"))
@@ -142,7 +143,16 @@ class AutomaticPrefixSimulator(CacheSimulator):
                 BELOW_MINIMUM,
                 f"below minimum cacheable length ({live_best:,} < {min_len:,} tokens)",
             )
-        kind, text = explain(sim, cached, lost, total=total, min_len=min_len, slack=step - 1)
+        # Thinking that left the prompt at this user turn, when the previous request billed it:
+        # the cached prefix ends where the first of it stood.
+        lane = lane_state(store, sim, "automatic")
+        stripped = None
+        if dropped > lane.dropped and sim.previous is not None and cached + step <= lane.total:
+            stripped = f"earlier reasoning stripped at the new user turn ({dropped:,} tokens)"
+        lane.total, lane.dropped = total, dropped
+        kind, text = explain(
+            sim, cached, lost, total=total, min_len=min_len, slack=step - 1, stripped=stripped
+        )
 
         write = total - cached if bills_writes and total >= min_len else 0
         outcome = CacheOutcome(

@@ -55,6 +55,7 @@ from replay.strategies._view import (
     SummarizerCall,
     ToolResultItem,
     UserItem,
+    tool_call_block,
 )
 from replay.strategies.recorded import LoggedCompaction
 from replay.tokens import counter_for, family_for
@@ -228,7 +229,7 @@ def _assistant_item(event: AssistantMessage, index: int) -> AssistantItem:
         elif b.type == "thinking":
             blocks.append(Block("thinking", text=b.thinking, estimated_tokens=b.estimated_tokens))
         else:
-            blocks.append(Block("tool_call", call_id=b.id, name=b.name, arguments=b.arguments))
+            blocks.append(tool_call_block(b))
     return AssistantItem(blocks=tuple(blocks), event_index=index)
 
 

@@ -340,12 +340,13 @@ class Unlogged:
         ).total
 
     def billed_size(self, request: RenderedRequest, provider: str, model: str) -> int:
-        """Prompt size as the provider bills it (older Claude models drop earlier thinking)."""
+        """Prompt size as the provider bills it (older Claude models and OpenAI reasoning models
+        drop earlier thinking; context fitted earlier is not a user turn)."""
         cache = self.run.cache
         route = cache.route(provider, model)
         book = cache.book(route, route.variant)
         strips = bool(book.get("strips_thinking", route.rules_model, request.ts, False))
-        return prompt_view(request, strips).total
+        return prompt_view(request, strips, self.run.renderer(model).table).total
 
     # -- hooks --------------------------------------------------------------------------------
 

@@ -40,6 +40,9 @@ class BlockInfo:
     """Provider-scale token count, framing included."""
     overhead: int
     """Framing tokens (role markers, tool-call syntax) counted before the text."""
+    sized_only: bool = False
+    """Known only by its size (`fixed_tokens`): unlogged thinking, or context the log does not
+    hold that the engine fitted on recorded usage. A user block of this kind is not a user turn."""
 
 
 class BlockTable:
@@ -68,7 +71,11 @@ class BlockTable:
                 overhead += family.tool_call_overhead
             body = fixed_tokens if fixed_tokens is not None else self.counter.count(text)
             block_id = len(self.blocks)
-            self.blocks.append(BlockInfo(kind, text, starts_message, body + overhead, overhead))
+            self.blocks.append(
+                BlockInfo(
+                    kind, text, starts_message, body + overhead, overhead, fixed_tokens is not None
+                )
+            )
             self._ids[digest] = block_id
         return block_id
 

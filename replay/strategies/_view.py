@@ -40,6 +40,11 @@ class Block:
     name: str | None = None
     arguments: Any = None
     estimated_tokens: int | None = None
+    arguments_format: Literal["json", "compact", "raw"] = "json"
+    """How the provider shows a tool call's arguments to the model: `json` (sorted keys, the
+    default), `compact` (the model's own key order, no spaces: OpenAI function calls) or `raw`
+    (a freeform tool's `arguments["input"]` as written: Codex `apply_patch`). Adapters set it
+    from the log block's `arguments_format` when the log says how the call was sent."""
     _rendered: str | None = field(default=None, init=False, repr=False, compare=False)
     """`rendered()` of a tool call, computed once: strategies and evidence checks ask for it on
     every request, and JSON-encoding the arguments each time dominated long replays."""
@@ -49,11 +54,31 @@ class Block:
         if self.type == "tool_call":
             text = self._rendered
             if text is None:
-                args = json.dumps(self.arguments, ensure_ascii=False, sort_keys=True)
+                args = _arguments_text(self.arguments, self.arguments_format)
                 text = f"{self.name}({args})"
                 object.__setattr__(self, "_rendered", text)
             return text
         return self.text
+
+
+def _arguments_text(arguments: Any, form: str) -> str:
+    if form == "raw" and isinstance(arguments, dict) and isinstance(arguments.get("input"), str):
+        return arguments["input"]
+    if form == "compact":
+        return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+
+
+def tool_call_block(call: Any) -> Block:
+    """A logged `ToolCallBlock` as a view block (its `arguments_format`, if any, kept)."""
+    form = getattr(call, "arguments_format", None)
+    return Block(
+        "tool_call",
+        call_id=call.id,
+        name=call.name,
+        arguments=call.arguments,
+        arguments_format=form if form in ("compact", "raw") else "json",
+    )
 
 
 @dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
