@@ -1,5 +1,18 @@
-"""Offline tiktoken counting per model family."""
+"""Offline tiktoken counting per model family, and its calibration on recorded usage."""
 
+from replay.tokens._calibrate import (
+    CalibrationPair,
+    CalibrationPairs,
+    Estimate,
+    FamilyCalibration,
+    FramingFit,
+    LogFactor,
+    calibrate,
+    calibration_dict,
+    calibration_pairs,
+    fit_family,
+    tokenizer_file,
+)
 from replay.tokens._counter import (
     TOKENIZERS_ENV,
     TokenCounter,
@@ -14,12 +27,23 @@ from replay.tokens._encodings import get_encoding
 
 __all__ = [
     "TOKENIZERS_ENV",
+    "CalibrationPair",
+    "CalibrationPairs",
+    "Estimate",
+    "FamilyCalibration",
+    "FramingFit",
+    "LogFactor",
     "TokenCounter",
     "TokenizerFamily",
+    "calibrate",
+    "calibration_dict",
+    "calibration_pairs",
     "counter_for",
     "family_for",
     "family_named",
+    "fit_family",
     "get_encoding",
+    "tokenizer_file",
     "tokenizer_rows",
     "use_tokenizers",
 ]
