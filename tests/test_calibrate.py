@@ -293,6 +293,22 @@ def test_claude_code_samples(claude_code) -> None:
 
 
 @needs_samples
+def test_the_table_holds_what_the_samples_measure(claude_code) -> None:
+    from replay.tokens import tokenizer_rows
+
+    rows = {r["family"]: r for r in tokenizer_rows()}
+    for c in (claude_code["claude"], claude_code["claude-new-tokenizer"]):
+        row = rows[c.family]
+        assert row["measured_factor"] == round(c.factor.value, 3)
+        text = row["measured"]
+        assert "2026-11-29" in text and f"{c.pairs} pairs" in text
+        assert f"{c.factor.low:.3f}-{c.factor.high:.3f}" in text  # the interval
+        assert "/".join(f"{q:.2f}" for q in c.quartiles) in text  # the spread
+        assert row["estimated"] is True
+    assert "no Gemini log" in rows["gemini"]["measured"]
+
+
+@needs_samples
 def test_the_method_finds_an_exact_tokenizer_exact() -> None:
     """On Codex logs (OpenAI: tiktoken is the provider's tokenizer) the fitted factor is 1 and
     the fitted framing per message the documented 3 tokens."""
