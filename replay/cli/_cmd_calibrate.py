@@ -76,8 +76,7 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     from replay import report
     from replay._api import load
     from replay._atomic import write_atomic
-    from replay.tokens import calibrate, calibration_dict, tokenizer_file
-    from replay.tokens._calibrate import logs_label
+    from replay.tokens import calibrate, calibration_dict, logs_label, tokenizer_file
 
     sessions = []
     for log in logs:

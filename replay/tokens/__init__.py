@@ -11,6 +11,7 @@ from replay.tokens._calibrate import (
     calibration_dict,
     calibration_pairs,
     fit_family,
+    logs_label,
     tokenizer_file,
 )
 from replay.tokens._counter import (
@@ -43,6 +44,7 @@ __all__ = [
     "family_named",
     "fit_family",
     "get_encoding",
+    "logs_label",
     "tokenizer_file",
     "tokenizer_rows",
     "use_tokenizers",

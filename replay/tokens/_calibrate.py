@@ -179,7 +179,9 @@ def calibration_pairs(session: Session, label: str | None = None) -> Calibration
             if event.usage is not None and event.usage.prompt_tokens > 0:
                 out.models.setdefault(family, set()).add(model)
             if gap is not None:
-                counter = counters.setdefault(family, TokenCounter(model, factor=1.0))
+                if family not in counters:  # raw tiktoken counts: the factor is what is measured
+                    counters[family] = TokenCounter(model, factor=1.0)
+                counter = counters[family]
                 provider = event.provider or header.provider
                 strips = thinking.strips(provider, model, event.ts)
                 pair = _pair(gap, event, model, counter, strips and event.thread in had_thinking,
