@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import socket
+from pathlib import Path
 
 import pytest
 import tiktoken_ext.openai_public as openai_public
 
 from replay._errors import ReplayError
-from replay.tokens import TokenCounter, _encodings, counter_for, family_for, get_encoding
+from replay.tokens import (
+    TOKENIZERS_ENV,
+    TokenCounter,
+    _encodings,
+    counter_for,
+    family_for,
+    get_encoding,
+    use_tokenizers,
+)
 
 # Known ids from tiktoken's published encodings.
 HELLO = {"o200k_base": ([24912, 2375], 200019), "cl100k_base": ([15339, 1917], 100277)}
@@ -156,3 +166,40 @@ def test_family_lookup(model, family, encoding, estimated):
 def test_counters_are_shared_per_family():
     assert counter_for("gpt-5") is counter_for("gpt-4o")
     assert counter_for("gpt-5") is not counter_for("gpt-4")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json", "cannot read"),
+        ('{"rows": []}', "`families` list"),
+        ('{"families": [{"family": "x"}]}', "lacks pattern"),
+        ('{"families": [{"family": "x", "pattern": "(", "encoding": "o200k_base", "factor": 1,'
+         ' "message_overhead": 0, "tool_call_overhead": 0}]}', "families\\[0\\]"),
+        ('{"families": [{"family": "x", "pattern": ".", "encoding": "o200k_base", "factor": 0,'
+         ' "message_overhead": 0, "tool_call_overhead": 0}]}', "positive"),
+    ],
+)
+def test_a_bad_tokenizer_file_is_a_user_error(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(ReplayError, match=message):
+        use_tokenizers(path)
+    assert family_for("claude-sonnet-4-6").family == "claude"
+
+
+def test_the_environment_variable_names_the_file(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "env.json"
+    path.write_text(json.dumps({"families": [{
+        "family": "claude", "pattern": "^claude-", "encoding": "o200k_base", "factor": 1.5,
+        "message_overhead": 4, "tool_call_overhead": 12}]}))
+    monkeypatch.setenv(TOKENIZERS_ENV, str(path))
+    use_tokenizers(None)  # forget what was looked up before the variable was set
+    try:
+        assert family_for("claude-sonnet-4-6").factor == 1.5
+        assert "user file" in family_for("claude-sonnet-4-6").source
+        # It replaced the built-in `claude` row in place: the Opus 4.7+ row still comes first.
+        assert family_for("claude-opus-4-8").family == "claude-new-tokenizer"
+    finally:
+        monkeypatch.delenv(TOKENIZERS_ENV)
+        use_tokenizers(None)

@@ -1,6 +1,51 @@
-"""Offline tiktoken counting per model family."""
+"""Offline tiktoken counting per model family, and its calibration on recorded usage."""
 
-from replay.tokens._counter import TokenCounter, TokenizerFamily, counter_for, family_for
+from replay.tokens._calibrate import (
+    CalibrationPair,
+    CalibrationPairs,
+    Estimate,
+    FamilyCalibration,
+    FramingFit,
+    LogFactor,
+    calibrate,
+    calibration_dict,
+    calibration_pairs,
+    fit_family,
+    logs_label,
+    tokenizer_file,
+)
+from replay.tokens._counter import (
+    TOKENIZERS_ENV,
+    TokenCounter,
+    TokenizerFamily,
+    counter_for,
+    family_for,
+    family_named,
+    tokenizer_rows,
+    use_tokenizers,
+)
 from replay.tokens._encodings import get_encoding
 
-__all__ = ["TokenCounter", "TokenizerFamily", "counter_for", "family_for", "get_encoding"]
+__all__ = [
+    "TOKENIZERS_ENV",
+    "CalibrationPair",
+    "CalibrationPairs",
+    "Estimate",
+    "FamilyCalibration",
+    "FramingFit",
+    "LogFactor",
+    "TokenCounter",
+    "TokenizerFamily",
+    "calibrate",
+    "calibration_dict",
+    "calibration_pairs",
+    "counter_for",
+    "family_for",
+    "family_named",
+    "fit_family",
+    "get_encoding",
+    "logs_label",
+    "tokenizer_file",
+    "tokenizer_rows",
+    "use_tokenizers",
+]

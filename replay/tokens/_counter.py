@@ -3,20 +3,26 @@
 Every size `replay` reports is a token count from tiktoken. Each distinct text is tokenized once
 (keyed by its content digest); prompts are never re-tokenized as a whole. For providers whose
 tokenizer is private (Claude, Gemini) the tiktoken count is scaled by a documented calibration
-factor from `pricing/tokenizers.json`.
+factor from `pricing/tokenizers.json`, or from the user's own calibration (`use_tokenizers`, or
+the `REPLAY_TOKENIZERS` environment variable naming a file of the same schema: its rows replace
+the built-in rows of the same family).
 """
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 
 from replay._data import load_json
+from replay._errors import ReplayError
 from replay.tokens._encodings import get_encoding
 
 
@@ -33,21 +39,97 @@ class TokenizerFamily:
     source: str
 
 
+TOKENIZERS_ENV = "REPLAY_TOKENIZERS"
+"""Environment variable naming a tokenizer file (schema of `pricing/tokenizers.json`) whose rows
+replace the built-in rows of the same family: how a user applies their own `replay calibrate`
+result to every command."""
+
+ROW_KEYS = ("family", "pattern", "encoding", "factor", "message_overhead", "tool_call_overhead")
+"""Fields every row of a tokenizer file must have."""
+
+_USER_FILE: list[str | None] = [None]
+"""The file `use_tokenizers` set (None: the environment variable decides)."""
+
+
+def _user_rows(path: str) -> list[dict]:
+    """The rows of a user's tokenizer file, checked (a bad file is a user error, not a crash)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise ReplayError(f"{path}: cannot read the tokenizer file ({err})") from err
+    rows = data.get("families") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        raise ReplayError(f"{path}: a tokenizer file is an object with a `families` list")
+    for n, row in enumerate(rows):
+        missing = [k for k in ROW_KEYS if not isinstance(row, dict) or k not in row]
+        if missing:
+            raise ReplayError(f"{path}: families[{n}] lacks {', '.join(missing)}")
+        try:
+            re.compile(row["pattern"])
+            factor = float(row["factor"])
+        except (re.error, TypeError, ValueError) as err:
+            raise ReplayError(f"{path}: families[{n}]: {err}") from err
+        if not factor > 0:
+            raise ReplayError(f"{path}: families[{n}]: factor must be positive")
+    return [{"estimated": True, "source": f"user file {path}", **row} for row in rows]
+
+
+@cache
+def _rows_for(path: str | None) -> tuple[dict, ...]:
+    builtin = load_json("tokenizers.json")["families"]
+    if not path:
+        return tuple(builtin)
+    user = {row["family"]: row for row in _user_rows(path)}
+    # A user row takes the place of the built-in row of its family, so the table's order (more
+    # specific patterns first) still holds; rows of families the table lacks are tried first.
+    merged = [user.pop(row["family"], row) for row in builtin]
+    return (*user.values(), *merged)
+
+
+def tokenizer_rows() -> tuple[dict, ...]:
+    """The tokenizer table in force: the built-in rows, each replaced by the user's row of the
+    same family when a tokenizer file is in use, after the user's rows of new families."""
+    return _rows_for(_USER_FILE[0] or os.environ.get(TOKENIZERS_ENV) or None)
+
+
+def use_tokenizers(path: str | os.PathLike | None) -> None:
+    """Count with the rows of the tokenizer file `path` in place of the built-in rows of the same
+    families (None: back to the environment variable, else the built-in table). Resets the
+    shared counters and the family lookups."""
+    if path is not None:
+        _user_rows(str(path))  # fail now, not at the first count
+    _USER_FILE[0] = str(path) if path is not None else None
+    family_for.cache_clear()
+    _COUNTERS.clear()
+
+
+def _family(row: dict) -> TokenizerFamily:
+    return TokenizerFamily(
+        family=row["family"],
+        encoding=row["encoding"],
+        factor=float(row["factor"]),
+        message_overhead=int(row["message_overhead"]),
+        tool_call_overhead=int(row["tool_call_overhead"]),
+        estimated=bool(row.get("estimated", True)),
+        source=str(row.get("source", "")),
+    )
+
+
 @cache
 def family_for(model: str) -> TokenizerFamily:
-    """The tokenizer family of a model id (first matching pattern of `pricing/tokenizers.json`)."""
-    for row in load_json("tokenizers.json")["families"]:
+    """The tokenizer family of a model id (first matching pattern of the table in force)."""
+    for row in tokenizer_rows():
         if re.search(row["pattern"], model):
-            return TokenizerFamily(
-                family=row["family"],
-                encoding=row["encoding"],
-                factor=float(row["factor"]),
-                message_overhead=int(row["message_overhead"]),
-                tool_call_overhead=int(row["tool_call_overhead"]),
-                estimated=bool(row["estimated"]),
-                source=row["source"],
-            )
-    raise LookupError(model)  # unreachable: the data ends with a catch-all row
+            return _family(row)
+    raise ReplayError(f"no tokenizer family matches the model {model!r}")
+
+
+def family_named(name: str) -> TokenizerFamily:
+    """A tokenizer family by its name (the first row of that name in the table in force)."""
+    for row in tokenizer_rows():
+        if row["family"] == name:
+            return _family(row)
+    raise ReplayError(f"no tokenizer family is called {name!r}")
 
 
 class TokenCounter:

@@ -1,0 +1,127 @@
+"""`replay calibrate`: measure the token-count factor of private tokenizers on recorded usage."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from replay.cli._main import cli, output_options, user_errors
+
+
+def _table(calibrations, title: str):
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for col in ("family", "models", "pairs used / candidates", "factor (95% CI)",
+                "per-pair quartiles", "table now",
+                "framing fitted: factor · /message · /tool call"):
+        table.add_column(col)
+    for c in calibrations:
+        fr = c.framing
+        framing = "—" if fr is None else " · ".join(
+            [fr.factor.text(3), fr.per_message.text(1),
+             fr.per_tool_call.text(1) if fr.per_tool_call else "(in /message)"]
+        )
+        table.add_row(
+            c.family,
+            ", ".join(c.models),
+            f"{c.pairs} / {c.candidates}" + (f" ({c.trimmed} trimmed)" if c.trimmed else ""),
+            c.factor.text(3) if c.factor else "no usable pair",
+            "/".join(f"{q:.2f}" for q in c.quartiles) if c.quartiles else "—",
+            f"{c.documented.factor:g}" + ("" if c.documented.estimated else " (exact)"),
+            framing,
+        )
+    return table
+
+
+@cli.command("calibrate")
+@click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--date",
+    default=lambda: datetime.now(UTC).date().isoformat(),
+    show_default="today (UTC)",
+    help="Date written in the `measured` text of the snippet.",
+)
+@click.option(
+    "--write-tokenizers",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write a tokenizer file with the measured rows; apply it to any command with "
+    "REPLAY_TOKENIZERS=FILE.",
+)
+@click.option("--strict", is_flag=True, help="Fail on the first malformed log line.")
+@output_options(("table", "json"))
+@user_errors
+def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path | None,
+                      strict: bool, fmt: str, output: Path | None, quiet: bool) -> None:
+    """Measure, per tokenizer family, provider tokens per tiktoken token from recorded usage.
+
+    For each pair of consecutive requests of a thread, the growth of the billed prompt is set
+    against the tiktoken count of the logged items appended in between (response, tool
+    results, user message), minus the documented framing. Pairs with compactions, injected or
+    reconstructed context, thinking or a model switch are left out. Prints per family the
+    pairs used, the factor (ratio of sums, bootstrap 95% interval), the spread of per-pair
+    ratios, the framing fitted instead of assumed, and the rows to put in
+    pricing/tokenizers.json (see docs/calibration.md).
+
+    \b
+    Example:
+      replay calibrate ~/.claude/projects/my-project/*.jsonl
+      replay calibrate a.jsonl b.jsonl --format json -o calibration.json
+      replay calibrate ~/.claude/projects/app/*.jsonl --write-tokenizers mine.json
+      REPLAY_TOKENIZERS=mine.json replay fidelity SESSION.jsonl
+    """
+    from replay import report
+    from replay._api import load
+    from replay._atomic import write_atomic
+    from replay.tokens import calibrate, calibration_dict, logs_label, tokenizer_file
+
+    sessions = []
+    for log in logs:
+        session = load(log, strict=strict)
+        if not session.requests():
+            click.echo(f"warning: {log}: no request in this log; skipped", err=True)
+            continue
+        sessions.append(session)
+    calibrations = calibrate(sessions)
+    if not any(c.pairs for c in calibrations):
+        raise click.ClickException(
+            "no pair of consecutive requests with recorded usage grew by logged items only "
+            "(logs without usage, or every pair had compactions, thinking or injected context)"
+        )
+    # Public tokenizers are counted exactly: their factor is 1 by definition, and what they
+    # measure is the method's own bias (shown in the table, never suggested as a row).
+    snippet = [c.tokenizer_row(date, logs_label(c)) for c in calibrations if c.documented.estimated]
+    if write_tokenizers is not None:
+        write_atomic(write_tokenizers, json.dumps(tokenizer_file(calibrations, date), indent=2)
+                     + "\n")
+    if fmt == "json":
+        document = {
+            "date": date,
+            "logs": [str(p) for p in logs],
+            "families": [calibration_dict(c) for c in calibrations],
+            "tokenizers": snippet,
+        }
+        report.write_output(report.to_json(document), output)
+        return
+    import io
+
+    from rich.console import Console
+
+    # The table is rendered to text first, so that the JSON rows after it are printed as they
+    # are (a console would wrap their long strings, and they could not be pasted).
+    buffer = Console(record=True, width=240, file=io.StringIO(), highlight=False)
+    buffer.print(_table(calibrations, f"tokenizer calibration · {len(sessions)} log(s)"))
+    for c in calibrations:
+        if c.excluded and not quiet:
+            left = ", ".join(f"{k} {v}" for k, v in c.excluded.items())
+            buffer.print(f"{c.family}: pairs left out: {left}", markup=False)
+    text = buffer.export_text()
+    if snippet:
+        text += "rows for pricing/tokenizers.json (factor, measured, estimated):\n"
+        text += json.dumps(snippet, indent=2, ensure_ascii=False) + "\n"
+    else:
+        text += "no row for pricing/tokenizers.json: the families measured count exactly\n"
+    report.write_output(text, output)

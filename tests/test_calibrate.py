@@ -1,0 +1,322 @@
+"""`replay calibrate`: the tokenizer factor measured from recorded usage.
+
+Synthetic logs are billed by a known rule (factor × tiktoken count of the appended items, plus
+framing per message and per tool call), so the calibration must give that rule back."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replay.cli._main import cli, load_commands
+from replay.log import (
+    AssistantMessage,
+    Compaction,
+    RequestMarker,
+    Session,
+    SessionHeader,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResult,
+    Usage,
+    UserMessage,
+    write_log,
+)
+from replay.strategies import Block
+from replay.tokens import (
+    TokenCounter,
+    calibrate,
+    calibration_pairs,
+    family_for,
+    tokenizer_file,
+    use_tokenizers,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT.parent / "shared" / "samples"
+T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
+WORDS = " ".join([
+    "cache prefix token request thread model const function return value import json path",
+    "the of and to is in for on with as by at from error test run build src lib index 0 1 42",
+    "{ } ( ) [ ] ; : => -> == != <= >= += // # ' \" \\n café naïve 東京 😀",
+]).split()
+"""Words of the synthetic texts: prose, code, numbers, punctuation and non-ASCII."""
+
+
+def _text(rng: random.Random, low: int, high: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(low, high)))
+
+
+class _Biller:
+    """Bills a synthetic log by a known rule: prompt(n+1) = prompt(n) + round(factor × tiktoken
+    tokens appended) + per_message × messages + per_call × tool calls (+ noise, + outliers)."""
+
+    def __init__(self, model: str, factor: float, per_message: int, per_call: int,
+                 noise: float, rng: random.Random) -> None:
+        self.counter = TokenCounter(model, factor=1.0)
+        self.factor, self.per_message, self.per_call = factor, per_message, per_call
+        self.noise, self.rng = noise, rng
+        self.prompt = 30_000  # the hidden head: system prompt and tools, never logged
+
+    def grow(self, texts: list[str], messages: int, calls: int, extra: int = 0) -> Usage:
+        tokens = sum(len(self.counter.raw_tokens(t)) for t in texts)
+        content = self.factor * tokens * (1 + self.rng.uniform(-self.noise, self.noise))
+        self.prompt += round(content) + self.per_message * messages + self.per_call * calls + extra
+        return Usage(cache_read_tokens=self.prompt - 50, input_tokens=50, output_tokens=10)
+
+
+def synthetic_session(
+    factor: float,
+    *,
+    per_message: int = 4,
+    per_call: int = 12,
+    rounds: int = 40,
+    noise: float = 0.0,
+    outliers: int = 0,
+    exclusions: bool = False,
+    model: str = "claude-sonnet-4-6",
+    seed: int = 0,
+) -> Session:
+    """A Claude log of `rounds` tool rounds (some with two calls, some followed by a user turn),
+    billed by `_Biller`. `outliers` rounds carry 600 tokens the log does not hold; with
+    `exclusions`, one pair each has a compaction, an injected message, a thinking block and a
+    missing usage (they must be left out, not fitted)."""
+    rng = random.Random(seed)
+    bill = _Biller(model, factor, per_message, per_call, noise, rng)
+    header = SessionHeader(ts=T0, agent="test", provider="anthropic", model=model)
+    ts = T0
+    events: list = [UserMessage(ts=ts, text=_text(rng, 20, 60))]
+    events.append(RequestMarker(ts=ts, request_id="r0", usage=bill.grow([], 0, 0)))
+    # Even rounds only: no two odd pairs are adjacent (each is left out for its own reason).
+    odd = rng.sample(range(2, rounds, 2), outliers + (4 if exclusions else 0))
+    broken = dict(zip(odd[outliers:], ("compaction", "injected", "thinking", "no-usage"),
+                      strict=False))
+    for n in range(1, rounds + 1):
+        ts += timedelta(seconds=20)
+        calls = [ToolCallBlock(id=f"c{n}.{k}", name="Read", arguments={"path": _text(rng, 1, 4)})
+                 for k in range(1 if n % 3 else 2)]
+        blocks = [TextBlock(text=_text(rng, 5, 40)), *calls]
+        if broken.get(n) == "thinking":
+            blocks.insert(0, ThinkingBlock(thinking="", signature="sig", estimated_tokens=80))
+        events.append(AssistantMessage(ts=ts, blocks=blocks, request_id=f"r{n - 1}"))
+        texts = [blocks[-len(calls) - 1].text] + [
+            Block("tool_call", name=c.name, arguments=c.arguments).rendered() for c in calls
+        ]
+        for c in calls:
+            output = _text(rng, 30, 900)
+            events.append(ToolResult(ts=ts, call_id=c.id, tool_name="Read", output=output))
+            texts.append(output)
+        messages = 2  # the response, and the user message holding the results
+        if n % 5 == 0 or broken.get(n) == "injected":
+            user = UserMessage(ts=ts, text=_text(rng, 10, 80), injected=broken.get(n) == "injected")
+            events.append(user)
+            texts.append(user.text)
+            messages += 1
+        if broken.get(n) == "compaction":
+            events.append(Compaction(ts=ts, summary="summary"))
+        extra = 600 if n in odd[:outliers] else 0
+        usage = bill.grow(texts, messages, len(calls), extra)
+        events.append(RequestMarker(ts=ts, request_id=f"r{n}",
+                                    usage=None if broken.get(n) == "no-usage" else usage))
+    return Session(header=header, events=events)
+
+
+@settings(max_examples=12)
+@given(factor=st.floats(0.8, 2.0))
+def test_a_known_factor_is_recovered(factor: float) -> None:
+    (c,) = calibrate([synthetic_session(factor)], resamples=200)
+    assert c.family == "claude" and c.pairs == 40 and c.trimmed == 0
+    assert c.factor is not None
+    assert c.factor.value == pytest.approx(factor, abs=0.005)
+    assert c.factor.low <= c.factor.value <= c.factor.high
+    assert c.framing is not None
+    assert c.framing.factor.value == pytest.approx(factor, abs=0.01)
+
+
+@pytest.mark.parametrize(("factor", "per_message", "per_call"), [(1.1, 11, 58), (1.7, 3, 30)])
+def test_framing_is_told_apart_from_the_factor(factor, per_message, per_call) -> None:
+    (c,) = calibrate([synthetic_session(factor, per_message=per_message, per_call=per_call,
+                                        rounds=80)], resamples=200)
+    fit = c.framing
+    assert fit is not None and fit.per_tool_call is not None
+    assert fit.factor.value == pytest.approx(factor, abs=0.01)
+    assert fit.per_message.value == pytest.approx(per_message, abs=2)
+    assert fit.per_tool_call.value == pytest.approx(per_call, abs=3)
+    assert fit.per_tool_call.low <= per_call <= fit.per_tool_call.high
+    # With the documented framing (4 + 12) assumed, the extra framing inflates the factor.
+    assert c.factor.value > factor + 0.005
+
+
+def test_noise_and_unlogged_context_are_trimmed_not_fitted() -> None:
+    session = synthetic_session(1.3, rounds=120, noise=0.03, outliers=6, seed=3)
+    (c,) = calibrate([session], resamples=300)
+    assert c.trimmed >= 6
+    assert c.factor.low <= 1.3 <= c.factor.high
+    assert c.factor.value == pytest.approx(1.3, abs=0.02)
+    q1, q2, q3 = c.quartiles
+    assert q1 < q2 < q3 and q3 - q1 < 0.2
+
+
+def test_pairs_that_are_not_only_logged_text_are_left_out() -> None:
+    found = calibration_pairs(synthetic_session(1.2, exclusions=True))
+    assert found.excluded == {
+        "compaction": 1,
+        "injected or reconstructed context": 1,
+        "thinking block (size not in the log)": 1,
+        "no usage on one of the two requests": 2,  # the pair before it and the pair after it
+    }
+    assert len(found.pairs) == 40 - 5
+    (c,) = calibrate([synthetic_session(1.2, exclusions=True)], resamples=100)
+    assert c.candidates == 40 and c.pairs == 35
+    assert c.factor.value == pytest.approx(1.2, abs=0.005)
+
+
+def test_model_switch_and_families_are_kept_apart() -> None:
+    a = synthetic_session(1.2, model="claude-sonnet-4-6", rounds=20)
+    b = synthetic_session(1.6, model="claude-opus-4-8", rounds=20, seed=1)
+    by_family = {c.family: c for c in calibrate([a, b], resamples=100)}
+    assert by_family["claude"].factor.value == pytest.approx(1.2, abs=0.005)
+    assert by_family["claude-new-tokenizer"].factor.value == pytest.approx(1.6, abs=0.005)
+    assert by_family["claude-new-tokenizer"].models == ("claude-opus-4-8",)
+    markers = [e for e in a.events if isinstance(e, RequestMarker)]
+    markers[7].model = "claude-haiku-4-5"  # same family, another model: not comparable
+    found = calibration_pairs(a)
+    assert found.excluded["model switch"] == 2
+
+
+def test_too_few_pairs_give_no_framing_fit_and_no_row_without_pairs() -> None:
+    (c,) = calibrate([synthetic_session(1.2, rounds=5)], resamples=50)
+    assert c.pairs == 5 and c.factor is not None and c.framing is None
+    session = synthetic_session(1.2, rounds=3)
+    for e in session.events:
+        if isinstance(e, RequestMarker):
+            e.usage = None
+    assert calibrate([session]) == []  # no request with usage: no family to report
+
+
+def test_tokenizer_rows_and_user_file(tmp_path: Path) -> None:
+    (c,) = calibrate([synthetic_session(1.234)], resamples=100)
+    row = c.tokenizer_row("2026-11-29", "synthetic")
+    assert row["family"] == "claude" and row["estimated"] is True
+    assert row["factor"] == round(c.factor.value, 3)
+    assert "2026-11-29" in row["measured"] and "40 pairs" in row["measured"]
+    document = tokenizer_file([c], "2026-11-29")
+    (full,) = document["families"]
+    assert full["pattern"] == "^claude-" and full["factor"] == row["factor"]
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(document))
+    try:
+        use_tokenizers(path)
+        assert family_for("claude-sonnet-4-6").factor == row["factor"]
+        assert family_for("claude-opus-4-8").family == "claude-new-tokenizer"  # built-in rows
+        assert family_for("gpt-5").factor == 1.0
+    finally:
+        use_tokenizers(None)
+    assert family_for("claude-sonnet-4-6").factor != row["factor"]
+
+
+def test_cli_json_table_and_tokenizer_file(tmp_path: Path) -> None:
+    load_commands()
+    log = tmp_path / "billed.jsonl"
+    write_log(synthetic_session(1.42), log)
+    runner = CliRunner()
+    result = runner.invoke(cli, ["calibrate", str(log), "--format", "json", "--date", "2026-11-29"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    (family,) = document["families"]
+    assert family["family"] == "claude" and family["pairs"] == 40
+    assert family["factor"]["value"] == pytest.approx(1.42, abs=0.005)
+    assert document["tokenizers"][0]["factor"] == pytest.approx(1.42, abs=0.005)
+
+    mine = tmp_path / "mine.json"
+    result = runner.invoke(cli, ["calibrate", str(log), "--date", "2026-11-29",
+                                 "--write-tokenizers", str(mine)])
+    assert result.exit_code == 0, result.output
+    assert "claude" in result.output and "40 / 40" in result.output
+    rows = json.loads(result.output.split("rows for pricing/tokenizers.json")[1].split("\n", 1)[1])
+    assert rows[0]["family"] == "claude" and rows[0]["factor"] == pytest.approx(1.42, abs=0.005)
+    assert json.loads(mine.read_text())["families"][0]["factor"] == rows[0]["factor"]
+
+
+def test_cli_says_when_nothing_can_be_measured(tmp_path: Path) -> None:
+    load_commands()
+    run42 = ROOT / "logs" / "run42.jsonl"  # recorded fixture: no usage
+    result = CliRunner().invoke(cli, ["calibrate", str(run42)])
+    assert result.exit_code != 0
+    assert "no pair of consecutive requests with recorded usage" in result.output
+    result = CliRunner().invoke(cli, ["calibrate", str(tmp_path / "missing.jsonl")])
+    assert result.exit_code != 0
+
+
+CLAUDE_CODE = [
+    "ShamsiievDmytro__entire-bmad__entire-checkpoints-v1__91_03598e5336_9_full.jsonl",
+    "blackgirlbytes__entire-token-costs-benchmark-tests__entire-checkpoints-v1__cb_190e483db3_0"
+    "_full.jsonl",
+    "blackgirlbytes__planetfall-seed-signalkit__entire-checkpoints-v1__39_648afe5b7f_4_full.jsonl",
+    "d-kimuson__claude-code-viewer__mock-global-claude-dir_projects_sample-project_5c0375b4.jsonl",
+    "d-kimuson__claude-code-viewer__mock-global-claude-dir_projects_sample-project_fe5e1c67.jsonl",
+]
+
+
+needs_samples = pytest.mark.skipif(not SAMPLES.is_dir(),
+                                   reason=f"real agent logs not found at {SAMPLES}")
+
+
+@pytest.fixture(scope="module")
+def claude_code() -> dict:
+    """The calibration of the Claude Code samples, by family."""
+    from replay import load
+
+    sessions = [load(SAMPLES / "claude_code" / name) for name in CLAUDE_CODE]
+    return {c.family: c for c in calibrate(sessions)}
+
+
+@needs_samples
+def test_claude_code_samples(claude_code) -> None:
+    old, new = claude_code["claude"], claude_code["claude-new-tokenizer"]
+    assert old.models == ("claude-sonnet-4-20250514", "claude-sonnet-4-6")
+    assert new.models == ("claude-opus-4-8",)
+    assert old.pairs >= 150 and new.pairs >= 20
+    assert 1.05 < old.factor.value < 1.4
+    # The Opus 4.7+ tokenizer yields more tokens than the earlier one (Anthropic: up to ~1.35x).
+    assert new.factor.low > old.factor.high
+    # Claude Code 2.1 logs thinking without its text: those pairs cannot be measured.
+    assert new.excluded["thinking block (size not in the log)"] > new.pairs
+
+
+@needs_samples
+def test_the_table_holds_what_the_samples_measure(claude_code) -> None:
+    from replay.tokens import tokenizer_rows
+
+    rows = {r["family"]: r for r in tokenizer_rows()}
+    for c in (claude_code["claude"], claude_code["claude-new-tokenizer"]):
+        row = rows[c.family]
+        assert row["measured_factor"] == round(c.factor.value, 3)
+        text = row["measured"]
+        assert "2026-11-29" in text and f"{c.pairs} pairs" in text
+        assert f"{c.factor.low:.3f}-{c.factor.high:.3f}" in text  # the interval
+        assert "/".join(f"{q:.2f}" for q in c.quartiles) in text  # the spread
+        assert row["estimated"] is True
+    assert "no Gemini log" in rows["gemini"]["measured"]
+
+
+@needs_samples
+def test_the_method_finds_an_exact_tokenizer_exact() -> None:
+    """On Codex logs (OpenAI: tiktoken is the provider's tokenizer) the fitted factor is 1 and
+    the fitted framing per message the documented 3 tokens."""
+    from replay import load
+
+    logs = sorted((SAMPLES / "codex").glob("*_full.jsonl"))
+    (c,) = [c for c in calibrate([load(p) for p in logs]) if c.family == "gpt-4o-and-later"]
+    assert c.framing is not None
+    assert c.framing.factor.value == pytest.approx(1.0, abs=0.01)
+    assert c.framing.factor.low <= 1.0 <= c.framing.factor.high + 0.005
+    assert c.framing.per_message.value == pytest.approx(3, abs=1.5)
