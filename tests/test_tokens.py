@@ -203,3 +203,28 @@ def test_the_environment_variable_names_the_file(tmp_path: Path, monkeypatch) ->
     finally:
         monkeypatch.delenv(TOKENIZERS_ENV)
         use_tokenizers(None)
+
+
+def test_forgotten_texts_are_not_held_but_not_tokenized_again():
+    counter = TokenCounter("gpt-5")
+    kept, derived = "a text the log holds", "a summary a strategy wrote " * 20
+    n = counter.count(derived)
+    counter.count(kept)
+    counter.forget({kept}.__contains__)
+    assert derived not in counter._counts and kept in counter._counts
+    calls = counter.encode_calls
+    assert counter.count("a summary a strategy wrote " * 20) == n
+    assert counter.encode_calls == calls
+
+
+def test_a_replay_keeps_only_the_logs_texts_in_the_memo():
+    from conftest import RUN42
+
+    from replay import load, replay
+    from replay.engine._replay import _log_texts
+
+    session = load(RUN42)
+    replay(session, "all")
+    memo = counter_for(session.header.model)._counts
+    assert memo  # the log's texts stay counted for the next strategy
+    assert set(memo) <= _log_texts(session)

@@ -59,6 +59,7 @@ from replay.strategies._view import (
 )
 from replay.strategies.recorded import LoggedCompaction
 from replay.tokens import counter_for, family_for
+from replay.tokens._counter import forget_counts
 
 
 @dataclass
@@ -571,6 +572,25 @@ class _Run:
         return record
 
 
+def _log_texts(session: Session) -> set[str]:
+    """Every text the log holds: their token counts are worth keeping in memory from one
+    strategy to the next, unlike what a strategy derived from them."""
+    texts: set[str] = {session.header.system}
+    for e in session.events:
+        if isinstance(e, UserMessage):
+            texts.add(e.text)
+        elif isinstance(e, ToolResult):
+            texts.add(e.output)
+        elif isinstance(e, AssistantMessage):
+            for b in e.blocks:
+                texts.add(getattr(b, "text", None) or getattr(b, "thinking", ""))
+        elif isinstance(e, Compaction):
+            texts.add(e.summary)
+        elif isinstance(e, ThreadStart) and e.system is not None:
+            texts.add(e.system)
+    return texts
+
+
 def replay_session(
     session: Session,
     strategies: str | Sequence[str] = "all",
@@ -599,10 +619,12 @@ def iter_replay(
         config.pricer = Pricer()
     config = with_unlogged_context(session, config)
     resolved = resolve(strategies)
+    log_texts = _log_texts(session)
     for done, named in enumerate(resolved):
         if config.progress is not None:
             config.progress(named.name, done, len(resolved))
         yield named, _Run(session, named, config).run()
+        forget_counts(log_texts.__contains__)
     if config.progress is not None:
         config.progress("", len(resolved), len(resolved))
 

@@ -10,11 +10,13 @@ the built-in rows of the same family).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 import re
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -132,38 +134,68 @@ def family_named(name: str) -> TokenizerFamily:
     raise ReplayError(f"no tokenizer family is called {name!r}")
 
 
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+TOKEN_CACHE_IDS = 1 << 18
+"""Token ids kept for prefix diffs (int32: 1 MB), whatever the log's size."""
+
+
 class TokenCounter:
     """Counts tokens for one model family; each distinct text is encoded at most once."""
 
-    def __init__(self, model: str, *, factor: float | None = None, token_cache: int = 4096):
+    def __init__(
+        self, model: str, *, factor: float | None = None, token_cache: int = TOKEN_CACHE_IDS
+    ):
         self.family = family_for(model)
         self.factor = self.family.factor if factor is None else factor
         self._encoding = get_encoding(self.family.encoding)
         self._counts: dict[str, int] = {}
+        self._forgotten: dict[bytes, int] = {}
+        """Counts of texts no longer held (`forget`), by digest."""
         self._tokens: OrderedDict[str, np.ndarray] = OrderedDict()
         self._token_cache = token_cache
+        self._cached_ids = 0
         self.encode_calls = 0
 
     def raw_tokens(self, text: str) -> np.ndarray:
-        """tiktoken ids of `text` (kept in a small LRU: only prefix diffs need ids)."""
+        """tiktoken ids of `text`. Only prefix diffs need ids (of the two blocks where prompts
+        part), so they stay in an LRU bounded by token count; counts are kept for good."""
         hit = self._tokens.get(text)
         if hit is not None:
             self._tokens.move_to_end(text)
             return hit
         self.encode_calls += 1
-        ids = np.asarray(self._encoding.encode_ordinary(text), dtype=np.int64)
+        ids = np.asarray(self._encoding.encode_ordinary(text), dtype=np.int32)
         self._tokens[text] = ids
-        if len(self._tokens) > self._token_cache:
-            self._tokens.popitem(last=False)
+        self._cached_ids += len(ids)
+        while self._cached_ids > self._token_cache and len(self._tokens) > 1:
+            _, old = self._tokens.popitem(last=False)
+            self._cached_ids -= len(old)
         return ids
 
     def count(self, text: str) -> int:
         """Provider-scale token count of `text` (tiktoken count × calibration factor)."""
         hit = self._counts.get(text)
         if hit is None:
-            hit = self.scale(len(self.raw_tokens(text)))
+            hit = self._forgotten.get(_digest(text)) if self._forgotten else None
+            if hit is None:
+                hit = self.scale(len(self.raw_tokens(text)))
             self._counts[text] = hit
         return hit
+
+    def forget(self, keep: Callable[[str], bool]) -> None:
+        """Stop holding the texts `keep` rejects (what one strategy derived: summaries,
+        shortened outputs), keeping their counts by digest: memory stays O(log), and a text
+        seen again is still not tokenized again."""
+        kept: dict[str, int] = {}
+        for text, n in self._counts.items():
+            if keep(text):
+                kept[text] = n
+            else:
+                self._forgotten[_digest(text)] = n
+        self._counts = kept  # the ids LRU is bounded on its own
 
     def scale(self, raw: int) -> int:
         return raw if self.factor == 1.0 else math.ceil(raw * self.factor)
@@ -182,3 +214,9 @@ def counter_for(model: str) -> TokenCounter:
     if family not in _COUNTERS:
         _COUNTERS[family] = TokenCounter(model)
     return _COUNTERS[family]
+
+
+def forget_counts(keep: Callable[[str], bool]) -> None:
+    """`TokenCounter.forget` on every shared counter."""
+    for counter in _COUNTERS.values():
+        counter.forget(keep)
