@@ -245,3 +245,31 @@ def test_notes_explain_estimates_and_the_fixed_trajectory():
     assert "trajectory" in text
     assert "gemini" in text and "estimate" in text
     assert "output tokens are counted" in text  # run42 has no provider usage
+
+
+def _with_hidden_head(session, marks: dict[int, dict]):
+    """`session` with a 3,000-token unlogged head and extra fields on some requests."""
+    session.header.hidden_prefix_tokens = 3000
+    requests = [e for e in session.events if isinstance(e, RequestMarker)]
+    for index, fields in marks.items():
+        for key, value in fields.items():
+            setattr(requests[index], key, value)
+    return session
+
+
+@pytest.mark.parametrize(
+    "marks",
+    [
+        {3: {"system_changed": "new process"}},
+        {0: {"thinking_level": "low"}, 3: {"thinking_level": "high"}},
+    ],
+)
+def test_a_changed_head_is_written_again(marks):
+    plain = replay_session(gen.deterministic_session(), ["baseline"])
+    changed = replay_session(_with_hidden_head(gen.deterministic_session(), marks), ["baseline"])
+    hidden = replay_session(_with_hidden_head(gen.deterministic_session(), {}), ["baseline"])
+    logged_head = plain[0].request.tokens_before(plain[0].request.kinds.count("tool") + 1)
+    assert hidden[3].outcome.cache_read > 3000  # the same head stays cached…
+    assert changed[3].outcome.cache_read <= logged_head  # …a changed one is read only up to it
+    assert changed[3].outcome.prompt == hidden[3].outcome.prompt  # same size, other content
+    assert changed[4].outcome.cache_read >= changed[3].outcome.prompt - 1  # and cached again

@@ -186,6 +186,11 @@ class _Thread:
     (only its head, in parts, when the fit split it: `ThreadFit.head`)."""
     unlogged: ThreadUnlogged = field(default_factory=ThreadUnlogged)
     """Its unlogged context in play (first-message context, fitted messages)."""
+    head_version: int = 0
+    """Bumped where the adapter saw the unlogged head change (`system_changed` on a request,
+    e.g. a restarted pi process) or the thinking level change: the head is re-sent."""
+    thinking_level: str | None = None
+    """Thinking level of the thread's last request, when the adapter logs one."""
 
 
 def fit_unlogged_context(session: Session, config: ReplayConfig) -> UnloggedContext:
@@ -364,6 +369,18 @@ class _Run:
             replaced = frozenset(getattr(i, "event_index", -1) for i in state.history)
         return LoggedCompaction(summary=event.summary, replaced=replaced, event_index=index)
 
+    @staticmethod
+    def _head_changes(marker: RequestMarker, state: _Thread) -> None:
+        """Request parameters the adapter logged that change what the provider caches: a new
+        version of the unlogged head (`system_changed`), a new thinking level. Both re-send the
+        head as other content (on the pi samples every thinking-level change read 0)."""
+        level = getattr(marker, "thinking_level", None)
+        changed_level = level is not None and state.thinking_level not in (None, level)
+        if getattr(marker, "system_changed", None) or changed_level:
+            state.head_version += 1
+        if level is not None:
+            state.thinking_level = level
+
     def _request(
         self,
         marker: RequestMarker,
@@ -381,6 +398,7 @@ class _Run:
             raise ReplayError(
                 f"{self.session.path}: request {marker.request_id} has no message before it"
             )
+        self._head_changes(marker, state)
         self.unlogged.before_view(marker, event_index, state, counter, provider, model)
         ctx = StrategyContext(
             request_index=request_index,
@@ -512,6 +530,7 @@ class _Run:
             estimated_output=estimated_output,
             previous=previous if same_family else None,
             hidden_tokens=state.hidden_tokens,
+            head_version=state.head_version,
         )
         if previous is not None and not same_family:
             diff = PrefixDiff(0, 0, None, "model switch", True)

@@ -473,6 +473,7 @@ class Unlogged:
             model=model,
             provider=provider,
             hidden_tokens=state.hidden_tokens,
+            head_version=state.head_version,
         )
         usage = marker.usage
         counter = renderer.table.counter

@@ -122,7 +122,7 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
         strict = off <= STRICT_TOLERANCE
         explained = strict if _strict_family(r.model) else within
         sim_prompt = o.uncached + o.cache_read + o.cache_write_5m + o.cache_write_1h
-        fitted = _fitted(fit, r.thread, event_index, usage, first=not earlier)
+        fitted = _inferred(marker) or _fitted(fit, r.thread, event_index, usage, first=not earlier)
         rows.append(
             FidelityRow(
                 request_id=r.request_id,
@@ -153,6 +153,15 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
         )
         earlier.append((usage.cache_read_tokens, usage.cache_read_tokens + rec_write))
     return rows
+
+
+def _inferred(marker: RequestMarker | None) -> str | None:
+    """An adapter's inference sized from this request's own usage (pi: a restarted process is
+    only seen as a re-written head), so its read matches by construction."""
+    reason = getattr(marker, "system_changed", None)
+    if isinstance(reason, str) and "(inferred)" in reason:
+        return f"head re-sent: {reason}"
+    return None
 
 
 def _fitted(fit: UnloggedContext, thread: str, event_index: int, usage, first: bool) -> str | None:

@@ -80,9 +80,13 @@ class Renderer:
         the thread usually starts with the same item objects: only its tail is rendered)."""
 
     def _head_blocks(
-        self, system: str, tools: Sequence[ToolDef], hidden_tokens: int | tuple[int, ...] = 0
+        self,
+        system: str,
+        tools: Sequence[ToolDef],
+        hidden_tokens: int | tuple[int, ...] = 0,
+        head_version: int = 0,
     ) -> tuple[list[int], list[str]]:
-        key = (system, tuple(id(t) for t in tools), hidden_tokens)
+        key = (system, tuple(id(t) for t in tools), hidden_tokens, head_version)
         hit = self._head.get(key)
         if hit is None:
             ids, kinds = [], []
@@ -96,6 +100,10 @@ class Renderer:
                 ids.append(self.table.intern(SYSTEM, system, True))
                 kinds.append(SYSTEM)
             parts = hidden_tokens if isinstance(hidden_tokens, tuple) else (hidden_tokens,)
+            # A new version of the unlogged head (e.g. a restarted harness stamping its start
+            # time into the system prompt): same size, other content.
+            version = f" (version {head_version})" if head_version else ""
+            hidden_text = HIDDEN_PREFIX_TEXT + version
             for part in parts:
                 if part <= 0:
                     continue
@@ -104,7 +112,7 @@ class Renderer:
                 # first request's usage (`hidden_prefix_tokens`). Known only by its size: a
                 # fixed-token block right after the system prompt, part of the cacheable head
                 # (several when the engine's fit shows a cache entry ending inside it).
-                ids.append(self.table.intern(SYSTEM, HIDDEN_PREFIX_TEXT, False, part))
+                ids.append(self.table.intern(SYSTEM, hidden_text, False, part))
                 kinds.append(SYSTEM)
             hit = (ids, kinds)
             self._head[key] = hit
@@ -157,8 +165,9 @@ class Renderer:
         estimated_output: bool = True,
         previous: RenderedRequest | None = None,
         hidden_tokens: int | tuple[int, ...] = 0,
+        head_version: int = 0,
     ) -> RenderedRequest:
-        layout = self._layout(items, system, tools, thread, hidden_tokens)
+        layout = self._layout(items, system, tools, thread, hidden_tokens, head_version)
         request = RenderedRequest(
             index=index,
             request_id=request_id,
@@ -185,12 +194,13 @@ class Renderer:
         tools: Sequence[ToolDef],
         thread: str,
         hidden_tokens: int | tuple[int, ...] = 0,
+        head_version: int = 0,
     ) -> _Layout:
         """Block arrays of a view. The leading items that are the very objects of the thread's
         previous view keep their blocks (an array slice); only the rest is walked in Python, so
         an append-only strategy costs O(new items) here, not O(history)."""
-        head_ids, head_kinds = self._head_blocks(system, tools, hidden_tokens)
-        key = (thread, system, tuple(id(t) for t in tools), hidden_tokens)
+        head_ids, head_kinds = self._head_blocks(system, tools, hidden_tokens, head_version)
+        key = (thread, system, tuple(id(t) for t in tools), hidden_tokens, head_version)
         last = self._last.get(key)
         items = list(items)
         shared = 0
