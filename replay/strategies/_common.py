@@ -34,21 +34,13 @@ def est(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-_TEXT: weakref.WeakKeyDictionary[Item, str] = weakref.WeakKeyDictionary()
-
-
 def item_text(item: Item) -> str:
     """The text an item shows the model (tool calls as name + JSON arguments), memoized."""
-    text = _TEXT.get(item)
-    if text is None:
-        if isinstance(item, AssistantItem):
-            text = "\n".join(b.rendered() for b in item.blocks)
-        elif isinstance(item, ToolResultItem):
-            text = item.output
-        else:
-            text = item.text
-        _TEXT[item] = text
-    return text
+    if isinstance(item, AssistantItem):
+        return item.shown_text()
+    if isinstance(item, ToolResultItem):
+        return item.output
+    return item.text
 
 
 def item_est(item: Item) -> int:
@@ -89,10 +81,18 @@ def chars(items: Iterable[Item]) -> int:
     return sum(item_chars(i) for i in items)
 
 
+def last_assistant(history: Sequence[Item]) -> int:
+    """Index of the last assistant message (-1: none); searched from the end, since it is
+    usually among the last few items."""
+    for n in range(len(history) - 1, -1, -1):
+        if isinstance(history[n], AssistantItem):
+            return n
+    return -1
+
+
 def since_last_assistant(history: Sequence[Item]) -> list[Item]:
     """Items added after the last assistant message (what the last response's usage lacks)."""
-    last = max((n for n, i in enumerate(history) if isinstance(i, AssistantItem)), default=-1)
-    return list(history[last + 1 :])
+    return list(history[last_assistant(history) + 1 :])
 
 
 def reported_tokens(
@@ -208,7 +208,7 @@ def nonempty(items: list[Item], history: Sequence[Item]) -> list[Item]:
 
 def last_step(history: Sequence[Item]) -> list[Item]:
     """The last assistant message and everything after it (its results)."""
-    last = max((n for n, i in enumerate(history) if isinstance(i, AssistantItem)), default=-1)
+    last = last_assistant(history)
     return list(history[last:]) if last >= 0 else list(history)
 
 
@@ -421,6 +421,119 @@ class Frozen:
     def reset(self, head: Sequence[Item], history: Sequence[Item]) -> None:
         self.head = list(head)
         self.covered = len(history)
+
+
+class Seen:
+    """How much of a thread's history a strategy instance has already processed.
+
+    The engine passes a thread's history as one list that only grows by appending, so a
+    strategy can keep what it derived from the items it saw and process only the new ones. A
+    history that is not the one seen before grown by appending (shorter, or its first item or
+    the last item seen is another object: a test or plug-in calling the instance on another
+    list) starts over from 0, so what the strategy derives stays a function of the history it
+    was given."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._first: Item | None = None
+        self._last: Item | None = None
+
+    def sync(self, history: Sequence[Item]) -> int:
+        """Index of the first item of `history` not seen yet (0: start over); then marks every
+        item of `history` seen."""
+        seen = self.count
+        if seen and (
+            len(history) < seen
+            or history[0] is not self._first
+            or history[seen - 1] is not self._last
+        ):
+            seen = 0
+        self.count = len(history)
+        if history:
+            self._first, self._last = history[0], history[-1]
+        return seen
+
+
+class GrownView:
+    """A view kept across requests by a strategy that maps each history item to what it shows:
+    `shown[n]` is what `history[n]` shows now (None: left out of the request).
+
+    Only the new items need mapping (see `Seen`), plus the few earlier positions a rule
+    changes; the request is then copied at C speed instead of rebuilt item by item. Strategies
+    keep their indexes (positions by event index, by call id…) next to it and clear them when
+    `sync` returns 0."""
+
+    def __init__(self) -> None:
+        self.shown: list[Item | None] = []
+        self.left_out = 0
+        """How many entries of `shown` are None."""
+        self._seen = Seen()
+
+    def sync(self, history: Sequence[Item]) -> int:
+        """Index of the first item of `history` not mapped yet (0: the view was reset). The
+        caller then appends one entry per new item, in order."""
+        start = self._seen.sync(history)
+        if start == 0:
+            self.shown, self.left_out = [], 0
+        return start
+
+    def reset(self) -> None:
+        """Forget every mapped item: the next `sync` returns 0."""
+        self.shown, self.left_out, self._seen = [], 0, Seen()
+
+    def append(self, item: Item | None) -> None:
+        self.shown.append(item)
+        if item is None:
+            self.left_out += 1
+
+    def set(self, n: int, item: Item | None) -> None:
+        """Show `item` at position `n` from now on."""
+        self.left_out += (item is None) - (self.shown[n] is None)
+        self.shown[n] = item
+
+    def items(self) -> list[Item]:
+        """The request's items (a new list: the engine may append to it)."""
+        if self.left_out:
+            return list(filter(None, self.shown))  # items are always truthy
+        return list(self.shown)  # type: ignore[arg-type]
+
+
+class TokenSums:
+    """Prefix sums of `item_tokens` over a thread's growing history (see `Seen`), recomputed
+    only when the request's token counter changes (another model)."""
+
+    def __init__(self) -> None:
+        self.sums: list[int] = [0]
+        """`sums[n]`: tokens of `history[:n]`."""
+        self._seen = Seen()
+        self._count: object = None
+        self._head: tuple[str, object, object, int] | None = None
+
+    def sync(self, history: Sequence[Item], ctx: StrategyContext) -> list[int]:
+        """The prefix sums for `history` (one more entry than items)."""
+        start = self._seen.sync(history)
+        if start == 0 or ctx.count_tokens != self._count:
+            self._count, self.sums, start = ctx.count_tokens, [0], 0
+        sums, count = self.sums, ctx.count_tokens
+        total = sums[-1]
+        for item in history[start:]:
+            total += count(item_text(item))
+            sums.append(total)
+        return sums
+
+    def head(self, ctx: StrategyContext) -> int:
+        """`request_tokens` of no items: the system prompt and tool definitions (memoized
+        while they and the counter stay the same objects)."""
+        key = self._head
+        if key is None or not (
+            key[0] == ctx.system and key[1] is ctx.tools and key[2] == ctx.count_tokens
+        ):
+            key = self._head = (ctx.system, ctx.tools, ctx.count_tokens, request_tokens((), ctx))
+        return key[3]
+
+    def request(self, history: Sequence[Item], ctx: StrategyContext) -> int:
+        """`request_tokens(history, ctx)`."""
+        return self.sync(history, ctx)[-1] + self.head(ctx)
 
 
 class ItemMemo:
