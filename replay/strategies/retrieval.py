@@ -87,10 +87,9 @@ class _Steps:
 
     def overlap(self, query: set[str]) -> np.ndarray:
         """Per step, how many of the `query` words it has."""
-        found = [np.frombuffer(p, dtype=np.int64) for w in query if (p := self.postings.get(w))]
-        if not found:
-            return np.zeros(len(self.steps), dtype=np.int64)
-        return np.bincount(np.concatenate(found), minlength=len(self.steps))
+        postings = self.postings
+        found = b"".join([p for w in query if (p := postings.get(w)) is not None])
+        return np.bincount(np.frombuffer(found, dtype=np.int64), minlength=len(self.steps))
 
 
 def retrieval(top: int = 5) -> object:
