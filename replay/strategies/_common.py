@@ -9,7 +9,7 @@ import json
 import math
 import re
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from replay.strategies._base import StrategyContext
@@ -407,22 +407,6 @@ def head_tail(text: str, head: int, tail: int, marker: str) -> str:
     return text[:head] + marker + (text[-tail:] if tail else "")
 
 
-@dataclass
-class Frozen:
-    """State of a rewrite-at-events strategy: `head` stands for `history[:covered]`; everything
-    after is sent verbatim (append-only between events)."""
-
-    head: list[Item] = field(default_factory=list)
-    covered: int = 0
-
-    def view(self, history: Sequence[Item]) -> list[Item]:
-        return [*self.head, *history[self.covered :]]
-
-    def reset(self, head: Sequence[Item], history: Sequence[Item]) -> None:
-        self.head = list(head)
-        self.covered = len(history)
-
-
 class Seen:
     """How much of a thread's history a strategy instance has already processed.
 
@@ -498,6 +482,41 @@ class GrownView:
         return list(self.shown)  # type: ignore[arg-type]
 
 
+class ReplacedResults:
+    """A `GrownView` of a rule that replaces chosen tool results for good (cleared, pruned,
+    masked…): every result whose event index is in `marked` shows `replace(result)`. After
+    adding event indexes to `marked`, the strategy calls `update` with them."""
+
+    def __init__(self, marked: set[int], replace: Callable[[ToolResultItem], Item]) -> None:
+        self.marked = marked
+        self._replace = replace
+        self._view = GrownView()
+        self._by_event: dict[int, list[int]] = {}  # event index → positions of its results
+
+    def sync(self, history: Sequence[Item]) -> None:
+        """Map the items added to `history` since the last call."""
+        view, by_event, marked = self._view, self._by_event, self.marked
+        start = view.sync(history)
+        if start == 0:
+            by_event.clear()
+        for n in range(start, len(history)):
+            item = history[n]
+            if isinstance(item, ToolResultItem):
+                by_event.setdefault(item.event_index, []).append(n)
+                if item.event_index in marked:
+                    item = self._replace(item)
+            view.append(item)
+
+    def update(self, history: Sequence[Item], event_indexes: Iterable[int]) -> None:
+        """Show the results carrying these (newly marked) event indexes replaced."""
+        for event_index in event_indexes:
+            for n in self._by_event.get(event_index, ()):
+                self._view.set(n, self._replace(history[n]))  # type: ignore[arg-type]
+
+    def items(self) -> list[Item]:
+        return self._view.items()
+
+
 class TokenSums:
     """Prefix sums of `item_tokens` over a thread's growing history (see `Seen`), recomputed
     only when the request's token counter changes (another model)."""
@@ -534,6 +553,78 @@ class TokenSums:
     def request(self, history: Sequence[Item], ctx: StrategyContext) -> int:
         """`request_tokens(history, ctx)`."""
         return self.sync(history, ctx)[-1] + self.head(ctx)
+
+
+class CharSums:
+    """Prefix sums of `item_chars` over a thread's growing history (see `Seen`)."""
+
+    def __init__(self) -> None:
+        self.sums: list[int] = [0]
+        """`sums[n]`: characters of `history[:n]`."""
+        self._seen = Seen()
+
+    def sync(self, history: Sequence[Item]) -> list[int]:
+        """The prefix sums for `history` (one more entry than items)."""
+        start = self._seen.sync(history)
+        if start == 0:
+            self.sums = [0]
+        sums = self.sums
+        total = sums[-1]
+        for item in history[start:]:
+            total += item_chars(item)
+            sums.append(total)
+        return sums
+
+    def since(self, history: Sequence[Item], start: int) -> int:
+        """`chars(history[start:])`."""
+        sums = self.sync(history)
+        return sums[-1] - sums[min(start, len(history))]
+
+
+@dataclass
+class Frozen:
+    """State of a rewrite-at-events strategy: `head` stands for `history[:covered]`; everything
+    after is sent verbatim (append-only between events).
+
+    `tokens` / `request_tokens` / `chars` size the view from prefix sums over the history, so a
+    strategy that checks its trigger on every request does not re-add every item of it."""
+
+    head: list[Item] = field(default_factory=list)
+    covered: int = 0
+    _tokens: TokenSums = field(default_factory=TokenSums, repr=False, compare=False)
+    _chars: CharSums = field(default_factory=CharSums, repr=False, compare=False)
+    _head_sizes: dict[str, tuple[list[Item], object, int]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    """Size of `head` per unit: (the head it was measured on, the counter, the size)."""
+
+    def view(self, history: Sequence[Item]) -> list[Item]:
+        return [*self.head, *history[self.covered :]]
+
+    def reset(self, head: Sequence[Item], history: Sequence[Item]) -> None:
+        self.head = list(head)
+        self.covered = len(history)
+
+    def _head_size(self, unit: str, counter: object, measure: Callable[[], int]) -> int:
+        memo = self._head_sizes.get(unit)
+        if memo is None or memo[1] != counter or memo[0] != self.head:
+            memo = self._head_sizes[unit] = (list(self.head), counter, measure())
+        return memo[2]
+
+    def tokens(self, history: Sequence[Item], ctx: StrategyContext) -> int:
+        """`items_tokens(self.view(history), ctx)`."""
+        sums = self._tokens.sync(history, ctx)
+        head = self._head_size("tokens", ctx.count_tokens, lambda: items_tokens(self.head, ctx))
+        return head + sums[-1] - sums[min(self.covered, len(history))]
+
+    def request_tokens(self, history: Sequence[Item], ctx: StrategyContext) -> int:
+        """`request_tokens(self.view(history), ctx)`."""
+        return self.tokens(history, ctx) + self._tokens.head(ctx)
+
+    def chars(self, history: Sequence[Item]) -> int:
+        """`chars(self.view(history))`."""
+        head = self._head_size("chars", None, lambda: chars(self.head))
+        return head + self._chars.since(history, self.covered)
 
 
 class ItemMemo:
