@@ -517,6 +517,173 @@ class ReplacedResults:
         return self._view.items()
 
 
+class MessageGroups:
+    """`message_groups(history)` kept as the history grows (earlier groups never change: a new
+    item only extends the last group or starts one)."""
+
+    def __init__(self) -> None:
+        self.groups: list[list[int]] = []
+        self.group_of: list[int] = []
+        """Group index of each history position."""
+        self._seen = Seen()
+
+    def sync(self, history: Sequence[Item]) -> list[list[int]]:
+        start = self._seen.sync(history)
+        if start == 0:
+            self.groups, self.group_of = [], []
+        groups = self.groups
+        for n in range(start, len(history)):
+            if (
+                isinstance(history[n], AssistantItem)
+                or not groups
+                or isinstance(history[groups[-1][-1]], AssistantItem)
+            ):
+                groups.append([n])
+            else:
+                groups[-1].append(n)
+            self.group_of.append(len(groups) - 1)
+        return groups
+
+
+class PairedView:
+    """`repair_pairs(kept, history)` kept across requests, for rules that leave out some items
+    (deleted messages, forgotten events): `keep(n, item)` says what history position `n` shows
+    before the pairs are repaired (None: left out). Per call id it counts the kept calls, the
+    kept results and the results in the history, and re-checks a position only when one of
+    its counts crosses zero, so a request costs its new items. After the rule changed what it
+    keeps, `update` re-maps the positions concerned (`refresh`: all of them)."""
+
+    def __init__(self, keep: Callable[[int, Item], Item | None]) -> None:
+        self._keep = keep
+        self._seen = Seen()
+        self._clear()
+
+    def _clear(self) -> None:
+        self.kept: list[Item | None] = []
+        self.shown: list[Item | None] = []
+        self.left_out = 0
+        self._calls: dict[str | None, int] = {}  # call id → kept calls of it
+        self._results: dict[str, int] = {}  # call id → kept results of it
+        self._answered: dict[str, int] = {}  # call id → results of it in the history
+        # call id → positions that call it / answer it (may also list positions that no longer
+        # do: re-checking them changes nothing)
+        self._callers: dict[str | None, list[int]] = {}
+        self._answers: dict[str, list[int]] = {}
+        self._dirty: set[int] = set()
+        self._tokens: tuple[object, int] | None = None  # (counter, tokens of the shown items)
+
+    def sync(self, history: Sequence[Item]) -> None:
+        """Map the items added to `history` since the last call."""
+        start = self._seen.sync(history)
+        if start == 0:
+            self._clear()
+        self._add(history, start)
+
+    def refresh(self, history: Sequence[Item]) -> None:
+        """Map every position again (the rule's state changed)."""
+        self._seen.sync(history)
+        self._clear()
+        self._add(history, 0)
+
+    def update(self, history: Sequence[Item], positions: Iterable[int]) -> None:
+        """Map these positions again (the rule changed what they keep)."""
+        self.sync(history)
+        for n in positions:
+            old, new = self.kept[n], self._keep(n, history[n])
+            if new is not old:
+                self._count(n, old, -1)
+                self._count(n, new, 1)
+                self.kept[n] = new
+                self._dirty.add(n)
+        self._settle()
+
+    def _count(self, n: int, kept: Item | None, delta: int) -> None:
+        """Add (or remove) what position `n` keeping `kept` contributes to the counts."""
+        if isinstance(kept, AssistantItem):
+            for b in kept.tool_calls:
+                if delta > 0:
+                    self._callers.setdefault(b.call_id, []).append(n)
+                self._bump(self._calls, b.call_id, delta, self._answers)
+        elif isinstance(kept, ToolResultItem):
+            if delta > 0:
+                self._answers.setdefault(kept.call_id, []).append(n)
+            self._bump(self._results, kept.call_id, delta, self._callers)
+
+    def _bump(self, counts: dict, call_id: object, delta: int, affected: dict) -> None:
+        before = counts.get(call_id, 0)
+        counts[call_id] = before + delta
+        if (before > 0) != (before + delta > 0):
+            self._dirty.update(affected.get(call_id, ()))
+
+    def _add(self, history: Sequence[Item], start: int) -> None:
+        for n in range(start, len(history)):
+            item = history[n]
+            if isinstance(item, ToolResultItem):
+                self._bump(self._answered, item.call_id, 1, self._callers)
+            kept = self._keep(n, item)
+            self.kept.append(kept)
+            self.shown.append(None)
+            self.left_out += 1
+            self._count(n, kept, 1)
+            self._dirty.add(n)
+        self._settle()
+
+    def _settle(self) -> None:
+        tokens = self._tokens
+        for n in self._dirty:
+            item = self.kept[n]
+            if isinstance(item, ToolResultItem):
+                if not self._calls.get(item.call_id):
+                    item = None
+            elif isinstance(item, AssistantItem):
+                drop = {
+                    b.call_id
+                    for b in item.tool_calls
+                    if not self._results.get(b.call_id) and self._answered.get(b.call_id)  # type: ignore[arg-type]
+                }
+                item = strip_calls(item, drop)  # type: ignore[arg-type]
+            old = self.shown[n]
+            if item is not old:
+                self.left_out += (item is None) - (old is None)
+                self.shown[n] = item
+                if tokens is not None:
+                    count = tokens[0]
+                    size = (count(item_text(item)) if item else 0) - (  # type: ignore[operator]
+                        count(item_text(old)) if old else 0  # type: ignore[operator]
+                    )
+                    tokens = (count, tokens[1] + size)
+        self._tokens = tokens
+        self._dirty.clear()
+
+    def items(self) -> list[Item]:
+        """The request's items (a new list: the engine may append to it)."""
+        if self.left_out:
+            return list(filter(None, self.shown))  # items are always truthy
+        return list(self.shown)  # type: ignore[arg-type]
+
+    def tokens(self, ctx: StrategyContext) -> int:
+        """`items_tokens(self.items(), ctx)`, kept up to date as positions change."""
+        if self._tokens is None or self._tokens[0] != ctx.count_tokens:
+            self._tokens = (ctx.count_tokens, items_tokens(filter(None, self.shown), ctx))
+        return self._tokens[1]
+
+
+class HeadTokens:
+    """`request_tokens` of no items (the system prompt and tool definitions), memoized while
+    the system prompt, the tool list object and the counter stay the same."""
+
+    def __init__(self) -> None:
+        self._memo: tuple[str, object, object, int] | None = None
+
+    def __call__(self, ctx: StrategyContext) -> int:
+        memo = self._memo
+        if memo is None or not (
+            memo[0] == ctx.system and memo[1] is ctx.tools and memo[2] == ctx.count_tokens
+        ):
+            memo = self._memo = (ctx.system, ctx.tools, ctx.count_tokens, request_tokens((), ctx))
+        return memo[3]
+
+
 class TokenSums:
     """Prefix sums of `item_tokens` over a thread's growing history (see `Seen`), recomputed
     only when the request's token counter changes (another model)."""
@@ -526,7 +693,8 @@ class TokenSums:
         """`sums[n]`: tokens of `history[:n]`."""
         self._seen = Seen()
         self._count: object = None
-        self._head: tuple[str, object, object, int] | None = None
+        self.head = HeadTokens()
+        """`request_tokens` of no items."""
 
     def sync(self, history: Sequence[Item], ctx: StrategyContext) -> list[int]:
         """The prefix sums for `history` (one more entry than items)."""
@@ -539,16 +707,6 @@ class TokenSums:
             total += count(item_text(item))
             sums.append(total)
         return sums
-
-    def head(self, ctx: StrategyContext) -> int:
-        """`request_tokens` of no items: the system prompt and tool definitions (memoized
-        while they and the counter stay the same objects)."""
-        key = self._head
-        if key is None or not (
-            key[0] == ctx.system and key[1] is ctx.tools and key[2] == ctx.count_tokens
-        ):
-            key = self._head = (ctx.system, ctx.tools, ctx.count_tokens, request_tokens((), ctx))
-        return key[3]
 
     def request(self, history: Sequence[Item], ctx: StrategyContext) -> int:
         """`request_tokens(history, ctx)`."""
