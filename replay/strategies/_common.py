@@ -171,11 +171,15 @@ def replace_blocks(item: AssistantItem, blocks: tuple[Block, ...]) -> AssistantI
     return variants[key]
 
 
-def repair_pairs(items: Sequence[Item], history: Sequence[Item]) -> list[Item]:
-    """Drop results whose call is not in `items`, and calls whose (existing) result is not."""
+def repair_pairs(
+    items: Sequence[Item], history: Sequence[Item], answered: set[str] | None = None
+) -> list[Item]:
+    """Drop results whose call is not in `items`, and calls whose (existing) result is not.
+    `answered`: `answered_ids(history)` when the caller keeps it (see `AnsweredIds`)."""
     calls = {b.call_id for i in items if isinstance(i, AssistantItem) for b in i.tool_calls}
     results = {i.call_id for i in items if isinstance(i, ToolResultItem)}
-    answered = answered_ids(history)
+    if answered is None:
+        answered = answered_ids(history)
     out: list[Item] = []
     for item in items:
         if isinstance(item, ToolResultItem):
@@ -515,6 +519,21 @@ class ReplacedResults:
 
     def items(self) -> list[Item]:
         return self._view.items()
+
+
+class AnsweredIds:
+    """`answered_ids(history)` kept as the history grows (see `Seen`)."""
+
+    def __init__(self) -> None:
+        self.ids: set[str] = set()
+        self._seen = Seen()
+
+    def sync(self, history: Sequence[Item]) -> set[str]:
+        start = self._seen.sync(history)
+        if start == 0:
+            self.ids = set()
+        self.ids.update(i.call_id for i in history[start:] if isinstance(i, ToolResultItem))
+        return self.ids
 
 
 class MessageGroups:

@@ -91,10 +91,16 @@ class AssistantItem:
     """`shown_text()`, computed once (strategies and evidence checks read it on every request)."""
     _chars: int | None = field(default=None, init=False, repr=False, compare=False)
     """`item_chars` of this item, computed once."""
+    _calls: tuple[Block, ...] | None = field(default=None, init=False, repr=False, compare=False)
+    """`tool_calls`, computed once."""
 
     @property
     def tool_calls(self) -> tuple[Block, ...]:
-        return tuple(b for b in self.blocks if b.type == "tool_call")
+        calls = self._calls
+        if calls is None:
+            calls = tuple(b for b in self.blocks if b.type == "tool_call")
+            object.__setattr__(self, "_calls", calls)
+        return calls
 
     def shown_text(self) -> str:
         """The blocks' texts as the model sees them, one per line (tool calls as name + JSON)."""
