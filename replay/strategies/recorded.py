@@ -55,6 +55,7 @@ def recorded() -> object:
     pending: list[tuple[int, int]] = []  # (anchor, event index) of summaries not placed yet
 
     def restart(compactions: list[LoggedCompaction]) -> None:
+        nonlocal seen
         walked[:] = compactions
         replaced.clear()
         for c in compactions:
@@ -72,7 +73,7 @@ def recorded() -> object:
         ]
         pending[:] = sorted((min(c.replaced, default=c.event_index), c.event_index) for c in live)
         body.clear()
-        seen.__init__()  # type: ignore[misc]
+        seen = Seen()
 
     def as_logged(history: Sequence[Item], ctx: StrategyContext) -> View:
         compactions = [c for c in ctx.logged_summaries if isinstance(c, LoggedCompaction)]
