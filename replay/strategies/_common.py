@@ -9,7 +9,7 @@ import json
 import math
 import re
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from replay.strategies._base import StrategyContext
@@ -34,21 +34,13 @@ def est(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-_TEXT: weakref.WeakKeyDictionary[Item, str] = weakref.WeakKeyDictionary()
-
-
 def item_text(item: Item) -> str:
     """The text an item shows the model (tool calls as name + JSON arguments), memoized."""
-    text = _TEXT.get(item)
-    if text is None:
-        if isinstance(item, AssistantItem):
-            text = "\n".join(b.rendered() for b in item.blocks)
-        elif isinstance(item, ToolResultItem):
-            text = item.output
-        else:
-            text = item.text
-        _TEXT[item] = text
-    return text
+    if isinstance(item, AssistantItem):
+        return item.shown_text()
+    if isinstance(item, ToolResultItem):
+        return item.output
+    return item.text
 
 
 def item_est(item: Item) -> int:
@@ -89,10 +81,18 @@ def chars(items: Iterable[Item]) -> int:
     return sum(item_chars(i) for i in items)
 
 
+def last_assistant(history: Sequence[Item]) -> int:
+    """Index of the last assistant message (-1: none); searched from the end, since it is
+    usually among the last few items."""
+    for n in range(len(history) - 1, -1, -1):
+        if isinstance(history[n], AssistantItem):
+            return n
+    return -1
+
+
 def since_last_assistant(history: Sequence[Item]) -> list[Item]:
     """Items added after the last assistant message (what the last response's usage lacks)."""
-    last = max((n for n, i in enumerate(history) if isinstance(i, AssistantItem)), default=-1)
-    return list(history[last + 1 :])
+    return list(history[last_assistant(history) + 1 :])
 
 
 def reported_tokens(
@@ -171,11 +171,15 @@ def replace_blocks(item: AssistantItem, blocks: tuple[Block, ...]) -> AssistantI
     return variants[key]
 
 
-def repair_pairs(items: Sequence[Item], history: Sequence[Item]) -> list[Item]:
-    """Drop results whose call is not in `items`, and calls whose (existing) result is not."""
+def repair_pairs(
+    items: Sequence[Item], history: Sequence[Item], answered: set[str] | None = None
+) -> list[Item]:
+    """Drop results whose call is not in `items`, and calls whose (existing) result is not.
+    `answered`: `answered_ids(history)` when the caller keeps it (see `AnsweredIds`)."""
     calls = {b.call_id for i in items if isinstance(i, AssistantItem) for b in i.tool_calls}
     results = {i.call_id for i in items if isinstance(i, ToolResultItem)}
-    answered = answered_ids(history)
+    if answered is None:
+        answered = answered_ids(history)
     out: list[Item] = []
     for item in items:
         if isinstance(item, ToolResultItem):
@@ -208,7 +212,7 @@ def nonempty(items: list[Item], history: Sequence[Item]) -> list[Item]:
 
 def last_step(history: Sequence[Item]) -> list[Item]:
     """The last assistant message and everything after it (its results)."""
-    last = max((n for n, i in enumerate(history) if isinstance(i, AssistantItem)), default=-1)
+    last = last_assistant(history)
     return list(history[last:]) if last >= 0 else list(history)
 
 
@@ -407,13 +411,369 @@ def head_tail(text: str, head: int, tail: int, marker: str) -> str:
     return text[:head] + marker + (text[-tail:] if tail else "")
 
 
+class Seen:
+    """How much of a thread's history a strategy instance has already processed.
+
+    The engine passes a thread's history as one list that only grows by appending, so a
+    strategy can keep what it derived from the items it saw and process only the new ones. A
+    history that is not the one seen before grown by appending (shorter, or its first item or
+    the last item seen is another object: a test or plug-in calling the instance on another
+    list) starts over from 0, so what the strategy derives stays a function of the history it
+    was given."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._first: Item | None = None
+        self._last: Item | None = None
+
+    def sync(self, history: Sequence[Item]) -> int:
+        """Index of the first item of `history` not seen yet (0: start over); then marks every
+        item of `history` seen."""
+        seen = self.count
+        if seen and (
+            len(history) < seen
+            or history[0] is not self._first
+            or history[seen - 1] is not self._last
+        ):
+            seen = 0
+        self.count = len(history)
+        if history:
+            self._first, self._last = history[0], history[-1]
+        return seen
+
+
+class GrownView:
+    """A view kept across requests by a strategy that maps each history item to what it shows:
+    `shown[n]` is what `history[n]` shows now (None: left out of the request).
+
+    Only the new items need mapping (see `Seen`), plus the few earlier positions a rule
+    changes; the request is then copied at C speed instead of rebuilt item by item. Strategies
+    keep their indexes (positions by event index, by call id…) next to it and clear them when
+    `sync` returns 0."""
+
+    def __init__(self) -> None:
+        self.shown: list[Item | None] = []
+        self.left_out = 0
+        """How many entries of `shown` are None."""
+        self._seen = Seen()
+
+    def sync(self, history: Sequence[Item]) -> int:
+        """Index of the first item of `history` not mapped yet (0: the view was reset). The
+        caller then appends one entry per new item, in order."""
+        start = self._seen.sync(history)
+        if start == 0:
+            self.shown, self.left_out = [], 0
+        return start
+
+    def reset(self) -> None:
+        """Forget every mapped item: the next `sync` returns 0."""
+        self.shown, self.left_out, self._seen = [], 0, Seen()
+
+    def append(self, item: Item | None) -> None:
+        self.shown.append(item)
+        if item is None:
+            self.left_out += 1
+
+    def set(self, n: int, item: Item | None) -> None:
+        """Show `item` at position `n` from now on."""
+        self.left_out += (item is None) - (self.shown[n] is None)
+        self.shown[n] = item
+
+    def items(self) -> list[Item]:
+        """The request's items (a new list: the engine may append to it)."""
+        if self.left_out:
+            return list(filter(None, self.shown))  # items are always truthy
+        return list(self.shown)  # type: ignore[arg-type]
+
+
+class ReplacedResults:
+    """A `GrownView` of a rule that replaces chosen tool results for good (cleared, pruned,
+    masked…): every result whose event index is in `marked` shows `replace(result)`. After
+    adding event indexes to `marked`, the strategy calls `update` with them."""
+
+    def __init__(self, marked: set[int], replace: Callable[[ToolResultItem], Item]) -> None:
+        self.marked = marked
+        self._replace = replace
+        self._view = GrownView()
+        self._by_event: dict[int, list[int]] = {}  # event index → positions of its results
+
+    def sync(self, history: Sequence[Item]) -> None:
+        """Map the items added to `history` since the last call."""
+        view, by_event, marked = self._view, self._by_event, self.marked
+        start = view.sync(history)
+        if start == 0:
+            by_event.clear()
+        for n in range(start, len(history)):
+            item = history[n]
+            if isinstance(item, ToolResultItem):
+                by_event.setdefault(item.event_index, []).append(n)
+                if item.event_index in marked:
+                    item = self._replace(item)
+            view.append(item)
+
+    def update(self, history: Sequence[Item], event_indexes: Iterable[int]) -> None:
+        """Show the results carrying these (newly marked) event indexes replaced."""
+        for event_index in event_indexes:
+            for n in self._by_event.get(event_index, ()):
+                self._view.set(n, self._replace(history[n]))  # type: ignore[arg-type]
+
+    def items(self) -> list[Item]:
+        return self._view.items()
+
+
+class AnsweredIds:
+    """`answered_ids(history)` kept as the history grows (see `Seen`)."""
+
+    def __init__(self) -> None:
+        self.ids: set[str] = set()
+        self._seen = Seen()
+
+    def sync(self, history: Sequence[Item]) -> set[str]:
+        start = self._seen.sync(history)
+        if start == 0:
+            self.ids = set()
+        self.ids.update(i.call_id for i in history[start:] if isinstance(i, ToolResultItem))
+        return self.ids
+
+
+class MessageGroups:
+    """`message_groups(history)` kept as the history grows (earlier groups never change: a new
+    item only extends the last group or starts one)."""
+
+    def __init__(self) -> None:
+        self.groups: list[list[int]] = []
+        self.group_of: list[int] = []
+        """Group index of each history position."""
+        self._seen = Seen()
+
+    def sync(self, history: Sequence[Item]) -> list[list[int]]:
+        start = self._seen.sync(history)
+        if start == 0:
+            self.groups, self.group_of = [], []
+        groups = self.groups
+        for n in range(start, len(history)):
+            if (
+                isinstance(history[n], AssistantItem)
+                or not groups
+                or isinstance(history[groups[-1][-1]], AssistantItem)
+            ):
+                groups.append([n])
+            else:
+                groups[-1].append(n)
+            self.group_of.append(len(groups) - 1)
+        return groups
+
+
+class PairedView:
+    """`repair_pairs(kept, history)` kept across requests, for rules that leave out some items
+    (deleted messages, forgotten events): `keep(n, item)` says what history position `n` shows
+    before the pairs are repaired (None: left out). Per call id it counts the kept calls, the
+    kept results and the results in the history, and re-checks a position only when one of
+    its counts crosses zero, so a request costs its new items. After the rule changed what it
+    keeps, `update` re-maps the positions concerned (`refresh`: all of them)."""
+
+    def __init__(self, keep: Callable[[int, Item], Item | None]) -> None:
+        self._keep = keep
+        self._seen = Seen()
+        self._clear()
+
+    def _clear(self) -> None:
+        self.kept: list[Item | None] = []
+        self.shown: list[Item | None] = []
+        self.left_out = 0
+        self._calls: dict[str | None, int] = {}  # call id → kept calls of it
+        self._results: dict[str, int] = {}  # call id → kept results of it
+        self._answered: dict[str, int] = {}  # call id → results of it in the history
+        # call id → positions that call it / answer it (may also list positions that no longer
+        # do: re-checking them changes nothing)
+        self._callers: dict[str | None, list[int]] = {}
+        self._answers: dict[str, list[int]] = {}
+        self._dirty: set[int] = set()
+        self._tokens: tuple[object, int] | None = None  # (counter, tokens of the shown items)
+
+    def sync(self, history: Sequence[Item]) -> None:
+        """Map the items added to `history` since the last call."""
+        start = self._seen.sync(history)
+        if start == 0:
+            self._clear()
+        self._add(history, start)
+
+    def refresh(self, history: Sequence[Item]) -> None:
+        """Map every position again (the rule's state changed)."""
+        self._seen.sync(history)
+        self._clear()
+        self._add(history, 0)
+
+    def update(self, history: Sequence[Item], positions: Iterable[int]) -> None:
+        """Map these positions again (the rule changed what they keep)."""
+        self.sync(history)
+        for n in positions:
+            old, new = self.kept[n], self._keep(n, history[n])
+            if new is not old:
+                self._count(n, old, -1)
+                self._count(n, new, 1)
+                self.kept[n] = new
+                self._dirty.add(n)
+        self._settle()
+
+    def _count(self, n: int, kept: Item | None, delta: int) -> None:
+        """Add (or remove) what position `n` keeping `kept` contributes to the counts."""
+        if isinstance(kept, AssistantItem):
+            for b in kept.tool_calls:
+                if delta > 0:
+                    self._callers.setdefault(b.call_id, []).append(n)
+                self._bump(self._calls, b.call_id, delta, self._answers)
+        elif isinstance(kept, ToolResultItem):
+            if delta > 0:
+                self._answers.setdefault(kept.call_id, []).append(n)
+            self._bump(self._results, kept.call_id, delta, self._callers)
+
+    def _bump(self, counts: dict, call_id: object, delta: int, affected: dict) -> None:
+        before = counts.get(call_id, 0)
+        counts[call_id] = before + delta
+        if (before > 0) != (before + delta > 0):
+            self._dirty.update(affected.get(call_id, ()))
+
+    def _add(self, history: Sequence[Item], start: int) -> None:
+        for n in range(start, len(history)):
+            item = history[n]
+            if isinstance(item, ToolResultItem):
+                self._bump(self._answered, item.call_id, 1, self._callers)
+            kept = self._keep(n, item)
+            self.kept.append(kept)
+            self.shown.append(None)
+            self.left_out += 1
+            self._count(n, kept, 1)
+            self._dirty.add(n)
+        self._settle()
+
+    def _settle(self) -> None:
+        tokens = self._tokens
+        for n in self._dirty:
+            item = self.kept[n]
+            if isinstance(item, ToolResultItem):
+                if not self._calls.get(item.call_id):
+                    item = None
+            elif isinstance(item, AssistantItem):
+                drop = {
+                    b.call_id
+                    for b in item.tool_calls
+                    if not self._results.get(b.call_id) and self._answered.get(b.call_id)  # type: ignore[arg-type]
+                }
+                item = strip_calls(item, drop)  # type: ignore[arg-type]
+            old = self.shown[n]
+            if item is not old:
+                self.left_out += (item is None) - (old is None)
+                self.shown[n] = item
+                if tokens is not None:
+                    count = tokens[0]
+                    size = (count(item_text(item)) if item else 0) - (  # type: ignore[operator]
+                        count(item_text(old)) if old else 0  # type: ignore[operator]
+                    )
+                    tokens = (count, tokens[1] + size)
+        self._tokens = tokens
+        self._dirty.clear()
+
+    def items(self) -> list[Item]:
+        """The request's items (a new list: the engine may append to it)."""
+        if self.left_out:
+            return list(filter(None, self.shown))  # items are always truthy
+        return list(self.shown)  # type: ignore[arg-type]
+
+    def tokens(self, ctx: StrategyContext) -> int:
+        """`items_tokens(self.items(), ctx)`, kept up to date as positions change."""
+        if self._tokens is None or self._tokens[0] != ctx.count_tokens:
+            self._tokens = (ctx.count_tokens, items_tokens(filter(None, self.shown), ctx))
+        return self._tokens[1]
+
+
+class HeadTokens:
+    """`request_tokens` of no items (the system prompt and tool definitions), memoized while
+    the system prompt, the tool list object and the counter stay the same."""
+
+    def __init__(self) -> None:
+        self._memo: tuple[str, object, object, int] | None = None
+
+    def __call__(self, ctx: StrategyContext) -> int:
+        memo = self._memo
+        if memo is None or not (
+            memo[0] == ctx.system and memo[1] is ctx.tools and memo[2] == ctx.count_tokens
+        ):
+            memo = self._memo = (ctx.system, ctx.tools, ctx.count_tokens, request_tokens((), ctx))
+        return memo[3]
+
+
+class TokenSums:
+    """Prefix sums of `item_tokens` over a thread's growing history (see `Seen`), recomputed
+    only when the request's token counter changes (another model)."""
+
+    def __init__(self) -> None:
+        self.sums: list[int] = [0]
+        """`sums[n]`: tokens of `history[:n]`."""
+        self._seen = Seen()
+        self._count: object = None
+        self.head = HeadTokens()
+        """`request_tokens` of no items."""
+
+    def sync(self, history: Sequence[Item], ctx: StrategyContext) -> list[int]:
+        """The prefix sums for `history` (one more entry than items)."""
+        start = self._seen.sync(history)
+        if start == 0 or ctx.count_tokens != self._count:
+            self._count, self.sums, start = ctx.count_tokens, [0], 0
+        sums, count = self.sums, ctx.count_tokens
+        total = sums[-1]
+        for item in history[start:]:
+            total += count(item_text(item))
+            sums.append(total)
+        return sums
+
+    def request(self, history: Sequence[Item], ctx: StrategyContext) -> int:
+        """`request_tokens(history, ctx)`."""
+        return self.sync(history, ctx)[-1] + self.head(ctx)
+
+
+class CharSums:
+    """Prefix sums of `item_chars` over a thread's growing history (see `Seen`)."""
+
+    def __init__(self) -> None:
+        self.sums: list[int] = [0]
+        """`sums[n]`: characters of `history[:n]`."""
+        self._seen = Seen()
+
+    def sync(self, history: Sequence[Item]) -> list[int]:
+        """The prefix sums for `history` (one more entry than items)."""
+        start = self._seen.sync(history)
+        if start == 0:
+            self.sums = [0]
+        sums = self.sums
+        total = sums[-1]
+        for item in history[start:]:
+            total += item_chars(item)
+            sums.append(total)
+        return sums
+
+    def since(self, history: Sequence[Item], start: int) -> int:
+        """`chars(history[start:])`."""
+        sums = self.sync(history)
+        return sums[-1] - sums[min(start, len(history))]
+
+
 @dataclass
 class Frozen:
     """State of a rewrite-at-events strategy: `head` stands for `history[:covered]`; everything
-    after is sent verbatim (append-only between events)."""
+    after is sent verbatim (append-only between events).
+
+    `tokens` / `request_tokens` / `chars` size the view from prefix sums over the history, so a
+    strategy that checks its trigger on every request does not re-add every item of it."""
 
     head: list[Item] = field(default_factory=list)
     covered: int = 0
+    _tokens: TokenSums = field(default_factory=TokenSums, repr=False, compare=False)
+    _chars: CharSums = field(default_factory=CharSums, repr=False, compare=False)
+    _head_sizes: dict[str, tuple[list[Item], object, int]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    """Size of `head` per unit: (the head it was measured on, the counter, the size)."""
 
     def view(self, history: Sequence[Item]) -> list[Item]:
         return [*self.head, *history[self.covered :]]
@@ -421,6 +781,27 @@ class Frozen:
     def reset(self, head: Sequence[Item], history: Sequence[Item]) -> None:
         self.head = list(head)
         self.covered = len(history)
+
+    def _head_size(self, unit: str, counter: object, measure: Callable[[], int]) -> int:
+        memo = self._head_sizes.get(unit)
+        if memo is None or memo[1] != counter or memo[0] != self.head:
+            memo = self._head_sizes[unit] = (list(self.head), counter, measure())
+        return memo[2]
+
+    def tokens(self, history: Sequence[Item], ctx: StrategyContext) -> int:
+        """`items_tokens(self.view(history), ctx)`."""
+        sums = self._tokens.sync(history, ctx)
+        head = self._head_size("tokens", ctx.count_tokens, lambda: items_tokens(self.head, ctx))
+        return head + sums[-1] - sums[min(self.covered, len(history))]
+
+    def request_tokens(self, history: Sequence[Item], ctx: StrategyContext) -> int:
+        """`request_tokens(self.view(history), ctx)`."""
+        return self.tokens(history, ctx) + self._tokens.head(ctx)
+
+    def chars(self, history: Sequence[Item]) -> int:
+        """`chars(self.view(history))`."""
+        head = self._head_size("chars", None, lambda: chars(self.head))
+        return head + self._chars.since(history, self.covered)
 
 
 class ItemMemo:

@@ -11,7 +11,6 @@ Items are frozen: a strategy can never edit the history in place. They compare b
 from __future__ import annotations
 
 import json
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -88,10 +87,36 @@ class AssistantItem:
     blocks: tuple[Block, ...]
     event_index: int = -1
     kind: Literal["assistant"] = "assistant"
+    _text: str | None = field(default=None, init=False, repr=False, compare=False)
+    """`shown_text()`, computed once (strategies and evidence checks read it on every request)."""
+    _chars: int | None = field(default=None, init=False, repr=False, compare=False)
+    """`item_chars` of this item, computed once."""
+    _calls: tuple[Block, ...] | None = field(default=None, init=False, repr=False, compare=False)
+    """`tool_calls`, computed once."""
 
     @property
     def tool_calls(self) -> tuple[Block, ...]:
-        return tuple(b for b in self.blocks if b.type == "tool_call")
+        calls = self._calls
+        if calls is None:
+            calls = tuple(b for b in self.blocks if b.type == "tool_call")
+            object.__setattr__(self, "_calls", calls)
+        return calls
+
+    def shown_text(self) -> str:
+        """The blocks' texts as the model sees them, one per line (tool calls as name + JSON)."""
+        text = self._text
+        if text is None:
+            text = "\n".join(b.rendered() for b in self.blocks)
+            object.__setattr__(self, "_text", text)
+        return text
+
+    def chars(self) -> int:
+        """Characters the blocks show the model (`item_chars`)."""
+        chars = self._chars
+        if chars is None:
+            chars = sum(len(b.rendered()) for b in self.blocks)
+            object.__setattr__(self, "_chars", chars)
+        return chars
 
 
 @dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
@@ -108,6 +133,11 @@ class ToolResultItem:
     arguments: Any = None
     """Arguments of the call that produced it (read-only convenience for strategies)."""
     kind: Literal["tool_result"] = "tool_result"
+    _variants: dict[object, ToolResultItem] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    """Items derived from this one by `replace_output` (keyed by their output) and
+    `truncate_chars` (keyed by `(limit, marker)`), so the same edit gives the same object."""
 
 
 @dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
@@ -156,18 +186,24 @@ class View:
     events: list[RewriteEvent] = field(default_factory=list)
 
 
-# Derived items are memoized per original item, so a strategy that shortens the same result on
-# every request returns the same object every time (the renderer then reuses its blocks).
-_DERIVED: weakref.WeakKeyDictionary[ToolResultItem, dict[str, ToolResultItem]] = (
-    weakref.WeakKeyDictionary()
-)
+# Derived items are memoized on the original item (its hidden `_variants`), so a strategy that
+# shortens the same result on every request returns the same object every time (the renderer
+# then reuses its blocks), without a weak-dictionary lookup per call.
+
+
+def _variants(item: ToolResultItem) -> dict[object, ToolResultItem]:
+    variants = item._variants
+    if variants is None:
+        variants = {}
+        object.__setattr__(item, "_variants", variants)
+    return variants
 
 
 def replace_output(item: ToolResultItem, output: str) -> ToolResultItem:
     """`item` showing `output` instead (a stub, a placeholder, a head+tail cut…)."""
     if output == item.output:
         return item
-    variants = _DERIVED.setdefault(item, {})
+    variants = _variants(item)
     derived = variants.get(output)
     if derived is None:
         derived = ToolResultItem(
@@ -187,14 +223,20 @@ def truncate_chars(item: ToolResultItem, limit: int, marker: str | None = None) 
     """`item` with its output cut to `limit` characters (same object when it already fits)."""
     if len(item.output) <= limit:
         return item
-    tail = marker if marker is not None else f"\n…[truncated {len(item.output) - limit} chars]"
-    return replace_output(item, item.output[:limit] + tail)
+    key = (limit, marker)
+    derived = _variants(item).get(key)
+    if derived is None:
+        tail = marker if marker is not None else f"\n…[truncated {len(item.output) - limit} chars]"
+        derived = replace_output(item, item.output[:limit] + tail)
+        if derived is not item:  # (a marker equal to the cut text changes nothing)
+            _variants(item)[key] = derived
+    return derived
 
 
 def item_chars(item: Item) -> int:
     """Characters an item shows the model (the unit of strategies whose rule is in characters)."""
     if isinstance(item, AssistantItem):
-        return sum(len(b.rendered()) for b in item.blocks)
+        return item.chars()
     if isinstance(item, ToolResultItem):
         return len(item.output)
     return len(item.text)

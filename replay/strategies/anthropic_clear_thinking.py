@@ -16,37 +16,43 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import replace_blocks
+from replay.strategies._common import GrownView, replace_blocks
 from replay.strategies._view import AssistantItem, Item, RewriteEvent, View
 
 
+def without_thinking(item: AssistantItem) -> AssistantItem:
+    blocks = tuple(b for b in item.blocks if b.type != "thinking")
+    if blocks:
+        return replace_blocks(item, blocks)
+    return replace_blocks(item, (type(item.blocks[0])("text", text=""),))
+
+
 def anthropic_clear_thinking(keep: int | str = 1) -> object:
+    view = GrownView()
+    with_thinking: list[int] = []  # positions of the assistant items with thinking
+    cleared = 0  # with_thinking[:cleared] show no thinking (only older ones are added)
+
     def clear_old_thinking(history: Sequence[Item], ctx: StrategyContext) -> View:
+        nonlocal cleared
         if keep == "all":
             return View(items=list(history))
-        with_thinking = [
-            n
-            for n, i in enumerate(history)
-            if isinstance(i, AssistantItem) and any(b.type == "thinking" for b in i.blocks)
-        ]
-        old = set(with_thinking[: max(0, len(with_thinking) - int(keep))])
+        start = view.sync(history)
+        if start == 0:
+            with_thinking.clear()
+            cleared = 0
+        for n in range(start, len(history)):
+            item = history[n]
+            if isinstance(item, AssistantItem) and any(b.type == "thinking" for b in item.blocks):
+                with_thinking.append(n)
+            view.append(item)
+        old = min(len(with_thinking), max(0, len(with_thinking) - int(keep)))
         if not old:
             return View(items=list(history))
-        items: list[Item] = []
-        for n, item in enumerate(history):
-            if n in old:
-                blocks = tuple(b for b in item.blocks if b.type != "thinking")  # type: ignore[union-attr]
-                item = (
-                    replace_blocks(item, blocks)
-                    if blocks
-                    else replace_blocks(  # type: ignore[arg-type]
-                        item,
-                        (type(item.blocks[0])("text", text=""),),  # type: ignore[union-attr]
-                    )
-                )
-            items.append(item)
+        for n in with_thinking[cleared:old]:
+            view.set(n, without_thinking(history[n]))  # type: ignore[arg-type]
+        cleared = max(cleared, old)
         return View(
-            items=items, events=[RewriteEvent("clear", f"thinking of {len(old)} turns dropped")]
+            items=view.items(), events=[RewriteEvent("clear", f"thinking of {old} turns dropped")]
         )
 
     return clear_old_thinking

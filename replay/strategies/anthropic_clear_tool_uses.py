@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import item_tokens, replace_blocks, request_tokens
+from replay.strategies._common import GrownView, TokenSums, item_tokens, replace_blocks
 from replay.strategies._view import (
     AssistantItem,
     Item,
@@ -44,36 +44,79 @@ def anthropic_clear_tool_uses(
     clear_tool_inputs: bool = False,
     trigger_tool_uses: int = 0,
 ) -> object:
-    def clear_on_server(history: Sequence[Item], ctx: StrategyContext) -> View:
-        results = [i for i in history if isinstance(i, ToolResultItem)]
-        if trigger_tool_uses > 0:
-            over = len(results) > trigger_tool_uses
-        else:
-            over = request_tokens(history, ctx) > trigger
-        if not over:
-            return View(items=list(history))
-        clearable = [i for i in results if i.tool_name not in exclude_tools]
-        clearable = clearable[: max(0, len(clearable) - keep)]
-        clearable = [i for i in clearable if i.output != PLACEHOLDER]
-        if not clearable:
-            return View(items=list(history))
-        if clear_at_least and sum(item_tokens(i, ctx) for i in clearable) < clear_at_least:
-            return View(items=list(history))
-        ids = {i.call_id for i in clearable}
-        items: list[Item] = []
-        for item in history:
-            if isinstance(item, ToolResultItem) and item.call_id in ids:
-                item = replace_output(item, PLACEHOLDER)
+    # Stateless rule, kept incrementally: the clearable results (all but the `keep` newest
+    # non-excluded ones) only grow as the history grows, so `view` holds the history with the
+    # current clearable results cleared, updated only where a result became clearable.
+    tokens = TokenSums()
+    view = GrownView()
+    results = 0  # tool results in the history
+    eligible: list[int] = []  # positions of the results of non-excluded tools
+    examined = 0  # eligible[:examined] are past the `keep` newest
+    clearable: list[int] = []  # positions of those whose output is not the placeholder yet
+    ids: set[str] = set()  # their call ids: every result (and call) with one is cleared
+    by_call: dict[str, list[int]] = {}  # call id → positions of its results and calls
+
+    def cleared(item: Item) -> Item:
+        if isinstance(item, ToolResultItem) and item.call_id in ids:
+            return replace_output(item, PLACEHOLDER)
+        if clear_tool_inputs and isinstance(item, AssistantItem):
+            if not any(b.call_id in ids for b in item.tool_calls):
+                return item
+            blocks = tuple(
+                b
+                if b.type != "tool_call" or b.call_id not in ids
+                else type(b)("tool_call", call_id=b.call_id, name=b.name, arguments={})
+                for b in item.blocks
+            )
+            return replace_blocks(item, blocks)
+        return item
+
+    def grow(history: Sequence[Item]) -> None:
+        nonlocal results, examined
+        start = view.sync(history)
+        if start == 0:
+            results = examined = 0
+            eligible.clear()
+            clearable.clear()
+            ids.clear()
+            by_call.clear()
+        for n in range(start, len(history)):
+            item = history[n]
+            if isinstance(item, ToolResultItem):
+                results += 1
+                if item.tool_name not in exclude_tools:
+                    eligible.append(n)
+                by_call.setdefault(item.call_id, []).append(n)
             elif clear_tool_inputs and isinstance(item, AssistantItem):
-                blocks = tuple(
-                    b
-                    if b.type != "tool_call" or b.call_id not in ids
-                    else type(b)("tool_call", call_id=b.call_id, name=b.name, arguments={})
-                    for b in item.blocks
-                )
-                item = replace_blocks(item, blocks)
-            items.append(item)
-        return View(items=items, events=[RewriteEvent("clear", f"{len(ids)} tool results cleared")])
+                for b in item.tool_calls:
+                    by_call.setdefault(b.call_id, []).append(n)  # type: ignore[arg-type]
+            view.append(cleared(item))
+        old = min(len(eligible), max(0, len(eligible) - keep))
+        newly: set[str] = set()
+        for n in eligible[examined:old]:
+            item = history[n]
+            if item.output != PLACEHOLDER:  # type: ignore[union-attr]
+                clearable.append(n)
+                if item.call_id not in ids:  # type: ignore[union-attr]
+                    newly.add(item.call_id)  # type: ignore[union-attr]
+        examined = max(examined, old)
+        ids.update(newly)
+        for n in {n for cid in newly for n in by_call[cid]}:
+            view.set(n, cleared(history[n]))
+
+    def clear_on_server(history: Sequence[Item], ctx: StrategyContext) -> View:
+        grow(history)
+        if trigger_tool_uses > 0:
+            over = results > trigger_tool_uses
+        else:
+            over = tokens.request(history, ctx) > trigger
+        if not over or not clearable:
+            return View(items=list(history))
+        if clear_at_least and sum(item_tokens(history[n], ctx) for n in clearable) < clear_at_least:
+            return View(items=list(history))
+        return View(
+            items=view.items(), events=[RewriteEvent("clear", f"{len(ids)} tool results cleared")]
+        )
 
     return clear_on_server
 

@@ -21,7 +21,6 @@ from replay.strategies._common import (
     Frozen,
     SummarySource,
     forked_call,
-    request_tokens,
     summary_item,
 )
 from replay.strategies._prompts import SERVER_COMPACTION_INSTRUCTION
@@ -34,7 +33,7 @@ def anthropic_compact(trigger: int = 150000) -> object:
 
     def compact_on_server(history: Sequence[Item], ctx: StrategyContext) -> View:
         view = state.view(history)
-        if request_tokens(view, ctx) <= trigger:
+        if state.request_tokens(history, ctx) <= trigger:
             return View(items=view)
         text, source = summaries.text(ctx, view)
         state.reset([summary_item(text, view, "server" if source != "logged" else source)], history)

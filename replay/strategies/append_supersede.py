@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import path_of, tool_kind
+from replay.strategies._common import GrownView, path_of, tool_kind
 from replay.strategies._view import AssistantItem, Item, ToolResultItem, replace_output
 
 
@@ -26,9 +26,25 @@ def append_supersede() -> object:
     shaped: dict[int, ToolResultItem] = {}
     versions: dict[str, list[str]] = {}  # path → contents, version 1 first
     done = 0  # history items already shaped
+    view = GrownView()
+    by_event: dict[int, list[int]] = {}  # event index → positions of the results carrying it
+
+    def shape(event_index: int, item: ToolResultItem) -> None:
+        shaped[event_index] = item
+        for n in by_event.get(event_index, ()):
+            view.set(n, item)
 
     def supersede(history: Sequence[Item], ctx: StrategyContext) -> list[Item]:
         nonlocal done
+        start = view.sync(history)
+        if start == 0:
+            by_event.clear()
+        for n in range(start, len(history)):
+            item = history[n]
+            if isinstance(item, ToolResultItem):
+                by_event.setdefault(item.event_index, []).append(n)
+                item = shaped.get(item.event_index, item)
+            view.append(item)
         for item in history[done:]:
             if isinstance(item, AssistantItem):
                 for b in item.tool_calls:
@@ -43,19 +59,17 @@ def append_supersede() -> object:
                 seen = versions.setdefault(path, [])
                 if seen and seen[-1] == item.output:
                     note = f"[{path}: unchanged since version {len(seen)} above]"
-                    shaped[item.event_index] = replace_output(item, note)
+                    shape(item.event_index, replace_output(item, note))
                 elif seen:
                     seen.append(item.output)
                     header = (
                         f"[{path} version {len(seen)}; supersedes version {len(seen) - 1} above]\n"
                     )
-                    shaped[item.event_index] = replace_output(item, header + item.output)
+                    shape(item.event_index, replace_output(item, header + item.output))
                 else:
                     seen.append(item.output)
         done = len(history)
-        return [
-            shaped.get(i.event_index, i) if isinstance(i, ToolResultItem) else i for i in history
-        ]
+        return view.items()
 
     return supersede
 

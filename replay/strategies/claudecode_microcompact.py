@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import tool_kind
+from replay.strategies._common import ReplacedResults, tool_kind
 from replay.strategies._prompts import LITERAL_CLEARED
 from replay.strategies._view import Item, RewriteEvent, ToolResultItem, View, replace_output
 
@@ -28,8 +28,10 @@ COMPACTABLE = frozenset({"read", "shell", "test", "search", "list", "web", "writ
 
 def claudecode_microcompact(gap: int = 60, keep: int = 5) -> object:
     cleared: set[int] = set()
+    view = ReplacedResults(cleared, lambda i: replace_output(i, LITERAL_CLEARED))
 
     def clear_when_cold(history: Sequence[Item], ctx: StrategyContext) -> View:
+        view.sync(history)
         events = []
         if ctx.previous_ts is not None and (ctx.ts - ctx.previous_ts).total_seconds() >= gap * 60:
             results = [
@@ -41,16 +43,11 @@ def claudecode_microcompact(gap: int = 60, keep: int = 5) -> object:
             new = [i for i in old if i.event_index not in cleared and i.output != LITERAL_CLEARED]
             if new:
                 cleared.update(i.event_index for i in new)
+                view.update(history, {i.event_index for i in new})
                 events.append(
                     RewriteEvent("clear", f"cleared {len(new)} results after a {gap} min gap")
                 )
-        items = [
-            replace_output(i, LITERAL_CLEARED)
-            if isinstance(i, ToolResultItem) and i.event_index in cleared
-            else i
-            for i in history
-        ]
-        return View(items=items, events=events)
+        return View(items=view.items(), events=events)
 
     return clear_when_cold
 

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
 from replay.strategies._common import (
-    message_groups,
+    MessageGroups,
+    PairedView,
     path_of,
-    repair_pairs,
     replace_blocks,
     reported_tokens,
     since_last_assistant,
@@ -57,23 +57,28 @@ class ClineContext:
         self.deleted: tuple[int, int] | None = None  # API-message range, inclusive
         self.duplicates: set[int] = set()  # event indexes of superseded file reads
         self.notice = False
+        self._groups = MessageGroups()
+        self._view = PairedView(self._kept)  # the live view, kept as the history grows
 
-    def live(self, history: Sequence[Item]) -> list[Item]:
-        groups = message_groups(history)
-        keep = range(len(groups))
-        if self.deleted:
-            lo, hi = self.deleted
-            keep = [g for g in keep if g < lo or g > hi]  # type: ignore[assignment]
-        items: list[Item] = []
-        for g in keep:
-            for n in groups[g]:
-                item = history[n]
-                if isinstance(item, ToolResultItem) and item.event_index in self.duplicates:
-                    item = replace_output(item, LITERAL_CLINE_DUP_READ)
-                if self.notice and g == 1 and isinstance(item, AssistantItem):
-                    item = with_notice(item)
-                items.append(item)
-        return repair_pairs(items, history)
+    def _kept(self, n: int, item: Item) -> Item | None:
+        g = self._groups.group_of[n]
+        if self.deleted and self.deleted[0] <= g <= self.deleted[1]:
+            return None
+        if isinstance(item, ToolResultItem) and item.event_index in self.duplicates:
+            item = replace_output(item, LITERAL_CLINE_DUP_READ)
+        if self.notice and g == 1 and isinstance(item, AssistantItem):
+            item = with_notice(item)
+        return item
+
+    def live(self, history: Sequence[Item], changed: bool = False) -> list[Item]:
+        """The kept API messages (with read notices and the truncation notice), pairs repaired;
+        `changed`: the deleted range, duplicates or notice changed since the last call."""
+        self._groups.sync(history)
+        if changed:
+            self._view.refresh(history)
+        else:
+            self._view.sync(history)
+        return self._view.items()
 
     def __call__(self, history: Sequence[Item], ctx: StrategyContext) -> View:
         view = self.live(history)
@@ -84,12 +89,12 @@ class ClineContext:
         if self.dedup:
             before = sum(item_chars(i) for i in view)
             if self.mark_duplicates(view):
-                after = self.live(history)
+                after = self.live(history, changed=True)
                 saved = before - sum(item_chars(i) for i in after)
                 events.append(RewriteEvent("prune", "older duplicate file reads replaced"))
                 if before and saved / before >= self.dedup_saving:
                     return View(items=after, events=events)
-        groups = message_groups(history)
+        groups = self._groups.sync(history)
         start = self.deleted[1] + 1 if self.deleted else 2
         total = reported_tokens(ctx, view, pending=since_last_assistant(history))
         quarter = total / 2 > limit
@@ -106,7 +111,9 @@ class ClineContext:
             self.deleted = (2, end)
             self.notice = True
             events.append(RewriteEvent("drop", f"deleted API messages 2..{end}"))
-        return View(items=self.live(history), events=events) if events else View(items=view)
+        if events:
+            return View(items=self.live(history, changed=True), events=events)
+        return View(items=view)
 
     def mark_duplicates(self, view: Sequence[Item]) -> bool:
         reads: dict[str, list[ToolResultItem]] = {}

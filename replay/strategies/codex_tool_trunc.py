@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import ItemMemo, tool_kind
+from replay.strategies._common import GrownView, ItemMemo, tool_kind
 from replay.strategies._view import Item, ToolResultItem, replace_output
 
 
@@ -40,7 +40,8 @@ def middle_truncate(text: str, budget: int, unit: str) -> str:
 
 
 def codex_tool_trunc(limit: int = 10000, unit: str = "auto") -> object:
-    memo = ItemMemo()
+    memo = ItemMemo()  # an item is cut once, under the policy of the request that first saw it
+    view = GrownView()
 
     def cap_on_record(history: Sequence[Item], ctx: StrategyContext) -> list[Item]:
         mode = unit if unit != "auto" else ("tokens" if "codex" in ctx.model else "bytes")
@@ -52,7 +53,9 @@ def codex_tool_trunc(limit: int = 10000, unit: str = "auto") -> object:
                 cut = f"Total output lines: {len(item.output.splitlines())}\n\n{cut}"
             return replace_output(item, cut)
 
-        return [memo.get(i, cap) if isinstance(i, ToolResultItem) else i for i in history]
+        for item in history[view.sync(history) :]:
+            view.append(memo.get(item, cap) if isinstance(item, ToolResultItem) else item)
+        return view.items()
 
     return cap_on_record
 

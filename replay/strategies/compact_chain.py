@@ -21,10 +21,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import Frozen, SummarySource, forked_call, summary_item
-from replay.strategies._common import chars as count_chars
+from replay.strategies._common import (
+    Frozen,
+    SummarySource,
+    forked_call,
+    last_assistant,
+    summary_item,
+)
 from replay.strategies._summary import STRUCTURED_INSTRUCTION, summary_message
-from replay.strategies._view import AssistantItem, Item, RewriteEvent, SummaryItem, View
+from replay.strategies._view import Item, RewriteEvent, SummaryItem, View
 
 
 def compact_chain(mode: str = "rotating", chars: int = 12000) -> object:
@@ -33,9 +38,9 @@ def compact_chain(mode: str = "rotating", chars: int = 12000) -> object:
 
     def fold(history: Sequence[Item], ctx: StrategyContext) -> View:
         view = state.view(history)
-        if count_chars(view) <= chars:
+        if state.chars(history) <= chars:
             return View(items=view)
-        cut = max((n for n, i in enumerate(history) if isinstance(i, AssistantItem)), default=-1)
+        cut = last_assistant(history)
         if cut <= state.covered:
             return View(items=view)
         old = [i for i in state.head if isinstance(i, SummaryItem)]

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._common import CharSums, Seen, last_assistant
 from replay.strategies._summary import (
     FREEFORM_INSTRUCTION,
     STRUCTURED_INSTRUCTION,
@@ -24,7 +25,6 @@ from replay.strategies._summary import (
     summary_message,
 )
 from replay.strategies._view import (
-    AssistantItem,
     Item,
     RewriteEvent,
     SummarizerCall,
@@ -39,13 +39,17 @@ def compact_at(chars: int = 12000, style: str = "structured") -> object:
     summary: SummaryItem | None = None
     covered = 0  # history items the summary stands for
     used_logged = 0
+    sizes = CharSums()  # characters of the history, as prefix sums
+    seen = Seen()
+    event_indexes: list[int] = []  # of every history item (what a summary replaces)
 
     def compact_when_long(history: Sequence[Item], ctx: StrategyContext) -> View:
         nonlocal summary, covered, used_logged
         view: list[Item] = ([summary] if summary else []) + list(history[covered:])
-        if sum(item_chars(i) for i in view) <= chars:
+        size = (item_chars(summary) if summary else 0) + sizes.since(history, covered)
+        if size <= chars:
             return View(items=view)
-        cut = max((n for n, i in enumerate(history) if isinstance(i, AssistantItem)), default=-1)
+        cut = last_assistant(history)
         if cut <= covered:
             return View(items=view)  # nothing older than the current step to fold
         replaced = ([summary] if summary else []) + list(history[covered:cut])
@@ -60,7 +64,11 @@ def compact_at(chars: int = 12000, style: str = "structured") -> object:
             instruction=STRUCTURED_INSTRUCTION if structured else FREEFORM_INSTRUCTION,
             summary=text,
         )
-        indexes = tuple(getattr(i, "event_index", -1) for i in history[:cut])
+        start = seen.sync(history)
+        if start == 0:
+            event_indexes.clear()
+        event_indexes.extend(getattr(i, "event_index", -1) for i in history[start:])
+        indexes = tuple(event_indexes[:cut])
         summary = SummaryItem(text=summary_message(text), replaces=indexes, source=source)
         covered = cut
         return View(

@@ -15,10 +15,11 @@ Source: google-gemini/gemini-cli toolOutputMaskingService.ts (called every turn 
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import item_tokens
+from replay.strategies._common import GrownView, item_tokens
 from replay.strategies._prompts import LITERAL_GEMINI_MASK
 from replay.strategies._view import (
     AssistantItem,
@@ -41,32 +42,79 @@ def masked(item: ToolResultItem, preview: int) -> str:
 
 def gemini_mask(protect: int = 50000, minimum: int = 30000, preview: int = 250) -> object:
     done: set[int] = set()
+    # What the walk reads, kept as the history grows (recomputed when the counter changes):
+    view = GrownView()  # every item as it shows now
+    counter: object = None  # the token counter the sizes were counted with
+    results: list[int] = []  # positions of the tool results
+    size: dict[int, int] = {}  # position of a result → its tokens
+    by_event: dict[int, list[int]] = {}  # event index → positions of the results carrying it
+    pending: list[int] = []  # positions of the maskable results not masked yet, in order
+    sums: list[int] = [0]  # sums[j]: tokens of pending[:j]
+    first = 0  # pending[:first] are masked
+    last_assistant = -1
+
+    def render(item: Item) -> Item:
+        if isinstance(item, ToolResultItem) and item.event_index in done:
+            return replace_output(item, masked(item, preview))
+        return item
+
+    def grow(history: Sequence[Item], ctx: StrategyContext) -> None:
+        nonlocal counter, first, last_assistant, sums
+        start = view.sync(history)
+        if start and ctx.count_tokens != counter:
+            view.reset()
+            start = view.sync(history)
+        if start == 0:
+            counter, first, last_assistant, sums = ctx.count_tokens, 0, -1, [0]
+            for table in (results, size, by_event, pending):
+                table.clear()
+        for n in range(start, len(history)):
+            item = history[n]
+            if isinstance(item, ToolResultItem):
+                results.append(n)
+                by_event.setdefault(item.event_index, []).append(n)
+                size[n] = item_tokens(item, ctx)
+                if item.event_index in done:
+                    item = render(item)
+                elif item.tool_name not in EXEMPT and len(masked(item, preview)) < len(item.output):
+                    pending.append(n)
+                    sums.append(sums[-1] + size[n])
+            elif isinstance(item, AssistantItem):
+                last_assistant = n
+            view.append(item)
 
     def mask_old_outputs(history: Sequence[Item], ctx: StrategyContext) -> View:
-        last = max(
-            (n for n, i in enumerate(history) if isinstance(i, AssistantItem)), default=len(history)
-        )
-        used, prunable = 0, []
-        for item in reversed(history[:last]):
-            if not isinstance(item, ToolResultItem) or item.event_index in done:
+        nonlocal first
+        grow(history, ctx)
+        last = last_assistant if last_assistant >= 0 else len(history)
+        # Walk back from the newest result before the current step: the first `protect` tokens
+        # of unmasked output are protected, every older unmasked maskable result is prunable.
+        used, k = 0, first
+        for j in range(bisect_left(results, last) - 1, -1, -1):
+            n = results[j]
+            if history[n].event_index in done:  # type: ignore[union-attr]
                 continue
-            size = item_tokens(item, ctx)
             if used < protect:
-                used += size
+                used += size[n]
                 continue
-            if item.tool_name not in EXEMPT and len(masked(item, preview)) < len(item.output):
-                prunable.append((item, size))
+            k = bisect_right(pending, n, first)
+            break
         events = []
-        if prunable and sum(s for _, s in prunable) >= minimum:
-            done.update(i.event_index for i, _ in prunable)
-            events.append(RewriteEvent("prune", f"masked {len(prunable)} tool outputs"))
-        items = [
-            replace_output(i, masked(i, preview))
-            if isinstance(i, ToolResultItem) and i.event_index in done
-            else i
-            for i in history
-        ]
-        return View(items=items, events=events)
+        if k > first and sums[k] - sums[first] >= minimum:
+            batch = pending[first:k]
+            first = k
+            newly = {history[n].event_index for n in batch}  # type: ignore[union-attr]
+            done.update(newly)
+            events.append(RewriteEvent("prune", f"masked {len(batch)} tool outputs"))
+            masked_now = set(batch)
+            if any(m not in masked_now for e in newly for m in by_event[e]):
+                # another result carries a masked event index: recount from scratch
+                view.reset()
+                grow(history, ctx)
+            else:
+                for n in batch:
+                    view.set(n, render(history[n]))
+        return View(items=view.items(), events=events)
 
     return mask_old_outputs
 

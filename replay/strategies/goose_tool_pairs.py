@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import fresh_call, strip_calls
+from replay.strategies._common import GrownView, fresh_call, strip_calls
 from replay.strategies._prompts import GOOSE_PAIR_INSTRUCTION, LITERAL_GOOSE_PAIR_PREFIX
 from replay.strategies._summary import describe_arguments
 from replay.strategies._view import (
@@ -47,41 +47,83 @@ def pair_summary(result: ToolResultItem) -> str:
 
 def goose_tool_pairs(cutoff: int | str = "auto", batch: int | str = "auto") -> object:
     summarized: dict[str, UserItem] = {}
+    # What the rule reads, kept as the history grows:
+    view = GrownView()
+    answered: dict[str, ToolResultItem] = {}  # call id → its (last) result before the last step
+    order: list[str] = []  # the keys of `answered`, in order
+    oldest = 0  # order[:oldest] are all summarized
+    hidden = 0  # keys of `answered` that are summarized
+    scanned = 0  # history[:scanned] was added to `answered`
+    last = -1  # position of the last assistant item (-1: none, then all but the last item count)
+    by_call: dict[str, list[int]] = {}  # call id → positions of its results and calls
+
+    def shown(item: Item) -> Item | None:
+        if isinstance(item, AssistantItem):
+            drop = {b.call_id for b in item.tool_calls if b.call_id in summarized}
+            return strip_calls(item, drop)  # type: ignore[arg-type]
+        if isinstance(item, ToolResultItem) and item.call_id in summarized:
+            return summarized[item.call_id]
+        return item
+
+    def grow(history: Sequence[Item]) -> None:
+        nonlocal oldest, hidden, scanned, last
+        start = view.sync(history)
+        if start == 0:
+            answered.clear()
+            order.clear()
+            by_call.clear()
+            oldest = hidden = scanned = 0
+            last = -1
+        for n in range(start, len(history)):
+            item = history[n]
+            if isinstance(item, AssistantItem):
+                last = n
+                for b in item.tool_calls:
+                    by_call.setdefault(b.call_id, []).append(n)  # type: ignore[arg-type]
+            elif isinstance(item, ToolResultItem):
+                by_call.setdefault(item.call_id, []).append(n)
+            view.append(shown(item))
+        end = last if last >= 0 else len(history) - 1  # (only grows)
+        for item in history[scanned : max(scanned, end)]:
+            if isinstance(item, ToolResultItem):
+                if item.call_id not in answered:
+                    order.append(item.call_id)
+                    hidden += item.call_id in summarized
+                answered[item.call_id] = item
+        scanned = max(scanned, end)
 
     def summarize_old_pairs(history: Sequence[Item], ctx: StrategyContext) -> View:
+        nonlocal oldest, hidden
         limit = (
             min(500, max(10, int(ctx.context_window * 0.8 / 10000)))
             if cutoff == "auto"
             else int(cutoff)
         )
         size = max(limit // 5, 3) if batch == "auto" else int(batch)
-        last = max((n for n, i in enumerate(history) if isinstance(i, AssistantItem)), default=-1)
-        answered = {i.call_id: i for i in history[:last] if isinstance(i, ToolResultItem)}
-        visible = [cid for cid in answered if cid not in summarized]
-        excess = len(visible) - limit
+        grow(history)
+        excess = len(order) - hidden - limit
         calls: list[SummarizerCall] = []
         if excess > 0:
-            for cid in visible[: min(excess, size)]:
+            chosen: list[str] = []
+            n = oldest
+            while len(chosen) < min(excess, size):  # the oldest visible pairs
+                if order[n] not in summarized:
+                    chosen.append(order[n])
+                n += 1
+            for cid in chosen:
                 result = answered[cid]
                 text = pair_summary(result)
                 summarized[cid] = UserItem(text, injected=True)
                 calls.append(fresh_call([result], GOOSE_PAIR_INSTRUCTION, text))
-        items: list[Item] = []
-        for item in history:
-            if isinstance(item, AssistantItem):
-                stripped = strip_calls(
-                    item, {b.call_id for b in item.tool_calls if b.call_id in summarized}
-                )  # type: ignore[misc]
-                if stripped is not None:
-                    items.append(stripped)
-            elif isinstance(item, ToolResultItem) and item.call_id in summarized:
-                items.append(summarized[item.call_id])
-            else:
-                items.append(item)
+            hidden += len(chosen)
+            while oldest < len(order) and order[oldest] in summarized:
+                oldest += 1
+            for n in {n for cid in chosen for n in by_call.get(cid, ())}:
+                view.set(n, shown(history[n]))
         events = (
             [RewriteEvent("compaction", f"{len(calls)} tool pairs summarized")] if calls else []
         )
-        return View(items=items, summarizer_calls=calls, events=events)
+        return View(items=view.items(), summarizer_calls=calls, events=events)
 
     return summarize_old_pairs
 

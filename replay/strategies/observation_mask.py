@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import strip_calls
+from replay.strategies._common import GrownView, strip_calls
 from replay.strategies._prompts import LITERAL_OPENHANDS_MASKED
 from replay.strategies._view import (
     AssistantItem,
@@ -32,29 +32,57 @@ from replay.strategies._view import (
 
 def observation_mask(window: int = 100) -> object:
     masks: dict[int, UserItem] = {}
+    view = GrownView()
+    hidden: set[str] = set()  # call ids of the results before the boundary
+    boundary = 0  # history[:boundary] was scanned for hidden results
+    results: dict[str, list[int]] = {}  # call id → positions of its results
+    callers: dict[str, list[int]] = {}  # call id → positions of the assistant items calling it
+
+    def mask(item: ToolResultItem) -> UserItem:
+        masked = masks.get(item.event_index)
+        if masked is None:
+            masked = masks[item.event_index] = UserItem(
+                LITERAL_OPENHANDS_MASKED, item.event_index, True
+            )
+        return masked
+
+    def shown(item: Item) -> Item | None:
+        if isinstance(item, ToolResultItem) and item.call_id in hidden:
+            return mask(item)
+        if isinstance(item, AssistantItem):
+            return strip_calls(item, {b.call_id for b in item.tool_calls if b.call_id in hidden})  # type: ignore[misc]
+        return item
 
     def mask_old_observations(history: Sequence[Item], ctx: StrategyContext) -> View:
-        boundary = len(history) - window
-        hidden = {i.call_id for i in history[: max(0, boundary)] if isinstance(i, ToolResultItem)}
-        items: list[Item] = []
-        for item in history:
-            if isinstance(item, ToolResultItem) and item.call_id in hidden:
-                mask = masks.get(item.event_index)
-                if mask is None:
-                    mask = masks[item.event_index] = UserItem(
-                        LITERAL_OPENHANDS_MASKED, item.event_index, True
-                    )
-                items.append(mask)
+        nonlocal boundary
+        start = view.sync(history)
+        if start == 0:
+            hidden.clear()
+            results.clear()
+            callers.clear()
+            boundary = 0
+        for n in range(start, len(history)):
+            item = history[n]
+            if isinstance(item, ToolResultItem):
+                results.setdefault(item.call_id, []).append(n)
             elif isinstance(item, AssistantItem):
-                stripped = strip_calls(
-                    item, {b.call_id for b in item.tool_calls if b.call_id in hidden}
-                )  # type: ignore[misc]
-                if stripped is not None:
-                    items.append(stripped)
-            else:
-                items.append(item)
+                for b in item.tool_calls:
+                    callers.setdefault(b.call_id, []).append(n)  # type: ignore[arg-type]
+            view.append(shown(item))
+        # The boundary only moves forward: results passing it hide their call id everywhere.
+        end = max(boundary, len(history) - window)
+        newly = {
+            i.call_id
+            for i in history[boundary:end]
+            if isinstance(i, ToolResultItem) and i.call_id not in hidden
+        }
+        boundary = end
+        hidden.update(newly)
+        changed = {n for cid in newly for n in (*results.get(cid, ()), *callers.get(cid, ()))}
+        for n in changed:
+            view.set(n, shown(history[n]))
         events = [RewriteEvent("clear", f"{len(hidden)} observations masked")] if hidden else []
-        return View(items=items, events=events)
+        return View(items=view.items(), events=events)
 
     return mask_old_observations
 

@@ -22,7 +22,6 @@ from replay.strategies._common import (
     Frozen,
     SummarySource,
     forked_call,
-    request_tokens,
     summary_item,
 )
 from replay.strategies._prompts import SERVER_COMPACTION_INSTRUCTION
@@ -44,7 +43,7 @@ def openai_responses_compact(threshold: int | str = "90pct") -> object:
 
     def compact_on_server(history: Sequence[Item], ctx: StrategyContext) -> View:
         view = state.view(history)
-        if request_tokens(view, ctx) < threshold_tokens(threshold, ctx.context_window):
+        if state.request_tokens(history, ctx) < threshold_tokens(threshold, ctx.context_window):
             return View(items=view)
         text, source = summaries.text(ctx, view)
         state.reset([summary_item(text, view, "server" if source != "logged" else source)], history)

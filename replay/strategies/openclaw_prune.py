@@ -19,10 +19,11 @@ pruner logic per public ports.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import chars, is_real_user
+from replay.strategies._common import GrownView, is_real_user
 from replay.strategies._prompts import LITERAL_CLEARED, LITERAL_OPENCLAW_TRIM_NOTE
 from replay.strategies._view import (
     AssistantItem,
@@ -30,6 +31,7 @@ from replay.strategies._view import (
     RewriteEvent,
     ToolResultItem,
     View,
+    item_chars,
     replace_output,
 )
 
@@ -45,52 +47,87 @@ def openclaw_prune(
     min_prunable: int = 50000,
 ) -> object:
     shown: dict[int, str] = {}  # event index → what the result shows now
+    # What the rule reads, kept up to date as the history grows instead of recomputed:
+    view = GrownView()  # every item as it shows now
+    total = 0  # characters of the view
+    results: list[int] = []  # positions of the tool results
+    by_event: dict[int, list[int]] = {}  # event index → positions of the results carrying it
+    assistants: list[int] = []  # positions of the assistant items
+    first_user: int | None = None  # position of the first real user message
 
-    def render(history: Sequence[Item]) -> list[Item]:
-        return [
-            replace_output(i, shown[i.event_index])
-            if isinstance(i, ToolResultItem) and i.event_index in shown
-            else i
-            for i in history
-        ]
+    def render(item: Item) -> Item:
+        if isinstance(item, ToolResultItem) and item.event_index in shown:
+            return replace_output(item, shown[item.event_index])
+        return item
+
+    def rerender(history: Sequence[Item], event_indexes: Iterable[int]) -> None:
+        nonlocal total
+        for event_index in event_indexes:
+            for n in by_event[event_index]:
+                item = render(history[n])
+                total += item_chars(item) - item_chars(view.shown[n])  # type: ignore[arg-type]
+                view.set(n, item)
+
+    def grow(history: Sequence[Item]) -> None:
+        nonlocal total, first_user
+        start = view.sync(history)
+        if start == 0:
+            results.clear()
+            by_event.clear()
+            assistants.clear()
+            total, first_user = 0, None
+        for n in range(start, len(history)):
+            item = history[n]
+            if isinstance(item, ToolResultItem):
+                results.append(n)
+                by_event.setdefault(item.event_index, []).append(n)
+            elif isinstance(item, AssistantItem):
+                assistants.append(n)
+            elif first_user is None and is_real_user(item):
+                first_user = n
+            item = render(item)
+            view.append(item)
+            total += item_chars(item)
 
     def prune_when_cold(history: Sequence[Item], ctx: StrategyContext) -> View:
-        items = render(history)
+        grow(history)
         warm = ctx.previous_ts is not None and (ctx.ts - ctx.previous_ts).total_seconds() < ttl * 60
         width = ctx.context_window * 4
-        if warm or chars(items) < soft_ratio * width:
-            return View(items=items)
-        first_user = next((n for n, i in enumerate(history) if is_real_user(i)), 0)
-        assistants = [n for n, i in enumerate(history) if isinstance(i, AssistantItem)]
+        if warm or total < soft_ratio * width:
+            return View(items=view.items())
+        first = first_user if first_user is not None else 0
         if len(assistants) < keep_assistants:
-            return View(items=items)
+            return View(items=view.items())
         cutoff = assistants[-keep_assistants]
-        prunable = [
-            n for n in range(first_user + 1, cutoff) if isinstance(history[n], ToolResultItem)
-        ]
+        prunable = results[bisect_right(results, first) : bisect_left(results, cutoff)]
         changed = 0
+        trimmed: list[int] = []
         for n in prunable:
-            item = items[n]
+            item = view.shown[n]  # as shown before this request's trims
             if len(item.output) > soft_chars and item.output != LITERAL_CLEARED:  # type: ignore[union-attr]
                 out = item.output  # type: ignore[union-attr]
                 note = LITERAL_OPENCLAW_TRIM_NOTE.format(head=head, tail=tail, total=len(out))
                 shown[history[n].event_index] = out[:head] + "\n...\n" + out[-tail:] + note  # type: ignore[union-attr]
+                trimmed.append(history[n].event_index)  # type: ignore[union-attr]
                 changed += 1
-        items = render(history)
-        if chars(items) >= hard_ratio * width and chars(items[n] for n in prunable) >= min_prunable:
+        rerender(history, dict.fromkeys(trimmed))
+        if (
+            total >= hard_ratio * width
+            and sum(item_chars(view.shown[n]) for n in prunable) >= min_prunable  # type: ignore[misc]
+        ):
             for n in prunable:
-                if chars(items) < hard_ratio * width:
+                if total < hard_ratio * width:
                     break
-                if items[n].output != LITERAL_CLEARED:  # type: ignore[union-attr]
+                if view.shown[n].output != LITERAL_CLEARED:  # type: ignore[union-attr]
                     shown[history[n].event_index] = LITERAL_CLEARED  # type: ignore[union-attr]
                     changed += 1
-                    items = render(history)
+                    rerender(history, (history[n].event_index,))  # type: ignore[union-attr]
         events = (
             [RewriteEvent("prune", f"{changed} results trimmed or cleared (cold cache)")]
             if changed
             else []
         )
-        return View(items=items, events=events)
+        return View(items=view.items(), events=events)
 
     return prune_when_cold
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import est, is_real_user
+from replay.strategies._common import ReplacedResults, est, is_real_user
 from replay.strategies._prompts import LITERAL_CLEARED
 from replay.strategies._view import (
     Item,
@@ -59,8 +59,10 @@ def opencode_prune(
     protect: int = 40000, minimum: int = 20000, protected: tuple = ("skill",)
 ) -> object:
     pruned: set[int] = set()
+    view = ReplacedResults(pruned, lambda i: replace_output(i, LITERAL_CLEARED))
 
     def prune_after_loop(history: Sequence[Item], ctx: StrategyContext) -> View:
+        view.sync(history)
         events = []
         if history and is_real_user(history[-1]):
             # the loop that just ended is everything before the new prompt
@@ -70,14 +72,9 @@ def opencode_prune(
             found = prune_candidates(history[:end], pruned, protect, protected)
             if found and sum(est(i.output) for i in found) > minimum:
                 pruned.update(i.event_index for i in found)
+                view.update(history, {i.event_index for i in found})
                 events.append(RewriteEvent("prune", f"cleared {len(found)} old tool results"))
-        items = [
-            replace_output(i, LITERAL_CLEARED)
-            if isinstance(i, ToolResultItem) and i.event_index in pruned
-            else i
-            for i in history
-        ]
-        return View(items=items, events=events)
+        return View(items=view.items(), events=events)
 
     return prune_after_loop
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import ItemMemo, tool_kind
+from replay.strategies._common import GrownView, ItemMemo, tool_kind
 from replay.strategies._view import Item, ToolResultItem, replace_output
 
 HINT = (
@@ -70,12 +70,15 @@ def opencode_tool_trunc(
     lines: int = 2000, kb: int = 50, line_chars: int = 2000, grep_matches: int = 100
 ) -> object:
     memo = ItemMemo()
+    view = GrownView()  # a result is capped once, when it is recorded
 
     def cap(item: ToolResultItem) -> ToolResultItem:
         return replace_output(item, cap_output(item, lines, kb * 1024, line_chars, grep_matches))
 
     def store_capped(history: Sequence[Item], ctx: StrategyContext) -> list[Item]:
-        return [memo.get(i, cap) if isinstance(i, ToolResultItem) else i for i in history]
+        for item in history[view.sync(history) :]:
+            view.append(memo.get(item, cap) if isinstance(item, ToolResultItem) else item)
+        return view.items()
 
     return store_capped
 

@@ -16,25 +16,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import nonempty, repair_pairs
+from replay.strategies._common import PairedView, nonempty
 from replay.strategies._view import Item, RewriteEvent, View
 
 
 def openhands_amortized(max_size: int = 100, keep_first: int = 1) -> object:
-    forgotten: set[int] = set()
+    forgotten: set[int] = set()  # history positions forgotten for good
+    live = PairedView(lambda n, item: None if n in forgotten else item)
 
     def forget_in_batches(history: Sequence[Item], ctx: StrategyContext) -> View:
-        def current() -> list[Item]:
-            kept = [i for n, i in enumerate(history) if n not in forgotten]
-            return nonempty(repair_pairs(kept, history), history)
-
-        view = current()
+        live.sync(history)
+        view = nonempty(live.items(), history)
         if len(view) <= max_size:
             return View(items=view)
         positions = [n for n in range(len(history)) if n not in forgotten]
         tail = max(1, max_size // 2 - keep_first)
-        forgotten.update(positions[keep_first : len(positions) - tail])
-        return View(items=current(), events=[RewriteEvent("drop", "amortized forgetting")])
+        newly = positions[keep_first : len(positions) - tail]
+        forgotten.update(newly)
+        live.update(history, newly)
+        view = nonempty(live.items(), history)
+        return View(items=view, events=[RewriteEvent("drop", "amortized forgetting")])
 
     return forget_in_batches
 

@@ -24,11 +24,11 @@ from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
 from replay.strategies._common import (
+    PairedView,
     fresh_call,
     is_real_user,
     item_text,
     nonempty,
-    repair_pairs,
     tool_kind,
 )
 from replay.strategies._prompts import OPENHANDS_ATTENTION_INSTRUCTION
@@ -67,14 +67,12 @@ def importance(unit: list[int], items: Sequence[Item], position: float) -> float
 
 
 def openhands_llm_attention(max_size: int = 100, keep_first: int = 1) -> object:
-    forgotten: set[int] = set()
+    forgotten: set[int] = set()  # history positions forgotten for good
+    live = PairedView(lambda n, item: None if n in forgotten else item)
 
     def keep_ranked(history: Sequence[Item], ctx: StrategyContext) -> View:
-        def current() -> list[Item]:
-            kept = [i for n, i in enumerate(history) if n not in forgotten]
-            return nonempty(repair_pairs(kept, history), history)
-
-        view = current()
+        live.sync(history)
+        view = nonempty(live.items(), history)
         if len(view) <= max_size:
             return View(items=view)
         positions = [n for n in range(len(history)) if n not in forgotten]
@@ -89,13 +87,15 @@ def openhands_llm_attention(max_size: int = 100, keep_first: int = 1) -> object:
             if len(chosen) + len(rest[u]) > budget and chosen:
                 continue
             chosen.update(rest[u])
-        forgotten.update(n for unit in rest for n in unit if n not in chosen)
+        newly = [n for unit in rest for n in unit if n not in chosen]
+        forgotten.update(newly)
+        live.update(history, newly)
         ranking = json.dumps(
             [getattr(history[unit[0]], "event_index", -1) for unit in (rest[u] for u in order)]
         )
         call = fresh_call(view, OPENHANDS_ATTENTION_INSTRUCTION, ranking)
         return View(
-            items=current(),
+            items=nonempty(live.items(), history),
             summarizer_calls=[call],
             events=[RewriteEvent("drop", f"kept {len(chosen)} ranked events")],
         )

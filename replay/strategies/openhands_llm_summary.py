@@ -18,7 +18,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import Frozen, SummarySource, item_text, repair_pairs, summary_item
+from replay.strategies._common import (
+    AnsweredIds,
+    Frozen,
+    SummarySource,
+    item_text,
+    repair_pairs,
+    summary_item,
+)
 from replay.strategies._prompts import LITERAL_OPENHANDS_NO_SUMMARY, OPENHANDS_SUMMARY_INSTRUCTION
 from replay.strategies._view import Item, RewriteEvent, SummarizerCall, SummaryItem, UserItem, View
 
@@ -37,6 +44,7 @@ def events_prompt(items: Sequence[Item]) -> str:
 
 def openhands_llm_summary(max_size: int = 120, keep_first: int = 4) -> object:
     state = Frozen()
+    answered = AnsweredIds()
     summaries = SummarySource()
 
     def summarize_middle(history: Sequence[Item], ctx: StrategyContext) -> View:
@@ -55,7 +63,9 @@ def openhands_llm_summary(max_size: int = 120, keep_first: int = 4) -> object:
             text,
             reuse_main_prefix=False,
         )
-        new = repair_pairs([*head, summary_item(text, middle, source), *tail], history)
+        new = repair_pairs(
+            [*head, summary_item(text, middle, source), *tail], history, answered.sync(history)
+        )
         state.reset(new, history)
         return View(
             items=state.view(history),

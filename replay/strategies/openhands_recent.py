@@ -16,16 +16,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import nonempty, repair_pairs
+from replay.strategies._common import AnsweredIds, nonempty, repair_pairs
 from replay.strategies._view import Item, RewriteEvent, View
 
 
 def openhands_recent(keep_first: int = 1, max_events: int = 100) -> object:
+    answered = AnsweredIds()
+
     def recent_events(history: Sequence[Item], ctx: StrategyContext) -> View:
         if len(history) <= max_events:
             return View(items=list(history))
         tail = max(1, max_events - keep_first)
-        items = repair_pairs([*history[:keep_first], *history[-tail:]], history)
+        window = [*history[:keep_first], *history[-tail:]]
+        items = repair_pairs(window, history, answered.sync(history))
         return View(
             items=nonempty(items, history),
             events=[RewriteEvent("drop", f"{len(history) - max_events} events forgotten")],

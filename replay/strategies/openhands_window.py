@@ -17,27 +17,37 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import is_real_user, nonempty, repair_pairs, request_tokens
+from replay.strategies._common import (
+    HeadTokens,
+    PairedView,
+    is_real_user,
+    nonempty,
+    request_tokens,
+)
 from replay.strategies._view import Item, RewriteEvent, View
 
 
 def openhands_window() -> object:
-    forgotten: set[int] = set()
+    forgotten: set[int] = set()  # history positions forgotten for good
+    live = PairedView(lambda n, item: None if n in forgotten else item)
+    head = HeadTokens()
 
     def halve_on_overflow(history: Sequence[Item], ctx: StrategyContext) -> View:
-        def current() -> list[Item]:
-            kept = [i for n, i in enumerate(history) if n not in forgotten]
-            return nonempty(repair_pairs(kept, history), history)
-
-        view = current()
-        if request_tokens(view, ctx) <= ctx.context_window:
+        live.sync(history)
+        items = live.items()
+        view = nonempty(items, history)
+        size = live.tokens(ctx) + head(ctx) if items else request_tokens(view, ctx)
+        if size <= ctx.context_window:
             return View(items=view)
         positions = [n for n in range(len(history)) if n not in forgotten]
         first_user = next((n for n in positions if is_real_user(history[n])), None)
         others = [n for n in positions if n != first_user]
         keep = set(others[-max(1, len(others) // 2) :])
-        forgotten.update(n for n in others if n not in keep)
-        return View(items=current(), events=[RewriteEvent("drop", "window halved on overflow")])
+        newly = [n for n in others if n not in keep]
+        forgotten.update(newly)
+        live.update(history, newly)
+        view = nonempty(live.items(), history)
+        return View(items=view, events=[RewriteEvent("drop", "window halved on overflow")])
 
     return halve_on_overflow
 

@@ -32,7 +32,6 @@ from replay.strategies._common import (
     item_est,
     path_of,
     reported_tokens,
-    request_tokens,
     summary_item,
     tool_kind,
     trigger_at_user_turn,
@@ -84,7 +83,7 @@ def pi_compact(reserve: int = 16384, keep: int = 20000) -> object:
 
     def compact_between_prompts(history: Sequence[Item], ctx: StrategyContext) -> View:
         view = state.view(history)
-        overflow = request_tokens(view, ctx) > ctx.context_window
+        overflow = state.request_tokens(history, ctx) > ctx.context_window
         due = trigger_at_user_turn(history) and (
             reported_tokens(ctx, view) > ctx.context_window - reserve
         )

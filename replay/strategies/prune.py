@@ -16,9 +16,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import chars as count_chars
-from replay.strategies._common import path_of
-from replay.strategies._view import Item, RewriteEvent, ToolResultItem, View, replace_output
+from replay.strategies._common import GrownView, path_of
+from replay.strategies._view import (
+    Item,
+    RewriteEvent,
+    ToolResultItem,
+    View,
+    item_chars,
+    replace_output,
+)
 
 
 def stub(item: ToolResultItem) -> str:
@@ -29,27 +35,52 @@ def stub(item: ToolResultItem) -> str:
 
 def prune(chars: int = 12000, keep: int = 3) -> object:
     pruned: set[int] = set()
+    view = GrownView()
+    results: list[int] = []  # positions of the tool results
+    by_event: dict[int, list[int]] = {}  # event index → positions of the results that carry it
+    examined = 0  # results[:examined] were candidates once: pruned, or never prunable
+    total = 0  # characters of the view
+
+    def shown(item: Item) -> Item:
+        if isinstance(item, ToolResultItem) and item.event_index in pruned:
+            return replace_output(item, stub(item))
+        return item
 
     def prune_in_batches(history: Sequence[Item], ctx: StrategyContext) -> View:
-        def render() -> list[Item]:
-            return [
-                replace_output(i, stub(i))
-                if isinstance(i, ToolResultItem) and i.event_index in pruned
-                else i
-                for i in history
-            ]
-
-        items = render()
+        nonlocal examined, total
+        start = view.sync(history)
+        if start == 0:
+            results.clear()
+            by_event.clear()
+            examined = total = 0
+        for n in range(start, len(history)):
+            item = history[n]
+            if isinstance(item, ToolResultItem):
+                results.append(n)
+                by_event.setdefault(item.event_index, []).append(n)
+            item = shown(item)
+            view.append(item)
+            total += item_chars(item)
         events = []
-        if count_chars(items) > chars:
-            results = [i for i in history if isinstance(i, ToolResultItem)]
-            old = results[: max(0, len(results) - keep)]
-            new = [i for i in old if i.event_index not in pruned and len(stub(i)) < len(i.output)]
+        if total > chars:
+            # A result once examined stays unprunable (its stub is not shorter, or its event is
+            # pruned already), so only results that became old since are candidates.
+            old = min(len(results), max(0, len(results) - keep))
+            new = [
+                i
+                for i in (history[n] for n in results[examined:old])
+                if i.event_index not in pruned and len(stub(i)) < len(i.output)  # type: ignore[union-attr]
+            ]
+            examined = max(examined, old)
             if new:
-                pruned.update(i.event_index for i in new)
-                items = render()
+                pruned.update(i.event_index for i in new)  # type: ignore[union-attr]
+                for event_index in {i.event_index for i in new}:  # type: ignore[union-attr]
+                    for n in by_event[event_index]:
+                        item = shown(history[n])
+                        total += item_chars(item) - item_chars(view.shown[n])  # type: ignore[arg-type]
+                        view.set(n, item)
                 events.append(RewriteEvent("prune", f"pruned {len(new)} old results"))
-        return View(items=items, events=events)
+        return View(items=view.items(), events=events)
 
     return prune_in_batches
 

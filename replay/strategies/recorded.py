@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._common import Seen
 from replay.strategies._summary import summary_message
 from replay.strategies._view import Item, RewriteEvent, SummaryItem, View
 
@@ -45,13 +46,20 @@ def recorded() -> object:
             summaries[event_index] = item
         return item
 
-    def as_logged(history: Sequence[Item], ctx: StrategyContext) -> View:
-        compactions = [c for c in ctx.logged_summaries if isinstance(c, LoggedCompaction)]
-        if not compactions:
-            return View(items=list(history))
-        replaced: set[int] = set()
+    # The view is built by one walk over the history; while the logged compactions stay the
+    # same, the walk goes on from where the previous request left it.
+    walked: list[LoggedCompaction] = []  # the compactions the walk is for
+    replaced: set[int] = set()
+    seen = Seen()
+    body: list[Item] = []  # the view of the walked items
+    pending: list[tuple[int, int]] = []  # (anchor, event index) of summaries not placed yet
+
+    def restart(compactions: list[LoggedCompaction]) -> None:
+        nonlocal seen
+        walked[:] = compactions
+        replaced.clear()
         for c in compactions:
-            replaced |= c.replaced
+            replaced.update(c.replaced)
         # A later compaction that replaced the place where an earlier summary sat has
         # summarised that summary too: only the surviving summaries are shown.
         live = [
@@ -63,17 +71,25 @@ def recorded() -> object:
                 for later in compactions
             )
         ]
-        anchors = sorted((min(c.replaced, default=c.event_index), c.event_index) for c in live)
-        view: list[Item] = []
-        pending = list(anchors)
-        for h in history:
+        pending[:] = sorted((min(c.replaced, default=c.event_index), c.event_index) for c in live)
+        body.clear()
+        seen = Seen()
+
+    def as_logged(history: Sequence[Item], ctx: StrategyContext) -> View:
+        compactions = [c for c in ctx.logged_summaries if isinstance(c, LoggedCompaction)]
+        if not compactions:
+            return View(items=list(history))
+        start = seen.sync(history)
+        if compactions != walked or start == 0:
+            restart(compactions)
+            start = seen.sync(history)
+        for h in history[start:]:
             index = getattr(h, "event_index", -1)
             while pending and index >= pending[0][0]:
-                view.append(self_summary(pending.pop(0)[1], compactions))
+                body.append(self_summary(pending.pop(0)[1], compactions))
             if index not in replaced:
-                view.append(h)
-        for _, event_index in pending:
-            view.append(self_summary(event_index, compactions))
+                body.append(h)
+        view = [*body, *(self_summary(event_index, compactions) for _, event_index in pending)]
         fresh = [c for c in compactions if c.event_index not in announced]
         announced.update(c.event_index for c in fresh)
         events = [RewriteEvent("compaction", "logged compaction") for _ in fresh]

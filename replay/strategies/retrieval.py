@@ -17,43 +17,101 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from collections.abc import Sequence
 
+import numpy as np
+
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import is_real_user, item_text
+from replay.strategies._common import Seen, is_real_user, item_text
 from replay.strategies._view import AssistantItem, Item, RewriteEvent, View
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
 
+def item_words(item: Item) -> set[str]:
+    """The lower-cased words of an item (of its first 20,000 characters)."""
+    return {w.lower() for w in _WORD.findall(item_text(item)[:20000])}
+
+
 def words(items: Sequence[Item]) -> set[str]:
-    return {w.lower() for i in items for w in _WORD.findall(item_text(i)[:20000])}
+    return set().union(*(item_words(i) for i in items))
+
+
+class _Steps:
+    """The history cut into steps (an assistant message and the items after it that are not
+    real user messages), with each step's word set and an inverted index word → steps, kept as
+    the history grows: every item's words are extracted once, and a request's scores are one
+    count over the index instead of a word set per step."""
+
+    def __init__(self) -> None:
+        self.seen = Seen()
+        self.clear()
+
+    def clear(self) -> None:
+        self.steps: list[list[int]] = []  # positions of each step's items
+        self.words: list[set[str]] = []  # words of each step
+        self.roots: list[float] = []  # sqrt(words) of each step (the last one: its current value)
+        self.postings: dict[str, array] = {}  # word → the steps that have it, ascending
+        self.users: list[int] = []  # positions of the real user messages
+        self.user_words: dict[int, set[str]] = {}
+
+    def grow(self, history: Sequence[Item]) -> None:
+        start = self.seen.sync(history)
+        if start == 0:
+            self.clear()
+        for n in range(start, len(history)):
+            self._add(n, history[n])
+
+    def _add(self, n: int, item: Item) -> None:
+        if isinstance(item, AssistantItem):
+            self.steps.append([n])
+            self.words.append(set())
+            self.roots.append(1.0)
+        elif is_real_user(item):
+            self.users.append(n)
+            self.user_words[n] = item_words(item)
+            return
+        elif not self.steps:
+            return
+        else:
+            self.steps[-1].append(n)
+        step, known = len(self.steps) - 1, self.words[-1]
+        for word in item_words(item) - known:
+            posting = self.postings.get(word)
+            if posting is None:
+                posting = self.postings[word] = array("q")
+            posting.append(step)
+            known.add(word)
+        self.roots[-1] = math.sqrt(len(known) or 1)
+
+    def overlap(self, query: set[str]) -> np.ndarray:
+        """Per step, how many of the `query` words it has."""
+        postings = self.postings
+        found = b"".join([p for w in query if (p := postings.get(w)) is not None])
+        return np.bincount(np.frombuffer(found, dtype=np.int64), minlength=len(self.steps))
 
 
 def retrieval(top: int = 5) -> object:
+    index = _Steps()
+
     def most_relevant(history: Sequence[Item], ctx: StrategyContext) -> View:
-        steps: list[list[int]] = []
-        for n, item in enumerate(history):
-            if isinstance(item, AssistantItem):
-                steps.append([n])
-            elif not is_real_user(item) and steps:
-                steps[-1].append(n)
+        index.grow(history)
+        steps = index.steps
         if len(steps) <= top + 1:
             return View(items=list(history))
         current = steps[-1]
-        last_user = max((n for n, i in enumerate(history) if is_real_user(i)), default=-1)
-        query = words(
-            [history[n] for n in current] + ([history[last_user]] if last_user >= 0 else [])
-        )
-
-        def score(step: list[int]) -> float:
-            w = words([history[n] for n in step])
-            return len(w & query) / math.sqrt(len(w) or 1)
-
-        ranked = sorted(range(len(steps) - 1), key=lambda s: (-score(steps[s]), -s))[:top]
-        keep = {n for s in ranked for n in steps[s]} | set(current)
-        keep |= {n for n, i in enumerate(history) if is_real_user(i) or n < (steps[0][0])}
-        items = [i for n, i in enumerate(history) if n in keep]
+        query = set(index.words[-1])
+        if index.users:
+            query |= index.user_words[index.users[-1]]
+        # score = shared words / sqrt(step words); the best `top` earlier steps, newest first
+        # among equal scores
+        scores = index.overlap(query)[:-1] / np.array(index.roots[:-1])
+        order = np.lexsort((-np.arange(len(scores)), -scores))
+        ranked = order[:top].tolist()
+        keep = {n for s in ranked for n in steps[s]} | set(current) | set(index.users)
+        keep.update(range(steps[0][0]))
+        items = [history[n] for n in sorted(keep)]
         return View(
             items=items, events=[RewriteEvent("drop", f"kept {len(ranked)} relevant steps")]
         )

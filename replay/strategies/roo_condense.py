@@ -49,8 +49,10 @@ def roo_condense(keep: int = 3, pct: int = 100, max_tokens: int = 8192) -> objec
         due = prev * 100 >= pct * ctx.context_window or prev > roo_allowed(
             ctx.context_window, max_tokens
         )
+        if not due:
+            return View(items=view)
         groups = message_groups(view)
-        if not due or len(groups) <= keep + 1:
+        if len(groups) <= keep + 1:
             return View(items=view)
         start = groups[-keep][0]
         while start > 0 and not valid_start(view, start):

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
 from replay.strategies._common import (
-    message_groups,
-    repair_pairs,
+    MessageGroups,
+    PairedView,
     reported_tokens,
     since_last_assistant,
 )
@@ -32,24 +32,24 @@ def roo_allowed(window: int, max_tokens: int) -> int:
 
 def roo_truncate(max_tokens: int = 8192, fraction: float = 0.5) -> object:
     removed: set[int] = set()  # API-message indexes (of the full history) deleted
-
-    def live(history: Sequence[Item]) -> tuple[list[Item], list[int]]:
-        groups = message_groups(history)
-        kept = [g for g in range(len(groups)) if g not in removed]
-        items = [history[n] for g in kept for n in groups[g]]
-        return repair_pairs(items, history), kept
+    groups = MessageGroups()
+    live = PairedView(lambda n, item: None if groups.group_of[n] in removed else item)
 
     def truncate_half(history: Sequence[Item], ctx: StrategyContext) -> View:
-        view, kept = live(history)
+        groups.sync(history)
+        live.sync(history)
+        view = live.items()
         prev = reported_tokens(ctx, view, pending=since_last_assistant(history))
         if prev <= roo_allowed(ctx.context_window, max_tokens):
             return View(items=view)
+        kept = [g for g in range(len(groups.groups)) if g not in removed]
         k = int((len(kept) - 1) * fraction)
         k -= k % 2
         if k <= 0:
             return View(items=view)
         removed.update(kept[1 : k + 1])
-        view, _ = live(history)
+        live.refresh(history)
+        view = live.items()
         return View(items=view, events=[RewriteEvent("drop", f"deleted {k} oldest API messages")])
 
     return truncate_half

@@ -9,6 +9,7 @@ churn.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import islice
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
 from replay.strategies._view import Item, RewriteEvent, ToolResultItem, UserItem, View
@@ -24,7 +25,7 @@ def sliding(messages: int = 10, modifier: str | None = None) -> object:
         window = list(history[start:])
         events = [RewriteEvent("drop", f"dropped {start} oldest items")] if start > 0 else []
         if pin_first and start > 0:
-            first = next((i for i in history[:start] if isinstance(i, UserItem)), None)
+            first = next((i for i in islice(history, start) if isinstance(i, UserItem)), None)
             if first is not None:
                 window.insert(0, first)
         return View(items=window, events=events)

@@ -16,27 +16,47 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import is_real_user
+from replay.strategies._common import GrownView, is_real_user
 from replay.strategies._prompts import LITERAL_SWE_OMITTED
 from replay.strategies._view import Item, RewriteEvent, ToolResultItem, View, replace_output
 
 
+def elided(item: ToolResultItem) -> ToolResultItem:
+    return replace_output(item, LITERAL_SWE_OMITTED.format(lines=len(item.output.splitlines())))
+
+
 def swe_last_n(n: int = 5, polling: int = 1) -> object:
+    view = GrownView()
+    results: list[int] = []  # positions of the tool results
+    task: int | None = None  # position of the first real user message
+    shown = (0, 0)  # results[lo:hi] are elided now
+
     def elide_old_outputs(history: Sequence[Item], ctx: StrategyContext) -> View:
-        task = next((k for k, i in enumerate(history) if is_real_user(i)), None)
-        obs = ([task] if task is not None else []) + [
-            k for k, i in enumerate(history) if isinstance(i, ToolResultItem)
-        ]
-        last = max(0, (len(obs) // max(1, polling)) * max(1, polling) - n)
-        elide = set(obs[1:last])
-        items: list[Item] = []
-        for k, item in enumerate(history):
-            if k in elide and isinstance(item, ToolResultItem):
-                lines = len(item.output.splitlines())
-                item = replace_output(item, LITERAL_SWE_OMITTED.format(lines=lines))
-            items.append(item)
-        events = [RewriteEvent("clear", f"{len(elide)} outputs elided")] if elide else []
-        return View(items=items, events=events)
+        nonlocal task, shown
+        start = view.sync(history)
+        if start == 0:
+            results.clear()
+            task, shown = None, (0, 0)
+        for k in range(start, len(history)):
+            item = history[k]
+            if isinstance(item, ToolResultItem):
+                results.append(k)
+            elif task is None and is_real_user(item):
+                task = k
+            view.append(item)
+        # obs = [task] + results; obs[1:last] are elided, as a range of `results`
+        obs = len(results) + (task is not None)
+        last = max(0, (obs // max(1, polling)) * max(1, polling) - n)
+        lo = 0 if task is not None else 1
+        hi = max(lo, last - 1 if task is not None else last)
+        old_lo, old_hi = shown
+        for j in (*range(old_lo, min(old_hi, lo)), *range(max(old_lo, hi), old_hi)):
+            view.set(results[j], history[results[j]])  # no longer elided
+        for j in (*range(lo, min(hi, old_lo)), *range(max(lo, old_hi), hi)):
+            view.set(results[j], elided(history[results[j]]))  # type: ignore[arg-type]
+        shown = (lo, hi)
+        events = [RewriteEvent("clear", f"{hi - lo} outputs elided")] if hi > lo else []
+        return View(items=view.items(), events=events)
 
     return elide_old_outputs
 

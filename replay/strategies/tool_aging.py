@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import path_of, tool_kind
+from replay.strategies._common import GrownView, path_of, tool_kind
 from replay.strategies._view import (
     Item,
     RewriteEvent,
@@ -49,26 +49,37 @@ def aged(item: ToolResultItem, list_chars: int, other_chars: int) -> ToolResultI
 
 def tool_aging(keep: int = 3, list_chars: int = 200, other_chars: int = 500) -> object:
     seen: set[int] = set()
+    view = GrownView()
+    by_tool: dict[str, list[int]] = defaultdict(list)  # tool → positions of its results
+    aged_count: dict[str, int] = defaultdict(int)  # tool → how many of them are aged (oldest)
 
     def age_per_tool(history: Sequence[Item], ctx: StrategyContext) -> View:
-        by_tool: dict[str, list[int]] = defaultdict(list)
-        for n, item in enumerate(history):
+        start = view.sync(history)
+        if start == 0:
+            by_tool.clear()
+            aged_count.clear()
+        grown: set[str] = set()
+        for n in range(start, len(history)):
+            item = history[n]
             if isinstance(item, ToolResultItem):
                 by_tool[item.tool_name].append(n)
-        old = {
-            n for positions in by_tool.values() for n in positions[: max(0, len(positions) - keep)]
-        }
-        items: list[Item] = []
+                grown.add(item.tool_name)
+            view.append(item)
+        newly_old: list[int] = []
+        for tool in grown:
+            positions = by_tool[tool]
+            old = min(len(positions), max(0, len(positions) - keep))
+            newly_old.extend(positions[aged_count[tool] : old])
+            aged_count[tool] = max(aged_count[tool], old)
         events: list[RewriteEvent] = []
-        for n, item in enumerate(history):
-            if n in old:
-                new = aged(item, list_chars, other_chars)  # type: ignore[arg-type]
-                if new is not item and item.event_index not in seen:  # type: ignore[union-attr]
-                    seen.add(item.event_index)  # type: ignore[union-attr]
-                    events.append(RewriteEvent("aging", f"aged a {item.tool_name} result"))  # type: ignore[union-attr]
-                item = new
-            items.append(item)
-        return View(items=items, events=events)
+        for n in sorted(newly_old):  # in history order, as the events are reported
+            item = history[n]
+            new = aged(item, list_chars, other_chars)  # type: ignore[arg-type]
+            if new is not item and item.event_index not in seen:  # type: ignore[union-attr]
+                seen.add(item.event_index)  # type: ignore[union-attr]
+                events.append(RewriteEvent("aging", f"aged a {item.tool_name} result"))  # type: ignore[union-attr]
+            view.set(n, new)
+        return View(items=view.items(), events=events)
 
     return age_per_tool
 

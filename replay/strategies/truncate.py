@@ -13,12 +13,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._common import GrownView
 from replay.strategies._view import Item, ToolResultItem, truncate_chars
 
 
 def truncate(chars: int = 500) -> object:
+    view = GrownView()  # a result's cap never changes: only new items are capped
+
     def cap_every_result(history: Sequence[Item], ctx: StrategyContext) -> list[Item]:
-        return [truncate_chars(i, chars) if isinstance(i, ToolResultItem) else i for i in history]
+        for item in history[view.sync(history) :]:
+            view.append(truncate_chars(item, chars) if isinstance(item, ToolResultItem) else item)
+        return view.items()
 
     return cap_every_result
 

@@ -1,0 +1,248 @@
+"""Strategies keep what they derive from the history across requests (the engine's history only
+grows by appending), so that a request costs its new items rather than the whole history.
+
+These check that keeping it changes nothing: an instance fed the growing history sends what a
+fresh instance sends for the same history, a history that is not the one seen before grown
+(another list) starts over, append-only strategies send the very same objects again, and
+`retrieval` ranks steps as its rule says (shared words / sqrt(step words)).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from datetime import UTC, datetime
+
+import pytest
+
+from replay.strategies import (
+    AssistantItem,
+    Block,
+    StrategyContext,
+    SummaryItem,
+    ToolResultItem,
+    UserItem,
+    View,
+    parse_name,
+)
+from replay.strategies._common import GrownView, Seen, TokenSums, item_text, item_tokens
+
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+PATHS = ["src/app.py", "src/store.py", "tests/test_app.py", "README.md"]
+WORDS = ["task", "store", "complete", "payload", "assert", "equal", "error", "return", "json"]
+
+# Strategies whose view is a function of the history alone (no state that depends on which
+# requests were made), with thresholds small enough to act on the histories below.
+PURE = [
+    "baseline",
+    "truncate-200",
+    "age-truncate-200-keep-2",
+    "tool-aging-keep-2",
+    "codex-tool-trunc-1k",
+    "opencode-tool-trunc-20l-1kb",
+    "observation-mask-keep-6",
+    "observation-mask-keep-3-poll-2",
+    "anthropic-clear-tool-uses-2k-keep-2",
+    "anthropic-clear-thinking-keep-1",
+    "openhands-browser-mask-1",
+    "openhands-recent-keep-first-1-max-12",
+    "retrieval-top-3",
+    "sliding-6-pin-first",
+]
+APPEND_ONLY = ["baseline", "truncate-200", "codex-tool-trunc-1k", "opencode-tool-trunc-20l-1kb"]
+
+
+def text(rng: random.Random, size: int) -> str:
+    lines, total = [], 0
+    while total < size:
+        line = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 10)))
+        lines.append(line)
+        total += len(line) + 1
+    return "\n".join(lines)[:size]
+
+
+def make_history(steps: int, seed: int) -> list:
+    """A user prompt, then steps of an assistant message (thinking and text sometimes, 1-3 tool
+    calls) and their results; more prompts now and then; re-reads of the same files."""
+    rng = random.Random(seed)
+    items: list = [UserItem("fix complete() in the store; run the tests", event_index=0)]
+    calls = 0
+    for step in range(steps):
+        if step and rng.random() < 0.15:
+            items.append(UserItem(f"also check {rng.choice(PATHS)}", event_index=len(items)))
+        blocks = []
+        if rng.random() < 0.5:
+            blocks.append(Block("thinking", text=text(rng, 200)))
+        if rng.random() < 0.7:
+            blocks.append(Block("text", text=f"step {step}: {text(rng, 60)}"))
+        results = []
+        for _ in range(rng.randint(1, 3)):
+            calls += 1
+            tool = rng.choice(["read_file", "grep", "run_tests", "browse", "write_file"])
+            path = rng.choice(PATHS)
+            args = {"path": path} if tool != "browse" else {"url": f"https://x.test/{step}"}
+            if tool == "write_file":
+                args["content"] = text(rng, 300)
+            size = rng.choice([40, 400, 1500, 5000])
+            output = text(random.Random(path), size) if tool == "read_file" else text(rng, size)
+            cid = f"call_{calls}"
+            blocks.append(Block("tool_call", call_id=cid, name=tool, arguments=args))
+            results.append((cid, tool, output, args))
+        items.append(AssistantItem(blocks=tuple(blocks), event_index=len(items)))
+        for cid, tool, output, args in results:
+            items.append(ToolResultItem(cid, tool, output, event_index=len(items), arguments=args))
+    return items
+
+
+def ctx(index: int = 0) -> StrategyContext:
+    return StrategyContext(
+        request_index=index,
+        ts=T0,
+        model="gpt-5",
+        context_window=200_000,
+        count_tokens=lambda s: math.ceil(len(s) / 4),
+        system="You are a coding agent.",
+    )
+
+
+def view_of(result) -> View:
+    return result if isinstance(result, View) else View(items=list(result))
+
+
+def signature(item) -> tuple:
+    if isinstance(item, ToolResultItem):
+        return ("result", item.call_id, item.output, item.event_index, item.original_chars)
+    if isinstance(item, AssistantItem):
+        return ("assistant", item.event_index, tuple((b.type, b.rendered()) for b in item.blocks))
+    if isinstance(item, SummaryItem):
+        return ("summary", item.text, item.replaces)
+    return ("user", item.text, item.event_index, item.injected)
+
+
+def build(name: str):
+    return parse_name(name).instantiate()
+
+
+@pytest.mark.parametrize("first_prompt", [True, False])
+@pytest.mark.parametrize("name", PURE)
+def test_a_growing_history_gives_what_a_fresh_instance_gives(name: str, first_prompt: bool) -> None:
+    items = make_history(40, seed=1 if first_prompt else 4)
+    if not first_prompt:  # the first real user message comes later (a subagent's thread)
+        items = items[1:]
+    grown = build(name)
+    history: list = []
+    changed = 0
+    for n, item in enumerate(items):
+        history.append(item)  # one list growing, as the engine passes it
+        kept = view_of(grown(history, ctx(n)))
+        fresh = view_of(build(name)(list(history), ctx(n)))
+        assert [signature(i) for i in kept.items] == [signature(i) for i in fresh.items], n
+        changed += [signature(i) for i in kept.items] != [signature(i) for i in history]
+    if name != "baseline":
+        assert changed, f"{name} never changed the history here: the test would prove nothing"
+
+
+@pytest.mark.parametrize("name", PURE)
+def test_another_history_starts_over(name: str) -> None:
+    first, other = make_history(30, seed=2), make_history(12, seed=3)
+    instance = build(name)
+    for n in range(1, len(first) + 1):
+        instance(first[:n], ctx(n))
+    for history in (other, other[:-3], first[:5]):  # another list, a shorter one, a prefix
+        kept = view_of(instance(history, ctx()))
+        fresh = view_of(build(name)(history, ctx()))
+        assert [signature(i) for i in kept.items] == [signature(i) for i in fresh.items]
+
+
+@pytest.mark.parametrize("name", APPEND_ONLY)
+def test_append_only_strategies_send_the_same_objects_again(name: str) -> None:
+    items = make_history(30, seed=4)
+    instance = build(name)
+    previous: list = []
+    for n in range(1, len(items) + 1):
+        sent = view_of(instance(items[:n], ctx(n))).items
+        assert all(a is b for a, b in zip(previous, sent, strict=False))
+        assert len(sent) >= len(previous)
+        previous = sent
+
+
+def test_the_view_is_a_new_list_every_time() -> None:
+    """The engine may append to a request's items (fitted unlogged context): a strategy must
+    not hand out the list it keeps."""
+    items = make_history(10, seed=5)
+    for name in ("truncate-200", "observation-mask-keep-6", "openhands-amortized-8"):
+        instance = build(name)
+        result = instance(items, ctx())
+        first = result.items if isinstance(result, View) else result  # as the engine gets it
+        first.append(UserItem("appended by the engine"))
+        again = view_of(instance(items, ctx())).items
+        assert [signature(i) for i in again] == [signature(i) for i in first[:-1]], name
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+
+
+def reference_retrieval(history: list, top: int) -> list:
+    """The retrieval rule written out directly: steps, word sets, scores, top K."""
+
+    def words(items: list) -> set[str]:
+        return {w.lower() for i in items for w in _WORD.findall(item_text(i)[:20000])}
+
+    def real_user(i) -> bool:
+        return isinstance(i, UserItem) and not i.injected
+
+    steps: list[list[int]] = []
+    for n, item in enumerate(history):
+        if isinstance(item, AssistantItem):
+            steps.append([n])
+        elif not real_user(item) and steps:
+            steps[-1].append(n)
+    if len(steps) <= top + 1:
+        return list(history)
+    last_user = max((n for n, i in enumerate(history) if real_user(i)), default=-1)
+    current = [history[n] for n in steps[-1]]
+    query = words(current + ([history[last_user]] if last_user >= 0 else []))
+
+    def score(s: int) -> float:
+        w = words([history[n] for n in steps[s]])
+        return len(w & query) / math.sqrt(len(w) or 1)
+
+    ranked = sorted(range(len(steps) - 1), key=lambda s: (-score(s), -s))[:top]
+    keep = {n for s in ranked for n in steps[s]} | set(steps[-1])
+    keep |= {n for n, i in enumerate(history) if real_user(i) or n < steps[0][0]}
+    return [i for n, i in enumerate(history) if n in keep]
+
+
+@pytest.mark.parametrize("seed", [6, 7])
+def test_retrieval_ranks_steps_by_its_rule(seed: int) -> None:
+    items = make_history(60, seed=seed)
+    instance = build("retrieval-top-4")
+    for n in range(1, len(items) + 1):
+        sent = view_of(instance(items[:n], ctx(n))).items
+        assert sent == reference_retrieval(items[:n], 4), n  # the very same items, in order
+
+
+def test_seen_tells_new_items_and_starts_over_on_another_list() -> None:
+    items = make_history(8, seed=8)
+    seen = Seen()
+    assert seen.sync(items[:3]) == 0
+    assert seen.sync(items[:7]) == 3
+    assert seen.sync(items[:7]) == 7  # nothing new
+    assert seen.sync(items[:5]) == 0  # shorter: not the same history grown
+    assert seen.sync(items[:6]) == 5
+    other = [UserItem("another thread"), *items[1:9]]
+    assert seen.sync(other) == 0  # another first item
+
+
+def test_grown_view_leaves_out_none_and_token_sums_follow_the_history() -> None:
+    items = make_history(6, seed=9)
+    view = GrownView()
+    for item in items[view.sync(items) :]:
+        view.append(None if isinstance(item, ToolResultItem) else item)
+    assert view.items() == [i for i in items if not isinstance(i, ToolResultItem)]
+    view.set(2, items[2])
+    assert items[2] in view.items()
+    sums = TokenSums()
+    for n in range(len(items) + 1):
+        assert sums.sync(items[:n], ctx())[-1] == sum(item_tokens(i, ctx()) for i in items[:n])
