@@ -145,7 +145,9 @@ class PromptView:
 
     ids: np.ndarray
     cum: np.ndarray
-    kinds: Sequence[str]
+    block_kinds: Sequence[str]
+    """Kind of each block: the request's own (shared, list-like) sequence when nothing was
+    dropped; `kinds` is the same as a list."""
     positions: np.ndarray
     """Lookback positions with runs of tool_use (or tool_result) blocks collapsed."""
     keys: Sequence[int]
@@ -153,6 +155,16 @@ class PromptView:
     kept: np.ndarray | None = None
     """Original block index of each kept block (None: nothing dropped)."""
     dropped_tokens: int = 0
+    _kinds: list[str] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def kinds(self) -> list[str]:
+        """`block_kinds` as a list, made on first use: a simulator that loops over every block
+        indexes a list fastest, one that looks at a few blocks uses `block_kinds`."""
+        if self._kinds is None:
+            kinds = self.block_kinds
+            self._kinds = kinds if isinstance(kinds, list) else list(kinds)
+        return self._kinds
 
     @property
     def total(self) -> int:

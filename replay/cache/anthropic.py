@@ -43,7 +43,7 @@ from replay.render._request import TEXT, THINKING
 
 def cacheable(view: PromptView, table, block: int) -> bool:
     """Blocks that may carry `cache_control`: not thinking, not empty text."""
-    kind = view.kinds[block]
+    kind = view.block_kinds[block]
     if kind == THINKING:
         return False
     info = table.blocks[int(view.ids[block])]

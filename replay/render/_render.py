@@ -327,7 +327,6 @@ class Renderer:
         previous view keep their blocks; only the rest is walked in Python and appended (in
         place when nothing else wrote past the kept blocks), so an append-only strategy costs
         O(new items) here, not O(history)."""
-        head_ids, head_kinds = self._head_blocks(system, tools, hidden_tokens)
         key = (thread, system, tuple(id(t) for t in tools), hidden_tokens)
         last = self._last.get(key)
         items = list(items)
@@ -337,6 +336,7 @@ class Renderer:
             # Owners are ascending (-1 for the head): the first block of item `shared`.
             keep = int(np.searchsorted(base.cols.owners[: base.n], shared, side="left"))
         else:
+            head_ids, head_kinds = self._head_blocks(system, tools, hidden_tokens)
             base = self._head_layout(key[1:], head_ids, head_kinds, model)
             keep = len(head_ids)
         new_ids: list[int] = []
