@@ -6,12 +6,15 @@ import math
 from datetime import UTC, datetime
 
 import gen
+import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from replay.cache import profile_for
 from replay.log import ToolDef
 from replay.render import Renderer
+from replay.render._request import KindIndex
 from replay.strategies import AssistantItem, Block, SummaryItem, ToolResultItem, UserItem
 from replay.tokens import TokenCounter, counter_for
 
@@ -181,3 +184,121 @@ def test_block_tokens_add_up_on_random_histories(items):
         assert [req.kinds[b] for b in range(len(req.kinds)) if req.item_index[b] == n] == [
             "summary"
         ]
+
+
+# -- block columns shared by a thread's requests ----------------------------------------------
+
+
+def _fresh(renderer, items, *, system, tools, thread, model):
+    """`items` rendered from scratch: a new renderer (no layout shared) on the same block table
+    (so equal contents have the same ids)."""
+    fresh = Renderer(renderer.table.counter)
+    fresh.table = renderer.table
+    return fresh.render(
+        items, system=system, tools=tools, index=0, request_id="r", thread=thread, ts=TS,
+        model=model, provider="openai",
+    )
+
+
+def _assert_same_blocks(got, want):
+    for name in ("block_ids", "block_tokens", "cum_tokens", "item_index", "positions"):
+        assert getattr(got, name).tolist() == getattr(want, name).tolist(), name
+    assert list(got.kinds) == list(want.kinds)
+    assert list(got.prefix_keys) == list(want.prefix_keys)
+    assert got.kinds == want.kinds and got.prefix_keys == want.prefix_keys
+    mine, theirs = got.kind_index, KindIndex.of(list(want.kinds))
+    assert mine.codes.tolist() == theirs.codes.tolist()
+    for name in ("head_end", "last_turn", "last_user_role", "last_non_thinking", "first_thinking"):
+        assert getattr(mine, name) == getattr(theirs, name), name
+
+
+_steps = st.lists(
+    st.tuples(
+        st.sampled_from(["main", "sub"]),
+        st.sampled_from(["extend", "extend", "cut", "edit", "same"]),
+        st.integers(0, 12),
+        st.sampled_from(["gpt-5", "gpt-5", "gpt-5-mini"]),
+    ),
+    min_size=1,
+    max_size=10,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(gen.histories(max_items=12), _steps, st.booleans())
+def test_shared_block_columns_never_change_an_earlier_request(pool, steps, head):
+    """Consecutive requests of a thread share block columns (appending in place, copying on
+    divergence, another thread starting from the same head, a model switch re-chaining the
+    keys): every request keeps exactly the arrays a fresh render gives it, after every later
+    render, and its `KindIndex` is the one computed from its kinds."""
+    system, tools = (SYSTEM, TOOLS) if head else ("", [])
+    r = Renderer(counter_for("gpt-5"))
+    views: dict[str, list] = {"main": [], "sub": []}
+    done = []
+    for thread, op, n, model in steps:
+        view = list(views[thread])
+        if op == "extend" or not view:
+            view += pool[len(view) : len(view) + 1 + n % 3] or [UserItem(f"more {n}")]
+        elif op == "cut":
+            view = view[: max(1, n % len(view))]
+        elif op == "edit":
+            at = n % len(view)
+            old = view[at]
+            view[at] = (
+                ToolResultItem(old.call_id, old.tool_name, old.output + " (edited)")
+                if isinstance(old, ToolResultItem)
+                else UserItem(f"edited {n}")
+            )
+        views[thread] = view
+        req = r.render(
+            view, system=system, tools=tools, index=0, request_id="r", thread=thread, ts=TS,
+            model=model, provider="openai",
+        )
+        done.append((req, view, thread, model))
+    for req, view, thread, model in done:
+        want = _fresh(r, view, system=system, tools=tools, thread=thread, model=model)
+        _assert_same_blocks(req, want)
+
+
+def test_an_append_only_thread_shares_one_buffer_and_a_divergence_copies():
+    r = Renderer(counter_for("gpt-5"))
+    items = _conversation()
+    first = _render(r, items[:2])
+    second = _render(r, items)
+    # The second request extended the first in place: its arrays are views of the same buffer.
+    assert np.shares_memory(first.block_ids, second.block_ids)
+    edited = [*items[:1], UserItem("a different second message")]
+    third = _render(r, edited)
+    assert not np.shares_memory(third.block_ids, second.block_ids)
+    # The first two are untouched by the copy-on-divergence.
+    _assert_same_blocks(first, _fresh(r, items[:2], system=SYSTEM, tools=TOOLS,
+                                      thread="main", model="gpt-5"))
+    _assert_same_blocks(second, _fresh(r, items, system=SYSTEM, tools=TOOLS,
+                                       thread="main", model="gpt-5"))
+
+
+def test_released_requests_keep_their_totals_and_later_ones_their_arrays():
+    r = Renderer(counter_for("gpt-5"))
+    items = _conversation()
+    first = _render(r, items[:2])
+    total = first.total
+    first.release_blocks()
+    second = _render(r, items)
+    assert first.total == total and first.block_ids is None
+    _assert_same_blocks(second, _fresh(r, items, system=SYSTEM, tools=TOOLS,
+                                       thread="main", model="gpt-5"))
+
+
+def test_kind_index_follows_a_cut_and_an_extension():
+    r = Renderer(counter_for("gpt-5"))
+    items = _conversation()  # user, assistant (thinking, text, call), result, user
+    full = _render(r, items)
+    assert (full.kind_index.first_thinking, full.kind_index.last_turn) == (4, 8)
+    cut = _render(r, items[:1])  # the thinking block and the last user turn are gone
+    assert (cut.kind_index.first_thinking, cut.kind_index.last_turn) == (-1, 3)
+    assert (cut.kind_index.head_end, cut.kind_index.last_user_role) == (2, 3)
+    again = _render(r, items[:3])
+    index = again.kind_index
+    assert (index.first_thinking, index.last_turn, index.last_user_role) == (4, 3, 7)
+    assert index.last_non_thinking == 7 and not index.thinking_before_turn
+    assert full.kind_index.thinking_before_turn

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import zlib
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from itertools import chain
 from typing import Any, Literal
 
 import numpy as np
@@ -15,12 +17,16 @@ import numpy as np
 from replay.cache._rules import _MISSING, RuleBook
 from replay.cache._store import CacheStore, Entry
 from replay.prefix import PrefixDiff
-from replay.render import BlockTable, RenderedRequest
-from replay.render._request import SUMMARY, THINKING, TOOL_CALL, TOOL_RESULT, USER
+from replay.render import BlockTable, RenderedRequest, first_difference
+from replay.render._request import (
+    KIND_CODES,
+    KIND_NAMES,
+    RUN_CODES,
+    THINKING_CODE,
+    TURN_CODES,
+)
 
 Ttl = Literal["5m", "1h"]
-
-_RUN_KINDS = (TOOL_CALL, TOOL_RESULT)
 
 # Miss-cause kinds (the stable part of `CacheOutcome.miss_kind`; docs/cache-rules.md "Causes").
 COLD_START = "cold-start"
@@ -145,14 +151,26 @@ class PromptView:
 
     ids: np.ndarray
     cum: np.ndarray
-    kinds: list[str]
+    block_kinds: Sequence[str]
+    """Kind of each block: the request's own (shared, list-like) sequence when nothing was
+    dropped; `kinds` is the same as a list."""
     positions: np.ndarray
     """Lookback positions with runs of tool_use (or tool_result) blocks collapsed."""
-    keys: list[int]
+    keys: Sequence[int]
     """Chained prefix keys (equal to the request's up to the first dropped block)."""
     kept: np.ndarray | None = None
     """Original block index of each kept block (None: nothing dropped)."""
     dropped_tokens: int = 0
+    _kinds: list[str] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def kinds(self) -> list[str]:
+        """`block_kinds` as a list, made on first use: a simulator that loops over every block
+        indexes a list fastest, one that looks at a few blocks uses `block_kinds`."""
+        if self._kinds is None:
+            kinds = self.block_kinds
+            self._kinds = kinds if isinstance(kinds, list) else list(kinds)
+        return self._kinds
 
     @property
     def total(self) -> int:
@@ -172,14 +190,19 @@ class PromptView:
         return int(np.searchsorted(self.kept, original, side="right")) - 1
 
 
-def collapsed_positions(kinds: list[str]) -> np.ndarray:
-    positions = np.empty(len(kinds), dtype=np.int64)
-    pos = -1
-    for i, kind in enumerate(kinds):
-        if not (i and kind in _RUN_KINDS and kinds[i - 1] == kind):
-            pos += 1
-        positions[i] = pos
-    return positions
+def collapsed_positions(kinds: Sequence[str]) -> np.ndarray:
+    """Lookback position of each block: a run of tool_call (or tool_result) blocks is one."""
+    codes = np.fromiter((KIND_CODES[k] for k in kinds), dtype=np.int8, count=len(kinds))
+    return _positions_of(codes)
+
+
+def _positions_of(codes: np.ndarray) -> np.ndarray:
+    continues = np.zeros(len(codes), dtype=bool)
+    continues[1:] = (codes[1:] == codes[:-1]) & np.isin(codes[1:], RUN_CODES)
+    return np.cumsum(~continues, dtype=np.int64) - 1
+
+
+_KIND_NAMES = np.array(KIND_NAMES, dtype=object)
 
 
 def prompt_view(
@@ -189,38 +212,60 @@ def prompt_view(
     before the last non-tool_result user turn is removed (older Claude models, all Haiku, OpenAI
     reasoning models). With `table`, a user block known only by its size (context the log does
     not hold, fitted on recorded usage) is not a user turn: nobody sent a message there."""
-    kinds = req.kinds
-    if strip_thinking:
-        last_user = next(
-            (
-                i
-                for i in range(len(kinds) - 1, -1, -1)
-                if kinds[i] in (USER, SUMMARY)
-                and not (table is not None and table.blocks[int(req.block_ids[i])].sized_only)
-            ),
-            -1,
+    index = req.kind_index if strip_thinking else None
+    last_turn = -1 if index is None else _last_turn(req, index.last_turn, table)
+    if index is None or not 0 <= index.first_thinking < last_turn:
+        return PromptView(
+            req.block_ids, req.cum_tokens, req.kinds, req.positions, req.prefix_keys
         )
-        drop = [i for i in range(last_user) if kinds[i] == THINKING] if last_user > 0 else []
-    else:
-        drop = []
-    if not drop:
-        return PromptView(req.block_ids, req.cum_tokens, kinds, req.positions, req.prefix_keys)
-    mask = np.ones(len(kinds), dtype=bool)
+    drop = np.flatnonzero(index.codes[:last_turn] == THINKING_CODE)
+    mask = np.ones(len(req.block_ids), dtype=bool)
     mask[drop] = False
     kept = np.flatnonzero(mask)
     ids = req.block_ids[kept]
     tokens = req.block_tokens[kept]
-    new_kinds = [kinds[i] for i in kept.tolist()]
-    first = drop[0]
-    keys = list(req.prefix_keys[:first])
-    key = keys[-1] if keys else zlib.crc32(req.model.encode())
-    for block_id in ids[first:].tolist():
-        key = hash((key, block_id))
-        keys.append(key)
+    codes = index.codes[kept]
+    keys = _stripped_keys(req, ids, int(drop[0]))
     dropped = int(req.block_tokens[drop].sum())
     return PromptView(
-        ids, np.cumsum(tokens), new_kinds, collapsed_positions(new_kinds), keys, kept, dropped
+        ids, np.cumsum(tokens), _KIND_NAMES[codes].tolist(), _positions_of(codes), keys, kept,
+        dropped,
     )
+
+
+def _last_turn(req: RenderedRequest, last_turn: int, table: BlockTable | None) -> int:
+    """The last user turn, skipping user blocks known only by their size (fitted context)."""
+    if table is None or last_turn < 0:
+        return last_turn
+    codes = req.kind_index.codes
+    for i in np.flatnonzero(np.isin(codes[: last_turn + 1], TURN_CODES))[::-1].tolist():
+        if not table.blocks[int(req.block_ids[i])].sized_only:
+            return i
+    return -1
+
+
+def _stripped_keys(req: RenderedRequest, ids: np.ndarray, first: int) -> list[int]:
+    """Chained prefix keys of the kept blocks `ids` (block `first` is the first one dropped:
+    the request's own keys hold before it). Keys are a function of the model and the ids, so
+    those of the thread's previous stripped view are reused up to where its ids differ: the
+    same thinking blocks are stripped request after request until the next user turn."""
+    keys = list(req.prefix_keys[:first])
+    memo = req._lineage.memo if req._lineage is not None else None
+    if memo is not None:
+        hit = memo.get(("stripped", req.model))
+        if hit is not None:
+            old_ids, old_keys = hit
+            differ = first_difference(old_ids, ids)
+            same = min(len(old_ids), len(ids)) if differ is None else differ
+            if same > first:
+                keys = old_keys[:same]
+    key = keys[-1] if keys else zlib.crc32(req.model.encode())
+    for block_id in ids[len(keys) :].tolist():
+        key = hash((key, block_id))
+        keys.append(key)
+    if memo is not None:
+        memo[("stripped", req.model)] = (ids, keys)
+    return keys
 
 
 # --------------------------------------------------------------------------------------------
@@ -360,22 +405,37 @@ def walk_entries(
         return None
     others = store.other_scopes(sim.scope, model)
     top = len(view) - 1 if upto is None else min(upto, len(view) - 1)
-    for i in range(top, -1, -1):
-        tokens = int(view.cum[i])
-        if tokens <= read:
-            return None
-        key = view.keys[i]
-        entry = store.get(sim.scope, model, key)
+    # Cumulative tokens never decrease: the blocks longer than `read` are a suffix, so only the
+    # part of the prompt beyond what was read is walked; and past its last few blocks, only the
+    # blocks at whose length the store holds an entry (a long walk that finds nothing is then
+    # not O(prompt) in Python).
+    low = int(np.searchsorted(view.cum, read, side="right"))
+    near = max(low, top - _NEAR_BLOCKS + 1)
+    blocks: Iterable[int] = range(top, near - 1, -1)
+    if near > low:
+        held = np.flatnonzero(store.may_hold(model, view.cum[low:near]))
+        blocks = chain(blocks, (held[::-1] + low).tolist())
+    keys, entries = view.keys, store.entries
+    for i in blocks:
+        key = keys[i]
+        entry = entries.get((sim.scope, model, key))
         if entry is not None:
+            tokens = int(view.cum[i])
             state = entry_state(entry, t, lane)
             if state is None:
                 return Lost(tokens, BEYOND_LOOKBACK, unreached)
             return Lost(tokens, *state)
         for other in others:
-            entry = store.get(other, model, key)
+            entry = entries.get((other, model, key))
             if entry is not None and not entry.expired(t):
+                tokens = int(view.cum[i])
                 return Lost(tokens, OTHER_SCOPE, f"different cache scope ({scope_label(other)})")
     return None
+
+
+_NEAR_BLOCKS = 32
+"""Blocks `walk_entries` checks one by one before it searches the rest of the prompt at once
+(what it looks for is usually among the last blocks)."""
 
 
 class CacheSimulator(ABC):

@@ -17,35 +17,31 @@ from replay._errors import ReplayError
 from replay.cache._base import Breakpoint, Ttl
 from replay.log import MAIN_THREAD
 from replay.render import RenderedRequest
-from replay.render._request import SUMMARY, SYSTEM, THINKING, TOOL, TOOL_RESULT, USER
 
 Placement = Callable[[RenderedRequest], list[int]]
 
 
+# Block positions come from the request's `KindIndex` (kept by the renderer as it appends
+# blocks): no walk over the prompt per request.
+
+
+def _found(block: int) -> int | None:
+    return None if block < 0 else block
+
+
 def _head_end(req: RenderedRequest) -> int | None:
     """Last block of the tools + system prompt (they open the prompt)."""
-    head = None
-    for i, kind in enumerate(req.kinds):
-        if kind not in (SYSTEM, TOOL):
-            break
-        head = i
-    return head
+    return _found(req.kind_index.head_end)
 
 
 def _last_message_block(req: RenderedRequest) -> int | None:
     """Last content block of the prompt that may carry a marker (not thinking)."""
-    for i in range(len(req.kinds) - 1, -1, -1):
-        if req.kinds[i] != THINKING:
-            return i
-    return None
+    return _found(req.kind_index.last_non_thinking)
 
 
 def _last_user_block(req: RenderedRequest) -> int | None:
     """Last block of the last user-role message (a user turn or tool results)."""
-    for i in range(len(req.kinds) - 1, -1, -1):
-        if req.kinds[i] in (USER, TOOL_RESULT, SUMMARY):
-            return i
-    return None
+    return _found(req.kind_index.last_user_role)
 
 
 def system_and_last(req: RenderedRequest) -> list[int]:

@@ -97,6 +97,36 @@ class CachedPrompt:
 
 
 @dataclass
+class LengthIndex:
+    """The prefix lengths (tokens) of the entries one model has in any scope, searchable for a
+    whole prompt at once. An entry can only be the prefix of a prompt ending at a block whose
+    cumulative length it has (equal keys mean equal blocks, hence equal lengths), so a walk
+    over a prompt's blocks need only visit those blocks, not every block of the prompt."""
+
+    known: set[int] = field(default_factory=set)
+    ordered: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Sorted lengths; `pending` ones are merged in when a search needs them."""
+    pending: list[int] = field(default_factory=list)
+
+    def add(self, tokens: int) -> None:
+        if tokens not in self.known:
+            self.known.add(tokens)
+            self.pending.append(tokens)
+
+    def contains(self, cum: np.ndarray) -> np.ndarray:
+        """Mask of the (ascending) lengths `cum` that some entry has."""
+        if self.pending:
+            pending = np.sort(np.asarray(self.pending, dtype=np.int64))
+            # Two sorted runs: the stable sort (timsort) merges them in linear time.
+            self.ordered = np.sort(np.concatenate((self.ordered, pending)), kind="stable")
+            self.pending = []
+        if not len(self.ordered):
+            return np.zeros(len(cum), dtype=bool)
+        at = np.searchsorted(self.ordered, cum)  # ascending queries: cache-friendly
+        return self.ordered[np.minimum(at, len(self.ordered) - 1)] == cum
+
+
+@dataclass
 class CacheStore:
     """Entries per (scope, model, prefix key); per-(scope, model) prompt lists for automatic
     mechanisms; `extra` for any other per-scope state a simulator keeps."""
@@ -106,13 +136,18 @@ class CacheStore:
     extra: dict[tuple, object] = field(default_factory=dict)
     scopes: dict[str, set[str]] = field(default_factory=dict)
     """Model → scopes that hold entries or prompts for it (to name "different cache scope")."""
+    lengths: dict[str, LengthIndex] = field(default_factory=dict)
+    """Model → the prefix lengths of its `entries` (a superset once entries are deleted: only
+    `put` adds entries, and deleting one leaves its length here)."""
 
     def get(self, scope: str, model: str, key: int) -> Entry | None:
         return self.entries.get((scope, model, key))
 
     def put(self, scope: str, model: str, key: int, entry: Entry) -> Entry:
         """Write `entry`; a re-write of an entry that has not expired refreshes it instead
-        (longer TTL kept, earliest readiness kept). Returns the stored entry."""
+        (longer TTL kept, earliest readiness kept). Returns the stored entry. `entry.tokens`
+        must be the length of the prefix `key` stands for (`may_hold` relies on it)."""
+        key = int(key)
         self.scopes.setdefault(model, set()).add(scope)
         entry.writers.add(entry.writer)
         old = self.entries.get((scope, model, key))
@@ -126,7 +161,19 @@ class CacheStore:
         if entry.created is None:
             entry.created = t
         self.entries[(scope, model, key)] = entry
+        index = self.lengths.get(model)
+        if index is None:
+            index = self.lengths[model] = LengthIndex()
+        index.add(entry.tokens)
         return entry
+
+    def may_hold(self, model: str, cum: np.ndarray) -> np.ndarray:
+        """Mask of the blocks (given by their ascending cumulative lengths `cum`) whose prefix
+        may have an entry for `model` in some scope (False: certainly none)."""
+        index = self.lengths.get(model)
+        if index is None:
+            return np.zeros(len(cum), dtype=bool)
+        return index.contains(cum)
 
     def other_scopes(self, scope: str, model: str) -> list[str]:
         return sorted(s for s in self.scopes.get(model, ()) if s != scope)

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+import numpy as np
+
 from replay.cache._base import (
     Breakpoint,
     CacheOutcome,
@@ -41,7 +43,7 @@ from replay.render._request import TEXT, THINKING
 
 def cacheable(view: PromptView, table, block: int) -> bool:
     """Blocks that may carry `cache_control`: not thinking, not empty text."""
-    kind = view.kinds[block]
+    kind = view.block_kinds[block]
     if kind == THINKING:
         return False
     info = table.blocks[int(view.ids[block])]
@@ -53,6 +55,20 @@ def last_cacheable(view: PromptView, table, upto: int) -> int | None:
         if cacheable(view, table, i):
             return i
     return None
+
+
+def lookback_blocks(view: PromptView, block: int, lookback: int, collapse: bool) -> range:
+    """The blocks the lookback from a breakpoint on `block` checks, in order: `lookback`
+    positions back from the breakpoint (it counts as one), each position's blocks last first,
+    skipping blocks after the breakpoint. That is every block from the breakpoint down to the
+    first block of the last position reached: positions never decrease along the prompt, so one
+    binary search finds it (no walk over the prompt)."""
+    if collapse:
+        top = int(view.positions[block])
+        low = int(np.searchsorted(view.positions, top - lookback + 1, side="left"))
+    else:
+        low = max(0, block - lookback + 1)
+    return range(block, low - 1, -1)
 
 
 class AnthropicSimulator(CacheSimulator):
@@ -148,27 +164,13 @@ class AnthropicSimulator(CacheSimulator):
             size = view.tokens(bps[-1].block) if bps else total
             return done(0, 0, 0, total, lost, size)
 
-        # Positions the lookback walks, and the blocks of each position.
-        positions = view.positions if collapse else None
-        members: dict[int, list[int]] = {}
-        if collapse:
-            for block, p in enumerate(positions.tolist()):
-                members.setdefault(p, []).append(block)
-
         read, read_entry = 0, None
         for bp in sorted(eligible, key=lambda b: -b.block):
-            top = int(positions[bp.block]) if collapse else bp.block
             hit = None
-            for p in range(top, max(-1, top - lookback), -1):
-                blocks = members[p] if collapse else (p,)
-                for block in reversed(blocks):
-                    if block > bp.block:
-                        continue
-                    entry = store.get(sim.scope, req.model, view.keys[block])
-                    if entry is not None and entry_state(entry, t, sim.lane) is None:
-                        hit = (view.tokens(block), entry)
-                        break
-                if hit is not None:
+            for block in lookback_blocks(view, bp.block, lookback, collapse):
+                entry = store.get(sim.scope, req.model, view.keys[block])
+                if entry is not None and entry_state(entry, t, sim.lane) is None:
+                    hit = (view.tokens(block), entry)
                     break
             if hit is not None and hit[0] > read:
                 read, read_entry = hit

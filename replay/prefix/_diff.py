@@ -50,7 +50,11 @@ def prefix_diff(
 ) -> PrefixDiff:
     if previous is None:
         return PrefixDiff(0, None, None, "first", False)
-    block = first_difference(previous.block_ids, current.block_ids)
+    if previous._lineage is not None and previous._lineage is current._lineage:
+        # Both are views of one thread's write-once block columns: one extends the other.
+        block = None
+    else:
+        block = first_difference(previous.block_ids, current.block_ids)
     if block is None:
         shared = min(previous.total, current.total)
         truncated = len(current.block_ids) < len(previous.block_ids)

@@ -4,9 +4,14 @@ Each view item becomes one or more blocks (an assistant message: one per content
 result: one block, merged into the same user message as the results right before it). Rendering
 is memoized per item object, so the history items a strategy passes through untouched are
 rendered once for the whole replay, and a view that starts with the same item objects as the
-thread's previous view reuses that view's block arrays up to the first item that differs: per
-request the Python work is O(new items), plus array copies, never re-tokenization. Chained
-prefix keys are reused from the previous request up to the first block that differs.
+thread's previous view reuses that view's blocks up to the first item that differs: per request
+the Python work is O(new items), never re-tokenization.
+
+The block columns (ids, tokens, cumulative tokens, owners, lookback positions, kinds, chained
+prefix keys) live in buffers shared by a thread's consecutive requests: a request that extends
+the previous one appends to them in place and holds views of its length, one that diverges
+copies the blocks it keeps (`_Columns`). The renderer also tracks, per request, the few block
+positions the cache simulators look up (`KindIndex`), so they need not walk the blocks.
 """
 
 from __future__ import annotations
@@ -23,21 +28,28 @@ import numpy as np
 
 from replay.log import ToolDef
 from replay.render._request import (
+    KIND_CODES,
+    KIND_NAMES,
+    RUN_CODES,
     SUMMARY,
     SYSTEM,
     TEXT,
     THINKING,
+    THINKING_CODE,
     TOOL,
     TOOL_CALL,
     TOOL_RESULT,
+    TURN_CODES,
     USER,
+    USER_ROLE_CODES,
     BlockTable,
+    IntsView,
+    KindIndex,
+    ListPrefix,
     RenderedRequest,
 )
 from replay.strategies._view import AssistantItem, Item, SummaryItem, ToolResultItem, UserItem
 from replay.tokens import TokenCounter
-
-_RUN_KINDS = (TOOL_CALL, TOOL_RESULT)
 
 HIDDEN_PREFIX_TEXT = "[hidden prompt prefix: not in the log, size estimated by the adapter]"
 """Text of the fixed-size block standing for an adapter's `hidden_prefix_tokens` estimate."""
@@ -52,19 +64,144 @@ def first_difference(a: np.ndarray, b: np.ndarray) -> int | None:
     return int(diff[0]) if len(diff) else None
 
 
+_ARRAYS = (
+    ("ids", np.int64),
+    ("tokens", np.int64),
+    ("cum", np.int64),
+    ("owners", np.int64),
+    ("positions", np.int64),
+    ("codes", np.int8),
+    ("keys", np.int64),
+)
+
+
+class _Columns:
+    """Per-block columns shared by the consecutive layouts of a thread.
+
+    Elements [0, used) are written once and never change afterwards. A layout is a `_Columns`
+    and its length n <= used; its `RenderedRequest` holds numpy views [:n] and `ListPrefix`es of
+    length n. The thread's next layout appends in place when the blocks it keeps are exactly
+    [0, used) (nothing wrote past them since); otherwise it copies the blocks it keeps into new
+    columns (copy on divergence), so the arrays of earlier requests stay as they were. Buffers
+    grow by doubling into new arrays: the views of earlier requests keep the old ones alive.
+    """
+
+    __slots__ = ("ids", "tokens", "cum", "owners", "positions", "codes", "keys", "kinds",
+                 "model", "used", "memo")
+
+    def __init__(self, model: str, capacity: int) -> None:
+        for name, dtype in _ARRAYS:
+            setattr(self, name, np.empty(capacity, dtype=dtype))
+        self.kinds: list[str] = []
+        self.model = model
+        """The model the prefix keys (`keys`) are chained for: they are a function of it and
+        of the block ids."""
+        self.used = 0
+        self.memo: dict = {}
+        """Memos of code that derives data from this lineage's requests (`prompt_view`)."""
+
+    def capacity(self) -> int:
+        return len(self.ids)
+
+    def reserve(self, size: int) -> None:
+        if size <= self.capacity():
+            return
+        capacity = max(size, 2 * self.capacity(), 64)
+        for name, dtype in _ARRAYS:
+            grown = np.empty(capacity, dtype=dtype)
+            grown[: self.used] = getattr(self, name)[: self.used]
+            setattr(self, name, grown)
+
+    def copy_prefix(self, keep: int, model: str, capacity: int) -> _Columns:
+        """New columns holding blocks [0, keep) of these (keys re-chained for another model)."""
+        new = _Columns(model, max(capacity, keep))
+        for name, _ in _ARRAYS:
+            getattr(new, name)[:keep] = getattr(self, name)[:keep]
+        new.kinds = self.kinds[:keep]
+        if model != self.model:
+            new.keys[:keep] = _chain(model, None, self.ids[:keep].tolist())
+        new.used = keep
+        return new
+
+
+def _chain(model: str, key: int | None, ids: list[int]) -> list[int]:
+    """Chained prefix keys of the blocks `ids`, after the block whose key is `key` (None: they
+    open the prompt)."""
+    if key is None:
+        key = zlib.crc32(model.encode())
+    keys = []
+    for block_id in ids:
+        key = hash((key, block_id))
+        keys.append(key)
+    return keys
+
+
+def _lookup(codes: tuple[int, ...]) -> np.ndarray:
+    """Kind code → whether it is one of `codes`."""
+    table = np.zeros(len(KIND_NAMES), dtype=bool)
+    table[list(codes)] = True
+    return table
+
+
+_TURN = _lookup(TURN_CODES)
+_USER_ROLE = _lookup(USER_ROLE_CODES)
+_NON_THINKING = _lookup(tuple(c for c in range(len(KIND_NAMES)) if c != THINKING_CODE))
+
+
+def _last_of(codes: np.ndarray, upto: int, wanted: np.ndarray, known: int) -> int:
+    """Last block before `upto` whose kind code is `wanted`; `known` is the last one in a
+    longer range starting at 0 (so it is the answer when it lies before `upto`). Searches back
+    in growing windows: what is looked for is usually close."""
+    if known < upto:
+        return known
+    high, width = upto, 64
+    while high > 0:
+        low = max(0, high - width)
+        hits = np.flatnonzero(wanted[codes[low:high]])
+        if len(hits):
+            return low + int(hits[-1])
+        high, width = low, width * 4
+    return -1
+
+
+def _shared_items(old: list[Item], new: list[Item]) -> int:
+    """How many leading items of `new` are the very objects of `old`."""
+    n = min(len(old), len(new))
+    # List equality tests identity first (items compare by identity), at C speed, and stops at
+    # the first difference; so does each window of the search for it.
+    if (new[:n] == old) if n == len(old) else (old[:n] == new):
+        return n
+    low, width = 0, 64
+    while True:
+        high = min(n, low + width)
+        if old[low:high] != new[low:high]:
+            return low + list(map(operator.is_, old[low:high], new[low:high])).index(False)
+        low, width = high, width * 2
+
+
 @dataclass(slots=True)
 class _Layout:
-    """A rendered view's block arrays, kept to render the thread's next view incrementally."""
+    """A rendered view: its blocks are [0, n) of `cols`. Kept to render the thread's next view
+    incrementally."""
 
     items: list[Item]
-    item_end: list[int]
-    """`item_end[n]` = index just past the last block of item n."""
-    ids: np.ndarray
-    tokens: np.ndarray
-    cum: np.ndarray
-    owners: np.ndarray
-    kinds: list[str]
-    positions: np.ndarray
+    cols: _Columns
+    n: int
+    head_end: int
+    last_turn: int
+    last_user_role: int
+    last_non_thinking: int
+    first_thinking: int
+
+    def kind_index(self) -> KindIndex:
+        return KindIndex(
+            codes=self.cols.codes[: self.n],
+            head_end=self.head_end,
+            last_turn=self.last_turn,
+            last_user_role=self.last_user_role,
+            last_non_thinking=self.last_non_thinking,
+            first_thinking=self.first_thinking,
+        )
 
 
 class Renderer:
@@ -167,7 +304,8 @@ class Renderer:
         hidden_tokens: int | tuple[int, ...] = 0,
         head_version: int = 0,
     ) -> RenderedRequest:
-        layout = self._layout(items, system, tools, thread, hidden_tokens, head_version)
+        layout = self._layout(items, system, tools, thread, model, hidden_tokens, head_version)
+        cols, n = layout.cols, layout.n
         request = RenderedRequest(
             index=index,
             request_id=request_id,
@@ -175,16 +313,18 @@ class Renderer:
             ts=ts,
             model=model,
             provider=provider,
-            block_ids=layout.ids,
-            block_tokens=layout.tokens,
-            cum_tokens=layout.cum,
-            item_index=layout.owners,
-            kinds=layout.kinds,
-            positions=layout.positions,
+            block_ids=cols.ids[:n],
+            block_tokens=cols.tokens[:n],
+            cum_tokens=cols.cum[:n],
+            item_index=cols.owners[:n],
+            kinds=ListPrefix(cols.kinds, n),
+            positions=cols.positions[:n],
+            prefix_keys=IntsView(cols.keys[:n]),
             output_tokens=output_tokens,
             estimated_output=estimated_output,
         )
-        request.prefix_keys = self._prefix_keys(request, previous)
+        request._kind_index = layout.kind_index()
+        request._lineage = cols
         return request
 
     def _layout(
@@ -193,32 +333,29 @@ class Renderer:
         system: str,
         tools: Sequence[ToolDef],
         thread: str,
+        model: str,
         hidden_tokens: int | tuple[int, ...] = 0,
         head_version: int = 0,
     ) -> _Layout:
-        """Block arrays of a view. The leading items that are the very objects of the thread's
-        previous view keep their blocks (an array slice); only the rest is walked in Python, so
-        an append-only strategy costs O(new items) here, not O(history)."""
-        head_ids, head_kinds = self._head_blocks(system, tools, hidden_tokens, head_version)
+        """Block columns of a view. The leading items that are the very objects of the thread's
+        previous view keep their blocks; only the rest is walked in Python and appended (in
+        place when nothing else wrote past the kept blocks), so an append-only strategy costs
+        O(new items) here, not O(history)."""
         key = (thread, system, tuple(id(t) for t in tools), hidden_tokens, head_version)
         last = self._last.get(key)
         items = list(items)
-        shared = 0
-        if last is not None:
-            n = min(len(last.items), len(items))
-            # List equality tests identity first (items compare by identity): C speed.
-            if last.items[:n] == items[:n]:
-                shared = n
-            else:
-                shared = list(map(operator.is_, last.items[:n], items[:n])).index(False)
+        shared = _shared_items(last.items, items) if last is not None else 0
         if shared:
-            base, keep = last, last.item_end[shared - 1]
+            base = last
+            # Owners are ascending (-1 for the head): the first block of item `shared`.
+            keep = int(np.searchsorted(base.cols.owners[: base.n], shared, side="left"))
         else:
-            base, keep = self._head_layout(key[1:], head_ids, head_kinds), len(head_ids)
+            head_ids, head_kinds = self._head_blocks(system, tools, hidden_tokens, head_version)
+            base = self._head_layout(key[1:], head_ids, head_kinds, model)
+            keep = len(head_ids)
         new_ids: list[int] = []
         new_kinds: list[str] = []
         new_owners: list[int] = []
-        item_end = base.item_end[:shared]
         prev_is_result = shared > 0 and isinstance(items[shared - 1], ToolResultItem)
         for n in range(shared, len(items)):
             item = items[n]
@@ -227,49 +364,97 @@ class Renderer:
             new_ids.extend(b_ids)
             new_kinds.extend(b_kinds)
             new_owners.extend([n] * len(b_ids))
-            item_end.append(keep + len(new_ids))
             prev_is_result = is_result
-        infos = self.table.blocks
-        tokens = np.fromiter((infos[i].tokens for i in new_ids), dtype=np.int64, count=len(new_ids))
-        kinds = base.kinds[:keep] + new_kinds
-        positions = np.empty(len(new_ids), dtype=np.int64)
-        pos = int(base.positions[keep - 1]) if keep else -1
-        for i, kind in enumerate(new_kinds, start=keep):
-            if not (i and kind in _RUN_KINDS and kinds[i - 1] == kind):
-                pos += 1
-            positions[i - keep] = pos
-        offset = int(base.cum[keep - 1]) if keep else 0
-        layout = _Layout(
-            items=items,
-            item_end=item_end,
-            ids=np.concatenate((base.ids[:keep], np.asarray(new_ids, dtype=np.int64))),
-            tokens=np.concatenate((base.tokens[:keep], tokens)),
-            cum=np.concatenate((base.cum[:keep], np.cumsum(tokens) + offset)),
-            owners=np.concatenate((base.owners[:keep], np.asarray(new_owners, dtype=np.int64))),
-            kinds=kinds,
-            positions=np.concatenate((base.positions[:keep], positions)),
-        )
+        layout = self._extend(base, keep, new_ids, new_kinds, new_owners, model)
+        layout.items = items
         self._last[key] = layout
         return layout
 
-    def _head_layout(self, key: tuple, head_ids: list[int], head_kinds: list[str]) -> _Layout:
+    def _extend(
+        self,
+        base: _Layout,
+        keep: int,
+        new_ids: list[int],
+        new_kinds: list[str],
+        new_owners: list[int],
+        model: str,
+    ) -> _Layout:
+        """Blocks [0, keep) of `base` followed by the new blocks."""
+        cols = base.cols
+        end = keep + len(new_ids)
+        codes = cols.codes
+        # What the new blocks continue from (the block before them).
+        last_turn = _last_of(codes, keep, _TURN, base.last_turn)
+        last_user_role = _last_of(codes, keep, _USER_ROLE, base.last_user_role)
+        last_non_thinking = _last_of(codes, keep, _NON_THINKING, base.last_non_thinking)
+        first_thinking = base.first_thinking if base.first_thinking < keep else -1
+        if cols.used != keep or cols.model != model:
+            # Diverging from blocks a later layout (or another thread) already extended, or
+            # chained for another model: copy the kept blocks, leave the old columns as they are.
+            cols = cols.copy_prefix(keep, model, end + max(64, end // 8))
+        else:
+            cols.reserve(end)
+        pos = int(cols.positions[keep - 1]) if keep else -1
+        total = int(cols.cum[keep - 1]) if keep else 0
+        prev_code = int(cols.codes[keep - 1]) if keep else -1
+        infos = self.table.blocks
+        tokens: list[int] = []
+        cums: list[int] = []
+        positions: list[int] = []
+        new_codes: list[int] = []
+        for i, (block_id, kind) in enumerate(zip(new_ids, new_kinds, strict=True), start=keep):
+            code = KIND_CODES[kind]
+            if not (code == prev_code and code in RUN_CODES):
+                pos += 1
+            prev_code = code
+            size = infos[block_id].tokens
+            total += size
+            tokens.append(size)
+            cums.append(total)
+            positions.append(pos)
+            new_codes.append(code)
+            if code in TURN_CODES:
+                last_turn = i
+            if code in USER_ROLE_CODES:
+                last_user_role = i
+            if code != THINKING_CODE:
+                last_non_thinking = i
+            elif first_thinking < 0:
+                first_thinking = i
+        cols.ids[keep:end] = new_ids
+        cols.tokens[keep:end] = tokens
+        cols.cum[keep:end] = cums
+        cols.owners[keep:end] = new_owners
+        cols.positions[keep:end] = positions
+        cols.codes[keep:end] = new_codes
+        cols.kinds.extend(new_kinds)
+        cols.keys[keep:end] = _chain(model, int(cols.keys[keep - 1]) if keep else None, new_ids)
+        cols.used = end
+        return _Layout(
+            items=[],
+            cols=cols,
+            n=end,
+            head_end=base.head_end,
+            last_turn=last_turn,
+            last_user_role=last_user_role,
+            last_non_thinking=last_non_thinking,
+            first_thinking=first_thinking,
+        )
+
+    def _head_layout(
+        self, key: tuple, head_ids: list[int], head_kinds: list[str], model: str
+    ) -> _Layout:
         hit = self._head_layouts.get(key)
         if hit is not None:
             return hit
-        ids = np.asarray(head_ids, dtype=np.int64)
-        infos = self.table.blocks
-        tokens = np.fromiter((infos[i].tokens for i in head_ids), dtype=np.int64, count=len(ids))
-        positions = np.empty(len(ids), dtype=np.int64)
-        pos = -1
-        for i, kind in enumerate(head_kinds):
-            if not (i and kind in _RUN_KINDS and head_kinds[i - 1] == kind):
-                pos += 1
-            positions[i] = pos
-        hit = self._head_layouts[key] = _Layout(
-            items=[], item_end=[], ids=ids, tokens=tokens, cum=np.cumsum(tokens),
-            owners=np.full(len(ids), -1, dtype=np.int64), kinds=list(head_kinds),
-            positions=positions,
+        empty = _Layout(
+            items=[], cols=_Columns(model, 64), n=0, head_end=-1, last_turn=-1,
+            last_user_role=-1, last_non_thinking=-1, first_thinking=-1,
         )
+        hit = self._extend(empty, 0, list(head_ids), list(head_kinds), [-1] * len(head_ids), model)
+        # Only tool definitions and the system prompt: the head is all of it.
+        hit.head_end = hit.n - 1
+        self._head_layouts[key] = hit
         return hit
 
     @staticmethod
@@ -281,7 +466,7 @@ class Renderer:
         if previous is not None and previous.model == request.model:
             first = first_difference(previous.block_ids, ids)
             keep = min(len(previous.block_ids), len(ids)) if first is None else first
-        keys = previous.prefix_keys[:keep] if keep else []
+        keys = list(previous.prefix_keys[:keep]) if keep else []
         key = keys[-1] if keys else zlib.crc32(request.model.encode())
         for block_id in ids[keep:].tolist():
             key = hash((key, block_id))

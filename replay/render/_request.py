@@ -9,8 +9,11 @@ is comparing two integer arrays.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import islice
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
@@ -27,6 +30,149 @@ TOOL, SYSTEM, USER, SUMMARY, TEXT, THINKING, TOOL_CALL, TOOL_RESULT = (
     "tool_call",
     "tool_result",
 )
+
+KIND_NAMES = (TOOL, SYSTEM, USER, SUMMARY, TEXT, THINKING, TOOL_CALL, TOOL_RESULT)
+KIND_CODES = {kind: code for code, kind in enumerate(KIND_NAMES)}
+"""Block kind → small integer code (a request's kinds as a numpy array: `kind_codes`)."""
+HEAD_CODES = (KIND_CODES[TOOL], KIND_CODES[SYSTEM])
+TURN_CODES = (KIND_CODES[USER], KIND_CODES[SUMMARY])
+USER_ROLE_CODES = (KIND_CODES[USER], KIND_CODES[TOOL_RESULT], KIND_CODES[SUMMARY])
+RUN_CODES = (KIND_CODES[TOOL_CALL], KIND_CODES[TOOL_RESULT])
+"""Kinds whose consecutive blocks share one lookback position."""
+THINKING_CODE = KIND_CODES[THINKING]
+
+_T = TypeVar("_T")
+
+
+class ListPrefix(Sequence[_T]):
+    """A read-only view of the first `n` elements of a list that only ever grows by appending
+    (the renderer's per-thread columns): consecutive requests of a thread share one list
+    instead of each holding a copy. Compares equal to a list with the same elements."""
+
+    __slots__ = ("_items", "_n")
+
+    def __init__(self, items: list[_T], n: int) -> None:
+        self._items = items
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, index: int) -> _T: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[_T]: ...
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return self._items[: self._n][index]
+        if index < 0:
+            index += self._n
+        if not 0 <= index < self._n:
+            raise IndexError("ListPrefix index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[_T]:
+        return islice(self._items, self._n)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ListPrefix):
+            other = other._items[: other._n]
+        if isinstance(other, list | tuple):
+            return len(other) == self._n and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # compares like a list
+
+    def __repr__(self) -> str:
+        return repr(self._items[: self._n])
+
+    def __reduce__(self) -> tuple:
+        # Pickle only the visible elements, as a plain list.
+        return list, (self._items[: self._n],)
+
+
+class IntsView(Sequence[int]):
+    """A 1-d integer array seen as a read-only sequence of Python ints (it compares equal to a
+    list of the same ints; slices are lists). The renderer's prefix keys: a view of a column
+    shared by a thread's requests, copied as one block of memory when a thread diverges."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[int]: ...
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return self.array[index].tolist()
+        return int(self.array[index])
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.array.tolist())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, IntsView):
+            return bool(np.array_equal(self.array, other.array))
+        if isinstance(other, list | tuple):
+            return self.array.tolist() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # compares like a list
+
+    def __repr__(self) -> str:
+        return repr(self.array.tolist())
+
+    def __reduce__(self) -> tuple:
+        return list, (self.array.tolist(),)
+
+
+@dataclass(frozen=True, slots=True)
+class KindIndex:
+    """Where a request's blocks of some kinds are, found without walking its blocks (the
+    renderer keeps these incrementally; `of` computes them for a request built elsewhere)."""
+
+    codes: np.ndarray
+    """`KIND_CODES` of each block."""
+    head_end: int
+    """Last block of the leading run of tool definitions and system prompt (-1: none)."""
+    last_turn: int
+    """Last user or summary block: the last non-tool_result user turn (-1: none)."""
+    last_user_role: int
+    """Last block of a user-role message: user, tool_result or summary (-1: none)."""
+    last_non_thinking: int
+    """Last block that is not a thinking block (-1: none)."""
+    first_thinking: int
+    """First thinking block (-1: none)."""
+
+    @classmethod
+    def of(cls, kinds: Sequence[str]) -> KindIndex:
+        codes = np.fromiter((KIND_CODES[k] for k in kinds), dtype=np.int8, count=len(kinds))
+
+        def last(mask: np.ndarray) -> int:
+            hits = np.flatnonzero(mask)
+            return int(hits[-1]) if len(hits) else -1
+
+        not_head = np.flatnonzero(~np.isin(codes, HEAD_CODES))
+        thinking = np.flatnonzero(codes == THINKING_CODE)
+        return cls(
+            codes=codes,
+            head_end=int(not_head[0]) - 1 if len(not_head) else len(codes) - 1,
+            last_turn=last(np.isin(codes, TURN_CODES)),
+            last_user_role=last(np.isin(codes, USER_ROLE_CODES)),
+            last_non_thinking=last(codes != THINKING_CODE),
+            first_thinking=int(thinking[0]) if len(thinking) else -1,
+        )
+
+    @property
+    def thinking_before_turn(self) -> bool:
+        """Whether a thinking block comes before the last user turn."""
+        return 0 <= self.first_thinking < self.last_turn
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +248,11 @@ class RenderedRequest:
     """`cum_tokens[i]` = tokens through block i (inclusive)."""
     item_index: np.ndarray
     """View item each block came from (-1 for tool definitions and the system prompt)."""
-    kinds: list[str]
+    kinds: Sequence[str]
+    """Kind of each block (a list, or a `ListPrefix` shared with the thread's other requests)."""
     positions: np.ndarray
     """Lookback position of each block: runs of tool_call (or tool_result) blocks share one."""
-    prefix_keys: list[int] = field(default_factory=list)
+    prefix_keys: Sequence[int] = field(default_factory=list)
     """Chained hash of blocks 0..i: equal keys mean equal prefixes."""
     output_tokens: int = 0
     """Tokens the recorded response generated (the trajectory is fixed)."""
@@ -114,6 +261,18 @@ class RenderedRequest:
     released: bool = False
     """True once `release_blocks()` dropped the per-block arrays (only `total` is left)."""
     _total: int = field(default=0, repr=False)
+    _kind_index: KindIndex | None = field(default=None, init=False, repr=False, compare=False)
+    """Set by the renderer; computed from `kinds` on first use otherwise (not an init field, so
+    `dataclasses.replace` with other kinds never carries a stale one)."""
+    _lineage: Any = field(default=None, init=False, repr=False, compare=False)
+    """The renderer's shared columns these arrays are views of (memos keyed on a thread's
+    requests, e.g. `prompt_view`'s stripped keys, hang on it); None elsewhere."""
+
+    @property
+    def kind_index(self) -> KindIndex:
+        if self._kind_index is None:
+            self._kind_index = KindIndex.of(self.kinds)
+        return self._kind_index
 
     @property
     def total(self) -> int:
@@ -132,6 +291,7 @@ class RenderedRequest:
             self.block_ids = self.block_tokens = self.cum_tokens = None  # type: ignore[assignment]
             self.item_index = self.positions = None  # type: ignore[assignment]
             self.kinds = self.prefix_keys = None  # type: ignore[assignment]
+            self._kind_index = self._lineage = None
 
     def tokens_before(self, block: int) -> int:
         return int(self.cum_tokens[block - 1]) if block > 0 else 0

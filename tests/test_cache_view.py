@@ -1,0 +1,200 @@
+"""The shared pieces of the cache simulators that look up block positions without walking the
+prompt (thinking stripping, the lookback window, the entry walk) equal the plain walks they
+replace, on random prompts and stores."""
+
+from __future__ import annotations
+
+import zlib
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replay.cache._base import (
+    BEYOND_LOOKBACK,
+    OTHER_SCOPE,
+    Lost,
+    PromptView,
+    SimRequest,
+    collapsed_positions,
+    entry_state,
+    prompt_view,
+    scope_label,
+    walk_entries,
+)
+from replay.cache._store import CacheStore, Entry
+from replay.cache.anthropic import lookback_blocks
+from replay.cache.testing import CacheLab
+from replay.prefix import PrefixDiff
+from replay.render import Renderer
+from replay.render._request import KIND_NAMES
+from replay.strategies import AssistantItem, Block, UserItem
+from replay.tokens import counter_for
+
+TS = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+# -- thinking stripping ---------------------------------------------------------------------------
+
+
+def _stripped_reference(req) -> tuple:
+    """The stripped prompt computed by walking every block (what `prompt_view` did before)."""
+    kinds = list(req.kinds)
+    last_user = next(
+        (i for i in range(len(kinds) - 1, -1, -1) if kinds[i] in ("user", "summary")), -1
+    )
+    drop = [i for i in range(last_user) if kinds[i] == "thinking"] if last_user > 0 else []
+    if not drop:
+        return None
+    kept = [i for i in range(len(kinds)) if i not in drop]
+    ids = req.block_ids[kept].tolist()
+    keys = list(req.prefix_keys[: drop[0]])
+    key = keys[-1] if keys else zlib.crc32(req.model.encode())
+    for block_id in ids[drop[0] :]:
+        key = hash((key, block_id))
+        keys.append(key)
+    new_kinds = [kinds[i] for i in kept]
+    cum = np.cumsum(req.block_tokens[kept]).tolist()
+    dropped = int(req.block_tokens[drop].sum())
+    return ids, cum, new_kinds, collapsed_positions(new_kinds).tolist(), keys, kept, dropped
+
+
+def _thinking_turn(n: int, thinking: bool) -> list:
+    blocks = (Block("thinking", text=f"think {n}"),) if thinking else ()
+    return [AssistantItem((*blocks, Block("text", text=f"answer {n}")))]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.booleans(), st.integers(0, 5)), min_size=1,
+                max_size=12))
+def test_stripped_view_equals_the_walk_over_every_block(turns):
+    """A thread whose turns have thinking blocks, new user turns and cuts: the stripped view
+    (reusing the keys of the thread's previous stripped view) is the one a walk computes."""
+    r = Renderer(counter_for("claude-sonnet-4-5"))
+    view: list = [UserItem("task")]
+    for n, (thinking, user, cut) in enumerate(turns):
+        if cut == 0 and len(view) > 2:
+            view = view[: len(view) // 2]
+        view = view + _thinking_turn(n, thinking) + ([UserItem(f"user {n}")] if user else [])
+        req = r.render(view, system="system", tools=[], index=n, request_id=f"r{n}",
+                       thread="main", ts=TS, model="claude-sonnet-4-5", provider="anthropic")
+        got = prompt_view(req, True)
+        want = _stripped_reference(req)
+        if want is None:
+            assert got.kept is None and got.dropped_tokens == 0
+            assert got.keys == req.prefix_keys and got.total == req.total
+            continue
+        ids, cum, kinds, positions, keys, kept, dropped = want
+        assert got.ids.tolist() == ids and got.cum.tolist() == cum
+        assert list(got.kinds) == kinds and got.positions.tolist() == positions
+        assert list(got.keys) == keys and got.kept.tolist() == kept
+        assert got.dropped_tokens == dropped
+
+
+# -- the lookback window --------------------------------------------------------------------------
+
+
+def _lookback_reference(positions: list[int], block: int, lookback: int, collapse: bool):
+    members: dict[int, list[int]] = {}
+    for b, p in enumerate(positions):
+        members.setdefault(p, []).append(b)
+    top = positions[block] if collapse else block
+    walked = []
+    for p in range(top, max(-1, top - lookback), -1):
+        for b in reversed(members[p] if collapse else [p]):
+            if b <= block:
+                walked.append(b)
+    return walked
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(KIND_NAMES), min_size=1, max_size=60), st.data())
+def test_lookback_blocks_equal_the_walk_over_positions(kinds, data):
+    positions = collapsed_positions(kinds)
+    view = PromptView(np.zeros(len(kinds)), np.zeros(len(kinds)), kinds, positions, [])
+    block = data.draw(st.integers(0, len(kinds) - 1))
+    lookback = data.draw(st.integers(1, 25))
+    for collapse in (False, True):
+        want = _lookback_reference(positions.tolist(), block, lookback, collapse)
+        assert list(lookback_blocks(view, block, lookback, collapse)) == want
+
+
+# -- the entry walk -------------------------------------------------------------------------------
+
+
+def _walk_reference(store, sim, view, read, upto=None, unreached="beyond lookback"):
+    model, t, lane = sim.request.model, sim.request.ts, sim.lane
+    if not store.has_model(model) or not len(view):
+        return None
+    others = store.other_scopes(sim.scope, model)
+    top = len(view) - 1 if upto is None else min(upto, len(view) - 1)
+    for i in range(top, -1, -1):
+        tokens = int(view.cum[i])
+        if tokens <= read:
+            return None
+        key = view.keys[i]
+        entry = store.get(sim.scope, model, key)
+        if entry is not None:
+            state = entry_state(entry, t, lane)
+            if state is None:
+                return Lost(tokens, BEYOND_LOOKBACK, unreached)
+            return Lost(tokens, *state)
+        for other in others:
+            entry = store.get(other, model, key)
+            if entry is not None and not entry.expired(t):
+                return Lost(tokens, OTHER_SCOPE, f"different cache scope ({scope_label(other)})")
+    return None
+
+
+_sizes = st.integers(0, 400)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_sizes, min_size=1, max_size=120) | st.lists(_sizes, min_size=40), st.data())
+def test_entry_walk_equals_the_walk_over_every_block(sizes, data):
+    """Long prompts (past the blocks checked one by one), blocks of zero tokens (equal
+    lengths), entries in this and other scopes, live, expired and not ready, and entries of
+    other prompts (lengths that match no key)."""
+    lab = CacheLab("anthropic", "claude-sonnet-4-5")
+    ids = [lab.block("user", n) for n in sizes]
+    req = lab.request(ids, at=3600)
+    view = prompt_view(req)
+    store = CacheStore()
+    t = req.ts
+    # Half of the entries far back: past the last blocks, which the walk checks one by one.
+    far = st.integers(0, max(0, len(ids) - 40))
+    for block in data.draw(st.lists(st.integers(0, len(ids) - 1) | far, max_size=8)):
+        scope = data.draw(st.sampled_from(["mine", "mine", "other"]))
+        age = data.draw(st.sampled_from([10, 10, 1000]))  # 1000 s > the 5 min TTL
+        ready = data.draw(st.sampled_from([-5, 30]))
+        writer = data.draw(st.sampled_from(["main", "sub"]))
+        entry = Entry(view.tokens(block), 300.0, t - timedelta(seconds=age),
+                      t + timedelta(seconds=ready), writer=writer)
+        store.put(scope, req.model, view.keys[block], entry)
+    for tokens in data.draw(st.lists(st.integers(0, 50_000), max_size=4)):  # other prompts
+        store.put("mine", req.model, 1_000_003 * tokens + 7,
+                  Entry(tokens, 300.0, t, t, writer="main"))
+    sim = SimRequest(req, [], "mine", PrefixDiff(0, None, None, "first", False), None, lab.table)
+    read = data.draw(st.sampled_from([0, 0, int(view.cum[len(ids) // 2])]))
+    upto = data.draw(st.sampled_from([None, None, len(ids) // 3]))
+    got = walk_entries(store, sim, view, read, upto, unreached="x")
+    assert got == _walk_reference(store, sim, view, read, upto, unreached="x")
+
+
+def test_a_walk_finds_an_expired_entry_far_back():
+    """Regression guard: past the last blocks the walk checks one by one, it still finds the
+    longest entry (here expired, 100 blocks back) and reports why it could not be read."""
+    lab = CacheLab("anthropic", "claude-sonnet-4-5")
+    ids = [lab.block("user", 50) for _ in range(150)]
+    req = lab.request(ids, at=7200)
+    view = prompt_view(req)
+    store = CacheStore()
+    old = req.ts - timedelta(hours=1)
+    store.put("mine", req.model, view.keys[49], Entry(view.tokens(49), 300.0, old, old, "main"))
+    for tokens in (49, 2600, 10**6):  # entries of other prompts, with other lengths
+        store.put("mine", req.model, tokens, Entry(tokens, 300.0, old, old, "main"))
+    sim = SimRequest(req, [], "mine", PrefixDiff(0, None, None, "first", False), None, lab.table)
+    lost = walk_entries(store, sim, view, 0)
+    assert lost is not None and lost.tokens == 50 * 50 and lost.kind == "ttl-expired"
+    assert walk_entries(store, sim, view, 50 * 50) is None
