@@ -113,6 +113,28 @@ def _with_answer(p: list[int], cur: list[int], lab: CacheLab) -> int:
     return n
 
 
+def _strips_thinking(lab: CacheLab, provider: str, model: str, ts) -> bool:
+    route = lab.router.route(provider, model)
+    book = lab.router.book(route, route.variant)
+    return bool(book.get("strips_thinking", route.rules_model, ts, False))
+
+
+def _billed(ids: list[int], lab: CacheLab, strips: bool) -> list[int]:
+    """`ids` without the thinking blocks before the last user turn, where the model strips
+    them (written apart from the simulator's `prompt_view`)."""
+    if not strips:
+        return ids
+    # A user block known only by its size (fitted context; every block of a CacheLab) is not a
+    # user turn.
+    turns = [
+        n
+        for n, i in enumerate(ids)
+        if lab.table.blocks[i].kind in ("user", "summary") and not lab.table.blocks[i].sized_only
+    ]
+    last = turns[-1] if turns else -1
+    return [i for n, i in enumerate(ids) if n >= last or lab.table.blocks[i].kind != "thinking"]
+
+
 @settings(max_examples=60)
 @given(
     config=st.sampled_from(CONFIGS),
@@ -147,17 +169,20 @@ def test_buckets_sum_cached_bounded_no_double_billing(config, head, steps):
             assert value >= 0
         assert o.prompt + o.dropped_tokens == req.total
 
-        # 2. cached ≤ common prefix with an earlier prompt (or prompt + answer) of this model
-        if not any(m in normalize_model(use) for m in ("haiku", "sonnet-4-5")):  # no stripping
-            tokens = {i: lab.table.blocks[i].tokens for i in ids}
-            for p in (p for m, _, p in sent_before if m == use):
-                tokens.update({i: lab.table.blocks[i].tokens for i in p})
-            bound = max(
-                (max(_lcp(p, ids, tokens), _with_answer(p, ids, lab))
-                 for m, _, p in sent_before if m == use),
-                default=0,
-            )
-            assert o.cache_read <= bound
+        # 2. cached ≤ common prefix with an earlier prompt (or prompt + answer) of this model,
+        # both as billed (models that strip earlier thinking at a new user turn)
+        strips = _strips_thinking(lab, provider, use, req.ts)
+        billed = _billed(ids, lab, strips)
+        tokens = {i: lab.table.blocks[i].tokens for i in ids}
+        for p in (p for m, _, p in sent_before if m == use):
+            tokens.update({i: lab.table.blocks[i].tokens for i in p})
+        bound = max(
+            (max(_lcp(_billed(p, lab, strips), billed, tokens),
+                 _with_answer(_billed(p, lab, strips), billed, lab))
+             for m, _, p in sent_before if m == use),
+            default=0,
+        )
+        assert o.cache_read <= bound
         recent = [pt for m, pt, _ in sent_before if m == use and t - pt <= lifetime]
         if not recent:
             assert o.cache_read == 0

@@ -68,7 +68,8 @@ class OpenAIBreakpointSimulator(CacheSimulator):
     def simulate(self, sim: SimRequest) -> CacheOutcome:
         req, store = sim.request, self.store
         t, model = req.ts, req.model
-        view = prompt_view(req)
+        # Reasoning of earlier turns leaves the prompt at a new user turn (`strips_thinking`).
+        view = prompt_view(req, bool(self.rule(sim, "strips_thinking", False)), sim.table)
         total = view.total
         min_len = int(self.rule(sim, "min_cacheable_tokens"))
         first_n = int(self.rule(sim, "lookup_first_explicit"))
@@ -123,6 +124,7 @@ class OpenAIBreakpointSimulator(CacheSimulator):
             cache_write_1h=0,
             miss_cause=text,
             miss_kind=kind,
+            dropped_tokens=view.dropped_tokens,
         )
         ready = self.ready_at(sim)
         for w in writes:
