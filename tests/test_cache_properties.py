@@ -22,7 +22,6 @@ from genai_prices import types as gp_types
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.cache import normalize_model
 from replay.cache.testing import CacheLab
 from replay.prices import Pricer, parse_price_override
 from replay.render._request import TEXT, THINKING, TOOL_CALL
