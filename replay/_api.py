@@ -14,7 +14,7 @@ from pydantic import TypeAdapter
 
 from replay.cache import load_rules_file
 from replay.engine import ReplayConfig, RequestRecord, summary_frame
-from replay.engine._replay import iter_replay
+from replay.engine._replay import iter_replay, with_unlogged_context
 from replay.engine._results import ResultTables
 from replay.log import Event, Session
 from replay.prices import Pricer, RateOverride
@@ -39,6 +39,9 @@ class ReplayResult:
     """What a reader must know to trust the numbers (estimates, skipped lines…)."""
     tables: ResultTables | None = field(default=None, repr=False)
     """The frames, accumulated while replaying (None: computed from `records`)."""
+    unlogged_context: Any = field(default=None, repr=False)
+    """What the replay fitted as context the log does not hold (pass it on to `breakeven` so
+    the same log is not fitted twice)."""
 
     def __post_init__(self) -> None:
         if self.tables is None:
@@ -106,6 +109,8 @@ def replay(
     config.keep_views = keep_views
     config.keep_blocks = keep_records  # nothing reads the block arrays of dropped records
     config.progress = progress
+    config.pricer = config.pricer or Pricer()
+    config = with_unlogged_context(session, config)
     tables = ResultTables(per_turn=per_turn)
     records: list[RequestRecord] = []
     for _named, run_records in iter_replay(session, strategies, config):
@@ -113,7 +118,11 @@ def replay(
         if keep_records:
             records.extend(run_records)
     return ReplayResult(
-        session=session, records=records, notes=_notes(session, tables), tables=tables
+        session=session,
+        records=records,
+        notes=_notes(session, tables),
+        tables=tables,
+        unlogged_context=config.unlogged_context,
     )
 
 
@@ -191,14 +200,19 @@ def breakeven(
     ttl: str | None = None,
     strict: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
+    unlogged_context: Any = None,
 ) -> pl.DataFrame:
-    """One row per rewrite event of each strategy: closed-form and simulated break-even."""
+    """One row per rewrite event of each strategy: closed-form and simulated break-even.
+
+    `unlogged_context`: what a `replay` of the same log with the same options fitted
+    (`ReplayResult.unlogged_context`), to skip fitting it again."""
     from replay.breakeven import breakeven_session
     from replay.breakeven._frame import breakeven_frame
 
     session = log if isinstance(log, Session) else load(log, strict=strict)
     config = _config(provider, model, client, cache_rules, None, prices, ttl)
     config.progress = progress
+    config.unlogged_context = unlogged_context
     rows, _ = breakeven_session(session, strategies, config)
     return breakeven_frame(rows)
 

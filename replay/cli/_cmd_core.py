@@ -115,6 +115,7 @@ def run_command(
                 cache_rules=cache_rules,
                 prices=price_overrides(prices),
                 progress=progress,
+                unlogged_context=result.unlogged_context,
             )
         turns = turns_with_breakeven(turns, frame_be)
     if turns is not None:
