@@ -21,7 +21,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import compress, count, islice, repeat
+from itertools import compress, islice, repeat
 from operator import contains, is_
 
 from replay.strategies._common import item_text, path_of
@@ -38,6 +38,9 @@ _CONTENT_KEYS = ("content", "file_text", "text", "contents")
 _OLD_KEYS = ("old_string", "old_str", "oldText", "old_text", "search")
 # Quotable pieces of arguments: paths, dotted/snake/camel identifiers, and quoted strings.
 _QUOTABLE = re.compile(r"[\w./-]*[A-Za-z_][\w./-]{5,}")
+# Maximal runs of the characters quotable pieces are made of: a string of only such characters
+# is in a text iff it is inside one of the text's runs.
+_RUN = re.compile(r"[\w./-]+")
 _MAX_EXCERPT = 300
 
 
@@ -72,11 +75,12 @@ def _short(text: str) -> str:
     return text if len(text) <= _MAX_EXCERPT else text[: _MAX_EXCERPT - 1] + "…"
 
 
-def _first_containing(texts: Sequence[str], text: str, start: int = 0) -> int | None:
-    """Index of the first of `texts[start:]` that contains `text`, or None. The loop runs in C
-    (`map`/`compress`) and stops at the first hit."""
-    hits = compress(count(start), map(contains, islice(texts, start, None), repeat(text)))
-    return next(hits, None)
+def _last_containing(texts: list[str], text: str, stop: int = 0) -> int | None:
+    """Index of the last of `texts[stop:]` that contains `text`, or None. Searches from the end
+    (what an action quotes is most often recent), in C (`map`/`compress`), up to the first hit."""
+    n = len(texts)
+    flags = map(contains, islice(reversed(texts), n - stop), repeat(text))
+    return next(compress(range(n - 1, stop - 1, -1), flags), None)
 
 
 def _as_list(items: Sequence[Item]) -> list[Item]:
@@ -88,7 +92,8 @@ class _History:
 
     The engine only ever appends to a thread's history, so each request indexes just the new
     items: their texts, the last known content of each file (a read result or a write's
-    content), and which of the strings asked about so far some item contains. A history that
+    content), the distinct runs of quotable characters and the distinct stripped lines of all
+    texts, and which of the strings asked about so far some item contains. A history that
     changed other than by growing at the end is indexed again from scratch."""
 
     def __init__(self) -> None:
@@ -103,6 +108,13 @@ class _History:
         """Tool calls by call id, the latest of each id."""
         self.known: dict[str, tuple[str | None, ToolResultItem | None]] = {}
         """Path → (its last full content, the read result that showed it or None for a write)."""
+        self.runs: set[str] = set()
+        """Every distinct `_RUN` of the texts."""
+        self.run_chunks: list[str] = []
+        """The same runs joined by newlines into a few strings, each under half the size of
+        the one before (the newest runs are in the last, small ones)."""
+        self.lines: set[str] = set()
+        """Every distinct stripped line of the texts."""
         self.searched: dict[str, int] = {}
         """String → -1 once an item holds it (the history only grows: it stays found), else the
         number of items already searched without finding it."""
@@ -117,8 +129,15 @@ class _History:
             self._add(item)
 
     def _add(self, item: Item) -> None:
+        text = item_text(item)
         self.items.append(item)
-        self.texts.append(item_text(item))
+        self.texts.append(text)
+        fresh = set(_RUN.findall(text))
+        fresh.difference_update(self.runs)
+        if fresh:
+            self.runs |= fresh
+            self._push_runs("\n".join(fresh))
+        self.lines.update(map(str.strip, text.splitlines()))
         if isinstance(item, AssistantItem):
             for b in item.tool_calls:
                 if b.call_id:
@@ -135,6 +154,14 @@ class _History:
             if path is not None and _READ_TOOL.search(name) and not _WRITE_TOOL.search(name):
                 self.known[path] = (item.output, item)
 
+    def _push_runs(self, chunk: str) -> None:
+        # Merging neighbours of similar size keeps O(log) chunks for O(log) copies per run.
+        chunks = self.run_chunks
+        chunks.append(chunk)
+        while len(chunks) > 1 and len(chunks[-2]) <= 2 * len(chunks[-1]):
+            last = chunks.pop()
+            chunks[-1] = f"{chunks[-1]}\n{last}"
+
     def last_known_content(self, path: str) -> tuple[str | None, ToolResultItem | None]:
         """The file's last full content in the history (a read result, or a write's content),
         and the read result that showed it (None when it was written)."""
@@ -143,21 +170,28 @@ class _History:
     def holds(self, text: str) -> bool:
         """True when some history item's text contains `text` (which holds no newline)."""
         searched = self.searched.get(text, 0)
-        if searched < 0:
+        if searched < 0 or text in self.lines:
             return True
-        found = _first_containing(self.texts, text, searched) is not None
-        self.searched[text] = -1 if found else len(self.texts)
+        if _RUN.fullmatch(text):  # inside one run of a text: the distinct runs answer exactly
+            found = text in self.runs or any(map(contains, self.run_chunks, repeat(text)))
+        else:
+            found = _last_containing(self.texts, text, searched) is not None
+            if not found:
+                self.searched[text] = len(self.texts)
+        if found:
+            self.searched[text] = -1
         return found
 
 
 class _ViewTrack:
-    """The last view checked for one thread, and where strings asked about first appear in it.
+    """The last view checked for one thread, and where strings asked about appear in it.
 
     Views of consecutive requests mostly share a long prefix of the very same item objects (a
     strategy appends, or rewrites only near the end; a compaction or a sliding window starts
-    over). Each sync records the first position that changed; a memo "`text` first appears at
-    position p (or nowhere in the first p items)" stays true while no later sync changed a
-    position at or before p, and otherwise only the changed tail is searched again."""
+    over). Each sync records the first position that changed. A memo "`text` is in the item at
+    position p" stays true while no later sync changed a position at or before p; a memo "no
+    item before position p holds `text`" likewise, and then only the items from p on (or from
+    the first changed position, if lower) are searched again."""
 
     def __init__(self) -> None:
         self.items: list[Item] = []
@@ -170,9 +204,9 @@ class _ViewTrack:
         """Syncs that changed (or removed) an item of the previous view, in order."""
         self.cut_at: list[int] = []
         """For each of those, the first position it changed."""
-        self.first: dict[str, tuple[int, int, bool]] = {}
-        """String → (sync when last searched, first position holding it — or the view's length
-        then —, found)."""
+        self.memo: dict[str, tuple[int, int, bool]] = {}
+        """String → (sync when last searched, found: the position of an item holding it, else
+        the view's length then, found)."""
 
     def sync(self, view: list[Item]) -> None:
         """Make `view` the current view, keeping the work done for the prefix it shares with
@@ -192,18 +226,19 @@ class _ViewTrack:
 
     def shows(self, text: str) -> bool:
         """True when some item of the current view contains `text` (which holds no newline)."""
-        start = 0
-        memo = self.first.get(text)
+        stop = 0  # the items before it are known not to hold `text`
+        memo = self.memo.get(text)
         if memo is not None:
             sync, position, found = memo
-            # Positions changed by the syncs since the memo (none when it is from this one).
+            # The lowest position changed by the syncs since the memo (none if it is this one's).
             lowest = min(self.cut_at[bisect_right(self.cut_sync, sync):], default=position + 1)
             if found and position < lowest:
                 return True
-            start = min(position, lowest)  # the items before it are unchanged and lack `text`
-        hit = _first_containing(self.texts, text, start)
+            if not found:
+                stop = min(position, lowest)
+        hit = _last_containing(self.texts, text, stop)
         found = hit is not None
-        self.first[text] = (self.syncs, hit if found else len(self.texts), found)
+        self.memo[text] = (self.syncs, hit if found else len(self.texts), found)
         return found
 
 
@@ -230,12 +265,12 @@ class _Request:
         Every text asked about is one stripped line or one quotable piece, so it holds no
         newline: it is in the newline-joined texts of some items iff one item's text holds it,
         which lets each item (and each memo) be searched on its own."""
-        if not text:
-            return False
+        if not text or not self.thread.history.holds(text):
+            return False  # the history's index answers most of these without a search
         if self._view is not None:
             self.thread.view.sync(_as_list(self._view))
             self._view = None
-        return not self.thread.view.shows(text) and self.thread.history.holds(text)
+        return not self.thread.view.shows(text)
 
 
 def _change_context(old: str, new: str) -> list[str]:
