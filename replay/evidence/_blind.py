@@ -17,6 +17,7 @@ A flag means "the agent acted on something this view hid", not "the run would ha
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
@@ -38,9 +39,11 @@ _CONTENT_KEYS = ("content", "file_text", "text", "contents")
 _OLD_KEYS = ("old_string", "old_str", "oldText", "old_text", "search")
 # Quotable pieces of arguments: paths, dotted/snake/camel identifiers, and quoted strings.
 _QUOTABLE = re.compile(r"[\w./-]*[A-Za-z_][\w./-]{5,}")
-# Maximal runs of the characters quotable pieces are made of: a string of only such characters
-# is in a text iff it is inside one of the text's runs.
+# The characters quotable pieces are made of. A string of only such characters holds no
+# whitespace and no other ASCII character, so it is in a text iff it is inside one of the
+# text's tokens: the text split at whitespace and at every other ASCII character (`_TOKENS`).
 _RUN = re.compile(r"[\w./-]+")
+_TOKENS = str.maketrans({c: " " for c in range(128) if not _RUN.fullmatch(chr(c))})
 _MAX_EXCERPT = 300
 
 
@@ -92,9 +95,9 @@ class _History:
 
     The engine only ever appends to a thread's history, so each request indexes just the new
     items: their texts, the last known content of each file (a read result or a write's
-    content), the distinct runs of quotable characters and the distinct stripped lines of all
-    texts, and which of the strings asked about so far some item contains. A history that
-    changed other than by growing at the end is indexed again from scratch."""
+    content), the distinct tokens and the distinct stripped lines of all texts, and which of the
+    strings asked about so far some item contains. A history that changed other than by growing
+    at the end is indexed again from scratch."""
 
     def __init__(self) -> None:
         self._reset()
@@ -108,11 +111,13 @@ class _History:
         """Tool calls by call id, the latest of each id."""
         self.known: dict[str, tuple[str | None, ToolResultItem | None]] = {}
         """Path → (its last full content, the read result that showed it or None for a write)."""
-        self.runs: set[str] = set()
-        """Every distinct `_RUN` of the texts."""
-        self.run_chunks: list[str] = []
-        """The same runs joined by newlines into a few strings, each under half the size of
-        the one before (the newest runs are in the last, small ones)."""
+        self.indexed: set[str] = set()
+        """Every distinct text (tool results are often the same file read again)."""
+        self.tokens: set[str] = set()
+        """Every distinct token of the texts (split at `_TOKENS`)."""
+        self.token_chunks: list[str] = []
+        """The same tokens joined by spaces into a few strings, each under half the size of
+        the one before (the newest tokens are in the last, small ones)."""
         self.lines: set[str] = set()
         """Every distinct stripped line of the texts."""
         self.searched: dict[str, int] = {}
@@ -132,12 +137,14 @@ class _History:
         text = item_text(item)
         self.items.append(item)
         self.texts.append(text)
-        fresh = set(_RUN.findall(text))
-        fresh.difference_update(self.runs)
-        if fresh:
-            self.runs |= fresh
-            self._push_runs("\n".join(fresh))
-        self.lines.update(map(str.strip, text.splitlines()))
+        if text not in self.indexed:
+            self.indexed.add(text)
+            # `difference` walks the text's tokens (`difference_update` would walk all known).
+            fresh = set(text.translate(_TOKENS).split()).difference(self.tokens)
+            if fresh:
+                self.tokens |= fresh
+                self._push_tokens(" ".join(fresh))
+            self.lines.update(map(str.strip, text.splitlines()))
         if isinstance(item, AssistantItem):
             for b in item.tool_calls:
                 if b.call_id:
@@ -154,13 +161,13 @@ class _History:
             if path is not None and _READ_TOOL.search(name) and not _WRITE_TOOL.search(name):
                 self.known[path] = (item.output, item)
 
-    def _push_runs(self, chunk: str) -> None:
-        # Merging neighbours of similar size keeps O(log) chunks for O(log) copies per run.
-        chunks = self.run_chunks
+    def _push_tokens(self, chunk: str) -> None:
+        # Merging neighbours of similar size keeps O(log) chunks for O(log) copies per token.
+        chunks = self.token_chunks
         chunks.append(chunk)
         while len(chunks) > 1 and len(chunks[-2]) <= 2 * len(chunks[-1]):
             last = chunks.pop()
-            chunks[-1] = f"{chunks[-1]}\n{last}"
+            chunks[-1] = f"{chunks[-1]} {last}"
 
     def last_known_content(self, path: str) -> tuple[str | None, ToolResultItem | None]:
         """The file's last full content in the history (a read result, or a write's content),
@@ -172,8 +179,8 @@ class _History:
         searched = self.searched.get(text, 0)
         if searched < 0 or text in self.lines:
             return True
-        if _RUN.fullmatch(text):  # inside one run of a text: the distinct runs answer exactly
-            found = text in self.runs or any(map(contains, self.run_chunks, repeat(text)))
+        if _RUN.fullmatch(text):  # inside one token of a text: the distinct tokens answer exactly
+            found = text in self.tokens or any(map(contains, self.token_chunks, repeat(text)))
         else:
             found = _last_containing(self.texts, text, searched) is not None
             if not found:
@@ -273,7 +280,11 @@ class _Request:
         return not self.thread.view.shows(text)
 
 
-def _change_context(old: str, new: str) -> list[str]:
+# Every strategy replayed over a log checks the same recorded writes against the same contents
+# (the very string objects of the log, so hashing them is free after the first time): the diff
+# is computed once per write, not once per strategy. Sized for a few thousand writes per log.
+@functools.lru_cache(maxsize=4096)
+def _change_context(old: str, new: str) -> tuple[str, ...]:
     """Old lines a whole-file write changed, with one line of context on each side."""
     a, b = old.splitlines(), new.splitlines()
     lines: list[str] = []
@@ -282,7 +293,7 @@ def _change_context(old: str, new: str) -> list[str]:
             continue
         lo, hi = max(0, i1 - 1), min(len(a), max(i2, i1) + 1)
         lines.extend(a[lo:hi])
-    return [ln.strip() for ln in dict.fromkeys(lines) if ln.strip()]
+    return tuple(ln.strip() for ln in dict.fromkeys(lines) if ln.strip())
 
 
 class EvidenceChecker:
@@ -325,7 +336,7 @@ class EvidenceChecker:
         history = request.thread.history
         path = path_of(call.arguments)
         old_text = _first(call.arguments, _OLD_KEYS)
-        needed: list[str] = []
+        needed: Sequence[str] = ()
         if old_text is not None:
             needed = [ln.strip() for ln in old_text.splitlines() if ln.strip()]
         elif path is not None:
