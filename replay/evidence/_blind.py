@@ -95,8 +95,8 @@ class _History:
 
     The engine only ever appends to a thread's history, so each request indexes just the new
     items: their texts, the last known content of each file (a read result or a write's
-    content), the distinct tokens and the distinct stripped lines of all texts, and which of the
-    strings asked about so far some item contains. A history that changed other than by growing
+    content), the distinct tokens of all texts, and which of the strings asked about so far some
+    item contains. A history that changed other than by growing
     at the end is indexed again from scratch."""
 
     def __init__(self) -> None:
@@ -118,8 +118,6 @@ class _History:
         self.token_chunks: list[str] = []
         """The same tokens joined by spaces into a few strings, each under half the size of
         the one before (the newest tokens are in the last, small ones)."""
-        self.lines: set[str] = set()
-        """Every distinct stripped line of the texts."""
         self.searched: dict[str, int] = {}
         """String → -1 once an item holds it (the history only grows: it stays found), else the
         number of items already searched without finding it."""
@@ -144,7 +142,6 @@ class _History:
             if fresh:
                 self.tokens |= fresh
                 self._push_tokens(" ".join(fresh))
-            self.lines.update(map(str.strip, text.splitlines()))
         if isinstance(item, AssistantItem):
             for b in item.tool_calls:
                 if b.call_id:
@@ -177,7 +174,7 @@ class _History:
     def holds(self, text: str) -> bool:
         """True when some history item's text contains `text` (which holds no newline)."""
         searched = self.searched.get(text, 0)
-        if searched < 0 or text in self.lines:
+        if searched < 0:
             return True
         if _RUN.fullmatch(text):  # inside one token of a text: the distinct tokens answer exactly
             found = text in self.tokens or any(map(contains, self.token_chunks, repeat(text)))
