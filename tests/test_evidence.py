@@ -6,19 +6,24 @@ strategies with no flag."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from decimal import Decimal
+from functools import partial
 
 import gen
 import polars as pl
 import pytest
 from conftest import RUN42
 from gen import Call, Turn, build_session
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import replay
 from replay._api import recommendation, recommendation_line
-from replay.evidence import BlindAction, EvidenceChecker
-from replay.strategies import AssistantItem, Block, ToolResultItem, UserItem
+from replay.evidence import BlindAction, EvidenceChecker, _blind
+from replay.strategies import AssistantItem, Block, SummaryItem, ToolResultItem, UserItem
+from replay.strategies._common import item_text, path_of
 from replay.strategies._view import truncate_chars
 
 BUGGY = "markComplete(request.payload.id)"
@@ -335,3 +340,195 @@ def test_run_json_and_line_recommend_the_cheapest_unflagged(run42_doc, invoke) -
     assert "Cheapest strategy without evidence-loss flags: append-supersede at $" in (
         " ".join(table.stderr.split())
     )
+
+
+# --- the incremental checker against a straightforward one -----------------------------------
+#
+# `EvidenceChecker` keeps indexes per thread between requests. The reference below is the
+# checker as it was before them: per request it joins the texts of the whole history and of the
+# whole view and searches those, and scans the history for a file's last content. On random
+# histories (growing, sometimes rewritten in place) and random views (kept, cut, truncated,
+# dropped, summarised, copied items), one checker across all requests of a run must flag exactly
+# what the reference flags at each request.
+
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    return [s for v in value for s in _strings(v)] if isinstance(value, list) else []
+
+
+def _reference_check(history, view, response, request_index, request_id) -> list[BlindAction]:
+    if response is None or not response.tool_calls:
+        return []
+    if len(view) == len(history) and all(a is b for a, b in zip(view, history, strict=True)):
+        return []
+    visible = "\n".join(item_text(i) for i in view)
+    full = "\n".join(item_text(i) for i in history)
+
+    def hidden(text: str) -> bool:
+        return bool(text) and text not in visible and text in full
+
+    def last_known(path):
+        calls, content, source = {}, None, None
+        for item in history:
+            if isinstance(item, AssistantItem):
+                for b in item.tool_calls:
+                    if b.call_id:
+                        calls[b.call_id] = b
+                    if _blind._WRITE_TOOL.search(b.name or "") and path_of(b.arguments) == path:
+                        written = _blind._first(b.arguments, _blind._CONTENT_KEYS)
+                        if written is not None:
+                            content, source = written, None
+            elif isinstance(item, ToolResultItem) and not item.is_error:
+                call = calls.get(item.call_id)
+                if call is None or path_of(call.arguments) != path:
+                    continue
+                name = call.name or ""
+                if _blind._READ_TOOL.search(name) and not _blind._WRITE_TOOL.search(name):
+                    content, source = item.output, item
+        return content, source
+
+    found = []
+    for call in response.tool_calls:
+        name, path = call.name or "", path_of(call.arguments)
+        action = partial(BlindAction, request_index, request_id, name)
+        if _blind._WRITE_TOOL.search(name):
+            old_text = _blind._first(call.arguments, _blind._OLD_KEYS)
+            needed = []
+            if old_text is not None:
+                needed = [ln.strip() for ln in old_text.splitlines() if ln.strip()]
+            elif path is not None:
+                new = _blind._first(call.arguments, _blind._CONTENT_KEYS)
+                old, _ = last_known(path)
+                if new is not None and old is not None:
+                    needed = _blind._change_context(old, new)
+            lines = [ln for ln in needed if hidden(ln)]
+            if not lines:
+                continue
+            found.append(action("hidden-edit-target", path, _blind._short("\n".join(lines))))
+            if path is not None:
+                _, read = last_known(path)
+                shown = next((i for i in view if isinstance(i, ToolResultItem) and read is not None
+                              and i.event_index == read.event_index), None)
+                if shown is not None and shown.original_chars is not None:
+                    found.append(action("stubbed-read", path, _blind._short(shown.output)))
+        else:
+            pieces = []
+            for value in _strings(call.arguments):
+                for piece in dict.fromkeys(_blind._QUOTABLE.findall(value)):
+                    if hidden(piece) and piece not in pieces:
+                        pieces.append(piece)
+            if pieces:
+                found.append(action("hidden-quote", path, _blind._short(", ".join(pieces))))
+    return found
+
+
+# Few distinct lines, paths and names, so that quotes, edits and rewrites hit text that some
+# items hold and others (cut, dropped) do not; some never appear in any item.
+_PATHS = ["src/app/core.py", "src/app/util.py", "app/core.py", "tests/test_core.py"]
+_NAMES = ["compute_total", "InvalidTokenError", "tax_rate", "compute", "src/app", "never_seen_x"]
+_LINES = [
+    "def compute_total(items):",
+    "    return sum(i.price for i in items) * tax_rate",
+    "raise InvalidTokenError('bad')",
+    "import app.core as core",
+    "x = 1",
+    "# see src/app/util.py",
+    "value = compute(tax_rate)",
+    "  \t  ",
+    "class Widget: pass  # naïve",
+]
+# Lines only tool outputs show (an edit quoting one relies on a read, not on an earlier call).
+_OUTPUT_LINES = ["    total += item.cost", "    if not token: return None", "TOKEN_TTL = 300"]
+_line_text = st.lists(st.sampled_from(_LINES), max_size=6).map("\n".join)
+_output_text = st.lists(st.sampled_from(_LINES + _OUTPUT_LINES), max_size=8).map("\n".join)
+_rarely = st.sampled_from([False, False, False, True])
+_often = _rarely.map(lambda b: not b)
+_tool_names = st.sampled_from(["read_file", "read_file", "view", "grep", "edit_file",
+                               "write_file", "str_replace", "run_tests", "create"])
+
+
+@st.composite
+def _tool_call(draw: st.DrawFn, call_id: str, lines: st.SearchStrategy[str]) -> Block:
+    name = draw(_tool_names)
+    arguments: dict = {}
+    if draw(_often):
+        arguments["path"] = draw(st.sampled_from([*_PATHS[:2], *_PATHS, ""]))
+    if draw(st.booleans()):
+        arguments["pattern"] = draw(st.sampled_from(_NAMES))
+    edit = draw(st.sampled_from(["none", "old", "content", "both"]))
+    if edit in ("old", "both"):
+        arguments["old_string"] = draw(lines)
+    if edit in ("content", "both"):
+        arguments["content"] = draw(lines)
+    if draw(st.booleans()):
+        arguments["args"] = [draw(st.sampled_from(_NAMES)), {"deep": draw(st.sampled_from(_PATHS))}]
+    return Block("tool_call", call_id=call_id, name=name, arguments=arguments)
+
+
+def _view_of(draw: st.DrawFn, history: list, summaries: list) -> list:
+    """A view as some strategy might build it, often sharing a prefix with the previous one."""
+    kind = draw(st.sampled_from(["same", "copy", "window", "truncate", "mixed", "summary"]))
+    if kind == "same":
+        return history
+    if kind == "copy":
+        return list(history)
+    if kind == "window":
+        return history[-draw(st.integers(1, 6)):]
+    limit = draw(st.sampled_from([5, 20, 60]))
+    if kind == "truncate":  # the same derived objects on every request (memoized)
+        return [truncate_chars(i, limit) if isinstance(i, ToolResultItem) else i
+                for i in history]
+    if kind == "mixed":
+        view = []
+        for item in history:
+            what = draw(st.sampled_from(["keep", "keep", "drop", "cut", "copy"]))
+            if what == "keep":
+                view.append(item)
+            elif what == "cut" and isinstance(item, ToolResultItem):
+                view.append(truncate_chars(item, limit))
+            elif what == "copy":
+                view.append(dataclasses.replace(item))
+        return view
+    if not summaries or draw(st.booleans()):
+        summaries.append(SummaryItem(draw(_line_text)))
+    return [summaries[-1], *history[-draw(st.integers(0, 4)):]]
+
+
+@given(st.data())
+@settings(max_examples=120)
+def test_incremental_checker_equals_the_straightforward_one(data) -> None:
+    draw = data.draw
+    checker = EvidenceChecker()
+    threads = [[UserItem("Fix compute_total in src/app/core.py.", event_index=0)], []]
+    summaries: list = []
+    n = 1
+    for request in range(draw(st.integers(1, 14))):
+        history = threads[draw(st.integers(0, 1))]
+        step = draw(st.sampled_from(["turn", "turn", "turn", "user", "rewrite"]))
+        if step == "user":
+            history.append(UserItem(draw(_line_text), event_index=n))
+        elif step == "rewrite" and history:  # not what the engine does: in place, not appended
+            history[draw(st.integers(0, len(history) - 1))] = UserItem(draw(_line_text))
+        else:
+            calls = [draw(_tool_call(f"c{n}-{k}", _line_text))
+                     for k in range(draw(st.integers(1, 3)))]
+            history.append(AssistantItem(tuple(calls), event_index=n))
+            for call in calls:
+                n += 1
+                history.append(ToolResultItem(
+                    draw(st.sampled_from([call.call_id, call.call_id, "c-unknown"])), call.name,
+                    draw(_output_text), is_error=draw(_rarely), event_index=n,
+                    arguments=call.arguments))
+        n += 1
+        if not history:
+            continue
+        view = _view_of(draw, history, summaries)
+        calls = [draw(_tool_call(f"r{request}-{k}", _output_text))
+                 for k in range(draw(st.integers(0, 3)))]
+        response = AssistantItem(tuple(calls)) if calls or draw(st.booleans()) else None
+        expected = _reference_check(history, view, response, request, f"req-{request}")
+        assert checker.check(history, view, response, request, f"req-{request}") == expected

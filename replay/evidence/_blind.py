@@ -17,9 +17,13 @@ A flag means "the agent acted on something this view hid", not "the run would ha
 from __future__ import annotations
 
 import difflib
+import functools
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress, islice, repeat
+from operator import contains, is_
 
 from replay.strategies._common import item_text, path_of
 from replay.strategies._view import (
@@ -35,6 +39,11 @@ _CONTENT_KEYS = ("content", "file_text", "text", "contents")
 _OLD_KEYS = ("old_string", "old_str", "oldText", "old_text", "search")
 # Quotable pieces of arguments: paths, dotted/snake/camel identifiers, and quoted strings.
 _QUOTABLE = re.compile(r"[\w./-]*[A-Za-z_][\w./-]{5,}")
+# The characters quotable pieces are made of. A string of only such characters holds no
+# whitespace and no other ASCII character, so it is in a text iff it is inside one of the
+# text's tokens: the text split at whitespace and at every other ASCII character (`_TOKENS`).
+_RUN = re.compile(r"[\w./-]+")
+_TOKENS = str.maketrans({c: " " for c in range(128) if not _RUN.fullmatch(chr(c))})
 _MAX_EXCERPT = 300
 
 
@@ -69,58 +78,210 @@ def _short(text: str) -> str:
     return text if len(text) <= _MAX_EXCERPT else text[: _MAX_EXCERPT - 1] + "…"
 
 
-class _Texts:
-    """Visible and full texts of one request, built only when a check needs them."""
-
-    def __init__(self, history: Sequence[Item], view: Sequence[Item]) -> None:
-        self.history = history
-        self.view = view
-        self._visible: str | None = None
-        self._full: str | None = None
-
-    @property
-    def visible(self) -> str:
-        if self._visible is None:
-            self._visible = "\n".join(item_text(i) for i in self.view)
-        return self._visible
-
-    @property
-    def full(self) -> str:
-        if self._full is None:
-            self._full = "\n".join(item_text(i) for i in self.history)
-        return self._full
-
-    def hidden(self, text: str) -> bool:
-        """True when `text` is in the history but not in the view."""
-        return bool(text) and text not in self.visible and text in self.full
+def _last_containing(texts: list[str], text: str, stop: int = 0) -> int | None:
+    """Index of the last of `texts[stop:]` that contains `text`, or None. Searches from the end
+    (what an action quotes is most often recent), in C (`map`/`compress`), up to the first hit."""
+    n = len(texts)
+    flags = map(contains, islice(reversed(texts), n - stop), repeat(text))
+    return next(compress(range(n - 1, stop - 1, -1), flags), None)
 
 
-def _last_known_content(
-    history: Sequence[Item], path: str
-) -> tuple[str | None, ToolResultItem | None]:
-    """The file's last full content in the history (a read result, or a write's content)."""
-    calls: dict[str, Block] = {}
-    content: str | None = None
-    source: ToolResultItem | None = None
-    for item in history:
+def _as_list(items: Sequence[Item]) -> list[Item]:
+    return items if isinstance(items, list) else list(items)
+
+
+class _History:
+    """One thread's history as the checker has indexed it so far.
+
+    The engine only ever appends to a thread's history, so each request indexes just the new
+    items: their texts, the last known content of each file (a read result or a write's
+    content), the distinct tokens of all texts, and which of the strings asked about so far some
+    item contains. A history that changed other than by growing
+    at the end is indexed again from scratch."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self.items: list[Item] = []
+        """The history items indexed, in order (the same objects)."""
+        self.texts: list[str] = []
+        """`item_text` of each item."""
+        self.calls: dict[str, Block] = {}
+        """Tool calls by call id, the latest of each id."""
+        self.known: dict[str, tuple[str | None, ToolResultItem | None]] = {}
+        """Path → (its last full content, the read result that showed it or None for a write)."""
+        self.indexed: set[str] = set()
+        """Every distinct text (tool results are often the same file read again)."""
+        self.tokens: set[str] = set()
+        """Every distinct token of the texts (split at `_TOKENS`)."""
+        self.token_chunks: list[str] = []
+        """The same tokens joined by spaces into a few strings, each under half the size of
+        the one before (the newest tokens are in the last, small ones)."""
+        self.searched: dict[str, int] = {}
+        """String → -1 once an item holds it (the history only grows: it stays found), else the
+        number of items already searched without finding it."""
+
+    def sync(self, history: Sequence[Item]) -> None:
+        """Index the items appended to `history` since the last call."""
+        n = len(self.items)
+        if len(history) < n or _as_list(history[:n]) != self.items:  # identity, at C speed
+            self._reset()
+            n = 0
+        for item in history[n:]:
+            self._add(item)
+
+    def _add(self, item: Item) -> None:
+        text = item_text(item)
+        self.items.append(item)
+        self.texts.append(text)
+        if text not in self.indexed:
+            self.indexed.add(text)
+            # `difference` walks the text's tokens (`difference_update` would walk all known).
+            fresh = set(text.translate(_TOKENS).split()).difference(self.tokens)
+            if fresh:
+                self.tokens |= fresh
+                self._push_tokens(" ".join(fresh))
         if isinstance(item, AssistantItem):
             for b in item.tool_calls:
                 if b.call_id:
-                    calls[b.call_id] = b
-                if _WRITE_TOOL.search(b.name or "") and path_of(b.arguments) == path:
-                    written = _first(b.arguments, _CONTENT_KEYS)
-                    if written is not None:
-                        content, source = written, None
+                    self.calls[b.call_id] = b
+                if _WRITE_TOOL.search(b.name or ""):
+                    path, written = path_of(b.arguments), _first(b.arguments, _CONTENT_KEYS)
+                    if path is not None and written is not None:
+                        self.known[path] = (written, None)
         elif isinstance(item, ToolResultItem) and not item.is_error:
-            call = calls.get(item.call_id)
-            if call is None or path_of(call.arguments) != path:
-                continue
-            if _READ_TOOL.search(call.name or "") and not _WRITE_TOOL.search(call.name or ""):
-                content, source = item.output, item
-    return content, source
+            call = self.calls.get(item.call_id)
+            if call is None:
+                return
+            name, path = call.name or "", path_of(call.arguments)
+            if path is not None and _READ_TOOL.search(name) and not _WRITE_TOOL.search(name):
+                self.known[path] = (item.output, item)
+
+    def _push_tokens(self, chunk: str) -> None:
+        # Merging neighbours of similar size keeps O(log) chunks for O(log) copies per token.
+        chunks = self.token_chunks
+        chunks.append(chunk)
+        while len(chunks) > 1 and len(chunks[-2]) <= 2 * len(chunks[-1]):
+            last = chunks.pop()
+            chunks[-1] = f"{chunks[-1]} {last}"
+
+    def last_known_content(self, path: str) -> tuple[str | None, ToolResultItem | None]:
+        """The file's last full content in the history (a read result, or a write's content),
+        and the read result that showed it (None when it was written)."""
+        return self.known.get(path, (None, None))
+
+    def holds(self, text: str) -> bool:
+        """True when some history item's text contains `text` (which holds no newline)."""
+        searched = self.searched.get(text, 0)
+        if searched < 0:
+            return True
+        if _RUN.fullmatch(text):  # inside one token of a text: the distinct tokens answer exactly
+            found = text in self.tokens or any(map(contains, self.token_chunks, repeat(text)))
+        else:
+            found = _last_containing(self.texts, text, searched) is not None
+            if not found:
+                self.searched[text] = len(self.texts)
+        if found:
+            self.searched[text] = -1
+        return found
 
 
-def _change_context(old: str, new: str) -> list[str]:
+class _ViewTrack:
+    """The last view checked for one thread, and where strings asked about appear in it.
+
+    Views of consecutive requests mostly share a long prefix of the very same item objects (a
+    strategy appends, or rewrites only near the end; a compaction or a sliding window starts
+    over). Each sync records the first position that changed. A memo "`text` is in the item at
+    position p" stays true while no later sync changed a position at or before p; a memo "no
+    item before position p holds `text`" likewise, and then only the items from p on (or from
+    the first changed position, if lower) are searched again."""
+
+    def __init__(self) -> None:
+        self.items: list[Item] = []
+        """The last view checked (the same objects)."""
+        self.texts: list[str] = []
+        """`item_text` of each of its items."""
+        self.syncs = 0
+        """Number of views synced so far."""
+        self.cut_sync: list[int] = []
+        """Syncs that changed (or removed) an item of the previous view, in order."""
+        self.cut_at: list[int] = []
+        """For each of those, the first position it changed."""
+        self.memo: dict[str, tuple[int, int, bool]] = {}
+        """String → (sync when last searched, found: the position of an item holding it, else
+        the view's length then, found)."""
+
+    def sync(self, view: list[Item]) -> None:
+        """Make `view` the current view, keeping the work done for the prefix it shares with
+        the previous one."""
+        old = self.items
+        n = min(len(old), len(view))
+        # List equality compares items by identity here (they are eq=False): C speed.
+        same = n if old[:n] == view[:n] else list(map(is_, old, view)).index(False)
+        self.syncs += 1
+        if same < len(old):
+            self.cut_sync.append(self.syncs)
+            self.cut_at.append(same)
+            del old[same:], self.texts[same:]
+        added = view[same:]
+        old.extend(added)
+        self.texts.extend(map(item_text, added))
+
+    def shows(self, text: str) -> bool:
+        """True when some item of the current view contains `text` (which holds no newline)."""
+        stop = 0  # the items before it are known not to hold `text`
+        memo = self.memo.get(text)
+        if memo is not None:
+            sync, position, found = memo
+            # The lowest position changed by the syncs since the memo (none if it is this one's).
+            lowest = min(self.cut_at[bisect_right(self.cut_sync, sync):], default=position + 1)
+            if found and position < lowest:
+                return True
+            if not found:
+                stop = min(position, lowest)
+        hit = _last_containing(self.texts, text, stop)
+        found = hit is not None
+        self.memo[text] = (self.syncs, hit if found else len(self.texts), found)
+        return found
+
+
+class _Thread:
+    """What the checker keeps of one thread between requests."""
+
+    def __init__(self, history: Sequence[Item]) -> None:
+        self.source = history
+        """The caller's history object (held, so its id stays this thread's key)."""
+        self.history = _History()
+        self.view = _ViewTrack()
+
+
+class _Request:
+    """The hidden-text test for one request; the view is synced only if a check needs it."""
+
+    def __init__(self, thread: _Thread, view: Sequence[Item]) -> None:
+        self.thread = thread
+        self._view: Sequence[Item] | None = view
+
+    def hidden(self, text: str) -> bool:
+        """True when `text` is in the history but not in the view.
+
+        Every text asked about is one stripped line or one quotable piece, so it holds no
+        newline: it is in the newline-joined texts of some items iff one item's text holds it,
+        which lets each item (and each memo) be searched on its own."""
+        if not text or not self.thread.history.holds(text):
+            return False  # the history's index answers most of these without a search
+        if self._view is not None:
+            self.thread.view.sync(_as_list(self._view))
+            self._view = None
+        return not self.thread.view.shows(text)
+
+
+# Every strategy replayed over a log checks the same recorded writes against the same contents
+# (the very string objects of the log, so hashing them is free after the first time): the diff
+# is computed once per write, not once per strategy. Sized for a few thousand writes per log.
+@functools.lru_cache(maxsize=4096)
+def _change_context(old: str, new: str) -> tuple[str, ...]:
     """Old lines a whole-file write changed, with one line of context on each side."""
     a, b = old.splitlines(), new.splitlines()
     lines: list[str] = []
@@ -129,11 +290,18 @@ def _change_context(old: str, new: str) -> list[str]:
             continue
         lo, hi = max(0, i1 - 1), min(len(a), max(i2, i1) + 1)
         lines.extend(a[lo:hi])
-    return [ln.strip() for ln in dict.fromkeys(lines) if ln.strip()]
+    return tuple(ln.strip() for ln in dict.fromkeys(lines) if ln.strip())
 
 
 class EvidenceChecker:
-    """Checks each request's recorded response against the view a strategy built for it."""
+    """Checks each request's recorded response against the view a strategy built for it.
+
+    One checker serves one replay: it keeps, per thread (keyed by the history list the engine
+    passes, which only grows), the indexes that make each request cost about the new items and
+    the changed part of the view rather than the whole history."""
+
+    def __init__(self) -> None:
+        self._threads: dict[int, _Thread] = {}
 
     def check(
         self,
@@ -145,30 +313,35 @@ class EvidenceChecker:
     ) -> list[BlindAction]:
         if response is None or not response.tool_calls:
             return []
-        if len(view) == len(history) and all(a is b for a, b in zip(view, history, strict=True)):
+        if len(view) == len(history) and all(map(is_, view, history)):
             return []  # the view is the history: nothing can be hidden
-        texts = _Texts(history, view)
+        thread = self._threads.get(id(history))
+        if thread is None or thread.source is not history:
+            thread = self._threads[id(history)] = _Thread(history)
+        thread.history.sync(history)
+        request = _Request(thread, view)
         found: list[BlindAction] = []
         for call in response.tool_calls:
             name = call.name or ""
             if _WRITE_TOOL.search(name):
-                found.extend(self._write(call, history, view, texts, request_index, request_id))
+                found.extend(self._write(call, view, request, request_index, request_id))
             else:
-                found.extend(self._quotes(call, texts, request_index, request_id))
+                found.extend(self._quotes(call, request, request_index, request_id))
         return found
 
-    def _write(self, call, history, view, texts, request_index, request_id) -> list[BlindAction]:
+    def _write(self, call, view, request, request_index, request_id) -> list[BlindAction]:
+        history = request.thread.history
         path = path_of(call.arguments)
         old_text = _first(call.arguments, _OLD_KEYS)
-        needed: list[str] = []
+        needed: Sequence[str] = ()
         if old_text is not None:
             needed = [ln.strip() for ln in old_text.splitlines() if ln.strip()]
         elif path is not None:
             new = _first(call.arguments, _CONTENT_KEYS)
-            old, _ = _last_known_content(history, path)
+            old, _ = history.last_known_content(path)
             if new is not None and old is not None:
                 needed = _change_context(old, new)
-        hidden = [ln for ln in needed if texts.hidden(ln)]
+        hidden = [ln for ln in needed if request.hidden(ln)]
         if not hidden:
             return []
         actions = [
@@ -176,10 +349,10 @@ class EvidenceChecker:
                         _short("\n".join(hidden)))
         ]
         if path is not None:
-            _, read = _last_known_content(history, path)
-            shown = next(
-                (i for i in view if isinstance(i, ToolResultItem) and read is not None
-                 and i.event_index == read.event_index),
+            _, read = history.last_known_content(path)
+            shown = None if read is None else next(
+                (i for i in view
+                 if isinstance(i, ToolResultItem) and i.event_index == read.event_index),
                 None,
             )
             if shown is not None and shown.original_chars is not None:
@@ -189,7 +362,7 @@ class EvidenceChecker:
                 )
         return actions
 
-    def _quotes(self, call, texts, request_index, request_id) -> list[BlindAction]:
+    def _quotes(self, call, request, request_index, request_id) -> list[BlindAction]:
         values: list[str] = []
 
         def walk(value: object) -> None:
@@ -206,7 +379,7 @@ class EvidenceChecker:
         hidden = []
         for value in values:
             for piece in dict.fromkeys(_QUOTABLE.findall(value)):
-                if texts.hidden(piece) and piece not in hidden:
+                if request.hidden(piece) and piece not in hidden:
                     hidden.append(piece)
         if not hidden:
             return []
