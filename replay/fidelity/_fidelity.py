@@ -26,6 +26,7 @@ from decimal import Decimal
 
 import polars as pl
 
+from replay.cache._base import TTL_EXPIRED
 from replay.engine import ReplayConfig, replay_session
 from replay.engine._replay import with_unlogged_context
 from replay.engine._results import MONEY
@@ -59,7 +60,8 @@ class FidelityRow:
     """For a cache read outside its family's tolerance (128 tokens for OpenAI-family models,
     max(2 %, 256) otherwise) that the simulator gives no cause for: what the log cannot explain
     (a prompt prefix changed outside the log, a retried request, a billed prompt of another
-    size than the log shows, a stale entry when the provider read what an earlier request cached
+    size than the log shows, retention when the provider read a prefix the rules had expired, a
+    stale entry when the provider read what an earlier request cached
     instead of the previous request's write, routing/eviction when it read less than the rules
     allow, a prefix cached before this log when it read more on a thread's first request)."""
     naive_read: int | None
@@ -146,6 +148,7 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
                     o.cache_read, usage, earlier, sim_prompt,
                     getattr(marker, "unlogged_change", None),
                     bool(getattr(marker, "unlogged_attempt", False)),
+                    o.miss_kind,
                 ),
                 naive_read=earlier[-1][1] if earlier else None,
                 fitted=fitted,
@@ -197,6 +200,7 @@ def _unexplained(
     simulated_prompt: int,
     change: str | None = None,
     attempt: bool = False,
+    miss_kind: str | None = None,
 ) -> str:
     read = usage.cache_read_tokens
     gap = usage.prompt_tokens - simulated_prompt
@@ -211,6 +215,11 @@ def _unexplained(
         # that is a routing/eviction or sharing question, below).
         more = "more" if gap > 0 else "fewer"
         return f"prompt size: the provider billed {abs(gap):,} tokens {more} than the log shows"
+    if read > simulated_read and miss_kind == TTL_EXPIRED:
+        return (
+            "retention: the provider kept the prefix longer than the rule's TTL (idle gap in "
+            "the miss cause)"
+        )
     if read < simulated_read:
         if earlier and read < earlier[-1][1] - _tolerance(usage.prompt_tokens):
             entries = {earlier[-1][0], *(end for _, end in earlier[:-1])}
