@@ -286,3 +286,18 @@ def test_gpt_5_6_prompt_cache_key_does_not_isolate():
     lab.send([system, u1], at=0)
     # Another conversation key reads the same boundary (the key only separates accounting).
     assert lab.send([system, u1], at=10, thread="agent-1").outcome.cache_read == 2500
+
+
+def test_a_model_that_caches_its_response_is_read_past_the_previous_prompt():
+    # gpt-5.3-codex (measured on an opencode export): the previous prompt *and* the response
+    # generated after it are readable once the next prompt repeats them; gpt-5 only the prompt.
+    reads = {}
+    for model in ("gpt-5.3-codex", "gpt-5"):
+        lab = CacheLab("openai", model, client="none")
+        prompt = [lab.block("system", 2000), lab.block("user", 100)]
+        lab.send(prompt, at=0)
+        answer = [lab.block("text", 700), lab.block("tool_call", 60, joins=True)]
+        nxt = lab.send([*prompt, *answer, lab.block("tool_result", 300)], at=20)
+        reads[model] = nxt.outcome.cache_read
+    assert reads["gpt-5"] == 2048  # 128 × ⌊2,100 / 128⌋: the prompt only
+    assert reads["gpt-5.3-codex"] == 2816  # 128 × ⌊(2,100 + 760) / 128⌋: prompt + response

@@ -182,8 +182,9 @@ def test_claude_code_samples_stay_close_to_the_bill(sample: str, floor: float) -
          "1156299398_0_full.jsonl", 0.87, 0.74, 0.14),
         ("codex/blackgirlbytes__planetfall-seed-signalkit__entire-checkpoints-v1__18_"
          "e55e8a9e52_9_full.jsonl", 0.78, 0.78, 0.13),
+        # opencode: one read after a 15-minute idle the rules had expired (retention) is +6 %.
         ("opencode/dayhaysoos__nimbus__entire-checkpoints-v1__07_fe4e0ea90c_1_full.json",
-         0.95, 0.66, 0.09),
+         0.95, 0.88, 0.07),
     ],
 )
 def test_other_samples_stay_close_to_the_bill(

@@ -92,6 +92,11 @@ RULE_TYPES: dict[str, tuple[str | tuple[str, ...], str]] = {
         "counted from there",
     ),
     "bills_writes": (_BOOL, "automatic caching that bills a cache write for the new tail"),
+    "caches_response": (
+        _BOOL,
+        "automatic caching that also keeps the generated response after the prompt (readable "
+        "once the next prompt repeats it)",
+    ),
     "cache_key_isolates": (
         _BOOL,
         "requests with different prompt_cache_key / conversation ids do not share entries",

@@ -31,6 +31,7 @@ from replay.cache._base import (
 from replay.cache._store import CachedPrompt
 from replay.prefix import common_block_tokens
 from replay.render import BlockTable, RenderedRequest, first_difference
+from replay.render._request import TEXT, THINKING, TOOL_CALL
 
 MAX_PROMPTS = 64
 """Prompts kept per scope and model (the oldest go first)."""
@@ -61,6 +62,27 @@ def requested_ttl(sim: SimRequest) -> str:
     if sim.profile is not None:
         return sim.profile.ttl(sim.request.thread)
     return "5m"
+
+
+_ASSISTANT = (TEXT, THINKING, TOOL_CALL)
+
+
+def response_end(previous_ids: np.ndarray, req: RenderedRequest) -> int | None:
+    """Last block of the response that follows the previous prompt `previous_ids` in `req`
+    (None when `req` does not start with that prompt followed by an assistant message)."""
+    n = len(previous_ids)
+    if len(req.block_ids) <= n or req.kinds[n] not in _ASSISTANT:
+        return None
+    if first_difference(previous_ids, req.block_ids[:n]) is not None:
+        return None
+    end, owner = n, req.item_index[n]
+    while (
+        end + 1 < len(req.block_ids)
+        and req.item_index[end + 1] == owner
+        and req.kinds[end + 1] in _ASSISTANT
+    ):
+        end += 1
+    return end
 
 
 def _stripped(req: RenderedRequest, table: BlockTable) -> RenderedRequest:
@@ -111,6 +133,9 @@ class AutomaticPrefixSimulator(CacheSimulator):
         bills_writes = bool(self.rule(sim, "bills_writes", False))
         ttl, cap, bucket = self.lifetime(sim)
         prompts = store.prompt_list(sim.scope, model)
+        last_key = ("automatic-last", sim.scope, model, sim.lane)
+        if self.rule(sim, "caches_response", False):
+            self._cache_response(store.extra.get(last_key), req, prompts)
 
         live_best, live_match = 0, None
         dead: list[Lost] = []
@@ -181,17 +206,31 @@ class AutomaticPrefixSimulator(CacheSimulator):
             )
             and (t - p.last_use).total_seconds() <= max(p.ttl * 4, 86400)
         ]
-        kept.append(
-            CachedPrompt(
-                req.block_ids,
-                req.cum_tokens,
-                last_use=t,
-                ready_at=self.ready_at(sim),
-                ttl=ttl,
-                writer=sim.lane,
-                created=created,
-                max_lifetime=cap,
-            )
+        written = CachedPrompt(
+            req.block_ids,
+            req.cum_tokens,
+            last_use=t,
+            ready_at=self.ready_at(sim),
+            ttl=ttl,
+            writer=sim.lane,
+            created=created,
+            max_lifetime=cap,
         )
+        kept.append(written)
         prompts[:] = kept[-MAX_PROMPTS:]
+        store.extra[last_key] = written
         return outcome
+
+    @staticmethod
+    def _cache_response(
+        last: CachedPrompt | None, req: RenderedRequest, prompts: list[CachedPrompt]
+    ) -> None:
+        """`caches_response`: the provider also kept the tokens it generated after the thread's
+        previous prompt. Once this request shows that response right after that prompt, the
+        prompt extended by it is a cached prompt like the others (same lifetime)."""
+        end = response_end(last.block_ids, req) if last is not None else None
+        if last is None or end is None:
+            return
+        prompts.append(
+            replace(last, block_ids=req.block_ids[: end + 1], cum_tokens=req.cum_tokens[: end + 1])
+        )

@@ -31,11 +31,7 @@ from replay.cache._base import (
     scope_label,
 )
 from replay.cache._store import CachedPrompt
-from replay.cache.automatic import MAX_PROMPTS, shared_with
-from replay.render import first_difference
-from replay.render._request import TEXT, THINKING, TOOL_CALL
-
-_ASSISTANT = (TEXT, THINKING, TOOL_CALL)
+from replay.cache.automatic import MAX_PROMPTS, response_end, shared_with
 
 
 class DeepSeekUnitSimulator(CacheSimulator):
@@ -54,20 +50,8 @@ class DeepSeekUnitSimulator(CacheSimulator):
         # 1b. The output unit of the thread's previous request, now that its response shows.
         last: CachedPrompt | None = store.extra.get(previous_key)  # type: ignore[assignment]
         if last is not None and not last.expired(t):
-            n = len(last.block_ids)
-            if (
-                len(req.block_ids) > n
-                and first_difference(last.block_ids, req.block_ids[:n]) is None
-                and req.kinds[n] in _ASSISTANT
-            ):
-                end = n
-                owner = req.item_index[n]
-                while (
-                    end + 1 < len(req.block_ids)
-                    and req.item_index[end + 1] == owner
-                    and req.kinds[end + 1] in _ASSISTANT
-                ):
-                    end += 1
+            end = response_end(last.block_ids, req)
+            if end is not None:
                 units.append(
                     CachedPrompt(
                         req.block_ids[: end + 1],
