@@ -61,6 +61,7 @@ TOP_KEYS = {
     "all",
     "floor",
     "fast_floor_ratio",
+    "fast_floor_per_strategy",
     "doubling",
     "memory",
     "targets",
@@ -94,6 +95,8 @@ def _check_document(doc: dict, strategies: list[str], requests: int) -> None:
         "distinct_tokens",
     } <= set(doc["floor"])
     assert doc["floor"]["seconds"] > 0 and doc["fast_floor_ratio"] > 0
+    per = doc["fast_floor_per_strategy"]
+    assert 0 < per["min"] <= per["median"] <= per["max"]
     assert doc["doubling"]["requests"] == 2 * requests and doc["doubling"]["ratio"] > 0
     assert doc["memory"]["ratio"] >= 0 and doc["memory"]["log_bytes"] == doc["log_bytes"]
     assert set(doc["targets"]) == {
