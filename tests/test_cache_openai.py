@@ -301,3 +301,33 @@ def test_a_model_that_caches_its_response_is_read_past_the_previous_prompt():
         reads[model] = nxt.outcome.cache_read
     assert reads["gpt-5"] == 2048  # 128 × ⌊2,100 / 128⌋: the prompt only
     assert reads["gpt-5.3-codex"] == 2816  # 128 × ⌊(2,100 + 760) / 128⌋: prompt + response
+
+
+def test_a_model_that_caches_its_response_loses_it_where_the_reasoning_is_stripped():
+    # The provider cached prompt + reasoning + text; at a new user turn the reasoning leaves the
+    # billed prompt, so only the prompt before it can be read.
+    reads = {}
+    for think in (False, True):
+        lab = CacheLab("openai", "gpt-5.3-codex", client="none")
+        prompt = [lab.block("system", 2000), lab.block("user", 1500)]
+        lab.send(prompt, at=0)
+        answer = [lab.block("text", 1000, joins=True)]
+        if think:
+            answer.insert(0, lab.block("thinking", 3000))
+        nxt = lab.send([*prompt, *answer, lab.block("user", 200)], at=10)
+        reads[think] = nxt.outcome.cache_read
+    assert reads[False] == 4480  # 128 × ⌊(3,500 + 1,000) / 128⌋: prompt + response
+    assert reads[True] == 3456  # 128 × ⌊3,500 / 128⌋: the prompt only
+
+
+def test_gpt_5_6_markers_find_their_block_after_thinking_is_stripped():
+    from replay.cache import Breakpoint
+
+    lab = CacheLab("openai", "gpt-5.6", client="none")
+    system, u1, u2 = lab.block("system", 2000), lab.block("user", 1500), lab.block("user", 1500)
+    thinking, text = lab.block("thinking", 3000), lab.block("text", 100)
+    later = [lab.block("thinking", 3000), lab.block("text", 100), lab.block("user", 1500)]
+    # The marker on u2 (block 4 as rendered; block 3 once the earlier thinking is stripped).
+    lab.send([system, u1, thinking, text, u2, *later], at=0, breakpoints=[Breakpoint(4, "5m")])
+    nxt = lab.send([system, u1, thinking, text, u2, lab.block("user", 1500)], at=10)
+    assert nxt.outcome.cache_read == 2000 + 1500 + 100 + 1500  # read up to the marked u2

@@ -209,3 +209,28 @@ def test_last_marker_placement() -> None:
     assert place_last_marker(marks, req, 210)[-1] == Breakpoint(3, "1h")
     assert place_last_marker(marks, req, 690) == [Breakpoint(0, "1h"), Breakpoint(2, "1h")]
     assert place_last_marker(marks, req, 1100) == [Breakpoint(0, "1h")]  # back to the head
+
+
+def test_a_dropped_message_leaves_the_history_whole_for_strategies_that_index_it() -> None:
+    # Strategies keep positions in the history (what a compaction covered); a transient message
+    # that stops being sent must not shift them: every logged item stays in the view.
+    from replay.bench import synthetic_session
+    from replay.engine._unlogged import RequestFit
+    from replay.log import RequestMarker
+
+    session = synthetic_session(60, 0)
+    markers = [n for n, e in enumerate(session.events) if isinstance(e, RequestMarker)]
+    for name in ("anthropic-compact-5k", "compact-at-6000-structured", "baseline"):
+        config = ReplayConfig(keep_views=True, unlogged_context={})
+        plain = [r for r in replay_session(session, [name], config) if r.kind == "request"]
+        for k in range(5, 50, 7):
+            fits = UnloggedContext(requests={
+                ("main", markers[k]): RequestFit(before=500),
+                ("main", markers[k + 1]): RequestFit(drop=((markers[k], "before"),)),
+            })
+            config = ReplayConfig(keep_views=True, unlogged_context=fits)
+            runs = [r for r in replay_session(session, [name], config) if r.kind == "request"]
+            logged = [[getattr(i, "event_index", None) for i in r.view
+                       if not getattr(i, "estimated_tokens", None)] for r in runs]
+            expected = [[getattr(i, "event_index", None) for i in r.view] for r in plain]
+            assert logged[k + 1:] == expected[k + 1:], (name, k)

@@ -85,11 +85,14 @@ def response_end(previous_ids: np.ndarray, req: RenderedRequest) -> int | None:
     return end
 
 
-def _stripped(req: RenderedRequest, table: BlockTable) -> RenderedRequest:
-    """The request as billed when earlier turns' reasoning leaves the input."""
+def _stripped(
+    req: RenderedRequest, table: BlockTable
+) -> tuple[RenderedRequest, np.ndarray | None]:
+    """The request as billed when earlier turns' reasoning leaves the input, and the original
+    index of each block it kept (None: nothing left)."""
     view = prompt_view(req, True, table)
     if view.kept is None:
-        return req
+        return req, None
     return replace(
         req,
         block_ids=view.ids,
@@ -99,7 +102,7 @@ def _stripped(req: RenderedRequest, table: BlockTable) -> RenderedRequest:
         kinds=view.kinds,
         positions=view.positions,
         prefix_keys=view.keys,
-    )
+    ), view.kept
 
 
 class AutomaticPrefixSimulator(CacheSimulator):
@@ -123,8 +126,9 @@ class AutomaticPrefixSimulator(CacheSimulator):
 
     def simulate(self, sim: SimRequest) -> CacheOutcome:
         req, store = sim.request, self.store
+        kept = None
         if self.rule(sim, "strips_thinking", False):
-            req = _stripped(req, sim.table)
+            req, kept = _stripped(req, sim.table)
         dropped = sim.request.total - req.total
         t, model, total = req.ts, req.model, req.total
         min_len = int(self.rule(sim, "min_cacheable_tokens"))
@@ -135,7 +139,7 @@ class AutomaticPrefixSimulator(CacheSimulator):
         prompts = store.prompt_list(sim.scope, model)
         last_key = ("automatic-last", sim.scope, model, sim.lane)
         if self.rule(sim, "caches_response", False):
-            self._cache_response(store.extra.get(last_key), req, prompts)
+            self._cache_response(store.extra.get(last_key), req, kept, prompts)
 
         live_best, live_match = 0, None
         dead: list[Lost] = []
@@ -223,14 +227,26 @@ class AutomaticPrefixSimulator(CacheSimulator):
 
     @staticmethod
     def _cache_response(
-        last: CachedPrompt | None, req: RenderedRequest, prompts: list[CachedPrompt]
+        last: CachedPrompt | None,
+        req: RenderedRequest,
+        kept: np.ndarray | None,
+        prompts: list[CachedPrompt],
     ) -> None:
         """`caches_response`: the provider also kept the tokens it generated after the thread's
         previous prompt. Once this request shows that response right after that prompt, the
-        prompt extended by it is a cached prompt like the others (same lifetime)."""
+        prompt extended by it is a cached prompt like the others (same lifetime). Where the
+        billed prompt (`req`, original block indexes `kept`) dropped the response's reasoning,
+        what was cached parts from it at the first dropped block."""
         end = response_end(last.block_ids, req) if last is not None else None
         if last is None or end is None:
             return
+        n = len(last.block_ids)
+        if kept is not None:
+            gaps = np.flatnonzero(np.diff(kept[n - 1 : end + 1]) != 1)
+            if len(gaps):
+                end = n - 1 + int(gaps[0])
+            if end < n:
+                return
         prompts.append(
             replace(last, block_ids=req.block_ids[: end + 1], cum_tokens=req.cum_tokens[: end + 1])
         )

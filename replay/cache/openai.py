@@ -80,14 +80,10 @@ class OpenAIBreakpointSimulator(CacheSimulator):
 
         head, ends = eligible_ends(view.kinds)
         implicit = ends[-1] if ends else None
+        # Markers name blocks of the request as rendered; the view may have dropped thinking.
+        marked = (view.map_block(b.block) for b in sim.breakpoints if not b.automatic)
         explicit = sorted(
-            {
-                b.block
-                for b in sim.breakpoints
-                if not b.automatic
-                and 0 <= b.block < len(view)
-                and view.kinds[b.block] not in _ASSISTANT
-            }
+            {m for m in marked if 0 <= m < len(view) and view.kinds[m] not in _ASSISTANT}
         )
         lookups = set(explicit[:first_n]) | set(explicit[-latest_n:] if latest_n else [])
         if implicit is not None:

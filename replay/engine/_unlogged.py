@@ -40,6 +40,8 @@ import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import compress
+from operator import not_
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -144,6 +146,9 @@ class ThreadUnlogged:
     """The first-message context (None: not split off, or dropped)."""
     items: dict[Key, UserItem] = field(default_factory=dict)
     """Unlogged messages in the thread's history."""
+    dropped: set[UserItem] = field(default_factory=set)
+    """Unlogged messages no longer sent (transient): they stay in the history, which strategies
+    may index by position and which only ever grows, and are taken out of each view."""
     tail: int = 0
     """Uncached tail of the request being simulated (moves its last marker)."""
     end: int = 0
@@ -394,6 +399,10 @@ class Unlogged:
                    renderer: Renderer) -> None:
         """The strategy's view: the first-message context goes first (re-sent on every
         request); the fitting run measures the residual; a warm start seeds the cache."""
+        dropped = state.unlogged.dropped
+        if dropped and view.items:  # items hash by identity: set lookups at C speed
+            sent = map(not_, map(dropped.__contains__, view.items))
+            view.items = list(compress(view.items, sent))
         if state.unlogged.context is not None and view.items:
             view.items = [state.unlogged.context, *view.items]
         if self.fitting and marker.usage is not None and view.items:
@@ -445,8 +454,8 @@ class Unlogged:
             u.context = None
             return
         item = u.items.pop(key, None)
-        if item is not None and item in state.history:
-            state.history.remove(item)
+        if item is not None:
+            u.dropped.add(item)
 
     def _add(self, state: _Thread, tokens: int, event_index: int, part: str,
              counter: Any) -> UserItem:
