@@ -270,7 +270,9 @@ class _Run:
         self.store = shared.stores.setdefault(named.name, CacheStore()) if shared else CacheStore()
         self.cache = CacheRouter(config.cache_rules, config.rule_overrides)
         self.renderers: dict[str, Renderer] = shared.renderers if shared else {}
-        self.lane = f"{shared.lane}|" if shared else ""
+        # With a shared cache the renderers are shared across strategies too: the strategy's
+        # name keeps each one's last view apart (the renderer reuses a thread's last layout).
+        self.lane = f"{shared.lane}|{named.name}|" if shared else ""
         self.pricer = config.pricer or Pricer()
         self.records: list[RequestRecord] = []
         self.evidence = EvidenceChecker()

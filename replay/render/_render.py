@@ -215,6 +215,10 @@ class Renderer:
         self._last: dict[tuple, _Layout] = {}
         """Per thread and head: the last view rendered and its block arrays (the next view of
         the thread usually starts with the same item objects: only its tail is rendered)."""
+        self._tools: dict[tuple[int, ...], tuple[ToolDef, ...]] = {}
+        """The tool definitions whose ids key the memos above, kept alive: a freed session's
+        tools could otherwise lend their ids to another session's (`replay batch` shares
+        renderers across sessions)."""
 
     def _head_blocks(
         self,
@@ -226,6 +230,7 @@ class Renderer:
         key = (system, tuple(id(t) for t in tools), hidden_tokens, head_version)
         hit = self._head.get(key)
         if hit is None:
+            self._tools.setdefault(key[1], tuple(tools))
             ids, kinds = [], []
             for tool in tools:
                 text = json.dumps(
