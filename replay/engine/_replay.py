@@ -29,6 +29,7 @@ from replay.engine._unlogged import (
     Unlogged,
     UnloggedContext,
     fit_heads,
+    hidden_prefix_of,
 )
 from replay.evidence import BlindAction, EvidenceChecker
 from replay.log import (
@@ -221,12 +222,6 @@ def with_unlogged_context(session: Session, config: ReplayConfig) -> ReplayConfi
     return fitted
 
 
-def _hidden_tokens(event: Any) -> int:
-    """An adapter's estimate of the prefix the log does not hold (an extra field, 0 if none)."""
-    value = getattr(event, "hidden_prefix_tokens", 0)
-    return int(value) if isinstance(value, int | float) and value > 0 else 0
-
-
 def _assistant_item(event: AssistantMessage, index: int) -> AssistantItem:
     blocks = []
     for b in event.blocks:
@@ -308,7 +303,7 @@ class _Run:
                 threads[name] = _Thread(
                     strategy=self.named.instantiate(),
                     system=header.system,
-                    hidden_tokens=_hidden_tokens(header) if name == MAIN_THREAD else 0,
+                    hidden_tokens=hidden_prefix_of(header) if name == MAIN_THREAD else 0,
                 )
                 self.unlogged.split_head(name, threads[name])
             return threads[name]
@@ -346,7 +341,7 @@ class _Run:
                 child = thread_state(event.thread_id)
                 child.system = event.system if event.system is not None else header.system
                 child.model = event.model
-                child.hidden_tokens = _hidden_tokens(event)
+                child.hidden_tokens = hidden_prefix_of(event)
                 self.unlogged.split_head(event.thread_id, child)
             elif isinstance(event, RequestMarker):
                 yield event.ts

@@ -183,7 +183,9 @@ def context_item(tokens: int, counter: Any) -> UserItem:
     )
 
 
-def _hidden(owner: Any) -> int:
+def hidden_prefix_of(owner: Any) -> int:
+    """An adapter's estimate of the prefix the log does not hold (`hidden_prefix_tokens` on the
+    header or a thread start; 0 if none)."""
     value = getattr(owner, "hidden_prefix_tokens", 0)
     return int(value) if isinstance(value, int | float) and value > 0 else 0
 
@@ -202,11 +204,11 @@ def fit_heads(
     tells whether a request's cache shows marker positions (explicit breakpoints); `logged`
     counts the logged tools + system prompt sent before the hidden prefix (system, model)."""
     header = session.header
-    hidden = {MAIN_THREAD: _hidden(header)}
+    hidden = {MAIN_THREAD: hidden_prefix_of(header)}
     kinds: dict[str, tuple[str, str]] = {MAIN_THREAD: (header.system, header.model)}
     for e in session.events:
         if isinstance(e, ThreadStart):
-            hidden[e.thread_id] = _hidden(e)
+            hidden[e.thread_id] = hidden_prefix_of(e)
             system = e.system if e.system is not None else header.system
             kinds[e.thread_id] = (system, e.model or header.model)
     requests: dict[str, list[tuple[int, RequestMarker]]] = {}
