@@ -273,3 +273,16 @@ def test_a_changed_head_is_written_again(marks):
     assert changed[3].outcome.cache_read <= logged_head  # …a changed one is read only up to it
     assert changed[3].outcome.prompt == hidden[3].outcome.prompt  # same size, other content
     assert changed[4].outcome.cache_read >= changed[3].outcome.prompt - 1  # and cached again
+
+
+def test_a_changed_head_without_an_unlogged_part_changes_the_system_prompt():
+    session = gen.deterministic_session()
+    requests = [e for e in session.events if isinstance(e, RequestMarker)]
+    requests[0].thinking_level, requests[8].thinking_level = "low", "high"
+    changed = replay_session(session, ["baseline"])
+    plain = replay_session(gen.deterministic_session(), ["baseline"])
+    tools = plain[8].request.kinds.count("tool")
+    assert changed[8].outcome.prompt == plain[8].outcome.prompt  # same size, other content
+    assert changed[8].outcome.cache_read <= plain[8].request.tokens_before(tools)
+    assert plain[8].outcome.cache_read > plain[8].request.tokens_before(tools + 1)
+    assert changed[9].outcome.cache_read == plain[9].outcome.cache_read  # cached again

@@ -238,13 +238,18 @@ class Renderer:
                 )
                 ids.append(self.table.intern(TOOL, text, False))
                 kinds.append(TOOL)
-            if system:
+            parts = hidden_tokens if isinstance(hidden_tokens, tuple) else (hidden_tokens,)
+            # A new version of the head (e.g. a restarted harness stamping its start time into
+            # the system prompt): same size, other content — the unlogged part's, else the
+            # logged system prompt's.
+            version = f" (version {head_version})" if head_version else ""
+            if system and version and not any(p > 0 for p in parts):
+                size = self.table.counter.count(system)
+                ids.append(self.table.intern(SYSTEM, system + version, True, size))
+                kinds.append(SYSTEM)
+            elif system:
                 ids.append(self.table.intern(SYSTEM, system, True))
                 kinds.append(SYSTEM)
-            parts = hidden_tokens if isinstance(hidden_tokens, tuple) else (hidden_tokens,)
-            # A new version of the unlogged head (e.g. a restarted harness stamping its start
-            # time into the system prompt): same size, other content.
-            version = f" (version {head_version})" if head_version else ""
             hidden_text = HIDDEN_PREFIX_TEXT + version
             for part in parts:
                 if part <= 0:
