@@ -17,9 +17,9 @@ A flag means "the agent acted on something this view hid", not "the run would ha
 from __future__ import annotations
 
 import difflib
-import functools
 import re
 from bisect import bisect_right
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress, islice, repeat
@@ -279,10 +279,22 @@ class _Request:
 
 # Every strategy replayed over a log checks the same recorded writes against the same contents
 # (the very string objects of the log, so hashing them is free after the first time): the diff
-# is computed once per write, not once per strategy. Sized for a few thousand writes per log.
-@functools.lru_cache(maxsize=4096)
+# is computed once per write, not once per strategy. Bounded by the characters it holds, since
+# in a batch it would otherwise keep earlier sessions' file contents alive.
+_CHANGES: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
+_CHANGES_BUDGET = 1 << 25
+"""Characters of (old, new) texts the memo may hold (~32 MB)."""
+_changes_chars = 0
+
+
 def _change_context(old: str, new: str) -> tuple[str, ...]:
     """Old lines a whole-file write changed, with one line of context on each side."""
+    global _changes_chars
+    key = (old, new)
+    hit = _CHANGES.get(key)
+    if hit is not None:
+        _CHANGES.move_to_end(key)
+        return hit
     a, b = old.splitlines(), new.splitlines()
     lines: list[str] = []
     for tag, i1, i2, _j1, _j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
@@ -290,7 +302,13 @@ def _change_context(old: str, new: str) -> tuple[str, ...]:
             continue
         lo, hi = max(0, i1 - 1), min(len(a), max(i2, i1) + 1)
         lines.extend(a[lo:hi])
-    return tuple(ln.strip() for ln in dict.fromkeys(lines) if ln.strip())
+    result = tuple(ln.strip() for ln in dict.fromkeys(lines) if ln.strip())
+    _CHANGES[key] = result
+    _changes_chars += len(old) + len(new)
+    while _changes_chars > _CHANGES_BUDGET and len(_CHANGES) > 1:
+        (gone_old, gone_new), _ = _CHANGES.popitem(last=False)
+        _changes_chars -= len(gone_old) + len(gone_new)
+    return result
 
 
 class EvidenceChecker:
