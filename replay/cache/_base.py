@@ -237,6 +237,8 @@ def _last_turn(req: RenderedRequest, last_turn: int, table: BlockTable | None) -
     """The last user turn, skipping user blocks known only by their size (fitted context)."""
     if table is None or last_turn < 0:
         return last_turn
+    if not table.blocks[int(req.block_ids[last_turn])].sized_only:
+        return last_turn  # the usual case: no search
     codes = req.kind_index.codes
     for i in np.flatnonzero(np.isin(codes[: last_turn + 1], TURN_CODES))[::-1].tolist():
         if not table.blocks[int(req.block_ids[i])].sized_only:
