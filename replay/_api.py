@@ -16,6 +16,7 @@ from replay.cache import load_rules_file
 from replay.engine import ReplayConfig, RequestRecord, summary_frame
 from replay.engine._replay import iter_replay, with_unlogged_context
 from replay.engine._results import ResultTables
+from replay.engine._unlogged import UnloggedContext
 from replay.log import Event, Session
 from replay.prices import Pricer, RateOverride
 
@@ -39,7 +40,7 @@ class ReplayResult:
     """What a reader must know to trust the numbers (estimates, skipped lines…)."""
     tables: ResultTables | None = field(default=None, repr=False)
     """The frames, accumulated while replaying (None: computed from `records`)."""
-    unlogged_context: Any = field(default=None, repr=False)
+    unlogged_context: UnloggedContext | None = field(default=None, repr=False)
     """What the replay fitted as context the log does not hold (pass it on to `breakeven` so
     the same log is not fitted twice)."""
 
@@ -200,7 +201,7 @@ def breakeven(
     ttl: str | None = None,
     strict: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
-    unlogged_context: Any = None,
+    unlogged_context: UnloggedContext | None = None,
 ) -> pl.DataFrame:
     """One row per rewrite event of each strategy: closed-form and simulated break-even.
 
