@@ -286,3 +286,11 @@ def test_a_changed_head_without_an_unlogged_part_changes_the_system_prompt():
     assert changed[8].outcome.cache_read <= plain[8].request.tokens_before(tools)
     assert plain[8].outcome.cache_read > plain[8].request.tokens_before(tools + 1)
     assert changed[9].outcome.cache_read == plain[9].outcome.cache_read  # cached again
+
+
+def test_a_replay_leaves_the_garbage_collector_as_it_found_it():
+    import gc
+
+    before = gc.get_threshold(), gc.get_freeze_count()
+    replay_session(gen.deterministic_session(), ["baseline", "truncate-500"])
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before

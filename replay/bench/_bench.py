@@ -4,7 +4,8 @@ Measured in one run on one machine (absolute seconds mean little elsewhere; rati
 
 - fast: `replay_session` per strategy on the synthetic session, each with a cold token memo
   (so every row pays its own tokenization), and once for `--strategies all` from the log file
-  (reading it included) the way the CLI runs it;
+  (reading it included) the way the CLI runs it (`replay(..., keep_records=False,
+  per_turn=False)`: the summary built strategy by strategy);
 - naive: the same replay (strategies, evidence checks, cache simulation, pricing), where every
   prompt is also re-rendered into one text, re-tokenized in full with tiktoken and compared with
   the previous one token by token (the quadratic approach the block memo avoids). It runs on the
@@ -336,10 +337,14 @@ def _time_fast(session: Session, strategies: Sequence[str]) -> tuple[float, list
 
 
 def _time_all_from_file(path: Path, strategies: Sequence[str]) -> float:
+    """Reading the log and replaying `strategies` the way `replay LOG` does (the summary built
+    strategy by strategy, records dropped once counted), cold token memo."""
+    from replay._api import replay
+
     reset_token_memo()
     start = time.perf_counter()
     session = read_log(path)
-    replay_session(session, list(strategies), ReplayConfig(pricer=Pricer()))
+    replay(session, list(strategies), keep_records=False, per_turn=False).summary  # noqa: B018
     return time.perf_counter() - start
 
 
