@@ -290,6 +290,8 @@ def dumps(value: Any) -> str:
     return json.dumps(clean_json(value), ensure_ascii=False, sort_keys=True)
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+"""Header time of a log with no timestamp at all."""
 _EPOCH_MIN = datetime(1990, 1, 1, tzinfo=UTC)
 _EPOCH_MAX = datetime(2200, 1, 1, tzinfo=UTC)
 

@@ -33,11 +33,11 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from replay.adapters._common import (
+    EPOCH,
     MAIN_THREAD,
     AssistantMessage,
     Bad,
@@ -75,7 +75,6 @@ from replay.adapters._common import (
 from replay.log import Session, ToolDef
 
 AGENT = "codex"
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 OUTPUT_ITEMS = {
     "reasoning",
@@ -529,7 +528,7 @@ class _Reader:
         if not system:
             estimated.insert(0, "system")
         header = SessionHeader(
-            ts=self.events[0].ts if self.events else opt_ts(meta.get("timestamp")) or _EPOCH,
+            ts=self.events[0].ts if self.events else opt_ts(meta.get("timestamp")) or EPOCH,
             session_id=opt_str(meta, "id") or self.path.stem,
             agent=AGENT,
             agent_version=opt_str(meta, "cli_version"),

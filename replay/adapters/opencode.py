@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +68,6 @@ from replay.adapters._common import (
 from replay.log import Session
 
 AGENT = "opencode"
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 IGNORED_PARTS = {"patch", "snapshot", "agent", "retry", "step-start", "subtask", "compaction"}
 
 

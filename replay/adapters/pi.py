@@ -33,11 +33,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from replay.adapters._common import (
+    EPOCH,
     MAIN_THREAD,
     AssistantMessage,
     Bad,
@@ -77,7 +77,6 @@ from replay.adapters._common import (
 from replay.log import Session
 
 AGENT = "pi"
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 ENTRY_TYPES = {
     "message",
@@ -303,7 +302,7 @@ class _Reader:
             opt_str(h, "provider"), model
         )
         header = SessionHeader(
-            ts=opt_ts(h.get("timestamp")) or main.first_ts() or _EPOCH,
+            ts=opt_ts(h.get("timestamp")) or main.first_ts() or EPOCH,
             session_id=opt_str(h, "id") or self.path.stem,
             agent=AGENT,
             provider=provider,
