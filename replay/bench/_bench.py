@@ -336,15 +336,21 @@ def _time_fast(session: Session, strategies: Sequence[str]) -> tuple[float, list
     return time.perf_counter() - start, records
 
 
-def _time_all_from_file(path: Path, strategies: Sequence[str]) -> float:
-    """Reading the log and replaying `strategies` the way `replay LOG` does (the summary built
-    strategy by strategy, records dropped once counted), cold token memo."""
+def _replay_like_the_cli(session: Session, strategies: Sequence[str]) -> Any:
+    """`replay LOG --strategies ...` without printing: the summary built strategy by strategy,
+    each strategy's records dropped once counted."""
     from replay._api import replay
 
+    result = replay(session, list(strategies), keep_records=False, per_turn=False)
+    result.summary  # noqa: B018 - built like the CLI builds it
+    return result
+
+
+def _time_all_from_file(path: Path, strategies: Sequence[str]) -> float:
+    """Reading the log and replaying `strategies` the way `replay LOG` does, cold token memo."""
     reset_token_memo()
     start = time.perf_counter()
-    session = read_log(path)
-    replay(session, list(strategies), keep_records=False, per_turn=False).summary  # noqa: B018
+    _replay_like_the_cli(read_log(path), strategies)
     return time.perf_counter() - start
 
 
@@ -394,7 +400,6 @@ def memory_probe(path: str | Path, strategies: Sequence[str], mode: str = "cli")
 
     On Linux the peak (VmHWM) is reset first through /proc/self/clear_refs: `ru_maxrss` would
     carry the peak of the parent process across fork and exec."""
-    from replay._api import replay
 
     if mode not in MEMORY_MODES:
         raise ValueError(f"memory mode {mode!r}: expected one of {MEMORY_MODES}")
@@ -413,8 +418,7 @@ def memory_probe(path: str | Path, strategies: Sequence[str], mode: str = "cli")
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     session = read_log(path)
     if mode == "cli":
-        result: Any = replay(session, list(strategies), keep_records=False, per_turn=False)
-        result.summary  # noqa: B018 - built like the CLI builds it
+        result: Any = _replay_like_the_cli(session, strategies)
     else:
         result = replay_session(session, list(strategies), ReplayConfig(pricer=Pricer()))
     peak = _proc_status("VmHWM") if reset else None
