@@ -248,10 +248,14 @@ class ResultTables:
     _accs: dict[str, _Acc] = field(default_factory=dict, repr=False)
     _turns: list[pl.DataFrame] = field(default_factory=list, repr=False)
 
+    _records: Sequence[RequestRecord] | None = field(default=None, repr=False)
+    """Records kept by the caller (`of`): the per-request rows are built from them on demand."""
+
     @classmethod
     def of(cls, records: Sequence[RequestRecord]) -> ResultTables:
-        tables = cls()
+        tables = cls(per_turn=False)
         tables.add(records)
+        tables.per_turn, tables._records = True, records
         return tables
 
     def add(self, records: Sequence[RequestRecord]) -> None:
@@ -270,6 +274,8 @@ class ResultTables:
     def turns(self) -> pl.DataFrame:
         if not self.per_turn:
             raise ReplayError("per-request rows were not kept (replayed with per_turn=False)")
+        if self._records is not None:
+            return turns_frame(self._records)
         if not self._turns:
             return turns_frame([])
         return pl.concat(self._turns, how="vertical")
