@@ -36,7 +36,6 @@ usage; elsewhere only the residual is fitted.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -51,7 +50,7 @@ from replay.cache._base import prompt_view
 from replay.log import MAIN_THREAD, RequestMarker, Session, ThreadStart
 from replay.prefix import prefix_diff
 from replay.render import Renderer
-from replay.render._request import SYSTEM, TOOL, RenderedRequest
+from replay.render._request import RenderedRequest
 from replay.strategies._view import UserItem, View
 
 if TYPE_CHECKING:
@@ -273,10 +272,7 @@ def place_last_marker(
 ) -> list[Breakpoint]:
     """Move the last message marker to the block end nearest `tail` tokens before the end of
     the prompt (before the first message: no message marker; the head marker stays)."""
-    kinds = request.kinds
-    head = 0
-    while head < len(kinds) and kinds[head] in (SYSTEM, TOOL):
-        head += 1
+    head = request.kind_index.head_end + 1  # blocks of tools + system prompt
     if not breakpoints or breakpoints[-1].block < head:
         return breakpoints
     cum = request.cum_tokens
@@ -443,8 +439,7 @@ class Unlogged:
         thread_fit = self.fit.threads.get(record.thread)
         if u.context is not None and thread_fit is not None:
             request = record.request
-            head = sum(1 for _ in itertools.takewhile(lambda k: k in (SYSTEM, TOOL),
-                                                      request.kinds))
+            head = request.kind_index.head_end + 1
             start = int(request.cum_tokens[head - 1]) if head else 0
             u.starts.append(((CONTEXT,), start, thread_fit.context))
 
