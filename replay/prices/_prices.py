@@ -7,7 +7,7 @@ flat card per long-context tier level) and does the arithmetic itself. Each rate
 against `calc_price` on probe requests when it is built; a card that disagrees falls back to
 `calc_price`.
 
-genai-prices semantics kept here (see shared/research/caching.md, section E):
+genai-prices semantics kept here (read from the genai-prices 0.2.3 wheel, probed with `calc_price`):
 - `input_tokens` is the TOTAL input: uncached + cache read + cache writes.
 - A model without a cache-read (or cache-write) price bills those tokens at its input price; a model
   without a 1-hour write price bills 1-hour writes at its (5-minute) write price.
