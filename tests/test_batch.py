@@ -177,6 +177,43 @@ def test_rerun_skips_unchanged_files_and_replays_a_touched_one(logdir: Path, tmp
     assert forced.counts["replayed"] == 4
 
 
+@pytest.fixture
+def doubled_gemini(tmp_path: Path):
+    """A user tokenizer file that counts Gemini tokens (run42's model) twice; the built-in table
+    is back in force afterwards."""
+    from replay.tokens import tokenizer_rows, use_tokenizers
+
+    row = next(r for r in tokenizer_rows() if r["family"] == "gemini")
+    path = tmp_path / "tokenizers.json"
+    path.write_text(json.dumps({"families": [{**row, "factor": 2.0}]}), encoding="utf-8")
+    yield path
+    use_tokenizers(None)
+
+
+def test_workers_count_with_the_tokenizer_file_in_force_and_reruns_when_it_changes(
+    logdir: Path, tmp_path: Path, doubled_gemini: Path
+):
+    from replay.tokens import use_tokenizers
+
+    opts = BatchOptions(strategies="baseline")
+    built_in = run_batch([logdir], opts, workers=1).totals
+    use_tokenizers(doubled_gemini)
+    out = tmp_path / "ds"
+    pooled = run_batch([logdir], opts, output=out, engine="pool", workers=2)
+    serial = run_batch([logdir], opts, workers=1)
+    # spawned workers do not inherit `use_tokenizers`: the batch hands them the file
+    assert pooled.totals.equals(serial.totals)
+    assert pooled.totals["prompt_tokens"][0] > 1.9 * built_in["prompt_tokens"][0]
+
+    assert run_batch([logdir], opts, output=out, workers=1).counts["replayed"] == 0
+    # the same path with other content is another table: every file is replayed again
+    table = json.loads(doubled_gemini.read_text(encoding="utf-8"))
+    table["families"][0]["factor"] = 3.0
+    doubled_gemini.write_text(json.dumps(table), encoding="utf-8")
+    use_tokenizers(doubled_gemini)
+    assert run_batch([logdir], opts, output=out, workers=1).counts["replayed"] == 4
+
+
 def test_other_options_replace_a_files_rows(logdir: Path, tmp_path: Path):
     out = tmp_path / "ds"
     run_batch([logdir], BatchOptions(strategies="baseline"), output=out, workers=1)

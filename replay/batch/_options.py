@@ -42,6 +42,10 @@ class BatchOptions:
     """Replay sessions of one scope through one shared provider cache."""
     chain_bytes: int = DEFAULT_CHAIN_BYTES
     """Cut a shared-cache chain after this many bytes of logs."""
+    tokenizers: str | None = None
+    """Path of a user tokenizer file (schema of `pricing/tokenizers.json`) every worker counts
+    with; `run_batch` fills in the one in force where it starts (`use_tokenizers`,
+    `REPLAY_TOKENIZERS`), which spawned workers and Ray tasks would not otherwise see."""
 
 
 @cache
@@ -79,12 +83,27 @@ def scan_key(opts: BatchOptions) -> str:
     return _digest(["scan", BATCH_FORMAT, replay_version(), opts.strict, opts.provider])
 
 
+@cache
+def _data_digest() -> str:
+    """Digest of replay's built-in data files (cache rules, tokenizers, context windows): a
+    source checkout changes them without a new version number."""
+    from replay._data import data_dir
+
+    root = data_dir()
+    files = sorted(p for p in root.rglob("*.json") if p.is_file())
+    return _digest([[str(p.relative_to(root)), _file_digest(str(p))] for p in files])
+
+
 def replay_key(opts: BatchOptions) -> str:
     """What a file's replayed rows depend on, besides the file and its cache group: every
-    option, the cache-rule file's content, and the versions of replay and of the prices."""
+    option, the content of the user's cache-rule and tokenizer files and of the built-in data
+    files, and the versions of replay and of the prices."""
     fields = asdict(opts)
     fields["cache_rules"] = _file_digest(opts.cache_rules)
-    return _digest(["replay", BATCH_FORMAT, replay_version(), _prices_version(), fields])
+    fields["tokenizers"] = _file_digest(opts.tokenizers)
+    return _digest(
+        ["replay", BATCH_FORMAT, replay_version(), _prices_version(), _data_digest(), fields]
+    )
 
 
 def horizon_seconds(opts: BatchOptions) -> float:

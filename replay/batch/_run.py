@@ -21,7 +21,7 @@ import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -324,7 +324,7 @@ def run_batch(
     `force`). `engine`: `pool` (`workers` processes; 1 = in this process) or `ray`."""
     from replay.strategies import resolve
 
-    opts = opts or BatchOptions()
+    opts = _with_tokenizers(opts or BatchOptions())
     started = time.perf_counter()
     order = [n.name for n in resolve(opts.strategies)]  # unknown names fail here, before work
     if opts.cache_rules and not Path(opts.cache_rules).is_file():
@@ -366,6 +366,18 @@ def run_batch(
             "overlapping or within the longest cache TTL): column `shared_cache`."
         )
     return report
+
+
+def _with_tokenizers(opts: BatchOptions) -> BatchOptions:
+    """`opts` naming the tokenizer file every worker counts with: the one it names (put in force
+    here too, which checks it before any work), else the one in force here."""
+    from replay.tokens import tokenizer_file_in_force, use_tokenizers
+
+    if opts.tokenizers is None:
+        return replace(opts, tokenizers=tokenizer_file_in_force())
+    if opts.tokenizers != tokenizer_file_in_force():
+        use_tokenizers(opts.tokenizers)
+    return opts
 
 
 def _scan_phase(

@@ -220,6 +220,10 @@ def _setup(opts: BatchOptions) -> tuple[Any, list[Any]]:
     hit = _CONFIGS.get(opts)
     if hit is None:
         from replay._api import _config
+        from replay.tokens import tokenizer_file_in_force, use_tokenizers
+
+        if opts.tokenizers != tokenizer_file_in_force():
+            use_tokenizers(opts.tokenizers)
         from replay.prices import parse_price_override
         from replay.strategies import resolve
 

@@ -21,6 +21,7 @@ from replay.tokens._counter import (
     counter_for,
     family_for,
     family_named,
+    tokenizer_file_in_force,
     tokenizer_rows,
     use_tokenizers,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "get_encoding",
     "logs_label",
     "tokenizer_file",
+    "tokenizer_file_in_force",
     "tokenizer_rows",
     "use_tokenizers",
 ]

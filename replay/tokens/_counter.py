@@ -88,10 +88,16 @@ def _rows_for(path: str | None) -> tuple[dict, ...]:
     return (*user.values(), *merged)
 
 
+def tokenizer_file_in_force() -> str | None:
+    """The user's tokenizer file in force (`use_tokenizers`, else `REPLAY_TOKENIZERS`), or None
+    for the built-in table."""
+    return _USER_FILE[0] or os.environ.get(TOKENIZERS_ENV) or None
+
+
 def tokenizer_rows() -> tuple[dict, ...]:
     """The tokenizer table in force: the built-in rows, each replaced by the user's row of the
     same family when a tokenizer file is in use, after the user's rows of new families."""
-    return _rows_for(_USER_FILE[0] or os.environ.get(TOKENIZERS_ENV) or None)
+    return _rows_for(tokenizer_file_in_force())
 
 
 def use_tokenizers(path: str | os.PathLike | None) -> None:
