@@ -22,6 +22,7 @@ from replay.engine._unlogged import (
     ThreadUnlogged,
     UnloggedContext,
     place_last_marker,
+    shrunk,
     transient,
 )
 from replay.fidelity import fidelity_rows, fidelity_summary
@@ -38,6 +39,7 @@ from replay.log import (
     UserMessage,
 )
 from replay.render._request import SYSTEM, TEXT, USER, RenderedRequest
+from replay.strategies._view import UserItem
 
 T0 = datetime(2026, 10, 20, 12, 0, tzinfo=UTC)
 WORDS = "the quick brown fox jumps over the lazy dog while tests run green again "
@@ -182,6 +184,43 @@ def test_a_transient_message_is_dropped_when_the_next_read_stops_before_it() -> 
     assert fit.requests[(MAIN_THREAD, third)].drop == ((second, "before"),)
     rows = _exact(session)
     assert rows[3].fitted.startswith("transient")
+
+
+def test_a_message_gone_from_an_openai_prompt_is_found_from_the_billed_size() -> None:
+    # OpenAI shows no marker positions: request 2 carried 400 unlogged tokens that request 3
+    # did not. Only the billed prompt size tells (400 tokens short of the replay).
+    session = _session(_turns(MAIN_THREAD, 0, 6, T0), hidden=2000)
+    session.header.provider, session.header.model = "openai", "gpt-5"
+    second, third = _index(session, "main-r2"), _index(session, "main-r3")
+    truth = UnloggedContext(requests={
+        (MAIN_THREAD, second): RequestFit(before=400),
+        (MAIN_THREAD, third): RequestFit(drop=((second, "before"),)),
+    })
+    _bill(session, truth)
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert fit.requests[(MAIN_THREAD, second)].before == 400
+    assert fit.requests[(MAIN_THREAD, third)] == RequestFit(drop=((second, "before"),), shrunk=True)
+    rows = _exact(session)
+    assert rows[3].fitted is None  # found from the size, not the read: still a prediction
+    # Without it the replay carries the 400 tokens on: every later prompt is 400 too long.
+    plain = fidelity_rows(session, ReplayConfig(unlogged_context={
+        (MAIN_THREAD, second): 400,
+    }))
+    assert [r.simulated_prompt - r.recorded_prompt for r in plain][3:] == [400, 400, 400]
+
+
+def test_a_shortfall_is_matched_to_a_message_of_its_size_only() -> None:
+    def item(tokens: int) -> UserItem:
+        return UserItem("x", injected=True, estimated_tokens=tokens - 4)
+
+    old, new, small = item(350), item(340), item(80)
+    state = ThreadUnlogged(items={(1, "before"): old, (5, "before"): new, (9, "before"): small})
+    sent = [old, new, small]
+    assert shrunk(state, sent, 320, 4) == (5, "before")  # the newest of the two that fit
+    assert shrunk(state, sent, 60, 4) is None  # noise: below SHRINK_MIN
+    assert shrunk(state, sent, 500, 4) is None  # no message that long
+    assert shrunk(state, sent, 200, 4) is None  # 350 and 340 exceed it by more than the slack
+    assert shrunk(state, [old, small], 320, 4) == (1, "before")  # only what the request sent
 
 
 def test_short_or_misplaced_messages_are_not_taken_for_transient() -> None:

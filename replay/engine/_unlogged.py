@@ -29,9 +29,16 @@ usage the provider recorded. A log without usage gets nothing fitted. Parts:
   of where the previous request wrote, that message was not sent again as it was: it is dropped
   from then on (the residual fit adds whatever the new request carries instead, at its end).
   Not across a logged compaction: it explains the shorter read by itself.
+- **shrunk prompt** — elsewhere (caches without marker positions: OpenAI, …) the billed prompt
+  size shows it: when a request is billed D > `SHRINK_MIN` tokens fewer than its replay (beyond
+  the previous request's own shortfall), and an estimated message of its view is D to
+  D + `SHRINK_SLACK` tokens long (the slack: what the new request itself adds beyond the log),
+  that message was not sent again: the newest such one is dropped from then on. The read is not
+  used, so it stays a prediction. (a7: a ~340-token message Codex sends at some requests only,
+  not in the rollout.)
 
 Only explicit-breakpoint caches (Anthropic and its variants) show marker positions in their
-usage; elsewhere only the residual is fitted.
+usage; elsewhere only the residual (and shrunk prompts) are fitted.
 """
 
 from __future__ import annotations
@@ -59,6 +66,15 @@ if TYPE_CHECKING:
 TAIL_MIN = 32
 """Uncached tokens after the client's last marker below which the marker is taken to end the
 prompt (the provider bills a few framing tokens after it)."""
+
+SHRINK_MIN = 64
+"""Tokens a billed prompt must fall short of its replay by before an estimated message is taken
+to be gone (below: tokenizer noise, which the residual fit never removes either)."""
+
+SHRINK_SLACK = 128
+"""Tokens an estimated message may exceed the shortfall by and still be the one not sent again:
+the request's own unlogged additions (framing the renderer does not count: 7–60 tokens a
+request on the Codex samples) offset part of it."""
 
 CONTEXT: tuple[int, str] = (-1, "context")
 """Key of a thread's first-message context among its unlogged messages."""
@@ -111,6 +127,8 @@ class RequestFit:
     """Recorded tokens after the client's last marker (0: the marker ends the prompt)."""
     drop: tuple[Key, ...] = ()
     """Unlogged messages of earlier requests this one no longer carried."""
+    shrunk: bool = False
+    """`drop` was found from the billed prompt size (shrunk prompt), not from the read."""
 
 
 @dataclass
@@ -155,6 +173,9 @@ class ThreadUnlogged:
     compactions: int = 0
     """Fitting only: logged compactions of the thread before the previous request (a new one
     explains a shorter read by itself)."""
+    short: int = 0
+    """Fitting only: tokens the previous request was billed short of its replay (a surplus of
+    the replay the residual fit cannot remove)."""
     starts: list[tuple[tuple[Key, ...], int, int]] = field(default_factory=list)
     """Fitting only: the unlogged messages of the previous request that may have been transient
     (its first-message context; its own residual): (keys, where the cache entry before them
@@ -303,6 +324,24 @@ def transient(state: ThreadUnlogged, read: int, prompt: int) -> tuple[Key, ...]:
         if tokens > tol and abs(start - read) <= tol
     ]
     return min(hits)[1] if hits else ()
+
+
+def shrunk(
+    state: ThreadUnlogged, sent: list[Any], deficit: int, overhead: int
+) -> Key | None:
+    """The estimated message among `sent` (the request's view) that a prompt billed `deficit`
+    tokens short of its replay no longer carried: the newest whose size (`overhead` framing
+    included) is `deficit` to `deficit + SHRINK_SLACK` tokens (None when the shortfall is noise
+    or no message fits it)."""
+    if deficit <= SHRINK_MIN or not state.items:
+        return None
+    in_view = set(sent)  # items hash by identity
+    for key in reversed(state.items):
+        item = state.items[key]
+        tokens = (item.estimated_tokens or 0) + overhead
+        if item in in_view and deficit <= tokens <= deficit + SHRINK_SLACK:
+            return key
+    return None
 
 
 class Unlogged:
@@ -487,6 +526,19 @@ class Unlogged:
         explicit = self.explicit(provider, model, marker.ts)
         tail = usage.input_tokens if explicit and usage.input_tokens >= TAIL_MIN else 0
         gap = usage.prompt_tokens - self.billed_size(preview, provider, model)
+        key = (marker.thread, event_index)
+        u = state.unlogged
+        # Only a shortfall that appears at this request: one the previous request showed already
+        # (a surplus the residual fit cannot remove) shrinks as later requests add unlogged
+        # tokens, and is no message going away.
+        gone = None if explicit else shrunk(u, view.items, -gap - u.short, overhead)
+        if gone is not None:
+            # The billed prompt is short of an estimated message: it was not sent again.
+            item = state.unlogged.items[gone]
+            gap += (item.estimated_tokens or 0) + overhead
+            self._drop(state, gone)
+            view.items = [i for i in view.items if i is not item]
+            self.fit.requests[key] = RequestFit(drop=(gone,), shrunk=True)
         before = after = 0
         if gap > overhead:
             after = min(gap, tail) if min(gap, tail) > overhead else 0
@@ -498,10 +550,10 @@ class Unlogged:
                 item = self._add(state, tokens, event_index, part, counter)
                 if view.items is not state.history:
                     view.items.append(item)
-        key = (marker.thread, event_index)
-        dropped = self.fit.requests.get(key, RequestFit()).drop
-        if before or after or tail or dropped:
-            self.fit.requests[key] = RequestFit(before, after, tail, dropped)
+        u.short = max(0, -gap)
+        done = self.fit.requests.get(key, RequestFit())
+        if before or after or tail or done.drop:
+            self.fit.requests[key] = RequestFit(before, after, tail, done.drop, done.shrunk)
         state.unlogged.tail = tail
 
     def _seed(self, marker: RequestMarker, request_index: int, state: _Thread, model: str,
@@ -536,6 +588,8 @@ class Unlogged:
 
 __all__ = [
     "CONTEXT",
+    "SHRINK_MIN",
+    "SHRINK_SLACK",
     "TAIL_MIN",
     "RequestFit",
     "ThreadFit",
@@ -546,6 +600,7 @@ __all__ = [
     "fit_heads",
     "place_last_marker",
     "read_tolerance",
+    "shrunk",
     "transient",
     "unlogged_item",
 ]

@@ -178,7 +178,7 @@ def _fitted(fit: UnloggedContext, thread: str, event_index: int, usage, first: b
             "(sized from this read)"
         )
     request_fit = fit.requests.get((thread, event_index))
-    if request_fit is not None and request_fit.drop:
+    if request_fit is not None and request_fit.drop and not request_fit.shrunk:
         return (
             "transient context: an unlogged message of the previous request was not sent again "
             "(found from where this read stops)"
