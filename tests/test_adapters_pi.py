@@ -272,12 +272,15 @@ def test_a_full_rewrite_after_the_user_acted_is_an_inferred_restart(tmp_path: Pa
     session = load(_write(tmp_path, _restart_lines()), strict=True)
     last = session.requests()[-1]
     assert last.system_changed.startswith("new pi process (inferred)")
+    assert last.system_change_inferred is True
     assert session.header.inferred_restarts == 1
     assert not any(hasattr(r, "system_changed") for r in session.requests()[:-1])
-    # Written back and read again unchanged (an extra field of the native format).
+    # Written back and read again unchanged (extra fields of the native format).
     out = tmp_path / "native.jsonl"
     write_log(session, out)
-    assert load(out).requests()[-1].system_changed == last.system_changed
+    again = load(out).requests()[-1]
+    assert again.system_changed == last.system_changed
+    assert again.system_change_inferred is True
 
 
 @pytest.mark.parametrize(

@@ -366,8 +366,10 @@ def _mark_restarts(session: Session) -> int:
     starts when the user acts, so the log must also show one of: a message the user typed (or a
     `!cmd`) since the previous request — pi was quit, or crashed mid-turn, and resumed — or a
     request that started before the previous one (two pi processes appending to one v1 file,
-    whose linear order hides it). Such requests get `system_changed` = `RESTART_REASON`; the
-    count goes to the header (`inferred_restarts`). Returns that count.
+    whose linear order hides it). Such requests get `system_changed` = `RESTART_REASON` and
+    `system_change_inferred` = True (sized from their own usage: fidelity does not score their
+    read as a prediction); the count goes to the header (`inferred_restarts`). Returns that
+    count.
     """
     hidden = {MAIN_THREAD: getattr(session.header, "hidden_prefix_tokens", 0) or 0}
     for e in session.events:
@@ -380,6 +382,7 @@ def _mark_restarts(session: Session) -> int:
         if isinstance(e, RequestMarker):
             if _restarted(turn, e, hidden.get(e.thread, hidden[MAIN_THREAD])):
                 e.system_changed = RESTART_REASON
+                e.system_change_inferred = True
                 count += 1
             turns[e.thread] = _Turn(request=e)
         elif isinstance(e, UserMessage) and not e.injected:

@@ -161,9 +161,8 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
 def _inferred(marker: RequestMarker | None) -> str | None:
     """An adapter's inference sized from this request's own usage (pi: a restarted process is
     only seen as a re-written head), so its read matches by construction."""
-    reason = getattr(marker, "system_changed", None)
-    if isinstance(reason, str) and "(inferred)" in reason:
-        return f"head re-sent: {reason}"
+    if getattr(marker, "system_change_inferred", False) is True:
+        return f"head re-sent: {getattr(marker, 'system_changed', None)}"
     return None
 
 
