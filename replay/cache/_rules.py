@@ -295,6 +295,8 @@ class RuleBook:
         self.variant = variant
         self.overrides = dict(overrides or {})
         self._memo: dict[tuple[str, str, date], Rule | None] = {}
+        self._forced: dict[str, Any] = {}
+        """`override` per rule name (simulators ask for a dozen rules per request)."""
 
     def with_variant(self, variant: str | None) -> RuleBook:
         return RuleBook(self.layers, self.overrides, variant)
@@ -324,10 +326,17 @@ class RuleBook:
         return found
 
     def override(self, name: str) -> Any:
+        try:
+            return self._forced[name]
+        except KeyError:
+            pass
+        forced = _MISSING
         for key in (f"{self.provider}.{self.variant}.{name}", f"{self.provider}.{name}", name):
             if key in self.overrides:
-                return self.overrides[key]
-        return _MISSING
+                forced = self.overrides[key]
+                break
+        self._forced[name] = forced
+        return forced
 
     def get(self, name: str, model: str, ts: datetime | date, default: Any = _MISSING) -> Any:
         forced = self.override(name)
