@@ -73,9 +73,13 @@ def _facts(items: Sequence[Item]) -> dict[str, list[str]]:
                 read.append(path)
             if "test" in name:
                 tests = [ln for ln in item.output.splitlines() if ln.strip()][-12:]
-            for line in item.output.splitlines():
-                if _ERROR_LINE.search(line) and len(errors) < 12:
-                    errors.append(_first_sentences(line, 200))
+            # The pattern never spans a line break: an output without a match has no error line.
+            if len(errors) < 12 and _ERROR_LINE.search(item.output):
+                for line in item.output.splitlines():
+                    if len(errors) >= 12:
+                        break
+                    if _ERROR_LINE.search(line):
+                        errors.append(_first_sentences(line, 200))
         elif isinstance(item, UserItem) and item.text != task and not item.injected:
             constraints.append(_first_sentences(item.text, 300))
     dedup = lambda xs: list(dict.fromkeys(xs))  # noqa: E731
