@@ -195,7 +195,11 @@ class TokenCounter:
                 kept[text] = n
             else:
                 self._forgotten[_digest(text)] = n
-        self._counts = kept  # the ids LRU is bounded on its own
+        self._counts = kept
+        # The ids LRU is bounded by token count, not by the size of the texts it is keyed by
+        # (a summarizer transcript can be a megabyte): derived texts leave it too.
+        for text in [t for t in self._tokens if not keep(t)]:
+            self._cached_ids -= len(self._tokens.pop(text))
 
     def scale(self, raw: int) -> int:
         return raw if self.factor == 1.0 else math.ceil(raw * self.factor)
