@@ -149,6 +149,10 @@ class ReplayConfig:
     progress: Any = None
     """Called as `progress(strategy_name, done, total)` before each strategy is replayed (and
     once with `done == total` at the end): progress bars."""
+    on_record: Callable[[RequestRecord], None] | None = None
+    """Given each record, in order, as soon as its request is complete, instead of keeping it
+    in the run's records (`run()` then returns none): a caller that only aggregates records
+    (the CLI's summary) holds none of them."""
 
 
 @dataclass
@@ -209,6 +213,7 @@ def fit_unlogged_context(session: Session, config: ReplayConfig) -> UnloggedCont
     fit_config.shared_cache = None
     fit_config.keep_views = False
     fit_config.snapshot_stores = False
+    fit_config.on_record = None
     run = _Run(session, parse_name("recorded"), fit_config)
     fit = run.unlogged.fit
     fit.threads = fit_heads(session, run.unlogged.explicit_marker, run.unlogged.logged_head)
@@ -456,6 +461,10 @@ class _Run:
         record.store_before = store_before
         if not self.config.keep_blocks and state.previous is not None:
             state.previous.release_blocks()  # diffed against for the last time
+        if self.config.on_record is not None:  # its summarizer calls, then the request
+            for done in self.records:
+                self.config.on_record(done)
+            self.records.clear()
         state.previous = record.request
         state.previous_usage = Usage(
             input_tokens=record.outcome.uncached,
