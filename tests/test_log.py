@@ -66,6 +66,26 @@ def test_run42_rewrites_to_identical_bytes(tmp_path):
     assert out.read_bytes() == RUN42.read_bytes()
 
 
+def test_events_read_alike_share_one_fields_set_until_one_is_assigned(tmp_path):
+    lines = [
+        '{"type":"user","ts":"2026-03-02T09:00:01Z","text":"a"}',
+        '{"type":"user","ts":"2026-03-02T09:00:02Z","text":"b"}',
+        '{"type":"assistant","ts":"2026-03-02T09:00:03Z","blocks":[{"type":"text","text":"x"}]}',
+        '{"type":"assistant","ts":"2026-03-02T09:00:04Z","blocks":[{"type":"text","text":"y"}]}',
+    ]
+    first, second, answer, other = read_log(_write(tmp_path, HEADER, *lines)).events
+    assert first.model_fields_set is second.model_fields_set  # one set for both
+    assert answer.blocks[0].model_fields_set is other.blocks[0].model_fields_set
+    written = dump_event(second), dump_event(other)
+    first.injected = True
+    answer.blocks[0].text = "z"
+    answer.request_id = "r9"
+    assert "injected" in first.model_fields_set and "injected" not in second.model_fields_set
+    assert "request_id" not in other.model_fields_set
+    assert (dump_event(second), dump_event(other)) == written
+    assert json.loads(dump_event(first))["injected"] is True
+
+
 def test_minimal_log_and_blank_lines(tmp_path):
     path = _write(tmp_path, HEADER, "", "   ", USER, REQUEST)
     session = read_log(path, strict=True)
