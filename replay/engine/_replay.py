@@ -624,10 +624,8 @@ def _release_run() -> None:
     strategy, renderer and cache store reference each other, so reference counting alone never
     frees them: without a full collection here they wait for one the collector schedules only
     when the young objects outnumber a quarter of the long-lived ones, and several strategies'
-    states pile up (peak memory 1.5× higher on `--strategies all`). What was freed is then
-    handed back to the system where the C library allows it (`_trim_heap`)."""
+    states pile up (peak memory 1.5× higher on `--strategies all`)."""
     gc.collect()
-    _trim_heap()
 
 
 def _malloc_trim() -> Callable[[int], int] | None:
@@ -711,8 +709,10 @@ def iter_replay(
             if config.progress is not None:
                 config.progress(named.name, done, len(resolved))
             yield named, _Run(session, named, config).run()
-            forget_counts(log_texts.__contains__)
             _release_run()
+            # After the run is freed, so the digests it allocates do not pin the run's arenas.
+            forget_counts(log_texts.__contains__)
+            _trim_heap()
     if config.progress is not None:
         config.progress("", len(resolved), len(resolved))
 
