@@ -154,7 +154,8 @@ class TokenCounter:
         self._counts: dict[str, int] = {}
         self._forgotten: dict[bytes, int] = {}
         """Counts of texts no longer held (`forget`), by digest."""
-        self._tokens: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._tokens: OrderedDict[str | bytes, np.ndarray] = OrderedDict()
+        """Token ids by text, or by digest once the text is forgotten (`forget`)."""
         self._token_cache = token_cache
         self._cached_ids = 0
         self.encode_calls = 0
@@ -162,9 +163,13 @@ class TokenCounter:
     def raw_tokens(self, text: str) -> np.ndarray:
         """tiktoken ids of `text`. Only prefix diffs need ids (of the two blocks where prompts
         part), so they stay in an LRU bounded by token count; counts are kept for good."""
-        hit = self._tokens.get(text)
+        key: str | bytes = text
+        hit = self._tokens.get(key)
+        if hit is None and self._forgotten:
+            key = _digest(text)
+            hit = self._tokens.get(key)
         if hit is not None:
-            self._tokens.move_to_end(text)
+            self._tokens.move_to_end(key)
             return hit
         self.encode_calls += 1
         ids = np.asarray(self._encoding.encode_ordinary(text), dtype=np.int32)
@@ -197,9 +202,11 @@ class TokenCounter:
                 self._forgotten[_digest(text)] = n
         self._counts = kept
         # The ids LRU is bounded by token count, not by the size of the texts it is keyed by
-        # (a summarizer transcript can be a megabyte): derived texts leave it too.
-        for text in [t for t in self._tokens if not keep(t)]:
-            self._cached_ids -= len(self._tokens.pop(text))
+        # (a summarizer transcript can be a megabyte): derived texts stay in it by digest.
+        self._tokens = OrderedDict(
+            (key if isinstance(key, bytes) or keep(key) else _digest(key), ids)
+            for key, ids in self._tokens.items()
+        )
 
     def scale(self, raw: int) -> int:
         return raw if self.factor == 1.0 else math.ceil(raw * self.factor)
