@@ -8,6 +8,7 @@ import math
 import socket
 from pathlib import Path
 
+import numpy as np
 import pytest
 import tiktoken_ext.openai_public as openai_public
 
@@ -104,6 +105,17 @@ def test_counts_are_memoized_per_distinct_text():
     assert counter.encode_calls == calls
     counter.count(text + "!")
     assert counter.encode_calls == calls + 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["plain", "special <|endoftext|> and <|fim_prefix|> as text", "a lone \ud800 surrogate", ""],
+)
+def test_token_ids_are_tiktokens_encode_ordinary(text):
+    counter = TokenCounter("gpt-5")
+    ids = counter.raw_tokens(text)
+    assert ids.dtype == np.int32
+    assert ids.tolist() == counter._encoding.encode_ordinary(text)
 
 
 def test_counts_survive_token_cache_eviction():

@@ -172,13 +172,24 @@ class TokenCounter:
             self._tokens.move_to_end(key)
             return hit
         self.encode_calls += 1
-        ids = np.asarray(self._encoding.encode_ordinary(text), dtype=np.int32)
+        ids = self._encode(text)
         self._tokens[text] = ids
         self._cached_ids += len(ids)
         while self._cached_ids > self._token_cache and len(self._tokens) > 1:
             _, old = self._tokens.popitem(last=False)
             self._cached_ids -= len(old)
         return ids
+
+    def _encode(self, text: str) -> np.ndarray:
+        """`encode_ordinary(text)` as int32, straight from tiktoken's buffer: a list of Python
+        ints first would cost ~10× the array (36 bytes a token), every one of them a small
+        object scattered over the interpreter's arenas."""
+        try:
+            ids = self._encoding.encode_to_numpy(text, disallowed_special=())
+        except UnicodeEncodeError:  # lone surrogates: what `encode_ordinary` does with them
+            text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            ids = self._encoding.encode_to_numpy(text, disallowed_special=())
+        return ids.view(np.int32)  # ids < 2**31: the same values
 
     def count(self, text: str) -> int:
         """Provider-scale token count of `text` (tiktoken count × calibration factor)."""
