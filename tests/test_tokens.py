@@ -231,6 +231,18 @@ def test_forgotten_texts_are_not_held_but_not_tokenized_again():
     assert counter.encode_calls == calls
 
 
+def test_a_released_text_is_not_held_but_not_tokenized_again():
+    counter = TokenCounter("gpt-5")
+    text = "a summarizer transcript " * 50
+    n = counter.count(text)
+    counter.release(text)
+    assert text not in counter._counts and text not in counter._tokens
+    calls = counter.encode_calls
+    same = "a summarizer transcript " * 50  # another object, equal
+    assert counter.count(same) == n and len(counter.raw_tokens(same)) == n
+    assert counter.encode_calls == calls
+
+
 def test_a_replay_keeps_only_the_logs_texts_in_the_memo():
     from conftest import RUN42
 

@@ -485,6 +485,7 @@ class _Run:
         renderer: Renderer,
     ) -> None:
         items = [*call.input_items, UserItem(call.instruction)]
+        since = len(renderer.table)
         record = self._simulate(
             kind="summarizer",
             items=items,
@@ -502,6 +503,9 @@ class _Run:
         )
         if not self.config.keep_blocks:
             record.request.release_blocks()
+            # What only this call showed is packed: read again only if a later prompt is
+            # compared with a cached copy of this one.
+            renderer.pack_items(items, since)
 
     def _simulate(
         self,

@@ -201,6 +201,17 @@ class TokenCounter:
             self._counts[text] = hit
         return hit
 
+    def release(self, text: str) -> None:
+        """`forget` for one text, now (a summarizer transcript once its call is simulated)."""
+        n = self._counts.pop(text, None)
+        if n is None:
+            return
+        digest = _digest(text)
+        self._forgotten[digest] = n
+        ids = self._tokens.pop(text, None)
+        if ids is not None:
+            self._tokens[digest] = ids
+
     def forget(self, keep: Callable[[str], bool]) -> None:
         """Stop holding the texts `keep` rejects (what one strategy derived: summaries,
         shortened outputs), keeping their counts by digest: memory stays O(log), and a text
