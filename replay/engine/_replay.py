@@ -506,6 +506,7 @@ class _Run:
             # What only this call showed is packed: read again only if a later prompt is
             # compared with a cached copy of this one.
             renderer.pack_items(items, since)
+            renderer.forget_thread(self.lane + f"{marker.thread}/summarizer")
 
     def _simulate(
         self,

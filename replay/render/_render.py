@@ -311,6 +311,13 @@ class Renderer:
                     if text is not None:
                         self.table.counter.release(text)
 
+    def forget_thread(self, thread: str) -> None:
+        """Stop keeping `thread`'s last view for incremental rendering (its next view is walked
+        in full, through the item memo): for a lane whose views are not worth keeping, such as
+        a summarizer call's, whose last view holds its whole transcript."""
+        for key in [k for k in self._last if k[0] == thread]:
+            del self._last[key]
+
     def render(
         self,
         items: Sequence[Item],
