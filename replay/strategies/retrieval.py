@@ -83,7 +83,7 @@ class _Steps:
         for word in item_words(item) - known:
             posting = self.postings.get(word)
             if posting is None:
-                posting = self.postings[word] = array("q")
+                posting = self.postings[word] = array("i")  # C ints: half of "q"
             posting.append(step)
             known.add(word)
         self.roots[-1] = math.sqrt(len(known) or 1)
@@ -92,7 +92,7 @@ class _Steps:
         """Per step, how many of the `query` words it has."""
         postings = self.postings
         found = b"".join([p for w in query if (p := postings.get(w)) is not None])
-        return np.bincount(np.frombuffer(found, dtype=np.int64), minlength=len(self.steps))
+        return np.bincount(np.frombuffer(found, dtype=np.intc), minlength=len(self.steps))
 
 
 def retrieval(top: int = 5) -> object:
