@@ -18,8 +18,10 @@ Measured in one run on one machine (absolute seconds mean little elsewhere; rati
   requests are the same) over the time on N requests;
 - memory: the peak resident-set growth of a child process that reads the log and replays every
   strategy, against the log file's size: once the way `replay LOG --strategies all` runs (the
-  summary built strategy by strategy, each strategy's records dropped once counted), once the
-  way `replay_session` returns (every record kept, with its block arrays).
+  summary built strategy by strategy, each record counted and dropped as soon as it is
+  complete), once the way `replay_session` returns (every record kept, with its block arrays).
+  The baseline is taken after imports and the tokenizer are loaded (only the log's header is
+  read for that).
 """
 
 from __future__ import annotations
