@@ -189,7 +189,9 @@ class TokenCounter:
         except UnicodeEncodeError:  # lone surrogates: what `encode_ordinary` does with them
             text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
             ids = self._encoding.encode_to_numpy(text, disallowed_special=())
-        return ids.view(np.int32)  # ids < 2**31: the same values
+        # ids < 2**31: the same values, in an array of its own (not a view of tiktoken's buffer,
+        # which takes three more objects per memo entry)
+        return ids.astype(np.int32)
 
     def count(self, text: str) -> int:
         """Provider-scale token count of `text` (tiktoken count × calibration factor)."""
