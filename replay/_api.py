@@ -114,10 +114,13 @@ def replay(
     config = with_unlogged_context(session, config)
     tables = ResultTables(per_turn=per_turn)
     records: list[RequestRecord] = []
+    if not keep_records:  # each record counted as soon as it is complete, never kept
+        config.on_record = tables.add_record
     for _named, run_records in iter_replay(session, strategies, config):
         tables.add(run_records)
         if keep_records:
             records.extend(run_records)
+        del run_records  # not held while the next strategy runs
     return ReplayResult(
         session=session,
         records=records,

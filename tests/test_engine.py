@@ -145,6 +145,39 @@ def test_replay_is_deterministic_across_processes(run_replay, tmp_path):
     assert outputs[0] == outputs[1]
 
 
+def _same_frames_without_records(log, strategies) -> None:
+    kept = replay(log, strategies)
+    streamed = replay(log, strategies, keep_records=False)
+    assert kept.records and not streamed.records
+    assert streamed.summary.equals(kept.summary)
+    assert streamed.turns.equals(kept.turns)
+    assert streamed.notes == kept.notes
+
+
+def test_replaying_without_keeping_records_gives_the_same_frames(monkeypatch):
+    # The CLI's way: each record counted as soon as it is complete, its arrays released and
+    # the summarizer transcripts packed as the replay goes.
+    _same_frames_without_records(RUN42, [*CORE, "retrieval-top-5"])
+    # OpenAI's automatic cache compares prompts with cached earlier ones, summarizer calls'
+    # included: their packed transcripts are read back.
+    from replay.bench import synthetic_session
+    from replay.render._request import BlockTable
+
+    read_packed = []
+    text_of = BlockTable.text_of
+
+    def counting(table, block_id):
+        read_packed.append(table.blocks[block_id].text is None)
+        return text_of(table, block_id)
+
+    monkeypatch.setattr(BlockTable, "text_of", counting)
+    session = synthetic_session(80, 0, provider="openai", model="gpt-5")
+    _same_frames_without_records(
+        session, ["openhands-llm-summary-120-keep-4", "aider-summarize-auto"]
+    )
+    assert any(read_packed)
+
+
 def test_summarizer_calls_are_their_own_records_and_counted_in_totals():
     result = replay(RUN42, ["compact-at-12000-structured"])
     records = result.records

@@ -66,6 +66,37 @@ def test_run42_rewrites_to_identical_bytes(tmp_path):
     assert out.read_bytes() == RUN42.read_bytes()
 
 
+def test_events_read_alike_share_one_fields_set_until_one_is_assigned(tmp_path):
+    lines = [
+        '{"type":"user","ts":"2026-03-02T09:00:01Z","text":"a"}',
+        '{"type":"user","ts":"2026-03-02T09:00:02Z","text":"b"}',
+        '{"type":"assistant","ts":"2026-03-02T09:00:03Z","blocks":[{"type":"text","text":"x"}]}',
+        '{"type":"assistant","ts":"2026-03-02T09:00:04Z","blocks":[{"type":"text","text":"y"}]}',
+    ]
+    first, second, answer, other = read_log(_write(tmp_path, HEADER, *lines)).events
+    assert first.model_fields_set is second.model_fields_set  # one set for both
+    assert answer.blocks[0].model_fields_set is other.blocks[0].model_fields_set
+    written = dump_event(second), dump_event(other)
+    first.injected = True
+    answer.blocks[0].text = "z"
+    answer.request_id = "r9"
+    answer.note = "an unknown field"  # kept as an extra field of this event only
+    assert "injected" in first.model_fields_set and "injected" not in second.model_fields_set
+    assert "request_id" not in other.model_fields_set
+    assert answer.model_extra == {"note": "an unknown field"} and other.model_extra == {}
+    assert (dump_event(second), dump_event(other)) == written
+    assert json.loads(dump_event(first))["injected"] is True
+
+
+def test_tool_and_thread_names_are_read_once_per_distinct_value(tmp_path):
+    result = '{"type":"tool_result","ts":"2026-03-02T09:00:0%dZ","call_id":"c%d","tool_name":"%s",'
+    lines = [result % (n, n, name) + '"output":"x","thread":"sub"}' for n, name in
+             enumerate(["read_file", "read_file", "grep"])]
+    first, second, third = read_log(_write(tmp_path, HEADER, *lines)).events
+    assert first.tool_name is second.tool_name and first.thread is third.thread
+    assert (second.tool_name, third.tool_name) == ("read_file", "grep")
+
+
 def test_minimal_log_and_blank_lines(tmp_path):
     path = _write(tmp_path, HEADER, "", "   ", USER, REQUEST)
     session = read_log(path, strict=True)

@@ -145,6 +145,27 @@ def test_mismatch_inside_a_block_counts_shared_tokens():
     assert diff.first_mismatch_token == _naive(r, prev, cur)
 
 
+def test_packed_blocks_diff_and_materialize_as_before():
+    r = _renderer()
+    head = "".join(f"line {n} of a long transcript \ud800\n" for n in range(400))
+    prev_items = [UserItem("summarize"), UserItem(head + "old tail")]
+    cur_items = [UserItem("summarize"), UserItem(head + "new tail")]
+    prev = _render(r, prev_items)
+    since = len(r.table)
+    cur = _render(r, cur_items, previous=prev)
+    expected = prefix_diff(prev, cur, r.table), _naive(r, prev, cur)
+    texts = [b.text for b in r.table.blocks]
+    r.pack_items(cur_items, since)  # as `_Run._summarizer` does with its call's items
+    packed = [i for i, b in enumerate(r.table.blocks) if b.text is None]
+    assert packed == [int(cur.block_ids[-1])]  # the long block only this view added
+    r.pack_items(prev_items, 0)
+    assert [i for i, b in enumerate(r.table.blocks) if b.text is None] == sorted(
+        {int(prev.block_ids[-1]), *packed}
+    )
+    assert [r.table.text_of(i) for i in range(len(r.table))] == texts  # surrogates included
+    assert (prefix_diff(prev, cur, r.table), _naive(r, prev, cur)) == expected
+
+
 def test_summary_items_and_merged_results_render_as_expected():
     r = _renderer()
     call = AssistantItem(

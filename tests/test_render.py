@@ -289,6 +289,19 @@ def test_released_requests_keep_their_totals_and_later_ones_their_arrays():
                                        thread="main", model="gpt-5"))
 
 
+def test_a_forgotten_thread_renders_its_next_view_in_full_with_the_same_blocks():
+    r = Renderer(counter_for("gpt-5"))
+    items = _conversation()
+    first = _render(r, items[:2])
+    r.forget_thread("other")  # another thread's: the layout stays
+    assert np.shares_memory(first.block_ids, _render(r, items).block_ids)
+    r.forget_thread("main")
+    again = _render(r, items)
+    assert not np.shares_memory(first.block_ids, again.block_ids)  # not extended in place
+    _assert_same_blocks(again, _fresh(r, items, system=SYSTEM, tools=TOOLS,
+                                      thread="main", model="gpt-5"))
+
+
 def test_kind_index_follows_a_cut_and_an_extension():
     r = Renderer(counter_for("gpt-5"))
     items = _conversation()  # user, assistant (thinking, text, call), result, user

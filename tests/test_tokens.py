@@ -8,6 +8,7 @@ import math
 import socket
 from pathlib import Path
 
+import numpy as np
 import pytest
 import tiktoken_ext.openai_public as openai_public
 
@@ -104,6 +105,17 @@ def test_counts_are_memoized_per_distinct_text():
     assert counter.encode_calls == calls
     counter.count(text + "!")
     assert counter.encode_calls == calls + 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["plain", "special <|endoftext|> and <|fim_prefix|> as text", "a lone \ud800 surrogate", ""],
+)
+def test_token_ids_are_tiktokens_encode_ordinary(text):
+    counter = TokenCounter("gpt-5")
+    ids = counter.raw_tokens(text)
+    assert ids.dtype == np.int32
+    assert ids.tolist() == counter._encoding.encode_ordinary(text)
 
 
 def test_counts_survive_token_cache_eviction():
@@ -212,8 +224,22 @@ def test_forgotten_texts_are_not_held_but_not_tokenized_again():
     counter.count(kept)
     counter.forget({kept}.__contains__)
     assert derived not in counter._counts and kept in counter._counts
+    assert derived not in counter._tokens and kept in counter._tokens  # ids by digest
     calls = counter.encode_calls
     assert counter.count("a summary a strategy wrote " * 20) == n
+    assert len(counter.raw_tokens("a summary a strategy wrote " * 20)) == n
+    assert counter.encode_calls == calls
+
+
+def test_a_released_text_is_not_held_but_not_tokenized_again():
+    counter = TokenCounter("gpt-5")
+    text = "a summarizer transcript " * 50
+    n = counter.count(text)
+    counter.release(text)
+    assert text not in counter._counts and text not in counter._tokens
+    calls = counter.encode_calls
+    same = "a summarizer transcript " * 50  # another object, equal
+    assert counter.count(same) == n and len(counter.raw_tokens(same)) == n
     assert counter.encode_calls == calls
 
 

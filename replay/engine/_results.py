@@ -97,6 +97,10 @@ def _turn_row(r: RequestRecord) -> dict:
 
 def turns_frame(records: Sequence[RequestRecord]) -> pl.DataFrame:
     """One row per simulated request (summarizer calls included, `kind` tells them apart)."""
+    return _turns_from_rows([_turn_row(r) for r in records])
+
+
+def _turns_from_rows(rows: list[dict]) -> pl.DataFrame:
     schema = {
         "strategy": pl.Utf8,
         "request_index": pl.Int64,
@@ -122,7 +126,7 @@ def turns_frame(records: Sequence[RequestRecord]) -> pl.DataFrame:
         "cost_usd": MONEY,
         "storage_cost_usd": MONEY,
     }
-    return pl.DataFrame([_turn_row(r) for r in records], schema=schema, orient="row")
+    return pl.DataFrame(rows, schema=schema, orient="row")
 
 
 @dataclass
@@ -247,6 +251,8 @@ class ResultTables:
     provider usage)."""
     _accs: dict[str, _Acc] = field(default_factory=dict, repr=False)
     _turns: list[pl.DataFrame] = field(default_factory=list, repr=False)
+    _rows: list[dict] = field(default_factory=list, repr=False)
+    """Per-request rows of the strategy being counted (`add_record`)."""
 
     _records: Sequence[RequestRecord] | None = field(default=None, repr=False)
     """Records kept by the caller (`of`): the per-request rows are built from them on demand."""
@@ -259,14 +265,27 @@ class ResultTables:
         return tables
 
     def add(self, records: Sequence[RequestRecord]) -> None:
+        """Count one strategy's records."""
         for r in records:
-            _add(self._accs, r)
-            self.models.add(r.model)
-            self.providers.add(r.provider)
-            if r.kind == "request" and not r.request.estimated_output:
-                self.estimated_output = False
-        if self.per_turn and records:
-            self._turns.append(turns_frame(records))
+            self.add_record(r)
+        self.end_strategy()
+
+    def add_record(self, r: RequestRecord) -> None:
+        """Count one record as soon as it is complete (`ReplayConfig.on_record`), so it need not
+        be kept; `end_strategy` closes the strategy's per-request rows."""
+        _add(self._accs, r)
+        self.models.add(r.model)
+        self.providers.add(r.provider)
+        if r.kind == "request" and not r.request.estimated_output:
+            self.estimated_output = False
+        if self.per_turn:
+            self._rows.append(_turn_row(r))
+
+    def end_strategy(self) -> None:
+        """The rows counted since the last call become one frame of `turns`."""
+        if self._rows:
+            self._turns.append(_turns_from_rows(self._rows))
+            self._rows = []
 
     def summary(self) -> pl.DataFrame:
         return _summary_from(self._accs)

@@ -23,6 +23,8 @@ from replay.log._events import (
     FORMAT_VERSION,
     Event,
     SessionHeader,
+    SharedFieldsSet,
+    share_fields_sets,
 )
 
 _EVENT = TypeAdapter(Event)
@@ -94,6 +96,8 @@ def read_log(path: str | Path, *, strict: bool = False) -> Session:
     header: SessionHeader | None = None
     events: list[Any] = []
     skipped: list[LogFormatError] = []
+    fields_sets: dict[frozenset[str], SharedFieldsSet] = {}
+    names: dict[str, str] = {}
     for number, text in iter_lines(path):
         try:
             if isinstance(text, LogFormatError):
@@ -120,6 +124,7 @@ def read_log(path: str | Path, *, strict: bool = False) -> Session:
             event = parse_event(obj, path, number)
             if isinstance(event, SessionHeader):
                 raise LogFormatError(path, number, "expected one `session` header, got a second")
+            share_fields_sets(event, fields_sets, names)
             events.append(event)
         except LogFormatError as err:
             if strict or header is None:

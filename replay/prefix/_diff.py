@@ -37,8 +37,8 @@ def common_block_tokens(table: BlockTable, a: int, b: int) -> int:
     # Framing tokens encode the block kind: blocks with different framing differ at once.
     if ia.overhead != ib.overhead or (ia.overhead and ia.kind != ib.kind):
         return 0
-    ta = table.counter.raw_tokens(ia.text)
-    tb = table.counter.raw_tokens(ib.text)
+    ta = table.counter.raw_tokens(table.text_of(a))
+    tb = table.counter.raw_tokens(table.text_of(b))
     n = min(len(ta), len(tb))
     diff = np.flatnonzero(ta[:n] != tb[:n])
     raw = int(diff[0]) if len(diff) else n
@@ -107,9 +107,10 @@ def materialize_tokens(request: RenderedRequest, table: BlockTable) -> np.ndarra
     for block_id in request.block_ids.tolist():
         info = table.blocks[block_id]
         code = -1 - (2 * _KINDS.index(info.kind) + int(info.starts_message))
-        body = encoding.encode_ordinary(info.text)
+        text = table.text_of(block_id)
+        body = encoding.encode_ordinary(text)
         hidden = max(0, info.tokens - info.overhead - len(body))
-        content = hash((info.kind, info.starts_message, info.tokens, info.text))
+        content = hash((info.kind, info.starts_message, info.tokens, text))
         elements = np.asarray(
             [code] * info.overhead + body + [_OPAQUE - (content & ((1 << 39) - 1))] * hidden,
             dtype=np.int64,

@@ -296,6 +296,28 @@ class Renderer:
         self._memo[item] = (merged, ids, kinds)
         return ids, kinds
 
+    def pack_items(self, items: Sequence[Item], since: int) -> None:
+        """Compress the long contents of the blocks that `items` added to the table (ids from
+        `since` on), for items unlikely to be shown again: a summarizer call's transcript (up
+        to ~1 MB each), which the table and the token memo would otherwise hold as text until
+        the strategy ends. Only a prefix diff against a cached copy of that call reads it."""
+        for item in items:
+            cached = self._memo.get(item)
+            if cached is None:
+                continue
+            for block_id in cached[1]:
+                if block_id >= since:
+                    text = self.table.pack(block_id)
+                    if text is not None:
+                        self.table.counter.release(text)
+
+    def forget_thread(self, thread: str) -> None:
+        """Stop keeping `thread`'s last view for incremental rendering (its next view is walked
+        in full, through the item memo): for a lane whose views are not worth keeping, such as
+        a summarizer call's, whose last view holds its whole transcript."""
+        for key in [k for k in self._last if k[0] == thread]:
+            del self._last[key]
+
     def render(
         self,
         items: Sequence[Item],

@@ -50,11 +50,14 @@ class _Steps:
 
     def clear(self) -> None:
         self.steps: list[list[int]] = []  # positions of each step's items
-        self.words: list[set[str]] = []  # words of each step
+        # Only the current step's words and the latest user message's are ever read again:
+        # earlier steps live on in `roots` and `postings` (a word set per step was 1-2× the
+        # log's size in memory).
+        self.words: set[str] = set()  # words of the current (last) step
         self.roots: list[float] = []  # sqrt(words) of each step (the last one: its current value)
         self.postings: dict[str, array] = {}  # word → the steps that have it, ascending
         self.users: list[int] = []  # positions of the real user messages
-        self.user_words: dict[int, set[str]] = {}
+        self.user_words: set[str] = set()  # words of the latest real user message
 
     def grow(self, history: Sequence[Item]) -> None:
         start = self.seen.sync(history)
@@ -66,21 +69,21 @@ class _Steps:
     def _add(self, n: int, item: Item) -> None:
         if isinstance(item, AssistantItem):
             self.steps.append([n])
-            self.words.append(set())
+            self.words = set()
             self.roots.append(1.0)
         elif is_real_user(item):
             self.users.append(n)
-            self.user_words[n] = item_words(item)
+            self.user_words = item_words(item)
             return
         elif not self.steps:
             return
         else:
             self.steps[-1].append(n)
-        step, known = len(self.steps) - 1, self.words[-1]
+        step, known = len(self.steps) - 1, self.words
         for word in item_words(item) - known:
             posting = self.postings.get(word)
             if posting is None:
-                posting = self.postings[word] = array("q")
+                posting = self.postings[word] = array("i")  # C ints: half of "q"
             posting.append(step)
             known.add(word)
         self.roots[-1] = math.sqrt(len(known) or 1)
@@ -89,7 +92,7 @@ class _Steps:
         """Per step, how many of the `query` words it has."""
         postings = self.postings
         found = b"".join([p for w in query if (p := postings.get(w)) is not None])
-        return np.bincount(np.frombuffer(found, dtype=np.int64), minlength=len(self.steps))
+        return np.bincount(np.frombuffer(found, dtype=np.intc), minlength=len(self.steps))
 
 
 def retrieval(top: int = 5) -> object:
@@ -101,9 +104,9 @@ def retrieval(top: int = 5) -> object:
         if len(steps) <= top + 1:
             return View(items=list(history))
         current = steps[-1]
-        query = set(index.words[-1])
+        query = set(index.words)
         if index.users:
-            query |= index.user_words[index.users[-1]]
+            query |= index.user_words
         # score = shared words / sqrt(step words); the best `top` earlier steps, newest first
         # among equal scores
         scores = index.overlap(query)[:-1] / np.array(index.roots[:-1])

@@ -160,7 +160,8 @@ class TokenCounter:
         self._counts: dict[str, int] = {}
         self._forgotten: dict[bytes, int] = {}
         """Counts of texts no longer held (`forget`), by digest."""
-        self._tokens: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._tokens: OrderedDict[str | bytes, np.ndarray] = OrderedDict()
+        """Token ids by text, or by digest once the text is forgotten (`forget`)."""
         self._token_cache = token_cache
         self._cached_ids = 0
         self.encode_calls = 0
@@ -168,18 +169,35 @@ class TokenCounter:
     def raw_tokens(self, text: str) -> np.ndarray:
         """tiktoken ids of `text`. Only prefix diffs need ids (of the two blocks where prompts
         part), so they stay in an LRU bounded by token count; counts are kept for good."""
-        hit = self._tokens.get(text)
+        key: str | bytes = text
+        hit = self._tokens.get(key)
+        if hit is None and self._forgotten:
+            key = _digest(text)
+            hit = self._tokens.get(key)
         if hit is not None:
-            self._tokens.move_to_end(text)
+            self._tokens.move_to_end(key)
             return hit
         self.encode_calls += 1
-        ids = np.asarray(self._encoding.encode_ordinary(text), dtype=np.int32)
+        ids = self._encode(text)
         self._tokens[text] = ids
         self._cached_ids += len(ids)
         while self._cached_ids > self._token_cache and len(self._tokens) > 1:
             _, old = self._tokens.popitem(last=False)
             self._cached_ids -= len(old)
         return ids
+
+    def _encode(self, text: str) -> np.ndarray:
+        """`encode_ordinary(text)` as int32, straight from tiktoken's buffer: a list of Python
+        ints first would cost ~10× the array (36 bytes a token), every one of them a small
+        object scattered over the interpreter's arenas."""
+        try:
+            ids = self._encoding.encode_to_numpy(text, disallowed_special=())
+        except UnicodeEncodeError:  # lone surrogates: what `encode_ordinary` does with them
+            text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            ids = self._encoding.encode_to_numpy(text, disallowed_special=())
+        # ids < 2**31: the same values, in an array of its own (not a view of tiktoken's buffer,
+        # which takes three more objects per memo entry)
+        return ids.astype(np.int32)
 
     def count(self, text: str) -> int:
         """Provider-scale token count of `text` (tiktoken count × calibration factor)."""
@@ -191,6 +209,17 @@ class TokenCounter:
             self._counts[text] = hit
         return hit
 
+    def release(self, text: str) -> None:
+        """`forget` for one text, now (a summarizer transcript once its call is simulated)."""
+        n = self._counts.pop(text, None)
+        if n is None:
+            return
+        digest = _digest(text)
+        self._forgotten[digest] = n
+        ids = self._tokens.pop(text, None)
+        if ids is not None:
+            self._tokens[digest] = ids
+
     def forget(self, keep: Callable[[str], bool]) -> None:
         """Stop holding the texts `keep` rejects (what one strategy derived: summaries,
         shortened outputs), keeping their counts by digest: memory stays O(log), and a text
@@ -201,7 +230,13 @@ class TokenCounter:
                 kept[text] = n
             else:
                 self._forgotten[_digest(text)] = n
-        self._counts = kept  # the ids LRU is bounded on its own
+        self._counts = kept
+        # The ids LRU is bounded by token count, not by the size of the texts it is keyed by
+        # (a summarizer transcript can be a megabyte): derived texts stay in it by digest.
+        self._tokens = OrderedDict(
+            (key if isinstance(key, bytes) or keep(key) else _digest(key), ids)
+            for key, ids in self._tokens.items()
+        )
 
     def scale(self, raw: int) -> int:
         return raw if self.factor == 1.0 else math.ceil(raw * self.factor)
