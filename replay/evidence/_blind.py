@@ -121,6 +121,9 @@ class _History:
         self.searched: dict[str, int] = {}
         """String → -1 once an item holds it (the history only grows: it stays found), else the
         number of items already searched without finding it."""
+        self.prints: list[int] = [0]
+        """`prints[k]`: a fingerprint of the texts of the first k items (chained hashes), the
+        key under which answers about them are shared (`_HOLDS`)."""
 
     def sync(self, history: Sequence[Item]) -> None:
         """Index the items appended to `history` since the last call."""
@@ -135,6 +138,7 @@ class _History:
         text = item_text(item)
         self.items.append(item)
         self.texts.append(text)
+        self.prints.append(hash((self.prints[-1], text)))
         if text not in self.indexed:
             self.indexed.add(text)
             # `difference` walks the text's tokens (`difference_update` would walk all known).
@@ -176,15 +180,32 @@ class _History:
         searched = self.searched.get(text, 0)
         if searched < 0:
             return True
-        if _RUN.fullmatch(text):  # inside one token of a text: the distinct tokens answer exactly
-            found = text in self.tokens or any(map(contains, self.token_chunks, repeat(text)))
-        else:
-            found = _last_containing(self.texts, text, searched) is not None
-            if not found:
-                self.searched[text] = len(self.texts)
+        # Inside one token of a text: the distinct tokens answer exactly.
+        in_token = _RUN.fullmatch(text) is not None
+        key = (len(self.texts), self.prints[-1], text)
+        found = _HOLDS.get(key)
+        if found is None:
+            if in_token:
+                found = text in self.tokens or any(map(contains, self.token_chunks, repeat(text)))
+            else:
+                found = _last_containing(self.texts, text, searched) is not None
+            if len(_HOLDS) >= _HOLDS_MAX:
+                _HOLDS.clear()
+            _HOLDS[key] = found
         if found:
             self.searched[text] = -1
+        elif not in_token:
+            self.searched[text] = len(self.texts)
         return found
+
+
+# Every strategy replayed over a log has the same history and checks the same recorded
+# responses, so it asks the same questions of it: the answers are shared by history fingerprint
+# (count of items, chained hash of their texts) and text. Without this each strategy would
+# search the whole history again for each quoted text that it does not hold (work growing with
+# the history, per request). Dropped wholesale when full: an answer is only ever recomputed.
+_HOLDS: dict[tuple[int, int, str], bool] = {}
+_HOLDS_MAX = 1 << 16
 
 
 class _ViewTrack:
