@@ -214,9 +214,11 @@ class _ViewTrack:
     Views of consecutive requests mostly share a long prefix of the very same item objects (a
     strategy appends, or rewrites only near the end; a compaction or a sliding window starts
     over). Each sync records the first position that changed. A memo "`text` is in the item at
-    position p" stays true while no later sync changed a position at or before p; a memo "no
-    item before position p holds `text`" likewise, and then only the items from p on (or from
-    the first changed position, if lower) are searched again."""
+    position p" stays true while no later sync changed a position at or before p, or while
+    that very item is still at p (a rule replaced an earlier item in place); a memo "no item
+    before position p holds `text`" stays true while no later sync changed a position before
+    p, and then only the items from p on (or from the first changed position, if lower) are
+    searched again."""
 
     def __init__(self) -> None:
         self.items: list[Item] = []
@@ -226,22 +228,25 @@ class _ViewTrack:
         self.syncs = 0
         """Number of views synced so far."""
         self.cut_sync: list[int] = []
-        """Syncs that changed (or removed) an item of the previous view, in order."""
         self.cut_at: list[int] = []
-        """For each of those, the first position it changed."""
-        self.memo: dict[str, tuple[int, int, bool]] = {}
+        """The syncs that changed (or removed) an item of the previous view and the first
+        position each changed, kept as a stack whose positions increase (a cut hides every
+        earlier one at or after its position), so that the lowest position changed after a
+        given sync is the first entry after it (one bisection, however many syncs since)."""
+        self.memo: dict[str, tuple[int, int, bool, Item | None]] = {}
         """String → (sync when last searched, found: the position of an item holding it, else
-        the view's length then, found)."""
+        the view's length then, found, the item holding it)."""
 
     def sync(self, view: list[Item]) -> None:
         """Make `view` the current view, keeping the work done for the prefix it shares with
         the previous one."""
         old = self.items
-        n = min(len(old), len(view))
-        # List equality compares items by identity here (they are eq=False): C speed.
-        same = n if old[:n] == view[:n] else list(map(is_, old, view)).index(False)
+        same = _shared_prefix(old, view)
         self.syncs += 1
         if same < len(old):
+            while self.cut_at and self.cut_at[-1] >= same:
+                self.cut_at.pop()
+                self.cut_sync.pop()
             self.cut_sync.append(self.syncs)
             self.cut_at.append(same)
             del old[same:], self.texts[same:]
@@ -254,17 +259,31 @@ class _ViewTrack:
         stop = 0  # the items before it are known not to hold `text`
         memo = self.memo.get(text)
         if memo is not None:
-            sync, position, found = memo
+            sync, position, found, item = memo
             # The lowest position changed by the syncs since the memo (none if it is this one's).
-            lowest = min(self.cut_at[bisect_right(self.cut_sync, sync):], default=position + 1)
-            if found and position < lowest:
+            after = bisect_right(self.cut_sync, sync)
+            lowest = self.cut_at[after] if after < len(self.cut_at) else position + 1
+            if found and (
+                position < lowest or (position < len(self.items) and self.items[position] is item)
+            ):
                 return True
             if not found:
                 stop = min(position, lowest)
         hit = _last_containing(self.texts, text, stop)
-        found = hit is not None
-        self.memo[text] = (self.syncs, hit if found else len(self.texts), found)
-        return found
+        if hit is None:
+            self.memo[text] = (self.syncs, len(self.texts), False, None)
+            return False
+        self.memo[text] = (self.syncs, hit, True, self.items[hit])
+        return True
+
+
+def _shared_prefix(old: list[Item], new: list[Item]) -> int:
+    """How many leading items of `new` are the very objects of `old`."""
+    n = min(len(old), len(new))
+    # List equality tests identity first (items compare by identity), at C speed; one slice.
+    if (new[:n] == old) if n == len(old) else (old[:n] == new):
+        return n
+    return list(map(is_, old, new)).index(False)
 
 
 class _Thread:
