@@ -95,9 +95,11 @@ class _History:
 
     The engine only ever appends to a thread's history, so each request indexes just the new
     items: their texts, the last known content of each file (a read result or a write's
-    content), the distinct tokens of all texts, and which of the strings asked about so far some
-    item contains. A history that changed other than by growing
-    at the end is indexed again from scratch."""
+    content), and which of the strings asked about so far some item contains. The distinct
+    tokens of all texts are indexed only once a question needs them: when strategies are
+    replayed one after the other over the same log, the first one's answers serve the others
+    (`_HOLDS`), which then never need them. A history that changed other than by growing at the
+    end is indexed again from scratch."""
 
     def __init__(self) -> None:
         self._reset()
@@ -112,9 +114,12 @@ class _History:
         self.known: dict[str, tuple[str | None, ToolResultItem | None]] = {}
         """Path → (its last full content, the read result that showed it or None for a write)."""
         self.indexed: set[str] = set()
-        """Every distinct text (tool results are often the same file read again)."""
+        """Every distinct text of `texts[:tokenized]` (tool results are often the same file
+        read again)."""
+        self.tokenized = 0
+        """How many leading texts have their tokens in `tokens`."""
         self.tokens: set[str] = set()
-        """Every distinct token of the texts (split at `_TOKENS`)."""
+        """Every distinct token of `texts[:tokenized]` (split at `_TOKENS`)."""
         self.token_chunks: list[str] = []
         """The same tokens joined by spaces into a few strings, each under half the size of
         the one before (the newest tokens are in the last, small ones)."""
@@ -139,13 +144,6 @@ class _History:
         self.items.append(item)
         self.texts.append(text)
         self.prints.append(hash((self.prints[-1], text)))
-        if text not in self.indexed:
-            self.indexed.add(text)
-            # `difference` walks the text's tokens (`difference_update` would walk all known).
-            fresh = set(text.translate(_TOKENS).split()).difference(self.tokens)
-            if fresh:
-                self.tokens |= fresh
-                self._push_tokens(" ".join(fresh))
         if isinstance(item, AssistantItem):
             for b in item.tool_calls:
                 if b.call_id:
@@ -161,6 +159,18 @@ class _History:
             name, path = call.name or "", path_of(call.arguments)
             if path is not None and _READ_TOOL.search(name) and not _WRITE_TOOL.search(name):
                 self.known[path] = (item.output, item)
+
+    def _index_tokens(self) -> None:
+        """Bring `tokens` up to date with every text."""
+        for text in self.texts[self.tokenized :]:
+            if text not in self.indexed:
+                self.indexed.add(text)
+                # `difference` walks the text's tokens (`difference_update`: all known ones).
+                fresh = set(text.translate(_TOKENS).split()).difference(self.tokens)
+                if fresh:
+                    self.tokens |= fresh
+                    self._push_tokens(" ".join(fresh))
+        self.tokenized = len(self.texts)
 
     def _push_tokens(self, chunk: str) -> None:
         # Merging neighbours of similar size keeps O(log) chunks for O(log) copies per token.
@@ -186,6 +196,7 @@ class _History:
         found = _HOLDS.get(key)
         if found is None:
             if in_token:
+                self._index_tokens()
                 found = text in self.tokens or any(map(contains, self.token_chunks, repeat(text)))
             else:
                 found = _last_containing(self.texts, text, searched) is not None
