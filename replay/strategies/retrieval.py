@@ -51,7 +51,7 @@ class _Steps:
     def clear(self) -> None:
         self.steps: list[list[int]] = []  # positions of each step's items
         self.words: list[set[str]] = []  # words of each step
-        self.roots: list[float] = []  # sqrt(words) of each step (the last one: its current value)
+        self.roots = array("d")  # sqrt(words) of each step (the last one: its current value)
         self.postings: dict[str, array] = {}  # word → the steps that have it, ascending
         self.users: list[int] = []  # positions of the real user messages
         self.user_words: dict[int, set[str]] = {}
@@ -92,6 +92,19 @@ class _Steps:
         return np.bincount(np.frombuffer(found, dtype=np.int64), minlength=len(self.steps))
 
 
+def _best(scores: np.ndarray, top: int) -> list[int]:
+    """Indexes of the `top` highest scores, highest first, the higher index first among equal
+    scores. Only the scores at or above the `top`-th highest are sorted (the rest cannot be
+    among them): a request costs O(steps), not a sort of every step."""
+    if len(scores) > top:
+        kth = np.partition(scores, len(scores) - top)[len(scores) - top]
+        candidates = np.flatnonzero(scores >= kth)
+    else:
+        candidates = np.arange(len(scores))
+    order = np.lexsort((-candidates, -scores[candidates]))
+    return candidates[order[:top]].tolist()
+
+
 def retrieval(top: int = 5) -> object:
     index = _Steps()
 
@@ -106,9 +119,8 @@ def retrieval(top: int = 5) -> object:
             query |= index.user_words[index.users[-1]]
         # score = shared words / sqrt(step words); the best `top` earlier steps, newest first
         # among equal scores
-        scores = index.overlap(query)[:-1] / np.array(index.roots[:-1])
-        order = np.lexsort((-np.arange(len(scores)), -scores))
-        ranked = order[:top].tolist()
+        scores = index.overlap(query)[:-1] / np.frombuffer(index.roots)[:-1]
+        ranked = _best(scores, top)
         keep = {n for s in ranked for n in steps[s]} | set(current) | set(index.users)
         keep.update(range(steps[0][0]))
         items = [history[n] for n in sorted(keep)]
