@@ -362,6 +362,16 @@ def _change_context(old: str, new: str) -> tuple[str, ...]:
     return result
 
 
+def forget_shared_answers() -> None:
+    """Forget what checkers share between replays in this process (answers about histories,
+    the lines each recorded write changed): the next replay finds them again, as a fresh
+    process would (`replay bench` times cold runs)."""
+    global _changes_chars
+    _HOLDS.clear()
+    _CHANGES.clear()
+    _changes_chars = 0
+
+
 class EvidenceChecker:
     """Checks each request's recorded response against the view a strategy built for it.
 
