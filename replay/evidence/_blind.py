@@ -294,7 +294,14 @@ def _shared_prefix(old: list[Item], new: list[Item]) -> int:
     # List equality tests identity first (items compare by identity), at C speed; one slice.
     if (new[:n] == old) if n == len(old) else (old[:n] == new):
         return n
-    return list(map(is_, old, new)).index(False)
+    # The first difference: windows compared at C speed, growing (a rewrite is often far in),
+    # and only the window holding it item by item.
+    low, width = 0, 64
+    while True:
+        high = min(n, low + width)
+        if old[low:high] != new[low:high]:
+            return low + list(map(is_, old[low:high], new[low:high])).index(False)
+        low, width = high, width * 2
 
 
 class _Thread:
