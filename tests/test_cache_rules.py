@@ -402,22 +402,3 @@ def test_providers_user_errors():
     assert bad_date.exit_code == 2 and "YYYY-MM-DD" in bad_date.output
     unknown = _cli("--provider", "nope")
     assert unknown.exit_code == 2 and "known:" in unknown.output
-
-
-def test_router_copies_its_dataclasses_like_replace() -> None:
-    """The router copies a `SimRequest` and a `CacheOutcome` per request by their attributes
-    (`_with`), which equals `dataclasses.replace` only while they have no `__post_init__` and
-    no field left out of `__init__`."""
-    import dataclasses
-
-    from replay.cache._base import CacheOutcome, SimRequest
-    from replay.cache._route import _with
-
-    for cls in (SimRequest, CacheOutcome):
-        assert not hasattr(cls, "__post_init__")
-        assert all(f.init for f in dataclasses.fields(cls))
-    outcome = CacheOutcome(1, 2, 3, 4, miss_cause="x", miss_kind="cold-start")
-    copied = _with(outcome, route="anthropic", mechanism="explicit-breakpoints")
-    assert copied == dataclasses.replace(outcome, route="anthropic",
-                                         mechanism="explicit-breakpoints")
-    assert outcome.route == "" and copied is not outcome

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any
 
 from replay._errors import ReplayError
 from replay.cache._base import CacheOutcome, CacheSimulator, SimRequest
@@ -43,8 +43,6 @@ MECHANISM_SIMULATORS: dict[str, type[CacheSimulator]] = {
     "explicit-context": GeminiExplicitSimulator,
     "none": NoCacheSimulator,
 }
-
-_T = TypeVar("_T")
 
 _BEDROCK_PREFIX = re.compile(r"^(?:global|regional|us|eu|apac|au|jp|ca|us-gov)\.")
 
@@ -202,19 +200,8 @@ class CacheRouter:
         scope = f"{label}|{sim.scope}"
         if sim.cache_key and book.get("cache_key_isolates", model, ts, False):
             scope += f"|key={sim.cache_key}"
-        outcome = simulator.simulate(_with(sim, scope=scope, rules_model=model))
-        return _with(outcome, route=label, mechanism=mechanism)
-
-
-def _with(obj: _T, **changes: Any) -> _T:
-    """`dataclasses.replace(obj, **changes)` for the simulator's dataclasses (plain fields, no
-    `__post_init__`), by copying their attributes: it runs twice per simulated request, and
-    `replace` (keyword checks, `__init__`) cost 6-8 times as much."""
-    new = object.__new__(type(obj))
-    attributes = new.__dict__
-    attributes.update(obj.__dict__)
-    attributes.update(changes)
-    return new
+        outcome = simulator.simulate(replace(sim, scope=scope, rules_model=model))
+        return replace(outcome, route=label, mechanism=mechanism)
 
 
 class _BoundRouter:
