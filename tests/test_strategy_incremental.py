@@ -15,6 +15,8 @@ import re
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from replay.strategies import (
     AssistantItem,
@@ -246,3 +248,20 @@ def test_grown_view_leaves_out_none_and_token_sums_follow_the_history() -> None:
     sums = TokenSums()
     for n in range(len(items) + 1):
         assert sums.sync(items[:n], ctx())[-1] == sum(item_tokens(i, ctx()) for i in items[:n])
+
+
+@given(
+    st.lists(st.integers(0, 4), max_size=40),
+    st.lists(st.integers(1, 4), min_size=40, max_size=40),
+    st.integers(1, 7),
+)
+def test_retrieval_best_steps_equal_a_full_sort(shared, sizes, top) -> None:
+    """`retrieval` sorts only the scores that can be among the best: the same steps, in the
+    same order (ties: the newer step first), as sorting every score."""
+    import numpy as np
+
+    from replay.strategies.retrieval import _best
+
+    scores = np.array(shared, dtype=float) / np.sqrt(np.array(sizes[: len(shared)], dtype=float))
+    expected = np.lexsort((-np.arange(len(scores)), -scores))[:top].tolist()
+    assert _best(scores, top) == expected

@@ -276,10 +276,13 @@ def _naive_runs(
 
 
 def reset_token_memo() -> None:
-    """Forget every memoized token count (the next replay tokenizes from scratch)."""
+    """Forget every memoized token count (the next replay tokenizes from scratch), and what
+    evidence checkers share between replays (the next replay searches from scratch)."""
+    from replay.evidence import forget_shared_answers
     from replay.tokens import _counter
 
     _counter._COUNTERS.clear()
+    forget_shared_answers()
 
 
 def prefix_session(session: Session, requests: int) -> Session:

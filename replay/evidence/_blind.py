@@ -95,9 +95,11 @@ class _History:
 
     The engine only ever appends to a thread's history, so each request indexes just the new
     items: their texts, the last known content of each file (a read result or a write's
-    content), the distinct tokens of all texts, and which of the strings asked about so far some
-    item contains. A history that changed other than by growing
-    at the end is indexed again from scratch."""
+    content), and which of the strings asked about so far some item contains. The distinct
+    tokens of all texts are indexed only once a question needs them: when strategies are
+    replayed one after the other over the same log, the first one's answers serve the others
+    (`_HOLDS`), which then never need them. A history that changed other than by growing at the
+    end is indexed again from scratch."""
 
     def __init__(self) -> None:
         self._reset()
@@ -112,15 +114,21 @@ class _History:
         self.known: dict[str, tuple[str | None, ToolResultItem | None]] = {}
         """Path → (its last full content, the read result that showed it or None for a write)."""
         self.indexed: set[str] = set()
-        """Every distinct text (tool results are often the same file read again)."""
+        """Every distinct text of `texts[:tokenized]` (tool results are often the same file
+        read again)."""
+        self.tokenized = 0
+        """How many leading texts have their tokens in `tokens`."""
         self.tokens: set[str] = set()
-        """Every distinct token of the texts (split at `_TOKENS`)."""
+        """Every distinct token of `texts[:tokenized]` (split at `_TOKENS`)."""
         self.token_chunks: list[str] = []
         """The same tokens joined by spaces into a few strings, each under half the size of
         the one before (the newest tokens are in the last, small ones)."""
         self.searched: dict[str, int] = {}
         """String → -1 once an item holds it (the history only grows: it stays found), else the
         number of items already searched without finding it."""
+        self.prints: list[int] = [0]
+        """`prints[k]`: a fingerprint of the texts of the first k items (chained hashes), the
+        key under which answers about them are shared (`_HOLDS`)."""
 
     def sync(self, history: Sequence[Item]) -> None:
         """Index the items appended to `history` since the last call."""
@@ -135,13 +143,7 @@ class _History:
         text = item_text(item)
         self.items.append(item)
         self.texts.append(text)
-        if text not in self.indexed:
-            self.indexed.add(text)
-            # `difference` walks the text's tokens (`difference_update` would walk all known).
-            fresh = set(text.translate(_TOKENS).split()).difference(self.tokens)
-            if fresh:
-                self.tokens |= fresh
-                self._push_tokens(" ".join(fresh))
+        self.prints.append(hash((self.prints[-1], text)))
         if isinstance(item, AssistantItem):
             for b in item.tool_calls:
                 if b.call_id:
@@ -157,6 +159,18 @@ class _History:
             name, path = call.name or "", path_of(call.arguments)
             if path is not None and _READ_TOOL.search(name) and not _WRITE_TOOL.search(name):
                 self.known[path] = (item.output, item)
+
+    def _index_tokens(self) -> None:
+        """Bring `tokens` up to date with every text."""
+        for text in self.texts[self.tokenized :]:
+            if text not in self.indexed:
+                self.indexed.add(text)
+                # `difference` walks the text's tokens (`difference_update`: all known ones).
+                fresh = set(text.translate(_TOKENS).split()).difference(self.tokens)
+                if fresh:
+                    self.tokens |= fresh
+                    self._push_tokens(" ".join(fresh))
+        self.tokenized = len(self.texts)
 
     def _push_tokens(self, chunk: str) -> None:
         # Merging neighbours of similar size keeps O(log) chunks for O(log) copies per token.
@@ -176,15 +190,33 @@ class _History:
         searched = self.searched.get(text, 0)
         if searched < 0:
             return True
-        if _RUN.fullmatch(text):  # inside one token of a text: the distinct tokens answer exactly
-            found = text in self.tokens or any(map(contains, self.token_chunks, repeat(text)))
-        else:
-            found = _last_containing(self.texts, text, searched) is not None
-            if not found:
-                self.searched[text] = len(self.texts)
+        # Inside one token of a text: the distinct tokens answer exactly.
+        in_token = _RUN.fullmatch(text) is not None
+        key = (len(self.texts), self.prints[-1], text)
+        found = _HOLDS.get(key)
+        if found is None:
+            if in_token:
+                self._index_tokens()
+                found = text in self.tokens or any(map(contains, self.token_chunks, repeat(text)))
+            else:
+                found = _last_containing(self.texts, text, searched) is not None
+            if len(_HOLDS) >= _HOLDS_MAX:
+                _HOLDS.clear()
+            _HOLDS[key] = found
         if found:
             self.searched[text] = -1
+        elif not in_token:
+            self.searched[text] = len(self.texts)
         return found
+
+
+# Every strategy replayed over a log has the same history and checks the same recorded
+# responses, so it asks the same questions of it: the answers are shared by history fingerprint
+# (count of items, chained hash of their texts) and text. Without this each strategy would
+# search the whole history again for each quoted text that it does not hold (work growing with
+# the history, per request). Dropped wholesale when full: an answer is only ever recomputed.
+_HOLDS: dict[tuple[int, int, str], bool] = {}
+_HOLDS_MAX = 1 << 16
 
 
 class _ViewTrack:
@@ -193,9 +225,11 @@ class _ViewTrack:
     Views of consecutive requests mostly share a long prefix of the very same item objects (a
     strategy appends, or rewrites only near the end; a compaction or a sliding window starts
     over). Each sync records the first position that changed. A memo "`text` is in the item at
-    position p" stays true while no later sync changed a position at or before p; a memo "no
-    item before position p holds `text`" likewise, and then only the items from p on (or from
-    the first changed position, if lower) are searched again."""
+    position p" stays true while no later sync changed a position at or before p, or while
+    that very item is still at p (a rule replaced an earlier item in place); a memo "no item
+    before position p holds `text`" stays true while no later sync changed a position before
+    p, and then only the items from p on (or from the first changed position, if lower) are
+    searched again."""
 
     def __init__(self) -> None:
         self.items: list[Item] = []
@@ -205,22 +239,25 @@ class _ViewTrack:
         self.syncs = 0
         """Number of views synced so far."""
         self.cut_sync: list[int] = []
-        """Syncs that changed (or removed) an item of the previous view, in order."""
         self.cut_at: list[int] = []
-        """For each of those, the first position it changed."""
-        self.memo: dict[str, tuple[int, int, bool]] = {}
+        """The syncs that changed (or removed) an item of the previous view and the first
+        position each changed, kept as a stack whose positions increase (a cut hides every
+        earlier one at or after its position), so that the lowest position changed after a
+        given sync is the first entry after it (one bisection, however many syncs since)."""
+        self.memo: dict[str, tuple[int, int, bool, Item | None]] = {}
         """String → (sync when last searched, found: the position of an item holding it, else
-        the view's length then, found)."""
+        the view's length then, found, the item holding it)."""
 
     def sync(self, view: list[Item]) -> None:
         """Make `view` the current view, keeping the work done for the prefix it shares with
         the previous one."""
         old = self.items
-        n = min(len(old), len(view))
-        # List equality compares items by identity here (they are eq=False): C speed.
-        same = n if old[:n] == view[:n] else list(map(is_, old, view)).index(False)
+        same = _shared_prefix(old, view)
         self.syncs += 1
         if same < len(old):
+            while self.cut_at and self.cut_at[-1] >= same:
+                self.cut_at.pop()
+                self.cut_sync.pop()
             self.cut_sync.append(self.syncs)
             self.cut_at.append(same)
             del old[same:], self.texts[same:]
@@ -233,17 +270,38 @@ class _ViewTrack:
         stop = 0  # the items before it are known not to hold `text`
         memo = self.memo.get(text)
         if memo is not None:
-            sync, position, found = memo
+            sync, position, found, item = memo
             # The lowest position changed by the syncs since the memo (none if it is this one's).
-            lowest = min(self.cut_at[bisect_right(self.cut_sync, sync):], default=position + 1)
-            if found and position < lowest:
+            after = bisect_right(self.cut_sync, sync)
+            lowest = self.cut_at[after] if after < len(self.cut_at) else position + 1
+            if found and (
+                position < lowest or (position < len(self.items) and self.items[position] is item)
+            ):
                 return True
             if not found:
                 stop = min(position, lowest)
         hit = _last_containing(self.texts, text, stop)
-        found = hit is not None
-        self.memo[text] = (self.syncs, hit if found else len(self.texts), found)
-        return found
+        if hit is None:
+            self.memo[text] = (self.syncs, len(self.texts), False, None)
+            return False
+        self.memo[text] = (self.syncs, hit, True, self.items[hit])
+        return True
+
+
+def _shared_prefix(old: list[Item], new: list[Item]) -> int:
+    """How many leading items of `new` are the very objects of `old`."""
+    n = min(len(old), len(new))
+    # List equality tests identity first (items compare by identity), at C speed; one slice.
+    if (new[:n] == old) if n == len(old) else (old[:n] == new):
+        return n
+    # The first difference: windows compared at C speed, growing (a rewrite is often far in),
+    # and only the window holding it item by item.
+    low, width = 0, 64
+    while True:
+        high = min(n, low + width)
+        if old[low:high] != new[low:high]:
+            return low + list(map(is_, old[low:high], new[low:high])).index(False)
+        low, width = high, width * 2
 
 
 class _Thread:
@@ -309,6 +367,16 @@ def _change_context(old: str, new: str) -> tuple[str, ...]:
         (gone_old, gone_new), _ = _CHANGES.popitem(last=False)
         _changes_chars -= len(gone_old) + len(gone_new)
     return result
+
+
+def forget_shared_answers() -> None:
+    """Forget what checkers share between replays in this process (answers about histories,
+    the lines each recorded write changed): the next replay finds them again, as a fresh
+    process would (`replay bench` times cold runs)."""
+    global _changes_chars
+    _HOLDS.clear()
+    _CHANGES.clear()
+    _changes_chars = 0
 
 
 class EvidenceChecker:

@@ -782,16 +782,27 @@ class Frozen:
         self.head = list(head)
         self.covered = len(history)
 
-    def _head_size(self, unit: str, counter: object, measure: Callable[[], int]) -> int:
+    def _head_size(
+        self, unit: str, counter: object, measure: Callable[[Sequence[Item]], int]
+    ) -> int:
+        """`measure(self.head)`, memoized. `measure` adds up over items, so a head that
+        extends the one measured last (chained summaries piling up) measures only its new
+        items: otherwise each compaction would re-measure every earlier summary."""
         memo = self._head_sizes.get(unit)
-        if memo is None or memo[1] != counter or memo[0] != self.head:
-            memo = self._head_sizes[unit] = (list(self.head), counter, measure())
+        head = self.head
+        if memo is not None and memo[1] == counter and memo[0] != head:
+            done = len(memo[0])
+            if done <= len(head) and head[:done] == memo[0]:  # identity, at C speed
+                memo = (list(head), counter, memo[2] + measure(head[done:]))
+                self._head_sizes[unit] = memo
+        if memo is None or memo[1] != counter or memo[0] != head:
+            memo = self._head_sizes[unit] = (list(head), counter, measure(head))
         return memo[2]
 
     def tokens(self, history: Sequence[Item], ctx: StrategyContext) -> int:
         """`items_tokens(self.view(history), ctx)`."""
         sums = self._tokens.sync(history, ctx)
-        head = self._head_size("tokens", ctx.count_tokens, lambda: items_tokens(self.head, ctx))
+        head = self._head_size("tokens", ctx.count_tokens, lambda items: items_tokens(items, ctx))
         return head + sums[-1] - sums[min(self.covered, len(history))]
 
     def request_tokens(self, history: Sequence[Item], ctx: StrategyContext) -> int:
@@ -800,7 +811,7 @@ class Frozen:
 
     def chars(self, history: Sequence[Item]) -> int:
         """`chars(self.view(history))`."""
-        head = self._head_size("chars", None, lambda: chars(self.head))
+        head = self._head_size("chars", None, chars)
         return head + self._chars.since(history, self.covered)
 
 

@@ -54,7 +54,7 @@ class _Steps:
         # earlier steps live on in `roots` and `postings` (a word set per step was 1-2× the
         # log's size in memory).
         self.words: set[str] = set()  # words of the current (last) step
-        self.roots: list[float] = []  # sqrt(words) of each step (the last one: its current value)
+        self.roots = array("d")  # sqrt(words) of each step (the last one: its current value)
         self.postings: dict[str, array] = {}  # word → the steps that have it, ascending
         self.users: list[int] = []  # positions of the real user messages
         self.user_words: set[str] = set()  # words of the latest real user message
@@ -95,6 +95,19 @@ class _Steps:
         return np.bincount(np.frombuffer(found, dtype=np.intc), minlength=len(self.steps))
 
 
+def _best(scores: np.ndarray, top: int) -> list[int]:
+    """Indexes of the `top` highest scores, highest first, the higher index first among equal
+    scores. Only the scores at or above the `top`-th highest are sorted (the rest cannot be
+    among them): a request costs O(steps), not a sort of every step."""
+    if len(scores) > top:
+        kth = np.partition(scores, len(scores) - top)[len(scores) - top]
+        candidates = np.flatnonzero(scores >= kth)
+    else:
+        candidates = np.arange(len(scores))
+    order = np.lexsort((-candidates, -scores[candidates]))
+    return candidates[order[:top]].tolist()
+
+
 def retrieval(top: int = 5) -> object:
     index = _Steps()
 
@@ -109,9 +122,8 @@ def retrieval(top: int = 5) -> object:
             query |= index.user_words
         # score = shared words / sqrt(step words); the best `top` earlier steps, newest first
         # among equal scores
-        scores = index.overlap(query)[:-1] / np.array(index.roots[:-1])
-        order = np.lexsort((-np.arange(len(scores)), -scores))
-        ranked = order[:top].tolist()
+        scores = index.overlap(query)[:-1] / np.frombuffer(index.roots)[:-1]
+        ranked = _best(scores, top)
         keep = {n for s in ranked for n in steps[s]} | set(current) | set(index.users)
         keep.update(range(steps[0][0]))
         items = [history[n] for n in sorted(keep)]
