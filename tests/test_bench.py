@@ -97,7 +97,12 @@ def _check_document(doc: dict, strategies: list[str], requests: int) -> None:
     assert doc["floor"]["seconds"] > 0 and doc["fast_floor_ratio"] > 0
     per = doc["fast_floor_per_strategy"]
     assert 0 < per["min"] <= per["median"] <= per["max"]
-    assert doc["doubling"]["requests"] == 2 * requests and doc["doubling"]["ratio"] > 0
+    doubling = doc["doubling"]
+    assert doubling["requests"] == 2 * requests and doubling["ratio"] > 0
+    # the target reads the fresh-process CPU ratio; wall-clock and in-process ones stand beside
+    assert doubling["ratio"] == doubling["cpu_seconds"][1] / doubling["cpu_seconds"][0]
+    assert doubling["wall_ratio"] > 0 and doubling["in_process_ratio"] > 0
+    assert doubling["runs"] >= 1
     assert doc["memory"]["ratio"] >= 0 and doc["memory"]["log_bytes"] == doc["log_bytes"]
     assert set(doc["targets"]) == {
         "naive_ratio",
