@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress, islice, repeat
-from operator import contains, is_
+from operator import contains
 
 from replay.strategies._common import item_text, path_of
 from replay.strategies._view import (
@@ -31,6 +31,7 @@ from replay.strategies._view import (
     Block,
     Item,
     ToolResultItem,
+    shared_prefix,
 )
 
 _WRITE_TOOL = re.compile(r"write|edit|patch|replace|create|str_replace", re.IGNORECASE)
@@ -252,7 +253,7 @@ class _ViewTrack:
         """Make `view` the current view, keeping the work done for the prefix it shares with
         the previous one."""
         old = self.items
-        same = _shared_prefix(old, view)
+        same = shared_prefix(old, view)
         self.syncs += 1
         if same < len(old):
             while self.cut_at and self.cut_at[-1] >= same:
@@ -286,22 +287,6 @@ class _ViewTrack:
             return False
         self.memo[text] = (self.syncs, hit, True, self.items[hit])
         return True
-
-
-def _shared_prefix(old: list[Item], new: list[Item]) -> int:
-    """How many leading items of `new` are the very objects of `old`."""
-    n = min(len(old), len(new))
-    # List equality tests identity first (items compare by identity), at C speed; one slice.
-    if (new[:n] == old) if n == len(old) else (old[:n] == new):
-        return n
-    # The first difference: windows compared at C speed, growing (a rewrite is often far in),
-    # and only the window holding it item by item.
-    low, width = 0, 64
-    while True:
-        high = min(n, low + width)
-        if old[low:high] != new[low:high]:
-            return low + list(map(is_, old[low:high], new[low:high])).index(False)
-        low, width = high, width * 2
 
 
 class _Thread:

@@ -17,7 +17,6 @@ positions the cache simulators look up (`KindIndex`), so they need not walk the 
 from __future__ import annotations
 
 import json
-import operator
 import weakref
 import zlib
 from collections.abc import Sequence
@@ -48,7 +47,14 @@ from replay.render._request import (
     ListPrefix,
     RenderedRequest,
 )
-from replay.strategies._view import AssistantItem, Item, SummaryItem, ToolResultItem, UserItem
+from replay.strategies._view import (
+    AssistantItem,
+    Item,
+    SummaryItem,
+    ToolResultItem,
+    UserItem,
+    shared_prefix,
+)
 from replay.tokens import TokenCounter
 
 HIDDEN_PREFIX_TEXT = "[hidden prompt prefix: not in the log, size estimated by the adapter]"
@@ -162,21 +168,6 @@ def _last_of(codes: np.ndarray, upto: int, wanted: np.ndarray, known: int) -> in
             return low + int(hits[-1])
         high, width = low, width * 4
     return -1
-
-
-def _shared_items(old: list[Item], new: list[Item]) -> int:
-    """How many leading items of `new` are the very objects of `old`."""
-    n = min(len(old), len(new))
-    # List equality tests identity first (items compare by identity), at C speed, and stops at
-    # the first difference; so does each window of the search for it.
-    if (new[:n] == old) if n == len(old) else (old[:n] == new):
-        return n
-    low, width = 0, 64
-    while True:
-        high = min(n, low + width)
-        if old[low:high] != new[low:high]:
-            return low + list(map(operator.is_, old[low:high], new[low:high])).index(False)
-        low, width = high, width * 2
 
 
 @dataclass(slots=True)
@@ -376,7 +367,7 @@ class Renderer:
         key = (thread, system, tuple(id(t) for t in tools), hidden_tokens, head_version)
         last = self._last.get(key)
         items = list(items)
-        shared = _shared_items(last.items, items) if last is not None else 0
+        shared = shared_prefix(last.items, items) if last is not None else 0
         if shared:
             base = last
             # Owners are ascending (-1 for the head): the first block of item `shared`.

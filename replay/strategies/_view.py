@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from operator import is_
 from typing import Any, Literal
 
 CacheClass = Literal["append-only", "freeze-once", "churn", "churn-tail"]
@@ -240,3 +241,19 @@ def item_chars(item: Item) -> int:
     if isinstance(item, ToolResultItem):
         return len(item.output)
     return len(item.text)
+
+
+def shared_prefix(old: list[Item], new: list[Item]) -> int:
+    """How many leading items of `new` are the very objects of `old`."""
+    n = min(len(old), len(new))
+    # List equality tests identity first (items compare by identity), at C speed, and stops at
+    # the first difference; so does each window of the search for it (growing: a rewrite is
+    # often far in), and only the window holding it is walked item by item.
+    if (new[:n] == old) if n == len(old) else (old[:n] == new):
+        return n
+    low, width = 0, 64
+    while True:
+        high = min(n, low + width)
+        if old[low:high] != new[low:high]:
+            return low + list(map(is_, old[low:high], new[low:high])).index(False)
+        low, width = high, width * 2
