@@ -9,7 +9,7 @@ import json
 import math
 import re
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from replay.strategies._base import StrategyContext
@@ -491,7 +491,7 @@ class ReplacedResults:
     masked…): every result whose event index is in `marked` shows `replace(result)`. After
     adding event indexes to `marked`, the strategy calls `update` with them."""
 
-    def __init__(self, marked: set[int], replace: Callable[[ToolResultItem], Item]) -> None:
+    def __init__(self, marked: Container[int], replace: Callable[[ToolResultItem], Item]) -> None:
         self.marked = marked
         self._replace = replace
         self._view = GrownView()

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import GrownView, path_of, tool_kind
+from replay.strategies._common import ReplacedResults, path_of, tool_kind
 from replay.strategies._view import AssistantItem, Item, ToolResultItem, replace_output
 
 
@@ -26,25 +26,16 @@ def append_supersede() -> object:
     shaped: dict[int, ToolResultItem] = {}
     versions: dict[str, list[str]] = {}  # path → contents, version 1 first
     done = 0  # history items already shaped
-    view = GrownView()
-    by_event: dict[int, list[int]] = {}  # event index → positions of the results carrying it
-
-    def shape(event_index: int, item: ToolResultItem) -> None:
-        shaped[event_index] = item
-        for n in by_event.get(event_index, ()):
-            view.set(n, item)
+    view = ReplacedResults(shaped, lambda result: shaped[result.event_index])
 
     def supersede(history: Sequence[Item], ctx: StrategyContext) -> list[Item]:
         nonlocal done
-        start = view.sync(history)
-        if start == 0:
-            by_event.clear()
-        for n in range(start, len(history)):
-            item = history[n]
-            if isinstance(item, ToolResultItem):
-                by_event.setdefault(item.event_index, []).append(n)
-                item = shaped.get(item.event_index, item)
-            view.append(item)
+
+        def shape(event_index: int, item: ToolResultItem) -> None:
+            shaped[event_index] = item
+            view.update(history, (event_index,))
+
+        view.sync(history)
         for item in history[done:]:
             if isinstance(item, AssistantItem):
                 for b in item.tool_calls:
