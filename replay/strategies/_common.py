@@ -521,6 +521,41 @@ class ReplacedResults:
         return self._view.items()
 
 
+class AgingView:
+    """A `GrownView` of a rule that rewrites, for good, the items `matches` picks once they are
+    older than the `keep` most recent of them (items only age, oldest first)."""
+
+    def __init__(self, matches: Callable[[Item], bool]) -> None:
+        self._matches = matches
+        self._view = GrownView()
+        self._positions: list[int] = []  # positions of the matching items
+        self._aged = 0  # _positions[:_aged] are rewritten already
+
+    def sync(self, history: Sequence[Item], keep: int) -> tuple[list[int], int]:
+        """Map the items added to `history` since the last call; returns the positions that
+        aged since (for the caller to `set`) and how many matching items are old now."""
+        view, positions = self._view, self._positions
+        start = view.sync(history)
+        if start == 0:
+            positions.clear()
+            self._aged = 0
+        for n in range(start, len(history)):
+            item = history[n]
+            if self._matches(item):
+                positions.append(n)
+            view.append(item)
+        old = max(0, len(positions) - keep)
+        newly = positions[self._aged : old]
+        self._aged = max(self._aged, old)
+        return newly, old
+
+    def set(self, n: int, item: Item) -> None:
+        self._view.set(n, item)
+
+    def items(self) -> list[Item]:
+        return self._view.items()
+
+
 class AnsweredIds:
     """`answered_ids(history)` kept as the history grows (see `Seen`)."""
 

@@ -12,37 +12,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import GrownView
+from replay.strategies._common import AgingView
 from replay.strategies._view import Item, RewriteEvent, ToolResultItem, View, truncate_chars
 
 
 def age_truncate(chars: int = 500, keep: int = 3) -> object:
     aged: set[int] = set()
-    view = GrownView()
-    results: list[int] = []  # positions of the tool results
-    capped_count = 0  # the first `capped_count` results are capped (results only age, in order)
+    view = AgingView(lambda item: isinstance(item, ToolResultItem))
 
     def cap_old_results(history: Sequence[Item], ctx: StrategyContext) -> View:
-        nonlocal capped_count
-        start = view.sync(history)
-        if start == 0:
-            results.clear()
-            capped_count = 0
-        for n in range(start, len(history)):
-            item = history[n]
-            if isinstance(item, ToolResultItem):
-                results.append(n)
-            view.append(item)
-        old = max(0, len(results) - keep) if keep > 0 else len(results)
+        newly, _ = view.sync(history, keep)
         events: list[RewriteEvent] = []
-        for n in results[capped_count:old]:
+        for n in newly:
             item = history[n]
             capped = truncate_chars(item, chars)  # type: ignore[arg-type]
             if capped is not item and item.event_index not in aged:  # type: ignore[union-attr]
                 aged.add(item.event_index)  # type: ignore[union-attr]
                 events.append(RewriteEvent("aging", f"capped result of {item.tool_name}"))  # type: ignore[union-attr]
             view.set(n, capped)
-        capped_count = max(capped_count, old)
         return View(items=view.items(), events=events)
 
     return cap_old_results

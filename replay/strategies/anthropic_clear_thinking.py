@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import GrownView, replace_blocks
+from replay.strategies._common import AgingView, replace_blocks
 from replay.strategies._view import AssistantItem, Item, RewriteEvent, View
 
 
@@ -28,29 +28,19 @@ def without_thinking(item: AssistantItem) -> AssistantItem:
 
 
 def anthropic_clear_thinking(keep: int | str = 1) -> object:
-    view = GrownView()
-    with_thinking: list[int] = []  # positions of the assistant items with thinking
-    cleared = 0  # with_thinking[:cleared] show no thinking (only older ones are added)
+    view = AgingView(
+        lambda item: isinstance(item, AssistantItem)
+        and any(b.type == "thinking" for b in item.blocks)
+    )
 
     def clear_old_thinking(history: Sequence[Item], ctx: StrategyContext) -> View:
-        nonlocal cleared
         if keep == "all":
             return View(items=list(history))
-        start = view.sync(history)
-        if start == 0:
-            with_thinking.clear()
-            cleared = 0
-        for n in range(start, len(history)):
-            item = history[n]
-            if isinstance(item, AssistantItem) and any(b.type == "thinking" for b in item.blocks):
-                with_thinking.append(n)
-            view.append(item)
-        old = min(len(with_thinking), max(0, len(with_thinking) - int(keep)))
+        newly, old = view.sync(history, int(keep))
         if not old:
             return View(items=list(history))
-        for n in with_thinking[cleared:old]:
+        for n in newly:
             view.set(n, without_thinking(history[n]))  # type: ignore[arg-type]
-        cleared = max(cleared, old)
         return View(
             items=view.items(), events=[RewriteEvent("clear", f"thinking of {old} turns dropped")]
         )

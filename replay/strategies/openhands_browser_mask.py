@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import GrownView, tool_kind
+from replay.strategies._common import AgingView, tool_kind
 from replay.strategies._prompts import LITERAL_OPENHANDS_BROWSER
 from replay.strategies._view import Item, RewriteEvent, ToolResultItem, View, replace_output
 
@@ -30,27 +30,16 @@ def url_of(arguments: object) -> str:
 
 
 def openhands_browser_mask(keep: int = 1) -> object:
-    view = GrownView()
-    pages: list[int] = []  # positions of the browser results
-    masked = 0  # pages[:masked] are masked (only older ones are added)
+    view = AgingView(
+        lambda item: isinstance(item, ToolResultItem) and tool_kind(item.tool_name) == "browser"
+    )
 
     def mask_old_pages(history: Sequence[Item], ctx: StrategyContext) -> View:
-        nonlocal masked
-        start = view.sync(history)
-        if start == 0:
-            pages.clear()
-            masked = 0
-        for n in range(start, len(history)):
-            item = history[n]
-            if isinstance(item, ToolResultItem) and tool_kind(item.tool_name) == "browser":
-                pages.append(n)
-            view.append(item)
-        old = min(len(pages), max(0, len(pages) - keep))
-        for n in pages[masked:old]:
+        newly, old = view.sync(history, keep)
+        for n in newly:
             item = history[n]
             text = LITERAL_OPENHANDS_BROWSER.format(url=url_of(item.arguments))  # type: ignore[union-attr]
             view.set(n, replace_output(item, text))  # type: ignore[arg-type]
-        masked = max(masked, old)
         events = [RewriteEvent("clear", f"{old} browser outputs masked")] if old else []
         return View(items=view.items(), events=events)
 
