@@ -3,7 +3,6 @@ the prompt as the provider sees it (after server-side stripping), and miss cause
 
 from __future__ import annotations
 
-import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from replay.render._request import (
     RUN_CODES,
     THINKING_CODE,
     TURN_CODES,
+    chain_keys,
 )
 
 Ttl = Literal["5m", "1h"]
@@ -261,10 +261,7 @@ def _stripped_keys(req: RenderedRequest, ids: np.ndarray, first: int) -> list[in
             same = min(len(old_ids), len(ids)) if differ is None else differ
             if same > first:
                 keys = old_keys[:same]
-    key = keys[-1] if keys else zlib.crc32(req.model.encode())
-    for block_id in ids[len(keys) :].tolist():
-        key = hash((key, block_id))
-        keys.append(key)
+    keys += chain_keys(req.model, keys[-1] if keys else None, ids[len(keys) :].tolist())
     if memo is not None:
         memo[("stripped", req.model)] = (ids, keys)
     return keys

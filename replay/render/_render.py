@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import weakref
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,6 +45,7 @@ from replay.render._request import (
     KindIndex,
     ListPrefix,
     RenderedRequest,
+    chain_keys,
 )
 from replay.strategies._view import (
     AssistantItem,
@@ -125,21 +125,9 @@ class _Columns:
             getattr(new, name)[:keep] = getattr(self, name)[:keep]
         new.kinds = self.kinds[:keep]
         if model != self.model:
-            new.keys[:keep] = _chain(model, None, self.ids[:keep].tolist())
+            new.keys[:keep] = chain_keys(model, None, self.ids[:keep].tolist())
         new.used = keep
         return new
-
-
-def _chain(model: str, key: int | None, ids: list[int]) -> list[int]:
-    """Chained prefix keys of the blocks `ids`, after the block whose key is `key` (None: they
-    open the prompt)."""
-    if key is None:
-        key = zlib.crc32(model.encode())
-    keys = []
-    for block_id in ids:
-        key = hash((key, block_id))
-        keys.append(key)
-    return keys
 
 
 def _lookup(codes: tuple[int, ...]) -> np.ndarray:
@@ -451,7 +439,7 @@ class Renderer:
         cols.positions[keep:end] = positions
         cols.codes[keep:end] = new_codes
         cols.kinds.extend(new_kinds)
-        cols.keys[keep:end] = _chain(model, int(cols.keys[keep - 1]) if keep else None, new_ids)
+        cols.keys[keep:end] = chain_keys(model, int(cols.keys[keep - 1]) if keep else None, new_ids)
         cols.used = end
         return _Layout(
             items=[],
@@ -490,8 +478,4 @@ class Renderer:
             first = first_difference(previous.block_ids, ids)
             keep = min(len(previous.block_ids), len(ids)) if first is None else first
         keys = list(previous.prefix_keys[:keep]) if keep else []
-        key = keys[-1] if keys else zlib.crc32(request.model.encode())
-        for block_id in ids[keep:].tolist():
-            key = hash((key, block_id))
-            keys.append(key)
-        return keys
+        return keys + chain_keys(request.model, keys[-1] if keys else None, ids[keep:].tolist())

@@ -193,6 +193,18 @@ class BlockInfo:
     hold that the engine fitted on recorded usage. A user block of this kind is not a user turn."""
 
 
+def chain_keys(model: str, key: int | None, ids: list[int]) -> list[int]:
+    """Chained prefix keys of the blocks `ids` (a key is the hash of the previous key and the
+    block id), after the block whose key is `key` (None: they open the prompt)."""
+    if key is None:
+        key = zlib.crc32(model.encode())
+    keys = []
+    for block_id in ids:
+        key = hash((key, block_id))
+        keys.append(key)
+    return keys
+
+
 PACK_MIN_CHARS = 4096
 """Shorter contents are not worth compressing (`BlockTable.pack`)."""
 
