@@ -23,9 +23,7 @@ def _renderer(model: str = "gpt-5") -> Renderer:
     return Renderer(counter_for(model))
 
 
-def _render(
-    renderer, items, *, system="You are a coding agent.", previous=None, model="gpt-5", tools=TOOLS
-):
+def _render(renderer, items, *, system="You are a coding agent.", model="gpt-5", tools=TOOLS):
     return renderer.render(
         items,
         system=system,
@@ -36,7 +34,6 @@ def _render(
         ts=TS,
         model=model,
         provider="openai",
-        previous=previous,
     )
 
 
@@ -51,7 +48,7 @@ def test_fast_prefix_diff_equals_naive_reference(pair):
     prev_items, cur_items, system, new_system = pair
     r = _renderer()
     prev = _render(r, prev_items, system=system)
-    cur = _render(r, cur_items, system=new_system, previous=prev)
+    cur = _render(r, cur_items, system=new_system)
     diff = prefix_diff(prev, cur, r.table)
     naive = _naive(r, prev, cur)
     assert diff.first_mismatch_token == naive
@@ -72,7 +69,7 @@ def test_fast_prefix_diff_equals_naive_reference(pair):
 def test_append_only_extension_mismatches_at_previous_total(items, more):
     r = _renderer()
     prev = _render(r, items)
-    cur = _render(r, items + sum(more, []), previous=prev)
+    cur = _render(r, items + sum(more, []))
     diff = prefix_diff(prev, cur, r.table)
     assert diff.first_mismatch_token == prev.total
     assert not diff.is_break
@@ -86,7 +83,7 @@ def test_prefix_keys_equal_iff_block_prefixes_equal(pair):
     prev_items, cur_items, system, new_system = pair
     r = _renderer()
     prev = _render(r, prev_items, system=system)
-    cur = _render(r, cur_items, system=new_system, previous=prev)
+    cur = _render(r, cur_items, system=new_system)
     fresh = _render(r, cur_items, system=new_system)  # no reuse from a previous request
     assert cur.prefix_keys == fresh.prefix_keys
     assert len(cur.prefix_keys) == len(cur.block_ids)
@@ -110,20 +107,20 @@ def test_first_request_and_where_labels():
     assert prefix_diff(None, first, r.table).where == "first"
 
     edited = [items[0], AssistantItem((Block("text", text="okay"),)), items[2]]
-    cur = _render(r, edited, previous=first)
+    cur = _render(r, edited)
     diff = prefix_diff(first, cur, r.table)
     assert (diff.where, diff.message_index, diff.is_break) == ("message 1", 1, True)
 
-    sys_changed = _render(r, items, system="Another system prompt.", previous=first)
+    sys_changed = _render(r, items, system="Another system prompt.")
     assert prefix_diff(first, sys_changed, r.table).where == "system"
 
     other_tools = [ToolDef(name="write_file")]
-    tools_changed = _render(r, items, tools=other_tools, previous=first)
+    tools_changed = _render(r, items, tools=other_tools)
     diff = prefix_diff(first, tools_changed, r.table)
     assert diff.where == "tools" and diff.first_mismatch_block == 0
     assert diff.first_mismatch_token == _naive(r, first, tools_changed) < first.total
 
-    shorter = _render(r, items[:2], previous=first)
+    shorter = _render(r, items[:2])
     diff = prefix_diff(first, shorter, r.table)
     assert diff.is_break and diff.where == "tail"
     assert diff.first_mismatch_token == shorter.total
@@ -134,9 +131,7 @@ def test_mismatch_inside_a_block_counts_shared_tokens():
     counter = r.table.counter
     head = "line one of the file\nline two of the file\n"
     prev = _render(r, [UserItem("read it"), ToolResultItem("c", "read_file", head + "old tail")])
-    cur = _render(
-        r, [UserItem("read it"), ToolResultItem("c", "read_file", head + "new tail")], previous=prev
-    )
+    cur = _render(r, [UserItem("read it"), ToolResultItem("c", "read_file", head + "new tail")])
     diff = prefix_diff(prev, cur, r.table)
     block = diff.first_mismatch_block
     overhead = r.table.blocks[int(cur.block_ids[block])].overhead
@@ -152,7 +147,7 @@ def test_packed_blocks_diff_and_materialize_as_before():
     cur_items = [UserItem("summarize"), UserItem(head + "new tail")]
     prev = _render(r, prev_items)
     since = len(r.table)
-    cur = _render(r, cur_items, previous=prev)
+    cur = _render(r, cur_items)
     expected = prefix_diff(prev, cur, r.table), _naive(r, prev, cur)
     texts = [b.text for b in r.table.blocks]
     r.pack_items(cur_items, since)  # as `_Run._summarizer` does with its call's items

@@ -26,7 +26,7 @@ TOOLS = [
 SYSTEM = "You are a coding agent."
 
 
-def _render(renderer, items, *, system=SYSTEM, tools=TOOLS, model="gpt-5", previous=None):
+def _render(renderer, items, *, system=SYSTEM, tools=TOOLS, model="gpt-5"):
     return renderer.render(
         items,
         system=system,
@@ -37,7 +37,6 @@ def _render(renderer, items, *, system=SYSTEM, tools=TOOLS, model="gpt-5", previ
         ts=TS,
         model=model,
         provider="openai",
-        previous=previous,
     )
 
 
@@ -97,7 +96,7 @@ def test_rendering_again_reuses_blocks_and_tokenizes_nothing():
     items = _conversation()
     first = _render(r, items)
     calls, blocks = counter.encode_calls, len(r.table)
-    again = _render(r, items + [AssistantItem((Block("text", text="Done."),))], previous=first)
+    again = _render(r, items + [AssistantItem((Block("text", text="Done."),))])
     assert len(r.table) == blocks + 1
     assert counter.encode_calls == calls + 1
     assert again.block_ids[: len(first.block_ids)].tolist() == first.block_ids.tolist()

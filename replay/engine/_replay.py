@@ -542,7 +542,6 @@ class _Run:
             provider=provider,
             output_tokens=output_tokens,
             estimated_output=estimated_output,
-            previous=previous if same_family else None,
             hidden_tokens=state.hidden_tokens,
             head_version=state.head_version,
         )

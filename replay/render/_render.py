@@ -311,7 +311,6 @@ class Renderer:
         provider: str,
         output_tokens: int = 0,
         estimated_output: bool = True,
-        previous: RenderedRequest | None = None,
         hidden_tokens: int | tuple[int, ...] = 0,
         head_version: int = 0,
     ) -> RenderedRequest:
