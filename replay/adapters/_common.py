@@ -123,6 +123,20 @@ def iter_json_lines(
         yield number, obj
 
 
+MALFORMED_STRUCTURE: tuple[type[Exception], ...] = (
+    KeyError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    IndexError,
+    OverflowError,
+    RecursionError,
+    UnicodeError,
+)
+"""What code reading a record of unexpected shape raises (a missing key, a string where a list
+was expected, a number too large, …): reported as a malformed record, never a traceback."""
+
+
 @contextmanager
 def failures_as_log_errors(path: str | Path) -> Iterator[None]:
     """Safety net around a whole read: whatever a malformed file still manages to break outside
@@ -139,16 +153,7 @@ def failures_as_log_errors(path: str | Path) -> Iterator[None]:
         raise LogFormatError(
             path, None, f"invalid log: {first['msg'].lower()} at `{loc}`"
         ) from None
-    except (
-        KeyError,
-        TypeError,
-        ValueError,
-        AttributeError,
-        IndexError,
-        OverflowError,
-        RecursionError,
-        UnicodeError,
-    ) as err:
+    except MALFORMED_STRUCTURE as err:
         raise LogFormatError(
             path, None, f"unexpected log structure ({type(err).__name__}: {err})"
         ) from None
@@ -172,16 +177,7 @@ def guarded(
         first = err.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
         issues.add(line, f"invalid {what}: {first['msg'].lower()} at `{loc}`", path)
-    except (
-        KeyError,
-        TypeError,
-        ValueError,
-        AttributeError,
-        IndexError,
-        OverflowError,
-        RecursionError,
-        UnicodeError,
-    ) as err:
+    except MALFORMED_STRUCTURE as err:
         issues.add(line, f"unexpected {what} structure ({type(err).__name__}: {err})", path)
     return None
 
