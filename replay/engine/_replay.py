@@ -62,7 +62,7 @@ from replay.strategies._view import (
     tool_call_block,
 )
 from replay.strategies.recorded import LoggedCompaction
-from replay.tokens import counter_for, family_for
+from replay.tokens import family_for
 from replay.tokens._counter import forget_counts
 
 
@@ -289,7 +289,7 @@ class _Run:
         family = family_for(model).family
         r = self.renderers.get(family)
         if r is None:
-            r = self.renderers[family] = Renderer(counter_for(model))
+            r = self.renderers[family] = Renderer(self.unlogged.counter(model))
         return r
 
     def run(self) -> list[RequestRecord]:

@@ -44,7 +44,7 @@ usage; elsewhere only the residual (and shrunk prompts) are fitted.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import compress
 from operator import not_
@@ -57,8 +57,9 @@ from replay.cache._base import prompt_view
 from replay.log import MAIN_THREAD, RequestMarker, Session, ThreadStart
 from replay.prefix import prefix_diff
 from replay.render import Renderer
-from replay.render._request import RenderedRequest
+from replay.render._request import SYSTEM, THINKING, TOOL, BlockTable, RenderedRequest
 from replay.strategies._view import UserItem, View
+from replay.tokens import FittedCounter, TokenCounter, counter_for, fitted_counter
 
 if TYPE_CHECKING:
     from replay.engine._replay import RequestRecord, _Run, _Thread
@@ -129,6 +130,9 @@ class RequestFit:
     """Unlogged messages of earlier requests this one no longer carried."""
     shrunk: bool = False
     """`drop` was found from the billed prompt size (shrunk prompt), not from the read."""
+    scaled: int = 0
+    """Tokens the fit took off the texts first sent at this request (billed short of its
+    replay): their fitted counts (`UnloggedContext.counts`)."""
 
 
 @dataclass
@@ -139,6 +143,10 @@ class UnloggedContext:
     """Thread → its split hidden prefix (threads whose head no read revealed are absent)."""
     requests: dict[tuple[str, int], RequestFit] = field(default_factory=dict)
     """(thread, request event index) → what that request carried beyond the log."""
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Tokenizer family → text → its fitted provider-scale count: the texts first sent at a
+    request billed short of its replay, sized down to the bill (scaled counts). Every run
+    counts them so (`replay.tokens.FittedCounter`)."""
 
     @classmethod
     def of(cls, value: UnloggedContext | Mapping[tuple[str, int], int] | None) -> UnloggedContext:
@@ -148,11 +156,15 @@ class UnloggedContext:
         return cls(requests={k: RequestFit(before=int(v)) for k, v in (value or {}).items() if v})
 
     def __bool__(self) -> bool:
-        return bool(self.threads or self.requests)
+        return bool(self.threads or self.requests or any(self.counts.values()))
 
     def residuals(self) -> dict[tuple[str, int], int]:
         """(thread, request event index) → unlogged tokens added at that request."""
         return {k: f.before + f.after for k, f in self.requests.items() if f.before + f.after}
+
+    def scaled(self) -> dict[tuple[str, int], int]:
+        """(thread, request event index) → tokens taken off the texts first sent then."""
+        return {k: f.scaled for k, f in self.requests.items() if f.scaled}
 
 
 @dataclass
@@ -269,7 +281,12 @@ def fit_heads(
         tol = read_tolerance(first.usage.prompt_tokens)
         if not reveals:
             whole = hidden[first.thread]
-            if read > 0 and abs(read - whole) <= tol:  # the whole hidden prefix, warm
+            if read > 0 and abs(read - whole) <= tol and whole - read >= TAIL_MIN:
+                # Warm up to where the read stops, short of the whole hidden prefix: the head
+                # ends there, the rest is first-message context (sized from the logged text's
+                # count, which the read does not depend on).
+                fits[first.thread] = ThreadFit((read,), whole - read, read, before)
+            elif read > 0 and abs(read - whole) <= tol:  # the whole hidden prefix, warm
                 fits[first.thread] = ThreadFit((whole,), warm=whole, logged=before)
             continue
         head = max(reveals)
@@ -326,6 +343,90 @@ def transient(state: ThreadUnlogged, read: int, prompt: int) -> tuple[Key, ...]:
     return min(hits)[1] if hits else ()
 
 
+def new_texts(
+    table: BlockTable, request: RenderedRequest, since: int, counts: Mapping[str, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The blocks of `request` whose counts the fit may size down: those it sends for the first
+    time (interned from `since` on), as (positions in the request, body tokens). Blocks known
+    only by their size (fitted context, unlogged thinking), the head (tools, system prompt),
+    thinking (billed or stripped by rules of its own) and texts fitted already are left out."""
+    ids = request.block_ids
+    positions = np.flatnonzero(ids >= since)
+    blocks = table.blocks
+    kept, bodies = [], []
+    for n, b in zip(positions.tolist(), ids[positions].tolist(), strict=True):
+        info = blocks[b]
+        body = info.tokens - info.overhead
+        if (
+            body > 0
+            and not info.sized_only
+            and info.kind not in (TOOL, SYSTEM, THINKING)
+            and info.text is not None
+            and info.text not in counts
+        ):
+            kept.append(n)
+            bodies.append(body)
+    return np.asarray(kept, dtype=np.int64), np.asarray(bodies, dtype=np.int64)
+
+
+def scaled_ends(request: RenderedRequest, positions: np.ndarray, bodies: np.ndarray,
+                deficit: int) -> np.ndarray:
+    """`request.cum_tokens` once the bodies at `positions` are sized down by `deficit` tokens in
+    all, in proportion to their size."""
+    shift = np.zeros(len(request.cum_tokens), dtype=np.float64)
+    shift[positions] = bodies * (deficit / bodies.sum())
+    return request.cum_tokens - np.cumsum(shift)
+
+
+def marker_excess(request: RenderedRequest, positions: np.ndarray, bodies: np.ndarray,
+                  deficit: int, tail: int, residual: int) -> int:
+    """Tokens the logged text before the client's last marker is over-counted by, when the
+    billed tail (`tail` tokens after the marker) is context the log does not hold: once the
+    texts are sized down by `deficit` and `residual` unlogged tokens are added after them, the
+    marker `tail` tokens before the end falls inside the last logged block, at no block end
+    (Claude Code 2.1 renders attachments after its marker). 0 when a block end is the nearest
+    place for it, as `place_last_marker` places it (parallel tool results: the marker sits
+    before the last of them) or the texts cannot give that much."""
+    excess = tail - residual
+    room = int(bodies.sum()) - deficit
+    if excess <= 0 or room < excess or not len(request.cum_tokens):
+        return 0
+    cum = scaled_ends(request, positions, bodies, deficit)
+    target = cum[-1] - excess
+    head = request.kind_index.head_end + 1
+    at = int(np.searchsorted(cum, target))
+    candidates = [j for j in (at - 1, at) if max(head - 1, 0) <= j < len(cum)]
+    nearest = min(candidates, key=lambda j: (abs(cum[j] - target), -j), default=-1)
+    return excess if nearest == len(cum) - 1 else 0
+
+
+def scale_new_texts(
+    table: BlockTable, request: RenderedRequest, positions: np.ndarray, bodies: np.ndarray,
+    deficit: int, counts: dict[str, int],
+) -> int:
+    """Size down the bodies at `positions` of `request` (`new_texts`) by `deficit` tokens in
+    all, each in proportion to its count (none below 0 tokens), and record their new counts in
+    `counts`; returns the tokens taken off the request. The blocks are rewritten in place in
+    `table`, the fitting run's own: rendered requests that hold the old counts must not be
+    extended again."""
+    total = int(bodies.sum())
+    if deficit <= 0 or total <= 0:
+        return 0
+    kept = max(0.0, 1 - deficit / total)
+    blocks = table.blocks
+    ids = request.block_ids[positions].tolist()
+    taken: dict[int, int] = {}
+    for b in ids:
+        if b not in taken:
+            info = blocks[b]
+            body = info.tokens - info.overhead
+            fitted = round(body * kept)
+            taken[b] = body - fitted
+            blocks[b] = replace(info, tokens=info.overhead + fitted)
+            counts[info.text] = fitted  # type: ignore[index]  # new_texts keeps blocks with text
+    return sum(taken[b] for b in ids)  # a block sent twice is taken off twice
+
+
 def shrunk(
     state: ThreadUnlogged, sent: list[Any], deficit: int, overhead: int
 ) -> Key | None:
@@ -350,11 +451,26 @@ class Unlogged:
     The run calls it at five points: a thread's creation, before and after the strategy's
     view, when placing cache markers, after the request."""
 
-    def __init__(self, run: _Run, fit: UnloggedContext, fitting: bool) -> None:
+    def __init__(self, run: _Run, fit: UnloggedContext, fitting: bool, signed: bool = True
+                 ) -> None:
         self.run = run
         self.fit = fit
         """What is applied (being filled while `fitting`)."""
         self.fitting = fitting
+        self.signed = signed
+        """Fitting: a request billed short of its replay sizes down the texts it sent first
+        (scaled counts); else the shortfall is only carried until later requests fill it."""
+
+    def counter(self, model: str) -> TokenCounter | FittedCounter:
+        """The counter the run renders `model` with: the family's shared one, seen through the
+        counts fitted for this session. A shared cache (`replay batch` chains, which fit no
+        unlogged context) shares its renderers between sessions: the shared counter."""
+        base = counter_for(model)
+        if self.run.config.shared_cache is not None or not base.family.estimated:
+            return base
+        if self.fitting and self.signed:
+            return fitted_counter(base, self.fit.counts.setdefault(base.family.family, {}))
+        return fitted_counter(base, self.fit.counts.get(base.family.family) or None)
 
     # -- what the provider shows --------------------------------------------------------------
 
@@ -507,6 +623,7 @@ class Unlogged:
         estimated messages (every later request carries them too): the share after the
         client's last marker (the recorded uncached tail) as a message of its own."""
         run = self.run
+        since = len(renderer.table)  # blocks interned from here on are sent for the first time
         preview = renderer.render(
             view.items,
             system=state.system,
@@ -539,6 +656,13 @@ class Unlogged:
             self._drop(state, gone)
             view.items = [i for i in view.items if i is not item]
             self.fit.requests[key] = RequestFit(drop=(gone,), shrunk=True)
+        scaled = 0
+        if isinstance(counter, FittedCounter):
+            scaled = self._scale(preview, renderer, since, gap, u.short, tail, overhead)
+            if scaled:
+                gap += scaled
+                # The preview's blocks hold the old counts: its lane is rendered afresh.
+                renderer.forget_thread(run.lane + marker.thread + "/fit")
         before = after = 0
         if gap > overhead:
             after = min(gap, tail) if min(gap, tail) > overhead else 0
@@ -552,9 +676,31 @@ class Unlogged:
                     view.items.append(item)
         u.short = max(0, -gap)
         done = self.fit.requests.get(key, RequestFit())
-        if before or after or tail or done.drop:
-            self.fit.requests[key] = RequestFit(before, after, tail, done.drop, done.shrunk)
+        if before or after or tail or done.drop or scaled:
+            self.fit.requests[key] = RequestFit(before, after, tail, done.drop, done.shrunk,
+                                                scaled)
         state.unlogged.tail = tail
+
+    def _scale(self, preview: RenderedRequest, renderer: Renderer, since: int, gap: int,
+               short: int, tail: int, overhead: int) -> int:
+        """Signed fit: the tokens to take off the texts `preview` sends first (0: none). A
+        request billed short of its replay beyond the previous request's own shortfall
+        (`short`) over-counts them (text below the family's average ratio, or not all of it
+        sent); so does one whose uncached tail is unlogged context after a marker that falls
+        inside its last logged block (`marker_excess`). They carry their own correction, and
+        leave the prompt with their items."""
+        table = renderer.table
+        counts = self.fit.counts[table.counter.family.family]
+        positions, bodies = new_texts(table, preview, since, counts)
+        if not len(positions):
+            return 0
+        room = int(bodies.sum())
+        deficit = -gap - short
+        deficit = min(deficit, room) if deficit > overhead else 0
+        if tail:
+            residual = gap + deficit if gap + deficit > overhead else 0
+            deficit += marker_excess(preview, positions, bodies, deficit, tail, residual)
+        return scale_new_texts(table, preview, positions, bodies, deficit, counts)
 
     def _seed(self, marker: RequestMarker, request_index: int, state: _Thread, model: str,
               provider: str, renderer: Renderer, parts: tuple[int, ...]) -> None:
@@ -600,6 +746,10 @@ __all__ = [
     "fit_heads",
     "place_last_marker",
     "read_tolerance",
+    "marker_excess",
+    "new_texts",
+    "scale_new_texts",
+    "scaled_ends",
     "shrunk",
     "transient",
     "unlogged_item",
