@@ -144,6 +144,10 @@ class ReplayConfig:
     fit automatically when the log has usage; {} = none."""
     fit_unlogged: bool = False
     """Internal: the run that measures `unlogged_context` (the `recorded` strategy)."""
+    signed_fit: bool = True
+    """Let that fit also subtract: a request billed short of its replay sizes down the texts it
+    sends first (`UnloggedContext.counts`). False: it only adds context, and a shortfall waits
+    for later requests to fill it."""
     shared_cache: SharedCache | None = None
     """Provider-cache state kept across sessions (`replay batch`): None = a fresh cache."""
     progress: Any = None
@@ -281,7 +285,8 @@ class _Run:
         self.evidence = EvidenceChecker()
         self.threads: dict[str, _Thread] = {}
         self.unlogged = Unlogged(
-            self, UnloggedContext.of(config.unlogged_context), config.fit_unlogged
+            self, UnloggedContext.of(config.unlogged_context), config.fit_unlogged,
+            config.signed_fit,
         )
         self.scope = shared.scope if shared else f"{self.provider}:{header.session_id or 'session'}"
 

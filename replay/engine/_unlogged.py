@@ -143,6 +143,9 @@ class UnloggedContext:
     """Thread → its split hidden prefix (threads whose head no read revealed are absent)."""
     requests: dict[tuple[str, int], RequestFit] = field(default_factory=dict)
     """(thread, request event index) → what that request carried beyond the log."""
+    grown: dict[str, int] = field(default_factory=dict)
+    """Thread → tokens its hidden prefix grew by at its first request (what the logged texts
+    after the client's marker gave up there: the prefix is the bill minus the rendered log)."""
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
     """Tokenizer family → text → its fitted provider-scale count: the texts first sent at a
     request billed short of its replay, sized down to the bill (scaled counts). Every run
@@ -156,7 +159,7 @@ class UnloggedContext:
         return cls(requests={k: RequestFit(before=int(v)) for k, v in (value or {}).items() if v})
 
     def __bool__(self) -> bool:
-        return bool(self.threads or self.requests or any(self.counts.values()))
+        return bool(self.threads or self.requests or self.grown or any(self.counts.values()))
 
     def residuals(self) -> dict[tuple[str, int], int]:
         """(thread, request event index) → unlogged tokens added at that request."""
@@ -314,11 +317,7 @@ def place_last_marker(
     if not breakpoints or breakpoints[-1].block < head:
         return breakpoints
     cum = request.cum_tokens
-    target = int(cum[-1]) - tail
-    lo = max(head - 1, 0)
-    at = int(np.searchsorted(cum, target))
-    candidates = [j for j in (at - 1, at) if lo <= j < len(cum)] or [lo]
-    block = min(candidates, key=lambda j: (abs(int(cum[j]) - target), -j))
+    block = nearest_end(cum, head, int(cum[-1]) - tail)
     last = breakpoints[-1]
     if block == last.block:
         return breakpoints
@@ -369,62 +368,98 @@ def new_texts(
     return np.asarray(kept, dtype=np.int64), np.asarray(bodies, dtype=np.int64)
 
 
+def nearest_end(cum: np.ndarray, head: int, target: float) -> int:
+    """The block whose end is nearest `target` tokens into the prompt, among the head's last
+    block and the message blocks (ties: the later): where a client marker moved back to
+    `target` lands."""
+    lo = max(head - 1, 0)
+    at = int(np.searchsorted(cum, target))
+    candidates = [j for j in (at - 1, at) if lo <= j < len(cum)] or [lo]
+    return min(candidates, key=lambda j: (abs(float(cum[j]) - target), -j))
+
+
 def scaled_ends(request: RenderedRequest, positions: np.ndarray, bodies: np.ndarray,
                 deficit: int) -> np.ndarray:
     """`request.cum_tokens` once the bodies at `positions` are sized down by `deficit` tokens in
     all, in proportion to their size."""
+    if not deficit:
+        return request.cum_tokens
     shift = np.zeros(len(request.cum_tokens), dtype=np.float64)
     shift[positions] = bodies * (deficit / bodies.sum())
     return request.cum_tokens - np.cumsum(shift)
 
 
-def marker_excess(request: RenderedRequest, positions: np.ndarray, bodies: np.ndarray,
-                  deficit: int, tail: int, residual: int) -> int:
-    """Tokens the logged text before the client's last marker is over-counted by, when the
-    billed tail (`tail` tokens after the marker) is context the log does not hold: once the
-    texts are sized down by `deficit` and `residual` unlogged tokens are added after them, the
-    marker `tail` tokens before the end falls inside the last logged block, at no block end
-    (Claude Code 2.1 renders attachments after its marker). 0 when a block end is the nearest
-    place for it, as `place_last_marker` places it (parallel tool results: the marker sits
-    before the last of them) or the texts cannot give that much."""
-    excess = tail - residual
-    room = int(bodies.sum()) - deficit
-    if excess <= 0 or room < excess or not len(request.cum_tokens):
-        return 0
+@dataclass(frozen=True)
+class MarkerSplit:
+    """Where the client's last marker sits among a request's blocks, and how far the logged
+    text before it is over-counted."""
+
+    block: int
+    """The block the marker follows (as `place_last_marker` puts it)."""
+    excess: int
+    """Tokens the blocks up to `block` render beyond where the bill puts the marker (negative:
+    short of it)."""
+
+
+def marker_split(request: RenderedRequest, positions: np.ndarray, bodies: np.ndarray,
+                 deficit: int, gap: int, tail: int, overhead: int) -> MarkerSplit | None:
+    """Where the marker `tail` tokens before the end of the billed prompt sits once the new
+    texts (`positions`, `bodies`) are sized down by `deficit` tokens in proportion and the
+    residual is added after them, and how much the blocks before it over-count the billed
+    prefix (`gap`: billed minus replayed tokens). None when the residual after the marker
+    explains the tail. The billed marker lies `tail` tokens before the billed end, whatever
+    the split: at `total + gap - tail` in the request's own positions."""
+    residual = gap + deficit if gap + deficit > overhead else 0
+    if residual >= tail or not len(request.cum_tokens):
+        return None
     cum = scaled_ends(request, positions, bodies, deficit)
-    target = cum[-1] - excess
     head = request.kind_index.head_end + 1
-    at = int(np.searchsorted(cum, target))
-    candidates = [j for j in (at - 1, at) if max(head - 1, 0) <= j < len(cum)]
-    nearest = min(candidates, key=lambda j: (abs(cum[j] - target), -j), default=-1)
-    return excess if nearest == len(cum) - 1 else 0
+    block = nearest_end(cum, head, float(cum[-1]) + residual - tail)
+    total = int(request.cum_tokens[-1])
+    return MarkerSplit(block, int(request.cum_tokens[block]) - (total + gap - tail))
+
+
+def kept_shares(positions: np.ndarray, bodies: np.ndarray, deficit: int,
+                split: MarkerSplit | None, overhead: int) -> np.ndarray | None:
+    """Share of each new body (`positions`, `bodies`) the fit keeps, or None to keep them all.
+    `deficit` tokens (the request billed short) go in proportion, unless the marker's position
+    says how they split: the texts before it give up what they over-count there (`split`),
+    those after it the rest of the deficit (none below zero)."""
+    shares = np.ones(len(positions), dtype=np.float64)
+    if split is not None and split.excess > overhead:
+        before = positions <= split.block
+        room_before, room_after = int(bodies[before].sum()), int(bodies[~before].sum())
+        if split.excess <= room_before:
+            after = max(0, min(room_after, deficit - split.excess))
+            shares[before] = 1 - split.excess / room_before
+            if after:
+                shares[~before] = 1 - after / room_after
+            return shares
+    if deficit <= 0:
+        return None
+    return shares * max(0.0, 1 - deficit / int(bodies.sum()))
 
 
 def scale_new_texts(
-    table: BlockTable, request: RenderedRequest, positions: np.ndarray, bodies: np.ndarray,
-    deficit: int, counts: dict[str, int],
+    table: BlockTable, request: RenderedRequest, positions: np.ndarray, shares: np.ndarray,
+    counts: dict[str, int],
 ) -> int:
-    """Size down the bodies at `positions` of `request` (`new_texts`) by `deficit` tokens in
-    all, each in proportion to its count (none below 0 tokens), and record their new counts in
-    `counts`; returns the tokens taken off the request. The blocks are rewritten in place in
-    `table`, the fitting run's own: rendered requests that hold the old counts must not be
-    extended again."""
-    total = int(bodies.sum())
-    if deficit <= 0 or total <= 0:
-        return 0
-    kept = max(0.0, 1 - deficit / total)
+    """Size the bodies at `positions` of `request` (`new_texts`) down to `shares` of their
+    count, record their new counts in `counts`; returns the tokens taken off the request. The
+    blocks are rewritten in place in `table`, the fitting run's own: rendered requests that
+    hold the old counts must not be extended again."""
     blocks = table.blocks
     ids = request.block_ids[positions].tolist()
     taken: dict[int, int] = {}
-    for b in ids:
-        if b not in taken:
+    for b, share in zip(ids, shares.tolist(), strict=True):
+        if b not in taken:  # a block sent twice keeps the share of its first place
             info = blocks[b]
             body = info.tokens - info.overhead
-            fitted = round(body * kept)
+            fitted = round(body * share)
             taken[b] = body - fitted
             blocks[b] = replace(info, tokens=info.overhead + fitted)
             counts[info.text] = fitted  # type: ignore[index]  # new_texts keeps blocks with text
-    return sum(taken[b] for b in ids)  # a block sent twice is taken off twice
+    return sum(taken[b] for b in ids)  # and is taken off twice
 
 
 def shrunk(
@@ -511,12 +546,29 @@ class Unlogged:
     def split_head(self, name: str, state: _Thread) -> None:
         """A new thread: send its hidden prefix as head + first-message context, when fitted."""
         fit = self.fit.threads.get(name)
-        if fit is None or not state.hidden_tokens:
+        if not state.hidden_tokens:
             return
-        state.hidden_tokens = fit.head
-        if fit.context > 0:
-            counter = self.run.renderer(state.model or self.run.session.header.model).table.counter
-            state.unlogged.context = context_item(fit.context, counter)
+        counter = self.run.renderer(state.model or self.run.session.header.model).table.counter
+        if fit is not None:
+            state.hidden_tokens = fit.head
+            if fit.context > 0:
+                state.unlogged.context = context_item(fit.context, counter)
+        if self.fit.grown.get(name):
+            self._grow(state, self.fit.grown[name], counter)
+
+    @staticmethod
+    def _grow(state: _Thread, tokens: int, counter: Any) -> None:
+        """Add `tokens` to the thread's hidden prefix: to its first-message context when split
+        off (the head's marker stays where the reads showed it), else to its last part."""
+        u = state.unlogged
+        if u.context is not None:
+            size = (u.context.estimated_tokens or 0) + counter.family.message_overhead
+            u.context = context_item(size + tokens, counter)
+        elif isinstance(state.hidden_tokens, tuple):
+            *parts, last = state.hidden_tokens
+            state.hidden_tokens = (*parts, last + tokens)
+        else:
+            state.hidden_tokens += tokens
 
     def before_view(self, marker: RequestMarker, event_index: int, state: _Thread,
                     counter: Any, provider: str, model: str) -> None:
@@ -659,6 +711,8 @@ class Unlogged:
         scaled = 0
         if isinstance(counter, FittedCounter):
             scaled = self._scale(preview, renderer, since, gap, u.short, tail, overhead)
+            if not scaled and tail and state.previous is None and state.hidden_tokens:
+                self._first_tail(marker, state, view, preview, renderer, since, gap, tail)
             if scaled:
                 gap += scaled
                 # The preview's blocks hold the old counts: its lane is rendered afresh.
@@ -686,21 +740,54 @@ class Unlogged:
         """Signed fit: the tokens to take off the texts `preview` sends first (0: none). A
         request billed short of its replay beyond the previous request's own shortfall
         (`short`) over-counts them (text below the family's average ratio, or not all of it
-        sent); so does one whose uncached tail is unlogged context after a marker that falls
-        inside its last logged block (`marker_excess`). They carry their own correction, and
-        leave the prompt with their items."""
+        sent), and so do the texts before the client's last marker when it lies further back
+        than the bill shows (`marker_split`: Claude Code 2.1 renders attachments after its
+        marker, which the log does not hold). They carry their own correction, and leave the
+        prompt with their items."""
         table = renderer.table
         counts = self.fit.counts[table.counter.family.family]
         positions, bodies = new_texts(table, preview, since, counts)
         if not len(positions):
             return 0
-        room = int(bodies.sum())
         deficit = -gap - short
-        deficit = min(deficit, room) if deficit > overhead else 0
-        if tail:
-            residual = gap + deficit if gap + deficit > overhead else 0
-            deficit += marker_excess(preview, positions, bodies, deficit, tail, residual)
-        return scale_new_texts(table, preview, positions, bodies, deficit, counts)
+        deficit = min(deficit, int(bodies.sum())) if deficit > overhead else 0
+        split = (
+            marker_split(preview, positions, bodies, deficit, gap, tail, overhead)
+            if tail else None
+        )
+        shares = kept_shares(positions, bodies, deficit, split, overhead)
+        if shares is None:
+            return 0
+        return scale_new_texts(table, preview, positions, shares, counts)
+
+    def _first_tail(self, marker: RequestMarker, state: _Thread, view: View,
+                    preview: RenderedRequest, renderer: Renderer, since: int, gap: int,
+                    tail: int) -> None:
+        """A thread's first request, whose hidden prefix the adapter sized as the bill minus the
+        rendered log, so its total matches by construction: when the logged texts after the
+        client's marker render more than the billed tail, they are sized down to it, and the
+        hidden prefix, before the marker, takes the tokens they give up."""
+        table = renderer.table
+        counter = table.counter
+        overhead = counter.family.message_overhead
+        counts = self.fit.counts[counter.family.family]
+        positions, bodies = new_texts(table, preview, since, counts)
+        split = marker_split(preview, positions, bodies, 0, gap, tail, overhead)
+        if split is None or -split.excess <= overhead:
+            return
+        after = positions > split.block
+        positions, bodies = positions[after], bodies[after]
+        room = int(bodies.sum())
+        if room < -split.excess:
+            return
+        shares = np.full(len(positions), 1 + split.excess / room)
+        taken = scale_new_texts(table, preview, positions, shares, counts)
+        context = state.unlogged.context
+        self._grow(state, taken, counter)
+        if context is not None and view.items and view.items[0] is context:
+            view.items[0] = state.unlogged.context  # type: ignore[assignment]
+        self.fit.grown[marker.thread] = taken
+        renderer.forget_thread(self.run.lane + marker.thread + "/fit")
 
     def _seed(self, marker: RequestMarker, request_index: int, state: _Thread, model: str,
               provider: str, renderer: Renderer, parts: tuple[int, ...]) -> None:
@@ -746,7 +833,10 @@ __all__ = [
     "fit_heads",
     "place_last_marker",
     "read_tolerance",
-    "marker_excess",
+    "MarkerSplit",
+    "kept_shares",
+    "marker_split",
+    "nearest_end",
     "new_texts",
     "scale_new_texts",
     "scaled_ends",
