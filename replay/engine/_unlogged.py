@@ -8,6 +8,21 @@ usage the provider recorded. A log without usage gets nothing fitted. Parts:
 - **residual** — per request, prompt tokens billed beyond what the log shows (reminders the
   harness attached, re-read files, tokenizer error): estimated messages appended to the history,
   carried by every later request (a logged compaction replaces them with the events around them).
+- **scaled counts** (the signed fit; `ReplayConfig.signed_fit`) — a request billed short of its
+  replay (beyond the previous request's own shortfall) over-counts the texts it sends first: text
+  below the tokenizer family's average ratio, or logged text the harness did not send. Those
+  texts are sized down to the bill, in proportion to their counts, and keep that count for every
+  strategy (`UnloggedContext.counts`, read through `replay.tokens.FittedCounter`): the
+  correction travels with its item and leaves the prompt when a strategy drops it, where a
+  residual could never go (a text derived from one, e.g. truncated, is counted with the family
+  factor). With explicit markers the split follows the marker: the texts before it give up what
+  they over-count there, those after it the rest (a marker that falls inside the last logged
+  block means the uncached tail is unlogged context after it: Claude Code 2.1 attachments). On a
+  thread's first request, whose hidden prefix the adapter sized as the bill minus the log, the
+  texts after the marker are sized down to the billed tail and the hidden prefix grows by as
+  much (`UnloggedContext.grown`). Only families with an estimated tokenizer are scaled
+  (OpenAI's is exact). Without it, an over-count stays in every later prompt until later
+  under-counts fill it, and a factor at or above the true ratio cannot be applied.
 - **uncached tail** — Anthropic reports the tokens after the client's last cache marker
   (`input_tokens`). Clients mark the end of the prompt (1–4 framing tokens follow it); a longer
   tail means the marker sat earlier (Claude Code 2.1 renders attachments after it; parallel tool
@@ -22,7 +37,10 @@ usage the provider recorded. A log without usage gets nothing fitted. Parts:
   model and a hidden prefix of the same size (subagents of one type) share one head.
 - **warm start** — when the first request of a head's threads reads part of it, a request before
   the log left that much in the cache (another session of the account): the cache is seeded with
-  it, the head split where that read stops. That read is fitted, not predicted.
+  it, the head split where that read stops (also when it stops within the read tolerance of the
+  whole hidden prefix but at least `TAIL_MIN` short of it: the rest is first-message context,
+  whose size depends on the logged text's count, the read's does not). That read is fitted, not
+  predicted.
 - **transient context** — a read stops at the last cache entry before the first change. When a
   request reads exactly up to the entry before an unlogged message of the previous request (its
   first-message context, or its own residual) that is longer than the read tolerance, and short
@@ -38,7 +56,8 @@ usage the provider recorded. A log without usage gets nothing fitted. Parts:
   not in the rollout.)
 
 Only explicit-breakpoint caches (Anthropic and its variants) show marker positions in their
-usage; elsewhere only the residual (and shrunk prompts) are fitted.
+usage; elsewhere only the residual, scaled counts (from the billed size) and shrunk prompts are
+fitted.
 """
 
 from __future__ import annotations
