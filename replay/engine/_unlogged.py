@@ -563,17 +563,19 @@ class Unlogged:
     # -- hooks --------------------------------------------------------------------------------
 
     def split_head(self, name: str, state: _Thread) -> None:
-        """A new thread: send its hidden prefix as head + first-message context, when fitted."""
+        """A new thread: send its hidden prefix as head + first-message context, when fitted
+        (grown by what the texts after the marker of its first request gave up)."""
         fit = self.fit.threads.get(name)
-        if not state.hidden_tokens:
+        grown = self.fit.grown.get(name, 0)
+        if (fit is None and not grown) or not state.hidden_tokens:
             return
         counter = self.run.renderer(state.model or self.run.session.header.model).table.counter
         if fit is not None:
             state.hidden_tokens = fit.head
             if fit.context > 0:
                 state.unlogged.context = context_item(fit.context, counter)
-        if self.fit.grown.get(name):
-            self._grow(state, self.fit.grown[name], counter)
+        if grown:
+            self._grow(state, grown, counter)
 
     @staticmethod
     def _grow(state: _Thread, tokens: int, counter: Any) -> None:
