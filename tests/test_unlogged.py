@@ -297,7 +297,11 @@ def test_a_prompt_billed_short_sizes_down_the_texts_it_sent_first() -> None:
     assert abs(fit.counts["claude"][text] - billed) <= 2
     assert fit.requests[(MAIN_THREAD, third)].scaled > 100
     assert fit.residuals() == {}
-    _exact(session)
+    rows = _exact(session)
+    assert [r.fitted_scaled > 100 for r in rows] == [False, False, False, True, False, False]
+    summary = fidelity_summary(rows)
+    assert summary["fitted_scaled_tokens"] == fit.requests[(MAIN_THREAD, third)].scaled
+    assert summary["fitted_residual_tokens"] == 0
     additive = fit_unlogged_context(session, ReplayConfig(signed_fit=False))
     assert not additive.counts
     rows = fidelity_rows(session, ReplayConfig(unlogged_context=additive))
