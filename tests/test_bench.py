@@ -246,10 +246,24 @@ def test_generator_compacts_past_the_limit():
     assert all(set(c.replaces) <= ids and c.replaces for c in compactions)
 
 
+@pytest.fixture
+def exact_claude(tmp_path):
+    """Claude counted at factor 1.0: the naive reference materializes tiktoken ids, so it holds
+    for unscaled counts only (`materialize_tokens`)."""
+    from replay.tokens import tokenizer_rows, use_tokenizers
+
+    rows = [{**row, "factor": 1.0} for row in tokenizer_rows() if row["family"] == "claude"]
+    path = tmp_path / "tokenizers.json"
+    path.write_text(json.dumps({"families": rows}), encoding="utf-8")
+    use_tokenizers(path)
+    yield
+    use_tokenizers(None)
+
+
 @pytest.mark.parametrize(
     ("provider", "model"), [("anthropic", "claude-sonnet-4-5"), ("openai", "gpt-4o")]
 )
-def test_naive_reference_equals_fast_path(provider, model):
+def test_naive_reference_equals_fast_path(provider, model, exact_claude):
     session = synthetic_session(45, 4, max_context_tokens=15_000)
     config = dict(provider=provider, model=model)
     # Every strategy of the library for one model; the core families for the other.

@@ -62,21 +62,21 @@ def test_closed_form_by_hand_prune_on_claude() -> None:
         tools=[],
         task="Fix the bug.",
     )
-    # The pieces, counted once (claude: o200k × 1.0, 4 framing tokens per message, 12 more for
-    # a tool call).
+    # The pieces, counted once (claude: o200k × 1.199 rounded up, 4 framing tokens per message,
+    # 12 more for a tool call; the o200k counts are 3, 4, 2, 9, 357, 7, 2, 9, 8).
     counter = TokenCounter("claude-sonnet-4-5")
     fam = family_for("claude-sonnet-4-5")
-    assert (fam.factor, fam.message_overhead, fam.tool_call_overhead) == (1.0, 4, 12)
+    assert (fam.factor, fam.message_overhead, fam.tool_call_overhead) == (1.199, 4, 12)
     pieces = {
-        "Be terse.": 3,
-        "Fix the bug.": 4,
-        "Reading.": 2,
-        'read_file({"path": "a.py"})': 9,
-        a_out: 357,
-        PLACEHOLDER: 7,
-        "More.": 2,
-        'read_file({"path": "b.py"})': 9,
-        b_out: 8,
+        "Be terse.": 4,
+        "Fix the bug.": 5,
+        "Reading.": 3,
+        'read_file({"path": "a.py"})': 11,
+        a_out: 429,
+        PLACEHOLDER: 9,
+        "More.": 3,
+        'read_file({"path": "b.py"})': 11,
+        b_out: 10,
     }
     for text, tokens in pieces.items():
         assert counter.count(text) == tokens, text[:20]
@@ -87,26 +87,26 @@ def test_closed_form_by_hand_prune_on_claude() -> None:
 
     row = _only(breakeven_session(session, [whatif_strategy(2, Selector.parse("older-than:1"),
                                                             False)])[0])
-    # first edit = system (3+4) + task (4+4) + "Reading." (2+4) + call (9+12)
+    # first edit = system (4+4) + task (5+4) + "Reading." (3+4) + call (11+12)
     #            + framing of a.py's result (4; the placeholder shares no token with it)
-    #            = 7 + 8 + 6 + 21 + 4 = 46
-    # removed    = a.py's result (357+4) − placeholder (7+4) = 361 − 11 = 350
-    # prompt     = 7 + 8 + 6 + 21 + 11 + "More." (2+4) + call (9+12) + b.py (8+4) = 92
-    # surviving  = 92 − 46 = 46
-    # rewrite    = 46 × (0.000003 − 0.0000003) = 46 × 0.0000027 = 0.0001242
-    # saving     = 350 × 0.0000003 = 0.000105
-    # closed     = 0.0001242 / 0.000105 = 1.1828… → 1.18
+    #            = 8 + 9 + 7 + 23 + 4 = 51
+    # removed    = a.py's result (429+4) − placeholder (9+4) = 433 − 13 = 420
+    # prompt     = 8 + 9 + 7 + 23 + 13 + "More." (3+4) + call (11+12) + b.py (10+4) = 104
+    # surviving  = 104 − 51 = 53
+    # rewrite    = 53 × (0.000003 − 0.0000003) = 53 × 0.0000027 = 0.0001431
+    # saving     = 420 × 0.0000003 = 0.000126
+    # closed     = 0.0001431 / 0.000126 = 1.1357… → 1.14
     assert (row.strategy, row.request_index, row.event) == ("whatif-prune-at-2", 2, "prune")
-    assert row.first_edit_token == 46
-    assert row.removed_tokens == 350
-    assert row.surviving_tokens == 46
-    assert row.rewrite_cost_usd == Decimal("0.0001242")
-    assert row.saving_per_request_usd == Decimal("0.000105")
-    assert row.breakeven_closed_form == 1.18
+    assert row.first_edit_token == 51
+    assert row.removed_tokens == 420
+    assert row.surviving_tokens == 53
+    assert row.rewrite_cost_usd == Decimal("0.0001431")
+    assert row.saving_per_request_usd == Decimal("0.000126")
+    assert row.breakeven_closed_form == 1.14
     # Simulated: every prompt is below Claude's 1,024-token minimum, so nothing was cached and
-    # nothing is lost: the edit saves removed × uncached rate at once (350 × 0.000003).
+    # nothing is lost: the edit saves removed × uncached rate at once (420 × 0.000003).
     assert row.breakeven_simulated == 0
-    assert row.simulated_net_usd == Decimal("0.00105")
+    assert row.simulated_net_usd == Decimal("0.00126")
     assert row.horizon == 1
     assert row.summarizer_cost_usd == 0 and row.summarizer_cache_read == 0
 

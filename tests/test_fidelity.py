@@ -138,30 +138,36 @@ def test_cli_json_rows_and_errors(tmp_path: Path) -> None:
     )
 
 
+PLANETFALL = ("claude_code/blackgirlbytes__planetfall-seed-signalkit__entire-checkpoints-v1__39_"
+              "648afe5b7f_4_full.jsonl")
+
+
 @pytest.mark.skipif(not SAMPLES.is_dir(), reason=f"real agent logs not found at {SAMPLES}")
 @pytest.mark.parametrize(
-    ("sample", "floor"),
+    ("sample", "floor", "strict_floor"),
     [
         # 2 stale reads of 115 (requests 6 and 7 read an entry older than the previous write).
         ("claude_code/ShamsiievDmytro__entire-bmad__entire-checkpoints-v1__91_03598e5336_9"
-         "_full.jsonl", 0.98),
+         "_full.jsonl", 0.98, 0.93),
         ("claude_code/blackgirlbytes__entire-token-costs-benchmark-tests__entire-checkpoints-v1"
-         "__cb_190e483db3_0_full.jsonl", 1.0),
-        ("claude_code/blackgirlbytes__planetfall-seed-signalkit__entire-checkpoints-v1__39_"
-         "648afe5b7f_4_full.jsonl", 1.0),
+         "__cb_190e483db3_0_full.jsonl", 1.0, 1.0),
+        (PLANETFALL, 1.0, 1.0),
         ("claude_code/d-kimuson__claude-code-viewer__mock-global-claude-dir_projects_sample-"
-         "project_5c0375b4.jsonl", 1.0),
+         "project_5c0375b4.jsonl", 1.0, 1.0),
         ("claude_code/d-kimuson__claude-code-viewer__mock-global-claude-dir_projects_sample-"
-         "project_fe5e1c67.jsonl", 1.0),
+         "project_fe5e1c67.jsonl", 1.0, 1.0),
     ],
 )
-def test_claude_code_samples_stay_close_to_the_bill(sample: str, floor: float) -> None:
+def test_claude_code_samples_stay_close_to_the_bill(
+    sample: str, floor: float, strict_floor: float
+) -> None:
     from replay import load
 
     rows = fidelity_rows(load(SAMPLES / sample))
     summary = fidelity_summary(rows)
     # Regression floors: what the simulator reached on these logs (docs/adapters.md, fidelity).
     assert summary["cache_read_within_tolerance"] >= floor
+    assert summary["cache_read_within_128"] >= strict_floor
     assert summary["predicted_reads_within_tolerance"] >= floor  # reads the fit did not use
     assert summary["simulator_on_naive_requests"] >= summary["naive_rule_within_tolerance"]
     assert abs(summary["cost_error"]) <= 0.01
@@ -174,7 +180,7 @@ def test_claude_code_samples_stay_close_to_the_bill(sample: str, floor: float) -
     [
         # pi: restarts inferred from the usage (new head) and thinking-level changes.
         ("pi/badlogic__pi-mono__packages_coding-agent_test_fixtures_before-compaction.jsonl",
-         1.0, 0.94, 0.01),
+         1.0, 0.99, 0.01),
         ("pi/badlogic__pi-mono__packages_coding-agent_test_fixtures_large-session.jsonl",
          1.0, 0.99, 0.01),
         # Codex and opencode: the remaining error is routing (reads of an older prefix).
@@ -202,3 +208,23 @@ def test_other_samples_stay_close_to_the_bill(
     assert abs(summary["cost_error_explained"]) <= 0.01  # what the log explains is priced right
     # Every read outside tolerance has a cause: the simulator's, or what the log cannot tell.
     assert all(r.miss_cause or r.unexplained for r in rows if not r.read_within_tolerance)
+
+
+@pytest.mark.skipif(not SAMPLES.is_dir(), reason=f"real agent logs not found at {SAMPLES}")
+def test_the_measured_factor_needs_the_signed_fit() -> None:
+    # Opus 4.8 at the measured 1.725: texts below that ratio are over-counted. A fit that can
+    # only add context leaves the excess in every later prompt; the signed fit counts those
+    # texts as billed, and nearly all of the tokenizer gap leaves the residual.
+    from replay import load
+    from replay.engine._replay import fit_unlogged_context
+
+    session = load(SAMPLES / PLANETFALL)
+    additive = fit_unlogged_context(session, ReplayConfig(signed_fit=False))
+    signed = fit_unlogged_context(session, ReplayConfig())
+    assert fidelity_summary(fidelity_rows(session, ReplayConfig(unlogged_context=additive)))[
+        "cache_read_within_tolerance"
+    ] < 0.5
+    assert fidelity_summary(fidelity_rows(session, ReplayConfig(unlogged_context=signed)))[
+        "cache_read_within_tolerance"
+    ] == 1.0
+    assert sum(signed.scaled().values()) > sum(signed.residuals().values())

@@ -273,3 +273,95 @@ def test_a_dropped_message_leaves_the_history_whole_for_strategies_that_index_it
                        if not getattr(i, "estimated_tokens", None)] for r in runs]
             expected = [[getattr(i, "event_index", None) for i in r.view] for r in plain]
             assert logged[k + 1:] == expected[k + 1:], (name, k)
+
+
+def _overcounted(session: Session, request_id: str, share: float) -> tuple[str, int]:
+    """The user message sent at `request_id` and a count of `share` of its family count: what a
+    provider whose tokenizer gives that text fewer tokens bills for it."""
+    from replay.tokens import counter_for
+
+    text = session.events[_index(session, request_id) - 1].text
+    return text, round(counter_for("claude-sonnet-4-6").count(text) * share)
+
+
+def test_a_prompt_billed_short_sizes_down_the_texts_it_sent_first() -> None:
+    # The provider counts request 3's message at 70 % of the family factor: the replay
+    # over-counts it, which no unlogged context can make up for. The signed fit sizes it down,
+    # so the prompts match and nothing is added; the additive fit carries the excess on.
+    session = _session(_turns(MAIN_THREAD, 0, 6, T0), hidden=4000)
+    text, billed = _overcounted(session, "main-r3", 0.7)
+    _bill(session, UnloggedContext(counts={"claude": {text: billed}}))
+    fit = fit_unlogged_context(session, ReplayConfig())
+    third = _index(session, "main-r3")
+    # The response to request 2 ("done 2") is sent first at request 3 too: it takes its share.
+    assert abs(fit.counts["claude"][text] - billed) <= 2
+    assert fit.requests[(MAIN_THREAD, third)].scaled > 100
+    assert fit.residuals() == {}
+    rows = _exact(session)
+    assert [r.fitted_scaled > 100 for r in rows] == [False, False, False, True, False, False]
+    summary = fidelity_summary(rows)
+    assert summary["fitted_scaled_tokens"] == fit.requests[(MAIN_THREAD, third)].scaled
+    assert summary["fitted_residual_tokens"] == 0
+    additive = fit_unlogged_context(session, ReplayConfig(signed_fit=False))
+    assert not additive.counts
+    rows = fidelity_rows(session, ReplayConfig(unlogged_context=additive))
+    assert all(r.simulated_prompt > r.recorded_prompt + 100 for r in rows[3:])
+
+
+def test_a_fitted_count_leaves_the_prompt_with_its_item() -> None:
+    # What a strategy saves by dropping an over-counted message is its fitted count, not the
+    # family estimate: the correction travels with the text, for every strategy.
+    from replay.engine._replay import _Run
+    from replay.strategies import parse_name
+
+    session = _session(_turns(MAIN_THREAD, 0, 6, T0), hidden=4000)
+    text, billed = _overcounted(session, "main-r3", 0.6)
+    _bill(session, UnloggedContext(counts={"claude": {text: billed}}))
+    fit = fit_unlogged_context(session, ReplayConfig())
+    run = _Run(session, parse_name("baseline"), ReplayConfig(unlogged_context=fit))
+    renderer = run.renderer("claude-sonnet-4-6")
+    items = [UserItem(f"before {n}") for n in range(3)]
+    kwargs = dict(system="", tools=(), index=0, request_id="r", ts=T0,
+                  model="claude-sonnet-4-6", provider="anthropic")
+    kept = renderer.render([*items, UserItem(text)], thread="a", **kwargs).total
+    dropped = renderer.render(items, thread="b", **kwargs).total
+    assert kept - dropped == fit.counts["claude"][text] + 4  # + the message's framing
+    assert renderer.table.counter.count(text + " (truncated)") == counter_for_claude(
+        text + " (truncated)"
+    )  # a text derived from it is counted with the family factor
+
+
+def counter_for_claude(text: str) -> int:
+    from replay.tokens import counter_for
+
+    return counter_for("claude-sonnet-4-6").count(text)
+
+
+def test_a_tail_after_the_last_logged_block_is_unlogged_context_after_the_marker() -> None:
+    # Request 3 carried 150 unlogged tokens after the client's marker (an attachment) and its
+    # message is counted at 80 %: the fit finds both, from the billed size and the tail.
+    session = _session(_turns(MAIN_THREAD, 0, 6, T0), hidden=4000)
+    third = _index(session, "main-r3")
+    text, billed = _overcounted(session, "main-r3", 0.8)
+    truth = UnloggedContext(
+        requests={(MAIN_THREAD, third): RequestFit(after=150, tail=150)},
+        counts={"claude": {text: billed}},
+    )
+    _bill(session, truth)
+    assert session.events[third].usage.input_tokens == 150
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert fit.requests[(MAIN_THREAD, third)].after == 150
+    assert abs(fit.counts["claude"][text] - billed) <= 2
+    _exact(session)
+
+
+def test_fitted_counts_apply_to_their_texts_only() -> None:
+    from replay.tokens import FittedCounter, counter_for, fitted_counter
+
+    base = counter_for("claude-sonnet-4-6")
+    counter = fitted_counter(base, {"a long tool output": 3})
+    assert isinstance(counter, FittedCounter)
+    assert counter.count("a long tool output") == 3
+    assert counter.count("a long tool") == base.count("a long tool")  # derived: the factor
+    assert counter.family is base.family and counter.factor == base.factor
+    assert fitted_counter(base, None) is base

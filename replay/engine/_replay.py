@@ -62,7 +62,7 @@ from replay.strategies._view import (
     tool_call_block,
 )
 from replay.strategies.recorded import LoggedCompaction
-from replay.tokens import counter_for, family_for
+from replay.tokens import family_for
 from replay.tokens._counter import forget_counts
 
 
@@ -144,6 +144,10 @@ class ReplayConfig:
     fit automatically when the log has usage; {} = none."""
     fit_unlogged: bool = False
     """Internal: the run that measures `unlogged_context` (the `recorded` strategy)."""
+    signed_fit: bool = True
+    """Let that fit also subtract: a request billed short of its replay sizes down the texts it
+    sends first (`UnloggedContext.counts`). False: it only adds context, and a shortfall waits
+    for later requests to fill it."""
     shared_cache: SharedCache | None = None
     """Provider-cache state kept across sessions (`replay batch`): None = a fresh cache."""
     progress: Any = None
@@ -281,7 +285,8 @@ class _Run:
         self.evidence = EvidenceChecker()
         self.threads: dict[str, _Thread] = {}
         self.unlogged = Unlogged(
-            self, UnloggedContext.of(config.unlogged_context), config.fit_unlogged
+            self, UnloggedContext.of(config.unlogged_context), config.fit_unlogged,
+            config.signed_fit,
         )
         self.scope = shared.scope if shared else f"{self.provider}:{header.session_id or 'session'}"
 
@@ -289,7 +294,7 @@ class _Run:
         family = family_for(model).family
         r = self.renderers.get(family)
         if r is None:
-            r = self.renderers[family] = Renderer(counter_for(model))
+            r = self.renderers[family] = Renderer(self.unlogged.counter(model))
         return r
 
     def run(self) -> list[RequestRecord]:

@@ -8,6 +8,21 @@ usage the provider recorded. A log without usage gets nothing fitted. Parts:
 - **residual** — per request, prompt tokens billed beyond what the log shows (reminders the
   harness attached, re-read files, tokenizer error): estimated messages appended to the history,
   carried by every later request (a logged compaction replaces them with the events around them).
+- **scaled counts** (the signed fit; `ReplayConfig.signed_fit`) — a request billed short of its
+  replay (beyond the previous request's own shortfall) over-counts the texts it sends first: text
+  below the tokenizer family's average ratio, or logged text the harness did not send. Those
+  texts are sized down to the bill, in proportion to their counts, and keep that count for every
+  strategy (`UnloggedContext.counts`, read through `replay.tokens.FittedCounter`): the
+  correction travels with its item and leaves the prompt when a strategy drops it, where a
+  residual could never go (a text derived from one, e.g. truncated, is counted with the family
+  factor). With explicit markers the split follows the marker: the texts before it give up what
+  they over-count there, those after it the rest (a marker that falls inside the last logged
+  block means the uncached tail is unlogged context after it: Claude Code 2.1 attachments). On a
+  thread's first request, whose hidden prefix the adapter sized as the bill minus the log, the
+  texts after the marker are sized down to the billed tail and the hidden prefix grows by as
+  much (`UnloggedContext.grown`). Only families with an estimated tokenizer are scaled
+  (OpenAI's is exact). Without it, an over-count stays in every later prompt until later
+  under-counts fill it, and a factor at or above the true ratio cannot be applied.
 - **uncached tail** — Anthropic reports the tokens after the client's last cache marker
   (`input_tokens`). Clients mark the end of the prompt (1–4 framing tokens follow it); a longer
   tail means the marker sat earlier (Claude Code 2.1 renders attachments after it; parallel tool
@@ -22,7 +37,10 @@ usage the provider recorded. A log without usage gets nothing fitted. Parts:
   model and a hidden prefix of the same size (subagents of one type) share one head.
 - **warm start** — when the first request of a head's threads reads part of it, a request before
   the log left that much in the cache (another session of the account): the cache is seeded with
-  it, the head split where that read stops. That read is fitted, not predicted.
+  it, the head split where that read stops (also when it stops within the read tolerance of the
+  whole hidden prefix but at least `TAIL_MIN` short of it: the rest is first-message context,
+  whose size depends on the logged text's count, the read's does not). That read is fitted, not
+  predicted.
 - **transient context** — a read stops at the last cache entry before the first change. When a
   request reads exactly up to the entry before an unlogged message of the previous request (its
   first-message context, or its own residual) that is longer than the read tolerance, and short
@@ -38,13 +56,14 @@ usage the provider recorded. A log without usage gets nothing fitted. Parts:
   not in the rollout.)
 
 Only explicit-breakpoint caches (Anthropic and its variants) show marker positions in their
-usage; elsewhere only the residual (and shrunk prompts) are fitted.
+usage; elsewhere only the residual, scaled counts (from the billed size) and shrunk prompts are
+fitted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import compress
 from operator import not_
@@ -57,8 +76,9 @@ from replay.cache._base import prompt_view
 from replay.log import MAIN_THREAD, RequestMarker, Session, ThreadStart
 from replay.prefix import prefix_diff
 from replay.render import Renderer
-from replay.render._request import RenderedRequest
+from replay.render._request import SYSTEM, THINKING, TOOL, BlockTable, RenderedRequest
 from replay.strategies._view import UserItem, View
+from replay.tokens import FittedCounter, TokenCounter, counter_for, fitted_counter
 
 if TYPE_CHECKING:
     from replay.engine._replay import RequestRecord, _Run, _Thread
@@ -129,6 +149,9 @@ class RequestFit:
     """Unlogged messages of earlier requests this one no longer carried."""
     shrunk: bool = False
     """`drop` was found from the billed prompt size (shrunk prompt), not from the read."""
+    scaled: int = 0
+    """Tokens the fit took off the texts first sent at this request (billed short of its
+    replay): their fitted counts (`UnloggedContext.counts`)."""
 
 
 @dataclass
@@ -139,6 +162,13 @@ class UnloggedContext:
     """Thread → its split hidden prefix (threads whose head no read revealed are absent)."""
     requests: dict[tuple[str, int], RequestFit] = field(default_factory=dict)
     """(thread, request event index) → what that request carried beyond the log."""
+    grown: dict[str, int] = field(default_factory=dict)
+    """Thread → tokens its hidden prefix grew by at its first request (what the logged texts
+    after the client's marker gave up there: the prefix is the bill minus the rendered log)."""
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Tokenizer family → text → its fitted provider-scale count: the texts first sent at a
+    request billed short of its replay, sized down to the bill (scaled counts). Every run
+    counts them so (`replay.tokens.FittedCounter`)."""
 
     @classmethod
     def of(cls, value: UnloggedContext | Mapping[tuple[str, int], int] | None) -> UnloggedContext:
@@ -148,11 +178,15 @@ class UnloggedContext:
         return cls(requests={k: RequestFit(before=int(v)) for k, v in (value or {}).items() if v})
 
     def __bool__(self) -> bool:
-        return bool(self.threads or self.requests)
+        return bool(self.threads or self.requests or self.grown or any(self.counts.values()))
 
     def residuals(self) -> dict[tuple[str, int], int]:
         """(thread, request event index) → unlogged tokens added at that request."""
         return {k: f.before + f.after for k, f in self.requests.items() if f.before + f.after}
+
+    def scaled(self) -> dict[tuple[str, int], int]:
+        """(thread, request event index) → tokens taken off the texts first sent then."""
+        return {k: f.scaled for k, f in self.requests.items() if f.scaled}
 
 
 @dataclass
@@ -269,7 +303,12 @@ def fit_heads(
         tol = read_tolerance(first.usage.prompt_tokens)
         if not reveals:
             whole = hidden[first.thread]
-            if read > 0 and abs(read - whole) <= tol:  # the whole hidden prefix, warm
+            if read > 0 and abs(read - whole) <= tol and whole - read >= TAIL_MIN:
+                # Warm up to where the read stops, short of the whole hidden prefix: the head
+                # ends there, the rest is first-message context (sized from the logged text's
+                # count, which the read does not depend on).
+                fits[first.thread] = ThreadFit((read,), whole - read, read, before)
+            elif read > 0 and abs(read - whole) <= tol:  # the whole hidden prefix, warm
                 fits[first.thread] = ThreadFit((whole,), warm=whole, logged=before)
             continue
         head = max(reveals)
@@ -297,11 +336,7 @@ def place_last_marker(
     if not breakpoints or breakpoints[-1].block < head:
         return breakpoints
     cum = request.cum_tokens
-    target = int(cum[-1]) - tail
-    lo = max(head - 1, 0)
-    at = int(np.searchsorted(cum, target))
-    candidates = [j for j in (at - 1, at) if lo <= j < len(cum)] or [lo]
-    block = min(candidates, key=lambda j: (abs(int(cum[j]) - target), -j))
+    block = nearest_end(cum, head, int(cum[-1]) - tail)
     last = breakpoints[-1]
     if block == last.block:
         return breakpoints
@@ -324,6 +359,126 @@ def transient(state: ThreadUnlogged, read: int, prompt: int) -> tuple[Key, ...]:
         if tokens > tol and abs(start - read) <= tol
     ]
     return min(hits)[1] if hits else ()
+
+
+def new_texts(
+    table: BlockTable, request: RenderedRequest, since: int, counts: Mapping[str, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The blocks of `request` whose counts the fit may size down: those it sends for the first
+    time (interned from `since` on), as (positions in the request, body tokens). Blocks known
+    only by their size (fitted context, unlogged thinking), the head (tools, system prompt),
+    thinking (billed or stripped by rules of its own) and texts fitted already are left out."""
+    ids = request.block_ids
+    positions = np.flatnonzero(ids >= since)
+    blocks = table.blocks
+    kept, bodies = [], []
+    for n, b in zip(positions.tolist(), ids[positions].tolist(), strict=True):
+        info = blocks[b]
+        body = info.tokens - info.overhead
+        if (
+            body > 0
+            and not info.sized_only
+            and info.kind not in (TOOL, SYSTEM, THINKING)
+            and info.text is not None
+            and info.text not in counts
+        ):
+            kept.append(n)
+            bodies.append(body)
+    return np.asarray(kept, dtype=np.int64), np.asarray(bodies, dtype=np.int64)
+
+
+def nearest_end(cum: np.ndarray, head: int, target: float) -> int:
+    """The block whose end is nearest `target` tokens into the prompt, among the head's last
+    block and the message blocks (ties: the later): where a client marker moved back to
+    `target` lands."""
+    lo = max(head - 1, 0)
+    at = int(np.searchsorted(cum, target))
+    candidates = [j for j in (at - 1, at) if lo <= j < len(cum)] or [lo]
+    return min(candidates, key=lambda j: (abs(float(cum[j]) - target), -j))
+
+
+def scaled_ends(request: RenderedRequest, positions: np.ndarray, bodies: np.ndarray,
+                deficit: int) -> np.ndarray:
+    """`request.cum_tokens` once the bodies at `positions` are sized down by `deficit` tokens in
+    all, in proportion to their size."""
+    if not deficit:
+        return request.cum_tokens
+    shift = np.zeros(len(request.cum_tokens), dtype=np.float64)
+    shift[positions] = bodies * (deficit / bodies.sum())
+    return request.cum_tokens - np.cumsum(shift)
+
+
+@dataclass(frozen=True)
+class MarkerSplit:
+    """Where the client's last marker sits among a request's blocks, and how far the logged
+    text before it is over-counted."""
+
+    block: int
+    """The block the marker follows (as `place_last_marker` puts it)."""
+    excess: int
+    """Tokens the blocks up to `block` render beyond where the bill puts the marker (negative:
+    short of it)."""
+
+
+def marker_split(request: RenderedRequest, positions: np.ndarray, bodies: np.ndarray,
+                 deficit: int, gap: int, tail: int, overhead: int) -> MarkerSplit | None:
+    """Where the marker `tail` tokens before the end of the billed prompt sits once the new
+    texts (`positions`, `bodies`) are sized down by `deficit` tokens in proportion and the
+    residual is added after them, and how much the blocks before it over-count the billed
+    prefix (`gap`: billed minus replayed tokens). None when the residual after the marker
+    explains the tail. The billed marker lies `tail` tokens before the billed end, whatever
+    the split: at `total + gap - tail` in the request's own positions."""
+    residual = gap + deficit if gap + deficit > overhead else 0
+    if residual >= tail or not len(request.cum_tokens):
+        return None
+    cum = scaled_ends(request, positions, bodies, deficit)
+    head = request.kind_index.head_end + 1
+    block = nearest_end(cum, head, float(cum[-1]) + residual - tail)
+    total = int(request.cum_tokens[-1])
+    return MarkerSplit(block, int(request.cum_tokens[block]) - (total + gap - tail))
+
+
+def kept_shares(positions: np.ndarray, bodies: np.ndarray, deficit: int,
+                split: MarkerSplit | None, overhead: int) -> np.ndarray | None:
+    """Share of each new body (`positions`, `bodies`) the fit keeps, or None to keep them all.
+    `deficit` tokens (the request billed short) go in proportion, unless the marker's position
+    says how they split: the texts before it give up what they over-count there (`split`),
+    those after it the rest of the deficit (none below zero)."""
+    shares = np.ones(len(positions), dtype=np.float64)
+    if split is not None and split.excess > overhead:
+        before = positions <= split.block
+        room_before, room_after = int(bodies[before].sum()), int(bodies[~before].sum())
+        if split.excess <= room_before:
+            after = max(0, min(room_after, deficit - split.excess))
+            shares[before] = 1 - split.excess / room_before
+            if after:
+                shares[~before] = 1 - after / room_after
+            return shares
+    if deficit <= 0:
+        return None
+    return shares * max(0.0, 1 - deficit / int(bodies.sum()))
+
+
+def scale_new_texts(
+    table: BlockTable, request: RenderedRequest, positions: np.ndarray, shares: np.ndarray,
+    counts: dict[str, int],
+) -> int:
+    """Size the bodies at `positions` of `request` (`new_texts`) down to `shares` of their
+    count, record their new counts in `counts`; returns the tokens taken off the request. The
+    blocks are rewritten in place in `table`, the fitting run's own: rendered requests that
+    hold the old counts must not be extended again."""
+    blocks = table.blocks
+    ids = request.block_ids[positions].tolist()
+    taken: dict[int, int] = {}
+    for b, share in zip(ids, shares.tolist(), strict=True):
+        if b not in taken:  # a block sent twice keeps the share of its first place
+            info = blocks[b]
+            body = info.tokens - info.overhead
+            fitted = round(body * share)
+            taken[b] = body - fitted
+            blocks[b] = replace(info, tokens=info.overhead + fitted)
+            counts[info.text] = fitted  # type: ignore[index]  # new_texts keeps blocks with text
+    return sum(taken[b] for b in ids)  # and is taken off twice
 
 
 def shrunk(
@@ -350,11 +505,26 @@ class Unlogged:
     The run calls it at five points: a thread's creation, before and after the strategy's
     view, when placing cache markers, after the request."""
 
-    def __init__(self, run: _Run, fit: UnloggedContext, fitting: bool) -> None:
+    def __init__(self, run: _Run, fit: UnloggedContext, fitting: bool, signed: bool = True
+                 ) -> None:
         self.run = run
         self.fit = fit
         """What is applied (being filled while `fitting`)."""
         self.fitting = fitting
+        self.signed = signed
+        """Fitting: a request billed short of its replay sizes down the texts it sent first
+        (scaled counts); else the shortfall is only carried until later requests fill it."""
+
+    def counter(self, model: str) -> TokenCounter | FittedCounter:
+        """The counter the run renders `model` with: the family's shared one, seen through the
+        counts fitted for this session. A shared cache (`replay batch` chains, which fit no
+        unlogged context) shares its renderers between sessions: the shared counter."""
+        base = counter_for(model)
+        if self.run.config.shared_cache is not None or not base.family.estimated:
+            return base
+        if self.fitting and self.signed:
+            return fitted_counter(base, self.fit.counts.setdefault(base.family.family, {}))
+        return fitted_counter(base, self.fit.counts.get(base.family.family) or None)
 
     # -- what the provider shows --------------------------------------------------------------
 
@@ -393,14 +563,33 @@ class Unlogged:
     # -- hooks --------------------------------------------------------------------------------
 
     def split_head(self, name: str, state: _Thread) -> None:
-        """A new thread: send its hidden prefix as head + first-message context, when fitted."""
+        """A new thread: send its hidden prefix as head + first-message context, when fitted
+        (grown by what the texts after the marker of its first request gave up)."""
         fit = self.fit.threads.get(name)
-        if fit is None or not state.hidden_tokens:
+        grown = self.fit.grown.get(name, 0)
+        if (fit is None and not grown) or not state.hidden_tokens:
             return
-        state.hidden_tokens = fit.head
-        if fit.context > 0:
-            counter = self.run.renderer(state.model or self.run.session.header.model).table.counter
-            state.unlogged.context = context_item(fit.context, counter)
+        counter = self.run.renderer(state.model or self.run.session.header.model).table.counter
+        if fit is not None:
+            state.hidden_tokens = fit.head
+            if fit.context > 0:
+                state.unlogged.context = context_item(fit.context, counter)
+        if grown:
+            self._grow(state, grown, counter)
+
+    @staticmethod
+    def _grow(state: _Thread, tokens: int, counter: Any) -> None:
+        """Add `tokens` to the thread's hidden prefix: to its first-message context when split
+        off (the head's marker stays where the reads showed it), else to its last part."""
+        u = state.unlogged
+        if u.context is not None:
+            size = (u.context.estimated_tokens or 0) + counter.family.message_overhead
+            u.context = context_item(size + tokens, counter)
+        elif isinstance(state.hidden_tokens, tuple):
+            *parts, last = state.hidden_tokens
+            state.hidden_tokens = (*parts, last + tokens)
+        else:
+            state.hidden_tokens += tokens
 
     def before_view(self, marker: RequestMarker, event_index: int, state: _Thread,
                     counter: Any, provider: str, model: str) -> None:
@@ -507,6 +696,7 @@ class Unlogged:
         estimated messages (every later request carries them too): the share after the
         client's last marker (the recorded uncached tail) as a message of its own."""
         run = self.run
+        since = len(renderer.table)  # blocks interned from here on are sent for the first time
         preview = renderer.render(
             view.items,
             system=state.system,
@@ -539,6 +729,15 @@ class Unlogged:
             self._drop(state, gone)
             view.items = [i for i in view.items if i is not item]
             self.fit.requests[key] = RequestFit(drop=(gone,), shrunk=True)
+        scaled = 0
+        if isinstance(counter, FittedCounter):
+            scaled = self._scale(preview, renderer, since, gap, u.short, tail, overhead)
+            if not scaled and tail and state.previous is None and state.hidden_tokens:
+                self._first_tail(marker, state, view, preview, renderer, since, gap, tail)
+            if scaled:
+                gap += scaled
+                # The preview's blocks hold the old counts: its lane is rendered afresh.
+                renderer.forget_thread(run.lane + marker.thread + "/fit")
         before = after = 0
         if gap > overhead:
             after = min(gap, tail) if min(gap, tail) > overhead else 0
@@ -552,9 +751,64 @@ class Unlogged:
                     view.items.append(item)
         u.short = max(0, -gap)
         done = self.fit.requests.get(key, RequestFit())
-        if before or after or tail or done.drop:
-            self.fit.requests[key] = RequestFit(before, after, tail, done.drop, done.shrunk)
+        if before or after or tail or done.drop or scaled:
+            self.fit.requests[key] = RequestFit(before, after, tail, done.drop, done.shrunk,
+                                                scaled)
         state.unlogged.tail = tail
+
+    def _scale(self, preview: RenderedRequest, renderer: Renderer, since: int, gap: int,
+               short: int, tail: int, overhead: int) -> int:
+        """Signed fit: the tokens to take off the texts `preview` sends first (0: none). A
+        request billed short of its replay beyond the previous request's own shortfall
+        (`short`) over-counts them (text below the family's average ratio, or not all of it
+        sent), and so do the texts before the client's last marker when it lies further back
+        than the bill shows (`marker_split`: Claude Code 2.1 renders attachments after its
+        marker, which the log does not hold). They carry their own correction, and leave the
+        prompt with their items."""
+        table = renderer.table
+        counts = self.fit.counts[table.counter.family.family]
+        positions, bodies = new_texts(table, preview, since, counts)
+        if not len(positions):
+            return 0
+        deficit = -gap - short
+        deficit = min(deficit, int(bodies.sum())) if deficit > overhead else 0
+        split = (
+            marker_split(preview, positions, bodies, deficit, gap, tail, overhead)
+            if tail else None
+        )
+        shares = kept_shares(positions, bodies, deficit, split, overhead)
+        if shares is None:
+            return 0
+        return scale_new_texts(table, preview, positions, shares, counts)
+
+    def _first_tail(self, marker: RequestMarker, state: _Thread, view: View,
+                    preview: RenderedRequest, renderer: Renderer, since: int, gap: int,
+                    tail: int) -> None:
+        """A thread's first request, whose hidden prefix the adapter sized as the bill minus the
+        rendered log, so its total matches by construction: when the logged texts after the
+        client's marker render more than the billed tail, they are sized down to it, and the
+        hidden prefix, before the marker, takes the tokens they give up."""
+        table = renderer.table
+        counter = table.counter
+        overhead = counter.family.message_overhead
+        counts = self.fit.counts[counter.family.family]
+        positions, bodies = new_texts(table, preview, since, counts)
+        split = marker_split(preview, positions, bodies, 0, gap, tail, overhead)
+        if split is None or -split.excess <= overhead:
+            return
+        after = positions > split.block
+        positions, bodies = positions[after], bodies[after]
+        room = int(bodies.sum())
+        if room < -split.excess:
+            return
+        shares = np.full(len(positions), 1 + split.excess / room)
+        taken = scale_new_texts(table, preview, positions, shares, counts)
+        context = state.unlogged.context
+        self._grow(state, taken, counter)
+        if context is not None and view.items and view.items[0] is context:
+            view.items[0] = state.unlogged.context  # type: ignore[assignment]
+        self.fit.grown[marker.thread] = taken
+        renderer.forget_thread(self.run.lane + marker.thread + "/fit")
 
     def _seed(self, marker: RequestMarker, request_index: int, state: _Thread, model: str,
               provider: str, renderer: Renderer, parts: tuple[int, ...]) -> None:
@@ -600,6 +854,13 @@ __all__ = [
     "fit_heads",
     "place_last_marker",
     "read_tolerance",
+    "MarkerSplit",
+    "kept_shares",
+    "marker_split",
+    "nearest_end",
+    "new_texts",
+    "scale_new_texts",
+    "scaled_ends",
     "shrunk",
     "transient",
     "unlogged_item",

@@ -14,7 +14,11 @@ is labelled with what the log cannot explain.
 
 Context the log does not hold is fitted on the same usage first (`replay/engine/_unlogged.py`):
 a read that the fit sized from itself (a warm start: the cache held the head before the log) is
-flagged `fitted`, not counted as a prediction that came true.
+flagged `fitted`, not counted as a prediction that came true. Each row also says how many
+tokens the fit added at that request (`fitted_residual`: context no strategy can drop) and took
+off the texts it sent first (`fitted_scaled`: counted below the tokenizer factor); the summary
+sums both, a measure of how much of the bill the log's own texts, at the family factor, leave
+to estimates.
 """
 
 from __future__ import annotations
@@ -69,6 +73,12 @@ class FidelityRow:
     fitted: str | None = None
     """Set when the simulated read is not a prediction: an estimate of the unlogged-context fit
     was sized from this very read (a warm start, a transient message, the head's size)."""
+    fitted_residual: int = 0
+    """Tokens of context the log does not hold that the fit added at this request (estimated
+    messages carried by the later requests: no strategy can drop them)."""
+    fitted_scaled: int = 0
+    """Tokens the fit took off the texts this request sent first (billed below the tokenizer
+    factor: their fitted counts go with them wherever a strategy keeps or drops them)."""
 
 
 _tolerance = read_tolerance
@@ -91,6 +101,7 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
     config.pricer = pricer
     config = with_unlogged_context(session, config)
     fit = UnloggedContext.of(config.unlogged_context)
+    residuals, scaled = fit.residuals(), fit.scaled()
     markers = {
         (m.thread, m.request_id): (n, m)
         for n, m in enumerate(session.events)
@@ -152,6 +163,8 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
                 ),
                 naive_read=earlier[-1][1] if earlier else None,
                 fitted=fitted,
+                fitted_residual=residuals.get((r.thread, event_index), 0),
+                fitted_scaled=scaled.get((r.thread, event_index), 0),
             )
         )
         earlier.append((usage.cache_read_tokens, usage.cache_read_tokens + rec_write))
@@ -260,6 +273,8 @@ FIDELITY_SCHEMA = {
     "unexplained": pl.Utf8,
     "naive_read": pl.Int64,
     "fitted": pl.Utf8,
+    "fitted_residual": pl.Int64,
+    "fitted_scaled": pl.Int64,
 }
 
 
@@ -303,6 +318,8 @@ def fidelity_summary(rows: Sequence[FidelityRow]) -> dict:
         "cost_error_explained": _cost_error([r for r in rows if r.unexplained is None]),
         "mean_abs_prompt_error_tokens": round(prompt_error / n, 1) if n else None,
         "fitted_reads": n - len(predicted),
+        "fitted_residual_tokens": sum(r.fitted_residual for r in rows),
+        "fitted_scaled_tokens": sum(r.fitted_scaled for r in rows),
         "predicted_reads_within_tolerance": round(
             sum(r.read_within_tolerance for r in predicted) / len(predicted), 4
         )

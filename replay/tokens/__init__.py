@@ -26,6 +26,7 @@ from replay.tokens._counter import (
     use_tokenizers,
 )
 from replay.tokens._encodings import get_encoding
+from replay.tokens._overrides import FittedCounter, fitted_counter
 
 __all__ = [
     "TOKENIZERS_ENV",
@@ -33,6 +34,7 @@ __all__ = [
     "CalibrationPairs",
     "Estimate",
     "FamilyCalibration",
+    "FittedCounter",
     "FramingFit",
     "LogFactor",
     "TokenCounter",
@@ -44,6 +46,7 @@ __all__ = [
     "family_for",
     "family_named",
     "fit_family",
+    "fitted_counter",
     "get_encoding",
     "logs_label",
     "tokenizer_file",
