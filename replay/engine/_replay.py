@@ -50,7 +50,7 @@ from replay.prefix import PrefixDiff, prefix_diff
 from replay.prices import Buckets, Pricer, context_window
 from replay.render import RenderedRequest, Renderer
 from replay.strategies import NamedStrategy, StrategyContext, parse_name, resolve
-from replay.strategies._base import as_view
+from replay.strategies._base import View, as_view
 from replay.strategies._view import (
     AssistantItem,
     Block,
@@ -259,11 +259,62 @@ def _responses(session: Session) -> dict[int, AssistantMessage]:
     return answer
 
 
+class _SessionFacts:
+    """What every strategy's run derives from the log alike, derived once per session: the
+    strategies of `--strategies all` replay the same recorded requests and responses."""
+
+    def __init__(self, session: Session) -> None:
+        self.answers = _responses(session)
+        """Request event index → the assistant message that answered it."""
+        self._responses: dict[int, AssistantItem | None] = {}
+        self._outputs: dict[tuple[int, str], int] = {}
+        self._head: dict[int, tuple[Any, Any]] = {}
+
+    def response(self, index: int) -> AssistantItem | None:
+        """The recorded response to the request at event `index` as an item (None: none).
+        Shared by the runs: nothing changes it (its memos are of its own content)."""
+        try:
+            return self._responses[index]
+        except KeyError:
+            answer = self.answers.get(index)
+            item = self._responses[index] = (
+                _assistant_item(answer, -1) if answer is not None else None
+            )
+            return item
+
+    def output_tokens(self, index: int, model: str, response: AssistantItem, counter) -> int:
+        """Token count of the recorded response (when the log has no usage for it)."""
+        key = (index, model)
+        count = self._outputs.get(key)
+        if count is None:
+            count = self._outputs[key] = sum(counter.count(b.rendered()) for b in response.blocks)
+        return count
+
+    def head_fields(self, index: int, marker: RequestMarker) -> tuple[Any, Any]:
+        """(thinking_level, system_changed) of a request, None where the adapter logged none
+        (extra fields: looking up a missing one on a pydantic event is slow)."""
+        hit = self._head.get(index)
+        if hit is None:
+            hit = self._head[index] = (
+                getattr(marker, "thinking_level", None),
+                getattr(marker, "system_changed", None),
+            )
+        return hit
+
+
 class _Run:
     """One strategy replayed over one session."""
 
-    def __init__(self, session: Session, named: NamedStrategy, config: ReplayConfig) -> None:
+    def __init__(
+        self,
+        session: Session,
+        named: NamedStrategy,
+        config: ReplayConfig,
+        facts: _SessionFacts | None = None,
+    ) -> None:
         self.session = session
+        self.facts = facts if facts is not None else _SessionFacts(session)
+        """Shared by the runs of one `iter_replay` (made per run otherwise)."""
         self.named = named
         self.config = config
         header = session.header
@@ -302,7 +353,6 @@ class _Run:
         so a caller can interleave the requests of several sessions in time order on a shared
         cache (`replay batch`). The records are in `self.records`."""
         session, header = self.session, self.session.header
-        answers = _responses(session)
         threads = self.threads
         request_index = 0
 
@@ -353,7 +403,7 @@ class _Run:
                 self.unlogged.split_head(event.thread_id, child)
             elif isinstance(event, RequestMarker):
                 yield event.ts
-                self._request(event, n, request_index, state, answers.get(n))
+                self._request(event, n, request_index, state)
                 request_index += 1
 
     @staticmethod
@@ -374,14 +424,13 @@ class _Run:
             replaced = frozenset(getattr(i, "event_index", -1) for i in state.history)
         return LoggedCompaction(summary=event.summary, replaced=replaced, event_index=index)
 
-    @staticmethod
-    def _head_changes(marker: RequestMarker, state: _Thread) -> None:
+    def _head_changes(self, marker: RequestMarker, event_index: int, state: _Thread) -> None:
         """Request parameters the adapter logged that change what the provider caches: a new
         version of the unlogged head (`system_changed`), a new thinking level. Both re-send the
         head as other content (on the pi samples every thinking-level change read 0)."""
-        level = getattr(marker, "thinking_level", None)
+        level, system_changed = self.facts.head_fields(event_index, marker)
         changed_level = level is not None and state.thinking_level not in (None, level)
-        if getattr(marker, "system_changed", None) or changed_level:
+        if system_changed or changed_level:
             state.head_version += 1
         if level is not None:
             state.thinking_level = level
@@ -392,7 +441,6 @@ class _Run:
         event_index: int,
         request_index: int,
         state: _Thread,
-        answer: AssistantMessage | None,
     ) -> None:
         header = self.session.header
         model = self.config.model or marker.model or state.model or header.model
@@ -403,7 +451,7 @@ class _Run:
             raise ReplayError(
                 f"{self.session.path}: request {marker.request_id} has no message before it"
             )
-        self._head_changes(marker, state)
+        self._head_changes(marker, event_index, state)
         self.unlogged.before_view(marker, event_index, state, counter, provider, model)
         ctx = StrategyContext(
             request_index=request_index,
@@ -417,7 +465,10 @@ class _Run:
             previous_ts=state.previous.ts if state.previous else None,
             logged_summaries=tuple(state.compactions),
         )
-        view = as_view(state.strategy(state.history, ctx))
+        result = state.strategy(state.history, ctx)
+        view = as_view(result)
+        # A list the strategy returned was copied: the engine's own, never changed once rendered.
+        owned = not isinstance(result, View)
         self.unlogged.after_view(marker, event_index, request_index, state, view, model, provider,
                                  renderer)
         if not view.items:
@@ -430,11 +481,11 @@ class _Run:
         for call in view.summarizer_calls:
             self._summarizer(call, marker, request_index, state, model, provider, renderer)
 
-        response = _assistant_item(answer, -1) if answer is not None else None
+        response = self.facts.response(event_index)
         if marker.usage is not None and marker.usage.output_tokens:
             output, estimated = marker.usage.output_tokens, False
         elif response is not None:
-            output = sum(counter.count(b.rendered()) for b in response.blocks)
+            output = self.facts.output_tokens(event_index, model, response, counter)
             estimated = True
         else:
             output, estimated = 0, True
@@ -454,6 +505,7 @@ class _Run:
             output_tokens=output,
             estimated_output=estimated,
             events=view.events,
+            hand_over=owned,
         )
         record.blind_actions = blind
         record.history_len = len(state.history)
@@ -500,6 +552,7 @@ class _Run:
             estimated_output=True,
             events=[],
             system=state.system if call.reuse_main_prefix else "",
+            hand_over=True,
         )
         if not self.config.keep_blocks:
             record.request.release_blocks()
@@ -524,7 +577,9 @@ class _Run:
         estimated_output: bool,
         events: list[RewriteEvent],
         system: str | None = None,
+        hand_over: bool = False,
     ) -> RequestRecord:
+        """`hand_over`: `items` is a list nothing changes any more (the renderer keeps it)."""
         header = self.session.header
         previous = state.previous
         same_family = previous is not None and (
@@ -544,6 +599,7 @@ class _Run:
             estimated_output=estimated_output,
             hidden_tokens=state.hidden_tokens,
             head_version=state.head_version,
+            hand_over=hand_over,
         )
         if previous is not None and not same_family:
             diff = PrefixDiff(0, 0, None, "model switch", True)
@@ -708,11 +764,12 @@ def iter_replay(
     config = with_unlogged_context(session, config)
     resolved = resolve(strategies)
     log_texts = _log_texts(session)
+    facts = _SessionFacts(session)
     with _long_lived_gc():
         for done, named in enumerate(resolved):
             if config.progress is not None:
                 config.progress(named.name, done, len(resolved))
-            yield named, _Run(session, named, config).run()
+            yield named, _Run(session, named, config, facts).run()
             _release_run()
             # After the run is freed, so the digests it allocates do not pin the run's arenas.
             forget_counts(log_texts.__contains__)
