@@ -490,7 +490,7 @@ class _Run:
         else:
             output, estimated = 0, True
         blind = self.evidence.check(
-            state.history, view.items, response, request_index, marker.request_id
+            state.history, view.items, response, request_index, marker.request_id, grown=True
         )
         record = self._simulate(
             kind="request",

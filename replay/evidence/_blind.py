@@ -151,10 +151,15 @@ class _History:
         """`prints[k]`: a fingerprint of the texts of the first k items (chained hashes), the
         key under which answers about them are shared (`_HOLDS`)."""
 
-    def sync(self, history: Sequence[Item]) -> None:
-        """Index the items appended to `history` since the last call."""
+    def sync(self, history: Sequence[Item], grown: bool = False) -> None:
+        """Index the items appended to `history` since the last call (`grown`: the caller
+        only ever appends to it, so its first items are not compared with those indexed)."""
         n = len(self.items)
-        if len(history) < n or _as_list(history[:n]) != self.items:  # identity, at C speed
+        if (
+            len(history) < n
+            or (n and history[n - 1] is not self.items[-1])
+            or (not grown and _as_list(history[:n]) != self.items)  # identity, at C speed
+        ):
             self._reset()
             n = 0
         for item in history[n:]:
@@ -426,7 +431,12 @@ class EvidenceChecker:
         response: AssistantItem | None,
         request_index: int,
         request_id: str,
+        *,
+        grown: bool = False,
     ) -> list[BlindAction]:
+        """The blind actions of `response`. `grown`: the caller only ever appends to `history`
+        (the same list at every request, as the engine's), which then is not compared item by
+        item with what was indexed at the previous request (O(history) per request)."""
         if response is None or not response.tool_calls:
             return []
         if view == history:  # items compare by identity: one C-speed pass
@@ -434,7 +444,7 @@ class EvidenceChecker:
         thread = self._threads.get(id(history))
         if thread is None or thread.source is not history:
             thread = self._threads[id(history)] = _Thread(history)
-        thread.history.sync(history)
+        thread.history.sync(history, grown)
         request = _Request(thread, view)
         found: list[BlindAction] = []
         for call in response.tool_calls:
