@@ -282,12 +282,15 @@ class _SessionFacts:
             )
             return item
 
-    def output_tokens(self, index: int, model: str, response: AssistantItem, counter) -> int:
-        """Token count of the recorded response (when the log has no usage for it)."""
+    def output_tokens(self, index: int, model: str, counter) -> int:
+        """Token count of the recorded response to the request at event `index` (when the log
+        has no usage for it). Counted on an item of its own: the shared `response` item keeps
+        no rendered tool-call texts (they would live as long as the replay)."""
         key = (index, model)
         count = self._outputs.get(key)
         if count is None:
-            count = self._outputs[key] = sum(counter.count(b.rendered()) for b in response.blocks)
+            blocks = _assistant_item(self.answers[index], -1).blocks
+            count = self._outputs[key] = sum(counter.count(b.rendered()) for b in blocks)
         return count
 
     def head_fields(self, index: int, marker: RequestMarker) -> tuple[Any, Any]:
@@ -485,7 +488,7 @@ class _Run:
         if marker.usage is not None and marker.usage.output_tokens:
             output, estimated = marker.usage.output_tokens, False
         elif response is not None:
-            output = self.facts.output_tokens(event_index, model, response, counter)
+            output = self.facts.output_tokens(event_index, model, counter)
             estimated = True
         else:
             output, estimated = 0, True
