@@ -185,9 +185,9 @@ class _NaiveRun(_Run):
         self.naive_records: list[NaiveRecord] = []
         self._previous_tokens: dict[int, NaiveRecord] = {}
 
-    def _request(self, marker, event_index, request_index, state, answer) -> None:
+    def _request(self, marker, event_index, request_index, state) -> None:
         start = time.perf_counter()
-        super()._request(marker, event_index, request_index, state, answer)
+        super()._request(marker, event_index, request_index, state)
         self.request_seconds.append(time.perf_counter() - start)
 
     def _simulate(
@@ -206,6 +206,7 @@ class _NaiveRun(_Run):
         estimated_output,
         events,
         system=None,
+        hand_over=False,
     ):
         start = time.perf_counter()
         previous = self._previous_tokens.get(id(state))
@@ -245,6 +246,7 @@ class _NaiveRun(_Run):
             estimated_output=estimated_output,
             events=events,
             system=system,
+            hand_over=hand_over,
         )
 
 

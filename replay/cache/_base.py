@@ -415,8 +415,9 @@ def walk_entries(
         held = np.flatnonzero(store.may_hold(model, view.cum[low:near]))
         blocks = chain(blocks, (held[::-1] + low).tolist())
     keys, entries = view.keys, store.entries
+    near_keys = keys[near : top + 1]  # one list (a key at a time from an array is slow)
     for i in blocks:
-        key = keys[i]
+        key = near_keys[i - near] if i >= near else keys[i]
         entry = entries.get((sim.scope, model, key))
         if entry is not None:
             tokens = int(view.cum[i])
@@ -446,9 +447,26 @@ class CacheSimulator(ABC):
     def __init__(self, rules: RuleBook, store: CacheStore | None = None) -> None:
         self.rules = rules
         self.store = store if store is not None else CacheStore()
+        self._at: tuple[str, Any, Any] = ("", None, None)
+        """(model, time, day) of the last request a rule was looked up for."""
+        self._values: dict[tuple[str, Any, type], Any] = {}
+        """Rules looked up for that model and day (rows are chosen by day): a simulator asks a
+        dozen per request, each a chain of lookups in the rule book otherwise."""
 
     def rule(self, sim: SimRequest, name: str, default: Any = _MISSING) -> Any:
-        return self.rules.get(name, sim.model, sim.request.ts, default)
+        model, ts = sim.model, sim.request.ts
+        at = self._at
+        if ts is not at[1] or model != at[0]:
+            day = ts.date() if isinstance(ts, datetime) else ts
+            if day != at[2] or model != at[0]:
+                self._values = {}
+            self._at = (model, ts, day)
+        key = (name, default, type(default))  # a default of 1 is not one of True
+        try:
+            return self._values[key]
+        except KeyError:
+            value = self._values[key] = self.rules.get(name, model, ts, default)
+            return value
 
     def ready_at(self, sim: SimRequest) -> datetime:
         t = sim.request.ts

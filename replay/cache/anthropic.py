@@ -167,8 +167,11 @@ class AnthropicSimulator(CacheSimulator):
         read, read_entry = 0, None
         for bp in sorted(eligible, key=lambda b: -b.block):
             hit = None
-            for block in lookback_blocks(view, bp.block, lookback, collapse):
-                entry = store.get(sim.scope, req.model, view.keys[block])
+            blocks = lookback_blocks(view, bp.block, lookback, collapse)
+            low = blocks.stop + 1
+            keys = view.keys[low : bp.block + 1]  # one list (a key at a time is slow)
+            for block in blocks:
+                entry = store.get(sim.scope, req.model, keys[block - low])
                 if entry is not None and entry_state(entry, t, sim.lane) is None:
                     hit = (view.tokens(block), entry)
                     break

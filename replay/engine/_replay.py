@@ -50,7 +50,7 @@ from replay.prefix import PrefixDiff, prefix_diff
 from replay.prices import Buckets, Pricer, context_window
 from replay.render import RenderedRequest, Renderer
 from replay.strategies import NamedStrategy, StrategyContext, parse_name, resolve
-from replay.strategies._base import as_view
+from replay.strategies._base import View, as_view
 from replay.strategies._view import (
     AssistantItem,
     Block,
@@ -263,11 +263,65 @@ def _responses(session: Session) -> dict[int, AssistantMessage]:
     return answer
 
 
+class _SessionFacts:
+    """What every strategy's run derives from the log alike, derived once per session: the
+    strategies of `--strategies all` replay the same recorded requests and responses."""
+
+    def __init__(self, session: Session) -> None:
+        self.answers = _responses(session)
+        """Request event index → the assistant message that answered it."""
+        self._responses: dict[int, AssistantItem | None] = {}
+        self._outputs: dict[tuple[int, str], int] = {}
+        self._head: dict[int, tuple[Any, Any]] = {}
+
+    def response(self, index: int) -> AssistantItem | None:
+        """The recorded response to the request at event `index` as an item (None: none).
+        Shared by the runs: nothing changes it (its memos are of its own content)."""
+        try:
+            return self._responses[index]
+        except KeyError:
+            answer = self.answers.get(index)
+            item = self._responses[index] = (
+                _assistant_item(answer, -1) if answer is not None else None
+            )
+            return item
+
+    def output_tokens(self, index: int, model: str, counter) -> int:
+        """Token count of the recorded response to the request at event `index` (when the log
+        has no usage for it). Counted on an item of its own: the shared `response` item keeps
+        no rendered tool-call texts (they would live as long as the replay)."""
+        key = (index, model)
+        count = self._outputs.get(key)
+        if count is None:
+            blocks = _assistant_item(self.answers[index], -1).blocks
+            count = self._outputs[key] = sum(counter.count(b.rendered()) for b in blocks)
+        return count
+
+    def head_fields(self, index: int, marker: RequestMarker) -> tuple[Any, Any]:
+        """(thinking_level, system_changed) of a request, None where the adapter logged none
+        (extra fields: looking up a missing one on a pydantic event is slow)."""
+        hit = self._head.get(index)
+        if hit is None:
+            hit = self._head[index] = (
+                getattr(marker, "thinking_level", None),
+                getattr(marker, "system_changed", None),
+            )
+        return hit
+
+
 class _Run:
     """One strategy replayed over one session."""
 
-    def __init__(self, session: Session, named: NamedStrategy, config: ReplayConfig) -> None:
+    def __init__(
+        self,
+        session: Session,
+        named: NamedStrategy,
+        config: ReplayConfig,
+        facts: _SessionFacts | None = None,
+    ) -> None:
         self.session = session
+        self.facts = facts if facts is not None else _SessionFacts(session)
+        """Shared by the runs of one `iter_replay` (made per run otherwise)."""
         self.named = named
         self.config = config
         header = session.header
@@ -307,7 +361,6 @@ class _Run:
         so a caller can interleave the requests of several sessions in time order on a shared
         cache (`replay batch`). The records are in `self.records`."""
         session, header = self.session, self.session.header
-        answers = _responses(session)
         threads = self.threads
         request_index = 0
 
@@ -358,7 +411,7 @@ class _Run:
                 self.unlogged.split_head(event.thread_id, child)
             elif isinstance(event, RequestMarker):
                 yield event.ts
-                self._request(event, n, request_index, state, answers.get(n))
+                self._request(event, n, request_index, state)
                 request_index += 1
 
     @staticmethod
@@ -379,14 +432,13 @@ class _Run:
             replaced = frozenset(getattr(i, "event_index", -1) for i in state.history)
         return LoggedCompaction(summary=event.summary, replaced=replaced, event_index=index)
 
-    @staticmethod
-    def _head_changes(marker: RequestMarker, state: _Thread) -> None:
+    def _head_changes(self, marker: RequestMarker, event_index: int, state: _Thread) -> None:
         """Request parameters the adapter logged that change what the provider caches: a new
         version of the unlogged head (`system_changed`), a new thinking level. Both re-send the
         head as other content (on the pi samples every thinking-level change read 0)."""
-        level = getattr(marker, "thinking_level", None)
+        level, system_changed = self.facts.head_fields(event_index, marker)
         changed_level = level is not None and state.thinking_level not in (None, level)
-        if getattr(marker, "system_changed", None) or changed_level:
+        if system_changed or changed_level:
             state.head_version += 1
         if level is not None:
             state.thinking_level = level
@@ -397,7 +449,6 @@ class _Run:
         event_index: int,
         request_index: int,
         state: _Thread,
-        answer: AssistantMessage | None,
     ) -> None:
         header = self.session.header
         model = self.config.model or marker.model or state.model or header.model
@@ -408,7 +459,7 @@ class _Run:
             raise ReplayError(
                 f"{self.session.path}: request {marker.request_id} has no message before it"
             )
-        self._head_changes(marker, state)
+        self._head_changes(marker, event_index, state)
         self.unlogged.before_view(marker, event_index, state, counter, provider, model)
         ctx = StrategyContext(
             request_index=request_index,
@@ -422,7 +473,10 @@ class _Run:
             previous_ts=state.previous.ts if state.previous else None,
             logged_summaries=tuple(state.compactions),
         )
-        view = as_view(state.strategy(state.history, ctx))
+        result = state.strategy(state.history, ctx)
+        view = as_view(result)
+        # A list the strategy returned was copied: the engine's own, never changed once rendered.
+        owned = not isinstance(result, View)
         self.unlogged.after_view(marker, event_index, request_index, state, view, model, provider,
                                  renderer)
         if not view.items:
@@ -435,16 +489,16 @@ class _Run:
         for call in view.summarizer_calls:
             self._summarizer(call, marker, request_index, state, model, provider, renderer)
 
-        response = _assistant_item(answer, -1) if answer is not None else None
+        response = self.facts.response(event_index)
         if marker.usage is not None and marker.usage.output_tokens:
             output, estimated = marker.usage.output_tokens, False
         elif response is not None:
-            output = sum(counter.count(b.rendered()) for b in response.blocks)
+            output = self.facts.output_tokens(event_index, model, counter)
             estimated = True
         else:
             output, estimated = 0, True
         blind = self.evidence.check(
-            state.history, view.items, response, request_index, marker.request_id
+            state.history, view.items, response, request_index, marker.request_id, grown=True
         )
         record = self._simulate(
             kind="request",
@@ -459,6 +513,7 @@ class _Run:
             output_tokens=output,
             estimated_output=estimated,
             events=view.events,
+            hand_over=owned,
         )
         record.blind_actions = blind
         record.history_len = len(state.history)
@@ -505,6 +560,7 @@ class _Run:
             estimated_output=True,
             events=[],
             system=state.system if call.reuse_main_prefix else "",
+            hand_over=True,
         )
         if not self.config.keep_blocks:
             record.request.release_blocks()
@@ -529,7 +585,9 @@ class _Run:
         estimated_output: bool,
         events: list[RewriteEvent],
         system: str | None = None,
+        hand_over: bool = False,
     ) -> RequestRecord:
+        """`hand_over`: `items` is a list nothing changes any more (the renderer keeps it)."""
         header = self.session.header
         previous = state.previous
         same_family = previous is not None and (
@@ -549,6 +607,7 @@ class _Run:
             estimated_output=estimated_output,
             hidden_tokens=state.hidden_tokens,
             head_version=state.head_version,
+            hand_over=hand_over,
         )
         if previous is not None and not same_family:
             diff = PrefixDiff(0, 0, None, "model switch", True)
@@ -713,11 +772,12 @@ def iter_replay(
     config = with_unlogged_context(session, config)
     resolved = resolve(strategies)
     log_texts = _log_texts(session)
+    facts = _SessionFacts(session)
     with _long_lived_gc():
         for done, named in enumerate(resolved):
             if config.progress is not None:
                 config.progress(named.name, done, len(resolved))
-            yield named, _Run(session, named, config).run()
+            yield named, _Run(session, named, config, facts).run()
             _release_run()
             # After the run is freed, so the digests it allocates do not pin the run's arenas.
             forget_counts(log_texts.__contains__)

@@ -20,7 +20,7 @@ import difflib
 import re
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import compress, islice, repeat
 from operator import contains
@@ -46,6 +46,26 @@ _QUOTABLE = re.compile(r"[\w./-]*[A-Za-z_][\w./-]{5,}")
 _RUN = re.compile(r"[\w./-]+")
 _TOKENS = str.maketrans({c: " " for c in range(128) if not _RUN.fullmatch(chr(c))})
 _MAX_EXCERPT = 300
+
+
+def _matcher(pattern: re.Pattern[str]) -> Callable[[str], bool]:
+    """`pattern.search(name) is not None`, memoized: asked of every tool call of every request,
+    per strategy, about a handful of tool names."""
+    known: dict[str, bool] = {}
+
+    def matches(name: str) -> bool:
+        hit = known.get(name)
+        if hit is None:
+            if len(known) >= 4096:  # bounded whatever names a log uses
+                known.clear()
+            hit = known[name] = pattern.search(name) is not None
+        return hit
+
+    return matches
+
+
+_is_write = _matcher(_WRITE_TOOL)
+_is_read = _matcher(_READ_TOOL)
 
 
 @dataclass(frozen=True)
@@ -131,10 +151,15 @@ class _History:
         """`prints[k]`: a fingerprint of the texts of the first k items (chained hashes), the
         key under which answers about them are shared (`_HOLDS`)."""
 
-    def sync(self, history: Sequence[Item]) -> None:
-        """Index the items appended to `history` since the last call."""
+    def sync(self, history: Sequence[Item], grown: bool = False) -> None:
+        """Index the items appended to `history` since the last call (`grown`: the caller
+        only ever appends to it, so its first items are not compared with those indexed)."""
         n = len(self.items)
-        if len(history) < n or _as_list(history[:n]) != self.items:  # identity, at C speed
+        if (
+            len(history) < n
+            or (n and history[n - 1] is not self.items[-1])
+            or (not grown and _as_list(history[:n]) != self.items)  # identity, at C speed
+        ):
             self._reset()
             n = 0
         for item in history[n:]:
@@ -149,7 +174,7 @@ class _History:
             for b in item.tool_calls:
                 if b.call_id:
                     self.calls[b.call_id] = b
-                if _WRITE_TOOL.search(b.name or ""):
+                if _is_write(b.name or ""):
                     path, written = path_of(b.arguments), _first(b.arguments, _CONTENT_KEYS)
                     if path is not None and written is not None:
                         self.known[path] = (written, None)
@@ -158,7 +183,7 @@ class _History:
             if call is None:
                 return
             name, path = call.name or "", path_of(call.arguments)
-            if path is not None and _READ_TOOL.search(name) and not _WRITE_TOOL.search(name):
+            if path is not None and _is_read(name) and not _is_write(name):
                 self.known[path] = (item.output, item)
 
     def _index_tokens(self) -> None:
@@ -248,6 +273,9 @@ class _ViewTrack:
         self.memo: dict[str, tuple[int, int, bool, Item | None]] = {}
         """String → (sync when last searched, found: the position of an item holding it, else
         the view's length then, found, the item holding it)."""
+        self.results: list[object] = []
+        """The event index of each tool result among the leading items (`_NOT_RESULT` for
+        other items), extended only when a lookup needs it (`first_result`)."""
 
     def sync(self, view: list[Item]) -> None:
         """Make `view` the current view, keeping the work done for the prefix it shares with
@@ -261,10 +289,24 @@ class _ViewTrack:
                 self.cut_sync.pop()
             self.cut_sync.append(self.syncs)
             self.cut_at.append(same)
-            del old[same:], self.texts[same:]
+            del old[same:], self.texts[same:], self.results[same:]
         added = view[same:]
         old.extend(added)
         self.texts.extend(map(item_text, added))
+
+    def first_result(self, event_index: int) -> ToolResultItem | None:
+        """The first tool result of the current view carrying `event_index`, found at C speed
+        (`list.index`) over event indexes gathered once per item the view added."""
+        items, results = self.items, self.results
+        if len(results) < len(items):
+            results.extend(
+                i.event_index if isinstance(i, ToolResultItem) else _NOT_RESULT
+                for i in islice(items, len(results), None)
+            )
+        try:
+            return items[results.index(event_index)]  # type: ignore[return-value]
+        except ValueError:
+            return None
 
     def shows(self, text: str) -> bool:
         """True when some item of the current view contains `text` (which holds no newline)."""
@@ -287,6 +329,10 @@ class _ViewTrack:
             return False
         self.memo[text] = (self.syncs, hit, True, self.items[hit])
         return True
+
+
+_NOT_RESULT = object()
+"""`_ViewTrack.results` entry of an item that is not a tool result (equal to no index)."""
 
 
 class _Thread:
@@ -314,10 +360,14 @@ class _Request:
         which lets each item (and each memo) be searched on its own."""
         if not text or not self.thread.history.holds(text):
             return False  # the history's index answers most of these without a search
+        return not self.view().shows(text)
+
+    def view(self) -> _ViewTrack:
+        """The thread's view track, synced with this request's view."""
         if self._view is not None:
             self.thread.view.sync(_as_list(self._view))
             self._view = None
-        return not self.thread.view.shows(text)
+        return self.thread.view
 
 
 # Every strategy replayed over a log checks the same recorded writes against the same contents
@@ -381,7 +431,12 @@ class EvidenceChecker:
         response: AssistantItem | None,
         request_index: int,
         request_id: str,
+        *,
+        grown: bool = False,
     ) -> list[BlindAction]:
+        """The blind actions of `response`. `grown`: the caller only ever appends to `history`
+        (the same list at every request, as the engine's), which then is not compared item by
+        item with what was indexed at the previous request (O(history) per request)."""
         if response is None or not response.tool_calls:
             return []
         if view == history:  # items compare by identity: one C-speed pass
@@ -389,12 +444,12 @@ class EvidenceChecker:
         thread = self._threads.get(id(history))
         if thread is None or thread.source is not history:
             thread = self._threads[id(history)] = _Thread(history)
-        thread.history.sync(history)
+        thread.history.sync(history, grown)
         request = _Request(thread, view)
         found: list[BlindAction] = []
         for call in response.tool_calls:
             name = call.name or ""
-            if _WRITE_TOOL.search(name):
+            if _is_write(name):
                 found.extend(self._write(call, view, request, request_index, request_id))
             else:
                 found.extend(self._quotes(call, request, request_index, request_id))
@@ -421,11 +476,8 @@ class EvidenceChecker:
         ]
         if path is not None:
             _, read = history.last_known_content(path)
-            shown = None if read is None else next(
-                (i for i in view
-                 if isinstance(i, ToolResultItem) and i.event_index == read.event_index),
-                None,
-            )
+            # The view's first tool result of that event (C-speed lookup: views grow long).
+            shown = None if read is None else request.view().first_result(read.event_index)
             if shown is not None and shown.original_chars is not None:
                 actions.append(
                     BlindAction(request_index, request_id, call.name or "", "stubbed-read", path,

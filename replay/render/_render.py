@@ -198,6 +198,9 @@ class Renderer:
         """The tool definitions whose ids key the memos above, kept alive: a freed session's
         tools could otherwise lend their ids to another session's (`replay batch` shares
         renderers across sessions)."""
+        self._last_tools: tuple[Sequence[ToolDef] | None, tuple[int, ...]] = (None, ())
+        """The last `tools` sequence rendered with and its ids (the same object request after
+        request: its ids are not gathered again)."""
 
     def _head_blocks(
         self,
@@ -313,7 +316,12 @@ class Renderer:
         estimated_output: bool = True,
         hidden_tokens: int | tuple[int, ...] = 0,
         head_version: int = 0,
+        hand_over: bool = False,
     ) -> RenderedRequest:
+        """`hand_over`: `items` is a list the caller will never change again, which the
+        renderer may keep as the thread's last view instead of a copy of it."""
+        if not (hand_over and type(items) is list):
+            items = list(items)
         layout = self._layout(items, system, tools, thread, model, hidden_tokens, head_version)
         cols, n = layout.cols, layout.n
         request = RenderedRequest(
@@ -339,7 +347,7 @@ class Renderer:
 
     def _layout(
         self,
-        items: Sequence[Item],
+        items: list[Item],
         system: str,
         tools: Sequence[ToolDef],
         thread: str,
@@ -350,10 +358,13 @@ class Renderer:
         """Block columns of a view. The leading items that are the very objects of the thread's
         previous view keep their blocks; only the rest is walked in Python and appended (in
         place when nothing else wrote past the kept blocks), so an append-only strategy costs
-        O(new items) here, not O(history)."""
-        key = (thread, system, tuple(id(t) for t in tools), hidden_tokens, head_version)
+        O(new items) here, not O(history). `items` is kept (the caller's copy)."""
+        last_tools, tool_ids = self._last_tools
+        if tools is not last_tools:
+            tool_ids = tuple(id(t) for t in tools)
+            self._last_tools = (tools, tool_ids)
+        key = (thread, system, tool_ids, hidden_tokens, head_version)
         last = self._last.get(key)
-        items = list(items)
         shared = shared_prefix(last.items, items) if last is not None else 0
         if shared:
             base = last
@@ -367,10 +378,19 @@ class Renderer:
         new_kinds: list[str] = []
         new_owners: list[int] = []
         prev_is_result = shared > 0 and isinstance(items[shared - 1], ToolResultItem)
+        memo = self._memo.data  # the weak dictionary's own dict: no Python-level `get`
         for n in range(shared, len(items)):
             item = items[n]
             is_result = isinstance(item, ToolResultItem)
-            b_ids, b_kinds = self._item_blocks(item, merged=is_result and prev_is_result)
+            merged = is_result and prev_is_result
+            try:
+                cached = memo.get(weakref.ref(item))
+            except TypeError:  # not a view item: `_item_blocks` says so
+                cached = None
+            if cached is not None and cached[0] == merged:
+                b_ids, b_kinds = cached[1], cached[2]
+            else:
+                b_ids, b_kinds = self._item_blocks(item, merged=merged)
             new_ids.extend(b_ids)
             new_kinds.extend(b_kinds)
             new_owners.extend([n] * len(b_ids))

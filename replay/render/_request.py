@@ -224,11 +224,12 @@ class BlockTable:
     ) -> int:
         # A block of fixed size (a thinking block whose text was not logged) is only known by
         # its size: two of different sizes are different blocks.
-        digest = hashlib.blake2b(
-            f"{kind}\x00{int(starts_message)}\x00{fixed_tokens or ''}\x00".encode()
-            + text.encode("utf-8", "surrogatepass"),
+        hasher = hashlib.blake2b(
+            f"{kind}\x00{int(starts_message)}\x00{fixed_tokens or ''}\x00".encode(),
             digest_size=16,
-        ).digest()
+        )
+        hasher.update(text.encode("utf-8", "surrogatepass"))  # no concatenated copy
+        digest = hasher.digest()
         block_id = self._ids.get(digest)
         if block_id is None:
             family = self.counter.family
