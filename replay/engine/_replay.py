@@ -491,6 +491,12 @@ class _Run:
     ) -> None:
         items = [*call.input_items, UserItem(call.instruction)]
         since = len(renderer.table)
+        counter = renderer.table.counter
+        output_tokens = counter.count(call.summary)
+        # Only counted here: the memo keeps its count by digest, not the text (each of a
+        # strategy's summaries, held until the strategy ends otherwise). A view that shows it
+        # as it is counts it again from the digest, without encoding it again.
+        counter.release(call.summary)
         record = self._simulate(
             kind="summarizer",
             items=items,
@@ -501,7 +507,7 @@ class _Run:
             model=model,
             provider=provider,
             renderer=renderer,
-            output_tokens=renderer.table.counter.count(call.summary),
+            output_tokens=output_tokens,
             estimated_output=True,
             events=[],
             system=state.system if call.reuse_main_prefix else "",
