@@ -193,6 +193,11 @@ class TokenCounter:
         """`encode_ordinary(text)` as int32, straight from tiktoken's buffer: a list of Python
         ints first would cost ~10× the array (36 bytes a token), every one of them a small
         object scattered over the interpreter's arenas."""
+        if not text.isascii():
+            # tiktoken reads a str through its UTF-8 form, which CPython then keeps attached to
+            # that str for as long as it lives (up to as large as the text again: summaries
+            # with an ellipsis, non-ASCII tool outputs): encode a copy, freed right after.
+            text = "".join((text, ""))
         try:
             ids = self._encoding.encode_to_numpy(text, disallowed_special=())
         except UnicodeEncodeError:  # lone surrogates: what `encode_ordinary` does with them
