@@ -18,7 +18,7 @@ import gc
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -432,8 +432,15 @@ class _Run:
         store_before = (
             copy.deepcopy(self.store) if self.config.snapshot_stores and view.events else None
         )
-        for call in view.summarizer_calls:
-            self._summarizer(call, marker, request_index, state, model, provider, renderer)
+        calls = view.summarizer_calls
+        if calls:
+            # Simulated first, then let go: a fresh call's transcript (up to ~1 MB, with its
+            # UTF-8 form) is not kept through the request's render and evidence check.
+            view = replace(view, summarizer_calls=[])
+            for call in calls:
+                self._summarizer(call, marker, request_index, state, model, provider, renderer)
+            del call
+        del calls
 
         response = _assistant_item(answer, -1) if answer is not None else None
         if marker.usage is not None and marker.usage.output_tokens:
