@@ -151,11 +151,12 @@ Each strategy fills it anew (`forget`); 1 MB (2**18 ids) saved ~5% of the encodi
 memory."""
 
 
-COPY_MAX_CHARS = 1 << 16
-"""Non-ASCII texts shorter than this are encoded through a copy (`TokenCounter._encode`).
-Longer ones are mostly a summarizer call's transcript, which dies right after it is counted
-(its UTF-8 form with it): a copy (2-4 bytes a character) would only add to that call's peak
-(`aider-summarize-auto` at 1,000 synthetic requests: +1.1 MB over its 3.4 MB)."""
+LARGE_TEXT_CHARS = 1 << 16
+"""A text this long is mostly a summarizer call's transcript, counted once and dropped right
+after (`TokenCounter._encode`): it is encoded as it is (its UTF-8 form dies with it; a copy, 2-4
+bytes a character, raised `aider-summarize-auto`'s call peak by 1.1 MB over 3.4 MB at 1,000
+synthetic requests), and its ids stay a view of tiktoken's buffer (a copy of them would be
+another 4 bytes a token at that peak). Shorter non-ASCII texts are encoded through a copy."""
 
 
 class TokenCounter:
@@ -200,7 +201,8 @@ class TokenCounter:
         """`encode_ordinary(text)` as int32, straight from tiktoken's buffer: a list of Python
         ints first would cost ~10× the array (36 bytes a token), every one of them a small
         object scattered over the interpreter's arenas."""
-        if len(text) < COPY_MAX_CHARS and not text.isascii():
+        large = len(text) >= LARGE_TEXT_CHARS
+        if not large and not text.isascii():
             # tiktoken reads a str through its UTF-8 form, which CPython then keeps attached to
             # that str for as long as it lives (up to as large as the text again: summaries
             # with an ellipsis, non-ASCII tool outputs): encode a copy, freed right after.
@@ -211,8 +213,8 @@ class TokenCounter:
             text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
             ids = self._encoding.encode_to_numpy(text, disallowed_special=())
         # ids < 2**31: the same values, in an array of its own (not a view of tiktoken's buffer,
-        # which takes three more objects per memo entry)
-        return ids.astype(np.int32)
+        # which takes three more objects per memo entry), unless large
+        return ids.view(np.int32) if large else ids.astype(np.int32)
 
     def count(self, text: str) -> int:
         """Provider-scale token count of `text` (tiktoken count × calibration factor)."""
