@@ -18,7 +18,7 @@ import gc
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -486,8 +486,15 @@ class _Run:
         store_before = (
             copy.deepcopy(self.store) if self.config.snapshot_stores and view.events else None
         )
-        for call in view.summarizer_calls:
-            self._summarizer(call, marker, request_index, state, model, provider, renderer)
+        calls = view.summarizer_calls
+        if calls:
+            # Simulated first, then let go: a fresh call's transcript (up to ~1 MB, with its
+            # UTF-8 form) is not kept through the request's render and evidence check.
+            view = replace(view, summarizer_calls=[])
+            for call in calls:
+                self._summarizer(call, marker, request_index, state, model, provider, renderer)
+            del call
+        del calls
 
         response = self.facts.response(event_index)
         if marker.usage is not None and marker.usage.output_tokens:
@@ -546,6 +553,12 @@ class _Run:
     ) -> None:
         items = [*call.input_items, UserItem(call.instruction)]
         since = len(renderer.table)
+        counter = renderer.table.counter
+        output_tokens = counter.count(call.summary)
+        # Only counted here: the memo keeps its count by digest, not the text (each of a
+        # strategy's summaries, held until the strategy ends otherwise). A view that shows it
+        # as it is counts it again from the digest, without encoding it again.
+        counter.release(call.summary)
         record = self._simulate(
             kind="summarizer",
             items=items,
@@ -556,7 +569,7 @@ class _Run:
             model=model,
             provider=provider,
             renderer=renderer,
-            output_tokens=renderer.table.counter.count(call.summary),
+            output_tokens=output_tokens,
             estimated_output=True,
             events=[],
             system=state.system if call.reuse_main_prefix else "",

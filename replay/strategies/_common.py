@@ -353,16 +353,18 @@ def transcript(items: Sequence[Item], style: str = "plain", result_chars: int | 
     """`items` serialized as one text, the way harnesses feed a fresh summarizer request.
     Tool results longer than `result_chars` are cut (the harnesses do the same)."""
     user, assistant, thinking, call, result = _LABELS[style]
-    lines: list[str] = []
+    # Labels and texts as separate parts of one join: a `label + text` per line would copy the
+    # whole transcript once more before the join (up to ~1 MB of a summarizer call's peak).
+    parts: list[str] = []
     for item in items:
         if isinstance(item, AssistantItem):
             for b in item.blocks:
                 if b.type == "text" and b.text:
-                    lines.append(assistant + b.text)
+                    parts += ("\n\n", assistant, b.text)
                 elif b.type == "thinking" and b.text:
-                    lines.append(thinking + b.text)
+                    parts += ("\n\n", thinking, b.text)
                 elif b.type == "tool_call":
-                    lines.append(call + b.rendered())
+                    parts += ("\n\n", call, b.rendered())
         elif isinstance(item, ToolResultItem):
             out = item.output
             if result_chars is not None and len(out) > result_chars:
@@ -370,10 +372,11 @@ def transcript(items: Sequence[Item], style: str = "plain", result_chars: int | 
                     out[:result_chars]
                     + f"\n[... {len(out) - result_chars} more characters truncated]"
                 )
-            lines.append(result + out)
+            parts += ("\n\n", result, out)
         else:
-            lines.append(user + item.text)
-    return "\n\n".join(lines)
+            parts += ("\n\n", user, item.text)
+    del parts[:1]  # the first separator
+    return "".join(parts)
 
 
 def fresh_call(
