@@ -378,19 +378,10 @@ class Renderer:
         new_kinds: list[str] = []
         new_owners: list[int] = []
         prev_is_result = shared > 0 and isinstance(items[shared - 1], ToolResultItem)
-        memo = self._memo.data  # the weak dictionary's own dict: no Python-level `get`
         for n in range(shared, len(items)):
             item = items[n]
             is_result = isinstance(item, ToolResultItem)
-            merged = is_result and prev_is_result
-            try:
-                cached = memo.get(weakref.ref(item))
-            except TypeError:  # not a view item: `_item_blocks` says so
-                cached = None
-            if cached is not None and cached[0] == merged:
-                b_ids, b_kinds = cached[1], cached[2]
-            else:
-                b_ids, b_kinds = self._item_blocks(item, merged=merged)
+            b_ids, b_kinds = self._item_blocks(item, merged=is_result and prev_is_result)
             new_ids.extend(b_ids)
             new_kinds.extend(b_kinds)
             new_owners.extend([n] * len(b_ids))
