@@ -385,13 +385,15 @@ def time_probe(path: str | Path, strategies: Sequence[str]) -> dict[str, float]:
     }
 
 
-def _time_in_child(path: Path, strategies: Sequence[str]) -> dict[str, float]:
+def _probe_in_child(probe: str, path: Path, strategies: Sequence[str], *args: str) -> dict:
+    """`probe(path, strategies, *args)` of this module (`time_probe`, `memory_probe`) run in a
+    fresh Python process: its JSON result."""
     code = (
-        "import json, sys; from replay.bench._bench import time_probe; "
-        "print(json.dumps(time_probe(sys.argv[1], sys.argv[2].split(','))))"
+        "import json, sys; from replay.bench import _bench; "
+        f"print(json.dumps(_bench.{probe}(sys.argv[1], sys.argv[2].split(','), *sys.argv[3:])))"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code, str(path), ",".join(strategies)],
+        [sys.executable, "-c", code, str(path), ",".join(strategies), *args],
         capture_output=True,
         text=True,
         check=True,
@@ -411,7 +413,7 @@ def _doubling(
     runs: dict[Path, list[dict[str, float]]] = {path: [], path2: []}
     for _ in range(DOUBLING_RUNS):
         for p in (path, path2):
-            runs[p].append(_time_in_child(p, strategies))
+            runs[p].append(_probe_in_child("time_probe", p, strategies))
     cpu = [min(r["cpu_seconds"] for r in runs[p]) for p in (path, path2)]
     wall = [min(r["wall_seconds"] for r in runs[p]) for p in (path, path2)]
     return {
@@ -510,20 +512,6 @@ def memory_probe(path: str | Path, strategies: Sequence[str], mode: str = "cli")
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     del result, session
     return {"peak_bytes": max(0, peak - before), "baseline_bytes": before}
-
-
-def _memory_in_child(path: Path, strategies: Sequence[str], mode: str = "cli") -> dict:
-    code = (
-        "import json, sys; from replay.bench._bench import memory_probe; "
-        "print(json.dumps(memory_probe(sys.argv[1], sys.argv[2].split(','), sys.argv[3])))"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code, str(path), ",".join(strategies), mode],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def run_bench(
@@ -660,9 +648,9 @@ def run_bench(
             result["doubling"] = None
         if memory:
             say("memory: replaying every strategy in a child process, as the CLI does")
-            mem = _memory_in_child(path, names, "cli")
+            mem = _probe_in_child("memory_probe", path, names, "cli")
             say("memory: again keeping every record (replay_session)")
-            kept = _memory_in_child(path, names, "records")
+            kept = _probe_in_child("memory_probe", path, names, "records")
             result["memory"] = {
                 "peak_bytes": mem["peak_bytes"],
                 "log_bytes": log_bytes,
