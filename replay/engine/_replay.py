@@ -62,7 +62,7 @@ from replay.strategies._view import (
     tool_call_block,
 )
 from replay.strategies.recorded import LoggedCompaction
-from replay.tokens import family_for
+from replay.tokens import FittedCounter, TokenCounter, family_for
 from replay.tokens._counter import forget_counts
 
 
@@ -286,7 +286,7 @@ class _SessionFacts:
             )
             return item
 
-    def output_tokens(self, index: int, model: str, counter) -> int:
+    def output_tokens(self, index: int, model: str, counter: TokenCounter | FittedCounter) -> int:
         """Token count of the recorded response to the request at event `index` (when the log
         has no usage for it). Counted on an item of its own: the shared `response` item keeps
         no rendered tool-call texts (they would live as long as the replay)."""
