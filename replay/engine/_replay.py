@@ -574,12 +574,14 @@ class _Run:
             events=[],
             system=state.system if call.reuse_main_prefix else "",
             hand_over=True,
+            fork=self.lane + marker.thread,
         )
         if not self.config.keep_blocks:
             record.request.release_blocks()
             # What only this call showed is packed: read again only if a later prompt is
-            # compared with a cached copy of this one.
-            renderer.pack_items(items, since)
+            # compared with a cached copy of this one (the items it shares with the main
+            # thread's view were rendered before, and stay as they are).
+            renderer.pack_items(items, since, renderer.walked_from)
             renderer.forget_thread(self.lane + f"{marker.thread}/summarizer")
 
     def _simulate(
@@ -599,8 +601,10 @@ class _Run:
         events: list[RewriteEvent],
         system: str | None = None,
         hand_over: bool = False,
+        fork: str | None = None,
     ) -> RequestRecord:
-        """`hand_over`: `items` is a list nothing changes any more (the renderer keeps it)."""
+        """`hand_over`: `items` is a list nothing changes any more (the renderer keeps it).
+        `fork`: the cache lane of a thread whose last view `items` may extend (`render`)."""
         header = self.session.header
         previous = state.previous
         same_family = previous is not None and (
@@ -621,6 +625,7 @@ class _Run:
             hidden_tokens=state.hidden_tokens,
             head_version=state.head_version,
             hand_over=hand_over,
+            fork=fork,
         )
         if previous is not None and not same_family:
             diff = PrefixDiff(0, 0, None, "model switch", True)
