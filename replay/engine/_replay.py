@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
+from itertools import islice
 from typing import Any
 
 from replay._errors import ReplayError
@@ -203,6 +204,20 @@ class _Thread:
     e.g. a restarted pi process) or the thinking level change: the head is re-sent."""
     thinking_level: str | None = None
     """Thinking level of the thread's last request, when the adapter logs one."""
+    estimated: list[int] = field(default_factory=list)
+    """Event indexes of the history's messages known only by their size (context the log does
+    not hold, added by the unlogged-context fit), in history order."""
+    estimated_seen: int = 0
+    """How many leading history items `estimated` covers (the history only grows)."""
+
+    def estimated_indexes(self) -> list[int]:
+        """`estimated`, brought up to date with the history's new items."""
+        history = self.history
+        for i in islice(history, self.estimated_seen, None):
+            if isinstance(i, UserItem) and i.estimated_tokens:
+                self.estimated.append(i.event_index)
+        self.estimated_seen = len(history)
+        return self.estimated
 
 
 def fit_unlogged_context(session: Session, config: ReplayConfig) -> UnloggedContext:
@@ -422,11 +437,7 @@ class _Run:
             named = {event_ids[i] for i in event.replaces if i in event_ids}
             # Context the log does not hold (fitted per request) went with the events around it.
             last = max(named, default=-1)
-            unlogged = {
-                i.event_index
-                for i in state.history
-                if isinstance(i, UserItem) and i.estimated_tokens and i.event_index < last
-            }
+            unlogged = {i for i in state.estimated_indexes() if i < last}
             replaced = frozenset(named | unlogged)
         else:  # the log does not say: everything before it in the thread
             replaced = frozenset(getattr(i, "event_index", -1) for i in state.history)
