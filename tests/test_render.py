@@ -215,7 +215,7 @@ def _assert_same_blocks(got, want):
 _steps = st.lists(
     st.tuples(
         st.sampled_from(["main", "sub"]),
-        st.sampled_from(["extend", "extend", "cut", "edit", "same"]),
+        st.sampled_from(["extend", "extend", "cut", "edit", "same", "fork"]),
         st.integers(0, 12),
         st.sampled_from(["gpt-5", "gpt-5", "gpt-5-mini"]),
     ),
@@ -228,9 +228,10 @@ _steps = st.lists(
 @given(gen.histories(max_items=12), _steps, st.booleans())
 def test_shared_block_columns_never_change_an_earlier_request(pool, steps, head):
     """Consecutive requests of a thread share block columns (appending in place, copying on
-    divergence, another thread starting from the same head, a model switch re-chaining the
-    keys): every request keeps exactly the arrays a fresh render gives it, after every later
-    render, and its `KindIndex` is the one computed from its kinds."""
+    divergence, another thread starting from the same head or forked from the other's last
+    view, a model switch re-chaining the keys): every request keeps exactly the arrays a fresh
+    render gives it, after every later render, and its `KindIndex` is the one computed from
+    its kinds."""
     system, tools = (SYSTEM, TOOLS) if head else ("", [])
     r = Renderer(counter_for("gpt-5"))
     views: dict[str, list] = {"main": [], "sub": []}
@@ -239,8 +240,9 @@ def test_shared_block_columns_never_change_an_earlier_request(pool, steps, head)
         view = list(views[thread])
         if op == "extend" or not view:
             view += pool[len(view) : len(view) + 1 + n % 3] or [UserItem(f"more {n}")]
-        elif op == "cut":
-            view = view[: max(1, n % len(view))]
+        elif op == "fork":  # the other thread's last view (part of it), then more
+            other = views["sub" if thread == "main" else "main"]
+            view = other[: max(1, len(other) - n % 3)] + [UserItem(f"forked {n}")]
         elif op == "edit":
             at = n % len(view)
             old = view[at]
@@ -249,10 +251,12 @@ def test_shared_block_columns_never_change_an_earlier_request(pool, steps, head)
                 if isinstance(old, ToolResultItem)
                 else UserItem(f"edited {n}")
             )
+        elif op == "cut":
+            view = view[: max(1, n % len(view))]
         views[thread] = view
         req = r.render(
             view, system=system, tools=tools, index=0, request_id="r", thread=thread, ts=TS,
-            model=model, provider="openai",
+            model=model, provider="openai", fork="sub" if thread == "main" else "main",
         )
         done.append((req, view, thread, model))
     for req, view, thread, model in done:
@@ -300,6 +304,30 @@ def test_a_forgotten_thread_renders_its_next_view_in_full_with_the_same_blocks()
     assert not np.shares_memory(first.block_ids, again.block_ids)  # not extended in place
     _assert_same_blocks(again, _fresh(r, items, system=SYSTEM, tools=TOOLS,
                                       thread="main", model="gpt-5"))
+
+
+def test_a_forked_view_copies_the_blocks_it_shares_and_walks_only_the_rest():
+    r = Renderer(counter_for("gpt-5"))
+    items = _conversation()
+    main = _render(r, items)
+    call = [*items, UserItem("Summarize the conversation.")]
+    forked = r.render(
+        call, system=SYSTEM, tools=TOOLS, index=0, request_id="s", thread="main/summarizer",
+        ts=TS, model="gpt-5", provider="openai", fork="main",
+    )
+    assert r.walked_from == len(items)  # only the instruction was walked
+    assert not np.shares_memory(forked.block_ids, main.block_ids)  # copied, not extended
+    _assert_same_blocks(forked, _fresh(r, call, system=SYSTEM, tools=TOOLS,
+                                       thread="main/summarizer", model="gpt-5"))
+    # The main thread's next view still extends its own buffer in place.
+    more = [*items, UserItem("Go on.")]
+    assert np.shares_memory(_render(r, more).block_ids, main.block_ids)
+    # Another head (no system prompt) does not fork from the main thread's view.
+    r.render(
+        call, system="", tools=TOOLS, index=0, request_id="s", thread="other", ts=TS,
+        model="gpt-5", provider="openai", fork="main",
+    )
+    assert r.walked_from == 0
 
 
 def test_kind_index_follows_a_cut_and_an_extension():

@@ -207,6 +207,7 @@ class _NaiveRun(_Run):
         events,
         system=None,
         hand_over=False,
+        fork=None,
     ):
         start = time.perf_counter()
         previous = self._previous_tokens.get(id(state))
@@ -247,6 +248,7 @@ class _NaiveRun(_Run):
             events=events,
             system=system,
             hand_over=hand_over,
+            fork=fork,
         )
 
 

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
+from itertools import islice
 from typing import Any
 
 from replay._errors import ReplayError
@@ -203,6 +204,20 @@ class _Thread:
     e.g. a restarted pi process) or the thinking level change: the head is re-sent."""
     thinking_level: str | None = None
     """Thinking level of the thread's last request, when the adapter logs one."""
+    estimated: list[int] = field(default_factory=list)
+    """Event indexes of the history's messages known only by their size (context the log does
+    not hold, added by the unlogged-context fit), in history order."""
+    estimated_seen: int = 0
+    """How many leading history items `estimated` covers (the history only grows)."""
+
+    def estimated_indexes(self) -> list[int]:
+        """`estimated`, brought up to date with the history's new items."""
+        history = self.history
+        for i in islice(history, self.estimated_seen, None):
+            if isinstance(i, UserItem) and i.estimated_tokens:
+                self.estimated.append(i.event_index)
+        self.estimated_seen = len(history)
+        return self.estimated
 
 
 def fit_unlogged_context(session: Session, config: ReplayConfig) -> UnloggedContext:
@@ -422,11 +437,7 @@ class _Run:
             named = {event_ids[i] for i in event.replaces if i in event_ids}
             # Context the log does not hold (fitted per request) went with the events around it.
             last = max(named, default=-1)
-            unlogged = {
-                i.event_index
-                for i in state.history
-                if isinstance(i, UserItem) and i.estimated_tokens and i.event_index < last
-            }
+            unlogged = {i for i in state.estimated_indexes() if i < last}
             replaced = frozenset(named | unlogged)
         else:  # the log does not say: everything before it in the thread
             replaced = frozenset(getattr(i, "event_index", -1) for i in state.history)
@@ -574,12 +585,14 @@ class _Run:
             events=[],
             system=state.system if call.reuse_main_prefix else "",
             hand_over=True,
+            fork=self.lane + marker.thread,
         )
         if not self.config.keep_blocks:
             record.request.release_blocks()
             # What only this call showed is packed: read again only if a later prompt is
-            # compared with a cached copy of this one.
-            renderer.pack_items(items, since)
+            # compared with a cached copy of this one (the items it shares with the main
+            # thread's view were rendered before, and stay as they are).
+            renderer.pack_items(items, since, renderer.walked_from)
             renderer.forget_thread(self.lane + f"{marker.thread}/summarizer")
 
     def _simulate(
@@ -599,8 +612,10 @@ class _Run:
         events: list[RewriteEvent],
         system: str | None = None,
         hand_over: bool = False,
+        fork: str | None = None,
     ) -> RequestRecord:
-        """`hand_over`: `items` is a list nothing changes any more (the renderer keeps it)."""
+        """`hand_over`: `items` is a list nothing changes any more (the renderer keeps it).
+        `fork`: the cache lane of a thread whose last view `items` may extend (`render`)."""
         header = self.session.header
         previous = state.previous
         same_family = previous is not None and (
@@ -621,6 +636,7 @@ class _Run:
             hidden_tokens=state.hidden_tokens,
             head_version=state.head_version,
             hand_over=hand_over,
+            fork=fork,
         )
         if previous is not None and not same_family:
             diff = PrefixDiff(0, 0, None, "model switch", True)

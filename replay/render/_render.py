@@ -21,6 +21,7 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import islice
 
 import numpy as np
 
@@ -198,6 +199,9 @@ class Renderer:
         """The tool definitions whose ids key the memos above, kept alive: a freed session's
         tools could otherwise lend their ids to another session's (`replay batch` shares
         renderers across sessions)."""
+        self.walked_from = 0
+        """How many leading items of the last view rendered kept blocks of an earlier view
+        (the others were walked, and interned what the table did not hold yet)."""
         self._last_tools: tuple[Sequence[ToolDef] | None, tuple[int, ...]] = (None, ())
         """The last `tools` sequence rendered with and its ids (the same object request after
         request: its ids are not gathered again)."""
@@ -278,12 +282,14 @@ class Renderer:
         self._memo[item] = (merged, ids, kinds)
         return ids, kinds
 
-    def pack_items(self, items: Sequence[Item], since: int) -> None:
-        """Compress the long contents of the blocks that `items` added to the table (ids from
-        `since` on), for items unlikely to be shown again: a summarizer call's transcript (up
-        to ~1 MB each), which the table and the token memo would otherwise hold as text until
-        the strategy ends. Only a prefix diff against a cached copy of that call reads it."""
-        for item in items:
+    def pack_items(self, items: Sequence[Item], since: int, start: int = 0) -> None:
+        """Compress the long contents of the blocks that `items[start:]` added to the table
+        (ids from `since` on), for items unlikely to be shown again: a summarizer call's
+        transcript (up to ~1 MB each), which the table and the token memo would otherwise hold
+        as text until the strategy ends. Only a prefix diff against a cached copy of that call
+        reads it. (`start`: the items before it were rendered before `since`, e.g. those of
+        the view the call was forked from: `walked_from` after rendering them.)"""
+        for item in islice(items, start, None):
             cached = self._memo.get(item)
             if cached is None:
                 continue
@@ -317,12 +323,17 @@ class Renderer:
         hidden_tokens: int | tuple[int, ...] = 0,
         head_version: int = 0,
         hand_over: bool = False,
+        fork: str | None = None,
     ) -> RenderedRequest:
         """`hand_over`: `items` is a list the caller will never change again, which the
-        renderer may keep as the thread's last view instead of a copy of it."""
+        renderer may keep as the thread's last view instead of a copy of it. `fork`: another
+        thread (same head) whose last view `items` may extend, such as the main thread's for a
+        summarizer call that re-sends its view: its blocks are copied, not walked again."""
         if not (hand_over and type(items) is list):
             items = list(items)
-        layout = self._layout(items, system, tools, thread, model, hidden_tokens, head_version)
+        layout = self._layout(
+            items, system, tools, thread, model, hidden_tokens, head_version, fork
+        )
         cols, n = layout.cols, layout.n
         request = RenderedRequest(
             index=index,
@@ -354,11 +365,13 @@ class Renderer:
         model: str,
         hidden_tokens: int | tuple[int, ...] = 0,
         head_version: int = 0,
+        fork: str | None = None,
     ) -> _Layout:
         """Block columns of a view. The leading items that are the very objects of the thread's
-        previous view keep their blocks; only the rest is walked in Python and appended (in
-        place when nothing else wrote past the kept blocks), so an append-only strategy costs
-        O(new items) here, not O(history). `items` is kept (the caller's copy)."""
+        previous view (or of `fork`'s, when that shares more) keep their blocks; only the rest
+        is walked in Python and appended (in place when nothing else wrote past the kept
+        blocks), so an append-only strategy costs O(new items) here, not O(history). `items`
+        is kept (the caller's copy)."""
         last_tools, tool_ids = self._last_tools
         if tools is not last_tools:
             tool_ids = tuple(id(t) for t in tools)
@@ -366,6 +379,14 @@ class Renderer:
         key = (thread, system, tool_ids, hidden_tokens, head_version)
         last = self._last.get(key)
         shared = shared_prefix(last.items, items) if last is not None else 0
+        forked = False
+        if fork is not None:
+            other = self._last.get((fork, *key[1:]))
+            if other is not None and len(other.items) > shared:
+                other_shared = shared_prefix(other.items, items)
+                if other_shared > shared:
+                    last, shared, forked = other, other_shared, True
+        self.walked_from = shared
         if shared:
             base = last
             # Owners are ascending (-1 for the head): the first block of item `shared`.
@@ -386,7 +407,7 @@ class Renderer:
             new_kinds.extend(b_kinds)
             new_owners.extend([n] * len(b_ids))
             prev_is_result = is_result
-        layout = self._extend(base, keep, new_ids, new_kinds, new_owners, model)
+        layout = self._extend(base, keep, new_ids, new_kinds, new_owners, model, forked)
         layout.items = items
         self._last[key] = layout
         return layout
@@ -399,8 +420,10 @@ class Renderer:
         new_kinds: list[str],
         new_owners: list[int],
         model: str,
+        copy: bool = False,
     ) -> _Layout:
-        """Blocks [0, keep) of `base` followed by the new blocks."""
+        """Blocks [0, keep) of `base` followed by the new blocks (`copy`: in new columns even
+        when `base`'s could be extended in place, e.g. another thread's)."""
         cols = base.cols
         end = keep + len(new_ids)
         codes = cols.codes
@@ -409,7 +432,7 @@ class Renderer:
         last_user_role = _last_of(codes, keep, _USER_ROLE, base.last_user_role)
         last_non_thinking = _last_of(codes, keep, _NON_THINKING, base.last_non_thinking)
         first_thinking = base.first_thinking if base.first_thinking < keep else -1
-        if cols.used != keep or cols.model != model:
+        if copy or cols.used != keep or cols.model != model:
             # Diverging from blocks a later layout (or another thread) already extended, or
             # chained for another model: copy the kept blocks, leave the old columns as they are.
             cols = cols.copy_prefix(keep, model, end + max(64, end // 8))
