@@ -53,9 +53,13 @@ _NO_EXTRA: dict[str, Any] = {}
 """The extra fields of every model read without any (`share_fields_sets`): pydantic gives each
 model an empty dict of its own. Replaced by a dict of its own before an assignment."""
 
-_NAMES = frozenset({"thread", "tool_name", "name", "model", "provider"})
-"""String fields with few distinct values in a log (thread and tool names, models): read once
-per distinct value instead of once per event."""
+_NAMES = frozenset(
+    {"thread", "tool_name", "name", "model", "provider", "request_id", "call_id", "id"}
+)
+"""String fields whose values recur in a log, read once per distinct value instead of once per
+event: thread and tool names and models (few values), and the ids one event names another by (a
+request's id in the assistant message answering it, a tool call's id in its result's `call_id`:
+each twice). Event ids are unique: only a tool call block's `id` is looked up."""
 
 
 def share_fields_sets(
@@ -81,7 +85,11 @@ def share_fields_sets(
     for name in fields:
         value = values.get(name)
         if isinstance(value, str):
-            if names is not None and name in _NAMES:
+            if (
+                names is not None
+                and name in _NAMES
+                and (name != "id" or isinstance(model, ToolCallBlock))
+            ):
                 values[name] = names.setdefault(value, value)  # the same value, one object
         elif isinstance(value, _Model):
             share_fields_sets(value, shared, names)
