@@ -465,6 +465,22 @@ def test_valid_small_log_reads_cleanly(tmp_path: Path, fmt: str) -> None:
 
 
 @pytest.mark.parametrize("fmt", sorted(VALID))
+def test_equal_names_ids_and_texts_are_one_string(tmp_path: Path, fmt: str) -> None:
+    session = load(write(tmp_path, fmt, VALID[fmt]()))
+    fields = ("thread", "tool_name", "name", "model", "request_id", "call_id", "output", "text")
+    seen: dict[str, set[int]] = {}
+    models = [*session.events]
+    models += [b for e in session.events if isinstance(e, AssistantMessage) for b in e.blocks]
+    for model in models:
+        for name in fields:
+            value = model.__dict__.get(name)
+            if isinstance(value, str):
+                seen.setdefault(value, set()).add(id(value))
+    assert any(len(ids) == 1 and value for value, ids in seen.items())
+    assert {value: len(ids) for value, ids in seen.items() if len(ids) > 1} == {}
+
+
+@pytest.mark.parametrize("fmt", sorted(VALID))
 def test_converted_log_round_trips_byte_for_byte(tmp_path: Path, fmt: str) -> None:
     session = load(write(tmp_path, fmt, VALID[fmt]()))
     out = tmp_path / "native.jsonl"

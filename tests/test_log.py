@@ -97,6 +97,22 @@ def test_tool_and_thread_names_are_read_once_per_distinct_value(tmp_path):
     assert (second.tool_name, third.tool_name) == ("read_file", "grep")
 
 
+def test_ids_and_texts_that_recur_are_read_once_per_distinct_value(tmp_path):
+    read = ('{"type":"assistant","ts":"2026-03-02T09:00:0%dZ","request_id":"r%d","blocks":['
+            '{"type":"tool_call","id":"c%d","name":"read_file","arguments":{"path":"a.py"}}]}')
+    result = ('{"type":"tool_result","ts":"2026-03-02T09:00:0%dZ","call_id":"c%d",'
+              '"tool_name":"read_file","output":"%s"}')
+    request = '{"type":"request","ts":"2026-03-02T09:00:0%dZ","request_id":"r%d"}'
+    lines = [request % (1, 1), read % (2, 1, 1), result % (3, 1, "same text"),
+             request % (4, 2), read % (5, 2, 2), result % (6, 2, "same text"),
+             result % (7, 3, "other text")]
+    ask, call, first, _, again, second, third = read_log(_write(tmp_path, HEADER, *lines)).events
+    assert call.request_id is ask.request_id and first.call_id is call.blocks[0].id
+    assert first.output is second.output and third.output == "other text"
+    assert call.blocks[0].arguments["path"] is again.blocks[0].arguments["path"]
+    assert first.id is None and call.blocks[0].id != again.blocks[0].id
+
+
 def test_minimal_log_and_blank_lines(tmp_path):
     path = _write(tmp_path, HEADER, "", "   ", USER, REQUEST)
     session = read_log(path, strict=True)

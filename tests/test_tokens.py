@@ -250,6 +250,31 @@ def test_a_released_text_is_not_held_but_not_tokenized_again():
     assert counter.encode_calls == calls
 
 
+def test_digest_counts_find_pending_and_compacted_counts_alike():
+    from replay.tokens._counter import DigestCounts, _digest
+
+    counts = DigestCounts()
+    texts = [f"summary {n}" for n in range(200)]
+    for n, text in enumerate(texts[:150]):
+        counts[_digest(text)] = n
+    counts.compact()
+    for n, text in enumerate(texts[100:], start=100):  # 100-149 twice: kept once
+        counts[_digest(text)] = n
+    assert len(counts) == 250
+    assert [counts.get(_digest(t)) for t in texts] == list(range(200))  # pending and sorted
+    counts.compact()
+    assert len(counts) == 200 and not counts._pending
+    assert [counts.get(_digest(t)) for t in texts] == list(range(200))
+    assert counts.get(_digest("never counted")) is None
+    # digests that share their first 8 bytes are still told apart by the last 8
+    same_high = [bytes(8) + n.to_bytes(8, "big") for n in (3, 1, 2)]
+    for n, digest in enumerate(same_high):
+        counts[digest] = 1000 + n
+    counts.compact()
+    assert [counts.get(d) for d in same_high] == [1000, 1001, 1002]
+    assert counts.get(bytes(8) + (4).to_bytes(8, "big")) is None
+
+
 def test_a_replay_keeps_only_the_logs_texts_in_the_memo():
     from conftest import RUN42
 

@@ -46,6 +46,7 @@ from replay.log import (
     Usage,
     UserMessage,
 )
+from replay.log._events import SharedFieldsSet, share_fields_sets
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """A single line longer than this is refused (a guard against reading a binary file as JSONL)."""
@@ -597,6 +598,12 @@ class SessionBuilder:
 
     def session(self, header: SessionHeader) -> Session:
         events = self.merged()
+        # As `read_log` does: one fields set per shape of event, one string per recurring
+        # value (names, ids, texts that come back word for word).
+        fields_sets: dict[frozenset[str], SharedFieldsSet] = {}
+        values: dict[str, str] = {}
+        for event in events:
+            share_fields_sets(event, fields_sets, values)
         header.id = "e1"
         if events and header.ts > events[0].ts:
             header.ts = events[0].ts

@@ -53,9 +53,28 @@ _NO_EXTRA: dict[str, Any] = {}
 """The extra fields of every model read without any (`share_fields_sets`): pydantic gives each
 model an empty dict of its own. Replaced by a dict of its own before an assignment."""
 
-_NAMES = frozenset({"thread", "tool_name", "name", "model", "provider"})
-"""String fields with few distinct values in a log (thread and tool names, models): read once
-per distinct value instead of once per event."""
+_NAMES = frozenset(
+    {
+        "thread",
+        "tool_name",
+        "name",
+        "model",
+        "provider",
+        "request_id",
+        "call_id",
+        "id",
+        "output",
+        "text",
+        "summary",
+    }
+)
+"""String fields whose values recur in a log, read once per distinct value instead of once per
+event: thread and tool names and models (few values); the ids one event names another by (a
+request's id in the assistant message answering it, a tool call's id in its result's `call_id`:
+each twice; event ids are unique, so only a tool call block's `id` is looked up); and texts
+that come back word for word: a file read again unchanged, the same test report or listing, a
+reminder the harness injects again (in the synthetic sessions of `replay bench`, equal tool
+outputs are ~0.45x the log file's size). The string values of tool-call arguments too."""
 
 
 def share_fields_sets(
@@ -65,8 +84,8 @@ def share_fields_sets(
 ) -> None:
     """Give `model` and the models nested in its fields (assistant blocks, usage, tools) the
     fields set of `shared` equal to theirs (added to `shared` when new), one empty dict of
-    extra fields when they have none, and for the fields in `_NAMES` the equal string already
-    in `names` (added when new)."""
+    extra fields when they have none, and for the fields in `_NAMES` (and the string values of
+    a tool call's arguments) the equal string already in `names` (added when new)."""
     if not isinstance(model, _Model):
         return
     fields = model.__pydantic_fields_set__
@@ -81,7 +100,11 @@ def share_fields_sets(
     for name in fields:
         value = values.get(name)
         if isinstance(value, str):
-            if names is not None and name in _NAMES:
+            if (
+                names is not None
+                and name in _NAMES
+                and (name != "id" or isinstance(model, ToolCallBlock))
+            ):
                 values[name] = names.setdefault(value, value)  # the same value, one object
         elif isinstance(value, _Model):
             share_fields_sets(value, shared, names)
@@ -89,6 +112,11 @@ def share_fields_sets(
             for element in value:
                 if isinstance(element, _Model):
                     share_fields_sets(element, shared, names)
+    if names is not None and isinstance(model, ToolCallBlock):
+        arguments = model.arguments
+        for name, value in arguments.items():
+            if isinstance(value, str):
+                arguments[name] = names.setdefault(value, value)
 
 
 class ToolDef(_Model):

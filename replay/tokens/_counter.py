@@ -144,6 +144,63 @@ def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
+class DigestCounts:
+    """Token counts by text digest (`_digest`), for texts no longer held.
+
+    New counts wait in a small dict; `compact` moves them into two sorted columns of the digest's
+    halves and one of counts (numpy: a few blocks of memory, whatever the number of entries). A
+    dict of its own would keep one `bytes` digest and often one `int` per entry, ~10,000 small
+    objects by the end of `--strategies all`, many allocated in the middle of a strategy (the
+    summaries a summarizer call releases): each such survivor kept its allocator pool, and so a
+    whole arena of that strategy's memory, resident for the rest of the replay."""
+
+    def __init__(self) -> None:
+        self._pending: dict[bytes, int] = {}
+        self._high = np.empty(0, dtype=np.uint64)
+        """First 8 bytes of each digest (big-endian), sorted with `_low` as tie-breaker."""
+        self._low = np.empty(0, dtype=np.uint64)
+        self._counts = np.empty(0, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self._pending) + len(self._counts)
+
+    def __setitem__(self, digest: bytes, count: int) -> None:
+        self._pending[digest] = count
+
+    def get(self, digest: bytes) -> int | None:
+        hit = self._pending.get(digest)
+        if hit is not None or not len(self._counts):
+            return hit
+        high = int.from_bytes(digest[:8], "big")
+        start = int(self._high.searchsorted(high, "left"))
+        stop = int(self._high.searchsorted(high, "right"))
+        if start < stop:
+            low = int.from_bytes(digest[8:], "big")
+            for i in range(start, stop):
+                if int(self._low[i]) == low:
+                    return int(self._counts[i])
+        return None
+
+    def compact(self) -> None:
+        """Move the pending counts into the sorted columns (between strategies)."""
+        if not self._pending:
+            return
+        digests = b"".join(self._pending)
+        fresh = np.frombuffer(digests, dtype=">u8").astype(np.uint64).reshape(-1, 2)
+        high = np.concatenate([self._high, fresh[:, 0]])
+        low = np.concatenate([self._low, fresh[:, 1]])
+        counts = np.concatenate(
+            [self._counts, np.fromiter(self._pending.values(), np.int64, len(self._pending))]
+        )
+        self._pending = {}
+        order = np.lexsort((low, high))
+        high, low, counts = high[order], low[order], counts[order]
+        # A text forgotten again (seen anew by a later strategy) has the same count: once.
+        keep = np.ones(len(high), dtype=bool)
+        keep[1:] = (high[1:] != high[:-1]) | (low[1:] != low[:-1])
+        self._high, self._low, self._counts = high[keep], low[keep], counts[keep]
+
+
 TOKEN_CACHE_IDS = 1 << 16
 """Token ids kept for prefix diffs during one strategy (int32: 256 kB), whatever the log's size.
 Each strategy fills it anew (`forget`); 1 MB (2**18 ids) saved ~5% of the encodings of
@@ -169,8 +226,8 @@ class TokenCounter:
         self.factor = self.family.factor if factor is None else factor
         self._encoding = get_encoding(self.family.encoding)
         self._counts: dict[str, int] = {}
-        self._forgotten: dict[bytes, int] = {}
-        """Counts of texts no longer held (`forget`), by digest."""
+        self._forgotten = DigestCounts()
+        """Counts of texts no longer held (`forget`, `release`), by digest."""
         self._tokens: OrderedDict[str | bytes, np.ndarray] = OrderedDict()
         """Token ids by text, or by digest once the text is forgotten (`forget`)."""
         self._token_cache = token_cache
@@ -255,6 +312,8 @@ class TokenCounter:
         # of diverging blocks over the strategies.
         self._tokens = OrderedDict()
         self._cached_ids = 0
+        # After the strategy's memory is freed (`forget_counts` runs then), like the digests.
+        self._forgotten.compact()
 
     def scale(self, raw: int) -> int:
         return raw if self.factor == 1.0 else math.ceil(raw * self.factor)
