@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from replay.bench import (
     naive_replay,
     prefix_session,
+    repeated_output_bytes,
     run_bench,
     synthetic_session,
     write_synthetic_log,
@@ -95,6 +96,7 @@ def _check_document(doc: dict, strategies: list[str], requests: int) -> None:
         "distinct_tokens",
     } <= set(doc["floor"])
     assert doc["floor"]["seconds"] > 0 and doc["fast_floor_ratio"] > 0
+    assert 0 <= doc["log_repeated_output_bytes"] < doc["log_bytes"]
     per = doc["fast_floor_per_strategy"]
     assert 0 < per["min"] <= per["median"] <= per["max"]
     doubling = doc["doubling"]
@@ -156,6 +158,24 @@ def test_bench_cli_table_says_when_naive_is_extrapolated():
     assert result.exit_code == 0, result.output
     assert "extrapolated" in result.output
     assert "fast / floor" in result.output and "naive / fast" in result.output
+
+
+def test_repeated_output_bytes_counts_each_repeat_of_an_earlier_output():
+    session = synthetic_session(40, 0)
+    outputs = [e.output for e in session.events if isinstance(e, ToolResult)]
+    want = sum(len(o.encode()) for i, o in enumerate(outputs) if o in outputs[:i])
+    assert repeated_output_bytes(session) == want
+    # a log whose every output is new repeats nothing; one output sent again counts once more
+    first = next(e for e in session.events if isinstance(e, ToolResult))
+    distinct = [
+        e.model_copy(update={"output": f"{e.output}\n#{n}"}) if isinstance(e, ToolResult) else e
+        for n, e in enumerate(session.events)
+    ]
+    again = first.model_copy(update={"output": f"{first.output}\n#{session.events.index(first)}"})
+    assert repeated_output_bytes(type(session)(session.header, distinct, None)) == 0
+    assert repeated_output_bytes(type(session)(session.header, [*distinct, again], None)) == len(
+        again.output.encode()
+    )
 
 
 def test_bench_help_has_an_example():

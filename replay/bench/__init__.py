@@ -8,6 +8,7 @@ from replay.bench._bench import (
     measure_floor,
     naive_replay,
     prefix_session,
+    repeated_output_bytes,
     run_bench,
 )
 from replay.bench._synthetic import synthetic_session, write_synthetic_log
@@ -20,6 +21,7 @@ __all__ = [
     "measure_floor",
     "naive_replay",
     "prefix_session",
+    "repeated_output_bytes",
     "run_bench",
     "synthetic_session",
     "write_synthetic_log",
