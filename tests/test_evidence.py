@@ -323,12 +323,25 @@ def test_recommendation_edge_cases() -> None:
     assert recommendation(no_reference) is None
     all_blind = _summary([("baseline", "1.00", 1), ("x", "0.5", 2)])
     assert recommendation(all_blind) is None
-    assert recommendation_line(None) == "No strategy without evidence-loss flags to recommend."
+    assert recommendation_line(None) == (
+        "No strategy without evidence-loss flags or prompts over the window to recommend."
+    )
     nothing_beats = recommendation(_summary([("baseline", "1.00", 0), ("x", "0.50", 1)]))
     assert nothing_beats["strategy"] == "baseline" and nothing_beats["saving_usd"] == 0
     assert "nothing beats baseline" in recommendation_line(nothing_beats)
     assert recommendation(_summary([])) is None
 
+
+
+def test_recommendation_skips_strategies_over_the_window_and_ties_go_to_the_reference() -> None:
+    summary = _summary([("recorded", "1.00", 0), ("a-ties", "1.00", 0), ("dear", "3.00", 0),
+                        ("b-overflows", "0.40", 0)]).with_columns(
+        over_window=pl.Series([0, 0, 0, 7]))
+    rec = recommendation(summary)
+    assert rec["strategy"] == "recorded" and rec["saving_usd"] == 0  # not the tie, not overflow
+    assert "nothing beats recorded" in recommendation_line(rec)
+    fits = summary.with_columns(over_window=pl.Series([0, 0, 0, 0]))
+    assert recommendation(fits)["strategy"] == "b-overflows"
 
 def test_recommendation_on_a_log_skips_the_cheaper_blind_strategies() -> None:
     result = replay.replay(_edit_session(), ["baseline", "truncate-500", "truncate-5000",
