@@ -151,15 +151,24 @@ def _config(
 
 
 def recommendation(summary: pl.DataFrame) -> dict[str, Any] | None:
-    """The cheapest strategy with no evidence-loss flag, and what it saves against what the
-    agent did (`recorded` when replayed, else `baseline`)."""
+    """The cheapest strategy with no evidence-loss flag and no prompt over the model's context
+    window (such a request would have failed), and what it saves against what the agent did
+    (`recorded` when replayed, else `baseline`). A strategy that only ties with the reference
+    saves nothing: the reference wins ties, then names in order."""
     if summary.is_empty():
         return None
     names = summary["strategy"].to_list()
     reference = next((n for n in ("recorded", "baseline") if n in names), None)
-    safe = summary.filter(pl.col("blind_actions") == 0).sort(["cost_usd", "strategy"])
-    if safe.is_empty() or reference is None:
+    if reference is None:
         return None
+    safe = summary.filter(pl.col("blind_actions") == 0)
+    if "over_window" in summary.columns:
+        safe = safe.filter(pl.col("over_window") == 0)
+    if safe.is_empty():
+        return None
+    safe = safe.with_columns(_other=pl.col("strategy") != reference).sort(
+        ["cost_usd", "_other", "strategy"]
+    )
     best = safe.row(0, named=True)
     ref_cost = summary.filter(pl.col("strategy") == reference)["cost_usd"][0]
     saving = ref_cost - best["cost_usd"]
@@ -178,7 +187,7 @@ def recommendation_line(rec: dict[str, Any] | None, summary: pl.DataFrame | None
         names = [] if summary is None else summary["strategy"].to_list()
         if summary is not None and not {"recorded", "baseline"} & set(names):
             return "No recommendation: add `recorded` or `baseline` to compare against."
-        return "No strategy without evidence-loss flags to recommend."
+        return "No strategy without evidence-loss flags or prompts over the window to recommend."
     if rec["saving_usd"] <= 0:
         return (
             f"Cheapest strategy without evidence-loss flags: {rec['strategy']} "

@@ -258,6 +258,39 @@ def test_generator_shape():
     assert len(set(ids)) == len(ids)
 
 
+def test_generator_reads_again_mostly_in_ranges_like_real_agents():
+    session = synthetic_session(400, 5)
+    calls = {
+        b.id: b
+        for e in session.events
+        if isinstance(e, AssistantMessage)
+        for b in e.blocks
+        if isinstance(b, ToolCallBlock)
+    }
+    full: dict[str, str] = {}  # the last whole content each path showed or was written with
+    ranged = 0
+    for e in session.events:
+        if isinstance(e, AssistantMessage):
+            for b in e.blocks:
+                if isinstance(b, ToolCallBlock) and b.name == "write_file":
+                    full[b.arguments["path"]] = b.arguments["content"]
+        if not (isinstance(e, ToolResult) and e.tool_name == "read_file"):
+            continue
+        args = calls[e.call_id].arguments
+        if "offset" not in args:
+            full[args["path"]] = e.output
+            continue
+        ranged += 1
+        # a range of lines of the version last seen whole, never that whole version again
+        lines = full[args["path"]].splitlines(keepends=True)
+        start = args["offset"] - 1
+        assert e.output == "".join(lines[start : start + args["limit"]]) != full[args["path"]]
+    assert ranged > 50
+    # real logs repeat 0.1-14% of their output characters word for word (docs/performance.md)
+    outputs = sum(len(e.output.encode()) for e in session.events if isinstance(e, ToolResult))
+    assert 0 < repeated_output_bytes(session) < 0.15 * outputs
+
+
 def test_generator_compacts_past_the_limit():
     session = synthetic_session(120, 2, max_context_tokens=30_000)
     compactions = [e for e in session.events if isinstance(e, Compaction)]

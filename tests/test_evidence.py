@@ -23,7 +23,7 @@ import replay
 from replay._api import recommendation, recommendation_line
 from replay.evidence import BlindAction, EvidenceChecker, _blind
 from replay.strategies import AssistantItem, Block, SummaryItem, ToolResultItem, UserItem
-from replay.strategies._common import item_text, path_of
+from replay.strategies._common import item_text, path_of, reads_part_of_file
 from replay.strategies._view import truncate_chars
 
 BUGGY = "markComplete(request.payload.id)"
@@ -160,6 +160,24 @@ def test_whole_file_write_of_visible_lines_is_not_flagged() -> None:
     new = _rewritten(CALC, 1, "    return x + 100")
     write = _call("c2", "write_file", path="src/calc.py", content=new)
     assert _check(history, view, write) == []
+
+
+def test_whole_file_write_is_compared_with_the_last_whole_read_not_a_range() -> None:
+    """A read of some lines is not the file's content: diffed against it, a whole-file write
+    would look as if it changed only around the range, and a change elsewhere would pass."""
+    history = _history()
+    lines = CALC.splitlines(keepends=True)
+    ranged = _call("c5", "read_file", path="src/calc.py", offset=2, limit=3)
+    history += [
+        AssistantItem((ranged,), event_index=5),
+        ToolResultItem("c5", "read_file", "".join(lines[1:4]), event_index=6,
+                       arguments=ranged.arguments),
+    ]
+    view = [*history[:2], truncate_chars(history[2], 500), *history[3:]]
+    new = _rewritten(CALC, CALC.splitlines().index(TARGET), "    return price * qty * 1.2")
+    actions = _check(history, view, _call("c7", "write_file", path="src/calc.py", content=new))
+    assert [a.kind for a in actions] == ["hidden-edit-target", "stubbed-read"]
+    assert TARGET.strip() in actions[0].excerpt.splitlines()
 
 
 def test_whole_file_write_against_an_earlier_write() -> None:
@@ -305,12 +323,25 @@ def test_recommendation_edge_cases() -> None:
     assert recommendation(no_reference) is None
     all_blind = _summary([("baseline", "1.00", 1), ("x", "0.5", 2)])
     assert recommendation(all_blind) is None
-    assert recommendation_line(None) == "No strategy without evidence-loss flags to recommend."
+    assert recommendation_line(None) == (
+        "No strategy without evidence-loss flags or prompts over the window to recommend."
+    )
     nothing_beats = recommendation(_summary([("baseline", "1.00", 0), ("x", "0.50", 1)]))
     assert nothing_beats["strategy"] == "baseline" and nothing_beats["saving_usd"] == 0
     assert "nothing beats baseline" in recommendation_line(nothing_beats)
     assert recommendation(_summary([])) is None
 
+
+
+def test_recommendation_skips_strategies_over_the_window_and_ties_go_to_the_reference() -> None:
+    summary = _summary([("recorded", "1.00", 0), ("a-ties", "1.00", 0), ("dear", "3.00", 0),
+                        ("b-overflows", "0.40", 0)]).with_columns(
+        over_window=pl.Series([0, 0, 0, 7]))
+    rec = recommendation(summary)
+    assert rec["strategy"] == "recorded" and rec["saving_usd"] == 0  # not the tie, not overflow
+    assert "nothing beats recorded" in recommendation_line(rec)
+    fits = summary.with_columns(over_window=pl.Series([0, 0, 0, 0]))
+    assert recommendation(fits)["strategy"] == "b-overflows"
 
 def test_recommendation_on_a_log_skips_the_cheaper_blind_strategies() -> None:
     result = replay.replay(_edit_session(), ["baseline", "truncate-500", "truncate-5000",
@@ -387,7 +418,8 @@ def _reference_check(history, view, response, request_index, request_id) -> list
                 if call is None or path_of(call.arguments) != path:
                     continue
                 name = call.name or ""
-                if _blind._READ_TOOL.search(name) and not _blind._WRITE_TOOL.search(name):
+                if (_blind._READ_TOOL.search(name) and not _blind._WRITE_TOOL.search(name)
+                        and not reads_part_of_file(call.arguments)):
                     content, source = item.output, item
         return content, source
 
@@ -459,6 +491,9 @@ def _tool_call(draw: st.DrawFn, call_id: str, lines: st.SearchStrategy[str]) -> 
         arguments["path"] = draw(st.sampled_from([*_PATHS[:2], *_PATHS, ""]))
     if draw(st.booleans()):
         arguments["pattern"] = draw(st.sampled_from(_NAMES))
+    if draw(_rarely):  # a read of a range of lines
+        arguments[draw(st.sampled_from(["offset", "limit", "view_range"]))] = draw(
+            st.sampled_from([1, 40, [3, 9], None]))
     edit = draw(st.sampled_from(["none", "old", "content", "both"]))
     if edit in ("old", "both"):
         arguments["old_string"] = draw(lines)

@@ -182,3 +182,18 @@ def test_shipped_run42_reads_strictly_and_fixes_the_bug():
 
     runs = _test_runs(session)
     assert runs[0]["exit_code"] != 0 and runs[-1]["exit_code"] == 0
+
+
+def test_the_default_fixture_is_found_in_a_checkout_and_in_an_installed_package(
+    tmp_path, monkeypatch
+):
+    assert (_recorder.default_fixture() / "src" / "api.js").is_file()
+    # an installed package has no checkout around it, only its own copy (pyproject's
+    # force-include): the recorder looks there first
+    package = tmp_path / "site-packages" / "replay"
+    shutil.copytree(_recorder.default_fixture(), package / "_fixture_data" / "tasklist")
+    monkeypatch.setattr(_recorder, "_PACKAGE", package)
+    assert _recorder.default_fixture() == package / "_fixture_data" / "tasklist"
+    monkeypatch.setattr(_recorder, "_PACKAGE", tmp_path / "elsewhere" / "replay")
+    with pytest.raises(ReplayError, match="pass --fixture DIR"):
+        _recorder.default_fixture()

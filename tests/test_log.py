@@ -332,6 +332,21 @@ def _only(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir())
 
 
+
+def test_written_files_get_the_umask_or_the_replaced_file_s_permissions(tmp_path):
+    previous = os.umask(0o027)
+    try:
+        fresh = tmp_path / "fresh.jsonl"
+        write_log(_session(), fresh)
+        assert fresh.stat().st_mode & 0o777 == 0o640  # as open() would, not mkstemp's 0600
+        kept = tmp_path / "kept.jsonl"
+        kept.write_text("old\n")
+        kept.chmod(0o604)
+        write_log(_session(), kept)
+        assert kept.stat().st_mode & 0o777 == 0o604
+    finally:
+        os.umask(previous)
+
 def test_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
     target = tmp_path / "out.jsonl"
 

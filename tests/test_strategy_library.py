@@ -443,6 +443,15 @@ def test_append_supersede_appends_notes_and_never_rewrites():
     ]
 
 
+
+def test_append_supersede_keeps_a_read_of_some_lines_as_it_is():
+    h = History().user().step(read("a.ts", "v1\nv1b"))
+    h.step(("read_file", {"path": "a.ts", "offset": 2, "limit": 1}, "v1b"))
+    h.step(read("a.ts", "v1\nv1b"))
+    view = view_of(build("append-supersede")(h.items, ctx()))
+    # a range is not a version: neither a "version 2" nor what later reads compare with
+    assert outputs(view) == ["v1\nv1b", "v1b", "[a.ts: unchanged since version 1 above]"]
+
 def test_claudecode_microcompact_only_after_a_long_gap():
     h = History().user()
     for n in range(8):

@@ -5,8 +5,10 @@ project: a session header (system prompt, five tool definitions), the user's tas
 request a `request` marker, an assistant message (a sentence or two of text and 1–3 tool calls,
 sometimes in parallel) and the tool results. Sizes follow what real runs show:
 
-- `read_file`: the file's content, ~2k characters median with a long tail to 50k; files are read
-  again later (same text while unchanged, a new version after a `write_file`);
+- `read_file`: the file's content, ~2.3k characters median with a long tail to 50k; files are read
+  again later (a new version after a `write_file`; a file unchanged since the agent last saw it
+  is mostly read again as a range of lines, `offset`/`limit`, so that only a few percent of the
+  output characters repeat an earlier output word for word, as in real logs);
 - `grep`: a few matching lines (~0.6k), occasionally hundreds (tens of thousands of characters);
 - `run_tests`: a pytest report (~1.5k), occasionally a verbose failure dump (20–45k);
 - `list_files`: a directory listing (~0.5k);
@@ -72,11 +74,16 @@ state of the test suite."""
 TOOLS = [
     ToolDef(
         name="read_file",
-        description="Read a file of the repository and return its full content.",
+        description=(
+            "Read a file of the repository and return its content: the whole file, or `limit` "
+            "lines from line `offset`."
+        ),
         input_schema={
             "type": "object",
             "properties": {
-                "path": {"type": "string", "description": "Path relative to the repository root."}
+                "path": {"type": "string", "description": "Path relative to the repository root."},
+                "offset": {"type": "integer", "description": "First line to read (1-based)."},
+                "limit": {"type": "integer", "description": "Number of lines to read."},
             },
             "required": ["path"],
             "additionalProperties": False,
@@ -399,6 +406,8 @@ class _File:
     chars: int
     content: str | None = None
     version: int = 0
+    seen_version: int | None = None
+    """The version the agent last read or wrote (None: never seen)."""
 
 
 @dataclass
@@ -425,8 +434,9 @@ class _Project:
     def _add(self, path: str) -> None:
         if any(f.path == path for f in self.files):
             return
-        # Median ~2k characters, long tail to 50k (a few generated or vendored modules).
-        chars = _lognormal(self.rng, 1600 * self.scale, 0.8, 60, 50_000 * self.scale)
+        # Median ~2.4k characters (the real samples' first reads: medians 0.4k-8.6k, mostly
+        # 1.5k-6k), long tail to 50k (a few generated or vendored modules).
+        chars = _lognormal(self.rng, 2400 * self.scale, 0.8, 60, 50_000 * self.scale)
         if self.rng.random() < 0.01:
             chars = int(self.rng.uniform(20_000, 50_000) * self.scale)
         self.files.append(_File(path, max(60, chars)))
@@ -471,6 +481,28 @@ class _Agent:
             # Re-read something already seen, most often a recent one.
             return self.read[-1 - min(len(self.read) - 1, int(rng.expovariate(0.3)))]
         return rng.choice(self.project.files)
+
+    def read_output(self, f: _File) -> tuple[dict, str]:
+        """Arguments and output of a read of `f`. An agent that already saw the file's current
+        version mostly reads only the part it needs again: real logs repeat an earlier output
+        word for word for 0.1-14% of their output characters (docs/performance.md), and how
+        much a log repeats itself changes what the replay holds in memory (`read_log` keeps
+        equal texts once)."""
+        rng = self.rng
+        content = self.project.content(f)
+        seen = f.seen_version == f.version
+        f.seen_version = f.version
+        lines = content.splitlines(keepends=True)
+        if not seen or len(lines) < 12 or rng.random() < 0.1:
+            return {"path": f.path}, content
+        limit = rng.randint(20, 150)
+        if limit < len(lines):
+            offset = rng.randint(1, len(lines) - limit + 1)
+        else:  # a short file: from some line to its end
+            offset = rng.randint(2, len(lines) // 2)
+        return {"path": f.path, "offset": offset, "limit": limit}, "".join(
+            lines[offset - 1 : offset - 1 + limit]
+        )
 
     def grep_output(self) -> tuple[dict, str]:
         rng = self.rng
@@ -576,8 +608,9 @@ class _Agent:
         rng = self.rng
         if name == "read_file":
             f = self.pick_file()
+            args, output = self.read_output(f)
             self.read.append(f)
-            return {"path": f.path}, self.project.content(f), rng.uniform(0.01, 0.1)
+            return args, output, rng.uniform(0.01, 0.1)
         if name == "write_file":
             f = (
                 self.read[-1]
@@ -585,6 +618,7 @@ class _Agent:
                 else rng.choice(self.project.files)
             )
             content = self.project.edit(f)
+            f.seen_version = f.version
             self.read.append(f)
             return (
                 {"path": f.path, "content": content},

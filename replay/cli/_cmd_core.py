@@ -165,7 +165,7 @@ def schema_command(output: Path | None) -> None:
 @click.option(
     "--fixture",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Fixture folder (default: logs/fixtures/tasklist of this checkout).",
+    help="Fixture folder (default: logs/fixtures/tasklist, shipped with replay).",
 )
 @user_errors
 def record_fixture_command(output: Path, fixture: Path | None) -> None:

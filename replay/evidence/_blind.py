@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from itertools import compress, islice, repeat
 from operator import contains
 
-from replay.strategies._common import item_text, path_of
+from replay.strategies._common import item_text, path_of, reads_part_of_file
 from replay.strategies._view import (
     AssistantItem,
     Block,
@@ -133,7 +133,8 @@ class _History:
         self.calls: dict[str, Block] = {}
         """Tool calls by call id, the latest of each id."""
         self.known: dict[str, tuple[str | None, ToolResultItem | None]] = {}
-        """Path → (its last full content, the read result that showed it or None for a write)."""
+        """Path → (its last full content, the read result that showed it or None for a write).
+        Reads of a range of lines are not full contents."""
         self.indexed: set[str] = set()
         """Every distinct text of `texts[:tokenized]` (tool results are often the same file
         read again)."""
@@ -183,7 +184,12 @@ class _History:
             if call is None:
                 return
             name, path = call.name or "", path_of(call.arguments)
-            if path is not None and _is_read(name) and not _is_write(name):
+            if (
+                path is not None
+                and _is_read(name)
+                and not _is_write(name)
+                and not reads_part_of_file(call.arguments)  # a range is not the file's content
+            ):
                 self.known[path] = (item.output, item)
 
     def _index_tokens(self) -> None:

@@ -307,6 +307,20 @@ def path_of(arguments: object) -> str | None:
     return _path_of(arguments)
 
 
+# The arguments with which read tools ask for part of a file: `offset`/`limit` (Claude Code,
+# pi, opencode, Gemini CLI), `view_range` (OpenHands, Goose), `start_line`/`end_line` and
+# `line_range` (Roo).
+_RANGE_KEYS = ("offset", "limit", "view_range", "start_line", "end_line", "line_range")
+
+
+def reads_part_of_file(arguments: object) -> bool:
+    """True when a read call's arguments ask for a range of lines rather than the whole file:
+    its output is then not the file's content."""
+    return isinstance(arguments, dict) and any(
+        arguments.get(key) is not None for key in _RANGE_KEYS
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Summaries and transcripts
 

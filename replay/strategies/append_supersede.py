@@ -4,8 +4,8 @@ Rule: history is never edited. When a file is read again, the new read is append
 versioned entry: if its content equals the latest version already in context (an earlier read
 or the content the agent itself wrote), only a short note is appended ("unchanged since
 version N above"); otherwise the full new content is appended under a header saying which
-version it supersedes. Each result is shaped once, when it enters history, so every emitted
-position stays as it was.
+version it supersedes. A read of a range of lines is not a version: it is kept as it is. Each
+result is shaped once, when it enters history, so every emitted position stays as it was.
 
 Defaults: none. Cache class: append-only.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import ReplacedResults, path_of, tool_kind
+from replay.strategies._common import ReplacedResults, path_of, reads_part_of_file, tool_kind
 from replay.strategies._view import AssistantItem, Item, ToolResultItem, replace_output
 
 
@@ -45,8 +45,8 @@ def append_supersede() -> object:
                         versions.setdefault(path, []).append(content)
             elif isinstance(item, ToolResultItem) and tool_kind(item.tool_name) == "read":
                 path = path_of(item.arguments)
-                if not path or item.is_error:
-                    continue
+                if not path or item.is_error or reads_part_of_file(item.arguments):
+                    continue  # a range of lines is not a version of the file: kept as it is
                 seen = versions.setdefault(path, [])
                 if seen and seen[-1] == item.output:
                     note = f"[{path}: unchanged since version {len(seen)} above]"
