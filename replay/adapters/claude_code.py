@@ -68,6 +68,7 @@ from replay.adapters._common import (
     usage_is_empty,
 )
 from replay.log import Session
+from replay.log._io import without_bom
 
 AGENT = "claude-code"
 
@@ -195,7 +196,7 @@ def _first_timestamp(path: Path) -> str:
         with open(path, "rb") as handle:
             for raw in handle:
                 try:
-                    obj = json.loads(raw)
+                    obj = json.loads(without_bom(raw))
                 except (ValueError, RecursionError):
                     continue
                 if isinstance(obj, dict) and isinstance(obj.get("timestamp"), str):

@@ -29,6 +29,15 @@ from replay.log._events import (
 
 _EVENT = TypeAdapter(Event)
 
+UTF8_BOM = b"\xef\xbb\xbf"
+"""The byte order mark some editors (Notepad and others on Windows) put at the start of a UTF-8
+file. It is not part of the first record: every reader drops it."""
+
+
+def without_bom(data: bytes) -> bytes:
+    """`data` without a leading UTF-8 byte order mark."""
+    return data[len(UTF8_BOM) :] if data.startswith(UTF8_BOM) else data
+
 
 @dataclass
 class Session:
@@ -74,9 +83,12 @@ def parse_event(obj: Any, path: str | Path, line: int) -> Any:
 
 def iter_lines(path: str | Path) -> Iterator[tuple[int, str | LogFormatError]]:
     """Yield (line number, text) for every non-blank line, streaming. A line that is not UTF-8
-    yields a `LogFormatError` naming it instead of its text (the reader skips or raises it)."""
+    yields a `LogFormatError` naming it instead of its text (the reader skips or raises it).
+    A leading UTF-8 byte order mark is dropped."""
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
+            if number == 1:
+                raw = without_bom(raw)
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as err:
