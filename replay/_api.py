@@ -307,11 +307,7 @@ def _has_recorded() -> bool:
 def _notes(session: Session, tables: ResultTables) -> list[str]:
     notes = [TRAJECTORY_NOTE]
     if session.skipped:
-        first = session.skipped[0]
-        notes.append(
-            f"{len(session.skipped)} malformed line(s) skipped (first: {first}); "
-            "use --strict to stop at the first one"
-        )
+        notes.append(_skipped_note(session))
     if tables.models and tables.estimated_output:
         notes.append(
             "No provider usage in the log: output tokens are counted from the logged responses."
@@ -326,6 +322,15 @@ def _notes(session: Session, tables: ResultTables) -> list[str]:
                 f"× {fam.factor} ({fam.source})."
             )
     return notes
+
+
+def _skipped_note(session: Session) -> str:
+    """How many lines a lenient read skipped (or repaired), and the first reason."""
+    first = session.skipped[0]
+    return (
+        f"{len(session.skipped)} malformed line(s) skipped (first: {first}); "
+        "use --strict to stop at the first one"
+    )
 
 
 def schema() -> dict[str, Any]:

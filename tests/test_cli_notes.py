@@ -83,3 +83,22 @@ def test_a_log_without_requests_is_the_same_error_everywhere(
     assert result.stderr == (
         f"error: {header_only}: the log has no requests (no `request` events) to replay\n"
     )
+
+
+def test_fidelity_notes_skipped_lines_and_refuses_a_log_without_requests(
+    invoke, tmp_path, header_only
+) -> None:
+    from test_fidelity import _billed_session
+
+    from replay.log import write_log
+
+    log = tmp_path / "billed.jsonl"
+    write_log(_billed_session(), log)
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write('{"type": "user", "broken\n')
+    doc = json.loads(invoke("fidelity", log, "--format", "json").stdout)
+    assert len(doc["notes"]) == 1 and SKIPPED in doc["notes"][0]
+    result = invoke("fidelity", log)
+    assert SKIPPED in result.stderr
+    result = invoke("fidelity", header_only)
+    assert result.exit_code == 2 and "the log has no requests" in result.stderr

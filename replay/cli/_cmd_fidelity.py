@@ -40,11 +40,16 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
     from rich.table import Table
 
     from replay import report
-    from replay._api import _config, load
+    from replay._api import _config, _skipped_note, load
     from replay._errors import ReplayError
+    from replay.cli._cmd_core import print_notes
+    from replay.engine._replay import require_requests
     from replay.fidelity import fidelity_frame, fidelity_rows, fidelity_summary
 
     session = load(log, strict=strict)
+    require_requests(session)
+    # The trajectory note does not apply: fidelity replays only what the agent really sent.
+    notes = [_skipped_note(session)] if session.skipped else []
     config = _config(provider, model, client, cache_rules, None, price_overrides(prices))
     rows = fidelity_rows(session, config)
     if not rows:
@@ -68,8 +73,11 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
             "✓" if r.read_within_tolerance else "✗",
             " · ".join(x for x in (r.miss_cause or r.unexplained, r.fitted) if x),
         )
-    document = {"log": str(log), "summary": summary, "requests": report.frame_rows(frame)}
+    document = {"log": str(log), "notes": notes, "summary": summary,
+                "requests": report.frame_rows(frame)}
     emit(frame, document, fmt, output, table)
+    if fmt == "table" and not quiet:
+        print_notes(notes)
 
 
 def _headline(s: dict) -> str:
