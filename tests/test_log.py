@@ -405,9 +405,12 @@ def test_missing_tool_result_is_refused_strict_and_repaired_lenient(tmp_path):
         load(path, strict=True)
     # Reported where the result was due: the next request (now line 5), naming the call.
     assert str(err.value).startswith(f"{path}:5: ")
-    assert "expected a tool_result for call 'call-001' (list_files, line 4)" in str(err.value)
+    assert str(err.value).endswith(
+        "expected a tool_result for call 'call-001' (list_files, line 4) before request req-002"
+    )
     session = load(path)
     assert len(session.skipped) == 1 and session.skipped[0].line == 5
+    assert str(session.skipped[0]).endswith("; a placeholder error result was added")
     placeholder = session.events[3]
     assert isinstance(placeholder, ToolResult) and placeholder.call_id == "call-001"
     assert placeholder.is_error and placeholder.synthetic == "missing tool result"

@@ -118,7 +118,7 @@ def read_log(path: str | Path, *, strict: bool = False, check_pairs: bool = Fals
     skipped: list[LogFormatError] = []
     fields_sets: dict[frozenset[str], SharedFieldsSet] = {}
     names: dict[str, str] = {}
-    pairs = ToolPairs(path) if check_pairs else None
+    pairs = ToolPairs(path, strict) if check_pairs else None
     for number, text in iter_lines(path):
         try:
             if isinstance(text, LogFormatError):

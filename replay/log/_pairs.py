@@ -32,8 +32,9 @@ class ToolPairs:
     before it: an empty error result for each call left unanswered at a request, as the
     adapters insert (the harness must have sent something)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, strict: bool = False) -> None:
         self.path = path
+        self.strict = strict
         self.threads: dict[str, _Thread] = {}
 
     def see(self, event: Any, line: int) -> tuple[list[LogFormatError], list[ToolResult]]:
@@ -80,7 +81,9 @@ class ToolPairs:
                     self.path,
                     line,
                     f"expected a tool_result for call {call!r} ({name}, line {call_line}) "
-                    f"before request {event.request_id}; a placeholder error result was added",
+                    f"before request {event.request_id}"
+                    # A strict read stops here: nothing is added.
+                    + ("" if self.strict else "; a placeholder error result was added"),
                 )
             )
             placeholder = ToolResult(
