@@ -214,20 +214,32 @@ def breakeven(
     strict: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
     unlogged_context: UnloggedContext | None = None,
+    notes: list[str] | None = None,
 ) -> pl.DataFrame:
     """One row per rewrite event of each strategy: closed-form and simulated break-even.
 
     `unlogged_context`: what a `replay` of the same log with the same options fitted
-    (`ReplayResult.unlogged_context`), to skip fitting it again."""
+    (`ReplayResult.unlogged_context`), to skip fitting it again. `notes`: a list to which the
+    notes of the run are appended (as `ReplayResult.notes`)."""
     from replay.breakeven import breakeven_session
     from replay.breakeven._frame import breakeven_frame
 
-    session = log if isinstance(log, Session) else load(log, strict=strict)
+    session = _session_with_requests(log, strict)
     config = _config(provider, model, client, cache_rules, None, prices, ttl)
     config.progress = progress
     config.unlogged_context = unlogged_context
-    rows, _ = breakeven_session(session, strategies, config)
+    rows, records = breakeven_session(session, strategies, config)
+    if notes is not None:
+        notes.extend(_notes(session, ResultTables.of(records)))
     return breakeven_frame(rows)
+
+
+def _session_with_requests(log: str | Path | Session, strict: bool) -> Session:
+    from replay.engine._replay import require_requests
+
+    session = log if isinstance(log, Session) else load(log, strict=strict)
+    require_requests(session)
+    return session
 
 
 BREAKEVEN_TURN_COLUMNS = [
@@ -264,7 +276,8 @@ def whatif(
     strict: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Cost of the run with one edit at request `at` vs as recorded, and its break-even."""
+    """Cost of the run with one edit at request `at` vs as recorded, and its break-even (and
+    the notes of the run, as `ReplayResult.notes`)."""
     from replay._errors import ReplayError
     from replay.breakeven import breakeven_session
     from replay.breakeven._frame import breakeven_frame
@@ -272,7 +285,7 @@ def whatif(
 
     if (prune is None) == (not compact):
         raise ReplayError("give exactly one of --prune SELECTOR or --compact-at REQUEST")
-    session = log if isinstance(log, Session) else load(log, strict=strict)
+    session = _session_with_requests(log, strict)
     n_requests = len(session.requests())
     if not 0 <= at < n_requests:
         flag = "--compact-at" if compact else "--at"
@@ -288,6 +301,7 @@ def whatif(
         "breakeven": breakeven_frame([r for r in rows if r.strategy == edit.name]),
         "reference": reference,
         "edit": edit.name,
+        "notes": _notes(session, ResultTables.of(records)),
     }
 
 
@@ -302,11 +316,7 @@ def _has_recorded() -> bool:
 def _notes(session: Session, tables: ResultTables) -> list[str]:
     notes = [TRAJECTORY_NOTE]
     if session.skipped:
-        first = session.skipped[0]
-        notes.append(
-            f"{len(session.skipped)} malformed line(s) skipped (first: {first}); "
-            "use --strict to stop at the first one"
-        )
+        notes.append(_skipped_note(session))
     if tables.models and tables.estimated_output:
         notes.append(
             "No provider usage in the log: output tokens are counted from the logged responses."
@@ -321,6 +331,15 @@ def _notes(session: Session, tables: ResultTables) -> list[str]:
                 f"× {fam.factor} ({fam.source})."
             )
     return notes
+
+
+def _skipped_note(session: Session) -> str:
+    """How many lines a lenient read skipped (or repaired), and the first reason."""
+    first = session.skipped[0]
+    return (
+        f"{len(session.skipped)} malformed line(s) skipped (first: {first}); "
+        "use --strict to stop at the first one"
+    )
 
 
 def schema() -> dict[str, Any]:

@@ -712,3 +712,79 @@ def test_redacted_uuids_and_message_ids(tmp_path: Path) -> None:
     first = next(e for e in session.events if isinstance(e, AssistantMessage))
     assert [b.type for b in first.blocks] == ["thinking", "tool_call"]  # one response, 2 lines
     assert len({r.request_id for r in requests}) == 2
+
+
+# --------------------------------------------------------------------------------------------------
+# A directory: one session (with its resumed and subagent files), never several
+
+
+def _other_session(session_id: str, tag: str) -> list[dict[str, Any]]:
+    """`claude_lines()` as another, unrelated session: its own ids everywhere."""
+    text = json.dumps(claude_lines())
+    for old in ('"u1"', '"u2"', '"a1"', '"a2"', '"a3"', '"p1"', "msg_A", "msg_B", "req_1",
+                "req_2", "toolu_1"):
+        text = text.replace(old, old.replace(old.strip('"'), f"{old.strip(chr(34))}{tag}"))
+    text = text.replace('"s-1"', json.dumps(session_id))
+    return json.loads(text)
+
+
+def test_directory_of_unrelated_sessions_is_refused(tmp_path: Path) -> None:
+    _write(tmp_path, claude_lines(), "s-1.jsonl")
+    _write(tmp_path, _other_session("s-2", "x"), "s-2.jsonl")
+    _write(tmp_path, _other_session("s-3", "y"), "s-3.jsonl")
+    for strict in (False, True):
+        with pytest.raises(LogFormatError) as err:
+            load(tmp_path, strict=strict)
+        message = str(err.value)
+        assert message.startswith(f"{tmp_path}: expected one Claude Code session")
+        assert "holds 3 unrelated sessions: s-1.jsonl, s-2.jsonl, s-3.jsonl" in message
+        assert f"replay batch {tmp_path}" in message and "give one transcript file" in message
+    # Each file alone is fine.
+    assert len(load(tmp_path / "s-2.jsonl", strict=True).requests()) == 2
+
+
+def test_cli_refuses_a_directory_of_sessions_with_exit_2(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from replay.cli._main import cli, load_commands
+
+    load_commands()
+    _write(tmp_path, claude_lines(), "s-1.jsonl")
+    _write(tmp_path, _other_session("s-2", "x"), "s-2.jsonl")
+    for command in (["run", str(tmp_path), "-s", "baseline"],
+                    ["convert", str(tmp_path), "-o", str(tmp_path / "out.jsonl")]):
+        result = CliRunner().invoke(cli, command)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith(f"error: {tmp_path}: expected one Claude Code session")
+        assert "2 unrelated sessions" in result.stderr
+
+
+def test_continuation_file_linked_by_parent_uuid_is_one_session(tmp_path: Path) -> None:
+    # A later file (another sessionId, nothing copied) whose first record continues the chain.
+    later = _other_session("s-2", "z")
+    later[1]["parentUuid"] = "a3"
+    later[1]["timestamp"] = later[1]["timestamp"].replace("10:00:00", "10:05:00")
+    _write(tmp_path, claude_lines(), "s-1.jsonl")
+    _write(tmp_path, later, "s-2.jsonl")
+    session = load(tmp_path, strict=True)
+    assert [r.request_id for r in session.requests()] == ["req_1", "req_2", "req_1z", "req_2z"]
+
+
+def test_top_level_agent_file_linked_by_agent_id_is_one_session(tmp_path: Path) -> None:
+    # 2.0.x layout: `<project>/agent-<id>.jsonl` beside the transcript, tied to it by
+    # `toolUseResult.agentId` only (its records carry another sessionId here).
+    main = claude_lines()
+    main[5]["toolUseResult"] = {"agentId": "abc"}
+    sub = _other_session("s-9", "q")
+    for line in sub:
+        line["isSidechain"], line["agentId"] = True, "abc"
+    _write(tmp_path, main, "s-1.jsonl")
+    _write(tmp_path, sub, "agent-abc.jsonl")
+    session = load(tmp_path, strict=True)
+    assert {r.thread for r in session.requests()} == {"main", "agent-abc"}
+
+
+@needs_samples
+def test_sample_directory_holds_five_sessions() -> None:
+    with pytest.raises(LogFormatError, match="holds 5 unrelated sessions"):
+        load(SAMPLES / "claude_code")

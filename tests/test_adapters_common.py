@@ -816,3 +816,27 @@ def test_hidden_prefix_closes_the_first_request(tmp_path: Path, fmt: str) -> Non
     plain = renderer.render([UserItem("x")], **kw)
     hidden = renderer.render([UserItem("x")], hidden_tokens=header.hidden_prefix_tokens, **kw)
     assert hidden.total - plain.total == header.hidden_prefix_tokens
+
+
+BOM = "\ufeff".encode()
+
+
+@pytest.mark.parametrize("fmt", [*sorted(VALID), "replay-log"])
+def test_leading_utf8_bom_is_accepted_by_every_reader(tmp_path: Path, fmt: str) -> None:
+    # Editors on Windows save UTF-8 with a byte order mark; it is not part of the first record.
+    if fmt == "replay-log":
+        plain = tmp_path / "plain.jsonl"
+        write_log(load(write(tmp_path, "codex", VALID["codex"]())), plain)
+        text = plain.read_text(encoding="utf-8")
+    else:
+        text = VALID[fmt]()
+        plain = write(tmp_path, fmt, text, name="plain")
+    path = write(tmp_path, fmt, BOM + text.encode("utf-8"), name="bom")
+    assert detect(path) == fmt
+    for strict in (True, False):
+        for read in (load, reader_for(fmt)):
+            session = read(path, strict=strict)
+            assert session.skipped == []
+            assert dumps_log(session.header, session.events) == dumps_log(
+                load(plain).header, load(plain).events
+            )

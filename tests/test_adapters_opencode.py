@@ -12,6 +12,7 @@ import pytest
 from test_adapters_common import SAMPLES, needs_samples, opencode_doc, unpaired_before_request
 
 from replay import load
+from replay._errors import LogFormatError
 from replay.log import AssistantMessage, Compaction, ThinkingBlock, ThreadStart, ToolResult
 
 
@@ -214,3 +215,29 @@ def test_cut_export_keeps_the_complete_messages(tmp_path: Path, cut: float) -> N
     session = load(path)
     assert len(session.skipped) >= 1
     assert session.skipped[0].line is not None
+
+
+def test_directory_of_unrelated_exports_is_refused(tmp_path: Path) -> None:
+    first = opencode_doc()
+    other = json.loads(json.dumps(first).replace(first["info"]["id"], "ses_other"))
+    _write(tmp_path, first, "a.json")
+    _write(tmp_path, other, "b.json")
+    with pytest.raises(LogFormatError) as err:
+        load(tmp_path)
+    assert "holds 2 unrelated sessions: a.json, b.json" in str(err.value)
+    assert f"replay batch {tmp_path}" in str(err.value)
+    # A subtask session's export (its `parentID` names the first) joins the first one.
+    child = json.loads(json.dumps(first).replace(first["info"]["id"], "ses_child"))
+    child["info"]["parentID"] = first["info"]["id"]
+    for message in child["messages"]:
+        message["info"]["id"] += "_c"
+        for part in message["parts"]:
+            part["id"] += "_c"
+            if "callID" in part:
+                part["callID"] += "_c"
+    _write(tmp_path, child, "a-child.json")
+    with pytest.raises(LogFormatError) as err:
+        load(tmp_path)
+    assert "2 unrelated sessions: a.json (+1 subtask), b.json" in str(err.value)
+    (tmp_path / "b.json").unlink()
+    assert len(load(tmp_path, strict=True).requests()) == 4

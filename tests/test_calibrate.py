@@ -320,3 +320,10 @@ def test_the_method_finds_an_exact_tokenizer_exact() -> None:
     assert c.framing.factor.value == pytest.approx(1.0, abs=0.01)
     assert c.framing.factor.low <= 1.0 <= c.framing.factor.high + 0.005
     assert c.framing.per_message.value == pytest.approx(3, abs=1.5)
+
+
+def test_cli_nothing_to_measure_is_a_user_error() -> None:
+    load_commands()
+    result = CliRunner().invoke(cli, ["calibrate", str(ROOT / "logs" / "run42.jsonl")])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: no pair of consecutive requests")

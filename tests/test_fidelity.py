@@ -228,3 +228,27 @@ def test_the_measured_factor_needs_the_signed_fit() -> None:
         "cache_read_within_tolerance"
     ] == 1.0
     assert sum(signed.scaled().values()) > sum(signed.residuals().values())
+
+
+def test_cli_headline_is_part_of_the_result(tmp_path: Path) -> None:
+    # The summary line is the answer the table leads to: `-q` and `-o FILE` keep it, on stdout.
+    load_commands()
+    log = tmp_path / "billed.jsonl"
+    write_log(_billed_session(), log)
+    result = CliRunner().invoke(cli, ["fidelity", str(log), "-q"])
+    assert result.exit_code == 0, result.output
+    assert "cache reads within tolerance: 100.0%" in result.stdout
+    assert "cache reads within tolerance" not in result.stderr
+    out = tmp_path / "fidelity.txt"
+    result = CliRunner().invoke(cli, ["fidelity", str(log), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "cache reads within tolerance: 100.0%" in out.read_text(encoding="utf-8")
+
+
+def test_cli_log_without_usage_is_a_user_error(tmp_path: Path) -> None:
+    load_commands()
+    run42 = Path(__file__).resolve().parents[1] / "logs" / "run42.jsonl"
+    result = CliRunner().invoke(cli, ["fidelity", str(run42)])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert "no request in this log carries recorded usage" in result.stderr

@@ -400,3 +400,82 @@ def test_written_log_round_trips_typed_events(tmp_path):
     assert any(isinstance(b, ToolCallBlock) for b in calls)
     assert any(isinstance(b, TextBlock) for b in calls)
     assert any(isinstance(e, ToolResult) for e in back.events)
+
+
+# ---------------------------------------------------------------------------------------------
+# Ordering rules on tool calls and results (what `load` and the CLI apply)
+
+
+def _run42_lines() -> list[str]:
+    return RUN42.read_text(encoding="utf-8").splitlines()
+
+
+def test_missing_tool_result_is_refused_strict_and_repaired_lenient(tmp_path):
+    from replay import load
+
+    lines = _run42_lines()
+    assert '"type":"tool_result"' in lines[4] and '"call_id":"call-001"' in lines[4]
+    path = _write(tmp_path, *(lines[:4] + lines[5:]))  # line 5: the first tool result
+    with pytest.raises(LogFormatError) as err:
+        load(path, strict=True)
+    # Reported where the result was due: the next request (now line 5), naming the call.
+    assert str(err.value).startswith(f"{path}:5: ")
+    assert str(err.value).endswith(
+        "expected a tool_result for call 'call-001' (list_files, line 4) before request req-002"
+    )
+    session = load(path)
+    assert len(session.skipped) == 1 and session.skipped[0].line == 5
+    assert str(session.skipped[0]).endswith("; a placeholder error result was added")
+    placeholder = session.events[3]
+    assert isinstance(placeholder, ToolResult) and placeholder.call_id == "call-001"
+    assert placeholder.is_error and placeholder.synthetic == "missing tool result"
+    assert isinstance(session.events[4], RequestMarker)
+    # The plain reader stays a lossless parser of what the file holds.
+    assert read_log(path, strict=True).skipped == []
+
+
+def test_tool_result_with_unknown_call_id_is_refused_strict_and_counted_lenient(tmp_path):
+    from replay import load
+
+    lines = _run42_lines()
+    lines[4] = lines[4].replace('"call_id":"call-001"', '"call_id":"call-zzz"')
+    path = _write(tmp_path, *lines)
+    with pytest.raises(LogFormatError) as err:
+        load(path, strict=True)
+    assert str(err.value).startswith(f"{path}:5: ")
+    assert "call id 'call-zzz'" in str(err.value) and "no earlier tool_call" in str(err.value)
+    session = load(path)
+    # The orphan is kept as logged; the call it should have answered gets a placeholder.
+    assert [e.line for e in session.skipped] == [5, 6]
+    assert any(isinstance(e, ToolResult) and e.call_id == "call-zzz" for e in session.events)
+
+
+def test_second_result_for_one_call_is_reported(tmp_path):
+    from replay import load
+
+    lines = _run42_lines()
+    path = _write(tmp_path, *(lines[:5] + [lines[4]] + lines[5:]))
+    with pytest.raises(LogFormatError, match=r":6: .*already answered on line 5"):
+        load(path, strict=True)
+
+
+def test_cli_strict_refuses_and_lenient_notes_a_missing_tool_result(tmp_path):
+    from click.testing import CliRunner
+
+    from replay.cli._main import cli, load_commands
+
+    load_commands()
+    lines = _run42_lines()
+    path = _write(tmp_path, *(lines[:4] + lines[5:]))
+    result = CliRunner().invoke(cli, ["run", str(path), "-s", "baseline", "--strict"])
+    assert result.exit_code == 2
+    assert f"{path}:5: expected a tool_result for call 'call-001'" in result.stderr
+    result = CliRunner().invoke(cli, ["run", str(path), "-s", "baseline"])
+    assert result.exit_code == 0, result.output
+    assert "1 malformed line(s)" in result.stderr and "call-001" in result.stderr
+
+
+def test_run42_and_converted_logs_follow_the_ordering_rules():
+    from replay import load
+
+    assert load(RUN42, strict=True).skipped == []

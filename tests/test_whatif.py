@@ -218,7 +218,7 @@ def test_cli_prune_json(invoke, pruned) -> None:
     doc = _doc(invoke("whatif", RUN42, "--at", "8", "--prune", "older-than:3", "--format",
                       "json"))
     assert set(doc) == {"log", "edit", "reference", "cost_usd", "reference_cost_usd",
-                        "delta_usd", "summary", "breakeven"}
+                        "delta_usd", "notes", "summary", "breakeven"}
     assert (doc["edit"], doc["reference"]) == ("whatif-prune-at-8", "recorded")
     assert doc["delta_usd"] == doc["cost_usd"] - doc["reference_cost_usd"]
     costs = {r["strategy"]: r["cost_usd"] for r in doc["summary"]}

@@ -23,11 +23,12 @@ _MODULES = {
 
 
 def _read_native(path: str | Path, *, strict: bool = False) -> Session:
-    """`read_log`, with any stray exception on a malformed file reported as a LogFormatError."""
+    """`read_log` with the ordering rules on tool calls and results checked (as the adapters
+    do), any stray exception on a malformed file reported as a LogFormatError."""
     from replay.adapters._common import failures_as_log_errors
 
     with failures_as_log_errors(path):
-        return read_log(path, strict=strict)
+        return read_log(path, strict=strict, check_pairs=True)
 
 
 def reader_for(fmt: str):

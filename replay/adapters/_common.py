@@ -47,6 +47,7 @@ from replay.log import (
     UserMessage,
 )
 from replay.log._events import SharedFieldsSet, share_fields_sets
+from replay.log._io import without_bom
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """A single line longer than this is refused (a guard against reading a binary file as JSONL)."""
@@ -85,7 +86,7 @@ def read_bytes(path: str | Path) -> bytes:
     if p.is_dir():
         raise LogFormatError(p, None, "expected a log file, got a directory")
     try:
-        return p.read_bytes()
+        return without_bom(p.read_bytes())
     except OSError as err:
         raise LogFormatError(p, None, f"cannot read the file ({err.strerror})") from None
 

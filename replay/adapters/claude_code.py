@@ -20,7 +20,9 @@ Rules (each names the quirk it handles; see shared research `formats.md` §1):
   that the main transcript does not bill; counting them would double count);
 - `model: "<synthetic>"` and `isApiErrorMessage` assistant lines are not requests and not context;
 - resumed sessions copy earlier lines into the new file: lines and responses already read from an
-  earlier file (same uuid / message id) are dropped.
+  earlier file (same uuid / message id) are dropped;
+- a directory must hold one session (quirk: `~/.claude/projects/<cwd>/` holds every session run
+  there): files the data does not tie together (`_FileLinks`) are refused, not merged.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ from replay.adapters._common import (
     usage_is_empty,
 )
 from replay.log import Session
+from replay.log._io import without_bom
 
 AGENT = "claude-code"
 
@@ -195,7 +198,7 @@ def _first_timestamp(path: Path) -> str:
         with open(path, "rb") as handle:
             for raw in handle:
                 try:
-                    obj = json.loads(raw)
+                    obj = json.loads(without_bom(raw))
                 except (ValueError, RecursionError):
                     continue
                 if isinstance(obj, dict) and isinstance(obj.get("timestamp"), str):
@@ -230,6 +233,82 @@ def _text_of_blocks(blocks: list[Any]) -> str:
     return "\n".join(parts)
 
 
+class _FileLinks:
+    """Which files of a directory belong to one session (union-find over file indexes).
+
+    Two files are one session when the data says so: a record uuid or a response
+    (`requestId` + `message.id`) in both (a resumed or forked session replays the earlier
+    messages), a `parentUuid` / `logicalParentUuid` naming a record of the other file (a
+    continuation), the same `sessionId` (subagent files carry their session's id), or a
+    `toolUseResult.agentId` naming the other file's agent (`agent-<id>.jsonl`). A `summary`
+    record's `leafUuid` is no link: Claude Code writes titles of other sessions into a file."""
+
+    def __init__(self) -> None:
+        self.parent: dict[int, int] = {}
+        self.by_session: dict[str, int] = {}
+        self.agent_calls: dict[str, int] = {}
+        self.agents: dict[str, int] = {}
+
+    def find(self, index: int) -> int:
+        root = self.parent.setdefault(index, index)
+        while root != self.parent[root]:
+            root = self.parent[root]
+        self.parent[index] = root
+        return root
+
+    def join(self, a: int, b: int) -> None:
+        self.parent[self.find(a)] = self.find(b)
+
+    def _note(self, table: dict[str, int], index: int, key: Any) -> None:
+        if isinstance(key, str) and key and key != "REDACTED":
+            self.join(index, table.setdefault(key, index))
+
+    def note_session(self, index: int, session_id: Any) -> None:
+        self._note(self.by_session, index, session_id)
+
+    def note_agent_call(self, index: int, agent_id: Any) -> None:
+        self._note(self.agent_calls, index, agent_id)
+        if isinstance(agent_id, str) and agent_id in self.agents:
+            self.join(index, self.agents[agent_id])
+
+    def note_agent(self, index: int, agent_id: Any) -> None:
+        self._note(self.agents, index, agent_id)
+        if isinstance(agent_id, str) and agent_id in self.agent_calls:
+            self.join(index, self.agent_calls[agent_id])
+
+    def groups(self, files: list[Path]) -> list[list[Path]]:
+        out: dict[int, list[Path]] = {}
+        for index, file in enumerate(files):
+            out.setdefault(self.find(index), []).append(file)
+        return list(out.values())
+
+
+def _attached(mains: list[Path], subs: list[Path]) -> dict[int, int]:
+    """Subagent file index (after the mains) → index of the transcript whose
+    `<sessionId>/subagents/` folder holds it: such a file belongs to it by Claude Code's layout."""
+    by_folder = {(m.parent, m.stem): i for i, m in enumerate(mains)}
+    out: dict[int, int] = {}
+    for n, sub in enumerate(subs, start=len(mains)):
+        session_folder = sub.parent.parent
+        if sub.parent.name == "subagents":
+            main = by_folder.get((session_folder.parent, session_folder.name))
+            if main is not None:
+                out[n] = main
+    return out
+
+
+def _several_sessions(path: Path, groups: list[list[Path]]) -> LogFormatError:
+    shown = [g[0].name + (f" (+{len(g) - 1} related)" if len(g) > 1 else "") for g in groups]
+    listing = ", ".join(shown[:5]) + (f", … ({len(shown) - 5} more)" if len(shown) > 5 else "")
+    return LogFormatError(
+        path,
+        None,
+        f"expected one Claude Code session (a transcript, its resumed files and subagent "
+        f"files); this directory holds {len(groups)} unrelated sessions: {listing}. Replay "
+        f"each one with `replay batch {path}`, or give one transcript file",
+    )
+
+
 class _Reader:
     def __init__(self, path: Path, strict: bool) -> None:
         self.path = path
@@ -237,7 +316,9 @@ class _Reader:
         self.builder = SessionBuilder(path, self.issues)
         self.lines: list[_Line] = []
         self.seen_uuid: dict[str, tuple[int, int]] = {}
-        self.seen_response: set[tuple[str | None, str]] = set()
+        self.seen_response: dict[tuple[str | None, str], int] = {}
+        """Response key → index of the file it was first read from."""
+        self.links = _FileLinks()
         self.ignored: Counter[str] = Counter()
         self.meta: dict[str, Any] = {}
         self.by_uuid: dict[str, _Line] = {}
@@ -279,10 +360,12 @@ class _Reader:
         if uuid == "REDACTED":
             # Quirk (Entire redaction): a redacted uuid; the record hangs off the previous one.
             uuid = f"redacted-{index}-{number}"
+        self.links.note_session(index, obj.get("sessionId"))
         if uuid in self.seen_uuid:
             first_file, first_line = self.seen_uuid[uuid]
             if first_file == index:
                 raise Bad(f"duplicate record: uuid {uuid} already on line {first_line}")
+            self.links.join(index, first_file)
             return  # quirk: a resumed session copies earlier lines into the new file
         parent = get_str(obj, "parentUuid")
         if parent is None and kind == "system" and obj.get("subtype") == "compact_boundary":
@@ -308,9 +391,10 @@ class _Reader:
             key = (line.request_id, line.message_id)
             if key in self.seen_response and key not in response_in_file:
                 self.seen_uuid[uuid] = (index, number)
+                self.links.join(index, self.seen_response[key])
                 return  # quirk: resumed sessions repeat responses under new uuids
             response_in_file.add(key)
-            self.seen_response.add(key)
+            self.seen_response.setdefault(key, index)
         elif kind == "user":
             message = get_dict(obj, "message", required=True)
             content = message.get("content")
@@ -330,6 +414,23 @@ class _Reader:
             if isinstance(value, str) and key not in self.meta and line.thread_key == MAIN_THREAD:
                 self.meta[key] = clean(value)
         self.lines.append(line)
+
+    def sessions(self, files: list[Path], attached: dict[int, int]) -> list[list[Path]]:
+        """The files read, grouped into sessions (see `_FileLinks`); `attached`: subagent file
+        index → index of the transcript whose `<sessionId>/subagents/` folder holds it."""
+        for ln in self.lines:
+            for key in ("parentUuid", "logicalParentUuid"):
+                parent = ln.obj.get(key)
+                if isinstance(parent, str) and parent in self.seen_uuid and parent != "REDACTED":
+                    self.links.join(ln.file_index, self.seen_uuid[parent][0])
+            result = ln.obj.get("toolUseResult")
+            if ln.kind == "user" and isinstance(result, dict):
+                self.links.note_agent_call(ln.file_index, result.get("agentId"))
+            if ln.kind != "progress":
+                self.links.note_agent(ln.file_index, ln.obj.get("agentId"))
+        for sub, main in attached.items():
+            self.links.join(sub, main)
+        return self.links.groups(files)
 
     def _fallback_message_id(self, line: _Line, index: int, number: int) -> str:
         if line.request_id and line.request_id != "REDACTED":
@@ -823,6 +924,12 @@ def read(path: str | Path, *, strict: bool = False) -> Session:
             reader.read_file(file, index, subagent=False)
         for index, file in enumerate(subs, start=len(mains)):
             reader.read_file(file, index, subagent=True)
+        if path.is_dir():
+            # A project folder (`~/.claude/projects/<cwd>/`) holds every session run there:
+            # merging unrelated ones would price them as one conversation.
+            groups = reader.sessions(mains + subs, _attached(mains, subs))
+            if len(groups) > 1:
+                raise _several_sessions(path, groups)
         if not reader.lines:
             reader.issues.fatal(None, "expected Claude Code user/assistant records, found none")
         return reader.convert()

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from replay._errors import LogFormatError
+from replay.log._io import without_bom
 
 FORMATS = ("replay-log", "claude-code", "codex", "pi", "opencode")
 """Format names, as accepted by `load(..., format=)` and `replay convert --from`."""
@@ -109,7 +110,7 @@ def detect_file(path: Path) -> str:
     """The format of one file, or a `LogFormatError` saying what was expected."""
     try:
         with open(path, "rb") as handle:
-            head = handle.read(_SAMPLE_BYTES)
+            head = without_bom(handle.read(_SAMPLE_BYTES))
     except OSError as err:
         raise LogFormatError(path, None, f"cannot read the file ({err.strerror})") from None
     if not head.strip():

@@ -186,6 +186,30 @@ class _Session:
         self.parent = parent if isinstance(parent, str) else None
 
 
+def _related(sessions: list[_Session]) -> list[list[_Session]]:
+    """Exports grouped into sessions: a subtask session belongs to the session its `parentID`
+    names (transitively), and two exports of one session id are one session."""
+    root: dict[int, int] = {}
+
+    def find(i: int) -> int:
+        while root.setdefault(i, i) != i:
+            i = root[i]
+        return i
+
+    by_id: dict[str, int] = {}
+    for i, s in enumerate(sessions):
+        if s.id:
+            root[find(i)] = find(by_id.setdefault(s.id, i))
+    for i, s in enumerate(sessions):
+        if s.parent and s.parent in by_id:
+            root[find(i)] = find(by_id[s.parent])
+    groups: dict[int, list[_Session]] = {}
+    for i, s in enumerate(sessions):
+        groups.setdefault(find(i), []).append(s)
+    # Each group's top session (no parent among the exports) first: the one to name.
+    return [sorted(g, key=lambda s: bool(s.parent and s.parent in by_id)) for g in groups.values()]
+
+
 class _Reader:
     def __init__(self, path: Path, strict: bool) -> None:
         self.path = path
@@ -211,6 +235,21 @@ class _Reader:
                 self.issues.items.extend(issues.items)
         if not sessions:
             raise LogFormatError(self.path, None, "expected opencode export JSON files")
+        groups = _related(sessions)
+        if len(groups) > 1:
+            # Quirk: a folder of exports may hold several sessions; merging unrelated ones
+            # would price them as one conversation.
+            shown = ", ".join(
+                g[0].path.name + (f" (+{len(g) - 1} subtask)" if len(g) > 1 else "")
+                for g in groups[:5]
+            ) + (f", … ({len(groups) - 5} more)" if len(groups) > 5 else "")
+            raise LogFormatError(
+                self.path,
+                None,
+                "expected one opencode session (an export and its subtask sessions' exports); "
+                f"this directory holds {len(groups)} unrelated sessions: {shown}. Replay each "
+                f"one with `replay batch {self.path}`, or give one export file",
+            )
         ids = {s.id for s in sessions}
         roots = [s for s in sessions if not s.parent or s.parent not in ids]
         main = roots[0]

@@ -62,12 +62,22 @@ def breakeven_command(log: Path, strategies: str, ttl: str | None, provider, mod
     from replay._api import breakeven
     from replay.cli._progress import progress_bar
 
+    notes: list[str] = []
     with progress_bar("break-even", quiet) as progress:
         frame = breakeven(log, strategies, provider=provider, model=model, client=client,
                           cache_rules=cache_rules, prices=price_overrides(prices), ttl=ttl,
-                          strict=strict, progress=progress)
-    document = {"log": str(log), "breakeven": report.frame_rows(frame)}
+                          strict=strict, progress=progress, notes=notes)
+    document = {"log": str(log), "notes": notes, "breakeven": report.frame_rows(frame)}
     emit(frame, document, fmt, output, _breakeven_table(frame, f"{log} · break-even"))
+    _print_notes(notes, fmt, quiet)
+
+
+def _print_notes(notes: list[str], fmt: str, quiet: bool) -> None:
+    """Under the human output, as `run` prints them (JSON carries them as `notes`)."""
+    from replay.cli._cmd_core import print_notes
+
+    if fmt == "table" and not quiet:
+        print_notes(notes)
 
 
 @cli.command("whatif")
@@ -117,6 +127,7 @@ def whatif_command(log: Path, at: int | None, prune: str | None, compact_at: int
         "cost_usd": costs[result["edit"]],
         "reference_cost_usd": costs[result["reference"]],
         "delta_usd": delta,
+        "notes": result["notes"],
         "summary": report.frame_rows(summary),
         "breakeven": report.frame_rows(be),
     }
@@ -128,3 +139,4 @@ def whatif_command(log: Path, at: int | None, prune: str | None, compact_at: int
     con.print(_breakeven_table(be, "break-even of the edit"))
     verdict = "saves" if delta < 0 else "costs"
     con.print(f"The edit {verdict} ${abs(delta):.6f} vs {result['reference']} over this log.")
+    _print_notes(result["notes"], fmt, quiet)

@@ -76,6 +76,7 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     from replay import report
     from replay._api import load
     from replay._atomic import write_atomic
+    from replay._errors import ReplayError
     from replay.tokens import calibrate, calibration_dict, logs_label, tokenizer_file
 
     sessions = []
@@ -87,7 +88,7 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
         sessions.append(session)
     calibrations = calibrate(sessions)
     if not any(c.pairs for c in calibrations):
-        raise click.ClickException(
+        raise ReplayError(
             "no pair of consecutive requests with recorded usage grew by logged items only "
             "(logs without usage, or every pair had compactions, thinking or injected context)"
         )

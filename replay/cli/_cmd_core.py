@@ -131,8 +131,21 @@ def run_command(
     if fmt == "table" and not quiet:
         err = report.console(stderr=True)
         err.print(recommendation_line(recommended, result.summary))
-        for note in result.notes:
-            err.print(f"[dim]note:[/dim] {note}")
+        print_notes(result.notes)
+
+
+def print_notes(notes: list[str]) -> None:
+    """The notes of a run (`ReplayResult.notes`: the trajectory held fixed, skipped lines,
+    estimates) on standard error, one `note:` line each; every command that reads a log prints
+    them under its human output (their JSON has them as `notes`)."""
+    from rich.markup import escape
+
+    from replay import report
+
+    err = report.console(stderr=True)
+    for note in notes:
+        # A note may quote the log (a skipped line's reason): never read as rich markup.
+        err.print(f"[dim]note:[/dim] {escape(note)}")
 
 
 @cli.command("schema")

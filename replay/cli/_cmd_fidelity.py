@@ -40,17 +40,26 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
     from rich.table import Table
 
     from replay import report
-    from replay._api import _config, load
+    from replay._api import _config, _skipped_note, load
+    from replay._errors import ReplayError
+    from replay.cli._cmd_core import print_notes
+    from replay.engine._replay import require_requests
     from replay.fidelity import fidelity_frame, fidelity_rows, fidelity_summary
 
     session = load(log, strict=strict)
+    require_requests(session)
+    # The trajectory note does not apply: fidelity replays only what the agent really sent.
+    notes = [_skipped_note(session)] if session.skipped else []
     config = _config(provider, model, client, cache_rules, None, price_overrides(prices))
     rows = fidelity_rows(session, config)
     if not rows:
-        raise click.ClickException(f"{log}: no request in this log carries recorded usage")
+        raise ReplayError(f"{log}: no request in this log carries recorded usage")
     frame = fidelity_frame(rows)
     summary = fidelity_summary(rows)
-    table = Table(title=f"{log} · fidelity (recorded vs simulated)", title_justify="left")
+    # The headline is part of the result: printed under the table, on standard output or in -o
+    # FILE like the rows, whatever -q says (JSON has it as `summary`).
+    table = Table(title=f"{log} · fidelity (recorded vs simulated)", title_justify="left",
+                  caption=_headline(summary), caption_justify="left")
     for col in ("#", "request", "prompt rec/sim", "read rec/sim", "write rec/sim",
                 "cost rec/sim", "ok", "miss cause · fitted from this read"):
         table.add_column(col)
@@ -64,22 +73,27 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
             "✓" if r.read_within_tolerance else "✗",
             " · ".join(x for x in (r.miss_cause or r.unexplained, r.fitted) if x),
         )
-    document = {"log": str(log), "summary": summary, "requests": report.frame_rows(frame)}
+    document = {"log": str(log), "notes": notes, "summary": summary,
+                "requests": report.frame_rows(frame)}
     emit(frame, document, fmt, output, table)
     if fmt == "table" and not quiet:
-        con = report.console(stderr=True)
-        s = summary
-        con.print(
-            f"cache reads within tolerance: {s['cache_read_within_tolerance']:.1%} "
-            f"(naive rule: {s['naive_rule_within_tolerance'] or 0:.1%}), within 128 tokens: "
-            f"{s['cache_read_within_128']:.1%} "
-            f"(naive rule: {s['naive_rule_within_128'] or 0:.1%}); "
-            f"cost recorded ${s['recorded_cost_usd']:.4f} vs simulated "
-            f"${s['simulated_cost_usd']:.4f} (error {s['cost_error'] or 0:+.2%}, "
-            f"{s['cost_error_explained'] or 0:+.2%} on the requests the log explains); "
-            "more than 128 tokens off, unexplained by the log: "
-            + (", ".join(f"{k} {v}" for k, v in s["unexplained"].items()) or "none")
-            + (f"; reads the fit was sized from: {s['fitted_reads']} (the others: "
-               f"{s['predicted_reads_within_tolerance'] or 0:.1%} within tolerance)"
-               if s["fitted_reads"] else "")
-        )
+        print_notes(notes)
+
+
+def _headline(s: dict) -> str:
+    """One line: the share of reads within tolerance (simulator and naive rule) and the cost
+    error, the unexplained misses and how many reads the fit was sized from."""
+    return (
+        f"cache reads within tolerance: {s['cache_read_within_tolerance']:.1%} "
+        f"(naive rule: {s['naive_rule_within_tolerance'] or 0:.1%}), within 128 tokens: "
+        f"{s['cache_read_within_128']:.1%} "
+        f"(naive rule: {s['naive_rule_within_128'] or 0:.1%}); "
+        f"cost recorded ${s['recorded_cost_usd']:.4f} vs simulated "
+        f"${s['simulated_cost_usd']:.4f} (error {s['cost_error'] or 0:+.2%}, "
+        f"{s['cost_error_explained'] or 0:+.2%} on the requests the log explains); "
+        "more than 128 tokens off, unexplained by the log: "
+        + (", ".join(f"{k} {v}" for k, v in s["unexplained"].items()) or "none")
+        + (f"; reads the fit was sized from: {s['fitted_reads']} (the others: "
+           f"{s['predicted_reads_within_tolerance'] or 0:.1%} within tolerance)"
+           if s["fitted_reads"] else "")
+    )

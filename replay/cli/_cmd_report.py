@@ -124,3 +124,7 @@ def plot_command(log: Path, metric: str, fmt: str | None, output: Path | None, s
     with status(f"drawing {metric}", quiet):
         image = render_chart(result, metric, fmt)
     report.write_output(image, output)
+    if not quiet:
+        from replay.cli._cmd_core import print_notes
+
+        print_notes(result.notes)

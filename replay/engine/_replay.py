@@ -784,6 +784,13 @@ def replay_session(
     return records
 
 
+def require_requests(session: Session) -> None:
+    """A log without any request has nothing to replay: the same error for every command."""
+    if not session.requests():
+        where = session.path or "the log"
+        raise ReplayError(f"{where}: the log has no requests (no `request` events) to replay")
+
+
 def iter_replay(
     session: Session,
     strategies: str | Sequence[str] = "all",
@@ -793,9 +800,7 @@ def iter_replay(
     caller that only aggregates them (the CLI's summary) holds one strategy's records at once
     instead of every strategy's."""
     config = config or ReplayConfig()
-    if not session.requests():
-        where = session.path or "the log"
-        raise ReplayError(f"{where}: the log has no requests (no `request` events) to replay")
+    require_requests(session)
     if config.pricer is None:
         config.pricer = Pricer()
     config = with_unlogged_context(session, config)

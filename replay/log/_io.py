@@ -26,8 +26,18 @@ from replay.log._events import (
     SharedFieldsSet,
     share_fields_sets,
 )
+from replay.log._pairs import ToolPairs
 
 _EVENT = TypeAdapter(Event)
+
+UTF8_BOM = b"\xef\xbb\xbf"
+"""The byte order mark some editors (Notepad and others on Windows) put at the start of a UTF-8
+file. It is not part of the first record: every reader drops it."""
+
+
+def without_bom(data: bytes) -> bytes:
+    """`data` without a leading UTF-8 byte order mark."""
+    return data[len(UTF8_BOM) :] if data.startswith(UTF8_BOM) else data
 
 
 @dataclass
@@ -44,7 +54,8 @@ class Session:
     """File it was read from, for messages."""
 
     skipped: list[LogFormatError] = field(default_factory=list)
-    """Lines skipped in lenient mode, each with its reason."""
+    """Lines skipped (or kept but breaking an ordering rule, repaired) in lenient mode, each with
+    its reason."""
 
     def requests(self) -> list[Any]:
         from replay.log._events import RequestMarker
@@ -74,9 +85,12 @@ def parse_event(obj: Any, path: str | Path, line: int) -> Any:
 
 def iter_lines(path: str | Path) -> Iterator[tuple[int, str | LogFormatError]]:
     """Yield (line number, text) for every non-blank line, streaming. A line that is not UTF-8
-    yields a `LogFormatError` naming it instead of its text (the reader skips or raises it)."""
+    yields a `LogFormatError` naming it instead of its text (the reader skips or raises it).
+    A leading UTF-8 byte order mark is dropped."""
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
+            if number == 1:
+                raw = without_bom(raw)
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as err:
@@ -86,8 +100,14 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str | LogFormatError]]:
                 yield number, text
 
 
-def read_log(path: str | Path, *, strict: bool = False) -> Session:
-    """Read a `replay-log` file. Lenient by default: bad lines are skipped and counted."""
+def read_log(path: str | Path, *, strict: bool = False, check_pairs: bool = False) -> Session:
+    """Read a `replay-log` file. Lenient by default: bad lines are skipped and counted.
+
+    `check_pairs=True` (what `replay.load` and the CLI use) also applies the ordering rules on
+    tool calls and results: an orphan result or a call unanswered at the thread's next request
+    stops a strict read; a lenient one keeps the line, counts it in `skipped` and inserts an
+    empty error result for the unanswered call. Without it the file is read as written (any
+    events, in any order: the lossless round trip)."""
     path = Path(path)
     if not path.exists():
         raise LogFormatError(path, None, "no such file")
@@ -98,6 +118,7 @@ def read_log(path: str | Path, *, strict: bool = False) -> Session:
     skipped: list[LogFormatError] = []
     fields_sets: dict[frozenset[str], SharedFieldsSet] = {}
     names: dict[str, str] = {}
+    pairs = ToolPairs(path, strict) if check_pairs else None
     for number, text in iter_lines(path):
         try:
             if isinstance(text, LogFormatError):
@@ -124,8 +145,17 @@ def read_log(path: str | Path, *, strict: bool = False) -> Session:
             event = parse_event(obj, path, number)
             if isinstance(event, SessionHeader):
                 raise LogFormatError(path, number, "expected one `session` header, got a second")
+            problems: list[LogFormatError] = []
+            if pairs is not None:
+                problems, placeholders = pairs.see(event, number)
+                if problems and strict:
+                    raise problems[0]
+                for placeholder in placeholders:
+                    share_fields_sets(placeholder, fields_sets, names)
+                    events.append(placeholder)
             share_fields_sets(event, fields_sets, names)
             events.append(event)
+            skipped.extend(problems)  # the line is kept: counted, not skipped
         except LogFormatError as err:
             if strict or header is None:
                 raise

@@ -1,0 +1,101 @@
+"""The ordering rules on tool calls and results (docs/log-format.md), checked while reading.
+
+A `tool_result` answers an earlier, still unanswered `tool_call` of its thread, and every call
+the model saw back (`in_context`) is answered before the thread's next `request`: a provider
+refuses a prompt that breaks either rule, so a log that does was damaged (a lost or edited line).
+Server-side calls (`server_side`: run at the provider, no result expected) are exempt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from replay._errors import LogFormatError
+from replay.log._events import AssistantMessage, RequestMarker, ToolCallBlock, ToolResult
+
+
+@dataclass
+class _Thread:
+    calls: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """Every call id seen in the thread → (tool name, line of its `assistant` event)."""
+    pending: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """Calls still waiting for their result, in call order."""
+    answered: dict[str, int] = field(default_factory=dict)
+    """Call id → line of its result."""
+
+
+class ToolPairs:
+    """Follows calls and results line by line. `see(event, line)` returns the problems the
+    event shows (each a `LogFormatError` at a line) and the placeholder results to insert
+    before it: an empty error result for each call left unanswered at a request, as the
+    adapters insert (the harness must have sent something)."""
+
+    def __init__(self, path: str | Path, strict: bool = False) -> None:
+        self.path = path
+        self.strict = strict
+        self.threads: dict[str, _Thread] = {}
+
+    def see(self, event: Any, line: int) -> tuple[list[LogFormatError], list[ToolResult]]:
+        state = self.threads.setdefault(event.thread, _Thread())
+        if isinstance(event, AssistantMessage):
+            for block in event.blocks:
+                if isinstance(block, ToolCallBlock) and not getattr(block, "server_side", False):
+                    state.calls[block.id] = (block.name, line)
+                    if event.in_context:
+                        state.pending[block.id] = (block.name, line)
+            return [], []
+        if isinstance(event, ToolResult):
+            return self._result(state, event, line), []
+        if isinstance(event, RequestMarker) and state.pending:
+            return self._unanswered(state, event, line)
+        return [], []
+
+    def _result(self, state: _Thread, event: ToolResult, line: int) -> list[LogFormatError]:
+        call = event.call_id
+        if state.pending.pop(call, None) is not None or (
+            call in state.calls and call not in state.answered
+        ):
+            state.answered[call] = line
+            return []
+        if call in state.answered:
+            expected = (
+                f"expected one tool_result per call: call id {call!r} was already answered on "
+                f"line {state.answered[call]}"
+            )
+        else:
+            expected = (
+                f"expected a tool_result to answer a tool call: call id {call!r} matches no "
+                f"earlier tool_call of thread {event.thread!r}"
+            )
+        return [LogFormatError(self.path, line, expected)]
+
+    def _unanswered(
+        self, state: _Thread, event: RequestMarker, line: int
+    ) -> tuple[list[LogFormatError], list[ToolResult]]:
+        errors, placeholders = [], []
+        for call, (name, call_line) in state.pending.items():
+            errors.append(
+                LogFormatError(
+                    self.path,
+                    line,
+                    f"expected a tool_result for call {call!r} ({name}, line {call_line}) "
+                    f"before request {event.request_id}"
+                    # A strict read stops here: nothing is added.
+                    + ("" if self.strict else "; a placeholder error result was added"),
+                )
+            )
+            placeholder = ToolResult(
+                ts=event.ts,
+                thread=event.thread,
+                call_id=call,
+                tool_name=name,
+                output="",
+                is_error=True,
+            )
+            placeholder.synthetic = "missing tool result"
+            placeholders.append(placeholder)
+            state.answered[call] = line
+        state.pending.clear()
+        return errors, placeholders

@@ -1,0 +1,104 @@
+"""Every command that reads a log says the same things about it: the lines it skipped, that the
+trajectory is held fixed, and that a log without requests has nothing to replay (exit 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import RUN42
+
+from replay._api import TRAJECTORY_NOTE
+
+SKIPPED = "malformed line(s) skipped"
+
+
+@pytest.fixture
+def cut_log(tmp_path: Path) -> Path:
+    """run42 cut in the middle of a line (a capture that stopped): one malformed last line."""
+    path = tmp_path / "cut.jsonl"
+    path.write_bytes(RUN42.read_bytes()[:20000])
+    return path
+
+
+@pytest.fixture
+def header_only(tmp_path: Path) -> Path:
+    path = tmp_path / "header-only.jsonl"
+    path.write_text(RUN42.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    return path
+
+
+COMMANDS = {
+    "run": ["run", "-s", "baseline"],
+    "breakeven": ["breakeven", "-s", "baseline,truncate-500"],
+    "whatif": ["whatif", "--at", "3", "--prune", "older-than:1"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_json_has_the_skipped_line_and_trajectory_notes(invoke, cut_log, name) -> None:
+    command, *args = COMMANDS[name]
+    result = invoke(command, cut_log, *args, "--format", "json")
+    assert result.exit_code == 0, result.output
+    notes = json.loads(result.stdout)["notes"]
+    assert notes[0] == TRAJECTORY_NOTE
+    assert any(SKIPPED in n and f"{cut_log}:" in n for n in notes)
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_table_prints_the_notes_on_stderr(invoke, cut_log, name) -> None:
+    command, *args = COMMANDS[name]
+    result = invoke(command, cut_log, *args)
+    assert result.exit_code == 0, result.output
+    assert SKIPPED in result.stderr and "recorded trajectory fixed" in result.stderr
+    quiet = invoke(command, cut_log, *args, "-q")
+    assert SKIPPED not in quiet.stderr
+
+
+def test_plot_prints_the_notes_on_stderr(invoke, cut_log, tmp_path) -> None:
+    out = tmp_path / "cost.svg"
+    result = invoke("plot", cut_log, "-s", "baseline", "-o", out)
+    assert result.exit_code == 0, result.output
+    assert out.read_text(encoding="utf-8").lstrip().startswith("<")
+    assert SKIPPED in result.stderr and "recorded trajectory fixed" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "-s", "baseline"],
+        ["breakeven", "-s", "baseline"],
+        ["whatif", "--at", "3", "--prune", "older-than:1"],
+        ["plot", "-s", "baseline", "-o", "{tmp}/x.png"],
+    ],
+)
+def test_a_log_without_requests_is_the_same_error_everywhere(
+    invoke, header_only, tmp_path, args
+) -> None:
+    command, *rest = args
+    rest = [a.replace("{tmp}", str(tmp_path)) for a in rest]
+    result = invoke(command, header_only, *rest)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: {header_only}: the log has no requests (no `request` events) to replay\n"
+    )
+
+
+def test_fidelity_notes_skipped_lines_and_refuses_a_log_without_requests(
+    invoke, tmp_path, header_only
+) -> None:
+    from test_fidelity import _billed_session
+
+    from replay.log import write_log
+
+    log = tmp_path / "billed.jsonl"
+    write_log(_billed_session(), log)
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write('{"type": "user", "broken\n')
+    doc = json.loads(invoke("fidelity", log, "--format", "json").stdout)
+    assert len(doc["notes"]) == 1 and SKIPPED in doc["notes"][0]
+    result = invoke("fidelity", log)
+    assert SKIPPED in result.stderr
+    result = invoke("fidelity", header_only)
+    assert result.exit_code == 2 and "the log has no requests" in result.stderr
