@@ -318,7 +318,7 @@ def _replay_chain(task: GroupTask, opts: BatchOptions) -> list[FileOutcome]:
     time are in memory together."""
     import heapq
 
-    from replay.engine._replay import SharedCache, _Run
+    from replay.engine._replay import SharedCache, _Run, with_unlogged_context
 
     base, strategies = _setup(opts)
     group = SharedCache(scope=f"batch:{task.group_id}")
@@ -363,8 +363,11 @@ def _replay_chain(task: GroupTask, opts: BatchOptions) -> list[FileOutcome]:
                 session = _load(task.members[position].path, opts)
                 if not session.requests():
                     raise ReplayError(f"{task.members[position].path}: the log has no requests")
-                view = SharedCache(group.scope, group.stores, group.renderers, lane=f"s{position}")
-                config = dataclasses.replace(base, shared_cache=view)
+                view = SharedCache(group.scope, group.stores, group.tables, lane=f"s{position}")
+                # Fitted on the session's own bill, as when it is replayed alone (the fit runs
+                # on a cache of its own): the chain changes what is cached, not the prompts.
+                fitted = with_unlogged_context(session, base)
+                config = dataclasses.replace(fitted, shared_cache=view)
                 runs = [_Run(session, named, config) for named in strategies]
                 live[position] = {"session": session, "runs": runs, "pending": len(runs)}
                 for n, run in enumerate(runs):
