@@ -504,3 +504,19 @@ def test_a_chains_first_session_is_its_lone_replay_and_the_next_only_gains(
     gained = (first["cached_tokens"] - lone["cached_tokens"]).to_list()
     assert min(gained) >= 0
 
+
+@pytest.mark.parametrize("header", [{}, ANTHROPIC, {"provider": "openai", "model": "gpt-5"}],
+                         ids=["gemini-as-logged", "anthropic", "openai"])
+@pytest.mark.parametrize("shift", [0, 1, 60], ids=["same-times", "1s-later", "60s-later"])
+def test_overlapping_copies_never_read_less_than_alone(tmp_path: Path, header: dict, shift: int):
+    # run42 on an automatic-prefix cache (Gemini, OpenAI): a copy writing the same prompts
+    # must not take a thread's own cached prompt away from it
+    logs = tmp_path / "logs"
+    header = {**header, "system": LONG_SYSTEM}
+    variant(logs / "a.jsonl", "a", timedelta(0), stretch=600, **header)
+    variant(logs / "b.jsonl", "b", timedelta(seconds=shift), stretch=600, **header)
+    shared, alone = _chain_and_alone(logs, tmp_path, "baseline,truncate-500")
+    assert _rows(shared, "a.jsonl").equals(_rows(alone, "a.jsonl"))
+    first, lone = _rows(shared, "b.jsonl"), _rows(alone, "b.jsonl")
+    assert first["prompt_tokens"].to_list() == lone["prompt_tokens"].to_list()
+    assert min((first["cached_tokens"] - lone["cached_tokens"]).to_list()) >= 0
