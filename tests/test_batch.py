@@ -520,3 +520,18 @@ def test_overlapping_copies_never_read_less_than_alone(tmp_path: Path, header: d
     first, lone = _rows(shared, "b.jsonl"), _rows(alone, "b.jsonl")
     assert first["prompt_tokens"].to_list() == lone["prompt_tokens"].to_list()
     assert min((first["cached_tokens"] - lone["cached_tokens"]).to_list()) >= 0
+
+
+def test_a_bad_price_is_a_user_error_before_any_work(logdir: Path, tmp_path: Path, invoke):
+    from replay._errors import ReplayError
+
+    with pytest.raises(ReplayError, match="--price 'garbage'"):
+        run_batch([logdir], BatchOptions(strategies="baseline", prices=("garbage",)), workers=1)
+    out = tmp_path / "ds"
+    result = invoke("batch", logdir, "-s", "baseline", "-o", out, "-w", "1", "--price", "garbage")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: --price 'garbage'")
+    assert not out.exists()  # nothing was replayed or written
+    good = invoke("batch", logdir, "-s", "baseline", "-w", "1", "-q",
+                  "--price", "gemini-2.5-flash=input:0.3,output:2.5")
+    assert good.exit_code == 0, good.output

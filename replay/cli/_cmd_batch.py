@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from replay.cli._main import cli, replay_options, user_errors
+from replay.cli._main import cli, price_overrides, replay_options, user_errors
 
 
 def _progress(quiet: bool):
@@ -186,6 +186,7 @@ def batch_command(
     from replay import report as out
     from replay.batch import BatchOptions, parse_when, run_batch
 
+    price_overrides(prices)  # a bad --price is a user error, before any work (as in `run`)
     opts = BatchOptions(
         strategies=strategies,
         provider=provider,
