@@ -535,3 +535,22 @@ def test_a_bad_price_is_a_user_error_before_any_work(logdir: Path, tmp_path: Pat
     good = invoke("batch", logdir, "-s", "baseline", "-w", "1", "-q",
                   "--price", "gemini-2.5-flash=input:0.3,output:2.5")
     assert good.exit_code == 0, good.output
+
+
+def test_the_report_and_every_part_say_the_trajectory_is_held_fixed(
+    logdir: Path, tmp_path: Path, invoke
+):
+    from replay import TRAJECTORY_NOTE
+    from replay.batch._work import PART_METADATA_NOTE
+
+    out = tmp_path / "ds"
+    human = invoke("batch", logdir, "-s", "baseline", "-o", out, "-w", "1", "--per-request")
+    assert human.exit_code == 0, human.output
+    assert human.stderr.count(TRAJECTORY_NOTE) == 1
+    doc = json.loads(invoke("batch", logdir, "-s", "baseline", "-w", "1", "-q", "--format",
+                            "json").stdout)
+    assert doc["notes"][0] == TRAJECTORY_NOTE
+    parts = list((out / "sessions").glob("*.parquet")) + list((out / "requests").glob("*.parquet"))
+    assert len(parts) == 8
+    for part in parts:
+        assert pl.read_parquet_metadata(part)[PART_METADATA_NOTE] == TRAJECTORY_NOTE

@@ -322,6 +322,7 @@ def run_batch(
     Per-file problems never stop the batch: they are in `BatchReport.files`. With `output`,
     files unchanged since an earlier batch with the same options are not replayed again (unless
     `force`). `engine`: `pool` (`workers` processes; 1 = in this process) or `ray`."""
+    from replay._api import TRAJECTORY_NOTE
     from replay.prices import parse_price_override
     from replay.strategies import resolve
 
@@ -338,6 +339,7 @@ def run_batch(
     skey, rkey = scan_key(opts), replay_key(opts)
     statuses: dict[str, FileStatus] = {}
     report = BatchReport(files=[], totals=_totals([], order), dataset=None)
+    report.notes.append(TRAJECTORY_NOTE)  # what every row measures, as `replay run` says
     tick = progress or (lambda phase, done, total: None)
 
     with make_engine(engine, workers, ray_address) as runner:

@@ -240,9 +240,16 @@ def _setup(opts: BatchOptions) -> tuple[Any, list[Any]]:
     return hit
 
 
+PART_METADATA_NOTE = "replay.note"
+"""Key of the Parquet key-value metadata of every part that holds `TRAJECTORY_NOTE` (read it
+with `pl.read_parquet_metadata(part)`): what the rows measure travels with them."""
+
+
 def _parquet(frame: Any) -> bytes:
+    from replay._api import TRAJECTORY_NOTE
+
     buffer = io.BytesIO()
-    frame.write_parquet(buffer, statistics=True)
+    frame.write_parquet(buffer, statistics=True, metadata={PART_METADATA_NOTE: TRAJECTORY_NOTE})
     return buffer.getvalue()
 
 
