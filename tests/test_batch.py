@@ -554,3 +554,24 @@ def test_the_report_and_every_part_say_the_trajectory_is_held_fixed(
     assert len(parts) == 8
     for part in parts:
         assert pl.read_parquet_metadata(part)[PART_METADATA_NOTE] == TRAJECTORY_NOTE
+
+
+def test_no_progress_bar_on_a_stderr_that_is_no_terminal(logdir: Path, tmp_path: Path, invoke):
+    import io
+
+    from rich.console import Console
+
+    from replay.cli._progress import phase_bars
+
+    result = invoke("batch", logdir, "-s", "baseline", "-o", tmp_path / "ds", "-w", "1")
+    assert result.exit_code == 0, result.output
+    assert "━" not in result.stderr and "\x1b" not in result.stderr and "\r" not in result.stderr
+    assert "files replayed" in result.stderr  # the closing line and notes are still there
+    with phase_bars("files", console=Console(file=io.StringIO())) as tick:
+        assert tick is None
+    screen = io.StringIO()
+    terminal = Console(file=screen, force_terminal=True, color_system=None)
+    with phase_bars("files", console=terminal) as tick:
+        tick("scan", 1, 2)
+        tick("replay", 2, 2)
+    assert "scan" in screen.getvalue() and "2/2 files" in screen.getvalue()
