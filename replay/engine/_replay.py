@@ -167,11 +167,13 @@ class SharedCache:
 
     `replay batch` replays sessions with the same cache scope through one `SharedCache`, their
     requests interleaved in time order (`_Run.steps`), so a session reads the system-prompt and
-    tool prefix that another one left in the cache. Stores and renderers are created on first
-    use; give each session its own `SharedCache` sharing the same dicts and its own `lane`.
+    tool prefix that another one left in the cache. Stores and block tables are created on
+    first use; give each session its own `SharedCache` sharing the same dicts and its own `lane`.
 
     Each session renders as when it is replayed alone (its own renderers, its own unlogged
-    context and fitted counts): only the cache and the block ids are shared.
+    context and fitted counts): only the cache and the block ids are shared. A `_Run` does not
+    fit the unlogged context itself: give it a config from `with_unlogged_context` (fitted on
+    a cache of its own) before setting `shared_cache`, as `replay batch` does.
     """
 
     scope: str
