@@ -3,6 +3,7 @@ the incremental cache, and provider caches shared across sessions."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -414,3 +415,163 @@ def test_batch_over_the_real_samples_does_not_crash(tmp_path: Path):
         assert f.status != "failed" or f.message, f.path
     if report.counts["ok"]:
         assert sessions(tmp_path / "ds").height == report.counts["ok"]
+
+
+# --- a chain's sessions are replayed as when alone, plus what they read from each other ------
+
+WORDS = "the quick brown fox jumps over the lazy dog while tests run green again "
+
+
+def billed_session(
+    path: Path, session_id: str, shift: timedelta, provider: str, model: str
+) -> Path:
+    """A session whose recorded usage bills context the log does not hold (a hidden prefix of
+    4,000 tokens, 600 tokens injected at one request) and one text at 60 % of its count: the
+    unlogged-context fit finds context and a fitted count, as on real Claude Code logs."""
+    from replay.engine import ReplayConfig, replay_session
+    from replay.engine._unlogged import RequestFit, UnloggedContext
+    from replay.log import AssistantMessage, SessionHeader, TextBlock, Usage, UserMessage
+    from replay.tokens import counter_for
+
+    t0 = datetime(2026, 10, 20, 12, 0, tzinfo=UTC) + shift
+    events: list = []
+    for n in range(8):
+        ts = t0 + timedelta(seconds=20 * n)
+        text = f"{session_id} step {n}: " + WORDS * (25 + 3 * n)
+        events.append(UserMessage(ts=ts, text=text, id=f"u{n}"))
+        events.append(RequestMarker(ts=ts, request_id=f"r{n}", duration_ms=4000))
+        events.append(AssistantMessage(ts=ts + timedelta(seconds=4), blocks=[
+            TextBlock(text=f"done {n}")], request_id=f"r{n}", id=f"a{n}"))
+    header = SessionHeader(
+        ts=t0, session_id=session_id, agent="test", provider=provider, model=model,
+        system=LONG_SYSTEM,
+    )
+    header.hidden_prefix_tokens = 4000
+    session = Session(header=header, events=events)
+    counter = counter_for(model)
+    short = events[3 * 5].text  # the 6th message: billed at 60 % of its count
+    truth = UnloggedContext(
+        requests={("main", 3 * 3 + 1): RequestFit(before=600)},
+        counts={counter.family.family: {short: int(counter.count(short) * 0.6)}},
+    )
+    records = replay_session(session, ["recorded"], ReplayConfig(unlogged_context=truth))
+    markers = {e.request_id: e for e in events if isinstance(e, RequestMarker)}
+    for r in records:
+        o = r.outcome
+        markers[r.request_id].usage = Usage(
+            input_tokens=o.uncached, cache_read_tokens=o.cache_read,
+            cache_write_5m_tokens=o.cache_write_5m, cache_write_1h_tokens=o.cache_write_1h,
+            output_tokens=5,
+        )
+    write_log(session, path)
+    return path
+
+
+def _rows(dataset: Path, name: str) -> pl.DataFrame:
+    frame = requests(dataset).filter(pl.col("file").str.ends_with(name))
+    return frame.select(TURN_COLUMNS).sort(["strategy", "request_index", "kind", "thread"])
+
+
+def _chain_and_alone(logs: Path, tmp_path: Path, strategies: str) -> tuple[Path, Path]:
+    shared, alone = tmp_path / "shared", tmp_path / "alone"
+    opts = BatchOptions(strategies=strategies, per_request=True)
+    report = run_batch([logs], opts, output=shared, workers=1)
+    assert report.shared_groups == 1, report.notes
+    run_batch([logs], dataclasses.replace(opts, share_cache=False), output=alone, workers=1)
+    return shared, alone
+
+
+@pytest.mark.parametrize("shift", [0, 30], ids=["same-times", "30s-later"])
+def test_a_chains_first_session_is_its_lone_replay_and_the_next_only_gains(
+    tmp_path: Path, shift: int
+):
+    from replay.engine._replay import ReplayConfig, fit_unlogged_context
+
+    logs = tmp_path / "logs"
+    a = billed_session(logs / "a.jsonl", "a", timedelta(0), "anthropic", "claude-sonnet-4-5")
+    billed_session(logs / "b.jsonl", "a-b", timedelta(seconds=shift), "anthropic",
+                   "claude-sonnet-4-5")
+    fit = fit_unlogged_context(read_log(a), ReplayConfig())
+    assert fit.residuals() and any(fit.counts.values())  # the fit has something to apply
+    shared, alone = _chain_and_alone(logs, tmp_path, "recorded,baseline")
+    assert sessions(shared).sort("group_position")["file"].str.ends_with("a.jsonl")[0]
+
+    # (a) position 0 reads nothing another session wrote: exactly its lone replay, row by row
+    assert _rows(shared, "a.jsonl").equals(_rows(alone, "a.jsonl"))
+    # (b) position 1 sends the same prompts and loses none of its own reads
+    first, lone = _rows(shared, "b.jsonl"), _rows(alone, "b.jsonl")
+    assert first["prompt_tokens"].to_list() == lone["prompt_tokens"].to_list()
+    gained = (first["cached_tokens"] - lone["cached_tokens"]).to_list()
+    assert min(gained) >= 0
+
+
+@pytest.mark.parametrize("header", [{}, ANTHROPIC, {"provider": "openai", "model": "gpt-5"}],
+                         ids=["gemini-as-logged", "anthropic", "openai"])
+@pytest.mark.parametrize("shift", [0, 1, 60], ids=["same-times", "1s-later", "60s-later"])
+def test_overlapping_copies_never_read_less_than_alone(tmp_path: Path, header: dict, shift: int):
+    # run42 on an automatic-prefix cache (Gemini, OpenAI): a copy writing the same prompts
+    # must not take a thread's own cached prompt away from it
+    logs = tmp_path / "logs"
+    header = {**header, "system": LONG_SYSTEM}
+    variant(logs / "a.jsonl", "a", timedelta(0), stretch=600, **header)
+    variant(logs / "b.jsonl", "b", timedelta(seconds=shift), stretch=600, **header)
+    shared, alone = _chain_and_alone(logs, tmp_path, "baseline,truncate-500")
+    assert _rows(shared, "a.jsonl").equals(_rows(alone, "a.jsonl"))
+    first, lone = _rows(shared, "b.jsonl"), _rows(alone, "b.jsonl")
+    assert first["prompt_tokens"].to_list() == lone["prompt_tokens"].to_list()
+    assert min((first["cached_tokens"] - lone["cached_tokens"]).to_list()) >= 0
+
+
+def test_a_bad_price_is_a_user_error_before_any_work(logdir: Path, tmp_path: Path, invoke):
+    from replay._errors import ReplayError
+
+    with pytest.raises(ReplayError, match="--price 'garbage'"):
+        run_batch([logdir], BatchOptions(strategies="baseline", prices=("garbage",)), workers=1)
+    out = tmp_path / "ds"
+    result = invoke("batch", logdir, "-s", "baseline", "-o", out, "-w", "1", "--price", "garbage")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: --price 'garbage'")
+    assert not out.exists()  # nothing was replayed or written
+    good = invoke("batch", logdir, "-s", "baseline", "-w", "1", "-q",
+                  "--price", "gemini-2.5-flash=input:0.3,output:2.5")
+    assert good.exit_code == 0, good.output
+
+
+def test_the_report_and_every_part_say_the_trajectory_is_held_fixed(
+    logdir: Path, tmp_path: Path, invoke
+):
+    from replay import TRAJECTORY_NOTE
+    from replay.batch._work import PART_METADATA_NOTE
+
+    out = tmp_path / "ds"
+    human = invoke("batch", logdir, "-s", "baseline", "-o", out, "-w", "1", "--per-request")
+    assert human.exit_code == 0, human.output
+    assert human.stderr.count(TRAJECTORY_NOTE) == 1
+    doc = json.loads(invoke("batch", logdir, "-s", "baseline", "-w", "1", "-q", "--format",
+                            "json").stdout)
+    assert doc["notes"][0] == TRAJECTORY_NOTE
+    parts = list((out / "sessions").glob("*.parquet")) + list((out / "requests").glob("*.parquet"))
+    assert len(parts) == 8
+    for part in parts:
+        assert pl.read_parquet_metadata(part)[PART_METADATA_NOTE] == TRAJECTORY_NOTE
+
+
+def test_no_progress_bar_on_a_stderr_that_is_no_terminal(logdir: Path, tmp_path: Path, invoke):
+    import io
+
+    from rich.console import Console
+
+    from replay.cli._progress import phase_bars
+
+    result = invoke("batch", logdir, "-s", "baseline", "-o", tmp_path / "ds", "-w", "1")
+    assert result.exit_code == 0, result.output
+    assert "━" not in result.stderr and "\x1b" not in result.stderr and "\r" not in result.stderr
+    assert "files replayed" in result.stderr  # the closing line and notes are still there
+    with phase_bars("files", console=Console(file=io.StringIO())) as tick:
+        assert tick is None
+    screen = io.StringIO()
+    terminal = Console(file=screen, force_terminal=True, color_system=None)
+    with phase_bars("files", console=terminal) as tick:
+        tick("scan", 1, 2)
+        tick("replay", 2, 2)
+    assert "scan" in screen.getvalue() and "2/2 files" in screen.getvalue()

@@ -322,11 +322,15 @@ def run_batch(
     Per-file problems never stop the batch: they are in `BatchReport.files`. With `output`,
     files unchanged since an earlier batch with the same options are not replayed again (unless
     `force`). `engine`: `pool` (`workers` processes; 1 = in this process) or `ray`."""
+    from replay._api import TRAJECTORY_NOTE
+    from replay.prices import parse_price_override
     from replay.strategies import resolve
 
     opts = _with_tokenizers(opts or BatchOptions())
     started = time.perf_counter()
     order = [n.name for n in resolve(opts.strategies)]  # unknown names fail here, before work
+    for price in opts.prices:  # so does a bad --price (every file would fail alike)
+        parse_price_override(price)
     if opts.cache_rules and not Path(opts.cache_rules).is_file():
         raise ReplayError(f"{opts.cache_rules}: no such cache-rule file")
     dataset = Dataset(output) if output is not None else None
@@ -335,6 +339,7 @@ def run_batch(
     skey, rkey = scan_key(opts), replay_key(opts)
     statuses: dict[str, FileStatus] = {}
     report = BatchReport(files=[], totals=_totals([], order), dataset=None)
+    report.notes.append(TRAJECTORY_NOTE)  # what every row measures, as `replay run` says
     tick = progress or (lambda phase, done, total: None)
 
     with make_engine(engine, workers, ray_address) as runner:

@@ -240,9 +240,16 @@ def _setup(opts: BatchOptions) -> tuple[Any, list[Any]]:
     return hit
 
 
+PART_METADATA_NOTE = "replay.note"
+"""Key of the Parquet key-value metadata of every part that holds `TRAJECTORY_NOTE` (read it
+with `pl.read_parquet_metadata(part)`): what the rows measure travels with them."""
+
+
 def _parquet(frame: Any) -> bytes:
+    from replay._api import TRAJECTORY_NOTE
+
     buffer = io.BytesIO()
-    frame.write_parquet(buffer, statistics=True)
+    frame.write_parquet(buffer, statistics=True, metadata={PART_METADATA_NOTE: TRAJECTORY_NOTE})
     return buffer.getvalue()
 
 
@@ -318,7 +325,7 @@ def _replay_chain(task: GroupTask, opts: BatchOptions) -> list[FileOutcome]:
     time are in memory together."""
     import heapq
 
-    from replay.engine._replay import SharedCache, _Run
+    from replay.engine._replay import SharedCache, _Run, with_unlogged_context
 
     base, strategies = _setup(opts)
     group = SharedCache(scope=f"batch:{task.group_id}")
@@ -363,8 +370,11 @@ def _replay_chain(task: GroupTask, opts: BatchOptions) -> list[FileOutcome]:
                 session = _load(task.members[position].path, opts)
                 if not session.requests():
                     raise ReplayError(f"{task.members[position].path}: the log has no requests")
-                view = SharedCache(group.scope, group.stores, group.renderers, lane=f"s{position}")
-                config = dataclasses.replace(base, shared_cache=view)
+                view = SharedCache(group.scope, group.stores, group.tables, lane=f"s{position}")
+                # Fitted on the session's own bill, as when it is replayed alone (the fit runs
+                # on a cache of its own): the chain changes what is cached, not the prompts.
+                fitted = with_unlogged_context(session, base)
+                config = dataclasses.replace(fitted, shared_cache=view)
                 runs = [_Run(session, named, config) for named in strategies]
                 live[position] = {"session": session, "runs": runs, "pending": len(runs)}
                 for n, run in enumerate(runs):

@@ -199,12 +199,15 @@ class AutomaticPrefixSimulator(CacheSimulator):
             if self.rule(sim, "refresh_on_read", True):
                 live_match.last_use = max(live_match.last_use, t)
             created = live_match.created or t
-        # The new prompt covers every cached prompt that is a prefix of it.
+        # The new prompt covers every cached prompt of its own thread that is a prefix of it.
+        # Another thread's stays: it may be ready for others, and is for its writer, before
+        # the new one is (a parallel session's copy must not take a thread's own prompt away).
         kept = [
             p
             for p in prompts
             if not (
                 p.length is None
+                and p.writer == sim.lane
                 and len(p.block_ids) <= len(req.block_ids)
                 and first_difference(p.block_ids, req.block_ids) is None
             )

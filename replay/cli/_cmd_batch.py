@@ -3,46 +3,11 @@
 from __future__ import annotations
 
 import sys
-from contextlib import nullcontext
 from pathlib import Path
 
 import click
 
-from replay.cli._main import cli, replay_options, user_errors
-
-
-def _progress(quiet: bool):
-    """A rich progress bar on stderr (None with --quiet) and the callback that drives it."""
-    if quiet:
-        return nullcontext(), None
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    from replay.report import console
-
-    bar = Progress(
-        TextColumn("{task.description:<7}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("files"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console(stderr=True),
-    )
-    phases: dict[str, int] = {}
-
-    def tick(phase: str, done: int, total: int) -> None:
-        if phase not in phases:
-            phases[phase] = bar.add_task(phase, total=total)
-        bar.update(phases[phase], completed=done, total=total)
-
-    return bar, tick
+from replay.cli._main import cli, price_overrides, replay_options, user_errors
 
 
 def _tables(report):
@@ -186,6 +151,7 @@ def batch_command(
     from replay import report as out
     from replay.batch import BatchOptions, parse_when, run_batch
 
+    price_overrides(prices)  # a bad --price is a user error, before any work (as in `run`)
     opts = BatchOptions(
         strategies=strategies,
         provider=provider,
@@ -197,8 +163,10 @@ def batch_command(
         per_request=per_request,
         share_cache=share_cache,
     )
-    bar, tick = _progress(quiet)
-    with bar:
+    from replay.cli._progress import phase_bars
+
+    # One bar per pass (scan, replay), on a terminal only: a pipe or a file gets no fragments.
+    with phase_bars("files", quiet, out.console(stderr=True)) as tick:
         result = run_batch(
             targets,
             opts,

@@ -1,8 +1,9 @@
 """Progress bars for commands that can take more than a second (rich, on standard error).
 
-Shown only when standard error is a terminal and `--quiet` was not given: a pipe, a file or CI
-gets no bar and no escape codes. Colours follow rich's detection (off when not a terminal, and
-`NO_COLOR` is honoured).
+Every command draws its bars through these helpers, so they are shown only when standard error
+is a terminal and `--quiet` was not given: a pipe, a file or CI gets no bar and no escape codes
+(`replay bench` reports its phases as plain lines instead). Colours follow rich's detection
+(off when not a terminal, and `NO_COLOR` is honoured).
 """
 
 from __future__ import annotations
@@ -47,6 +48,44 @@ def progress_bar(label: str, quiet: bool = False, console: Console | None = None
         def update(name: str, done: int, total: int) -> None:
             description = f"{label}: {name}" if name else label
             bar.update(task, total=total, completed=done, description=description)
+
+        yield update
+
+
+@contextmanager
+def phase_bars(unit: str, quiet: bool = False, console: Console | None = None
+               ) -> Iterator[Progress | None]:
+    """Yield `progress(phase, done, total)` drawing one bar per phase (added at the phase's first
+    call, left on screen with its counts), or None when no bar should show: the same rule as
+    `progress_bar` (a pipe, a file or CI gets nothing). `unit` names what is counted."""
+    console = console or Console(stderr=True)
+    if quiet or not console.is_terminal:
+        yield None
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.progress import Progress as Bar
+
+    with Bar(
+        TextColumn("{task.description:<7}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn(unit),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+    ) as bar:
+        tasks: dict[str, int] = {}
+
+        def update(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(phase, total=total)
+            bar.update(tasks[phase], completed=done, total=total)
 
         yield update
 

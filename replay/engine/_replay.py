@@ -28,6 +28,7 @@ from replay._errors import ReplayError
 from replay.cache import Breakpoint, CacheRouter, CacheStore, SimRequest, profile_for
 from replay.cache._base import CacheOutcome
 from replay.cache._rules import ProviderRules
+from replay.engine._chain import ChainTable
 from replay.engine._unlogged import (
     ThreadUnlogged,
     Unlogged,
@@ -166,17 +167,23 @@ class SharedCache:
 
     `replay batch` replays sessions with the same cache scope through one `SharedCache`, their
     requests interleaved in time order (`_Run.steps`), so a session reads the system-prompt and
-    tool prefix that another one left in the cache. Stores and renderers are created on first
-    use; give each session its own `SharedCache` sharing the same dicts and its own `lane`.
+    tool prefix that another one left in the cache. Stores and block tables are created on
+    first use; give each session its own `SharedCache` sharing the same dicts and its own `lane`.
+
+    Each session renders as when it is replayed alone (its own renderers, its own unlogged
+    context and fitted counts): only the cache and the block ids are shared. A `_Run` does not
+    fit the unlogged context itself: give it a config from `with_unlogged_context` (fitted on
+    a cache of its own) before setting `shared_cache`, as `replay batch` does.
     """
 
     scope: str
     """Cache scope of every request (replaces the per-session `provider:session_id`)."""
     stores: dict[str, CacheStore] = field(default_factory=dict)
     """Strategy name → its cache store (a strategy only ever reads its own entries)."""
-    renderers: dict[str, Renderer] = field(default_factory=dict)
-    """Model family → renderer: one block table for all sessions, so equal blocks get equal ids
-    and prefix keys agree across sessions."""
+    tables: dict[str, ChainTable] = field(default_factory=dict)
+    """Model family → the chain's block table: one id space for all sessions, so equal blocks
+    get equal ids and prefix keys agree across sessions (each session's renderer sees it
+    through its own counter: `ChainTable.view`)."""
     lane: str = ""
     """Label of the session (read when its runs are created): prefixed to its thread names in
     cache lanes, so another session's `main` entries are not taken for this session's own
@@ -345,9 +352,9 @@ class _Run:
         shared = config.shared_cache
         self.store = shared.stores.setdefault(named.name, CacheStore()) if shared else CacheStore()
         self.cache = CacheRouter(config.cache_rules, config.rule_overrides)
-        self.renderers: dict[str, Renderer] = shared.renderers if shared else {}
-        # With a shared cache the renderers are shared across strategies too: the strategy's
-        # name keeps each one's last view apart (the renderer reuses a thread's last layout).
+        self.renderers: dict[str, Renderer] = {}
+        self.shared = shared
+        # The session's label and the strategy's name keep the lanes of a shared store apart.
         self.lane = f"{shared.lane}|{named.name}|" if shared else ""
         self.pricer = config.pricer or Pricer()
         self.records: list[RequestRecord] = []
@@ -363,7 +370,14 @@ class _Run:
         family = family_for(model).family
         r = self.renderers.get(family)
         if r is None:
-            r = self.renderers[family] = Renderer(self.unlogged.counter(model))
+            counter = self.unlogged.counter(model)
+            r = self.renderers[family] = Renderer(counter)
+            if self.shared is not None:  # the chain's block ids, this session's counts
+                chain = self.shared.tables.get(family)
+                if chain is None:
+                    base = getattr(counter, "base", counter)  # a FittedCounter's family counter
+                    chain = self.shared.tables[family] = ChainTable(base)
+                r.table = chain.view(counter)
         return r
 
     def run(self) -> list[RequestRecord]:

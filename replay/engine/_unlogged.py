@@ -517,10 +517,10 @@ class Unlogged:
 
     def counter(self, model: str) -> TokenCounter | FittedCounter:
         """The counter the run renders `model` with: the family's shared one, seen through the
-        counts fitted for this session. A shared cache (`replay batch` chains, which fit no
-        unlogged context) shares its renderers between sessions: the shared counter."""
+        counts fitted for this session (in a `replay batch` chain too: its sessions share
+        block ids, not counts, `replay/engine/_chain.py`)."""
         base = counter_for(model)
-        if self.run.config.shared_cache is not None or not base.family.estimated:
+        if not base.family.estimated:
             return base
         if self.fitting and self.signed:
             return fitted_counter(base, self.fit.counts.setdefault(base.family.family, {}))
