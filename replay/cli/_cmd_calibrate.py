@@ -37,6 +37,19 @@ def _table(calibrations, title: str):
     return table
 
 
+def _check_date(text: str) -> None:
+    """The `--date` must be a calendar date: it is written into pricing/tokenizers.json rows,
+    where a typo would pass for a measurement date."""
+    from datetime import date
+
+    from replay._errors import ReplayError
+
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        raise ReplayError(f"--date {text!r}: expected a date as YYYY-MM-DD (2026-11-29)") from None
+
+
 @cli.command("calibrate")
 @click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
@@ -78,6 +91,7 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     from replay._atomic import write_atomic
     from replay.tokens import calibrate, calibration_dict, logs_label, tokenizer_file
 
+    _check_date(date)
     sessions = []
     for log in logs:
         session = load(log, strict=strict)
