@@ -4,10 +4,11 @@ naming the strategy, the parameter and the range, never a traceback mid-replay."
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
-from conftest import RUN42
+from conftest import ROOT, RUN42
 
 import replay
 from replay._errors import ReplayError
@@ -165,3 +166,42 @@ def test_the_extreme_accepted_values_of_every_builtin_parameter_run():
     assert len(names) > 100
     result = replay.replay(RUN42, names, per_turn=False)
     assert result.summary.height == len({parse_name(n).name for n in names})
+
+
+# --- `replay strategies` shows each name's own parameters -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("compact-at-12000-freeform", {"chars": 12000, "style": "freeform"}),
+        ("compact-chained-at-12000", {"mode": "chained", "chars": 12000}),
+        ("opencode-compact-tail-suffix", {"mode": "suffix"}),
+        ("sliding-10-pin-first", {"messages": 10, "modifier": "pin-first"}),
+        ("sliding-10", {"messages": 10}),
+    ],
+)
+def test_strategies_json_shows_each_names_own_parameters(invoke, name, expected):
+    result = invoke("strategies", "--format", "json")
+    assert result.exit_code == 0, result.output
+    (row,) = [r for r in json.loads(result.stdout) if r["name"] == name]
+    assert expected.items() <= row["defaults"].items()
+    if name == "sliding-10":
+        assert "modifier" not in row["defaults"]  # unset optional parameters are left out
+
+
+def test_strategies_table_shows_each_names_own_parameters(invoke):
+    result = invoke("strategies")
+    assert result.exit_code == 0, result.output
+    assert "style=freeform" in result.stdout and "mode=chained" in result.stdout
+    assert "mode=suffix" in result.stdout and "modifier=pin-first" in result.stdout
+
+
+def test_docs_table_is_the_registry(invoke):
+    """docs/strategies.md's table is `replay strategies --format markdown`, byte for byte
+    (regenerate it with that command when a strategy changes)."""
+    result = invoke("strategies", "--format", "markdown")
+    assert result.exit_code == 0, result.output
+    docs = (ROOT / "docs" / "strategies.md").read_text()
+    assert result.stdout in docs
+    assert docs.count("| name | cache class | defaults | rule | source |") == 1
