@@ -220,17 +220,39 @@ _REGISTRY: dict[str, StrategySpec] = {}
 
 
 def register(spec: StrategySpec) -> StrategySpec:
-    """Add a family (a plug-in may not replace a built-in family)."""
+    """Add a family (a plug-in may not take a built-in's family, names or pattern)."""
     if spec.cache_class not in CACHE_CLASSES:
         raise ReplayError(
             f"strategy family {spec.family!r}: cache_class {spec.cache_class!r} is not one of "
             + ", ".join(CACHE_CLASSES)
         )
-    existing = _REGISTRY.get(spec.family)
-    if existing is not None and spec.is_plugin and not existing.is_plugin:
-        raise ReplayError(f"plug-in {spec.origin}: {spec.family!r} is a built-in strategy family")
+    if spec.is_plugin:
+        _load_builtin()
+        _refuse_builtin_clash(spec)
     _REGISTRY[spec.family] = spec
     return spec
+
+
+def _refuse_builtin_clash(plugin: StrategySpec) -> None:
+    """A plug-in may not take a built-in's family, names or pattern: built-ins are matched
+    first, so such a plug-in would never run while the results carried its name."""
+    where = f"plug-in {plugin.origin}"
+    names = dict.fromkeys((*plugin.canonical, plugin.family))
+    for builtin in (s for s in _REGISTRY.values() if not s.is_plugin):
+        if plugin.family == builtin.family:
+            raise ReplayError(f"{where}: {plugin.family!r} is a built-in strategy family")
+        for name in names:
+            if re.fullmatch(builtin.pattern, name):
+                raise ReplayError(
+                    f"{where}: name {name!r} is taken by the built-in family "
+                    f"{builtin.family!r} (pattern {builtin.pattern}); give the plug-in another name"
+                )
+        for name in builtin.canonical:
+            if re.fullmatch(plugin.pattern, name):
+                raise ReplayError(
+                    f"{where}: pattern {plugin.pattern!r} matches the built-in name {name!r}; "
+                    "give the plug-in a pattern of its own"
+                )
 
 
 def registered() -> list[StrategySpec]:

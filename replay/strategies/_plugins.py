@@ -33,7 +33,8 @@ or a list. In `pyproject.toml`:
 
 Plug-ins are listed by `replay strategies` (origin `file:…` / `entry-point:…`) and run when
 named, or all at once with `--strategies plugins` (`--strategies all,plugins` for built-ins
-and plug-ins together). A plug-in may not reuse the family name of a built-in.
+and plug-ins together). A plug-in may not reuse the family, a name or the pattern of a built-in
+(it would never run: built-ins are matched first).
 """
 
 from __future__ import annotations
@@ -176,10 +177,24 @@ def load_strategy_file(path: str | Path) -> list[StrategySpec]:
         raise ReplayError(f"--strategy-file {path}: no such file")
     module = _import_file(resolved)
     specs = spec_from_module(module, f"file:{path}", resolved.stem.replace("_", "-"))
-    for spec in specs:
-        register(spec)
+    registered_here: list[StrategySpec] = []
+    try:
+        for spec in specs:
+            register(spec)
+            registered_here.append(spec)
+    except ReplayError:
+        for spec in registered_here:  # all of the file or none of it
+            _unregister(spec)
+        raise
     _files[resolved] = specs
     return specs
+
+
+def _unregister(spec: StrategySpec) -> None:
+    from replay.strategies._base import _REGISTRY
+
+    if _REGISTRY.get(spec.family) is spec:
+        del _REGISTRY[spec.family]
 
 
 def _specs_from_object(obj: Any, origin: str) -> list[StrategySpec]:
