@@ -324,3 +324,26 @@ def test_deterministic_log_exercises_every_core_strategy(det_log):
     assert rows["age-truncate-500-keep-3"]["prefix_breaks"] > 0
     assert rows["compact-at-12000-structured"]["summarizer_calls"] > 0
     assert rows["sliding-10"]["prefix_breaks"] > 0
+
+
+@pytest.mark.parametrize(
+    ("word", "command"), [("stratgies", "strategies"), ("whatfi", "whatif"), ("rport", "report")]
+)
+def test_a_mistyped_command_is_not_read_as_a_log_path(invoke, tmp_path, monkeypatch, word, command):
+    monkeypatch.chdir(tmp_path)
+    result = invoke(word)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: no such file or command {word!r}; did you mean {command!r}?\n"
+    )
+    # a file of that name is still a log: the shorthand `replay LOG` wins
+    (tmp_path / word).write_text(RUN42.read_text())
+    result = invoke(word, "-s", "baseline", "--quiet")
+    assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize("word", ["nosuchthing", "logs/nope.jsonl", "nope.jsonl"])
+def test_a_missing_log_that_is_no_command_says_no_such_file(invoke, word):
+    result = invoke(word)
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {word}: no such file\n"
