@@ -347,3 +347,40 @@ def test_a_missing_log_that_is_no_command_says_no_such_file(invoke, word):
     result = invoke(word)
     assert result.exit_code == 2
     assert result.stderr == f"error: {word}: no such file\n"
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "table"])
+def test_output_into_a_missing_folder_is_an_error_not_a_new_folder(invoke, tmp_path, fmt):
+    target = tmp_path / "no-such-dir" / "x.out"
+    result = invoke("run", RUN42, "-s", "baseline", "--format", fmt, "-o", target)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: cannot write {target}: directory {target.parent} does not exist\n"
+    )
+    assert not target.parent.exists()
+    result = invoke("run", RUN42, "-s", "baseline", "--format", fmt, "-o", tmp_path / "x.out")
+    assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["breakeven", RUN42, "-s", "baseline", "--format", "json", "-o"],
+        ["whatif", RUN42, "--at", "8", "--prune", "older-than:3", "--format", "json", "-o"],
+        ["strategies", "--format", "json", "-o"],
+        ["schema", "-o"],
+        ["convert", RUN42, "-o"],
+        ["record-fixture", "-o"],
+        ["report", RUN42, "-s", "baseline", "-o"],
+        ["calibrate", RUN42, "--write-tokenizers"],
+        ["bench", "-n", "10", "--write-log"],
+    ],
+)
+def test_no_command_creates_a_missing_output_folder(invoke, tmp_path, args):
+    target = tmp_path / "no-such-dir" / "out.file"
+    result = invoke(*args, target)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: cannot write {target}: directory {target.parent} does not exist\n"
+    )
+    assert list(tmp_path.iterdir()) == []

@@ -40,6 +40,16 @@ class _DefaultToRun(click.Group):
             sys.exit(2)
 
 
+def check_output_folder(ctx: click.Context, param: click.Parameter, value: Path | None) -> Any:
+    """Refuse an output file whose folder does not exist before any work is done (the write
+    itself refuses it too, see `replay._atomic`: folders are never created silently)."""
+    if value is not None and str(value) != "-" and not value.parent.is_dir():
+        what = "is not a directory" if value.parent.exists() else "does not exist"
+        click.echo(f"error: cannot write {value}: directory {value.parent} {what}", err=True)
+        ctx.exit(2)
+    return value
+
+
 def output_options(formats: tuple[str, ...] = FORMATS) -> Callable:
     """`--format`, `-o/--output` and `--quiet`, shared by every command that prints results."""
 
@@ -49,7 +59,9 @@ def output_options(formats: tuple[str, ...] = FORMATS) -> Callable:
             "-o",
             "--output",
             type=click.Path(dir_okay=False, path_type=Path),
-            help="Write the result to FILE (atomically) instead of standard output.",
+            callback=check_output_folder,
+            help="Write the result to FILE (atomically) instead of standard output; its folder "
+            "must exist.",
         )(fn)
         fn = click.option(
             "--format",
