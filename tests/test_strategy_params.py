@@ -205,3 +205,47 @@ def test_docs_table_is_the_registry(invoke):
     docs = (ROOT / "docs" / "strategies.md").read_text()
     assert result.stdout in docs
     assert docs.count("| name | cache class | defaults | rule | source |") == 1
+
+
+# --- plug-ins may declare bounds too --------------------------------------------------------
+
+BOUNDED = '''
+"""Keep the last N items."""
+from replay.strategies import Bounds
+
+NAME = "bounded-last-n"
+BOUNDS = {"n": Bounds(low=1)}
+
+def strategy(history, ctx, n=4):
+    return list(history[-n:])
+'''
+
+
+@pytest.fixture
+def clean_registry():
+    from replay.strategies import _base, _plugins
+
+    before, files = dict(_base._REGISTRY), dict(_plugins._files)
+    yield
+    _base._REGISTRY.clear()
+    _base._REGISTRY.update(before)
+    _plugins._files.clear()
+    _plugins._files.update(files)
+
+
+def test_a_plugin_file_declares_bounds(tmp_path, clean_registry, invoke):
+    path = tmp_path / "bounded.py"
+    path.write_text(BOUNDED)
+    result = invoke("run", RUN42, "-s", "bounded-last-n[n=0]", "--strategy-file", path, "-q")
+    assert result.exit_code == 2
+    assert "bounded-last-n.n must be ≥ 1" in result.stderr
+    assert parse_name("bounded-last-n[n=2]").params == {"n": 2}
+
+
+def test_a_plugin_file_with_bounds_for_no_parameter_is_refused(tmp_path, clean_registry):
+    from replay.strategies import load_strategy_file
+
+    path = tmp_path / "wrong.py"
+    path.write_text(BOUNDED.replace('BOUNDS = {"n"', 'BOUNDS = {"m"'))
+    with pytest.raises(ReplayError, match=re.escape("BOUNDS['m'] must be a Bounds for one of")):
+        load_strategy_file(path)

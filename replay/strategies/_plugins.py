@@ -19,7 +19,9 @@ declare summarizer calls (costed as separate requests) or rewrite events.
   safe assumption for an unknown strategy);
 - `RULE`, `SOURCE` — one-line rule and source (defaults: the module docstring's first line and
   the file path);
-- `PARAMS` — default values for the parameters.
+- `PARAMS` — default values for the parameters;
+- `BOUNDS` — the values a parameter accepts, e.g. `{"n": Bounds(low=1)}` (`Bounds` from
+  `replay.strategies`); a value outside them is refused before anything runs.
 
 or it may instead define any number of `StrategySpec` objects (families with name patterns),
 which are registered as they are.
@@ -52,7 +54,7 @@ from types import ModuleType
 from typing import Any
 
 from replay._errors import ReplayError
-from replay.strategies._base import CACHE_CLASSES, StrategySpec, register
+from replay.strategies._base import CACHE_CLASSES, Bounds, StrategySpec, register
 
 GROUP = "replay.strategies"
 
@@ -117,6 +119,13 @@ def spec_from_module(module: ModuleType, origin: str, default_name: str) -> list
         )
     doc = (module.__doc__ or "").strip().splitlines()
     params = {**_params_of(target), **dict(getattr(module, "PARAMS", {}) or {})}
+    bounds = dict(getattr(module, "BOUNDS", {}) or {})
+    for key, value in bounds.items():
+        if key not in params or not isinstance(value, Bounds):
+            raise ReplayError(
+                f"{origin}: BOUNDS[{key!r}] must be a Bounds for one of the parameters "
+                f"({', '.join(params) or 'none'})"
+            )
 
     if inspect.isclass(target):
 
@@ -143,6 +152,7 @@ def spec_from_module(module: ModuleType, origin: str, default_name: str) -> list
         canonical=(name,),
         source=str(getattr(module, "SOURCE", origin)),
         origin=origin,
+        bounds=bounds,
     )
     return [spec]
 
