@@ -19,7 +19,9 @@ Parameters can also be overridden without a pattern slot for them:
 Values are read by the type of the parameter's default: ints accept `40k` (x1000, or the
 family's own unit), `40_000`; floats accept `0.9` or `90%`; booleans `true/false/yes/no/1/0`;
 tuples a `+`- or `,`-separated list. A built strategy whose parameters differ from what its
-name says is named `<name>[k=v,...]`, so every row of a result names exactly what ran.
+name says is named `<name>[k=v,...]`, so every row of a result names exactly what ran. Each
+parameter of a built-in family declares the values it accepts (`StrategySpec.bounds`); a value
+outside them is refused when the name is parsed, with the strategy, parameter and range.
 
 `all` expands to the canonical names of the built-in families (their shipped defaults);
 `plugins` expands to the names of every loaded plug-in (`--strategy-file`, entry points in the
