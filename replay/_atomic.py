@@ -34,7 +34,11 @@ def _mode_for(target: Path) -> int:
 
 
 def write_atomic(path: str | Path, data: bytes | str) -> None:
-    """Write `data` to `path` through a temporary file in the same folder, then rename."""
+    """Write `data` to `path` through a temporary file in the same folder, then rename.
+
+    Missing parent folders are created (library callers such as `write_log` rely on it); the
+    command line refuses an output file in a missing folder before doing any work
+    (`replay.cli._main.check_output_folder`), so a mistyped `-o` never leaves a tree behind."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     payload = data.encode("utf-8") if isinstance(data, str) else data

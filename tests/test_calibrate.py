@@ -256,6 +256,15 @@ def test_cli_says_when_nothing_can_be_measured(tmp_path: Path) -> None:
     assert result.exit_code != 0
 
 
+@pytest.mark.parametrize("date", ["notadate", "2026-13-01", "29/11/2026"])
+def test_cli_refuses_a_date_that_is_not_a_date(date: str) -> None:
+    load_commands()
+    run42 = ROOT / "logs" / "run42.jsonl"
+    result = CliRunner().invoke(cli, ["calibrate", str(run42), "--date", date])
+    assert result.exit_code == 2
+    assert f"--date {date!r}: expected a date as YYYY-MM-DD" in result.output
+
+
 CLAUDE_CODE = [
     "ShamsiievDmytro__entire-bmad__entire-checkpoints-v1__91_03598e5336_9_full.jsonl",
     "blackgirlbytes__entire-token-costs-benchmark-tests__entire-checkpoints-v1__cb_190e483db3_0"

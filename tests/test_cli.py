@@ -324,3 +324,63 @@ def test_deterministic_log_exercises_every_core_strategy(det_log):
     assert rows["age-truncate-500-keep-3"]["prefix_breaks"] > 0
     assert rows["compact-at-12000-structured"]["summarizer_calls"] > 0
     assert rows["sliding-10"]["prefix_breaks"] > 0
+
+
+@pytest.mark.parametrize(
+    ("word", "command"), [("stratgies", "strategies"), ("whatfi", "whatif"), ("rport", "report")]
+)
+def test_a_mistyped_command_is_not_read_as_a_log_path(invoke, tmp_path, monkeypatch, word, command):
+    monkeypatch.chdir(tmp_path)
+    result = invoke(word)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: no such file or command {word!r}; did you mean {command!r}?\n"
+    )
+    # a file of that name is still a log: the shorthand `replay LOG` wins
+    (tmp_path / word).write_text(RUN42.read_text())
+    result = invoke(word, "-s", "baseline", "--quiet")
+    assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize("word", ["nosuchthing", "logs/nope.jsonl", "nope.jsonl"])
+def test_a_missing_log_that_is_no_command_says_no_such_file(invoke, word):
+    result = invoke(word)
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {word}: no such file\n"
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "table"])
+def test_output_into_a_missing_folder_is_an_error_not_a_new_folder(invoke, tmp_path, fmt):
+    target = tmp_path / "no-such-dir" / "x.out"
+    result = invoke("run", RUN42, "-s", "baseline", "--format", fmt, "-o", target)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: cannot write {target}: directory {target.parent} does not exist\n"
+    )
+    assert not target.parent.exists()
+    result = invoke("run", RUN42, "-s", "baseline", "--format", fmt, "-o", tmp_path / "x.out")
+    assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["breakeven", RUN42, "-s", "baseline", "--format", "json", "-o"],
+        ["whatif", RUN42, "--at", "8", "--prune", "older-than:3", "--format", "json", "-o"],
+        ["strategies", "--format", "json", "-o"],
+        ["schema", "-o"],
+        ["convert", RUN42, "-o"],
+        ["record-fixture", "-o"],
+        ["report", RUN42, "-s", "baseline", "-o"],
+        ["calibrate", RUN42, "--write-tokenizers"],
+        ["bench", "-n", "10", "--write-log"],
+    ],
+)
+def test_no_command_creates_a_missing_output_folder(invoke, tmp_path, args):
+    target = tmp_path / "no-such-dir" / "out.file"
+    result = invoke(*args, target)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: cannot write {target}: directory {target.parent} does not exist\n"
+    )
+    assert list(tmp_path.iterdir()) == []

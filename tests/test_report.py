@@ -313,6 +313,27 @@ def test_plot_command(tmp_path, args, name, magic) -> None:
     assert out.read_bytes().lstrip().startswith(magic)
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-o", "x.gif"], "-o x.gif: cannot draw .gif images; use a .png or .svg file"),
+        (["-o", "x.pdf", "--format", "png"], "cannot draw .pdf images"),
+        (["-o", "x.png", "--format", "svg"], "--format svg but -o x.png names a .png file"),
+        (["-o", "x.img"], ".img names no image format"),
+        (["-o", "missing/x.png"], "cannot write missing/x.png: directory missing does not exist"),
+    ],
+)
+def test_plot_refuses_a_file_name_that_is_not_what_it_draws(tmp_path, monkeypatch, args,
+                                                            message) -> None:
+    monkeypatch.chdir(tmp_path)
+    run = CliRunner().invoke(cli, ["plot", str(SAMPLE), "-s", "baseline", "-q", *args],
+                             prog_name="replay")
+    assert run.exit_code == 2, run.output
+    assert run.stderr.startswith("error: ") and message in run.stderr
+    assert run.stderr.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []  # nothing written, no folder made
+
+
 def test_plot_to_standard_output() -> None:
     run = CliRunner().invoke(cli, ["plot", str(SAMPLE), "-s", "baseline", "-q"],
                              prog_name="replay")

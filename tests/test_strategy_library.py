@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import RUN42
 
 from replay._errors import ReplayError
 from replay.log import Usage
@@ -652,6 +653,48 @@ def test_bad_strategy_files_are_user_errors(tmp_path, clean_registry):
     clash.write_text("NAME = 'baseline'\ndef strategy(history, ctx):\n    return history\n")
     with pytest.raises(ReplayError, match="built-in"):
         _plugins.load_strategy_file(clash)
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        # a canonical name of a built-in: the built-in would run under the plug-in's name
+        ("NAME = 'truncate-500'\ndef strategy(history, ctx):\n    return history\n",
+         "name 'truncate-500' is taken by the built-in family 'truncate'"),
+        # any name a built-in pattern accepts
+        ("NAME = 'sliding-7-pin-first'\ndef strategy(history, ctx):\n    return history\n",
+         "name 'sliding-7-pin-first' is taken by the built-in family 'sliding'"),
+        # a pattern that swallows a built-in's canonical name
+        ("from replay.strategies import StrategySpec\n"
+         "SPEC = StrategySpec(family='mine', pattern=r'sliding-\\d+', cache_class='churn',\n"
+         "                    rule='x', build=lambda: (lambda history, ctx: list(history)))\n",
+         "pattern 'sliding-\\\\d+' matches the built-in name 'sliding-10'"),
+    ],
+)
+def test_a_plugin_cannot_shadow_a_builtin_name_or_pattern(tmp_path, clean_registry, invoke,
+                                                          source, message):
+    clash = tmp_path / "clash.py"
+    clash.write_text(source)
+    with pytest.raises(ReplayError, match=re.escape(message)):
+        _plugins.load_strategy_file(clash)
+    assert all(not s.is_plugin for s in registered())  # nothing of the file stays registered
+    result = invoke("run", RUN42, "-s", "plugins", "--strategy-file", clash, "--quiet")
+    assert result.exit_code == 2 and message in result.stderr
+
+
+def test_a_file_is_registered_whole_or_not_at_all(tmp_path, clean_registry):
+    mixed = tmp_path / "mixed.py"
+    mixed.write_text(
+        "from replay.strategies import StrategySpec\n"
+        "def build():\n    return lambda history, ctx: list(history)\n"
+        "SPECS = [StrategySpec(family='fine-one', pattern='fine-one', build=build,\n"
+        "                      cache_class='churn', rule='x'),\n"
+        "         StrategySpec(family='bad-one', pattern='baseline', build=build,\n"
+        "                      cache_class='churn', rule='x')]\n"
+    )
+    with pytest.raises(ReplayError, match="matches the built-in name 'baseline'"):
+        _plugins.load_strategy_file(mixed)
+    assert "fine-one" not in {s.family for s in registered()}
 
 
 def test_entry_point_plugins(tmp_path, monkeypatch, clean_registry):

@@ -4,6 +4,7 @@ recorded. Selectors, the one-edit views, `replay._api.whatif` and `replay whatif
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 
 import gen
@@ -44,6 +45,19 @@ def test_bad_selector(text) -> None:
         Selector.parse(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("older-than:-3", "K must be ≥ 0 (got -3)"),
+        ("older-than:1.5", "K must be a whole number ≥ 0"),
+        ("messages:5-2", "empty range, A must be ≤ B (messages:2-5?)"),
+    ],
+)
+def test_bad_selector_says_what_the_rule_is(text, message) -> None:
+    with pytest.raises(ReplayError, match=re.escape(f"bad --prune selector {text!r}: {message}")):
+        Selector.parse(text)
+
+
 def _history():
     """user, a call to read a.py, its result, a call to run the tests and read b.py (parallel),
     both results, a last user message: 7 items."""
@@ -67,7 +81,7 @@ def _outputs(items):
 
 def test_prune_older_than() -> None:
     history = _history()
-    kept, detail = _prune(history, Selector.parse("older-than:1"))
+    kept, detail = _prune(history, Selector.parse("older-than:1"), 0)
     assert _outputs(kept) == ["UserItem", "AssistantItem", PLACEHOLDER, "AssistantItem",
                               PLACEHOLDER, "B" * 50, "UserItem"]
     assert detail == "cleared 2 tool results older than 1"
@@ -75,11 +89,27 @@ def test_prune_older_than() -> None:
                if not isinstance(a, ToolResultItem) or a.output != PLACEHOLDER)
     cleared = kept[2]
     assert cleared.event_index == 2 and cleared.original_chars == 50
-    assert _prune(history, Selector.parse("older-than:3"))[0] == history  # nothing that old
+    with pytest.raises(ReplayError, match=re.escape(
+            "--prune older-than:3 matches nothing at request 0 (7 history items): only 3 tool "
+            "results, none older than 3")):
+        _prune(history, Selector.parse("older-than:3"), 0)  # nothing that old
+
+
+@pytest.mark.parametrize(
+    ("selector", "why"),
+    [
+        ("tool:nosuch", "no result of tool 'nosuch' (tools: read_file, run_tests)"),
+        ("messages:7-9", "items are numbered 0..6"),
+    ],
+)
+def test_a_selector_that_matches_nothing_is_an_error(selector, why) -> None:
+    with pytest.raises(ReplayError, match=re.escape(f"matches nothing at request 5 (7 history "
+                                                    f"items): {why}")):
+        _prune(_history(), Selector.parse(selector), 5)
 
 
 def test_prune_tool() -> None:
-    kept, detail = _prune(_history(), Selector.parse("tool:read_file"))
+    kept, detail = _prune(_history(), Selector.parse("tool:read_file"), 0)
     assert _outputs(kept) == ["UserItem", "AssistantItem", PLACEHOLDER, "AssistantItem",
                               "FAIL " * 10, PLACEHOLDER, "UserItem"]
     assert detail == "cleared 2 results of read_file"
@@ -97,7 +127,7 @@ def test_prune_tool() -> None:
 )
 def test_prune_messages_keeps_calls_and_results_together(selector, left) -> None:
     history = _history()
-    kept, detail = _prune(history, Selector.parse(selector))
+    kept, detail = _prune(history, Selector.parse(selector), 0)
     assert [i.event_index for i in kept] == left
     assert detail == f"dropped {len(history) - len(left)} history items"
 
@@ -262,6 +292,10 @@ def test_cli_compact_json(invoke) -> None:
          "error: --at 14 is outside the log's requests (0..13)"),
         (["--at", "-1", "--prune", "older-than:3"], "error: --at -1 is outside"),
         (["--compact-at", "14"], "error: --compact-at 14 is outside the log's requests"),
+        (["--at", "8", "--prune", "tool:nosuch"],
+         "error: --prune tool:nosuch matches nothing at request 8"),
+        (["--at", "8", "--prune", "messages:5-2"], "error: bad --prune selector 'messages:5-2'"),
+        (["--at", "8", "--prune", "older-than:-3"], "error: bad --prune selector 'older-than:-3'"),
     ],
 )
 def test_cli_errors_are_one_line(invoke, args, message) -> None:

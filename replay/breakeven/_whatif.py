@@ -7,10 +7,13 @@ with its summarizer call costed). Before AT and after it the conversation is sen
 (append-only), so the difference is that single edit.
 
 Selectors:
-- `older-than:K` — tool results with at least K newer tool results after them;
+- `older-than:K` — tool results with at least K newer tool results after them (K ≥ 0);
 - `tool:NAME` — every result of tool NAME;
-- `messages:A-B` — history items A..B (0-based, inclusive); a tool call and its result are
-  always removed together.
+- `messages:A-B` — history items A..B (0-based, inclusive, A ≤ B); a tool call and its result
+  are always removed together.
+
+A selector that selects nothing at request AT is an error (naming what the history holds), not
+an edit that costs $0.
 """
 
 from __future__ import annotations
@@ -49,29 +52,65 @@ class Selector:
                 f"bad --prune selector {text!r}; expected older-than:K, tool:NAME or messages:A-B"
             )
         kind, value = m.groups()
-        if kind == "older-than" and not value.isdigit():
-            raise ReplayError(f"bad --prune selector {text!r}: K must be a number")
-        if kind == "messages" and not re.fullmatch(r"\d+-\d+", value):
-            raise ReplayError(f"bad --prune selector {text!r}: expected messages:A-B")
+        if kind == "older-than":
+            if not re.fullmatch(r"[-+]?\d+", value):
+                raise ReplayError(f"bad --prune selector {text!r}: K must be a whole number ≥ 0")
+            if int(value) < 0:
+                raise ReplayError(f"bad --prune selector {text!r}: K must be ≥ 0 (got {value})")
+        if kind == "messages":
+            ends = re.fullmatch(r"(\d+)-(\d+)", value)
+            if not ends:
+                raise ReplayError(
+                    f"bad --prune selector {text!r}: expected messages:A-B, two item indexes "
+                    "(0-based, A ≤ B)"
+                )
+            if int(ends.group(1)) > int(ends.group(2)):
+                raise ReplayError(
+                    f"bad --prune selector {text!r}: empty range, A must be ≤ B "
+                    f"(messages:{ends.group(2)}-{ends.group(1)}?)"
+                )
         return cls(kind, value)
 
 
-def _prune(history: Sequence[Item], selector: Selector) -> tuple[list[Item], str]:
+def _nothing_matched(selector: Selector, at: int, history: Sequence[Item], why: str) -> ReplayError:
+    return ReplayError(
+        f"--prune {selector.kind}:{selector.value} matches nothing at request {at} "
+        f"({len(history)} history items): {why}"
+    )
+
+
+def _prune(history: Sequence[Item], selector: Selector, at: int) -> tuple[list[Item], str]:
+    """The history with the selected context removed; an error if the selector selects nothing
+    (an edit that changes nothing would report a saving of $0 as if it had been measured)."""
     results = [n for n, i in enumerate(history) if isinstance(i, ToolResultItem)]
     if selector.kind == "older-than":
         k = int(selector.value)
         chosen = set(results[: max(0, len(results) - k)])
+        if not chosen:
+            raise _nothing_matched(
+                selector, at, history, f"only {len(results)} tool results, none older than {k}"
+            )
         return [
             replace_output(i, PLACEHOLDER) if n in chosen else i  # type: ignore[arg-type]
             for n, i in enumerate(history)
         ], f"cleared {len(chosen)} tool results older than {k}"
     if selector.kind == "tool":
         chosen = {n for n in results if history[n].tool_name == selector.value}  # type: ignore[union-attr]
+        if not chosen:
+            tools = sorted({history[n].tool_name for n in results})  # type: ignore[union-attr]
+            raise _nothing_matched(
+                selector, at, history,
+                f"no result of tool {selector.value!r} (tools: {', '.join(tools) or 'none'})",
+            )
         return [
             replace_output(i, PLACEHOLDER) if n in chosen else i  # type: ignore[arg-type]
             for n, i in enumerate(history)
         ], f"cleared {len(chosen)} results of {selector.value}"
     lo, hi = (int(x) for x in selector.value.split("-"))
+    if lo >= len(history):
+        raise _nothing_matched(
+            selector, at, history, f"items are numbered 0..{len(history) - 1}"
+        )
     owner: dict[str, int] = {}
     results_of: dict[str, list[int]] = {}
     for n, item in enumerate(history):
@@ -125,7 +164,7 @@ def whatif_strategy(at: int, prune: Selector | None, compact: bool) -> NamedStra
                     call = SummarizerCall(tuple(replaced), STRUCTURED_INSTRUCTION, text)
                     return View(list(frozen), [call], [RewriteEvent("compaction", "what-if")])
                 assert prune is not None
-                frozen, detail = _prune(history, prune)
+                frozen, detail = _prune(history, prune, ctx.request_index)
                 frozen_len = len(history)
                 return View(list(frozen), [], [RewriteEvent("prune", detail)])
             if frozen is None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from replay.cli._main import cli, output_options, user_errors
+from replay.cli._main import check_output_folder, cli, output_options, user_errors
 
 
 @cli.command("bench")
@@ -69,6 +69,7 @@ from replay.cli._main import cli, output_options, user_errors
 @click.option(
     "--write-log",
     type=click.Path(dir_okay=False, path_type=Path),
+    callback=check_output_folder,
     help="Only write the synthetic session to this replay-log file, and stop.",
 )
 @output_options(("table", "json"))

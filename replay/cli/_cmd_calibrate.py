@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from replay.cli._main import cli, output_options, user_errors
+from replay.cli._main import check_output_folder, cli, output_options, user_errors
 
 
 def _table(calibrations, title: str):
@@ -37,6 +37,19 @@ def _table(calibrations, title: str):
     return table
 
 
+def _check_date(text: str) -> None:
+    """The `--date` must be a calendar date: it is written into pricing/tokenizers.json rows,
+    where a typo would pass for a measurement date."""
+    from datetime import date
+
+    from replay._errors import ReplayError
+
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        raise ReplayError(f"--date {text!r}: expected a date as YYYY-MM-DD (2026-11-29)") from None
+
+
 @cli.command("calibrate")
 @click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
@@ -48,6 +61,7 @@ def _table(calibrations, title: str):
 @click.option(
     "--write-tokenizers",
     type=click.Path(dir_okay=False, path_type=Path),
+    callback=check_output_folder,
     help="Also write a tokenizer file with the measured rows; apply it to any command with "
     "REPLAY_TOKENIZERS=FILE.",
 )
@@ -79,6 +93,7 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     from replay._errors import ReplayError
     from replay.tokens import calibrate, calibration_dict, logs_label, tokenizer_file
 
+    _check_date(date)
     sessions = []
     for log in logs:
         session = load(log, strict=strict)

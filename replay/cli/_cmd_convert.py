@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from replay.cli._main import cli, user_errors
+from replay.cli._main import check_output_folder, cli, user_errors
 
 _FORMATS = ("replay-log", "claude-code", "codex", "pi", "opencode")
 
@@ -17,6 +17,7 @@ _FORMATS = ("replay-log", "claude-code", "codex", "pi", "opencode")
     "-o",
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
+    callback=check_output_folder,
     required=True,
     help="Where to write the replay-log JSONL (atomically); `-` for standard output.",
 )

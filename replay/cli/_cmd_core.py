@@ -11,6 +11,7 @@ import click
 
 from replay.cli._cmd_strategies import resolve_strategies, strategy_options
 from replay.cli._main import (
+    check_output_folder,
     cli,
     emit,
     output_options,
@@ -150,7 +151,8 @@ def print_notes(notes: list[str]) -> None:
 
 @cli.command("schema")
 @click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE."
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE.",
+    callback=check_output_folder,
 )
 @user_errors
 def schema_command(output: Path | None) -> None:
@@ -172,6 +174,7 @@ def schema_command(output: Path | None) -> None:
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
     default=Path("logs/run42.jsonl"),
+    callback=check_output_folder,
     show_default=True,
     help="Where to write the recorded log.",
 )

@@ -8,7 +8,13 @@ from pathlib import Path
 import click
 
 from replay.cli._cmd_strategies import resolve_strategies, strategy_options
-from replay.cli._main import cli, price_overrides, replay_options, user_errors
+from replay.cli._main import (
+    check_output_folder,
+    cli,
+    price_overrides,
+    replay_options,
+    user_errors,
+)
 
 METRICS = ("prompt", "cost", "hit-ratio")
 
@@ -25,6 +31,7 @@ def _size(n: int) -> str:
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
     default=Path("report.html"),
+    callback=check_output_folder,
     show_default=True,
     help="HTML file to write (atomically).",
 )
@@ -78,6 +85,30 @@ def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ..
         )
 
 
+# Image formats `plot` cannot draw: a file named like one of them would lie about its content.
+_OTHER_IMAGES = ("gif", "jpg", "jpeg", "webp", "bmp", "tif", "tiff", "pdf", "eps", "ps", "ico")
+
+
+def _image_format(fmt: str | None, output: Path | None) -> str:
+    """The format to draw: --format, else -o's suffix, else png. A suffix that names another
+    image format (`-o chart.gif`, `--format svg -o chart.png`) is refused, and so is a suffix
+    that names no format without --format (`-o chart.img`)."""
+    from replay._errors import ReplayError
+
+    suffix = output.suffix.lower().lstrip(".") if output is not None else ""
+    if suffix in _OTHER_IMAGES:
+        raise ReplayError(f"-o {output}: cannot draw .{suffix} images; use a .png or .svg file")
+    if suffix in ("png", "svg"):
+        if fmt is not None and fmt != suffix:
+            raise ReplayError(f"--format {fmt} but -o {output} names a .{suffix} file")
+        return suffix
+    if suffix and fmt is None:
+        raise ReplayError(
+            f"-o {output}: .{suffix} names no image format; use a .png or .svg file, or --format"
+        )
+    return fmt or "png"
+
+
 @cli.command("plot")
 @click.argument("log", type=click.Path(path_type=Path))
 @click.option("--metric", type=click.Choice(METRICS), default="cost", show_default=True,
@@ -86,7 +117,9 @@ def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ..
 @click.option("--format", "fmt", type=click.Choice(["png", "svg"]),
               help="Image format (default: from -o's suffix, else png).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Image file to write (default: standard output, when it is not a terminal).")
+              callback=check_output_folder,
+              help="Image file to write, .png or .svg (default: standard output, when it is not "
+              "a terminal).")
 @click.option("--strategies", "-s", default="all", show_default=True,
               help="`all`, `plugins`, or comma-separated names.")
 @strategy_options
@@ -112,8 +145,7 @@ def plot_command(log: Path, metric: str, fmt: str | None, output: Path | None, s
     from replay.cli._progress import progress_bar, status
     from replay.report._charts import render_chart
 
-    if fmt is None:
-        fmt = "svg" if output is not None and output.suffix.lower() == ".svg" else "png"
+    fmt = _image_format(fmt, output)
     if output is None and sys.stdout.isatty():
         raise click.UsageError("give -o FILE (an image is not for the terminal)")
     with progress_bar("replaying", quiet) as progress:

@@ -63,23 +63,48 @@ def resolve_strategies(
 
 
 def strategy_rows() -> list[dict[str, Any]]:
-    """One row per name `all` / `plugins` run (families without canonical names: the family)."""
-    from replay.strategies import registered
+    """One row per name `all` / `plugins` run (families without canonical names: the family).
 
-    return [
-        {
-            "name": name,
-            "family": spec.family,
-            "cache_class": spec.cache_class,
-            "defaults": {
-                k: list(v) if isinstance(v, tuple) else v for k, v in spec.defaults.items()
-            },
-            "rule": spec.rule,
-            "source": spec.source,
-        }
-        for spec in registered()
-        for name in (spec.canonical or (spec.family,))
-    ]
+    `defaults` are the parameters that name runs with (`compact-at-12000-freeform` has
+    `style=freeform`, not its family's first default); unset optional ones are left out."""
+    from replay.strategies import parse_name, registered
+
+    rows = []
+    for spec in registered():
+        for name in spec.canonical or (spec.family,):
+            params = parse_name(name).params if spec.canonical else spec.parameters()
+            rows.append(
+                {
+                    "name": name,
+                    "family": spec.family,
+                    "cache_class": spec.cache_class,
+                    "defaults": {
+                        k: list(v) if isinstance(v, tuple) else v
+                        for k, v in params.items()
+                        if v is not None
+                    },
+                    "rule": spec.rule,
+                    "source": spec.source,
+                }
+            )
+    return rows
+
+
+def format_params(params: dict[str, Any]) -> str:
+    """`k=v, k=v` (lists joined with `+`, as they are written in names and `--set`)."""
+    return ", ".join(
+        f"{k}={'+'.join(map(str, v)) if isinstance(v, list) else v}" for k, v in params.items()
+    )
+
+
+def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
+    """The rows as the Markdown table of docs/strategies.md (`--format markdown`)."""
+    lines = ["| name | cache class | defaults | rule | source |", "|---|---|---|---|---|"]
+    for r in rows:
+        cells = [f"`{r['name']}`", r["cache_class"], format_params(r["defaults"]) or "—"]
+        cells += [r["rule"], r["source"]]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 @cli.command("strategies")
@@ -90,7 +115,7 @@ def strategy_rows() -> list[dict[str, Any]]:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also list the plug-in strategies of this Python file (repeatable).",
 )
-@output_options(("table", "json"))
+@output_options(("table", "json", "markdown"))
 @user_errors
 def strategies_command(
     strategy_files: tuple[Path, ...], fmt: str, output: Path | None, quiet: bool
@@ -99,7 +124,8 @@ def strategies_command(
 
     `--strategies all` runs the built-in names; installed plug-ins (entry-point group
     `replay.strategies`) and `--strategy-file` ones run with `--strategies plugins`.
-    Parameters are set in the name or with `--set FAMILY.PARAM=VALUE` on `run`.
+    Parameters are set in the name or with `--set FAMILY.PARAM=VALUE` on `run`; the defaults
+    shown are each name's own. `--format markdown` prints the table of docs/strategies.md.
 
     \b
     Example:
@@ -117,15 +143,15 @@ def strategies_command(
     if fmt == "json":
         report.write_output(json.dumps(rows, indent=2, default=str) + "\n", output)
         return
+    if fmt == "markdown":
+        report.write_output(markdown_table(rows), output)
+        return
     table = Table(
         title="strategies (`all` runs the built-ins; `plugins` the plug-ins)", title_justify="left"
     )
     for col in ("name", "family", "cache class", "defaults", "rule", "source"):
         table.add_column(col)
     for r in rows:
-        defaults = ", ".join(
-            f"{k}={'+'.join(map(str, v)) if isinstance(v, list) else v}"
-            for k, v in r["defaults"].items()
-        )
+        defaults = format_params(r["defaults"])
         table.add_row(r["name"], r["family"], r["cache_class"], defaults, r["rule"], r["source"])
     report.print_table(table, output)

@@ -20,8 +20,34 @@ class _DefaultToRun(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and not args[0].startswith("-"):
+            self._refuse_mistyped_command(args[0])
             args = ["run", *args]
         return super().parse_args(ctx, args)
+
+    def _refuse_mistyped_command(self, word: str) -> None:
+        """A missing "log" that is a near-miss of a command name (`stratgies`) is a typo of
+        the command, not a path: say so instead of "no such file". Words that look like paths
+        (a `/` or a `.`) are left to `run`, which names the missing file."""
+        import difflib
+
+        if "/" in word or "." in word or Path(word).exists():
+            return
+        close = difflib.get_close_matches(word, sorted(self.commands), n=1)
+        if close:
+            click.echo(
+                f"error: no such file or command {word!r}; did you mean {close[0]!r}?", err=True
+            )
+            sys.exit(2)
+
+
+def check_output_folder(ctx: click.Context, param: click.Parameter, value: Path | None) -> Any:
+    """Refuse an output file whose folder does not exist before any work is done (the write
+    itself refuses it too, see `replay._atomic`: folders are never created silently)."""
+    if value is not None and str(value) != "-" and not value.parent.is_dir():
+        what = "is not a directory" if value.parent.exists() else "does not exist"
+        click.echo(f"error: cannot write {value}: directory {value.parent} {what}", err=True)
+        ctx.exit(2)
+    return value
 
 
 def output_options(formats: tuple[str, ...] = FORMATS) -> Callable:
@@ -33,7 +59,9 @@ def output_options(formats: tuple[str, ...] = FORMATS) -> Callable:
             "-o",
             "--output",
             type=click.Path(dir_okay=False, path_type=Path),
-            help="Write the result to FILE (atomically) instead of standard output.",
+            callback=check_output_folder,
+            help="Write the result to FILE (atomically) instead of standard output; its folder "
+            "must exist.",
         )(fn)
         fn = click.option(
             "--format",

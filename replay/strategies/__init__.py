@@ -1,6 +1,7 @@
 """Context-assembly strategies: one family per module, resolved by name."""
 
 from replay.strategies._base import (
+    Bounds,
     NamedStrategy,
     Strategy,
     StrategyContext,
@@ -31,6 +32,7 @@ from replay.strategies._view import (
 __all__ = [
     "AssistantItem",
     "Block",
+    "Bounds",
     "CacheClass",
     "Item",
     "NamedStrategy",

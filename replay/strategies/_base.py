@@ -19,7 +19,9 @@ Parameters can also be overridden without a pattern slot for them:
 Values are read by the type of the parameter's default: ints accept `40k` (x1000, or the
 family's own unit), `40_000`; floats accept `0.9` or `90%`; booleans `true/false/yes/no/1/0`;
 tuples a `+`- or `,`-separated list. A built strategy whose parameters differ from what its
-name says is named `<name>[k=v,...]`, so every row of a result names exactly what ran.
+name says is named `<name>[k=v,...]`, so every row of a result names exactly what ran. Each
+parameter of a built-in family declares the values it accepts (`StrategySpec.bounds`); a value
+outside them is refused when the name is parsed, with the strategy, parameter and range.
 
 `all` expands to the canonical names of the built-in families (their shipped defaults);
 `plugins` expands to the names of every loaded plug-in (`--strategy-file`, entry points in the
@@ -75,6 +77,83 @@ class Strategy(Protocol):
 CACHE_CLASSES: tuple[CacheClass, ...] = ("append-only", "freeze-once", "churn", "churn-tail")
 
 
+def _num(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) else f"{value:,}".replace(",", "_")
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The values one parameter accepts: a numeric range and/or a set of words.
+
+    Checked whenever a name is parsed (from the name itself, `[...]` or `--set`), so a value
+    the strategy cannot run with is refused with a message, never a traceback mid-replay."""
+
+    low: float | None = None
+    """Smallest accepted number (None: no lower bound)."""
+    high: float | None = None
+    """Largest accepted number (None: no upper bound)."""
+    low_open: bool = False
+    """True: `low < x` rather than `low <= x`."""
+    high_open: bool = False
+    """True: `x < high` rather than `x <= high`."""
+    words: tuple[str, ...] = ()
+    """Words accepted instead of a number (`auto`, `all`), or the only choices when the range
+    is empty (`structured`, `freeform`)."""
+    pct: bool = False
+    """Also accept `<N>pct` (a percentage of the window) with 0 < N <= 100."""
+
+    @property
+    def numeric(self) -> bool:
+        return self.low is not None or self.high is not None
+
+    def describe(self) -> str:
+        """The accepted values in words: `≥ 1`, `0 < x ≤ 1`, `≥ 1 or auto`, `one of: a, b`."""
+        parts: list[str] = []
+        if self.low is not None and self.high is not None:
+            lo, hi = ("<" if self.low_open else "≤"), ("<" if self.high_open else "≤")
+            parts.append(f"{_num(self.low)} {lo} x {hi} {_num(self.high)}")
+        elif self.low is not None:
+            parts.append(f"{'>' if self.low_open else '≥'} {_num(self.low)}")
+        elif self.high is not None:
+            parts.append(f"{'<' if self.high_open else '≤'} {_num(self.high)}")
+        if self.pct:
+            parts.append("Npct with 0 < N ≤ 100")
+        if not parts:
+            return "one of: " + ", ".join(self.words) if self.words else "any value"
+        return " or ".join([*parts, *self.words])
+
+    def in_range(self, value: float) -> bool:
+        above = self.low is None or (value > self.low if self.low_open else value >= self.low)
+        below = self.high is None or (value < self.high if self.high_open else value <= self.high)
+        return above and below
+
+    def check(self, value: Any, kilo: int = 1000) -> Any:
+        """`value` if accepted (a numeric word like `8k` read as a number), else ValueError."""
+        if isinstance(value, str) and value in self.words:
+            return value
+        if isinstance(value, str) and self.pct and value.endswith("pct"):
+            number = _number(value[:-3])
+            if number is not None and 0 < number <= 100:
+                return value
+            raise ValueError(value)
+        if isinstance(value, bool) or not self.numeric:
+            raise ValueError(value)
+        number = _number(value, kilo) if isinstance(value, str) else value
+        if not isinstance(number, int | float) or not self.in_range(number):
+            raise ValueError(value)
+        return number
+
+
+AT_LEAST_0 = Bounds(low=0)
+"""Counts, sizes and thresholds where 0 means none / off / always."""
+AT_LEAST_1 = Bounds(low=1)
+"""Caps and windows that must hold something."""
+PERCENT = Bounds(low=1, high=100)
+"""A percentage of the context window, as a whole number."""
+FRACTION = Bounds(low=0, high=1)
+"""A share, 0 to 1 (accepts `30%`)."""
+
+
 @dataclass(frozen=True)
 class StrategySpec:
     """One family of strategies: how to parse its names and build an instance."""
@@ -96,6 +175,10 @@ class StrategySpec:
     """Per-parameter value of the `k` suffix in names (default 1,000; pi's `16k` is 16,384)."""
     origin: str = "builtin"
     """`builtin`, or where a plug-in came from (`file:PATH`, `entry-point:NAME`)."""
+    bounds: Mapping[str, Bounds] = field(default_factory=dict)
+    """Per-parameter accepted values; a value outside them is refused when the name is parsed
+    (every built-in parameter declares them; a plug-in's parameters without bounds are passed
+    through as given)."""
 
     @property
     def is_plugin(self) -> bool:
@@ -139,17 +222,39 @@ _REGISTRY: dict[str, StrategySpec] = {}
 
 
 def register(spec: StrategySpec) -> StrategySpec:
-    """Add a family (a plug-in may not replace a built-in family)."""
+    """Add a family (a plug-in may not take a built-in's family, names or pattern)."""
     if spec.cache_class not in CACHE_CLASSES:
         raise ReplayError(
             f"strategy family {spec.family!r}: cache_class {spec.cache_class!r} is not one of "
             + ", ".join(CACHE_CLASSES)
         )
-    existing = _REGISTRY.get(spec.family)
-    if existing is not None and spec.is_plugin and not existing.is_plugin:
-        raise ReplayError(f"plug-in {spec.origin}: {spec.family!r} is a built-in strategy family")
+    if spec.is_plugin:
+        _load_builtin()
+        _refuse_builtin_clash(spec)
     _REGISTRY[spec.family] = spec
     return spec
+
+
+def _refuse_builtin_clash(plugin: StrategySpec) -> None:
+    """A plug-in may not take a built-in's family, names or pattern: built-ins are matched
+    first, so such a plug-in would never run while the results carried its name."""
+    where = f"plug-in {plugin.origin}"
+    names = dict.fromkeys((*plugin.canonical, plugin.family))
+    for builtin in (s for s in _REGISTRY.values() if not s.is_plugin):
+        if plugin.family == builtin.family:
+            raise ReplayError(f"{where}: {plugin.family!r} is a built-in strategy family")
+        for name in names:
+            if re.fullmatch(builtin.pattern, name):
+                raise ReplayError(
+                    f"{where}: name {name!r} is taken by the built-in family "
+                    f"{builtin.family!r} (pattern {builtin.pattern}); give the plug-in another name"
+                )
+        for name in builtin.canonical:
+            if re.fullmatch(plugin.pattern, name):
+                raise ReplayError(
+                    f"{where}: pattern {plugin.pattern!r} matches the built-in name {name!r}; "
+                    "give the plug-in a pattern of its own"
+                )
 
 
 def registered() -> list[StrategySpec]:
@@ -164,10 +269,17 @@ _FALSE = {"false", "no", "off", "0"}
 
 
 def _number(value: str, kilo: int = 1000) -> int | float | None:
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmM]?)", value.strip().replace("_", ""))
+    """`40k`, `-5`, `0.3`, `40_000` → a number (an int when whole); None if not a number.
+
+    Negative numbers are read too, so a range check can say what is wrong with them."""
+    m = re.fullmatch(r"([-+]?\d+(?:\.\d+)?)([kKmM]?)", value.strip().replace("_", ""))
     if not m:
         return None
-    number = float(m.group(1)) * {"": 1, "k": kilo, "m": kilo * kilo}[m.group(2).lower()]
+    digits = m.group(1)
+    scale = {"": 1, "k": kilo, "m": kilo * kilo}[m.group(2).lower()]
+    if "." not in digits:
+        return int(digits) * scale  # exact, however large
+    number = float(digits) * scale
     return int(number) if number.is_integer() else number
 
 
@@ -179,6 +291,9 @@ def coerce_param(spec: StrategySpec, param: str, raw: Any) -> Any:
     kilo = spec.kilo.get(param, 1000)
     text = raw.strip()
     where = f"{spec.family}.{param}={raw!r}"
+    bounds = spec.bounds.get(param)
+    if bounds is not None and text in bounds.words:
+        return text  # a word the parameter accepts besides numbers (`keep=all`)
     if isinstance(default, bool):
         if text.lower() in _TRUE:
             return True
@@ -284,12 +399,32 @@ def parse_name(
                     params[k] = _coerce_group(spec, k, v)
             changed = _apply(spec, params, _bracket_overrides(bracket)) if bracket else {}
             changed.update(_apply(spec, params, (overrides or {}).get(spec.family, {})))
+            _check_bounds(spec, params, name.strip())
             label = base
             if changed:
                 label += "[" + ",".join(f"{k}={v}" for k, v in sorted(changed.items())) + "]"
             return NamedStrategy(name=label, spec=spec, params=params)
     known = ", ".join(canonical_names() + plugin_names())
     raise ReplayError(f"unknown strategy {name!r}; known: {known} (see `replay strategies`)")
+
+
+def _check_bounds(spec: StrategySpec, params: dict[str, Any], name: str) -> None:
+    """Refuse any parameter outside its declared bounds, naming the strategy, the parameter
+    and what it accepts (numbers given as words, like `8k` from a name, become numbers)."""
+    defaults = spec.parameters()
+    for key, bounds in spec.bounds.items():
+        if key not in params or (params[key] is None and defaults.get(key) is None):
+            continue  # an optional parameter left unset (`sliding-10` has no modifier)
+        try:
+            params[key] = bounds.check(params[key], spec.kilo.get(key, 1000))
+        except ValueError:
+            value = params[key]
+            number = isinstance(value, int | float) or _number(str(value)) is not None
+            problem = "is out of range" if number else "is not accepted"
+            raise ReplayError(
+                f"strategy {name!r}: {key}={_format_value(value)} {problem}; "
+                f"{spec.family}.{key} must be {bounds.describe()}"
+            ) from None
 
 
 def _coerce_group(spec: StrategySpec, param: str, value: str) -> Any:

@@ -19,7 +19,9 @@ declare summarizer calls (costed as separate requests) or rewrite events.
   safe assumption for an unknown strategy);
 - `RULE`, `SOURCE` — one-line rule and source (defaults: the module docstring's first line and
   the file path);
-- `PARAMS` — default values for the parameters.
+- `PARAMS` — default values for the parameters;
+- `BOUNDS` — the values a parameter accepts, e.g. `{"n": Bounds(low=1)}` (`Bounds` from
+  `replay.strategies`); a value outside them is refused before anything runs.
 
 or it may instead define any number of `StrategySpec` objects (families with name patterns),
 which are registered as they are.
@@ -33,7 +35,8 @@ or a list. In `pyproject.toml`:
 
 Plug-ins are listed by `replay strategies` (origin `file:…` / `entry-point:…`) and run when
 named, or all at once with `--strategies plugins` (`--strategies all,plugins` for built-ins
-and plug-ins together). A plug-in may not reuse the family name of a built-in.
+and plug-ins together). A plug-in may not reuse the family, a name or the pattern of a built-in
+(it would never run: built-ins are matched first).
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from types import ModuleType
 from typing import Any
 
 from replay._errors import ReplayError
-from replay.strategies._base import CACHE_CLASSES, StrategySpec, register
+from replay.strategies._base import CACHE_CLASSES, Bounds, StrategySpec, register
 
 GROUP = "replay.strategies"
 
@@ -116,6 +119,13 @@ def spec_from_module(module: ModuleType, origin: str, default_name: str) -> list
         )
     doc = (module.__doc__ or "").strip().splitlines()
     params = {**_params_of(target), **dict(getattr(module, "PARAMS", {}) or {})}
+    bounds = dict(getattr(module, "BOUNDS", {}) or {})
+    for key, value in bounds.items():
+        if key not in params or not isinstance(value, Bounds):
+            raise ReplayError(
+                f"{origin}: BOUNDS[{key!r}] must be a Bounds for one of the parameters "
+                f"({', '.join(params) or 'none'})"
+            )
 
     if inspect.isclass(target):
 
@@ -142,6 +152,7 @@ def spec_from_module(module: ModuleType, origin: str, default_name: str) -> list
         canonical=(name,),
         source=str(getattr(module, "SOURCE", origin)),
         origin=origin,
+        bounds=bounds,
     )
     return [spec]
 
@@ -176,10 +187,24 @@ def load_strategy_file(path: str | Path) -> list[StrategySpec]:
         raise ReplayError(f"--strategy-file {path}: no such file")
     module = _import_file(resolved)
     specs = spec_from_module(module, f"file:{path}", resolved.stem.replace("_", "-"))
-    for spec in specs:
-        register(spec)
+    registered_here: list[StrategySpec] = []
+    try:
+        for spec in specs:
+            register(spec)
+            registered_here.append(spec)
+    except ReplayError:
+        for spec in registered_here:  # all of the file or none of it
+            _unregister(spec)
+        raise
     _files[resolved] = specs
     return specs
+
+
+def _unregister(spec: StrategySpec) -> None:
+    from replay.strategies._base import _REGISTRY
+
+    if _REGISTRY.get(spec.family) is spec:
+        del _REGISTRY[spec.family]
 
 
 def _specs_from_object(obj: Any, origin: str) -> list[StrategySpec]:

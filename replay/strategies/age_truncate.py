@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_0, AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import AgingView
 from replay.strategies._view import Item, RewriteEvent, ToolResultItem, View, truncate_chars
 
@@ -43,6 +43,7 @@ register(
         cache_class="freeze-once",
         rule="keep the K most recent tool results verbatim; cap older ones to N characters",
         defaults={"chars": 500, "keep": 3},
+        bounds={"chars": AT_LEAST_1, "keep": AT_LEAST_0},
         canonical=("age-truncate-500-keep-3",),
         source="seed study (age-truncate-500-keep-3)",
     )

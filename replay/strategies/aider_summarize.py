@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     Frozen,
     SummarySource,
@@ -111,6 +111,7 @@ register(
         rule="after each exchange: done history > max (window/16 in [1k, 8k]) → weak-model summary "
         "of the head, keep a tail < max/2",
         defaults={"max_tokens": "auto"},
+        bounds={"max_tokens": Bounds(low=1, words=("auto",))},
         canonical=("aider-summarize-auto",),
         source="Aider-AI/aider aider/history.py, models.py",
     )

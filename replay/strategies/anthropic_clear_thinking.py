@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import AgingView, replace_blocks
 from replay.strategies._view import AssistantItem, Item, RewriteEvent, View
 
@@ -57,6 +57,7 @@ register(
         rule="server-side, every request: drop the thinking blocks of all but the K most recent "
         "assistant turns with thinking",
         defaults={"keep": 1},
+        bounds={"keep": Bounds(low=0, words=("all",))},
         canonical=("anthropic-clear-thinking-keep-1",),
         source="Anthropic docs: context editing (clear_thinking_20251015)",
     )

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_0, StrategyContext, StrategySpec, register
 from replay.strategies._common import GrownView, TokenSums, item_tokens, replace_blocks
 from replay.strategies._view import (
     AssistantItem,
@@ -136,6 +136,12 @@ register(
             "exclude_tools": (),
             "clear_tool_inputs": False,
             "trigger_tool_uses": 0,
+        },
+        bounds={
+            "trigger": AT_LEAST_0,
+            "keep": AT_LEAST_0,
+            "clear_at_least": AT_LEAST_0,
+            "trigger_tool_uses": AT_LEAST_0,
         },
         canonical=("anthropic-clear-tool-uses-100k-keep-3",),
         source="Anthropic docs: context editing (clear_tool_uses_20250919)",

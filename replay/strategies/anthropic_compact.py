@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     Frozen,
     SummarySource,
@@ -55,6 +55,7 @@ register(
         rule="server-side: input > trigger → summarize into a compaction block; later requests "
         "ignore everything before it",
         defaults={"trigger": 150000},
+        bounds={"trigger": AT_LEAST_1},
         canonical=("anthropic-compact-150k",),
         source="Anthropic docs: compaction (compact_20260112)",
     )

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_0, AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     Frozen,
     SummarySource,
@@ -135,6 +135,13 @@ register(
             "files": 5,
             "file_tokens": 5000,
             "files_total": 50000,
+        },
+        bounds={
+            "buffer": AT_LEAST_0,
+            "max_output": AT_LEAST_1,
+            "files": AT_LEAST_0,
+            "file_tokens": AT_LEAST_0,
+            "files_total": AT_LEAST_0,
         },
         canonical=("claudecode-autocompact-13k",),
         source="Claude Code, public analyses (UNVERIFIED): services/compact/autoCompact.ts",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_0, AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import ReplacedResults, tool_kind
 from replay.strategies._prompts import LITERAL_CLEARED
 from replay.strategies._view import Item, RewriteEvent, ToolResultItem, View, replace_output
@@ -61,6 +61,7 @@ register(
         rule=">= 60 min since the last response (cache cold) → clear all but the 5 newest "
         "compactable tool results (UNVERIFIED)",
         defaults={"gap": 60, "keep": 5},
+        bounds={"gap": AT_LEAST_0, "keep": AT_LEAST_1},
         canonical=("claudecode-microcompact-time-60m-keep-5",),
         source="Claude Code, public analyses (UNVERIFIED): microCompact.ts",
     )

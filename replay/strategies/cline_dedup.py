@@ -13,7 +13,7 @@ Source: cline/cline src/core/context/context-management/ContextManager.ts.
 
 from __future__ import annotations
 
-from replay.strategies._base import StrategySpec, register
+from replay.strategies._base import FRACTION, StrategySpec, register
 from replay.strategies.cline_truncate import ClineContext
 
 
@@ -30,6 +30,7 @@ register(
         rule="at the truncation threshold: older duplicate file reads → notice; truncate only if "
         "that saved < 30 % of the characters",
         defaults={"saving": 0.3},
+        bounds={"saving": FRACTION},
         canonical=("cline-dedup-file-reads",),
         source="cline/cline ContextManager.ts",
     )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     MessageGroups,
     PairedView,
@@ -150,6 +150,7 @@ register(
         rule="previous request >= maxAllowed (window - 27k/30k/40k) → keep the first pair, delete "
         "half (or 3/4) of the later messages; notice in the first assistant message",
         defaults={"keep": "half"},
+        bounds={"keep": Bounds(words=("half",))},
         canonical=("cline-truncate-keep-first-pair-half",),
         source="cline/cline ContextManager.ts, context-window-utils.ts",
     )

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_0, PERCENT, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     Frozen,
     SummarySource,
@@ -122,6 +122,7 @@ register(
         rule="reported usage >= min(cfg, 90% of window) → summarize the whole history; keep recent "
         "user messages (<= 20k tokens) + summary",
         defaults={"pct": 90, "limit": 0, "keep_user_tokens": 20000},
+        bounds={"pct": PERCENT, "limit": AT_LEAST_0, "keep_user_tokens": AT_LEAST_0},
         canonical=("codex-compact-at-90pct",),
         source="openai/codex compact.rs, codex.rs, openai_models.rs",
     )

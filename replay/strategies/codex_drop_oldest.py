@@ -15,7 +15,7 @@ first item, "Trim from the beginning to preserve cache"); codex.rs `set_total_to
 
 from __future__ import annotations
 
-from replay.strategies._base import StrategySpec, register
+from replay.strategies._base import AT_LEAST_0, PERCENT, StrategySpec, register
 from replay.strategies.codex_compact import codex_compact
 
 
@@ -32,6 +32,7 @@ register(
         rule="compact only when the window is full; the compaction request drops its oldest items "
         "(+pairs) until it fits",
         defaults={"pct": 100, "limit": 0, "keep_user_tokens": 20000},
+        bounds={"pct": PERCENT, "limit": AT_LEAST_0, "keep_user_tokens": AT_LEAST_0},
         canonical=("codex-compact-drop-oldest",),
         source="openai/codex compact.rs run_compact_task_inner",
     )

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_0, PERCENT, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     Frozen,
     SummarySource,
@@ -79,6 +79,7 @@ register(
         rule="same trigger as codex-compact; /responses/compact → real user messages + one opaque "
         "compaction item",
         defaults={"pct": 90, "limit": 0},
+        bounds={"pct": PERCENT, "limit": AT_LEAST_0},
         canonical=("codex-remote-compact-at-90pct",),
         source="openai/codex compact_remote.rs",
     )

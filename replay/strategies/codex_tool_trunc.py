@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_1, Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import GrownView, ItemMemo, tool_kind
 from replay.strategies._view import Item, ToolResultItem, replace_output
 
@@ -69,6 +69,7 @@ register(
         rule="at record time, middle-truncate each tool output over 1.2 x the policy to head + "
         "tail halves with a `…N chars truncated…` marker",
         defaults={"limit": 10000, "unit": "auto"},
+        bounds={"limit": AT_LEAST_1, "unit": Bounds(words=("auto", "bytes", "tokens"))},
         canonical=("codex-tool-trunc-10k",),
         source="openai/codex context_manager/history.rs, utils/output-truncation",
     )

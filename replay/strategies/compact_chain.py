@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_1, Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     Frozen,
     SummarySource,
@@ -69,6 +69,7 @@ register(
         rule="past N chars, fold all but the current step into a summary; rotating re-summarizes "
         "one slot, chained appends frozen summaries",
         defaults={"mode": "rotating", "chars": 12000},
+        bounds={"mode": Bounds(words=("rotating", "chained")), "chars": AT_LEAST_1},
         canonical=("compact-rotating-at-12000", "compact-chained-at-12000"),
         source="seed articles (rotating vs chained compaction)",
     )

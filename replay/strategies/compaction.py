@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_1, Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import CharSums, Seen, last_assistant
 from replay.strategies._summary import (
     FREEFORM_INSTRUCTION,
@@ -89,6 +89,7 @@ register(
         rule="when the view passes N characters, one summarizer call replaces all but the "
         "current step with a summary (five-section structured, or free-form)",
         defaults={"chars": 12000, "style": "structured"},
+        bounds={"chars": AT_LEAST_1, "style": Bounds(words=("structured", "freeform"))},
         canonical=("compact-at-12000-structured", "compact-at-12000-freeform"),
         source="seed study (compact-at-12000-structured; Claude Code's summary template, "
         "paraphrased)",

@@ -20,7 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import (
+    AT_LEAST_0,
+    AT_LEAST_1,
+    PERCENT,
+    Bounds,
+    StrategyContext,
+    StrategySpec,
+    register,
+)
 from replay.strategies._common import (
     Frozen,
     SummarySource,
@@ -130,6 +138,12 @@ register(
         rule="last prompt >= 50% of the limit → <state_snapshot> of the oldest 70% (split at a "
         "user message), keep the last 30%",
         defaults={"threshold": 50, "preserve": 30, "tool_budget": 50000, "preview_lines": 30},
+        bounds={
+            "threshold": PERCENT,
+            "preserve": Bounds(low=0, high=100, low_open=True, high_open=True),
+            "tool_budget": AT_LEAST_0,
+            "preview_lines": AT_LEAST_1,
+        },
         canonical=("gemini-compress-50pct-keep-30pct",),
         source="google-gemini/gemini-cli chatCompressionService.ts",
     )

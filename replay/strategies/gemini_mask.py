@@ -18,7 +18,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_0, AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import GrownView, item_tokens
 from replay.strategies._prompts import LITERAL_GEMINI_MASK
 from replay.strategies._view import (
@@ -128,6 +128,7 @@ register(
         rule="protect the newest 50k tokens of tool output (+ the current step); if >= 30k more "
         "are prunable, mask each with a 250-char head/tail preview",
         defaults={"protect": 50000, "minimum": 30000, "preview": 250},
+        bounds={"protect": AT_LEAST_0, "minimum": AT_LEAST_0, "preview": AT_LEAST_1},
         canonical=("gemini-mask-tool-out-50k-30k",),
         source="google-gemini/gemini-cli toolOutputMaskingService.ts",
     )

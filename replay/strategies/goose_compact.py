@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import PERCENT, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     Frozen,
     SummarySource,
@@ -62,6 +62,7 @@ register(
         cache_class="freeze-once",
         rule="usage / window > 80% → summarize everything; [summary, continuation, last user text]",
         defaults={"pct": 80},
+        bounds={"pct": PERCENT},
         canonical=("goose-compact-80pct",),
         source="block/goose crates/goose/src/context_mgmt/mod.rs",
     )

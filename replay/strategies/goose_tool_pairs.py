@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import GrownView, fresh_call, strip_calls
 from replay.strategies._prompts import GOOSE_PAIR_INSTRUCTION, LITERAL_GOOSE_PAIR_PREFIX
 from replay.strategies._summary import describe_arguments
@@ -137,6 +137,7 @@ register(
         rule="visible tool calls > cutoff (window x 0.8 / 10k in [10, 500]) → the oldest pairs "
         "become one '[Historical tool call summary]' message each",
         defaults={"cutoff": "auto", "batch": "auto"},
+        bounds={"cutoff": Bounds(low=0, words=("auto",)), "batch": Bounds(low=1, words=("auto",))},
         canonical=("goose-tool-pair-summarize",),
         source="block/goose crates/goose/src/context_mgmt/mod.rs",
     )

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import GrownView, strip_calls
 from replay.strategies._prompts import LITERAL_OPENHANDS_MASKED
 from replay.strategies._view import (
@@ -96,6 +96,7 @@ register(
         rule="observations older than the last W events → '<MASKED>' (their tool calls dropped "
         "with them); the boundary moves every turn",
         defaults={"window": 100},
+        bounds={"window": AT_LEAST_1},
         canonical=("observation-mask-keep-100",),
         source="All-Hands-AI/OpenHands observation_masking_condenser.py",
     )

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     Frozen,
     SummarySource,
@@ -65,6 +65,7 @@ register(
         rule="server-side: rendered tokens >= compact_threshold → opaque compaction item; items "
         "before it dropped",
         defaults={"threshold": "90pct"},
+        bounds={"threshold": Bounds(low=1, pct=True)},
         canonical=("openai-responses-compact-90pct",),
         source="OpenAI docs: guides/compaction (Responses context_management)",
     )

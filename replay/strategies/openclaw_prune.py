@@ -22,7 +22,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_0, FRACTION, StrategyContext, StrategySpec, register
 from replay.strategies._common import GrownView, is_real_user
 from replay.strategies._prompts import LITERAL_CLEARED, LITERAL_OPENCLAW_TRIM_NOTE
 from replay.strategies._view import (
@@ -149,6 +149,16 @@ register(
             "head": 1500,
             "tail": 1500,
             "min_prunable": 50000,
+        },
+        bounds={
+            "ttl": AT_LEAST_0,
+            "keep_assistants": AT_LEAST_0,
+            "soft_ratio": FRACTION,
+            "hard_ratio": FRACTION,
+            "soft_chars": AT_LEAST_0,
+            "head": AT_LEAST_0,
+            "tail": AT_LEAST_0,
+            "min_prunable": AT_LEAST_0,
         },
         canonical=("openclaw-prune-cache-ttl-5m",),
         source="openclaw/openclaw docs/concepts/session-pruning.md",

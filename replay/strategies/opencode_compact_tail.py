@@ -25,7 +25,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import (
+    AT_LEAST_0,
+    AT_LEAST_1,
+    Bounds,
+    StrategyContext,
+    StrategySpec,
+    register,
+)
 from replay.strategies._common import (
     Frozen,
     SummarySource,
@@ -127,6 +134,12 @@ register(
         rule="reported tokens >= usable → summarize the head, keep recent turns (<= clamp(25% of "
         "usable, 2k, 15k) tokens) verbatim; prepend = fresh summarizer, suffix = cache-sharing",
         defaults={"mode": "prepend", "output_max": 32000, "reserved": 20000, "tail": 0},
+        bounds={
+            "mode": Bounds(words=("prepend", "suffix")),
+            "output_max": AT_LEAST_1,
+            "reserved": AT_LEAST_0,
+            "tail": AT_LEAST_0,
+        },
         canonical=("opencode-compact-tail-prepend", "opencode-compact-tail-suffix"),
         source="sst/opencode session/overflow.ts, session/compaction.ts, core compaction-suffix.ts",
     )

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import Frozen, SummarySource, reported_tokens, summary_item
 from replay.strategies._prompts import LITERAL_OPENCODE_CONTINUE, OPENCODE_V1_INSTRUCTION
 from replay.strategies._view import Item, RewriteEvent, SummarizerCall, UserItem, View
@@ -56,6 +56,7 @@ register(
         rule="reported tokens > window - min(max output, 32k) → summary by the compaction agent; "
         "history restarts at the summary + 'Continue…'",
         defaults={"output_max": 32000},
+        bounds={"output_max": AT_LEAST_1},
         canonical=("opencode-compact-v1",),
         source="sst/opencode session/compaction.ts isOverflow, message-v2.ts filterCompacted",
     )

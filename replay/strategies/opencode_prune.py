@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_0, StrategyContext, StrategySpec, register
 from replay.strategies._common import ReplacedResults, est, is_real_user
 from replay.strategies._prompts import LITERAL_CLEARED
 from replay.strategies._view import (
@@ -88,6 +88,7 @@ register(
         rule="after each prompt loop: outside the last 2 turns, keep the newest 40k tokens of tool "
         "output; clear older results if more than 20k tokens are clearable",
         defaults={"protect": 40000, "minimum": 20000, "protected": ("skill",)},
+        bounds={"protect": AT_LEAST_0, "minimum": AT_LEAST_0},
         canonical=("opencode-prune-40k-20k",),
         source="sst/opencode session/compaction.ts, message-v2.ts",
     )

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import GrownView, ItemMemo, tool_kind
 from replay.strategies._view import Item, ToolResultItem, replace_output
 
@@ -92,6 +92,12 @@ register(
         rule="when a result is stored: over 2000 lines or 50 KB → keep the head, save the rest to "
         "a file, add a pagination hint (reads: lines cut at 2000 chars; grep: 100 matches)",
         defaults={"lines": 2000, "kb": 50, "line_chars": 2000, "grep_matches": 100},
+        bounds={
+            "lines": AT_LEAST_1,
+            "kb": AT_LEAST_1,
+            "line_chars": AT_LEAST_1,
+            "grep_matches": AT_LEAST_1,
+        },
         canonical=("opencode-tool-trunc-2000l-50kb",),
         source="sst/opencode tool/truncation.ts, read.ts, grep.ts",
     )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_0, Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import PairedView, nonempty
 from replay.strategies._view import Item, RewriteEvent, View
 
@@ -48,6 +48,7 @@ register(
         cache_class="freeze-once",
         rule="view > max events → keep the first k + newest max/2 - k, forget the rest for good",
         defaults={"max_size": 100, "keep_first": 1},
+        bounds={"max_size": Bounds(low=2), "keep_first": AT_LEAST_0},
         canonical=("openhands-amortized-100",),
         source="All-Hands-AI/OpenHands amortized_forgetting_condenser.py",
     )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import AgingView, tool_kind
 from replay.strategies._prompts import LITERAL_OPENHANDS_BROWSER
 from replay.strategies._view import Item, RewriteEvent, ToolResultItem, View, replace_output
@@ -54,6 +54,7 @@ register(
         cache_class="churn",
         rule="browser observations except the newest N → 'Visited URL … Content omitted'",
         defaults={"keep": 1},
+        bounds={"keep": AT_LEAST_1},
         canonical=("openhands-browser-mask-1",),
         source="All-Hands-AI/OpenHands browser_output_condenser.py",
     )

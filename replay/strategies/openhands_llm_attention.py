@@ -22,7 +22,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_0, Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     PairedView,
     fresh_call,
@@ -112,6 +112,7 @@ register(
         rule="view > max events → a model ranks events; keep the first k + the top max/2 - k "
         "(deterministic stand-in ranking)",
         defaults={"max_size": 100, "keep_first": 1},
+        bounds={"max_size": Bounds(low=2), "keep_first": AT_LEAST_0},
         canonical=("openhands-llm-attention-100",),
         source="All-Hands-AI/OpenHands llm_attention_condenser.py",
     )

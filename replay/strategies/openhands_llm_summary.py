@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_0, Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     AnsweredIds,
     Frozen,
@@ -85,6 +85,7 @@ register(
         rule="view > max events → summarize the middle, keep the first k + newest max/2 - k - 1; "
         "summary inserted at offset k",
         defaults={"max_size": 120, "keep_first": 4},
+        bounds={"max_size": Bounds(low=2), "keep_first": AT_LEAST_0},
         canonical=("openhands-llm-summary-120-keep-4",),
         source="All-Hands-AI/OpenHands llm_summarizing_condenser.py, session.py",
     )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_0, AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import AnsweredIds, nonempty, repair_pairs
 from replay.strategies._view import Item, RewriteEvent, View
 
@@ -45,6 +45,7 @@ register(
         cache_class="churn",
         rule="keep the first k events and the last (max - k); the window slides every request",
         defaults={"keep_first": 1, "max_events": 100},
+        bounds={"keep_first": AT_LEAST_0, "max_events": AT_LEAST_1},
         canonical=("openhands-recent-keep-first-1-max-100",),
         source="All-Hands-AI/OpenHands recent_events_condenser.py",
     )

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_0, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     Frozen,
     SummarySource,
@@ -133,6 +133,7 @@ register(
         rule="between prompts (or on overflow): usage > window - 16,384 → summarize all before a "
         "cut keeping >= 20,000 recent tokens; never cut at a tool result",
         defaults={"reserve": 16384, "keep": 20000},
+        bounds={"reserve": AT_LEAST_0, "keep": AT_LEAST_0},
         canonical=("pi-compact-16k-20k",),
         source="badlogic/pi-mono coding-agent/src/core/compaction/compaction.ts",
         kilo={"reserve": 1024},

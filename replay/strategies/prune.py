@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_0, AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import GrownView, path_of
 from replay.strategies._view import (
     Item,
@@ -94,6 +94,7 @@ register(
         rule="when the view passes N chars, stub every tool result but the K newest in one batch; "
         "frozen until it passes N again",
         defaults={"chars": 12000, "keep": 3},
+        bounds={"chars": AT_LEAST_1, "keep": AT_LEAST_0},
         canonical=("prune-at-12000-keep-3",),
         source="cost article (prune); thresholds are this project's",
     )

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import Seen, is_real_user, item_text
 from replay.strategies._view import AssistantItem, Item, RewriteEvent, View
 
@@ -143,6 +143,7 @@ register(
         rule="keep user messages, the current step and the K most relevant earlier steps "
         "(lexical stand-in for embeddings); re-selected every request",
         defaults={"top": 5},
+        bounds={"top": AT_LEAST_1},
         canonical=("retrieval-top-5",),
         source="seed articles (retrieval of top-k turns; cache-hostile, never shipped)",
     )

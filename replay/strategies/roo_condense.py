@@ -17,7 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import (
+    AT_LEAST_0,
+    AT_LEAST_1,
+    PERCENT,
+    StrategyContext,
+    StrategySpec,
+    register,
+)
 from replay.strategies._common import (
     Frozen,
     SummarySource,
@@ -87,6 +94,7 @@ register(
         rule="context % >= threshold (or over the truncation limit) → [first message, summary, "
         "last 3 messages]",
         defaults={"keep": 3, "pct": 100, "max_tokens": 8192},
+        bounds={"keep": AT_LEAST_1, "pct": PERCENT, "max_tokens": AT_LEAST_0},
         canonical=("roo-condense-keep-first-last-3",),
         source="RooCodeInc/Roo-Code src/core/condense/index.ts",
     )

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_0, Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     MessageGroups,
     PairedView,
@@ -64,6 +64,7 @@ register(
         rule="prev tokens > 90% of window - max_tokens → keep message 0, delete the oldest half of "
         "the rest (even count), for good",
         defaults={"max_tokens": 8192, "fraction": 0.5},
+        bounds={"max_tokens": AT_LEAST_0, "fraction": Bounds(low=0, high=1, low_open=True)},
         canonical=("roo-truncate-keep-first-half",),
         source="RooCodeInc/Roo-Code src/core/sliding-window/index.ts",
     )

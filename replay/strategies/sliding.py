@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import islice
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_1, Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._view import Item, RewriteEvent, ToolResultItem, UserItem, View
 
 
@@ -41,6 +41,7 @@ register(
         cache_class="churn",
         rule="send only the last N messages (optionally pinning the first user message)",
         defaults={"messages": 10},
+        bounds={"messages": AT_LEAST_1, "modifier": Bounds(words=("pin-first",))},
         canonical=("sliding-10", "sliding-10-pin-first"),
         source="seed articles (sliding window, the cache-hostile baseline)",
     )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import GrownView, is_real_user
 from replay.strategies._prompts import LITERAL_SWE_OMITTED
 from replay.strategies._view import Item, RewriteEvent, ToolResultItem, View, replace_output
@@ -70,6 +70,7 @@ register(
         rule="all but the last N observations → 'Old environment output: (L lines omitted)', the "
         "window advanced every P steps (SWE-agent)",
         defaults={"n": 5, "polling": 1},
+        bounds={"n": AT_LEAST_1, "polling": AT_LEAST_1},
         canonical=("observation-mask-keep-5-poll-1",),
         source="SWE-agent/SWE-agent sweagent/agent/history_processors.py LastNObservations",
     )

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_0, AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import GrownView, path_of, tool_kind
 from replay.strategies._view import (
     Item,
@@ -93,6 +93,7 @@ register(
         rule="per tool, the K most recent results verbatim; older reads → re-readable stub with "
         "the path, listings cut hard, writes / tests / shell kept",
         defaults={"keep": 3, "list_chars": 200, "other_chars": 500},
+        bounds={"keep": AT_LEAST_0, "list_chars": AT_LEAST_1, "other_chars": AT_LEAST_1},
         canonical=("tool-aging-keep-3",),
         source="seed articles (Claude Code compactable-tools list, public analyses, UNVERIFIED)",
     )

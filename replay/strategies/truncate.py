@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import StrategyContext, StrategySpec, register
+from replay.strategies._base import AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import GrownView
 from replay.strategies._view import Item, ToolResultItem, truncate_chars
 
@@ -36,6 +36,7 @@ register(
         cache_class="append-only",
         rule="cap every tool result to N characters on every request",
         defaults={"chars": 500},
+        bounds={"chars": AT_LEAST_1},
         canonical=("truncate-500",),
         source="seed study (truncate-500)",
     )

@@ -1,0 +1,251 @@
+"""Strategy parameters: every built-in parameter declares the values it accepts, and any value
+outside them — in the name, in `[...]` or with `--set` — is refused in one line (exit code 2)
+naming the strategy, the parameter and the range, never a traceback mid-replay."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from conftest import ROOT, RUN42
+
+import replay
+from replay._errors import ReplayError
+from replay.strategies import parse_name, registered
+from replay.strategies._base import Bounds, StrategySpec
+
+
+def _builtin_params() -> list[tuple[StrategySpec, str]]:
+    return [
+        (spec, param) for spec in registered() if not spec.is_plugin for param in spec.parameters()
+    ]
+
+
+def _name(spec: StrategySpec) -> str:
+    return spec.canonical[0] if spec.canonical else spec.family
+
+
+def _outside(bounds: Bounds) -> list[str]:
+    """Values just outside the bounds, plus 0, -1 and a huge number where they are outside."""
+    values: set[str] = {"nosuch"}
+    if bounds.low is not None:
+        values.add(str(bounds.low - 1))
+        if bounds.low_open:
+            values.add(str(bounds.low))
+    if bounds.high is not None:
+        values.add(str(bounds.high + 1))
+        values.add(str(10**12))
+        if bounds.high_open:
+            values.add(str(bounds.high))
+    if bounds.pct:
+        values.update({"0pct", "101pct"})
+    return sorted(v for v in values | {"0", "-1"} if not _accepted(bounds, v))
+
+
+def _accepted(bounds: Bounds, value: str) -> bool:
+    try:
+        bounds.check(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _inside(bounds: Bounds) -> list[str]:
+    """The extreme values the bounds accept (a huge one where there is no upper bound)."""
+    values = list(bounds.words)
+    if bounds.low is not None:
+        step = 0.01 if bounds.high is not None and bounds.high <= 1 else 1
+        values.append(str(bounds.low + step if bounds.low_open else bounds.low))
+    if bounds.high is not None:
+        step = 0.01 if bounds.high <= 1 else 1
+        values.append(str(bounds.high - step if bounds.high_open else bounds.high))
+    elif bounds.low is not None:
+        values.append(str(10**12))
+    return values
+
+
+def test_every_builtin_parameter_declares_its_bounds():
+    missing = [
+        f"{spec.family}.{param}"
+        for spec, param in _builtin_params()
+        if param not in spec.bounds
+        and not isinstance(spec.parameters()[param], bool | tuple | list)
+    ]
+    assert missing == []
+    stray = [
+        f"{spec.family}.{param}"
+        for spec in registered()
+        for param in spec.bounds
+        if param not in spec.parameters()
+    ]
+    assert stray == []
+
+
+@pytest.mark.parametrize(
+    ("bounds", "text"),
+    [
+        (Bounds(low=1), "≥ 1"),
+        (Bounds(low=0, high=1), "0 ≤ x ≤ 1"),
+        (Bounds(low=0, high=1, low_open=True), "0 < x ≤ 1"),
+        (Bounds(low=1, words=("auto",)), "≥ 1 or auto"),
+        (Bounds(words=("structured", "freeform")), "one of: structured, freeform"),
+        (Bounds(low=1, pct=True), "≥ 1 or Npct with 0 < N ≤ 100"),
+    ],
+)
+def test_bounds_describe_themselves(bounds, text):
+    assert bounds.describe() == text
+
+
+def test_out_of_range_values_of_every_builtin_parameter_exit_2_in_one_line(invoke):
+    checked = 0
+    for spec, param in _builtin_params():
+        bounds = spec.bounds.get(param)
+        if bounds is None:
+            continue
+        for value in _outside(bounds):
+            name = f"{_name(spec)}[{param}={value}]"
+            for args in (
+                ("-s", name),
+                ("-s", _name(spec), "--set", f"{spec.family}.{param}={value}"),
+            ):
+                result = invoke("run", RUN42, *args, "--quiet")
+                assert result.exit_code == 2, (args, result.output)
+                err = result.stderr.strip()
+                assert "\n" not in err and "Traceback" not in err, err
+                assert err.startswith("error: "), err
+                if not err.startswith(f"error: {spec.family}.{param}="):  # not a number at all
+                    assert f"{param}=" in err and f"{spec.family}.{param} must be" in err, err
+                    assert bounds.describe() in err, err
+                checked += 1
+    assert checked > 200
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            "sliding-0",
+            "strategy 'sliding-0': messages=0 is out of range; sliding.messages must be ≥ 1",
+        ),
+        ("sliding-10[messages=0]", "sliding.messages must be ≥ 1"),
+        ("retrieval-top-0", "retrieval.top must be ≥ 1"),
+        ("truncate-500[chars=-5]", "chars=-5 is out of range; truncate.chars must be ≥ 1"),
+        ("cline-dedup-file-reads[saving=2]", "cline-dedup.saving must be 0 ≤ x ≤ 1"),
+        ("codex-compact-at-150pct", "codex-compact.pct must be 1 ≤ x ≤ 100"),
+        ("openai-responses-compact-0pct", "must be ≥ 1 or Npct with 0 < N ≤ 100"),
+        ("compact-at-12000-structured[style=terse]", "one of: structured, freeform"),
+        ("aider-summarize-auto[max_tokens=-3]", "aider-summarize.max_tokens must be ≥ 1 or auto"),
+    ],
+)
+def test_audit_cases_are_refused_with_the_range(name, message):
+    with pytest.raises(ReplayError, match=re.escape(message)):
+        parse_name(name)
+
+
+def test_a_non_number_still_says_a_number_is_expected():
+    with pytest.raises(ReplayError, match=re.escape("expected an integer")):
+        parse_name("truncate-500[chars=lots]")
+
+
+def test_words_and_numbers_in_names_are_read_as_the_parameter_accepts():
+    assert parse_name("aider-summarize-8k").params["max_tokens"] == 8000
+    assert parse_name("anthropic-clear-thinking-keep-1[keep=all]").params["keep"] == "all"
+    assert parse_name("goose-tool-pair-summarize-12").params["cutoff"] == 12
+    assert parse_name("sliding-10").params["modifier"] is None
+
+
+def test_the_extreme_accepted_values_of_every_builtin_parameter_run():
+    """What the bounds let through must replay without error (on the sample run)."""
+    names = [
+        f"{_name(spec)}[{param}={value}]"
+        for spec, param in _builtin_params()
+        if param in spec.bounds
+        for value in _inside(spec.bounds[param])
+    ]
+    assert len(names) > 100
+    result = replay.replay(RUN42, names, per_turn=False)
+    assert result.summary.height == len({parse_name(n).name for n in names})
+
+
+# --- `replay strategies` shows each name's own parameters -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("compact-at-12000-freeform", {"chars": 12000, "style": "freeform"}),
+        ("compact-chained-at-12000", {"mode": "chained", "chars": 12000}),
+        ("opencode-compact-tail-suffix", {"mode": "suffix"}),
+        ("sliding-10-pin-first", {"messages": 10, "modifier": "pin-first"}),
+        ("sliding-10", {"messages": 10}),
+    ],
+)
+def test_strategies_json_shows_each_names_own_parameters(invoke, name, expected):
+    result = invoke("strategies", "--format", "json")
+    assert result.exit_code == 0, result.output
+    (row,) = [r for r in json.loads(result.stdout) if r["name"] == name]
+    assert expected.items() <= row["defaults"].items()
+    if name == "sliding-10":
+        assert "modifier" not in row["defaults"]  # unset optional parameters are left out
+
+
+def test_strategies_table_shows_each_names_own_parameters(invoke):
+    result = invoke("strategies")
+    assert result.exit_code == 0, result.output
+    assert "style=freeform" in result.stdout and "mode=chained" in result.stdout
+    assert "mode=suffix" in result.stdout and "modifier=pin-first" in result.stdout
+
+
+def test_docs_table_is_the_registry(invoke):
+    """docs/strategies.md's table is `replay strategies --format markdown`, byte for byte
+    (regenerate it with that command when a strategy changes)."""
+    result = invoke("strategies", "--format", "markdown")
+    assert result.exit_code == 0, result.output
+    docs = (ROOT / "docs" / "strategies.md").read_text()
+    assert result.stdout in docs
+    assert docs.count("| name | cache class | defaults | rule | source |") == 1
+
+
+# --- plug-ins may declare bounds too --------------------------------------------------------
+
+BOUNDED = '''
+"""Keep the last N items."""
+from replay.strategies import Bounds
+
+NAME = "bounded-last-n"
+BOUNDS = {"n": Bounds(low=1)}
+
+def strategy(history, ctx, n=4):
+    return list(history[-n:])
+'''
+
+
+@pytest.fixture
+def clean_registry():
+    from replay.strategies import _base, _plugins
+
+    before, files = dict(_base._REGISTRY), dict(_plugins._files)
+    yield
+    _base._REGISTRY.clear()
+    _base._REGISTRY.update(before)
+    _plugins._files.clear()
+    _plugins._files.update(files)
+
+
+def test_a_plugin_file_declares_bounds(tmp_path, clean_registry, invoke):
+    path = tmp_path / "bounded.py"
+    path.write_text(BOUNDED)
+    result = invoke("run", RUN42, "-s", "bounded-last-n[n=0]", "--strategy-file", path, "-q")
+    assert result.exit_code == 2
+    assert "bounded-last-n.n must be ≥ 1" in result.stderr
+    assert parse_name("bounded-last-n[n=2]").params == {"n": 2}
+
+
+def test_a_plugin_file_with_bounds_for_no_parameter_is_refused(tmp_path, clean_registry):
+    from replay.strategies import load_strategy_file
+
+    path = tmp_path / "wrong.py"
+    path.write_text(BOUNDED.replace('BOUNDS = {"n"', 'BOUNDS = {"m"'))
+    with pytest.raises(ReplayError, match=re.escape("BOUNDS['m'] must be a Bounds for one of")):
+        load_strategy_file(path)
