@@ -702,6 +702,10 @@ def _cli():
 def test_convert_command_writes_native_log(tmp_path: Path, fmt: str) -> None:
     src = write(tmp_path, fmt, VALID[fmt]())
     out = tmp_path / "out" / "native.jsonl"
+    missing = CliRunner().invoke(_cli(), ["convert", str(src), "-o", str(out)])
+    assert missing.exit_code == 2 and "does not exist" in missing.output  # no folder made
+    assert not out.parent.exists()
+    out.parent.mkdir()
     result = CliRunner().invoke(_cli(), ["convert", str(src), "-o", str(out)])
     assert result.exit_code == 0, result.output
     assert "2 requests" in result.output
