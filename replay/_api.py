@@ -337,7 +337,7 @@ def _skipped_note(session: Session) -> str:
     """How many lines a lenient read skipped (or repaired), and the first reason."""
     first = session.skipped[0]
     return (
-        f"{len(session.skipped)} malformed line(s) skipped (first: {first}); "
+        f"{len(session.skipped)} malformed line(s) skipped or repaired (first: {first}); "
         "use --strict to stop at the first one"
     )
 

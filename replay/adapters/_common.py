@@ -557,8 +557,13 @@ class SessionBuilder:
                             self.issues.add(
                                 getattr(owner, "line", None),
                                 f"expected a tool result for call {call_id!r} ({block.name}) "
-                                f"before request {event.request_id}; a placeholder error "
-                                "result was added",
+                                f"before request {event.request_id}"
+                                # A strict read stops here: nothing is added.
+                                + (
+                                    ""
+                                    if self.issues.strict
+                                    else "; a placeholder error result was added"
+                                ),
                             )
                         placeholder = ToolResult(
                             ts=event.ts,
