@@ -221,8 +221,10 @@ class _Reader:
         self.models: list[str] = []
         self.seen_messages: set[str] = set()
 
-    def read(self) -> Session:
-        files = [self.path]
+    def read(self, files: list[Path] | None = None) -> Session:
+        """Read `self.path` (an export, or a directory of exports), or the given `files`."""
+        if files is None:
+            files = [self.path]
         if self.path.is_dir():
             # A directory may hold other JSON files (e.g. Entire's metadata.json): only the ones
             # that look like exports are read (and then strictly reported like any export).
@@ -529,4 +531,30 @@ def read(path: str | Path, *, strict: bool = False) -> Session:
         return _Reader(p, strict).read()
 
 
-__all__ = ["read"]
+def session_groups(files: list[Path]) -> list[list[Path]]:
+    """Export files grouped into sessions by the rule `read` applies to a directory (a subtask
+    session's `parentID` names its parent; two exports of one session id are one session),
+    each group led by its top session's export (the one `read_session` names the session by).
+    A file that cannot be read stays alone."""
+    sessions: list[_Session] = []
+    alone: list[list[Path]] = []
+    for f in sorted(files):
+        try:
+            s = _Session(f, Issues(f, False))
+        except LogFormatError:
+            alone.append([f])
+            continue
+        s.messages = []  # only the ids tie files
+        sessions.append(s)
+    return [[s.path for s in g] for g in _related(sessions)] + alone
+
+
+def read_session(files: list[Path], *, strict: bool = False) -> Session:
+    """Read the exports of one group of `session_groups` as one session (read as a directory
+    holding just them would be)."""
+    main = Path(files[0])
+    with failures_as_log_errors(main):
+        return _Reader(main, strict).read([Path(f) for f in files])
+
+
+__all__ = ["read", "read_session", "session_groups"]

@@ -17,11 +17,11 @@ def _tables(report):
 
     counts = report.counts
     files = Table(title="files", title_justify="left")
-    for col in ("found", "ok", "replayed", "unchanged", "skipped", "duplicate", "out of range",
-                "failed"):
+    columns = ("found", "ok", "replayed", "unchanged", "part of", "skipped", "duplicate",
+               "out of range", "failed")
+    for col in columns:
         files.add_column(col, justify="right")
-    files.add_row(*(_int(counts[k]) for k in ("total", "ok", "replayed", "unchanged", "skipped",
-                                              "duplicate", "out of range", "failed")))
+    files.add_row(*(_int(counts["total" if k == "found" else k]) for k in columns))
     totals = Table(title="totals per strategy (ok sessions)", title_justify="left")
     for col in ("strategy", "sessions", "requests", "prompt", "cached", "written", "output",
                 "cost (USD)", "hit ratio", "blind actions"):
