@@ -763,3 +763,21 @@ def test_opencode_subtask_exports_are_one_session(tmp_path: Path):
     assert rows["session_id"].unique().to_list() == [parent["info"]["id"]]
     assert rows.select(alone.columns).equals(alone)
     assert report.requests == alone["requests"][0]
+
+
+def test_a_subagent_file_without_requests_is_part_of_its_session(tmp_path: Path):
+    from test_adapters_claude_code import _user
+
+    logs = tmp_path / "project"
+    transcript = _subagent_session(logs)
+    # a subagent stopped before its first response: no request of its own to replay
+    (logs / "s-1" / "subagents" / "agent-def.jsonl").write_text(
+        jsonl([_user("y1", None, "02.500", "Count again.", isSidechain=True, agentId="def")]),
+        encoding="utf-8",
+    )
+    report = run_batch([logs], BatchOptions(strategies="baseline"), workers=1)
+    assert status_of(report) == {
+        "s-1.jsonl": "replayed", "agent-abc.jsonl": "part of", "agent-def.jsonl": "part of"
+    }
+    assert report.requests == 3 == len(replay(transcript, "baseline").turns.filter(
+        pl.col("kind") == "request"))

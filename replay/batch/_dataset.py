@@ -146,7 +146,10 @@ class Dataset:
         if not e or e["size"] != size or e["mtime_ns"] != mtime_ns or e["scan_key"] != key:
             return None
         info = FileInfo(**e["info"]) if e.get("info") else None
-        return ScanResult(path, size, mtime_ns, e["status"], e.get("sha"), e.get("message"), info)
+        return ScanResult(
+            path, size, mtime_ns, e["status"], e.get("sha"), e.get("message"), info,
+            fmt=e.get("fmt") or "",
+        )
 
     def record_scan(self, result: ScanResult, key: str) -> None:
         """Store a new scan of a file. Its earlier parts (an older version of the file) are no
@@ -160,6 +163,7 @@ class Dataset:
                 "scan_key": key,
                 "status": result.status,
                 "sha": result.sha,
+                "fmt": result.fmt,
                 "message": result.message,
                 "info": asdict(result.info) if result.info else None,
                 "replay": None,

@@ -1,16 +1,21 @@
 """`run_batch`: find logs, scan them, group them by cache scope, replay the groups on an engine,
 and append the rows to a Parquet dataset.
 
-Two passes over the files, each spread over the engine's workers:
+Three passes over the files, each spread over the engine's workers:
 
 1. scan — read each file once with `replay.load` (format detected by content) for what grouping
    needs: session id, start and end, and the cache scope; hash its bytes. Unchanged files (same
    size and mtime) take this from the incremental cache instead.
-2. replay — sessions of one scope whose times overlap or follow within the longest cache TTL form
+2. group — in each folder of Claude Code (or opencode) files, the files the adapter reads as one
+   session (a transcript with its subagent and resumed files) become one unit, named by its
+   first file and scanned whole; the other files of the unit are `part of` it. Folders whose
+   files are unchanged take this from the incremental cache.
+3. replay — sessions of one scope whose times overlap or follow within the longest cache TTL form
    a chain, replayed in start order by one worker through one shared provider cache; other
    sessions are replayed alone. Chains and lone files are spread over the workers, largest first.
 
-Only the main process writes the dataset; workers send back each file's rows as Parquet bytes.
+Only the main process writes the dataset; workers send back each session's rows as Parquet
+bytes.
 """
 
 from __future__ import annotations
@@ -445,7 +450,9 @@ def _scan_phase(
         s = scans.get(path)
         if s is None:
             continue
-        if s.status != OK:
+        if s.status == FAILED and s.fmt in GROUPED and s.sha and not s.transient:
+            ok.append(s)  # it may be read with its session: `_session_phase` decides
+        elif s.status != OK:
             statuses[path] = FileStatus(path, s.status, s.message)
         elif s.sha in first_copy:
             statuses[path] = FileStatus(path, "duplicate", f"same bytes as {first_copy[s.sha]}")
@@ -488,13 +495,13 @@ def _session_phase(
     """Scans → one per session: the files the adapter reads as one session (a Claude Code
     transcript with its subagent and resumed files, an opencode export with its subtask
     exports: `session_groups`) become one unit named by its first file; the others get the
-    status `part of`. Folders whose files and options are unchanged take their grouping from
+    status `part of`. A file that failed on its own but is read with a session is part of it;
+    alone, it fails. Folders whose files and options are unchanged take their grouping from
     the manifest."""
     buckets: dict[tuple[str, str], list[ScanResult]] = defaultdict(list)
     for s in scans:
-        fmt = s.info.fmt  # type: ignore[union-attr]
-        if fmt in GROUPED:
-            buckets[(fmt, _folder(fmt, s.path))].append(s)
+        if s.fmt in GROUPED:
+            buckets[(s.fmt, _folder(s.fmt, s.path))].append(s)
     units: list[ScanResult] = []
     todo: list[FolderTask] = []
     for (fmt, _), items in sorted(buckets.items()):
@@ -514,11 +521,13 @@ def _session_phase(
             name, key = _folder_key(task, skey)
             dataset.record_sessions(name, key, results)
         units.extend(results)
-    part_of = {f: u.path for u in units for f in u.files[1:]}
-    by_first = {u.path: u for u in units}
+    # A folder that could not be grouped (no hash: `group_folder` failed) fails every file.
+    unsorted = {f: u for u in units if u.sha is None for f in u.files}
+    part_of = {f: u.path for u in units if u.sha is not None for f in u.files[1:]}
+    by_first = {u.path: u for u in units if u.sha is not None}
     out = []
     for s in scans:
-        unit = by_first.get(s.path, s)
+        unit = unsorted.get(s.path) or by_first.get(s.path, s)
         if s.path in part_of:
             first = part_of[s.path]
             statuses[s.path] = FileStatus(s.path, "part of", f"read in the session of {first}")
@@ -526,7 +535,7 @@ def _session_phase(
                 dataset.record_replay(s.path, rkey, "", "part of", first, [])
         elif unit.status != OK:
             statuses[s.path] = FileStatus(s.path, FAILED, unit.message)
-            if dataset is not None and not unit.transient:
+            if dataset is not None and unit is not s and not unit.transient:
                 dataset.record_replay(s.path, rkey, "", FAILED, unit.message, [], unit.sha)
         else:
             out.append(unit)

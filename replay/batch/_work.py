@@ -72,6 +72,9 @@ class ScanResult:
     info: FileInfo | None = None
     transient: bool = False
     """The worker died: not a property of the file, so not cached."""
+    fmt: str = ""
+    """Log format detected from the content, even when the file could not be replayed on its
+    own (a Claude Code subagent file with no request is still part of its session)."""
     files: tuple[str, ...] = ()
     """A session of several files (a Claude Code transcript with its subagent and resumed
     files, an opencode export with its subtask exports): all of them in reading order, `path`
@@ -208,8 +211,8 @@ def scan_file(path: str, opts: BatchOptions) -> ScanResult:
     result = ScanResult(path, st.st_size, st.st_mtime_ns, FAILED)
     try:
         result.sha = _sha256(path)
-        fmt = _format(path)
-        result.info = _info(path, _load(path, opts), opts, fmt)
+        result.fmt = _format(path)
+        result.info = _info(path, _load(path, opts), opts, result.fmt)
         result.status = OK
     except LogFormatError as err:
         result.status = SKIPPED if _unrecognised(path, err) else FAILED
@@ -264,7 +267,8 @@ class FolderTask:
 
     fmt: str
     files: list[ScanResult]
-    """Their scans (ok, in path order)."""
+    """Their scans (in path order): ok, or failed on their own (read with their session, a
+    file without requests may be fine)."""
 
 
 def group_folder(task: FolderTask, opts: BatchOptions) -> list[ScanResult]:
@@ -295,6 +299,7 @@ def group_folder(task: FolderTask, opts: BatchOptions) -> list[ScanResult]:
             members[0].mtime_ns,
             FAILED,
             sha=unit_sha([m.sha for m in members]),  # type: ignore[misc]
+            fmt=task.fmt,
             files=files,
         )
         try:
