@@ -781,3 +781,19 @@ def test_a_subagent_file_without_requests_is_part_of_its_session(tmp_path: Path)
     }
     assert report.requests == 3 == len(replay(transcript, "baseline").turns.filter(
         pl.col("kind") == "request"))
+
+
+def test_two_exports_of_one_opencode_session_are_read_once(tmp_path: Path):
+    from test_adapters_common import opencode_doc
+
+    logs = tmp_path / "exports"
+    logs.mkdir()
+    earlier = opencode_doc()
+    later = {**earlier, "info": {**earlier["info"], "title": "exported again"}}
+    (logs / "a.json").write_text(json.dumps(earlier), encoding="utf-8")
+    (logs / "b.json").write_text(json.dumps(later), encoding="utf-8")
+    once = replay(logs / "a.json", "baseline").summary["requests"][0]
+    assert replay(logs, "baseline").summary["requests"][0] == once  # `replay run DIR`
+    report = run_batch([logs], BatchOptions(strategies="baseline"), workers=1)
+    assert report.requests == once  # not twice
+    assert status_of(report) == {"a.json": "replayed", "b.json": "part of"}

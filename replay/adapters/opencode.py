@@ -20,7 +20,8 @@ Rules (each names the quirk it handles; see shared research `formats.md` §4):
   `Compaction` summary replacing the earlier history;
 - subtask sessions: a directory of exports is read as one session, each child session (its
   `info.parentID` is the parent's id) a thread started by the `task` call naming it; child
-  sessions missing from the input are listed in the header's `missing_subsessions`.
+  sessions missing from the input are listed in the header's `missing_subsessions`; two exports
+  of one session (exported again later) are one thread, messages already read dropped;
 - REDACTED / repeated message, part and call ids (quirk: Entire redaction) get generated ids.
 """
 
@@ -219,7 +220,8 @@ class _Reader:
         self.task_calls: dict[str, tuple[str, str]] = {}
         """Child session id → (thread, tool call id) of the `task` call that started it."""
         self.models: list[str] = []
-        self.seen_messages: set[str] = set()
+        self.seen_messages: dict[str, Path] = {}
+        """Message id → the export it was read from."""
 
     def read(self, files: list[Path] | None = None) -> Session:
         """Read `self.path` (an export, or a directory of exports), or the given `files`."""
@@ -258,14 +260,16 @@ class _Reader:
         order = [main] + [s for s in sessions if s is not main]
         threads: dict[str, str] = {main.id: MAIN_THREAD}
         for s in order:
-            if s is not main:
+            if s is not main and not (s.id and s.id in threads):
                 threads[s.id] = f"session-{s.id}" if s.id else f"session-{len(threads)}"
         for s in order:
             self._session(s, threads[s.id])
         # Link child sessions to the task calls that started them.
+        linked: set[str] = set()
         for s in order:
-            if s is main:
+            if s is main or threads[s.id] in linked or threads[s.id] == MAIN_THREAD:
                 continue
+            linked.add(threads[s.id])
             name = threads[s.id]
             events = self.builder.thread(name).events
             parent_thread, call = self.task_calls.get(s.id, (threads.get(s.parent or ""), None))
@@ -330,7 +334,8 @@ class _Reader:
                 lambda m=message, n=line: state.message(n, m),
                 path=s.path,
             )
-        self.builder.thread(thread).events = state.events
+        # Another export of the same session adds its new messages to the same thread.
+        self.builder.thread(thread).events.extend(state.events)
 
 
 class _Thread:
@@ -340,6 +345,8 @@ class _Thread:
         self.path = path
         self.events: list[Any] = []
         self.calls: dict[str, str] = {}
+        self.ids: set[str] = set()
+        """Message ids read from this export."""
 
     def add(self, event: Any, line: int) -> Any:
         event.thread = self.name
@@ -356,9 +363,12 @@ class _Thread:
         parts = get_list(m, "parts")
         mid = get_str(info, "id")
         if mid and mid != "REDACTED":
-            if mid in self.reader.seen_messages:
+            first = self.reader.seen_messages.setdefault(mid, self.path)
+            if first != self.path:
+                return  # quirk: a session exported twice; the later export repeats messages
+            if mid in self.ids:
                 raise Bad(f"duplicate record: message {mid} appears twice")
-            self.reader.seen_messages.add(mid)
+            self.ids.add(mid)
         role = get_str(info, "role", required=True)
         if role not in ("user", "assistant"):
             raise Bad(f"unknown opencode message role {role!r}")
