@@ -575,3 +575,225 @@ def test_no_progress_bar_on_a_stderr_that_is_no_terminal(logdir: Path, tmp_path:
         tick("scan", 1, 2)
         tick("replay", 2, 2)
     assert "scan" in screen.getvalue() and "2/2 files" in screen.getvalue()
+
+
+# --------------------------------------------------------------------------------------------------
+# Sessions of several files (Claude Code subagent and resumed files, opencode subtask exports)
+
+
+def _subagent_session(project: Path) -> Path:
+    """`s-1.jsonl` (2 requests) calling a subagent whose file `s-1/subagents/agent-abc.jsonl`
+    holds 1 request (the adapter test's layout)."""
+    from test_adapters_claude_code import _assistant, _usage, _user
+
+    call = {"type": "tool_use", "id": "toolu_ag", "name": "Agent", "input": {"prompt": "Count."}}
+    result = [{"type": "tool_result", "tool_use_id": "toolu_ag", "content": "2"}]
+    main = [
+        _user("u1", None, "00.000", "Delegate."),
+        _assistant("a1", "u1", "01.000", "msg_1", "req_1", call, _usage(3, 500, 0, 20)),
+        _user("u2", "a1", "03.000", result, toolUseResult={"agentId": "abc"}),
+        _assistant("a2", "u2", "04.000", "msg_2", "req_2", {"type": "text", "text": "2."},
+                   _usage(3, 30, 500, 4)),
+    ]
+    sub = [
+        _user("x1", None, "01.500", "Count.", isSidechain=True, agentId="abc"),
+        _assistant("x2", "x1", "02.000", "msg_x", "req_x", {"type": "text", "text": "2"},
+                   _usage(3, 400, 0, 5), isSidechain=True, agentId="abc"),
+    ]
+    folder = project / "s-1" / "subagents"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "agent-abc.jsonl").write_text(jsonl(sub), encoding="utf-8")
+    path = project / "s-1.jsonl"
+    path.write_text(jsonl(main), encoding="utf-8")
+    return path
+
+
+def _resumed_lines(n: int) -> list[dict]:
+    """Session `r` as written to `r-n.jsonl` by its n-th run: the first run's 2 requests, then
+    one more request per later run; a resumed file copies every earlier line."""
+    from test_adapters_claude_code import _assistant, _other_session, _usage, _user
+
+    lines = _other_session("r-1", "r")
+    parent = "a3r"
+    for k in range(2, n + 1):
+        lines += [
+            _user(f"u{k}x", parent, f"{10 + k}.000", f"And step {k}?"),
+            _assistant(f"a{k}x", f"u{k}x", f"{20 + k}.000", f"msg_{k}x", f"req_{k}x",
+                       {"type": "text", "text": "Done."}, _usage(3, 20, 3040, 3)),
+        ]
+        parent = f"a{k}x"
+    for line in lines:
+        if "sessionId" in line:
+            line["sessionId"] = f"r-{n}"
+    return lines
+
+
+def _resumed_session(project: Path, runs: int = 2) -> list[Path]:
+    """`r-1.jsonl` … `r-<runs>.jsonl`: one session resumed `runs - 1` times."""
+    project.mkdir(parents=True, exist_ok=True)
+    paths = [project / f"r-{n}.jsonl" for n in range(1, runs + 1)]
+    for n, path in enumerate(paths, start=1):
+        path.write_text(jsonl(_resumed_lines(n)), encoding="utf-8")
+    return paths
+
+
+def jsonl(lines: list[dict]) -> str:
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def _lone_rows(target: Path) -> pl.DataFrame:
+    """`replay run TARGET`'s summary (what a batch's rows of that session must hold)."""
+    return replay(target, STRATEGIES).summary.sort("strategy")
+
+
+@pytest.mark.parametrize("share", [False, True], ids=["alone", "shared-cache"])
+@pytest.mark.parametrize("layout", ["one project folder", "two project folders"])
+def test_claude_code_subagent_and_resumed_files_are_one_session(
+    tmp_path: Path, layout: str, share: bool
+):
+    logs = tmp_path / "projects"
+    apart = layout == "two project folders"
+    transcript = _subagent_session(logs / "p-a")
+    first, resumed = _resumed_session(logs / ("p-b" if apart else "p-a"))
+    # `replay run` on the same files: the transcript (its subagent file found beside it), and
+    # a folder holding just the resumed session's files
+    _subagent_session(tmp_path / "ref-a")
+    _resumed_session(tmp_path / "ref-b")
+    expected = {"s-1.jsonl": _lone_rows(tmp_path / "ref-a" / "s-1.jsonl"),
+                "r-1.jsonl": _lone_rows(tmp_path / "ref-b")}
+    assert [len(expected[k].filter(pl.col("strategy") == "baseline")) for k in expected] == [1, 1]
+    assert [expected[k]["requests"][0] for k in expected] == [3, 3]
+
+    out = tmp_path / "ds"
+    opts = BatchOptions(strategies=STRATEGIES, share_cache=share)
+    report = run_batch([logs], opts, output=out, workers=1)
+    # each request once, not 9: the subagent's request twice (with its transcript and alone),
+    # the first file's 2 requests twice (on their own and copied into the resumed file)
+    assert report.requests == 6
+    assert status_of(report) == {"s-1.jsonl": "replayed", "agent-abc.jsonl": "part of",
+                                 "r-1.jsonl": "replayed", "r-2.jsonl": "part of"}
+    messages = {Path(f.path).name: f.message for f in report.files}
+    assert messages["agent-abc.jsonl"] == f"read in the session of {transcript}"
+    assert messages["r-2.jsonl"] == f"read in the session of {first}"
+    assert report.counts["part of"] == 2 and report.counts["ok"] == 2 and not report.problems
+    assert report.totals.filter(pl.col("strategy") == "baseline")["requests"][0] == 6
+    assert report.totals["sessions"].to_list() == [2, 2]
+
+    rows = sessions(out)
+    assert sorted(rows["file"].unique().to_list()) == sorted([str(first), str(transcript)])
+    assert set(rows["session_id"]) == {"s-1", "r-1"}
+    for name, lone in expected.items():
+        mine = rows.filter(pl.col("file").str.ends_with("/" + name)).sort("strategy")
+        assert mine["requests"].to_list() == lone["requests"].to_list()
+        if not share:  # each session on its own cache: exactly `replay run`'s rows
+            assert mine.select(lone.columns).equals(lone)
+    assert report.shared_groups == (1 if share else 0)
+
+    # the same dataset on a process pool
+    pooled = run_batch([logs], opts, output=tmp_path / "pooled", workers=2, force=True)
+    assert status_of(pooled) == status_of(report)
+    assert sessions(tmp_path / "pooled").equals(rows)
+
+
+def test_a_resumed_file_that_grows_or_appears_replays_its_session(tmp_path: Path):
+    logs = tmp_path / "project"
+    out = tmp_path / "ds"
+    opts = BatchOptions(strategies="baseline")
+    first, second = _resumed_session(logs, runs=2)
+    second.unlink()
+    # the first run only had one file: a session alone
+    report = run_batch([logs], opts, output=out, workers=1)
+    assert status_of(report) == {"r-1.jsonl": "replayed"} and report.requests == 2
+
+    # the session is resumed in a second file: the first file's session is replayed again
+    second.write_text(jsonl(_resumed_lines(2)), encoding="utf-8")
+    report = run_batch([logs], opts, output=out, workers=1)
+    assert report.requests == 3  # not 2 + 3
+    assert status_of(report) == {"r-1.jsonl": "replayed", "r-2.jsonl": "part of"}
+    assert sessions(out)["requests"].to_list() == [3]
+
+    # nothing changed: nothing is replayed, the session's rows stay
+    report = run_batch([logs], opts, output=out, workers=1)
+    assert status_of(report) == {"r-1.jsonl": "unchanged", "r-2.jsonl": "part of"}
+    assert report.totals["requests"].to_list() == [3]
+
+    # the resumed file grows (the session went on): its session is replayed, one row stays
+    with open(second, "a", encoding="utf-8") as handle:
+        handle.write(jsonl(_resumed_lines(3)[len(_resumed_lines(2)):]))
+    report = run_batch([logs], opts, output=out, workers=1)
+    assert status_of(report) == {"r-1.jsonl": "replayed", "r-2.jsonl": "part of"}
+    assert report.requests == 4
+    assert sessions(out)["requests"].to_list() == [4]
+    assert len(list((out / "sessions").glob("*.parquet"))) == 1
+    assert replay(logs, "baseline").summary["requests"].to_list() == [4]
+
+    # a third file resumes it again, and appears with an older first line: still one session
+    # (named by the file read first), still each request once
+    third = logs / "r-0.jsonl"
+    third.write_text(jsonl(_resumed_lines(4)), encoding="utf-8")
+    report = run_batch([logs], opts, output=out, workers=1)
+    assert report.counts["part of"] == 2 and report.requests == 5
+    assert sessions(out)["requests"].to_list() == [5]
+
+
+def test_opencode_subtask_exports_are_one_session(tmp_path: Path):
+    from test_adapters_common import opencode_doc
+
+    logs = tmp_path / "exports"
+    logs.mkdir()
+    parent = opencode_doc()
+    child = json.loads(json.dumps(parent).replace(parent["info"]["id"], "ses_child"))
+    child["info"]["parentID"] = parent["info"]["id"]
+    for message in child["messages"]:
+        message["info"]["id"] += "_c"
+        for part in message["parts"]:
+            part["id"] += "_c"
+            if "callID" in part:
+                part["callID"] += "_c"
+    (logs / "b-parent.json").write_text(json.dumps(parent), encoding="utf-8")
+    (logs / "a-child.json").write_text(json.dumps(child), encoding="utf-8")
+    alone = replay(logs, STRATEGIES).summary.sort("strategy")  # one session, a thread each
+    out = tmp_path / "ds"
+    report = run_batch([logs], BatchOptions(strategies=STRATEGIES, share_cache=False),
+                       output=out, workers=1)
+    assert report.counts["ok"] == 1  # one session, not two
+    assert status_of(report) == {"b-parent.json": "replayed", "a-child.json": "part of"}
+    rows = sessions(out).sort("strategy")
+    assert rows["file"].unique().to_list() == [str(logs / "b-parent.json")]
+    assert rows["session_id"].unique().to_list() == [parent["info"]["id"]]
+    assert rows.select(alone.columns).equals(alone)
+    assert report.requests == alone["requests"][0]
+
+
+def test_a_subagent_file_without_requests_is_part_of_its_session(tmp_path: Path):
+    from test_adapters_claude_code import _user
+
+    logs = tmp_path / "project"
+    transcript = _subagent_session(logs)
+    # a subagent stopped before its first response: no request of its own to replay
+    (logs / "s-1" / "subagents" / "agent-def.jsonl").write_text(
+        jsonl([_user("y1", None, "02.500", "Count again.", isSidechain=True, agentId="def")]),
+        encoding="utf-8",
+    )
+    report = run_batch([logs], BatchOptions(strategies="baseline"), workers=1)
+    assert status_of(report) == {
+        "s-1.jsonl": "replayed", "agent-abc.jsonl": "part of", "agent-def.jsonl": "part of"
+    }
+    assert report.requests == 3 == len(replay(transcript, "baseline").turns.filter(
+        pl.col("kind") == "request"))
+
+
+def test_two_exports_of_one_opencode_session_are_read_once(tmp_path: Path):
+    from test_adapters_common import opencode_doc
+
+    logs = tmp_path / "exports"
+    logs.mkdir()
+    earlier = opencode_doc()
+    later = {**earlier, "info": {**earlier["info"], "title": "exported again"}}
+    (logs / "a.json").write_text(json.dumps(earlier), encoding="utf-8")
+    (logs / "b.json").write_text(json.dumps(later), encoding="utf-8")
+    once = replay(logs / "a.json", "baseline").summary["requests"][0]
+    assert replay(logs, "baseline").summary["requests"][0] == once  # `replay run DIR`
+    report = run_batch([logs], BatchOptions(strategies="baseline"), workers=1)
+    assert report.requests == once  # not twice
+    assert status_of(report) == {"a.json": "replayed", "b.json": "part of"}

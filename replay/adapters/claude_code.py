@@ -163,25 +163,44 @@ class _ThreadState:
 def _files(path: Path) -> tuple[list[Path], list[Path]]:
     """(main transcript files, subagent files) for a file or a directory."""
     if path.is_dir():
-        mains = sorted(
+        mains = [
             p for p in path.glob("*.jsonl") if not p.name.startswith("agent-") and _is_claude(p)
-        )
-        subs = sorted(path.glob("agent-*.jsonl")) + sorted(path.glob("subagents/agent-*.jsonl"))
+        ]
+        subs = list(path.glob("agent-*.jsonl")) + list(path.glob("subagents/agent-*.jsonl"))
         for m in mains:
-            subs += sorted((path / m.stem / "subagents").glob("agent-*.jsonl"))
+            subs += (path / m.stem / "subagents").glob("agent-*.jsonl")
         beside = path.parent / f"{path.name}.jsonl"
         if not mains and beside.is_file():
             # The `<sessionId>/` folder (subagents/ inside) was given: its transcript is beside it.
             mains = [beside]
-        if not mains and subs:
-            mains, subs = subs[:1], subs[1:]
-        if not mains:
+        if not mains and not subs:
             raise LogFormatError(path, None, "expected Claude Code *.jsonl files in this directory")
-        # Quirk (resume / --continue): a later file repeats earlier lines; read oldest first.
-        mains.sort(key=lambda p: (_first_timestamp(p), p.name))
-        return mains, subs
+        return _order(mains + subs)
     subs = sorted((path.parent / path.stem / "subagents").glob("agent-*.jsonl"))
     return [path], subs
+
+
+def _order(files: list[Path]) -> tuple[list[Path], list[Path]]:
+    """Files of one folder → (transcripts, subagent files) in reading order: transcripts oldest
+    first (quirk, resume / --continue: a later file repeats earlier lines), then `agent-*` files
+    beside them, in `subagents/`, and in each transcript's `<sessionId>/subagents/`. With no
+    transcript, the first subagent file stands in for it."""
+    mains = [f for f in files if not f.name.startswith("agent-")]
+    names = {(m.parent, m.stem) for m in mains}
+
+    def place(sub: Path) -> tuple[int, str, str]:
+        folder = sub.parent
+        if folder.name != "subagents":
+            return (0, "", sub.name)
+        if (folder.parent.parent, folder.parent.name) in names:
+            return (2, folder.parent.name + ".jsonl", sub.name)
+        return (1, "", sub.name)
+
+    subs = sorted((f for f in files if f.name.startswith("agent-")), key=place)
+    mains.sort(key=lambda p: (_first_timestamp(p), p.name))
+    if not mains and subs:
+        mains, subs = subs[:1], subs[1:]
+    return mains, subs
 
 
 def _is_claude(path: Path) -> bool:
@@ -913,6 +932,11 @@ def read(path: str | Path, *, strict: bool = False) -> Session:
     if not path.exists():
         raise LogFormatError(path, None, "no such file")
     mains, subs = _files(path)
+    return _read(path, mains, subs, strict)
+
+
+def _read(path: Path, mains: list[Path], subs: list[Path], strict: bool) -> Session:
+    """Read `mains` then `subs` as one session; `path` (a directory) must then hold one."""
     reader = _Reader(mains[0] if not path.is_dir() else path, strict)
     if path.is_dir():
         reader.path = mains[0]
@@ -933,3 +957,40 @@ def read(path: str | Path, *, strict: bool = False) -> Session:
         if not reader.lines:
             reader.issues.fatal(None, "expected Claude Code user/assistant records, found none")
         return reader.convert()
+
+
+_LINK_KEYS = ("parentUuid", "logicalParentUuid", "agentId")
+"""Record fields `_Reader.sessions` ties files by (besides `toolUseResult.agentId`)."""
+
+
+def session_groups(files: list[Path]) -> list[list[Path]]:
+    """Claude Code files of one project folder (transcripts, `agent-*` files, the
+    `<sessionId>/subagents/` files), grouped into sessions by the rule `read` applies to a
+    directory (`_FileLinks`, plus the layout). Each group is in reading order (transcripts oldest
+    first, then subagent files): `read_session(group)` reads it as `read` reads a folder holding
+    just those files. Groups come in the order of their first file. Records are read leniently;
+    only what ties files is kept in memory. A file that cannot be read at all stays alone."""
+    mains, subs = _order(list(files))
+    reader = _Reader(mains[0], strict=False)
+    for index, file in enumerate(mains + subs):
+        start = len(reader.lines)
+        try:
+            reader.read_file(file, index, subagent=index >= len(mains))
+        except LogFormatError:
+            continue
+        for ln in reader.lines[start:]:
+            # Only the fields that tie files are looked at again: drop the record bodies.
+            obj = {k: ln.obj[k] for k in _LINK_KEYS if k in ln.obj}
+            result = ln.obj.get("toolUseResult")
+            if isinstance(result, dict) and "agentId" in result:
+                obj["toolUseResult"] = {"agentId": result["agentId"]}
+            ln.obj = obj
+    return reader.sessions(mains + subs, _attached(mains, subs))
+
+
+def read_session(files: list[Path], *, strict: bool = False) -> Session:
+    """Read the files of one group of `session_groups` (in its order) as one session, named by
+    its first transcript."""
+    mains = [f for f in files if not f.name.startswith("agent-")] or list(files[:1])
+    subs = [f for f in files if f not in mains]
+    return _read(mains[0], mains, subs, strict)

@@ -20,7 +20,8 @@ Rules (each names the quirk it handles; see shared research `formats.md` §4):
   `Compaction` summary replacing the earlier history;
 - subtask sessions: a directory of exports is read as one session, each child session (its
   `info.parentID` is the parent's id) a thread started by the `task` call naming it; child
-  sessions missing from the input are listed in the header's `missing_subsessions`.
+  sessions missing from the input are listed in the header's `missing_subsessions`; two exports
+  of one session (exported again later) are one thread, messages already read dropped;
 - REDACTED / repeated message, part and call ids (quirk: Entire redaction) get generated ids.
 """
 
@@ -219,10 +220,13 @@ class _Reader:
         self.task_calls: dict[str, tuple[str, str]] = {}
         """Child session id → (thread, tool call id) of the `task` call that started it."""
         self.models: list[str] = []
-        self.seen_messages: set[str] = set()
+        self.seen_messages: dict[str, Path] = {}
+        """Message id → the export it was read from."""
 
-    def read(self) -> Session:
-        files = [self.path]
+    def read(self, files: list[Path] | None = None) -> Session:
+        """Read `self.path` (an export, or a directory of exports), or the given `files`."""
+        if files is None:
+            files = [self.path]
         if self.path.is_dir():
             # A directory may hold other JSON files (e.g. Entire's metadata.json): only the ones
             # that look like exports are read (and then strictly reported like any export).
@@ -256,14 +260,16 @@ class _Reader:
         order = [main] + [s for s in sessions if s is not main]
         threads: dict[str, str] = {main.id: MAIN_THREAD}
         for s in order:
-            if s is not main:
+            if s is not main and not (s.id and s.id in threads):
                 threads[s.id] = f"session-{s.id}" if s.id else f"session-{len(threads)}"
         for s in order:
             self._session(s, threads[s.id])
         # Link child sessions to the task calls that started them.
+        linked: set[str] = set()
         for s in order:
-            if s is main:
+            if s is main or threads[s.id] in linked or threads[s.id] == MAIN_THREAD:
                 continue
+            linked.add(threads[s.id])
             name = threads[s.id]
             events = self.builder.thread(name).events
             parent_thread, call = self.task_calls.get(s.id, (threads.get(s.parent or ""), None))
@@ -328,7 +334,8 @@ class _Reader:
                 lambda m=message, n=line: state.message(n, m),
                 path=s.path,
             )
-        self.builder.thread(thread).events = state.events
+        # Another export of the same session adds its new messages to the same thread.
+        self.builder.thread(thread).events.extend(state.events)
 
 
 class _Thread:
@@ -338,6 +345,8 @@ class _Thread:
         self.path = path
         self.events: list[Any] = []
         self.calls: dict[str, str] = {}
+        self.ids: set[str] = set()
+        """Message ids read from this export."""
 
     def add(self, event: Any, line: int) -> Any:
         event.thread = self.name
@@ -354,9 +363,12 @@ class _Thread:
         parts = get_list(m, "parts")
         mid = get_str(info, "id")
         if mid and mid != "REDACTED":
-            if mid in self.reader.seen_messages:
+            first = self.reader.seen_messages.setdefault(mid, self.path)
+            if first != self.path:
+                return  # quirk: a session exported twice; the later export repeats messages
+            if mid in self.ids:
                 raise Bad(f"duplicate record: message {mid} appears twice")
-            self.reader.seen_messages.add(mid)
+            self.ids.add(mid)
         role = get_str(info, "role", required=True)
         if role not in ("user", "assistant"):
             raise Bad(f"unknown opencode message role {role!r}")
@@ -529,4 +541,30 @@ def read(path: str | Path, *, strict: bool = False) -> Session:
         return _Reader(p, strict).read()
 
 
-__all__ = ["read"]
+def session_groups(files: list[Path]) -> list[list[Path]]:
+    """Export files grouped into sessions by the rule `read` applies to a directory (a subtask
+    session's `parentID` names its parent; two exports of one session id are one session),
+    each group led by its top session's export (the one `read_session` names the session by).
+    A file that cannot be read stays alone."""
+    sessions: list[_Session] = []
+    alone: list[list[Path]] = []
+    for f in sorted(files):
+        try:
+            s = _Session(f, Issues(f, False))
+        except LogFormatError:
+            alone.append([f])
+            continue
+        s.messages = []  # only the ids tie files
+        sessions.append(s)
+    return [[s.path for s in g] for g in _related(sessions)] + alone
+
+
+def read_session(files: list[Path], *, strict: bool = False) -> Session:
+    """Read the exports of one group of `session_groups` as one session (read as a directory
+    holding just them would be)."""
+    main = Path(files[0])
+    with failures_as_log_errors(main):
+        return _Reader(main, strict).read([Path(f) for f in files])
+
+
+__all__ = ["read", "read_session", "session_groups"]

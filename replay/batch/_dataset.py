@@ -35,6 +35,15 @@ from replay.batch._work import FileInfo, ScanResult
 
 TABLES = ("sessions", "requests")
 CACHE_DIR = ".replay-batch"
+_FOLDER = "folder:"
+"""Manifest key prefix of a folder's sessions of several files (entries of files are paths)."""
+
+
+def _scan_from(data: dict[str, Any]) -> ScanResult:
+    info = FileInfo(**data["info"]) if data.get("info") else None
+    fields = {k: v for k, v in data.items() if k != "info"}
+    fields["files"] = tuple(fields.get("files") or ())
+    return ScanResult(**fields, info=info)
 
 
 def scan(dataset: str | Path, table: str = "sessions"):
@@ -137,7 +146,10 @@ class Dataset:
         if not e or e["size"] != size or e["mtime_ns"] != mtime_ns or e["scan_key"] != key:
             return None
         info = FileInfo(**e["info"]) if e.get("info") else None
-        return ScanResult(path, size, mtime_ns, e["status"], e.get("sha"), e.get("message"), info)
+        return ScanResult(
+            path, size, mtime_ns, e["status"], e.get("sha"), e.get("message"), info,
+            fmt=e.get("fmt") or "",
+        )
 
     def record_scan(self, result: ScanResult, key: str) -> None:
         """Store a new scan of a file. Its earlier parts (an older version of the file) are no
@@ -151,6 +163,7 @@ class Dataset:
                 "scan_key": key,
                 "status": result.status,
                 "sha": result.sha,
+                "fmt": result.fmt,
                 "message": result.message,
                 "info": asdict(result.info) if result.info else None,
                 "replay": None,
@@ -159,14 +172,15 @@ class Dataset:
 
     # --- replay cache ------------------------------------------------------------------------
 
-    def unchanged(self, path: str, key: str, group: str) -> list[str] | None:
-        """The parts of `path` if it was replayed with the same options in the same cache group
-        since its last change, and they are all on disk."""
+    def unchanged(self, path: str, key: str, group: str, sha: str) -> list[str] | None:
+        """The parts of the session named by `path` if it was replayed with the same options in
+        the same cache group, from the same bytes (`sha`: of every file of a session of
+        several), and they are all on disk."""
         e = self.entries.get(path)
         replay = (e or {}).get("replay")
         if not replay or replay["status"] != "ok" or replay["key"] != key:
             return None
-        if replay["group"] != group:
+        if replay["group"] != group or replay.get("sha") != sha:
             return None
         parts = replay["parts"]
         if not all((self.root / p).exists() for p in parts):
@@ -185,9 +199,18 @@ class Dataset:
         return names
 
     def record_replay(
-        self, path: str, key: str, group: str, status: str, message: str | None, parts: list[str]
+        self,
+        path: str,
+        key: str,
+        group: str,
+        status: str,
+        message: str | None,
+        parts: list[str],
+        sha: str | None = None,
     ) -> None:
-        """Store a file's replay (parts it no longer references go at the end of the run)."""
+        """Store a file's replay (parts it no longer references go at the end of the run);
+        `sha`: of the bytes replayed (every file of a session of several). A file read as part
+        of another file's session is stored with no parts: rows of its own replay go."""
         entry = dict(self.entries[path])
         entry["replay"] = {
             "key": key,
@@ -195,8 +218,29 @@ class Dataset:
             "status": status,
             "message": message,
             "parts": parts,
+            "sha": sha,
         }
         self._put(entry)
+
+    # --- sessions of several files -------------------------------------------------------
+
+    def cached_sessions(self, folder: str, key: str) -> list[ScanResult] | None:
+        """The sessions of several files found in `folder` (a `FolderTask`) by an earlier run,
+        if `key` (the scan options and every file's path and hash) is unchanged."""
+        e = self.entries.get(_FOLDER + folder)
+        if not e or e.get("key") != key:
+            return None
+        return [_scan_from(u) for u in e["sessions"]]
+
+    def record_sessions(self, folder: str, key: str, sessions: list[ScanResult]) -> None:
+        self._put(
+            {
+                "format": BATCH_FORMAT,
+                "path": _FOLDER + folder,
+                "key": key,
+                "sessions": [asdict(u) for u in sessions],
+            }
+        )
 
     def _put(self, entry: dict[str, Any]) -> None:
         self.entries[entry["path"]] = entry

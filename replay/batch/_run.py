@@ -1,16 +1,21 @@
 """`run_batch`: find logs, scan them, group them by cache scope, replay the groups on an engine,
 and append the rows to a Parquet dataset.
 
-Two passes over the files, each spread over the engine's workers:
+Three passes over the files, each spread over the engine's workers:
 
 1. scan — read each file once with `replay.load` (format detected by content) for what grouping
    needs: session id, start and end, and the cache scope; hash its bytes. Unchanged files (same
    size and mtime) take this from the incremental cache instead.
-2. replay — sessions of one scope whose times overlap or follow within the longest cache TTL form
+2. group — in each folder of Claude Code (or opencode) files, the files the adapter reads as one
+   session (a transcript with its subagent and resumed files) become one unit, named by its
+   first file and scanned whole; the other files of the unit are `part of` it. Folders whose
+   files are unchanged take this from the incremental cache.
+3. replay — sessions of one scope whose times overlap or follow within the longest cache TTL form
    a chain, replayed in start order by one worker through one shared provider cache; other
    sessions are replayed alone. Chains and lone files are spread over the workers, largest first.
 
-Only the main process writes the dataset; workers send back each file's rows as Parquet bytes.
+Only the main process writes the dataset; workers send back each session's rows as Parquet
+bytes.
 """
 
 from __future__ import annotations
@@ -35,11 +40,14 @@ from replay.batch._engines import Engine, make_engine
 from replay.batch._options import BatchOptions, horizon_seconds, replay_key, scan_key
 from replay.batch._work import (
     FAILED,
+    GROUPED,
     OK,
     FileOutcome,
+    FolderTask,
     GroupTask,
     Member,
     ScanResult,
+    group_folder,
     replay_group,
     scan_files,
 )
@@ -47,10 +55,16 @@ from replay.batch._work import (
 Progress = Callable[[str, int, int], None]
 """Called as (phase, done, total) while a phase (`scan`, `replay`) advances."""
 
-STATUSES = ("replayed", "unchanged", "skipped", "duplicate", "out of range", "failed")
+STATUSES = (
+    "replayed", "unchanged", "part of", "skipped", "duplicate", "out of range", "failed"
+)
 """What can happen to a file: replayed now, or earlier and unchanged since (both count as ok);
-not a log `replay` recognises; a byte-identical copy of another file; outside --since/--until;
-failed (the message says why)."""
+read as part of the session another file names (a Claude Code subagent or resumed file, an
+opencode subtask export: the message names that file); not a log `replay` recognises; a
+byte-identical copy of another file; outside --since/--until; failed (the message says why)."""
+
+QUIET_STATUSES = ("replayed", "unchanged", "part of")
+"""Statuses that are no problem (not listed among the files not replayed)."""
 
 TOTAL_COLUMNS = [
     "strategy",
@@ -116,7 +130,7 @@ class BatchReport:
 
     @property
     def problems(self) -> list[FileStatus]:
-        return [f for f in self.files if f.status not in ("replayed", "unchanged")]
+        return [f for f in self.files if f.status not in QUIET_STATUSES]
 
     def document(self) -> dict[str, Any]:
         """The report as JSON-ready data."""
@@ -189,7 +203,7 @@ def plan_groups(
         group = _digest(scope, *(s.sha for s in chain))[:12] if shared else None  # type: ignore[misc]
         suffix = f"-{group}" if group else ""
         members = [
-            Member(s.path, s.sha, s.info, f"part-{s.sha[:24]}-{rkey[:8]}{suffix}")  # type: ignore[arg-type,index]
+            Member(s.path, s.sha, s.info, f"part-{s.sha[:24]}-{rkey[:8]}{suffix}", s.files)  # type: ignore[arg-type,index]
             for s in chain
         ]
         tasks.append(GroupTask(members, shared=shared, group_id=group, scope=scope))
@@ -211,7 +225,7 @@ def _bundle(tasks: list[GroupTask]) -> list[GroupTask]:
             out.append(task)
             continue
         member = task.members[0]
-        weight = _size(member.path)
+        weight = sum(_size(f) for f in member.files or (member.path,))
         if bundle and (len(bundle) >= BUNDLE_FILES or size + weight > BUNDLE_BYTES):
             out.append(GroupTask(bundle))
             bundle, size = [], 0
@@ -246,6 +260,11 @@ def _chunks(paths: list[str]) -> Iterator[list[str]]:
 
 def _scan_failure(paths: list[str], message: str) -> list[ScanResult]:
     return [ScanResult(p, 0, 0, FAILED, message=message, transient=True) for p in paths]
+
+
+def _folder_failure(task: FolderTask, message: str) -> list[ScanResult]:
+    files = tuple(s.path for s in task.files)
+    return [ScanResult(files[0], 0, 0, FAILED, message=message, transient=True, files=files)]
 
 
 def _group_failure(task: GroupTask, message: str) -> list[FileOutcome]:
@@ -351,6 +370,7 @@ def run_batch(
             scans = _scan_phase(paths, opts, skey, dataset, runner, force, since, statuses, tick)
             report.scan_seconds = time.perf_counter() - started
             replay_started = time.perf_counter()
+            scans = _session_phase(scans, opts, skey, rkey, dataset, runner, force, statuses, tick)
             partials = _replay_phase(
                 scans, opts, rkey, dataset, runner, force, statuses, tick, since, until, report
             )
@@ -425,15 +445,101 @@ def _scan_phase(
             done += 1
         tick("scan", done, len(paths))
     ok = []
+    first_copy: dict[str, str] = {}
     for path in paths:
         s = scans.get(path)
         if s is None:
             continue
-        if s.status == OK:
-            ok.append(s)
-        else:
+        if s.status == FAILED and s.fmt in GROUPED and s.sha and not s.transient:
+            ok.append(s)  # it may be read with its session: `_session_phase` decides
+        elif s.status != OK:
             statuses[path] = FileStatus(path, s.status, s.message)
+        elif s.sha in first_copy:
+            statuses[path] = FileStatus(path, "duplicate", f"same bytes as {first_copy[s.sha]}")
+        else:
+            first_copy[s.sha] = path  # type: ignore[index]
+            ok.append(s)
     return ok
+
+
+def _folder(fmt: str, path: str) -> str:
+    """The folder whose files may be one session with `path`: its own, or for a Claude Code
+    `<sessionId>/subagents/agent-*.jsonl` file the project folder holding `<sessionId>.jsonl`."""
+    p = Path(path)
+    if fmt == "claude-code" and p.parent.name == "subagents":
+        session = p.parent.parent
+        if (session.parent / f"{session.name}.jsonl").is_file():
+            return str(session.parent)
+        return str(session)
+    return str(p.parent)
+
+
+def _folder_key(task: FolderTask, skey: str) -> tuple[str, str]:
+    """(manifest name, cache key) of a folder's grouping: it holds while the scan options and
+    every file's path and bytes do."""
+    name = f"{task.fmt}:{_folder(task.fmt, task.files[0].path)}"
+    return name, _digest(skey, name, *(f"{s.path}\x00{s.sha}" for s in task.files))
+
+
+def _session_phase(
+    scans: list[ScanResult],
+    opts: BatchOptions,
+    skey: str,
+    rkey: str,
+    dataset: Dataset | None,
+    runner: Engine,
+    force: bool,
+    statuses: dict[str, FileStatus],
+    tick: Progress,
+) -> list[ScanResult]:
+    """Scans → one per session: the files the adapter reads as one session (a Claude Code
+    transcript with its subagent and resumed files, an opencode export with its subtask
+    exports: `session_groups`) become one unit named by its first file; the others get the
+    status `part of`. A file that failed on its own but is read with a session is part of it;
+    alone, it fails. Folders whose files and options are unchanged take their grouping from
+    the manifest."""
+    buckets: dict[tuple[str, str], list[ScanResult]] = defaultdict(list)
+    for s in scans:
+        if s.fmt in GROUPED:
+            buckets[(s.fmt, _folder(s.fmt, s.path))].append(s)
+    units: list[ScanResult] = []
+    todo: list[FolderTask] = []
+    for (fmt, _), items in sorted(buckets.items()):
+        if len(items) < 2:
+            continue
+        task = FolderTask(fmt, sorted(items, key=lambda s: s.path))
+        cached = None
+        if dataset is not None and not force:
+            cached = dataset.cached_sessions(*_folder_key(task, skey))
+        if cached is None:
+            todo.append(task)
+        else:
+            units.extend(cached)
+    for n, (task, results) in enumerate(runner.imap(group_folder, todo, opts, _folder_failure)):
+        tick("group", n + 1, len(todo))
+        if dataset is not None and not any(r.transient for r in results):
+            name, key = _folder_key(task, skey)
+            dataset.record_sessions(name, key, results)
+        units.extend(results)
+    # A folder that could not be grouped (no hash: `group_folder` failed) fails every file.
+    unsorted = {f: u for u in units if u.sha is None for f in u.files}
+    part_of = {f: u.path for u in units if u.sha is not None for f in u.files[1:]}
+    by_first = {u.path: u for u in units if u.sha is not None}
+    out = []
+    for s in scans:
+        unit = unsorted.get(s.path) or by_first.get(s.path, s)
+        if s.path in part_of:
+            first = part_of[s.path]
+            statuses[s.path] = FileStatus(s.path, "part of", f"read in the session of {first}")
+            if dataset is not None:  # rows of an earlier replay of its own go
+                dataset.record_replay(s.path, rkey, "", "part of", first, [])
+        elif unit.status != OK:
+            statuses[s.path] = FileStatus(s.path, FAILED, unit.message)
+            if dataset is not None and unit is not s and not unit.transient:
+                dataset.record_replay(s.path, rkey, "", FAILED, unit.message, [], unit.sha)
+        else:
+            out.append(unit)
+    return out
 
 
 def _replay_phase(
@@ -450,15 +556,12 @@ def _replay_phase(
     report: BatchReport,
 ) -> list[pl.DataFrame]:
     kept: list[ScanResult] = []
-    first_copy: dict[str, str] = {}
     for s in scans:
         start = _when(s.info.started_at)  # type: ignore[union-attr]
         if (since and start < since) or (until and start > until):
-            statuses[s.path] = FileStatus(s.path, "out of range", f"started {start.isoformat()}")
-        elif s.sha in first_copy:
-            statuses[s.path] = FileStatus(s.path, "duplicate", f"same bytes as {first_copy[s.sha]}")
+            for path in s.files or (s.path,):
+                statuses[path] = FileStatus(path, "out of range", f"started {start.isoformat()}")
         else:
-            first_copy[s.sha] = s.path  # type: ignore[index]
             kept.append(s)
     tasks = plan_groups(kept, opts, horizon_seconds(opts), rkey)
     partials: list[pl.DataFrame] = []
@@ -471,7 +574,7 @@ def _replay_phase(
         group = task.group_id or ""
         parts = None
         if dataset is not None and not force:
-            found = [dataset.unchanged(m.path, rkey, group) for m in task.members]
+            found = [dataset.unchanged(m.path, rkey, group, m.sha) for m in task.members]
             if all(p is not None for p in found):
                 parts = [p for ps in found for p in ps if p.startswith("sessions/")]  # type: ignore[union-attr]
         if parts is None:
@@ -487,7 +590,7 @@ def _replay_phase(
     requests = {m.path: m.info.requests for t in todo for m in t.members}
     for task, outcomes in runner.imap(replay_group, todo, opts, _group_failure):
         group = task.group_id or ""
-        parts_by_path = {m.path: m.part for m in task.members}
+        members = {m.path: m for m in task.members}
         for outcome in outcomes:
             path = outcome.path
             if outcome.status == OK:
@@ -505,10 +608,12 @@ def _replay_phase(
                 if outcome.status == OK:
                     written = dataset.write_parts(
                         path,
-                        parts_by_path[path],
+                        members[path].part,
                         {"sessions": outcome.sessions, "requests": outcome.requests},
                     )
-                dataset.record_replay(path, rkey, group, outcome.status, outcome.message, written)
+                dataset.record_replay(
+                    path, rkey, group, outcome.status, outcome.message, written, members[path].sha
+                )
             done += 1
             tick("replay", done, total)
     if unchanged_parts and dataset is not None:

@@ -53,6 +53,9 @@ class FileInfo:
     scope: str
     """Digest of what decides the cache scope: provider, agent, system prompt and tools."""
     skipped_lines: int = 0
+    fmt: str = ""
+    """Log format detected from the content (`replay.adapters.FORMATS`): which adapter reads
+    the file, and whether its files may form one session with other files (`GROUPED`)."""
 
 
 @dataclass
@@ -69,17 +72,27 @@ class ScanResult:
     info: FileInfo | None = None
     transient: bool = False
     """The worker died: not a property of the file, so not cached."""
+    fmt: str = ""
+    """Log format detected from the content, even when the file could not be replayed on its
+    own (a Claude Code subagent file with no request is still part of its session)."""
+    files: tuple[str, ...] = ()
+    """A session of several files (a Claude Code transcript with its subagent and resumed
+    files, an opencode export with its subtask exports): all of them in reading order, `path`
+    first; `sha`, `size` and `info` are then the whole session's. Empty for a one-file session."""
 
 
 @dataclass
 class Member:
-    """One file of a replay task."""
+    """One session of a replay task."""
 
     path: str
+    """Its file, or the first file of a session of several (which names the session)."""
     sha: str
     info: FileInfo
     part: str
     """Base name of its dataset parts."""
+    files: tuple[str, ...] = ()
+    """Every file of a session of several, in reading order (see `ScanResult.files`)."""
 
 
 @dataclass
@@ -160,10 +173,33 @@ def _scope(provider: str, session: Any) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _load(path: str, opts: BatchOptions):
+GROUPED = {
+    "claude-code": "replay.adapters.claude_code",
+    "opencode": "replay.adapters.opencode",
+}
+"""Formats whose files may be one session together (in one folder), with the adapter that says
+which (`session_groups`) and reads such a group (`read_session`)."""
+
+
+def _load(path: str, opts: BatchOptions, files: tuple[str, ...] = (), fmt: str = ""):
+    """One file, or the files of one session (`files`, of format `fmt`), as a `Session`."""
+    if files:
+        import importlib
+        from pathlib import Path
+
+        adapter = importlib.import_module(GROUPED[fmt])
+        return adapter.read_session([Path(f) for f in files], strict=opts.strict)
     from replay import load
 
     return load(path, strict=opts.strict)
+
+
+def unit_sha(shas: list[str]) -> str:
+    """The SHA-256 naming a session of several files: a digest of its files' hashes in reading
+    order (changes when any of them does)."""
+    if len(shas) == 1:
+        return shas[0]
+    return hashlib.sha256("\x00".join(shas).encode()).hexdigest()
 
 
 def scan_file(path: str, opts: BatchOptions) -> ScanResult:
@@ -175,27 +211,8 @@ def scan_file(path: str, opts: BatchOptions) -> ScanResult:
     result = ScanResult(path, st.st_size, st.st_mtime_ns, FAILED)
     try:
         result.sha = _sha256(path)
-        session = _load(path, opts)
-        requests = session.requests()
-        if not requests:
-            raise ReplayError(f"{path}: the log has no requests to replay")
-        header = session.header
-        times = [_utc(header.ts)] + [_utc(e.ts) for e in session.events]
-        models = sorted({r.model or header.model for r in requests}) if not opts.model else [
-            opts.model
-        ]
-        provider = opts.provider or header.provider
-        result.info = FileInfo(
-            session_id=header.session_id,
-            agent=header.agent,
-            provider=provider,
-            model=",".join(models),
-            started_at=min(times).isoformat(),
-            ended_at=max(times).isoformat(),
-            requests=len(requests),
-            scope=_scope(provider, session),
-            skipped_lines=len(session.skipped),
-        )
+        result.fmt = _format(path)
+        result.info = _info(path, _load(path, opts), opts, result.fmt)
         result.status = OK
     except LogFormatError as err:
         result.status = SKIPPED if _unrecognised(path, err) else FAILED
@@ -205,9 +222,94 @@ def scan_file(path: str, opts: BatchOptions) -> ScanResult:
     return result
 
 
+def _format(path: str) -> str:
+    from replay.adapters import detect
+
+    try:
+        return detect(path)
+    except LogFormatError:
+        return ""
+
+
+def _info(path: str, session: Any, opts: BatchOptions, fmt: str) -> FileInfo:
+    """What grouping needs of a read session (raises when it has no requests)."""
+    requests = session.requests()
+    if not requests:
+        raise ReplayError(f"{path}: the log has no requests to replay")
+    header = session.header
+    times = [_utc(header.ts)] + [_utc(e.ts) for e in session.events]
+    models = sorted({r.model or header.model for r in requests}) if not opts.model else [
+        opts.model
+    ]
+    provider = opts.provider or header.provider
+    return FileInfo(
+        session_id=header.session_id,
+        agent=header.agent,
+        provider=provider,
+        model=",".join(models),
+        started_at=min(times).isoformat(),
+        ended_at=max(times).isoformat(),
+        requests=len(requests),
+        scope=_scope(provider, session),
+        skipped_lines=len(session.skipped),
+        fmt=fmt,
+    )
+
+
 def scan_files(paths: list[str], opts: BatchOptions) -> list[ScanResult]:
     """`scan_file` for each path (one task for several small files)."""
     return [scan_file(p, opts) for p in paths]
+
+
+@dataclass
+class FolderTask:
+    """Files of one format in one folder that may form sessions of several files."""
+
+    fmt: str
+    files: list[ScanResult]
+    """Their scans (in path order): ok, or failed on their own (read with their session, a
+    file without requests may be fine)."""
+
+
+def group_folder(task: FolderTask, opts: BatchOptions) -> list[ScanResult]:
+    """The sessions of several files among `task.files`, by the adapter's rule
+    (`session_groups`), each scanned as a whole: one `ScanResult` per such session (its `files`
+    in reading order). Files of no such session are sessions alone (not returned). Never
+    raises: a failure to group is returned as one failed result naming the first file."""
+    import importlib
+    from pathlib import Path
+
+    scans = {s.path: s for s in task.files}
+    try:
+        adapter = importlib.import_module(GROUPED[task.fmt])
+        groups = adapter.session_groups([Path(p) for p in scans])
+    except Exception as err:  # noqa: BLE001 - reported, not raised
+        first = task.files[0]
+        files = tuple(scans)
+        return [ScanResult(first.path, 0, 0, FAILED, message=describe(err), files=files)]
+    out = []
+    for group in groups:
+        if len(group) < 2:
+            continue
+        files = tuple(str(p) for p in group)
+        members = [scans[f] for f in files]
+        result = ScanResult(
+            files[0],
+            sum(m.size for m in members),
+            members[0].mtime_ns,
+            FAILED,
+            sha=unit_sha([m.sha for m in members]),  # type: ignore[misc]
+            fmt=task.fmt,
+            files=files,
+        )
+        try:
+            session = _load(files[0], opts, files, task.fmt)
+            result.info = _info(files[0], session, opts, task.fmt)
+            result.status = OK
+        except Exception as err:  # noqa: BLE001 - one bad session must not stop the batch
+            result.message = describe(err)
+        out.append(result)
+    return out
 
 
 # --- replay -------------------------------------------------------------------------------
@@ -311,7 +413,7 @@ def _replay_alone(member: Member, task: GroupTask, opts: BatchOptions) -> FileOu
     from replay.engine import replay_session
 
     base, strategies = _setup(opts)
-    session = _load(member.path, opts)
+    session = _load(member.path, opts, member.files, member.info.fmt)
     records: list[Any] = []
     for named in strategies:
         records.extend(replay_session(session, [named], base))
@@ -367,7 +469,8 @@ def _replay_chain(task: GroupTask, opts: BatchOptions) -> list[FileOutcome]:
         try:
             if strategy < 0:  # the session starts: read it and open one run per strategy
                 _prune(group, ts)
-                session = _load(task.members[position].path, opts)
+                member = task.members[position]
+                session = _load(member.path, opts, member.files, member.info.fmt)
                 if not session.requests():
                     raise ReplayError(f"{task.members[position].path}: the log has no requests")
                 view = SharedCache(group.scope, group.stores, group.tables, lane=f"s{position}")

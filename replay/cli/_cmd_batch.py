@@ -17,11 +17,11 @@ def _tables(report):
 
     counts = report.counts
     files = Table(title="files", title_justify="left")
-    for col in ("found", "ok", "replayed", "unchanged", "skipped", "duplicate", "out of range",
-                "failed"):
+    columns = ("found", "ok", "replayed", "unchanged", "part of", "skipped", "duplicate",
+               "out of range", "failed")
+    for col in columns:
         files.add_column(col, justify="right")
-    files.add_row(*(_int(counts[k]) for k in ("total", "ok", "replayed", "unchanged", "skipped",
-                                              "duplicate", "out of range", "failed")))
+    files.add_row(*(_int(counts["total" if k == "found" else k]) for k in columns))
     totals = Table(title="totals per strategy (ok sessions)", title_justify="left")
     for col in ("strategy", "sessions", "requests", "prompt", "cached", "written", "output",
                 "cost (USD)", "hit ratio", "blind actions"):
@@ -137,8 +137,11 @@ def batch_command(
     per session × strategy to a Parquet dataset.
 
     Files that are not logs are reported and counted, and a broken log fails alone: the batch
-    goes on. Sessions of one account that overlap in time share the provider cache (column
-    `shared_cache`). With -o, a re-run only replays files changed since (by path, size, mtime).
+    goes on. A session written in several files (a Claude Code transcript with its subagent and
+    resumed files, an opencode export with its subtask exports) is replayed once, named by its
+    first file; the others are counted as `part of` it. Sessions of one account that overlap in
+    time share the provider cache (column `shared_cache`). With -o, a re-run only replays files
+    changed since (by path, size, mtime).
     With --strict, the exit code is 1 when any file failed. Read the dataset with
     `pl.scan_parquet("DATASET/sessions/*.parquet")`; docs/batch.md has the details.
 
