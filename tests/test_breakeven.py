@@ -367,3 +367,21 @@ def test_breakeven_table_says_never(invoke) -> None:
     assert result.exit_code == 0, result.stderr
     assert "break-even" in result.stdout
     assert "never" in result.stdout and "summary cost" in result.stdout
+
+
+def test_every_disagreement_is_explained(run42_json) -> None:
+    """Where the closed form says the rewrite takes requests to pay back but the simulation says
+    it paid back at once, the row says why (here: the request without the rewrite would not
+    have read the edited part from the cache either)."""
+    rows = run42_json["breakeven"]
+    at_once = [r for r in rows if r["breakeven_simulated"] == 0
+               and (r["breakeven_closed_form"] or 0) > 1]
+    assert at_once  # age-truncate #6, sliding-10 #5-6 on the sample run
+    for r in at_once:
+        assert "not cached past the edit" in r["disagreement"], r
+
+
+def test_breakeven_table_signs_money_before_the_dollar(invoke) -> None:
+    result = invoke("breakeven", RUN42, "-s", "sliding-10", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert "-$0.000" in result.stdout and "$-" not in result.stdout

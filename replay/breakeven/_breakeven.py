@@ -126,6 +126,7 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
     saw_ttl = False
     cut_by_event = False
     cf_first_total = rec.request.total
+    cf_first_read = 0
     for k in range(i, len(seq)):
         cur = seq[k]
         if k > i and cur.events and (subs is None and _structural(seq[k - 1], cur)):
@@ -153,6 +154,7 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
         state.previous = cf_rec.request
         if k == i:
             cf_first_total = cf_rec.request.total
+            cf_first_read = cf_rec.outcome.cache_read
         strategy_cost = cur.cost_usd + sum(
             (s.cost_usd for s in extra.get(cur.request_index, []) if k == i), Decimal(0)
         )
@@ -180,6 +182,9 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
         reasons.append("cache-write premium")
     if summarizers:
         reasons.append("summary cost")
+    if cf_first_read < rec.request.total and cf_first_read <= first_edit:
+        # The closed form assumes the surviving tokens would have been read from the cache.
+        reasons.append(f"not cached past the edit even without it ({cf_first_read:,} read)")
     if saw_ttl:
         reasons.append("TTL expiry")
     if cut_by_event and paid_back is None:

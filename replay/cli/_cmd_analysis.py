@@ -19,6 +19,8 @@ from replay.cli._main import (
 def _breakeven_table(frame, title: str):
     from rich.table import Table
 
+    from replay.report._table import _usd
+
     table = Table(title=title, title_justify="left")
     for col in ("strategy", "#", "event", "first edit", "removed", "surviving", "rewrite cost",
                 "saving/req", "closed form", "simulated", "net (horizon)", "disagreement"):
@@ -31,8 +33,8 @@ def _breakeven_table(frame, title: str):
         table.add_row(
             r["strategy"], str(r["request_index"]), r["event"], f"{r['first_edit_token']:,}",
             f"{r['removed_tokens']:,}", f"{r['surviving_tokens']:,}",
-            f"${r['rewrite_cost_usd']:.6f}", f"${r['saving_per_request_usd']:.6f}", closed, sim,
-            f"${r['simulated_net_usd']:.6f} ({r['horizon']})", r["disagreement"] or "",
+            _usd(r["rewrite_cost_usd"], 6), _usd(r["saving_per_request_usd"], 6), closed, sim,
+            f"{_usd(r['simulated_net_usd'], 6)} ({r['horizon']})", r["disagreement"] or "",
         )
     return table
 

@@ -15,10 +15,14 @@ def _int(v: int | None) -> str:
     return "" if v is None else f"{v:,}"
 
 
-def _usd(v: Decimal | None) -> str:
+def _usd(v: Decimal | None, places: int = 4) -> str:
+    """`$1,234.5678`, `-$0.0012` (the sign before the dollar), `$1.20E-05` below the last place."""
     if v is None:
         return ""
-    return f"${v:,.4f}" if abs(v) >= Decimal("0.0001") or v == 0 else f"${v:.2E}"
+    sign, v = ("-" if v < 0 else ""), abs(v)
+    if v >= Decimal(1).scaleb(-places) or v == 0:
+        return f"{sign}${v:,.{places}f}"
+    return f"{sign}${v:.2E}"
 
 
 def _calls(n: int) -> str:
