@@ -137,6 +137,8 @@ def test_json_csv_parquet_files_agree(invoke, tmp_path, per_turn):
     assert [str(r["cost_usd"]) for r in csv_rows] == [
         format(v.normalize(), "f") if v else "0" for v in frame["cost_usd"].to_list()
     ]
+    if per_turn:  # and times are written the same way (…Z, not polars' +0000)
+        assert [r["ts"] for r in csv_rows] == [r["ts"] for r in rows]
 
 
 def test_parquet_needs_an_output_file(invoke):

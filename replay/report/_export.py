@@ -41,7 +41,7 @@ def frame_rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
 
 
 def to_csv(frame: pl.DataFrame) -> str:
-    return _stringify_money(frame).write_csv()
+    return _stringify_times(_stringify_money(frame)).write_csv()
 
 
 def to_parquet_bytes(frame: pl.DataFrame) -> bytes:
@@ -57,6 +57,16 @@ def _stringify_money(frame: pl.DataFrame) -> pl.DataFrame:
         )
         for name, dtype in frame.schema.items()
         if isinstance(dtype, pl.Decimal)
+    ]
+    return frame.with_columns(casts) if casts else frame
+
+
+def _stringify_times(frame: pl.DataFrame) -> pl.DataFrame:
+    """Times as the JSON writes them (`2026-11-01T10:00:00Z`), not polars' `+0000` form."""
+    casts = [
+        pl.col(name).map_elements(_plain, return_dtype=pl.Utf8)
+        for name, dtype in frame.schema.items()
+        if isinstance(dtype, pl.Datetime)
     ]
     return frame.with_columns(casts) if casts else frame
 
