@@ -380,6 +380,14 @@ def test_providers_resolves_a_model():
     assert values["automatic_breakpoint"] is False
 
 
+
+def test_providers_for_a_model_shows_only_its_provider():
+    result = _cli("--model", "claude-sonnet-4-6", "--at", "2026-10-20", "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert [p["provider"] for p in doc["providers"]] == ["anthropic"]  # not all eight
+    assert doc["resolved"]["model"] == "claude-sonnet-4-6"
+
 def test_providers_table_marks_uncertain_rules():
     result = _cli("--provider", "google", "--at", "2026-10-20")
     assert result.exit_code == 0, result.output

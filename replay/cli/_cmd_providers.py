@@ -127,6 +127,11 @@ def providers_command(
         raise ReplayError(f"--at {at!r}: expected a date as YYYY-MM-DD") from None
     router = CacheRouter(load_rules_file(cache_rules) if cache_rules else None)
     files = router._files
+    if model is not None and provider is None:
+        from replay.prices import provider_for_model
+
+        # Only the provider the model resolves to, not every provider's rules before its own.
+        provider = provider_for_model(model)
     if provider is not None:
         layers = router._file(provider.strip().lower())
         if layers is None:
@@ -143,11 +148,7 @@ def providers_command(
         "at": day.isoformat(),
         "providers": [_provider_doc(layers, day) for layers in files],
     }
-    if model is not None:
-        if provider is None:
-            from replay.prices import provider_for_model
-
-            provider = provider_for_model(model)
+    if model is not None and provider is not None:
         document["resolved"] = _resolved(router, provider, model, day)
 
     if fmt == "json":
