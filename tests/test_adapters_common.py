@@ -406,6 +406,19 @@ def opencode_doc() -> dict[str, Any]:
     }
 
 
+def opencode_subtask(parent: dict[str, Any], sid: str = "ses_child") -> dict[str, Any]:
+    """An export of a subtask session of `parent` (its `parentID` names it), ids made distinct."""
+    child = json.loads(json.dumps(parent).replace(parent["info"]["id"], sid))
+    child["info"]["parentID"] = parent["info"]["id"]
+    for message in child["messages"]:
+        message["info"]["id"] += "_c"
+        for part in message["parts"]:
+            part["id"] += "_c"
+            if "callID" in part:
+                part["callID"] += "_c"
+    return child
+
+
 def jsonl(lines: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(x) + "\n" for x in lines)
 

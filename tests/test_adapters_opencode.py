@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_adapters_common import SAMPLES, needs_samples, opencode_doc, unpaired_before_request
+from test_adapters_common import (
+    SAMPLES,
+    needs_samples,
+    opencode_doc,
+    opencode_subtask,
+    unpaired_before_request,
+)
 
 from replay import load
 from replay._errors import LogFormatError
@@ -227,15 +233,7 @@ def test_directory_of_unrelated_exports_is_refused(tmp_path: Path) -> None:
     assert "holds 2 unrelated sessions: a.json, b.json" in str(err.value)
     assert f"replay batch {tmp_path}" in str(err.value)
     # A subtask session's export (its `parentID` names the first) joins the first one.
-    child = json.loads(json.dumps(first).replace(first["info"]["id"], "ses_child"))
-    child["info"]["parentID"] = first["info"]["id"]
-    for message in child["messages"]:
-        message["info"]["id"] += "_c"
-        for part in message["parts"]:
-            part["id"] += "_c"
-            if "callID" in part:
-                part["callID"] += "_c"
-    _write(tmp_path, child, "a-child.json")
+    _write(tmp_path, opencode_subtask(first), "a-child.json")
     with pytest.raises(LogFormatError) as err:
         load(tmp_path)
     assert "2 unrelated sessions: a.json (+1 subtask), b.json" in str(err.value)

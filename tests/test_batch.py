@@ -737,19 +737,12 @@ def test_a_resumed_file_that_grows_or_appears_replays_its_session(tmp_path: Path
 
 
 def test_opencode_subtask_exports_are_one_session(tmp_path: Path):
-    from test_adapters_common import opencode_doc
+    from test_adapters_common import opencode_doc, opencode_subtask
 
     logs = tmp_path / "exports"
     logs.mkdir()
     parent = opencode_doc()
-    child = json.loads(json.dumps(parent).replace(parent["info"]["id"], "ses_child"))
-    child["info"]["parentID"] = parent["info"]["id"]
-    for message in child["messages"]:
-        message["info"]["id"] += "_c"
-        for part in message["parts"]:
-            part["id"] += "_c"
-            if "callID" in part:
-                part["callID"] += "_c"
+    child = opencode_subtask(parent)
     (logs / "b-parent.json").write_text(json.dumps(parent), encoding="utf-8")
     (logs / "a-child.json").write_text(json.dumps(child), encoding="utf-8")
     alone = replay(logs, STRATEGIES).summary.sort("strategy")  # one session, a thread each
