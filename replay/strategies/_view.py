@@ -28,6 +28,9 @@ class UserItem:
     estimated_tokens: int | None = None
     """Size of a message known only by its size (context the log does not hold)."""
     kind: Literal["user"] = "user"
+    _blocks: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    """The renderer's blocks for this item (`Renderer._item_blocks`), kept on the item rather
+    than in a weak dictionary of the renderer's (a weak reference and an entry per item)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,9 @@ class AssistantItem:
     """`item_chars` of this item, computed once."""
     _calls: tuple[Block, ...] | None = field(default=None, init=False, repr=False, compare=False)
     """`tool_calls`, computed once."""
+    _blocks: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    """The renderer's blocks for this item (`Renderer._item_blocks`), kept on the item rather
+    than in a weak dictionary of the renderer's (a weak reference and an entry per item)."""
 
     @property
     def tool_calls(self) -> tuple[Block, ...]:
@@ -139,6 +145,9 @@ class ToolResultItem:
     )
     """Items derived from this one by `replace_output` (keyed by their output) and
     `truncate_chars` (keyed by `(limit, marker)`), so the same edit gives the same object."""
+    _blocks: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    """The renderer's blocks for this item (`Renderer._item_blocks`), kept on the item rather
+    than in a weak dictionary of the renderer's (a weak reference and an entry per item)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
@@ -150,6 +159,9 @@ class SummaryItem:
     """Event indexes of the history items this summary replaced."""
     source: Literal["logged", "extractive", "server"] = "extractive"
     kind: Literal["summary"] = "summary"
+    _blocks: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    """The renderer's blocks for this item (`Renderer._item_blocks`), kept on the item rather
+    than in a weak dictionary of the renderer's (a weak reference and an entry per item)."""
 
 
 Item = UserItem | AssistantItem | ToolResultItem | SummaryItem
