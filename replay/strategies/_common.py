@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from replay.strategies._base import StrategyContext
 from replay.strategies._summary import _path_of, freeform_summary, structured_summary
 from replay.strategies._view import (
+    _NONE,
     AssistantItem,
     Block,
     Item,
@@ -22,7 +23,9 @@ from replay.strategies._view import (
     SummaryItem,
     ToolResultItem,
     UserItem,
+    derived,
     item_chars,
+    remember,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -125,28 +128,17 @@ def answered_ids(history: Sequence[Item]) -> set[str]:
     return {i.call_id for i in history if isinstance(i, ToolResultItem)}
 
 
-_STRIPPED: weakref.WeakKeyDictionary[AssistantItem, dict[frozenset, AssistantItem | None]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def strip_calls(item: AssistantItem, drop: Iterable[str]) -> AssistantItem | None:
     """`item` without the tool-call blocks in `drop` (None when nothing is left); memoized."""
     key = frozenset(drop)
     if not key:
         return item
-    variants = _STRIPPED.setdefault(item, {})
-    if key not in variants:
+    hit = derived(item, key)
+    if hit is _NONE:
         blocks = tuple(b for b in item.blocks if not (b.type == "tool_call" and b.call_id in key))
-        variants[key] = (
-            AssistantItem(blocks=blocks, event_index=item.event_index) if blocks else None
-        )
-    return variants[key]
-
-
-_REBLOCKED: weakref.WeakKeyDictionary[AssistantItem, dict[tuple, AssistantItem]] = (
-    weakref.WeakKeyDictionary()
-)
+        kept = AssistantItem(blocks=blocks, event_index=item.event_index) if blocks else None
+        hit = remember(item, key, kept)
+    return hit  # type: ignore[return-value]
 
 
 def replace_blocks(item: AssistantItem, blocks: tuple[Block, ...]) -> AssistantItem:
@@ -162,13 +154,15 @@ def replace_blocks(item: AssistantItem, blocks: tuple[Block, ...]) -> AssistantI
         )
         for b in blocks
     )
-    variants = _REBLOCKED.setdefault(item, {})
-    if key not in variants:
+    hit = derived(item, key)
+    if hit is _NONE:
         same = len(blocks) == len(item.blocks) and all(
             a is b or a == b for a, b in zip(blocks, item.blocks, strict=True)
         )
-        variants[key] = item if same else AssistantItem(blocks=blocks, event_index=item.event_index)
-    return variants[key]
+        hit = remember(
+            item, key, item if same else AssistantItem(blocks=blocks, event_index=item.event_index)
+        )
+    return hit  # type: ignore[return-value]
 
 
 def repair_pairs(
