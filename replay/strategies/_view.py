@@ -97,6 +97,9 @@ class AssistantItem:
     """`item_chars` of this item, computed once."""
     _calls: tuple[Block, ...] | None = field(default=None, init=False, repr=False, compare=False)
     """`tool_calls`, computed once."""
+    _count: tuple[object, int] | None = field(default=None, init=False, repr=False, compare=False)
+    """(counter, token count of `shown_text()`) once counted without memoizing the text
+    (`replay.strategies._common.count_item`)."""
     _variants: tuple | dict | None = field(default=None, init=False, repr=False, compare=False)
     """Items derived from this one (`strip_calls`, `replace_blocks`), so the same edit gives
     the same object: one `(key, item)` pair, a dict once there are several (most items have at
@@ -120,6 +123,10 @@ class AssistantItem:
             text = "\n".join(b.rendered() for b in self.blocks)
             object.__setattr__(self, "_text", text)
         return text
+
+    def text_length(self) -> int:
+        """`len(shown_text())`, without joining the blocks."""
+        return self.chars() + max(len(self.blocks) - 1, 0)
 
     def chars(self) -> int:
         """Characters the blocks show the model (`item_chars`)."""
