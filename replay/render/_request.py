@@ -218,6 +218,13 @@ that summarizes every request holds dozens of them (`openhands-llm-attention-100
 the log's size at level 1)."""
 
 
+PACK_DICT_BYTES = 1 << 15
+"""Bytes of the first contents a table packs that it keeps as the zlib dictionary of the next
+ones (zlib's window): the small transcripts of `goose-tool-pair-summarize` (one tool output
+each) pack ~2× smaller again with the vocabulary of those before them (~130 µs a pack instead
+of ~40 µs)."""
+
+
 class BlockTable:
     """Interns block contents: digest → small integer id, with its token count computed once."""
 
@@ -226,7 +233,11 @@ class BlockTable:
         self._ids: dict[bytes, int] = {}
         self.blocks: list[BlockInfo] = []
         self._packed: dict[int, bytes] = {}
-        """Compressed contents of packed blocks (`pack`)."""
+        """Compressed contents of packed blocks (`pack`): two bytes telling how much of
+        `_dictionary` compressed it, then the zlib stream."""
+        self._dictionary = b""
+        """The start of the first contents packed (UTF-8, up to `PACK_DICT_BYTES`). It only
+        grows, by appending, so the dictionary a block was packed with is a prefix of it."""
 
     def intern(
         self, kind: str, text: str, starts_message: bool, fixed_tokens: int | None = None
@@ -263,9 +274,16 @@ class BlockTable:
         info = self.blocks[block_id]
         if info.text is None or len(info.text) < PACK_MIN_CHARS:
             return None
-        self._packed[block_id] = zlib.compress(
-            info.text.encode("utf-8", "surrogatepass"), PACK_LEVEL
-        )
+        data = info.text.encode("utf-8", "surrogatepass")
+        dictionary = self._dictionary
+        if dictionary:
+            packer = zlib.compressobj(PACK_LEVEL, zdict=dictionary)
+            packed = packer.compress(data) + packer.flush()
+        else:
+            packed = zlib.compress(data, PACK_LEVEL)
+        self._packed[block_id] = len(dictionary).to_bytes(2, "big") + packed
+        if len(dictionary) < PACK_DICT_BYTES:
+            self._dictionary = dictionary + data[: PACK_DICT_BYTES - len(dictionary)]
         self.blocks[block_id] = replace(info, text=None)
         return info.text
 
@@ -273,7 +291,14 @@ class BlockTable:
         """A block's content, unpacked if need be."""
         text = self.blocks[block_id].text
         if text is None:
-            return zlib.decompress(self._packed[block_id]).decode("utf-8", "surrogatepass")
+            packed = self._packed[block_id]
+            used = int.from_bytes(packed[:2], "big")
+            if used:
+                unpacker = zlib.decompressobj(zdict=self._dictionary[:used])
+                data = unpacker.decompress(packed[2:]) + unpacker.flush()
+            else:
+                data = zlib.decompress(packed[2:])
+            return data.decode("utf-8", "surrogatepass")
         return text
 
     def __len__(self) -> int:
