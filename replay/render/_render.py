@@ -62,6 +62,11 @@ _SERIALS = count(1)
 """Renderer serial numbers: an item's memo (`_blocks`) names the renderer it holds blocks of
 (an `id` could be reused by a later renderer, whose table has other ids)."""
 
+_ONE = {kind: (kind,) for kind in KIND_NAMES}
+_KINDS: dict[tuple[str, ...], tuple[str, ...]] = {}
+"""The kinds of an item's blocks, one tuple per distinct sequence of kinds (a handful), not one
+per item memoized (`_item_blocks`)."""
+
 HIDDEN_PREFIX_TEXT = "[hidden prompt prefix: not in the log, size estimated by the adapter]"
 """Text of the fixed-size block standing for an adapter's `hidden_prefix_tokens` estimate."""
 
@@ -267,7 +272,7 @@ class Renderer:
             return cached[2], cached[3]
         t = self.table
         if isinstance(item, ToolResultItem):
-            ids, kinds = (t.intern(TOOL_RESULT, item.output, not merged),), (TOOL_RESULT,)
+            ids, kinds = (t.intern(TOOL_RESULT, item.output, not merged),), _ONE[TOOL_RESULT]
         elif isinstance(item, AssistantItem):
             id_list, kind_list = [], []
             for block in item.blocks:
@@ -280,11 +285,14 @@ class Renderer:
             if not id_list:  # an empty assistant turn still frames a message
                 id_list.append(t.intern(TEXT, "", True))
                 kind_list.append(TEXT)
-            ids, kinds = tuple(id_list), tuple(kind_list)
+            kinds = tuple(kind_list)
+            if len(_KINDS) >= 4096:  # bounded, whatever the logs
+                _KINDS.clear()
+            ids, kinds = tuple(id_list), _KINDS.setdefault(kinds, kinds)
         elif isinstance(item, SummaryItem):
-            ids, kinds = (t.intern(SUMMARY, item.text, True),), (SUMMARY,)
+            ids, kinds = (t.intern(SUMMARY, item.text, True),), _ONE[SUMMARY]
         elif isinstance(item, UserItem):
-            ids, kinds = (t.intern(USER, item.text, True, item.estimated_tokens),), (USER,)
+            ids, kinds = (t.intern(USER, item.text, True, item.estimated_tokens),), _ONE[USER]
         else:
             raise TypeError(f"a strategy returned {type(item).__name__}, not a view item")
         memo = (self._serial, merged, ids, kinds)
