@@ -311,3 +311,14 @@ def test_large_texts_encode_in_pieces_as_a_whole():
                 whole = counter._encoding.encode_to_numpy(fixed, disallowed_special=())
             assert np.array_equal(counter._encode(text), whole.view(np.int32))
             assert "".join(_pieces(text)) == text
+
+
+def test_utf8_parts_join_into_the_whole_encoding():
+    from replay.tokens import utf8_parts
+    from replay.tokens._counter import UTF8_PART_CHARS
+
+    text = ("a…\U0001f600\ud800\udc00 é" * UTF8_PART_CHARS)[: 3 * UTF8_PART_CHARS + 5]
+    parts = list(utf8_parts(text))
+    assert len(parts) == 4
+    assert b"".join(parts) == text.encode("utf-8", "surrogatepass")
+    assert list(utf8_parts("short")) == [b"short"]

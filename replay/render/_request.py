@@ -18,7 +18,7 @@ from typing import Any, TypeVar, overload
 
 import numpy as np
 
-from replay.tokens import TokenCounter
+from replay.tokens import TokenCounter, utf8_parts
 
 # Block kinds, in the order they can appear.
 TOOL, SYSTEM, USER, SUMMARY, TEXT, THINKING, TOOL_CALL, TOOL_RESULT = (
@@ -248,7 +248,8 @@ class BlockTable:
             f"{kind}\x00{int(starts_message)}\x00{fixed_tokens or ''}\x00".encode(),
             digest_size=16,
         )
-        hasher.update(text.encode("utf-8", "surrogatepass"))  # no concatenated copy
+        for part in utf8_parts(text):  # no concatenated copy, nor one of the whole text
+            hasher.update(part)
         digest = hasher.digest()
         block_id = self._ids.get(digest)
         if block_id is None:
@@ -274,16 +275,19 @@ class BlockTable:
         info = self.blocks[block_id]
         if info.text is None or len(info.text) < PACK_MIN_CHARS:
             return None
-        data = info.text.encode("utf-8", "surrogatepass")
         dictionary = self._dictionary
         if dictionary:
             packer = zlib.compressobj(PACK_LEVEL, zdict=dictionary)
-            packed = packer.compress(data) + packer.flush()
         else:
-            packed = zlib.compress(data, PACK_LEVEL)
-        self._packed[block_id] = len(dictionary).to_bytes(2, "big") + packed
-        if len(dictionary) < PACK_DICT_BYTES:
-            self._dictionary = dictionary + data[: PACK_DICT_BYTES - len(dictionary)]
+            packer = zlib.compressobj(PACK_LEVEL)
+        out = [len(dictionary).to_bytes(2, "big")]
+        for data in utf8_parts(info.text):
+            out.append(packer.compress(data))
+            if len(dictionary) < PACK_DICT_BYTES:
+                dictionary += data[: PACK_DICT_BYTES - len(dictionary)]
+        out.append(packer.flush())
+        self._packed[block_id] = b"".join(out)
+        self._dictionary = dictionary
         self.blocks[block_id] = replace(info, text=None)
         return info.text
 

@@ -16,7 +16,7 @@ import math
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -140,8 +140,28 @@ def family_named(name: str) -> TokenizerFamily:
     raise ReplayError(f"no tokenizer family is called {name!r}")
 
 
+UTF8_PART_CHARS = 1 << 14
+"""Characters of a long text encoded to UTF-8 at a time (`utf8_parts`)."""
+
+
+def utf8_parts(text: str) -> Iterator[bytes]:
+    """`text.encode("utf-8", "surrogatepass")` in consecutive parts (one for a short text):
+    CPython reserves up to 3 bytes a character for the output of one encode (4 for a text with
+    characters beyond the BMP), so a summarizer transcript encoded whole for its digest or its
+    packing took up to ~2 MB more for a moment. Each code point is encoded on its own (a lone
+    surrogate as well, with `surrogatepass`), so the parts join into the whole encoding."""
+    if len(text) <= UTF8_PART_CHARS:
+        yield text.encode("utf-8", "surrogatepass")
+        return
+    for start in range(0, len(text), UTF8_PART_CHARS):
+        yield text[start : start + UTF8_PART_CHARS].encode("utf-8", "surrogatepass")
+
+
 def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    hasher = hashlib.blake2b(digest_size=16)
+    for part in utf8_parts(text):
+        hasher.update(part)
+    return hasher.digest()
 
 
 class DigestCounts:
