@@ -161,6 +161,27 @@ def test_packed_blocks_diff_and_materialize_as_before():
     assert (prefix_diff(prev, cur, r.table), _naive(r, prev, cur)) == expected
 
 
+def test_packed_small_blocks_share_a_dictionary_and_unpack_exactly():
+    from replay.render._request import PACK_DICT_BYTES, PACK_MIN_CHARS
+
+    r = _renderer()
+    words = [f"identifier_{k}_{k * k % 97}" for k in range(300)]  # a shared vocabulary
+    texts = [
+        " ".join(words[(n * 37 + k * 11) % 300] for k in range(60)) + f" é \ud800 {n}"
+        for n in range(60)
+    ]
+    ids = [r.table.intern("user", t, True) for t in texts]
+    assert all(len(t) >= PACK_MIN_CHARS for t in texts)
+    sizes = []
+    for i in ids:
+        assert r.table.pack(i) is not None
+        sizes.append(len(r.table._packed[i]))
+    assert len(r.table._dictionary) == PACK_DICT_BYTES  # filled by the first ones, then kept
+    assert [r.table.text_of(i) for i in ids] == texts
+    # The later blocks, packed with the earlier ones' vocabulary, pack smaller than the first.
+    assert max(sizes[-10:]) < sizes[0]
+
+
 def test_summary_items_and_merged_results_render_as_expected():
     r = _renderer()
     call = AssistantItem(

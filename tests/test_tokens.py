@@ -286,3 +286,39 @@ def test_a_replay_keeps_only_the_logs_texts_in_the_memo():
     memo = counter_for(session.header.model)._counts
     assert memo  # the log's texts stay counted for the next strategy
     assert set(memo) <= _log_texts(session)
+
+
+def test_large_texts_encode_in_pieces_as_a_whole():
+    """A large text is encoded piece by piece (`_pieces`); the ids are those of the whole text,
+    for both encodings, whatever characters surround the cuts."""
+    import random
+
+    from replay.tokens._counter import LARGE_TEXT_CHARS, TokenCounter, _pieces
+
+    rng = random.Random(7)
+    alphabet = "ab \n\n\t/[#.:'\"é…\u2028\x1c19XY\r"
+    texts = ["".join(rng.choice(alphabet) for _ in range(LARGE_TEXT_CHARS + k)) for k in range(8)]
+    words = "\n\n".join(f"[user]: line {n} of /src/a.py … #{n}\n  indent" for n in range(4000))
+    texts += [words, "x\ud800\n" * 30000 + "\udc00"]
+    for model in ("gpt-5", "gpt-4"):
+        counter = TokenCounter(model)
+        for text in texts:
+            assert len(_pieces(text)) > 1
+            try:
+                whole = counter._encoding.encode_to_numpy(text, disallowed_special=())
+            except UnicodeEncodeError:
+                fixed = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+                whole = counter._encoding.encode_to_numpy(fixed, disallowed_special=())
+            assert np.array_equal(counter._encode(text), whole.view(np.int32))
+            assert "".join(_pieces(text)) == text
+
+
+def test_utf8_parts_join_into_the_whole_encoding():
+    from replay.tokens import utf8_parts
+    from replay.tokens._counter import UTF8_PART_CHARS
+
+    text = ("a…\U0001f600\ud800\udc00 é" * UTF8_PART_CHARS)[: 3 * UTF8_PART_CHARS + 5]
+    parts = list(utf8_parts(text))
+    assert len(parts) == 4
+    assert b"".join(parts) == text.encode("utf-8", "surrogatepass")
+    assert list(utf8_parts("short")) == [b"short"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from array import array
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from itertools import compress, islice, repeat
 from operator import contains
 
-from replay.strategies._common import item_text, path_of, reads_part_of_file
+from replay.strategies._common import path_of, reads_part_of_file
 from replay.strategies._view import (
     AssistantItem,
     Block,
@@ -111,6 +112,22 @@ def _as_list(items: Sequence[Item]) -> list[Item]:
     return items if isinstance(items, list) else list(items)
 
 
+def _add_parts(texts: list[str], item: Item) -> None:
+    """Append the parts of `item`'s text (`item_text`) to `texts`: an assistant item's blocks
+    one by one (`Block.rendered`), any other item's one text.
+
+    Every string the checker asks about holds no newline, and an assistant item's text is its
+    blocks' texts joined by newlines, so the item holds it iff one of its blocks does: the
+    blocks answer as the joined text would, without a joined copy of every assistant message
+    (`AssistantItem.shown_text`, ~0.15x the log's size, built again by each strategy's run)."""
+    if isinstance(item, AssistantItem):
+        texts.extend(map(Block.rendered, item.blocks))
+    elif isinstance(item, ToolResultItem):
+        texts.append(item.output)
+    else:
+        texts.append(item.text)
+
+
 class _History:
     """One thread's history as the checker has indexed it so far.
 
@@ -129,7 +146,7 @@ class _History:
         self.items: list[Item] = []
         """The history items indexed, in order (the same objects)."""
         self.texts: list[str] = []
-        """`item_text` of each item."""
+        """The texts of the items, in parts (`_add_parts`)."""
         self.calls: dict[str, Block] = {}
         """Tool calls by call id, the latest of each id."""
         self.known: dict[str, tuple[str | None, ToolResultItem | None]] = {}
@@ -148,9 +165,9 @@ class _History:
         self.searched: dict[str, int] = {}
         """String → -1 once an item holds it (the history only grows: it stays found), else the
         number of items already searched without finding it."""
-        self.prints: list[int] = [0]
-        """`prints[k]`: a fingerprint of the texts of the first k items (chained hashes), the
-        key under which answers about them are shared (`_HOLDS`)."""
+        self.print = 0
+        """A fingerprint of `texts` (chained hashes), the key under which answers about them
+        are shared (`_HOLDS`, with the number of texts)."""
 
     def sync(self, history: Sequence[Item], grown: bool = False) -> None:
         """Index the items appended to `history` since the last call (`grown`: the caller
@@ -167,10 +184,12 @@ class _History:
             self._add(item)
 
     def _add(self, item: Item) -> None:
-        text = item_text(item)
+        texts = self.texts
+        start = len(texts)
         self.items.append(item)
-        self.texts.append(text)
-        self.prints.append(hash((self.prints[-1], text)))
+        _add_parts(texts, item)
+        for text in islice(texts, start, None):
+            self.print = hash((self.print, text))
         if isinstance(item, AssistantItem):
             for b in item.tool_calls:
                 if b.call_id:
@@ -218,13 +237,14 @@ class _History:
         return self.known.get(path, (None, None))
 
     def holds(self, text: str) -> bool:
-        """True when some history item's text contains `text` (which holds no newline)."""
+        """True when some history item's text contains `text` (which holds no newline: one
+        part of an item's text holds it iff the item's text does)."""
         searched = self.searched.get(text, 0)
         if searched < 0:
             return True
         # Inside one token of a text: the distinct tokens answer exactly.
         in_token = _RUN.fullmatch(text) is not None
-        key = (len(self.texts), self.prints[-1], text)
+        key = (len(self.texts), self.print, text)
         found = _HOLDS.get(key)
         if found is None:
             if in_token:
@@ -267,7 +287,9 @@ class _ViewTrack:
         self.items: list[Item] = []
         """The last view checked (the same objects)."""
         self.texts: list[str] = []
-        """`item_text` of each of its items."""
+        """The texts of its items, in parts (`_add_parts`)."""
+        self.starts = array("q")
+        """`starts[p]`: the index in `texts` of the first part of the item at position p."""
         self.syncs = 0
         """Number of views synced so far."""
         self.cut_sync: list[int] = []
@@ -295,10 +317,14 @@ class _ViewTrack:
                 self.cut_sync.pop()
             self.cut_sync.append(self.syncs)
             self.cut_at.append(same)
-            del old[same:], self.texts[same:], self.results[same:]
+            del self.texts[self.starts[same] :]  # (same < len(old): an item was there)
+            del old[same:], self.starts[same:], self.results[same:]
         added = view[same:]
         old.extend(added)
-        self.texts.extend(map(item_text, added))
+        texts, starts = self.texts, self.starts
+        for item in added:
+            starts.append(len(texts))
+            _add_parts(texts, item)
 
     def first_result(self, event_index: int) -> ToolResultItem | None:
         """The first tool result of the current view carrying `event_index`, found at C speed
@@ -329,10 +355,15 @@ class _ViewTrack:
                 return True
             if not found:
                 stop = min(position, lowest)
-        hit = _last_containing(self.texts, text, stop)
-        if hit is None:
-            self.memo[text] = (self.syncs, len(self.texts), False, None)
+        starts = self.starts
+        texts = self.texts
+        part = _last_containing(texts, text, starts[stop] if stop < len(starts) else len(texts))
+        if part is None:
+            self.memo[text] = (self.syncs, len(self.items), False, None)
             return False
+        # The item of that part: the last one starting at or before it (an item without
+        # blocks has no part, and starts where the next one does).
+        hit = bisect_right(starts, part) - 1
         self.memo[text] = (self.syncs, hit, True, self.items[hit])
         return True
 

@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from itertools import islice
+from itertools import count, islice
 
 import numpy as np
 
@@ -57,6 +57,15 @@ from replay.strategies._view import (
     shared_prefix,
 )
 from replay.tokens import TokenCounter
+
+_SERIALS = count(1)
+"""Renderer serial numbers: an item's memo (`_blocks`) names the renderer it holds blocks of
+(an `id` could be reused by a later renderer, whose table has other ids)."""
+
+_ONE = {kind: (kind,) for kind in KIND_NAMES}
+_KINDS: dict[tuple[str, ...], tuple[str, ...]] = {}
+"""The kinds of an item's blocks, one tuple per distinct sequence of kinds (a handful), not one
+per item memoized (`_item_blocks`)."""
 
 HIDDEN_PREFIX_TEXT = "[hidden prompt prefix: not in the log, size estimated by the adapter]"
 """Text of the fixed-size block standing for an adapter's `hidden_prefix_tokens` estimate."""
@@ -189,7 +198,11 @@ class Renderer:
 
     def __init__(self, counter: TokenCounter) -> None:
         self.table = BlockTable(counter)
+        self._serial = next(_SERIALS)
         self._memo: weakref.WeakKeyDictionary[Item, tuple] = weakref.WeakKeyDictionary()
+        """Blocks of items whose own memo (`_blocks`) another renderer holds: each item keeps
+        the blocks of the first renderer that rendered it (one per strategy's run, mostly) on
+        itself, which costs no weak reference and dictionary entry per item."""
         self._head: dict[tuple, tuple[list[int], list[str]]] = {}
         self._head_layouts: dict[tuple, _Layout] = {}
         self._last: dict[tuple, _Layout] = {}
@@ -254,12 +267,12 @@ class Renderer:
     def _item_blocks(self, item: Item, merged: bool) -> tuple[tuple[int, ...], tuple[str, ...]]:
         if not isinstance(item, ToolResultItem | AssistantItem | SummaryItem | UserItem):
             raise TypeError(f"a strategy returned {type(item).__name__}, not a view item")
-        cached = self._memo.get(item)
-        if cached is not None and cached[0] == merged:
-            return cached[1], cached[2]
+        cached = self._cached(item)
+        if cached is not None and cached[1] == merged:
+            return cached[2], cached[3]
         t = self.table
         if isinstance(item, ToolResultItem):
-            ids, kinds = (t.intern(TOOL_RESULT, item.output, not merged),), (TOOL_RESULT,)
+            ids, kinds = (t.intern(TOOL_RESULT, item.output, not merged),), _ONE[TOOL_RESULT]
         elif isinstance(item, AssistantItem):
             id_list, kind_list = [], []
             for block in item.blocks:
@@ -272,15 +285,30 @@ class Renderer:
             if not id_list:  # an empty assistant turn still frames a message
                 id_list.append(t.intern(TEXT, "", True))
                 kind_list.append(TEXT)
-            ids, kinds = tuple(id_list), tuple(kind_list)
+            kinds = tuple(kind_list)
+            if len(_KINDS) >= 4096:  # bounded, whatever the logs
+                _KINDS.clear()
+            ids, kinds = tuple(id_list), _KINDS.setdefault(kinds, kinds)
         elif isinstance(item, SummaryItem):
-            ids, kinds = (t.intern(SUMMARY, item.text, True),), (SUMMARY,)
+            ids, kinds = (t.intern(SUMMARY, item.text, True),), _ONE[SUMMARY]
         elif isinstance(item, UserItem):
-            ids, kinds = (t.intern(USER, item.text, True, item.estimated_tokens),), (USER,)
+            ids, kinds = (t.intern(USER, item.text, True, item.estimated_tokens),), _ONE[USER]
         else:
             raise TypeError(f"a strategy returned {type(item).__name__}, not a view item")
-        self._memo[item] = (merged, ids, kinds)
+        memo = (self._serial, merged, ids, kinds)
+        own = item._blocks
+        if own is None or own[0] == self._serial:
+            object.__setattr__(item, "_blocks", memo)
+        else:
+            self._memo[item] = memo
         return ids, kinds
+
+    def _cached(self, item: Item) -> tuple | None:
+        """(serial, merged, ids, kinds) this renderer memoized for `item`, or None."""
+        own = item._blocks
+        if own is not None and own[0] == self._serial:
+            return own
+        return self._memo.get(item) if self._memo else None
 
     def pack_items(self, items: Sequence[Item], since: int, start: int = 0) -> None:
         """Compress the long contents of the blocks that `items[start:]` added to the table
@@ -290,10 +318,10 @@ class Renderer:
         reads it. (`start`: the items before it were rendered before `since`, e.g. those of
         the view the call was forked from: `walked_from` after rendering them.)"""
         for item in islice(items, start, None):
-            cached = self._memo.get(item)
+            cached = self._cached(item)
             if cached is None:
                 continue
-            for block_id in cached[1]:
+            for block_id in cached[2]:
                 if block_id >= since:
                     text = self.table.pack(block_id)
                     if text is not None:

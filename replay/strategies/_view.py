@@ -28,6 +28,9 @@ class UserItem:
     estimated_tokens: int | None = None
     """Size of a message known only by its size (context the log does not hold)."""
     kind: Literal["user"] = "user"
+    _blocks: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    """The renderer's blocks for this item (`Renderer._item_blocks`), kept on the item rather
+    than in a weak dictionary of the renderer's (a weak reference and an entry per item)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,16 @@ class AssistantItem:
     """`item_chars` of this item, computed once."""
     _calls: tuple[Block, ...] | None = field(default=None, init=False, repr=False, compare=False)
     """`tool_calls`, computed once."""
+    _count: tuple[object, int] | None = field(default=None, init=False, repr=False, compare=False)
+    """(counter, token count of `shown_text()`) once counted without memoizing the text
+    (`replay.strategies._common.count_item`)."""
+    _variants: tuple | dict | None = field(default=None, init=False, repr=False, compare=False)
+    """Items derived from this one (`strip_calls`, `replace_blocks`), so the same edit gives
+    the same object: one `(key, item)` pair, a dict once there are several (most items have at
+    most one; a weak dictionary keyed by the item cost a weak reference and a dict each)."""
+    _blocks: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    """The renderer's blocks for this item (`Renderer._item_blocks`), kept on the item rather
+    than in a weak dictionary of the renderer's (a weak reference and an entry per item)."""
 
     @property
     def tool_calls(self) -> tuple[Block, ...]:
@@ -110,6 +123,10 @@ class AssistantItem:
             text = "\n".join(b.rendered() for b in self.blocks)
             object.__setattr__(self, "_text", text)
         return text
+
+    def text_length(self) -> int:
+        """`len(shown_text())`, without joining the blocks."""
+        return self.chars() + max(len(self.blocks) - 1, 0)
 
     def chars(self) -> int:
         """Characters the blocks show the model (`item_chars`)."""
@@ -139,6 +156,9 @@ class ToolResultItem:
     )
     """Items derived from this one by `replace_output` (keyed by their output) and
     `truncate_chars` (keyed by `(limit, marker)`), so the same edit gives the same object."""
+    _blocks: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    """The renderer's blocks for this item (`Renderer._item_blocks`), kept on the item rather
+    than in a weak dictionary of the renderer's (a weak reference and an entry per item)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
@@ -150,6 +170,9 @@ class SummaryItem:
     """Event indexes of the history items this summary replaced."""
     source: Literal["logged", "extractive", "server"] = "extractive"
     kind: Literal["summary"] = "summary"
+    _blocks: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    """The renderer's blocks for this item (`Renderer._item_blocks`), kept on the item rather
+    than in a weak dictionary of the renderer's (a weak reference and an entry per item)."""
 
 
 Item = UserItem | AssistantItem | ToolResultItem | SummaryItem
@@ -190,6 +213,32 @@ class View:
 # Derived items are memoized on the original item (its hidden `_variants`), so a strategy that
 # shortens the same result on every request returns the same object every time (the renderer
 # then reuses its blocks), without a weak-dictionary lookup per call.
+
+
+_NONE = object()
+"""`derived`: no item derived under that key yet."""
+
+
+def derived(item: AssistantItem, key: object) -> object:
+    """The item derived from `item` under `key` (`remember`), else `_NONE`."""
+    memo = item._variants
+    if memo is None:
+        return _NONE
+    if type(memo) is tuple:
+        return memo[1] if memo[0] == key else _NONE
+    return memo.get(key, _NONE)
+
+
+def remember(item: AssistantItem, key: object, value: object) -> object:
+    """Keep `value` as the item derived from `item` under `key`; returns it."""
+    memo = item._variants
+    if memo is None:
+        object.__setattr__(item, "_variants", (key, value))
+    elif type(memo) is tuple:
+        object.__setattr__(item, "_variants", {memo[0]: memo[1], key: value})
+    else:
+        memo[key] = value
+    return value
 
 
 def _variants(item: ToolResultItem) -> dict[object, ToolResultItem]:

@@ -24,6 +24,7 @@ from replay.tokens._counter import (
     tokenizer_file_in_force,
     tokenizer_rows,
     use_tokenizers,
+    utf8_parts,
 )
 from replay.tokens._encodings import get_encoding
 from replay.tokens._overrides import FittedCounter, fitted_counter
@@ -49,6 +50,7 @@ __all__ = [
     "fitted_counter",
     "get_encoding",
     "logs_label",
+    "utf8_parts",
     "tokenizer_file",
     "tokenizer_file_in_force",
     "tokenizer_rows",

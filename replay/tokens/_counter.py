@@ -16,7 +16,7 @@ import math
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -140,8 +140,28 @@ def family_named(name: str) -> TokenizerFamily:
     raise ReplayError(f"no tokenizer family is called {name!r}")
 
 
+UTF8_PART_CHARS = 1 << 14
+"""Characters of a long text encoded to UTF-8 at a time (`utf8_parts`)."""
+
+
+def utf8_parts(text: str) -> Iterator[bytes]:
+    """`text.encode("utf-8", "surrogatepass")` in consecutive parts (one for a short text):
+    CPython reserves up to 3 bytes a character for the output of one encode (4 for a text with
+    characters beyond the BMP), so a summarizer transcript encoded whole for its digest or its
+    packing took up to ~2 MB more for a moment. Each code point is encoded on its own (a lone
+    surrogate as well, with `surrogatepass`), so the parts join into the whole encoding."""
+    if len(text) <= UTF8_PART_CHARS:
+        yield text.encode("utf-8", "surrogatepass")
+        return
+    for start in range(0, len(text), UTF8_PART_CHARS):
+        yield text[start : start + UTF8_PART_CHARS].encode("utf-8", "surrogatepass")
+
+
 def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    hasher = hashlib.blake2b(digest_size=16)
+    for part in utf8_parts(text):
+        hasher.update(part)
+    return hasher.digest()
 
 
 class DigestCounts:
@@ -216,6 +236,43 @@ synthetic requests), and its ids stay a view of tiktoken's buffer (a copy of the
 another 4 bytes a token at that peak). Shorter non-ASCII texts are encoded through a copy."""
 
 
+ENCODE_PIECE_CHARS = 1 << 14
+"""A large text is encoded this many characters at a time (about), cut where the encodings'
+pre-tokenizer always cuts (`_pieces`): tiktoken's own buffers, and the UTF-8 form CPython keeps
+with a non-ASCII text it was asked for, are then those of a piece, not of the whole text."""
+
+_PIECE_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789[#")
+
+
+def _pieces(text: str, size: int = ENCODE_PIECE_CHARS) -> list[str]:
+    """`text` cut into consecutive pieces of about `size` characters, each cut right after a
+    newline followed by an ASCII letter, a digit, `[` or `#`. Both supported encodings
+    (`o200k_base`, `cl100k_base`) split there: in their patterns a newline only ever ends a
+    pre-token (whitespace runs; punctuation followed by newlines, or by `/` in o200k), and
+    none of those characters continues one that holds a newline; a run of whitespace that ends
+    a piece is cut as it is in the whole text (up to its last newline). So the ids of the
+    pieces, one after the other, are the ids of the text (tests check it)."""
+    out: list[str] = []
+    start, n = 0, len(text)
+    while n - start > size:
+        cut = text.rfind("\n", start, start + size)
+        while cut >= start and text[cut + 1] not in _PIECE_START:
+            cut = text.rfind("\n", start, cut)
+        if cut < start:  # none in the window: the first one after it
+            cut = start + size
+            while True:
+                cut = text.find("\n", cut)
+                if cut < 0 or cut + 1 >= n or text[cut + 1] in _PIECE_START:
+                    break
+                cut += 1
+            if cut < 0 or cut + 1 >= n:
+                break
+        out.append(text[start : cut + 1])
+        start = cut + 1
+    out.append(text[start:] if start else text)
+    return out
+
+
 class TokenCounter:
     """Counts tokens for one model family; each distinct text is encoded at most once."""
 
@@ -264,14 +321,19 @@ class TokenCounter:
             # that str for as long as it lives (up to as large as the text again: summaries
             # with an ellipsis, non-ASCII tool outputs): encode a copy, freed right after.
             text = "".join((text, ""))
+        if large:
+            parts = [self._encode_piece(piece).view(np.int32) for piece in _pieces(text)]
+            return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        # ids < 2**31: the same values, in an array of its own (not a view of tiktoken's buffer,
+        # which takes three more objects per memo entry)
+        return self._encode_piece(text).astype(np.int32)
+
+    def _encode_piece(self, text: str) -> np.ndarray:
         try:
-            ids = self._encoding.encode_to_numpy(text, disallowed_special=())
+            return self._encoding.encode_to_numpy(text, disallowed_special=())
         except UnicodeEncodeError:  # lone surrogates: what `encode_ordinary` does with them
             text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-            ids = self._encoding.encode_to_numpy(text, disallowed_special=())
-        # ids < 2**31: the same values, in an array of its own (not a view of tiktoken's buffer,
-        # which takes three more objects per memo entry), unless large
-        return ids.view(np.int32) if large else ids.astype(np.int32)
+            return self._encoding.encode_to_numpy(text, disallowed_special=())
 
     def count(self, text: str) -> int:
         """Provider-scale token count of `text` (tiktoken count × calibration factor)."""
