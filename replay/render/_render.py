@@ -210,8 +210,8 @@ class Renderer:
         the thread usually starts with the same item objects: only its tail is rendered)."""
         self._tools: dict[tuple[int, ...], tuple[ToolDef, ...]] = {}
         """The tool definitions whose ids key the memos above, kept alive: a freed session's
-        tools could otherwise lend their ids to another session's (`replay batch` shares
-        renderers across sessions)."""
+        tools could otherwise lend their ids to another session's, should a renderer serve
+        more than one (`replay batch`'s chains now give each session its own)."""
         self.walked_from = 0
         """How many leading items of the last view rendered kept blocks of an earlier view
         (the others were walked, and interned what the table did not hold yet)."""
