@@ -17,12 +17,19 @@ Progress = Callable[[str, int, int], None]
 """`progress(strategy, done, total)`: the engine's hook (see `ReplayConfig.progress`)."""
 
 
+def _terminal(quiet: bool, console: Console | None) -> Console | None:
+    """The console to draw on (standard error unless given), or None when nothing should be
+    drawn: `--quiet`, or not a terminal (a pipe, a file, CI)."""
+    console = console or Console(stderr=True)
+    return None if quiet or not console.is_terminal else console
+
+
 @contextmanager
 def progress_bar(label: str, quiet: bool = False, console: Console | None = None
                  ) -> Iterator[Progress | None]:
     """Yield a progress callback drawing a transient bar, or None when no bar should show."""
-    console = console or Console(stderr=True)
-    if quiet or not console.is_terminal:
+    console = _terminal(quiet, console)
+    if console is None:
         yield None
         return
     from rich.progress import (
@@ -57,9 +64,9 @@ def phase_bars(unit: str, quiet: bool = False, console: Console | None = None
                ) -> Iterator[Progress | None]:
     """Yield `progress(phase, done, total)` drawing one bar per phase (added at the phase's first
     call, left on screen with its counts), or None when no bar should show: the same rule as
-    `progress_bar` (a pipe, a file or CI gets nothing). `unit` names what is counted."""
-    console = console or Console(stderr=True)
-    if quiet or not console.is_terminal:
+    `progress_bar` (`_terminal`). `unit` names what is counted."""
+    console = _terminal(quiet, console)
+    if console is None:
         yield None
         return
     from rich.progress import (
@@ -93,8 +100,8 @@ def phase_bars(unit: str, quiet: bool = False, console: Console | None = None
 @contextmanager
 def status(message: str, quiet: bool = False, console: Console | None = None) -> Iterator[None]:
     """A spinner for one step whose length is unknown (e.g. rendering a chart)."""
-    console = console or Console(stderr=True)
-    if quiet or not console.is_terminal:
+    console = _terminal(quiet, console)
+    if console is None:
         yield
         return
     with console.status(message):
