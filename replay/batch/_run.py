@@ -366,14 +366,13 @@ def run_batch(
         if dataset is not None:
             dataset.open()
             report.dataset = dataset.root
+        phases = _Phases(opts, skey, rkey, dataset, runner, force, statuses, tick)
         try:
-            scans = _scan_phase(paths, opts, skey, dataset, runner, force, since, statuses, tick)
+            scans = _scan_phase(phases, paths, since)
             report.scan_seconds = time.perf_counter() - started
             replay_started = time.perf_counter()
-            scans = _session_phase(scans, opts, skey, rkey, dataset, runner, force, statuses, tick)
-            partials = _replay_phase(
-                scans, opts, rkey, dataset, runner, force, statuses, tick, since, until, report
-            )
+            scans = _session_phase(phases, scans)
+            partials = _replay_phase(phases, scans, since, until, report)
             report.replay_seconds = time.perf_counter() - replay_started
             report.totals = _totals(partials, order)
         finally:
@@ -393,6 +392,25 @@ def run_batch(
     return report
 
 
+@dataclass
+class _Phases:
+    """What the phases of one batch share (scan, session grouping, replay)."""
+
+    opts: BatchOptions
+    skey: str
+    """Cache key of the scan options (`scan_key`)."""
+    rkey: str
+    """Cache key of the replay options (`replay_key`)."""
+    dataset: Dataset | None
+    """The output dataset, None when nothing is written."""
+    runner: Engine
+    force: bool
+    """Replay every file, even one unchanged since an earlier batch."""
+    statuses: dict[str, FileStatus]
+    """What happened to each file so far, by path."""
+    tick: Progress
+
+
 def _with_tokenizers(opts: BatchOptions) -> BatchOptions:
     """`opts` naming the tokenizer file every worker counts with: the one it names (put in force
     here too, which checks it before any work), else the one in force here."""
@@ -405,17 +423,9 @@ def _with_tokenizers(opts: BatchOptions) -> BatchOptions:
     return opts
 
 
-def _scan_phase(
-    paths: list[str],
-    opts: BatchOptions,
-    skey: str,
-    dataset: Dataset | None,
-    runner: Engine,
-    force: bool,
-    since: datetime | None,
-    statuses: dict[str, FileStatus],
-    tick: Progress,
-) -> list[ScanResult]:
+def _scan_phase(phases: _Phases, paths: list[str], since: datetime | None) -> list[ScanResult]:
+    opts, skey, dataset, runner = phases.opts, phases.skey, phases.dataset, phases.runner
+    force, statuses, tick = phases.force, phases.statuses, phases.tick
     scans: dict[str, ScanResult] = {}
     todo: list[str] = []
     for path in paths:
@@ -481,23 +491,15 @@ def _folder_key(task: FolderTask, skey: str) -> tuple[str, str]:
     return name, _digest(skey, name, *(f"{s.path}\x00{s.sha}" for s in task.files))
 
 
-def _session_phase(
-    scans: list[ScanResult],
-    opts: BatchOptions,
-    skey: str,
-    rkey: str,
-    dataset: Dataset | None,
-    runner: Engine,
-    force: bool,
-    statuses: dict[str, FileStatus],
-    tick: Progress,
-) -> list[ScanResult]:
+def _session_phase(phases: _Phases, scans: list[ScanResult]) -> list[ScanResult]:
     """Scans → one per session: the files the adapter reads as one session (a Claude Code
     transcript with its subagent and resumed files, an opencode export with its subtask
     exports: `session_groups`) become one unit named by its first file; the others get the
     status `part of`. A file that failed on its own but is read with a session is part of it;
     alone, it fails. Folders whose files and options are unchanged take their grouping from
     the manifest."""
+    opts, skey, rkey, dataset = phases.opts, phases.skey, phases.rkey, phases.dataset
+    runner, force, statuses, tick = phases.runner, phases.force, phases.statuses, phases.tick
     buckets: dict[tuple[str, str], list[ScanResult]] = defaultdict(list)
     for s in scans:
         if s.fmt in GROUPED:
@@ -543,18 +545,14 @@ def _session_phase(
 
 
 def _replay_phase(
+    phases: _Phases,
     scans: list[ScanResult],
-    opts: BatchOptions,
-    rkey: str,
-    dataset: Dataset | None,
-    runner: Engine,
-    force: bool,
-    statuses: dict[str, FileStatus],
-    tick: Progress,
     since: datetime | None,
     until: datetime | None,
     report: BatchReport,
 ) -> list[pl.DataFrame]:
+    opts, rkey, dataset, runner = phases.opts, phases.rkey, phases.dataset, phases.runner
+    force, statuses, tick = phases.force, phases.statuses, phases.tick
     kept: list[ScanResult] = []
     for s in scans:
         start = _when(s.info.started_at)  # type: ignore[union-attr]
