@@ -151,11 +151,10 @@ class ToolResultItem:
     arguments: Any = None
     """Arguments of the call that produced it (read-only convenience for strategies)."""
     kind: Literal["tool_result"] = "tool_result"
-    _variants: dict[object, ToolResultItem] | None = field(
-        default=None, init=False, repr=False, compare=False
-    )
+    _variants: tuple | dict | None = field(default=None, init=False, repr=False, compare=False)
     """Items derived from this one by `replace_output` (keyed by their output) and
-    `truncate_chars` (keyed by `(limit, marker)`), so the same edit gives the same object."""
+    `truncate_chars` (keyed by `(limit, marker)`), so the same edit gives the same object
+    (`derived`/`remember`: one pair, a dict once there are several)."""
     _blocks: tuple | None = field(default=None, init=False, repr=False, compare=False)
     """The renderer's blocks for this item (`Renderer._item_blocks`), kept on the item rather
     than in a weak dictionary of the renderer's (a weak reference and an entry per item)."""
@@ -219,7 +218,7 @@ _NONE = object()
 """`derived`: no item derived under that key yet."""
 
 
-def derived(item: AssistantItem, key: object) -> object:
+def derived(item: AssistantItem | ToolResultItem, key: object) -> object:
     """The item derived from `item` under `key` (`remember`), else `_NONE`."""
     memo = item._variants
     if memo is None:
@@ -229,7 +228,7 @@ def derived(item: AssistantItem, key: object) -> object:
     return memo.get(key, _NONE)
 
 
-def remember(item: AssistantItem, key: object, value: object) -> object:
+def remember(item: AssistantItem | ToolResultItem, key: object, value: object) -> object:
     """Keep `value` as the item derived from `item` under `key`; returns it."""
     memo = item._variants
     if memo is None:
@@ -241,32 +240,26 @@ def remember(item: AssistantItem, key: object, value: object) -> object:
     return value
 
 
-def _variants(item: ToolResultItem) -> dict[object, ToolResultItem]:
-    variants = item._variants
-    if variants is None:
-        variants = {}
-        object.__setattr__(item, "_variants", variants)
-    return variants
-
-
 def replace_output(item: ToolResultItem, output: str) -> ToolResultItem:
     """`item` showing `output` instead (a stub, a placeholder, a head+tail cut…)."""
     if output == item.output:
         return item
-    variants = _variants(item)
-    derived = variants.get(output)
-    if derived is None:
-        derived = ToolResultItem(
-            call_id=item.call_id,
-            tool_name=item.tool_name,
-            output=output,
-            is_error=item.is_error,
-            event_index=item.event_index,
-            original_chars=item.original_chars or len(item.output),
-            arguments=item.arguments,
+    hit = derived(item, output)
+    if hit is _NONE:
+        hit = remember(
+            item,
+            output,
+            ToolResultItem(
+                call_id=item.call_id,
+                tool_name=item.tool_name,
+                output=output,
+                is_error=item.is_error,
+                event_index=item.event_index,
+                original_chars=item.original_chars or len(item.output),
+                arguments=item.arguments,
+            ),
         )
-        variants[output] = derived
-    return derived
+    return hit  # type: ignore[return-value]
 
 
 def truncate_chars(item: ToolResultItem, limit: int, marker: str | None = None) -> ToolResultItem:
@@ -274,13 +267,13 @@ def truncate_chars(item: ToolResultItem, limit: int, marker: str | None = None) 
     if len(item.output) <= limit:
         return item
     key = (limit, marker)
-    derived = _variants(item).get(key)
-    if derived is None:
+    hit = derived(item, key)
+    if hit is _NONE:
         tail = marker if marker is not None else f"\n…[truncated {len(item.output) - limit} chars]"
-        derived = replace_output(item, item.output[:limit] + tail)
-        if derived is not item:  # (a marker equal to the cut text changes nothing)
-            _variants(item)[key] = derived
-    return derived
+        hit = replace_output(item, item.output[:limit] + tail)
+        if hit is not item:  # (a marker equal to the cut text changes nothing)
+            remember(item, key, hit)
+    return hit  # type: ignore[return-value]
 
 
 def item_chars(item: Item) -> int:
