@@ -182,16 +182,17 @@ which (`session_groups`) and reads such a group (`read_session`)."""
 
 
 def _load(path: str, opts: BatchOptions, files: tuple[str, ...] = (), fmt: str = ""):
-    """One file, or the files of one session (`files`, of format `fmt`), as a `Session`."""
+    """One file, or the files of one session (`files`, of format `fmt`), as a `Session`; a
+    known `fmt` is not detected again."""
     if files:
         import importlib
         from pathlib import Path
 
         adapter = importlib.import_module(GROUPED[fmt])
         return adapter.read_session([Path(f) for f in files], strict=opts.strict)
-    from replay import load
+    from replay.adapters import read_any
 
-    return load(path, strict=opts.strict)
+    return read_any(path, strict=opts.strict, fmt=fmt or None)
 
 
 def unit_sha(shas: list[str]) -> str:
@@ -212,7 +213,7 @@ def scan_file(path: str, opts: BatchOptions) -> ScanResult:
     try:
         result.sha = _sha256(path)
         result.fmt = _format(path)
-        result.info = _info(path, _load(path, opts), opts, result.fmt)
+        result.info = _info(path, _load(path, opts, fmt=result.fmt), opts, result.fmt)
         result.status = OK
     except LogFormatError as err:
         result.status = SKIPPED if _unrecognised(path, err) else FAILED
