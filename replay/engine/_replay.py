@@ -716,7 +716,8 @@ def _long_lived_gc() -> Iterator[None]:
     """Python's cyclic collector re-scans every long-lived object at each full collection, and
     the log's events live for the whole replay: they are frozen (never scanned) while replaying,
     and unfrozen afterwards. (Rarer collections would save more time — 2,000 requests × 48
-    strategies: 61 s → 54 s — but cyclic garbage then waits longer: peak memory ×2 to ×3.)
+    strategies: 61 s → 54 s — but cyclic garbage then waits longer: peak memory ×2 to ×3.
+    Measured before the evidence checker stopped making a reference cycle per tool call.)
     Garbage is collected first: frozen, it would never be freed (the unlogged-context fit's run
     is garbage by now)."""
     freeze = gc.get_freeze_count() == 0  # leave a caller's own freeze alone

@@ -108,6 +108,21 @@ def _last_containing(texts: list[str], text: str, stop: int = 0) -> int | None:
     return next(compress(range(n - 1, stop - 1, -1), flags), None)
 
 
+def _strings(value: object, found: list[str]) -> list[str]:
+    """`found` extended with every string inside `value` (JSON arguments), depth first. A plain
+    function, not a closure calling itself: such a closure is a reference cycle, left for the
+    cyclic collector at every tool call."""
+    if isinstance(value, str):
+        found.append(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _strings(v, found)
+    elif isinstance(value, list):
+        for v in value:
+            _strings(v, found)
+    return found
+
+
 def _as_list(items: Sequence[Item]) -> list[Item]:
     return items if isinstance(items, list) else list(items)
 
@@ -523,21 +538,8 @@ class EvidenceChecker:
         return actions
 
     def _quotes(self, call, request, request_index, request_id) -> list[BlindAction]:
-        values: list[str] = []
-
-        def walk(value: object) -> None:
-            if isinstance(value, str):
-                values.append(value)
-            elif isinstance(value, dict):
-                for v in value.values():
-                    walk(v)
-            elif isinstance(value, list):
-                for v in value:
-                    walk(v)
-
-        walk(call.arguments)
         hidden = []
-        for value in values:
+        for value in _strings(call.arguments, []):
             for piece in dict.fromkeys(_QUOTABLE.findall(value)):
                 if request.hidden(piece) and piece not in hidden:
                     hidden.append(piece)
