@@ -327,3 +327,42 @@ def test_a_replay_leaves_the_garbage_collector_as_it_found_it():
     before = gc.get_threshold(), gc.get_freeze_count()
     replay_session(gen.deterministic_session(), ["baseline", "truncate-500"])
     assert (gc.get_threshold(), gc.get_freeze_count()) == before
+
+
+def test_a_strategy_run_makes_no_cyclic_garbage(monkeypatch):
+    """While replaying, automatic full collections are made rare (`_long_lived_gc`): that only
+    costs no memory if a run's requests leave no reference cycle behind for the collector. Each
+    request is followed by a full collection that keeps what it finds (`DEBUG_SAVEALL`); the
+    objects alive before the replay are frozen, so it scans only the replay's own."""
+    import gc
+    from collections import Counter
+
+    from replay.bench import synthetic_session
+    from replay.engine import _replay
+    from replay.strategies import resolve
+
+    session = synthetic_session(30, 7, max_context_tokens=12_000)  # compactions, summarizers
+    resolve("all")  # plug-in entry points are loaded once, before
+    found: Counter[str] = Counter()
+    request = _replay._Run._request
+
+    def collected_after(self, *args, **kwargs):
+        result = request(self, *args, **kwargs)
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            gc.collect()
+            found.update(f"{self.named.name}: {type(o).__qualname__}" for o in gc.garbage)
+            gc.garbage.clear()
+        finally:
+            gc.set_debug(0)
+        return result
+
+    monkeypatch.setattr(_replay._Run, "_request", collected_after)
+    gc.collect()
+    gc.freeze()
+    try:
+        records = replay_session(session, "all")
+    finally:
+        gc.unfreeze()
+    assert len(records) >= 30 * len(resolve("all"))
+    assert not found, found.most_common(10)
