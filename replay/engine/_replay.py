@@ -268,6 +268,19 @@ def _assistant_item(event: AssistantMessage, index: int) -> AssistantItem:
     return AssistantItem(blocks=tuple(blocks), event_index=index)
 
 
+def _history_blocks(session: Session) -> dict[int, tuple[Block, ...]]:
+    """The blocks of every assistant message the history holds, by event index, with their
+    tool calls rendered: made before any run, so that these long-lived texts are not
+    scattered among the first run's short-lived memory."""
+    blocks: dict[int, tuple[Block, ...]] = {}
+    for n, event in enumerate(session.events):
+        if isinstance(event, AssistantMessage) and event.in_context:
+            blocks[n] = _assistant_item(event, n).blocks
+            for b in blocks[n]:
+                b.rendered()
+    return blocks
+
+
 def _responses(session: Session) -> dict[int, AssistantMessage]:
     """Request event index → the assistant message that answered it."""
     answer: dict[int, AssistantMessage] = {}
@@ -295,6 +308,16 @@ class _SessionFacts:
         self._responses: dict[int, AssistantItem | None] = {}
         self._outputs: dict[tuple[int, str], int] = {}
         self._head: dict[int, tuple[Any, Any]] = {}
+        self._blocks = _history_blocks(session)
+
+    def blocks(self, event: AssistantMessage, index: int) -> tuple[Block, ...]:
+        """The blocks of the history item of the assistant message at event `index`, shared by
+        the runs (each makes its own items of them): a tool call's rendered text (its JSON) is
+        then made once per replay, not once per strategy."""
+        blocks = self._blocks.get(index)
+        if blocks is None:
+            blocks = _assistant_item(event, index).blocks
+        return blocks
 
     def response(self, index: int) -> AssistantItem | None:
         """The recorded response to the request at event `index` as an item (None: none).
@@ -423,7 +446,7 @@ class _Run:
             elif isinstance(event, AssistantMessage):
                 if not event.in_context:
                     continue  # billed, but the harness never sent it back
-                item = _assistant_item(event, n)
+                item = AssistantItem(blocks=self.facts.blocks(event, n), event_index=n)
                 for b in item.tool_calls:
                     if b.call_id:
                         state.calls[b.call_id] = b
