@@ -281,9 +281,9 @@ def _history_blocks(session: Session) -> dict[int, tuple[Block, ...]]:
     return blocks
 
 
-def _responses(session: Session) -> dict[int, AssistantMessage]:
+def _responses(session: Session) -> dict[int, tuple[int, AssistantMessage]]:
     """Request event index → the assistant message that answered it."""
-    answer: dict[int, AssistantMessage] = {}
+    answer: dict[int, tuple[int, AssistantMessage]] = {}
     pending: dict[str, int] = {}
     by_id: dict[str, int] = {}
     for n, e in enumerate(session.events):
@@ -293,7 +293,7 @@ def _responses(session: Session) -> dict[int, AssistantMessage]:
         elif isinstance(e, AssistantMessage):
             target = by_id.get(e.request_id) if e.request_id else pending.get(e.thread)
             if target is not None and target not in answer:
-                answer[target] = e
+                answer[target] = (n, e)
             pending.pop(e.thread, None)
     return answer
 
@@ -304,16 +304,17 @@ class _SessionFacts:
 
     def __init__(self, session: Session) -> None:
         self.answers = _responses(session)
-        """Request event index → the assistant message that answered it."""
+        """Request event index → the assistant message that answered it, and its index."""
         self._responses: dict[int, AssistantItem | None] = {}
         self._outputs: dict[tuple[int, str], int] = {}
         self._head: dict[int, tuple[Any, Any]] = {}
         self._blocks = _history_blocks(session)
 
     def blocks(self, event: AssistantMessage, index: int) -> tuple[Block, ...]:
-        """The blocks of the history item of the assistant message at event `index`, shared by
-        the runs (each makes its own items of them): a tool call's rendered text (its JSON) is
-        then made once per replay, not once per strategy."""
+        """The blocks of the assistant message at event `index`: those of the history, shared
+        by the runs (each makes its own items of them) and by the recorded responses, so a tool
+        call's rendered text (its JSON) is made once per replay, not once per strategy; new
+        ones for a message the history does not hold."""
         blocks = self._blocks.get(index)
         if blocks is None:
             blocks = _assistant_item(event, index).blocks
@@ -327,18 +328,20 @@ class _SessionFacts:
         except KeyError:
             answer = self.answers.get(index)
             item = self._responses[index] = (
-                _assistant_item(answer, -1) if answer is not None else None
+                AssistantItem(blocks=self.blocks(answer[1], answer[0]), event_index=-1)
+                if answer is not None
+                else None
             )
             return item
 
     def output_tokens(self, index: int, model: str, counter: TokenCounter | FittedCounter) -> int:
         """Token count of the recorded response to the request at event `index` (when the log
-        has no usage for it). Counted on an item of its own: the shared `response` item keeps
-        no rendered tool-call texts (they would live as long as the replay)."""
+        has no usage for it)."""
         key = (index, model)
         count = self._outputs.get(key)
         if count is None:
-            blocks = _assistant_item(self.answers[index], -1).blocks
+            at, answer = self.answers[index]
+            blocks = self.blocks(answer, at)
             count = self._outputs[key] = sum(counter.count(b.rendered()) for b in blocks)
         return count
 
