@@ -428,7 +428,7 @@ def _replay_chain(task: GroupTask, opts: BatchOptions) -> list[FileOutcome]:
     time are in memory together."""
     import heapq
 
-    from replay.engine._replay import SharedCache, _Run, with_unlogged_context
+    from replay.engine._replay import SharedCache, _Run, _SessionFacts, with_unlogged_context
 
     base, strategies = _setup(opts)
     group = SharedCache(scope=f"batch:{task.group_id}")
@@ -479,7 +479,8 @@ def _replay_chain(task: GroupTask, opts: BatchOptions) -> list[FileOutcome]:
                 # on a cache of its own): the chain changes what is cached, not the prompts.
                 fitted = with_unlogged_context(session, base)
                 config = dataclasses.replace(fitted, shared_cache=view)
-                runs = [_Run(session, named, config) for named in strategies]
+                facts = _SessionFacts(session)  # what the runs derive alike from the log
+                runs = [_Run(session, named, config, facts) for named in strategies]
                 live[position] = {"session": session, "runs": runs, "pending": len(runs)}
                 for n, run in enumerate(runs):
                     advance(position, n, run.steps())
