@@ -412,11 +412,11 @@ class _Run:
         return self.records
 
     def close(self) -> list[RequestRecord]:
-        """Drop everything this finished run holds; its records. Its state is full of reference
-        cycles (the unlogged context and the renderers point back at the run, the strategies at
-        their items), which reference counting alone never frees: dropped here, most of it is
-        freed at once instead of being traced by the full collection after the run
-        (`_release_run`; 2,000 requests × 48 strategies: 1.5M unreachable objects → 11k)."""
+        """Drop everything this finished run holds and return its records. Its state is full of
+        reference cycles (the unlogged context and the renderers point back at the run, the
+        strategies at their items), which reference counting alone never frees: dropped here,
+        most of it is freed at once instead of being traced by the full collection after the
+        run (`_release_run`; 2,000 requests × 48 strategies: 1.5M unreachable objects → 11k)."""
         records = self.records
         vars(self).clear()
         return records
