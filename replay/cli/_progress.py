@@ -32,21 +32,14 @@ def progress_bar(label: str, quiet: bool = False, console: Console | None = None
     if console is None:
         yield None
         return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-    from rich.progress import Progress as Bar
+    from rich import progress as rp
 
-    with Bar(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
+    with rp.Progress(
+        rp.SpinnerColumn(),
+        rp.TextColumn("{task.description}"),
+        rp.BarColumn(),
+        rp.MofNCompleteColumn(),
+        rp.TimeElapsedColumn(),
         console=console,
         transient=True,
     ) as bar:
@@ -69,22 +62,15 @@ def phase_bars(unit: str, quiet: bool = False, console: Console | None = None
     if console is None:
         yield None
         return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-    from rich.progress import Progress as Bar
+    from rich import progress as rp
 
-    with Bar(
-        TextColumn("{task.description:<7}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn(unit),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
+    with rp.Progress(
+        rp.TextColumn("{task.description:<7}"),
+        rp.BarColumn(),
+        rp.MofNCompleteColumn(),
+        rp.TextColumn(unit),
+        rp.TimeElapsedColumn(),
+        rp.TimeRemainingColumn(),
         console=console,
     ) as bar:
         tasks: dict[str, int] = {}
