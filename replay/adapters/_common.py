@@ -452,6 +452,48 @@ _PROVIDER_ALIASES = {
 }
 
 
+class Linked:
+    """Indexes the data ties together, transitively (union-find): which files of a directory are
+    one session (Claude Code's transcripts and subagent files, opencode's exports)."""
+
+    def __init__(self) -> None:
+        self.parent: dict[int, int] = {}
+
+    def find(self, index: int) -> int:
+        root = self.parent.setdefault(index, index)
+        while root != self.parent[root]:
+            root = self.parent[root]
+        self.parent[index] = root
+        return root
+
+    def join(self, a: int, b: int) -> None:
+        self.parent[self.find(a)] = self.find(b)
+
+    def groups(self, items: list[Any]) -> list[list[Any]]:
+        """`items` (the one at index i for index i) grouped: groups in the order of their first
+        item, each in index order."""
+        out: dict[int, list[Any]] = {}
+        for index, item in enumerate(items):
+            out.setdefault(self.find(index), []).append(item)
+        return list(out.values())
+
+
+def several_sessions(
+    path: Path, groups: list[list[Path]], expected: str, related: str, one: str
+) -> LogFormatError:
+    """The error for a directory of `groups` unrelated sessions (each its files, the one that
+    names it first): merging them would price them as one conversation. `expected`: what one
+    session is; `related`: what its other files are; `one`: the file to give instead."""
+    shown = [g[0].name + (f" (+{len(g) - 1} {related})" if len(g) > 1 else "") for g in groups]
+    listing = ", ".join(shown[:5]) + (f", … ({len(shown) - 5} more)" if len(shown) > 5 else "")
+    return LogFormatError(
+        path,
+        None,
+        f"expected {expected}; this directory holds {len(groups)} unrelated sessions: "
+        f"{listing}. Replay each one with `replay batch {path}`, or give {one}",
+    )
+
+
 def provider_for(provider: str | None, model: str | None) -> str:
     """A provider id genai-prices knows. Aggregators (opencode zen, github-copilot…) are mapped to
     the model's maker, because that is whose prices the request was billed at upstream."""

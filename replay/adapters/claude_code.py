@@ -41,6 +41,7 @@ from replay.adapters._common import (
     Bad,
     Compaction,
     Issues,
+    Linked,
     RequestMarker,
     SessionBuilder,
     SessionHeader,
@@ -67,6 +68,7 @@ from replay.adapters._common import (
     parse_ts,
     read_bytes,
     reparent_missing,
+    several_sessions,
     usage_is_empty,
 )
 from replay.log import Session
@@ -252,8 +254,8 @@ def _text_of_blocks(blocks: list[Any]) -> str:
     return "\n".join(parts)
 
 
-class _FileLinks:
-    """Which files of a directory belong to one session (union-find over file indexes).
+class _FileLinks(Linked):
+    """Which files of a directory belong to one session (by file index).
 
     Two files are one session when the data says so: a record uuid or a response
     (`requestId` + `message.id`) in both (a resumed or forked session replays the earlier
@@ -263,20 +265,10 @@ class _FileLinks:
     record's `leafUuid` is no link: Claude Code writes titles of other sessions into a file."""
 
     def __init__(self) -> None:
-        self.parent: dict[int, int] = {}
+        super().__init__()
         self.by_session: dict[str, int] = {}
         self.agent_calls: dict[str, int] = {}
         self.agents: dict[str, int] = {}
-
-    def find(self, index: int) -> int:
-        root = self.parent.setdefault(index, index)
-        while root != self.parent[root]:
-            root = self.parent[root]
-        self.parent[index] = root
-        return root
-
-    def join(self, a: int, b: int) -> None:
-        self.parent[self.find(a)] = self.find(b)
 
     def _note(self, table: dict[str, int], index: int, key: Any) -> None:
         if isinstance(key, str) and key and key != "REDACTED":
@@ -295,12 +287,6 @@ class _FileLinks:
         if isinstance(agent_id, str) and agent_id in self.agent_calls:
             self.join(index, self.agent_calls[agent_id])
 
-    def groups(self, files: list[Path]) -> list[list[Path]]:
-        out: dict[int, list[Path]] = {}
-        for index, file in enumerate(files):
-            out.setdefault(self.find(index), []).append(file)
-        return list(out.values())
-
 
 def _attached(mains: list[Path], subs: list[Path]) -> dict[int, int]:
     """Subagent file index (after the mains) → index of the transcript whose
@@ -314,18 +300,6 @@ def _attached(mains: list[Path], subs: list[Path]) -> dict[int, int]:
             if main is not None:
                 out[n] = main
     return out
-
-
-def _several_sessions(path: Path, groups: list[list[Path]]) -> LogFormatError:
-    shown = [g[0].name + (f" (+{len(g) - 1} related)" if len(g) > 1 else "") for g in groups]
-    listing = ", ".join(shown[:5]) + (f", … ({len(shown) - 5} more)" if len(shown) > 5 else "")
-    return LogFormatError(
-        path,
-        None,
-        f"expected one Claude Code session (a transcript, its resumed files and subagent "
-        f"files); this directory holds {len(groups)} unrelated sessions: {listing}. Replay "
-        f"each one with `replay batch {path}`, or give one transcript file",
-    )
 
 
 class _Reader:
@@ -953,7 +927,13 @@ def _read(path: Path, mains: list[Path], subs: list[Path], strict: bool) -> Sess
             # merging unrelated ones would price them as one conversation.
             groups = reader.sessions(mains + subs, _attached(mains, subs))
             if len(groups) > 1:
-                raise _several_sessions(path, groups)
+                raise several_sessions(
+                    path,
+                    groups,
+                    "one Claude Code session (a transcript, its resumed files and subagent files)",
+                    "related",
+                    "one transcript file",
+                )
         if not reader.lines:
             reader.issues.fatal(None, "expected Claude Code user/assistant records, found none")
         return reader.convert()

@@ -39,6 +39,7 @@ from replay.adapters._common import (
     Bad,
     Compaction,
     Issues,
+    Linked,
     RequestMarker,
     SessionBuilder,
     SessionHeader,
@@ -64,6 +65,7 @@ from replay.adapters._common import (
     parse_ts,
     provider_for,
     read_bytes,
+    several_sessions,
     usage_is_empty,
 )
 from replay.log import Session
@@ -190,25 +192,19 @@ class _Session:
 def _related(sessions: list[_Session]) -> list[list[_Session]]:
     """Exports grouped into sessions: a subtask session belongs to the session its `parentID`
     names (transitively), and two exports of one session id are one session."""
-    root: dict[int, int] = {}
-
-    def find(i: int) -> int:
-        while root.setdefault(i, i) != i:
-            i = root[i]
-        return i
-
+    links = Linked()
     by_id: dict[str, int] = {}
     for i, s in enumerate(sessions):
         if s.id:
-            root[find(i)] = find(by_id.setdefault(s.id, i))
+            links.join(i, by_id.setdefault(s.id, i))
     for i, s in enumerate(sessions):
         if s.parent and s.parent in by_id:
-            root[find(i)] = find(by_id[s.parent])
-    groups: dict[int, list[_Session]] = {}
-    for i, s in enumerate(sessions):
-        groups.setdefault(find(i), []).append(s)
+            links.join(i, by_id[s.parent])
     # Each group's top session (no parent among the exports) first: the one to name.
-    return [sorted(g, key=lambda s: bool(s.parent and s.parent in by_id)) for g in groups.values()]
+    return [
+        sorted(g, key=lambda s: bool(s.parent and s.parent in by_id))
+        for g in links.groups(sessions)
+    ]
 
 
 class _Reader:
@@ -241,18 +237,13 @@ class _Reader:
             raise LogFormatError(self.path, None, "expected opencode export JSON files")
         groups = _related(sessions)
         if len(groups) > 1:
-            # Quirk: a folder of exports may hold several sessions; merging unrelated ones
-            # would price them as one conversation.
-            shown = ", ".join(
-                g[0].path.name + (f" (+{len(g) - 1} subtask)" if len(g) > 1 else "")
-                for g in groups[:5]
-            ) + (f", … ({len(groups) - 5} more)" if len(groups) > 5 else "")
-            raise LogFormatError(
+            # Quirk: a folder of exports may hold several sessions.
+            raise several_sessions(
                 self.path,
-                None,
-                "expected one opencode session (an export and its subtask sessions' exports); "
-                f"this directory holds {len(groups)} unrelated sessions: {shown}. Replay each "
-                f"one with `replay batch {self.path}`, or give one export file",
+                [[s.path for s in g] for g in groups],
+                "one opencode session (an export and its subtask sessions' exports)",
+                "subtask",
+                "one export file",
             )
         ids = {s.id for s in sessions}
         roots = [s for s in sessions if not s.parent or s.parent not in ids]
