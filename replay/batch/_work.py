@@ -181,15 +181,20 @@ GROUPED = {
 which (`session_groups`) and reads such a group (`read_session`)."""
 
 
+def _grouped_adapter(fmt: str) -> Any:
+    """The adapter module of a `GROUPED` format (`session_groups`, `read_session`)."""
+    import importlib
+
+    return importlib.import_module(GROUPED[fmt])
+
+
 def _load(path: str, opts: BatchOptions, files: tuple[str, ...] = (), fmt: str = ""):
     """One file, or the files of one session (`files`, of format `fmt`), as a `Session`; a
     known `fmt` is not detected again."""
     if files:
-        import importlib
         from pathlib import Path
 
-        adapter = importlib.import_module(GROUPED[fmt])
-        return adapter.read_session([Path(f) for f in files], strict=opts.strict)
+        return _grouped_adapter(fmt).read_session([Path(f) for f in files], strict=opts.strict)
     from replay.adapters import read_any
 
     return read_any(path, strict=opts.strict, fmt=fmt or None)
@@ -277,13 +282,11 @@ def group_folder(task: FolderTask, opts: BatchOptions) -> list[ScanResult]:
     (`session_groups`), each scanned as a whole: one `ScanResult` per such session (its `files`
     in reading order). Files of no such session are sessions alone (not returned). Never
     raises: a failure to group is returned as one failed result naming the first file."""
-    import importlib
     from pathlib import Path
 
     scans = {s.path: s for s in task.files}
     try:
-        adapter = importlib.import_module(GROUPED[task.fmt])
-        groups = adapter.session_groups([Path(p) for p in scans])
+        groups = _grouped_adapter(task.fmt).session_groups([Path(p) for p in scans])
     except Exception as err:  # noqa: BLE001 - reported, not raised
         first = task.files[0]
         files = tuple(scans)
