@@ -302,13 +302,15 @@ class _SessionFacts:
     """What every strategy's run derives from the log alike, derived once per session: the
     strategies of `--strategies all` replay the same recorded requests and responses."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, history_blocks: bool = True) -> None:
+        """`history_blocks=False` for facts one run uses alone (the unlogged-context fit,
+        break-even's runs): its blocks are then made as the run reaches them, not all first."""
         self.answers = _responses(session)
         """Request event index → the assistant message that answered it, and its index."""
         self._responses: dict[int, AssistantItem | None] = {}
         self._outputs: dict[tuple[int, str], int] = {}
         self._head: dict[int, tuple[Any, Any]] = {}
-        self._blocks = _history_blocks(session)
+        self._blocks = _history_blocks(session) if history_blocks else {}
 
     def blocks(self, event: AssistantMessage, index: int) -> tuple[Block, ...]:
         """The blocks of the assistant message at event `index`: those of the history, shared
@@ -368,7 +370,7 @@ class _Run:
         facts: _SessionFacts | None = None,
     ) -> None:
         self.session = session
-        self.facts = facts if facts is not None else _SessionFacts(session)
+        self.facts = facts if facts is not None else _SessionFacts(session, history_blocks=False)
         """Shared by the runs of one `iter_replay` (made per run otherwise)."""
         self.named = named
         self.config = config
