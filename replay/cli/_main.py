@@ -41,8 +41,9 @@ class _DefaultToRun(click.Group):
 
 
 def check_output_folder(ctx: click.Context, param: click.Parameter, value: Path | None) -> Any:
-    """Refuse an output file whose folder does not exist before any work is done (the write
-    itself refuses it too, see `replay._atomic`: folders are never created silently)."""
+    """Refuse an output file whose folder does not exist before any work is done: the write
+    itself (`replay._atomic`) would create the folder, as library callers rely on, and the
+    command line never creates one silently from a mistyped `-o`."""
     if value is not None and str(value) != "-" and not value.parent.is_dir():
         what = "is not a directory" if value.parent.exists() else "does not exist"
         click.echo(f"error: cannot write {value}: directory {value.parent} {what}", err=True)
