@@ -40,10 +40,20 @@ _FOLDER = "folder:"
 
 
 def _scan_from(data: dict[str, Any]) -> ScanResult:
-    info = FileInfo(**data["info"]) if data.get("info") else None
-    fields = {k: v for k, v in data.items() if k != "info"}
-    fields["files"] = tuple(fields.get("files") or ())
-    return ScanResult(**fields, info=info)
+    """A stored scan (a manifest entry of a file, or a session of several files) as a result;
+    fields an entry does not store take their defaults."""
+    return ScanResult(
+        data["path"],
+        data["size"],
+        data["mtime_ns"],
+        data["status"],
+        data.get("sha"),
+        data.get("message"),
+        FileInfo(**data["info"]) if data.get("info") else None,
+        transient=data.get("transient", False),
+        fmt=data.get("fmt") or "",
+        files=tuple(data.get("files") or ()),
+    )
 
 
 def scan(dataset: str | Path, table: str = "sessions"):
@@ -145,11 +155,7 @@ class Dataset:
         e = self.entries.get(path)
         if not e or e["size"] != size or e["mtime_ns"] != mtime_ns or e["scan_key"] != key:
             return None
-        info = FileInfo(**e["info"]) if e.get("info") else None
-        return ScanResult(
-            path, size, mtime_ns, e["status"], e.get("sha"), e.get("message"), info,
-            fmt=e.get("fmt") or "",
-        )
+        return _scan_from(e)
 
     def record_scan(self, result: ScanResult, key: str) -> None:
         """Store a new scan of a file. Its earlier parts (an older version of the file) are no
