@@ -251,21 +251,21 @@ def test_a_released_text_is_not_held_but_not_tokenized_again():
 
 
 def test_digest_counts_find_pending_and_compacted_counts_alike():
-    from replay.tokens._counter import DigestCounts, _digest
+    from replay.tokens._counter import DigestCounts, text_digest
 
     counts = DigestCounts()
     texts = [f"summary {n}" for n in range(200)]
     for n, text in enumerate(texts[:150]):
-        counts[_digest(text)] = n
+        counts[text_digest(text)] = n
     counts.compact()
     for n, text in enumerate(texts[100:], start=100):  # 100-149 twice: kept once
-        counts[_digest(text)] = n
+        counts[text_digest(text)] = n
     assert len(counts) == 250
-    assert [counts.get(_digest(t)) for t in texts] == list(range(200))  # pending and sorted
+    assert [counts.get(text_digest(t)) for t in texts] == list(range(200))  # pending and sorted
     counts.compact()
     assert len(counts) == 200 and not counts._pending
-    assert [counts.get(_digest(t)) for t in texts] == list(range(200))
-    assert counts.get(_digest("never counted")) is None
+    assert [counts.get(text_digest(t)) for t in texts] == list(range(200))
+    assert counts.get(text_digest("never counted")) is None
     # digests that share their first 8 bytes are still told apart by the last 8
     same_high = [bytes(8) + n.to_bytes(8, "big") for n in (3, 1, 2)]
     for n, digest in enumerate(same_high):

@@ -8,7 +8,6 @@ is comparing two integer arrays.
 
 from __future__ import annotations
 
-import hashlib
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -18,7 +17,7 @@ from typing import Any, TypeVar, overload
 
 import numpy as np
 
-from replay.tokens import TokenCounter, utf8_parts
+from replay.tokens import TokenCounter, text_digest, utf8_parts
 
 # Block kinds, in the order they can appear.
 TOOL, SYSTEM, USER, SUMMARY, TEXT, THINKING, TOOL_CALL, TOOL_RESULT = (
@@ -244,13 +243,9 @@ class BlockTable:
     ) -> int:
         # A block of fixed size (a thinking block whose text was not logged) is only known by
         # its size: two of different sizes are different blocks.
-        hasher = hashlib.blake2b(
-            f"{kind}\x00{int(starts_message)}\x00{fixed_tokens or ''}\x00".encode(),
-            digest_size=16,
+        digest = text_digest(
+            text, f"{kind}\x00{int(starts_message)}\x00{fixed_tokens or ''}\x00".encode()
         )
-        for part in utf8_parts(text):  # no concatenated copy, nor one of the whole text
-            hasher.update(part)
-        digest = hasher.digest()
         block_id = self._ids.get(digest)
         if block_id is None:
             family = self.counter.family

@@ -157,15 +157,17 @@ def utf8_parts(text: str) -> Iterator[bytes]:
         yield text[start : start + UTF8_PART_CHARS].encode("utf-8", "surrogatepass")
 
 
-def _digest(text: str) -> bytes:
-    hasher = hashlib.blake2b(digest_size=16)
+def text_digest(text: str, prefix: bytes = b"") -> bytes:
+    """16-byte BLAKE2b of `prefix` then `text` in UTF-8 (`utf8_parts`: no whole copy of a long
+    text): the key of a text no longer held (`DigestCounts`) and of a block (`BlockTable`)."""
+    hasher = hashlib.blake2b(prefix, digest_size=16)
     for part in utf8_parts(text):
         hasher.update(part)
     return hasher.digest()
 
 
 class DigestCounts:
-    """Token counts by text digest (`_digest`), for texts no longer held.
+    """Token counts by text digest (`text_digest`), for texts no longer held.
 
     New counts wait in a small dict; `compact` moves them into two sorted columns of the digest's
     halves and one of counts (numpy: a few blocks of memory, whatever the number of entries). A
@@ -297,7 +299,7 @@ class TokenCounter:
         key: str | bytes = text
         hit = self._tokens.get(key)
         if hit is None and self._forgotten:
-            key = _digest(text)
+            key = text_digest(text)
             hit = self._tokens.get(key)
         if hit is not None:
             self._tokens.move_to_end(key)
@@ -339,7 +341,7 @@ class TokenCounter:
         """Provider-scale token count of `text` (tiktoken count × calibration factor)."""
         hit = self._counts.get(text)
         if hit is None:
-            hit = self._forgotten.get(_digest(text)) if self._forgotten else None
+            hit = self._forgotten.get(text_digest(text)) if self._forgotten else None
             if hit is None:
                 hit = self.scale(len(self.raw_tokens(text)))
             self._counts[text] = hit
@@ -350,7 +352,7 @@ class TokenCounter:
         n = self._counts.pop(text, None)
         if n is None:
             return
-        digest = _digest(text)
+        digest = text_digest(text)
         self._forgotten[digest] = n
         ids = self._tokens.pop(text, None)
         if ids is not None:
@@ -366,7 +368,7 @@ class TokenCounter:
             if keep(text):
                 kept[text] = n
             else:
-                self._forgotten[_digest(text)] = n
+                self._forgotten[text_digest(text)] = n
         self._counts = kept
         # The ids LRU was filled during the strategy that just ended: kept, its arrays and
         # entries would keep that strategy's heap pages and allocator arenas resident (peak of
