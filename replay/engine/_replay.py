@@ -21,7 +21,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
-from itertools import islice
 from typing import Any
 
 from replay._errors import ReplayError
@@ -220,7 +219,7 @@ class _Thread:
     def estimated_indexes(self) -> list[int]:
         """`estimated`, brought up to date with the history's new items."""
         history = self.history
-        for i in islice(history, self.estimated_seen, None):
+        for i in history[self.estimated_seen :]:
             if isinstance(i, UserItem) and i.estimated_tokens:
                 self.estimated.append(i.event_index)
         self.estimated_seen = len(history)

@@ -203,7 +203,7 @@ class _History:
         start = len(texts)
         self.items.append(item)
         _add_parts(texts, item)
-        for text in islice(texts, start, None):
+        for text in texts[start:]:  # (islice would step over the `start` texts before them)
             self.print = hash((self.print, text))
         if isinstance(item, AssistantItem):
             for b in item.tool_calls:
@@ -348,7 +348,7 @@ class _ViewTrack:
         if len(results) < len(items):
             results.extend(
                 i.event_index if isinstance(i, ToolResultItem) else _NOT_RESULT
-                for i in islice(items, len(results), None)
+                for i in items[len(results) :]
             )
         try:
             return items[results.index(event_index)]  # type: ignore[return-value]
