@@ -193,7 +193,9 @@ class DigestCounts:
         hit = self._pending.get(digest)
         if hit is not None or not len(self._counts):
             return hit
-        high = int.from_bytes(digest[:8], "big")
+        # As a numpy uint64: a Python int would be searched as int64, and numpy would first
+        # convert the whole column to float64 to compare (a pass over it at every lookup).
+        high = np.uint64(int.from_bytes(digest[:8], "big"))
         start = int(self._high.searchsorted(high, "left"))
         stop = int(self._high.searchsorted(high, "right"))
         if start < stop:
