@@ -265,3 +265,37 @@ def test_retrieval_best_steps_equal_a_full_sort(shared, sizes, top) -> None:
     scores = np.array(shared, dtype=float) / np.sqrt(np.array(sizes[: len(shared)], dtype=float))
     expected = np.lexsort((-np.arange(len(scores)), -scores))[:top].tolist()
     assert _best(scores, top) == expected
+
+
+@given(
+    st.integers(0, 3000),
+    st.integers(0, 3000),
+    st.integers(0, 3000),
+    st.lists(st.integers(0, 3000), max_size=4),
+)
+def test_shared_prefix_counts_the_same_leading_objects_and_leaves_both_lists(
+    old_len, new_len, first_change, later_changes
+) -> None:
+    """`shared_prefix` equals a walk item by item, for views that grew, shrank or changed
+    anywhere, near the end or far from it (items compare by identity: an equal item that is
+    another object differs), and both lists are as they were after it (it cuts them while
+    comparing)."""
+    from operator import is_
+
+    from replay.strategies._view import shared_prefix
+
+    pool = make_history(12, seed=3)
+    twins = make_history(12, seed=3)  # equal items, other objects
+    old = [pool[n % len(pool)] for n in range(old_len)]
+    new = [pool[n % len(pool)] for n in range(new_len)]
+    for n in (first_change, *later_changes):
+        if n < new_len:
+            new[n] = twins[n % len(twins)]
+    old_before, new_before = list(old), list(new)
+    expected = next(
+        (n for n, same in enumerate(map(is_, old, new)) if not same), min(old_len, new_len)
+    )
+    assert shared_prefix(old, new) == expected
+    assert list(map(id, old)) == list(map(id, old_before))
+    assert list(map(id, new)) == list(map(id, new_before))
+    assert shared_prefix(old, old) == old_len

@@ -286,16 +286,40 @@ def item_chars(item: Item) -> int:
 
 
 def shared_prefix(old: list[Item], new: list[Item]) -> int:
-    """How many leading items of `new` are the very objects of `old`."""
+    """How many leading items of `new` are the very objects of `old`. Both lists are changed
+    during the call and restored before it returns (`_same_prefix`)."""
     n = min(len(old), len(new))
-    # List equality tests identity first (items compare by identity), at C speed, and stops at
-    # the first difference; so does each window of the search for it (growing: a rewrite is
-    # often far in), and only the window holding it is walked item by item.
-    if (new[:n] == old) if n == len(old) else (old[:n] == new):
+    if old is new or _same_prefix(old, new, n):
         return n
-    low, width = 0, 64
+    # A strategy appends, or rewrites a few recent items (a compaction or a sliding window
+    # starts over): the first difference is most often near the end. Gallop back from there to
+    # a prefix both share, then halve the window that holds the difference.
+    width = 64
     while True:
-        high = min(n, low + width)
-        if old[low:high] != new[low:high]:
-            return low + list(map(is_, old[low:high], new[low:high])).index(False)
-        low, width = high, width * 2
+        low = max(0, n - width)
+        if low == 0 or _same_prefix(old, new, low):
+            break
+        width *= 2
+    high = n if width == 64 else n - width // 2  # the last prefix found not shared
+    while high - low > 64:
+        middle = (low + high) // 2
+        if old[low:middle] == new[low:middle]:
+            low = middle
+        else:
+            high = middle
+    return low + list(map(is_, old[low:high], new[low:high])).index(False)
+
+
+def _same_prefix(old: list[Item], new: list[Item], length: int) -> bool:
+    """True when the first `length` items of both lists are the same objects. Lists of equal
+    length compare their item pointers (items compare by identity) without touching the items;
+    slices of `length` items would add and drop a reference to each (a read and two writes per
+    object, scattered in memory: most of the cost on long views). So both lists are cut to
+    `length` for the comparison, and their tails (what lies beyond it) put back."""
+    old_tail, new_tail = old[length:], new[length:]
+    del old[length:], new[length:]
+    try:
+        return old == new
+    finally:
+        old.extend(old_tail)
+        new.extend(new_tail)
