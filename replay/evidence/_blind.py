@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import compress, islice, repeat
 from operator import contains
+from typing import NamedTuple
 
 from replay.strategies._common import path_of, reads_part_of_file
 from replay.strategies._view import (
@@ -143,6 +144,24 @@ def _add_parts(texts: list[str], item: Item) -> None:
         texts.append(item.text)
 
 
+class _Content(NamedTuple):
+    """A file's last full content in the history, and where the history shows it."""
+
+    text: str | None
+    """The content (None: unknown)."""
+    read: ToolResultItem | None
+    """The read result that showed it (None when it was written)."""
+    item: Item | None
+    """The history item that shows it: the read result, or the assistant message that wrote
+    it."""
+    shown_as: str
+    """That item's text holding the content: the read's output, or the write call as rendered
+    (its JSON escapes some characters: not every line of the content is found in it)."""
+
+
+_UNKNOWN = _Content(None, None, None, "")
+
+
 class _History:
     """One thread's history as the checker has indexed it so far.
 
@@ -164,9 +183,8 @@ class _History:
         """The texts of the items, in parts (`_add_parts`)."""
         self.calls: dict[str, Block] = {}
         """Tool calls by call id, the latest of each id."""
-        self.known: dict[str, tuple[str | None, ToolResultItem | None]] = {}
-        """Path → (its last full content, the read result that showed it or None for a write).
-        Reads of a range of lines are not full contents."""
+        self.known: dict[str, _Content] = {}
+        """Path → its last full content. Reads of a range of lines are not full contents."""
         self.indexed: set[str] = set()
         """Every distinct text of `texts[:tokenized]` (tool results are often the same file
         read again)."""
@@ -212,7 +230,7 @@ class _History:
                 if _is_write(b.name or ""):
                     path, written = path_of(b.arguments), _first(b.arguments, _CONTENT_KEYS)
                     if path is not None and written is not None:
-                        self.known[path] = (written, None)
+                        self.known[path] = _Content(written, None, item, b.rendered())
         elif isinstance(item, ToolResultItem) and not item.is_error:
             call = self.calls.get(item.call_id)
             if call is None:
@@ -224,7 +242,7 @@ class _History:
                 and not _is_write(name)
                 and not reads_part_of_file(call.arguments)  # a range is not the file's content
             ):
-                self.known[path] = (item.output, item)
+                self.known[path] = _Content(item.output, item, item, item.output)
 
     def _index_tokens(self) -> None:
         """Bring `tokens` up to date with every text."""
@@ -246,10 +264,9 @@ class _History:
             last = chunks.pop()
             chunks[-1] = f"{chunks[-1]} {last}"
 
-    def last_known_content(self, path: str) -> tuple[str | None, ToolResultItem | None]:
-        """The file's last full content in the history (a read result, or a write's content),
-        and the read result that showed it (None when it was written)."""
-        return self.known.get(path, (None, None))
+    def last_known_content(self, path: str) -> _Content:
+        """The file's last full content in the history (a read result, or a write's content)."""
+        return self.known.get(path, _UNKNOWN)
 
     def holds(self, text: str) -> bool:
         """True when some history item's text contains `text` (which holds no newline: one
@@ -316,6 +333,9 @@ class _ViewTrack:
         self.memo: dict[str, tuple[int, int, bool, Item | None]] = {}
         """String → (sync when last searched, found: the position of an item holding it, else
         the view's length then, found, the item holding it)."""
+        self.held: dict[int, int] = {}
+        """`id(item)` → how many times the current view holds that very object (the view
+        holds its items: their ids are not reused while they are keys)."""
         self.results: list[object] = []
         """The event index of each tool result among the leading items (`_NOT_RESULT` for
         other items), extended only when a lookup needs it (`first_result`)."""
@@ -333,13 +353,20 @@ class _ViewTrack:
             self.cut_sync.append(self.syncs)
             self.cut_at.append(same)
             del self.texts[self.starts[same] :]  # (same < len(old): an item was there)
+            held = self.held
+            for gone in map(id, old[same:]):
+                if held[gone] == 1:
+                    del held[gone]
+                else:
+                    held[gone] -= 1
             del old[same:], self.starts[same:], self.results[same:]
         added = view[same:]
         old.extend(added)
-        texts, starts = self.texts, self.starts
+        texts, starts, held = self.texts, self.starts, self.held
         for item in added:
             starts.append(len(texts))
             _add_parts(texts, item)
+            held[id(item)] = held.get(id(item), 0) + 1
 
     def first_result(self, event_index: int) -> ToolResultItem | None:
         """The first tool result of the current view carrying `event_index`, found at C speed
@@ -354,6 +381,10 @@ class _ViewTrack:
             return items[results.index(event_index)]  # type: ignore[return-value]
         except ValueError:
             return None
+
+    def holds_item(self, item: Item) -> bool:
+        """True when the current view holds `item` itself (not a copy cut down or changed)."""
+        return id(item) in self.held
 
     def shows(self, text: str) -> bool:
         """True when some item of the current view contains `text` (which holds no newline)."""
@@ -511,14 +542,18 @@ class EvidenceChecker:
         history = request.thread.history
         path = path_of(call.arguments)
         old_text = _first(call.arguments, _OLD_KEYS)
+        known = history.last_known_content(path) if path is not None else _UNKNOWN
         needed: Sequence[str] = ()
         if old_text is not None:
             needed = [ln.strip() for ln in old_text.splitlines() if ln.strip()]
-        elif path is not None:
+        elif known.text is not None:
             new = _first(call.arguments, _CONTENT_KEYS)
-            old, _ = history.last_known_content(path)
-            if new is not None and old is not None:
-                needed = _change_context(old, new)
+            if new is not None:
+                needed = _change_context(known.text, new)
+        if needed and known.item is not None and request.view().holds_item(known.item):
+            # The item that last showed the file is in the view as it was: what it holds is
+            # shown, without a search of the view (the lines in the rest are searched for).
+            needed = [ln for ln in needed if ln not in known.shown_as]
         hidden = [ln for ln in needed if request.hidden(ln)]
         if not hidden:
             return []
@@ -526,8 +561,8 @@ class EvidenceChecker:
             BlindAction(request_index, request_id, call.name or "", "hidden-edit-target", path,
                         _short("\n".join(hidden)))
         ]
+        read = known.read
         if path is not None:
-            _, read = history.last_known_content(path)
             # The view's first tool result of that event (C-speed lookup: views grow long).
             shown = None if read is None else request.view().first_result(read.event_index)
             if shown is not None and shown.original_chars is not None:
