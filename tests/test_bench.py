@@ -105,6 +105,10 @@ def _check_document(doc: dict, strategies: list[str], requests: int) -> None:
     assert doubling["ratio"] == doubling["cpu_seconds"][1] / doubling["cpu_seconds"][0]
     assert doubling["wall_ratio"] > 0 and doubling["in_process_ratio"] > 0
     assert doubling["runs"] >= 1
+    # the simulated work beside it: a longer session holds more prompt tokens
+    tokens = doubling["prompt_tokens"]
+    assert 0 < tokens[0] < tokens[1]
+    assert doubling["prompt_tokens_ratio"] == tokens[1] / tokens[0]
     assert doc["memory"]["ratio"] >= 0 and doc["memory"]["log_bytes"] == doc["log_bytes"]
     assert set(doc["targets"]) == {
         "naive_ratio",

@@ -19,7 +19,9 @@ Measured in one run on one machine (absolute seconds mean little elsewhere; rati
   replayed in a fresh child process `DOUBLING_RUNS` times, alternating, the fastest run of each
   kept: this process has already run every other measure (its heap and memos are not those of
   a new `replay` command), and on a shared machine wall-clock pairs moved by ±0.3 between runs.
-  The in-process wall-clock ratio is reported beside it;
+  The in-process wall-clock ratio is reported beside it, and so is the ratio of the prompt
+  tokens the replay simulated: strategies that never compact re-send a history that doubles,
+  so the work priced grows faster than the session;
 - memory: the peak resident-set growth of a child process that reads the log and replays every
   strategy, against the log file's size: once the way `replay LOG --strategies all` runs (the
   summary built strategy by strategy, each record counted and dropped as soon as it is
@@ -390,15 +392,18 @@ DOUBLING_RUNS = 2
 
 def time_probe(path: str | Path, strategies: Sequence[str]) -> dict[str, float]:
     """Wall-clock and CPU seconds of reading `path` and replaying `strategies` the way
-    `replay LOG` does, in this process, after imports and the tokenizer are loaded."""
+    `replay LOG` does, in this process, after imports and the tokenizer are loaded; and the
+    prompt tokens the replay simulated (every strategy's requests: the work it priced)."""
     get_encoding(family_for(_header_model(path)).encoding)
     reset_token_memo()
     gc.collect()
     wall, cpu = time.perf_counter(), time.process_time()
-    _replay_like_the_cli(read_log(path), strategies)
+    result = _replay_like_the_cli(read_log(path), strategies)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     return {
-        "wall_seconds": time.perf_counter() - wall,
-        "cpu_seconds": time.process_time() - cpu,
+        "wall_seconds": wall,
+        "cpu_seconds": cpu,
+        "prompt_tokens": int(result.summary["prompt_tokens"].sum()),
     }
 
 
@@ -433,6 +438,7 @@ def _doubling(
             runs[p].append(_probe_in_child("time_probe", p, strategies))
     cpu = [min(r["cpu_seconds"] for r in runs[p]) for p in (path, path2)]
     wall = [min(r["wall_seconds"] for r in runs[p]) for p in (path, path2)]
+    tokens = [runs[p][0]["prompt_tokens"] for p in (path, path2)]
     return {
         "requests": 2 * requests,
         "seconds": in_process[1],
@@ -442,6 +448,8 @@ def _doubling(
         "wall_ratio": wall[1] / wall[0],
         "in_process_ratio": in_process[1] / in_process[0],
         "runs": DOUBLING_RUNS,
+        "prompt_tokens": tokens,
+        "prompt_tokens_ratio": tokens[1] / max(tokens[0], 1),
     }
 
 
@@ -812,7 +820,8 @@ def bench_table(result: dict[str, Any]):
             mark("doubling_ratio"),
             f"CPU {d['cpu_seconds'][0]:.1f} → {d['cpu_seconds'][1]:.1f} s, fresh processes "
             f"(best of {d['runs']}); wall {d['wall_ratio']:.2f}×; in this process "
-            f"{d['in_process_ratio']:.2f}× ({d['seconds']:.1f} s at {d['requests']} requests)",
+            f"{d['in_process_ratio']:.2f}× ({d['seconds']:.1f} s at {d['requests']} requests); "
+            f"simulated prompt tokens ×{d['prompt_tokens_ratio']:.2f}",
         )
     if result["memory"]:
         m = result["memory"]
