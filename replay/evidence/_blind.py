@@ -149,8 +149,6 @@ class _Content(NamedTuple):
 
     text: str | None
     """The content (None: unknown)."""
-    read: ToolResultItem | None
-    """The read result that showed it (None when it was written)."""
     item: Item | None
     """The history item that shows it: the read result, or the assistant message that wrote
     it."""
@@ -158,8 +156,13 @@ class _Content(NamedTuple):
     """That item's text holding the content: the read's output, or the write call as rendered
     (its JSON escapes some characters: not every line of the content is found in it)."""
 
+    @property
+    def read(self) -> ToolResultItem | None:
+        """The read result that showed the content (None when it was written)."""
+        return self.item if isinstance(self.item, ToolResultItem) else None
 
-_UNKNOWN = _Content(None, None, None, "")
+
+_UNKNOWN = _Content(None, None, "")
 
 
 class _History:
@@ -230,7 +233,7 @@ class _History:
                 if _is_write(b.name or ""):
                     path, written = path_of(b.arguments), _first(b.arguments, _CONTENT_KEYS)
                     if path is not None and written is not None:
-                        self.known[path] = _Content(written, None, item, b.rendered())
+                        self.known[path] = _Content(written, item, b.rendered())
         elif isinstance(item, ToolResultItem) and not item.is_error:
             call = self.calls.get(item.call_id)
             if call is None:
@@ -242,7 +245,7 @@ class _History:
                 and not _is_write(name)
                 and not reads_part_of_file(call.arguments)  # a range is not the file's content
             ):
-                self.known[path] = _Content(item.output, item, item, item.output)
+                self.known[path] = _Content(item.output, item, item.output)
 
     def _index_tokens(self) -> None:
         """Bring `tokens` up to date with every text."""
