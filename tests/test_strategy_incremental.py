@@ -9,6 +9,7 @@ fresh instance sends for the same history, a history that is not the one seen be
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import re
@@ -28,7 +29,14 @@ from replay.strategies import (
     View,
     parse_name,
 )
-from replay.strategies._common import GrownView, Seen, TokenSums, item_text, item_tokens
+from replay.strategies._common import (
+    GrownView,
+    PairedView,
+    Seen,
+    TokenSums,
+    item_text,
+    item_tokens,
+)
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 PATHS = ["src/app.py", "src/store.py", "tests/test_app.py", "README.md"]
@@ -299,3 +307,36 @@ def test_shared_prefix_counts_the_same_leading_objects_and_leaves_both_lists(
     assert list(map(id, old)) == list(map(id, old_before))
     assert list(map(id, new)) == list(map(id, new_before))
     assert shared_prefix(old, old) == old_len
+
+
+# Strategies whose rule changes what earlier positions keep (a deleted range that grows,
+# forgotten events, duplicate reads) and that then re-map only the positions concerned
+# (`PairedView.update`), with a window small enough for the histories below.
+REMAPPING = [
+    "roo-truncate-keep-first-half",
+    "cline-truncate-keep-first-pair-half",
+    "cline-dedup-file-reads",
+    "openhands-amortized-8",
+    "openhands-llm-attention-8",
+]
+
+
+@pytest.mark.parametrize("name", REMAPPING)
+def test_remapping_the_changed_positions_gives_what_remapping_all_gives(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    items = make_history(60, seed=8)
+    small = [dataclasses.replace(ctx(n), context_window=20_000) for n in range(len(items))]
+    grown = build(name)
+    sent, events = [], 0
+    for n in range(1, len(items) + 1):
+        result = view_of(grown(items[:n], small[n - 1]))
+        sent.append([signature(i) for i in result.items])
+        events += len(result.events)
+    assert events, f"{name} never rewrote the history here: the test would prove nothing"
+    # The reference re-maps every position whenever the rule changed any.
+    monkeypatch.setattr(PairedView, "update", lambda self, history, _: self.refresh(history))
+    reference = build(name)
+    for n in range(1, len(items) + 1):
+        result = view_of(reference(items[:n], small[n - 1]))
+        assert sent[n - 1] == [signature(i) for i in result.items], (name, n)

@@ -16,12 +16,13 @@ context-window-utils.ts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from replay.strategies._base import Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     MessageGroups,
     PairedView,
+    Seen,
     path_of,
     replace_blocks,
     reported_tokens,
@@ -59,6 +60,8 @@ class ClineContext:
         self.notice = False
         self._groups = MessageGroups()
         self._view = PairedView(self._kept)  # the live view, kept as the history grows
+        self._results = Seen()
+        self._result_at: dict[int, list[int]] = {}  # event index → history positions of it
 
     def _kept(self, n: int, item: Item) -> Item | None:
         g = self._groups.group_of[n]
@@ -70,15 +73,24 @@ class ClineContext:
             item = with_notice(item)
         return item
 
-    def live(self, history: Sequence[Item], changed: bool = False) -> list[Item]:
+    def live(self, history: Sequence[Item], changed: Iterable[int] = ()) -> list[Item]:
         """The kept API messages (with read notices and the truncation notice), pairs repaired;
-        `changed`: the deleted range, duplicates or notice changed since the last call."""
+        `changed`: the history positions whose item the deleted range, the duplicates or the
+        notice changed since the last call (only those are mapped again)."""
         self._groups.sync(history)
-        if changed:
-            self._view.refresh(history)
-        else:
-            self._view.sync(history)
+        self._view.update(history, changed)
         return self._view.items()
+
+    def _result_positions(self, history: Sequence[Item], events: Iterable[int]) -> list[int]:
+        """The history positions of the tool results of these events."""
+        start = self._results.sync(history)
+        if start == 0:
+            self._result_at = {}
+        for n in range(start, len(history)):
+            item = history[n]
+            if isinstance(item, ToolResultItem):
+                self._result_at.setdefault(item.event_index, []).append(n)
+        return [n for e in events for n in self._result_at.get(e, ())]
 
     def __call__(self, history: Sequence[Item], ctx: StrategyContext) -> View:
         view = self.live(history)
@@ -88,8 +100,9 @@ class ClineContext:
         events = []
         if self.dedup:
             before = sum(item_chars(i) for i in view)
-            if self.mark_duplicates(view):
-                after = self.live(history, changed=True)
+            new = self.mark_duplicates(view)
+            if new:
+                after = self.live(history, self._result_positions(history, new))
                 saved = before - sum(item_chars(i) for i in after)
                 events.append(RewriteEvent("prune", "older duplicate file reads replaced"))
                 if before and saved / before >= self.dedup_saving:
@@ -107,15 +120,22 @@ class ClineContext:
             and not isinstance(history[groups[end][0]], AssistantItem)
         ):
             end -= 1
+        changed: list[int] = []
         if end >= start and end < len(groups) - 1:
+            # The range only grows (from `start`), and the notice goes into group 1 once.
+            changed = [pos for g in range(start, end + 1) for pos in groups[g]]
+            if not self.notice:
+                changed.extend(groups[1])
             self.deleted = (2, end)
             self.notice = True
             events.append(RewriteEvent("drop", f"deleted API messages 2..{end}"))
         if events:
-            return View(items=self.live(history, changed=True), events=events)
+            return View(items=self.live(history, changed), events=events)
         return View(items=view)
 
-    def mark_duplicates(self, view: Sequence[Item]) -> bool:
+    def mark_duplicates(self, view: Sequence[Item]) -> set[int]:
+        """Mark every read of a path that a later read in the view repeats; returns the
+        event indexes newly marked."""
         reads: dict[str, list[ToolResultItem]] = {}
         for item in view:
             if isinstance(item, ToolResultItem) and tool_kind(item.tool_name) == "read":
@@ -124,7 +144,7 @@ class ClineContext:
                     reads.setdefault(path, []).append(item)
         new = {i.event_index for items in reads.values() for i in items[:-1]}
         self.duplicates |= new
-        return bool(new)
+        return new
 
 
 def with_notice(item: AssistantItem) -> AssistantItem:

@@ -48,7 +48,8 @@ def roo_truncate(max_tokens: int = 8192, fraction: float = 0.5) -> object:
         if k <= 0:
             return View(items=view)
         removed.update(kept[1 : k + 1])
-        live.refresh(history)
+        # Only the positions of the groups just removed keep something else now.
+        live.update(history, [pos for g in kept[1 : k + 1] for pos in groups.groups[g]])
         view = live.items()
         return View(items=view, events=[RewriteEvent("drop", f"deleted {k} oldest API messages")])
 
