@@ -96,34 +96,43 @@ class CachedPrompt:
         return (t - self.last_use).total_seconds()
 
 
+_BIT = np.array([1 << k for k in range(8)], dtype=np.uint8)
+"""The bit of a length within its byte of `LengthIndex.bits`, by `length % 8`."""
+
+
 @dataclass
 class LengthIndex:
     """The prefix lengths (tokens) of the entries one model has in any scope, searchable for a
     whole prompt at once. An entry can only be the prefix of a prompt ending at a block whose
     cumulative length it has (equal keys mean equal blocks, hence equal lengths), so a walk
-    over a prompt's blocks need only visit those blocks, not every block of the prompt."""
+    over a prompt's blocks need only visit those blocks, not every block of the prompt.
 
-    known: set[int] = field(default_factory=set)
-    ordered: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    """Sorted lengths; `pending` ones are merged in when a search needs them."""
-    pending: list[int] = field(default_factory=list)
+    A bit per length up to the longest one seen (an eighth of a byte per token: 125 kB for a
+    million-token prompt), so that a search costs two gathers per block, whatever the number
+    of entries (a binary search per block grew with both, and was the walk's main cost on
+    strategies that rewrite the prompt's middle at every request)."""
+
+    bits: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint8))
+    """Bit `length % 8` of byte `length // 8` is set when some entry has that length."""
+
+    def _cover(self, length: int) -> None:
+        """Grow `bits` (at least doubling, so growing costs O(1) per length) to hold `length`."""
+        need = (length >> 3) + 1
+        if need > len(self.bits):
+            grown = np.zeros(max(need, 2 * len(self.bits)), dtype=np.uint8)
+            grown[: len(self.bits)] = self.bits
+            self.bits = grown
 
     def add(self, tokens: int) -> None:
-        if tokens not in self.known:
-            self.known.add(tokens)
-            self.pending.append(tokens)
+        self._cover(tokens)
+        self.bits[tokens >> 3] |= _BIT[tokens & 7]
 
     def contains(self, cum: np.ndarray) -> np.ndarray:
-        """Mask of the (ascending) lengths `cum` that some entry has."""
-        if self.pending:
-            pending = np.sort(np.asarray(self.pending, dtype=np.int64))
-            # Two sorted runs: the stable sort (timsort) merges them in linear time.
-            self.ordered = np.sort(np.concatenate((self.ordered, pending)), kind="stable")
-            self.pending = []
-        if not len(self.ordered):
-            return np.zeros(len(cum), dtype=bool)
-        at = np.searchsorted(self.ordered, cum)  # ascending queries: cache-friendly
-        return self.ordered[np.minimum(at, len(self.ordered) - 1)] == cum
+        """Mask of the (ascending, non-negative) lengths `cum` that some entry has."""
+        if not len(cum):
+            return np.zeros(0, dtype=bool)
+        self._cover(int(cum[-1]))  # a length past every entry's: a zero bit, not an error
+        return (self.bits[cum >> 3] & _BIT[cum & 7]) != 0
 
 
 @dataclass
