@@ -30,6 +30,7 @@ from replay.strategies import (
     parse_name,
 )
 from replay.strategies._common import (
+    Forgetting,
     GrownView,
     PairedView,
     Seen,
@@ -340,3 +341,17 @@ def test_remapping_the_changed_positions_gives_what_remapping_all_gives(
     for n in range(1, len(items) + 1):
         result = view_of(reference(items[:n], small[n - 1]))
         assert sent[n - 1] == [signature(i) for i in result.items], (name, n)
+
+
+@given(st.lists(st.tuples(st.integers(0, 60), st.lists(st.integers(0, 60), max_size=12)),
+                max_size=20))
+def test_forgetting_lists_what_a_walk_over_the_history_lists(steps) -> None:
+    """At each step a history of some length (growing, or another shorter one) and positions
+    forgotten for good: the positions remembered are those of the whole walk."""
+    memory = Forgetting()
+    forgotten: set[int] = set()
+    for length, positions in steps:
+        assert memory.remembered(length) == [n for n in range(length) if n not in forgotten]
+        memory.forget(positions)
+        forgotten.update(positions)
+        assert memory.forgotten == forgotten

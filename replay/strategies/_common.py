@@ -754,6 +754,33 @@ class PairedView:
         return self._tokens[1]
 
 
+class Forgetting:
+    """History positions forgotten for good (OpenHands' condensers), and the others in order,
+    kept as the history grows: listing the positions not forgotten at each forgetting then
+    costs what is remembered, not a walk over the whole history."""
+
+    def __init__(self) -> None:
+        self.forgotten: set[int] = set()
+        self._remembered: list[int] = []
+        self._upto = 0
+        """`_remembered` lists the positions below this one that are not forgotten."""
+
+    def remembered(self, length: int) -> list[int]:
+        """The positions of a history of `length` items that are not forgotten, ascending."""
+        if length < self._upto:  # another, shorter history: positions are only numbers
+            self._remembered = [n for n in range(length) if n not in self.forgotten]
+        else:
+            forgotten = self.forgotten
+            self._remembered.extend(n for n in range(self._upto, length) if n not in forgotten)
+        self._upto = length
+        return list(self._remembered)
+
+    def forget(self, positions: Iterable[int]) -> None:
+        gone = set(positions)
+        self.forgotten.update(gone)  # the same set: rules hold it
+        self._remembered = [n for n in self._remembered if n not in gone]
+
+
 class HeadTokens:
     """`request_tokens` of no items (the system prompt and tool definitions), memoized while
     the system prompt, the tool list object and the counter stay the same."""

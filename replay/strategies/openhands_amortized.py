@@ -16,12 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import AT_LEAST_0, Bounds, StrategyContext, StrategySpec, register
-from replay.strategies._common import PairedView, nonempty
+from replay.strategies._common import Forgetting, PairedView, nonempty
 from replay.strategies._view import Item, RewriteEvent, View
 
 
 def openhands_amortized(max_size: int = 100, keep_first: int = 1) -> object:
-    forgotten: set[int] = set()  # history positions forgotten for good
+    memory = Forgetting()
+    forgotten = memory.forgotten  # history positions forgotten for good
     live = PairedView(lambda n, item: None if n in forgotten else item)
 
     def forget_in_batches(history: Sequence[Item], ctx: StrategyContext) -> View:
@@ -29,10 +30,10 @@ def openhands_amortized(max_size: int = 100, keep_first: int = 1) -> object:
         view = nonempty(live.items(), history)
         if len(view) <= max_size:
             return View(items=view)
-        positions = [n for n in range(len(history)) if n not in forgotten]
+        positions = memory.remembered(len(history))
         tail = max(1, max_size // 2 - keep_first)
         newly = positions[keep_first : len(positions) - tail]
-        forgotten.update(newly)
+        memory.forget(newly)
         live.update(history, newly)
         view = nonempty(live.items(), history)
         return View(items=view, events=[RewriteEvent("drop", "amortized forgetting")])

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 from replay.strategies._base import AT_LEAST_0, Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
+    Forgetting,
     PairedView,
     fresh_call,
     is_real_user,
@@ -67,7 +68,8 @@ def importance(unit: list[int], items: Sequence[Item], position: float) -> float
 
 
 def openhands_llm_attention(max_size: int = 100, keep_first: int = 1) -> object:
-    forgotten: set[int] = set()  # history positions forgotten for good
+    memory = Forgetting()
+    forgotten = memory.forgotten  # history positions forgotten for good
     live = PairedView(lambda n, item: None if n in forgotten else item)
 
     def keep_ranked(history: Sequence[Item], ctx: StrategyContext) -> View:
@@ -75,7 +77,7 @@ def openhands_llm_attention(max_size: int = 100, keep_first: int = 1) -> object:
         view = nonempty(live.items(), history)
         if len(view) <= max_size:
             return View(items=view)
-        positions = [n for n in range(len(history)) if n not in forgotten]
+        positions = memory.remembered(len(history))
         rest = units(positions[keep_first:], history)
         budget = max(1, max_size // 2 - keep_first)
         order = sorted(
@@ -88,7 +90,7 @@ def openhands_llm_attention(max_size: int = 100, keep_first: int = 1) -> object:
                 continue
             chosen.update(rest[u])
         newly = [n for unit in rest for n in unit if n not in chosen]
-        forgotten.update(newly)
+        memory.forget(newly)
         live.update(history, newly)
         ranking = json.dumps(
             [getattr(history[unit[0]], "event_index", -1) for unit in (rest[u] for u in order)]

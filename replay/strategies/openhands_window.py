@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
 from replay.strategies._common import (
+    Forgetting,
     HeadTokens,
     PairedView,
     is_real_user,
@@ -28,7 +29,8 @@ from replay.strategies._view import Item, RewriteEvent, View
 
 
 def openhands_window() -> object:
-    forgotten: set[int] = set()  # history positions forgotten for good
+    memory = Forgetting()
+    forgotten = memory.forgotten  # history positions forgotten for good
     live = PairedView(lambda n, item: None if n in forgotten else item)
     head = HeadTokens()
 
@@ -39,12 +41,12 @@ def openhands_window() -> object:
         size = live.tokens(ctx) + head(ctx) if items else request_tokens(view, ctx)
         if size <= ctx.context_window:
             return View(items=view)
-        positions = [n for n in range(len(history)) if n not in forgotten]
+        positions = memory.remembered(len(history))
         first_user = next((n for n in positions if is_real_user(history[n])), None)
         others = [n for n in positions if n != first_user]
         keep = set(others[-max(1, len(others) // 2) :])
         newly = [n for n in others if n not in keep]
-        forgotten.update(newly)
+        memory.forget(newly)
         live.update(history, newly)
         view = nonempty(live.items(), history)
         return View(items=view, events=[RewriteEvent("drop", "window halved on overflow")])
