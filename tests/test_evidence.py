@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import replay
 from replay._api import recommendation, recommendation_line
-from replay.evidence import BlindAction, EvidenceChecker, _blind
+from replay.evidence import BlindAction, EvidenceChecker, _blind, forget_shared_answers
 from replay.strategies import AssistantItem, Block, SummaryItem, ToolResultItem, UserItem
 from replay.strategies._common import item_text, path_of, reads_part_of_file
 from replay.strategies._view import truncate_chars
@@ -543,42 +543,57 @@ def _view_of(draw: st.DrawFn, history: list, summaries: list) -> list:
 @given(st.data())
 @settings(max_examples=200)
 def test_incremental_checker_equals_the_straightforward_one(data) -> None:
+    """Two checkers replay the same run one after the other, each with its own views, as
+    strategies do over one log: what the first learnt about the history (answers shared by
+    every checker of the process) must serve the second as if it had found it itself."""
     draw = data.draw
     if draw(st.booleans()):  # answers shared from earlier examples, or each one found afresh
-        _blind._HOLDS.clear()
-    checker = EvidenceChecker()
-    threads = [[UserItem("Fix compute_total in src/app/core.py.", event_index=0)], []]
-    rewritten = [False, False]  # a thread only appended to is checked as the engine does it
-    summaries: list = []
-    n = 1
+        forget_shared_answers()
+    plan = []  # per request: the thread, its changes (appended items, or one item replaced)
+    lengths, n = [1, 0], 1
     for request in range(draw(st.integers(1, 14))):
         which = draw(st.integers(0, 1))
-        history = threads[which]
+        changes: list[tuple] = []
         step = draw(st.sampled_from(["turn", "turn", "turn", "user", "rewrite"]))
         if step == "user":
-            history.append(UserItem(draw(_line_text), event_index=n))
-        elif step == "rewrite" and history:  # not what the engine does: in place, not appended
-            history[draw(st.integers(0, len(history) - 1))] = UserItem(draw(_line_text))
-            rewritten[which] = True
+            changes.append(("append", UserItem(draw(_line_text), event_index=n)))
+        elif step == "rewrite" and lengths[which]:  # not what the engine does: in place
+            position = draw(st.integers(0, lengths[which] - 1))
+            changes.append(("replace", position, UserItem(draw(_line_text))))
         else:
             calls = [draw(_tool_call(f"c{n}-{k}", _line_text))
                      for k in range(draw(st.integers(1, 3)))]
-            history.append(AssistantItem(tuple(calls), event_index=n))
+            changes.append(("append", AssistantItem(tuple(calls), event_index=n)))
             for call in calls:
                 n += 1
-                history.append(ToolResultItem(
+                changes.append(("append", ToolResultItem(
                     draw(st.sampled_from([call.call_id, call.call_id, "c-unknown"])), call.name,
                     draw(_output_text), is_error=draw(_rarely), event_index=n,
-                    arguments=call.arguments))
+                    arguments=call.arguments)))
         n += 1
-        if not history:
-            continue
-        view = _view_of(draw, history, summaries)
+        lengths[which] += sum(change[0] == "append" for change in changes)
         calls = [draw(_tool_call(f"r{request}-{k}", _output_text))
                  for k in range(draw(st.integers(0, 3)))]
         response = AssistantItem(tuple(calls)) if calls or draw(st.booleans()) else None
-        expected = _reference_check(history, view, response, request, f"req-{request}")
-        grown = not rewritten[which]
-        assert checker.check(
-            history, view, response, request, f"req-{request}", grown=grown
-        ) == expected
+        plan.append((which, changes, response))
+    for _strategy in range(2):
+        checker = EvidenceChecker()
+        threads = [[UserItem("Fix compute_total in src/app/core.py.", event_index=0)], []]
+        rewritten = [False, False]  # a thread only appended to is checked as the engine does it
+        summaries: list = []
+        for request, (which, changes, response) in enumerate(plan):
+            history = threads[which]
+            for change in changes:
+                if change[0] == "append":
+                    history.append(change[1])
+                else:
+                    history[change[1]] = change[2]
+                    rewritten[which] = True
+            if not history:
+                continue
+            view = _view_of(draw, history, summaries)
+            expected = _reference_check(history, view, response, request, f"req-{request}")
+            grown = not rewritten[which]
+            assert checker.check(
+                history, view, response, request, f"req-{request}", grown=grown
+            ) == expected

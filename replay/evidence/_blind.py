@@ -19,9 +19,9 @@ from __future__ import annotations
 import difflib
 import re
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import compress, islice, repeat
 from operator import contains
@@ -101,11 +101,18 @@ def _short(text: str) -> str:
     return text if len(text) <= _MAX_EXCERPT else text[: _MAX_EXCERPT - 1] + "…"
 
 
-def _last_containing(texts: list[str], text: str, stop: int = 0) -> int | None:
-    """Index of the last of `texts[stop:]` that contains `text`, or None. Searches from the end
-    (what an action quotes is most often recent), in C (`map`/`compress`), up to the first hit."""
-    n = len(texts)
-    flags = map(contains, islice(reversed(texts), n - stop), repeat(text))
+def _last_containing(
+    texts: list[str], text: str, stop: int = 0, end: int | None = None
+) -> int | None:
+    """Index of the last of `texts[stop:end]` that contains `text`, or None. Searches from the
+    end (what an action quotes is most often recent), in C (`map`/`compress`), up to the first
+    hit, without copying the texts before it."""
+    if end is None:
+        n = len(texts)
+        flags = map(contains, islice(reversed(texts), n - stop), repeat(text))
+    else:
+        n = end
+        flags = map(contains, map(texts.__getitem__, range(n - 1, stop - 1, -1)), repeat(text))
     return next(compress(range(n - 1, stop - 1, -1), flags), None)
 
 
@@ -177,9 +184,13 @@ class _History:
     end is indexed again from scratch."""
 
     def __init__(self) -> None:
+        self.generation = 0
+        """How many times the history was indexed from scratch (a view track built against
+        an earlier generation is stale: the items it took for history items may be gone)."""
         self._reset()
 
     def _reset(self) -> None:
+        self.generation += 1
         self.items: list[Item] = []
         """The history items indexed, in order (the same objects)."""
         self.texts: list[str] = []
@@ -204,6 +215,16 @@ class _History:
         self.print = 0
         """A fingerprint of `texts` (chained hashes), the key under which answers about them
         are shared (`_HOLDS`, with the number of texts)."""
+        self.assistant_texts: list[str] = []
+        """The parts of the assistant items alone (`_add_parts`), in order."""
+        self.assistant_owners: list[AssistantItem] = []
+        """The assistant item of each of those parts."""
+        self.assistant_prints = array("q")
+        """`assistant_prints[j]`: a fingerprint of `assistant_texts[:j + 1]` (chained hashes),
+        so that what one history's parts are known to hold serves another with the same first
+        parts (`_newest_assistant_hits`)."""
+        self.assistant_ids: set[int] = set()
+        """`id` of every assistant item of `items` (which holds them: ids are not reused)."""
 
     def sync(self, history: Sequence[Item], grown: bool = False) -> None:
         """Index the items appended to `history` since the last call (`grown`: the caller
@@ -227,6 +248,14 @@ class _History:
         for text in texts[start:]:  # (islice would step over the `start` texts before them)
             self.print = hash((self.print, text))
         if isinstance(item, AssistantItem):
+            self.assistant_ids.add(id(item))
+            chained, prints = self.assistant_prints[-1] if self.assistant_prints else 0, []
+            for text in texts[start:]:
+                chained = hash((chained, text))
+                prints.append(chained)
+            self.assistant_prints.extend(prints)
+            self.assistant_texts.extend(texts[start:])
+            self.assistant_owners.extend([item] * (len(texts) - start))
             for b in item.tool_calls:
                 if b.call_id:
                     self.calls[b.call_id] = b
@@ -306,8 +335,77 @@ _HOLDS: dict[tuple[int, int, str], bool] = {}
 _HOLDS_MAX = 1 << 16
 
 
+class _Hits:
+    """Where one string is among the assistant parts of a history (`assistant_texts`): every
+    part of `[low, high)` has been searched, and `parts` lists those that hold it."""
+
+    __slots__ = ("prints", "low", "high", "parts")
+
+    def __init__(self, prints: array, at: int) -> None:
+        self.prints = prints
+        """The `assistant_prints` of a history whose parts were searched (its first `high`
+        parts are the ones searched)."""
+        self.low = at
+        self.high = at
+        self.parts: list[int] = []
+        """The parts of `[low, high)` that hold the string, ascending."""
+
+
+# Every strategy's view holds most of the history's assistant items as they are (strategies cut
+# tool results, not the agent's own messages), and every strategy replayed over a log asks
+# about the same strings at the same requests: where a string is among those items is searched
+# once for all of them, the rest of each view (results, cut copies, summaries) per strategy.
+# Without this each strategy searched its whole view, agent messages included, for every line
+# that a view hides (work growing with the view, per request). Dropped wholesale when full.
+_IN_ASSISTANTS: dict[str, _Hits] = {}
+
+
+def _same_start(a: array, b: array, n: int) -> bool:
+    """True when two histories' first `n` assistant parts are the same (chained prints)."""
+    return a is b or n == 0 or a[n - 1] == b[n - 1]
+
+
+def _newest_assistant_hits(history: _History, text: str) -> Iterator[int]:
+    """The assistant parts of `history` that hold `text`, newest first; each one found only
+    when asked for (a search back stops at the first hit), and shared through `_IN_ASSISTANTS`
+    with every history whose first parts are the same."""
+    texts, prints = history.assistant_texts, history.assistant_prints
+    count = len(texts)
+    hits = _IN_ASSISTANTS.get(text)
+    if hits is None or not _same_start(hits.prints, prints, min(hits.high, count)):
+        if len(_IN_ASSISTANTS) >= _HOLDS_MAX:
+            _IN_ASSISTANTS.clear()
+        hits = _IN_ASSISTANTS[text] = _Hits(prints, count)
+    if hits.high < count:  # parts added since: searched in full (each only once)
+        new = map(contains, texts[hits.high :], repeat(text))
+        hits.parts.extend(compress(range(hits.high, count), new))
+        hits.high, hits.prints = count, prints
+    if count < hits.low:
+        # Asked of a shorter history than any before (another strategy's earlier request)
+        # whose parts hold no hit known: searched here, not shared (the parts between would
+        # be missing from `[low, high)`).
+        end: int | None = count
+        while (j := _last_containing(texts, text, 0, end)) is not None:
+            yield j
+            end = j
+        return
+    for j in reversed(hits.parts[: bisect_left(hits.parts, count)]):
+        yield j
+    while hits.low > 0:
+        j = _last_containing(texts, text, 0, hits.low)
+        hits.low = 0 if j is None else j
+        if j is None:
+            return
+        hits.parts.insert(0, j)
+        yield j
+
+
 class _ViewTrack:
     """The last view checked for one thread, and where strings asked about appear in it.
+
+    The history's own assistant items that the view holds as they are are not searched here:
+    where a string is among those is known from the history (`_newest_assistant_hits`), so
+    only the view's other items (results, cut or changed copies, summaries) are searched.
 
     Views of consecutive requests mostly share a long prefix of the very same item objects (a
     strategy appends, or rewrites only near the end; a compaction or a sliding window starts
@@ -318,13 +416,17 @@ class _ViewTrack:
     p, and then only the items from p on (or from the first changed position, if lower) are
     searched again."""
 
-    def __init__(self) -> None:
+    def __init__(self, generation: int = 0) -> None:
+        self.generation = generation
+        """The history generation (`_History.generation`) the view was synced against."""
         self.items: list[Item] = []
         """The last view checked (the same objects)."""
         self.texts: list[str] = []
-        """The texts of its items, in parts (`_add_parts`)."""
+        """The texts of its items, in parts (`_add_parts`), but for the history's own
+        assistant items, which have no part here."""
         self.starts = array("q")
-        """`starts[p]`: the index in `texts` of the first part of the item at position p."""
+        """`starts[p]`: the index in `texts` of the first part of the item at position p (or
+        of the next item's, for an item without parts here)."""
         self.syncs = 0
         """Number of views synced so far."""
         self.cut_sync: list[int] = []
@@ -343,9 +445,9 @@ class _ViewTrack:
         """The event index of each tool result among the leading items (`_NOT_RESULT` for
         other items), extended only when a lookup needs it (`first_result`)."""
 
-    def sync(self, view: list[Item]) -> None:
+    def sync(self, view: list[Item], history: _History) -> None:
         """Make `view` the current view, keeping the work done for the prefix it shares with
-        the previous one."""
+        the previous one. `history` (the thread's, synced) tells its own assistant items."""
         old = self.items
         same = shared_prefix(old, view)
         self.syncs += 1
@@ -366,9 +468,11 @@ class _ViewTrack:
         added = view[same:]
         old.extend(added)
         texts, starts, held = self.texts, self.starts, self.held
+        own = history.assistant_ids
         for item in added:
             starts.append(len(texts))
-            _add_parts(texts, item)
+            if id(item) not in own:
+                _add_parts(texts, item)
             held[id(item)] = held.get(id(item), 0) + 1
 
     def first_result(self, event_index: int) -> ToolResultItem | None:
@@ -389,8 +493,9 @@ class _ViewTrack:
         """True when the current view holds `item` itself (not a copy cut down or changed)."""
         return id(item) in self.held
 
-    def shows(self, text: str) -> bool:
-        """True when some item of the current view contains `text` (which holds no newline)."""
+    def shows(self, text: str, history: _History) -> bool:
+        """True when some item of the current view contains `text` (which holds no newline).
+        `history`: the thread's, synced, which tells where its assistant items hold `text`."""
         stop = 0  # the items before it are known not to hold `text`
         memo = self.memo.get(text)
         if memo is not None:
@@ -404,6 +509,10 @@ class _ViewTrack:
                 return True
             if not found:
                 stop = min(position, lowest)
+        held, owners = self.held, history.assistant_owners
+        for part in _newest_assistant_hits(history, text):
+            if id(owners[part]) in held:
+                return True
         starts = self.starts
         texts = self.texts
         part = _last_containing(texts, text, starts[stop] if stop < len(starts) else len(texts))
@@ -428,7 +537,7 @@ class _Thread:
         self.source = history
         """The caller's history object (held, so its id stays this thread's key)."""
         self.history = _History()
-        self.view = _ViewTrack()
+        self.view = _ViewTrack(self.history.generation)
 
 
 class _Request:
@@ -444,14 +553,18 @@ class _Request:
         Every text asked about is one stripped line or one quotable piece, so it holds no
         newline: it is in the newline-joined texts of some items iff one item's text holds it,
         which lets each item (and each memo) be searched on its own."""
-        if not text or not self.thread.history.holds(text):
+        history = self.thread.history
+        if not text or not history.holds(text):
             return False  # the history's index answers most of these without a search
-        return not self.view().shows(text)
+        return not self.view().shows(text, history)
 
     def view(self) -> _ViewTrack:
         """The thread's view track, synced with this request's view."""
         if self._view is not None:
-            self.thread.view.sync(_as_list(self._view))
+            thread, history = self.thread, self.thread.history
+            if thread.view.generation != history.generation:  # indexed again from scratch
+                thread.view = _ViewTrack(history.generation)
+            thread.view.sync(_as_list(self._view), history)
             self._view = None
         return self.thread.view
 
@@ -496,6 +609,7 @@ def forget_shared_answers() -> None:
     process would (`replay bench` times cold runs)."""
     global _changes_chars
     _HOLDS.clear()
+    _IN_ASSISTANTS.clear()
     _CHANGES.clear()
     _changes_chars = 0
 
