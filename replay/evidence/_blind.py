@@ -21,7 +21,7 @@ import re
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import compress, islice, repeat
 from operator import contains
@@ -222,7 +222,7 @@ class _History:
         self.assistant_prints = array("q")
         """`assistant_prints[j]`: a fingerprint of `assistant_texts[:j + 1]` (chained hashes),
         so that what one history's parts are known to hold serves another with the same first
-        parts (`_newest_assistant_hits`)."""
+        parts (`_holds_own_assistant`)."""
         self.assistant_ids: set[int] = set()
         """`id` of every assistant item of `items` (which holds them: ids are not reused)."""
 
@@ -365,46 +365,53 @@ def _same_start(a: array, b: array, n: int) -> bool:
     return a is b or n == 0 or a[n - 1] == b[n - 1]
 
 
-def _newest_assistant_hits(history: _History, text: str) -> Iterator[int]:
-    """The assistant parts of `history` that hold `text`, newest first; each one found only
-    when asked for (a search back stops at the first hit), and shared through `_IN_ASSISTANTS`
-    with every history whose first parts are the same."""
+def _holds_own_assistant(history: _History, text: str, held: dict[int, int]) -> bool:
+    """True when one of `history`'s assistant items that holds `text` is in `held` (a view's
+    items by identity). The parts holding `text` are found from the newest back, only as far
+    as needed, and shared through `_IN_ASSISTANTS` with every history whose first parts are
+    the same (another strategy's run over the same log)."""
     texts, prints = history.assistant_texts, history.assistant_prints
+    owners = history.assistant_owners
     count = len(texts)
     hits = _IN_ASSISTANTS.get(text)
     if hits is None or not _same_start(hits.prints, prints, min(hits.high, count)):
         if len(_IN_ASSISTANTS) >= _HOLDS_MAX:
             _IN_ASSISTANTS.clear()
         hits = _IN_ASSISTANTS[text] = _Hits(prints, count)
-    if hits.high < count:  # parts added since: searched in full (each only once)
-        new = map(contains, texts[hits.high :], repeat(text))
-        hits.parts.extend(compress(range(hits.high, count), new))
-        hits.high, hits.prints = count, prints
     if count < hits.low:
         # Asked of a shorter history than any before (another strategy's earlier request)
         # whose parts hold no hit known: searched here, not shared (the parts between would
         # be missing from `[low, high)`).
         end: int | None = count
         while (j := _last_containing(texts, text, 0, end)) is not None:
-            yield j
+            if id(owners[j]) in held:
+                return True
             end = j
-        return
-    for j in reversed(hits.parts[: bisect_left(hits.parts, count)]):
-        yield j
+        return False
+    if hits.high < count:  # parts added since: searched in full (each only once)
+        new = map(contains, texts[hits.high :], repeat(text))
+        hits.parts.extend(compress(range(hits.high, count), new))
+        hits.high, hits.prints = count, prints
+    parts = hits.parts
+    known = parts if not parts or parts[-1] < count else parts[: bisect_left(parts, count)]
+    if any(map(held.__contains__, map(id, map(owners.__getitem__, known)))):
+        return True
     while hits.low > 0:
         j = _last_containing(texts, text, 0, hits.low)
         hits.low = 0 if j is None else j
         if j is None:
-            return
-        hits.parts.insert(0, j)
-        yield j
+            return False
+        parts.insert(0, j)
+        if id(owners[j]) in held:
+            return True
+    return False
 
 
 class _ViewTrack:
     """The last view checked for one thread, and where strings asked about appear in it.
 
     The history's own assistant items that the view holds as they are are not searched here:
-    where a string is among those is known from the history (`_newest_assistant_hits`), so
+    where a string is among those is known from the history (`_holds_own_assistant`), so
     only the view's other items (results, cut or changed copies, summaries) are searched.
 
     Views of consecutive requests mostly share a long prefix of the very same item objects (a
@@ -509,10 +516,8 @@ class _ViewTrack:
                 return True
             if not found:
                 stop = min(position, lowest)
-        held, owners = self.held, history.assistant_owners
-        for part in _newest_assistant_hits(history, text):
-            if id(owners[part]) in held:
-                return True
+        if _holds_own_assistant(history, text, self.held):
+            return True
         starts = self.starts
         texts = self.texts
         part = _last_containing(texts, text, starts[stop] if stop < len(starts) else len(texts))
