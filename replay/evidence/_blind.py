@@ -410,9 +410,12 @@ def _holds_own_assistant(history: _History, text: str, held: dict[int, int]) -> 
 class _ViewTrack:
     """The last view checked for one thread, and where strings asked about appear in it.
 
-    The history's own assistant items that the view holds as they are are not searched here:
-    where a string is among those is known from the history (`_holds_own_assistant`), so
-    only the view's other items (results, cut or changed copies, summaries) are searched.
+    When the view holds most of the history's own assistant items as they are (strategies cut
+    tool results, not the agent's messages), those are not searched here: where a string is
+    among them is known from the history (`_holds_own_assistant`, shared by every strategy),
+    so only the view's other items (results, cut or changed copies, summaries) are searched.
+    A view holding few of them (a compaction's, a window's) is searched whole: its own items
+    are few, and the history's would be many.
 
     Views of consecutive requests mostly share a long prefix of the very same item objects (a
     strategy appends, or rewrites only near the end; a compaction or a sliding window starts
@@ -429,11 +432,16 @@ class _ViewTrack:
         self.items: list[Item] = []
         """The last view checked (the same objects)."""
         self.texts: list[str] = []
-        """The texts of its items, in parts (`_add_parts`), but for the history's own
-        assistant items, which have no part here."""
+        """The texts of its items, in parts (`_add_parts`)."""
         self.starts = array("q")
-        """`starts[p]`: the index in `texts` of the first part of the item at position p (or
-        of the next item's, for an item without parts here)."""
+        """`starts[p]`: the index in `texts` of the first part of the item at position p."""
+        self.others: list[str] = []
+        """The same, but for the history's own assistant items (which have no part here)."""
+        self.other_starts = array("q")
+        """`other_starts[p]`: the index in `others` of the first part of the item at position
+        p (or of the next item's, for an item without parts there)."""
+        self.own_held = 0
+        """How many of the history's own assistant items the view holds."""
         self.syncs = 0
         """Number of views synced so far."""
         self.cut_sync: list[int] = []
@@ -465,21 +473,27 @@ class _ViewTrack:
             self.cut_sync.append(self.syncs)
             self.cut_at.append(same)
             del self.texts[self.starts[same] :]  # (same < len(old): an item was there)
-            held = self.held
+            del self.others[self.other_starts[same] :]
+            held, own = self.held, history.assistant_ids
             for gone in map(id, old[same:]):
                 if held[gone] == 1:
                     del held[gone]
                 else:
                     held[gone] -= 1
-            del old[same:], self.starts[same:], self.results[same:]
+                self.own_held -= gone in own
+            del old[same:], self.starts[same:], self.other_starts[same:], self.results[same:]
         added = view[same:]
         old.extend(added)
         texts, starts, held = self.texts, self.starts, self.held
-        own = history.assistant_ids
+        others, other_starts, own = self.others, self.other_starts, history.assistant_ids
         for item in added:
             starts.append(len(texts))
-            if id(item) not in own:
-                _add_parts(texts, item)
+            other_starts.append(len(others))
+            _add_parts(texts, item)
+            if id(item) in own:
+                self.own_held += 1
+            else:
+                _add_parts(others, item)
             held[id(item)] = held.get(id(item), 0) + 1
 
     def first_result(self, event_index: int) -> ToolResultItem | None:
@@ -516,10 +530,11 @@ class _ViewTrack:
                 return True
             if not found:
                 stop = min(position, lowest)
-        if _holds_own_assistant(history, text, self.held):
-            return True
-        starts = self.starts
-        texts = self.texts
+        starts, texts = self.starts, self.texts
+        if 2 * self.own_held >= len(history.assistant_ids) > 0:  # see the class's docstring
+            if _holds_own_assistant(history, text, self.held):
+                return True
+            starts, texts = self.other_starts, self.others
         part = _last_containing(texts, text, starts[stop] if stop < len(starts) else len(texts))
         if part is None:
             self.memo[text] = (self.syncs, len(self.items), False, None)
