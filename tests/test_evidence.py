@@ -117,6 +117,26 @@ def test_edit_whose_read_was_dropped_is_flagged_without_a_stub() -> None:
     assert [a.kind for a in actions] == ["hidden-edit-target"]
 
 
+def test_what_one_log_taught_about_its_agents_messages_does_not_answer_for_another() -> None:
+    """Where a line is among the agent's own messages is shared between replays (every
+    strategy asks the same), per chain of messages: two logs whose first message is the same
+    and whose second differs must each get their own answer."""
+    forget_shared_answers()
+    first = _history()[:2]  # the same user message and first assistant message (a read)
+
+    def replay_of(second: str) -> list[BlindAction]:
+        read = ToolResultItem("c1", "read_file", CALC, event_index=2,
+                              arguments={"path": "src/calc.py"})
+        history = [*first, read, AssistantItem((Block("text", second),), event_index=3)]
+        view = [*first, truncate_chars(read, 5), history[3]]  # the agent's messages kept whole
+        expected = _reference_check(history, view, AssistantItem((EDIT,)), 3, "req-4")
+        assert _check(history, view, EDIT) == expected
+        return expected
+
+    assert replay_of(f"The line is `{TARGET.strip()}`.") == []  # its own message shows it
+    assert replay_of("The line is in the read.")  # hidden: only the cut read had it
+
+
 def test_edit_of_a_visible_line_is_not_flagged() -> None:
     history = _history()
     view = [*history[:2], truncate_chars(history[2], 500)]

@@ -222,7 +222,9 @@ class _History:
         self.assistant_prints = array("q")
         """`assistant_prints[j]`: a fingerprint of `assistant_texts[:j + 1]` (chained hashes),
         so that what one history's parts are known to hold serves another with the same first
-        parts (`_holds_own_assistant`)."""
+        parts (`_holds_own_assistant`). Shared by the histories whose parts are the same so
+        far (`_CHAINS`: every strategy's run over one log), so it may be longer than
+        `assistant_texts`: only its first `len(assistant_texts)` prints are this history's."""
         self.assistant_ids: set[int] = set()
         """`id` of every assistant item of `items` (which holds them: ids are not reused)."""
 
@@ -249,12 +251,8 @@ class _History:
             self.print = hash((self.print, text))
         if isinstance(item, AssistantItem):
             self.assistant_ids.add(id(item))
-            chained, prints = self.assistant_prints[-1] if self.assistant_prints else 0, []
             for text in texts[start:]:
-                chained = hash((chained, text))
-                prints.append(chained)
-            self.assistant_prints.extend(prints)
-            self.assistant_texts.extend(texts[start:])
+                self._add_assistant_part(text)
             self.assistant_owners.extend([item] * (len(texts) - start))
             for b in item.tool_calls:
                 if b.call_id:
@@ -275,6 +273,25 @@ class _History:
                 and not reads_part_of_file(call.arguments)  # a range is not the file's content
             ):
                 self.known[path] = _Content(item.output, item, item.output)
+
+    def _add_assistant_part(self, text: str) -> None:
+        parts, prints = self.assistant_texts, self.assistant_prints
+        j = len(parts)
+        chained = hash((prints[j - 1] if j else 0, text))
+        if j == 0:  # the chain of every history that starts with this part
+            shared = _CHAINS.get(chained)
+            if shared is None:
+                if len(_CHAINS) >= _CHAINS_MAX:
+                    _CHAINS.clear()
+                shared = _CHAINS[chained] = array("q", [chained])
+            self.assistant_prints = shared
+        elif j < len(prints):
+            if prints[j] != chained:  # leaves the chain it shared: a copy of its own from here
+                self.assistant_prints = prints[:j]
+                self.assistant_prints.append(chained)
+        else:
+            prints.append(chained)
+        parts.append(text)
 
     def _index_tokens(self) -> None:
         """Bring `tokens` up to date with every text."""
@@ -358,6 +375,11 @@ class _Hits:
 # Without this each strategy searched its whole view, agent messages included, for every line
 # that a view hides (work growing with the view, per request). Dropped wholesale when full.
 _IN_ASSISTANTS: dict[str, _Hits] = {}
+# One array of chained prints per sequence of assistant parts (keyed by its first print),
+# shared by the histories that have those parts, so that the `_Hits` referring to it keep one
+# array alive, not one per strategy's run.
+_CHAINS: dict[int, array] = {}
+_CHAINS_MAX = 1 << 12
 
 
 def _same_start(a: array, b: array, n: int) -> bool:
@@ -630,6 +652,7 @@ def forget_shared_answers() -> None:
     global _changes_chars
     _HOLDS.clear()
     _IN_ASSISTANTS.clear()
+    _CHAINS.clear()
     _CHANGES.clear()
     _changes_chars = 0
 
