@@ -21,7 +21,13 @@ from hypothesis import strategies as st
 
 import replay
 from replay._api import recommendation, recommendation_line
-from replay.evidence import BlindAction, EvidenceChecker, _blind, forget_shared_answers
+from replay.evidence import (
+    BlindAction,
+    EvidenceChecker,
+    _blind,
+    forget_shared_answers,
+    share_answers_for,
+)
 from replay.strategies import AssistantItem, Block, SummaryItem, ToolResultItem, UserItem
 from replay.strategies._common import item_text, path_of, reads_part_of_file
 from replay.strategies._view import truncate_chars
@@ -135,6 +141,21 @@ def test_what_one_log_taught_about_its_agents_messages_does_not_answer_for_anoth
 
     assert replay_of(f"The line is `{TARGET.strip()}`.") == []  # its own message shows it
     assert replay_of("The line is in the read.")  # hidden: only the cut read had it
+
+
+def test_shared_answers_serve_one_session_at_a_time() -> None:
+    """A batch replays log after log: what checkers share about one log is dropped when
+    another log's replay begins, and kept between the replays of one log's strategies."""
+    one, other = object(), object()
+    share_answers_for(one)
+    history = _history()
+    view = [*history[:2], truncate_chars(history[2], 5)]
+    assert _check(history, view, EDIT)  # hidden: the line was asked about, the answers shared
+    assert _blind._HOLDS and _blind._IN_ASSISTANTS
+    share_answers_for(one)  # another strategy of the same log
+    assert _blind._HOLDS and _blind._IN_ASSISTANTS
+    share_answers_for(other)
+    assert not _blind._HOLDS and not _blind._IN_ASSISTANTS and not _blind._CHAINS
 
 
 def test_edit_of_a_visible_line_is_not_flagged() -> None:

@@ -35,7 +35,7 @@ from replay.engine._unlogged import (
     fit_heads,
     hidden_prefix_of,
 )
-from replay.evidence import BlindAction, EvidenceChecker
+from replay.evidence import BlindAction, EvidenceChecker, share_answers_for
 from replay.log import (
     MAIN_THREAD,
     AssistantMessage,
@@ -870,6 +870,7 @@ def iter_replay(
     resolved = resolve(strategies)
     log_texts = _log_texts(session)
     facts = _SessionFacts(session)
+    share_answers_for(session)
     with _long_lived_gc():
         for done, named in enumerate(resolved):
             if config.progress is not None:

@@ -645,6 +645,23 @@ def _change_context(old: str, new: str) -> tuple[str, ...]:
     return result
 
 
+_SHARED_FOR = 0
+"""`id` of the session whose replays the shared answers serve (`share_answers_for`)."""
+
+
+def share_answers_for(session: object) -> None:
+    """Keep what checkers share for one session at a time: drop it when `session` is another
+    than the last one replayed. A batch replays log after log (one strategy at a time, each a
+    replay of its own); the answers about one log serve its strategies, and would otherwise
+    pile up, log after log, to the bounds of those memos (`_IN_ASSISTANTS` keeps the prints
+    of each log's messages alive). A new session that got a freed one's `id` keeps the old
+    answers: they are checked against its texts (fingerprints) before any is used."""
+    global _SHARED_FOR
+    if id(session) != _SHARED_FOR:
+        forget_shared_answers()
+        _SHARED_FOR = id(session)
+
+
 def forget_shared_answers() -> None:
     """Forget what checkers share between replays in this process (answers about histories,
     the lines each recorded write changed): the next replay finds them again, as a fresh
