@@ -404,12 +404,7 @@ def _holds_own_assistant(history: _History, text: str, held: dict[int, int]) -> 
         # Asked of a shorter history than any before (another strategy's earlier request)
         # whose parts hold no hit known: searched here, not shared (the parts between would
         # be missing from `[low, high)`).
-        end: int | None = count
-        while (j := _last_containing(texts, text, 0, end)) is not None:
-            if id(owners[j]) in held:
-                return True
-            end = j
-        return False
+        hits = _Hits(prints, count)
     if hits.high < count:  # parts added since: searched in full (each only once)
         new = map(contains, texts[hits.high :], repeat(text))
         hits.parts.extend(compress(range(hits.high, count), new))
