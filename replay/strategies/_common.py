@@ -518,6 +518,30 @@ class GrownView:
         return list(self.shown)  # type: ignore[arg-type]
 
 
+class ResultPositions:
+    """Event index → the history positions of the tool results carrying it, kept as the history
+    grows (`Seen`)."""
+
+    def __init__(self) -> None:
+        self._seen = Seen()
+        self._at: dict[int, list[int]] = {}
+
+    def sync(self, history: Sequence[Item]) -> None:
+        """Map the tool results added to `history` since the last call."""
+        start = self._seen.sync(history)
+        if start == 0:
+            self._at.clear()
+        at = self._at
+        for n in range(start, len(history)):
+            item = history[n]
+            if isinstance(item, ToolResultItem):
+                at.setdefault(item.event_index, []).append(n)
+
+    def of(self, event_indexes: Iterable[int]) -> list[int]:
+        """The positions of the results of these events (as of the last `sync`)."""
+        return [n for e in event_indexes for n in self._at.get(e, ())]
+
+
 class ReplacedResults:
     """A `GrownView` of a rule that replaces chosen tool results for good (cleared, pruned,
     masked…): every result whose event index is in `marked` shows `replace(result)`. After
@@ -527,27 +551,23 @@ class ReplacedResults:
         self.marked = marked
         self._replace = replace
         self._view = GrownView()
-        self._by_event: dict[int, list[int]] = {}  # event index → positions of its results
+        self._positions = ResultPositions()
 
     def sync(self, history: Sequence[Item]) -> None:
         """Map the items added to `history` since the last call."""
-        view, by_event, marked = self._view, self._by_event, self.marked
+        view, marked = self._view, self.marked
         start = view.sync(history)
-        if start == 0:
-            by_event.clear()
+        self._positions.sync(history)
         for n in range(start, len(history)):
             item = history[n]
-            if isinstance(item, ToolResultItem):
-                by_event.setdefault(item.event_index, []).append(n)
-                if item.event_index in marked:
-                    item = self._replace(item)
+            if isinstance(item, ToolResultItem) and item.event_index in marked:
+                item = self._replace(item)
             view.append(item)
 
     def update(self, history: Sequence[Item], event_indexes: Iterable[int]) -> None:
         """Show the results carrying these (newly marked) event indexes replaced."""
-        for event_index in event_indexes:
-            for n in self._by_event.get(event_index, ()):
-                self._view.set(n, self._replace(history[n]))  # type: ignore[arg-type]
+        for n in self._positions.of(event_indexes):
+            self._view.set(n, self._replace(history[n]))  # type: ignore[arg-type]
 
     def items(self) -> list[Item]:
         return self._view.items()

@@ -22,7 +22,7 @@ from replay.strategies._base import Bounds, StrategyContext, StrategySpec, regis
 from replay.strategies._common import (
     MessageGroups,
     PairedView,
-    Seen,
+    ResultPositions,
     path_of,
     replace_blocks,
     reported_tokens,
@@ -60,8 +60,7 @@ class ClineContext:
         self.notice = False
         self._groups = MessageGroups()
         self._view = PairedView(self._kept)  # the live view, kept as the history grows
-        self._results = Seen()
-        self._result_at: dict[int, list[int]] = {}  # event index → history positions of it
+        self._results = ResultPositions()
 
     def _kept(self, n: int, item: Item) -> Item | None:
         g = self._groups.group_of[n]
@@ -81,17 +80,6 @@ class ClineContext:
         self._view.update(history, changed)
         return self._view.items()
 
-    def _result_positions(self, history: Sequence[Item], events: Iterable[int]) -> list[int]:
-        """The history positions of the tool results of these events."""
-        start = self._results.sync(history)
-        if start == 0:
-            self._result_at = {}
-        for n in range(start, len(history)):
-            item = history[n]
-            if isinstance(item, ToolResultItem):
-                self._result_at.setdefault(item.event_index, []).append(n)
-        return [n for e in events for n in self._result_at.get(e, ())]
-
     def __call__(self, history: Sequence[Item], ctx: StrategyContext) -> View:
         view = self.live(history)
         limit = max_allowed(ctx.context_window)
@@ -102,7 +90,8 @@ class ClineContext:
             before = sum(item_chars(i) for i in view)
             new = self.mark_duplicates(view)
             if new:
-                after = self.live(history, self._result_positions(history, new))
+                self._results.sync(history)
+                after = self.live(history, self._results.of(new))
                 saved = before - sum(item_chars(i) for i in after)
                 events.append(RewriteEvent("prune", "older duplicate file reads replaced"))
                 if before and saved / before >= self.dedup_saving:
