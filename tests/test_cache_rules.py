@@ -405,6 +405,20 @@ def test_providers_all_and_schema(tmp_path):
     assert out.read_text() == json_schema_text()
 
 
+def test_rules_in_force_is_what_the_cli_prints():
+    from datetime import date
+
+    from replay.cache import rules_in_force
+
+    result = _cli("--model", "gpt-5.5", "--at", "2026-10-20", "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = rules_in_force(date(2026, 10, 20), model="gpt-5.5")
+    assert json.loads(result.output) == json.loads(json.dumps(doc))
+    assert [p["provider"] for p in doc["providers"]] == ["openai"]
+    with pytest.raises(ReplayError, match="provider 'nope': no cache rules; known: anthropic"):
+        rules_in_force(date(2026, 10, 20), provider="nope")
+
+
 def test_providers_user_errors():
     bad_date = _cli("--at", "last tuesday")
     assert bad_date.exit_code == 2 and "YYYY-MM-DD" in bad_date.output

@@ -15,6 +15,7 @@ from replay.cache._base import (
     prompt_view,
 )
 from replay.cache._clients import AGENT_PROFILES, PROFILES, ClientProfile, profile_for
+from replay.cache._describe import rules_in_force
 from replay.cache._route import (
     MECHANISM_SIMULATORS,
     CacheRouter,
@@ -87,5 +88,6 @@ __all__ = [
     "profile_for",
     "prompt_view",
     "rows_in_force",
+    "rules_in_force",
     "simulator_for",
 ]

@@ -113,7 +113,13 @@ class CacheRouter:
     def providers(self) -> list[str]:
         return [layers[-1].provider for layers in self._files]
 
-    def _file(self, provider: str) -> tuple[ProviderRules, ...] | None:
+    @property
+    def rule_files(self) -> list[tuple[ProviderRules, ...]]:
+        """Each provider's rule files, a user's before the built-in one they layer over."""
+        return list(self._files)
+
+    def layers_for(self, provider: str) -> tuple[ProviderRules, ...] | None:
+        """The rule files of the provider that serves `provider` (id or alias), if any."""
         for layers in self._files:
             if any(f.serves(provider) for f in layers):
                 return layers
@@ -127,7 +133,7 @@ class CacheRouter:
         return hit
 
     def _route(self, provider: str, model: str, depth: int) -> Route:
-        layers = self._file(provider)
+        layers = self.layers_for(provider)
         if layers is not None and depth < 3:
             for f in layers:
                 for p in f.passthrough:
@@ -227,5 +233,5 @@ def simulator_for(
     if rules is not None:
         user = rules.model_copy(update={"replace": True})
     router = CacheRouter(user, overrides, store)
-    router._file(provider) or router._route(provider, "", 0)
+    router.layers_for(provider) or router._route(provider, "", 0)
     return _BoundRouter(router, store)

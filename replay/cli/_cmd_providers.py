@@ -12,67 +12,6 @@ import click
 from replay.cli._main import cli, output_options, user_errors
 
 
-def _rule_row(r: Any) -> dict[str, Any]:
-    return {
-        "rule": r.rule,
-        "models": r.models,
-        "variant": r.variant,
-        "value": r.value,
-        "since": r.since.isoformat(),
-        "source": r.source,
-        "uncertain": r.uncertain,
-        "note": r.note,
-    }
-
-
-def _provider_doc(layers: tuple, at: date) -> dict[str, Any]:
-    from replay.cache import rows_in_force
-
-    base = layers[-1]
-    rows: list[dict[str, Any]] = []
-    for layer in layers:
-        origin = "built-in" if layer is base else "user file"
-        rows += [{**_rule_row(r), "origin": origin} for r in rows_in_force(layer, at)]
-    return {
-        "provider": base.provider,
-        "aliases": base.aliases,
-        "description": base.description,
-        "reviewed": base.reviewed.isoformat(),
-        "models": base.models,
-        "variants": [v.model_dump(mode="json", exclude_none=True) for v in base.variants],
-        "passthrough": [p.model_dump(mode="json", exclude_none=True) for p in base.passthrough],
-        "rules": rows,
-    }
-
-
-def _resolved(router: Any, provider: str, model: str, at: date) -> dict[str, Any]:
-    """Every rule's value for one model at `at`, as the simulator will read it."""
-    from replay.cache._rules import _MISSING
-
-    route = router.route(provider, model)
-    names = sorted({r.rule for layer in route.layers for r in layer.rules})
-    modes = [v.name for f in route.layers for v in f.variants if v.when != "provider"]
-    rows = []
-    for variant in [route.variant, *modes]:
-        book = router.book(route, variant)
-        for name in names:
-            r = book.row(name, route.rules_model, at)
-            if r is None or (variant != route.variant and r.variant != variant):
-                continue
-            forced = book.override(name)
-            row = {**_rule_row(r), "applies_to": variant or "default"}
-            if forced is not _MISSING:
-                row.update(value=forced, source="rule override", uncertain=False)
-            rows.append(row)
-    return {
-        "provider": provider,
-        "model": model,
-        "route": route.label,
-        "rules_model": route.rules_model,
-        "rules": rows,
-    }
-
-
 @cli.command("providers")
 @click.option(
     "--at",
@@ -116,7 +55,7 @@ def providers_command(
     """
     from replay import report
     from replay._errors import ReplayError
-    from replay.cache import CacheRouter, json_schema_text, load_rules_file
+    from replay.cache import json_schema_text, rules_in_force
 
     if schema:
         report.write_output(json_schema_text(), output)
@@ -125,32 +64,7 @@ def providers_command(
         day = date.fromisoformat(at) if at else datetime.now(UTC).date()
     except ValueError:
         raise ReplayError(f"--at {at!r}: expected a date as YYYY-MM-DD") from None
-    router = CacheRouter(load_rules_file(cache_rules) if cache_rules else None)
-    files = router._files
-    if model is not None and provider is None:
-        from replay.prices import provider_for_model
-
-        # Only the provider the model resolves to, not every provider's rules before its own.
-        provider = provider_for_model(model)
-    if provider is not None:
-        layers = router._file(provider.strip().lower())
-        if layers is None:
-            try:
-                route = router.route(provider, model or "")
-            except ReplayError:
-                raise ReplayError(
-                    f"--provider {provider!r}: no cache rules; known: "
-                    + ", ".join(router.providers())
-                ) from None
-            layers = route.layers
-        files = [layers]
-    document: dict[str, Any] = {
-        "at": day.isoformat(),
-        "providers": [_provider_doc(layers, day) for layers in files],
-    }
-    if model is not None and provider is not None:
-        document["resolved"] = _resolved(router, provider, model, day)
-
+    document = rules_in_force(day, provider, model, cache_rules)
     if fmt == "json":
         report.write_output(json.dumps(document, indent=2, ensure_ascii=False) + "\n", output)
         return

@@ -1,0 +1,109 @@
+"""The rules in force at a date, as `replay providers` shows them: each provider's rule files
+(a user's layered over the built-in one), and every rule resolved for one model."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from replay._errors import ReplayError
+from replay.cache._route import CacheRouter
+from replay.cache._rules import _MISSING, ProviderRules, Rule, load_rules_file, rows_in_force
+
+
+def _rule_row(r: Rule) -> dict[str, Any]:
+    return {
+        "rule": r.rule,
+        "models": r.models,
+        "variant": r.variant,
+        "value": r.value,
+        "since": r.since.isoformat(),
+        "source": r.source,
+        "uncertain": r.uncertain,
+        "note": r.note,
+    }
+
+
+def _provider_doc(layers: tuple[ProviderRules, ...], at: date) -> dict[str, Any]:
+    base = layers[-1]
+    rows: list[dict[str, Any]] = []
+    for layer in layers:
+        origin = "built-in" if layer is base else "user file"
+        rows += [{**_rule_row(r), "origin": origin} for r in rows_in_force(layer, at)]
+    return {
+        "provider": base.provider,
+        "aliases": base.aliases,
+        "description": base.description,
+        "reviewed": base.reviewed.isoformat(),
+        "models": base.models,
+        "variants": [v.model_dump(mode="json", exclude_none=True) for v in base.variants],
+        "passthrough": [p.model_dump(mode="json", exclude_none=True) for p in base.passthrough],
+        "rules": rows,
+    }
+
+
+def _resolved(router: CacheRouter, provider: str, model: str, at: date) -> dict[str, Any]:
+    """Every rule's value for one model at `at`, as the simulator will read it."""
+    route = router.route(provider, model)
+    names = sorted({r.rule for layer in route.layers for r in layer.rules})
+    modes = [v.name for f in route.layers for v in f.variants if v.when != "provider"]
+    rows = []
+    for variant in [route.variant, *modes]:
+        book = router.book(route, variant)
+        for name in names:
+            r = book.row(name, route.rules_model, at)
+            if r is None or (variant != route.variant and r.variant != variant):
+                continue
+            forced = book.override(name)
+            row = {**_rule_row(r), "applies_to": variant or "default"}
+            if forced is not _MISSING:
+                row.update(value=forced, source="rule override", uncertain=False)
+            rows.append(row)
+    return {
+        "provider": provider,
+        "model": model,
+        "route": route.label,
+        "rules_model": route.rules_model,
+        "rules": rows,
+    }
+
+
+def rules_in_force(
+    at: date,
+    provider: str | None = None,
+    model: str | None = None,
+    cache_rules: str | Path | None = None,
+) -> dict[str, Any]:
+    """The cache rules in force on `at`: every provider's, or only `provider`'s (id or alias),
+    each row with its source and date; with `model`, also every rule resolved for it (its
+    provider guessed from the model when not given). `cache_rules`: a user's rule file,
+    layered over the built-in ones."""
+    router = CacheRouter(load_rules_file(cache_rules) if cache_rules else None)
+    files = router.rule_files
+    if model is not None and provider is None:
+        from replay.prices import provider_for_model
+
+        # Only the provider the model resolves to, not every provider's rules before its own.
+        provider = provider_for_model(model)
+    if provider is not None:
+        layers = router.layers_for(provider.strip().lower())
+        if layers is None:
+            try:
+                layers = router.route(provider, model or "").layers
+            except ReplayError:
+                raise ReplayError(
+                    f"provider {provider!r}: no cache rules; known: "
+                    + ", ".join(router.providers())
+                ) from None
+        files = [layers]
+    document: dict[str, Any] = {
+        "at": at.isoformat(),
+        "providers": [_provider_doc(layers, at) for layers in files],
+    }
+    if model is not None and provider is not None:  # (a model always has a provider here)
+        document["resolved"] = _resolved(router, provider, model, at)
+    return document
+
+
+__all__ = ["rules_in_force"]
