@@ -101,7 +101,7 @@ def rules_in_force(
         "at": at.isoformat(),
         "providers": [_provider_doc(layers, at) for layers in files],
     }
-    if model is not None and provider is not None:  # (a model always has a provider here)
+    if model is not None and provider is not None:  # (given a model, the provider is known)
         document["resolved"] = _resolved(router, provider, model, at)
     return document
 
