@@ -364,9 +364,12 @@ def test_cli_batch_json_report_and_strict_exit_code(logdir: Path, tmp_path: Path
     assert {p["status"] for p in doc["problems"]} == {"failed", "skipped"}
     assert doc["dataset"] == str(out)
 
-    table = invoke("batch", logdir, "-s", "baseline", "-o", out, "--workers", "1", "-q")
+    table = invoke("batch", logdir, "-s", "baseline", "-o", out, "--workers", "1")
     assert table.exit_code == 0
     assert "unchanged" in table.stdout and "totals per strategy" in table.stdout
+    # nothing replayed: the closing line says why, without a rate of zero files per second
+    assert "0 files replayed (0 requests), 4 unchanged since the last run" in table.stderr
+    assert "files/s" not in table.stderr
 
     strict = invoke("batch", logdir, "-s", "baseline", "--workers", "1", "--strict", "-q")
     assert strict.exit_code == 1

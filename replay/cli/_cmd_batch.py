@@ -194,12 +194,18 @@ def batch_command(
     if not quiet:
         err = out.console(stderr=True)
         doc = result.document()
+        files = doc["files"]
         err.print(
-            f"{doc['files']['replayed']} files replayed ({result.requests:,} requests) in "
-            f"{result.elapsed:.1f} s on {result.engine} × {result.workers}"
+            f"{files['replayed']} files replayed ({result.requests:,} requests)"
+            + (
+                f", {files['unchanged']} unchanged since the last run (their rows kept)"
+                if files["unchanged"]
+                else ""
+            )
+            + f" in {result.elapsed:.1f} s on {result.engine} × {result.workers}"
             + (
                 f": {doc['files_per_second']} files/s, {doc['requests_per_second']} requests/s"
-                if result.elapsed
+                if result.elapsed and files["replayed"]
                 else ""
             )
         )
