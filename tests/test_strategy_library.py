@@ -195,7 +195,8 @@ def test_resolve_splits_lists_but_not_brackets_and_applies_set_per_family():
 @pytest.mark.parametrize(
     ("names", "overrides", "message"),
     [
-        ("no-such-strategy", None, "unknown strategy"),
+        ("no-such-strategy", None, "unknown strategy 'no-such-strategy'; known: recorded"),
+        ("sliding10", None, "unknown strategy 'sliding10' (did you mean 'sliding-10' or"),
         ("pi-compact-16k-20k[nope=1]", None, "no parameter 'nope'"),
         ("pi-compact-16k-20k", {"pi-compact": {"keep": "lots"}}, "expected an integer"),
         ("baseline", {"no-family": {"x": "1"}}, "no strategy family"),

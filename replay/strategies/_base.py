@@ -30,6 +30,7 @@ outside them is refused when the name is parsed, with the strategy, parameter an
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 import re
@@ -404,8 +405,13 @@ def parse_name(
             if changed:
                 label += "[" + ",".join(f"{k}={v}" for k, v in sorted(changed.items())) + "]"
             return NamedStrategy(name=label, spec=spec, params=params)
-    known = ", ".join(canonical_names() + plugin_names())
-    raise ReplayError(f"unknown strategy {name!r}; known: {known} (see `replay strategies`)")
+    names = canonical_names() + plugin_names()
+    # A typo among ~50 long names: the closest ones first, before the whole list.
+    close = difflib.get_close_matches(base, names, n=3, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+    raise ReplayError(
+        f"unknown strategy {name!r}{hint}; known: {', '.join(names)} (see `replay strategies`)"
+    )
 
 
 def _check_bounds(spec: StrategySpec, params: dict[str, Any], name: str) -> None:
