@@ -9,6 +9,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from replay.cache._store import CachedPrompt
+from replay.cache.automatic import PrefixMatcher, shared_with
 from replay.log import ToolDef
 from replay.prefix import materialize_tokens, naive_first_mismatch, prefix_diff
 from replay.render import Renderer
@@ -214,3 +216,50 @@ def test_summary_items_and_merged_results_render_as_expected():
     assert req.positions.tolist() == [0, 1, 2, 3, 3, 4, 4]
     assert req.item_index.tolist() == [-1, -1, 0, 1, 1, 2, 3]
     assert req.total == int(req.block_tokens.sum())
+
+
+def _edits():
+    """One step of a request stream: append items, keep the first k, replace item k (by a
+    new one), send the same items again, or go back to the items of an earlier request."""
+    return st.one_of(
+        st.tuples(st.just("back"), st.integers(0, 8), st.just([])),
+        st.tuples(st.just("append"), st.just(0), gen.histories(max_items=3)),
+        st.tuples(st.just("cut"), st.integers(0, 12), st.just([])),
+        st.tuples(st.just("edit"), st.integers(0, 12), gen.histories(max_items=1)),
+        st.tuples(st.just("same"), st.just(0), st.just([])),
+    )
+
+
+def _block_lcp(a: np.ndarray, b: np.ndarray) -> int:
+    n = min(len(a), len(b))
+    return next((i for i in range(n) if a[i] != b[i]), n)
+
+
+@settings(max_examples=150, deadline=None)
+@given(gen.histories(max_items=8), st.lists(_edits(), min_size=1, max_size=8), st.data())
+def test_prefix_matcher_equals_shared_with_over_a_request_stream(items, edits, data):
+    """The matcher's memos (block prefixes carried from one request to the next, token counts
+    of block pairs) give what comparing each prompt with each request from scratch gives,
+    whatever prompts are asked about, in whatever order, and skipped or asked twice."""
+    r = _renderer()
+    matcher = PrefixMatcher()
+    held: list[CachedPrompt] = []
+    requests, seen = [_render(r, items)], [items]
+    for op, at, more in edits:
+        if op == "back":
+            items = seen[at % len(seen)]
+        elif op == "append":
+            items = items + more
+        elif op == "cut":
+            items = items[:at]
+        elif op == "edit" and more and at < len(items):
+            items = items[:at] + more + items[at + 1 :]
+        requests.append(_render(r, items or [UserItem("start over")]))
+        seen.append(items)
+    for req in requests:
+        if held:
+            asked = data.draw(st.lists(st.sampled_from(held), max_size=2 * len(held)))
+            for p in asked:
+                assert matcher.blocks(p, req.block_ids) == _block_lcp(p.block_ids, req.block_ids)
+                assert matcher.shared(p, req, r.table) == shared_with(p, req, r.table)
+        held.append(CachedPrompt(req.block_ids, req.cum_tokens, last_use=TS, ready_at=TS, ttl=300))

@@ -30,13 +30,18 @@ from replay.cache._base import (
     explain,
     scope_label,
 )
-from replay.cache._store import CachedPrompt
-from replay.cache.automatic import MAX_PROMPTS, response_end, shared_with
+from replay.cache._rules import RuleBook
+from replay.cache._store import CachedPrompt, CacheStore
+from replay.cache.automatic import MAX_PROMPTS, PrefixMatcher, response_end
 
 
 class DeepSeekUnitSimulator(CacheSimulator):
     provider = "deepseek"
     mechanism = "prefix-units"
+
+    def __init__(self, rules: RuleBook, store: CacheStore | None = None) -> None:
+        super().__init__(rules, store)
+        self.matcher = PrefixMatcher()
 
     def simulate(self, sim: SimRequest) -> CacheOutcome:
         req, store = sim.request, self.store
@@ -67,7 +72,7 @@ class DeepSeekUnitSimulator(CacheSimulator):
         dead: list[Lost] = []
         common = 0
         for u in units:
-            shared = shared_with(u, req, sim.table)
+            shared = self.matcher.shared(u, req, sim.table)
             if shared <= 0:
                 continue
             whole = shared >= u.total
@@ -83,7 +88,7 @@ class DeepSeekUnitSimulator(CacheSimulator):
         for other in store.other_scopes(sim.scope, model):
             for u in store.prompts.get((other, model), ()):
                 if not u.expired(t):
-                    shared = shared_with(u, req, sim.table)
+                    shared = self.matcher.shared(u, req, sim.table)
                     if shared > 0:
                         why = f"different cache scope ({scope_label(other)})"
                         dead.append(Lost(shared, OTHER_SCOPE, why))
