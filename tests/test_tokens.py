@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tiktoken_ext.openai_public as openai_public
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from replay._errors import ReplayError
 from replay.tokens import (
@@ -322,3 +324,45 @@ def test_utf8_parts_join_into_the_whole_encoding():
     assert len(parts) == 4
     assert b"".join(parts) == text.encode("utf-8", "surrogatepass")
     assert list(utf8_parts("short")) == [b"short"]
+
+
+_PARTS = st.text(alphabet="ab \n\n\t/[#.:'\"é…\u2028\x1c19XY\r\ud800", max_size=120)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_PARTS, _PARTS, _PARTS, st.sampled_from(["gpt-5", "gpt-4"]), st.booleans())
+def test_shared_tokens_equal_the_first_mismatch_of_the_whole_encodings(head, a, b, model, warm):
+    """`shared_tokens` encodes only windows around where two texts part; the answer is the
+    first mismatch of their whole encodings, whatever characters surround the cuts, whether
+    one text is a prefix of the other, and whether the ids cache holds them."""
+    from replay.tokens._counter import TokenCounter, _first_mismatch
+
+    counter = TokenCounter(model)
+    first, second = head + a, head + b
+    expected = _first_mismatch(counter._encode(first), counter._encode(second))
+    if warm:
+        counter.raw_tokens(first), counter.raw_tokens(second)
+    assert counter.shared_tokens(first, second) == expected
+    assert counter.shared_tokens(second, first) == expected
+
+
+def test_shared_tokens_of_long_texts_parting_anywhere():
+    """Texts longer than a comparison slice (`_COMPARE_CHARS`), parting at its edges, at the
+    start, at the end, or one being a prefix of the other."""
+    import random
+
+    from replay.tokens._counter import _COMPARE_CHARS, TokenCounter, _common_chars, _first_mismatch
+
+    rng = random.Random(3)
+    lines = [f"{rng.choice(['def', '#', '[x]', '  return', 'é'])} line {n}\n" for n in range(2000)]
+    text = "".join(lines)
+    counter = TokenCounter("gpt-5")
+    for at in (0, 1, _COMPARE_CHARS - 1, _COMPARE_CHARS, _COMPARE_CHARS + 1, 2 * _COMPARE_CHARS,
+               len(text) // 2, len(text) - 1):
+        for other in (text[:at] + "Z" + text[at + 1 :], text[:at], text[:at] + "\n\nnew tail"):
+            assert _common_chars(text, other) == next(
+                (i for i, (x, y) in enumerate(zip(text, other, strict=False)) if x != y),
+                min(len(text), len(other)),
+            )
+            whole = _first_mismatch(counter._encode(text), counter._encode(other))
+            assert counter.shared_tokens(text, other) == whole

@@ -37,11 +37,7 @@ def common_block_tokens(table: BlockTable, a: int, b: int) -> int:
     # Framing tokens encode the block kind: blocks with different framing differ at once.
     if ia.overhead != ib.overhead or (ia.overhead and ia.kind != ib.kind):
         return 0
-    ta = table.counter.raw_tokens(table.text_of(a))
-    tb = table.counter.raw_tokens(table.text_of(b))
-    n = min(len(ta), len(tb))
-    diff = np.flatnonzero(ta[:n] != tb[:n])
-    raw = int(diff[0]) if len(diff) else n
+    raw = table.counter.shared_tokens(table.text_of(a), table.text_of(b))
     return ia.overhead + table.counter.scale_position(raw)
 
 

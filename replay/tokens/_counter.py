@@ -277,6 +277,56 @@ def _pieces(text: str, size: int = ENCODE_PIECE_CHARS) -> list[str]:
     return out
 
 
+def _first_mismatch(a: np.ndarray, b: np.ndarray) -> int:
+    """Index of the first differing id of two id arrays (the shorter's length if none)."""
+    n = min(len(a), len(b))
+    diff = np.flatnonzero(a[:n] != b[:n])
+    return int(diff[0]) if len(diff) else n
+
+
+_COMPARE_CHARS = 1 << 12
+
+
+def _common_chars(a: str, b: str) -> int:
+    """Length of the longest common prefix of two strings (compared a slice at a time)."""
+    n = min(len(a), len(b))
+    low = 0
+    while low < n and a[low : low + _COMPARE_CHARS] == b[low : low + _COMPARE_CHARS]:
+        low += _COMPARE_CHARS
+    high = min(low + _COMPARE_CHARS, n)
+    if low >= n or a[low:high] == b[low:high]:  # (the slices differed in length only)
+        return high
+    while high - low > 1:  # a[:low] == b[:low]; a[low:high] != b[low:high]
+        mid = (low + high) // 2
+        if a[low:mid] == b[low:mid]:
+            low = mid
+        else:
+            high = mid
+    return low
+
+
+def _cut_before(text: str, parted: int) -> int:
+    """The last cut of `_pieces` before character `parted` (a position p < parted, after a
+    newline, whose character can start a piece; 0 if none): the text before it encodes on its
+    own, and `parted` > p makes the character at p one both texts have."""
+    newline = text.rfind("\n", 0, max(0, parted - 1))
+    while newline >= 0:
+        if text[newline + 1] in _PIECE_START:
+            return newline + 1
+        newline = text.rfind("\n", 0, newline)
+    return 0
+
+
+def _cut_after(text: str, parted: int) -> int:
+    """The first cut of `_pieces` after character `parted` (len(text) if none)."""
+    newline = text.find("\n", parted)
+    while 0 <= newline < len(text) - 1:
+        if text[newline + 1] in _PIECE_START:
+            return newline + 1
+        newline = text.find("\n", newline + 1)
+    return len(text)
+
+
 class TokenCounter:
     """Counts tokens for one model family; each distinct text is encoded at most once."""
 
@@ -338,6 +388,37 @@ class TokenCounter:
         except UnicodeEncodeError:  # lone surrogates: what `encode_ordinary` does with them
             text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
             return self._encoding.encode_to_numpy(text, disallowed_special=())
+
+    def shared_tokens(self, a: str, b: str) -> int:
+        """How many leading tiktoken ids the encodings of `a` and `b` share.
+
+        Only the texts up to a little past the first character where they part are encoded
+        (both ids are used as they are when the ids cache holds them): before it, from the
+        last cut (`_pieces`) the encodings split at, the ids are the same; after it, each
+        text is encoded up to its next such cut, and the ids part within those windows. A
+        prompt rewritten by a strategy differs from the cached one inside a block that starts
+        the same: a tool output cut to its first lines, a summary rewritten near its end."""
+        ids_a, ids_b = self._tokens.get(a), self._tokens.get(b)
+        if ids_a is not None and ids_b is not None:
+            return _first_mismatch(ids_a, ids_b)
+        parted = _common_chars(a, b)
+        start = _cut_before(a, parted)
+        end_a, end_b = _cut_after(a, parted), _cut_after(b, parted)
+        window_a, window_b = self._encode(a[start:end_a]), self._encode(b[start:end_b])
+        self.encode_calls += 2
+        n = min(len(window_a), len(window_b))
+        diff = np.flatnonzero(window_a[:n] != window_b[:n])
+        if not len(diff):
+            # The shorter window must end its text (each window reaches past `parted`, where
+            # the texts differ): then the shorter text's ids are a prefix of the other's.
+            shorter_ends = end_a == len(a) if len(window_a) <= len(window_b) else end_b == len(b)
+            if not shorter_ends:
+                return _first_mismatch(self.raw_tokens(a), self.raw_tokens(b))
+        before = 0
+        if start:
+            before = len(self._encode(a[:start]))
+            self.encode_calls += 1
+        return before + (int(diff[0]) if len(diff) else n)
 
     def count(self, text: str) -> int:
         """Provider-scale token count of `text` (tiktoken count × calibration factor)."""
