@@ -196,9 +196,21 @@ def collapsed_positions(kinds: Sequence[str]) -> np.ndarray:
     return _positions_of(codes)
 
 
+def _code_set(codes: tuple[int, ...]) -> np.ndarray:
+    """Membership of each block kind code in `codes`, read with one gather (`table[codes]`):
+    `np.isin` took 12 µs a call on 1,000 codes (1.4 µs so), and views are built per request."""
+    table = np.zeros(len(KIND_NAMES), dtype=bool)
+    table[list(codes)] = True
+    return table
+
+
+_IS_RUN = _code_set(RUN_CODES)
+_IS_TURN = _code_set(TURN_CODES)
+
+
 def _positions_of(codes: np.ndarray) -> np.ndarray:
     continues = np.zeros(len(codes), dtype=bool)
-    continues[1:] = (codes[1:] == codes[:-1]) & np.isin(codes[1:], RUN_CODES)
+    continues[1:] = (codes[1:] == codes[:-1]) & _IS_RUN[codes[1:]]
     return np.cumsum(~continues, dtype=np.int64) - 1
 
 
@@ -240,7 +252,7 @@ def _last_turn(req: RenderedRequest, last_turn: int, table: BlockTable | None) -
     if not table.blocks[int(req.block_ids[last_turn])].sized_only:
         return last_turn  # the usual case: no search
     codes = req.kind_index.codes
-    for i in np.flatnonzero(np.isin(codes[: last_turn + 1], TURN_CODES))[::-1].tolist():
+    for i in np.flatnonzero(_IS_TURN[codes[: last_turn + 1]])[::-1].tolist():
         if not table.blocks[int(req.block_ids[i])].sized_only:
             return i
     return -1
