@@ -225,30 +225,37 @@ class AutomaticPrefixSimulator(CacheSimulator):
             self._cache_response(store.extra.get(last_key), req, kept, prompts)
 
         live_best, live_match = 0, None
-        dead: list[Lost] = []
+        # The first of the longest prefixes no live prompt offers (expired, not ready, another
+        # scope's): its cause is worded once it is known to be the one reported.
+        dead: tuple[int, CachedPrompt, str | None] | None = None
         for p in prompts:
             shared = self.matcher.shared(p, req, sim.table)
             if shared <= 0:
                 continue
-            state = entry_state(p, t, sim.lane)
-            if state is None:
+            if p.live(t, sim.lane):
                 if shared > live_best:
                     live_best, live_match = shared, p
-            else:
-                dead.append(Lost(shared, *state))
+            elif dead is None or shared > dead[0]:
+                dead = (shared, p, None)
         for other in store.other_scopes(sim.scope, model):
             for p in store.prompts.get((other, model), ()):
                 if not p.expired(t):
                     shared = self.matcher.shared(p, req, sim.table)
-                    if shared > 0:
-                        why = f"different cache scope ({scope_label(other)})"
-                        dead.append(Lost(shared, OTHER_SCOPE, why))
+                    if shared > 0 and (dead is None or shared > dead[0]):
+                        dead = (shared, p, other)
 
         cached = 0
         if total >= min_len and live_best >= min_len:
             # Breakpoints sit every `step` tokens counted from a hidden prefix of `offset`.
             cached = max(0, ((live_best + offset) // step) * step - offset)
-        lost = max((d for d in dead if d.tokens > live_best), key=lambda d: d.tokens, default=None)
+        lost = None
+        if dead is not None and dead[0] > live_best:
+            shared, p, other = dead
+            if other is not None:
+                lost = Lost(shared, OTHER_SCOPE, f"different cache scope ({scope_label(other)})")
+            else:
+                state = entry_state(p, t, sim.lane)  # (never None: the prompt is not live)
+                lost = Lost(shared, *state) if state is not None else None
         if lost is None and 0 < live_best < min_len:
             lost = Lost(
                 live_best,
