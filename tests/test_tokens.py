@@ -366,3 +366,20 @@ def test_shared_tokens_of_long_texts_parting_anywhere():
             )
             whole = _first_mismatch(counter._encode(text), counter._encode(other))
             assert counter.shared_tokens(text, other) == whole
+
+
+def test_shared_tokens_of_texts_parting_at_their_first_character():
+    """An ASCII first character on either side parts the first tokens (their first bytes
+    differ); two non-ASCII ones may share a first byte, and a first token."""
+    from replay.tokens._counter import TokenCounter, _first_mismatch
+
+    for model in ("gpt-5", "gpt-4"):
+        counter = TokenCounter(model)
+        for a, b in [("x = 1", "y = 1"), ("", "abc"), ("a", "é"), ("éa", "èa"), ("ü", "ö"),
+                     ("\u4e00\u4e01", "\u4e02\u4e01"), ("\ud800x", "\udc00x"),
+                     ("丁 x", "丂 x"), ("丂 x", "丄 x")]:  # a first token in common (cl100k, o200k)
+            whole = _first_mismatch(counter._encode(a), counter._encode(b))
+            assert counter.shared_tokens(a, b) == whole
+            assert counter.shared_tokens(b, a) == whole
+        common_first = ("丁 x", "丂 x") if model == "gpt-4" else ("丂 x", "丄 x")
+        assert counter.shared_tokens(*common_first) == 1

@@ -402,6 +402,8 @@ class TokenCounter:
         if ids_a is not None and ids_b is not None:
             return _first_mismatch(ids_a, ids_b)
         parted = _common_chars(a, b)
+        if parted == 0 and (not a or not b or a[0].isascii() or b[0].isascii()):
+            return 0  # their first bytes differ, and so do their first tokens
         start = _cut_before(a, parted)
         end_a, end_b = _cut_after(a, parted), _cut_after(b, parted)
         window_a, window_b = self._encode(a[start:end_a]), self._encode(b[start:end_b])
