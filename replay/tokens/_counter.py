@@ -408,9 +408,8 @@ class TokenCounter:
         end_a, end_b = _cut_after(a, parted), _cut_after(b, parted)
         window_a, window_b = self._encode(a[start:end_a]), self._encode(b[start:end_b])
         self.encode_calls += 2
-        n = min(len(window_a), len(window_b))
-        diff = np.flatnonzero(window_a[:n] != window_b[:n])
-        if not len(diff):
+        first = _first_mismatch(window_a, window_b)
+        if first == min(len(window_a), len(window_b)):
             # The shorter window must end its text (each window reaches past `parted`, where
             # the texts differ): then the shorter text's ids are a prefix of the other's.
             shorter_ends = end_a == len(a) if len(window_a) <= len(window_b) else end_b == len(b)
@@ -420,7 +419,7 @@ class TokenCounter:
         if start:
             before = len(self._encode(a[:start]))
             self.encode_calls += 1
-        return before + (int(diff[0]) if len(diff) else n)
+        return before + first
 
     def count(self, text: str) -> int:
         """Provider-scale token count of `text` (tiktoken count × calibration factor)."""
