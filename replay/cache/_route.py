@@ -11,6 +11,7 @@ when the client sends cache markers (Qwen explicit).
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -206,6 +207,7 @@ class CacheRouter:
         scope = f"{label}|{sim.scope}"
         if sim.cache_key and book.get("cache_key_isolates", model, ts, False):
             scope += f"|key={sim.cache_key}"
+        scope = sys.intern(scope)  # one string for the keys of every entry the scope holds
         outcome = simulator.simulate(replace(sim, scope=scope, rules_model=model))
         return replace(outcome, route=label, mechanism=mechanism)
 

@@ -16,9 +16,10 @@ from datetime import datetime
 import numpy as np
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
-    """A cache entry: a prefix the provider holds."""
+    """A cache entry: a prefix the provider holds. Slotted: a strategy's store keeps every
+    entry it ever wrote (expired ones name `ttl-expired` misses), thousands on long logs."""
 
     tokens: int
     """Length of the cached prefix."""
@@ -32,8 +33,9 @@ class Entry:
     """Thread that wrote it. A thread's requests are sequential (each starts after the previous
     response ended), so its own entries are always ready for it: readiness only matters for
     requests running in parallel in other threads."""
-    writers: set[str] = field(default_factory=set)
-    """Every thread that wrote it (a re-write by another thread makes it ready for that one)."""
+    rewriters: tuple[str, ...] = ()
+    """The other threads that wrote it since (a re-write by another thread makes it ready for
+    that one); a tuple, empty for nearly every entry, rather than a set per entry."""
     created: datetime | None = None
     """First write (for hard lifetime caps)."""
     max_lifetime: float | None = None
@@ -42,7 +44,7 @@ class Entry:
     def ready(self, t: datetime, reader: str = "") -> bool:
         if self.ready_at <= t:
             return True
-        return bool(reader) and (reader == self.writer or reader in self.writers)
+        return bool(reader) and (reader == self.writer or reader in self.rewriters)
 
     def expired(self, t: datetime) -> bool:
         if (t - self.last_use).total_seconds() > self.ttl:
@@ -158,14 +160,14 @@ class CacheStore:
         must be the length of the prefix `key` stands for (`may_hold` relies on it)."""
         key = int(key)
         self.scopes.setdefault(model, set()).add(scope)
-        entry.writers.add(entry.writer)
         old = self.entries.get((scope, model, key))
         t = entry.last_use
         if old is not None and not old.expired(t):
             old.last_use = max(old.last_use, t)
             old.ttl = max(old.ttl, entry.ttl)
             old.ready_at = min(old.ready_at, entry.ready_at)
-            old.writers.add(entry.writer)
+            if entry.writer != old.writer and entry.writer not in old.rewriters:
+                old.rewriters += (entry.writer,)
             return old
         if entry.created is None:
             entry.created = t
