@@ -149,9 +149,11 @@ def answered_ids(history: Sequence[Item]) -> set[str]:
     return {i.call_id for i in history if isinstance(i, ToolResultItem)}
 
 
-def strip_calls(item: AssistantItem, drop: Iterable[str]) -> AssistantItem | None:
+def strip_calls(item: AssistantItem, drop: Container[str]) -> AssistantItem | None:
     """`item` without the tool-call blocks in `drop` (None when nothing is left); memoized."""
-    key = frozenset(drop)
+    # Keyed by the dropped ids in the item's own order: the same drop gives the same key, and
+    # a tuple of a few ids weighs a third of a frozenset (one per item a strategy strips).
+    key = tuple(b.call_id for b in item.tool_calls if b.call_id in drop)
     if not key:
         return item
     hit = derived(item, key)
