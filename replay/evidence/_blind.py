@@ -225,8 +225,9 @@ class _History:
         parts (`_holds_own_assistant`). Shared by the histories whose parts are the same so
         far (`_CHAINS`: every strategy's run over one log), so it may be longer than
         `assistant_texts`: only its first `len(assistant_texts)` prints are this history's."""
-        self.assistant_ids: set[int] = set()
-        """`id` of every assistant item of `items` (which holds them: ids are not reused)."""
+        self.assistant_items: set[AssistantItem] = set()
+        """Every assistant item of `items` (items hash by identity: a set of their `id`s held
+        an int object per item)."""
 
     def sync(self, history: Sequence[Item], grown: bool = False) -> None:
         """Index the items appended to `history` since the last call (`grown`: the caller
@@ -250,7 +251,7 @@ class _History:
         for text in texts[start:]:  # (islice would step over the `start` texts before them)
             self.print = hash((self.print, text))
         if isinstance(item, AssistantItem):
-            self.assistant_ids.add(id(item))
+            self.assistant_items.add(item)
             for text in texts[start:]:
                 self._add_assistant_part(text)
             self.assistant_owners.extend([item] * (len(texts) - start))
@@ -364,8 +365,9 @@ class _Hits:
         parts are the ones searched)."""
         self.low = at
         self.high = at
-        self.parts: list[int] = []
-        """The parts of `[low, high)` that hold the string, ascending."""
+        self.parts = array("q")
+        """The parts of `[low, high)` that hold the string, ascending (an array: thousands of
+        strings are asked about, and a list held an int object per part)."""
 
 
 # Every strategy's view holds most of the history's assistant items as they are (strategies cut
@@ -387,7 +389,7 @@ def _same_start(a: array, b: array, n: int) -> bool:
     return a is b or n == 0 or a[n - 1] == b[n - 1]
 
 
-def _holds_own_assistant(history: _History, text: str, held: dict[int, int]) -> bool:
+def _holds_own_assistant(history: _History, text: str, held: dict[Item, int]) -> bool:
     """True when one of `history`'s assistant items that holds `text` is in `held` (a view's
     items by identity). The parts holding `text` are found from the newest back, only as far
     as needed, and shared through `_IN_ASSISTANTS` with every history whose first parts are
@@ -411,7 +413,7 @@ def _holds_own_assistant(history: _History, text: str, held: dict[int, int]) -> 
         hits.high, hits.prints = count, prints
     parts = hits.parts
     known = parts if not parts or parts[-1] < count else parts[: bisect_left(parts, count)]
-    if any(map(held.__contains__, map(id, map(owners.__getitem__, known)))):
+    if any(map(held.__contains__, map(owners.__getitem__, known))):
         return True
     while hits.low > 0:
         j = _last_containing(texts, text, 0, hits.low)
@@ -419,7 +421,7 @@ def _holds_own_assistant(history: _History, text: str, held: dict[int, int]) -> 
         if j is None:
             return False
         parts.insert(0, j)
-        if id(owners[j]) in held:
+        if owners[j] in held:
             return True
     return False
 
@@ -470,9 +472,9 @@ class _ViewTrack:
         self.memo: dict[str, tuple[int, int, bool, Item | None]] = {}
         """String → (sync when last searched, found: the position of an item holding it, else
         the view's length then, found, the item holding it)."""
-        self.held: dict[int, int] = {}
-        """`id(item)` → how many times the current view holds that very object (the view
-        holds its items: their ids are not reused while they are keys)."""
+        self.held: dict[Item, int] = {}
+        """Item → how many times the current view holds that very object (items hash by
+        identity)."""
         self.results: list[object] = []
         """The event index of each tool result among the leading items (`_NOT_RESULT` for
         other items), extended only when a lookup needs it (`first_result`)."""
@@ -491,8 +493,8 @@ class _ViewTrack:
             self.cut_at.append(same)
             del self.texts[self.starts[same] :]  # (same < len(old): an item was there)
             del self.others[self.other_starts[same] :]
-            held, own = self.held, history.assistant_ids
-            for gone in map(id, old[same:]):
+            held, own = self.held, history.assistant_items
+            for gone in old[same:]:
                 if held[gone] == 1:
                     del held[gone]
                 else:
@@ -502,16 +504,16 @@ class _ViewTrack:
         added = view[same:]
         old.extend(added)
         texts, starts, held = self.texts, self.starts, self.held
-        others, other_starts, own = self.others, self.other_starts, history.assistant_ids
+        others, other_starts, own = self.others, self.other_starts, history.assistant_items
         for item in added:
             starts.append(len(texts))
             other_starts.append(len(others))
             _add_parts(texts, item)
-            if id(item) in own:
+            if item in own:
                 self.own_held += 1
             else:
                 _add_parts(others, item)
-            held[id(item)] = held.get(id(item), 0) + 1
+            held[item] = held.get(item, 0) + 1
 
     def first_result(self, event_index: int) -> ToolResultItem | None:
         """The first tool result of the current view carrying `event_index`, found at C speed
@@ -529,7 +531,7 @@ class _ViewTrack:
 
     def holds_item(self, item: Item) -> bool:
         """True when the current view holds `item` itself (not a copy cut down or changed)."""
-        return id(item) in self.held
+        return item in self.held
 
     def shows(self, text: str, history: _History) -> bool:
         """True when some item of the current view contains `text` (which holds no newline).
@@ -548,7 +550,7 @@ class _ViewTrack:
             if not found:
                 stop = min(position, lowest)
         starts, texts = self.starts, self.texts
-        if 2 * self.own_held >= len(history.assistant_ids) > 0:  # see the class's docstring
+        if 2 * self.own_held >= len(history.assistant_items) > 0:  # see the class's docstring
             if _holds_own_assistant(history, text, self.held):
                 return True
             starts, texts = self.other_starts, self.others
