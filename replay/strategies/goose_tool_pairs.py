@@ -55,7 +55,7 @@ def goose_tool_pairs(cutoff: int | str = "auto", batch: int | str = "auto") -> o
     hidden = 0  # keys of `answered` that are summarized
     scanned = 0  # history[:scanned] was added to `answered`
     last = -1  # position of the last assistant item (-1: none, then all but the last item count)
-    by_call: dict[str, list[int]] = {}  # call id → positions of its results and calls
+    by_call: dict[str, list[int]] = {}  # call id → where its call and results are (till summarized)
 
     def shown(item: Item) -> Item | None:
         if isinstance(item, AssistantItem):
@@ -118,7 +118,9 @@ def goose_tool_pairs(cutoff: int | str = "auto", batch: int | str = "auto") -> o
             hidden += len(chosen)
             while oldest < len(order) and order[oldest] in summarized:
                 oldest += 1
-            for n in {n for cid in chosen for n in by_call.get(cid, ())}:
+            # A summarized pair's positions are not needed again (its items are shown as
+            # summarized when they come back): dropped, not kept until the strategy ends.
+            for n in {n for cid in chosen for n in by_call.pop(cid, ())}:
                 view.set(n, shown(history[n]))
         events = (
             [RewriteEvent("compaction", f"{len(calls)} tool pairs summarized")] if calls else []
