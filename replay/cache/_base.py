@@ -21,6 +21,7 @@ from replay.render._request import (
     KIND_CODES,
     KIND_NAMES,
     RUN_CODES,
+    SIZED_ONLY,
     THINKING_CODE,
     TURN_CODES,
     chain_keys,
@@ -249,11 +250,11 @@ def _last_turn(req: RenderedRequest, last_turn: int, table: BlockTable | None) -
     """The last user turn, skipping user blocks known only by their size (fitted context)."""
     if table is None or last_turn < 0:
         return last_turn
-    if not table.blocks[int(req.block_ids[last_turn])].sized_only:
+    if not table.flags[int(req.block_ids[last_turn])] & SIZED_ONLY:
         return last_turn  # the usual case: no search
     codes = req.kind_index.codes
     for i in np.flatnonzero(_IS_TURN[codes[: last_turn + 1]])[::-1].tolist():
-        if not table.blocks[int(req.block_ids[i])].sized_only:
+        if not table.flags[int(req.block_ids[i])] & SIZED_ONLY:
             return i
     return -1
 

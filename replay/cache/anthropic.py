@@ -46,8 +46,8 @@ def cacheable(view: PromptView, table, block: int) -> bool:
     kind = view.block_kinds[block]
     if kind == THINKING:
         return False
-    info = table.blocks[int(view.ids[block])]
-    return not (kind == TEXT and info.tokens <= info.overhead)
+    block_id = int(view.ids[block])
+    return not (kind == TEXT and table.tokens[block_id] <= table.overheads[block_id])
 
 
 def last_cacheable(view: PromptView, table, upto: int) -> int | None:

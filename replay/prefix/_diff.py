@@ -33,12 +33,12 @@ class PrefixDiff:
 
 def common_block_tokens(table: BlockTable, a: int, b: int) -> int:
     """Tokens two differing blocks share from their start (framing included)."""
-    ia, ib = table.blocks[a], table.blocks[b]
+    overhead = table.overheads[a]
     # Framing tokens encode the block kind: blocks with different framing differ at once.
-    if ia.overhead != ib.overhead or (ia.overhead and ia.kind != ib.kind):
+    if overhead != table.overheads[b] or (overhead and table.kinds[a] != table.kinds[b]):
         return 0
     raw = table.counter.shared_tokens(table.text_of(a), table.text_of(b))
-    return ia.overhead + table.counter.scale_position(raw)
+    return overhead + table.counter.scale_position(raw)
 
 
 def prefix_diff(

@@ -469,7 +469,7 @@ class Renderer:
         pos = int(cols.positions[keep - 1]) if keep else -1
         total = int(cols.cum[keep - 1]) if keep else 0
         prev_code = int(cols.codes[keep - 1]) if keep else -1
-        infos = self.table.blocks
+        block_tokens = self.table.tokens
         tokens: list[int] = []
         cums: list[int] = []
         positions: list[int] = []
@@ -479,7 +479,7 @@ class Renderer:
             if not (code == prev_code and code in RUN_CODES):
                 pos += 1
             prev_code = code
-            size = infos[block_id].tokens
+            size = block_tokens[block_id]
             total += size
             tokens.append(size)
             cums.append(total)
