@@ -184,6 +184,27 @@ def test_packed_small_blocks_share_a_dictionary_and_unpack_exactly():
     assert max(sizes[-10:]) < sizes[0]
 
 
+def test_views_of_a_chain_table_share_blocks_and_packed_texts():
+    # Batch replays sessions of one chain through views of one table: what one view interns
+    # or packs, with the zlib dictionary it grows, the others read.
+    from replay.engine._chain import ChainTable
+
+    counter = _renderer().table.counter
+    chain = ChainTable(counter)
+    one, two = chain.view(counter), chain.view(counter)
+    texts = [" ".join(f"word_{n}_{k}" for k in range(200)) for n in range(3)]
+    ids = [one.intern("user", t, True) for t in texts]
+    assert [two.intern("user", t, True) for t in texts] == ids
+    assert one.pack(ids[0]) == texts[0]
+    assert two.pack(ids[1]) == texts[1]  # packed with the dictionary the other view began
+    assert two.blocks[ids[0]].text is None and one.blocks[ids[1]].text is None
+    assert [v.text_of(i) for v in (one, two, chain) for i in ids] == texts * 3
+    assert one.blocks[ids[2]] == chain.blocks[ids[2]]
+    assert [b.tokens for b in two.blocks] == [
+        counter.count(t) + b.overhead for t, b in zip(texts, two.blocks, strict=True)
+    ]
+
+
 def test_summary_items_and_merged_results_render_as_expected():
     r = _renderer()
     call = AssistantItem(

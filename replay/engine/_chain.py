@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from replay.render._request import BlockTable
+from replay.render._request import BlockInfos, BlockTable
 
 
 class ChainTable(BlockTable):
@@ -31,12 +31,11 @@ class ChainTable(BlockTable):
     def view(self, counter: Any) -> ChainTable:
         """The same blocks and ids, counted with `counter` where a text is new."""
         other = ChainTable.__new__(ChainTable)
-        # The contents (not copies): BlockTable's state is these four attributes.
+        # The contents, not copies (columns, ids, packed texts and their zlib dictionary: all
+        # grow in place); only the counter is the view's own.
+        other.__dict__.update(self.__dict__)
         other.counter = counter
-        other._ids = self._ids
-        other.blocks = self.blocks
-        other._packed = self._packed
-        other._fitted_ids = self._fitted_ids
+        other.blocks = BlockInfos(other)
         return other
 
     def intern(

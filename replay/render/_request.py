@@ -299,9 +299,10 @@ class BlockTable:
         self._packed: dict[int, bytes] = {}
         """Compressed contents of packed blocks (`pack`): two bytes telling how much of
         `_dictionary` compressed it, then the zlib stream."""
-        self._dictionary = b""
+        self._dictionary = bytearray()
         """The start of the first contents packed (UTF-8, up to `PACK_DICT_BYTES`). It only
-        grows, by appending, so the dictionary a block was packed with is a prefix of it."""
+        grows, by appending in place, so the dictionary a block was packed with is a prefix of
+        it (and the views of a chain's table, which share it, see it grow)."""
 
     def intern(
         self, kind: str, text: str, starts_message: bool, fixed_tokens: int | None = None
@@ -337,7 +338,7 @@ class BlockTable:
             return None
         dictionary = self._dictionary
         if dictionary:
-            packer = zlib.compressobj(PACK_LEVEL, zdict=dictionary)
+            packer = zlib.compressobj(PACK_LEVEL, zdict=bytes(dictionary))
         else:
             packer = zlib.compressobj(PACK_LEVEL)
         out = [len(dictionary).to_bytes(2, "big")]
@@ -347,7 +348,6 @@ class BlockTable:
                 dictionary += data[: PACK_DICT_BYTES - len(dictionary)]
         out.append(packer.flush())
         self._packed[block_id] = b"".join(out)
-        self._dictionary = dictionary
         self.texts[block_id] = None
         return text
 
@@ -358,7 +358,7 @@ class BlockTable:
             packed = self._packed[block_id]
             used = int.from_bytes(packed[:2], "big")
             if used:
-                unpacker = zlib.decompressobj(zdict=self._dictionary[:used])
+                unpacker = zlib.decompressobj(zdict=bytes(self._dictionary[:used]))
                 data = unpacker.decompress(packed[2:]) + unpacker.flush()
             else:
                 data = zlib.decompress(packed[2:])
