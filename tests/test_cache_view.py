@@ -198,3 +198,23 @@ def test_a_walk_finds_an_expired_entry_far_back():
     lost = walk_entries(store, sim, view, 0)
     assert lost is not None and lost.tokens == 50 * 50 and lost.kind == "ttl-expired"
     assert walk_entries(store, sim, view, 50 * 50) is None
+
+
+def test_a_rewrite_makes_an_entry_ready_for_the_threads_that_wrote_it_only():
+    store, t = CacheStore(), datetime(2026, 1, 1, tzinfo=UTC)
+    later = t + timedelta(seconds=10)
+    first = store.put("s", "m", 7, Entry(100, 300.0, t, later, writer="main"))
+    # A parallel thread writes the same prefix before the first write is readable: the same
+    # entry, refreshed, readable at once by both writers, not by a third thread.
+    again = store.put("s", "m", 7, Entry(100, 3600.0, t, later, writer="sub"))
+    assert again is first and first.ttl == 3600.0
+    soon = t + timedelta(seconds=1)
+    assert first.ready(soon, "main") and first.ready(soon, "sub")
+    assert not first.ready(soon, "other") and first.ready(later, "other")
+    store.put("s", "m", 7, Entry(100, 300.0, soon, later, writer="sub"))
+    assert first.rewriters == ("sub",)  # each thread once
+    # Past its TTL, a write replaces the entry: its new writer alone.
+    gone = t + timedelta(hours=2)
+    fresh = store.put("s", "m", 7, Entry(100, 300.0, gone, gone + timedelta(seconds=1), "x"))
+    assert fresh is not first and fresh.rewriters == ()
+    assert not fresh.ready(gone, "sub") and fresh.ready(gone, "x")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from datetime import UTC, datetime
 
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 from replay.cache import profile_for
 from replay.log import ToolDef
-from replay.render import Renderer
+from replay.render import BlockInfo, Renderer
 from replay.render._request import KindIndex
 from replay.strategies import AssistantItem, Block, SummaryItem, ToolResultItem, UserItem
 from replay.tokens import TokenCounter, counter_for
@@ -343,3 +344,25 @@ def test_kind_index_follows_a_cut_and_an_extension():
     assert (index.first_thinking, index.last_turn, index.last_user_role) == (4, 3, 7)
     assert index.last_non_thinking == 7 and not index.thinking_before_turn
     assert full.kind_index.thinking_before_turn
+
+
+def test_block_infos_read_and_write_the_tables_columns():
+    # `table.blocks` reads the columns as BlockInfos; writes and appends go to the columns.
+    r = Renderer(counter_for("gpt-4o"))
+    t = r.table
+    user = t.intern("user", "hello there", True)
+    call = t.intern("tool_call", 'read_file({"path":"a.py"})', False)
+    thinking = t.intern("thinking", "", True, 40)
+    assert len(t.blocks) == len(t) == 3
+    assert t.blocks[user] == BlockInfo(
+        "user", "hello there", True, t.tokens[user], t.overheads[user], False
+    )
+    assert t.blocks[call].overhead == t.counter.family.tool_call_overhead
+    assert t.blocks[call].starts_message is False and t.blocks[thinking].sized_only is True
+    assert t.blocks[thinking].tokens == 40 + t.counter.family.message_overhead
+    t.blocks[user] = dataclasses.replace(t.blocks[user], tokens=5, sized_only=True)
+    written = t.blocks[user]
+    assert (t.tokens[user], written.sized_only, written.text) == (5, True, "hello there")
+    extra = BlockInfo("summary", "s", True, 9, 3)
+    t.blocks.append(extra)
+    assert list(t.blocks)[-1] == extra and len(t) == 4
