@@ -354,12 +354,13 @@ def test_block_infos_read_and_write_the_tables_columns():
     call = t.intern("tool_call", 'read_file({"path":"a.py"})', False)
     thinking = t.intern("thinking", "", True, 40)
     assert len(t.blocks) == len(t) == 3
+    framing = t.counter.family.message_overhead
     assert t.blocks[user] == BlockInfo(
-        "user", "hello there", True, t.tokens[user], t.overheads[user], False
+        "user", "hello there", True, t.counter.count("hello there") + framing, framing, False
     )
     assert t.blocks[call].overhead == t.counter.family.tool_call_overhead
     assert t.blocks[call].starts_message is False and t.blocks[thinking].sized_only is True
-    assert t.blocks[thinking].tokens == 40 + t.counter.family.message_overhead
+    assert t.blocks[thinking].tokens == 40 + framing
     t.blocks[user] = dataclasses.replace(t.blocks[user], tokens=5, sized_only=True)
     written = t.blocks[user]
     assert (t.tokens[user], written.sized_only, written.text) == (5, True, "hello there")
