@@ -253,6 +253,30 @@ def test_prune_at_the_head_costs_more_than_at_the_tail(provider, head, tail) -> 
     assert head_total > tail_total
 
 
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_counterfactual_sends_the_same_hidden_prefix_as_the_recorded_request(provider) -> None:
+    """A real log's adapter estimates a prefix the log does not hold (`hidden_prefix_tokens`).
+    The run without the rewrite must send it too: without it, that run's prompt parted from
+    the cache at its first token, read nothing, and every rewrite paid back at once."""
+    def rows(hidden: int):
+        session = _head_tail_session(provider)
+        if hidden:
+            session.header.hidden_prefix_tokens = hidden
+        return [
+            _only(breakeven_session(session, [whatif_strategy(AT, Selector.parse(sel), False)])[0])
+            for sel in ("tool:fetch_a", "tool:fetch_b")
+        ]
+
+    plain, hidden = rows(0), rows(3000)
+    for without, with_hidden in zip(plain, hidden, strict=True):
+        assert with_hidden.first_edit_token == without.first_edit_token + 3000
+        assert with_hidden.breakeven_simulated == without.breakeven_simulated
+        assert with_hidden.disagreement == without.disagreement
+        assert "not cached past the edit" not in with_hidden.disagreement
+    assert hidden[0].breakeven_simulated is None and hidden[0].simulated_net_usd < 0  # the head
+    assert hidden[1].simulated_net_usd == plain[1].simulated_net_usd  # the tail: same saving
+
+
 def test_tail_prune_of_a_result_never_sent_is_no_rewrite() -> None:
     """Clearing the newest result at the request that first shows it rewrites nothing the
     cache held: no break-even row."""

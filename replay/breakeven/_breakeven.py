@@ -117,7 +117,7 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
     cf = _Run(run.session, run.named, run.config)
     cf.store = copy.deepcopy(rec.store_before)
     cf.renderers = run.renderers
-    state = _Thread(strategy=None, system=run.threads[rec.thread].system)
+    state = _Thread(strategy=None)
     state.previous = prev.request
 
     net = Decimal(0)
@@ -137,6 +137,12 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
         else:
             items = list(prev.view) + history[prev.history_len : cur.history_len]
         marker = RequestMarker(ts=cur.ts, request_id=cur.request_id, thread=cur.thread)
+        # The same head as the recorded request (a real log's hidden prefix, its version) and
+        # its last marker where the usage put it: only the rewrite differs.
+        head = cur.rendered_with
+        assert head is not None  # (`snapshot_stores`)
+        state.system, state.hidden_tokens = head.system, head.hidden_tokens
+        state.head_version, state.unlogged.tail = head.head_version, head.unlogged_tail
         cf_rec = cf._simulate(
             kind="request",
             items=items,

@@ -67,6 +67,18 @@ from replay.tokens import FittedCounter, TokenCounter, family_for
 from replay.tokens._counter import forget_counts
 
 
+@dataclass(frozen=True)
+class RenderedWith:
+    """What a request's prompt took from its thread besides the view: the head (system prompt,
+    the hidden prefix the log does not hold, its version) and where the client's last cache
+    marker went (the unlogged tail the usage put after it)."""
+
+    system: str
+    hidden_tokens: int | tuple[int, ...]
+    head_version: int
+    unlogged_tail: int
+
+
 @dataclass
 class RequestRecord:
     """Everything `replay` computed for one simulated request."""
@@ -97,6 +109,9 @@ class RequestRecord:
     """Items in the thread's history when this request was sent."""
     store_before: Any = field(default=None, repr=False)
     """Copy of the cache store before this request (only for rewrite events, on request)."""
+    rendered_with: RenderedWith | None = field(default=None, repr=False)
+    """The thread's state its prompt was rendered and marked with (with `snapshot_stores`:
+    a counterfactual of this request must send the same head)."""
 
     @property
     def buckets(self) -> Buckets:
@@ -545,9 +560,13 @@ class _Run:
             raise ReplayError(
                 f"strategy {self.named.name!r} sent an empty request at {marker.request_id}"
             )
-        store_before = (
-            copy.deepcopy(self.store) if self.config.snapshot_stores and view.events else None
-        )
+        store_before = rendered_with = None
+        if self.config.snapshot_stores:
+            rendered_with = RenderedWith(
+                state.system, state.hidden_tokens, state.head_version, state.unlogged.tail
+            )
+            if view.events:
+                store_before = copy.deepcopy(self.store)
         calls = view.summarizer_calls
         if calls:
             # Simulated first, then let go: a fresh call's transcript (up to ~1 MB, with its
@@ -588,6 +607,7 @@ class _Run:
         record.history_len = len(state.history)
         self.unlogged.after_request(record, state, event_index)
         record.store_before = store_before
+        record.rendered_with = rendered_with
         if not self.config.keep_blocks and state.previous is not None:
             state.previous.release_blocks()  # diffed against for the last time
         if self.config.on_record is not None:  # its summarizer calls, then the request
