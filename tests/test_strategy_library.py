@@ -200,6 +200,9 @@ def test_resolve_splits_lists_but_not_brackets_and_applies_set_per_family():
         ("pi-compact-16k-20k[nope=1]", None, "no parameter 'nope'"),
         ("pi-compact-16k-20k", {"pi-compact": {"keep": "lots"}}, "expected an integer"),
         ("baseline", {"no-family": {"x": "1"}}, "no strategy family"),
+        # a family no name runs: its parameters and values are still checked
+        ("baseline", {"sliding": {"nosuch": "1"}}, "family 'sliding' has no parameter 'nosuch'"),
+        ("baseline", {"sliding": {"messages": "abc"}}, "expected an integer"),
         ("cline-dedup-file-reads[saving]", None, "param=value"),
     ],
 )

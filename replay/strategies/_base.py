@@ -462,13 +462,16 @@ def resolve(
     built strategies, duplicates dropped, order kept. `overrides`: family → {param: value}."""
     _load_builtin()
     overrides = dict(overrides or {})
-    families = {s.family for s in registered()}
-    for family in overrides:
-        if family not in families:
+    specs = {s.family: s for s in registered()}
+    for family, params in overrides.items():
+        spec = specs.get(family)
+        if spec is None:
             raise ReplayError(
                 f"--set {family}.…: no strategy family {family!r} "
-                f"(families: {', '.join(sorted(families))})"
+                f"(families: {', '.join(sorted(specs))})"
             )
+        # Unknown parameters and bad values are errors even for a family no name runs.
+        _apply(spec, dict(spec.parameters()), params)
     if isinstance(names, str):
         names = split_names(names)
     expanded: list[str | NamedStrategy] = []
