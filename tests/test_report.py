@@ -275,6 +275,18 @@ def test_report_command(tmp_path) -> None:
     assert "sliding-10" in page and "Not computed for this report" in page
 
 
+def test_report_of_the_same_log_is_the_same_file(tmp_path) -> None:
+    """No time of writing in the page: the header shows the log's own span."""
+    pages = []
+    for name in ("a.html", "b.html"):
+        run = CliRunner().invoke(cli, ["report", str(SAMPLE), "-s", "baseline", "--no-breakeven",
+                                       "-q", "-o", str(tmp_path / name)], prog_name="replay")
+        assert run.exit_code == 0, run.output
+        pages.append((tmp_path / name).read_bytes())
+    assert pages[0] == pages[1]
+    assert b'"span": ["2026-' in pages[0] or b'"span":["2026-' in pages[0]
+
+
 def test_report_command_quiet_prints_nothing(tmp_path) -> None:
     out = tmp_path / "r.html"
     run = CliRunner().invoke(

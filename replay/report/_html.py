@@ -429,7 +429,8 @@ def report_document(
         "format": "replay-report/1",
         "title": title or f"replay report · {log or session.path or 'log'}",
         "log": log or session.path,
-        "generated": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        # The log's time span, not the time of writing: the same log gives the same page.
+        "span": _span(session),
         "agent": header.agent,
         "models": sorted({r.model for r in records}),
         "providers": sorted({r.provider for r in records}),
@@ -540,3 +541,14 @@ def build_report(
 def html_report(log: str | Path | Any, strategies: str | Sequence[str] = "all", **options) -> str:
     """The whole report page for `log` as one HTML string (see `build_report` for options)."""
     return render_html(build_report(log, strategies, **options))
+
+
+def _utc(ts: datetime) -> str:
+    return ts.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def _span(session: Any) -> list[str]:
+    """First and last timestamp of the log (its header's when it has no event)."""
+    first = session.events[0].ts if session.events else session.header.ts
+    last = session.events[-1].ts if session.events else session.header.ts
+    return [_utc(first), _utc(last)]

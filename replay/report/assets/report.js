@@ -45,7 +45,7 @@
   $("title").textContent = doc.title;
   $("meta").textContent = [
     doc.agent && ("agent " + doc.agent), doc.providers.join(", "), doc.models.join(", "),
-    doc.strategies.length + " strategies", "generated " + doc.generated,
+    doc.strategies.length + " strategies", "log " + doc.span.join(" → "),
   ].filter(Boolean).join(" · ");
   $("recommendation").textContent = doc.recommendation || "";
   for (const note of doc.notes) $("notes").append(el("li", { text: note }));
