@@ -292,6 +292,7 @@ def test_cli_compact_json(invoke) -> None:
          "error: --at 14 is outside the log's requests (0..13)"),
         (["--at", "-1", "--prune", "older-than:3"], "error: --at -1 is outside"),
         (["--compact-at", "14"], "error: --compact-at 14 is outside the log's requests"),
+        (["--compact-at", "0"], "error: --compact-at 0: nothing to compact at request 0"),
         (["--at", "8", "--prune", "tool:nosuch"],
          "error: --prune tool:nosuch matches nothing at request 8"),
         (["--at", "8", "--prune", "messages:5-2"], "error: bad --prune selector 'messages:5-2'"),

@@ -152,6 +152,11 @@ def whatif_strategy(at: int, prune: Selector | None, compact: bool) -> NamedStra
                     cut = max((n for n, i in enumerate(history) if isinstance(i, AssistantItem)),
                               default=0)
                     replaced = list(history[:cut])
+                    if not replaced:  # a summary of nothing would be costed as if measured
+                        raise ReplayError(
+                            f"--compact-at {at}: nothing to compact at request "
+                            f"{ctx.request_index} (no model answer before it); try a later one"
+                        )
                     if ctx.logged_summaries:
                         text, source = ctx.logged_summaries[-1].summary, "logged"
                     else:
