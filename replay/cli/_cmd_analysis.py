@@ -89,8 +89,8 @@ def _print_notes(notes: list[str], fmt: str, quiet: bool) -> None:
               help="older-than:K | tool:NAME | messages:A-B (tool results become a placeholder).")
 @click.option("--compact-at", "compact_at", type=int, metavar="REQUEST",
               help="Compact everything before the current step at this request instead.")
-@click.option("--ttl", type=click.Choice(["5m", "1h"]), help="What if every breakpoint had used "
-              "this TTL.")
+@click.option("--ttl", type=click.Choice(["5m", "1h"]), help="Force every breakpoint's TTL, in "
+              "both runs (with --prune or --compact-at).")
 @replay_options
 @output_options(("table", "json"))
 @user_errors
