@@ -393,6 +393,17 @@ def test_breakeven_table_says_never(invoke) -> None:
     assert "never" in result.stdout and "summary cost" in result.stdout
 
 
+def test_breakeven_takes_the_strategy_options_of_run(invoke) -> None:
+    """`--set` (checked, and naming the strategy it changed) as `replay run` takes it."""
+    result = invoke("breakeven", RUN42, "-s", "sliding-10", "--set", "sliding.messages=6",
+                    "--format", "json", "-q")
+    assert result.exit_code == 0, result.stderr
+    rows = json.loads(result.stdout)["breakeven"]
+    assert rows and {r["strategy"] for r in rows} == {"sliding-10[messages=6]"}
+    bad = invoke("breakeven", RUN42, "-s", "sliding-10", "--set", "sliding.nosuch=6", "-q")
+    assert bad.exit_code == 2 and "no parameter 'nosuch'" in bad.stderr
+
+
 def test_every_disagreement_is_explained(run42_json) -> None:
     """Where the closed form says the rewrite takes requests to pay back but the simulation says
     it paid back at once, the row says why (here: the request without the rewrite would not

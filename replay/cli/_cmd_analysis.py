@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from replay.cli._cmd_strategies import resolve_strategies, strategy_options
 from replay.cli._main import (
     cli,
     emit,
@@ -43,12 +44,14 @@ def _breakeven_table(frame, title: str):
 @cli.command("breakeven")
 @click.argument("log", type=click.Path(path_type=Path))
 @click.option("--strategies", "-s", default="all", show_default=True,
-              help="`all` or comma-separated names.")
+              help="`all`, `plugins`, or comma-separated names (see `replay strategies`).")
+@strategy_options
 @click.option("--ttl", type=click.Choice(["5m", "1h"]), help="Force every breakpoint's TTL.")
 @replay_options
 @output_options()
 @user_errors
-def breakeven_command(log: Path, strategies: str, ttl: str | None, provider, model, client,
+def breakeven_command(log: Path, strategies: str, sets: tuple[str, ...],
+                      strategy_files: tuple[Path, ...], ttl: str | None, provider, model, client,
                       cache_rules, prices, strict, fmt, output, quiet) -> None:
     """Break-even of every prune, clearing, aging step and compaction, two ways.
 
@@ -66,7 +69,8 @@ def breakeven_command(log: Path, strategies: str, ttl: str | None, provider, mod
 
     notes: list[str] = []
     with progress_bar("break-even", quiet) as progress:
-        frame = breakeven(log, strategies, provider=provider, model=model, client=client,
+        chosen = resolve_strategies(strategies, sets, strategy_files)
+        frame = breakeven(log, chosen, provider=provider, model=model, client=client,
                           cache_rules=cache_rules, prices=price_overrides(prices), ttl=ttl,
                           strict=strict, progress=progress, notes=notes)
     document = {"log": str(log), "notes": notes, "breakeven": report.frame_rows(frame)}
