@@ -351,6 +351,17 @@ def test_duplicates_dates_and_globs(logdir: Path, tmp_path: Path):
     assert {got["a.jsonl"], got["b.jsonl"], got["d.jsonl"]} == {"out of range"}
 
 
+def test_a_date_range_that_is_empty_is_a_user_error(logdir: Path, tmp_path: Path, invoke):
+    result = invoke("batch", logdir, "--since", "2030-01-01", "--until", "2020-01-01",
+                    "-o", tmp_path / "ds", "-q")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "error: --since 2030-01-01 00:00 UTC is after --until 2020-01-01 23:59 UTC: no session "
+        "can start in between"
+    )
+    assert not (tmp_path / "ds").exists()
+
+
 def test_cli_batch_json_report_and_strict_exit_code(logdir: Path, tmp_path: Path, invoke):
     out = tmp_path / "ds"
     result = invoke(

@@ -27,7 +27,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -322,6 +322,10 @@ def _totals(partials: list[pl.DataFrame], order: list[str]) -> pl.DataFrame:
     )
 
 
+def _utc_minute(moment: datetime) -> str:
+    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+
+
 def run_batch(
     targets: Sequence[str | Path],
     opts: BatchOptions | None = None,
@@ -352,6 +356,11 @@ def run_batch(
         parse_price_override(price)
     if opts.cache_rules and not Path(opts.cache_rules).is_file():
         raise ReplayError(f"{opts.cache_rules}: no such cache-rule file")
+    if since is not None and until is not None and since > until:
+        raise ReplayError(
+            f"--since {_utc_minute(since)} is after --until {_utc_minute(until)}: no session "
+            "can start in between"
+        )
     dataset = Dataset(output) if output is not None else None
     exclude = [Path(output)] if output is not None else []
     paths = [str(p) for p in discover(targets, exclude)]
