@@ -7,6 +7,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from replay._errors import ReplayError
+
 
 def _umask() -> int:
     """The process's file-creation mask, read without changing it where Linux shows it (setting
@@ -33,15 +35,40 @@ def _mode_for(target: Path) -> int:
         return 0o666 & ~_umask()
 
 
+def _special(target: Path) -> bool:
+    """A device or a pipe (`-o /dev/null`, a FIFO): written through, never replaced by a file."""
+    try:
+        mode = target.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def write_atomic(path: str | Path, data: bytes | str) -> None:
     """Write `data` to `path` through a temporary file in the same folder, then rename.
+
+    A symbolic link stays a link: the file it points to is replaced. A device or a pipe is
+    written to as it is. Text is UTF-8; a lone surrogate the log held (some logs do) is written
+    as its `\\uXXXX` escape, which is how JSON spells it. An error of the file system (a folder
+    one may not write in) is a `ReplayError` naming the file.
 
     Missing parent folders are created (library callers such as `write_log` rely on it); the
     command line refuses an output file in a missing folder before doing any work
     (`replay.cli._main.check_output_folder`), so a mistyped `-o` never leaves a tree behind."""
-    target = Path(path)
+    target = Path(os.path.realpath(path))
+    payload = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
+    try:
+        if _special(target):
+            with open(target, "wb") as handle:
+                handle.write(payload)
+            return
+        _replace(target, payload)
+    except OSError as err:
+        raise ReplayError(f"cannot write {path}: {err.strerror or err}") from None
+
+
+def _replace(target: Path, payload: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    payload = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         os.fchmod(fd, _mode_for(target))

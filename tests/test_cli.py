@@ -386,3 +386,39 @@ def test_no_command_creates_a_missing_output_folder(invoke, tmp_path, args):
         f"error: cannot write {target}: directory {target.parent} does not exist\n"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "-s", "baseline", "--format", "json", "-o"],
+        ["breakeven", "-s", "baseline", "--format", "json", "-o"],
+        ["whatif", "--at", "8", "--prune", "older-than:3", "--format", "json", "-o"],
+        ["fidelity", "--format", "json", "-o"],
+        ["convert", "-o"],
+        ["report", "-s", "baseline", "-o"],
+        ["calibrate", "--write-tokenizers"],
+    ],
+)
+@pytest.mark.parametrize("through_a_link", [False, True])
+def test_no_command_writes_over_the_log_it_reads(invoke, tmp_path, args, through_a_link):
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(RUN42.read_bytes())
+    target = log
+    if through_a_link:
+        target = tmp_path / "link.jsonl"
+        target.symlink_to(log.name)
+    result = invoke(args[0], log, *args[1:], target, "-q")
+    assert result.exit_code == 2
+    flag = args[-1]
+    assert result.stderr == (
+        f"error: {flag} {target} is the log being read ({log}): write the result elsewhere\n"
+    )
+    assert log.read_bytes() == RUN42.read_bytes()
+
+
+def test_an_empty_output_path_is_an_error(invoke):
+    result = invoke("run", RUN42, "-s", "baseline", "--format", "json", "-o", "")
+    assert result.exit_code == 2
+    assert result.stderr == "error: cannot write '.': expected a file name\n"
+

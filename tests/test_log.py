@@ -347,6 +347,44 @@ def test_written_files_get_the_umask_or_the_replaced_file_s_permissions(tmp_path
     finally:
         os.umask(previous)
 
+
+def test_a_link_stays_a_link_and_a_pipe_is_written_through(tmp_path):
+    import threading
+
+    target, link = tmp_path / "target.jsonl", tmp_path / "link.jsonl"
+    link.symlink_to(target.name)
+    write_log(_session(), link)
+    assert link.is_symlink() and read_log(target, strict=True).events
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    _atomic.write_atomic(fifo, "through the pipe\n")
+    reader.join(timeout=10)
+    assert got == [b"through the pipe\n"]
+    assert fifo.is_fifo()  # not replaced by a regular file
+
+
+def test_a_lone_surrogate_is_written_as_its_json_escape(tmp_path):
+    session = _session()
+    session.events[0].text = "before \ud800 after"
+    path = tmp_path / "s.jsonl"
+    write_log(session, path)
+    assert b"before \\ud800 after" in path.read_bytes()
+    assert read_log(path, strict=True).events[0].text == "before \ud800 after"
+
+
+def test_a_write_the_file_system_refuses_is_a_replay_error(tmp_path, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(_atomic.tempfile, "mkstemp", refuse)
+    with pytest.raises(ReplayError, match=r"cannot write .*out\.json: Permission denied"):
+        _atomic.write_atomic(tmp_path / "out.json", "{}")
+
+
 def test_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
     target = tmp_path / "out.jsonl"
 
@@ -354,7 +392,7 @@ def test_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(_atomic.os, "fsync", boom)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(ReplayError, match=r"cannot write .*out\.jsonl: disk full"):
         write_log(_session(), target)
     assert _only(tmp_path) == []
 

@@ -75,7 +75,8 @@ def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ..
             breakeven=breakeven, progress=progress,
         )
     with status("writing the page", quiet):
-        page = render_html(document).encode("utf-8")
+        # A lone surrogate a log held is written as its escape (`write_atomic` does the same).
+        page = render_html(document).encode("utf-8", "backslashreplace")
     write_atomic(output, page)
     if not quiet:
         click.echo(

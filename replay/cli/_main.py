@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -44,11 +45,36 @@ def check_output_folder(ctx: click.Context, param: click.Parameter, value: Path 
     """Refuse an output file whose folder does not exist before any work is done: the write
     itself (`replay._atomic`) would create the folder, as library callers rely on, and the
     command line never creates one silently from a mistyped `-o`."""
-    if value is not None and str(value) != "-" and not value.parent.is_dir():
+    if value is None or str(value) == "-":
+        return value
+    if value.name in ("", ".", ".."):  # `-o ""` arrives as `.`
+        click.echo(f"error: cannot write {str(value)!r}: expected a file name", err=True)
+        ctx.exit(2)
+    if not value.parent.is_dir():
         what = "is not a directory" if value.parent.exists() else "does not exist"
         click.echo(f"error: cannot write {value}: directory {value.parent} {what}", err=True)
         ctx.exit(2)
     return value
+
+
+def refuse_overwriting_a_log(options: dict[str, Any]) -> None:
+    """An output (`-o`, `--write-tokenizers`) naming a log being read, or a link to it, would
+    replace the input with the result: a user mistake, refused before any work. Inputs are
+    never written."""
+    logs = [options.get("log"), *(options.get("logs") or ())]
+    for flag, output in (("-o", options.get("output")),
+                         ("--write-tokenizers", options.get("write_tokenizers"))):
+        if output is None or str(output) == "-":
+            continue
+        for log in logs:
+            try:
+                same = log is not None and os.path.samefile(log, output)
+            except (OSError, TypeError, ValueError):  # one of them does not exist (yet)
+                continue
+            if same:
+                raise ReplayError(
+                    f"{flag} {output} is the log being read ({log}): write the result elsewhere"
+                )
 
 
 def output_options(formats: tuple[str, ...] = FORMATS) -> Callable:
@@ -135,6 +161,7 @@ def user_errors(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
+            refuse_overwriting_a_log(kwargs)
             return fn(*args, **kwargs)
         except ReplayError as err:
             click.echo(f"error: {err}", err=True)
