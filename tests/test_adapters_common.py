@@ -8,6 +8,7 @@ adapter tests and the fuzz test build on them.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -563,6 +564,29 @@ def test_invalid_json_line(tmp_path: Path, fmt: str) -> None:
     assert [e.line for e in session.skipped] == [3]
     assert len(session.requests()) == 2
     with pytest.raises(LogFormatError, match=r":3: expected a JSON object"):
+        load(path, strict=True)
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ('{"type": "user", "n": ' + "7" * 5000 + "}", "Exceeds the limit (4300 digits)"),
+        ("[" * 100_000, "nested too deeply"),
+    ],
+    ids=["integer-too-long", "nested-too-deeply"],
+)
+@pytest.mark.parametrize("fmt", ["claude-code", "codex", "pi"])
+def test_a_line_json_cannot_hold_in_python_is_one_bad_line(
+    tmp_path: Path, fmt: str, line: str, why: str
+) -> None:
+    """Valid JSON Python will not read (an integer of 5,000 digits, 100,000 nested lists):
+    that line is skipped and counted, not the whole file refused."""
+    lines = VALID[fmt]().splitlines(keepends=True)
+    path = write(tmp_path, fmt, "".join(lines[:2] + [line + "\n"] + lines[2:]))
+    session = load(path)
+    assert [e.line for e in session.skipped] == [3]
+    assert len(session.requests()) == 2
+    with pytest.raises(LogFormatError, match=rf":3: expected a JSON object \({re.escape(why)}"):
         load(path, strict=True)
 
 

@@ -247,7 +247,11 @@ def test_missing_header(tmp_path):
             "usage.input_tokens",
         ),
         (HEADER, "expected one `session` header, got a second"),
+        ('{"type":"user","ts":"2026-03-02T09:00:01Z","n":' + "9" * 5000 + "}",
+         "expected a JSON object (Exceeds the limit (4300 digits)"),
+        ("[" * 100_000, "expected a JSON object (nested too deeply)"),
     ],
+    ids=lambda v: v[:40] if isinstance(v, str) else v,
 )
 def test_bad_line_strict_names_file_line_and_expectation(tmp_path, bad, expected):
     path = _write(tmp_path, HEADER, USER, bad, REQUEST)

@@ -116,6 +116,9 @@ def iter_json_lines(
             msg = f"expected a JSON object (invalid or truncated JSON: {err.msg})"
             issues.add(number, msg, path)
             continue
+        except ValueError as err:  # an integer of more digits than Python converts
+            issues.add(number, f"expected a JSON object ({str(err).split(':')[0]})", path)
+            continue
         except RecursionError:
             issues.add(number, "expected a JSON object (nested too deeply)", path)
             continue
@@ -326,7 +329,7 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
     if isinstance(raw, str):
         try:
             value = json.loads(raw)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # not JSON, or a number Python does not convert
             return {"_raw": clean(raw)}
         return clean_json(value) if isinstance(value, dict) else {"_raw": clean_json(value)}
     if raw is None:

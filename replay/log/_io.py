@@ -100,6 +100,12 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str | LogFormatError]]:
                 yield number, text
 
 
+def _first_clause(err: Exception) -> str:
+    """`Exceeds the limit (4300 digits) for integer string conversion` (not the advice after
+    it, which is for programmers)."""
+    return str(err).split(":")[0]
+
+
 def read_log(path: str | Path, *, strict: bool = False, check_pairs: bool = False) -> Session:
     """Read a `replay-log` file. Lenient by default: bad lines are skipped and counted.
 
@@ -127,6 +133,14 @@ def read_log(path: str | Path, *, strict: bool = False, check_pairs: bool = Fals
                 obj = json.loads(text)
             except json.JSONDecodeError as err:
                 raise LogFormatError(path, number, f"expected a JSON object ({err.msg})") from None
+            except ValueError as err:  # an integer of more digits than Python converts
+                raise LogFormatError(
+                    path, number, f"expected a JSON object ({_first_clause(err)})"
+                ) from None
+            except RecursionError:
+                raise LogFormatError(
+                    path, number, "expected a JSON object (nested too deeply)"
+                ) from None
             if header is None:
                 if not (isinstance(obj, dict) and obj.get("type") == "session"):
                     raise LogFormatError(
