@@ -247,6 +247,11 @@ def test_missing_header(tmp_path):
             "usage.input_tokens",
         ),
         (HEADER, "expected one `session` header, got a second"),
+        (
+            '{"type":"request","ts":"2026-03-02T09:00:02Z","request_id":"r","usage":{"input_tokens":'
+            '-5}}',
+            "greater than or equal to 0 at `request.usage.input_tokens`",
+        ),
         ('{"type":"user","ts":"2026-03-02T09:00:01Z","n":' + "9" * 5000 + "}",
          "expected a JSON object (Exceeds the limit (4300 digits)"),
         ("[" * 100_000, "expected a JSON object (nested too deeply)"),

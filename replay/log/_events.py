@@ -132,6 +132,10 @@ class ToolDef(_Model):
     """JSON Schema of the tool's arguments."""
 
 
+Tokens = Annotated[int, Field(ge=0)]
+"""A token count: never negative (a log that says otherwise is malformed)."""
+
+
 class Usage(_Model):
     """Token usage the provider reported for one request, in disjoint buckets.
 
@@ -140,22 +144,22 @@ class Usage(_Model):
     prompt = input_tokens + cache_read_tokens + cache_write_5m_tokens + cache_write_1h_tokens.
     """
 
-    input_tokens: int = 0
+    input_tokens: Tokens = 0
     """Uncached prompt tokens, billed at the full input rate (never cache reads or writes)."""
 
-    cache_read_tokens: int = 0
+    cache_read_tokens: Tokens = 0
     """Prompt tokens served from the provider's prompt cache."""
 
-    cache_write_5m_tokens: int = 0
+    cache_write_5m_tokens: Tokens = 0
     """Prompt tokens written to the cache with a 5-minute (or provider-default) lifetime."""
 
-    cache_write_1h_tokens: int = 0
+    cache_write_1h_tokens: Tokens = 0
     """Prompt tokens written to the cache with a 1-hour lifetime."""
 
-    output_tokens: int = 0
+    output_tokens: Tokens = 0
     """Generated tokens, reasoning included."""
 
-    reasoning_tokens: int | None = None
+    reasoning_tokens: Tokens | None = None
     """Part of `output_tokens` spent on hidden reasoning, when the provider says so."""
 
     cost_usd: str | None = None
