@@ -422,3 +422,10 @@ def test_an_empty_output_path_is_an_error(invoke):
     assert result.exit_code == 2
     assert result.stderr == "error: cannot write '.': expected a file name\n"
 
+
+def test_a_cache_rule_file_that_is_not_utf8_is_a_user_error(invoke, tmp_path):
+    rules = tmp_path / "rules.json"
+    rules.write_bytes(b"\xff\xfe\x00garbage")
+    result = invoke("run", RUN42, "-s", "baseline", "--cache-rules", rules)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {rules}: cannot read cache rules (expected UTF-8")

@@ -365,8 +365,6 @@ def load_rules_file(path: str | Path) -> ProviderRules:
     path = Path(path)
     try:
         return ProviderRules.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, json.JSONDecodeError) as err:
-        raise ReplayError(f"{path}: cannot read cache rules ({err})") from err
     except ValidationError as err:
         first = err.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
@@ -374,6 +372,13 @@ def load_rules_file(path: str | Path) -> ProviderRules:
         raise ReplayError(
             f"{path}: invalid cache rules{f' at `{loc}`' if loc else ''}: {msg}"
         ) from err
+    except UnicodeDecodeError as err:
+        raise ReplayError(
+            f"{path}: cannot read cache rules (expected UTF-8 JSON: {err.reason} at byte "
+            f"{err.start})"
+        ) from err
+    except (OSError, ValueError, RecursionError) as err:  # (JSON errors are ValueErrors)
+        raise ReplayError(f"{path}: cannot read cache rules ({err})") from err
 
 
 def _rule_files() -> list[Path]:
