@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+import replay
 from replay import load
 from replay._errors import LogFormatError, ReplayError
 from replay.adapters import FORMATS, detect, read_any, reader_for
@@ -587,6 +588,23 @@ def test_a_line_json_cannot_hold_in_python_is_one_bad_line(
     assert [e.line for e in session.skipped] == [3]
     assert len(session.requests()) == 2
     with pytest.raises(LogFormatError, match=rf":3: expected a JSON object \({re.escape(why)}"):
+        load(path, strict=True)
+
+
+def test_a_request_with_no_message_before_it_is_dropped_and_reported(tmp_path: Path) -> None:
+    """A capture gap took a thread's first prompt (here the main thread's; on a real log a
+    sidechain's): its response still names a request, for which no prompt can be rebuilt."""
+    lines = claude_lines()
+    del lines[1]  # the user's first message
+    path = write(tmp_path, "claude-code", jsonl(lines))
+    session = load(path)
+    assert [str(e) for e in session.skipped] == [
+        f"{path}:2: expected a message of thread 'main' before request req_1 (the log holds "
+        "none: a capture gap?); the request was dropped"
+    ]
+    assert [r.request_id for r in session.requests()] == ["req_2"]
+    assert replay.replay(session, "baseline").summary["requests"].to_list() == [1]
+    with pytest.raises(LogFormatError, match=r":2: expected a message of thread 'main'"):
         load(path, strict=True)
 
 

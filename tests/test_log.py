@@ -266,6 +266,19 @@ def test_bad_line_strict_names_file_line_and_expectation(tmp_path, bad, expected
     assert expected in str(err)
 
 
+def test_a_request_before_any_message_of_its_thread_is_a_bad_line(tmp_path):
+    """No prompt can be rebuilt for it (its thread's first message was lost)."""
+    path = _write(tmp_path, HEADER, REQUEST.replace("r1", "r0"), USER, REQUEST)
+    session = read_log(path, check_pairs=True)
+    assert [(e.line, e.expected) for e in session.skipped] == [
+        (2, "expected a message of thread 'main' before request r0")
+    ]
+    assert [r.request_id for r in session.requests()] == ["r1"]
+    with pytest.raises(LogFormatError, match=r":2: expected a message of thread 'main'"):
+        read_log(path, strict=True, check_pairs=True)
+    assert len(read_log(path).requests()) == 2  # read as written: the lossless round trip
+
+
 def test_lenient_mode_skips_and_counts(tmp_path):
     path = _write(
         tmp_path,

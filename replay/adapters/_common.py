@@ -625,6 +625,29 @@ class SessionBuilder:
                 out.append(event)
             thread.events = out
 
+    def drop_requests_before_any_message(self) -> None:
+        """Quirk (a capture gap, a first line lost or unreadable: a sidechain whose first
+        prompt is missing starts with its response): a request of a thread that holds no
+        message before it. No prompt can be rebuilt for it, so it is dropped and reported (a
+        strict read refuses the log); the thread's later requests are replayed."""
+        for thread in self.threads.values():
+            seen, kept = False, []
+            for event in thread.events:
+                if isinstance(event, UserMessage | ToolResult) or (
+                    isinstance(event, AssistantMessage) and event.in_context
+                ):
+                    seen = True
+                elif isinstance(event, RequestMarker) and not seen:
+                    self.issues.add(
+                        getattr(event, "line", None),
+                        f"expected a message of thread {thread.name!r} before request "
+                        f"{event.request_id} (the log holds none: a capture gap?)"
+                        + ("" if self.issues.strict else "; the request was dropped"),
+                    )
+                    continue
+                kept.append(event)
+            thread.events = kept
+
     # finishing ----------------------------------------------------------------------------
     def merged(self) -> list[Any]:
         """All threads merged by time, each thread's own order kept; ids renumbered `e1…`."""
@@ -648,6 +671,7 @@ class SessionBuilder:
         return events
 
     def session(self, header: SessionHeader) -> Session:
+        self.drop_requests_before_any_message()
         events = self.merged()
         # As `read_log` does: one fields set per shape of event, one string per recurring
         # value (names, ids, texts that come back word for word).

@@ -161,6 +161,9 @@ def read_log(path: str | Path, *, strict: bool = False, check_pairs: bool = Fals
                 raise LogFormatError(path, number, "expected one `session` header, got a second")
             problems: list[LogFormatError] = []
             if pairs is not None:
+                unsendable = pairs.unsendable(event, number)
+                if unsendable is not None:
+                    raise unsendable
                 problems, placeholders = pairs.see(event, number)
                 if problems and strict:
                     raise problems[0]

@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from replay._errors import LogFormatError
-from replay.log._events import AssistantMessage, RequestMarker, ToolCallBlock, ToolResult
+from replay.log._events import (
+    AssistantMessage,
+    RequestMarker,
+    ToolCallBlock,
+    ToolResult,
+    UserMessage,
+)
 
 
 @dataclass
@@ -24,6 +30,8 @@ class _Thread:
     """Calls still waiting for their result, in call order."""
     answered: dict[str, int] = field(default_factory=dict)
     """Call id → line of its result."""
+    spoken: bool = False
+    """A message the thread could send has been seen (a request before one has no prompt)."""
 
 
 class ToolPairs:
@@ -37,8 +45,26 @@ class ToolPairs:
         self.strict = strict
         self.threads: dict[str, _Thread] = {}
 
+    def unsendable(self, event: Any, line: int) -> LogFormatError | None:
+        """A request of a thread with no message before it (a lost first line): no prompt
+        can be rebuilt for it. Its line is skipped (a strict read stops there)."""
+        if not isinstance(event, RequestMarker):
+            return None
+        state = self.threads.get(event.thread)
+        if state is not None and state.spoken:
+            return None
+        return LogFormatError(
+            self.path,
+            line,
+            f"expected a message of thread {event.thread!r} before request {event.request_id}",
+        )
+
     def see(self, event: Any, line: int) -> tuple[list[LogFormatError], list[ToolResult]]:
         state = self.threads.setdefault(event.thread, _Thread())
+        if isinstance(event, UserMessage | ToolResult) or (
+            isinstance(event, AssistantMessage) and event.in_context
+        ):
+            state.spoken = True
         if isinstance(event, AssistantMessage):
             for block in event.blocks:
                 if isinstance(block, ToolCallBlock) and not getattr(block, "server_side", False):
