@@ -279,6 +279,22 @@ def test_a_request_before_any_message_of_its_thread_is_a_bad_line(tmp_path):
     assert len(read_log(path).requests()) == 2  # read as written: the lossless round trip
 
 
+def test_a_line_written_twice_is_a_bad_line(tmp_path):
+    """Event ids are unique in a file: the second line with one is skipped and counted (a
+    strict read stops there), not replayed as one more request."""
+    user = USER.replace('"type":"user",', '"type":"user","id":"e2",')
+    request = REQUEST.replace('"type":"request",', '"type":"request","id":"e3",')
+    path = _write(tmp_path, HEADER, user, request, user, request)
+    session = read_log(path, check_pairs=True)
+    assert [(e.line, e.expected) for e in session.skipped] == [
+        (4, "expected a unique event id: 'e2' is the id of line 2 (a line written twice?)"),
+        (5, "expected a unique event id: 'e3' is the id of line 3 (a line written twice?)"),
+    ]
+    assert len(session.requests()) == 1
+    with pytest.raises(LogFormatError, match=r":4: expected a unique event id"):
+        read_log(path, strict=True, check_pairs=True)
+
+
 def test_lenient_mode_skips_and_counts(tmp_path):
     path = _write(
         tmp_path,
@@ -514,7 +530,8 @@ def test_second_result_for_one_call_is_reported(tmp_path):
     from replay import load
 
     lines = _run42_lines()
-    path = _write(tmp_path, *(lines[:5] + [lines[4]] + lines[5:]))
+    again = lines[4].replace('"id":"e0005",', '"id":"e0005b",')  # another line, the same call
+    path = _write(tmp_path, *(lines[:5] + [again] + lines[5:]))
     with pytest.raises(LogFormatError, match=r":6: .*already answered on line 5"):
         load(path, strict=True)
 

@@ -125,6 +125,8 @@ def read_log(path: str | Path, *, strict: bool = False, check_pairs: bool = Fals
     fields_sets: dict[frozenset[str], SharedFieldsSet] = {}
     names: dict[str, str] = {}
     pairs = ToolPairs(path, strict) if check_pairs else None
+    ids: dict[str, int] = {}
+    """Event id → its line (ids are unique in a file; checked with the ordering rules)."""
     for number, text in iter_lines(path):
         try:
             if isinstance(text, LogFormatError):
@@ -161,6 +163,16 @@ def read_log(path: str | Path, *, strict: bool = False, check_pairs: bool = Fals
                 raise LogFormatError(path, number, "expected one `session` header, got a second")
             problems: list[LogFormatError] = []
             if pairs is not None:
+                event_id = getattr(event, "id", None)
+                if event_id is not None:
+                    if event_id in ids:
+                        raise LogFormatError(
+                            path,
+                            number,
+                            f"expected a unique event id: {event_id!r} is the id of line "
+                            f"{ids[event_id]} (a line written twice?)",
+                        )
+                    ids[event_id] = number
                 unsendable = pairs.unsendable(event, number)
                 if unsendable is not None:
                     raise unsendable
