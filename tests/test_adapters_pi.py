@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,8 @@ from typing import Any
 import pytest
 from test_adapters_common import SAMPLES, jsonl, needs_samples, pi_lines, unpaired_before_request
 
-from replay import load
+import replay
+from replay import LogFormatError, load
 from replay.log import (
     AssistantMessage,
     Compaction,
@@ -21,8 +23,8 @@ from replay.log import (
 )
 
 
-def _write(tmp: Path, lines: list[dict[str, Any]]) -> Path:
-    path = tmp / "session.jsonl"
+def _write(tmp: Path, lines: list[dict[str, Any]], name: str = "session.jsonl") -> Path:
+    path = tmp / name
     path.write_text(jsonl(lines), encoding="utf-8")
     return path
 
@@ -76,6 +78,24 @@ def test_v1_files_are_migrated(tmp_path: Path) -> None:
     assert v1.header.migrated_from_version == 1
     assert v1.header.source_format == "pi-session-v1"
     assert len(v1.requests()) == 2
+
+
+def test_v1_tool_result_written_twice_is_dropped_and_reported(tmp_path: Path) -> None:
+    """v1 entries have no ids to tell a repeated record by: a second result for one call is
+    what shows it (a provider takes one result per call)."""
+    lines = pi_lines(version=1)
+    at = next(n for n, line in enumerate(lines) if json.dumps(line).count('"toolResult"'))
+    path = _write(tmp_path, lines[: at + 1] + [lines[at]] + lines[at + 1 :])
+    session = load(path)
+    assert [e.line for e in session.skipped] == [at + 2]
+    assert "expected one tool result per call" in str(session.skipped[0])
+    assert "was already answered on line" in str(session.skipped[0])
+    once = load(_write(tmp_path, lines, "once.jsonl"), strict=True)
+    assert replay.replay(session, "baseline").summary.equals(
+        replay.replay(once, "baseline").summary
+    )
+    with pytest.raises(LogFormatError, match="expected one tool result per call"):
+        load(path, strict=True)
 
 
 def test_v1_compaction_first_kept_entry_index(tmp_path: Path) -> None:

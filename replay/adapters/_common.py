@@ -586,6 +586,7 @@ class SessionBuilder:
         the harness itself fills the gap (pi does so for aborted responses)."""
         for thread in self.threads.values():
             pending: dict[str, tuple[ToolCallBlock, Any]] = {}
+            answered: dict[str, int | None] = {}
             out: list[Any] = []
             for event in thread.events:
                 if isinstance(event, AssistantMessage) and event.in_context:
@@ -595,7 +596,18 @@ class SessionBuilder:
                         ):
                             pending[block.id] = (block, event)
                 elif isinstance(event, ToolResult):
+                    if event.call_id in answered and event.call_id not in pending:
+                        # Quirk (a record written twice): a provider takes one result per call.
+                        first = answered[event.call_id]
+                        self.issues.add(
+                            getattr(event, "line", None),
+                            f"expected one tool result per call: call id {event.call_id!r} was "
+                            f"already answered{f' on line {first}' if first else ''}"
+                            + ("" if self.issues.strict else "; this one was dropped"),
+                        )
+                        continue
                     pending.pop(event.call_id, None)
+                    answered[event.call_id] = getattr(event, "line", None)
                 elif isinstance(event, RequestMarker) and pending:
                     for call_id, (block, owner) in list(pending.items()):
                         if expected is None or not expected(owner):
