@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from conftest import RUN42
 
 import replay
 from replay import load
@@ -723,6 +724,14 @@ def test_wrong_format_for_a_reader(tmp_path: Path, reader_fmt: str, data_fmt: st
     with pytest.raises(LogFormatError) as err:
         reader_for(reader_fmt)(path)
     assert str(path) in str(err.value)
+
+
+@pytest.mark.parametrize("fmt", sorted(VALID))
+def test_a_native_log_read_as_an_agent_s_format_is_an_error(fmt: str) -> None:
+    """`convert --from FMT` on a file of another format: an error, not an empty log."""
+    with pytest.raises(LogFormatError) as err:
+        read_any(RUN42, fmt=fmt)
+    assert str(RUN42) in str(err.value)
 
 
 def test_unrecognised_file(tmp_path: Path) -> None:

@@ -43,7 +43,24 @@ def reader_for(fmt: str):
 def read_any(path: str | Path, *, strict: bool = False, fmt: str | None = None) -> Session:
     """Read any supported log (format detected from the content unless `fmt` is given)."""
     name = fmt or detect(path)
-    return reader_for(name)(path, strict=strict)
+    session = reader_for(name)(path, strict=strict)
+    if fmt is not None and not session.events and session.skipped:
+        # Every line was skipped: the file is not of the format it was read as (`--from`).
+        raise LogFormatError(
+            path,
+            None,
+            f"expected a {fmt} log: none of its lines is one ({len(session.skipped)} skipped, "
+            f"first: {session.skipped[0]}); detected from its content it reads as "
+            f"{_detected(path)}",
+        )
+    return session
+
+
+def _detected(path: str | Path) -> str:
+    try:
+        return detect(path)
+    except LogFormatError:
+        return "no supported format"
 
 
 __all__ = ["FORMATS", "detect", "read_any", "reader_for"]
