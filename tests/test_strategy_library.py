@@ -196,6 +196,7 @@ def test_resolve_splits_lists_but_not_brackets_and_applies_set_per_family():
     ("names", "overrides", "message"),
     [
         ("no-such-strategy", None, "unknown strategy 'no-such-strategy'; known: recorded"),
+        ("truncate-\u0665\u0660\u0660", None, "unknown strategy 'truncate-\u0665\u0660\u0660'"),
         ("sliding10", None, "unknown strategy 'sliding10' (did you mean 'sliding-10' or"),
         ("pi-compact-16k-20k[nope=1]", None, "no parameter 'nope'"),
         ("pi-compact-16k-20k", {"pi-compact": {"keep": "lots"}}, "expected an integer"),

@@ -392,7 +392,8 @@ def parse_name(
     if m:
         base, bracket = m.group(1), m.group(2)
     for spec in registered():
-        match = re.fullmatch(spec.pattern, base)
+        # ASCII: `\d` would take any script's digits (`truncate-٥٠٠`, another name for 500).
+        match = re.fullmatch(spec.pattern, base, re.ASCII)
         if match:
             params = dict(spec.parameters())
             for k, v in match.groupdict().items():
