@@ -293,6 +293,8 @@ def test_cli_compact_json(invoke) -> None:
         (["--at", "-1", "--prune", "older-than:3"], "error: --at -1 is outside"),
         (["--compact-at", "14"], "error: --compact-at 14 is outside the log's requests"),
         (["--compact-at", "0"], "error: --compact-at 0: nothing to compact at request 0"),
+        (["--at", "8", "--prune", "messages:0-99999"],
+         "error: --prune messages:0-99999 removes every one of the"),
         (["--at", "8", "--prune", "tool:nosuch"],
          "error: --prune tool:nosuch matches nothing at request 8"),
         (["--at", "8", "--prune", "messages:5-2"], "error: bad --prune selector 'messages:5-2'"),

@@ -134,6 +134,11 @@ def _prune(history: Sequence[Item], selector: Selector, at: int) -> tuple[list[I
                 drop.add(m)
                 pending.append(m)
     kept = [i for n, i in enumerate(history) if n not in drop]
+    if not kept:  # a prompt of nothing: no request could be sent
+        raise ReplayError(
+            f"--prune {selector.kind}:{selector.value} removes every one of the "
+            f"{len(history)} history items at request {at}: nothing would be sent"
+        )
     return kept, f"dropped {len(drop)} history items"
 
 
