@@ -45,14 +45,15 @@ def read_any(path: str | Path, *, strict: bool = False, fmt: str | None = None) 
     name = fmt or detect(path)
     session = reader_for(name)(path, strict=strict)
     if fmt is not None and not session.events and session.skipped:
-        # Every line was skipped: the file is not of the format it was read as (`--from`).
-        raise LogFormatError(
-            path,
-            None,
-            f"expected a {fmt} log: none of its lines is one ({len(session.skipped)} skipped, "
-            f"first: {session.skipped[0]}); detected from its content it reads as "
-            f"{_detected(path)}",
-        )
+        # Every line was skipped: read as `--from FMT`, a file of another format.
+        detected = _detected(path)
+        if detected != fmt:
+            raise LogFormatError(
+                path,
+                None,
+                f"expected a {fmt} log: none of its lines is one ({len(session.skipped)} "
+                f"skipped, first: {session.skipped[0]}); its content reads as {detected}",
+            )
     return session
 
 
