@@ -871,7 +871,13 @@ def require_requests(session: Session) -> None:
     """A log without any request has nothing to replay: the same error for every command."""
     if not session.requests():
         where = session.path or "the log"
-        raise ReplayError(f"{where}: the log has no requests (no `request` events) to replay")
+        skipped = session.skipped
+        why = (
+            f"; {len(skipped)} malformed line(s) skipped, first: {skipped[0]}" if skipped else ""
+        )
+        raise ReplayError(
+            f"{where}: the log has no requests (no `request` events) to replay{why}"
+        )
 
 
 def iter_replay(
