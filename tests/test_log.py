@@ -295,6 +295,22 @@ def test_a_line_written_twice_is_a_bad_line(tmp_path):
         read_log(path, strict=True, check_pairs=True)
 
 
+def test_a_compaction_replacing_events_the_log_lacks_is_reported(tmp_path):
+    compaction = (
+        '{"type":"compaction","ts":"2026-03-02T09:00:03Z","summary":"s","replaces":["e2","e9"]}'
+    )
+    user = USER.replace('"type":"user",', '"type":"user","id":"e2",')
+    path = _write(tmp_path, HEADER, user, REQUEST, compaction)
+    session = read_log(path, check_pairs=True)
+    assert [(e.line, e.expected) for e in session.skipped] == [
+        (4, "expected `replaces` to name earlier events: 1 of its ids name none (first: 'e9'); "
+            "they are ignored")
+    ]
+    assert len(session.events) == 3  # the line is kept (counted, not skipped)
+    with pytest.raises(LogFormatError, match=r":4: expected `replaces` to name earlier events"):
+        read_log(path, strict=True, check_pairs=True)
+
+
 def test_lenient_mode_skips_and_counts(tmp_path):
     path = _write(
         tmp_path,

@@ -21,6 +21,7 @@ from replay.log._events import (
     EVENT_TYPES,
     FORMAT_NAME,
     FORMAT_VERSION,
+    Compaction,
     Event,
     SessionHeader,
     SharedFieldsSet,
@@ -100,6 +101,26 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str | LogFormatError]]:
                 yield number, text
 
 
+def _unknown_replaced(
+    event: Any, ids: dict[str, int], path: Path, line: int, strict: bool
+) -> list[LogFormatError]:
+    """A compaction whose `replaces` names no earlier event (a lost or edited line): those
+    names are ignored; the line is kept and counted (a strict read stops there)."""
+    if not isinstance(event, Compaction):
+        return []
+    unknown = [name for name in event.replaces if name not in ids]
+    if not unknown:
+        return []
+    return [
+        LogFormatError(
+            path,
+            line,
+            f"expected `replaces` to name earlier events: {len(unknown)} of its ids name none "
+            f"(first: {unknown[0]!r})" + ("" if strict else "; they are ignored"),
+        )
+    ]
+
+
 def _first_clause(err: Exception) -> str:
     """`Exceeds the limit (4300 digits) for integer string conversion` (not the advice after
     it, which is for programmers)."""
@@ -177,6 +198,7 @@ def read_log(path: str | Path, *, strict: bool = False, check_pairs: bool = Fals
                 if unsendable is not None:
                     raise unsendable
                 problems, placeholders = pairs.see(event, number)
+                problems = _unknown_replaced(event, ids, path, number, strict) + problems
                 if problems and strict:
                     raise problems[0]
                 for placeholder in placeholders:
