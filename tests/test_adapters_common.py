@@ -743,6 +743,25 @@ def test_unrecognised_file(tmp_path: Path) -> None:
         load(tmp_path / "missing.jsonl")
 
 
+def test_a_folder_of_unreadable_transcripts_says_they_could_not_be_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    write(folder, "claude-code", VALID["claude-code"]())
+    real_open = open
+
+    def refuse(file, *args, **kwargs):  # what a transcript of mode 000 gives a normal user
+        if str(file).startswith(str(folder)):
+            raise PermissionError(13, "Permission denied")
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", refuse)
+    with pytest.raises(LogFormatError, match=r"1 file\(s\) could not be read, first: .*cannot "
+                       r"read the file \(Permission denied\)"):
+        detect(folder)
+
+
 def test_invalid_utf8_line(tmp_path: Path) -> None:
     data = VALID["claude-code"]().encode()
     lines = data.splitlines(keepends=True)

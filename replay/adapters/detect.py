@@ -157,16 +157,21 @@ def detect(path: str | Path) -> str:
     candidates = sorted(p.glob("*.jsonl")) + sorted(p.glob("*.json"))
     candidates += sorted(p.glob("subagents/*.jsonl"))
     verdicts = []
+    unreadable: list[LogFormatError] = []
     for c in candidates:
         try:
             verdicts.append(detect_file(c))
-        except LogFormatError:
-            continue
+        except LogFormatError as err:
+            if err.expected.startswith("cannot read"):
+                unreadable.append(err)
     for fmt in ("claude-code", "opencode"):
         if fmt in verdicts:
             return fmt
+    why = ""
+    if unreadable:
+        why = f"; {len(unreadable)} file(s) could not be read, first: {unreadable[0]}"
     raise LogFormatError(
         p,
         None,
-        "expected a file, or a directory of Claude Code transcripts or opencode exports",
+        "expected a file, or a directory of Claude Code transcripts or opencode exports" + why,
     )
