@@ -65,7 +65,14 @@ class Issues:
         self.strict = strict
         self.items: list[LogFormatError] = []
 
-    def add(self, line: int | None, expected: str, path: str | Path | None = None) -> None:
+    def add(
+        self, line: int | None, expected: str, path: str | Path | None = None, *,
+        remedy: str | None = None,
+    ) -> None:
+        """`remedy`: what a lenient read did about it, appended to the message (a strict read
+        stops here: nothing is done)."""
+        if remedy and not self.strict:
+            expected = f"{expected}; {remedy}"
         err = LogFormatError(path if path is not None else self.path, line, expected)
         if self.strict:
             raise err
@@ -602,8 +609,8 @@ class SessionBuilder:
                         self.issues.add(
                             getattr(event, "line", None),
                             f"expected one tool result per call: call id {event.call_id!r} was "
-                            f"already answered{f' on line {first}' if first else ''}"
-                            + ("" if self.issues.strict else "; this one was dropped"),
+                            f"already answered{f' on line {first}' if first else ''}",
+                            remedy="this one was dropped",
                         )
                         continue
                     pending.pop(event.call_id, None)
@@ -614,13 +621,8 @@ class SessionBuilder:
                             self.issues.add(
                                 getattr(owner, "line", None),
                                 f"expected a tool result for call {call_id!r} ({block.name}) "
-                                f"before request {event.request_id}"
-                                # A strict read stops here: nothing is added.
-                                + (
-                                    ""
-                                    if self.issues.strict
-                                    else "; a placeholder error result was added"
-                                ),
+                                f"before request {event.request_id}",
+                                remedy="a placeholder error result was added",
                             )
                         placeholder = ToolResult(
                             ts=event.ts,
@@ -653,8 +655,8 @@ class SessionBuilder:
                     self.issues.add(
                         getattr(event, "line", None),
                         f"expected a message of thread {thread.name!r} before request "
-                        f"{event.request_id} (the log holds none: a capture gap?)"
-                        + ("" if self.issues.strict else "; the request was dropped"),
+                        f"{event.request_id} (the log holds none: a capture gap?)",
+                        remedy="the request was dropped",
                     )
                     continue
                 kept.append(event)
