@@ -55,14 +55,13 @@ def write_atomic(path: str | Path, data: bytes | str) -> None:
     Missing parent folders are created (library callers such as `write_log` rely on it); the
     command line refuses an output file in a missing folder before doing any work
     (`replay.cli._main.check_output_folder`), so a mistyped `-o` never leaves a tree behind."""
-    target = Path(os.path.realpath(path))
     payload = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
     try:
-        if _special(target):
-            with open(target, "wb") as handle:
+        if _special(Path(path)):  # (by the path given: `/dev/stdout` resolves to no path)
+            with open(path, "wb") as handle:
                 handle.write(payload)
             return
-        _replace(target, payload)
+        _replace(Path(os.path.realpath(path)), payload)
     except OSError as err:
         raise ReplayError(f"cannot write {path}: {err.strerror or err}") from None
 

@@ -429,3 +429,12 @@ def test_a_cache_rule_file_that_is_not_utf8_is_a_user_error(invoke, tmp_path):
     result = invoke("run", RUN42, "-s", "baseline", "--cache-rules", rules)
     assert result.exit_code == 2
     assert result.stderr.startswith(f"error: {rules}: cannot read cache rules (expected UTF-8")
+
+
+def test_output_to_dev_stdout_through_a_pipe(run_replay):
+    """`/dev/stdout` resolves to no path when standard output is a pipe: it is written
+    through, as any device or pipe."""
+    code, out, err = run_replay("run", RUN42, "-s", "baseline", "--format", "json",
+                                "-o", "/dev/stdout", "-q")
+    assert code == 0, err
+    assert json.loads(out)["summary"][0]["strategy"] == "baseline"
