@@ -174,6 +174,12 @@ def test_claude_family_factor_is_applied():
         ("claude-opus-4-7", "claude-new-tokenizer", "o200k_base", True),
         ("gemini-2.5-flash", "gemini", "o200k_base", True),
         ("llama-3.1-70b", "default", "o200k_base", True),
+        # provider routes spell one model their own way (Bedrock, OpenRouter, Vertex)
+        ("global.anthropic.claude-opus-4-8-v1:0", "claude-new-tokenizer", "o200k_base", True),
+        ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude", "o200k_base", True),
+        ("anthropic/claude-sonnet-4.5", "claude", "o200k_base", True),
+        ("claude-sonnet-4-5@20250929", "claude", "o200k_base", True),
+        ("openai/gpt-5", "gpt-4o-and-later", "o200k_base", False),
         ("", "default", "o200k_base", True),
     ],
 )

@@ -25,6 +25,7 @@ import numpy as np
 
 from replay._data import load_json
 from replay._errors import ReplayError
+from replay._model_ids import normalize_model
 from replay.tokens._encodings import get_encoding
 
 
@@ -125,9 +126,12 @@ def _family(row: dict) -> TokenizerFamily:
 
 @cache
 def family_for(model: str) -> TokenizerFamily:
-    """The tokenizer family of a model id (first matching pattern of the table in force)."""
+    """The tokenizer family of a model id: the first row of the table in force whose pattern
+    matches the id as given or its normal form (`us.anthropic.claude-opus-4-8-v1:0` and
+    `anthropic/claude-sonnet-4.5`, Bedrock's and OpenRouter's ids, are Claude's)."""
+    normal = normalize_model(model)
     for row in tokenizer_rows():
-        if re.search(row["pattern"], model):
+        if re.search(row["pattern"], model) or re.search(row["pattern"], normal):
             return _family(row)
     raise ReplayError(f"no tokenizer family matches the model {model!r}")
 
