@@ -360,6 +360,8 @@ class Turn:
     """Seconds between the previous event and this request."""
     followup: str | None = None
     """A user message after the tool results (the human, or a harness reminder)."""
+    steer: str | None = None
+    """A user message sent while the tools ran: between the calls and their results (pi)."""
 
 
 class _Writer:
@@ -391,6 +393,8 @@ class _Writer:
             self.add(
                 AssistantMessage(ts=self.at(1.5), blocks=blocks, request_id=rid, thread=thread)
             )
+            if turn.steer is not None:
+                self.add(UserMessage(ts=self.at(0.1), text=turn.steer, thread=thread))
             for call_id, call in zip(ids, turn.calls, strict=True):
                 if call.subagent:
                     sub = f"sub-{call_id}"
@@ -473,8 +477,11 @@ def turn_lists(draw: st.DrawFn, max_turns: int = 8, subagents: bool = True) -> l
         followup = None
         if not last and (not calls or draw(st.integers(0, 4)) == 0):
             followup = f"{tag} user: " + draw(texts)
+        steer = None
+        if calls and draw(st.integers(0, 5)) == 0:
+            steer = f"{tag} steer: " + draw(texts)
         gap = draw(st.sampled_from([0, 1, 3, 30, 200, 299, 301, 600, 3700]))
-        turns.append(Turn(text, calls, gap, followup))
+        turns.append(Turn(text, calls, gap, followup, steer))
     return turns
 
 

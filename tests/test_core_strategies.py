@@ -249,6 +249,19 @@ def test_sliding_breaks_on_every_request_once_history_exceeds_the_window():
     assert not any(r.diff.is_break for r in _requests(records, "baseline")["main"])
 
 
+def test_a_window_never_starts_between_a_call_and_its_results():
+    """A user's steering message sent while the tools ran sits between the call and its
+    results: a window starting there would send the results without their call."""
+    turns = [
+        gen.Turn(f"batch {i}", [gen.Call("read_file", {"path": f"f{i}"}, f"out {i}")],
+                 steer=f"steer {i}")
+        for i in range(6)
+    ] + [gen.Turn("done")]
+    records = _replay(gen.build_session(turns), ["sliding-2", "sliding-3", "sliding-2-pin-first"])
+    for r in records:
+        _check_pairs(r.view)
+
+
 def test_sliding_window_never_starts_on_an_orphan_result():
     turns = [
         gen.Turn(

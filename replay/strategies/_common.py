@@ -238,8 +238,17 @@ def is_real_user(item: Item) -> bool:
 
 
 def valid_start(items: Sequence[Item], n: int) -> bool:
-    """May a kept suffix start at `items[n]`? Never at a tool result (its call would be cut)."""
-    return not isinstance(items[n], ToolResultItem)
+    """May a kept suffix start at `items[n]`? Not where it would hold a tool result whose call
+    it cut: at a result, nor at a message between a call and its results (a user's steering
+    text). Results come before the next assistant message, so only the items up to it are
+    looked at."""
+    for m in range(n, len(items)):
+        item = items[m]
+        if isinstance(item, AssistantItem):
+            return True
+        if isinstance(item, ToolResultItem):
+            return False
+    return True
 
 
 def message_groups(items: Sequence[Item]) -> list[list[int]]:

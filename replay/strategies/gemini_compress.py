@@ -37,6 +37,7 @@ from replay.strategies._common import (
     is_real_user,
     item_tokens,
     items_tokens,
+    valid_start,
 )
 from replay.strategies._prompts import (
     GEMINI_INSTRUCTION,
@@ -62,7 +63,7 @@ def split_point(items: Sequence[Item], keep_fraction: float) -> int:
     target = total * (1 - keep_fraction)
     seen, last = 0, 0
     for n, item in enumerate(items):
-        if n > 0 and is_real_user(item):
+        if n > 0 and is_real_user(item) and valid_start(items, n):
             if seen >= target:
                 return n
             last = n

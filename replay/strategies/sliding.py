@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from itertools import islice
 
 from replay.strategies._base import AT_LEAST_1, Bounds, StrategyContext, StrategySpec, register
-from replay.strategies._view import Item, RewriteEvent, ToolResultItem, UserItem, View
+from replay.strategies._common import valid_start
+from replay.strategies._view import Item, RewriteEvent, UserItem, View
 
 
 def sliding(messages: int = 10, modifier: str | None = None) -> object:
@@ -20,7 +21,7 @@ def sliding(messages: int = 10, modifier: str | None = None) -> object:
 
     def last_messages(history: Sequence[Item], ctx: StrategyContext) -> View:
         start = max(0, len(history) - messages)
-        while start > 0 and isinstance(history[start], ToolResultItem):
+        while start > 0 and not valid_start(history, start):
             start -= 1  # widen to the call: a result without its call is an invalid request
         window = list(history[start:])
         events = [RewriteEvent("drop", f"dropped {start} oldest items")] if start > 0 else []
