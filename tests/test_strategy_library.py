@@ -808,3 +808,45 @@ def test_run_with_set_and_strategy_file(tmp_path, clean_registry):
         _cli(), ["run", str(ROOT / "logs" / "run42.jsonl"), "-s", "baseline", "--set", "nope"]
     )
     assert bad.exit_code == 2 and "FAMILY.PARAM=VALUE" in bad.output
+
+
+# --- what the log holds only as a size --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "openhands-window-on-overflow",
+        "anthropic-compact-150k",
+        "pi-compact-16k-20k",
+        "openai-responses-compact-90pct",
+    ],
+)
+def test_triggers_count_what_the_log_holds_only_as_a_size(name):
+    """Thinking known only by its size (Codex, Claude Code with redacted thinking) and
+    context the log does not hold are billed: a rule sizing the view in tokens sees them, so
+    250k tokens of such thinking overflow a 200k window as 250k tokens of text would."""
+    h = History().user().step(read("a.py", "x = 1\n" * 50)).user("go on")
+    h.items.append(
+        AssistantItem(
+            blocks=(Block("thinking", estimated_tokens=250_000), Block("text", text="done")),
+            event_index=len(h.items),
+        )
+    )
+    h.user("next")
+    view = view_of(build(name)(h.items, ctx(window=200_000)))
+    assert view.events, f"{name} did not see a 250k-token history in a 200k window"
+
+
+def test_sizes_of_items_known_only_by_their_size():
+    from replay.strategies._common import item_est, item_tokens, request_tokens
+
+    thinking = AssistantItem(
+        blocks=(Block("thinking", estimated_tokens=900), Block("text", text="ok"))
+    )
+    unlogged = UserItem("[context not in the log: ~700 tokens]", estimated_tokens=700)
+    c = ctx()
+    assert item_tokens(thinking, c) == 900 + c.count_tokens("ok")
+    assert item_tokens(unlogged, c) == 700 and item_est(unlogged) == 700
+    hidden = StrategyContext(**{**c.__dict__, "hidden_tokens": 5000})
+    assert request_tokens([], hidden) == request_tokens([], c) + 5000

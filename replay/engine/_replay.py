@@ -549,6 +549,7 @@ class _Run:
             previous_usage=state.previous_usage,
             previous_ts=state.previous.ts if state.previous else None,
             logged_summaries=tuple(state.compactions),
+            hidden_tokens=_total(state.hidden_tokens),
         )
         result = state.strategy(state.history, ctx)
         view = as_view(result)
@@ -865,6 +866,11 @@ def replay_session(
     for _named, run_records in iter_replay(session, strategies, config):
         records.extend(run_records)
     return records
+
+
+def _total(tokens: int | tuple[int, ...]) -> int:
+    """A hidden prefix's size, whole or in parts."""
+    return tokens if isinstance(tokens, int) else sum(tokens)
 
 
 def require_requests(session: Session) -> None:

@@ -46,13 +46,24 @@ def item_text(item: Item) -> str:
     return item.text
 
 
-def item_est(item: Item) -> int:
-    """chars/4 estimate of an item (thinking blocks known only by size count their size)."""
+def sized_only(item: Item) -> int:
+    """Tokens of what an item holds only as a size: thinking whose text the log does not hold,
+    or a whole message of context the log does not hold (the renderer bills both)."""
     if isinstance(item, AssistantItem):
-        extra = sum(
+        return sum(
             b.estimated_tokens or 0 for b in item.blocks if b.type == "thinking" and not b.text
         )
-        return math.ceil(item.text_length() / 4) + extra
+    if isinstance(item, UserItem):
+        return item.estimated_tokens or 0
+    return 0
+
+
+def item_est(item: Item) -> int:
+    """chars/4 estimate of an item (what it holds only as a size counts that size)."""
+    if isinstance(item, AssistantItem):
+        return math.ceil(item.text_length() / 4) + sized_only(item)
+    if isinstance(item, UserItem) and item.estimated_tokens is not None:
+        return item.estimated_tokens
     return est(item_text(item))
 
 
@@ -61,6 +72,15 @@ def items_est(items: Iterable[Item]) -> int:
 
 
 def count_item(item: Item, count: Callable[[str], int]) -> int:
+    """Tokens of an item: `count(item_text(item))`, plus what it holds only as a size
+    (`sized_only`: a message known by its size is that size, not its placeholder's)."""
+    if isinstance(item, UserItem) and item.estimated_tokens is not None:
+        return item.estimated_tokens
+    n = _count_text(item, count)
+    return n + sized_only(item) if isinstance(item, AssistantItem) else n
+
+
+def _count_text(item: Item, count: Callable[[str], int]) -> int:
     """`count(item_text(item))`. An assistant item of several blocks is counted on its blocks
     joined for the call only, its count kept on the item, and the joined text released from
     the counter's memo (`TokenCounter.release`, by digest from then on): held by the item and
@@ -91,9 +111,9 @@ def items_tokens(items: Iterable[Item], ctx: StrategyContext) -> int:
 
 
 def request_tokens(items: Iterable[Item], ctx: StrategyContext) -> int:
-    """Counted prompt size of a request made of `items` (system prompt and tool definitions
-    included)."""
-    head = ctx.count_tokens(ctx.system) if ctx.system else 0
+    """Counted prompt size of a request made of `items` (system prompt, tool definitions and
+    the prefix the log does not hold included)."""
+    head = ctx.hidden_tokens + (ctx.count_tokens(ctx.system) if ctx.system else 0)
     if ctx.tools:
         head += ctx.count_tokens(
             "\n".join(json.dumps(t.model_dump(mode="json"), sort_keys=True) for t in ctx.tools)
@@ -813,19 +833,24 @@ class Forgetting:
 
 
 class HeadTokens:
-    """`request_tokens` of no items (the system prompt and tool definitions), memoized while
-    the system prompt, the tool list object and the counter stay the same."""
+    """`request_tokens` of no items (the system prompt, tool definitions and hidden prefix),
+    memoized while the system prompt, the tool list object, the counter and the hidden size
+    stay the same."""
 
     def __init__(self) -> None:
-        self._memo: tuple[str, object, object, int] | None = None
+        self._memo: tuple[str, object, object, int, int] | None = None
 
     def __call__(self, ctx: StrategyContext) -> int:
         memo = self._memo
         if memo is None or not (
             memo[0] == ctx.system and memo[1] is ctx.tools and memo[2] == ctx.count_tokens
+            and memo[3] == ctx.hidden_tokens
         ):
-            memo = self._memo = (ctx.system, ctx.tools, ctx.count_tokens, request_tokens((), ctx))
-        return memo[3]
+            memo = self._memo = (
+                ctx.system, ctx.tools, ctx.count_tokens, ctx.hidden_tokens,
+                request_tokens((), ctx),
+            )
+        return memo[4]
 
 
 class TokenSums:
