@@ -438,3 +438,13 @@ def test_output_to_dev_stdout_through_a_pipe(run_replay):
                                 "-o", "/dev/stdout", "-q")
     assert code == 0, err
     assert json.loads(out)["summary"][0]["strategy"] == "baseline"
+
+
+def test_tables_print_square_brackets_as_they_are(invoke):
+    """Strategy names with overrides and rule texts hold `[...]`, which rich would read as
+    style tags and drop: every row says exactly what ran."""
+    result = invoke("run", RUN42, "-s", "sliding-10", "--set", "sliding.messages=4")
+    assert result.exit_code == 0, result.stderr
+    assert "sliding-10[messages=4]" in result.stdout
+    listing = invoke("strategies")
+    assert "[first message, summary, last 3" in listing.stdout

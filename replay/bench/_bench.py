@@ -736,6 +736,7 @@ def bench_table(result: dict[str, Any]):
     """The benchmark as rich renderables: per-strategy table and the ratio table."""
     from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
     n = result["requests"]
     title = (
@@ -783,9 +784,11 @@ def bench_table(result: dict[str, Any]):
         ratios.add_column(col, justify="left" if col in ("measure", "detail") else "right")
     t = result["targets"]
 
-    def mark(key: str) -> str:
+    def mark(key: str) -> Text:
         met = t[key]["met"]
-        return "" if met is None else ("[green]yes[/green]" if met else "[red]no[/red]")
+        if met is None:
+            return Text("")
+        return Text("yes", style="green") if met else Text("no", style="red")
 
     ratios.add_row(
         "naive / fast (all)",
@@ -843,6 +846,4 @@ def bench_table(result: dict[str, Any]):
             "(re-render, re-tokenize, diff) fitted per request as a + b·prompt_tokens."
         )
     notes.append(NAIVE_METHOD + ".")
-    from rich.text import Text
-
     return Group(per, ratios, *[Text(x, style="dim") for x in notes])

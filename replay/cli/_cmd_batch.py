@@ -192,6 +192,8 @@ def batch_command(
             console.print(_problem_table(result))
         console.print(totals)
     if not quiet:
+        from rich.text import Text
+
         err = out.console(stderr=True)
         doc = result.document()
         files = doc["files"]
@@ -210,7 +212,7 @@ def batch_command(
             )
         )
         for note in result.notes:
-            err.print(f"[dim]note:[/dim] {note}")
+            err.print(Text.assemble(("note:", "dim"), f" {note}"))
         if result.dataset:
             scan = f"pl.scan_parquet('{result.dataset}/sessions/*.parquet')"
             err.print(f"dataset: {result.dataset} (read it with {scan})")

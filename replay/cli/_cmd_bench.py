@@ -118,6 +118,8 @@ def bench_command(
         if not quiet:
             click.echo(f"wrote {write_log}: {len(session.requests())} requests", err=True)
         return
+    from rich.text import Text
+
     err = report.console(stderr=True, quiet=quiet or fmt == "json")
     result = run_bench(
         requests,
@@ -130,7 +132,7 @@ def bench_command(
         size_scale=size_scale,
         provider=provider,
         model=model,
-        progress=lambda message: err.print(f"[dim]bench:[/dim] {message}"),
+        progress=lambda message: err.print(Text.assemble(("bench:", "dim"), f" {message}")),
     )
     if fmt == "json":
         report.write_output(report.to_json(result), output)
@@ -139,7 +141,7 @@ def bench_command(
     if output is not None:
         from rich.console import Console
 
-        buffer = Console(record=True, width=200, file=open("/dev/null", "w"))  # noqa: SIM115
+        buffer = Console(record=True, width=200, file=open("/dev/null", "w"), markup=False)  # noqa: SIM115
         buffer.print(renderable)
         report.write_output(buffer.export_text(), output)
     else:

@@ -128,7 +128,7 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
 
     # The table is rendered to text first, so that the JSON rows after it are printed as they
     # are (a console would wrap their long strings, and they could not be pasted).
-    buffer = Console(record=True, width=240, file=io.StringIO(), highlight=False)
+    buffer = Console(record=True, width=240, file=io.StringIO(), highlight=False, markup=False)
     buffer.print(_table(calibrations, f"tokenizer calibration · {len(sessions)} log(s)"))
     for c in calibrations:
         if c.excluded and not quiet:

@@ -139,14 +139,13 @@ def print_notes(notes: list[str]) -> None:
     """The notes of a run (`ReplayResult.notes`: the trajectory held fixed, skipped lines,
     estimates) on standard error, one `note:` line each; every command that reads a log prints
     them under its human output (their JSON has them as `notes`)."""
-    from rich.markup import escape
+    from rich.text import Text
 
     from replay import report
 
-    err = report.console(stderr=True)
+    err = report.console(stderr=True)  # (no markup: a note may quote the log)
     for note in notes:
-        # A note may quote the log (a skipped line's reason): never read as rich markup.
-        err.print(f"[dim]note:[/dim] {escape(note)}")
+        err.print(Text.assemble(("note:", "dim"), f" {note}"))
 
 
 @cli.command("schema")

@@ -108,7 +108,7 @@ def _print_tables(document: dict[str, Any], output: Path | None) -> None:
         for part in parts:
             con.print(part)
         return
-    buffer = Console(record=True, width=200, file=open("/dev/null", "w"))  # noqa: SIM115
+    buffer = Console(record=True, width=200, file=open("/dev/null", "w"), markup=False)  # noqa: SIM115
     buffer.print(Group(*parts))
     report.write_output(buffer.export_text(), output)
 

@@ -143,7 +143,11 @@ def console(stderr: bool = False, quiet: bool = False) -> Console:
     tables to 80 columns: a file or a pipe gets the whole table)."""
     probe = Console(stderr=stderr)
     width = None if probe.is_terminal else 240
-    return Console(stderr=stderr, quiet=quiet, highlight=False, soft_wrap=False, width=width)
+    # No markup: table cells and notes hold data (`sliding-10[messages=4]`, rule patterns such
+    # as `opus-4-[5-9]`) that rich would read as style tags and drop.
+    return Console(
+        stderr=stderr, quiet=quiet, highlight=False, soft_wrap=False, width=width, markup=False
+    )
 
 
 def print_table(table: Table, output: object | None = None) -> None:
@@ -153,6 +157,6 @@ def print_table(table: Table, output: object | None = None) -> None:
         return
     from replay.report._export import write_output
 
-    buffer = Console(record=True, width=240, file=io.StringIO(), highlight=False)
+    buffer = Console(record=True, width=240, file=io.StringIO(), highlight=False, markup=False)
     buffer.print(table)
     write_output(buffer.export_text(), output)  # type: ignore[arg-type]
