@@ -330,6 +330,8 @@ def _notes(session: Session, tables: ResultTables) -> list[str]:
                 f"Token counts for {fam.family} models are estimates: {fam.encoding} "
                 f"× {fam.factor} ({fam.source})."
             )
+    for warning, requests in sorted(tables.price_warnings.items()):
+        notes.append(f"Priced with a fallback on {requests:,} request(s): {warning}.")
     return notes
 
 

@@ -102,3 +102,24 @@ def test_fidelity_notes_skipped_lines_and_refuses_a_log_without_requests(
     assert SKIPPED in result.stderr
     result = invoke("fidelity", header_only)
     assert result.exit_code == 2 and "the log has no requests" in result.stderr
+
+
+def test_a_price_that_fell_back_is_a_note() -> None:
+    """genai-prices has no cache-read price for kimi-k2: its reads are billed at the input
+    rate, and the notes say so (with how many requests) rather than pricing silently."""
+    import gen
+
+    import replay
+
+    turns = [
+        gen.Turn(f"step {i}", [gen.Call("read_file", {"path": f"f{i}"}, gen.filler(3000, i))])
+        for i in range(3)
+    ] + [gen.Turn("done")]
+    session = gen.build_session(turns, provider="moonshotai", model="kimi-k2")
+    result = replay.replay(session, "baseline")
+    assert result.summary["cached_tokens"][0] > 0
+    fallback = [n for n in result.notes if n.startswith("Priced with a fallback")]
+    assert fallback == [
+        "Priced with a fallback on 3 request(s): 'kimi-k2' (moonshotai) (genai-prices 0.2.3 "
+        "snapshot): no cache-read price, cache reads billed at the input rate."
+    ]

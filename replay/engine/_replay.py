@@ -109,6 +109,9 @@ class RequestRecord:
     """Items in the thread's history when this request was sent."""
     store_before: Any = field(default=None, repr=False)
     """Copy of the cache store before this request (only for rewrite events, on request)."""
+    price_warning: str | None = None
+    """How its price fell back where the price table lacks a rate (cache reads billed at the
+    input rate…), when it did."""
     rendered_with: RenderedWith | None = field(default=None, repr=False)
     """The thread's state its prompt was rendered and marked with (with `snapshot_stores`:
     a counterfactual of this request must send the same head)."""
@@ -764,6 +767,7 @@ class _Run:
             view_items=len(items),
             events=list(events),
             view=list(items) if self.config.keep_views else [],
+            price_warning=price.warning,
         )
         self.records.append(record)
         return record

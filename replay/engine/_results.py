@@ -249,6 +249,9 @@ class ResultTables:
     estimated_output: bool = True
     """True while every recorded request's output size is a count of the logged response (no
     provider usage)."""
+    price_warnings: dict[str, int] = field(default_factory=dict)
+    """Each distinct pricing fallback (a rate the price table lacks, billed at another one) →
+    the requests it priced."""
     _accs: dict[str, _Acc] = field(default_factory=dict, repr=False)
     _turns: list[pl.DataFrame] = field(default_factory=list, repr=False)
     _rows: list[dict] = field(default_factory=list, repr=False)
@@ -278,6 +281,8 @@ class ResultTables:
         self.providers.add(r.provider)
         if r.kind == "request" and not r.request.estimated_output:
             self.estimated_output = False
+        if r.price_warning:
+            self.price_warnings[r.price_warning] = self.price_warnings.get(r.price_warning, 0) + 1
         if self.per_turn:
             self._rows.append(_turn_row(r))
 
