@@ -252,14 +252,16 @@ def test_last_marker_placement() -> None:
 
 def test_a_dropped_message_leaves_the_history_whole_for_strategies_that_index_it() -> None:
     # Strategies keep positions in the history (what a compaction covered); a transient message
-    # that stops being sent must not shift them: every logged item stays in the view.
+    # that stops being sent must not shift them: every logged item stays in the view. (Rules
+    # sized in characters: one sized in tokens counts the message, billed, and may compact at
+    # another request.)
     from replay.bench import synthetic_session
     from replay.engine._unlogged import RequestFit
     from replay.log import RequestMarker
 
     session = synthetic_session(60, 0)
     markers = [n for n, e in enumerate(session.events) if isinstance(e, RequestMarker)]
-    for name in ("anthropic-compact-5k", "compact-at-6000-structured", "baseline"):
+    for name in ("compact-at-6000-structured", "compact-at-4000-freeform", "baseline"):
         config = ReplayConfig(keep_views=True, unlogged_context={})
         plain = [r for r in replay_session(session, [name], config) if r.kind == "request"]
         for k in range(5, 50, 7):
