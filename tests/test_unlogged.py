@@ -367,3 +367,30 @@ def test_fitted_counts_apply_to_their_texts_only() -> None:
     assert counter.count("a long tool") == base.count("a long tool")  # derived: the factor
     assert counter.family is base.family and counter.factor == base.factor
     assert fitted_counter(base, None) is base
+
+
+def test_a_log_billed_by_one_provider_replayed_on_another_model_is_counted_in_its_tokens():
+    """The unlogged context is fitted as billed (the log's own model), then converted: on a
+    model of another tokenizer family the texts are counted in its tokens. Fitted with the
+    other model's tokenizer, the gap between the two passed for unlogged context and every
+    prompt kept the log's token counts."""
+    from replay.bench import synthetic_session
+    from replay.log import RequestMarker, Usage
+
+    session = synthetic_session(12, 0, provider="anthropic", model="claude-sonnet-4-5")
+    plain = ReplayConfig(unlogged_context={})
+    billed = {r.request_id: r.request.total
+              for r in replay_session(session, ["recorded"], plain) if r.kind == "request"}
+    for event in session.events:  # billed exactly as replay counts Claude, nothing cached
+        if isinstance(event, RequestMarker):
+            event.usage = Usage(input_tokens=billed[event.request_id], output_tokens=50)
+
+    def prompts(model: str | None, fitted: bool) -> list[int]:
+        config = ReplayConfig(model=model, provider="openai" if model else None,
+                              unlogged_context=None if fitted else {})
+        return [r.request.total for r in replay_session(session, ["baseline"], config)
+                if r.kind == "request"]
+
+    assert prompts(None, fitted=True) == list(billed.values())
+    assert prompts("gpt-5.5", fitted=True) == prompts("gpt-5.5", fitted=False)
+    assert sum(prompts("gpt-5.5", fitted=True)) < 0.9 * sum(billed.values())

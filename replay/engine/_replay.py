@@ -244,13 +244,27 @@ class _Thread:
         return self.estimated
 
 
+def tokenizer_ratio(session: Session, model: str | None) -> float:
+    """Tokens of `model` per token of the model the log ran on (its header's), by their
+    tokenizer families' calibration factors: 1.0 when `model` is None or of the same family.
+    Sizes the log holds only as numbers (its hidden prefix, the fitted unlogged context) are
+    in the log's provider's tokens; the texts themselves are counted again."""
+    if not model or not session.header.model:
+        return 1.0
+    source, target = family_for(session.header.model), family_for(model)
+    return 1.0 if source.family == target.family else target.factor / source.factor
+
+
 def fit_unlogged_context(session: Session, config: ReplayConfig) -> UnloggedContext:
     """What the provider billed beyond what the log shows, fitted by replaying what the agent
     really sent against the recorded usage (`replay/engine/_unlogged.py`); empty when the log
-    carries no usage."""
+    carries no usage. Fitted as billed: on the log's own provider, model and client, whatever
+    the run simulates (a run on another model converts the sizes: `UnloggedContext.resized`);
+    measured in another model's tokenizer, the gap between the two would pass for context."""
     if not any(isinstance(e, RequestMarker) and e.usage for e in session.events):
         return UnloggedContext()
     fit_config = copy.copy(config)
+    fit_config.provider = fit_config.model = fit_config.client = fit_config.ttl = None
     fit_config.fit_unlogged = True
     fit_config.unlogged_context = {}
     fit_config.shared_cache = None
@@ -405,9 +419,12 @@ class _Run:
         self.records: list[RequestRecord] = []
         self.evidence = EvidenceChecker()
         self.threads: dict[str, _Thread] = {}
+        self.resize = tokenizer_ratio(session, config.model)
+        """Tokens of the run's model per token of the log's, for what the log holds only as a
+        size (1.0 unless `--model` names another tokenizer family)."""
         self.unlogged = Unlogged(
-            self, UnloggedContext.of(config.unlogged_context), config.fit_unlogged,
-            config.signed_fit,
+            self, UnloggedContext.of(config.unlogged_context).resized(self.resize),
+            config.fit_unlogged, config.signed_fit,
         )
         self.scope = shared.scope if shared else f"{self.provider}:{header.session_id or 'session'}"
 
@@ -453,7 +470,9 @@ class _Run:
                 threads[name] = _Thread(
                     strategy=self.named.instantiate(),
                     system=header.system,
-                    hidden_tokens=hidden_prefix_of(header) if name == MAIN_THREAD else 0,
+                    hidden_tokens=(
+                        round(hidden_prefix_of(header) * self.resize) if name == MAIN_THREAD else 0
+                    ),
                 )
                 self.unlogged.split_head(name, threads[name])
             return threads[name]
@@ -491,7 +510,7 @@ class _Run:
                 child = thread_state(event.thread_id)
                 child.system = event.system if event.system is not None else header.system
                 child.model = event.model
-                child.hidden_tokens = hidden_prefix_of(event)
+                child.hidden_tokens = round(hidden_prefix_of(event) * self.resize)
                 self.unlogged.split_head(event.thread_id, child)
             elif isinstance(event, RequestMarker):
                 yield event.ts

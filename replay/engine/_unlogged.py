@@ -188,6 +188,34 @@ class UnloggedContext:
         """(thread, request event index) → tokens taken off the texts first sent then."""
         return {k: f.scaled for k, f in self.requests.items() if f.scaled}
 
+    def resized(self, ratio: float) -> UnloggedContext:
+        """The same context in another tokenizer's tokens (`ratio` = its tokens per token of
+        the one the log was billed in): what the log does not hold has no text to count
+        again, so its sizes are converted (an estimate, like them). The fitted text counts
+        are per family and stay where they are."""
+        if ratio == 1.0:
+            return self
+
+        def size(tokens: int) -> int:
+            return round(tokens * ratio)
+
+        return UnloggedContext(
+            threads={
+                name: replace(
+                    fit, head=tuple(size(part) for part in fit.head), context=size(fit.context),
+                    warm=size(fit.warm), logged=size(fit.logged),
+                )
+                for name, fit in self.threads.items()
+            },
+            requests={
+                key: replace(fit, before=size(fit.before), after=size(fit.after),
+                             tail=size(fit.tail))
+                for key, fit in self.requests.items()
+            },
+            grown={name: size(tokens) for name, tokens in self.grown.items()},
+            counts=self.counts,
+        )
+
 
 @dataclass
 class ThreadUnlogged:
