@@ -570,6 +570,15 @@ def test_goose_pairs_and_openclaw_warm_cache():
         o == LITERAL_CLEARED or "[Tool result trimmed" in o for o in outputs(cold)
     )
 
+    def touched(keep: int) -> int:
+        cold = view_of(build("openclaw-prune-cache-ttl-5m", keep_assistants=str(keep))(
+            big.items, ctx(window=20_000, previous_ts=T0 - timedelta(minutes=6))
+        ))
+        return sum(o == LITERAL_CLEARED or "[Tool result trimmed" in o for o in outputs(cold))
+
+    # keep_assistants=0 protects none (it protected everything: `assistants[-0]`)
+    assert touched(0) >= touched(1) >= touched(3) > 0
+
 
 # --- plug-ins ---------------------------------------------------------------------------------
 

@@ -98,7 +98,9 @@ def openclaw_prune(
         first = first_user if first_user is not None else 0
         if len(assistants) < keep_assistants:
             return View(items=view.items())
-        cutoff = assistants[-keep_assistants]
+        # No assistant message protected: every result after the first user message may go
+        # (`assistants[-0]` would be the first one, protecting everything).
+        cutoff = assistants[-keep_assistants] if keep_assistants else len(history)
         prunable = results[bisect_right(results, first) : bisect_left(results, cutoff)]
         changed = 0
         trimmed: list[int] = []
