@@ -182,7 +182,8 @@ def test_core_strategies_on_random_sessions(session):
                     assert _indexes(r.view) == history[len(history) - len(r.view) :]  # a suffix
                 if n:
                     assert r.diff.is_break == (dropped != dropped_before)
-                if len(history) > 4 + 3 + pinned:  # beyond the window, widened over <= 3 results
+                # beyond the window, widened over <= 3 results and a steering message
+                if len(history) > 4 + 3 + 1 + pinned:
                     assert dropped
                 dropped_before = dropped
 
