@@ -145,6 +145,19 @@ def test_every_family_module_documents_rule_defaults_and_source():
                 assert "UNVERIFIED" in spec.source
 
 
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("truncate-2k", {"chars": 2000}),
+        ("compact-at-12k-structured", {"chars": 12_000, "style": "structured"}),
+        ("age-truncate-1k-keep-3", {"chars": 1000, "keep": 3}),
+        ("prune-at-12k-keep-3", {"chars": 12_000, "keep": 3}),
+    ],
+)
+def test_every_number_in_a_name_takes_a_k_suffix(name, params):
+    assert parse_name(name).params == params
+
+
 def test_parameters_in_the_name():
     assert parse_name("opencode-prune-30k-10k").params["protect"] == 30_000
     assert parse_name("pi-compact-16k-20k").params == {"reserve": 16_384, "keep": 20_000}

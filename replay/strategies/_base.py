@@ -37,6 +37,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
 from typing import Any, Protocol
 
 from replay._errors import ReplayError
@@ -248,13 +249,13 @@ def _refuse_builtin_clash(plugin: StrategySpec) -> None:
         if plugin.family == builtin.family:
             raise ReplayError(f"{where}: {plugin.family!r} is a built-in strategy family")
         for name in names:
-            if re.fullmatch(builtin.pattern, name):
+            if _name_pattern(builtin.pattern).fullmatch(name):  # as names are parsed
                 raise ReplayError(
                     f"{where}: name {name!r} is taken by the built-in family "
                     f"{builtin.family!r} (pattern {builtin.pattern}); give the plug-in another name"
                 )
         for name in builtin.canonical:
-            if re.fullmatch(plugin.pattern, name):
+            if _name_pattern(plugin.pattern).fullmatch(name):
                 raise ReplayError(
                     f"{where}: pattern {plugin.pattern!r} matches the built-in name {name!r}; "
                     "give the plug-in a pattern of its own"
@@ -395,8 +396,7 @@ def parse_name(
     if m:
         base, bracket = m.group(1), m.group(2)
     for spec in registered():
-        # ASCII: `\d` would take any script's digits (`truncate-٥٠٠`, another name for 500).
-        match = re.fullmatch(spec.pattern, base, re.ASCII)
+        match = _name_pattern(spec.pattern).fullmatch(base)
         if match:
             params = dict(spec.parameters())
             for k, v in match.groupdict().items():
@@ -435,6 +435,18 @@ def _check_bounds(spec: StrategySpec, params: dict[str, Any], name: str) -> None
                 f"strategy {name!r}: {key}={_format_value(value)} {problem}; "
                 f"{spec.family}.{key} must be {bounds.describe()}"
             ) from None
+
+
+_NUMBER = re.compile(r"\\d\+(?!k\?)")
+"""A number in a family's name pattern (the text `\\d+`), unless a `k` may already follow."""
+
+
+@cache
+def _name_pattern(pattern: str) -> re.Pattern[str]:
+    """A family's name pattern, every number in it taking a `k` suffix (x1,000: `truncate-2k`,
+    `compact-at-12k-structured`), and ASCII digits only (any script's digits would do
+    otherwise: `truncate-٥٠٠` was another name for 500)."""
+    return re.compile(_NUMBER.sub(lambda _: r"\d+k?", pattern), re.ASCII)
 
 
 def _coerce_group(spec: StrategySpec, param: str, value: str) -> Any:
