@@ -782,7 +782,8 @@ class _Run:
             output_tokens=output_tokens,
             cost_usd=cost,
             input_cost_usd=input_cost,
-            over_window=request.total > context_window(model),
+            # The prompt the provider bills: thinking it strips is not in the window either.
+            over_window=request.total - outcome.dropped_tokens > context_window(model),
             view_items=len(items),
             events=list(events),
             view=list(items) if self.config.keep_views else [],
