@@ -482,6 +482,20 @@ def test_claudecode_microcompact_only_after_a_long_gap():
     assert outputs(cold).count(LITERAL_CLEARED) == 3 and cold.events
 
 
+def test_claudecode_microcompact_clears_claude_code_s_list_by_name():
+    """Claude Code's own tools: its list decides (TodoWrite is a write by its name, but its
+    results are kept; Write's are cleared); another harness's tools go by kind."""
+    h = History().user()
+    for n, tool in enumerate(["TodoWrite", "Write", "MultiEdit", "read_file", "Read", "Bash"] * 2):
+        h.step((tool, {"path": f"f{n}"}, f"out {n} " + "x" * 100))
+    cold = view_of(build("claudecode-microcompact-time-60m-keep-1")(
+        h.items, ctx(ts=T0, previous_ts=T0 - timedelta(minutes=61))
+    ))
+    cleared = {i.tool_name for i in cold.items
+               if isinstance(i, ToolResultItem) and i.output == LITERAL_CLEARED}
+    assert cleared == {"Write", "read_file", "Read", "Bash"}
+
+
 def test_cline_thresholds_and_duplicate_reads():
     from replay.strategies.cline_truncate import max_allowed
 

@@ -4,7 +4,9 @@ From public analyses of the proprietary client, not from source or official docs
 
 Rule: when at least `gap` minutes passed since the last assistant message (so the provider's
 cache has expired anyway and the next request re-writes it whatever is sent), every result of
-a compactable tool (read, shell, search, list, web, edit/write) except the `keep` newest is
+a compactable tool (Claude Code's Read, Bash, PowerShell, Grep, Glob, WebSearch, WebFetch,
+Edit and Write; for other harnesses' tools, those that read, run, search, list, fetch or write)
+except the `keep` newest is
 replaced by `[Old tool result content cleared]`, for good. Between such gaps nothing changes.
 
 Defaults: gap = 60 minutes, keep = 5 (at least 1). Cache class: freeze-once (rewrites only when
@@ -24,6 +26,25 @@ from replay.strategies._prompts import LITERAL_CLEARED
 from replay.strategies._view import Item, RewriteEvent, ToolResultItem, View, replace_output
 
 COMPACTABLE = frozenset({"read", "shell", "test", "search", "list", "web", "write"})
+"""Kinds of tools whose results are cleared, for a log of another harness (`tool_kind`)."""
+
+CLAUDE_CODE_COMPACTABLE = frozenset(
+    {"Read", "Bash", "PowerShell", "Grep", "Glob", "WebSearch", "WebFetch", "Edit", "Write"}
+)
+"""The tools Claude Code clears, by name (the list of the analyses)."""
+
+CLAUDE_CODE_TOOLS = CLAUDE_CODE_COMPACTABLE | frozenset(
+    {"MultiEdit", "NotebookEdit", "NotebookRead", "BashOutput", "KillShell", "TodoWrite", "Task",
+     "LS", "ExitPlanMode", "SlashCommand", "Skill"}
+)
+"""Claude Code's own tool names: for these the list decides, not the kind (TodoWrite is a
+write by its name, and not cleared)."""
+
+
+def compactable(tool_name: str | None) -> bool:
+    if tool_name in CLAUDE_CODE_TOOLS:
+        return tool_name in CLAUDE_CODE_COMPACTABLE
+    return tool_kind(tool_name) in COMPACTABLE
 
 
 def claudecode_microcompact(gap: int = 60, keep: int = 5) -> object:
@@ -37,7 +58,7 @@ def claudecode_microcompact(gap: int = 60, keep: int = 5) -> object:
             results = [
                 i
                 for i in history
-                if isinstance(i, ToolResultItem) and tool_kind(i.tool_name) in COMPACTABLE
+                if isinstance(i, ToolResultItem) and compactable(i.tool_name)
             ]
             old = results[: -max(1, keep)]
             new = [i for i in old if i.event_index not in cleared and i.output != LITERAL_CLEARED]
