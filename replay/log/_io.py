@@ -185,18 +185,18 @@ def read_log(path: str | Path, *, strict: bool = False, check_pairs: bool = Fals
             problems: list[LogFormatError] = []
             if pairs is not None:
                 event_id = getattr(event, "id", None)
-                if event_id is not None:
-                    if event_id in ids:
-                        raise LogFormatError(
-                            path,
-                            number,
-                            f"expected a unique event id: {event_id!r} is the id of line "
-                            f"{ids[event_id]} (a line written twice?)",
-                        )
-                    ids[event_id] = number
+                if event_id is not None and event_id in ids:
+                    raise LogFormatError(
+                        path,
+                        number,
+                        f"expected a unique event id: {event_id!r} is the id of line "
+                        f"{ids[event_id]} (a line written twice?)",
+                    )
                 unsendable = pairs.unsendable(event, number)
                 if unsendable is not None:
                     raise unsendable
+                if event_id is not None:  # (a line skipped above lends its id to none)
+                    ids[event_id] = number
                 problems, placeholders = pairs.see(event, number)
                 problems = _unknown_replaced(event, ids, path, number, strict) + problems
                 if problems and strict:
