@@ -276,6 +276,21 @@ def test_over_window_counts_requests_past_the_context_window():
     assert rows["baseline"]["peak_prompt_tokens"] > 128_000
 
 
+def test_over_window_is_judged_on_the_prompt_the_provider_bills():
+    """Reasoning of an earlier turn leaves a gpt-5.5 prompt at the new user message: the
+    rendered prompt passes the 272k window, the billed one does not."""
+    from replay.log import AssistantMessage, ThinkingBlock
+
+    turns = [gen.Turn("thought a lot", followup="now the next step"), gen.Turn("done")]
+    session = gen.build_session(turns, provider="openai", model="gpt-5.5")
+    first = next(e for e in session.events if isinstance(e, AssistantMessage))
+    first.blocks.insert(0, ThinkingBlock(estimated_tokens=300_000))
+    records = [r for r in replay_session(session, ["baseline"]) if r.kind == "request"]
+    second = records[1]
+    assert second.request.total > 272_000 > second.request.total - second.outcome.dropped_tokens
+    assert not second.over_window
+
+
 def test_notes_explain_estimates_and_the_fixed_trajectory():
     result = replay(RUN42, ["baseline"])
     text = " ".join(result.notes)
