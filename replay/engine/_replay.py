@@ -258,13 +258,14 @@ def tokenizer_ratio(session: Session, model: str | None) -> float:
 def fit_unlogged_context(session: Session, config: ReplayConfig) -> UnloggedContext:
     """What the provider billed beyond what the log shows, fitted by replaying what the agent
     really sent against the recorded usage (`replay/engine/_unlogged.py`); empty when the log
-    carries no usage. Fitted as billed: on the log's own provider, model and client, whatever
-    the run simulates (a run on another model converts the sizes: `UnloggedContext.resized`);
-    measured in another model's tokenizer, the gap between the two would pass for context."""
+    carries no usage. Fitted as billed: on the log's own provider and model, whatever the run
+    simulates (a run on another model converts the sizes: `UnloggedContext.resized`); measured
+    in another model's tokenizer, the gap between the two would pass for context. (`--client`
+    and `--ttl` still apply: they may describe the client the log itself ran.)"""
     if not any(isinstance(e, RequestMarker) and e.usage for e in session.events):
         return UnloggedContext()
     fit_config = copy.copy(config)
-    fit_config.provider = fit_config.model = fit_config.client = fit_config.ttl = None
+    fit_config.provider = fit_config.model = None
     fit_config.fit_unlogged = True
     fit_config.unlogged_context = {}
     fit_config.shared_cache = None
