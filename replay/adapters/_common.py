@@ -47,7 +47,8 @@ from replay.log import (
     UserMessage,
 )
 from replay.log._events import SharedFieldsSet, share_fields_sets
-from replay.log._io import without_bom
+from replay.log._io import first_clause, without_bom
+from replay.log._pairs import sent_message
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """A single line longer than this is refused (a guard against reading a binary file as JSONL)."""
@@ -124,7 +125,7 @@ def iter_json_lines(
             issues.add(number, msg, path)
             continue
         except ValueError as err:  # an integer of more digits than Python converts
-            issues.add(number, f"expected a JSON object ({str(err).split(':')[0]})", path)
+            issues.add(number, f"expected a JSON object ({first_clause(err)})", path)
             continue
         except RecursionError:
             issues.add(number, "expected a JSON object (nested too deeply)", path)
@@ -647,9 +648,7 @@ class SessionBuilder:
         for thread in self.threads.values():
             seen, kept = False, []
             for event in thread.events:
-                if isinstance(event, UserMessage | ToolResult) or (
-                    isinstance(event, AssistantMessage) and event.in_context
-                ):
+                if sent_message(event):
                     seen = True
                 elif isinstance(event, RequestMarker) and not seen:
                     self.issues.add(

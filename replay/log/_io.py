@@ -21,7 +21,6 @@ from replay.log._events import (
     EVENT_TYPES,
     FORMAT_NAME,
     FORMAT_VERSION,
-    Compaction,
     Event,
     SessionHeader,
     SharedFieldsSet,
@@ -101,27 +100,7 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str | LogFormatError]]:
                 yield number, text
 
 
-def _unknown_replaced(
-    event: Any, ids: dict[str, int], path: Path, line: int, strict: bool
-) -> list[LogFormatError]:
-    """A compaction whose `replaces` names no earlier event (a lost or edited line): those
-    names are ignored; the line is kept and counted (a strict read stops there)."""
-    if not isinstance(event, Compaction):
-        return []
-    unknown = [name for name in event.replaces if name not in ids]
-    if not unknown:
-        return []
-    return [
-        LogFormatError(
-            path,
-            line,
-            f"expected `replaces` to name earlier events: {len(unknown)} of its ids name none "
-            f"(first: {unknown[0]!r})" + ("" if strict else "; they are ignored"),
-        )
-    ]
-
-
-def _first_clause(err: Exception) -> str:
+def first_clause(err: Exception) -> str:
     """`Exceeds the limit (4300 digits) for integer string conversion` (not the advice after
     it, which is for programmers)."""
     return str(err).split(":")[0]
@@ -146,8 +125,6 @@ def read_log(path: str | Path, *, strict: bool = False, check_pairs: bool = Fals
     fields_sets: dict[frozenset[str], SharedFieldsSet] = {}
     names: dict[str, str] = {}
     pairs = ToolPairs(path, strict) if check_pairs else None
-    ids: dict[str, int] = {}
-    """Event id → its line (ids are unique in a file; checked with the ordering rules)."""
     for number, text in iter_lines(path):
         try:
             if isinstance(text, LogFormatError):
@@ -158,7 +135,7 @@ def read_log(path: str | Path, *, strict: bool = False, check_pairs: bool = Fals
                 raise LogFormatError(path, number, f"expected a JSON object ({err.msg})") from None
             except ValueError as err:  # an integer of more digits than Python converts
                 raise LogFormatError(
-                    path, number, f"expected a JSON object ({_first_clause(err)})"
+                    path, number, f"expected a JSON object ({first_clause(err)})"
                 ) from None
             except RecursionError:
                 raise LogFormatError(
@@ -184,21 +161,10 @@ def read_log(path: str | Path, *, strict: bool = False, check_pairs: bool = Fals
                 raise LogFormatError(path, number, "expected one `session` header, got a second")
             problems: list[LogFormatError] = []
             if pairs is not None:
-                event_id = getattr(event, "id", None)
-                if event_id is not None and event_id in ids:
-                    raise LogFormatError(
-                        path,
-                        number,
-                        f"expected a unique event id: {event_id!r} is the id of line "
-                        f"{ids[event_id]} (a line written twice?)",
-                    )
-                unsendable = pairs.unsendable(event, number)
-                if unsendable is not None:
-                    raise unsendable
-                if event_id is not None:  # (a line skipped above lends its id to none)
-                    ids[event_id] = number
+                rejected = pairs.rejected(event, number)
+                if rejected is not None:
+                    raise rejected
                 problems, placeholders = pairs.see(event, number)
-                problems = _unknown_replaced(event, ids, path, number, strict) + problems
                 if problems and strict:
                     raise problems[0]
                 for placeholder in placeholders:

@@ -1,9 +1,11 @@
-"""The ordering rules on tool calls and results (docs/log-format.md), checked while reading.
+"""The ordering rules of a log's lines (docs/log-format.md), checked while reading.
 
 A `tool_result` answers an earlier, still unanswered `tool_call` of its thread, and every call
 the model saw back (`in_context`) is answered before the thread's next `request`: a provider
 refuses a prompt that breaks either rule, so a log that does was damaged (a lost or edited line).
-Server-side calls (`server_side`: run at the provider, no result expected) are exempt.
+Server-side calls (`server_side`: run at the provider, no result expected) are exempt. A
+`request` follows a message of its thread (`sent_message`); event ids are unique; a
+`compaction` replaces earlier events.
 """
 
 from __future__ import annotations
@@ -15,11 +17,20 @@ from typing import Any
 from replay._errors import LogFormatError
 from replay.log._events import (
     AssistantMessage,
+    Compaction,
     RequestMarker,
     ToolCallBlock,
     ToolResult,
     UserMessage,
 )
+
+
+def sent_message(event: Any) -> bool:
+    """An event a prompt of its thread is built from: a user message, a tool result, or an
+    assistant message in context (a request before any has no prompt)."""
+    return isinstance(event, UserMessage | ToolResult) or (
+        isinstance(event, AssistantMessage) and event.in_context
+    )
 
 
 @dataclass
@@ -44,10 +55,21 @@ class ToolPairs:
         self.path = path
         self.strict = strict
         self.threads: dict[str, _Thread] = {}
+        self.ids: dict[str, int] = {}
+        """Event id → the line that has it (ids are unique in a file)."""
 
-    def unsendable(self, event: Any, line: int) -> LogFormatError | None:
-        """A request of a thread with no message before it (a lost first line): no prompt
-        can be rebuilt for it. Its line is skipped (a strict read stops there)."""
+    def rejected(self, event: Any, line: int) -> LogFormatError | None:
+        """Why the line of `event` is skipped (a strict read stops there), if it is: an id an
+        earlier line has (a line written twice), or a request of a thread with no message
+        before it (a lost first line: no prompt can be rebuilt for it)."""
+        event_id = getattr(event, "id", None)
+        if event_id is not None and event_id in self.ids:
+            return LogFormatError(
+                self.path,
+                line,
+                f"expected a unique event id: {event_id!r} is the id of line "
+                f"{self.ids[event_id]} (a line written twice?)",
+            )
         if not isinstance(event, RequestMarker):
             return None
         state = self.threads.get(event.thread)
@@ -60,11 +82,16 @@ class ToolPairs:
         )
 
     def see(self, event: Any, line: int) -> tuple[list[LogFormatError], list[ToolResult]]:
+        """The problems of a line that is kept (`rejected` said None) and the placeholder
+        results to insert before it."""
+        event_id = getattr(event, "id", None)
+        if event_id is not None:
+            self.ids[event_id] = line
         state = self.threads.setdefault(event.thread, _Thread())
-        if isinstance(event, UserMessage | ToolResult) or (
-            isinstance(event, AssistantMessage) and event.in_context
-        ):
+        if sent_message(event):
             state.spoken = True
+        if isinstance(event, Compaction):
+            return self._unknown_replaced(event, line), []
         if isinstance(event, AssistantMessage):
             for block in event.blocks:
                 if isinstance(block, ToolCallBlock) and not getattr(block, "server_side", False):
@@ -77,6 +104,21 @@ class ToolPairs:
         if isinstance(event, RequestMarker) and state.pending:
             return self._unanswered(state, event, line)
         return [], []
+
+    def _unknown_replaced(self, event: Compaction, line: int) -> list[LogFormatError]:
+        """A compaction whose `replaces` names no earlier event (a lost or edited line): those
+        names are ignored; the line is kept and counted."""
+        unknown = [name for name in event.replaces if name not in self.ids]
+        if not unknown:
+            return []
+        return [
+            LogFormatError(
+                self.path,
+                line,
+                f"expected `replaces` to name earlier events: {len(unknown)} of its ids name "
+                f"none (first: {unknown[0]!r})" + ("" if self.strict else "; they are ignored"),
+            )
+        ]
 
     def _result(self, state: _Thread, event: ToolResult, line: int) -> list[LogFormatError]:
         call = event.call_id
