@@ -192,7 +192,7 @@ def batch_command(
             console.print(_problem_table(result))
         console.print(totals)
     if not quiet:
-        from rich.text import Text
+        from replay.cli._cmd_core import print_notes
 
         err = out.console(stderr=True)
         doc = result.document()
@@ -211,8 +211,7 @@ def batch_command(
                 else ""
             )
         )
-        for note in result.notes:
-            err.print(Text.assemble(("note:", "dim"), f" {note}"))
+        print_notes(result.notes)
         if result.dataset:
             scan = f"pl.scan_parquet('{result.dataset}/sessions/*.parquet')"
             err.print(f"dataset: {result.dataset} (read it with {scan})")

@@ -137,12 +137,4 @@ def bench_command(
     if fmt == "json":
         report.write_output(report.to_json(result), output)
         return
-    renderable = bench_table(result)
-    if output is not None:
-        from rich.console import Console
-
-        buffer = Console(record=True, width=200, file=open("/dev/null", "w"), markup=False)  # noqa: SIM115
-        buffer.print(renderable)
-        report.write_output(buffer.export_text(), output)
-    else:
-        report.console().print(renderable)
+    report.print_table(bench_table(result), output, width=200)

@@ -72,7 +72,7 @@ def providers_command(
 
 
 def _print_tables(document: dict[str, Any], output: Path | None) -> None:
-    from rich.console import Console, Group
+    from rich.console import Group
     from rich.text import Text
 
     from replay import report
@@ -103,14 +103,7 @@ def _print_tables(document: dict[str, Any], output: Path | None) -> None:
         title = (f"{resolved['model']} via {resolved['route']} (rules model "
                  f"{resolved['rules_model']}) on {at}")
         parts.append(_rules_table(resolved["rules"], title, resolved=True))
-    if output is None:
-        con = report.console()
-        for part in parts:
-            con.print(part)
-        return
-    buffer = Console(record=True, width=200, file=open("/dev/null", "w"), markup=False)  # noqa: SIM115
-    buffer.print(Group(*parts))
-    report.write_output(buffer.export_text(), output)
+    report.print_table(Group(*parts), output, width=200)
 
 
 def _rules_table(rows: list[dict[str, Any]], title: str, resolved: bool = False):

@@ -6,7 +6,7 @@ import io
 from decimal import Decimal
 
 import polars as pl
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -150,13 +150,14 @@ def console(stderr: bool = False, quiet: bool = False) -> Console:
     )
 
 
-def print_table(table: Table, output: object | None = None) -> None:
-    """Print a table to the terminal, or write its plain text to a file."""
+def print_table(table: RenderableType, output: object | None = None, width: int = 240) -> None:
+    """Print a table (or any renderable) to the terminal, or write its plain text, `width`
+    columns wide, to a file."""
     if output is None:
         console().print(table)
         return
     from replay.report._export import write_output
 
-    buffer = Console(record=True, width=240, file=io.StringIO(), highlight=False, markup=False)
+    buffer = Console(record=True, width=width, file=io.StringIO(), highlight=False, markup=False)
     buffer.print(table)
     write_output(buffer.export_text(), output)  # type: ignore[arg-type]
