@@ -52,3 +52,17 @@ def test_quiet_is_offered_by_every_command_that_shows_progress() -> None:
     for name in ("run", "breakeven", "whatif", "report", "plot"):
         params = {p.name for p in cli.commands[name].params}
         assert "quiet" in params, name
+
+
+def test_python_dash_m_runs_the_same_command_line() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "replay", "strategies", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Usage: replay strategies")
