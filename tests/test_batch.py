@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from replay import replay
-from replay.batch import SESSION_META, BatchOptions, plan_groups, run_batch, scan
+from replay.batch import SESSION_META, SESSION_PRICING, BatchOptions, plan_groups, run_batch, scan
 from replay.batch._work import FileInfo, ScanResult
 from replay.engine import SUMMARY_COLUMNS, TURN_COLUMNS
 from replay.log import RequestMarker, Session, read_log, write_log
@@ -104,7 +104,9 @@ def test_batch_replays_logs_counts_errors_and_writes_a_dataset(logdir: Path, tmp
     assert "no requests" in broken.message
 
     rows = sessions(out)
-    assert rows.columns == SESSION_META + SUMMARY_COLUMNS
+    assert rows.columns == SESSION_META + SUMMARY_COLUMNS + SESSION_PRICING
+    assert rows["price_fallback_requests"].to_list() == [0] * 8
+    assert rows["price_fallback"].null_count() == 8
     assert rows.height == 4 * 2
     assert sorted(set(rows["session_id"])) == ["a", "b", "c", "d"]
     assert set(rows["strategy"]) == {"baseline", "truncate-500"}
@@ -804,3 +806,39 @@ def test_two_exports_of_one_opencode_session_are_read_once(tmp_path: Path):
     report = run_batch([logs], BatchOptions(strategies="baseline"), workers=1)
     assert report.requests == once  # not twice
     assert status_of(report) == {"a.json": "replayed", "b.json": "part of"}
+
+
+def test_a_price_that_fell_back_is_a_column_and_a_note(tmp_path: Path, invoke):
+    """genai-prices has no cache-read price for kimi-k2: `replay run` says so in a note; a
+    batch says it in the session rows and in its report, also when the file is unchanged."""
+    import gen
+
+    turns = [
+        gen.Turn(f"step {i}", [gen.Call("read_file", {"path": f"f{i}"}, gen.filler(3000, i))])
+        for i in range(3)
+    ] + [gen.Turn("done")]
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    write_log(gen.build_session(turns, provider="moonshotai", model="kimi-k2"), logs / "k.jsonl")
+    variant(logs / "a.jsonl", "a", -DAY)  # priced without a fallback
+    out = tmp_path / "ds"
+    opts = BatchOptions(strategies=STRATEGIES)
+    reason = (
+        "'kimi-k2' (moonshotai) (genai-prices 0.2.3 snapshot): no cache-read price, cache "
+        "reads billed at the input rate"
+    )
+    note = (
+        "Priced with a fallback on 6 request(s) over every strategy (columns "
+        f"`price_fallback_requests`, `price_fallback`): {reason}."
+    )
+    for rerun in (False, True):
+        report = run_batch([logs], opts, output=out, workers=1)
+        assert set(status_of(report).values()) == {"unchanged" if rerun else "replayed"}
+        assert note in report.notes
+        rows = sessions(out).filter(pl.col("session_id") != "a")
+        assert rows["price_fallback_requests"].to_list() == [3, 3]
+        assert rows["price_fallback"].to_list() == [reason, reason]
+    alone = run_batch([logs / "a.jsonl"], opts)
+    assert not [n for n in alone.notes if "fallback" in n]
+    shown = invoke("batch", str(logs), "-s", STRATEGIES, "--workers", "1")
+    assert f"note: {note}" in shown.stderr

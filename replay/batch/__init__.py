@@ -10,11 +10,12 @@ from replay.batch._dataset import TABLES, scan
 from replay.batch._discover import discover, parse_when
 from replay.batch._options import BatchOptions
 from replay.batch._run import STATUSES, BatchReport, FileStatus, plan_groups, run_batch
-from replay.batch._work import REQUEST_META, SESSION_META
+from replay.batch._work import REQUEST_META, SESSION_META, SESSION_PRICING
 
 __all__ = [
     "REQUEST_META",
     "SESSION_META",
+    "SESSION_PRICING",
     "STATUSES",
     "TABLES",
     "BatchOptions",

@@ -280,6 +280,7 @@ _SUMS = [
     "output_tokens",
     "cost_usd",
     "blind_actions",
+    "price_fallback_requests",
 ]
 
 
@@ -287,7 +288,11 @@ def _partial(rows: pl.LazyFrame) -> pl.DataFrame:
     """Session rows → one row per strategy of sums (what the totals are built from)."""
     return (
         rows.group_by("strategy")
-        .agg(pl.len().cast(pl.Int64).alias("sessions"), *(pl.col(c).sum() for c in _SUMS))
+        .agg(
+            pl.len().cast(pl.Int64).alias("sessions"),
+            *(pl.col(c).sum() for c in _SUMS),
+            pl.col("price_fallback").drop_nulls().unique().alias("price_fallback"),
+        )
         .collect()
     )
 
@@ -296,7 +301,11 @@ def _combine(partials: list[pl.DataFrame]) -> pl.DataFrame:
     return (
         pl.concat(partials)
         .group_by("strategy")
-        .agg(pl.col("sessions").sum(), *(pl.col(c).sum() for c in _SUMS))
+        .agg(
+            pl.col("sessions").sum(),
+            *(pl.col(c).sum() for c in _SUMS),
+            pl.col("price_fallback").explode().drop_nulls().unique(),
+        )
     )
 
 
@@ -319,6 +328,22 @@ def _totals(partials: list[pl.DataFrame], order: list[str]) -> pl.DataFrame:
         )
         .sort(["_rank", "strategy"])
         .select(TOTAL_COLUMNS)
+    )
+
+
+def _fallback_note(partials: list[pl.DataFrame]) -> str | None:
+    """The batch's requests priced with a fallback (every strategy's, as `replay run` counts
+    them) and why, or None."""
+    if not partials:
+        return None
+    combined = _combine(partials)
+    requests = int(combined["price_fallback_requests"].sum())
+    if not requests:
+        return None
+    reasons = sorted({r for rs in combined["price_fallback"].to_list() for r in rs})
+    return (
+        f"Priced with a fallback on {requests:,} request(s) over every strategy (columns "
+        f"`price_fallback_requests`, `price_fallback`): {'; '.join(reasons)}."
     )
 
 
@@ -384,6 +409,9 @@ def run_batch(
             partials = _replay_phase(phases, scans, since, until, report)
             report.replay_seconds = time.perf_counter() - replay_started
             report.totals = _totals(partials, order)
+            fallback = _fallback_note(partials)
+            if fallback:
+                report.notes.append(fallback)
         finally:
             if dataset is not None:
                 dataset.close()

@@ -34,6 +34,10 @@ SESSION_META = [
 ]
 """Columns in front of the summary columns on every session row."""
 
+SESSION_PRICING = ["price_fallback_requests", "price_fallback"]
+"""Columns after the summary columns on every session row: how many of the strategy's requests
+were priced with a fallback (a rate the price table lacks), and the distinct reasons."""
+
 REQUEST_META = ["file", "session_id", "agent", "provider", "shared_cache", "cache_group"]
 """Columns in front of the per-request columns."""
 
@@ -404,11 +408,34 @@ def _outcome(
         head = [pl.Series(c, [meta[c]] * frame.height, dtype=types[c]) for c in columns]
         return pl.concat([pl.DataFrame(head), frame], how="horizontal")
 
-    summary = with_meta(summary_frame(records), SESSION_META)
+    summary = with_fallbacks(with_meta(summary_frame(records), SESSION_META), records)
     outcome = FileOutcome(member.path, OK, sessions=_parquet(summary), rows=summary.height)
     if opts.per_request:
         outcome.requests = _parquet(with_meta(turns_frame(records), REQUEST_META))
     return outcome
+
+
+def with_fallbacks(summary: Any, records: list[Any]) -> Any:
+    """`summary` (one row per strategy) with the requests each strategy's pricing fell back on
+    (`RequestRecord.price_warning`): their count and the distinct reasons, so a batch says what
+    `replay run` says in its notes."""
+    import polars as pl
+
+    counts: dict[str, int] = {}
+    reasons: dict[str, set[str]] = {}
+    for r in records:
+        if r.price_warning:
+            counts[r.strategy] = counts.get(r.strategy, 0) + 1
+            reasons.setdefault(r.strategy, set()).add(r.price_warning)
+    names = summary["strategy"].to_list()
+    return summary.with_columns(
+        pl.Series(SESSION_PRICING[0], [counts.get(n, 0) for n in names], pl.Int64),
+        pl.Series(
+            SESSION_PRICING[1],
+            ["; ".join(sorted(reasons[n])) if n in reasons else None for n in names],
+            pl.Utf8,
+        ),
+    )
 
 
 def _replay_alone(member: Member, task: GroupTask, opts: BatchOptions) -> FileOutcome:
