@@ -208,6 +208,24 @@ def test_api_prune(pruned) -> None:
     assert row["simulated_net_usd"] == costs["recorded"] - costs["whatif-prune-at-8"] < 0
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_prune_that_pays_back_is_followed_to_the_end_of_the_log(provider) -> None:
+    """The net of a rewrite is its saving over the whole horizon, also after it paid back:
+    for one edit in place, the horizon is the rest of the log and the net is the run's whole
+    difference (it was cut at the payback: "net $0.0007 (3)" beside "saves $0.0036")."""
+    turns = [
+        Turn(f"step {i}", [Call("read_file", {"path": f"f{i}.py"}, gen.filler(9000, i))])
+        for i in range(11)
+    ] + [Turn("done")]
+    session = build_session(turns, provider=provider)
+    result = whatif(session, at=6, prune="older-than:2")
+    costs = dict(zip(result["summary"]["strategy"], result["summary"]["cost_usd"], strict=True))
+    row = result["breakeven"].row(0, named=True)
+    assert row["breakeven_simulated"] is not None and row["breakeven_simulated"] < 5
+    assert row["horizon"] == len(turns) - 6
+    assert row["simulated_net_usd"] == costs["recorded"] - costs["whatif-prune-at-6"] > 0
+
+
 def test_api_compact() -> None:
     result = whatif(RUN42, at=9, compact=True)
     assert result["edit"] == "whatif-compact-at-9"

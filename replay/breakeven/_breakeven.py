@@ -8,8 +8,8 @@ Two answers side by side for each request where a strategy rewrote earlier conte
   break-even ≈ rewrite cost / saving (requests after the edit).
 - **simulated**: the same run without that one rewrite, through the same cache simulator and
   prices, from a copy of the cache as it stood before the edit; the cumulative cost difference is
-  followed request by request until it turns positive (break-even = requests after the edit) or
-  the horizon ends (`None`: it never paid back).
+  followed request by request to the end of the horizon (below): break-even = requests after
+  the edit until it turns positive for good, `None` when it is negative at the end.
 
 "Without that rewrite" is built from the views themselves. When the rewrite replaced items in
 place (a capped, stubbed or cleared tool result), the counterfactual puts the originals back in
@@ -63,12 +63,13 @@ class BreakEven:
     breakeven_closed_form: float | None
     """Requests after the edit until it pays back, by the closed form (None: never)."""
     breakeven_simulated: int | None
-    """Requests after the edit until the simulated cumulative saving turns positive (None:
-    not within the horizon)."""
+    """Requests after the edit until the simulated cumulative saving turns positive and stays
+    so to the end of the horizon (None: it is negative at the end)."""
     simulated_net_usd: Decimal
     """Simulated cumulative saving over the horizon (negative: the rewrite cost more)."""
     horizon: int
-    """Requests compared (from the edit on)."""
+    """Requests compared (from the edit on): up to the strategy's next rewrite of the view's
+    structure, which would have folded the text anyway, or to the end of the log."""
     summarizer_cost_usd: Decimal
     """Cost of the summarizer call the rewrite needed (0 when none)."""
     summarizer_cache_read: int
@@ -169,9 +170,12 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
         saw_ttl |= any(
             (r.outcome.miss_cause or "").startswith("TTL") for r in (cur, cf_rec)
         )
-        if paid_back is None and net >= 0:
+        # Paid back from the first request after which the saving stays positive: a later
+        # loss (a TTL expiry the rewrite's prompt alone paid for…) takes the payback back.
+        if net < 0:
+            paid_back = None
+        elif paid_back is None:
             paid_back = k - i
-            break
 
     in_rate = _rate(run, rec, "uncached")
     read_rate = _rate(run, rec, "cache_read")

@@ -56,8 +56,10 @@ def breakeven_command(log: Path, strategies: str, sets: tuple[str, ...],
     """Break-even of every prune, clearing, aging step and compaction, two ways.
 
     Closed form (rewrite cost / saving per request) next to the simulated truth (the same run
-    without that one edit, through the cache simulator, until the cumulative saving turns
-    positive); `never` where it does not pay back before the horizon ends.
+    without that one edit, through the cache simulator, to the end of the horizon: the
+    strategy's next rewrite of the view's structure, or the end of the log): the requests
+    until the cumulative saving turns positive for good, `never` where it is negative at the
+    end, and that net over the horizon (requests compared in brackets).
 
     \b
     Example:

@@ -356,9 +356,10 @@ BREAKEVEN_COLUMNS = [
     ("breakeven_closed_form", "closed form", "never-float",
      "Requests to pay back (closed form); never: no saving per request"),
     ("breakeven_simulated", "simulated", "never-int",
-     "Requests to pay back (simulated); never: not within the horizon"),
-    ("simulated_net_usd", "net (horizon)", "usd", "Simulated cumulative saving"),
-    ("horizon", "horizon", "int", "Requests compared"),
+     "Requests to pay back for good (simulated); never: negative at the end of the horizon"),
+    ("simulated_net_usd", "net (horizon)", "usd", "Simulated saving over the horizon"),
+    ("horizon", "horizon", "int",
+     "Requests compared: to the next structural rewrite or the end of the log"),
     ("disagreement", "disagreement", "text", "Why the two answers may differ"),
 ]
 
