@@ -92,17 +92,19 @@ def test_closed_form_by_hand_prune_on_claude() -> None:
     #            = 8 + 9 + 7 + 23 + 4 = 51
     # removed    = a.py's result (429+4) − placeholder (9+4) = 433 − 13 = 420
     # prompt     = 8 + 9 + 7 + 23 + 13 + "More." (3+4) + call (11+12) + b.py (10+4) = 104
-    # surviving  = 104 − 51 = 53
-    # rewrite    = 53 × (0.000003 − 0.0000003) = 53 × 0.0000027 = 0.0001431
+    # gained     = what the history gained since request 1: "More." + call + b.py = 7 + 23 + 14
+    #            = 44 (billed uncached with or without the edit)
+    # surviving  = 104 − 51 − 44 = 9 (the placeholder, where the cache held a.py's result)
+    # rewrite    = 9 × (0.000003 − 0.0000003) = 9 × 0.0000027 = 0.0000243
     # saving     = 420 × 0.0000003 = 0.000126
-    # closed     = 0.0001431 / 0.000126 = 1.1357… → 1.14
+    # closed     = 0.0000243 / 0.000126 = 0.1928… → 0.19
     assert (row.strategy, row.request_index, row.event) == ("whatif-prune-at-2", 2, "prune")
     assert row.first_edit_token == 51
     assert row.removed_tokens == 420
-    assert row.surviving_tokens == 53
-    assert row.rewrite_cost_usd == Decimal("0.0001431")
+    assert row.surviving_tokens == 9
+    assert row.rewrite_cost_usd == Decimal("0.0000243")
     assert row.saving_per_request_usd == Decimal("0.000126")
-    assert row.breakeven_closed_form == 1.14
+    assert row.breakeven_closed_form == 0.19
     # Simulated: every prompt is below Claude's 1,024-token minimum, so nothing was cached and
     # nothing is lost: the edit saves removed × uncached rate at once (420 × 0.000003).
     assert row.breakeven_simulated == 0
@@ -158,17 +160,18 @@ def test_closed_form_by_hand_age_truncate_on_gpt5() -> None:
     #            = 6 + 7 + 5 + 12 + 3 + 8 = 41
     # removed    = full log (273+3) − capped (16+3) = 276 − 19 = 257
     # prompt     = 6 + 7 + 5 + 12 + 19 + "Again." (2+3) + call (8+8) + "ok" (1+3) = 74
-    # surviving  = 74 − 41 = 33
-    # rewrite    = 33 × (0.00000125 − 0.000000125) = 33 × 0.000001125 = 0.000037125
+    # gained     = "Again." (2+3) + call (8+8) + "ok" (1+3) = 25 (uncached with or without it)
+    # surviving  = 74 − 41 − 25 = 8 (the capped result's tokens after the shared 8)
+    # rewrite    = 8 × (0.00000125 − 0.000000125) = 8 × 0.000001125 = 0.000009
     # saving     = 257 × 0.000000125 = 0.000032125
-    # closed     = 0.000037125 / 0.000032125 = 1.1556… → 1.16
+    # closed     = 0.000009 / 0.000032125 = 0.2801… → 0.28
     assert (row.strategy, row.request_index, row.event) == ("age-truncate-34-keep-1", 2, "aging")
     assert row.first_edit_token == 41
     assert row.removed_tokens == 257
-    assert row.surviving_tokens == 33
-    assert row.rewrite_cost_usd == Decimal("0.000037125")
+    assert row.surviving_tokens == 8
+    assert row.rewrite_cost_usd == Decimal("0.000009")
     assert row.saving_per_request_usd == Decimal("0.000032125")
-    assert row.breakeven_closed_form == 1.16
+    assert row.breakeven_closed_form == 0.28
     # Below OpenAI's 1,024-token minimum nothing is cached: the simulation saves
     # 257 × 0.00000125 = 0.00032125 on the request itself.
     assert row.breakeven_simulated == 0

@@ -55,7 +55,9 @@ class BreakEven:
     removed_tokens: int
     """How much smaller the prompt is than the same request without the rewrite."""
     surviving_tokens: int
-    """Tokens after the first edit in the rewritten prompt (re-billed uncached or as writes)."""
+    """Tokens after the first edit in the rewritten prompt that the previous request sent too
+    (re-billed uncached or as writes instead of read from the cache); the tail the history
+    gained since is left out: it is billed alike with or without the rewrite."""
     rewrite_cost_usd: Decimal
     """Closed form: surviving × (uncached rate − cache-read rate)."""
     saving_per_request_usd: Decimal
@@ -180,7 +182,10 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
     in_rate = _rate(run, rec, "uncached")
     read_rate = _rate(run, rec, "cache_read")
     first_edit = rec.diff.first_mismatch_token
-    surviving = max(0, rec.request.total - first_edit)
+    # The suffix the previous request sent: the closed form's "surviving tokens" are those the
+    # cache would have read; what the history gained since is billed uncached either way.
+    gained = max(0, cf_first_total - prev.request.total)
+    surviving = max(0, rec.request.total - first_edit - gained)
     removed = max(0, cf_first_total - rec.request.total)
     rewrite_cost = surviving * (in_rate - read_rate)
     saving = removed * read_rate

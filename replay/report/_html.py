@@ -350,7 +350,7 @@ BREAKEVEN_COLUMNS = [
     ("event", "event", "text", ""),
     ("first_edit_token", "first edit", "int", "First token of the prompt that changed"),
     ("removed_tokens", "removed", "int", "Tokens smaller than without the rewrite"),
-    ("surviving_tokens", "surviving", "int", "Tokens after the first edit (re-billed)"),
+    ("surviving_tokens", "surviving", "int", "Tokens after the first edit the previous request sent too (re-billed instead of read)"),
     ("rewrite_cost_usd", "rewrite cost", "usd", "Closed form: surviving × (input − read rate)"),
     ("saving_per_request_usd", "saving/req", "usd", "Closed form: removed × read rate"),
     ("breakeven_closed_form", "closed form", "never-float",
