@@ -5,6 +5,7 @@ JSON contract of `replay breakeven`."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from decimal import Decimal
 
 import gen
@@ -14,6 +15,7 @@ from gen import Call, Turn, build_session
 
 from replay.breakeven import breakeven_session
 from replay.breakeven._whatif import PLACEHOLDER, Selector, whatif_strategy
+from replay.log import RequestMarker
 from replay.prices import Buckets, Pricer
 from replay.tokens import TokenCounter, family_for
 
@@ -429,3 +431,23 @@ def test_breakeven_table_signs_money_before_the_dollar(invoke) -> None:
     result = invoke("breakeven", RUN42, "-s", "sliding-10", "-q")
     assert result.exit_code == 0, result.stderr
     assert "-$0.000" in result.stdout and "$-" not in result.stdout
+
+
+def test_an_idle_gap_past_the_ttl_is_named_in_the_disagreement() -> None:
+    """The closed form ignores TTLs: a rewrite followed by an idle gap longer than the cache's
+    5-minute TTL says so in `disagreement`; the same log without the gap does not."""
+    def row(gap_s: float):
+        session = _head_tail_session("anthropic")
+        events, marker = session.events, 0
+        shift = timedelta(seconds=gap_s)
+        for n, e in enumerate(events):
+            if isinstance(e, RequestMarker):
+                marker += 1
+            if marker > AT + 1:  # from the request after the edit on, `gap_s` later
+                events[n] = e.model_copy(update={"ts": e.ts + shift})
+        return _only(breakeven_session(
+            session, [whatif_strategy(AT, Selector.parse("tool:fetch_a"), False)]
+        )[0])
+
+    assert "TTL expiry" not in row(0).disagreement
+    assert "TTL expiry" in row(600).disagreement

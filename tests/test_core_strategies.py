@@ -363,3 +363,14 @@ def test_unknown_strategy_lists_the_known_names():
     assert "truncate-lots" in message
     for name in DEFAULTS:
         assert name in message
+
+
+def test_an_output_of_exactly_the_limit_is_left_whole():
+    """`truncate-N` cuts outputs longer than N characters: one of N is sent as it is (no
+    "…[truncated 0 chars]" marker), one of N + 1 loses its last character."""
+    from replay.strategies._view import truncate_chars
+
+    exact = ToolResultItem("c1", "read_file", "x" * 500, event_index=2)
+    assert truncate_chars(exact, 500) is exact
+    longer = ToolResultItem("c2", "read_file", "x" * 501, event_index=4)
+    assert truncate_chars(longer, 500).output == "x" * 500 + "\n…[truncated 1 chars]"

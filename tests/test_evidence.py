@@ -250,6 +250,19 @@ def test_quote_only_in_a_hidden_result_is_flagged() -> None:
     assert _check(history, list(history), grep) == []
 
 
+@pytest.mark.parametrize(("quoted", "flagged"), [("E40213", True), ("E4021", False)])
+def test_a_quote_counts_from_six_characters(quoted: str, flagged: bool) -> None:
+    """A quotable piece is a letter and at least five more characters: shorter codes recur by
+    chance (and a substring of a hidden code is not a quote of it)."""
+    history = [
+        UserItem("The export fails.", event_index=0),
+        AssistantItem((_call("c1", "run_tests"),), event_index=1),
+        ToolResultItem("c1", "run_tests", "FAILED export: error E40213 (E4021x)", event_index=2),
+    ]
+    actions = _check(history, history[:2], _call("c2", "grep", pattern=quoted))
+    assert [a.excerpt for a in actions] == ([quoted] if flagged else [])
+
+
 def test_a_view_identical_to_the_history_never_flags() -> None:
     history = _history()
     copies = [
