@@ -332,6 +332,13 @@ def _notes(session: Session, tables: ResultTables) -> list[str]:
             )
     for warning, requests in sorted(tables.price_warnings.items()):
         notes.append(f"Priced with a fallback on {requests:,} request(s): {warning}.")
+    if tables.mentions:
+        counts = ", ".join(f"{name} {n:,}" for name, n in tables.mentions.items())
+        notes.append(
+            "The agent's text named something that only hidden text held (column "
+            "`blind_mentions`; not counted as blind actions, since an agent often names a thing "
+            f"it then reads again): {counts}."
+        )
     return notes
 
 

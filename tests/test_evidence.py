@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import replay
 from replay._api import recommendation, recommendation_line
 from replay.evidence import (
+    HIDDEN_MENTION,
     BlindAction,
     EvidenceChecker,
     _blind,
@@ -53,6 +54,16 @@ def test_run42_summary_flags_only_truncate_500(run42_doc) -> None:
     assert blind["baseline"] == 0
     assert blind["age-truncate-500-keep-3"] == 0
     assert blind["compact-at-12000-structured"] == 0
+    # The agent's text named what the cut reads hid (then read the file again): mentions,
+    # counted apart, and a note names them.
+    mentions = {row["strategy"]: row["blind_mentions"] for row in run42_doc["summary"]}
+    assert mentions == {
+        "baseline": 0,
+        "truncate-500": 3,
+        "age-truncate-500-keep-3": 2,
+        "compact-at-12000-structured": 1,
+    }
+    assert any("`blind_mentions`" in n and "truncate-500 3" in n for n in run42_doc["notes"])
 
 
 def test_run42_truncate_500_hid_the_line_the_fix_changes() -> None:
@@ -72,7 +83,13 @@ def test_run42_truncate_500_hid_the_line_the_fix_changes() -> None:
     assert per_request[fix.request_index] == sum(
         1 for a in actions if a.request_index == fix.request_index
     )
-    assert sum(per_request.values()) == len(actions)
+    mentioned = dict(zip(turns["request_index"], turns["blind_mentions"], strict=True))
+    assert sum(per_request.values()) + sum(mentioned.values()) == len(actions)
+    # Before the fix, the agent named what the 500-character reads had cut, in its own words.
+    assert [(a.request_index, a.tool, a.excerpt) for a in actions if a.kind == HIDDEN_MENTION] == [
+        (7, "", "markComplete"), (8, "", "task.id"), (9, "", "request.payload.id")
+    ]
+    assert {i for i, n in mentioned.items() if n} == {7, 8, 9}
     assert not any(r.blind_actions for r in result.records if r.strategy == "baseline")
 
 
@@ -263,6 +280,23 @@ def test_a_quote_counts_from_six_characters(quoted: str, flagged: bool) -> None:
     assert [a.excerpt for a in actions] == ([quoted] if flagged else [])
 
 
+def test_the_agents_text_naming_what_only_hidden_text_held_is_a_mention() -> None:
+    """A response that names an exact thing (a key, a path, an identifier) only a hidden result
+    held is a `hidden-mention`, apart from the actions; plain words are never quotes."""
+    history = [
+        UserItem("Rotate the key.", event_index=0),
+        AssistantItem((_call("c1", "read_file", path="conf.ini"),), event_index=1),
+        ToolResultItem("c1", "read_file", "key = ZEBRA_QUUX_4417  # straightforward", event_index=2,
+                       arguments={"path": "conf.ini"}),
+    ]
+    said = AssistantItem((Block("text", "Applied key ZEBRA_QUUX_4417, straightforward."),))
+    found = EvidenceChecker().check(history, history[:2], said, 3, "req-4")
+    assert [(a.kind, a.tool, a.path, a.excerpt) for a in found] == [
+        (HIDDEN_MENTION, "", None, "ZEBRA_QUUX_4417")
+    ]
+    assert EvidenceChecker().check(history, list(history), said, 3, "req-4") == []
+
+
 def test_a_view_identical_to_the_history_never_flags() -> None:
     history = _history()
     copies = [
@@ -446,7 +480,8 @@ def _strings(value) -> list[str]:
 
 
 def _reference_check(history, view, response, request_index, request_id) -> list[BlindAction]:
-    if response is None or not response.tool_calls:
+    prose = [] if response is None else [b.text for b in response.blocks if b.type == "text"]
+    if response is None or not (response.tool_calls or any(prose)):
         return []
     if len(view) == len(history) and all(a is b for a, b in zip(view, history, strict=True)):
         return []
@@ -509,6 +544,14 @@ def _reference_check(history, view, response, request_index, request_id) -> list
                         pieces.append(piece)
             if pieces:
                 found.append(action("hidden-quote", path, _blind._short(", ".join(pieces))))
+    named = []  # the response's own text: only exact names count
+    for text in prose:
+        for piece in dict.fromkeys(_blind._QUOTABLE.findall(text)):
+            if _blind._DISTINCTIVE.search(piece) and hidden(piece) and piece not in named:
+                named.append(piece)
+    if named:
+        found.append(BlindAction(request_index, request_id, "", HIDDEN_MENTION, None,
+                                 _blind._short(", ".join(named))))
     return found
 
 
@@ -533,6 +576,11 @@ _line_text = st.lists(st.sampled_from(_LINES), max_size=6).map("\n".join)
 _output_text = st.lists(st.sampled_from(_LINES + _OUTPUT_LINES), max_size=8).map("\n".join)
 _rarely = st.sampled_from([False, False, False, True])
 _often = _rarely.map(lambda b: not b)
+# What an agent says: names and lines quoted in prose, and plain words (never a quote).
+_prose = st.lists(
+    st.sampled_from([*_NAMES, *_LINES, *_OUTPUT_LINES, "Everything looks straightforward."]),
+    max_size=3,
+).map(" ".join)
 _tool_names = st.sampled_from(["read_file", "read_file", "view", "grep", "edit_file",
                                "write_file", "str_replace", "run_tests", "create"])
 
@@ -628,7 +676,9 @@ def test_incremental_checker_equals_the_straightforward_one(data) -> None:
         lengths[which] += sum(change[0] == "append" for change in changes)
         calls = [draw(_tool_call(f"r{request}-{k}", _output_text))
                  for k in range(draw(st.integers(0, 3)))]
-        response = AssistantItem(tuple(calls)) if calls or draw(st.booleans()) else None
+        said = draw(_prose)
+        blocks = ((Block("text", said),) if said else ()) + tuple(calls)
+        response = AssistantItem(blocks) if blocks or draw(st.booleans()) else None
         plan.append((which, changes, response))
     for _strategy in range(2):
         checker = EvidenceChecker()

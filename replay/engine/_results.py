@@ -14,6 +14,7 @@ import polars as pl
 
 from replay._errors import ReplayError
 from replay.engine._replay import RequestRecord
+from replay.evidence import HIDDEN_MENTION
 
 MONEY = pl.Decimal(precision=38, scale=12)
 
@@ -39,6 +40,7 @@ TURN_COLUMNS = [
     "rewrites",
     "over_window",
     "blind_actions",
+    "blind_mentions",
     "cost_usd",
     "storage_cost_usd",
 ]
@@ -60,9 +62,16 @@ SUMMARY_COLUMNS = [
     "summarizer_cost_usd",
     "misses",
     "blind_actions",
+    "blind_mentions",
     "miss_causes",
     "storage_cost_usd",
 ]
+
+
+def mentions(r: RequestRecord) -> int:
+    """The record's `hidden-mention`s: its response's own text naming something only hidden
+    text held (not an action: counted apart from `blind_actions`)."""
+    return sum(a.kind == HIDDEN_MENTION for a in r.blind_actions) if r.blind_actions else 0
 
 
 def _turn_row(r: RequestRecord) -> dict:
@@ -89,7 +98,8 @@ def _turn_row(r: RequestRecord) -> dict:
         "rewrites": "; ".join(f"{e.kind}: {e.detail}" if e.detail else e.kind for e in r.events)
         or None,
         "over_window": r.over_window,
-        "blind_actions": len(r.blind_actions),
+        "blind_actions": len(r.blind_actions) - mentions(r),
+        "blind_mentions": mentions(r),
         "cost_usd": r.cost_usd,
         "storage_cost_usd": o.storage_usd,
     }
@@ -123,6 +133,7 @@ def _turns_from_rows(rows: list[dict]) -> pl.DataFrame:
         "rewrites": pl.Utf8,
         "over_window": pl.Boolean,
         "blind_actions": pl.Int64,
+        "blind_mentions": pl.Int64,
         "cost_usd": MONEY,
         "storage_cost_usd": MONEY,
     }
@@ -145,6 +156,7 @@ class _Acc:
     summarizer_cost: Decimal = Decimal(0)
     misses: int = 0
     blind: int = 0
+    mentions: int = 0
     causes: dict[str, int] = field(default_factory=dict)
     storage: Decimal = Decimal(0)
 
@@ -171,7 +183,9 @@ def _add(accs: dict[str, _Acc], r: RequestRecord) -> None:
     if kind not in (None, "cold-start"):
         a.misses += 1
         a.causes[kind] = a.causes.get(kind, 0) + 1
-    a.blind += len(r.blind_actions)
+    found = mentions(r)
+    a.blind += len(r.blind_actions) - found
+    a.mentions += found
 
 
 def summary_frame(records: Sequence[RequestRecord]) -> pl.DataFrame:
@@ -201,6 +215,7 @@ def _summary_from(accs: dict[str, _Acc]) -> pl.DataFrame:
             "summarizer_cost_usd": a.summarizer_cost,
             "misses": a.misses,
             "blind_actions": a.blind,
+            "blind_mentions": a.mentions,
             "miss_causes": _causes(a.causes),
             "storage_cost_usd": a.storage,
         }
@@ -223,6 +238,7 @@ def _summary_from(accs: dict[str, _Acc]) -> pl.DataFrame:
         "summarizer_cost_usd": MONEY,
         "misses": pl.Int64,
         "blind_actions": pl.Int64,
+        "blind_mentions": pl.Int64,
         "miss_causes": pl.Utf8,
         "storage_cost_usd": MONEY,
     }
@@ -259,6 +275,11 @@ class ResultTables:
 
     _records: Sequence[RequestRecord] | None = field(default=None, repr=False)
     """Records kept by the caller (`of`): the per-request rows are built from them on demand."""
+
+    @property
+    def mentions(self) -> dict[str, int]:
+        """Strategy → `hidden-mention`s of its responses, where there are any."""
+        return {name: a.mentions for name, a in self._accs.items() if a.mentions}
 
     @classmethod
     def of(cls, records: Sequence[RequestRecord]) -> ResultTables:

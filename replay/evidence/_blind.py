@@ -9,7 +9,10 @@ actually gave *used* text that the strategy's view did not show in full while th
 - `hidden-quote`: a tool call whose arguments quote a path, identifier or error string that
   appears in the history but not in the view;
 - `stubbed-read`: the file being changed was shown only as a stub or cut-down read, so a real
-  agent would have had to read it again first (a re-read cost the replay does not include).
+  agent would have had to read it again first (a re-read cost the replay does not include);
+- `hidden-mention`: not an action: the response's own text names something exact (a code, a
+  path, an identifier) that only hidden text held — the agent reasoned about what this view
+  hid. Counted apart (`blind_mentions`), since an agent often names a thing it then re-reads.
 
 A flag means "the agent acted on something this view hid", not "the run would have failed".
 """
@@ -46,8 +49,13 @@ _QUOTABLE = re.compile(r"[\w./-]*[A-Za-z_][\w./-]{5,}")
 # whitespace and no other ASCII character, so it is in a text iff it is inside one of the
 # text's tokens: the text split at whitespace and at every other ASCII character (`_TOKENS`).
 _RUN = re.compile(r"[\w./-]+")
+# In the agent's prose only pieces that name something exact count: a word with a digit, an
+# underscore, a dot or a slash inside, or a capital after a small letter (`E1234`, `src/api.js`,
+# `parseTodoId`, `MAX_RETRIES`); plain words recur in every text.
+_DISTINCTIVE = re.compile(r"[0-9_/]|\w\.\w|[a-z][A-Z]")
 _TOKENS = str.maketrans({c: " " for c in range(128) if not _RUN.fullmatch(chr(c))})
 _MAX_EXCERPT = 300
+HIDDEN_MENTION = "hidden-mention"
 
 
 def _matcher(pattern: re.Pattern[str]) -> Callable[[str], bool]:
@@ -78,9 +86,9 @@ class BlindAction:
     """Request whose response took the action."""
     request_id: str
     tool: str
-    """Tool called."""
+    """Tool called (empty for a `hidden-mention`: the response's text)."""
     kind: str
-    """`hidden-edit-target`, `hidden-quote` or `stubbed-read`."""
+    """`hidden-edit-target`, `hidden-quote`, `stubbed-read` or `hidden-mention`."""
     path: str | None
     """File concerned, when the call names one."""
     excerpt: str
@@ -694,7 +702,10 @@ class EvidenceChecker:
         """The blind actions of `response`. `grown`: the caller only ever appends to `history`
         (the same list at every request, as the engine's), which then is not compared item by
         item with what was indexed at the previous request (O(history) per request)."""
-        if response is None or not response.tool_calls:
+        if response is None:
+            return []
+        prose = [b.text for b in response.blocks if b.type == "text" and b.text]
+        if not response.tool_calls and not prose:
             return []
         if view == history:  # items compare by identity: one C-speed pass
             return []  # the view is the history: nothing can be hidden
@@ -710,6 +721,8 @@ class EvidenceChecker:
                 found.extend(self._write(call, view, request, request_index, request_id))
             else:
                 found.extend(self._quotes(call, request, request_index, request_id))
+        if prose:
+            found.extend(self._prose(prose, request, request_index, request_id))
         return found
 
     def _write(self, call, view, request, request_index, request_id) -> list[BlindAction]:
@@ -745,6 +758,20 @@ class EvidenceChecker:
                                 _short(shown.output))
                 )
         return actions
+
+    def _prose(self, texts, request, request_index, request_id) -> list[BlindAction]:
+        """The response's own text quoting something only hidden text held (an error code, a
+        path, a name), as a tool call's arguments would."""
+        hidden = []
+        for text in texts:
+            for piece in dict.fromkeys(_QUOTABLE.findall(text)):
+                if (_DISTINCTIVE.search(piece) and request.hidden(piece)
+                        and piece not in hidden):
+                    hidden.append(piece)
+        if not hidden:
+            return []
+        return [BlindAction(request_index, request_id, "", HIDDEN_MENTION, None,
+                            _short(", ".join(hidden)))]
 
     def _quotes(self, call, request, request_index, request_id) -> list[BlindAction]:
         hidden = []

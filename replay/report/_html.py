@@ -189,7 +189,8 @@ def _fragments(action: Any) -> list[str]:
     if action.kind == "stubbed-read":
         return []
     text = action.excerpt.rstrip("…")
-    parts = text.split(", ") if action.kind == "hidden-quote" else text.splitlines()
+    quotes = action.kind in ("hidden-quote", "hidden-mention")
+    parts = text.split(", ") if quotes else text.splitlines()
     return [p.strip() for p in parts if len(p.strip()) >= 3][:40]
 
 
@@ -331,7 +332,8 @@ SUMMARY_COLUMNS = [
     ("over_window", "over window", "int", "Requests over the model's context window"),
     ("summarizer_calls", "summarizer calls", "int", "Extra model calls for summaries"),
     ("summarizer_cost_usd", "summarizer cost", "usd", "Their cost (included in cost)"),
-    ("misses", "misses", "int", "Requests that read less than an earlier one had cached"),
+    ("misses", "misses", "int",
+     "Requests that read less of their prompt than they could have (see miss causes)"),
     ("rewrites", "rewrites", "int", "Rewrite events analysed for break-even"),
     ("paid_back", "paid back", "int", "Rewrites whose simulated saving turned positive"),
     ("median_breakeven", "median break-even", "float",
@@ -342,6 +344,8 @@ SUMMARY_COLUMNS = [
     ("hidden-edit-target", "hidden edit target", "int", "Edits whose old text was hidden"),
     ("hidden-quote", "hidden quote", "int", "Calls quoting a path or name only in hidden text"),
     ("stubbed-read", "stubbed read", "int", "Edited files shown only as a stub"),
+    ("blind_mentions", "hidden mentions", "int",
+     "Responses whose own text named something only hidden text held (not actions)"),
 ]
 
 BREAKEVEN_COLUMNS = [
