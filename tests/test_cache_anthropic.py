@@ -111,6 +111,70 @@ def test_tool_runs_count_as_one_position_from_september_2026():
     assert before.cost == usd("3600")
 
 
+BEFORE_SEPTEMBER = datetime(2026, 8, 20, 12, tzinfo=UTC)
+
+
+def test_lookback_edge_before_september_2026():
+    """An entry exactly 20 positions back (the breakpoint counted as one) is read; one position
+    further it is not. Before the Sept-2026 text every block is a position (`lookback_positions`
+    20, `collapse_tool_runs` false since 2024-08-14, pricing/cache/anthropic.json)."""
+
+    def run(n: int):
+        lab = CacheLab("anthropic", MODEL, t0=BEFORE_SEPTEMBER)
+        head = base(lab)
+        lab.send(head, at=0)  # entries at 2,000 (system, block 1) and 2,200 (user 1, block 2)
+        return lab.send([*head, *_appended(lab, n)], at=30)
+
+    # 19 blocks: the last breakpoint is block 21; blocks 21..2 are its 20 positions, the last
+    # of them holds the 2,200 entry. Read 2,200, write 190.
+    edge = run(19)
+    assert edge.split == (2200, 0, 190, 0)
+    assert edge.outcome.miss_cause is None
+    # 20 blocks: block 22 walks 22..3; block 2 is the 21st position. The system breakpoint
+    # reads 2,000; C = 2,400 → write 400.
+    beyond = run(20)
+    assert beyond.split == (2000, 0, 400, 0)
+    assert beyond.outcome.miss_kind == "beyond-lookback"
+    assert beyond.outcome.miss_cause == "beyond lookback (20 positions)"
+
+
+def _tool_rounds(lab: CacheLab, n: int, lead: bool = False) -> list[int]:
+    """n rounds of 3 parallel tool calls and their 3 results, 10 tokens each (two positions a
+    round with tool runs collapsed); with `lead`, the first assistant message opens with a
+    10-token text (one more position)."""
+    out = [lab.block("text", 10)] if lead else []
+    for i in range(n):
+        joins = lead and i == 0
+        out += [lab.block("tool_call", 10, joins=joins or j > 0) for j in range(3)]
+        out += [lab.block("tool_result", 10, joins=j > 0) for j in range(3)]
+    return out
+
+
+def test_lookback_edge_with_tool_runs_collapsed():
+    """From September 2026 a run of tool_use (or tool_result) blocks is one position: an entry
+    exactly 20 positions back (the breakpoint counted as one) is read, one position further it
+    is not (`lookback_positions` 20, `collapse_tool_runs` true since 2026-09-01,
+    pricing/cache/anthropic.json)."""
+
+    def run(rounds: int, lead: bool):
+        lab = CacheLab("anthropic", "claude-sonnet-4-6")
+        head = base(lab)
+        lab.send(head, at=0)  # entries at 2,000 (system) and 2,200 (user 1, position 2)
+        return lab.send([*head, *_tool_rounds(lab, rounds, lead)], at=30)
+
+    # Edge: 55 blocks after user 1 but 19 positions; the last result is position 21 and its 20
+    # positions (21..2) end at user 1. Read 2,200, write 550 (claude-sonnet-4-6, min 1,024).
+    edge = run(9, lead=True)  # text + 9 × (calls, results): 19 positions
+    assert edge.split == (2200, 0, 550, 0)
+    assert edge.outcome.miss_cause is None
+    # Beyond: 20 positions after user 1; the last result is position 22, user 1 is the 21st
+    # back. The system breakpoint reads 2,000; C = 2,800 → write 800.
+    beyond = run(10, lead=False)  # 10 × (calls, results): 20 positions
+    assert beyond.split == (2000, 0, 800, 0)
+    assert beyond.outcome.miss_kind == "beyond-lookback"
+    assert beyond.outcome.miss_cause == "beyond lookback (20 positions, tool runs collapsed)"
+
+
 # -- minimum length -------------------------------------------------------------------------------
 
 
@@ -172,6 +236,26 @@ def test_a_read_refreshes_the_ttl_from_the_request_start():
     lab.send(head, at=200)  # reads 2,200 and refreshes the entry's lifetime to t=200
     r3 = lab.send(head, at=499)  # 499 s after the write, 299 s after the read: live
     assert r3.split == (2200, 0, 0, 0)
+
+
+def test_an_entry_read_through_the_lookback_is_refreshed():
+    """The entry a request reads is refreshed from that request's start even where the request
+    puts no breakpoint on it (so nothing writes it again): "a read refreshes the TTL at no
+    cost" (`refresh_on_read`, pricing/cache/anthropic.json; docs/cache-rules.md)."""
+    lab = CacheLab("anthropic", MODEL)
+    head = base(lab)
+    lab.send(head, at=0)  # entries at 2,000 (system) and 2,200 (user 1), both from t=0
+    # r2 at t=200: breakpoints on the system block and on user 2 (block 4). The last one walks
+    # back to user 1 and reads the 2,200 entry, which has no breakpoint in r2: only the read
+    # refreshes it (to t=200). Read 2,200, write 400.
+    r2 = lab.send([*head, lab.block("text", 100), lab.block("user", 300)], at=200)
+    assert r2.split == (2200, 0, 400, 0)
+    # r3 at t=499 edits the reply after user 1 (a rewind): the 2,200 entry is 499 s past its
+    # write but 299 s past its read, so live. Read 2,200, write 100.
+    # (Unrefreshed it would have expired: only the system entry, 2,000, would be read.)
+    r3 = lab.send([*head, lab.block("text", 50), lab.block("user", 50)], at=499)
+    assert r3.split == (2200, 0, 100, 0)
+    assert r3.outcome.miss_kind == "prefix-edited"
 
 
 def test_one_hour_entry_read_after_40_minutes():

@@ -81,3 +81,26 @@ def test_k3_idle_gap_under_and_over_5_minutes_and_parallel():
     assert parallel.split == (0, 0, 2100, 0)
     assert parallel.outcome.miss_kind == "not-ready"
     assert parallel.cost == usd("6300")
+
+
+def test_k3_writes_nothing_below_the_minimum():
+    """K3 bills the prompt as a cache write only where it is cached at all: a prompt shorter
+    than `min_cacheable_tokens` is neither read nor written, all of it is billed uncached
+    (docs/cache-rules.md, `automatic-prefix`). Moonshot documents no minimum (0, uncertain,
+    pricing/cache/moonshotai.json), so one is set as a rule override."""
+    overrides = {"moonshotai.min_cacheable_tokens": 1024}
+    lab = CacheLab("moonshotai", "kimi-k3", client="none", overrides=overrides)
+    prompt = [lab.block("system", 1000), lab.block("user", 23)]  # 1,023 < 1,024
+    # Both times: no write, 1,023 uncached. Cost 1,023 × 3 = $0.003069.
+    r1 = lab.send(prompt, at=0)
+    r2 = lab.send(prompt, at=10)
+    assert r1.split == r2.split == (0, 0, 0, 1023)
+    assert r2.outcome.miss_kind == "below-minimum"
+    assert r1.cost == r2.cost == usd("3069")
+    # At the minimum the prompt is written, then read: 1,024 × 3 = $0.003072, 1,024 × 0.3.
+    lab = CacheLab("moonshotai", "kimi-k3", client="none", overrides=overrides)
+    prompt = [lab.block("system", 1000), lab.block("user", 24)]
+    r1 = lab.send(prompt, at=0)
+    r2 = lab.send(prompt, at=10)
+    assert (r1.split, r2.split) == ((0, 0, 1024, 0), (1024, 0, 0, 0))
+    assert (r1.cost, r2.cost) == (usd("3072"), usd("307.2"))
