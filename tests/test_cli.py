@@ -448,3 +448,14 @@ def test_tables_print_square_brackets_as_they_are(invoke):
     assert "sliding-10[messages=4]" in result.stdout
     listing = invoke("strategies")
     assert "[first message, summary, last 3" in listing.stdout
+
+
+def test_run_takes_ttl_as_the_other_commands_do(invoke) -> None:
+    """`--ttl 1h` forces one-hour breakpoints, as in breakeven, whatif, report and plot."""
+    args = [RUN42, "-s", "baseline", "--provider", "anthropic", "--model", "claude-sonnet-4-5",
+            "--per-turn", "--format", "json"]
+    default = json.loads(invoke(*args).stdout)
+    hour = json.loads(invoke(*args, "--ttl", "1h").stdout)
+    assert sum(r["cache_write_1h_tokens"] for r in default["requests"]) == 0
+    assert sum(r["cache_write_1h_tokens"] for r in hour["requests"]) > 0
+    assert hour["summary"][0]["cost_usd"] > default["summary"][0]["cost_usd"]

@@ -39,6 +39,7 @@ from replay.cli._main import (
     help="With --per-turn: add break-even columns (closed form and simulated) to the requests "
     "where a strategy rewrote earlier context.",
 )
+@click.option("--ttl", type=click.Choice(["5m", "1h"]), help="Force every breakpoint's TTL.")
 @replay_options
 @output_options()
 @user_errors
@@ -49,6 +50,7 @@ def run_command(
     strategy_files: tuple[Path, ...],
     per_turn: bool,
     with_breakeven: bool,
+    ttl: str | None,
     provider: str | None,
     model: str | None,
     client: str | None,
@@ -66,6 +68,7 @@ def run_command(
       replay run logs/run42.jsonl --strategies all
       replay logs/run42.jsonl -s baseline,truncate-500 --per-turn --format json -o out.json
       replay logs/run42.jsonl -s age-truncate-500-keep-3 --per-turn --breakeven
+      replay logs/run42.jsonl -s baseline --provider anthropic --model claude-sonnet-4-5 --ttl 1h
       replay logs/run42.jsonl -s pi-compact-16k-20k --set pi-compact.keep=30k
       replay logs/run42.jsonl -s all,plugins --strategy-file my_strategy.py
     """
@@ -85,6 +88,7 @@ def run_command(
             client=client,
             cache_rules=cache_rules,
             prices=price_overrides(prices),
+            ttl=ttl,
             strict=strict,
             keep_records=False,
             per_turn=per_turn,
@@ -115,6 +119,7 @@ def run_command(
                 client=client,
                 cache_rules=cache_rules,
                 prices=price_overrides(prices),
+                ttl=ttl,
                 progress=progress,
                 unlogged_context=result.unlogged_context,
             )
