@@ -113,6 +113,24 @@ def test_ids_and_texts_that_recur_are_read_once_per_distinct_value(tmp_path):
     assert first.id is None and call.blocks[0].id != again.blocks[0].id
 
 
+def test_a_time_without_an_offset_is_utc(tmp_path):
+    """A log mixing `…Z` times with times that have no offset replays (they were compared:
+    a traceback) and reads them as UTC."""
+    import replay
+
+    lines = RUN42.read_text(encoding="utf-8").splitlines()
+    events = [json.loads(line) for line in lines[1:]]
+    naive = [n for n, e in enumerate(events) if e["type"] == "request"][3]
+    stamp = events[naive]["ts"]
+    events[naive]["ts"] = stamp.removesuffix("Z").split("+")[0]
+    path = tmp_path / "naive.jsonl"
+    path.write_text("\n".join([lines[0], *map(json.dumps, events)]) + "\n", encoding="utf-8")
+    session = read_log(path, strict=True)
+    marker = session.events[naive]
+    assert marker.ts == read_log(RUN42).events[naive].ts and marker.ts.utcoffset() is not None
+    assert replay.replay(path, "baseline").summary["requests"][0] == 14
+
+
 def test_minimal_log_and_blank_lines(tmp_path):
     path = _write(tmp_path, HEADER, "", "   ", USER, REQUEST)
     session = read_log(path, strict=True)

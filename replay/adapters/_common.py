@@ -599,9 +599,7 @@ class SessionBuilder:
             for event in thread.events:
                 if isinstance(event, AssistantMessage) and event.in_context:
                     for block in event.blocks:
-                        if isinstance(block, ToolCallBlock) and not getattr(
-                            block, "server_side", False
-                        ):
+                        if isinstance(block, ToolCallBlock) and not block.server_side:
                             pending[block.id] = (block, event)
                 elif isinstance(event, ToolResult):
                     if event.call_id in answered and event.call_id not in pending:

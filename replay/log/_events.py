@@ -10,10 +10,10 @@ a migration in `_io.py`, and the round-trip tests.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 FORMAT_NAME = "replay-log"
 FORMAT_VERSION = 1
@@ -175,9 +175,16 @@ class Usage(_Model):
         )
 
 
+def _aware(moment: datetime) -> datetime:
+    """A time without an offset is UTC: the format's times are, and a naive one cannot be
+    compared with the others."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 class _Event(_Model):
-    ts: datetime
-    """When the event happened (UTC, ISO-8601). For a request: when it was sent."""
+    ts: Annotated[datetime, AfterValidator(_aware)]
+    """When the event happened (UTC, ISO-8601; a time without an offset is read as UTC). For a
+    request: when it was sent."""
 
     thread: str = MAIN_THREAD
     """Conversation thread: `main`, or the id of a subagent thread opened by a `thread` event."""
@@ -260,6 +267,10 @@ class ToolCallBlock(_Model):
     arguments: dict[str, Any] = Field(default_factory=dict)
     """Arguments as the model produced them (parsed JSON)."""
 
+    server_side: bool = False
+    """True when the provider ran the call itself (web search, code execution…): no
+    `tool_result` is expected before the thread's next request."""
+
 
 AssistantBlock = Annotated[TextBlock | ThinkingBlock | ToolCallBlock, Field(discriminator="type")]
 
@@ -305,6 +316,10 @@ class ToolResult(_Event):
 
     is_error: bool = False
     """True when the tool reported failure."""
+
+    synthetic: str | None = None
+    """Why this result is not the tool's (`missing tool result`: a placeholder the reader or an
+    adapter put in for a call the log never answered); absent on real results."""
 
 
 class RequestMarker(_Event):

@@ -94,7 +94,7 @@ class ToolPairs:
             return self._unknown_replaced(event, line), []
         if isinstance(event, AssistantMessage):
             for block in event.blocks:
-                if isinstance(block, ToolCallBlock) and not getattr(block, "server_side", False):
+                if isinstance(block, ToolCallBlock) and not block.server_side:
                     state.calls[block.id] = (block.name, line)
                     if event.in_context:
                         state.pending[block.id] = (block.name, line)
