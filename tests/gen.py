@@ -1,7 +1,8 @@
 """Generators shared by the test suite: hypothesis strategies and deterministic builders.
 
-- `log_events()`: random `replay-log` content of every event type, with unknown extra fields at
-  event, block, tool-definition and usage level (for the lossless round trip).
+- `log_dicts()` / `log_events()`: random `replay-log` lines (as dicts, or parsed) of every event
+  type, every field of the event models possible (derived from their `model_fields`), with
+  unknown extra fields at event, block, tool-definition and usage level (lossless round trip).
 - `histories()` / `edited_pair()`: random view items (what a strategy returns) and an edited
   successor of a history (for the prefix-diff properties).
 - `replay_sessions()`: random but well-formed sessions the engine can replay (a request after
@@ -12,15 +13,21 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
+import annotated_types
 from hypothesis import strategies as st
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from replay.log import (
+    FORMAT_VERSION,
     AssistantMessage,
     RequestMarker,
     Session,
@@ -33,6 +40,7 @@ from replay.log import (
     UserMessage,
     parse_event,
 )
+from replay.log._events import EVENT_TYPES
 from replay.strategies import AssistantItem, Block, SummaryItem, ToolResultItem, UserItem
 
 BASE_TS = datetime(2026, 3, 2, 9, 0, 0, tzinfo=UTC)
@@ -116,124 +124,97 @@ def _with_extras(base: st.SearchStrategy[dict]) -> st.SearchStrategy[dict]:
     return st.tuples(base, extra_fields).map(lambda pair: {**pair[0], **pair[1]})
 
 
-def _event(kind: str, required: dict, optional: dict) -> st.SearchStrategy[dict]:
-    common = {"thread": st.sampled_from(["main", "sub-1"]), "id": _ids}
-    return _with_extras(
-        st.fixed_dictionaries(
-            {"type": st.just(kind), "ts": timestamps, **required}, optional={**common, **optional}
-        )
-    )
+_BY_FIELD: dict[str, st.SearchStrategy] = {
+    "thread": st.sampled_from(["main", "sub-1"]),
+    "id": _ids,
+    "call_id": _ids,
+    "request_id": _ids,
+    "thread_id": _ids,
+    "parent_call_id": st.none() | _ids,
+    "replaces": st.lists(_ids, max_size=4),
+    "trigger": st.none() | st.sampled_from(["auto", "manual"]),
+}
+"""Fields drawn from realistic values rather than from their type alone."""
+_BY_MODEL_FIELD: dict[tuple[str, str], st.SearchStrategy] = {
+    ("SessionHeader", "version"): st.integers(0, FORMAT_VERSION),  # a later one is refused
+    ("SessionHeader", "provider"): st.sampled_from(["anthropic", "openai", "google"]),
+    ("SessionHeader", "model"): st.sampled_from(["claude-sonnet-4-5", "gpt-5", "gemini-2.5-flash"]),
+    ("Usage", "cost_usd"): st.none() | st.decimals(0, 100, places=6).map(str),
+}
 
 
-tool_defs = _with_extras(
-    st.fixed_dictionaries(
-        {"name": st.text(min_size=1, max_size=10)},
-        optional={
-            "description": st.text(max_size=20),
-            "input_schema": st.dictionaries(st.text(max_size=6), json_values, max_size=3),
-        },
-    )
-)
-usages = _with_extras(
-    st.fixed_dictionaries(
-        {},
-        optional={
-            "input_tokens": st.integers(0, 10**6),
-            "cache_read_tokens": st.integers(0, 10**6),
-            "cache_write_5m_tokens": st.integers(0, 10**6),
-            "cache_write_1h_tokens": st.integers(0, 10**6),
-            "output_tokens": st.integers(0, 10**5),
-            "reasoning_tokens": st.none() | st.integers(0, 10**5),
-            "cost_usd": st.none() | st.decimals(0, 100, places=6).map(str),
-        },
-    )
-)
-blocks = st.one_of(
-    _with_extras(st.fixed_dictionaries({"type": st.just("text"), "text": texts})),
-    _with_extras(
-        st.fixed_dictionaries(
-            {"type": st.just("thinking")},
-            optional={
-                "thinking": texts,
-                "signature": _opt_str,
-                "estimated_tokens": st.none() | st.integers(0, 5000),
-            },
-        )
-    ),
-    _with_extras(
-        st.fixed_dictionaries(
-            {"type": st.just("tool_call"), "id": _ids, "name": st.text(min_size=1, max_size=8)},
-            optional={"arguments": st.dictionaries(st.text(max_size=6), json_values, max_size=3)},
-        )
-    ),
-)
+def _values(annotation: Any, metadata: Sequence[Any] = ()) -> st.SearchStrategy:
+    """Any valid value of a field annotation (JSON-compatible: what a log line can hold)."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        more = [*metadata]
+        for m in args[1:]:
+            more.extend(m.metadata if isinstance(m, FieldInfo) else [m])
+        return _values(args[0], more)
+    if origin is Literal:
+        return st.sampled_from(args)
+    if origin in (Union, UnionType):
+        return st.one_of([_values(a, metadata) for a in args])
+    if annotation is type(None):
+        return st.none()
+    if origin is list:
+        return st.lists(_values(args[0]), max_size=3)
+    if origin is dict and args[0] is str:
+        return st.dictionaries(st.text(max_size=6), _values(args[1]), max_size=3)
+    if annotation is Any:
+        return json_values
+    if annotation is bool:
+        return st.booleans()
+    if annotation is int:
+        low = max((m.ge for m in metadata if isinstance(m, annotated_types.Ge)), default=-(10**6))
+        return st.integers(low, 10**7)
+    if annotation is str:
+        return texts
+    if annotation is datetime:
+        return timestamps
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return model_dicts(annotation)
+    raise TypeError(f"no generator for fields of type {annotation!r}: add one to tests/gen.py")
 
-header_dicts = _event(
-    "session",
-    {},
-    {
-        "version": st.just(1),
-        "format": st.just("replay-log"),
-        "session_id": st.text(max_size=10),
-        "agent": st.text(max_size=10),
-        "agent_version": _opt_str,
-        "provider": st.sampled_from(["anthropic", "openai", "google"]),
-        "model": st.sampled_from(["claude-sonnet-4-5", "gpt-5", "gemini-2.5-flash"]),
-        "system": texts,
-        "tools": st.lists(tool_defs, max_size=3),
-        "cwd": _opt_str,
-        "estimated": st.lists(st.text(max_size=8), max_size=2),
-    },
-)
+
+@functools.cache
+def model_dicts(model: type[BaseModel]) -> st.SearchStrategy[dict]:
+    """JSON dicts of a log model derived from its `model_fields`, so a field added to the
+    format is generated (and round-tripped) without touching this file: required fields and
+    the `type` discriminator always, every other field sometimes; plus unknown extra fields."""
+    required: dict[str, st.SearchStrategy] = {}
+    optional: dict[str, st.SearchStrategy] = {}
+    for name, info in model.model_fields.items():
+        if (model.__name__, name) in _BY_MODEL_FIELD:
+            strategy = _BY_MODEL_FIELD[model.__name__, name]
+        elif name in _BY_FIELD:
+            strategy = _BY_FIELD[name]
+        else:
+            strategy = _values(info.annotation, info.metadata)
+        (required if info.is_required() or name == "type" else optional)[name] = strategy
+    return _with_extras(st.fixed_dictionaries(required, optional=optional))
+
+
+header_dicts = model_dicts(SessionHeader)
 event_dicts = st.one_of(
-    _event("user", {"text": texts}, {"injected": st.booleans()}),
-    _event("assistant", {}, {"blocks": st.lists(blocks, max_size=4), "request_id": _opt_str}),
-    _event(
-        "tool_result",
-        {"call_id": _ids, "tool_name": st.text(min_size=1, max_size=8), "output": texts},
-        {"is_error": st.booleans()},
-    ),
-    _event(
-        "request",
-        {"request_id": _ids},
-        {
-            "model": _opt_str,
-            "provider": _opt_str,
-            "usage": st.none() | usages,
-            "duration_ms": st.none() | st.integers(0, 10**7),
-        },
-    ),
-    _event(
-        "compaction",
-        {"summary": texts},
-        {
-            "replaces": st.lists(_ids, max_size=4),
-            "trigger": st.none() | st.sampled_from(["auto", "manual"]),
-            "tokens_before": st.none() | st.integers(0, 10**6),
-        },
-    ),
-    _event(
-        "thread",
-        {"thread_id": _ids},
-        {
-            "parent_thread": st.text(max_size=6),
-            "parent_call_id": _opt_str,
-            "system": _opt_str,
-            "model": _opt_str,
-        },
-    ),
+    [model_dicts(model) for model in EVENT_TYPES.values() if model is not SessionHeader]
 )
 
 
 @st.composite
+def log_dicts(draw: st.DrawFn, max_events: int = 12) -> tuple[dict, list[dict]]:
+    """A header and events as the JSON dicts of their lines (with the random set of fields
+    given, every field of the models possible, and unknown extra fields at every level)."""
+    return draw(header_dicts), draw(st.lists(event_dicts, max_size=max_events))
+
+
+@st.composite
 def log_events(draw: st.DrawFn, max_events: int = 12) -> tuple[SessionHeader, list[Any]]:
-    """A header and events built from random dicts (so the set of given fields is random too)."""
-    header = parse_event(draw(header_dicts), "<gen>", 1)
-    events = [
-        parse_event(d, "<gen>", n + 2)
-        for n, d in enumerate(draw(st.lists(event_dicts, max_size=max_events)))
+    """A header and events parsed from `log_dicts`."""
+    header, events = draw(log_dicts(max_events))
+    return parse_event(header, "<gen>", 1), [
+        parse_event(d, "<gen>", n + 2) for n, d in enumerate(events)
     ]
-    return header, events
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 import gen
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 
 from replay import ReplayError, replay
 from replay.engine import SUMMARY_COLUMNS, TURN_COLUMNS, ReplayConfig, replay_session
-from replay.log import RequestMarker, read_log
+from replay.log import RequestMarker, read_log, write_log
 
 CONTRACT_SUMMARY = [
     "strategy",
@@ -143,6 +144,52 @@ def test_replay_is_deterministic_across_processes(run_replay, tmp_path):
         assert code == 0, err
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1]
+
+
+MIXED = [
+    ("anthropic", "claude-sonnet-4-5"),
+    ("google", "gemini-2.5-flash"),
+    ("anthropic", "claude-opus-4-8"),
+    ("openai", "gpt-5"),
+    ("openai", "gpt-4o"),
+]
+"""Five models of three providers and four tokenizer families, three of them estimated."""
+
+
+def test_replay_of_several_models_is_deterministic_across_processes(run_replay, tmp_path):
+    """Sets of models, providers and tokenizer families are written in a fixed order: two runs
+    under different hash seeds (seeds under which those sets iterate in different orders) write
+    byte-identical JSON for a log whose requests switch between five models of three providers
+    (model switches, TTL expiries and edited prefixes among the misses)."""
+    session = gen.deterministic_session()
+    for i, marker in enumerate(session.requests()):
+        marker.provider, marker.model = MIXED[(i // 2) % len(MIXED)]
+    log = tmp_path / "mixed.jsonl"
+    write_log(session, log)
+    outputs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"run{seed}.json"
+        code, _, err = run_replay(
+            log,
+            "--strategies",
+            "baseline,sliding-4-pin-first",
+            "--per-turn",
+            "--format",
+            "json",
+            "-o",
+            out,
+            env={"PYTHONHASHSEED": seed},
+        )
+        assert code == 0, err
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+    document = json.loads(outputs[0])
+    assert document["model"] == ",".join(sorted(m for _, m in MIXED))
+    assert document["provider"] == "anthropic,google,openai"
+    estimated = [n.split()[3] for n in document["notes"] if n.startswith("Token counts for")]
+    assert estimated == ["claude", "claude-new-tokenizer", "gemini"]
+    causes = document["summary"][0]["miss_causes"]
+    assert all(c in causes for c in ("model-switch", "ttl-expired", "below-minimum")), causes
 
 
 def _same_frames_without_records(log, strategies) -> None:
@@ -385,3 +432,67 @@ def test_a_strategy_run_makes_no_cyclic_garbage(monkeypatch):
         gc.unfreeze()
     assert len(records) >= 30 * len(resolve("all"))
     assert not found, found.most_common(10)
+
+
+def _claude_code_session():
+    """A Claude Code 2.1 session on Claude with a subagent: the main thread's cache entries
+    are written with the 1-hour TTL, the subagent's with the 5-minute one."""
+
+    def read(path: str, size: int, seed: int) -> gen.Call:
+        return gen.Call("read_file", {"path": path}, gen.filler(size, seed))
+
+    explore = [
+        gen.Turn("Listing.", [read("src/a.js", 5000, 1)]),
+        gen.Turn("One more.", [read("src/b.js", 3000, 5)]),
+        gen.Turn("Explored."),
+    ]
+    turns = [
+        gen.Turn("Reading.", [read("src/api.js", 6000, 2)]),
+        gen.Turn("Delegating.", [gen.Call("task", {"prompt": "go"}, "found", subagent=explore)]),
+        gen.Turn("Reading more.", [read("src/store.js", 3000, 3)]),
+        gen.Turn("Done."),
+    ]
+    session = gen.build_session(turns, provider="anthropic", agent="claude-code")
+    session.header.agent_version = "2.1.9"
+    return session
+
+
+@pytest.mark.parametrize("keep_records", [True, False])
+def test_one_hour_cache_writes_count_as_cache_writes(keep_records):
+    """`cache_write_tokens` is both TTLs' writes, per request and in the summary: with Claude
+    Code's 1-hour entries on the main thread, 5m + 1h, and the buckets still add up."""
+    session = _claude_code_session()
+    records = [r for r in replay_session(session, ["baseline"]) if r.strategy == "baseline"]
+    result = replay(session, ["baseline"], client="claude-code", keep_records=keep_records)
+    _check_frames(result)
+    assert sum(r.outcome.cache_write_1h for r in records) > 0  # the main thread's
+    assert sum(r.outcome.cache_write_5m for r in records) > 0  # the subagent's
+    turns = result.turns
+    assert turns["cache_write_1h_tokens"].sum() > 0 and turns["cache_write_5m_tokens"].sum() > 0
+    assert turns["cache_write_tokens"].to_list() == [
+        r.outcome.cache_write_5m + r.outcome.cache_write_1h for r in records
+    ]
+    assert (
+        turns["cache_write_tokens"]
+        == turns["cache_write_5m_tokens"] + turns["cache_write_1h_tokens"]
+    ).all()
+    row = result.summary.row(0, named=True)
+    assert row["cache_write_tokens"] == sum(
+        r.outcome.cache_write_5m + r.outcome.cache_write_1h for r in records
+    )
+    assert row["cache_write_tokens"] == turns["cache_write_tokens"].sum()
+
+
+def test_a_prompt_of_exactly_the_context_window_is_not_over_it(monkeypatch):
+    """`over_window` means past the window: a billed prompt of exactly the model's context
+    window fits; one token more does not."""
+    from replay.engine import _replay
+
+    session = gen.deterministic_session()
+    last = replay_session(session, ["baseline"])[-1]
+    billed = last.request.total - last.outcome.dropped_tokens
+    for window, over in ((billed, False), (billed - 1, True)):
+        monkeypatch.setattr(_replay, "context_window", lambda model, window=window: window)
+        record = replay_session(gen.deterministic_session(), ["baseline"])[-1]
+        assert record.request.total - record.outcome.dropped_tokens == billed
+        assert record.over_window is over, window
