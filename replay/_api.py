@@ -60,6 +60,13 @@ class ReplayResult:
         assert self.tables is not None
         return self.tables.turns()
 
+    @cached_property
+    def evidence(self) -> pl.DataFrame:
+        """One row per blind action or hidden mention: what it relied on (columns:
+        `replay.engine.EVIDENCE_COLUMNS`)."""
+        assert self.tables is not None
+        return self.tables.evidence()
+
     @property
     def models(self) -> list[str]:
         """Every model a simulated request used, sorted."""

@@ -64,6 +64,18 @@ def test_run42_summary_flags_only_truncate_500(run42_doc) -> None:
         "compact-at-12000-structured": 1,
     }
     assert any("`blind_mentions`" in n and "truncate-500 3" in n for n in run42_doc["notes"])
+    # Every flag, with what it relied on.
+    rows = run42_doc["evidence"]
+    assert len(rows) == sum(blind.values()) + sum(mentions.values())
+    assert [(r["strategy"], r["request_index"], r["kind"], r["tool"], r["path"])
+            for r in rows if r["strategy"] == "truncate-500"] == [
+        ("truncate-500", 7, HIDDEN_MENTION, None, None),
+        ("truncate-500", 8, HIDDEN_MENTION, None, None),
+        ("truncate-500", 9, HIDDEN_MENTION, None, None),
+        ("truncate-500", 10, "hidden-edit-target", "write_file", "src/api.js"),
+        ("truncate-500", 10, "stubbed-read", "write_file", "src/api.js"),
+    ]
+    assert BUGGY in rows[3]["excerpt"]
 
 
 def test_run42_truncate_500_hid_the_line_the_fix_changes() -> None:

@@ -103,6 +103,7 @@ def run_command(
         "model": ",".join(models),
         "notes": result.notes,
         "summary": report.frame_rows(result.summary),
+        "evidence": report.frame_rows(result.evidence),
     }
     recommended = recommendation(result.summary)
     document["recommendation"] = recommended

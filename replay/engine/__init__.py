@@ -1,9 +1,16 @@
 """The replay engine and its tabular results."""
 
 from replay.engine._replay import ReplayConfig, RequestRecord, replay_session
-from replay.engine._results import SUMMARY_COLUMNS, TURN_COLUMNS, summary_frame, turns_frame
+from replay.engine._results import (
+    EVIDENCE_COLUMNS,
+    SUMMARY_COLUMNS,
+    TURN_COLUMNS,
+    summary_frame,
+    turns_frame,
+)
 
 __all__ = [
+    "EVIDENCE_COLUMNS",
     "SUMMARY_COLUMNS",
     "TURN_COLUMNS",
     "ReplayConfig",

@@ -68,6 +68,42 @@ SUMMARY_COLUMNS = [
 ]
 
 
+EVIDENCE_COLUMNS = [
+    "strategy",
+    "request_index",
+    "request_id",
+    "thread",
+    "kind",
+    "tool",
+    "path",
+    "excerpt",
+]
+"""Columns of the evidence rows: one per blind action or hidden mention (`evidence_frame`)."""
+
+
+def _evidence_rows(r: RequestRecord) -> list[dict]:
+    return [
+        {
+            "strategy": r.strategy,
+            "request_index": a.request_index,
+            "request_id": a.request_id,
+            "thread": r.thread,
+            "kind": a.kind,
+            "tool": a.tool or None,
+            "path": a.path,
+            "excerpt": a.excerpt,
+        }
+        for a in r.blind_actions
+    ]
+
+
+def evidence_frame(rows: list[dict]) -> pl.DataFrame:
+    """What each blind action and hidden mention relied on, one row each (`EVIDENCE_COLUMNS`:
+    its kind, the tool called, the file, an excerpt of the hidden text)."""
+    schema = {c: pl.Int64 if c == "request_index" else pl.Utf8 for c in EVIDENCE_COLUMNS}
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
 def mentions(r: RequestRecord) -> int:
     """The record's `hidden-mention`s: its response's own text naming something only hidden
     text held (not an action: counted apart from `blind_actions`)."""
@@ -269,6 +305,8 @@ class ResultTables:
     """Each distinct pricing fallback (a rate the price table lacks, billed at another one) →
     the requests it priced."""
     _accs: dict[str, _Acc] = field(default_factory=dict, repr=False)
+    _evidence: list[dict] = field(default_factory=list, repr=False)
+    """One row per blind action or hidden mention (`evidence`): few, so always kept."""
     _turns: list[pl.DataFrame] = field(default_factory=list, repr=False)
     _rows: list[dict] = field(default_factory=list, repr=False)
     """Per-request rows of the strategy being counted (`add_record`)."""
@@ -304,6 +342,8 @@ class ResultTables:
             self.estimated_output = False
         if r.price_warning:
             self.price_warnings[r.price_warning] = self.price_warnings.get(r.price_warning, 0) + 1
+        if r.blind_actions:
+            self._evidence.extend(_evidence_rows(r))
         if self.per_turn:
             self._rows.append(_turn_row(r))
 
@@ -315,6 +355,9 @@ class ResultTables:
 
     def summary(self) -> pl.DataFrame:
         return _summary_from(self._accs)
+
+    def evidence(self) -> pl.DataFrame:
+        return evidence_frame(self._evidence)
 
     def turns(self) -> pl.DataFrame:
         if not self.per_turn:
