@@ -185,7 +185,10 @@ def test_log_text_cannot_break_out_of_the_page(tmp_path) -> None:
     from replay.log import read_log, write_log
 
     session = read_log(SAMPLE)
-    evil = "</script><script>alert(1)</script><!-- \u2028 & <b>bold</b>"
+    # ...and the template's own placeholders in log text stay text (each was filled where it
+    # first appeared, which could be inside the data: the runtime then went there).
+    evil = ("</script><script>alert(1)</script><!-- \u2028 & <b>bold</b> "
+            "{{vega}} {{app}} {{specs}} {{style}} {{title}} {{data}}")
     first = session.events[0]
     session.events[0] = first.model_copy(update={"text": evil + first.text})
     path = tmp_path / "evil.jsonl"
@@ -194,6 +197,7 @@ def test_log_text_cannot_break_out_of_the_page(tmp_path) -> None:
 
     page = html_report(path, "baseline", breakeven=False)
     assert page.count("<script") == 4  # data, specs, vega bundle, app: nothing injected
+    assert len(page) < 2 * len(html_report(SAMPLE, "baseline", breakeven=False))
     assert "alert(1)</script>" not in page
     data = re.search(r'id="replay-data">(.*?)</script>', page, re.S).group(1)
     assert any(evil in t for t in json.loads(data)["texts"])

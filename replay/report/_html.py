@@ -19,6 +19,7 @@ The document is compact so that hundreds of requests × many strategies stay sma
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -488,12 +489,13 @@ def render_html(document: dict[str, Any]) -> str:
         "{{vega}}": vega_runtime().replace("</script", "<\\/script"),
         "{{app}}": _asset("report.js"),
     }
-    for placeholder, value in parts.items():
-        head, sep, tail = page.partition(placeholder)
-        if not sep:
-            raise RuntimeError(f"report template lacks {placeholder}")
-        page = head + value + tail
-    return page
+    # One pass over the template: a value (log text in the data, the title) may itself hold a
+    # placeholder's name, which must stay text.
+    pieces = re.split(r"(\{\{(?:title|style|data|specs|vega|app)\}\})", page)
+    missing = set(parts) - set(pieces[1::2])
+    if missing:
+        raise RuntimeError(f"report template lacks {', '.join(sorted(missing))}")
+    return "".join(parts.get(piece, piece) if n % 2 else piece for n, piece in enumerate(pieces))
 
 
 def build_report(
