@@ -382,3 +382,43 @@ def test_engine_reports_progress_per_strategy() -> None:
     calls = []
     replay(SAMPLE, "baseline,sliding-10", progress=lambda *a: calls.append(a))
     assert calls == [("baseline", 0, 2), ("sliding-10", 1, 2), ("", 2, 2)]
+
+
+def test_charts_draw_the_prompt_as_billed() -> None:
+    """An OpenAI reasoning model drops earlier turns' reasoning from the billed prompt at a new
+    user turn: the charts (and their hit ratio) show the billed size, as `replay run` does, not
+    the rendered one (7,349 tokens more on the opencode sample's request 48)."""
+    from datetime import UTC, datetime, timedelta
+
+    from replay.log import (
+        AssistantMessage,
+        RequestMarker,
+        Session,
+        SessionHeader,
+        TextBlock,
+        ThinkingBlock,
+        UserMessage,
+    )
+    from replay.report._charts import series_rows
+
+    t0 = datetime(2026, 10, 1, tzinfo=UTC)
+    reasoning = "Weighing each option against the tests in turn. " * 300
+    events: list = []
+    for n in range(3):
+        events += [
+            UserMessage(ts=t0 + timedelta(minutes=n), text=f"Task {n}: " + "context " * 400),
+            RequestMarker(ts=t0 + timedelta(minutes=n, seconds=1), request_id=f"r{n}"),
+            AssistantMessage(ts=t0 + timedelta(minutes=n, seconds=9), request_id=f"r{n}",
+                             blocks=[ThinkingBlock(thinking=reasoning), TextBlock(text="Done.")]),
+        ]
+    header = SessionHeader(ts=t0, session_id="s", agent="test", provider="openai",
+                           model="gpt-5", system="Be brief.")
+    result = replay(Session(header=header, events=events), "baseline", per_turn=True)
+    billed = result.turns["prompt_tokens"].to_list()
+    rendered = [r.request.total for r in result.records]
+    assert rendered[2] > billed[2]  # the earlier reasoning left the billed prompt
+    rows = series_rows(result.records)
+    assert [row["prompt"] for row in rows] == billed
+    assert [row["hit"] for row in rows] == [
+        round(c / p, 4) for c, p in zip(result.turns["cached_tokens"], billed, strict=True)
+    ]

@@ -79,7 +79,7 @@ def series_rows(records: Sequence[Any]) -> list[dict[str, Any]]:
         total = cumulative.get(r.strategy, 0.0) + pending.pop(r.strategy, 0.0) + cost
         cumulative[r.strategy] = total
         o = r.outcome
-        prompt = int(r.request.total)
+        prompt = o.prompt  # as billed (a provider may strip earlier reasoning), as `run` says
         rows.append(
             {
                 "s": r.strategy,

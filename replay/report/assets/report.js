@@ -429,12 +429,13 @@
       "hidden-edit-target": "the recorded edit changed text this view hid (highlighted below):",
       "hidden-quote": "the recorded call quoted names that only hidden text contained (highlighted below):",
       "stubbed-read": "the file being changed was shown only as this stub: a real agent would have had to read it again.",
+      "hidden-mention": "the recorded response's own text named what only hidden text held (highlighted below); not an action, not counted as one:",
     };
     for (const [kind, tool, path, excerptId, frags] of blind) {
       const excerpt = T[excerptId];
       fragments.push(...frags.map((f) => T[f]));
       blindBox.append(el("div", { class: "blind", "data-kind": kind },
-        el("b", { text: "Blind action · " + kind }), " — " + tool + (path ? " on " + path : "") + ": " + (BLIND[kind] || "the recorded response relied on text this view hid:"),
+        el("b", { text: kind === "hidden-mention" ? "Hidden mention" : "Blind action · " + kind }), (tool ? " — " + tool + (path ? " on " + path : "") : "") + ": " + (BLIND[kind] || "the recorded response relied on text this view hid:"),
         el("pre", { text: excerpt })));
     }
 
