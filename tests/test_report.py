@@ -309,6 +309,15 @@ def test_report_command_user_errors(tmp_path) -> None:
     run = CliRunner().invoke(cli, ["report", str(SAMPLE), "-s", "no-such-strategy", "-o",
                                    str(tmp_path / "r.html")], prog_name="replay")
     assert run.exit_code == 2 and "error:" in run.stderr
+    # A log without requests is refused, with or without break-even (it wrote a broken page).
+    empty = tmp_path / "no-requests.jsonl"
+    empty.write_text("".join(SAMPLE.read_text(encoding="utf-8").splitlines(True)[:2]),
+                     encoding="utf-8")
+    for extra in ([], ["--no-breakeven"]):
+        run = CliRunner().invoke(cli, ["report", str(empty), "-o", str(tmp_path / "r.html"),
+                                       *extra], prog_name="replay")
+        assert run.exit_code == 2 and "the log has no requests" in run.stderr, run.output
+        assert not (tmp_path / "r.html").exists()
 
 
 @pytest.mark.parametrize(

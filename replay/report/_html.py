@@ -518,7 +518,7 @@ def build_report(
         ReplayResult,
         _config,
         _notes,
-        load,
+        _session_with_requests,
         recommendation,
         recommendation_line,
     )
@@ -528,7 +528,7 @@ def build_report(
     from replay.engine._results import ResultTables
     from replay.log import Session
 
-    session = log if isinstance(log, Session) else load(log, strict=strict)
+    session = _session_with_requests(log, strict)
     config = _config(provider, model, client, cache_rules, None, prices, ttl)
     config.keep_views = True
     config.keep_blocks = True  # the navigator reads each request's per-block token counts
