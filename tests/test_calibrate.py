@@ -211,6 +211,11 @@ def test_tokenizer_rows_and_user_file(tmp_path: Path) -> None:
     document = tokenizer_file([c], "2026-11-29")
     (full,) = document["families"]
     assert full["pattern"] == "^claude-" and full["factor"] == row["factor"]
+    # Nothing of the built-in measure is left beside the new one.
+    assert full["measured_factor"] == row["factor"] and "1.199" not in full["source"]
+    assert full["source"].startswith("Claude tokenizer is private")
+    assert f"o200k_base x {row['factor']} measured by replay calibrate on 2026-11-29" in (
+        full["source"])
     path = tmp_path / "mine.json"
     path.write_text(json.dumps(document))
     try:

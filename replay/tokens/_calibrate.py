@@ -576,6 +576,15 @@ def tokenizer_file(calibrations: Iterable[FamilyCalibration], date: str) -> dict
             continue
         row = dict(table[c.family])
         row.update(c.tokenizer_row(date, logs_label(c)))
+        # The built-in row's own measure would contradict the new one: its source keeps only
+        # what the tokenizer is, and its measured factor becomes this one.
+        why = str(row.get("source", "")).split("; ")[0]
+        row["source"] = (f"{why}; " if why else "") + (
+            f"{row['encoding']} x {row['factor']} measured by replay calibrate on {date} (see "
+            "`measured`)"
+        )
+        if "measured_factor" in row:
+            row["measured_factor"] = row["factor"]
         rows.append(row)
     return {
         "description": "Tokenizer calibration measured by `replay calibrate` on recorded usage. "
