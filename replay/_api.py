@@ -222,12 +222,14 @@ def breakeven(
     progress: Callable[[str, int, int], None] | None = None,
     unlogged_context: UnloggedContext | None = None,
     notes: list[str] | None = None,
+    horizon: int | None = None,
 ) -> pl.DataFrame:
     """One row per rewrite event of each strategy: closed-form and simulated break-even.
 
     `unlogged_context`: what a `replay` of the same log with the same options fitted
     (`ReplayResult.unlogged_context`), to skip fitting it again. `notes`: a list to which the
-    notes of the run are appended (as `ReplayResult.notes`)."""
+    notes of the run are appended (as `ReplayResult.notes`). `horizon`: follow each rewrite
+    over at most that many requests (None: to the end of its horizon)."""
     from replay.breakeven import breakeven_session
     from replay.breakeven._frame import breakeven_frame
 
@@ -235,7 +237,7 @@ def breakeven(
     config = _config(provider, model, client, cache_rules, None, prices, ttl)
     config.progress = progress
     config.unlogged_context = unlogged_context
-    rows, records = breakeven_session(session, strategies, config)
+    rows, records = breakeven_session(session, strategies, config, horizon=horizon)
     if notes is not None:
         notes.extend(_notes(session, ResultTables.of(records)))
     return breakeven_frame(rows)

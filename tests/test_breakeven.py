@@ -15,7 +15,7 @@ from gen import Call, Turn, build_session
 
 from replay.breakeven import breakeven_session
 from replay.breakeven._whatif import PLACEHOLDER, Selector, whatif_strategy
-from replay.log import RequestMarker
+from replay.log import RequestMarker, read_log
 from replay.prices import Buckets, Pricer
 from replay.tokens import TokenCounter, family_for
 
@@ -451,3 +451,21 @@ def test_an_idle_gap_past_the_ttl_is_named_in_the_disagreement() -> None:
 
     assert "TTL expiry" not in row(0).disagreement
     assert "TTL expiry" in row(600).disagreement
+
+
+def test_a_horizon_limit_bounds_each_comparison_and_says_so() -> None:
+    """`horizon=N` follows each rewrite over at most N requests (the work of every rewrite
+    replaying the rest of the log is rewrites × requests); a limit past every horizon changes
+    nothing."""
+    session = read_log(RUN42)
+    name = ["age-truncate-500-keep-3"]
+    full, _ = breakeven_session(session, name)
+    capped, _ = breakeven_session(session, name, horizon=2)
+    assert [r.request_index for r in capped] == [r.request_index for r in full]
+    for whole, short in zip(full, capped, strict=True):
+        assert short.horizon == min(2, whole.horizon)
+        limited = "compared over 2 requests only (horizon limit)" in short.disagreement
+        assert limited == (whole.horizon > 2)
+        if whole.horizon <= 2:
+            assert short == whole
+    assert breakeven_session(session, name, horizon=len(session.requests()))[0] == full

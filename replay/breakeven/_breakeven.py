@@ -112,8 +112,8 @@ def _structural(prev: RequestRecord, rec: RequestRecord) -> bool:
     return _substitutions(prev.view, rec.view) is None
 
 
-def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[RequestRecord]]
-             ) -> BreakEven:
+def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[RequestRecord]],
+             longest: int | None = None) -> BreakEven:
     prev, rec = seq[i - 1], seq[i]
     history = run.threads[rec.thread].history
     subs = _substitutions(prev.view, rec.view)
@@ -131,13 +131,16 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
     paid_back: int | None = None
     horizon = 0
     saw_ttl = False
-    cut_by_event = False
+    cut_by_event = capped = False
     cf_first_total = rec.request.total
     cf_first_read = 0
     for k in range(i, len(seq)):
         cur = seq[k]
         if k > i and cur.events and (subs is None and _structural(seq[k - 1], cur)):
             cut_by_event = True
+            break
+        if longest is not None and horizon >= longest:
+            capped = True
             break
         if subs is not None:
             items = [subs.get(id(x), x) for x in cur.view]
@@ -209,7 +212,9 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
         reasons.append("TTL expiry")
     if cut_by_event and paid_back is None:
         reasons.append("a later rewrite ended the comparison")
-    if paid_back is None and not cut_by_event:
+    if capped:
+        reasons.append(f"compared over {longest} requests only (horizon limit)")
+    elif paid_back is None and not cut_by_event:
         reasons.append("log ended before payback")
     return BreakEven(
         strategy=rec.strategy,
@@ -235,8 +240,14 @@ def breakeven_session(
     session: Session,
     strategies: str | Sequence[str | NamedStrategy] = "all",
     config: ReplayConfig | None = None,
+    *,
+    horizon: int | None = None,
 ) -> tuple[list[BreakEven], list[RequestRecord]]:
-    """Break-even of every rewrite event of every strategy (and the records of the runs)."""
+    """Break-even of every rewrite event of every strategy (and the records of the runs).
+
+    `horizon`: follow each rewrite over at most that many requests (None: to the strategy's
+    next structural rewrite or the end of the log). Each rewrite replays the rest of the log
+    without it, so the work grows with rewrites × requests; a limit makes it linear."""
     config = copy.copy(config) if config is not None else ReplayConfig()
     if config.pricer is None:
         config.pricer = Pricer()
@@ -263,7 +274,7 @@ def breakeven_session(
         for thread, seq in threads.items():
             for i in range(1, len(seq)):
                 if seq[i].events and seq[i].diff.is_break:
-                    rows.append(_analyse(run, seq, i, summarizers.get(thread, {})))
+                    rows.append(_analyse(run, seq, i, summarizers.get(thread, {}), horizon))
     for r in all_records:
         r.store_before = None  # the copies were only needed for the counterfactuals
     if config.progress is not None:

@@ -10,6 +10,7 @@ from replay.cli._cmd_strategies import resolve_strategies, strategy_options
 from replay.cli._main import (
     cli,
     emit,
+    horizon_option,
     output_options,
     price_overrides,
     replay_options,
@@ -47,12 +48,14 @@ def _breakeven_table(frame, title: str):
               help="`all`, `plugins`, or comma-separated names (see `replay strategies`).")
 @strategy_options
 @click.option("--ttl", type=click.Choice(["5m", "1h"]), help="Force every breakpoint's TTL.")
+@horizon_option
 @replay_options
 @output_options()
 @user_errors
 def breakeven_command(log: Path, strategies: str, sets: tuple[str, ...],
-                      strategy_files: tuple[Path, ...], ttl: str | None, provider, model, client,
-                      cache_rules, prices, strict, fmt, output, quiet) -> None:
+                      strategy_files: tuple[Path, ...], ttl: str | None, horizon: int | None,
+                      provider, model, client, cache_rules, prices, strict, fmt, output,
+                      quiet) -> None:
     """Break-even of every prune, clearing, aging step and compaction, two ways.
 
     Closed form (rewrite cost / saving per request) next to the simulated truth (the same run
@@ -64,6 +67,7 @@ def breakeven_command(log: Path, strategies: str, sets: tuple[str, ...],
     \b
     Example:
       replay breakeven logs/run42.jsonl -s compact-at-12000-structured,age-truncate-500-keep-3
+      replay breakeven logs/run42.jsonl --horizon 50
     """
     from replay import report
     from replay._api import breakeven
@@ -74,7 +78,7 @@ def breakeven_command(log: Path, strategies: str, sets: tuple[str, ...],
         chosen = resolve_strategies(strategies, sets, strategy_files)
         frame = breakeven(log, chosen, provider=provider, model=model, client=client,
                           cache_rules=cache_rules, prices=price_overrides(prices), ttl=ttl,
-                          strict=strict, progress=progress, notes=notes)
+                          strict=strict, progress=progress, notes=notes, horizon=horizon)
     document = {"log": str(log), "notes": notes, "breakeven": report.frame_rows(frame)}
     emit(frame, document, fmt, output, _breakeven_table(frame, f"{log} · break-even"))
     _print_notes(notes, fmt, quiet)

@@ -11,6 +11,7 @@ from replay.cli._cmd_strategies import resolve_strategies, strategy_options
 from replay.cli._main import (
     check_output_folder,
     cli,
+    horizon_option,
     price_overrides,
     replay_options,
     user_errors,
@@ -41,12 +42,14 @@ def _size(n: int) -> str:
 @click.option("--ttl", type=click.Choice(["5m", "1h"]), help="Force every breakpoint's TTL.")
 @click.option("--breakeven/--no-breakeven", default=True, show_default=True,
               help="Simulate the break-even of every rewrite (the slow part on long logs).")
+@horizon_option
 @replay_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar, no closing line.")
 @user_errors
 def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ...],
                    strategy_files: tuple[Path, ...], ttl: str | None, breakeven: bool,
-                   provider, model, client, cache_rules, prices, strict, quiet: bool) -> None:
+                   horizon: int | None, provider, model, client, cache_rules, prices, strict,
+                   quiet: bool) -> None:
     """Write one self-contained HTML report of LOG: open it in any browser, offline.
 
     Charts per request (prompt size cached vs uncached, cumulative cost, cache-hit ratio; one
@@ -72,7 +75,7 @@ def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ..
             log, resolve_strategies(strategies, sets, strategy_files), provider=provider,
             model=model, client=client,
             cache_rules=cache_rules, prices=price_overrides(prices), ttl=ttl, strict=strict,
-            breakeven=breakeven, progress=progress,
+            breakeven=breakeven, progress=progress, horizon=horizon,
         )
     with status("writing the page", quiet):
         # A lone surrogate a log held is written as its escape (`write_atomic` does the same).

@@ -103,6 +103,17 @@ def output_options(formats: tuple[str, ...] = FORMATS) -> Callable:
     return decorate
 
 
+horizon_option = click.option(
+    "--horizon",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Follow each rewrite's break-even over at most N requests (default: to the strategy's "
+    "next structural rewrite or the end of the log). Each rewrite replays the rest of the log "
+    "without it: on long logs with many rewrites this bounds the time.",
+)
+"""`--horizon`, shared by the commands that analyse every rewrite's break-even."""
+
+
 def replay_options(fn: Callable) -> Callable:
     """Options that change how requests are simulated (provider, model, client, prices)."""
     for decorator in reversed(

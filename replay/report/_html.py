@@ -511,6 +511,7 @@ def build_report(
     strict: bool = False,
     breakeven: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
+    horizon: int | None = None,
 ) -> dict[str, Any]:
     """Replay `log` (views kept; with break-even unless `breakeven=False`) and build the
     report's document. Pass it to `render_html` for the page."""
@@ -535,7 +536,7 @@ def build_report(
     config.progress = progress
     frame = None
     if breakeven:
-        rows, records = breakeven_session(session, strategies, config)
+        rows, records = breakeven_session(session, strategies, config, horizon=horizon)
         frame = breakeven_frame(rows)
     else:
         records = replay_session(session, strategies, config)
