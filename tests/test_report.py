@@ -431,3 +431,16 @@ def test_charts_draw_the_prompt_as_billed() -> None:
     assert [row["hit"] for row in rows] == [
         round(c / p, 4) for c, p in zip(result.turns["cached_tokens"], billed, strict=True)
     ]
+
+
+def test_every_strategy_of_the_library_gets_its_own_colour() -> None:
+    """`-s all` runs twice as many strategies as the palette holds: none shares a colour."""
+    from replay.report._charts import PALETTE, colors
+    from replay.strategies import canonical_names
+
+    names = canonical_names()
+    assert len(names) > len(PALETTE)
+    chosen = colors(names)
+    assert len(set(chosen.values())) == len(names)
+    assert all(re.fullmatch(r"#[0-9a-f]{6}", c) for c in chosen.values())
+    assert list(chosen.values())[: len(PALETTE)] == list(PALETTE)

@@ -54,8 +54,22 @@ def _needs(module: str):
         ) from None
 
 
+def _extra_color(n: int) -> str:
+    """The n-th colour past the palette: hues a golden angle apart, light and dark in turn
+    (`-s all` runs twice as many strategies as the palette has colours)."""
+    import colorsys
+
+    hue = (0.13 + n * 0.381966) % 1.0
+    red, green, blue = colorsys.hls_to_rgb(hue, 0.38 if n % 2 else 0.58, 0.62)
+    return "#" + "".join(f"{round(c * 255):02x}" for c in (red, green, blue))
+
+
 def colors(strategies: Sequence[str]) -> dict[str, str]:
-    return {s: PALETTE[n % len(PALETTE)] for n, s in enumerate(strategies)}
+    """A distinct colour per strategy, in order."""
+    return {
+        s: PALETTE[n] if n < len(PALETTE) else _extra_color(n - len(PALETTE))
+        for n, s in enumerate(strategies)
+    }
 
 
 def strategy_order(records: Sequence[Any]) -> list[str]:
@@ -170,7 +184,7 @@ def metric_chart(
         scale=alt.Scale(domain=order, range=[palette[s] for s in order]),
         # The report has its own strategy switches (with these colours) instead of a legend.
         legend=None if named else alt.Legend(
-            orient="bottom", columns=3, symbolType="stroke", labelLimit=300
+            orient="bottom", columns=3, symbolType="stroke", labelLimit=300, symbolLimit=0
         ),
     )
     x = alt.X("i:Q", title="request", axis=alt.Axis(format="d", tickMinStep=1))
