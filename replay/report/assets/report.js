@@ -36,8 +36,9 @@
   function fmtUsd(v) {
     if (v === null || v === undefined || v === "") return "";
     const n = Number(v);
-    if (n !== 0 && Math.abs(n) < 0.0001) return "$" + n.toExponential(2);
-    return (n < 0 ? "-$" : "$") + Math.abs(n).toFixed(4);
+    const sign = n < 0 ? "-$" : "$";
+    if (n !== 0 && Math.abs(n) < 0.0001) return sign + Math.abs(n).toExponential(2);
+    return sign + Math.abs(n).toFixed(4);
   }
   const fmtPct = (v) => (v === null || v === undefined) ? "" : (100 * v).toFixed(1) + "%";
 
