@@ -250,6 +250,15 @@ def test_cli_json_table_and_tokenizer_file(tmp_path: Path) -> None:
     assert rows[0]["family"] == "claude" and rows[0]["factor"] == pytest.approx(1.42, abs=0.005)
     assert json.loads(mine.read_text())["families"][0]["factor"] == rows[0]["factor"]
 
+    # The same log twice is read once, and a log without usage is named, not counted.
+    run42 = ROOT / "logs" / "run42.jsonl"
+    result = runner.invoke(cli, ["calibrate", str(log), str(log), str(run42), "--format",
+                                 "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["families"][0]["pairs"] == 40
+    assert f"{log}: given twice; read once" in result.stderr
+    assert f"{run42}: no recorded usage in this log; skipped" in result.stderr
+
 
 def test_cli_says_when_nothing_can_be_measured(tmp_path: Path) -> None:
     load_commands()
@@ -257,6 +266,7 @@ def test_cli_says_when_nothing_can_be_measured(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["calibrate", str(run42)])
     assert result.exit_code != 0
     assert "no pair of consecutive requests with recorded usage" in result.output
+    assert "no recorded usage in this log; skipped" in result.output
     result = CliRunner().invoke(cli, ["calibrate", str(tmp_path / "missing.jsonl")])
     assert result.exit_code != 0
 
@@ -340,4 +350,4 @@ def test_cli_nothing_to_measure_is_a_user_error() -> None:
     load_commands()
     result = CliRunner().invoke(cli, ["calibrate", str(ROOT / "logs" / "run42.jsonl")])
     assert result.exit_code == 2
-    assert result.stderr.startswith("error: no pair of consecutive requests")
+    assert result.stderr.splitlines()[-1].startswith("error: no pair of consecutive requests")

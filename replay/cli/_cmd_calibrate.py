@@ -95,10 +95,18 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
 
     _check_date(date)
     sessions = []
+    seen: set[Path] = set()
     for log in logs:
+        if log.resolve() in seen:  # a log given twice would count its pairs twice
+            click.echo(f"warning: {log}: given twice; read once", err=True)
+            continue
+        seen.add(log.resolve())
         session = load(log, strict=strict)
         if not session.requests():
             click.echo(f"warning: {log}: no request in this log; skipped", err=True)
+            continue
+        if not any(r.usage for r in session.requests()):
+            click.echo(f"warning: {log}: no recorded usage in this log; skipped", err=True)
             continue
         sessions.append(session)
     calibrations = calibrate(sessions)
@@ -111,8 +119,11 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     # measure is the method's own bias (shown in the table, never suggested as a row).
     snippet = [c.tokenizer_row(date, logs_label(c)) for c in calibrations if c.documented.estimated]
     if write_tokenizers is not None:
-        write_atomic(write_tokenizers, json.dumps(tokenizer_file(calibrations, date), indent=2)
-                     + "\n")
+        written = tokenizer_file(calibrations, date)
+        if not written["families"]:
+            click.echo(f"warning: {write_tokenizers}: no family with a private tokenizer was "
+                       "measured (public ones count exactly); the file holds no row", err=True)
+        write_atomic(write_tokenizers, json.dumps(written, indent=2) + "\n")
     if fmt == "json":
         document = {
             "date": date,

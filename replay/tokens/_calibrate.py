@@ -288,7 +288,8 @@ class Estimate:
     high: float
 
     def text(self, digits: int) -> str:
-        return f"{self.value:.{digits}f} ({self.low:.{digits}f}-{self.high:.{digits}f})"
+        sep = " to " if self.low < 0 else "-"  # "(-27.4-55.4)" read as a range of negatives
+        return f"{self.value:.{digits}f} ({self.low:.{digits}f}{sep}{self.high:.{digits}f})"
 
 
 @dataclass(frozen=True)
