@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from test_adapters_common import (
     SAMPLES,
     needs_samples,
@@ -239,3 +241,15 @@ def test_directory_of_unrelated_exports_is_refused(tmp_path: Path) -> None:
     assert "2 unrelated sessions: a.json (+1 subtask), b.json" in str(err.value)
     (tmp_path / "b.json").unlink()
     assert len(load(tmp_path, strict=True).requests()) == 4
+
+
+@given(st.text(alphabet="ab\n", max_size=200), st.lists(st.integers(0, 200), max_size=20))
+def test_line_numbers_counted_on_equal_counting_from_the_start(text, positions) -> None:
+    """The export reader counts lines on from the last position (in order, as it reads; from the
+    start again when asked about an earlier one): the same numbers as counting each afresh."""
+    from replay.adapters.opencode import _LineCounter
+
+    line_of = _LineCounter(text)
+    for pos in sorted(positions) + positions:
+        pos = min(pos, len(text))
+        assert line_of(pos) == text.count("\n", 0, pos) + 1

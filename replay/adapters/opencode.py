@@ -74,8 +74,19 @@ AGENT = "opencode"
 IGNORED_PARTS = {"patch", "snapshot", "agent", "retry", "step-start", "subtask", "compaction"}
 
 
-def _line_of(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
+class _LineCounter:
+    """Line numbers of positions in `text`, counted on from the previous position asked about
+    (positions come in order: counting each from the start made reading quadratic)."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.pos, self.line = text, 0, 1
+
+    def __call__(self, pos: int) -> int:
+        if pos < self.pos:
+            self.pos, self.line = 0, 1
+        self.line += self.text.count("\n", self.pos, pos)
+        self.pos = pos
+        return self.line
 
 
 def _load_document(path: Path, issues: Issues) -> tuple[dict[str, Any], list[tuple[int, Any]]]:
@@ -115,13 +126,14 @@ def _load_document(path: Path, issues: Issues) -> tuple[dict[str, Any], list[tup
 
 def _message_lines(text: str, count: int) -> list[int]:
     start = text.find('"messages"')
+    line_of = _LineCounter(text)
     out: list[int] = []
     pos = start
     while len(out) < count and pos != -1:
         pos = text.find('"info"', pos + 1)
         if pos == -1:
             break
-        out.append(_line_of(text, pos))
+        out.append(line_of(pos))
         # skip to the end of this message's parts list (approximate: next `"parts"`)
         nxt = text.find('"parts"', pos)
         pos = nxt if nxt != -1 else pos
@@ -145,12 +157,13 @@ def _salvage(
         except (json.JSONDecodeError, RecursionError, ValueError):
             pass
     messages: list[tuple[int, Any]] = []
+    line_of = _LineCounter(text)
     at = text.find('"messages"')
     if at == -1:
         issues.fatal(None, "expected an opencode export with a `messages` list")
     pos = text.find("[", at)
     if pos == -1:
-        issues.fatal(_line_of(text, at), "expected `messages` to be a list")
+        issues.fatal(line_of(at), "expected `messages` to be a list")
     pos += 1
     while True:
         while pos < len(text) and text[pos] in " \t\r\n,":
@@ -160,9 +173,9 @@ def _salvage(
         try:
             value, end = decoder.raw_decode(text, pos)
         except (json.JSONDecodeError, RecursionError):
-            issues.add(_line_of(text, pos), "expected a complete message object (damaged or cut)")
+            issues.add(line_of(pos), "expected a complete message object (damaged or cut)")
             break
-        messages.append((_line_of(text, pos), value))
+        messages.append((line_of(pos), value))
         pos = end
     if not info and not messages:
         issues.fatal(None, "expected an opencode export: nothing readable")
