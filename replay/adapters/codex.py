@@ -490,16 +490,13 @@ class _Reader:
 
     # ------------------------------------------------------------------------------------
     def _finish(self) -> Session:
+        markers: dict[str, RequestMarker] = {}
+        for m in self.events:  # the first marker of each id, as a search from the start finds
+            if isinstance(m, RequestMarker):
+                markers.setdefault(m.request_id, m)
         for e in self.events:
             if isinstance(e, AssistantMessage) and e.request_id is not None:
-                marker = next(
-                    (
-                        m
-                        for m in self.events
-                        if isinstance(m, RequestMarker) and m.request_id == e.request_id
-                    ),
-                    None,
-                )
+                marker = markers.get(e.request_id)
                 if marker is not None and marker.usage is None:
                     e.request_id = None
                     e.usage_missing = True
