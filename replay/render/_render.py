@@ -207,7 +207,12 @@ class Renderer:
         self._head_layouts: dict[tuple, _Layout] = {}
         self._last: dict[tuple, _Layout] = {}
         """Per thread and head: the last view rendered and its block arrays (the next view of
-        the thread usually starts with the same item objects: only its tail is rendered)."""
+        the thread usually starts with the same item objects: only its tail is rendered). One
+        entry per thread: a new head (after a compaction, a changed system prompt) replaces
+        the thread's entry, whose columns held the whole view (kept, they grew memory by a
+        view per compaction: 4 GB on a 160 MB pi session)."""
+        self._thread_key: dict[str, tuple] = {}
+        """The key of each thread's entry in `_last`."""
         self._tools: dict[tuple[int, ...], tuple[ToolDef, ...]] = {}
         """The tool definitions whose ids key the memos above, kept alive: a freed session's
         tools could otherwise lend their ids to another session's, should a renderer serve
@@ -333,6 +338,7 @@ class Renderer:
         a summarizer call's, whose last view holds its whole transcript."""
         for key in [k for k in self._last if k[0] == thread]:
             del self._last[key]
+        self._thread_key.pop(thread, None)
 
     def render(
         self,
@@ -437,6 +443,10 @@ class Renderer:
             prev_is_result = is_result
         layout = self._extend(base, keep, new_ids, new_kinds, new_owners, model, forked)
         layout.items = items
+        old = self._thread_key.get(thread)
+        if old is not None and old != key:
+            self._last.pop(old, None)
+        self._thread_key[thread] = key
         self._last[key] = layout
         return layout
 
@@ -519,6 +529,10 @@ class Renderer:
         hit = self._head_layouts.get(key)
         if hit is not None:
             return hit
+        if len(self._head_layouts) >= 16:
+            # The thread that extends a head's columns in place grows them to a whole view:
+            # a head seen long ago is rendered again rather than kept with that view.
+            del self._head_layouts[next(iter(self._head_layouts))]
         empty = _Layout(
             items=[], cols=_Columns(model, 64), n=0, head_end=-1, last_turn=-1,
             last_user_role=-1, last_non_thinking=-1, first_thinking=-1,
