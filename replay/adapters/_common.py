@@ -19,6 +19,7 @@ Every adapter turns a foreign log into a `Session` of the native `replay-log` fo
 from __future__ import annotations
 
 import heapq
+import io
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -87,14 +88,37 @@ class Issues:
 # Reading
 
 
-def read_bytes(path: str | Path) -> bytes:
+def _log_file(path: str | Path) -> Path:
     p = Path(path)
     if not p.exists():
         raise LogFormatError(p, None, "no such file")
     if p.is_dir():
         raise LogFormatError(p, None, "expected a log file, got a directory")
+    return p
+
+
+def read_bytes(path: str | Path) -> bytes:
+    p = _log_file(path)
     try:
         return without_bom(p.read_bytes())
+    except OSError as err:
+        raise LogFormatError(p, None, f"cannot read the file ({err.strerror})") from None
+
+
+def _raw_lines(path: str | Path, data: bytes | None) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes without the newline) of `data`, or of the file read line by line:
+    a log of hundreds of MB is never held whole (nor split into a list) beside its parsed
+    lines."""
+    if data is not None:
+        for number, raw in enumerate(io.BytesIO(data), start=1):
+            yield number, raw.removesuffix(b"\n")
+        return
+    p = _log_file(path)
+    try:
+        with p.open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                yield number, without_bom(raw).removesuffix(b"\n") if number == 1 else (
+                    raw.removesuffix(b"\n"))
     except OSError as err:
         raise LogFormatError(p, None, f"cannot read the file ({err.strerror})") from None
 
@@ -102,14 +126,13 @@ def read_bytes(path: str | Path) -> bytes:
 def iter_json_lines(
     path: str | Path, issues: Issues, data: bytes | None = None
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, JSON object) for every readable non-blank line; bad lines go to `issues`."""
-    if data is None:
-        data = read_bytes(path)
-    if not data.strip():
-        issues.fatal(None, "empty file: expected at least one JSON line", path)
-    for number, raw in enumerate(data.split(b"\n"), start=1):
+    """(line number, JSON object) for every readable non-blank line; bad lines go to `issues`.
+    The file is read line by line unless its bytes are given."""
+    blank = True
+    for number, raw in _raw_lines(path, data):
         if not raw.strip():
             continue
+        blank = False
         if len(raw) > MAX_LINE_BYTES:
             issues.add(number, f"line longer than {MAX_LINE_BYTES} bytes", path)
             continue
@@ -134,6 +157,8 @@ def iter_json_lines(
             issues.add(number, f"expected a JSON object, got {type(obj).__name__}", path)
             continue
         yield number, obj
+    if blank:
+        issues.fatal(None, "empty file: expected at least one JSON line", path)
 
 
 MALFORMED_STRUCTURE: tuple[type[Exception], ...] = (

@@ -66,7 +66,6 @@ from replay.adapters._common import (
     most_common,
     parse_arguments,
     parse_ts,
-    read_bytes,
     reparent_missing,
     several_sessions,
     usage_is_empty,
@@ -318,9 +317,8 @@ class _Reader:
 
     # reading ------------------------------------------------------------------------------
     def read_file(self, file: Path, index: int, subagent: bool) -> None:
-        data = read_bytes(file)
         response_in_file: set[tuple[str | None, str]] = set()
-        for number, obj in iter_json_lines(file, self.issues, data):
+        for number, obj in iter_json_lines(file, self.issues):
             guarded(
                 self.issues,
                 number,

@@ -69,7 +69,6 @@ from replay.adapters._common import (
     parse_arguments,
     parse_ts,
     provider_for,
-    read_bytes,
     usage_is_empty,
 )
 from replay.log import Session, ToolDef
@@ -183,8 +182,7 @@ class _Reader:
 
     # ------------------------------------------------------------------------------------
     def read(self) -> Session:
-        data = read_bytes(self.path)
-        rows = list(iter_json_lines(self.path, self.issues, data))
+        rows = list(iter_json_lines(self.path, self.issues))
         # First pass: which user-role texts a human typed, and the first model (for the header).
         for _, obj in rows:
             payload = obj.get("payload")

@@ -71,7 +71,6 @@ from replay.adapters._common import (
     parse_ts,
     pi_usage,
     provider_for,
-    read_bytes,
     usage_is_empty,
 )
 from replay.log import Session
@@ -166,9 +165,8 @@ class _Reader:
         self.by_id: dict[str, _Entry] = {}
 
     def read(self) -> Session:
-        data = read_bytes(self.path)
         index = 0
-        for number, obj in iter_json_lines(self.path, self.issues, data):
+        for number, obj in iter_json_lines(self.path, self.issues):
             if obj.get("type") == "session" and not self.header_obj:
                 if self.entries:
                     self.issues.add(number, "expected the `session` header on the first line")
