@@ -368,6 +368,17 @@ class _Reader:
         line = _Line(number, str(file), obj, kind, uuid, parent, "", ts, file_index=index)
         if kind in ("progress",):
             self.ignored[f"progress/{get_dict(obj, 'data').get('type')}"] += 1
+            obj.pop("data", None)  # not context: only the line's place in the chain is read
+        result = obj.get("toolUseResult")
+        if result is not None:
+            # The tool's output is the message's `tool_result` block: of this copy (a third of
+            # a transcript's bytes) only the subagent it names is read again.
+            if isinstance(result, dict) and "agentId" in result:
+                obj["toolUseResult"] = {"agentId": result["agentId"]}
+            elif isinstance(result, dict):
+                obj["toolUseResult"] = {}
+            else:
+                del obj["toolUseResult"]
         if kind == "assistant":
             message = get_dict(obj, "message", required=True)
             get_list(message, "content", required=True)
