@@ -310,3 +310,33 @@ def test_blind_actions_are_highlighted(browser, report_file, tmp_path):
     assert browser.evaluate("document.querySelectorAll('#nav-blind .blind').length") > 0
     assert browser.evaluate("document.querySelectorAll('#nav-body mark').length") > 0
     browser.screenshot(tmp_path / "blind.png")
+
+
+def test_a_subagents_prompts_are_a_line_of_their_own(browser, tmp_path):
+    """Prompt sizes are drawn per thread: a subagent's requests, between the main thread's,
+    are not joined to them (a zigzag between two prompts that never changed that way)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import gen
+
+    from replay.report import html_report
+
+    sub = [gen.Turn(f"look {i}", [gen.Call("grep", {"pattern": f"p{i}"}, "hit\n" * 40)])
+           for i in range(3)] + [gen.Turn("found it")]
+    turns = [
+        gen.Turn("start", [gen.Call("read_file", {"path": "a.py"}, gen.filler(3000, 1))]),
+        gen.Turn("delegate", [gen.Call("task", {"prompt": "find"}, "done", subagent=sub)]),
+        gen.Turn("finish"),
+    ]
+    path = tmp_path / "threads.html"
+    path.write_text(html_report(gen.build_session(turns, provider="anthropic"),
+                                "baseline,sliding-10", breakeven=False), encoding="utf-8")
+    _load(browser, path.as_uri())
+    lines = browser.evaluate("document.querySelectorAll('#chart-cost svg .mark-line path')"
+                             ".length")
+    prompt_lines = browser.evaluate(
+        "document.querySelectorAll('#chart-prompt svg .mark-line path').length")
+    assert lines == 2  # one cumulative cost per strategy
+    assert prompt_lines == 2 * 2 * 2  # strategies × threads × (prompt, cached)
+    assert not browser.errors()

@@ -232,11 +232,16 @@ def test_chart_specs(result, metric) -> None:
     spec = metric_chart(result, metric).to_dict()
     assert len(spec["layer"]) == 3  # lines, hover rules, markers
     assert spec["params"][0]["name"] == "hidden"
-    from replay.report._charts import vega_spec
+    from replay.report._charts import series_rows, vega_spec
 
     compiled = vega_spec(metric, ["baseline", "a.b[0]"], requests=14)
     names = [d["name"] for d in compiled["data"]]
     assert "rows" in names and "marks" in names
+    # Prompts and hit ratios are per thread (a subagent's line is not joined to the main
+    # thread's); the cost is the strategy's, over all its threads.
+    lines = json.dumps(spec["layer"][0]["encoding"].get("detail"))
+    assert ('"t"' in lines) == (metric != "cost")
+    assert all(row["t"] == "main" for row in series_rows(result.records))
 
 
 def test_strategy_names_with_dots_are_fields_not_paths() -> None:

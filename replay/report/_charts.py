@@ -98,6 +98,7 @@ def series_rows(records: Sequence[Any]) -> list[dict[str, Any]]:
             {
                 "s": r.strategy,
                 "i": r.request_index,
+                "t": r.thread,
                 "prompt": prompt,
                 "cached": o.cache_read,
                 "written": o.cache_write_5m + o.cache_write_1h,
@@ -206,12 +207,16 @@ def metric_chart(
                     scale=alt.Scale(domain=["prompt", "cached"], range=[[1, 0], [4, 3]]),
                     legend=alt.Legend(orient="bottom"),
                 ),
-                detail="s:N",
+                # One line per thread: a subagent's prompts are not the main thread's.
+                detail=[alt.Detail("s:N"), alt.Detail("t:N")],
             )
         )
     else:
+        # The cost is the strategy's, summed over its threads; a prompt's hit ratio is its
+        # thread's (one line each).
+        split = {} if metric == "cost" else {"detail": "t:N"}
         lines = base.mark_line(strokeWidth=1.6).encode(
-            x=x, y=alt.Y(f"{field}:Q", axis=y_axis), color=color
+            x=x, y=alt.Y(f"{field}:Q", axis=y_axis), color=color, **split
         )
     # One invisible rule per request, as wide as a request, carries a tooltip with the value of
     # every strategy shown there (one mark per request keeps long logs fast to draw).

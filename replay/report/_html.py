@@ -298,13 +298,15 @@ def _marks(records: Sequence[Any], series: Sequence[dict[str, Any]], order: list
     return cols
 
 
-def _columns(rows: Sequence[dict[str, Any]], order: list[str]) -> dict[str, list[Any]]:
-    index = {s: n for n, s in enumerate(order)}
-    names = ["s", "i", "prompt", "cached", "written", "uncached", "cost", "hit"]
+def _columns(rows: Sequence[dict[str, Any]], order: list[str],
+             threads: list[str]) -> dict[str, list[Any]]:
+    """The chart rows as columns; strategies and threads by their index in `order`, `threads`."""
+    index = {"s": {s: n for n, s in enumerate(order)}, "t": {t: n for n, t in enumerate(threads)}}
+    names = ["s", "i", "t", "prompt", "cached", "written", "uncached", "cost", "hit"]
     cols: dict[str, list[Any]] = {name: [] for name in names}
     for row in rows:
         for name in names:
-            cols[name].append(index[row["s"]] if name == "s" else row[name])
+            cols[name].append(index[name][row[name]] if name in index else row[name])
     return cols
 
 
@@ -445,7 +447,7 @@ def report_document(
         "recommendation": recommendation,
         "strategies": order,
         "colors": [colors(order)[s] for s in order],
-        "series": _columns(series, order),
+        "series": _columns(series, order, navigator["threads"]),
         "markKinds": list(MARKER_KINDS),
         "marks": _marks(records, series, order, interner),
         "summary": {"columns": summary_cols, "rows": summary_rows},

@@ -58,7 +58,7 @@
   function chartRows() {
     const c = doc.series, rows = new Array(c.i.length);
     for (let k = 0; k < c.i.length; k++) {
-      rows[k] = { s: S[c.s[k]], i: c.i[k], prompt: c.prompt[k], cached: c.cached[k],
+      rows[k] = { s: S[c.s[k]], i: c.i[k], t: c.t[k], prompt: c.prompt[k], cached: c.cached[k],
         written: c.written[k], uncached: c.uncached[k], cost: c.cost[k], hit: c.hit[k] };
     }
     return rows;
