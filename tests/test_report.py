@@ -314,6 +314,11 @@ def test_report_command_user_errors(tmp_path) -> None:
     run = CliRunner().invoke(cli, ["report", str(SAMPLE), "-s", "no-such-strategy", "-o",
                                    str(tmp_path / "r.html")], prog_name="replay")
     assert run.exit_code == 2 and "error:" in run.stderr
+    # The page is HTML: a name that says otherwise is refused (plot refuses the same way).
+    run = CliRunner().invoke(cli, ["report", str(SAMPLE), "-o", str(tmp_path / "r.png")],
+                             prog_name="replay")
+    assert run.exit_code == 2 and "name it .html" in run.stderr
+    assert not (tmp_path / "r.png").exists()
     # A log without requests is refused, with or without break-even (it wrote a broken page).
     empty = tmp_path / "no-requests.jsonl"
     empty.write_text("".join(SAMPLE.read_text(encoding="utf-8").splitlines(True)[:2]),
