@@ -63,7 +63,12 @@ class ReplayResult:
     @cached_property
     def evidence(self) -> pl.DataFrame:
         """One row per blind action or hidden mention: what it relied on (columns:
-        `replay.engine.EVIDENCE_COLUMNS`)."""
+        `replay.engine.EVIDENCE_COLUMNS`). From the records, or, when they were not kept, from
+        the rows a replay with `evidence=True` kept."""
+        from replay.engine._results import records_evidence
+
+        if self.records:
+            return records_evidence(self.records)
         assert self.tables is not None
         return self.tables.evidence()
 
@@ -106,11 +111,13 @@ def replay(
     keep_records: bool = True,
     per_turn: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
+    evidence: bool = False,
 ) -> ReplayResult:
     """Replay a log through strategies and price every request under the provider's cache.
 
     `keep_records=False` keeps only the result frames, built one strategy at a time (memory:
-    the log plus one strategy's records); `per_turn=False` also skips the per-request rows.
+    the log plus one strategy's records); `per_turn=False` also skips the per-request rows, and
+    `evidence=True` keeps the evidence rows (`ReplayResult.evidence`) all the same.
     `progress(strategy, done, total)` is called before each strategy (progress bars)."""
     session = log if isinstance(log, Session) else load(log, strict=strict)
     config = _config(provider, model, client, cache_rules, rule_overrides, prices, ttl)
@@ -119,7 +126,7 @@ def replay(
     config.progress = progress
     config.pricer = config.pricer or Pricer()
     config = with_unlogged_context(session, config)
-    tables = ResultTables(per_turn=per_turn)
+    tables = ResultTables(per_turn=per_turn, evidence_rows=evidence and not keep_records)
     records: list[RequestRecord] = []
     if not keep_records:  # each record counted as soon as it is complete, never kept
         config.on_record = tables.add_record

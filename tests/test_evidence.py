@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import replay
 from replay._api import recommendation, recommendation_line
+from replay._errors import ReplayError
 from replay.evidence import (
     HIDDEN_MENTION,
     BlindAction,
@@ -713,3 +714,16 @@ def test_incremental_checker_equals_the_straightforward_one(data) -> None:
             assert checker.check(
                 history, view, response, request, f"req-{request}", grown=grown
             ) == expected
+
+
+def test_evidence_rows_are_kept_only_when_asked_for_without_records() -> None:
+    """A streamed replay (records not kept: the CLI's) keeps the evidence rows only on request
+    (an excerpt each: thousands with `all` on a long log); kept records give them anyway."""
+    names = ["truncate-500", "sliding-10"]
+    full = replay.replay(RUN42, names)
+    streamed = replay.replay(RUN42, names, keep_records=False, per_turn=False, evidence=True)
+    assert full.evidence.height > 0
+    assert streamed.evidence.equals(full.evidence)
+    bare = replay.replay(RUN42, names, keep_records=False, per_turn=False)
+    with pytest.raises(ReplayError, match="evidence=True"):
+        bare.evidence  # noqa: B018

@@ -92,6 +92,7 @@ def run_command(
             strict=strict,
             keep_records=False,
             per_turn=per_turn,
+            evidence=fmt == "json",
             progress=progress,
         )
     header = result.session.header
@@ -103,8 +104,9 @@ def run_command(
         "model": ",".join(models),
         "notes": result.notes,
         "summary": report.frame_rows(result.summary),
-        "evidence": report.frame_rows(result.evidence),
     }
+    if fmt == "json":
+        document["evidence"] = report.frame_rows(result.evidence)
     recommended = recommendation(result.summary)
     document["recommendation"] = recommended
     turns = result.turns if per_turn else None

@@ -104,6 +104,11 @@ def evidence_frame(rows: list[dict]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
+def records_evidence(records: Sequence[RequestRecord]) -> pl.DataFrame:
+    """`evidence_frame` of kept records."""
+    return evidence_frame([row for r in records if r.blind_actions for row in _evidence_rows(r)])
+
+
 def mentions(r: RequestRecord) -> int:
     """The record's `hidden-mention`s: its response's own text naming something only hidden
     text held (not an action: counted apart from `blind_actions`)."""
@@ -304,9 +309,11 @@ class ResultTables:
     price_warnings: dict[str, int] = field(default_factory=dict)
     """Each distinct pricing fallback (a rate the price table lacks, billed at another one) →
     the requests it priced."""
+    evidence_rows: bool = False
+    """Also keep one row per blind action or hidden mention as records are counted
+    (`evidence`): an excerpt each, thousands on a long log with `all`, so only on request."""
     _accs: dict[str, _Acc] = field(default_factory=dict, repr=False)
     _evidence: list[dict] = field(default_factory=list, repr=False)
-    """One row per blind action or hidden mention (`evidence`): few, so always kept."""
     _turns: list[pl.DataFrame] = field(default_factory=list, repr=False)
     _rows: list[dict] = field(default_factory=list, repr=False)
     """Per-request rows of the strategy being counted (`add_record`)."""
@@ -342,7 +349,7 @@ class ResultTables:
             self.estimated_output = False
         if r.price_warning:
             self.price_warnings[r.price_warning] = self.price_warnings.get(r.price_warning, 0) + 1
-        if r.blind_actions:
+        if self.evidence_rows and r.blind_actions:
             self._evidence.extend(_evidence_rows(r))
         if self.per_turn:
             self._rows.append(_turn_row(r))
@@ -357,6 +364,10 @@ class ResultTables:
         return _summary_from(self._accs)
 
     def evidence(self) -> pl.DataFrame:
+        if self._records is not None:
+            return records_evidence(self._records)
+        if not self.evidence_rows:
+            raise ReplayError("evidence rows were not kept (replay with evidence=True)")
         return evidence_frame(self._evidence)
 
     def turns(self) -> pl.DataFrame:
