@@ -205,7 +205,7 @@ def recommendation_line(rec: dict[str, Any] | None, summary: pl.DataFrame | None
     if rec["saving_usd"] <= 0:
         return (
             f"Cheapest strategy without evidence-loss flags: {rec['strategy']} "
-            f"(${rec['cost_usd']:.4f}); nothing beats {rec['reference']} "
+            f"(${rec['cost_usd']:.4f}); no strategy without flags beats {rec['reference']} "
             f"(${rec['reference_cost_usd']:.4f}) on this log."
         )
     return (

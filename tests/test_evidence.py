@@ -429,7 +429,7 @@ def test_recommendation_edge_cases() -> None:
     )
     nothing_beats = recommendation(_summary([("baseline", "1.00", 0), ("x", "0.50", 1)]))
     assert nothing_beats["strategy"] == "baseline" and nothing_beats["saving_usd"] == 0
-    assert "nothing beats baseline" in recommendation_line(nothing_beats)
+    assert "no strategy without flags beats baseline" in recommendation_line(nothing_beats)
     assert recommendation(_summary([])) is None
 
 
@@ -440,7 +440,7 @@ def test_recommendation_skips_strategies_over_the_window_and_ties_go_to_the_refe
         over_window=pl.Series([0, 0, 0, 7]))
     rec = recommendation(summary)
     assert rec["strategy"] == "recorded" and rec["saving_usd"] == 0  # not the tie, not overflow
-    assert "nothing beats recorded" in recommendation_line(rec)
+    assert "no strategy without flags beats recorded" in recommendation_line(rec)
     fits = summary.with_columns(over_window=pl.Series([0, 0, 0, 0]))
     assert recommendation(fits)["strategy"] == "b-overflows"
 
