@@ -125,24 +125,21 @@ def test_replay_is_deterministic_in_process():
     assert a.summary.equals(b.summary)
 
 
-def test_replay_is_deterministic_across_processes(run_replay, tmp_path):
-    """Two separate runs (different hash seeds) write byte-identical JSON."""
+def _json_under_two_hash_seeds(run_replay, tmp_path, log, strategies: str) -> list[bytes]:
+    """The per-turn JSON of `log` written by two processes under hash seeds 1 and 2."""
     outputs = []
     for seed in ("1", "2"):
         out = tmp_path / f"run{seed}.json"
-        code, _, err = run_replay(
-            RUN42,
-            "--strategies",
-            ",".join(CORE),
-            "--per-turn",
-            "--format",
-            "json",
-            "-o",
-            out,
-            env={"PYTHONHASHSEED": seed},
-        )
+        code, _, err = run_replay(log, "--strategies", strategies, "--per-turn", "--format",
+                                  "json", "-o", out, env={"PYTHONHASHSEED": seed})
         assert code == 0, err
         outputs.append(out.read_bytes())
+    return outputs
+
+
+def test_replay_is_deterministic_across_processes(run_replay, tmp_path):
+    """Two separate runs (different hash seeds) write byte-identical JSON."""
+    outputs = _json_under_two_hash_seeds(run_replay, tmp_path, RUN42, ",".join(CORE))
     assert outputs[0] == outputs[1]
 
 
@@ -166,22 +163,7 @@ def test_replay_of_several_models_is_deterministic_across_processes(run_replay, 
         marker.provider, marker.model = MIXED[(i // 2) % len(MIXED)]
     log = tmp_path / "mixed.jsonl"
     write_log(session, log)
-    outputs = []
-    for seed in ("1", "2"):
-        out = tmp_path / f"run{seed}.json"
-        code, _, err = run_replay(
-            log,
-            "--strategies",
-            "baseline,sliding-4-pin-first",
-            "--per-turn",
-            "--format",
-            "json",
-            "-o",
-            out,
-            env={"PYTHONHASHSEED": seed},
-        )
-        assert code == 0, err
-        outputs.append(out.read_bytes())
+    outputs = _json_under_two_hash_seeds(run_replay, tmp_path, log, "baseline,sliding-4-pin-first")
     assert outputs[0] == outputs[1]
     document = json.loads(outputs[0])
     assert document["model"] == ",".join(sorted(m for _, m in MIXED))
