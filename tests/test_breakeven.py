@@ -402,6 +402,10 @@ def test_breakeven_table_says_never(invoke) -> None:
     assert result.exit_code == 0, result.stderr
     assert "break-even" in result.stdout
     assert "never" in result.stdout and "summary cost" in result.stdout
+    assert "no rewrite" not in result.stdout
+    # A strategy that never rewrites: the table says why it is empty.
+    result = invoke("breakeven", RUN42, "-s", "baseline", "-q")
+    assert result.exit_code == 0 and "no rewrite: these strategies never changed" in result.stdout
 
 
 def test_breakeven_takes_the_strategy_options_of_run(invoke) -> None:

@@ -38,6 +38,8 @@ def _breakeven_table(frame, title: str):
             _usd(r["rewrite_cost_usd"], 6), _usd(r["saving_per_request_usd"], 6), closed, sim,
             f"{_usd(r['simulated_net_usd'], 6)} ({r['horizon']})", r["disagreement"] or "",
         )
+    if not frame.height:
+        table.caption = "no rewrite: these strategies never changed earlier context on this log"
     return table
 
 
