@@ -927,3 +927,19 @@ def test_leading_utf8_bom_is_accepted_by_every_reader(tmp_path: Path, fmt: str) 
             assert dumps_log(session.header, session.events) == dumps_log(
                 load(plain).header, load(plain).events
             )
+
+
+@pytest.mark.parametrize("fmt", sorted(f for f in VALID if f != "opencode"))
+def test_crlf_lines_and_a_last_line_without_newline_read_alike(tmp_path: Path, fmt: str) -> None:
+    """JSONL readers read the file line by line: Windows line ends and a last line without its
+    newline give the same session as the plain file."""
+    text = VALID[fmt]()
+    plain = write(tmp_path, fmt, text, name="plain")
+    crlf = write(tmp_path, fmt, text.rstrip("\n").replace("\n", "\r\n").encode("utf-8"),
+                 name="crlf")
+    for strict in (True, False):
+        session = reader_for(fmt)(crlf, strict=strict)
+        assert session.skipped == []
+        assert dumps_log(session.header, session.events) == dumps_log(
+            load(plain).header, load(plain).events
+        )
