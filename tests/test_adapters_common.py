@@ -943,3 +943,16 @@ def test_crlf_lines_and_a_last_line_without_newline_read_alike(tmp_path: Path, f
         assert dumps_log(session.header, session.events) == dumps_log(
             load(plain).header, load(plain).events
         )
+
+
+def test_a_first_pass_parses_only_the_lines_holding_its_needles(tmp_path: Path) -> None:
+    """The Codex reader's first pass (who typed what, which model) parses only lines that can
+    tell, keeps none, and leaves bad lines to the full pass, which reports them."""
+    from replay.adapters._common import json_lines_holding
+
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(BOM + b'{"type": "turn_context", "model": "m"}\n'
+                     b'{"type": "other"}\n{"type": "turn_context", broken\n[1, "turn_context"]\n')
+    assert list(json_lines_holding(path, (b'"turn_context"',))) == [
+        {"type": "turn_context", "model": "m"}
+    ]

@@ -123,6 +123,20 @@ def _raw_lines(path: str | Path, data: bytes | None) -> Iterator[tuple[int, byte
         raise LogFormatError(p, None, f"cannot read the file ({err.strerror})") from None
 
 
+def json_lines_holding(path: str | Path, needles: tuple[bytes, ...]) -> Iterator[dict[str, Any]]:
+    """The JSON objects of the lines that hold one of `needles`, read line by line, for a first
+    pass over a log: lines it cannot read are skipped silently (the full pass, with
+    `iter_json_lines`, reports them)."""
+    for _, raw in _raw_lines(path, None):
+        if any(needle in raw for needle in needles):
+            try:
+                obj = json.loads(raw)
+            except (ValueError, RecursionError):  # (JSONDecodeError, UnicodeDecodeError too)
+                continue
+            if isinstance(obj, dict):
+                yield obj
+
+
 def iter_json_lines(
     path: str | Path, issues: Issues, data: bytes | None = None
 ) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -1099,6 +1113,7 @@ __all__ = [
     "get_str",
     "guarded",
     "iter_json_lines",
+    "json_lines_holding",
     "linearise",
     "reparent_missing",
     "Residual",

@@ -62,6 +62,7 @@ from replay.adapters._common import (
     get_str,
     guarded,
     iter_json_lines,
+    json_lines_holding,
     most_common,
     openai_usage,
     opt_str,
@@ -182,9 +183,10 @@ class _Reader:
 
     # ------------------------------------------------------------------------------------
     def read(self) -> Session:
-        rows = list(iter_json_lines(self.path, self.issues))
         # First pass: which user-role texts a human typed, and the first model (for the header).
-        for _, obj in rows:
+        # Only the lines that can say so are parsed, and none is kept: holding every parsed
+        # line for the second pass took ~3x the file's size.
+        for obj in json_lines_holding(self.path, (b'"user_message"', b'"turn_context"')):
             payload = obj.get("payload")
             if not isinstance(payload, dict):
                 continue
@@ -196,7 +198,7 @@ class _Reader:
                 self.human_texts.add(payload["message"].strip())
             if obj.get("type") == "turn_context" and isinstance(payload.get("model"), str):
                 self.models.append(payload["model"])
-        for number, obj in rows:
+        for number, obj in iter_json_lines(self.path, self.issues):
             guarded(self.issues, number, lambda n=number, o=obj: self._line(n, o))
         if not self.meta and not self.events:
             self.issues.fatal(None, "expected Codex rollout records (session_meta, response_item)")
