@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from replay._errors import ReplayError
@@ -44,8 +45,19 @@ def _special(target: Path) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
-def write_atomic(path: str | Path, data: bytes | str) -> None:
-    """Write `data` to `path` through a temporary file in the same folder, then rename.
+def _chunks(data: bytes | str | Iterable[str]) -> Iterator[bytes]:
+    if isinstance(data, bytes):
+        yield data
+    elif isinstance(data, str):
+        yield data.encode("utf-8", "backslashreplace")
+    else:  # written as they come: a large log is never held whole as text and as bytes
+        for piece in data:
+            yield piece.encode("utf-8", "backslashreplace")
+
+
+def write_atomic(path: str | Path, data: bytes | str | Iterable[str]) -> None:
+    """Write `data` (bytes, text, or pieces of text written as they come) to `path` through a
+    temporary file in the same folder, then rename.
 
     A symbolic link stays a link: the file it points to is replaced. A device or a pipe is
     written to as it is. Text is UTF-8; a lone surrogate the log held (some logs do) is written
@@ -55,24 +67,26 @@ def write_atomic(path: str | Path, data: bytes | str) -> None:
     Missing parent folders are created (library callers such as `write_log` rely on it); the
     command line refuses an output file in a missing folder before doing any work
     (`replay.cli._main.check_output_folder`), so a mistyped `-o` never leaves a tree behind."""
-    payload = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
+    payload = _chunks(data)
     try:
         if _special(Path(path)):  # (by the path given: `/dev/stdout` resolves to no path)
             with open(path, "wb") as handle:
-                handle.write(payload)
+                for chunk in payload:
+                    handle.write(chunk)
             return
         _replace(Path(os.path.realpath(path)), payload)
     except OSError as err:
         raise ReplayError(f"cannot write {path}: {err.strerror or err}") from None
 
 
-def _replace(target: Path, payload: bytes) -> None:
+def _replace(target: Path, payload: Iterable[bytes]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         os.fchmod(fd, _mode_for(target))
         with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
+            for chunk in payload:
+                handle.write(chunk)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)

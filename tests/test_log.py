@@ -523,6 +523,23 @@ def test_exception_while_serializing_writes_nothing(tmp_path):
     assert _only(tmp_path) == []
 
 
+def test_a_log_written_line_by_line_is_dumps_log_and_fails_whole(tmp_path):
+    """`write_log` writes line by line (a large log is never held whole as text and bytes):
+    the bytes of `dumps_log`, and a failure after some lines leaves no file behind."""
+    session = _session()
+    path = tmp_path / "s.jsonl"
+    write_log(session, path)
+    assert path.read_bytes() == dumps_log(session.header, session.events).encode("utf-8")
+
+    def lines():
+        yield "first line\n"
+        raise RuntimeError("failed after a line")
+
+    with pytest.raises(RuntimeError):
+        _atomic.write_atomic(tmp_path / "out.jsonl", lines())
+    assert _only(tmp_path) == ["s.jsonl"]
+
+
 def test_written_log_round_trips_typed_events(tmp_path):
     session = _session()
     path = tmp_path / "s.jsonl"

@@ -201,5 +201,7 @@ def dumps_log(header: SessionHeader, events: Iterable[Any]) -> str:
 
 
 def write_log(session: Session, path: str | Path) -> None:
-    """Write a session atomically as `replay-log` JSONL."""
-    write_atomic(path, dumps_log(session.header, session.events))
+    """Write a session atomically as `replay-log` JSONL, line by line (the same bytes as
+    `dumps_log`, never held whole)."""
+    lines = (dump_event(e) + "\n" for e in (session.header, *session.events))
+    write_atomic(path, lines)
