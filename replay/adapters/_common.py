@@ -19,7 +19,6 @@ Every adapter turns a foreign log into a `Session` of the native `replay-log` fo
 from __future__ import annotations
 
 import heapq
-import io
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -105,20 +104,16 @@ def read_bytes(path: str | Path) -> bytes:
         raise LogFormatError(p, None, f"cannot read the file ({err.strerror})") from None
 
 
-def _raw_lines(path: str | Path, data: bytes | None) -> Iterator[tuple[int, bytes]]:
-    """(line number, bytes without the newline) of `data`, or of the file read line by line:
-    a log of hundreds of MB is never held whole (nor split into a list) beside its parsed
-    lines."""
-    if data is not None:
-        for number, raw in enumerate(io.BytesIO(data), start=1):
-            yield number, raw.removesuffix(b"\n")
-        return
+def _raw_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes without the newline) of the file, read line by line: a log of
+    hundreds of MB is never held whole (nor split into a list) beside its parsed lines."""
     p = _log_file(path)
     try:
         with p.open("rb") as handle:
             for number, raw in enumerate(handle, start=1):
-                yield number, without_bom(raw).removesuffix(b"\n") if number == 1 else (
-                    raw.removesuffix(b"\n"))
+                if number == 1:
+                    raw = without_bom(raw)
+                yield number, raw.removesuffix(b"\n")
     except OSError as err:
         raise LogFormatError(p, None, f"cannot read the file ({err.strerror})") from None
 
@@ -127,7 +122,7 @@ def json_lines_holding(path: str | Path, needles: tuple[bytes, ...]) -> Iterator
     """The JSON objects of the lines that hold one of `needles`, read line by line, for a first
     pass over a log: lines it cannot read are skipped silently (the full pass, with
     `iter_json_lines`, reports them)."""
-    for _, raw in _raw_lines(path, None):
+    for _, raw in _raw_lines(path):
         if any(needle in raw for needle in needles):
             try:
                 obj = json.loads(raw)
@@ -137,13 +132,11 @@ def json_lines_holding(path: str | Path, needles: tuple[bytes, ...]) -> Iterator
                 yield obj
 
 
-def iter_json_lines(
-    path: str | Path, issues: Issues, data: bytes | None = None
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, JSON object) for every readable non-blank line; bad lines go to `issues`.
-    The file is read line by line unless its bytes are given."""
+def iter_json_lines(path: str | Path, issues: Issues) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, JSON object) for every readable non-blank line, the file read line by line;
+    bad lines go to `issues`."""
     blank = True
-    for number, raw in _raw_lines(path, data):
+    for number, raw in _raw_lines(path):
         if not raw.strip():
             continue
         blank = False
