@@ -309,12 +309,13 @@ def _combine(partials: list[pl.DataFrame]) -> pl.DataFrame:
     )
 
 
-def _totals(partials: list[pl.DataFrame], order: list[str]) -> pl.DataFrame:
-    if not partials:
+def _totals(combined: pl.DataFrame | None, order: list[str]) -> pl.DataFrame:
+    """The report's totals per strategy from the `_combine`d partials (None: no ok session)."""
+    if combined is None:
         return pl.DataFrame(
             schema={c: pl.Utf8 if c == "strategy" else pl.Int64 for c in TOTAL_COLUMNS}
         )
-    total = _combine(partials).with_columns(
+    total = combined.with_columns(
         hit_ratio=pl.when(pl.col("prompt_tokens") > 0)
         .then((pl.col("cached_tokens") / pl.col("prompt_tokens")).round(4))
         .otherwise(0.0)
@@ -331,12 +332,11 @@ def _totals(partials: list[pl.DataFrame], order: list[str]) -> pl.DataFrame:
     )
 
 
-def _fallback_note(partials: list[pl.DataFrame]) -> str | None:
+def _fallback_note(combined: pl.DataFrame | None) -> str | None:
     """The batch's requests priced with a fallback (every strategy's, as `replay run` counts
-    them) and why, or None."""
-    if not partials:
+    them) and why, from the `_combine`d partials, or None."""
+    if combined is None:
         return None
-    combined = _combine(partials)
     requests = int(combined["price_fallback_requests"].sum())
     if not requests:
         return None
@@ -391,7 +391,7 @@ def run_batch(
     paths = [str(p) for p in discover(targets, exclude)]
     skey, rkey = scan_key(opts), replay_key(opts)
     statuses: dict[str, FileStatus] = {}
-    report = BatchReport(files=[], totals=_totals([], order), dataset=None)
+    report = BatchReport(files=[], totals=_totals(None, order), dataset=None)
     report.notes.append(TRAJECTORY_NOTE)  # what every row measures, as `replay run` says
     tick = progress or (lambda phase, done, total: None)
 
@@ -408,8 +408,9 @@ def run_batch(
             scans = _session_phase(phases, scans)
             partials = _replay_phase(phases, scans, since, until, report)
             report.replay_seconds = time.perf_counter() - replay_started
-            report.totals = _totals(partials, order)
-            fallback = _fallback_note(partials)
+            combined = _combine(partials) if partials else None
+            report.totals = _totals(combined, order)
+            fallback = _fallback_note(combined)
             if fallback:
                 report.notes.append(fallback)
         finally:
