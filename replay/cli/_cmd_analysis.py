@@ -14,6 +14,7 @@ from replay.cli._main import (
     output_options,
     price_overrides,
     replay_options,
+    ttl_option,
     user_errors,
 )
 
@@ -49,7 +50,7 @@ def _breakeven_table(frame, title: str):
 @click.option("--strategies", "-s", default="all", show_default=True,
               help="`all`, `plugins`, or comma-separated names (see `replay strategies`).")
 @strategy_options
-@click.option("--ttl", type=click.Choice(["5m", "1h"]), help="Force every breakpoint's TTL.")
+@ttl_option
 @horizon_option
 @replay_options
 @output_options()

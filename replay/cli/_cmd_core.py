@@ -17,6 +17,7 @@ from replay.cli._main import (
     output_options,
     price_overrides,
     replay_options,
+    ttl_option,
     user_errors,
 )
 
@@ -39,7 +40,7 @@ from replay.cli._main import (
     help="With --per-turn: add break-even columns (closed form and simulated) to the requests "
     "where a strategy rewrote earlier context.",
 )
-@click.option("--ttl", type=click.Choice(["5m", "1h"]), help="Force every breakpoint's TTL.")
+@ttl_option
 @replay_options
 @output_options()
 @user_errors

@@ -14,6 +14,7 @@ from replay.cli._main import (
     horizon_option,
     price_overrides,
     replay_options,
+    ttl_option,
     user_errors,
 )
 
@@ -39,7 +40,7 @@ def _size(n: int) -> str:
 @click.option("--strategies", "-s", default="all", show_default=True,
               help="`all`, `plugins`, or comma-separated names (see `replay strategies`).")
 @strategy_options
-@click.option("--ttl", type=click.Choice(["5m", "1h"]), help="Force every breakpoint's TTL.")
+@ttl_option
 @click.option("--breakeven/--no-breakeven", default=True, show_default=True,
               help="Simulate the break-even of every rewrite (the slow part on long logs).")
 @horizon_option
@@ -133,7 +134,7 @@ def _image_format(fmt: str | None, output: Path | None) -> str:
 @click.option("--strategies", "-s", default="all", show_default=True,
               help="`all`, `plugins`, or comma-separated names.")
 @strategy_options
-@click.option("--ttl", type=click.Choice(["5m", "1h"]), help="Force every breakpoint's TTL.")
+@ttl_option
 @replay_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @user_errors

@@ -103,6 +103,11 @@ def output_options(formats: tuple[str, ...] = FORMATS) -> Callable:
     return decorate
 
 
+ttl_option = click.option(
+    "--ttl", type=click.Choice(["5m", "1h"]), help="Force every breakpoint's TTL."
+)
+"""`--ttl`, shared by the commands that simulate a cache (`whatif` words its own help)."""
+
 horizon_option = click.option(
     "--horizon",
     type=click.IntRange(min=1),
