@@ -36,7 +36,7 @@ def _mode_for(target: Path) -> int:
         return 0o666 & ~_umask()
 
 
-def _special(target: Path) -> bool:
+def written_through(target: Path) -> bool:
     """A device or a pipe (`-o /dev/null`, a FIFO): written through, never replaced by a file."""
     try:
         mode = target.stat().st_mode
@@ -69,7 +69,7 @@ def write_atomic(path: str | Path, data: bytes | str | Iterable[str]) -> None:
     (`replay.cli._main.check_output_folder`), so a mistyped `-o` never leaves a tree behind."""
     payload = _chunks(data)
     try:
-        if _special(Path(path)):  # (by the path given: `/dev/stdout` resolves to no path)
+        if written_through(Path(path)):  # (by the path given: `/dev/stdout` resolves to no path)
             with open(path, "wb") as handle:
                 for chunk in payload:
                     handle.write(chunk)

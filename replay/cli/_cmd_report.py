@@ -66,13 +66,12 @@ def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ..
       replay report logs/run42.jsonl -o report.html
       replay report logs/run42.jsonl -s baseline,truncate-500 --no-breakeven -o small.html
     """
-    from replay._atomic import write_atomic
+    from replay._atomic import write_atomic, written_through
     from replay._errors import ReplayError
     from replay.cli._progress import progress_bar, status
     from replay.report._html import build_report, render_html
 
-    device = output.exists() and not output.is_file()  # /dev/stdout, a pipe: written through
-    if output.suffix.lower() not in (".html", ".htm") and not device:
+    if output.suffix.lower() not in (".html", ".htm") and not written_through(output):
         # The page is HTML whatever the name says: `-o chart.png` would lie about it.
         raise ReplayError(f"-o {output}: the report is an HTML page: name it .html")
 
