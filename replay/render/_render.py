@@ -205,14 +205,12 @@ class Renderer:
         itself, which costs no weak reference and dictionary entry per item."""
         self._head: dict[tuple, tuple[list[int], list[str]]] = {}
         self._head_layouts: dict[tuple, _Layout] = {}
-        self._last: dict[tuple, _Layout] = {}
-        """Per thread and head: the last view rendered and its block arrays (the next view of
-        the thread usually starts with the same item objects: only its tail is rendered). One
-        entry per thread: a new head (after a compaction, a changed system prompt) replaces
-        the thread's entry, whose columns held the whole view (kept, they grew memory by a
-        view per compaction: 4 GB on a 160 MB pi session)."""
-        self._thread_key: dict[str, tuple] = {}
-        """The key of each thread's entry in `_last`."""
+        self._last: dict[str, tuple[tuple, _Layout]] = {}
+        """Per thread: its head's key and the last view rendered with its block arrays (the next
+        view of the thread usually starts with the same item objects: only its tail is
+        rendered). A new head (after a compaction, a changed system prompt) replaces the
+        thread's entry, whose columns held the whole view (kept per head, they grew memory by
+        a view per compaction: 4 GB on a 160 MB pi session)."""
         self._tools: dict[tuple[int, ...], tuple[ToolDef, ...]] = {}
         """The tool definitions whose ids key the memos above, kept alive: a freed session's
         tools could otherwise lend their ids to another session's, should a renderer serve
@@ -336,9 +334,7 @@ class Renderer:
         """Stop keeping `thread`'s last view for incremental rendering (its next view is walked
         in full, through the item memo): for a lane whose views are not worth keeping, such as
         a summarizer call's, whose last view holds its whole transcript."""
-        for key in [k for k in self._last if k[0] == thread]:
-            del self._last[key]
-        self._thread_key.pop(thread, None)
+        self._last.pop(thread, None)
 
     def render(
         self,
@@ -411,11 +407,11 @@ class Renderer:
             tool_ids = tuple(id(t) for t in tools)
             self._last_tools = (tools, tool_ids)
         key = (thread, system, tool_ids, hidden_tokens, head_version)
-        last = self._last.get(key)
+        last = self._last_of(thread, key)
         shared = shared_prefix(last.items, items) if last is not None else 0
         forked = False
         if fork is not None:
-            other = self._last.get((fork, *key[1:]))
+            other = self._last_of(fork, (fork, *key[1:]))
             if other is not None and len(other.items) > shared:
                 other_shared = shared_prefix(other.items, items)
                 if other_shared > shared:
@@ -443,12 +439,13 @@ class Renderer:
             prev_is_result = is_result
         layout = self._extend(base, keep, new_ids, new_kinds, new_owners, model, forked)
         layout.items = items
-        old = self._thread_key.get(thread)
-        if old is not None and old != key:
-            self._last.pop(old, None)
-        self._thread_key[thread] = key
-        self._last[key] = layout
+        self._last[thread] = (key, layout)
         return layout
+
+    def _last_of(self, thread: str, key: tuple) -> _Layout | None:
+        """`thread`'s last layout, if it was rendered with the head `key`."""
+        entry = self._last.get(thread)
+        return entry[1] if entry is not None and entry[0] == key else None
 
     def _extend(
         self,
