@@ -24,7 +24,7 @@ import re
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress, islice, repeat
 from operator import contains
@@ -122,6 +122,19 @@ def _last_containing(
         n = end
         flags = map(contains, map(texts.__getitem__, range(n - 1, stop - 1, -1)), repeat(text))
     return next(compress(range(n - 1, stop - 1, -1), flags), None)
+
+
+def _hidden_pieces(texts: Iterable[str], request: _Request, distinctive: bool = False) -> list[str]:
+    """The quotable pieces of `texts` that only hidden text holds, each once, in order
+    (`distinctive`: only those that name something exact, for the agent's prose)."""
+    hidden: list[str] = []
+    for text in texts:
+        for piece in dict.fromkeys(_QUOTABLE.findall(text)):
+            if (not distinctive or _DISTINCTIVE.search(piece)) and request.hidden(piece) and (
+                piece not in hidden
+            ):
+                hidden.append(piece)
+    return hidden
 
 
 def _strings(value: object, found: list[str]) -> list[str]:
@@ -762,23 +775,14 @@ class EvidenceChecker:
     def _prose(self, texts, request, request_index, request_id) -> list[BlindAction]:
         """The response's own text quoting something only hidden text held (an error code, a
         path, a name), as a tool call's arguments would."""
-        hidden = []
-        for text in texts:
-            for piece in dict.fromkeys(_QUOTABLE.findall(text)):
-                if (_DISTINCTIVE.search(piece) and request.hidden(piece)
-                        and piece not in hidden):
-                    hidden.append(piece)
+        hidden = _hidden_pieces(texts, request, distinctive=True)
         if not hidden:
             return []
         return [BlindAction(request_index, request_id, "", HIDDEN_MENTION, None,
                             _short(", ".join(hidden)))]
 
     def _quotes(self, call, request, request_index, request_id) -> list[BlindAction]:
-        hidden = []
-        for value in _strings(call.arguments, []):
-            for piece in dict.fromkeys(_QUOTABLE.findall(value)):
-                if request.hidden(piece) and piece not in hidden:
-                    hidden.append(piece)
+        hidden = _hidden_pieces(_strings(call.arguments, []), request)
         if not hidden:
             return []
         return [
