@@ -255,7 +255,8 @@ def histories(draw: st.DrawFn, max_items: int = 10) -> list:
             call_id = f"r{len(items)}"
             items.append(ToolResultItem(call_id, "read_file", draw(tool_outputs())))
         else:
-            items.append(SummaryItem(draw(texts)))
+            role = draw(st.sampled_from(["user", "assistant"]))
+            items.append(SummaryItem(draw(texts), role=role))
     return items
 
 

@@ -14,6 +14,7 @@ from replay.cache.automatic import PrefixMatcher, shared_with
 from replay.log import ToolDef
 from replay.prefix import materialize_tokens, naive_first_mismatch, prefix_diff
 from replay.render import Renderer
+from replay.render._request import KindIndex
 from replay.strategies import AssistantItem, Block, SummaryItem, ToolResultItem, UserItem
 from replay.tokens import counter_for
 
@@ -237,6 +238,20 @@ def test_summary_items_and_merged_results_render_as_expected():
     assert req.positions.tolist() == [0, 1, 2, 3, 3, 4, 4]
     assert req.item_index.tolist() == [-1, -1, 0, 1, 1, 2, 3]
     assert req.total == int(req.block_tokens.sum())
+
+
+def test_a_summary_sent_as_the_assistant_s_is_that_turn_s_text():
+    r = _renderer()
+    first = UserItem("fix the parser")
+    as_user = _render(r, [first, SummaryItem("what was done")])
+    as_assistant = _render(r, [first, SummaryItem("what was done", role="assistant")])
+    assert as_user.kinds[-2:] == ["user", "summary"]
+    assert as_assistant.kinds[-2:] == ["user", "text"]
+    # Same text, same size; but the last user turn (where a client's breakpoint and OpenAI's
+    # cache check end) is the first message, not the summary.
+    assert as_user.total == as_assistant.total
+    assert KindIndex.of(as_user.kinds).last_turn == len(as_user.kinds) - 1
+    assert KindIndex.of(as_assistant.kinds).last_turn == len(as_assistant.kinds) - 2
 
 
 def _edits():

@@ -180,11 +180,10 @@ def test_block_tokens_add_up_on_random_histories(items):
     assert all(t >= 0 for t in req.block_tokens.tolist())
     assert set(req.item_index.tolist()) - {-1} == set(range(len(items)))
     assert req.kinds[:3] == ["tool", "tool", "system"]
-    summaries = [i for i, it in enumerate(items) if isinstance(it, SummaryItem)]
-    for n in summaries:
-        assert [req.kinds[b] for b in range(len(req.kinds)) if req.item_index[b] == n] == [
-            "summary"
-        ]
+    summaries = [(n, it) for n, it in enumerate(items) if isinstance(it, SummaryItem)]
+    for n, summary in summaries:
+        kind = "summary" if summary.role == "user" else "text"
+        assert [req.kinds[b] for b in range(len(req.kinds)) if req.item_index[b] == n] == [kind]
 
 
 # -- block columns shared by a thread's requests ----------------------------------------------

@@ -34,6 +34,7 @@ from replay.strategies import (
     resolve,
 )
 from replay.strategies._base import BUILTIN_FAMILIES, plugin_names
+from replay.strategies._common import summary_item
 from replay.strategies._prompts import (
     LITERAL_CLEARED,
     LITERAL_CLINE_DUP_READ,
@@ -523,6 +524,28 @@ def test_roo_truncate_keeps_the_first_message_and_drops_an_even_count():
     view = view_of(build("roo-truncate-keep-first-half")(h.items, ctx(window=10_000, usage=9_000)))
     assert view.items[0] is h.items[0] and view.events
     assert isinstance(view.items[1], AssistantItem)  # API messages 1..k (k even) deleted
+
+
+@pytest.mark.parametrize(
+    "name, head",
+    [
+        ("roo-condense-keep-first-last-3", 1),  # [first message, summary] + last 3 messages
+        ("opencode-compact-v1", 0),  # the history restarts at the summary
+        ("opencode-compact-tail-prepend", 0),  # [summary] + tail + "Continue…"
+    ],
+)
+def test_roo_and_opencode_send_the_summary_as_the_assistant_s(name, head):
+    h = History().user()
+    for n in range(12):
+        h.step(read(f"f{n}", "x" * 3000), text=f"s{n}")
+    result = build(name)(h.items, ctx(window=10_000, usage=9_900))
+    view = view_of(result)
+    assert view.events and view.events[0].kind == "compaction"
+    assert view.items[:head] == h.items[:head]
+    summary = view.items[head]
+    assert isinstance(summary, SummaryItem) and summary.role == "assistant"
+    # Every other summary stays the user's (Claude Code, Codex, pi, Goose, Aider, Gemini…).
+    assert summary_item("s", ()).role == "user"
 
 
 def test_observation_masking_and_swe_polling():

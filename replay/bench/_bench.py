@@ -65,6 +65,7 @@ from replay.log import (
 from replay.prices import Pricer
 from replay.render._request import (
     SUMMARY,
+    SUMMARY_KIND,
     SYSTEM,
     TEXT,
     THINKING,
@@ -129,7 +130,7 @@ def naive_prompt_blocks(items, *, system: str, tools) -> list[tuple[str, bool, s
                 fixed = b.estimated_tokens if b.type == "thinking" and not b.text else None
                 blocks.append((kind, n == 0, b.rendered(), fixed))
         elif isinstance(item, SummaryItem):
-            blocks.append((SUMMARY, True, item.text, None))
+            blocks.append((SUMMARY_KIND[item.role], True, item.text, None))
         elif isinstance(item, UserItem):
             blocks.append((USER, True, item.text, None))
         else:

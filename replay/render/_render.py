@@ -30,7 +30,7 @@ from replay.render._request import (
     KIND_CODES,
     KIND_NAMES,
     RUN_CODES,
-    SUMMARY,
+    SUMMARY_KIND,
     SYSTEM,
     TEXT,
     THINKING,
@@ -293,7 +293,8 @@ class Renderer:
                 _KINDS.clear()
             ids, kinds = tuple(id_list), _KINDS.setdefault(kinds, kinds)
         elif isinstance(item, SummaryItem):
-            ids, kinds = (t.intern(SUMMARY, item.text, True),), _ONE[SUMMARY]
+            kind = SUMMARY_KIND[item.role]
+            ids, kinds = (t.intern(kind, item.text, True),), _ONE[kind]
         elif isinstance(item, UserItem):
             ids, kinds = (t.intern(USER, item.text, True, item.estimated_tokens),), _ONE[USER]
         else:

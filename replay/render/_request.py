@@ -33,6 +33,9 @@ TOOL, SYSTEM, USER, SUMMARY, TEXT, THINKING, TOOL_CALL, TOOL_RESULT = (
 )
 
 KIND_NAMES = (TOOL, SYSTEM, USER, SUMMARY, TEXT, THINKING, TOOL_CALL, TOOL_RESULT)
+SUMMARY_KIND = {"user": SUMMARY, "assistant": TEXT}
+"""A summary's block kind by the role of its message: one sent as the assistant's is that
+turn's text (no user turn for a breakpoint or a cache check to end at)."""
 KIND_CODES = {kind: code for code, kind in enumerate(KIND_NAMES)}
 """Block kind → small integer code (a request's kinds as a numpy array: `kind_codes`)."""
 HEAD_CODES = (KIND_CODES[TOOL], KIND_CODES[SYSTEM])

@@ -462,9 +462,11 @@ def forked_call(view: Sequence[Item], instruction: str, summary: str) -> Summari
     )
 
 
-def summary_item(text: str, replaced: Iterable[Item], source: str = "extractive") -> SummaryItem:
+def summary_item(
+    text: str, replaced: Iterable[Item], source: str = "extractive", role: str = "user"
+) -> SummaryItem:
     indexes = tuple(getattr(i, "event_index", -1) for i in replaced)
-    return SummaryItem(text=text, replaces=indexes, source=source)  # type: ignore[arg-type]
+    return SummaryItem(text=text, replaces=indexes, source=source, role=role)  # type: ignore[arg-type]
 
 
 def head_tail(text: str, head: int, tail: int, marker: str) -> str:

@@ -162,12 +162,17 @@ class ToolResultItem:
 
 @dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class SummaryItem:
-    """A summary standing in for earlier items (rendered as a user message)."""
+    """A summary standing in for earlier items (rendered as a message of its `role`)."""
 
     text: str
     replaces: tuple[int, ...] = ()
     """Event indexes of the history items this summary replaced."""
     source: Literal["logged", "extractive", "server"] = "extractive"
+    """Where the text comes from: the log's own summary, a deterministic stand-in built from
+    what it replaced, or a provider's server-side compaction."""
+    role: Literal["user", "assistant"] = "user"
+    """The role of the message the harness sends it in: most send the summary as the user's,
+    Roo Code and opencode as the assistant's (a text block of an assistant turn)."""
     kind: Literal["summary"] = "summary"
     _blocks: tuple | None = field(default=None, init=False, repr=False, compare=False)
     """The renderer's blocks for this item (`Renderer._item_blocks`), kept on the item rather

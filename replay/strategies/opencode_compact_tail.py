@@ -5,7 +5,8 @@ reserved = min(20,000, max output)), the recent tail is kept verbatim and the he
 summarized. Tail budget B = clamp(25% of usable, 2,000, 15,000) estimated tokens: whole user
 turns are taken newest first while they fit; the first turn that does not fit contributes its
 longest suffix that fits (never starting at a tool result). The history becomes [summary] +
-tail + the synthetic "Continue if you have next steps, …" user message.
+tail + the synthetic "Continue if you have next steps, …" user message; the summary is sent as
+an assistant message.
 
 - `prepend` (default): the summarizer is a fresh request — the head serialized as
   `[User]: …`/`[Tool result]: …` lines (each tool result cut to 2,000 chars), the previous
@@ -110,7 +111,7 @@ def opencode_compact_tail(
             call = fresh_call(head, prompt, text, style="opencode")
         state.reset(
             [
-                summary_item(text, head, source),
+                summary_item(text, head, source, role="assistant"),
                 *kept,
                 UserItem(LITERAL_OPENCODE_CONTINUE, injected=True),
             ],

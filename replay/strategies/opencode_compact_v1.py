@@ -35,7 +35,10 @@ def opencode_compact_v1(output_max: int = 32000) -> object:
         text, source = summaries.text(ctx, view)
         call = SummarizerCall(tuple(view), OPENCODE_V1_INSTRUCTION, text, reuse_main_prefix=False)
         state.reset(
-            [summary_item(text, view, source), UserItem(LITERAL_OPENCODE_CONTINUE, injected=True)],
+            [
+                summary_item(text, view, source, role="assistant"),
+                UserItem(LITERAL_OPENCODE_CONTINUE, injected=True),
+            ],
             history,
         )
         return View(

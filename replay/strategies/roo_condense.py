@@ -74,7 +74,7 @@ def roo_condense(keep: int = 3, pct: int = 100, max_tokens: int = 8192) -> objec
         folded = view[first_end:start]
         text, source = summaries.text(ctx, folded)
         call = SummarizerCall(tuple(since), ROO_INSTRUCTION, text, reuse_main_prefix=False)
-        head = [*view[:first_end], summary_item(text, folded, source)]
+        head = [*view[:first_end], summary_item(text, folded, source, role="assistant")]
         state.reset([*head, *view[start:]], history)
         return View(
             items=state.view(history),
