@@ -209,6 +209,7 @@ class _NaiveRun(_Run):
         estimated_output,
         events,
         system=None,
+        fresh=False,
         hand_over=False,
         fork=None,
     ):
@@ -217,7 +218,7 @@ class _NaiveRun(_Run):
         blocks = naive_prompt_blocks(
             items,
             system=state.system if system is None else system,
-            tools=self.session.header.tools,
+            tools=() if fresh else self.session.header.tools,
         )
         tokens, total = naive_tokens(blocks, model)
         if previous is None or family_for(previous.model).family != family_for(model).family:
@@ -250,6 +251,7 @@ class _NaiveRun(_Run):
             estimated_output=estimated_output,
             events=events,
             system=system,
+            fresh=fresh,
             hand_over=hand_over,
             fork=fork,
         )

@@ -679,6 +679,7 @@ class _Run:
             estimated_output=True,
             events=[],
             system=state.system if call.reuse_main_prefix else "",
+            fresh=not call.reuse_main_prefix,
             hand_over=True,
             fork=self.lane + marker.thread,
         )
@@ -706,11 +707,14 @@ class _Run:
         estimated_output: bool,
         events: list[RewriteEvent],
         system: str | None = None,
+        fresh: bool = False,
         hand_over: bool = False,
         fork: str | None = None,
     ) -> RequestRecord:
-        """`hand_over`: `items` is a list nothing changes any more (the renderer keeps it).
-        `fork`: the cache lane of a thread whose last view `items` may extend (`render`)."""
+        """`fresh`: a request of its own (a summarizer's), sent without the main thread's tool
+        definitions and unlogged head. `hand_over`: `items` is a list nothing changes any more
+        (the renderer keeps it). `fork`: the cache lane of a thread whose last view `items` may
+        extend (`render`)."""
         header = self.session.header
         previous = state.previous
         same_family = previous is not None and (
@@ -719,7 +723,7 @@ class _Run:
         request = renderer.render(
             items,
             system=state.system if system is None else system,
-            tools=header.tools,
+            tools=() if fresh else header.tools,
             index=request_index,
             request_id=marker.request_id + (":summarizer" if kind == "summarizer" else ""),
             thread=self.lane + thread,  # the cache lane; records keep the plain thread name
@@ -728,7 +732,7 @@ class _Run:
             provider=provider,
             output_tokens=output_tokens,
             estimated_output=estimated_output,
-            hidden_tokens=state.hidden_tokens,
+            hidden_tokens=0 if fresh else state.hidden_tokens,
             head_version=state.head_version,
             hand_over=hand_over,
             fork=fork,

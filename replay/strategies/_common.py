@@ -446,8 +446,9 @@ def fresh_call(
     style: str = "plain",
     result_chars: int | None = 2000,
 ) -> SummarizerCall:
-    """A summarizer request that does not share the main prefix: its own system prompt and the
-    transcript serialized into one user message."""
+    """A summarizer request that does not share the main prefix (no main system prompt, tool
+    definitions or unlogged head): the transcript serialized into one user message, then the
+    summarizer's prompt."""
     body = UserItem(transcript(items, style, result_chars), injected=True)
     return SummarizerCall(
         input_items=(body,), instruction=instruction, summary=summary, reuse_main_prefix=False

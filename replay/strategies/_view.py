@@ -194,7 +194,8 @@ class SummarizerCall:
     """The summary it produced (logged, or a deterministic stand-in)."""
     reuse_main_prefix: bool = True
     """True when the call shares the main thread's prefix (same system + tools), so it can hit
-    the cache."""
+    the cache; False for a fresh request, sent without the main thread's system prompt, tool
+    definitions and unlogged head."""
 
 
 @dataclass(frozen=True)
