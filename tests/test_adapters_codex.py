@@ -193,6 +193,7 @@ def test_zero_usage_after_compaction_is_not_a_request(tmp_path: Path) -> None:
     session = load(_write(tmp_path, lines), strict=True)
     assert len(session.requests()) == 3
     c = next(e for e in session.events if isinstance(e, Compaction))
+    assert c.message == ""  # the replacement history holds what stands for the summary
     kept = [
         e
         for e in session.events[: session.events.index(c)]

@@ -171,6 +171,7 @@ def test_summary_message_is_a_compaction(tmp_path: Path) -> None:
     session = load(_write(tmp_path, doc), strict=True)
     c = next(e for e in session.events if isinstance(e, Compaction))
     assert c.summary == "We listed two files."
+    assert c.message is None and c.message_role == "assistant"  # sent as it is, the assistant's
     assert len(c.replaces) == 4  # user, 2 responses, 1 tool result: every earlier context event
     assert len(session.requests()) == 3  # the summarising call was billed too
 

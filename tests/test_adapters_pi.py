@@ -128,6 +128,12 @@ def test_v1_compaction_first_kept_entry_index(tmp_path: Path) -> None:
     session = load(_write(tmp_path, lines), strict=True)
     c = next(e for e in session.events if isinstance(e, Compaction))
     assert c.summary == "Listed two files." and c.tokens_before == 9000
+    # What later requests saw: pi's compaction-summary message around it (user role).
+    assert c.message == (
+        "The conversation history before this point was compacted into the following summary:"
+        "\n\n<summary>\nListed two files.\n</summary>"
+    )
+    assert c.message_role == "user"
     replaced = [e for e in session.events if e.id in c.replaces]
     kept = [
         e

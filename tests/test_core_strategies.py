@@ -313,6 +313,34 @@ def test_compaction_reuses_a_logged_summary():
     assert len(calls) == len(compacted)  # costed even when the summary is reused
 
 
+@pytest.mark.parametrize(
+    ("fields", "shown"),
+    [
+        ({}, ("user", "LOGGED SUMMARY")),  # the summary is the message (Claude Code, native)
+        ({"message": "<s>LOGGED SUMMARY</s>"}, ("user", "<s>LOGGED SUMMARY</s>")),  # pi
+        ({"message_role": "assistant"}, ("assistant", "LOGGED SUMMARY")),  # opencode
+        ({"message": ""}, None),  # Codex: the new history holds it as events of their own
+    ],
+)
+def test_recorded_shows_the_logged_summary_as_the_harness_sent_it(fields, shown):
+    session = _linear(8, output_chars=300)
+    at = next(
+        n
+        for n, e in enumerate(session.events)
+        if isinstance(e, RequestMarker) and e.request_id == "req-004"
+    )
+    replaced = [e.id for e in session.events[:at] if not isinstance(e, RequestMarker)]
+    compaction = Compaction(
+        ts=session.events[at].ts, summary="LOGGED SUMMARY", replaces=replaced, **fields
+    )
+    # What the new history adds after it (Codex's replacement history: the kept user messages).
+    session.events[at:at] = [compaction, UserMessage(ts=compaction.ts, text="go on")]
+    records = [r for r in _replay(session, ["recorded"]) if r.request_id == "req-004"]
+    summaries = [(i.role, i.text) for i in records[0].view if isinstance(i, SummaryItem)]
+    assert summaries == ([shown] if shown else [])
+    assert all(i.event_index not in replaced for i in records[0].view if hasattr(i, "event_index"))
+
+
 def test_structured_summary_has_the_five_sections():
     session = _linear(10, output_chars=2000)
     records = _replay(session, ["compact-at-3000-structured"])

@@ -480,6 +480,9 @@ class _Reader:
         )
         if isinstance(history, list):
             compaction.replacement_history_items = len(history)
+            # The message that stands for the summary is in the new history (appended after
+            # the compaction), or is its opaque item: none of the compaction's own.
+            compaction.message = ""
             # Quirk (Entire captures): the opaque `compaction` item holding the real summary is
             # not in the file, so the summary's size is unknown here (the next request's usage
             # shows it as a residual).

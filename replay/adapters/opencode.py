@@ -483,7 +483,11 @@ class _Thread:
                     for e in self.events
                     if isinstance(e, UserMessage | AssistantMessage | ToolResult | Compaction)
                 ]
-                self.add(Compaction(ts=end, summary=text, replaces=context), line)
+                # The summary message is the assistant's: later requests see it as such.
+                compaction = Compaction(
+                    ts=end, summary=text, replaces=context, message_role="assistant"
+                )
+                self.add(compaction, line)
                 continue
             if not step["blocks"] and marker is None:
                 continue

@@ -74,6 +74,7 @@ from replay.adapters._common import (
     usage_is_empty,
 )
 from replay.log import Session
+from replay.strategies._prompts import LITERAL_PI_SUMMARY
 
 AGENT = "pi"
 
@@ -637,9 +638,11 @@ class _Thread:
                 self.reader.expected_gaps.add(e.id)
         position = {id(e): n for n, e in enumerate(self.events)}
         replaced = context if cut is None else [e for e in context if position[id(e)] < cut]
+        summary = get_str(obj, "summary", "") or ""
         event = Compaction(
             ts=ts,
-            summary=get_str(obj, "summary", "") or "",
+            summary=summary,
+            message=LITERAL_PI_SUMMARY.format(summary=summary),
             replaces=[e.id for e in replaced],
             tokens_before=get_int(obj, "tokensBefore")
             if obj.get("tokensBefore") is not None

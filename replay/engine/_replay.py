@@ -530,7 +530,13 @@ class _Run:
             replaced = frozenset(named | unlogged)
         else:  # the log does not say: everything before it in the thread
             replaced = frozenset(getattr(i, "event_index", -1) for i in state.history)
-        return LoggedCompaction(summary=event.summary, replaced=replaced, event_index=index)
+        return LoggedCompaction(
+            summary=event.summary,
+            replaced=replaced,
+            event_index=index,
+            message=event.summary if event.message is None else event.message,
+            role=event.message_role,
+        )
 
     def _head_changes(self, marker: RequestMarker, event_index: int, state: _Thread) -> None:
         """Request parameters the adapter logged that change what the provider caches: a new

@@ -358,6 +358,14 @@ class Compaction(_Event):
     tokens_before: int | None = None
     """Context size the harness reported before compacting, when known."""
 
+    message: str | None = None
+    """The message later requests saw in place of the replaced events, when it is not `summary`
+    as it is: the harness's wrapper around it (pi), or empty when the log holds that message as
+    an event of its own (Codex's replacement history)."""
+
+    message_role: Literal["user", "assistant"] = "user"
+    """Role of that message (opencode sends the summary as the assistant's)."""
+
 
 class ThreadStart(_Event):
     """Opens a subagent thread; its events carry `thread` = this event's `thread_id`."""

@@ -1,7 +1,10 @@
 """`recorded`: what the agent actually sent — the log's own history with its own compactions.
 
-Every compaction the log recorded replaces the events it names (`replaces`) with its logged
-summary from the request after it on; everything else is sent as logged. This is the reference
+Every compaction the log recorded replaces the events it names (`replaces`) with the message
+that stood in for them (the logged summary as the harness sent it: as it is, in pi's wrapper,
+as the assistant's for opencode; nothing more when the log holds that message as an event of
+its own, as Codex's replacement history does) from the request after it on; everything else
+is sent as logged. This is the reference
 that `fidelity` compares with the provider's bill and that recommendations are measured against.
 For a log without compactions it equals `baseline`.
 """
@@ -10,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
 from replay.strategies._common import Seen
-from replay.strategies._summary import summary_message
 from replay.strategies._view import Item, RewriteEvent, SummaryItem, View
 
 
@@ -28,6 +31,10 @@ class LoggedCompaction:
     does not list them)."""
     event_index: int
     """Where the compaction happened in the log."""
+    message: str = ""
+    """The message later requests saw in place of the replaced events ("": none of its own)."""
+    role: Literal["user", "assistant"] = "user"
+    """Role of that message."""
 
 
 def recorded() -> object:
@@ -39,9 +46,7 @@ def recorded() -> object:
         if item is None:
             c = next(c for c in compactions if c.event_index == event_index)
             item = SummaryItem(
-                text=summary_message(c.summary),
-                replaces=tuple(sorted(c.replaced)),
-                source="logged",
+                text=c.message, replaces=tuple(sorted(c.replaced)), source="logged", role=c.role
             )
             summaries[event_index] = item
         return item
@@ -71,7 +76,9 @@ def recorded() -> object:
                 for later in compactions
             )
         ]
-        pending[:] = sorted((min(c.replaced, default=c.event_index), c.event_index) for c in live)
+        pending[:] = sorted(
+            (min(c.replaced, default=c.event_index), c.event_index) for c in live if c.message
+        )
         body.clear()
         seen = Seen()
 
