@@ -517,6 +517,19 @@ def test_cline_thresholds_and_duplicate_reads():
     assert len(cut.items) < len(h.items)
 
 
+@pytest.mark.parametrize("name", ["cline-truncate-keep-first-pair-half", "cline-dedup-file-reads"])
+def test_cline_triggers_on_the_previous_request_s_tokens_only(name):
+    h = History().user()
+    for n in range(12):
+        h.step(read(f"f{n}.ts", "x" * 400), text=f"s{n}")
+    # A 60,000-char result (~15k estimated tokens) no response has counted yet: Cline reads
+    # only the previous request's usage (150k < maxAllowed 160k), so nothing is deleted.
+    h.step(("bash", {"command": "cat big.log"}, "y" * 60_000), text="reading the log")
+    view = view_of(build(name)(h.items, ctx(window=200_000, usage=150_000)))
+    assert view.items == h.items and not view.events
+    assert view_of(build(name)(h.items, ctx(window=200_000, usage=160_000))).events
+
+
 def test_roo_truncate_keeps_the_first_message_and_drops_an_even_count():
     h = History().user()
     for n in range(8):

@@ -26,7 +26,6 @@ from replay.strategies._common import (
     path_of,
     replace_blocks,
     reported_tokens,
-    since_last_assistant,
     tool_kind,
 )
 from replay.strategies._prompts import LITERAL_CLINE_DUP_READ, LITERAL_CLINE_NOTICE
@@ -83,7 +82,9 @@ class ClineContext:
     def __call__(self, history: Sequence[Item], ctx: StrategyContext) -> View:
         view = self.live(history)
         limit = max_allowed(ctx.context_window)
-        if reported_tokens(ctx, view, pending=since_last_assistant(history)) < limit:
+        # The previous request's usage alone: Cline adds no estimate of what came since.
+        total = reported_tokens(ctx, view)
+        if total < limit:
             return View(items=view)
         events = []
         if self.dedup:
@@ -98,7 +99,6 @@ class ClineContext:
                     return View(items=after, events=events)
         groups = self._groups.sync(history)
         start = self.deleted[1] + 1 if self.deleted else 2
-        total = reported_tokens(ctx, view, pending=since_last_assistant(history))
         quarter = total / 2 > limit
         remaining = len(groups) - start
         n = (3 * remaining // 8) * 2 if quarter else (remaining // 4) * 2
