@@ -276,6 +276,7 @@ def test_codex_compaction_keeps_recent_user_messages_and_prefixes_the_summary():
     for n in range(3):
         h.step(read(f"f{n}.ts", "code " * 2000), text="reading")
     h.user("second request " + "y" * 100_000)  # ~25k estimated tokens: gets middle-truncated
+    h.step(read("g.ts", "code"), text="mid-turn")  # compacted mid-turn: the summary comes last
     strategy = build("codex-compact-at-90pct")
     quiet = view_of(strategy(h.items, ctx(window=272_000, usage=1000)))
     assert quiet.items == h.items and not quiet.summarizer_calls
@@ -287,6 +288,22 @@ def test_codex_compaction_keeps_recent_user_messages_and_prefixes_the_summary():
     assert [u.text.startswith("second") for u in users] == [True]
     assert "tokens truncated…" in users[0].text
     assert sum(math.ceil(len(u.text) / 4) for u in users) <= 20_100
+
+
+@pytest.mark.parametrize("name", ["codex-compact-at-90pct", "codex-remote-compact-at-90pct"])
+def test_codex_compaction_before_a_new_prompt_leaves_it_after_the_summary(name):
+    h = History()
+    for n in range(4):
+        h.user(f"old request {n}: " + "o" * 20_000)  # ~5,000 estimated tokens each
+        h.step(("bash", {"command": f"c{n}"}, "x" * 1000), text=f"s{n}")
+    h.user("NEW REQUEST: " + "n" * 60_000)  # ~15,000 estimated tokens
+    view = view_of(build(name)(h.items, ctx(window=272_000, usage=250_000)))
+    # Codex compacts before it records the prompt (run_task, pre-turn): the prompt is neither
+    # in the summarized history nor in the 20k budget of kept user messages; it follows.
+    *users, summary, new = view.items
+    assert new is h.items[-1] and isinstance(summary, SummaryItem)
+    assert [u.text[:14] for u in users] == [f"old request {n}:" for n in range(4)]
+    assert all(i is not h.items[-1] for i in view.summarizer_calls[0].input_items)
 
 
 def test_codex_compaction_reuses_the_logged_summary():

@@ -6,9 +6,12 @@ reported total tokens plus an estimate (chars/4) of the items added since — re
 plus the compaction prompt. The history is then replaced by the most recent real user messages
 (newest first while they fit in 20,000 estimated tokens; the one that does not fit is
 middle-truncated to the remaining budget) followed by one user message: the fixed summary
-prefix, a newline, and the summary. If the compaction request itself would overflow the window,
-the oldest item (with its call/result partner) is dropped from it and it is retried ("trim from
-the beginning to preserve cache").
+prefix, a newline, and the summary. When the request starts a new prompt, Codex compacts before
+it records the prompt: the prompt is neither summarized nor counted among the kept user
+messages, and follows the summary (mid-turn, everything is compacted and the summary comes
+last). If the compaction request itself would overflow the window, the oldest item (with its
+call/result partner) is dropped from it and it is retried ("trim from the beginning to preserve
+cache").
 
 Defaults: pct = 90 (gpt-5.x: 272,000 x 0.9 = 244,800), limit = 0 (no configured limit),
 keep_user_tokens = 20,000. Cache class: freeze-once (one rewrite + one summarizer call per
@@ -41,6 +44,7 @@ from replay.strategies._common import (
     reported_tokens,
     since_last_assistant,
     summary_item,
+    trigger_at_user_turn,
 )
 from replay.strategies._prompts import (
     CODEX_INSTRUCTION,
@@ -74,6 +78,15 @@ def codex_limit(ctx: StrategyContext, pct: int, limit: int) -> int:
     return min(limit, window_limit) if limit > 0 else window_limit
 
 
+def compacted_until(history: Sequence[Item], state: Frozen) -> int:
+    """How much of `history` a compaction covers. At a new prompt Codex compacts before it
+    records the prompt (`run_task`'s pre-turn check), so the prompt stays out of the summary
+    and of the kept user messages, and follows the summary; mid-turn it covers everything."""
+    if trigger_at_user_turn(history) and state.covered < len(history):
+        return len(history) - 1
+    return len(history)
+
+
 def codex_compact(pct: int = 90, limit: int = 0, keep_user_tokens: int = 20000) -> object:
     state = Frozen()
     summaries = SummarySource()
@@ -83,12 +96,14 @@ def codex_compact(pct: int = 90, limit: int = 0, keep_user_tokens: int = 20000) 
         tokens = reported_tokens(ctx, view, pending=since_last_assistant(history))
         if tokens < codex_limit(ctx, pct, limit):
             return View(items=view)
-        request = drop_oldest_until_fits(view, ctx, est(CODEX_INSTRUCTION))
+        upto = compacted_until(history, state)
+        compacted = view[: len(view) - (len(history) - upto)]
+        request = drop_oldest_until_fits(compacted, ctx, est(CODEX_INSTRUCTION))
         text, source = summaries.text(ctx, request)
         text = text.strip() or LITERAL_CODEX_NO_SUMMARY
         kept: list[Item] = []
         budget = keep_user_tokens
-        for item in reversed(view):
+        for item in reversed(compacted):
             if budget <= 0:
                 break
             if not is_real_user(item):
@@ -100,13 +115,15 @@ def codex_compact(pct: int = 90, limit: int = 0, keep_user_tokens: int = 20000) 
             else:
                 kept.append(UserItem(truncate_middle_tokens(item.text, budget), item.event_index))  # type: ignore[union-attr]
                 break
-        summary = summary_item(LITERAL_CODEX_SUMMARY_PREFIX + "\n" + text, view, source)
-        state.reset([*reversed(kept), summary], history)
+        summary = summary_item(LITERAL_CODEX_SUMMARY_PREFIX + "\n" + text, compacted, source)
+        state.reset([*reversed(kept), summary], history[:upto])
         return View(
             items=state.view(history),
             summarizer_calls=[forked_call(request, CODEX_INSTRUCTION, text)],
             events=[
-                RewriteEvent("compaction", f"{len(view)} items → {len(kept)} user msgs + summary")
+                RewriteEvent(
+                    "compaction", f"{len(compacted)} items → {len(kept)} user msgs + summary"
+                )
             ],
         )
 

@@ -3,9 +3,11 @@
 Rule: same trigger as `codex-compact-at-90pct` (reported usage plus the estimate of new items
 reaching min(configured limit, pct% of the window)). The history is posted to the Responses
 compaction endpoint, which returns the real user messages plus one opaque (encrypted)
-compaction item; the next requests send exactly that, then append. Before posting, while the
-history overflows the window and its last item is harness-generated (not a real user message),
-that item is popped with its call/result partner.
+compaction item; the next requests send exactly that, then append. At a new prompt the history
+is compacted before the prompt is recorded, so the prompt follows the compaction item (as in
+`codex-compact-at-90pct`). Before posting, while the history overflows the window and its last
+item is harness-generated (not a real user message), that item is popped with its call/result
+partner.
 
 Defaults: pct = 90, limit = 0 (none configured). Cache class: freeze-once.
 
@@ -35,7 +37,7 @@ from replay.strategies._common import (
 )
 from replay.strategies._prompts import SERVER_COMPACTION_INSTRUCTION
 from replay.strategies._view import Item, RewriteEvent, View
-from replay.strategies.codex_compact import codex_limit
+from replay.strategies.codex_compact import codex_limit, compacted_until
 
 
 def codex_remote_compact(pct: int = 90, limit: int = 0) -> object:
@@ -47,7 +49,9 @@ def codex_remote_compact(pct: int = 90, limit: int = 0) -> object:
         tokens = reported_tokens(ctx, view, pending=since_last_assistant(history))
         if tokens < codex_limit(ctx, pct, limit):
             return View(items=view)
-        request = list(view)
+        upto = compacted_until(history, state)
+        compacted = view[: len(view) - (len(history) - upto)]
+        request = list(compacted)
         while (
             len(request) > 1
             and items_est(request) + est(ctx.system) > ctx.context_window
@@ -56,14 +60,15 @@ def codex_remote_compact(pct: int = 90, limit: int = 0) -> object:
             request = repair_pairs(request[:-1], request)
         text, source = summaries.text(ctx, request)
         users = [i for i in request if is_real_user(i)]
-        state.reset(
-            [*users, summary_item(text, view, "server" if source != "logged" else source)], history
-        )
+        item = summary_item(text, compacted, "server" if source != "logged" else source)
+        state.reset([*users, item], history[:upto])
         return View(
             items=state.view(history),
             summarizer_calls=[forked_call(request, SERVER_COMPACTION_INSTRUCTION, text)],
             events=[
-                RewriteEvent("compaction", f"{len(view)} items → {len(users)} user msgs + item")
+                RewriteEvent(
+                    "compaction", f"{len(compacted)} items → {len(users)} user msgs + item"
+                )
             ],
         )
 
