@@ -547,6 +547,21 @@ def test_cline_triggers_on_the_previous_request_s_tokens_only(name):
     assert view_of(build(name)(h.items, ctx(window=200_000, usage=160_000))).events
 
 
+def test_aider_clips_the_summarizer_input_to_the_window_minus_512():
+    h = History().user("task").step(text="A" * 150_000)  # one early answer of 37,500 tokens
+    for n in range(6):
+        h.user(f"question {n}").step(text=f"answer {n}")
+    h.step(("bash", {"command": "cat log"}, "z" * 8_000), text="tool")  # keeps the tail small
+    h.user("next question")
+    view = view_of(build("aider-summarize-auto")(h.items, ctx(window=32_000)))
+    first = view.summarizer_calls[0].input_items[0].text
+    # Aider keeps the newest head messages within max_input_tokens - 512 (history.py): the
+    # 37,500-token answer and what precedes it are left out of the summarizer's input.
+    assert math.ceil(len(first) / 4) <= 32_000 - 512
+    assert "answer 5" in first and "question 0" in first
+    assert "AAAA" not in first and "task" not in first
+
+
 def test_roo_truncate_keeps_the_first_message_and_drops_an_even_count():
     h = History().user()
     for n in range(8):

@@ -3,14 +3,15 @@
 Rule: after each exchange (here: when the next user prompt arrives), if the finished messages
 ("done" history) exceed `max_tokens`, the largest tail under max_tokens / 2 is kept (its start
 moved back so the head ends with an assistant message and the tail never starts at a tool
-result) and the head is summarized by a fresh request to the weak model (the head serialized as
-`# USER` / `# ASSISTANT` blocks). The done history becomes the user message "I spoke to you
-previously about a number of things.\n" + summary, an assistant "Ok.", then the tail; this
-repeats (at most 3 levels) while it is still too big; a split too close to the start
-summarizes everything.
+result) and the head is summarized by a fresh request to the weak model: the head's newest
+messages within the window − 512 tokens, serialized as `# USER` / `# ASSISTANT` blocks. The
+done history becomes the user message "I spoke to you previously about a number of things.\n"
++ summary, an assistant "Ok.", then the tail; this repeats (at most 3 levels) while it is still
+too big; a split too close to the start summarizes everything (unclipped, as Aider does).
 
 Defaults: max_tokens = auto = min(max(window / 16, 1,024), 8,192). Cache class: freeze-once
-(Aider also rebuilds its file and repo-map chunks when they change; not simulated here).
+(Aider also rebuilds its file and repo-map chunks when they change; not simulated here). The
+weak model's input limit is taken to be the request model's window.
 
 Source: Aider-AI/aider aider/history.py (`ChatSummary.summarize_real`), models.py
 (max_chat_history_tokens), base_coder.py, prompts.py.
@@ -43,13 +44,32 @@ from replay.strategies._view import (
 )
 
 
+def clip_to_input(items: Sequence[Item], ctx: StrategyContext) -> list[Item]:
+    """The newest `items` whose tokens add up to at most the window − 512: Aider clips the head
+    it summarizes to the summarizer's max input tokens − 512 (a message that would pass it ends
+    the clip, even if older ones would fit)."""
+    budget, total = ctx.context_window - 512, 0
+    start = len(items)
+    while start > 0:
+        total += item_tokens(items[start - 1], ctx)
+        if total > budget:
+            break
+        start -= 1
+    return list(items[start:])
+
+
 def aider_summarize(max_tokens: int | str = "auto") -> object:
     state = Frozen()
     summaries = SummarySource()
 
     def summarize(
-        items: list[Item], ctx: StrategyContext, calls: list[SummarizerCall]
+        items: list[Item], ctx: StrategyContext, calls: list[SummarizerCall], clip: bool = False
     ) -> list[Item]:
+        """Summary messages for `items`; `clip`: only the newest that fit the summarizer's input
+        are sent (Aider clips the head it splits off, not the whole history it summarizes when
+        no split is possible)."""
+        if clip:
+            items = clip_to_input(items, ctx)
         text, source = summaries.text(ctx, items, structured=False)
         calls.append(fresh_call(items, AIDER_INSTRUCTION, text, style="aider"))
         return [
@@ -74,7 +94,7 @@ def aider_summarize(max_tokens: int | str = "auto") -> object:
             split -= 1
         if split <= 4 or depth > 3:
             return summarize(done, ctx, calls)
-        out = summarize(done[:split], ctx, calls) + done[split:]
+        out = summarize(done[:split], ctx, calls, clip=True) + done[split:]
         return shrink(out, limit, ctx, calls, depth + 1)
 
     def summarize_done(history: Sequence[Item], ctx: StrategyContext) -> View:
