@@ -562,6 +562,37 @@ def test_aider_clips_the_summarizer_input_to_the_window_minus_512():
     assert "AAAA" not in first and "task" not in first
 
 
+def _sent(view: View) -> str:
+    """Everything the view's summarizer calls were sent (before their instructions)."""
+    from replay.strategies._common import item_text
+
+    return "\n".join(item_text(i) for c in view.summarizer_calls for i in c.input_items)
+
+
+@pytest.mark.parametrize(
+    "name, overrides, window, usage",
+    [
+        ("goose-compact-80pct", {}, 40_000, 35_000),
+        ("goose-tool-pair-summarize", {"cutoff": "1", "batch": "1"}, 200_000, None),
+        ("aider-summarize-auto", {}, 32_000, None),
+        ("gemini-compress-50pct-keep-30pct", {}, 200_000, 150_000),
+    ],
+)
+def test_summarizers_that_get_tool_results_whole(name, overrides, window, usage):
+    h = History().user("task")
+    h.step(read("a.py", "r" * 40_000), text="read a")
+    h.step(("bash", {"command": "make"}, "m" * 20_000), text="build")
+    for n in range(3):
+        h.user(f"question {n}").step(text=f"answer {n}")
+    h.step(("bash", {"command": "ls"}, "l" * 4_000), text="list")
+    h.user("next")
+    view = view_of(build(name, **overrides)(h.items, ctx(window=window, usage=usage)))
+    # Only opencode's and pi's serializers cut a tool result to 2,000 characters; Goose, Aider
+    # and Gemini CLI send the summarizer each result whole.
+    assert view.summarizer_calls
+    assert "r" * 40_000 in _sent(view) and "more characters truncated" not in _sent(view)
+
+
 def test_roo_truncate_keeps_the_first_message_and_drops_an_even_count():
     h = History().user()
     for n in range(8):

@@ -71,7 +71,8 @@ def aider_summarize(max_tokens: int | str = "auto") -> object:
         if clip:
             items = clip_to_input(items, ctx)
         text, source = summaries.text(ctx, items, structured=False)
-        calls.append(fresh_call(items, AIDER_INSTRUCTION, text, style="aider"))
+        # Aider sends each message whole (only the head as a whole is clipped).
+        calls.append(fresh_call(items, AIDER_INSTRUCTION, text, style="aider", result_chars=None))
         return [
             SummaryItem(LITERAL_AIDER_PREFIX + text, source=source),  # type: ignore[arg-type]
             AssistantItem(blocks=(Block("text", text=LITERAL_AIDER_OK),)),

@@ -109,7 +109,9 @@ def gemini_compress(
         head, tail = view[:split], view[split:]
         text, source = summaries.text(ctx, head)
         snapshot = f"<state_snapshot>\n{text}\n</state_snapshot>"
-        calls: list[SummarizerCall] = [fresh_call(head, GEMINI_INSTRUCTION, snapshot)]
+        calls: list[SummarizerCall] = [
+            fresh_call(head, GEMINI_INSTRUCTION, snapshot, result_chars=None)
+        ]
         verify_input = (*calls[0].input_items, UserItem(GEMINI_INSTRUCTION), UserItem(snapshot))
         calls.append(SummarizerCall(verify_input, GEMINI_VERIFY_INSTRUCTION, snapshot, False))
         new = [

@@ -1,12 +1,14 @@
 """`goose-compact-80pct`: Goose's automatic compaction.
 
 Rule: before a request, when the session's total tokens (last prompt + output) exceed `pct` % of
-the window, everything the agent sees is summarized by a fresh request (the messages
-serialized as `[role]: …` into the compaction prompt); the conversation becomes [user(summary),
-assistant(continuation text)] + the last user message's text re-sent. The old messages stay
-visible in the UI only.
+the window, everything the agent sees is summarized by a fresh request (the messages, tool
+results whole, serialized as `[role]: …` into the compaction prompt); the conversation becomes
+[user(summary), assistant(continuation text)] + the last user message's text re-sent. The old
+messages stay visible in the UI only.
 
-Defaults: pct = 80 (GOOSE_AUTO_COMPACT_THRESHOLD = 0.8). Cache class: freeze-once.
+Defaults: pct = 80 (GOOSE_AUTO_COMPACT_THRESHOLD = 0.8). Cache class: freeze-once. Not
+simulated: Goose's retries of an overflowing summarizer request without 10/20/50/100 % of the
+tool responses.
 
 Source: block/goose crates/goose/src/context_mgmt/mod.rs, prompts/compaction.md.
 """
@@ -47,7 +49,10 @@ def goose_compact(pct: int = 80) -> object:
         state.reset(head, history)
         return View(
             items=state.view(history),
-            summarizer_calls=[fresh_call(view, GOOSE_INSTRUCTION, text, style="goose")],
+            # Goose serializes every message whole (on overflow it drops tool responses instead).
+            summarizer_calls=[
+                fresh_call(view, GOOSE_INSTRUCTION, text, style="goose", result_chars=None)
+            ],
             events=[RewriteEvent("compaction", f"{len(view)} items → summary")],
         )
 

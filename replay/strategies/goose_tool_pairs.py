@@ -114,7 +114,9 @@ def goose_tool_pairs(cutoff: int | str = "auto", batch: int | str = "auto") -> o
                 result = answered[cid]
                 text = pair_summary(result)
                 summarized[cid] = UserItem(text, injected=True)
-                calls.append(fresh_call([result], GOOSE_PAIR_INSTRUCTION, text))
+                calls.append(
+                    fresh_call([result], GOOSE_PAIR_INSTRUCTION, text, result_chars=None)
+                )
             hidden += len(chosen)
             while oldest < len(order) and order[oldest] in summarized:
                 oldest += 1
