@@ -671,6 +671,18 @@ def test_gemini_mask_protects_the_newest_outputs():
     assert "Output too large. Full output available at:" in outs[0]
 
 
+def test_goose_sends_each_pair_s_call_and_result_to_its_summarizer():
+    h = History().user()
+    for n in range(4):  # two parallel calls per message
+        h.step(read(f"f{n}.py", f"out {n}"), ("grep", {"pattern": f"p{n}"}, f"hit {n}"), text="t")
+    view = view_of(build("goose-tool-pair-summarize", cutoff="2", batch="2")(h.items, ctx()))
+    first, second = (_sent(View(items=[], summarizer_calls=[c])) for c in view.summarizer_calls)
+    # The pair (Goose summarizes a tool call with its response), without the message's other
+    # call or its text.
+    assert first == 'Tool call: read_file({"path": "f0.py"})\n\nTool result: out 0'
+    assert second == 'Tool call: grep({"pattern": "p0"})\n\nTool result: hit 0'
+
+
 def test_goose_pairs_and_openclaw_warm_cache():
     h = History().user()
     for n in range(8):

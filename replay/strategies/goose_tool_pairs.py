@@ -3,9 +3,9 @@
 Rule: before each request, when the number of visible tool calls (excluding the current step's)
 exceeds `cutoff`, the oldest min(excess, batch) call/result pairs are hidden and each is
 replaced, at its place, by one agent-only user message starting `[Historical tool call
-summary]`, written by one small model call per pair. Every such batch rewrites history from
-the oldest newly summarized pair on: on a long tool loop that is nearly every request, in the
-middle of the history.
+summary]`, written by one small model call per pair (sent the call and its result). Every such
+batch rewrites history from the oldest newly summarized pair on: on a long tool loop that is
+nearly every request, in the middle of the history.
 
 Defaults: cutoff = auto = clamp(window x 0.8 / 10,000, 10, 500), batch = auto =
 max(cutoff / 5, 3). Cache class: churn. "Current step" is read as the latest assistant
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import Bounds, StrategyContext, StrategySpec, register
-from replay.strategies._common import GrownView, fresh_call, strip_calls
+from replay.strategies._common import GrownView, fresh_call, replace_blocks, strip_calls
 from replay.strategies._prompts import GOOSE_PAIR_INSTRUCTION, LITERAL_GOOSE_PAIR_PREFIX
 from replay.strategies._summary import describe_arguments
 from replay.strategies._view import (
@@ -92,6 +92,16 @@ def goose_tool_pairs(cutoff: int | str = "auto", batch: int | str = "auto") -> o
                 answered[item.call_id] = item
         scanned = max(scanned, end)
 
+    def pair(cid: str, history: Sequence[Item]) -> list[Item]:
+        """What Goose sends the summarizer of one pair: the call (without the rest of its
+        message) and its result."""
+        for n in by_call.get(cid, ()):
+            item = history[n]
+            if isinstance(item, AssistantItem):
+                call = next(b for b in item.tool_calls if b.call_id == cid)
+                return [replace_blocks(item, (call,)), answered[cid]]
+        return [answered[cid]]
+
     def summarize_old_pairs(history: Sequence[Item], ctx: StrategyContext) -> View:
         nonlocal oldest, hidden
         limit = (
@@ -115,7 +125,7 @@ def goose_tool_pairs(cutoff: int | str = "auto", batch: int | str = "auto") -> o
                 text = pair_summary(result)
                 summarized[cid] = UserItem(text, injected=True)
                 calls.append(
-                    fresh_call([result], GOOSE_PAIR_INSTRUCTION, text, result_chars=None)
+                    fresh_call(pair(cid, history), GOOSE_PAIR_INSTRUCTION, text, result_chars=None)
                 )
             hidden += len(chosen)
             while oldest < len(order) and order[oldest] in summarized:
