@@ -671,6 +671,31 @@ def test_gemini_mask_protects_the_newest_outputs():
     assert "Output too large. Full output available at:" in outs[0]
 
 
+def test_gemini_compress_budgets_the_whole_history_then_splits_it():
+    def dump(lines: int) -> str:
+        return "\n".join(f"line {n} " + "x" * 90 for n in range(lines))  # ~100 chars a line
+
+    h = History().user("task")
+    for n in range(6):  # ~50k tokens each: all beyond the newest 50k tokens of tool output
+        h.step(("bash", {"command": f"dump{n}"}, dump(2000)), text=f"d{n}")
+    for n in range(12):  # 12 small turns (~1k tokens of output each)
+        h.user(f"request {n}").step(("bash", {"command": f"t{n}"}, dump(40)), text=f"t{n}")
+    h.user("now")
+    view = view_of(build("gemini-compress-50pct-keep-30pct")(h.items, ctx(1_000_000, 600_000)))
+    # The dumps shrink to previews first, so 70 % of the characters falls among the small
+    # turns: the split is at "request 7" (on the untouched history it was at "request 0").
+    assert isinstance(view.items[0], SummaryItem) and view.items[2:] == h.items[34:]
+    compress, verify = view.summarizer_calls
+    head = compress.input_items
+    assert len(head) == 34 and head[0] is h.items[0] and head[-1] is h.items[33]
+    dumps = [i.output for i in head if isinstance(i, ToolResultItem) and i.tool_name == "bash"]
+    assert all(len(o) < 5_000 for o in dumps[:6])  # sent as the previews, not as a transcript
+    # The verification re-sends the snapshot as the model's answer.
+    *again, prompt, answer = verify.input_items
+    assert tuple(again) == head and isinstance(prompt, UserItem)
+    assert isinstance(answer, AssistantItem) and answer.blocks[0].text == view.items[0].text
+
+
 def test_goose_sends_each_pair_s_call_and_result_to_its_summarizer():
     h = History().user()
     for n in range(4):  # two parallel calls per message

@@ -412,7 +412,7 @@ _LABELS = {
 def transcript(items: Sequence[Item], style: str = "plain", result_chars: int | None = 2000) -> str:
     """`items` serialized as one text, the way harnesses feed a fresh summarizer request.
     Tool results longer than `result_chars` are cut, as pi's and opencode's serializers do
-    (None: sent whole, as Goose, Aider and Gemini CLI send them)."""
+    (None: sent whole, as Goose and Aider send them)."""
     user, assistant, thinking, call, result = _LABELS[style]
     # Labels and texts as separate parts of one join: a `label + text` per line would copy the
     # whole transcript once more before the join (up to ~1 MB of a summarizer call's peak).

@@ -1,13 +1,15 @@
 """`gemini-compress-50pct-keep-30pct`: Gemini CLI's chat compression.
 
 Rule: before each request, when the previous prompt's tokens reach `threshold` of the model's
-limit, the history is split at the first real user message (not a tool response) at or after
-(1 − `preserve`) of its characters — failing that, the last such message before it; with no
-split point nothing happens. The head goes to a fresh request (compression system prompt +
-"Generate a new <state_snapshot>…") and a second verification request ("Critically evaluate…");
-the history becomes [user(snapshot), model("Got it. Thanks for the additional context!")] +
-the tail, where tool outputs beyond the newest `tool_budget` tokens keep only their last lines.
-If the result is not smaller than before, it is discarded and compression is not tried again.
+limit, tool outputs beyond the newest `tool_budget` tokens of the whole history keep only their
+last lines; that history is split at the first real user message (not a tool response) at or
+after (1 − `preserve`) of its characters — failing that, the last such message before it; with
+no split point nothing happens. The head's messages, as they are, go to a fresh request
+(compression system prompt + "Generate a new <state_snapshot>…") and to a second, verification
+request (the same, then the snapshot as the model's answer and "Critically evaluate…"); the
+history becomes [user(snapshot), model("Got it. Thanks for the additional context!")] + the
+tail. If the result is not smaller than before, it is discarded and compression is not tried
+again.
 
 Defaults: threshold = 50 %, preserve = 30 %, tool_budget = 50,000, preview_lines = 30.
 Cache class: freeze-once. The preview's wording is this project's.
@@ -33,7 +35,6 @@ from replay.strategies._common import (
     Frozen,
     SummarySource,
     chars,
-    fresh_call,
     is_real_user,
     item_tokens,
     items_tokens,
@@ -103,21 +104,31 @@ def gemini_compress(
         last_prompt = usage.prompt_tokens if usage is not None else items_tokens(view, ctx)
         if failed or last_prompt < ctx.context_window * threshold // 100:
             return View(items=view)
-        split = split_point(view, preserve / 100)
+        # Gemini CLI shortens old tool outputs over the whole history first, then splits what
+        # that leaves: the split point and both halves come from the shortened history.
+        budgeted = budget_tail(view, ctx, tool_budget, preview_lines)
+        split = split_point(budgeted, preserve / 100)
         if split <= 0:
             return View(items=view)
-        head, tail = view[:split], view[split:]
+        head, tail = budgeted[:split], budgeted[split:]
         text, source = summaries.text(ctx, head)
         snapshot = f"<state_snapshot>\n{text}\n</state_snapshot>"
-        calls: list[SummarizerCall] = [
-            fresh_call(head, GEMINI_INSTRUCTION, snapshot, result_chars=None)
+        # Both requests send the head's messages themselves (no transcript), on their own
+        # system prompt; the verification re-sends the snapshot as the model's own answer.
+        answer = AssistantItem(blocks=(Block("text", text=snapshot),))
+        calls = [
+            SummarizerCall(tuple(head), GEMINI_INSTRUCTION, snapshot, reuse_main_prefix=False),
+            SummarizerCall(
+                (*head, UserItem(GEMINI_INSTRUCTION), answer),
+                GEMINI_VERIFY_INSTRUCTION,
+                snapshot,
+                reuse_main_prefix=False,
+            ),
         ]
-        verify_input = (*calls[0].input_items, UserItem(GEMINI_INSTRUCTION), UserItem(snapshot))
-        calls.append(SummarizerCall(verify_input, GEMINI_VERIFY_INSTRUCTION, snapshot, False))
         new = [
             SummaryItem(snapshot, source=source),  # type: ignore[arg-type]
             AssistantItem(blocks=(Block("text", text=LITERAL_GEMINI_ACK),)),
-            *budget_tail(tail, ctx, tool_budget, preview_lines),
+            *tail,
         ]
         if items_tokens(new, ctx) >= items_tokens(view, ctx):
             failed = True
