@@ -624,6 +624,16 @@ def test_roo_and_opencode_send_the_summary_as_the_assistant_s(name, head):
     assert summary_item("s", ()).role == "user"
 
 
+def test_anthropic_compaction_block_is_the_assistant_s():
+    h = History().user("task")
+    for n in range(4):
+        h.step(("bash", {"command": f"c{n}"}, "o" * 4_000), text=f"s{n}")
+    view = view_of(build("anthropic-compact-3000")(h.items, ctx()))
+    # The server returns the block in its response; the client appends response.content.
+    assert view.events and isinstance(view.items[0], SummaryItem)
+    assert view.items[0].role == "assistant"
+
+
 def test_observation_masking_and_swe_polling():
     h = History().user()
     for n in range(10):

@@ -2,9 +2,10 @@
 
 Rule: when a request's input exceeds `trigger`, the server first summarizes the conversation
 (an extra sampling iteration, billed in `usage.iterations`, reading the same cached prefix),
-answers from the summary, and returns a compaction block that the client appends; later
-requests still carry the full history but the API ignores everything before the latest
-compaction block, so what the model reads is the block plus what follows it.
+answers from the summary, and returns a compaction block in its response, which the client
+appends as part of the assistant's message; later requests still carry the full history but the
+API ignores everything before the latest compaction block, so what the model reads is the block
+(an assistant turn) plus what follows it.
 
 Defaults: trigger = 150,000 input tokens (the API's minimum is 50,000; not enforced here so
 smaller thresholds can be simulated). Cache class: freeze-once.
@@ -36,7 +37,11 @@ def anthropic_compact(trigger: int = 150000) -> object:
         if state.request_tokens(history, ctx) <= trigger:
             return View(items=view)
         text, source = summaries.text(ctx, view)
-        state.reset([summary_item(text, view, "server" if source != "logged" else source)], history)
+        # The block is part of the server's response: the client appends it as the assistant's.
+        block = summary_item(
+            text, view, "server" if source != "logged" else source, role="assistant"
+        )
+        state.reset([block], history)
         return View(
             items=state.view(history),
             summarizer_calls=[forked_call(view, SERVER_COMPACTION_INSTRUCTION, text)],
