@@ -593,6 +593,19 @@ def test_summarizers_that_get_tool_results_whole(name, overrides, window, usage)
     assert "r" * 40_000 in _sent(view) and "more characters truncated" not in _sent(view)
 
 
+def test_opencode_v1_overflow_leaves_cache_writes_out():
+    """opencode 1.x `isOverflow` adds input + cache.read + output (spec l.94): a cold-cache turn
+    that wrote its whole prompt to the cache is not an overflow."""
+    h = History().user("fix it").step(read("a.py", "x" * 400), text="reading").user("next")
+    written = Usage(input_tokens=1_000, cache_write_5m_tokens=170_000, output_tokens=500)
+    read_back = Usage(input_tokens=1_000, cache_read_tokens=170_000, output_tokens=500)
+    for usage, compacts in ((written, False), (read_back, True)):
+        context = ctx()  # usable: 200,000 - 32,000 = 168,000
+        context.previous_usage = usage
+        view = view_of(build("opencode-compact-v1")(h.items, context))
+        assert bool(view.summarizer_calls) is compacts
+
+
 def test_roo_truncate_keeps_the_first_message_and_drops_an_even_count():
     h = History().user()
     for n in range(8):

@@ -146,16 +146,20 @@ def reported_tokens(
     output: bool = True,
     pending: Sequence[Item] = (),
     estimate: bool = True,
+    cache_writes: bool = True,
 ) -> int:
     """Context size as a harness reads it from the provider's last response.
 
     The simulated usage of the previous request (prompt, plus output when `output`), plus the
-    estimate of `pending` items added since. On the first request (no usage yet): the counted
-    size of `view`."""
+    estimate of `pending` items added since (their token count when not `estimate`). Without
+    `cache_writes`, the prompt is its uncached input and cache reads only (opencode 1.x adds up
+    those two buckets and leaves out what the request wrote to the cache). On the first request
+    (no usage yet): the counted size of `view`."""
     usage = ctx.previous_usage
     if usage is None:
         return request_tokens(view, ctx)
-    total = usage.prompt_tokens + (usage.output_tokens if output else 0)
+    prompt = usage.prompt_tokens if cache_writes else usage.input_tokens + usage.cache_read_tokens
+    total = prompt + (usage.output_tokens if output else 0)
     if pending:
         total += items_est(pending) if estimate else items_tokens(pending, ctx)
     return total

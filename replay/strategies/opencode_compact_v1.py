@@ -1,10 +1,11 @@
 """`opencode-compact-v1`: opencode 1.x compaction (history restarts at the summary).
 
-Rule: after each step, when the last response's input + cache reads + output exceed the usable
-context `window - min(model max output, 32,000)`, the compaction agent (its own system prompt,
-no tools) is sent the conversation plus a summary prompt; the history then restarts at that
-summary (an assistant message), followed by the synthetic user message "Continue if you have
-next steps, …" that opencode adds after an automatic compaction.
+Rule: after each step, when the last response's input + cache reads + output (cache writes
+are not counted) exceed the usable context `window - min(model max output, 32,000)`, the
+compaction agent (its own system prompt, no tools) is sent the conversation plus a summary
+prompt; the history then restarts at that summary (an assistant message), followed by the
+synthetic user message "Continue if you have next steps, …" that opencode adds after an
+automatic compaction.
 
 Defaults: output_max = 32,000 (OUTPUT_TOKEN_MAX; the model's own output limit is not in the log).
 Cache class: freeze-once.
@@ -30,7 +31,9 @@ def opencode_compact_v1(output_max: int = 32000) -> object:
     def restart_at_summary(history: Sequence[Item], ctx: StrategyContext) -> View:
         view = state.view(history)
         usable = ctx.context_window - min(output_max, 32000)
-        if reported_tokens(ctx, view) <= usable:
+        # opencode's `isOverflow` adds input + cache.read + output: cache writes are left out,
+        # so a turn that wrote most of its prompt to the cache does not trigger.
+        if reported_tokens(ctx, view, cache_writes=False) <= usable:
             return View(items=view)
         text, source = summaries.text(ctx, view)
         call = SummarizerCall(tuple(view), OPENCODE_V1_INSTRUCTION, text, reuse_main_prefix=False)
