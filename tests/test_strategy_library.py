@@ -388,6 +388,34 @@ def test_pi_never_cuts_at_a_tool_result_and_waits_for_a_prompt():
     assert isinstance(h.items[cut - 1], ToolResultItem)
 
 
+def test_pi_uses_a_logged_summary_once_and_as_pi_stored_it():
+    """pi stores S with the split-turn section and the file lists in it (spec l.118-120): a
+    logged summary is not used again for the split turn's prefix, nor given lists twice."""
+
+    class Logged:
+        summary = "## Goal\nfix\n\n<read-files>\nsrc/f0.py\n</read-files>"
+
+    h = History().user("task one")
+    for n in range(6):
+        h.step(read(f"src/f{n}.py", "y" * 8000), text=f"step {n}")
+    h.user("task two")
+    strategy = build("pi-compact-16k-20k", keep="5000")
+    view = view_of(strategy(h.items, ctx(window=50_000, usage=45_000, logged=[Logged()])))
+    assert "(split turn)" in view.events[0].detail  # the cut falls inside the first turn
+    text = view.items[0].text
+    assert text.count(Logged.summary) == 1 and text.count("<read-files>") == 1
+    assert "Turn Context" not in text
+    assert view.summarizer_calls[-1].summary != Logged.summary  # the prefix call: a stand-in
+    # A logged summary without lists (an older pi, another harness) gets pi's lists.
+    Logged.summary = "## Goal\nfix"
+    view = view_of(
+        build("pi-compact-16k-20k", keep="5000")(
+            h.items, ctx(window=50_000, usage=45_000, logged=[Logged()])
+        )
+    )
+    assert view.items[0].text.count("<read-files>\nsrc/f0.py\nsrc/f1.py") == 1
+
+
 def test_anthropic_clear_tool_uses_keep_exclude_inputs_and_clear_at_least():
     h = History().user()
     for n in range(6):

@@ -11,6 +11,9 @@ is summarized by a fresh request (pi's summarizer system prompt, the span serial
 inside a turn, the turn's prefix is summarized by a second call and appended after `---`. The
 summary gets the lists of files read and modified, and is injected as a user message
 ("The conversation history before this point was compacted…") followed by the kept entries.
+A summary from the log is pi's stored text, final already: nothing is appended to it but the
+file lists, and those only when it has none (pi logs before the lists were added); a split
+turn's second call is still costed.
 
 Defaults: reserve = 16,384 (so `16k` in the name means 16 x 1,024), keep = 20,000.
 Cache class: freeze-once.
@@ -38,6 +41,7 @@ from replay.strategies._common import (
     valid_start,
 )
 from replay.strategies._prompts import LITERAL_PI_SUMMARY, PI_INSTRUCTION
+from replay.strategies._summary import structured_summary
 from replay.strategies._view import (
     Item,
     RewriteEvent,
@@ -77,6 +81,10 @@ def file_lists(items: Sequence[Item]) -> str:
     return out
 
 
+def has_file_lists(summary: str) -> bool:
+    return "<read-files>" in summary or "<modified-files>" in summary
+
+
 def pi_compact(reserve: int = 16384, keep: int = 20000) -> object:
     state = Frozen()
     summaries = SummarySource()
@@ -105,10 +113,14 @@ def pi_compact(reserve: int = 16384, keep: int = 20000) -> object:
         if history_part or prior:
             calls.append(fresh_call(history_part, prompt, text, style="pi"))
         if split:
-            prefix_text, _ = SummarySource().text(ctx, body[turn_start:cut])
+            # The log's summary is used once, above: the prefix call's output is a stand-in.
+            prefix_text = structured_summary(body[turn_start:cut])
             calls.append(fresh_call(body[turn_start:cut], PI_INSTRUCTION, prefix_text, style="pi"))
-            text = f"{text}\n\n---\n\n**Turn Context (split turn):**\n\n{prefix_text}"
-        text += file_lists(body[:cut])
+            if source != "logged":  # a logged summary is the final text: merged already
+                text = f"{text}\n\n---\n\n**Turn Context (split turn):**\n\n{prefix_text}"
+        # pi stores S with its file lists: a pi log's summary holds them already.
+        if source != "logged" or not has_file_lists(text):
+            text += file_lists(body[:cut])
         summary = summary_item(LITERAL_PI_SUMMARY.format(summary=text), body[:cut], source)
         state.reset([summary, *body[cut:]], history)
         return View(
