@@ -643,6 +643,19 @@ def test_roo_truncate_keeps_the_first_message_and_drops_an_even_count():
     assert isinstance(view.items[1], AssistantItem)  # API messages 1..k (k even) deleted
 
 
+@pytest.mark.parametrize("name", ["roo-truncate-keep-first-half", "roo-condense-keep-first-last-3"])
+def test_roo_counts_the_new_message_instead_of_estimating_it(name):
+    """Roo's prev = totalTokens + tok(last message), a token count (spec l.181): with a
+    tokenizer denser than chars/4, the 40k-char result pushes prev over the limit."""
+    h = History().user("task")
+    for n in range(6):
+        h.step(read(f"f{n}.py", "q" * 400), text=f"s{n}")
+    h.step(read("big.py", "b" * 40_000), text="big read")
+    context = ctx(usage=160_000)  # allowed: 180,000 - 8,192 = 171,808
+    context.count_tokens = lambda s: math.ceil(len(s) / 3)  # 13,334 counted vs 10,000 estimated
+    assert view_of(build(name)(h.items, context)).events
+
+
 @pytest.mark.parametrize(
     "name, head",
     [

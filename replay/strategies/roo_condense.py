@@ -1,10 +1,11 @@
 """`roo-condense-keep-first-last-3`: Roo Code's intelligent context condensing.
 
-Rule: with auto-condense on, when the previous request's tokens reach `pct` % of the window (or
-exceed the truncation limit 90 % of the window − max_tokens), a fresh request (Roo's own
-summary system prompt, the messages since the last summary, and "Summarize the conversation so
-far…") writes a summary; the conversation sent becomes [first message, summary (assistant)] +
-the last `keep` API messages (the tool calls of kept results are kept with them).
+Rule: with auto-condense on, when the previous request's tokens plus the token count of the new
+items since (as roo-truncate's prev) reach `pct` % of the window (or exceed the truncation limit
+90 % of the window − max_tokens), a fresh request (Roo's own summary system prompt, the
+messages since the last summary, and "Summarize the conversation so far…") writes a summary;
+the conversation sent becomes [first message, summary (assistant)] + the last `keep` API
+messages (the tool calls of kept results are kept with them).
 
 Defaults: keep = 3 (N_MESSAGES_TO_KEEP), pct = 100 (the threshold is user-set, 5–100 %; its
 default is not verified), max_tokens = 8,192. Cache class: freeze-once.
@@ -52,7 +53,8 @@ def roo_condense(keep: int = 3, pct: int = 100, max_tokens: int = 8192) -> objec
 
     def condense(history: Sequence[Item], ctx: StrategyContext) -> View:
         view = state.view(history)
-        prev = reported_tokens(ctx, view, pending=since_last_assistant(history))
+        # As roo-truncate: the new message is counted, not estimated.
+        prev = reported_tokens(ctx, view, pending=since_last_assistant(history), estimate=False)
         due = prev * 100 >= pct * ctx.context_window or prev > roo_allowed(
             ctx.context_window, max_tokens
         )

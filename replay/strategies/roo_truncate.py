@@ -1,9 +1,10 @@
 """`roo-truncate-keep-first-half`: Roo Code's sliding-window truncation.
 
-Rule: before a request, with prev = the previous request's total tokens plus the new items since
-the last response, when prev > 90 % of the window − max_tokens, the first message is kept and
-the oldest half of the rest (an even number of API messages) is deleted from the stored
-conversation for good — no notice. Tool results whose call was deleted go too.
+Rule: before a request, with prev = the previous request's total tokens plus the token count
+of the new items since the last response, when prev > 90 % of the window − max_tokens, the
+first message is kept and the oldest half of the rest (an even number of API messages) is
+deleted from the stored conversation for good — no notice. Tool results whose call was deleted
+go too.
 
 Defaults: max_tokens = 8,192 (ANTHROPIC_DEFAULT_MAX_TOKENS), fraction = 0.5. Cache class:
 freeze-once.
@@ -39,7 +40,8 @@ def roo_truncate(max_tokens: int = 8192, fraction: float = 0.5) -> object:
         groups.sync(history)
         live.sync(history)
         view = live.items()
-        prev = reported_tokens(ctx, view, pending=since_last_assistant(history))
+        # Roo counts the new message's tokens (`countTokens`), not a chars/4 estimate.
+        prev = reported_tokens(ctx, view, pending=since_last_assistant(history), estimate=False)
         if prev <= roo_allowed(ctx.context_window, max_tokens):
             return View(items=view)
         kept = [g for g in range(len(groups.groups)) if g not in removed]
