@@ -643,6 +643,23 @@ def test_roo_truncate_keeps_the_first_message_and_drops_an_even_count():
     assert isinstance(view.items[1], AssistantItem)  # API messages 1..k (k even) deleted
 
 
+def test_opencode_tail_caps_only_the_default_reserve():
+    """reserved = cfg.reserved or min(20000, maxOut) (spec l.99): a set value is not capped at
+    the output limit; the default is."""
+    h = History().user("task")
+    for n in range(12):
+        h.step(read(f"f{n}.py", "x" * 12_000), text=f"s{n}")  # more than the 15k-token tail
+
+    def compacts(usage: int, **params: str) -> bool:
+        strategy = build("opencode-compact-tail-prepend", **params)
+        return bool(view_of(strategy(h.items, ctx(usage=usage))).events)
+
+    # usable = 200,000 - 32,000 - 40,000 = 128,000 (not 200,000 - 32,000 - 32,000)
+    assert compacts(130_000, reserved="40000")
+    # default with an 8,000 output limit: reserved = 8,000, usable = 184,000
+    assert not compacts(183_000, output_max="8000") and compacts(184_000, output_max="8000")
+
+
 @pytest.mark.parametrize("name", ["roo-truncate-keep-first-half", "roo-condense-keep-first-last-3"])
 def test_roo_counts_the_new_message_instead_of_estimating_it(name):
     """Roo's prev = totalTokens + tok(last message), a token count (spec l.181): with a

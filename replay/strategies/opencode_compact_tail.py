@@ -1,12 +1,12 @@
 """`opencode-compact-tail-prepend` / `opencode-compact-tail-suffix`: opencode's 2026 compaction.
 
 Rule: when the reported tokens reach the usable context (`window - max output - reserved`,
-reserved = min(20,000, max output)), the recent tail is kept verbatim and the head is
-summarized. Tail budget B = clamp(25% of usable, 2,000, 15,000) estimated tokens: whole user
-turns are taken newest first while they fit; the first turn that does not fit contributes its
-longest suffix that fits (never starting at a tool result). The history becomes [summary] +
-tail + the synthetic "Continue if you have next steps, …" user message; the summary is sent as
-an assistant message.
+reserved = the configured value, else min(20,000, max output)), the recent tail is kept
+verbatim and the head is summarized. Tail budget B = clamp(25% of usable, 2,000, 15,000)
+estimated tokens: whole user turns are taken newest first while they fit; the first turn that
+does not fit contributes its longest suffix that fits (never starting at a tool result). The
+history becomes [summary] + tail + the synthetic "Continue if you have next steps, …" user
+message; the summary is sent as an assistant message.
 
 - `prepend` (default): the summarizer is a fresh request — the head serialized as
   `[User]: …`/`[Tool result]: …` lines (each tool result cut to 2,000 chars), the previous
@@ -14,9 +14,10 @@ an assistant message.
 - `suffix`: the summarizer re-sends the main request (same prefix, so it reads the cache) plus
   a prompt naming the first retained item.
 
-Defaults: output_max = 32,000, reserved = 20,000 (capped at output_max), tail = 0 (= the clamp
-above). Cache class: freeze-once. The compaction-marker user message opencode stores before the
-summary is not reproduced (its rendered text is not in the sources used).
+Defaults: output_max = 32,000, reserved = 0 (= min(20,000, output_max); a set value is used
+as it is, as opencode's `cfg.reserved or …`), tail = 0 (= the clamp above). Cache class:
+freeze-once. The compaction-marker user message opencode stores before the summary is not
+reproduced (its rendered text is not in the sources used).
 
 Source: sst/opencode packages/opencode/src/session/overflow.ts (`usable`), session/compaction.ts
 (`select`, `splitTurn`), packages/core/src/session/compaction.ts and compaction-suffix.ts.
@@ -76,14 +77,14 @@ def tail_start(items: Sequence[Item], budget: int) -> int:
 
 
 def opencode_compact_tail(
-    mode: str = "prepend", output_max: int = 32000, reserved: int = 20000, tail: int = 0
+    mode: str = "prepend", output_max: int = 32000, reserved: int = 0, tail: int = 0
 ) -> object:
     state = Frozen()
     summaries = SummarySource()
 
     def summarize_head(history: Sequence[Item], ctx: StrategyContext) -> View:
         view = state.view(history)
-        reserve = min(reserved, output_max)
+        reserve = reserved or min(20000, output_max)  # only the default is capped
         usable = ctx.context_window - output_max - reserve
         if usable <= 0:
             usable = ctx.context_window - reserve
@@ -134,7 +135,7 @@ register(
         cache_class="freeze-once",
         rule="reported tokens >= usable → summarize the head, keep recent turns (<= clamp(25% of "
         "usable, 2k, 15k) tokens) verbatim; prepend = fresh summarizer, suffix = cache-sharing",
-        defaults={"mode": "prepend", "output_max": 32000, "reserved": 20000, "tail": 0},
+        defaults={"mode": "prepend", "output_max": 32000, "reserved": 0, "tail": 0},
         bounds={
             "mode": Bounds(words=("prepend", "suffix")),
             "output_max": AT_LEAST_1,
