@@ -416,6 +416,47 @@ def test_pi_uses_a_logged_summary_once_and_as_pi_stored_it():
     assert view.items[0].text.count("<read-files>\nsrc/f0.py\nsrc/f1.py") == 1
 
 
+def test_fresh_transcripts_follow_each_harness_s_serialization():
+    """pi and opencode-prepend serialize as the spec appendix gives (l.314-317, l.322-328):
+    their own cut markers, opencode's error label, the <conversation> wrapper. The other styles
+    are unchanged."""
+    from replay.strategies._common import transcript
+
+    items = [
+        UserItem("go"),
+        AssistantItem((Block("tool_call", call_id="c1", name="bash", arguments={"cmd": "x"}),)),
+        ToolResultItem("c1", "bash", "E" * 2500, is_error=True),
+    ]
+    call = '[Assistant tool call]: bash({"cmd": "x"})'
+    assert transcript(items, "opencode") == (
+        f"Here is the conversation so far:\n\n<conversation>\n[User]: go\n\n{call}\n\n"
+        f"[Tool error]: {'E' * 2000}\n[truncated]\n</conversation>"
+    )
+    pi = transcript(items, "pi")
+    assert pi.startswith("<conversation>\n[User]: go\n\n[Assistant tool calls]: bash(")
+    cut = "\n\n[... 500 more characters truncated]"
+    assert pi.endswith(f"[Tool result]: {'E' * 2000}{cut}\n</conversation>")
+    assert transcript(items) == (
+        'User: go\n\nTool call: bash({"cmd": "x"})\n\n'
+        f"Tool result: {'E' * 2000}\n[... 500 more characters truncated]"
+    )
+
+
+def test_pi_passes_the_stored_summary_as_previous_summary():
+    h = History().user("task one")
+    for n in range(6):
+        h.step(read(f"src/f{n}.py", "y" * 8000), text=f"step {n}")
+    strategy = build("pi-compact-16k-20k", keep="5000")
+    first = view_of(strategy(h.user("two").items, ctx(window=50_000, usage=45_000)))
+    for n in range(6, 12):
+        h.step(read(f"src/f{n}.py", "y" * 8000), text=f"step {n}")
+    second = view_of(strategy(h.user("three").items, ctx(window=50_000, usage=45_000)))
+    assert first.events and second.events and isinstance(second.items[0], SummaryItem)
+    stored = first.items[0].text.split("<summary>\n", 1)[1].rsplit("\n</summary>", 1)[0]
+    instruction = second.summarizer_calls[0].instruction
+    assert instruction.startswith(f"<previous-summary>\n{stored}\n</previous-summary>\n\n")
+
+
 def test_anthropic_clear_tool_uses_keep_exclude_inputs_and_clear_at_least():
     h = History().user()
     for n in range(6):

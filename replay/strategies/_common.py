@@ -392,24 +392,57 @@ class SummarySource:
         return body, "extractive"
 
 
-_LABELS = {
-    "pi": (
+@dataclass(frozen=True)
+class TranscriptStyle:
+    """How a harness serializes a conversation for a fresh summarizer request."""
+
+    user: str
+    assistant: str
+    thinking: str
+    call: str
+    result: str
+    error: str | None = None
+    """Label of a failed tool's result (None: `result`'s)."""
+    cut: str = "\n[... {n} more characters truncated]"
+    """Appended to a tool result cut short (`{n}`: the characters cut)."""
+    before: str = ""
+    after: str = ""
+    """Around the whole transcript."""
+
+
+_STYLES = {
+    # pi-mono @83378aad utils.ts:108-165; compaction.ts puts it in <conversation> tags.
+    "pi": TranscriptStyle(
         "[User]: ",
         "[Assistant]: ",
         "[Assistant thinking]: ",
         "[Assistant tool calls]: ",
         "[Tool result]: ",
+        cut="\n\n[... {n} more characters truncated]",
+        before="<conversation>\n",
+        after="\n</conversation>",
     ),
-    "opencode": (
+    # sst/opencode @31e22f65 packages/core/src/session: the prepend-mode prompt opens with it.
+    "opencode": TranscriptStyle(
         "[User]: ",
         "[Assistant]: ",
         "[Assistant reasoning]: ",
         "[Assistant tool call]: ",
         "[Tool result]: ",
+        error="[Tool error]: ",
+        cut="\n[truncated]",
+        before="Here is the conversation so far:\n\n<conversation>\n",
+        after="\n</conversation>",
     ),
-    "aider": ("# USER\n", "# ASSISTANT\n", "# ASSISTANT\n", "# ASSISTANT\n", "# USER\n"),
-    "goose": ("[user]: ", "[assistant]: ", "[assistant]: ", "[assistant]: ", "[tool]: "),
-    "plain": ("User: ", "Assistant: ", "Assistant (thinking): ", "Tool call: ", "Tool result: "),
+    "aider": TranscriptStyle(
+        "# USER\n", "# ASSISTANT\n", "# ASSISTANT\n", "# ASSISTANT\n", "# USER\n"
+    ),
+    "goose": TranscriptStyle(
+        "[user]: ", "[assistant]: ", "[assistant]: ", "[assistant]: ", "[tool]: "
+    ),
+    "plain": TranscriptStyle(
+        "User: ", "Assistant: ", "Assistant (thinking): ", "Tool call: ", "Tool result: "
+    ),
 }
 
 
@@ -417,7 +450,7 @@ def transcript(items: Sequence[Item], style: str = "plain", result_chars: int | 
     """`items` serialized as one text, the way harnesses feed a fresh summarizer request.
     Tool results longer than `result_chars` are cut, as pi's and opencode's serializers do
     (None: sent whole, as Goose and Aider send them)."""
-    user, assistant, thinking, call, result = _LABELS[style]
+    form = _STYLES[style]
     # Labels and texts as separate parts of one join: a `label + text` per line would copy the
     # whole transcript once more before the join (up to ~1 MB of a summarizer call's peak).
     parts: list[str] = []
@@ -425,22 +458,21 @@ def transcript(items: Sequence[Item], style: str = "plain", result_chars: int | 
         if isinstance(item, AssistantItem):
             for b in item.blocks:
                 if b.type == "text" and b.text:
-                    parts += ("\n\n", assistant, b.text)
+                    parts += ("\n\n", form.assistant, b.text)
                 elif b.type == "thinking" and b.text:
-                    parts += ("\n\n", thinking, b.text)
+                    parts += ("\n\n", form.thinking, b.text)
                 elif b.type == "tool_call":
-                    parts += ("\n\n", call, b.rendered())
+                    parts += ("\n\n", form.call, b.rendered())
         elif isinstance(item, ToolResultItem):
             out = item.output
             if result_chars is not None and len(out) > result_chars:
-                out = (
-                    out[:result_chars]
-                    + f"\n[... {len(out) - result_chars} more characters truncated]"
-                )
-            parts += ("\n\n", result, out)
+                out = out[:result_chars] + form.cut.format(n=len(out) - result_chars)
+            label = form.error if item.is_error and form.error else form.result
+            parts += ("\n\n", label, out)
         else:
-            parts += ("\n\n", user, item.text)
-    del parts[:1]  # the first separator
+            parts += ("\n\n", form.user, item.text)
+    parts[:1] = [form.before]  # the first separator
+    parts.append(form.after)
     return "".join(parts)
 
 

@@ -8,9 +8,10 @@ does not fit contributes its longest suffix that fits (never starting at a tool 
 history becomes [summary] + tail + the synthetic "Continue if you have next steps, …" user
 message; the summary is sent as an assistant message.
 
-- `prepend` (default): the summarizer is a fresh request — the head serialized as
-  `[User]: …`/`[Tool result]: …` lines (each tool result cut to 2,000 chars), the previous
-  summary if any, and the summary template: it shares no prefix with the main thread.
+- `prepend` (default): the summarizer is a fresh request — "Here is the conversation so far:"
+  and the head serialized inside `<conversation>` as `[User]: …`/`[Tool result]: …`/`[Tool
+  error]: …` lines (each tool result cut to 2,000 chars + `[truncated]`), the previous summary
+  if any, and the summary template: it shares no prefix with the main thread.
 - `suffix`: the summarizer re-sends the main request (same prefix, so it reads the cache) plus
   a prompt naming the first retained item.
 

@@ -81,6 +81,14 @@ def file_lists(items: Sequence[Item]) -> str:
     return out
 
 
+_BEFORE_S, _AFTER_S = LITERAL_PI_SUMMARY.split("{summary}")
+
+
+def unwrapped(summary: SummaryItem) -> str:
+    """The summary S of an injected summary message (the text inside pi's wrapper)."""
+    return summary.text.removeprefix(_BEFORE_S).removesuffix(_AFTER_S)
+
+
 def has_file_lists(summary: str) -> bool:
     return "<read-files>" in summary or "<modified-files>" in summary
 
@@ -107,8 +115,8 @@ def pi_compact(reserve: int = 16384, keep: int = 20000) -> object:
         history_part = body[:turn_start] if split else body[:cut]
         calls = []
         prompt = PI_INSTRUCTION
-        if prior:
-            prompt = f"<previous-summary>\n{prior.text}\n</previous-summary>\n\n{prompt}"
+        if prior:  # pi passes the stored S, not the message that wraps it
+            prompt = f"<previous-summary>\n{unwrapped(prior)}\n</previous-summary>\n\n{prompt}"
         text, source = summaries.text(ctx, ([prior] if prior else []) + list(history_part))
         if history_part or prior:
             calls.append(fresh_call(history_part, prompt, text, style="pi"))
