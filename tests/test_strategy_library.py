@@ -39,6 +39,7 @@ from replay.strategies._prompts import (
     LITERAL_CLEARED,
     LITERAL_CLINE_DUP_READ,
     LITERAL_CODEX_SUMMARY_PREFIX,
+    LITERAL_OPENCODE_COMPACTION_MARKER,
     LITERAL_OPENHANDS_MASKED,
 )
 
@@ -719,7 +720,6 @@ def test_roo_counts_the_new_message_instead_of_estimating_it(name):
     [
         ("roo-condense-keep-first-last-3", 1),  # [first message, summary] + last 3 messages
         ("opencode-compact-v1", 0),  # the history restarts at the summary
-        ("opencode-compact-tail-prepend", 0),  # [summary] + tail + "Continue…"
     ],
 )
 def test_roo_and_opencode_send_the_summary_as_the_assistant_s(name, head):
@@ -744,6 +744,27 @@ def test_anthropic_compaction_block_is_the_assistant_s():
     # The server returns the block in its response; the client appends response.content.
     assert view.events and isinstance(view.items[0], SummaryItem)
     assert view.items[0].role == "assistant"
+
+
+@pytest.mark.parametrize("mode", ["prepend", "suffix"])
+def test_opencode_tail_sends_the_compaction_marker_before_the_summary(mode):
+    """M' = [user(compaction marker), assistant(S)] + tail + [user("Continue…")] (spec l.105),
+    also after a second compaction (the previous [marker, summary] is folded into the new S)."""
+    h = History().user()
+    for n in range(12):
+        h.step(read(f"f{n}", "x" * 3000), text=f"s{n}")
+    strategy = build(f"opencode-compact-tail-{mode}")
+    for again in (False, True):
+        view = view_of(strategy(h.items, ctx(window=10_000, usage=9_900)))
+        assert view.events and view.events[0].kind == "compaction"
+        marker, summary = view.items[:2]
+        assert isinstance(marker, UserItem) and marker.text == LITERAL_OPENCODE_COMPACTION_MARKER
+        assert isinstance(summary, SummaryItem) and summary.role == "assistant"
+        assert [i for i in view.items if isinstance(i, SummaryItem)] == [summary]
+        if mode == "prepend":  # the previous summary is passed as such
+            assert ("<prior-summary>" in view.summarizer_calls[0].instruction) is again
+        for n in range(12, 18):
+            h.step(read(f"f{n}", "x" * 3000), text=f"s{n}")
 
 
 def test_observation_masking_and_swe_polling():

@@ -35,6 +35,11 @@ LITERAL_OPENCODE_CONTINUE = (
 )
 """opencode synthetic user message after an automatic compaction."""
 
+LITERAL_OPENCODE_COMPACTION_MARKER = "What did we do so far?"
+"""The user message opencode sends for the compaction part it stores before the summary
+(strategies.md l.105 gives the message but not its text). Recalled from opencode's
+message-v2.ts, which renders a compaction part as this user text: UNVERIFIED."""
+
 LITERAL_PI_SUMMARY = (
     "The conversation history before this point was compacted into the following summary:"
     "\n\n<summary>\n{summary}\n</summary>"

@@ -5,8 +5,8 @@ reserved = the configured value, else min(20,000, max output)), the recent tail 
 verbatim and the head is summarized. Tail budget B = clamp(25% of usable, 2,000, 15,000)
 estimated tokens: whole user turns are taken newest first while they fit; the first turn that
 does not fit contributes its longest suffix that fits (never starting at a tool result). The
-history becomes [summary] + tail + the synthetic "Continue if you have next steps, …" user
-message; the summary is sent as an assistant message.
+history becomes [compaction marker (user), summary (assistant)] + tail + the synthetic
+"Continue if you have next steps, …" user message.
 
 - `prepend` (default): the summarizer is a fresh request — "Here is the conversation so far:"
   and the head serialized inside `<conversation>` as `[User]: …`/`[Tool result]: …`/`[Tool
@@ -17,8 +17,8 @@ message; the summary is sent as an assistant message.
 
 Defaults: output_max = 32,000, reserved = 0 (= min(20,000, output_max); a set value is used
 as it is, as opencode's `cfg.reserved or …`), tail = 0 (= the clamp above). Cache class:
-freeze-once. The compaction-marker user message opencode stores before the summary is not
-reproduced (its rendered text is not in the sources used).
+freeze-once. The compaction marker's text, "What did we do so far?", is recalled from opencode's
+message-v2.ts, not taken from the sources used: UNVERIFIED.
 
 Source: sst/opencode packages/opencode/src/session/overflow.ts (`usable`), session/compaction.ts
 (`select`, `splitTurn`), packages/core/src/session/compaction.ts and compaction-suffix.ts.
@@ -49,6 +49,7 @@ from replay.strategies._common import (
     valid_start,
 )
 from replay.strategies._prompts import (
+    LITERAL_OPENCODE_COMPACTION_MARKER,
     LITERAL_OPENCODE_CONTINUE,
     OPENCODE_SUFFIX_INSTRUCTION,
     OPENCODE_TAIL_INSTRUCTION,
@@ -91,8 +92,9 @@ def opencode_compact_tail(
             usable = ctx.context_window - reserve
         if reported_tokens(ctx, view) < usable:
             return View(items=view)
-        prior = view[0] if view and isinstance(view[0], SummaryItem) else None
-        body = view[1:] if prior else view
+        # After a compaction the view opens with [marker, summary].
+        prior = view[1] if len(view) > 1 and isinstance(view[1], SummaryItem) else None
+        body = view[2:] if prior else view
         budget = tail or min(15000, max(2000, usable // 4))
         cut = tail_start(body, budget)
         head, kept = body[:cut], body[cut:]
@@ -113,6 +115,7 @@ def opencode_compact_tail(
             call = fresh_call(head, prompt, text, style="opencode")
         state.reset(
             [
+                UserItem(LITERAL_OPENCODE_COMPACTION_MARKER, injected=True),
                 summary_item(text, head, source, role="assistant"),
                 *kept,
                 UserItem(LITERAL_OPENCODE_CONTINUE, injected=True),
