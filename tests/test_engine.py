@@ -240,20 +240,26 @@ def test_summarizer_call_can_read_the_main_threads_cache():
 def test_a_fresh_summarizer_call_is_sent_without_the_main_head():
     """A summarizer that does not reuse the main prefix (pi, opencode, Roo, OpenHands, Goose…)
     sends its own request: no tool definitions, no unlogged head (3,000 tokens here). One that
-    forks the main request keeps both, and so can read its cache."""
+    forks the main request keeps both, and so can read its cache; Codex's keeps the system
+    prompt and unlogged head but sends no tools."""
     from replay.bench import synthetic_session
 
     session = synthetic_session(40, 7, max_context_tokens=12_000)
     session.header.hidden_prefix_tokens = 3000
     fresh, forked = "goose-tool-pair-summarize", "compact-at-12000-structured"
-    records = replay_session(session, [fresh, forked], ReplayConfig(keep_blocks=True))
+    codex = "codex-compact-at-90pct[limit=8000]"
+    records = replay_session(session, [fresh, forked, codex], ReplayConfig(keep_blocks=True))
     heads = {
         (r.strategy, tuple(k for k in r.request.kinds if k in ("tool", "system")))
         for r in records
         if r.kind == "summarizer"
     }
     tools = len(session.header.tools)
-    assert heads == {(fresh, ()), (forked, ("tool",) * tools + ("system", "system"))}
+    assert heads == {
+        (fresh, ()),
+        (forked, ("tool",) * tools + ("system", "system")),
+        (codex, ("system", "system")),
+    }
 
 
 def test_a_log_without_requests_says_so(tmp_path):

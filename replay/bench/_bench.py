@@ -210,6 +210,7 @@ class _NaiveRun(_Run):
         events,
         system=None,
         fresh=False,
+        tools=True,
         hand_over=False,
         fork=None,
     ):
@@ -218,7 +219,7 @@ class _NaiveRun(_Run):
         blocks = naive_prompt_blocks(
             items,
             system=state.system if system is None else system,
-            tools=() if fresh else self.session.header.tools,
+            tools=self.session.header.tools if tools else (),
         )
         tokens, total = naive_tokens(blocks, model)
         if previous is None or family_for(previous.model).family != family_for(model).family:
@@ -252,6 +253,7 @@ class _NaiveRun(_Run):
             events=events,
             system=system,
             fresh=fresh,
+            tools=tools,
             hand_over=hand_over,
             fork=fork,
         )

@@ -686,6 +686,7 @@ class _Run:
             events=[],
             system=state.system if call.reuse_main_prefix else "",
             fresh=not call.reuse_main_prefix,
+            tools=call.reuse_main_prefix and call.with_tools,
             hand_over=True,
             fork=self.lane + marker.thread,
         )
@@ -714,13 +715,14 @@ class _Run:
         events: list[RewriteEvent],
         system: str | None = None,
         fresh: bool = False,
+        tools: bool = True,
         hand_over: bool = False,
         fork: str | None = None,
     ) -> RequestRecord:
-        """`fresh`: a request of its own (a summarizer's), sent without the main thread's tool
-        definitions and unlogged head. `hand_over`: `items` is a list nothing changes any more
-        (the renderer keeps it). `fork`: the cache lane of a thread whose last view `items` may
-        extend (`render`)."""
+        """`fresh`: a request of its own (a summarizer's), sent without the main thread's
+        unlogged head; `tools=False`: without its tool definitions. `hand_over`: `items` is a
+        list nothing changes any more (the renderer keeps it). `fork`: the cache lane of a
+        thread whose last view `items` may extend (`render`)."""
         header = self.session.header
         previous = state.previous
         same_family = previous is not None and (
@@ -729,7 +731,7 @@ class _Run:
         request = renderer.render(
             items,
             system=state.system if system is None else system,
-            tools=() if fresh else header.tools,
+            tools=header.tools if tools else (),
             index=request_index,
             request_id=marker.request_id + (":summarizer" if kind == "summarizer" else ""),
             thread=self.lane + thread,  # the cache lane; records keep the plain thread name

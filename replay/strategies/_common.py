@@ -492,11 +492,18 @@ def fresh_call(
     )
 
 
-def forked_call(view: Sequence[Item], instruction: str, summary: str) -> SummarizerCall:
+def forked_call(
+    view: Sequence[Item], instruction: str, summary: str, with_tools: bool = True
+) -> SummarizerCall:
     """A summarizer request that re-sends the main thread's view (same system + tools) with the
-    summary prompt appended: it reads the main thread's cache."""
+    summary prompt appended: it reads the main thread's cache (`with_tools=False`: sent without
+    the tool definitions, it cannot)."""
     return SummarizerCall(
-        input_items=tuple(view), instruction=instruction, summary=summary, reuse_main_prefix=True
+        input_items=tuple(view),
+        instruction=instruction,
+        summary=summary,
+        reuse_main_prefix=True,
+        with_tools=with_tools,
     )
 
 

@@ -196,6 +196,10 @@ class SummarizerCall:
     """True when the call shares the main thread's prefix (same system + tools), so it can hit
     the cache; False for a fresh request, sent without the main thread's system prompt, tool
     definitions and unlogged head."""
+    with_tools: bool = True
+    """For a call that reuses the main prefix: whether it also sends the main thread's tool
+    definitions (Codex sends its compaction request with `tools=[]`: the same instructions and
+    history behind no tools, so it shares no cached prefix with the main thread)."""
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,11 @@ Defaults: pct = 90 (gpt-5.x: 272,000 x 0.9 = 244,800), limit = 0 (no configured 
 keep_user_tokens = 20,000. Cache class: freeze-once (one rewrite + one summarizer call per
 compaction, append-only between).
 
-Replay notes: the summarizer call re-sends the main instructions and history, so it is costed
-as sharing the main prefix (Codex sends it with `tools=[]`; the simulator still counts the tool
-definitions, a known over-estimate of its cache reads). The summary is the log's when the run
-recorded one, else the extractive stand-in.
+Replay notes: the summarizer call re-sends the main instructions and history with `tools=[]`:
+without the tool definitions that open the main prompt it reads nothing of the main thread's
+cache (a part of the unlogged head, e.g. tool schemas a Codex rollout does not log, is still
+sent with it). The summary is the log's when the run recorded one, else the extractive
+stand-in.
 
 Source: openai/codex compact.rs (`run_compact_task_inner`, `build_compacted_history_with_limit`),
 codex.rs (`run_task` pre-turn and post-sample checks), openai_models.rs
@@ -119,7 +120,7 @@ def codex_compact(pct: int = 90, limit: int = 0, keep_user_tokens: int = 20000) 
         state.reset([*reversed(kept), summary], history[:upto])
         return View(
             items=state.view(history),
-            summarizer_calls=[forked_call(request, CODEX_INSTRUCTION, text)],
+            summarizer_calls=[forked_call(request, CODEX_INSTRUCTION, text, with_tools=False)],
             events=[
                 RewriteEvent(
                     "compaction", f"{len(compacted)} items → {len(kept)} user msgs + summary"
