@@ -73,6 +73,9 @@ SCALED = {
 
 NAMES = [n for n in canonical_names()]
 
+MODEL = {"openclaw-prune-cache-ttl": ("anthropic", "claude-sonnet-4-5")}
+"""(provider, model) of a family that only acts on some models; the rest replay on gpt-5."""
+
 PATHS = ["src/api.ts", "src/storage.ts", "src/serializer.ts", "test/tasklist.test.ts", "README.md"]
 TOOLS = ["read_file", "write_file", "list_files", "run_tests", "bash", "grep", "browse", "skill"]
 SIZES = [20, 300, 2500, 12_000, 40_000]
@@ -265,9 +268,10 @@ def scaled(name: str):
 
 def run(session: Session, name: str) -> tuple[str, list]:
     built = scaled(name)
+    provider, model = MODEL.get(built.spec.family, ("openai", "gpt-5"))
     with small_window():
         records = replay_session(
-            session, [built], ReplayConfig(provider="openai", model="gpt-5", keep_views=True)
+            session, [built], ReplayConfig(provider=provider, model=model, keep_views=True)
         )
     return built.spec.cache_class, [r for r in records if r.kind == "request"]
 

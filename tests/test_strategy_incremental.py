@@ -110,7 +110,7 @@ def ctx(index: int = 0) -> StrategyContext:
     return StrategyContext(
         request_index=index,
         ts=T0,
-        model="gpt-5",
+        model="claude-sonnet-4-5",  # a Claude model: openclaw-prune acts only on those
         context_window=200_000,
         count_tokens=lambda s: math.ceil(len(s) / 4),
         system="You are a coding agent.",

@@ -863,22 +863,26 @@ def test_goose_pairs_and_openclaw_warm_cache():
     big = History().user()
     for n in range(10):
         big.step(read(f"f{n}", "y" * 20_000))
+    claude = "claude-sonnet-4-5"
     warm = build("openclaw-prune-cache-ttl-5m")(
-        big.items, ctx(window=20_000, previous_ts=T0 - timedelta(minutes=1))
+        big.items, ctx(window=20_000, previous_ts=T0 - timedelta(minutes=1), model=claude)
     )
     assert not view_of(warm).events
     cold = view_of(
         build("openclaw-prune-cache-ttl-5m")(
-            big.items, ctx(window=20_000, previous_ts=T0 - timedelta(minutes=6))
+            big.items, ctx(window=20_000, previous_ts=T0 - timedelta(minutes=6), model=claude)
         )
     )
     assert cold.events and any(
         o == LITERAL_CLEARED or "[Tool result trimmed" in o for o in outputs(cold)
     )
+    for other in ("gpt-5", "gemini-2.5-pro"):  # the mode is for Anthropic's cache only
+        idle = ctx(window=20_000, previous_ts=T0 - timedelta(minutes=6), model=other)
+        assert not view_of(build("openclaw-prune-cache-ttl-5m")(big.items, idle)).events
 
     def touched(keep: int) -> int:
         cold = view_of(build("openclaw-prune-cache-ttl-5m", keep_assistants=str(keep))(
-            big.items, ctx(window=20_000, previous_ts=T0 - timedelta(minutes=6))
+            big.items, ctx(window=20_000, previous_ts=T0 - timedelta(minutes=6), model=claude)
         ))
         return sum(o == LITERAL_CLEARED or "[Tool result trimmed" in o for o in outputs(cold))
 

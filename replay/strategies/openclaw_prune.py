@@ -1,13 +1,14 @@
 """`openclaw-prune-cache-ttl-5m`: OpenClaw's cache-TTL-aware session pruning.
 
-Rule: pruning only runs when the last model call is older than `ttl` (the provider's cache has
-expired, so rewriting costs nothing extra); while the cache is warm, nothing changes. Then,
-with W = window x 4 characters and the prunable results those between the first user message
-and the third-newest assistant message: below 30 % of W nothing happens; results over 4,000
-characters are soft-trimmed to their first and last 1,500 characters (with a size note); if the
-context is still at 50 % of W or more and the prunable results hold at least 50,000
-characters, they are hard-cleared oldest first (`[Old tool result content cleared]`) until it
-drops under 50 %. Trims and clears are kept for the rest of the session.
+Rule: pruning only runs for Claude models (the mode is stated on the session's last Anthropic
+call: it is made for Anthropic's cache), and only when the last model call is older than `ttl`
+(the provider's cache has expired, so rewriting costs nothing extra); while the cache is warm,
+nothing changes. Then, with W = window x 4 characters and the prunable results those between the
+first user message and the third-newest assistant message: below 30 % of W nothing happens;
+results over 4,000 characters are soft-trimmed to their first and last 1,500 characters (with a
+size note); if the context is still at 50 % of W or more and the prunable results hold at least
+50,000 characters, they are hard-cleared oldest first (`[Old tool result content cleared]`)
+until it drops under 50 %. Trims and clears are kept for the rest of the session.
 
 Defaults: ttl = 5 minutes, keep_assistants = 3, soft_ratio = 0.3, hard_ratio = 0.5,
 soft_chars = 4,000, head = tail = 1,500, min_prunable = 50,000. Cache class: freeze-once (only
@@ -34,6 +35,12 @@ from replay.strategies._view import (
     item_chars,
     replace_output,
 )
+
+
+def _anthropic(model: str) -> bool:
+    """A Claude model, through the Claude API or another route (OpenRouter `anthropic/…`,
+    Bedrock `anthropic.…`, Vertex): the calls OpenClaw's cache-TTL pruning is active for."""
+    return "claude" in model.lower()
 
 
 def openclaw_prune(
@@ -92,8 +99,10 @@ def openclaw_prune(
     def prune_when_cold(history: Sequence[Item], ctx: StrategyContext) -> View:
         grow(history)
         warm = ctx.previous_ts is not None and (ctx.ts - ctx.previous_ts).total_seconds() < ttl * 60
+        if warm or not _anthropic(ctx.model):
+            return View(items=view.items())
         width = ctx.context_window * 4
-        if warm or total < soft_ratio * width:
+        if total < soft_ratio * width:
             return View(items=view.items())
         first = first_user if first_user is not None else 0
         if len(assistants) < keep_assistants:
@@ -140,8 +149,8 @@ register(
         pattern=r"openclaw-prune-cache-ttl-(?P<ttl>\d+)m",
         build=openclaw_prune,
         cache_class="freeze-once",
-        rule="only when the cache is cold (last call > ttl ago): soft-trim big old tool results, "
-        "hard-clear oldest while the context is >= 50% of the window",
+        rule="Claude models only, when the cache is cold (last call > ttl ago): soft-trim big "
+        "old tool results, hard-clear oldest while the context is >= 50% of the window",
         defaults={
             "ttl": 5,
             "keep_assistants": 3,
