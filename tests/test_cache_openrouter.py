@@ -18,7 +18,8 @@ def usd(micro: str) -> Decimal:
 
 
 def test_anthropic_models_use_cache_control():
-    # openrouter anthropic/claude-sonnet-4.5: $3 / $0.30 read / $3.75 write (no 1h price).
+    # openrouter anthropic/claude-sonnet-4.5: $3 / $0.30 read / $3.75 write (genai-prices has
+    # no 1h price: 2 × input = $6 from pricing/cache/anthropic.json).
     lab = CacheLab("openrouter", "anthropic/claude-sonnet-4.5")
     head = [lab.block("tool", 500), lab.block("system", 1500), lab.block("user", 200)]
     r1 = lab.send(head, at=0)
@@ -30,14 +31,16 @@ def test_anthropic_models_use_cache_control():
     assert r2.cost == usd("2160")
 
 
-def test_one_hour_writes_without_a_1h_price_are_billed_at_the_5m_rate_with_a_warning():
+def test_one_hour_writes_without_a_genai_prices_1h_price_are_billed_at_the_rule_multiplier():
+    # caching.md l.63: billed at upstream rates, so 1h writes at 2 × input (l.19), not at the
+    # 5m rate genai-prices would fall back to ($8,250).
     lab = CacheLab("openrouter", "anthropic/claude-sonnet-4.5", client="claude-code",
                    agent_version="2.1.0")
     r1 = lab.send([lab.block("tool", 500), lab.block("system", 1500), lab.block("user", 200)],
                   at=0)
     assert r1.split == (0, 2200, 0, 0)
-    assert "no 1h cache-write price" in r1.price.warning
-    assert r1.cost == usd("8250")
+    assert r1.price.warning is None
+    assert r1.cost == usd("13200")  # 2,200 × $6
 
 
 def test_openai_models_are_automatic():

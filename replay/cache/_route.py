@@ -14,6 +14,7 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import Any
 
 from replay._errors import ReplayError
@@ -217,3 +218,20 @@ def simulator_for(
     router = CacheRouter(user, overrides, store)
     router.layers_for(provider) or router._route(provider, "", 0)
     return _BoundRouter(router, store)
+
+
+@cache
+def _builtin_router() -> CacheRouter:
+    return CacheRouter()
+
+
+def builtin_book(provider: str, model: str) -> tuple[RuleBook, str] | None:
+    """The built-in rules of (provider, model), routed as its requests are (provider variant,
+    passthrough), with the model id normalized for their patterns; None when no rule file serves
+    the pair. `replay.prices` reads from them the prices genai-prices lacks."""
+    router = _builtin_router()
+    try:
+        route = router.route(provider, model)
+    except ReplayError:
+        return None
+    return router.book(route, route.variant), route.rules_model

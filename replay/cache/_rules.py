@@ -119,8 +119,16 @@ RULE_TYPES: dict[str, tuple[str | tuple[str, ...], str]] = {
     ),
     "read_multiplier": (_DEC, "cache read price × base input (informational; genai-prices prices)"),
     "write_multiplier": (_DEC, "cache write price × base input (informational)"),
-    "write_multiplier_5m": (_DEC, "5-minute write price × base input (informational)"),
-    "write_multiplier_1h": (_DEC, "1-hour write price × base input (informational)"),
+    "write_multiplier_5m": (
+        _DEC,
+        "5-minute write price × base input (informational; prices 5-minute writes only where "
+        "genai-prices has no write price at all and the 1-hour rate comes from these rules)",
+    ),
+    "write_multiplier_1h": (
+        _DEC,
+        "1-hour write price × base input (prices 1-hour writes where genai-prices has no 1-hour "
+        "rate; built-in files only)",
+    ),
     "isolation": (
         ("workspace", "organization", "project", "api-key", "conversation"),
         "unit of cache isolation",

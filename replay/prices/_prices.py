@@ -1,11 +1,12 @@
 """Price one request's token buckets from genai-prices' bundled snapshot, or a user's `--price`.
 
 genai-prices (`calc_price`) is the reference: `Pricer.price` returns exactly what `calc_price`
-returns for the same request, as `Decimal`s. `calc_price` costs about 60 µs, so `Pricer` resolves
-the model's prices once per (model, provider, price period), turns them into a small rate card (one
-flat card per long-context tier level) and does the arithmetic itself. Each rate card is checked
-against `calc_price` on probe requests when it is built; a card that disagrees falls back to
-`calc_price`.
+returns for the same request, as `Decimal`s, except where replay completes genai-prices' prices
+(below). `calc_price` costs about 60 µs, so `Pricer` resolves the model's prices once per (model,
+provider, price period), turns them into a small rate card (one flat card per long-context tier
+level) and does the arithmetic itself. Each rate card is checked against genai-prices' arithmetic
+(`ModelPrice.calc_price`, what `calc_price` runs once it has found the prices) on probe requests
+when it is built; a card that disagrees falls back to that arithmetic.
 
 genai-prices semantics kept here (read from the genai-prices 0.2.3 wheel, probed with `calc_price`):
 - `input_tokens` is the TOTAL input: uncached + cache read + cache writes.
@@ -14,6 +15,11 @@ genai-prices semantics kept here (read from the genai-prices 0.2.3 wheel, probed
 - Tiers are cliffs on the total input: above `tier.start` every token of the unit gets the tier
   rate.
 - Prices depend on the request's UTC date (and, for DeepSeek, its UTC time of day).
+
+Where genai-prices has no 1-hour write price but replay's cache rules (`pricing/cache/`) give the
+provider's 1-hour write multiplier (`write_multiplier_1h`, e.g. 2 × input for Claude on Vertex and
+OpenRouter, Kimi K3 on OpenRouter), the 1-hour rate is input × that multiplier: genai-prices'
+fallback to the 5-minute rate would bill those writes 37.5 % too low.
 
 Nothing here is ever priced at zero for want of a rate: an unknown model or provider, or a model
 without an input (or, for a request with output, output) price, raises `ReplayError` asking for
@@ -27,6 +33,7 @@ import operator
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Mapping
+from copy import copy
 from dataclasses import dataclass, fields
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
@@ -38,6 +45,8 @@ from genai_prices import types as gp_types
 
 from replay._data import load_json
 from replay._errors import ReplayError
+from replay.cache._route import builtin_book
+from replay.cache._rules import RuleBook
 
 PRICE_FORMAT = "MODEL=input:IN,output:OUT[,cache_read:R,cache_write:W,cache_write_1h:W1H]"
 """The `--price` syntax; the numbers are USD per million tokens."""
@@ -114,7 +123,9 @@ class Price:
     total_usd: Decimal
     """input + output (+ a per-request fee on the rare model that has one)."""
     source: str
-    """Where the rates came from: e.g. "genai-prices 0.2.3 snapshot" or "override"."""
+    """Where the rates came from: e.g. "genai-prices 0.2.3 snapshot" or "override", followed by
+    the rates replay added from its own data (e.g. "+ 1h cache-write rate = input × 2.0
+    (pricing/cache/anthropic.json)")."""
     model_ref: str
     """The model the rates belong to: genai-prices' model id, or the `--price` model name."""
     warning: str | None = None
@@ -223,7 +234,7 @@ class _Flat:
 class _Card:
     """Rates of one model at one price period: a flat card per long-context tier level."""
 
-    __slots__ = ("thresholds", "levels", "source", "model_ref", "label", "slow")
+    __slots__ = ("thresholds", "levels", "source", "model_ref", "label", "prices", "slow")
 
     def __init__(
         self,
@@ -233,6 +244,7 @@ class _Card:
         source: str,
         model_ref: str,
         label: str,
+        prices: gp_types.ModelPrice | None = None,
     ) -> None:
         # Sorted tier starts: levels[k] applies when the total input > thresholds[k-1].
         self.thresholds = thresholds
@@ -240,8 +252,10 @@ class _Card:
         self.source = source
         self.model_ref = model_ref
         self.label = label  # e.g. "'claude-sonnet-4-6' (anthropic)", for messages
-        # Set when the card's arithmetic disagreed with calc_price: price via calc_price instead.
-        self.slow: Callable[[Buckets, datetime], tuple[Decimal, Decimal, Decimal]] | None = None
+        self.prices = prices  # the genai-prices prices it was built from (None: an override)
+        # Set when the card's arithmetic disagreed with genai-prices' on `prices`: price with
+        # genai-prices' arithmetic instead.
+        self.slow: Callable[[Buckets], tuple[Decimal, ...]] | None = None
 
     def amounts(self, b: Buckets) -> tuple[Decimal, Decimal, Decimal, str | None]:
         """(input, output, total, warning) by the card's own arithmetic."""
@@ -370,7 +384,63 @@ def _card_from_model_price(
                 request_fee=_ZERO if fee is None else fee * 1 / 1000,
             )
         )
-    return _Card(thresholds, tuple(levels), source=source, model_ref=model_ref, label=label)
+    return _Card(
+        thresholds,
+        tuple(levels),
+        source=source,
+        model_ref=model_ref,
+        label=label,
+        prices=model_price,
+    )
+
+
+def _scaled(
+    price: Decimal | gp_types.TieredPrices, factor: Decimal
+) -> Decimal | gp_types.TieredPrices:
+    """`price` × `factor`, tier by tier."""
+    if isinstance(price, Decimal):
+        return price * factor
+    tiers = [gp_types.Tier(start=t.start, price=t.price * factor) for t in price.tiers]
+    return gp_types.TieredPrices(base=price.base * factor, tiers=tiers)
+
+
+_WriteMultipliers = tuple[Decimal | None, Decimal | None]
+"""The rule files' (5-minute, 1-hour) cache-write multipliers of a model at a date."""
+
+
+def _write_multipliers(rules: tuple[RuleBook, str] | None, ts: datetime) -> _WriteMultipliers:
+    if rules is None:
+        return None, None
+    book, rules_model = rules
+    w5m = book.get("write_multiplier_5m", rules_model, ts, None)
+    w1h = book.get("write_multiplier_1h", rules_model, ts, None)
+    return (None if w5m is None else Decimal(w5m)), (None if w1h is None else Decimal(w1h))
+
+
+def _with_1h_write_rate(
+    model_price: gp_types.ModelPrice, multipliers: _WriteMultipliers, rule_file: str
+) -> tuple[gp_types.ModelPrice, str]:
+    """`model_price` with the 1-hour write rate genai-prices lacks = input × the rule file's
+    `write_multiplier_1h`, and what was added (for `Price.source`); unchanged, with "", when
+    genai-prices has the rate, the rules do not know it, or genai-prices has no cache rate at
+    all for the model (Claude 2 on the Claude API: never cached, not priced as if it were)."""
+    w5m, w1h = multipliers
+    cached = model_price.cache_write_mtok is not None or model_price.cache_read_mtok is not None
+    if model_price.cache_write_1h_mtok is not None or w1h is None or not cached:
+        return model_price, ""
+    if model_price.input_mtok is None:
+        return model_price, ""  # the card refuses it
+    added = {"cache_write_1h_mtok": _scaled(model_price.input_mtok, w1h)}
+    note = f"1h cache-write rate = input × {w1h}"
+    if model_price.cache_write_mtok is None:
+        # genai-prices prices 1h writes as a part of all writes: they need a write rate too.
+        if w5m is None:
+            return model_price, ""
+        added["cache_write_mtok"] = _scaled(model_price.input_mtok, w5m)
+        note = f"cache-write rates = input × {w5m} (5m), × {w1h} (1h)"
+    completed = copy(model_price)
+    completed.__dict__.update(added)  # as genai-prices resolves its own price variants
+    return completed, f" + {note} ({rule_file})"
 
 
 def _usage(b: Buckets) -> genai_prices.Usage:
@@ -438,7 +508,22 @@ class Pricer:
 
     def price(self, buckets: Buckets, *, model: str, provider: str, ts: datetime) -> Price:
         """Price one request. Equals genai-prices' `calc_price` for the same usage, model, provider
-        and timestamp (unless an override applies). Raises `ReplayError` when no rate is known."""
+        and timestamp, unless an override applies or replay completes the model's prices
+        (`model_price`). Raises `ReplayError` when no rate is known."""
+        card = self._card(model, provider, ts)
+        if card.slow is not None:
+            input_usd, output_usd, total_usd = card.slow(buckets)
+            warning = card.amounts(buckets)[3]  # same missing-rate rules and output check
+        else:
+            input_usd, output_usd, total_usd, warning = card.amounts(buckets)
+        return Price(input_usd, output_usd, total_usd, card.source, card.model_ref, warning)
+
+    def model_price(self, *, model: str, provider: str, ts: datetime) -> gp_types.ModelPrice | None:
+        """The genai-prices prices `price` uses for this model, provider and timestamp, with the
+        rates replay adds (see `Price.source`); None when an override applies."""
+        return self._card(model, provider, ts).prices
+
+    def _card(self, model: str, provider: str, ts: datetime) -> _Card:
         snapshot = data_snapshot.get_snapshot()
         if snapshot is not self._snapshot:
             self._routes.clear()
@@ -446,13 +531,7 @@ class Pricer:
         route = self._routes.get((model, provider))
         if route is None:
             route = self._routes[(model, provider)] = self._route(model, provider, snapshot)
-        card = route.card_at(ts)
-        if card.slow is not None:
-            input_usd, output_usd, total_usd = card.slow(buckets, ts)
-            warning = card.amounts(buckets)[3]  # same missing-rate rules and output check
-        else:
-            input_usd, output_usd, total_usd, warning = card.amounts(buckets)
-        return Price(input_usd, output_usd, total_usd, card.source, card.model_ref, warning)
+        return route.card_at(ts)
 
     def override_for(self, model: str) -> RateOverride | None:
         """The override that applies to `model`, if any."""
@@ -497,33 +576,30 @@ class Pricer:
             else f"genai-prices {version} auto-update of {snapshot.timestamp:%Y-%m-%d}"
         )
         label = f"{model_info.id!r} ({provider_info.id})"
-        # id(ModelPrice) -> (the ModelPrice, kept alive so its id stays unique; its card)
-        by_prices: dict[int, tuple[gp_types.ModelPrice, _Card]] = {}
+        rules = builtin_book(provider, model)
+        rule_file = f"pricing/cache/{rules[0].provider}.json" if rules else ""
+        # (id(ModelPrice), rule multipliers) -> (the ModelPrice, kept alive so its id stays
+        # unique; its card)
+        by_prices: dict[tuple[int, _WriteMultipliers], tuple[gp_types.ModelPrice, _Card]] = {}
 
         def card_for(ts: datetime) -> _Card:
             model_price = model_info.get_prices(ts)
-            hit = by_prices.get(id(model_price))
+            multipliers = _write_multipliers(rules, ts)
+            key = (id(model_price), multipliers)
+            hit = by_prices.get(key)
             if hit is not None:
                 return hit[1]
+            completed, added = _with_1h_write_rate(model_price, multipliers, rule_file)
             card = _card_from_model_price(
-                model_price, source=source, model_ref=model_info.id, label=label
+                completed, source=source + added, model_ref=model_info.id, label=label
             )
-            _self_check(card, model, provider, ts)
-            by_prices[id(model_price)] = (model_price, card)
+            _self_check(card, completed)
+            by_prices[key] = (model_price, card)
             return card
 
         prices = model_info.prices
-        if isinstance(prices, gp_types.ModelPrice):
-            static: list[_Card] = []
-
-            def card_static(ts: datetime) -> _Card:
-                if not static:
-                    static.append(card_for(ts))
-                return static[0]
-
-            return _Route(card_static)
-
-        if all(
+        # The rule multipliers are dated too: even a model with one price gets a card per day.
+        if isinstance(prices, gp_types.ModelPrice) or all(
             cp.constraint is None or isinstance(cp.constraint, gp_types.StartDateConstraint)
             for cp in prices
         ):
@@ -541,30 +617,28 @@ class Pricer:
         return _Route(card_for)  # time-of-day prices (DeepSeek peak/off-peak): resolve each call
 
 
-def _self_check(card: _Card, model: str, provider: str, ts: datetime) -> None:
-    """Compare the card with calc_price on probe requests; on any mismatch use calc_price."""
+def _self_check(card: _Card, model_price: gp_types.ModelPrice) -> None:
+    """Compare the card with genai-prices' arithmetic on the prices it was built from (what
+    `calc_price` does once it has found them) on probe requests; on any mismatch use that
+    arithmetic instead."""
     for probe in _probes(card):
-        expected = genai_prices.calc_price(
-            _usage(probe), model, provider_id=provider, genai_request_timestamp=ts
-        )
+        expected = model_price.calc_price(_usage(probe))
         got = card.amounts(probe)
-        if (got[0], got[1], got[2]) != (
-            expected.input_price,
-            expected.output_price,
-            expected.total_price,
+        if got[:3] != (
+            expected["input_price"],
+            expected["output_price"],
+            expected["total_price"],
         ):
-            card.slow = _slow_path(model, provider)
+            card.slow = _slow_path(model_price)
             return
 
 
-def _slow_path(model: str, provider: str) -> Callable[[Buckets, datetime], tuple[Decimal, ...]]:
-    def slow(b: Buckets, ts: datetime) -> tuple[Decimal, Decimal, Decimal]:
-        r = genai_prices.calc_price(
-            _usage(b), model, provider_id=provider, genai_request_timestamp=ts
-        )
-        return r.input_price, r.output_price, r.total_price
+def _slow_path(model_price: gp_types.ModelPrice) -> Callable[[Buckets], tuple[Decimal, ...]]:
+    def slow(b: Buckets) -> tuple[Decimal, Decimal, Decimal]:
+        r = model_price.calc_price(_usage(b))
+        return r["input_price"], r["output_price"], r["total_price"]
 
-    return slow  # type: ignore[return-value]
+    return slow
 
 
 # --------------------------------------------------------------------------------------------------
