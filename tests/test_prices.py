@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import socket
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 
 import genai_prices
@@ -24,6 +25,7 @@ from replay.prices import (
     parse_price_override,
     provider_for_model,
 )
+from replay.prices._patches import price_patches
 
 OCT_20 = datetime(2026, 10, 20, 12, 0, tzinfo=UTC)
 D = Decimal
@@ -300,6 +302,56 @@ def test_deepseek_time_of_day_prices():
     # and back again after the peak window, from the memo
     later = pricer.price(b, model="deepseek-v4-pro", provider="deepseek", ts=peak + timedelta(1))
     assert later.total_usd == p_peak.total_usd
+
+
+@pytest.mark.parametrize("model", ["deepseek-v4-pro", "deepseek-flash", "deepseek-v4-flash"])
+def test_deepseek_peak_prices_apply_monday_to_friday_only(model):
+    # caching.md l.57: peak hours 01-04 and 06-10 UTC Mon-Fri = 2x off-peak.
+    pricer = Pricer()
+    b = Buckets(uncached=1_000_000, cache_read=1_000_000, output=1_000_000)
+    friday_peak = pricer.price(b, model=model, provider="deepseek", ts=datetime(2026, 10, 23, 2))
+    off = pricer.price(b, model=model, provider="deepseek", ts=datetime(2026, 10, 23, 12))
+    assert friday_peak.total_usd == 2 * off.total_usd
+    for weekend_peak in (
+        datetime(2026, 10, 24, 2, tzinfo=UTC),  # Saturday 02:00 UTC
+        datetime(2026, 10, 25, 7, tzinfo=UTC),  # Sunday 07:00 UTC
+        datetime(2026, 10, 23, 19, tzinfo=timezone(timedelta(hours=-7))),  # Fri here, Sat UTC
+    ):
+        p = pricer.price(b, model=model, provider="deepseek", ts=weekend_peak)
+        assert amounts(p) == amounts(off), weekend_peak
+        assert "off-peak" in p.source and "Sat/Sun" in p.source
+    # Monday 01:30 UTC (Sunday evening in California) is a peak hour again
+    monday = datetime(2026, 10, 25, 18, 30, tzinfo=timezone(timedelta(hours=-7)))
+    assert pricer.price(b, model=model, provider="deepseek", ts=monday).total_usd == (
+        friday_peak.total_usd
+    )
+
+
+def test_deepseek_chat_2025_off_peak_window_is_not_restricted_to_weekdays():
+    # Its window is genai-prices' 2025 data; the Mon-Fri rule is for the late-2026 models.
+    b = Buckets(uncached=1_000_000)
+    saturday = datetime(2025, 6, 7, 10, tzinfo=UTC)
+    p = Pricer().price(b, model="deepseek-chat", provider="deepseek", ts=saturday)
+    assert amounts(p) == reference(b, "deepseek-chat", "deepseek", saturday)
+    assert p.input_usd == D("0.27")
+
+
+def _genai_models(provider: str) -> dict[str, gp_types.ModelInfo]:
+    (entry,) = [p for p in data_snapshot.get_snapshot().providers if p.id == provider]
+    return {m.id: m for m in entry.models}
+
+
+def test_price_patch_rows_name_their_source_and_real_genai_prices_models():
+    patches = price_patches()
+    assert patches.reviewed <= date.today()
+    for row in patches.peak_days:
+        assert re.search(r"https?://", row.source), row
+        models = _genai_models(row.provider)
+        for model in row.models:
+            prices = models[model].prices  # a typo would silently patch nothing
+            assert any(
+                isinstance(cp.constraint, gp_types.TimeOfDateConstraint) for cp in prices
+            ), model
 
 
 def test_naive_timestamp_is_utc():

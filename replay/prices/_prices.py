@@ -16,6 +16,10 @@ genai-prices semantics kept here (read from the genai-prices 0.2.3 wheel, probed
   rate.
 - Prices depend on the request's UTC date (and, for DeepSeek, its UTC time of day).
 
+replay's own price data (`pricing/price_patches.json`, `replay.prices._patches`) corrects what
+genai-prices' snapshot gets wrong: DeepSeek's peak prices apply Monday to Friday only (UTC), the
+off-peak price all day on weekends.
+
 Where genai-prices has no 1-hour write price but replay's cache rules (`pricing/cache/`) give the
 provider's 1-hour write multiplier (`write_multiplier_1h`, e.g. 2 × input for Claude on Vertex and
 OpenRouter, Kimi K3 on OpenRouter), the 1-hour rate is input × that multiplier: genai-prices'
@@ -47,6 +51,8 @@ from replay._data import load_json
 from replay._errors import ReplayError
 from replay.cache._route import builtin_book
 from replay.cache._rules import RuleBook
+from replay.prices._patches import FILE as PATCH_FILE
+from replay.prices._patches import WEEKDAYS, peak_weekdays
 
 PRICE_FORMAT = "MODEL=input:IN,output:OUT[,cache_read:R,cache_write:W,cache_write_1h:W1H]"
 """The `--price` syntax; the numbers are USD per million tokens."""
@@ -476,6 +482,40 @@ def _utc_date(ts: datetime) -> date:
     return ts.astimezone(UTC).date()
 
 
+def _off_peak_prices(model_info: gp_types.ModelInfo, ts: datetime) -> gp_types.ModelPrice:
+    """What genai-prices' `get_prices` picks at `ts` with its time-of-day prices left out."""
+    conditional = model_info.prices
+    if isinstance(conditional, gp_types.ModelPrice):
+        return conditional
+    for cp in reversed(conditional):  # the last active price wins, as in get_prices
+        constraint = cp.constraint
+        if constraint is None or (
+            not isinstance(constraint, gp_types.TimeOfDateConstraint) and constraint.active(ts)
+        ):
+            return cp.prices
+    return conditional[0].prices
+
+
+def _prices_at(
+    model_info: gp_types.ModelInfo, ts: datetime, peak_days: frozenset[int] | None
+) -> tuple[gp_types.ModelPrice, str]:
+    """genai-prices' prices of the model at `ts`, off-peak on a UTC weekday its peak prices do
+    not apply (`peak_days`), and what replay changed (for `Price.source`, "" if nothing)."""
+    prices = model_info.get_prices(ts)
+    if peak_days is None or _utc_date(ts).weekday() in peak_days:
+        return prices, ""
+    off_peak = _off_peak_prices(model_info, ts)
+    if off_peak is prices:
+        return prices, ""
+    days = "/".join(day for n, day in enumerate(WEEKDAYS) if n not in peak_days)
+    return off_peak, f" + off-peak price all day on {days} (pricing/{PATCH_FILE})"
+
+
+_CardKey = tuple[int, str, _WriteMultipliers]
+"""What a card is built from: id(genai-prices' ModelPrice), what replay changed in it, the rule
+multipliers."""
+
+
 class _Route:
     __slots__ = ("card_at",)
 
@@ -578,20 +618,21 @@ class Pricer:
         label = f"{model_info.id!r} ({provider_info.id})"
         rules = builtin_book(provider, model)
         rule_file = f"pricing/cache/{rules[0].provider}.json" if rules else ""
-        # (id(ModelPrice), rule multipliers) -> (the ModelPrice, kept alive so its id stays
-        # unique; its card)
-        by_prices: dict[tuple[int, _WriteMultipliers], tuple[gp_types.ModelPrice, _Card]] = {}
+        peak_days = peak_weekdays(provider_info.id, model_info.id)
+        # (id(ModelPrice), what replay changed, rule multipliers) -> (the ModelPrice, kept alive
+        # so its id stays unique; its card)
+        by_prices: dict[_CardKey, tuple[gp_types.ModelPrice, _Card]] = {}
 
         def card_for(ts: datetime) -> _Card:
-            model_price = model_info.get_prices(ts)
+            model_price, changed = _prices_at(model_info, ts, peak_days)
             multipliers = _write_multipliers(rules, ts)
-            key = (id(model_price), multipliers)
+            key = (id(model_price), changed, multipliers)
             hit = by_prices.get(key)
             if hit is not None:
                 return hit[1]
             completed, added = _with_1h_write_rate(model_price, multipliers, rule_file)
             card = _card_from_model_price(
-                completed, source=source + added, model_ref=model_info.id, label=label
+                completed, source=source + changed + added, model_ref=model_info.id, label=label
             )
             _self_check(card, completed)
             by_prices[key] = (model_price, card)
