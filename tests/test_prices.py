@@ -261,6 +261,62 @@ def test_sonnet_4_5_cliff_exact_values():
     assert over.input_usd == D("1.200006")
 
 
+CLIFF_200K = [
+    Buckets(uncached=200_000, output=10),
+    Buckets(uncached=140_000, cache_read=50_000, cache_write_5m=6_000, cache_write_1h=4_000),
+    Buckets(uncached=200_001, output=10),
+    Buckets(uncached=140_001, cache_read=50_000, cache_write_5m=6_000, cache_write_1h=4_000),
+    Buckets(uncached=1, cache_read=250_000, cache_write_1h=3, output=1_000),
+]
+
+
+@pytest.mark.parametrize(
+    ("model", "provider"),
+    [
+        ("claude-sonnet-4-20250514", "anthropic"),
+        ("claude-sonnet-4-0", "anthropic"),
+        ("claude-sonnet-4@20250514", "google"),
+        ("anthropic/claude-sonnet-4", "openrouter"),
+    ],
+)
+def test_sonnet_4_bills_its_1m_context_tier_like_sonnet_4_5(model, provider):
+    # caching.md l.25: Sonnet 4/4.5 with the 1M beta, total input incl. cache > 200k: the whole
+    # request at input ×2, output ×1.5, cache $7.50 / $12 / $0.60 (l.62 Vertex, l.63 OpenRouter:
+    # the same). genai-prices has the tier for Sonnet 4.5 only.
+    pricer = Pricer()
+    ts = datetime(2026, 1, 5, tzinfo=UTC)
+    for b in CLIFF_200K:
+        p = pricer.price(b, model=model, provider=provider, ts=ts)
+        assert amounts(p) == reference(b, "claude-sonnet-4-5", "anthropic", ts), b
+    over = pricer.price(Buckets(uncached=250_000, output=10_000), model=model, provider=provider,
+                        ts=ts)
+    assert (over.input_usd, over.output_usd) == (D("1.5"), D("0.225"))  # 250k × $6, 10k × $22.5
+    assert "1M-context tier" in over.source and "price_patches.json" in over.source
+
+
+@pytest.mark.parametrize(
+    ("model", "provider"),
+    [("claude-sonnet-4-6", "google"), ("anthropic/claude-sonnet-4.6", "openrouter")],
+)
+def test_sonnet_4_6_on_vertex_and_openrouter_is_tiered_like_the_direct_api_until_2026_03_13(
+    model, provider
+):
+    # caching.md l.25 (1M flat since 2026-03-13), l.91 (direct API tiered before), l.62/l.63.
+    pricer = Pricer()
+    for ts in (
+        datetime(2026, 3, 12, 23, 59, tzinfo=UTC),
+        datetime(2026, 3, 13, 0, 1, tzinfo=UTC),
+        datetime(2026, 3, 13, 1, tzinfo=timezone(timedelta(hours=5))),  # 03-12 20:00 UTC
+    ):
+        for b in CLIFF_200K:
+            p = pricer.price(b, model=model, provider=provider, ts=ts)
+            assert amounts(p) == reference(b, "claude-sonnet-4-6", "anthropic", ts), (ts, b)
+    before = pricer.price(
+        Buckets(uncached=300_000), model=model, provider=provider, ts=datetime(2026, 3, 1)
+    )
+    assert before.input_usd == D("1.8")  # 300k × $6; genai-prices alone: $0.9
+
+
 def test_sonnet_4_6_long_context_turns_flat_on_2026_03_13():
     pricer = Pricer()
     b = Buckets(uncached=300_000)
@@ -352,6 +408,18 @@ def test_price_patch_rows_name_their_source_and_real_genai_prices_models():
             assert any(
                 isinstance(cp.constraint, gp_types.TimeOfDateConstraint) for cp in prices
             ), model
+
+
+def test_price_rows_name_their_source_and_patch_real_genai_prices_models():
+    rows = price_patches().prices
+    assert rows
+    for row in rows:
+        assert re.search(r"https?://", row.source), row
+        assert row.what.strip()
+        models = _genai_models(row.provider)
+        assert set(row.models) <= set(models), row.models  # a typo would patch nothing
+        if row.since and row.until:
+            assert row.since < row.until
 
 
 def test_naive_timestamp_is_utc():

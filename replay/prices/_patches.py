@@ -7,15 +7,26 @@ request:
 
 - `peak_days`: the UTC weekdays on which a model's time-of-day (peak) prices apply; on the other
   days its off-peak price holds all day (genai-prices' time-of-day prices have no weekday).
+- `prices`: rates that replace genai-prices' for some models over a range of UTC dates (e.g. a
+  long-context tier genai-prices lacks), in genai-prices' units (USD per million tokens).
 """
 
 from __future__ import annotations
 
 from datetime import date
+from decimal import Decimal
 from functools import cache
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from genai_prices import types as gp_types
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from replay._data import data_dir, load_json
 from replay._errors import ReplayError
@@ -45,6 +56,90 @@ class PeakDays(BaseModel):
     """Why, or what is assumed."""
 
 
+def _decimal_text(value: object) -> object:
+    if not isinstance(value, str):
+        raise ValueError('a rate is a decimal string such as "0.6" (a JSON number may lose digits)')
+    return value
+
+
+Rate = Annotated[Decimal, BeforeValidator(_decimal_text), Field(ge=0, allow_inf_nan=False)]
+"""USD per million tokens, written as a decimal string."""
+
+
+class TierRate(BaseModel):
+    """One long-context tier: above `start` total input tokens, every token of the unit costs
+    `price` (genai-prices' cliff)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start: int = Field(gt=0)
+    """Total input tokens (cache reads and writes included) the request must exceed."""
+    price: Rate
+
+
+class TieredRate(BaseModel):
+    """A rate with long-context tiers (genai-prices' `TieredPrices`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base: Rate
+    """Rate up to the first tier."""
+    tiers: list[TierRate] = Field(min_length=1)
+    """By increasing `start`."""
+
+    @model_validator(mode="after")
+    def _increasing(self) -> TieredRate:
+        starts = [t.start for t in self.tiers]
+        if starts != sorted(set(starts)):
+            raise ValueError(f"tier starts must increase, got {starts}")
+        return self
+
+
+Unit = Literal[
+    "input_mtok", "cache_read_mtok", "cache_write_mtok", "cache_write_1h_mtok", "output_mtok"
+]
+"""The genai-prices price keys a row may set (`cache_write_mtok` is the 5-minute write)."""
+
+
+class PricePatch(BaseModel):
+    """Rates that replace genai-prices' for some models of a provider over a range of dates."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: str
+    """genai-prices provider id."""
+    models: list[str]
+    """genai-prices model ids (exact, as `Price.model_ref` shows them)."""
+    since: date | None = None
+    """First UTC date the rates apply; absent = as far back as genai-prices prices the model."""
+    until: date | None = None
+    """First UTC date they no longer apply; absent = still in force."""
+    prices: dict[Unit, Rate | TieredRate] = Field(min_length=1)
+    """The replaced rates; the model's other rates stay genai-prices'."""
+    what: str
+    """A few words for `Price.source`, e.g. "Sonnet 4 1M-context tier above 200k"."""
+    source: str
+    """URL (and archived copy) the rates come from."""
+    note: str | None = None
+    """Why, or what is assumed."""
+
+    def in_force(self, day: date) -> bool:
+        """Whether the rates apply on this UTC date."""
+        started = self.since is None or self.since <= day
+        return started and (self.until is None or day < self.until)
+
+    def genai_prices(self) -> dict[str, Decimal | gp_types.TieredPrices]:
+        """The rates as genai-prices' `ModelPrice` attributes."""
+        return {unit: _genai_rate(rate) for unit, rate in self.prices.items()}
+
+
+def _genai_rate(rate: Decimal | TieredRate) -> Decimal | gp_types.TieredPrices:
+    if isinstance(rate, Decimal):
+        return rate
+    tiers = [gp_types.Tier(start=t.start, price=t.price) for t in rate.tiers]
+    return gp_types.TieredPrices(base=rate.base, tiers=tiers)
+
+
 class PricePatches(BaseModel):
     """The data file."""
 
@@ -55,6 +150,7 @@ class PricePatches(BaseModel):
     reviewed: date
     """When a person last checked the file against its sources."""
     peak_days: list[PeakDays]
+    prices: list[PricePatch]
 
 
 @cache
@@ -65,6 +161,13 @@ def price_patches() -> PricePatches:
         first = err.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
         raise ReplayError(f"{data_dir() / FILE}: invalid at `{loc}`: {first['msg']}") from err
+
+
+def patches_for(provider: str, model_id: str) -> tuple[PricePatch, ...]:
+    """The `prices` rows of a genai-prices model, in file order (a later row wins)."""
+    return tuple(
+        row for row in price_patches().prices if row.provider == provider and model_id in row.models
+    )
 
 
 def peak_weekdays(provider: str, model_id: str) -> frozenset[int] | None:

@@ -18,7 +18,8 @@ genai-prices semantics kept here (read from the genai-prices 0.2.3 wheel, probed
 
 replay's own price data (`pricing/price_patches.json`, `replay.prices._patches`) corrects what
 genai-prices' snapshot gets wrong: DeepSeek's peak prices apply Monday to Friday only (UTC), the
-off-peak price all day on weekends.
+off-peak price all day on weekends; dated rows replace some models' rates (long-context tiers
+genai-prices lacks).
 
 Where genai-prices has no 1-hour write price but replay's cache rules (`pricing/cache/`) give the
 provider's 1-hour write multiplier (`write_multiplier_1h`, e.g. 2 × input for Claude on Vertex and
@@ -52,7 +53,7 @@ from replay._errors import ReplayError
 from replay.cache._route import builtin_book
 from replay.cache._rules import RuleBook
 from replay.prices._patches import FILE as PATCH_FILE
-from replay.prices._patches import WEEKDAYS, peak_weekdays
+from replay.prices._patches import WEEKDAYS, PricePatch, patches_for, peak_weekdays
 
 PRICE_FORMAT = "MODEL=input:IN,output:OUT[,cache_read:R,cache_write:W,cache_write_1h:W1H]"
 """The `--price` syntax; the numbers are USD per million tokens."""
@@ -511,9 +512,22 @@ def _prices_at(
     return off_peak, f" + off-peak price all day on {days} (pricing/{PATCH_FILE})"
 
 
-_CardKey = tuple[int, str, _WriteMultipliers]
-"""What a card is built from: id(genai-prices' ModelPrice), what replay changed in it, the rule
-multipliers."""
+def _patched(
+    model_price: gp_types.ModelPrice, rows: tuple[PricePatch, ...]
+) -> tuple[gp_types.ModelPrice, str]:
+    """`model_price` with the rates of replay's price patch rows in force (a later row wins), and
+    what they are (for `Price.source`, "" if none)."""
+    if not rows:
+        return model_price, ""
+    patched = copy(model_price)
+    for row in rows:
+        patched.__dict__.update(row.genai_prices())  # as genai-prices applies its price variants
+    return patched, f" + {'; '.join(row.what for row in rows)} (pricing/{PATCH_FILE})"
+
+
+_CardKey = tuple[int, str, tuple[int, ...], _WriteMultipliers]
+"""What a card is built from: id(genai-prices' ModelPrice), its weekday change, the ids of the
+price patch rows in force, the rule multipliers."""
 
 
 class _Route:
@@ -619,20 +633,26 @@ class Pricer:
         rules = builtin_book(provider, model)
         rule_file = f"pricing/cache/{rules[0].provider}.json" if rules else ""
         peak_days = peak_weekdays(provider_info.id, model_info.id)
-        # (id(ModelPrice), what replay changed, rule multipliers) -> (the ModelPrice, kept alive
-        # so its id stays unique; its card)
+        patches = patches_for(provider_info.id, model_info.id)
+        # _CardKey -> (the ModelPrice, kept alive so its id stays unique; its card)
         by_prices: dict[_CardKey, tuple[gp_types.ModelPrice, _Card]] = {}
 
         def card_for(ts: datetime) -> _Card:
             model_price, changed = _prices_at(model_info, ts, peak_days)
+            day = _utc_date(ts)
+            rows = tuple(row for row in patches if row.in_force(day))
             multipliers = _write_multipliers(rules, ts)
-            key = (id(model_price), changed, multipliers)
+            key = (id(model_price), changed, tuple(map(id, rows)), multipliers)
             hit = by_prices.get(key)
             if hit is not None:
                 return hit[1]
-            completed, added = _with_1h_write_rate(model_price, multipliers, rule_file)
+            patched, replaced = _patched(model_price, rows)
+            completed, added = _with_1h_write_rate(patched, multipliers, rule_file)
             card = _card_from_model_price(
-                completed, source=source + changed + added, model_ref=model_info.id, label=label
+                completed,
+                source=source + changed + replaced + added,
+                model_ref=model_info.id,
+                label=label,
             )
             _self_check(card, completed)
             by_prices[key] = (model_price, card)
