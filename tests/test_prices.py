@@ -317,6 +317,18 @@ def test_sonnet_4_6_on_vertex_and_openrouter_is_tiered_like_the_direct_api_until
     assert before.input_usd == D("1.8")  # 300k × $6; genai-prices alone: $0.9
 
 
+def test_o3_cache_reads_cost_a_quarter_of_input_before_the_2025_06_10_price_cut_too():
+    # caching.md l.39: o3 reads 75% off. genai-prices: $0.50 on $10 input before 2025-06-10.
+    pricer = Pricer()
+    b = Buckets(uncached=100_000, cache_read=1_000_000)
+    before = pricer.price(b, model="o3-2025-04-16", provider="openai", ts=datetime(2025, 6, 9, 23))
+    after = pricer.price(b, model="o3-2025-04-16", provider="openai", ts=datetime(2025, 6, 10, 1))
+    assert before.input_usd == D(1) + D("2.5")  # 100k × $10 + 1M × $2.50
+    assert after.input_usd == D("0.2") + D("0.5")  # 100k × $2 + 1M × $0.50 (genai-prices')
+    assert "o3 cached input" in before.source and "o3 cached input" not in after.source
+    assert amounts(after) == reference(b, "o3", "openai", datetime(2025, 6, 10, 1))
+
+
 def test_sonnet_4_6_long_context_turns_flat_on_2026_03_13():
     pricer = Pricer()
     b = Buckets(uncached=300_000)
