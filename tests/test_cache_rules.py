@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
 
@@ -151,6 +151,31 @@ def test_anthropic_dated_rules():
     assert strips == {"claude-haiku-4-5": True, "claude-sonnet-4-5": True,
                       "claude-opus-4-1": True, "claude-opus-4-5": False,
                       "claude-sonnet-4-6": False}
+
+
+IST = timezone(timedelta(hours=5, minutes=30))
+EST = timezone(timedelta(hours=-5))
+
+
+def test_rows_are_chosen_by_the_utc_date_of_an_offset_timestamp():
+    # `since` is a UTC date: 2026-02-19 03:00+05:30 is 2026-02-18 21:30 UTC, before the
+    # automatic breakpoint's GA; 2026-02-18 20:00-05:00 is 2026-02-19 01:00 UTC, after it.
+    book = RuleBook(builtin_rules("anthropic"))
+    model = "claude-sonnet-4-6"
+    assert book.get("automatic_breakpoint", model, datetime(2026, 2, 19, 3, tzinfo=IST)) is False
+    assert book.get("automatic_breakpoint", model, datetime(2026, 2, 18, 20, tzinfo=EST)) is True
+    # the simulators' own lookup too: the same instant gives the same split in any offset
+    ts = datetime(2026, 2, 19, 3, tzinfo=IST)
+    splits = set()
+    for t0 in (ts, ts.astimezone(UTC), ts.astimezone(EST)):
+        lab = CacheLab("anthropic", "claude-sonnet-4-5", client="automatic", t0=t0)
+        splits.add(lab.send([lab.block("system", 3000), lab.block("user", 100)], at=0).split)
+    assert splits == {(0, 0, 0, 3100)}  # no automatic breakpoint before the GA: uncached
+    # same local date, next UTC date: the simulator does not keep the previous day's rules
+    lab = CacheLab("anthropic", "claude-sonnet-4-5", client="automatic", t0=ts)
+    lab.send([lab.block("system", 3000), lab.block("user", 100)], at=0)
+    later = lab.send([lab.block("system", 3000), lab.block("user", 100)], at=4 * 3600)
+    assert later.split == (0, 0, 3100, 0)  # 07:00+05:30 = 01:30 UTC on 02-19: a 5m write
 
 
 def test_a_variant_row_beats_a_later_generic_row():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import random
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -351,3 +351,14 @@ def test_cli_nothing_to_measure_is_a_user_error() -> None:
     result = CliRunner().invoke(cli, ["calibrate", str(ROOT / "logs" / "run42.jsonl")])
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1].startswith("error: no pair of consecutive requests")
+
+
+def test_thinking_rule_is_memoized_by_the_utc_date():
+    from replay.tokens._calibrate import _Thinking
+
+    # strips_thinking starts 2025-02-24 (UTC): two requests on the same local date in India,
+    # on either side of UTC midnight, get different answers.
+    ist = timezone(timedelta(hours=5, minutes=30))
+    strips = _Thinking().strips
+    assert not strips("anthropic", "claude-haiku-4-5", datetime(2025, 2, 24, 3, tzinfo=ist))
+    assert strips("anthropic", "claude-haiku-4-5", datetime(2025, 2, 24, 7, tzinfo=ist))

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from replay.cache._rules import _MISSING, RuleBook
+from replay.cache._rules import _MISSING, RuleBook, utc_date
 from replay.cache._store import CacheStore, Entry
 from replay.prefix import PrefixDiff
 from replay.render import BlockTable, RenderedRequest, first_difference
@@ -470,7 +470,7 @@ class CacheSimulator(ABC):
         model, ts = sim.model, sim.request.ts
         at = self._at
         if ts is not at[1] or model != at[0]:
-            day = ts.date() if isinstance(ts, datetime) else ts
+            day = utc_date(ts)  # rows are chosen by UTC date
             if day != at[2] or model != at[0]:
                 self._values = {}
             self._at = (model, ts, day)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from pathlib import Path
@@ -279,6 +279,16 @@ class ProviderRules(BaseModel):
 _MISSING: Any = object()
 
 
+def utc_date(ts: datetime | date) -> date:
+    """The UTC date of a timestamp (naive = UTC, as in genai-prices); a date as it is. Rules
+    and prices take effect on UTC dates: 2026-02-19 03:00+05:30 is still 2026-02-18."""
+    if not isinstance(ts, datetime):
+        return ts
+    if ts.tzinfo is None:
+        return ts.date()
+    return ts.astimezone(UTC).date()
+
+
 def _rank(r: Rule, variant: str | None, order: int) -> tuple:
     return (r.variant is not None and r.variant == variant, r.since, -order)
 
@@ -310,7 +320,7 @@ class RuleBook:
         return RuleBook(self.layers, self.overrides, variant)
 
     def row(self, name: str, model: str, ts: datetime | date) -> Rule | None:
-        day = ts.date() if isinstance(ts, datetime) else ts
+        day = utc_date(ts)
         key = (name, model, day)
         if key in self._memo:
             return self._memo[key]
@@ -354,7 +364,7 @@ class RuleBook:
         if r is None:
             if default is not _MISSING:
                 return default
-            day = ts.date() if isinstance(ts, datetime) else ts
+            day = utc_date(ts)
             where = f"{self.provider}{'/' + self.variant if self.variant else ''}"
             raise ReplayError(
                 f"no `{name}` cache rule for {where} model {model!r} on {day:%Y-%m-%d}; add it "

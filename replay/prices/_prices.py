@@ -40,7 +40,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Mapping
 from copy import copy
 from dataclasses import dataclass, fields
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from functools import cache
 
@@ -51,7 +51,7 @@ from genai_prices import types as gp_types
 from replay._data import load_json
 from replay._errors import ReplayError
 from replay.cache._route import builtin_book
-from replay.cache._rules import RuleBook
+from replay.cache._rules import RuleBook, utc_date
 from replay.prices._patches import FILE as PATCH_FILE
 from replay.prices._patches import WEEKDAYS, PricePatch, patches_for, peak_weekdays
 
@@ -477,12 +477,6 @@ def _probes(card: _Card) -> list[Buckets]:
 # Routes: how to find the card for a (model, provider) at a timestamp
 
 
-def _utc_date(ts: datetime) -> date:
-    if ts.tzinfo is None:
-        return ts.date()  # naive = UTC, as in genai-prices
-    return ts.astimezone(UTC).date()
-
-
 def _off_peak_prices(model_info: gp_types.ModelInfo, ts: datetime) -> gp_types.ModelPrice:
     """What genai-prices' `get_prices` picks at `ts` with its time-of-day prices left out."""
     conditional = model_info.prices
@@ -503,7 +497,7 @@ def _prices_at(
     """genai-prices' prices of the model at `ts`, off-peak on a UTC weekday its peak prices do
     not apply (`peak_days`), and what replay changed (for `Price.source`, "" if nothing)."""
     prices = model_info.get_prices(ts)
-    if peak_days is None or _utc_date(ts).weekday() in peak_days:
+    if peak_days is None or utc_date(ts).weekday() in peak_days:
         return prices, ""
     off_peak = _off_peak_prices(model_info, ts)
     if off_peak is prices:
@@ -639,7 +633,7 @@ class Pricer:
 
         def card_for(ts: datetime) -> _Card:
             model_price, changed = _prices_at(model_info, ts, peak_days)
-            day = _utc_date(ts)
+            day = utc_date(ts)
             rows = tuple(row for row in patches if row.in_force(day))
             multipliers = _write_multipliers(rules, ts)
             key = (id(model_price), changed, tuple(map(id, rows)), multipliers)
@@ -667,7 +661,7 @@ class Pricer:
             by_date: dict[date, _Card] = {}
 
             def card_by_date(ts: datetime) -> _Card:
-                day = _utc_date(ts)
+                day = utc_date(ts)
                 card = by_date.get(day)
                 if card is None:
                     card = by_date[day] = card_for(ts)

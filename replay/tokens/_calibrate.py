@@ -134,12 +134,14 @@ class _Thinking:
 
     def __init__(self) -> None:
         from replay.cache import CacheRouter  # lazily: the cache package imports this one's
+        from replay.cache._rules import utc_date
 
         self._router = CacheRouter()
+        self._day = utc_date  # the rule book picks its rows by the UTC date
         self._memo: dict[tuple[str, str, Any], bool] = {}
 
     def strips(self, provider: str, model: str, ts: Any) -> bool:
-        key = (provider, model, ts.date())
+        key = (provider, model, self._day(ts))
         hit = self._memo.get(key)
         if hit is None:
             try:
