@@ -307,6 +307,19 @@ def test_codex_compaction_before_a_new_prompt_leaves_it_after_the_summary(name):
     assert all(i is not h.items[-1] for i in view.summarizer_calls[0].input_items)
 
 
+@pytest.mark.parametrize("name", ["codex-compact-at-90pct", "codex-remote-compact-at-90pct"])
+def test_codex_pre_turn_check_does_not_count_the_new_prompt(name):
+    h = History().user("first").step(("bash", {"command": "c"}, "x" * 1000), text="s")
+    h.user("NEW REQUEST: " + "n" * 80_000)  # ~20,000 estimated tokens, not recorded yet
+    # 240,000 reported + the prompt's estimate would pass 244,800 (90% of 272k): Codex's check
+    # runs before it records the prompt, on the reported tokens and the items after them.
+    quiet = view_of(build(name)(h.items, ctx(window=272_000, usage=240_000)))
+    assert quiet.items == h.items and not quiet.summarizer_calls
+    # Mid-turn, what the last response has not counted yet does count: its tool's output.
+    h.step(("bash", {"command": "d"}, "r" * 80_000), text="more")
+    assert view_of(build(name)(h.items, ctx(window=272_000, usage=240_000))).summarizer_calls
+
+
 def test_codex_compaction_reuses_the_logged_summary():
     class Logged:
         summary = "THE REAL SUMMARY"

@@ -1,7 +1,8 @@
 """`codex-compact-at-90pct`: Codex CLI's local compaction (non-OpenAI providers).
 
 Rule: before a request, when the context the harness believes it has — the previous response's
-reported total tokens plus an estimate (chars/4) of the items added since — reaches the limit
+reported total tokens plus an estimate (chars/4) of the items added since, a new prompt not
+counted — reaches the limit
 `min(configured limit, pct% of the window)`, one summarizer call is made with the whole history
 plus the compaction prompt. The history is then replaced by the most recent real user messages
 (newest first while they fit in 20,000 estimated tokens; the one that does not fit is
@@ -79,6 +80,16 @@ def codex_limit(ctx: StrategyContext, pct: int, limit: int) -> int:
     return min(limit, window_limit) if limit > 0 else window_limit
 
 
+def codex_tokens(ctx: StrategyContext, view: Sequence[Item], history: Sequence[Item]) -> int:
+    """What Codex compares with its limit: the last response's total tokens plus an estimate
+    of the items after it, without a new prompt (the pre-turn check runs before the prompt is
+    recorded)."""
+    pending = since_last_assistant(history)
+    if trigger_at_user_turn(history):
+        pending = pending[:-1]
+    return reported_tokens(ctx, view, pending=pending)
+
+
 def compacted_until(history: Sequence[Item], state: Frozen) -> int:
     """How much of `history` a compaction covers. At a new prompt Codex compacts before it
     records the prompt (`run_task`'s pre-turn check), so the prompt stays out of the summary
@@ -94,8 +105,7 @@ def codex_compact(pct: int = 90, limit: int = 0, keep_user_tokens: int = 20000) 
 
     def compact_at_limit(history: Sequence[Item], ctx: StrategyContext) -> View:
         view = state.view(history)
-        tokens = reported_tokens(ctx, view, pending=since_last_assistant(history))
-        if tokens < codex_limit(ctx, pct, limit):
+        if codex_tokens(ctx, view, history) < codex_limit(ctx, pct, limit):
             return View(items=view)
         upto = compacted_until(history, state)
         compacted = view[: len(view) - (len(history) - upto)]

@@ -31,13 +31,11 @@ from replay.strategies._common import (
     is_real_user,
     items_est,
     repair_pairs,
-    reported_tokens,
-    since_last_assistant,
     summary_item,
 )
 from replay.strategies._prompts import SERVER_COMPACTION_INSTRUCTION
 from replay.strategies._view import Item, RewriteEvent, View
-from replay.strategies.codex_compact import codex_limit, compacted_until
+from replay.strategies.codex_compact import codex_limit, codex_tokens, compacted_until
 
 
 def codex_remote_compact(pct: int = 90, limit: int = 0) -> object:
@@ -46,8 +44,7 @@ def codex_remote_compact(pct: int = 90, limit: int = 0) -> object:
 
     def compact_on_server(history: Sequence[Item], ctx: StrategyContext) -> View:
         view = state.view(history)
-        tokens = reported_tokens(ctx, view, pending=since_last_assistant(history))
-        if tokens < codex_limit(ctx, pct, limit):
+        if codex_tokens(ctx, view, history) < codex_limit(ctx, pct, limit):
             return View(items=view)
         upto = compacted_until(history, state)
         compacted = view[: len(view) - (len(history) - upto)]
