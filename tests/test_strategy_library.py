@@ -447,7 +447,19 @@ def test_fresh_transcripts_follow_each_harness_s_serialization():
         f"[Tool error]: {'E' * 2000}\n[truncated]\n</conversation>"
     )
     pi = transcript(items, "pi")
-    assert pi.startswith("<conversation>\n[User]: go\n\n[Assistant tool calls]: bash(")
+    assert pi.startswith('<conversation>\n[User]: go\n\n[Assistant tool calls]: bash(cmd="x")')
+    # pi writes a message's calls on one line: `name(key=json, …); …`.
+    two = AssistantItem(
+        (
+            Block("text", text="both"),
+            Block("tool_call", call_id="a", name="read", arguments={"path": "f", "limit": 5}),
+            Block("tool_call", call_id="b", name="ls", arguments={}),
+        )
+    )
+    assert transcript([two], "pi") == (
+        '<conversation>\n[Assistant]: both\n\n[Assistant tool calls]: read(path="f", limit=5); '
+        "ls()\n</conversation>"
+    )
     cut = "\n\n[... 500 more characters truncated]"
     assert pi.endswith(f"[Tool result]: {'E' * 2000}{cut}\n</conversation>")
     assert transcript(items) == (

@@ -408,6 +408,9 @@ class TranscriptStyle:
     before: str = ""
     after: str = ""
     """Around the whole transcript."""
+    joined_calls: bool = False
+    """A message's tool calls on one line, each `name(key=json, …)`, joined by "; " (pi);
+    otherwise one line per call, `name(json)`."""
 
 
 _STYLES = {
@@ -421,6 +424,7 @@ _STYLES = {
         cut="\n\n[... {n} more characters truncated]",
         before="<conversation>\n",
         after="\n</conversation>",
+        joined_calls=True,
     ),
     # sst/opencode @31e22f65 packages/core/src/session: the prepend-mode prompt opens with it.
     "opencode": TranscriptStyle(
@@ -446,6 +450,13 @@ _STYLES = {
 }
 
 
+def _keyword_call(call: Block) -> str:
+    """`name(key=json, …)`: a tool call as pi's serializer writes it."""
+    args = call.arguments if isinstance(call.arguments, dict) else {"input": call.arguments}
+    pairs = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
+    return f"{call.name}({pairs})"
+
+
 def transcript(items: Sequence[Item], style: str = "plain", result_chars: int | None = 2000) -> str:
     """`items` serialized as one text, the way harnesses feed a fresh summarizer request.
     Tool results longer than `result_chars` are cut, as pi's and opencode's serializers do
@@ -461,8 +472,11 @@ def transcript(items: Sequence[Item], style: str = "plain", result_chars: int | 
                     parts += ("\n\n", form.assistant, b.text)
                 elif b.type == "thinking" and b.text:
                     parts += ("\n\n", form.thinking, b.text)
-                elif b.type == "tool_call":
+                elif b.type == "tool_call" and not form.joined_calls:
                     parts += ("\n\n", form.call, b.rendered())
+            calls = item.tool_calls if form.joined_calls else ()
+            if calls:
+                parts += ("\n\n", form.call, "; ".join(map(_keyword_call, calls)))
         elif isinstance(item, ToolResultItem):
             out = item.output
             if result_chars is not None and len(out) > result_chars:
