@@ -148,8 +148,16 @@ def test_changed_settings_and_lost_attempts_mark_the_next_request(tmp_path: Path
     ]
 
 
-def test_zero_usage_after_compaction_is_not_a_request(tmp_path: Path) -> None:
+@pytest.mark.parametrize("repeats_the_total", [False, True])
+def test_zero_usage_after_compaction_is_not_a_request(
+    tmp_path: Path, repeats_the_total: bool
+) -> None:
     lines = codex_lines()
+    previous_total = next(
+        line["payload"]["info"]["total_token_usage"]
+        for line in reversed(lines)
+        if line["payload"].get("type") == "token_count"
+    )
     human = [{"type": "input_text", "text": "List the files."}]
     lines += [
         _item(
@@ -188,10 +196,16 @@ def test_zero_usage_after_compaction_is_not_a_request(tmp_path: Path) -> None:
         ),
         _tokens("04.100", 400, 128, 2, 2900),
     ]
-    # A new total (not a repeat), but zero input and output: the post-compaction estimate.
-    lines[-4]["payload"]["info"]["total_token_usage"]["input_tokens"] = 2600
+    # Zero input and output: the post-compaction estimate, with a new total or (as in the a7
+    # sample) the previous one again, which is not a lost attempt either.
+    estimate = lines[-4]["payload"]["info"]
+    if repeats_the_total:
+        estimate["total_token_usage"] = dict(previous_total)
+    else:
+        estimate["total_token_usage"]["input_tokens"] = 2600
     session = load(_write(tmp_path, lines), strict=True)
     assert len(session.requests()) == 3
+    assert not getattr(session.requests()[-1], "unlogged_attempt", False)
     c = next(e for e in session.events if isinstance(e, Compaction))
     assert c.message == ""  # the replacement history holds what stands for the summary
     kept = [

@@ -278,6 +278,12 @@ class _Reader:
         self.token_events += 1
         total = dumps(get_dict(info, "total_token_usage"))
         last = get_dict(info, "last_token_usage", required=True)
+        usage = openai_usage(last)
+        if usage_is_empty(usage):
+            # Quirk: the post-compaction context estimate is not an API call (it can repeat
+            # the previous total: not a lost attempt either).
+            self.last_total = total
+            return
         if total == self.last_total:
             # Quirk: a repeated token_count (rate limits from a new response's headers) is not
             # a request with usage; when the next logged request reads its whole prompt from
@@ -285,9 +291,6 @@ class _Reader:
             self.pending_attempt = True
             return
         self.last_total = total
-        usage = openai_usage(last)
-        if usage_is_empty(usage):
-            return  # quirk: the post-compaction context estimate is not an API call
         if self.marker is not None and self.marker.usage is None:
             self.marker.usage = usage
             if self.message is not None:
