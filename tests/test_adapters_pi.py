@@ -53,6 +53,25 @@ def _assistant(text: str, read: int, stop: str = "stop", usage: bool = True) -> 
     }
 
 
+@pytest.mark.parametrize(("version", "key"), [(1, "branchedFrom"), (3, "parentSession")])
+@pytest.mark.parametrize("forked", [True, False])
+def test_a_forked_session_does_not_bill_its_copied_history(
+    tmp_path: Path, version: int, key: str, forked: bool
+) -> None:
+    lines = pi_lines(version)
+    # Written at 10:00:02, between the first response (10:00:01) and the second (10:00:03).
+    lines[0]["timestamp"] = "2026-01-02T10:00:02.000Z"
+    if forked:
+        lines[0][key] = "/sessions/parent.jsonl"
+    session = load(_write(tmp_path, lines), strict=True)
+    # The copied response was billed in the parent session: context here, not a request.
+    assert len(session.requests()) == (1 if forked else 2)
+    assert getattr(session.header, "copied_requests", 0) == (1 if forked else 0)
+    responses = [e for e in session.events if isinstance(e, AssistantMessage)]
+    assert len(responses) == 2  # both are context
+    assert (responses[0].request_id is None) is forked
+
+
 def test_requests_usage_and_cost(tmp_path: Path) -> None:
     session = load(_write(tmp_path, pi_lines()), strict=True)
     requests = session.requests()

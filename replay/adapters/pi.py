@@ -164,6 +164,10 @@ class _Reader:
         only log changes)."""
         self.parent: dict[str, str | None] = {}
         self.by_id: dict[str, _Entry] = {}
+        self.forked_at: Any = None
+        """When a forked session (`branchedFrom`, `parentSession`) was created: the responses
+        it copied from its parent are older, and were billed there."""
+        self.copied_requests = 0
 
     def read(self) -> Session:
         index = 0
@@ -175,6 +179,8 @@ class _Reader:
                 version = obj.get("version")
                 self.version = version if isinstance(version, int) and version > 0 else 1
                 self.initial_level = opt_str(obj, "thinkingLevel")
+                if any(isinstance(obj.get(k), str) for k in ("branchedFrom", "parentSession")):
+                    self.forked_at = parse_ts(obj.get("timestamp"))
                 index += 1
                 continue
             entry = _Entry(number, obj, index)
@@ -316,6 +322,8 @@ class _Reader:
         for key in ("parentSession", "branchedFrom"):
             if isinstance(h.get(key), str):
                 setattr(header, key, clean(h[key]))
+        if self.copied_requests:
+            header.copied_requests = self.copied_requests
         if self.ignored:
             header.ignored_records = dict(sorted(self.ignored.items()))
         session = self.builder.session(header)
@@ -597,6 +605,14 @@ class _Thread:
             message.stop_reason = stop
         if usage_is_empty(usage):
             message.usage_missing = True
+            self.add(message, entry)
+            return
+        forked_at = self.reader.forked_at
+        if forked_at is not None and start_raw is not None and start < forked_at:
+            # Quirk: a forked session starts with a copy of its parent's history; a response
+            # written before the fork was billed in the parent: context here, not a request.
+            message.copied_from_parent = True
+            self.reader.copied_requests += 1
             self.add(message, entry)
             return
         marker = RequestMarker(
