@@ -346,6 +346,12 @@ def _notes(session: Session, tables: ResultTables) -> list[str]:
                 f"Token counts for {fam.family} models are estimates: {fam.encoding} "
                 f"× {fam.factor} ({fam.source})."
             )
+    copied = getattr(session.header, "copied_requests", 0)
+    if copied:
+        notes.append(
+            f"{copied:,} request(s) were copied from the session this one was forked from "
+            "(marked `copied_from_parent`): they were billed there, and are counted again here."
+        )
     for warning, requests in sorted(tables.price_warnings.items()):
         notes.append(f"Priced with a fallback on {requests:,} request(s): {warning}.")
     if tables.mentions:

@@ -55,7 +55,7 @@ def _assistant(text: str, read: int, stop: str = "stop", usage: bool = True) -> 
 
 @pytest.mark.parametrize(("version", "key"), [(1, "branchedFrom"), (3, "parentSession")])
 @pytest.mark.parametrize("forked", [True, False])
-def test_a_forked_session_does_not_bill_its_copied_history(
+def test_a_forked_session_marks_the_requests_it_copied(
     tmp_path: Path, version: int, key: str, forked: bool
 ) -> None:
     lines = pi_lines(version)
@@ -64,12 +64,12 @@ def test_a_forked_session_does_not_bill_its_copied_history(
     if forked:
         lines[0][key] = "/sessions/parent.jsonl"
     session = load(_write(tmp_path, lines), strict=True)
-    # The copied response was billed in the parent session: context here, not a request.
-    assert len(session.requests()) == (1 if forked else 2)
+    # The copied response was billed in the parent session: replayed, but marked and counted.
+    requests = session.requests()
+    assert [getattr(r, "copied_from_parent", False) for r in requests] == [forked, False]
     assert getattr(session.header, "copied_requests", 0) == (1 if forked else 0)
-    responses = [e for e in session.events if isinstance(e, AssistantMessage)]
-    assert len(responses) == 2  # both are context
-    assert (responses[0].request_id is None) is forked
+    notes = replay.replay(session, ["recorded"]).notes
+    assert any("copied from the session this one was forked from" in n for n in notes) is forked
 
 
 def test_requests_usage_and_cost(tmp_path: Path) -> None:

@@ -166,7 +166,7 @@ class _Reader:
         self.by_id: dict[str, _Entry] = {}
         self.forked_at: Any = None
         """When a forked session (`branchedFrom`, `parentSession`) was created: the responses
-        it copied from its parent are older, and were billed there."""
+        it copied from its parent are older, and were billed there (`copied_from_parent`)."""
         self.copied_requests = 0
 
     def read(self) -> Session:
@@ -607,14 +607,6 @@ class _Thread:
             message.usage_missing = True
             self.add(message, entry)
             return
-        forked_at = self.reader.forked_at
-        if forked_at is not None and start_raw is not None and start < forked_at:
-            # Quirk: a forked session starts with a copy of its parent's history; a response
-            # written before the fork was billed in the parent: context here, not a request.
-            message.copied_from_parent = True
-            self.reader.copied_requests += 1
-            self.add(message, entry)
-            return
         marker = RequestMarker(
             ts=start,
             request_id=self.reader.builder.request_id(f"{entry.id}"),
@@ -628,6 +620,13 @@ class _Thread:
         if self.turn_level:
             # A request parameter (pi sends a thinking budget per level; "off" sends none).
             marker.thinking_level = self.turn_level
+        forked_at = self.reader.forked_at
+        if forked_at is not None and start_raw is not None and start < forked_at:
+            # Quirk: a forked session starts with a copy of its parent's history; a response
+            # written before the fork was billed in the parent session. Still replayed (the
+            # file's own history, its usage real), but marked and counted in the header.
+            marker.copied_from_parent = True
+            self.reader.copied_requests += 1
         self.add(marker, entry)
         message.request_id = marker.request_id
         estimate_thinking(message, usage, model or "claude-sonnet-4-5")
