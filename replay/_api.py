@@ -349,8 +349,9 @@ def _notes(session: Session, tables: ResultTables) -> list[str]:
     copied = getattr(session.header, "copied_requests", 0)
     if copied:
         notes.append(
-            f"{copied:,} request(s) were copied from the session this one was forked from "
-            "(marked `copied_from_parent`): they were billed there, and are counted again here."
+            f"{copied:,} request(s) are older than this forked session's file (marked "
+            "`copied_from_parent`): copied from the session it was forked from, they were billed "
+            "in an earlier session, and are counted again here."
         )
     for warning, requests in sorted(tables.price_warnings.items()):
         notes.append(f"Priced with a fallback on {requests:,} request(s): {warning}.")

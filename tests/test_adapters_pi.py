@@ -69,7 +69,7 @@ def test_a_forked_session_marks_the_requests_it_copied(
     assert [getattr(r, "copied_from_parent", False) for r in requests] == [forked, False]
     assert getattr(session.header, "copied_requests", 0) == (1 if forked else 0)
     notes = replay.replay(session, ["recorded"]).notes
-    assert any("copied from the session this one was forked from" in n for n in notes) is forked
+    assert any("copied from the session it was forked from" in n for n in notes) is forked
 
 
 def test_requests_usage_and_cost(tmp_path: Path) -> None:
