@@ -561,7 +561,25 @@ def test_tool_result_list_content_with_images(tmp_path: Path) -> None:
     session = load(_write(tmp_path, lines), strict=True)
     result = next(e for e in session.events if isinstance(e, ToolResult))
     assert result.output.startswith("shot:\n[image image/png 4 base64 chars]")
-    assert result.is_error
+    assert result.is_error and result.estimated_text is True
+
+
+def test_base64_documents_are_a_placeholder_labelled_estimated(tmp_path: Path) -> None:
+    # Quirk: a Read of a PDF logs the file as a base64 `document` block; counted as text it came
+    # to 32k tokens for a 30 KB file. Like an image, it becomes a placeholder, labelled estimated.
+    pdf = "JVBERi0xLjQK" + "A" * 40_000
+    doc = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf"}}
+    doc["source"]["data"] = pdf
+    lines = claude_lines()
+    lines[5]["message"]["content"][0]["content"] = [{"type": "text", "text": "read:"}, doc]
+    lines[1]["message"]["content"] = [{"type": "text", "text": "See this:"}, doc]
+    session = load(_write(tmp_path, lines), strict=True)
+    result = next(e for e in session.events if isinstance(e, ToolResult))
+    placeholder = f"[document application/pdf {len(pdf)} base64 chars]"
+    assert result.output == "read:\n" + placeholder
+    assert result.estimated_text is True
+    user = next(e for e in session.events if isinstance(e, UserMessage))
+    assert user.text == "See this:\n" + placeholder and user.estimated_text is True
 
 
 def test_wrong_typed_fields_are_reported_not_raised(tmp_path: Path) -> None:

@@ -94,6 +94,27 @@ def test_response_items_become_history(tmp_path: Path) -> None:
     )
 
 
+def test_base64_files_and_images_are_a_placeholder_labelled_estimated(tmp_path: Path) -> None:
+    # A PDF attached as an `input_file` data URL was dumped as JSON text (tens of thousands of
+    # tokens the model never read as text): a placeholder, like images, labelled estimated.
+    pdf = "JVBERi0xLjQK" + "A" * 20_000
+    lines = codex_lines()
+    lines[7]["payload"]["output"] = [
+        {"type": "input_text", "text": "read:"},
+        {"type": "input_file", "file_data": "data:application/pdf;base64," + pdf},
+    ]
+    lines[3]["payload"]["content"].append(
+        {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
+    )
+    session = load(_write(tmp_path, lines), strict=True)
+    result = next(e for e in session.events if isinstance(e, ToolResult))
+    assert result.output == f"read:\n[input_file application/pdf {len(pdf)} base64 chars]"
+    assert result.estimated_text is True
+    user = [e for e in session.events if isinstance(e, UserMessage)][1]
+    assert user.text == "List the files.\n[input_image image/png 12 base64 chars]"
+    assert user.estimated_text is True
+
+
 def test_token_count_after_tool_outputs_belongs_to_the_response_before(tmp_path: Path) -> None:
     lines = codex_lines()[:5] + [
         _item("01.000", {"type": "function_call", "name": "a", "call_id": "c1", "arguments": "{}"}),

@@ -253,6 +253,23 @@ def test_bash_execution_messages(tmp_path: Path) -> None:
     assert not any("SECRET" in t for t in texts)
 
 
+def test_base64_blocks_are_a_placeholder_labelled_estimated(tmp_path: Path) -> None:
+    # Any block carrying a base64 payload (pi-ai's `{data, mimeType}`) is a placeholder, not a
+    # JSON dump of the payload, and the event holding it is labelled estimated.
+    lines = pi_lines()
+    lines[4]["message"]["content"] = [
+        {"type": "text", "text": "shot:"},
+        {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+        {"type": "document", "data": "JVBERi0x" * 1000, "mimeType": "application/pdf"},
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    result = next(e for e in session.events if isinstance(e, ToolResult))
+    assert result.output == (
+        "shot:\n[image image/png 12 base64 chars]\n[document application/pdf 8000 base64 chars]"
+    )
+    assert result.estimated_text is True
+
+
 def _reply(read: int, write: int, stop: str = "stop", at: str | None = None) -> dict[str, Any]:
     """An assistant message with the given cache read/write (a tool call when `stop` is
     toolUse); `at` = its request start (`message.timestamp`, ms)."""

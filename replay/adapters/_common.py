@@ -13,7 +13,8 @@ Every adapter turns a foreign log into a `Session` of the native `replay-log` fo
 - What the log does not hold is estimated and labelled: `SessionHeader.estimated` names the
   estimated header fields, `hidden_prefix_tokens` (extra header field) is the estimated size of
   the unlogged prompt prefix, thinking blocks without text carry `estimated_tokens` and
-  `estimated_from`.
+  `estimated_from`, and a message whose text holds a placeholder for a base64 payload (an image,
+  a PDF: `binary_placeholder`) carries `estimated_text`.
 """
 
 from __future__ import annotations
@@ -329,6 +330,44 @@ def clean_json(value: Any) -> Any:
 
 def dumps(value: Any) -> str:
     return json.dumps(clean_json(value), ensure_ascii=False, sort_keys=True)
+
+
+_DATA_URL = re.compile(r"data:([^;,]*)(?:;[^,]*)?;base64,", re.IGNORECASE)
+
+
+def binary_placeholder(block: Any) -> str | None:
+    """The text standing in for a content block that carries a base64 payload (an image, a PDF
+    `document`, a file), or None when `block` carries none.
+
+    Quirk: logs keep such payloads as base64 text, but the model never reads that text (an image
+    is billed by its pixels, a PDF by its pages): counted as text, a 30 KB PDF came to 32,774
+    tokens. The payload is not decoded, so its real cost is not known here: a short placeholder
+    names the block type, the media type and the payload's size, the adapter labels the event
+    `estimated_text`, and the request's residual absorbs the difference. Shapes recognised:
+    Anthropic `{type, source: {type: "base64", media_type, data}}` (Claude Code), pi-ai
+    `{type, data, mimeType}`, OpenAI data URLs `{type, image_url | file_data: "data:…;base64,…"}`
+    (Codex)."""
+    if not isinstance(block, dict):
+        return None
+    kind = block.get("type")
+    kind = clean(kind) if isinstance(kind, str) and kind else "block"
+    source = block.get("source")
+    if isinstance(source, dict) and source.get("type") == "base64":
+        media, data = source.get("media_type"), source.get("data")
+    elif isinstance(block.get("data"), str) and isinstance(block.get("mimeType"), str):
+        media, data = block["mimeType"], block["data"]
+    else:
+        for key in ("image_url", "file_data"):
+            url = block.get(key)
+            match = _DATA_URL.match(url) if isinstance(url, str) else None
+            if match:
+                media, data = match.group(1), url[match.end() :]
+                break
+        else:
+            return None
+    media = clean(media) if isinstance(media, str) else ""
+    size = len(data) if isinstance(data, str) else 0
+    return f"[{kind} {media} {size} base64 chars]"
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -1091,6 +1130,7 @@ __all__ = [
     "Usage",
     "UserMessage",
     "anthropic_usage",
+    "binary_placeholder",
     "clean",
     "clean_json",
     "dumps",

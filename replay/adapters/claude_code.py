@@ -52,6 +52,7 @@ from replay.adapters._common import (
     ToolResult,
     UserMessage,
     anthropic_usage,
+    binary_placeholder,
     clean,
     dumps,
     estimate_hidden_prefix,
@@ -228,9 +229,11 @@ def _first_timestamp(path: Path) -> str:
     return ""
 
 
-def _text_of_blocks(blocks: list[Any]) -> str:
-    """Tool-result / user content blocks as the text the model reads."""
+def _text_of_blocks(blocks: list[Any]) -> tuple[str, bool]:
+    """Tool-result / user content blocks as the text the model reads, and whether a placeholder
+    stands in for part of it (a base64 image or PDF `document`: `binary_placeholder`)."""
     parts: list[str] = []
+    estimated = False
     for b in blocks:
         if isinstance(b, str):
             parts.append(b)
@@ -238,19 +241,23 @@ def _text_of_blocks(blocks: list[Any]) -> str:
         if not isinstance(b, dict):
             raise Bad("expected content blocks to be objects")
         kind = b.get("type")
-        if kind == "text":
+        placeholder = binary_placeholder(b)
+        if placeholder is not None:
+            parts.append(placeholder)
+            estimated = True
+        elif kind == "text":
             parts.append(get_str(b, "text", ""))
         elif kind == "image":
+            # Another image source (URL, file id): its pixels are not in the log either.
             src = get_dict(b, "source")
             size = len(src.get("data") or "") if isinstance(src.get("data"), str) else 0
-            # Quirk: images are logged as base64; their token cost depends on pixel size, which
-            # is not decoded here. A short placeholder stands in (the residual absorbs the rest).
             parts.append(f"[image {src.get('media_type', '')} {size} base64 chars]")
+            estimated = True
         elif kind == "tool_reference":
             parts.append(f"[tool_reference {get_str(b, 'tool_name', '')}]")
         else:
             parts.append(dumps(b))
-    return "\n".join(parts)
+    return "\n".join(parts), estimated
 
 
 class _FileLinks(Linked):
@@ -797,14 +804,18 @@ class _Reader:
             else:
                 texts.append(b)
         if texts:
-            event = UserMessage(ts=ln.ts, text=_text_of_blocks(texts), injected=injected)
+            text, estimated = _text_of_blocks(texts)
+            event = UserMessage(ts=ln.ts, text=text, injected=injected)
+            if estimated:
+                event.estimated_text = True
             self._add(state, event, ln)
 
     def _tool_result(self, state: _ThreadState, ln: _Line, b: dict[str, Any]) -> None:
         source = get_str(b, "tool_use_id")
         content = b.get("content")
+        estimated = False
         if isinstance(content, list):
-            output = _text_of_blocks(content)
+            output, estimated = _text_of_blocks(content)
         elif content is None:
             output = ""
         elif isinstance(content, str):
@@ -835,6 +846,8 @@ class _Reader:
             output=output,
             is_error=bool(b.get("is_error")),
         )
+        if estimated:
+            event.estimated_text = True
         self._add(state, event, ln)
 
     def _compaction(self, state: _ThreadState, ln: _Line, summary_line: _Line | None) -> None:
@@ -842,7 +855,7 @@ class _Reader:
         summary = ""
         if summary_line is not None:
             content = summary_line.obj["message"].get("content")
-            summary = clean(content) if isinstance(content, str) else _text_of_blocks(content)
+            summary = clean(content) if isinstance(content, str) else _text_of_blocks(content)[0]
         preserved: set[str] = set()
         kept = get_dict(meta, "preservedMessages")
         preserved.update(str(u) for u in get_list(kept, "uuids"))

@@ -51,6 +51,7 @@ from replay.adapters._common import (
     ToolCallBlock,
     ToolResult,
     UserMessage,
+    binary_placeholder,
     clean,
     clean_json,
     dumps,
@@ -112,47 +113,57 @@ _INJECTED_PREFIXES = (
 )
 
 
-def _content_text(content: Any) -> str:
-    """A message's content blocks as text (images become a short placeholder)."""
+def _content_text(content: Any) -> tuple[str, bool]:
+    """A message's content blocks as text, and whether a placeholder stands in for part of it
+    (images, base64 files: `binary_placeholder`)."""
     if isinstance(content, str):
-        return clean(content)
+        return clean(content), False
     if not isinstance(content, list):
         raise Bad("expected message `content` to be a list of blocks")
     parts = []
+    estimated = False
     for c in content:
         if not isinstance(c, dict):
             raise Bad("expected message content blocks to be objects")
         kind = c.get("type")
-        if kind in ("input_text", "output_text", "text"):
+        placeholder = binary_placeholder(c)
+        if placeholder is not None:
+            parts.append(placeholder)
+            estimated = True
+        elif kind in ("input_text", "output_text", "text"):
             parts.append(get_str(c, "text", ""))
         elif kind == "input_image":
             url = c.get("image_url")
             size = len(url) if isinstance(url, str) else 0
-            # Quirk: an image's token cost depends on its pixels, not decoded here.
+            # Quirk: an image by URL; its token cost depends on its pixels, not known here.
             parts.append(f"[image {size} chars]")
+            estimated = True
         else:
             parts.append(dumps(c))
-    return "\n".join(parts)
+    return "\n".join(parts), estimated
 
 
-def _output_text(output: Any) -> tuple[str, bool]:
-    """A tool output as text, and whether it reports failure."""
+def _output_text(output: Any) -> tuple[str, bool, bool]:
+    """A tool output as text, whether it reports failure, and whether a placeholder stands in
+    for part of it."""
     if isinstance(output, str):
-        return clean(output), False
+        return clean(output), False, False
     if isinstance(output, dict):
         # Older rollouts: {"content": str | blocks, "success": bool}
         content = output.get("content")
         failed = output.get("success") is False
         if isinstance(content, str):
-            return clean(content), failed
+            return clean(content), failed, False
         if isinstance(content, list):
-            return _content_text(content), failed
-        return dumps(output), failed
+            text, estimated = _content_text(content)
+            return text, failed, estimated
+        return dumps(output), failed, False
     if isinstance(output, list):
-        return _content_text(output), False
+        text, estimated = _content_text(output)
+        return text, False, estimated
     if output is None:
-        return "", False
-    return dumps(output), False
+        return "", False, False
+    return dumps(output), False, False
 
 
 class _Reader:
@@ -329,7 +340,7 @@ class _Reader:
             return
         if kind == "message":
             role = get_str(p, "role", "")
-            text = _content_text(p.get("content"))
+            text, estimated = _content_text(p.get("content"))
             if role == "assistant":
                 message = self._open_response(number, ts)
                 block = TextBlock(text=text)
@@ -344,6 +355,8 @@ class _Reader:
             event = UserMessage(ts=ts, text=text, injected=self._injected(role, text))
             if role != "user":
                 event.role = role
+            if estimated:
+                event.estimated_text = True
             self._add(event, number)
             return
         if kind in OUTPUT_ITEMS:
@@ -429,9 +442,9 @@ class _Reader:
             if source != "REDACTED":
                 self.issues.add(number, f"expected a tool call {source!r}; paired with {cid!r}")
         if p.get("type") == "tool_search_output":
-            output, failed = dumps(p.get("tools")), False
+            output, failed, estimated = dumps(p.get("tools")), False, False
         else:
-            output, failed = _output_text(p.get("output"))
+            output, failed, estimated = _output_text(p.get("output"))
         event = ToolResult(
             ts=ts,
             call_id=cid,
@@ -439,6 +452,8 @@ class _Reader:
             output=output,
             is_error=failed,
         )
+        if estimated:
+            event.estimated_text = True
         self._add(event, number)
 
     def _compacted(self, number: int, ts: Any, p: dict[str, Any]) -> None:
@@ -466,7 +481,7 @@ class _Reader:
                     self.ignored[f"replacement_history/{item.get('type')}"] += 1
                     continue
                 role = get_str(item, "role", "user")
-                text = _content_text(item.get("content"))
+                text, estimated = _content_text(item.get("content"))
                 ids = [i for i in by_text.get((role, text), []) if i not in kept]
                 if ids:
                     kept.add(ids[0])
@@ -475,6 +490,8 @@ class _Reader:
                 if role != "user":
                     event.role = role
                 event.from_replacement_history = True
+                if estimated:
+                    event.estimated_text = True
                 fresh.append(event)
         compaction = Compaction(
             ts=ts,

@@ -52,6 +52,7 @@ from replay.adapters._common import (
     ToolCallBlock,
     ToolResult,
     UserMessage,
+    binary_placeholder,
     clean,
     dumps,
     estimate_hidden_prefix,
@@ -101,25 +102,31 @@ BRANCH_SUMMARY_PREFIX = (
 BRANCH_SUMMARY_SUFFIX = "\n</summary>"
 
 
-def _blocks_text(content: Any) -> str:
+def _blocks_text(content: Any) -> tuple[str, bool]:
+    """Content blocks as text, and whether a placeholder stands in for part of it (images:
+    `binary_placeholder`)."""
     if isinstance(content, str):
-        return clean(content)
+        return clean(content), False
     if not isinstance(content, list):
         raise Bad("expected `content` to be a string or a list of blocks")
     parts = []
+    estimated = False
     for b in content:
         if not isinstance(b, dict):
             raise Bad("expected content blocks to be objects")
-        if b.get("type") == "text":
+        placeholder = binary_placeholder(b)
+        if placeholder is not None:
+            parts.append(placeholder)
+            estimated = True
+        elif b.get("type") == "text":
             parts.append(get_str(b, "text", ""))
         elif b.get("type") == "image":
-            data = b.get("data")
-            # Quirk: image token cost depends on pixels (not decoded): placeholder text.
-            size = len(data) if isinstance(data, str) else 0
-            parts.append(f"[image {b.get('mimeType', '')} {size} chars]")
+            # An image without its base64 data: its pixels are not in the log either.
+            parts.append(f"[image {get_str(b, 'mimeType', '')} 0 base64 chars]")
+            estimated = True
         else:
             parts.append(dumps(b))
-    return "\n".join(parts)
+    return "\n".join(parts), estimated
 
 
 def _bash_text(m: dict[str, Any]) -> str:
@@ -498,8 +505,11 @@ class _Thread:
             event.kind = "branch_summary"
             self.add(event, entry)
         elif kind == "custom_message":
-            event = UserMessage(ts=ts, text=_blocks_text(obj.get("content", "")), injected=True)
+            text, estimated = _blocks_text(obj.get("content", ""))
+            event = UserMessage(ts=ts, text=text, injected=True)
             event.kind = "custom_message"
+            if estimated:
+                event.estimated_text = True
             self.add(event, entry)
         else:
             self._message(entry, ts, get_dict(obj, "message", required=True))
@@ -508,7 +518,11 @@ class _Thread:
         role = get_str(m, "role", required=True)
         if role == "user":
             self.turn_level = self.level
-            self.add(UserMessage(ts=ts, text=_blocks_text(m.get("content", ""))), entry)
+            text, estimated = _blocks_text(m.get("content", ""))
+            event = UserMessage(ts=ts, text=text)
+            if estimated:
+                event.estimated_text = True
+            self.add(event, entry)
         elif role == "assistant":
             self._assistant(entry, ts, m)
         elif role == "toolResult":
@@ -524,13 +538,16 @@ class _Thread:
                     self.reader.issues.add(
                         entry.number, f"expected a tool call {source!r}; paired with {cid!r}"
                     )
+            output, estimated = _blocks_text(m.get("content", ""))
             event = ToolResult(
                 ts=ts,
                 call_id=cid,
                 tool_name=get_str(m, "toolName", "") or self.calls.get(cid, "unknown"),
-                output=_blocks_text(m.get("content", "")),
+                output=output,
                 is_error=bool(m.get("isError")),
             )
+            if estimated:
+                event.estimated_text = True
             self.add(event, entry)
         elif role == "bashExecution":
             if m.get("excludeFromContext"):
@@ -540,9 +557,11 @@ class _Thread:
             event.kind = "bashExecution"
             self.add(event, entry)
         elif role in ("custom", "branchSummary", "compactionSummary", "hookMessage"):
-            text = _blocks_text(m.get("content", m.get("summary", "")))
+            text, estimated = _blocks_text(m.get("content", m.get("summary", "")))
             event = UserMessage(ts=ts, text=text, injected=True)
             event.kind = role
+            if estimated:
+                event.estimated_text = True
             self.add(event, entry)
         else:
             raise Bad(f"unknown pi message role {role!r}")
