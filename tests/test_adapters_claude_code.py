@@ -564,6 +564,43 @@ def test_tool_result_list_content_with_images(tmp_path: Path) -> None:
     assert result.is_error and result.estimated_text is True
 
 
+def test_two_calls_sharing_a_message_id_under_two_request_ids_are_two_requests(
+    tmp_path: Path,
+) -> None:
+    # formats.md §1: one API call = the lines sharing `requestId` + `message.id`. Grouped by
+    # the message id alone, the second call's usage was lost and its text merged into the first.
+    lines = [
+        _user("u1", None, "00.000", "hello"),
+        _assistant(
+            "a1", "u1", "02.000", "msg_X", "req_1", {"type": "text", "text": "first answer"},
+            _usage(3, 5000, 0, 40),
+        ),
+        _user("u2", "a1", "03.000", "again"),
+        _assistant(
+            "a2", "u2", "05.000", "msg_X", "req_2", {"type": "text", "text": "second answer"},
+            _usage(3, 60, 5000, 10),
+        ),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    assert [(r.request_id, r.usage.cache_read_tokens) for r in session.requests()] == [
+        ("req_1", 0),
+        ("req_2", 5000),
+    ]
+    kinds = [
+        (type(e).__name__, e.text if isinstance(e, UserMessage) else None)
+        for e in session.events
+        if not isinstance(e, RequestMarker)
+    ]
+    assert kinds == [
+        ("UserMessage", "hello"),
+        ("AssistantMessage", None),
+        ("UserMessage", "again"),
+        ("AssistantMessage", None),
+    ]
+    answers = [e for e in session.events if isinstance(e, AssistantMessage)]
+    assert [[b.text for b in a.blocks] for a in answers] == [["first answer"], ["second answer"]]
+
+
 def test_base64_documents_are_a_placeholder_labelled_estimated(tmp_path: Path) -> None:
     # Quirk: a Read of a PDF logs the file as a base64 `document` block; counted as text it came
     # to 32k tokens for a 30 KB file. Like an image, it becomes a placeholder, labelled estimated.

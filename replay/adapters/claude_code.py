@@ -142,6 +142,13 @@ class _Line:
     synthetic: bool = False
     file_index: int = 0
 
+    @property
+    def response(self) -> tuple[str | None, str | None]:
+        """The API call an assistant line belongs to: (`requestId`, `message.id`). Two calls
+        can share a `message.id` under different `requestId`s (formats.md §1: one call = the
+        lines sharing both)."""
+        return (self.request_id, self.message_id)
+
 
 @dataclass
 class _ThreadState:
@@ -397,7 +404,7 @@ class _Reader:
                 line.message_id = self._fallback_message_id(line, index, number)
             model = get_str(message, "model", "")
             line.synthetic = model == SYNTHETIC_MODEL or bool(obj.get("isApiErrorMessage"))
-            key = (line.request_id, line.message_id)
+            key = line.response
             if key in self.seen_response and key not in response_in_file:
                 self.seen_uuid[uuid] = (index, number)
                 self.links.join(index, self.seen_response[key])
@@ -582,14 +589,14 @@ class _Reader:
         while node is not None and node in by_uuid and node not in ancestors:
             ancestors.add(node)
             node = parent.get(node)
-        path_messages = {by_uuid[u].message_id for u in ancestors if by_uuid[u].message_id}
+        path_responses = {by_uuid[u].response for u in ancestors if by_uuid[u].message_id}
 
         def attached(uuid: str, _parent: str | None) -> bool:
             ln = by_uuid[uuid]
             if ln.kind in ("progress", "system", "attachment"):
                 return True
             if ln.kind == "assistant":
-                return ln.message_id in path_messages or ln.synthetic
+                return ln.response in path_responses or ln.synthetic
             content = ln.obj["message"].get("content")
             return (
                 isinstance(content, list)
@@ -652,11 +659,11 @@ class _Reader:
         self.builder.thread(bname).events = state.events
 
     def emit(self, state: _ThreadState, lines: list[_Line]) -> None:
-        responses: dict[str, list[_Line]] = {}
+        responses: dict[tuple[str | None, str | None], list[_Line]] = {}
         for ln in lines:
             if ln.kind == "assistant" and ln.message_id:
-                responses.setdefault(ln.message_id, []).append(ln)
-        done: set[str] = set()
+                responses.setdefault(ln.response, []).append(ln)
+        done: set[tuple[str | None, str | None]] = set()
         summaries = {
             ln.parent: ln for ln in lines if ln.kind == "user" and ln.obj.get("isCompactSummary")
         }
@@ -682,16 +689,16 @@ class _Reader:
         self,
         state: _ThreadState,
         ln: _Line,
-        responses: dict[str, list[_Line]],
-        done: set[str],
+        responses: dict[tuple[str | None, str | None], list[_Line]],
+        done: set[tuple[str | None, str | None]],
         summaries: dict[str | None, _Line],
     ) -> None:
         obj = ln.obj
         if ln.kind == "assistant":
-            if ln.message_id in done or ln.synthetic:
+            if ln.response in done or ln.synthetic:
                 return
-            done.add(ln.message_id)
-            self._response(state, responses.get(ln.message_id, [ln]))
+            done.add(ln.response)
+            self._response(state, responses.get(ln.response, [ln]))
         elif ln.kind == "user":
             if obj.get("isCompactSummary"):
                 if summaries.get(ln.parent) is ln and self._is_boundary(ln.parent):
