@@ -839,6 +839,40 @@ def test_top_level_agent_file_linked_by_agent_id_is_one_session(tmp_path: Path) 
     assert {r.thread for r in session.requests()} == {"main", "agent-abc"}
 
 
+def test_a_transcript_file_reads_the_top_level_agent_files_of_its_session(
+    tmp_path: Path,
+) -> None:
+    # 2.0.x layout: `<project>/agent-<id>.jsonl` beside the transcript. Given the transcript,
+    # its session's agent files are read as a directory read ties them (the same sessionId, or
+    # a `toolUseResult.agentId` naming the agent); another session's agent file is not.
+    main = claude_lines()
+    main[5]["toolUseResult"] = {"agentId": "abc"}
+    by_call = _other_session("s-9", "q")  # another sessionId: tied by the agentId only
+    for line in by_call:
+        line["isSidechain"], line["agentId"] = True, "abc"
+    by_session = _other_session("s-1", "w")  # the transcript's sessionId (e.g. a warmup agent)
+    for line in by_session:
+        line["isSidechain"], line["agentId"] = True, "def"
+    stranger = _other_session("s-7", "k")
+    for line in stranger:
+        line["isSidechain"], line["agentId"] = True, "zzz"
+    _write(tmp_path, main, "s-1.jsonl")
+    _write(tmp_path, by_call, "agent-abc.jsonl")
+    _write(tmp_path, by_session, "agent-def.jsonl")
+    _write(tmp_path, stranger, "agent-zzz.jsonl")
+    session = load(tmp_path / "s-1.jsonl", strict=True)
+    threads = {r.thread for r in session.requests()}
+    assert threads == {"main", "agent-abc", "agent-def"}
+    starts = {e.thread_id: e for e in session.events if isinstance(e, ThreadStart)}
+    assert starts["agent-abc"].parent_call_id == "toolu_1"
+    # The directory read (without the stranger, which it would refuse) agrees.
+    (tmp_path / "agent-zzz.jsonl").unlink()
+    as_dir = load(tmp_path, strict=True)
+    assert sorted((r.thread, r.request_id) for r in as_dir.requests()) == sorted(
+        (r.thread, r.request_id) for r in session.requests()
+    )
+
+
 @needs_samples
 def test_sample_directory_holds_five_sessions() -> None:
     with pytest.raises(LogFormatError, match="holds 5 unrelated sessions"):

@@ -15,7 +15,9 @@ Rules (each names the quirk it handles; see shared research `formats.md` §1):
   results hang off siblings, so a strict parent walk would drop some of them);
 - `compact_boundary` + the `isCompactSummary` user message → a native `Compaction`;
 - `isSidechain` lines (1.0.x / 2.0.x inline subagents) and `<sessionId>/subagents/agent-*.jsonl`
-  files (2.1.x) → their own threads, linked to the parent's Task/Agent call;
+  files (2.1.x) → their own threads, linked to the parent's Task/Agent call; the older
+  `<project>/agent-*.jsonl` files beside a given transcript are read when they are of its
+  session (`_Reader.read_agents_beside`);
 - `progress` lines are not context (quirk: `agent_progress` embeds subagent messages with usage
   that the main transcript does not bill; counting them would double count);
 - `model: "<synthetic>"` and `isApiErrorMessage` assistant lines are not requests and not context;
@@ -31,6 +33,7 @@ import copy
 import json
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -236,6 +239,40 @@ def _first_timestamp(path: Path) -> str:
     return ""
 
 
+def _agent_file_ids(path: Path) -> tuple[str | None, str]:
+    """(`sessionId`, agent id) of a subagent file `agent-<id>.jsonl`, from its first record that
+    has a `sessionId` (the agent id: that record's `agentId`, else the file name's); no session
+    id when none of its first lines has one or the file cannot be read."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None, path.stem.removeprefix("agent-")
+    return _agent_ids_cached(str(path), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=4096)
+def _agent_ids_cached(name: str, _mtime: int, _size: int) -> tuple[str | None, str]:
+    """`_agent_file_ids` of an unchanged file: `replay batch` reads every transcript of a
+    project folder, each looking at every `agent-*` file beside it."""
+    path = Path(name)
+    agent = path.stem.removeprefix("agent-")
+    try:
+        with open(path, "rb") as handle:
+            for number, raw in enumerate(handle):
+                if number >= 50:
+                    break
+                try:
+                    obj = json.loads(without_bom(raw))
+                except (ValueError, RecursionError):
+                    continue
+                if isinstance(obj, dict) and isinstance(obj.get("sessionId"), str):
+                    own = obj.get("agentId")
+                    return obj["sessionId"], own if isinstance(own, str) and own else agent
+    except OSError:
+        pass
+    return None, agent
+
+
 def _text_of_blocks(blocks: list[Any]) -> tuple[str, bool]:
     """Tool-result / user content blocks as the text the model reads, and whether a placeholder
     stands in for part of it (a base64 image or PDF `document`: `binary_placeholder`)."""
@@ -341,6 +378,35 @@ class _Reader:
                 ),
                 path=file,
             )
+
+    def read_agents_beside(self, candidates: list[Path], index: int) -> int:
+        """Quirk (2.0.x layout): subagent files `<project>/agent-<id>.jsonl` lie beside the
+        transcripts of every session of the project. Given one transcript, the files of its
+        session are read, each as a thread, as a directory read ties them: the same
+        `sessionId` (subagent files carry their session's id), or the agent id a record already
+        read names in its `toolUseResult.agentId` (so a subagent's own subagents follow). Their
+        first file index is `index`; returns the next one."""
+        left = {c: _agent_file_ids(c) for c in candidates}
+        sessions: set[str] = set()
+        calls: set[str] = set()
+        scanned = 0
+        while left:
+            for ln in self.lines[scanned:]:
+                sid = ln.obj.get("sessionId")
+                if isinstance(sid, str) and sid and sid != "REDACTED":
+                    sessions.add(sid)
+                result = ln.obj.get("toolUseResult")
+                if isinstance(result, dict) and isinstance(result.get("agentId"), str):
+                    calls.add(result["agentId"])
+            scanned = len(self.lines)
+            found = [c for c, (sid, agent) in left.items() if sid in sessions or agent in calls]
+            if not found:
+                break
+            for file in found:
+                del left[file]
+                self.read_file(file, index, subagent=True)
+                index += 1
+        return index
 
     def _record(
         self,
@@ -935,11 +1001,19 @@ def read(path: str | Path, *, strict: bool = False) -> Session:
     if not path.exists():
         raise LogFormatError(path, None, "no such file")
     mains, subs = _files(path)
-    return _read(path, mains, subs, strict)
+    beside: list[Path] = []
+    if not path.is_dir() and not path.name.startswith("agent-"):
+        # 2.0.x layout: the subagent files of every session of the project lie beside it.
+        beside = sorted(p for p in path.parent.glob("agent-*.jsonl") if p not in subs)
+    return _read(path, mains, subs, strict, beside)
 
 
-def _read(path: Path, mains: list[Path], subs: list[Path], strict: bool) -> Session:
-    """Read `mains` then `subs` as one session; `path` (a directory) must then hold one."""
+def _read(
+    path: Path, mains: list[Path], subs: list[Path], strict: bool, beside: list[Path] | None = None
+) -> Session:
+    """Read `mains` then `subs` as one session; `path` (a directory) must then hold one.
+    `beside`: `agent-*.jsonl` files beside the transcript `path`, of which only those of its
+    session are read (`_Reader.read_agents_beside`), before `subs`."""
     reader = _Reader(mains[0] if not path.is_dir() else path, strict)
     if path.is_dir():
         reader.path = mains[0]
@@ -949,7 +1023,8 @@ def _read(path: Path, mains: list[Path], subs: list[Path], strict: bool) -> Sess
     with failures_as_log_errors(path):
         for index, file in enumerate(mains):
             reader.read_file(file, index, subagent=False)
-        for index, file in enumerate(subs, start=len(mains)):
+        start = reader.read_agents_beside(beside, len(mains)) if beside else len(mains)
+        for index, file in enumerate(subs, start=start):
             reader.read_file(file, index, subagent=True)
         if path.is_dir():
             # A project folder (`~/.claude/projects/<cwd>/`) holds every session run there:
