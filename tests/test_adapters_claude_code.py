@@ -601,6 +601,21 @@ def test_two_calls_sharing_a_message_id_under_two_request_ids_are_two_requests(
     assert [[b.text for b in a.blocks] for a in answers] == [["first answer"], ["second answer"]]
 
 
+def test_fast_mode_and_inference_geo_are_kept_in_the_converted_log(tmp_path: Path) -> None:
+    # docs/cache-rules.md: the logs carry `usage.speed` / `inference_geo` (kept, not priced).
+    from replay.log import read_log, write_log
+
+    lines = claude_lines()
+    for line in lines[2:4]:
+        line["message"]["usage"] = {
+            **line["message"]["usage"], "speed": "fast", "inference_geo": "us"
+        }
+    out = tmp_path / "native.jsonl"
+    write_log(load(_write(tmp_path, lines), strict=True), out)
+    first = read_log(out, strict=True).requests()[0]
+    assert (first.usage.raw["speed"], first.usage.raw["inference_geo"]) == ("fast", "us")
+
+
 def test_base64_documents_are_a_placeholder_labelled_estimated(tmp_path: Path) -> None:
     # Quirk: a Read of a PDF logs the file as a base64 `document` block; counted as text it came
     # to 32k tokens for a 30 KB file. Like an image, it becomes a placeholder, labelled estimated.
