@@ -601,6 +601,28 @@ def test_two_calls_sharing_a_message_id_under_two_request_ids_are_two_requests(
     assert [[b.text for b in a.blocks] for a in answers] == [["first answer"], ["second answer"]]
 
 
+def test_system_records_other_than_compact_boundary_are_counted_as_ignored(
+    tmp_path: Path,
+) -> None:
+    # formats.md §1: system subtypes are not sent to the model; they were dropped without a
+    # trace. Counted like progress lines; the chain still runs through them.
+    lines = claude_lines()
+    system = {**lines[4], "type": "system", "uuid": "sy1", "parentUuid": "a2"}
+    del system["data"]
+    lines[4] = {**system, "subtype": "microcompact_boundary"}
+    lines[5]["parentUuid"] = "sy1"
+    lines.append({**system, "uuid": "sy2", "parentUuid": "a3", "subtype": "turn_duration"})
+    lines.append({**system, "uuid": "sy3", "parentUuid": "sy2", "subtype": "turn_duration"})
+    session = load(_write(tmp_path, lines), strict=True)
+    assert session.header.ignored_records == {
+        "file-history-snapshot": 1,
+        "system/microcompact_boundary": 1,
+        "system/turn_duration": 2,
+    }
+    assert len(session.requests()) == 2
+    assert [type(e).__name__ for e in session.events][-1] == "AssistantMessage"
+
+
 def test_fast_mode_and_inference_geo_are_kept_in_the_converted_log(tmp_path: Path) -> None:
     # docs/cache-rules.md: the logs carry `usage.speed` / `inference_geo` (kept, not priced).
     from replay.log import read_log, write_log

@@ -449,6 +449,10 @@ class _Reader:
         if kind in ("progress",):
             self.ignored[f"progress/{get_dict(obj, 'data').get('type')}"] += 1
             obj.pop("data", None)  # not context: only the line's place in the chain is read
+        elif kind == "system" and obj.get("subtype") != "compact_boundary":
+            # Not sent to the model (turn_duration, stop_hook_summary, api_error, local_command…,
+            # formats.md §1): only the line's place in the chain is read.
+            self.ignored[f"system/{obj.get('subtype')}"] += 1
         result = obj.get("toolUseResult")
         if result is not None:
             # The tool's output is the message's `tool_result` block: of this copy (a third of
