@@ -328,7 +328,7 @@ def opencode_doc() -> dict[str, Any]:
         return {"type": kind, "id": f"prt_{n}", "sessionID": sid, **kw}
 
     tokens1 = {
-        "total": 2040,
+        "total": 2030,
         "input": 2000,
         "output": 30,
         "reasoning": 10,

@@ -33,9 +33,9 @@ def _write(tmp: Path, doc: dict[str, Any], name: str = "export.json") -> Path:
 def test_step_finish_is_one_request_with_disjoint_usage(tmp_path: Path) -> None:
     session = load(_write(tmp_path, opencode_doc()), strict=True)
     first, second = session.requests()
-    # Quirks: input excludes cache reads; output excludes reasoning (billed output = both).
+    # Quirks: input excludes cache reads; output includes reasoning (as OpenAI reports it).
     assert (first.usage.input_tokens, first.usage.cache_read_tokens) == (2000, 0)
-    assert (first.usage.output_tokens, first.usage.reasoning_tokens) == (40, 10)
+    assert (first.usage.output_tokens, first.usage.reasoning_tokens) == (30, 10)
     assert (second.usage.input_tokens, second.usage.cache_read_tokens) == (100, 2000)
     assert first.usage.cost_usd == "0.004"
     # opencode zen is an aggregator: priced as the model's maker, the original id kept.
@@ -46,6 +46,16 @@ def test_step_finish_is_one_request_with_disjoint_usage(tmp_path: Path) -> None:
     assert thinking.summary == "**Listing files**"
     result = next(e for e in session.events if isinstance(e, ToolResult))
     assert (result.call_id, result.output) == (call.id, "a.txt\nb.txt")
+
+
+def test_reasoning_larger_than_output_means_output_left_it_out(tmp_path: Path) -> None:
+    # Reasoning is part of the output: a count larger than the output can only come from an
+    # output that leaves reasoning out, and the billed output is then their sum.
+    doc = opencode_doc()
+    for tokens in (doc["messages"][1]["info"]["tokens"], doc["messages"][1]["parts"][3]["tokens"]):
+        tokens.update(output=8, reasoning=702)
+    first, _ = load(_write(tmp_path, doc), strict=True).requests()
+    assert (first.usage.output_tokens, first.usage.reasoning_tokens) == (710, 702)
 
 
 def test_subtask_task_message_without_tokens_is_history(tmp_path: Path) -> None:
@@ -202,13 +212,18 @@ def test_real_sample() -> None:
     meta = json.loads(next(OPENCODE.glob("*_metadata.json")).read_text())["token_usage"]
     assert sum(r.usage.input_tokens for r in requests) == meta["input_tokens"] == 139604
     assert sum(r.usage.cache_read_tokens for r in requests) == meta["cache_read_tokens"]
-    # Entire's output total leaves out reasoning tokens, which opencode bills as output.
-    reasoning = sum(r.usage.reasoning_tokens for r in requests)
-    assert sum(r.usage.output_tokens for r in requests) - reasoning == meta["output_tokens"]
-    assert reasoning == 9381
+    # `tokens.output` holds the reasoning (Entire's output total is the same sum), and
+    # opencode's `total` is input + output + cache: the provider's total, reasoning once.
+    assert sum(r.usage.output_tokens for r in requests) == meta["output_tokens"] == 21517
+    assert sum(r.usage.reasoning_tokens for r in requests) == 9381
+    assert all(r.usage.reasoning_tokens <= r.usage.output_tokens for r in requests)
+    assert all(
+        r.usage.raw["total"] == r.usage.prompt_tokens + r.usage.output_tokens for r in requests
+    )
     # Entire's api_call_count also counts the 4 zero-token `task` messages of /review subtasks.
     assert meta["api_call_count"] == 67
     assert len(session.header.missing_subsessions) == 4
+    # opencode's own cost charges the reasoning again at the output rate (kept as logged).
     cost = sum(Decimal(r.usage.cost_usd) for r in requests)
     assert abs(cost - Decimal("1.2218486")) < Decimal("0.0000001")
     assert unpaired_before_request(session) == []

@@ -493,18 +493,29 @@ def pi_usage(u: dict[str, Any], ttl_1h: bool = False) -> Usage:
 def opencode_usage(tokens: dict[str, Any], cost: Any) -> Usage:
     """opencode `tokens{input, output, reasoning, cache{read, write}}`.
 
-    Quirks: `input` excludes cache reads (already the uncached bucket). `output` EXCLUDES
-    `reasoning` (its own `cost` is computed on output + reasoning: checked on the nimbus sample,
-    e.g. 8672 in, 12672 read, 84 + 47 out at gpt-5.3-codex rates = 0.0192276, the logged cost),
-    so the billed output is output + reasoning.
+    Quirks: `input` excludes cache reads (already the uncached bucket). `output` INCLUDES
+    `reasoning`: opencode stores the AI SDK's `outputTokens` (OpenAI's `output_tokens`, reasoning
+    included) and its `reasoningTokens` beside it. Measured on the nimbus sample (opencode
+    1.2.26, gpt-5.3-codex, 63 steps): output − reasoning − the step's visible text and calls is
+    6…46 tokens (11 on steps without reasoning), output − visible alone grows with reasoning
+    (20…1,242, correlation 0.999), and reasoning never exceeds output (at most 97 % of it). So
+    the output bucket is `output` and `reasoning` is the part of it spent on reasoning.
+    opencode's own `cost` adds `reasoning` at the output rate on top of `output` (on all 63
+    steps), so it charges reasoning twice; `cost_usd` keeps that figure as logged.
+
+    Anthropic routes: the AI SDK reports no reasoning tokens for Anthropic (`reasoning` = 0) and
+    its `outputTokens` is Anthropic's `output_tokens`, thinking included: the same reading. A
+    reasoning count larger than the output can only come from an output that leaves reasoning
+    out: then (no such export seen) the output bucket is their sum.
     """
     cache = get_dict(tokens, "cache")
+    output = get_int(tokens, "output")
     reasoning = get_int(tokens, "reasoning")
     return Usage(
         input_tokens=get_int(tokens, "input"),
         cache_read_tokens=get_int(cache, "read"),
         cache_write_5m_tokens=get_int(cache, "write"),
-        output_tokens=get_int(tokens, "output") + reasoning,
+        output_tokens=output if reasoning <= output else output + reasoning,
         reasoning_tokens=reasoning,
         cost_usd=_cost(cost),
         raw=clean_json(tokens),

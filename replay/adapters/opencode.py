@@ -9,8 +9,8 @@ Rules (each names the quirk it handles; see shared research `formats.md` §4):
 - one request per `step-finish` (older exports without steps: one per assistant message with
   `tokens`); assistant messages without any (quirk: the `task` tool message opencode writes for a
   `/command` subtask has zero tokens) are history, not requests;
-- `tokens.input` EXCLUDES cache reads, and `tokens.output` EXCLUDES `tokens.reasoning` (quirk,
-  checked against opencode's own `cost`): billed output = output + reasoning;
+- `tokens.input` EXCLUDES cache reads, and `tokens.output` INCLUDES `tokens.reasoning` (quirk,
+  measured on the nimbus sample: `opencode_usage`): billed output = output, of which reasoning;
 - the provider is the model's maker when opencode routes through an aggregator (quirk:
   `providerID: "opencode"` for opencode zen), the original id is kept as `source_provider`;
 - reasoning parts carry a summary and an encrypted payload (quirk: REDACTED by Entire): the
