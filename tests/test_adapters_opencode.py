@@ -58,6 +58,46 @@ def test_reasoning_larger_than_output_means_output_left_it_out(tmp_path: Path) -
     assert (first.usage.output_tokens, first.usage.reasoning_tokens) == (710, 702)
 
 
+def _anthropic_doc(thinking: dict[str, Any]) -> dict[str, Any]:
+    """A Claude step that thinks, then calls a tool (the tool loop sends the thinking back)."""
+    doc = opencode_doc()
+    for message in doc["messages"][1:]:
+        message["info"].update(modelID="claude-sonnet-4-5", providerID="anthropic")
+    first = doc["messages"][1]["parts"]
+    first[1] = {"type": "reasoning", "id": "prt_3", **thinking}
+    for tokens in (doc["messages"][1]["info"]["tokens"], first[3]["tokens"]):
+        tokens.update(output=400, reasoning=0)  # the AI SDK reports no reasoning for Anthropic
+    return doc
+
+
+THOUGHT = "The user wants the files. " * 40
+
+
+def test_anthropic_thinking_is_sent_back_as_text(tmp_path: Path) -> None:
+    signed = {"text": THOUGHT, "metadata": {"anthropic": {"signature": "sig=="}}}
+    session = load(_write(tmp_path, _anthropic_doc(signed)), strict=True)
+    first, _ = session.requests()
+    assert first.provider == "anthropic"
+    assert first.usage.output_tokens == 400 and first.usage.reasoning_tokens is None
+    message = next(e for e in session.events if isinstance(e, AssistantMessage))
+    thinking = message.blocks[0]
+    # Claude's thinking text, not a summary: rendered as it is, with its signature.
+    assert isinstance(thinking, ThinkingBlock) and thinking.thinking == THOUGHT
+    assert thinking.signature == "sig==" and thinking.estimated_tokens is None
+    assert not hasattr(thinking, "summary")
+
+
+def test_anthropic_redacted_thinking_is_sized_from_the_output(tmp_path: Path) -> None:
+    redacted = {"text": "", "metadata": {"anthropic": {"redactedData": "opaque"}}}
+    session = load(_write(tmp_path, _anthropic_doc(redacted)), strict=True)
+    message = next(e for e in session.events if isinstance(e, AssistantMessage))
+    thinking, call = message.blocks
+    assert thinking.thinking == "" and thinking.redacted and thinking.signature == "opaque"
+    # reasoning 0 is "not reported": the size is what the visible blocks leave of the output.
+    assert thinking.estimated_from == "output_tokens - visible blocks"
+    assert 350 < thinking.estimated_tokens < 400
+
+
 def test_subtask_task_message_without_tokens_is_history(tmp_path: Path) -> None:
     doc = opencode_doc()
     sid = doc["info"]["id"]

@@ -804,11 +804,13 @@ def visible_output_tokens(blocks: Iterable[Any], model: str) -> int:
 
 
 def estimate_thinking(message: AssistantMessage, usage: Usage | None, model: str) -> None:
-    """Quirk (Claude Code 2.1.x logs thinking as `""` + signature; Codex/opencode keep reasoning
-    encrypted or summarised): size each thinking block without text from the request's output.
+    """Quirk (Claude Code 2.1.x logs thinking as `""` + signature; Codex/opencode on OpenAI keep
+    reasoning encrypted or summarised): size each thinking block without text from the request's
+    output.
 
-    With `reasoning_tokens` reported (OpenAI, opencode), those are the size, split evenly over the
-    blocks. Otherwise (Anthropic) the size is output_tokens − tokens of the visible blocks."""
+    With `reasoning_tokens` reported (OpenAI, opencode on OpenAI routes), those are the size, split
+    evenly over the blocks. Otherwise (Anthropic) the size is output_tokens − tokens of the
+    visible blocks."""
     empty = [b for b in message.blocks if isinstance(b, ThinkingBlock) and not b.thinking]
     if not empty or usage is None:
         return

@@ -13,8 +13,10 @@ Rules (each names the quirk it handles; see shared research `formats.md` §4):
   measured on the nimbus sample: `opencode_usage`): billed output = output, of which reasoning;
 - the provider is the model's maker when opencode routes through an aggregator (quirk:
   `providerID: "opencode"` for opencode zen), the original id is kept as `source_provider`;
-- reasoning parts carry a summary and an encrypted payload (quirk: REDACTED by Entire): the
-  thinking block is sized from `tokens.reasoning`;
+- reasoning parts on OpenAI routes carry a summary and an encrypted payload (quirk: REDACTED by
+  Entire): the thinking block is sized from `tokens.reasoning`; on Anthropic routes the text is
+  the thinking sent back (with its signature), and `tokens.reasoning` (always 0: the AI SDK
+  reports none for Anthropic) is not a size;
 - tool parts → a tool call in the step's response and its result right after it;
 - a `summary: true` assistant message is a compaction: its request is kept, its text becomes the
   `Compaction` summary replacing the earlier history;
@@ -342,6 +344,30 @@ class _Reader:
         self.builder.thread(thread).events.extend(state.events)
 
 
+def _reasoning_block(p: dict[str, Any], provider: str) -> ThinkingBlock:
+    """A reasoning part as the thinking opencode sends back with the response.
+
+    Quirk (two routes): on Anthropic routes (a Claude model, or the AI SDK's `anthropic`
+    metadata) the part's text is the thinking block's text, sent back with its
+    `metadata.anthropic.signature` (`redactedData`: redacted thinking, sized from the output);
+    elsewhere (OpenAI) the text is a reasoning summary and the reasoning itself an encrypted
+    item, sized from `tokens.reasoning`."""
+    text = get_str(p, "text", "")
+    metadata = get_dict(p, "metadata")
+    anthropic = get_dict(metadata, "anthropic")
+    if provider == "anthropic" or "anthropic" in metadata:
+        redacted = get_str(anthropic, "redactedData")
+        if redacted:
+            block = ThinkingBlock(thinking="", signature=redacted)
+            block.redacted = True
+            return block
+        return ThinkingBlock(thinking=text, signature=get_str(anthropic, "signature"))
+    block = ThinkingBlock(thinking="")
+    if text:
+        block.summary = text  # quirk: a summary; the real reasoning is encrypted
+    return block
+
+
 class _Thread:
     def __init__(self, reader: _Reader, name: str, path: Path) -> None:
         self.reader = reader
@@ -437,11 +463,7 @@ class _Thread:
             elif kind == "text":
                 current["blocks"].append(TextBlock(text=get_str(p, "text", "")))
             elif kind == "reasoning":
-                block = ThinkingBlock(thinking="")
-                summary = get_str(p, "text", "")
-                if summary:
-                    block.summary = summary  # quirk: a summary; the real reasoning is encrypted
-                current["blocks"].append(block)
+                current["blocks"].append(_reasoning_block(p, provider))
             elif kind == "tool":
                 self._tool(line, p, current)
             elif kind in IGNORED_PARTS:
@@ -460,6 +482,10 @@ class _Thread:
             usage = None
             if finish is not None:
                 usage = opencode_usage(get_dict(finish, "tokens"), finish.get("cost"))
+                if provider == "anthropic" and not usage.reasoning_tokens:
+                    # Quirk: the AI SDK reports no reasoning tokens for Anthropic (always 0):
+                    # not reported, so thinking without text is sized from the output.
+                    usage.reasoning_tokens = None
             sent = ts if n == 0 else (self.events[-1].ts if self.events else ts)
             if usage is not None and not usage_is_empty(usage):
                 marker = RequestMarker(
