@@ -19,9 +19,11 @@ from test_adapters_common import (
     unpaired_before_request,
 )
 
-from replay import load
+from replay import load, read_log, write_log
 from replay._errors import LogFormatError
+from replay.engine import ReplayConfig, replay_session
 from replay.log import AssistantMessage, Compaction, ThinkingBlock, ThreadStart, ToolResult
+from replay.strategies._prompts import LITERAL_CLEARED
 
 
 def _write(tmp: Path, doc: dict[str, Any], name: str = "export.json") -> Path:
@@ -96,6 +98,53 @@ def test_anthropic_redacted_thinking_is_sized_from_the_output(tmp_path: Path) ->
     # reasoning 0 is "not reported": the size is what the visible blocks leave of the output.
     assert thinking.estimated_from == "output_tokens - visible blocks"
     assert 350 < thinking.estimated_tokens < 400
+
+
+def test_pruned_tool_output_is_cleared_from_the_prune_on(tmp_path: Path) -> None:
+    doc = opencode_doc()
+    # opencode pruned the `ls` output after the first loop (2 s after its last response)...
+    doc["messages"][1]["parts"][2]["state"]["time"]["compacted"] = 1767348005000
+    # ...so the next loop's requests sent "[Old tool result content cleared]" instead.
+    later = copy.deepcopy(doc["messages"])
+    for n, message in enumerate(later):
+        message["info"]["id"] += "_2"
+        message["info"]["time"] = {
+            "created": 1767348006000 + 1000 * n,
+            "completed": 1767348006500 + 1000 * n,
+        }
+        for part in message["parts"]:
+            part["id"] += "_2"
+            if "callID" in part:
+                part["callID"] += "_2"
+    del later[1]["parts"][2]["state"]["time"]["compacted"]
+    doc["messages"] += later
+    session = load(_write(tmp_path, doc), strict=True)
+    pruned = next(e for e in session.events if isinstance(e, ToolResult))
+    assert pruned.output == "a.txt\nb.txt"  # the log keeps the output
+    assert pruned.cleared_at.isoformat() == "2026-01-02T10:00:05+00:00"
+
+    def shown(s: Any) -> dict[str, list[list[str]]]:
+        records = replay_session(s, ["recorded", "baseline"], ReplayConfig(keep_views=True))
+        return {
+            name: [
+                [i.output for i in r.view if getattr(i, "call_id", None) == pruned.call_id]
+                for r in records
+                if r.strategy == name and r.kind == "request"
+            ]
+            for name in ("recorded", "baseline")
+        }
+
+    views = shown(session)
+    # The request before the prune sent the output; the two after it the placeholder.
+    full = "a.txt\nb.txt"
+    assert views["recorded"] == [[], [full], [LITERAL_CLEARED], [LITERAL_CLEARED]]
+    assert views["baseline"] == [[], [full], [full], [full]]  # what-ifs start from it all
+    # `replay convert` keeps it: the native log replays the same.
+    out = tmp_path / "native.jsonl"
+    write_log(session, out)
+    back = read_log(out, strict=True)
+    assert next(e for e in back.events if isinstance(e, ToolResult)).cleared_at == pruned.cleared_at
+    assert shown(back) == views
 
 
 def test_subtask_task_message_without_tokens_is_history(tmp_path: Path) -> None:

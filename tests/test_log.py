@@ -162,12 +162,16 @@ def test_tool_result_output_is_kept_whole(tmp_path):
 
 def _as_written(line: dict, header: bool = False) -> dict:
     """A generated line as the writer normalises it: the header's `format` and `version` always
-    written, the timestamp as the instant and UTC offset it names (any ISO-8601 form)."""
+    written, the timestamps (`ts`, a tool result's `cleared_at`) as the instant and UTC offset
+    they name (any ISO-8601 form)."""
     line = dict(line)
     if header:
         line = {"format": "replay-log", "version": FORMAT_VERSION} | line
-    ts = line["ts"] if isinstance(line["ts"], datetime) else datetime.fromisoformat(line["ts"])
-    line["ts"] = (ts, ts.utcoffset())
+    for key in ("ts", "cleared_at"):
+        ts = line.get(key)
+        if ts is not None:
+            ts = ts if isinstance(ts, datetime) else datetime.fromisoformat(ts)
+            line[key] = (ts, ts.utcoffset())
     return line
 
 

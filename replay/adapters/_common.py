@@ -854,23 +854,50 @@ def _view_item(e: Any, n: int) -> Any:
     return None
 
 
-def _view_items(events: Iterable[Any]) -> list[Any]:
-    """The thread's history as the engine's view items (what `baseline` would send)."""
+def _cleared(items: list[Any], cleared: set[int]) -> list[Any]:
+    """`items` with the tool results at these event indexes shown as the harness sent them
+    once it had cleared them (`ToolResult.cleared_at`)."""
+    from replay.strategies._prompts import LITERAL_CLEARED
+    from replay.strategies._view import ToolResultItem, replace_output
+
+    if not cleared:
+        return items
+    return [
+        replace_output(i, LITERAL_CLEARED)
+        if isinstance(i, ToolResultItem) and i.event_index in cleared
+        else i
+        for i in items
+    ]
+
+
+def _view_items(events: Iterable[Any], at: datetime | None = None) -> list[Any]:
+    """The thread's history as the engine's view items (what `baseline` would send; with `at`,
+    the tool results the harness had cleared by then shown cleared)."""
+    events = list(events)
     items = (_view_item(e, n) for n, e in enumerate(events))
-    return [i for i in items if i is not None]
+    cleared = {
+        n
+        for n, e in enumerate(events)
+        if at is not None
+        and isinstance(e, ToolResult)
+        and e.cleared_at is not None
+        and e.cleared_at <= at
+    }
+    return _cleared([i for i in items if i is not None], cleared)
 
 
 def rendered_prompt_tokens(
     events: Iterable[Any], marker: RequestMarker, header: SessionHeader, system: str
 ) -> int:
-    """Prompt size `replay` renders for `marker` from the logged history (full, uncompacted)."""
+    """Prompt size `replay` renders for `marker` from the logged history (full, uncompacted;
+    results the harness had cleared by then shown cleared)."""
     from replay.render import Renderer
     from replay.tokens import counter_for
 
     model = marker.model or header.model
     renderer = Renderer(counter_for(model))
     request = renderer.render(
-        _view_items(events),
+        _view_items(events, marker.ts),
         system=system,
         tools=header.tools,
         index=0,
@@ -926,7 +953,7 @@ class Residual:
     """Prompt tokens the provider reported."""
     simulated: int
     """Prompt tokens `replay` renders for the logged context as the agent sent it (its own
-    compactions applied), plus the thread's estimated hidden prefix."""
+    compactions and cleared tool results applied), plus the thread's estimated hidden prefix."""
 
     @property
     def residual(self) -> int:
@@ -940,9 +967,10 @@ def prompt_residuals(session: Session) -> list[Residual]:
 
     For every request with usage: recorded prompt − (hidden prefix + the logged context as the
     agent sent it: its own compactions applied, each summary where the first event it replaced
-    stood). Growth of the residual between consecutive requests of a thread is context the agent
-    injected that turn without logging it (rendered reminders, CLAUDE.md re-reads, a remote
-    compaction's opaque summary…). Fidelity reports use it to tell "hidden" from cache misses.
+    stood, and the tool results it had cleared by then shown cleared). Growth of the residual
+    between consecutive requests of a thread is context the agent injected that turn without
+    logging it (rendered reminders, CLAUDE.md re-reads, a remote compaction's opaque
+    summary…). Fidelity reports use it to tell "hidden" from cache misses.
     """
     from replay.render import Renderer
     from replay.strategies._view import SummaryItem
@@ -954,6 +982,7 @@ def prompt_residuals(session: Session) -> list[Residual]:
     items: dict[str, list[Any]] = {}
     positions: dict[str, dict[str, int]] = {}
     compactions: dict[str, list[tuple[int, Compaction]]] = {}
+    clears: dict[str, list[tuple[datetime, int]]] = {}
     summaries: dict[str, SummaryItem] = {}
     out: list[Residual] = []
     for e in session.events:
@@ -961,6 +990,8 @@ def prompt_residuals(session: Session) -> list[Residual]:
         where = positions.setdefault(e.thread, {})
         if isinstance(e, Compaction):
             compactions.setdefault(e.thread, []).append((len(where), e))
+        if isinstance(e, ToolResult) and e.cleared_at is not None:
+            clears.setdefault(e.thread, []).append((e.cleared_at, len(where)))
         if not isinstance(e, RequestMarker):
             item = _view_item(e, len(where))
             if e.id is not None:
@@ -996,6 +1027,7 @@ def prompt_residuals(session: Session) -> list[Residual]:
                 if item.event_index not in replaced:
                     view.append(item)
             view += [_summary(summaries, key, texts) for _, key in pending]
+        view = _cleared(view, {n for at, n in clears.get(e.thread, []) if at <= e.ts})
         model = e.model or header.model
         family = family_for(model).family
         renderer = renderers.get(family)

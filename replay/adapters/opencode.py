@@ -17,7 +17,9 @@ Rules (each names the quirk it handles; see shared research `formats.md` §4):
   Entire): the thinking block is sized from `tokens.reasoning`; on Anthropic routes the text is
   the thinking sent back (with its signature), and `tokens.reasoning` (always 0: the AI SDK
   reports none for Anthropic) is not a size;
-- tool parts → a tool call in the step's response and its result right after it;
+- tool parts → a tool call in the step's response and its result right after it; a pruned
+  result (`state.time.compacted`) keeps its output and gets `cleared_at`: the requests sent
+  from then on saw opencode's "[Old tool result content cleared]" instead;
 - a `summary: true` assistant message is a compaction: its request is kept, its text becomes the
   `Compaction` summary replacing the earlier history;
 - subtask sessions: a directory of exports is read as one session, each child session (its
@@ -559,6 +561,11 @@ class _Thread:
             output=clean(text),
             is_error=status == "error",
         )
+        compacted = times.get("compacted")
+        if compacted is not None:
+            # Quirk (opencode's pruning): from this time on opencode sends "[Old tool result
+            # content cleared]" instead of the output (message-v2.ts toModelMessages).
+            result.cleared_at = parse_ts(compacted, "state.time.compacted")
         step["results"].append(result)
         metadata = get_dict(state, "metadata")
         child = metadata.get("sessionId")

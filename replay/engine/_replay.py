@@ -216,6 +216,8 @@ class _Thread:
     system: str = ""
     model: str | None = None
     compactions: list[LoggedCompaction] = field(default_factory=list)
+    clears: list[tuple[datetime, int]] = field(default_factory=list)
+    """(`cleared_at`, event index) of the thread's tool results the harness cleared."""
     calls: dict[str, Block] = field(default_factory=dict)
     hidden_tokens: int | tuple[int, ...] = 0
     """Estimated size of the prompt prefix the log does not hold (system prompt, tool schemas,
@@ -494,6 +496,8 @@ class _Run:
                         state.calls[b.call_id] = b
                 state.history.append(item)
             elif isinstance(event, ToolResult):
+                if event.cleared_at is not None:
+                    state.clears.append((event.cleared_at, n))
                 call = state.calls.get(event.call_id)
                 state.history.append(
                     ToolResultItem(
@@ -578,6 +582,9 @@ class _Run:
             previous_usage=state.previous_usage,
             previous_ts=state.previous.ts if state.previous else None,
             logged_summaries=tuple(state.compactions),
+            logged_clears=frozenset(i for at, i in state.clears if at <= marker.ts)
+            if state.clears
+            else frozenset(),
             hidden_tokens=_total(state.hidden_tokens),
         )
         result = state.strategy(state.history, ctx)

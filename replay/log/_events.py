@@ -321,6 +321,11 @@ class ToolResult(_Event):
     """Why this result is not the tool's (`missing tool result`: a placeholder the reader or an
     adapter put in for a call the log never answered); absent on real results."""
 
+    cleared_at: Annotated[datetime, AfterValidator(_aware)] | None = None
+    """When the harness cleared this result from its context (opencode's pruning): the
+    thread's requests sent at or after it saw `[Old tool result content cleared]` in place of
+    `output`, which stays complete here. Absent when it was never cleared."""
+
 
 class RequestMarker(_Event):
     """A model call: its context is every event of its thread before this line."""

@@ -70,6 +70,9 @@ class StrategyContext:
     """Start of the previous request of this thread."""
     logged_summaries: Sequence[Any] = ()
     """Compactions recorded in the log up to now (their summaries can be reused)."""
+    logged_clears: frozenset[int] = frozenset()
+    """Event indexes of the tool results the harness had cleared from its context by this
+    request (`cleared_at` no later than `ts`): what `recorded` shows cleared."""
     hidden_tokens: int = 0
     """Tokens of the prompt prefix the log does not hold (system prompt, tool schemas an
     adapter estimated from the usage): part of every request's size."""

@@ -3,10 +3,11 @@
 Every compaction the log recorded replaces the events it names (`replaces`) with the message
 that stood in for them (the logged summary as the harness sent it: as it is, in pi's wrapper,
 as the assistant's for opencode; nothing more when the log holds that message as an event of
-its own, as Codex's replacement history does) from the request after it on; everything else
-is sent as logged. This is the reference
+its own, as Codex's replacement history does) from the request after it on; a tool result the
+harness cleared (`cleared_at`: opencode's pruning) shows `[Old tool result content cleared]`
+in the requests sent from then on; everything else is sent as logged. This is the reference
 that `fidelity` compares with the provider's bill and that recommendations are measured against.
-For a log without compactions it equals `baseline`.
+For a log without compactions or cleared results it equals `baseline`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ from typing import Literal
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
 from replay.strategies._common import Seen
-from replay.strategies._view import Item, RewriteEvent, SummaryItem, View
+from replay.strategies._prompts import LITERAL_CLEARED
+from replay.strategies._view import (
+    Item,
+    RewriteEvent,
+    SummaryItem,
+    ToolResultItem,
+    View,
+    replace_output,
+)
 
 
 @dataclass(frozen=True)
@@ -82,7 +91,27 @@ def recorded() -> object:
         body.clear()
         seen = Seen()
 
+    cleared_before: set[int] = set()  # the cleared results already announced
+
     def as_logged(history: Sequence[Item], ctx: StrategyContext) -> View:
+        view = compacted(history, ctx)
+        cleared = ctx.logged_clears
+        if cleared:
+            view.items = [
+                replace_output(i, LITERAL_CLEARED)
+                if isinstance(i, ToolResultItem) and i.event_index in cleared
+                else i
+                for i in view.items
+            ]
+            fresh = cleared - cleared_before
+            if fresh:
+                cleared_before.update(fresh)
+                view.events.append(
+                    RewriteEvent("prune", f"logged prune: cleared {len(fresh)} tool results")
+                )
+        return view
+
+    def compacted(history: Sequence[Item], ctx: StrategyContext) -> View:
         compactions = [c for c in ctx.logged_summaries if isinstance(c, LoggedCompaction)]
         if not compactions:
             return View(items=list(history))
@@ -111,7 +140,7 @@ register(
         pattern=r"recorded",
         build=recorded,
         cache_class="freeze-once",
-        rule="the log's own history, with the compactions the agent really made",
+        rule="the log's own history, with the compactions and clears the agent really made",
         canonical=("recorded",),
         source="the log itself",
     )
