@@ -15,7 +15,7 @@ from test_adapters_common import (
     unpaired_before_request,
 )
 
-from replay import load
+from replay import load, replay
 from replay._errors import LogFormatError
 from replay.adapters import claude_code
 from replay.log import (
@@ -623,8 +623,9 @@ def test_system_records_other_than_compact_boundary_are_counted_as_ignored(
     assert [type(e).__name__ for e in session.events][-1] == "AssistantMessage"
 
 
-def test_fast_mode_and_inference_geo_are_kept_in_the_converted_log(tmp_path: Path) -> None:
-    # docs/cache-rules.md: the logs carry `usage.speed` / `inference_geo` (kept, not priced).
+def test_fast_mode_is_priced_and_inference_geo_kept_in_the_converted_log(tmp_path: Path) -> None:
+    # docs/cache-rules.md: the logs carry `usage.speed` (priced: the fast variant's rates) and
+    # `inference_geo` (kept, not priced).
     from replay.log import read_log, write_log
 
     lines = claude_lines()
@@ -636,6 +637,17 @@ def test_fast_mode_and_inference_geo_are_kept_in_the_converted_log(tmp_path: Pat
     write_log(load(_write(tmp_path, lines), strict=True), out)
     first = read_log(out, strict=True).requests()[0]
     assert (first.usage.raw["speed"], first.usage.raw["inference_geo"]) == ("fast", "us")
+    assert first.price_context == {"speed": "fast"}
+    # Every strategy's request for a fast call is priced at the fast rates.
+    session = load(_write(tmp_path, lines), strict=True)
+    for marker in session.requests():
+        marker.model = "claude-opus-4-8"  # a model genai-prices has fast prices for
+    fast = replay(session, ["recorded"]).records
+    for marker in session.requests():
+        marker.price_context = None
+    standard = replay(session, ["recorded"]).records
+    assert fast[0].price_context == {"speed": "fast"}
+    assert fast[0].cost_usd > standard[0].cost_usd
 
 
 def test_base64_documents_are_a_placeholder_labelled_estimated(tmp_path: Path) -> None:

@@ -434,6 +434,33 @@ def test_price_rows_name_their_source_and_patch_real_genai_prices_models():
             assert row.since < row.until
 
 
+def test_a_price_variant_is_priced_like_calc_price_with_its_price_context():
+    b = Buckets(uncached=1000, cache_read=50_000, cache_write_5m=2000, output=800)
+    pricer = Pricer()
+    fast = {"speed": "fast"}
+    got = pricer.price(b, model="claude-opus-4-8", provider="anthropic", ts=OCT_20, context=fast)
+    r = calc_price(
+        usage_of(b),
+        "claude-opus-4-8",
+        provider_id="anthropic",
+        genai_request_timestamp=OCT_20,
+        price_context=fast,
+    )
+    assert (got.input_usd, got.output_usd, got.total_usd) == (
+        r.input_price,
+        r.output_price,
+        r.total_price,
+    )
+    standard = pricer.price(b, model="claude-opus-4-8", provider="anthropic", ts=OCT_20)
+    assert got.total_usd > standard.total_usd and "speed=fast" in got.source
+    assert got.warning is None
+    # A variant genai-prices has no prices for: the standard ones, and a warning that says so.
+    sonnet = {"model": "claude-sonnet-4-5", "provider": "anthropic", "ts": OCT_20}
+    other, plain = pricer.price(b, **sonnet, context=fast), pricer.price(b, **sonnet)
+    assert other.total_usd == plain.total_usd
+    assert other.warning is not None and "no speed=fast price" in other.warning
+
+
 def test_naive_timestamp_is_utc():
     b = Buckets(uncached=300_000)
     pricer = Pricer()
@@ -640,7 +667,7 @@ def test_every_model_of_the_main_providers_prices_like_calc_price_on_the_fast_pa
             if expected != reference(b, model, provider, ts):
                 assert " + " in p.source, (model, provider, ts, p.source)
                 completed += 1
-            route = pricer._routes[(model, provider)]
+            route = pricer._routes[(model, provider, ())]
             assert route.card_at(ts).slow is None, (model, provider)
             checked += 1
     assert checked > 300

@@ -456,6 +456,14 @@ def anthropic_usage(u: dict[str, Any]) -> Usage:
     )
 
 
+def anthropic_price_context(usage: Usage) -> dict[str, str] | None:
+    """The price variant of a Claude response: `usage.speed: "fast"` (fast mode, Claude Code
+    2.1+) is billed at the fast rates. Other fields that change the price (`inference_geo`,
+    `service_tier`) are kept in `usage.raw` and not priced."""
+    raw = usage.raw if isinstance(usage.raw, dict) else {}
+    return {"speed": "fast"} if raw.get("speed") == "fast" else None
+
+
 def openai_usage(u: dict[str, Any]) -> Usage:
     """OpenAI / Codex usage. Quirk: `input_tokens` INCLUDES `cached_input_tokens`, so the uncached
     bucket is input − cached. OpenAI has no cache-write field or fee (writes are free and

@@ -54,6 +54,7 @@ from replay.adapters._common import (
     ToolCallBlock,
     ToolResult,
     UserMessage,
+    anthropic_price_context,
     anthropic_usage,
     binary_placeholder,
     clean,
@@ -820,6 +821,7 @@ class _Reader:
                 model=model,
                 usage=usage,
                 duration_ms=max(0, int((last.ts - sent).total_seconds() * 1000)),
+                price_context=anthropic_price_context(usage),
             )
             self._add(state, marker, first)
             message.request_id = marker.request_id

@@ -85,7 +85,11 @@ def _rate(run: _Run, record: RequestRecord, bucket: str) -> Decimal:
     1M-token probe would price every request at the >200k tier of tiered models)."""
     size = max(1, record.request.total)
     price = run.pricer.price(
-        Buckets(**{bucket: size}), model=record.model, provider=record.provider, ts=record.ts
+        Buckets(**{bucket: size}),
+        model=record.model,
+        provider=record.provider,
+        ts=record.ts,
+        context=record.price_context,
     )
     return price.input_usd / size
 

@@ -112,6 +112,8 @@ class RequestRecord:
     price_warning: str | None = None
     """How its price fell back where the price table lacks a rate (cache reads billed at the
     input rate…), when it did."""
+    price_context: dict[str, str] | None = None
+    """The price variant it was billed under (the logged call's `price_context`)."""
     rendered_with: RenderedWith | None = field(default=None, repr=False)
     """The thread's state its prompt was rendered and marked with (with `snapshot_stores`:
     a counterfactual of this request must send the same head)."""
@@ -782,7 +784,9 @@ class _Run:
             cache_write_1h=outcome.cache_write_1h,
             output=output_tokens,
         )
-        price = self.pricer.price(buckets, model=model, provider=provider, ts=marker.ts)
+        price = self.pricer.price(
+            buckets, model=model, provider=provider, ts=marker.ts, context=marker.price_context
+        )
         cost, input_cost = price.total_usd, price.input_usd
         if outcome.price_factor != 1:  # e.g. Vertex regional endpoints (+10%)
             cost, input_cost = cost * outcome.price_factor, input_cost * outcome.price_factor
@@ -808,6 +812,7 @@ class _Run:
             events=list(events),
             view=list(items) if self.config.keep_views else [],
             price_warning=price.warning,
+            price_context=marker.price_context,
         )
         self.records.append(record)
         return record

@@ -127,6 +127,7 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
             model=r.model,
             provider=r.provider,
             ts=r.ts,
+            context=marker.price_context,
         ).total_usd
         o = r.outcome
         earlier = past.setdefault(r.thread, [])

@@ -346,6 +346,11 @@ class RequestMarker(_Event):
     duration_ms: int | None = None
     """Time from sending the request to the end of the response, when known."""
 
+    price_context: dict[str, str] | None = None
+    """The price variant the provider billed this call under, as genai-prices names it
+    (`{"speed": "fast"}`: Claude's fast mode); None: standard. Every strategy's request for this
+    call is priced under it (the request's parameters are the recorded ones)."""
+
 
 class Compaction(_Event):
     """A compaction that really happened in the recorded run."""

@@ -241,7 +241,7 @@ class _Flat:
 class _Card:
     """Rates of one model at one price period: a flat card per long-context tier level."""
 
-    __slots__ = ("thresholds", "levels", "source", "model_ref", "label", "prices", "slow")
+    __slots__ = ("thresholds", "levels", "source", "model_ref", "label", "prices", "note", "slow")
 
     def __init__(
         self,
@@ -260,6 +260,7 @@ class _Card:
         self.model_ref = model_ref
         self.label = label  # e.g. "'claude-sonnet-4-6' (anthropic)", for messages
         self.prices = prices  # the genai-prices prices it was built from (None: an override)
+        self.note: str | None = None  # a warning for every request it prices
         # Set when the card's arithmetic disagreed with genai-prices' on `prices`: price with
         # genai-prices' arithmetic instead.
         self.slow: Callable[[Buckets], tuple[Decimal, ...]] | None = None
@@ -315,6 +316,8 @@ class _Card:
         total_usd = input_usd + output_usd
         if flat.request_fee:
             total_usd += flat.request_fee
+        if self.note:
+            warning = self.note if warning is None else f"{self.note}; {warning}"
         return input_usd, output_usd, total_usd, warning
 
     def _warning(self, flat: _Flat, read: int, w5m: int, w1h: int) -> str:
@@ -492,11 +495,15 @@ def _off_peak_prices(model_info: gp_types.ModelInfo, ts: datetime) -> gp_types.M
 
 
 def _prices_at(
-    model_info: gp_types.ModelInfo, ts: datetime, peak_days: frozenset[int] | None
+    model_info: gp_types.ModelInfo,
+    ts: datetime,
+    peak_days: frozenset[int] | None,
+    context: PriceContext = (),
 ) -> tuple[gp_types.ModelPrice, str]:
-    """genai-prices' prices of the model at `ts`, off-peak on a UTC weekday its peak prices do
-    not apply (`peak_days`), and what replay changed (for `Price.source`, "" if nothing)."""
-    prices = model_info.get_prices(ts)
+    """genai-prices' prices of the model at `ts` (in the price variant `context`), off-peak on a
+    UTC weekday its peak prices do not apply (`peak_days`), and what replay changed (for
+    `Price.source`, "" if nothing)."""
+    prices = model_info.get_prices(ts, dict(context) or None)
     if peak_days is None or utc_date(ts).weekday() in peak_days:
         return prices, ""
     off_peak = _off_peak_prices(model_info, ts)
@@ -524,6 +531,26 @@ _CardKey = tuple[int, str, tuple[int, ...], _WriteMultipliers]
 price patch rows in force, the rule multipliers."""
 
 
+PriceContext = tuple[tuple[str, str], ...]
+"""A genai-prices price variant as sorted (key, value) pairs, e.g. (("speed", "fast"),); ()
+for the standard prices."""
+
+
+def _context_key(context: Mapping[str, str] | None) -> PriceContext:
+    return tuple(sorted(context.items())) if context else ()
+
+
+def _has_variant(model_info: gp_types.ModelInfo, ts: datetime, context: PriceContext) -> bool:
+    """Whether genai-prices has prices of the model for the variant `context` at `ts`."""
+    wanted = dict(context)
+    return any(
+        (v.constraint is None or v.constraint.active(ts))
+        and v.when
+        and all(wanted.get(key) == value for key, value in v.when.items())
+        for v in model_info.price_variants or ()
+    )
+
+
 class _Route:
     __slots__ = ("card_at",)
 
@@ -549,16 +576,26 @@ class Pricer:
                 self._patterns.append((key, rate))
             else:
                 self._exact[key] = rate
-        self._routes: dict[tuple[str, str], _Route] = {}
+        self._routes: dict[tuple[str, str, PriceContext], _Route] = {}
         self._snapshot: data_snapshot.DataSnapshot | None = None
 
     # -- public ----------------------------------------------------------------------------------
 
-    def price(self, buckets: Buckets, *, model: str, provider: str, ts: datetime) -> Price:
-        """Price one request. Equals genai-prices' `calc_price` for the same usage, model, provider
-        and timestamp, unless an override applies or replay completes the model's prices
-        (`model_price`). Raises `ReplayError` when no rate is known."""
-        card = self._card(model, provider, ts)
+    def price(
+        self,
+        buckets: Buckets,
+        *,
+        model: str,
+        provider: str,
+        ts: datetime,
+        context: Mapping[str, str] | None = None,
+    ) -> Price:
+        """Price one request. Equals genai-prices' `calc_price` for the same usage, model, provider,
+        timestamp and price variant (`context`, its `price_context`: e.g. {"speed": "fast"}),
+        unless an override applies or replay completes the model's prices (`model_price`). A
+        variant genai-prices has no prices for is billed at the standard ones, with a warning.
+        Raises `ReplayError` when no rate is known."""
+        card = self._card(model, provider, ts, _context_key(context))
         if card.slow is not None:
             input_usd, output_usd, total_usd = card.slow(buckets)
             warning = card.amounts(buckets)[3]  # same missing-rate rules and output check
@@ -571,14 +608,15 @@ class Pricer:
         rates replay adds (see `Price.source`); None when an override applies."""
         return self._card(model, provider, ts).prices
 
-    def _card(self, model: str, provider: str, ts: datetime) -> _Card:
+    def _card(self, model: str, provider: str, ts: datetime, context: PriceContext = ()) -> _Card:
         snapshot = data_snapshot.get_snapshot()
         if snapshot is not self._snapshot:
             self._routes.clear()
             self._snapshot = snapshot
-        route = self._routes.get((model, provider))
+        key = (model, provider, context)
+        route = self._routes.get(key)
         if route is None:
-            route = self._routes[(model, provider)] = self._route(model, provider, snapshot)
+            route = self._routes[key] = self._route(model, provider, snapshot, context)
         return route.card_at(ts)
 
     def override_for(self, model: str) -> RateOverride | None:
@@ -597,7 +635,13 @@ class Pricer:
 
     # -- building routes -------------------------------------------------------------------------
 
-    def _route(self, model: str, provider: str, snapshot: data_snapshot.DataSnapshot) -> _Route:
+    def _route(
+        self,
+        model: str,
+        provider: str,
+        snapshot: data_snapshot.DataSnapshot,
+        context: PriceContext = (),
+    ) -> _Route:
         rate = self.override_for(model)
         if rate is not None:
             card = _Card(
@@ -631,8 +675,11 @@ class Pricer:
         # _CardKey -> (the ModelPrice, kept alive so its id stays unique; its card)
         by_prices: dict[_CardKey, tuple[gp_types.ModelPrice, _Card]] = {}
 
+        variant = ", ".join(f"{k}={v}" for k, v in context)
+
         def card_for(ts: datetime) -> _Card:
-            model_price, changed = _prices_at(model_info, ts, peak_days)
+            model_price, changed = _prices_at(model_info, ts, peak_days, context)
+            priced_as = variant and _has_variant(model_info, ts, context)
             day = utc_date(ts)
             rows = tuple(row for row in patches if row.in_force(day))
             multipliers = _write_multipliers(rules, ts)
@@ -644,10 +691,13 @@ class Pricer:
             completed, added = _with_1h_write_rate(patched, multipliers, rule_file)
             card = _card_from_model_price(
                 completed,
-                source=source + changed + replaced + added,
+                source=source + (f" ({variant} prices)" if priced_as else "")
+                + changed + replaced + added,
                 model_ref=model_info.id,
                 label=label,
             )
+            if variant and not priced_as:
+                card.note = f"no {variant} price for {label}, billed at its standard prices"
             _self_check(card, completed)
             by_prices[key] = (model_price, card)
             return card
