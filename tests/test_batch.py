@@ -180,6 +180,21 @@ def test_rerun_skips_unchanged_files_and_replays_a_touched_one(logdir: Path, tmp
     assert forced.counts["replayed"] == 4
 
 
+def test_a_rerun_with_other_replay_code_reads_and_replays_every_file_again(
+    logdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A source checkout changes the code without a new version number: results cached by
+    other code are not reused."""
+    from replay.batch import _options
+
+    out = tmp_path / "ds"
+    opts = BatchOptions(strategies=STRATEGIES)
+    run_batch([logdir], opts, output=out, workers=1)
+    assert run_batch([logdir], opts, output=out, workers=1).counts["replayed"] == 0
+    monkeypatch.setattr(_options, "_code_digest", lambda: "other code")
+    assert run_batch([logdir], opts, output=out, workers=1).counts["replayed"] == 4
+
+
 @pytest.fixture
 def doubled_gemini(tmp_path: Path):
     """A user tokenizer file that counts Gemini tokens (run42's model) twice; the built-in table

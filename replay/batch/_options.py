@@ -80,7 +80,9 @@ def _file_digest(path: str | None) -> str | None:
 
 def scan_key(opts: BatchOptions) -> str:
     """What a file's scan (format, session id, times, cache scope) depends on."""
-    return _digest(["scan", BATCH_FORMAT, replay_version(), opts.strict, opts.provider])
+    return _digest(
+        ["scan", BATCH_FORMAT, replay_version(), _code_digest(), opts.strict, opts.provider]
+    )
 
 
 @cache
@@ -94,16 +96,24 @@ def _data_digest() -> str:
     return _digest([[str(p.relative_to(root)), _file_digest(str(p))] for p in files])
 
 
+@cache
+def _code_digest() -> str:
+    """Digest of replay's own modules: a source checkout changes how a log is read, replayed or
+    priced without a new version number, and a result cached by other code must not be reused."""
+    root = Path(__file__).resolve().parents[1]
+    files = sorted(p for p in root.rglob("*.py") if p.is_file())
+    return _digest([[str(p.relative_to(root)), _file_digest(str(p))] for p in files])
+
+
 def replay_key(opts: BatchOptions) -> str:
     """What a file's replayed rows depend on, besides the file and its cache group: every
     option, the content of the user's cache-rule and tokenizer files and of the built-in data
-    files, and the versions of replay and of the prices."""
+    files, replay's own code, and the versions of replay and of the prices."""
     fields = asdict(opts)
     fields["cache_rules"] = _file_digest(opts.cache_rules)
     fields["tokenizers"] = _file_digest(opts.tokenizers)
-    return _digest(
-        ["replay", BATCH_FORMAT, replay_version(), _prices_version(), _data_digest(), fields]
-    )
+    versions = [replay_version(), _code_digest(), _prices_version(), _data_digest()]
+    return _digest(["replay", BATCH_FORMAT, *versions, fields])
 
 
 def horizon_seconds(opts: BatchOptions) -> float:
