@@ -528,7 +528,7 @@ def _patched(
 
 _CardKey = tuple[int, str, tuple[int, ...], _WriteMultipliers]
 """What a card is built from: id(genai-prices' ModelPrice), its weekday change, the ids of the
-price patch rows in force, the rule multipliers."""
+price patch rows and price variants in force, the rule multipliers."""
 
 
 PriceContext = tuple[tuple[str, str], ...]
@@ -540,14 +540,20 @@ def _context_key(context: Mapping[str, str] | None) -> PriceContext:
     return tuple(sorted(context.items())) if context else ()
 
 
-def _has_variant(model_info: gp_types.ModelInfo, ts: datetime, context: PriceContext) -> bool:
-    """Whether genai-prices has prices of the model for the variant `context` at `ts`."""
+def _variants_in_force(
+    model_info: gp_types.ModelInfo, ts: datetime, context: PriceContext
+) -> tuple[gp_types.PriceVariant, ...]:
+    """genai-prices' price variants of the model that apply to `context` at `ts` (none: the
+    variant is billed at the standard prices)."""
+    if not context:
+        return ()
     wanted = dict(context)
-    return any(
-        (v.constraint is None or v.constraint.active(ts))
+    return tuple(
+        v
+        for v in model_info.price_variants or ()
+        if (v.constraint is None or v.constraint.active(ts))
         and v.when
         and all(wanted.get(key) == value for key, value in v.when.items())
-        for v in model_info.price_variants or ()
     )
 
 
@@ -679,11 +685,14 @@ class Pricer:
 
         def card_for(ts: datetime) -> _Card:
             model_price, changed = _prices_at(model_info, ts, peak_days, context)
-            priced_as = variant and _has_variant(model_info, ts, context)
+            in_force = _variants_in_force(model_info, ts, context)
             day = utc_date(ts)
             rows = tuple(row for row in patches if row.in_force(day))
             multipliers = _write_multipliers(rules, ts)
-            key = (id(model_price), changed, tuple(map(id, rows)), multipliers)
+            # Keyed by genai-prices' own object for the period (a variant's prices are a new
+            # copy at each call; the route's variant is fixed).
+            standard = model_info.get_prices(ts) if context else model_price
+            key = (id(standard), changed, tuple(map(id, rows + in_force)), multipliers)
             hit = by_prices.get(key)
             if hit is not None:
                 return hit[1]
@@ -691,15 +700,15 @@ class Pricer:
             completed, added = _with_1h_write_rate(patched, multipliers, rule_file)
             card = _card_from_model_price(
                 completed,
-                source=source + (f" ({variant} prices)" if priced_as else "")
+                source=source + (f" ({variant} prices)" if in_force else "")
                 + changed + replaced + added,
                 model_ref=model_info.id,
                 label=label,
             )
-            if variant and not priced_as:
+            if variant and not in_force:
                 card.note = f"no {variant} price for {label}, billed at its standard prices"
             _self_check(card, completed)
-            by_prices[key] = (model_price, card)
+            by_prices[key] = (standard, card)
             return card
 
         prices = model_info.prices
