@@ -51,6 +51,19 @@ def test_cold_write_then_append_read():
     assert r2.cost == usd("2160")
 
 
+def test_max_breakpoints_zero_caches_nothing_one_keeps_the_latest():
+    """`max_breakpoints` (a rule file's): the latest N markers are kept; 0 keeps none."""
+    splits = []
+    for n in (0, 1, 4):
+        lab = CacheLab("anthropic", MODEL, overrides={"anthropic.max_breakpoints": n})
+        head = base(lab)
+        lab.send(head, at=0)
+        grown = [*head, lab.block("text", 100), lab.block("user", 300)]
+        splits.append(lab.send(grown, at=60).split)
+    # 0: nothing written, nothing read. 1: the last marker only: 2,200 read back, 400 written.
+    assert splits == [(0, 0, 0, 2600), (2200, 0, 400, 0), (2200, 0, 400, 0)]
+
+
 # -- lookback -------------------------------------------------------------------------------------
 
 

@@ -105,7 +105,7 @@ class AnthropicSimulator(CacheSimulator):
                     marks[block] = Breakpoint(block, ttl, automatic=True)
         bps = sorted(marks.values(), key=lambda b: b.block)
         if len(bps) > max_bps:  # the API would refuse the request; keep the latest ones
-            bps = bps[-max_bps:]
+            bps = bps[len(bps) - max_bps :]  # (not `bps[-max_bps:]`: all of them for 0)
         return bps, note
 
     def simulate(self, sim: SimRequest) -> CacheOutcome:
