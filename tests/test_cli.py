@@ -412,9 +412,36 @@ def test_no_command_writes_over_the_log_it_reads(invoke, tmp_path, args, through
     assert result.exit_code == 2
     flag = args[-1]
     assert result.stderr == (
-        f"error: {flag} {target} is the log being read ({log}): write the result elsewhere\n"
+        f"error: {flag} {target} is a file being read ({log}): write the result elsewhere\n"
     )
     assert log.read_bytes() == RUN42.read_bytes()
+
+
+def test_no_command_writes_over_another_file_it_reads(invoke, tmp_path, monkeypatch):
+    """Not the log, but a cache-rule, plug-in or tokenizer file, or a file of a log folder."""
+    rules = tmp_path / "rules.json"
+    rules.write_text('{"provider": "google", "rules": []}', encoding="utf-8")
+    plugin = tmp_path / "mine.py"
+    plugin.write_text("def strategy(history, ctx):\n    return history\n", encoding="utf-8")
+    tokenizers = tmp_path / "tokenizers.json"
+    tokenizers.write_text('{"families": []}', encoding="utf-8")
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    inside = folder / "run.jsonl"
+    inside.write_bytes(RUN42.read_bytes())
+    cases = [
+        (["run", RUN42, "--cache-rules", rules, "--format", "json", "-o", rules], rules),
+        (["strategies", "--strategy-file", plugin, "--format", "json", "-o", plugin], plugin),
+        (["run", RUN42, "--format", "json", "-o", tokenizers], tokenizers),
+        (["convert", folder, "-o", inside], inside),
+    ]
+    monkeypatch.setenv("REPLAY_TOKENIZERS", str(tokenizers))
+    for args, target in cases:
+        before = target.read_bytes()
+        result = invoke(*args, "-q")
+        assert result.exit_code == 2, (args, result.stderr)
+        assert f"{target} is" in result.stderr and "write the result elsewhere" in result.stderr
+        assert target.read_bytes() == before
 
 
 def test_an_empty_output_path_is_an_error(invoke):

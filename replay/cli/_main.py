@@ -58,23 +58,38 @@ def check_output_folder(ctx: click.Context, param: click.Parameter, value: Path 
 
 
 def refuse_overwriting_a_log(options: dict[str, Any]) -> None:
-    """An output (`-o`, `--write-tokenizers`) naming a log being read, or a link to it, would
-    replace the input with the result: a user mistake, refused before any work. Inputs are
-    never written."""
+    """An output (`-o`, `--write-tokenizers`) naming a file being read — a log, a file of a log
+    folder, a cache-rule, plug-in or tokenizer file — or a link to one, would replace the input
+    with the result: a user mistake, refused before any work. Inputs are never written."""
     logs = [options.get("log"), *(options.get("logs") or ())]
+    inputs = [
+        *logs,
+        options.get("cache_rules"),
+        *(options.get("strategy_files") or ()),
+        os.environ.get("REPLAY_TOKENIZERS") or None,
+    ]
+    folders = [Path(log) for log in logs if log is not None and Path(log).is_dir()]
     for flag, output in (("-o", options.get("output")),
                          ("--write-tokenizers", options.get("write_tokenizers"))):
         if output is None or str(output) == "-":
             continue
-        for log in logs:
-            try:
-                same = log is not None and os.path.samefile(log, output)
-            except (OSError, TypeError, ValueError):  # one of them does not exist (yet)
-                continue
-            if same:
+        for source in inputs:
+            if source is not None and _same_file(source, output):
                 raise ReplayError(
-                    f"{flag} {output} is the log being read ({log}): write the result elsewhere"
+                    f"{flag} {output} is a file being read ({source}): write the result elsewhere"
                 )
+        target = Path(output)
+        if target.is_file() and any(target.resolve().is_relative_to(f.resolve()) for f in folders):
+            raise ReplayError(
+                f"{flag} {output} is in the log folder being read: write the result elsewhere"
+            )
+
+
+def _same_file(a: Any, b: Any) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, TypeError, ValueError):  # one of them does not exist (yet)
+        return False
 
 
 def output_options(formats: tuple[str, ...] = FORMATS) -> Callable:
