@@ -296,6 +296,11 @@ def test_missing_header(tmp_path):
             '-5}}',
             "greater than or equal to 0 at `request.usage.input_tokens`",
         ),
+        (  # past any request's size, and past the 64-bit sums of the result tables
+            '{"type":"request","ts":"2026-03-02T09:00:02Z","request_id":"r","usage":{"input_tokens":'
+            + "1" + "0" * 30 + "}}",
+            "less than or equal to 1000000000000 at `request.usage.input_tokens`",
+        ),
         ('{"type":"user","ts":"2026-03-02T09:00:01Z","n":' + "9" * 5000 + "}",
          "expected a JSON object (Exceeds the limit (4300 digits)"),
         ("[" * 100_000, "expected a JSON object (nested too deeply)"),

@@ -132,7 +132,11 @@ class ToolDef(_Model):
     """JSON Schema of the tool's arguments."""
 
 
-Tokens = Annotated[int, Field(ge=0)]
+MAX_TOKENS = 10**12
+"""More tokens than any request holds (a trillion): a larger count in a log is an error, not a
+number to price (it would overflow the 64-bit sums of the result tables)."""
+
+Tokens = Annotated[int, Field(ge=0, le=MAX_TOKENS)]
 """A token count: never negative (a log that says otherwise is malformed)."""
 
 
