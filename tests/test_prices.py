@@ -536,6 +536,8 @@ def test_parse_price_override_full_and_minimal():
         "m=input:1,output:-2",
         "m=input:1,output:nan",
         "m=input:1,output:inf",
+        "m=input:1e400,output:2",  # past any price, and past Decimal's range in sums
+        "m=input:1,output:" + "9" * 35,
         "m=input:1,output:2,input:3",
         "m=input:1,output:2,cache:3",
         "m=input 1,output:2",

@@ -55,6 +55,10 @@ from replay.cache._rules import RuleBook, utc_date
 from replay.prices._patches import FILE as PATCH_FILE
 from replay.prices._patches import WEEKDAYS, PricePatch, patches_for, peak_weekdays
 
+_MAX_RATE = Decimal(1_000_000)
+"""No model costs a dollar a token: a larger `--price` rate is a typo (and its sums would leave
+the Decimal and float ranges the results use)."""
+
 PRICE_FORMAT = "MODEL=input:IN,output:OUT[,cache_read:R,cache_write:W,cache_write_1h:W1H]"
 """The `--price` syntax; the numbers are USD per million tokens."""
 
@@ -211,8 +215,8 @@ def parse_price_override(text: str) -> tuple[str, RateOverride]:
             value = Decimal(raw)
         except InvalidOperation:
             raise bad(f"{key} {raw!r} is not a number") from None
-        if not value.is_finite() or value < 0:
-            raise bad(f"{key} {raw!r} must be a finite number >= 0")
+        if not value.is_finite() or not 0 <= value <= _MAX_RATE:
+            raise bad(f"{key} {raw!r} must be a number from 0 to {_MAX_RATE:,} (USD per MTok)")
         rates[key] = value
     missing = [key for key in ("input", "output") if key not in rates]
     if missing:
