@@ -444,6 +444,21 @@ def test_no_command_writes_over_another_file_it_reads(invoke, tmp_path, monkeypa
         assert target.read_bytes() == before
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["bench", "--size-scale", "inf"],
+        ["bench", "--size-scale", "nan"],
+        ["bench", "-n", "9" * 20],
+        ["batch", "logs", "--workers", "9" * 20],
+    ],
+)
+def test_out_of_range_numbers_are_usage_errors(invoke, args):
+    result = invoke(*args)
+    assert result.exit_code == 2
+    assert "Invalid value" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_an_empty_output_path_is_an_error(invoke):
     result = invoke("run", RUN42, "-s", "baseline", "--format", "json", "-o", "")
     assert result.exit_code == 2

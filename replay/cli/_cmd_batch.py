@@ -76,7 +76,7 @@ def _problem_table(report, limit: int = 20):
 @click.option(
     "--workers",
     "-w",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=1024),
     help="Worker processes (default: one per CPU; 1 = no pool).",
 )
 @click.option(

@@ -9,11 +9,17 @@ import click
 from replay.cli._main import check_output_folder, cli, output_options, user_errors
 
 
+def _finite(param: click.Parameter, value: float) -> float:
+    if value != value:  # nan compares false with every bound of a range
+        raise click.BadParameter("nan is not a number", param=param)
+    return value
+
+
 @cli.command("bench")
 @click.option(
     "--requests",
     "-n",
-    type=click.IntRange(1),
+    type=click.IntRange(1, 1_000_000),
     default=1000,
     show_default=True,
     help="Requests in the synthetic session.",
@@ -57,7 +63,8 @@ from replay.cli._main import check_output_folder, cli, output_options, user_erro
 )
 @click.option(
     "--size-scale",
-    type=click.FloatRange(min=0.001),
+    type=click.FloatRange(min=0.001, max=1000),
+    callback=lambda ctx, param, value: _finite(param, value),
     default=1.0,
     show_default=True,
     help="Multiply every tool-output size of the synthetic session.",
