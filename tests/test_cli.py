@@ -442,6 +442,9 @@ def test_no_command_writes_over_another_file_it_reads(invoke, tmp_path, monkeypa
         assert result.exit_code == 2, (args, result.stderr)
         assert f"{target} is" in result.stderr and "write the result elsewhere" in result.stderr
         assert target.read_bytes() == before
+    # Renewing the tokenizer file in force is what `calibrate --write-tokenizers` is for.
+    renew = invoke("calibrate", RUN42, "--write-tokenizers", tokenizers, "-q")
+    assert "write the result elsewhere" not in renew.stderr
 
 
 @pytest.mark.parametrize(

@@ -62,18 +62,15 @@ def refuse_overwriting_a_log(options: dict[str, Any]) -> None:
     folder, a cache-rule, plug-in or tokenizer file — or a link to one, would replace the input
     with the result: a user mistake, refused before any work. Inputs are never written."""
     logs = [options.get("log"), *(options.get("logs") or ())]
-    inputs = [
-        *logs,
-        options.get("cache_rules"),
-        *(options.get("strategy_files") or ()),
-        os.environ.get("REPLAY_TOKENIZERS") or None,
-    ]
+    inputs = [*logs, options.get("cache_rules"), *(options.get("strategy_files") or ())]
+    tokenizers = os.environ.get("REPLAY_TOKENIZERS") or None
     folders = [Path(log) for log in logs if log is not None and Path(log).is_dir()]
-    for flag, output in (("-o", options.get("output")),
-                         ("--write-tokenizers", options.get("write_tokenizers"))):
+    # `--write-tokenizers` may renew the tokenizer file in force: that is what it writes.
+    for flag, output, read in (("-o", options.get("output"), [*inputs, tokenizers]),
+                               ("--write-tokenizers", options.get("write_tokenizers"), inputs)):
         if output is None or str(output) == "-":
             continue
-        for source in inputs:
+        for source in read:
             if source is not None and _same_file(source, output):
                 raise ReplayError(
                     f"{flag} {output} is a file being read ({source}): write the result elsewhere"
