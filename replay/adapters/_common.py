@@ -863,19 +863,11 @@ def _view_item(e: Any, n: int) -> Any:
 
 
 def _cleared(items: list[Any], cleared: set[int]) -> list[Any]:
-    """`items` with the tool results at these event indexes shown as the harness sent them
-    once it had cleared them (`ToolResult.cleared_at`)."""
-    from replay.strategies._prompts import LITERAL_CLEARED
-    from replay.strategies._view import ToolResultItem, replace_output
+    """`items` with the tool results at these event indexes shown cleared, as `recorded` shows
+    them."""
+    from replay.strategies.recorded import shown_cleared
 
-    if not cleared:
-        return items
-    return [
-        replace_output(i, LITERAL_CLEARED)
-        if isinstance(i, ToolResultItem) and i.event_index in cleared
-        else i
-        for i in items
-    ]
+    return shown_cleared(items, cleared) if cleared else items
 
 
 def _view_items(events: Iterable[Any], at: datetime | None = None) -> list[Any]:

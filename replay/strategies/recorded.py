@@ -12,7 +12,7 @@ For a log without compactions or cleared results it equals `baseline`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -44,6 +44,17 @@ class LoggedCompaction:
     """The message later requests saw in place of the replaced events ("": none of its own)."""
     role: Literal["user", "assistant"] = "user"
     """Role of that message."""
+
+
+def shown_cleared(items: Sequence[Item], cleared: Container[int]) -> list[Item]:
+    """`items` with the tool results at these event indexes shown as the harness sent them once
+    it had cleared them (`ToolResult.cleared_at`)."""
+    return [
+        replace_output(i, LITERAL_CLEARED)
+        if isinstance(i, ToolResultItem) and i.event_index in cleared
+        else i
+        for i in items
+    ]
 
 
 def recorded() -> object:
@@ -97,12 +108,7 @@ def recorded() -> object:
         view = compacted(history, ctx)
         cleared = ctx.logged_clears
         if cleared:
-            view.items = [
-                replace_output(i, LITERAL_CLEARED)
-                if isinstance(i, ToolResultItem) and i.event_index in cleared
-                else i
-                for i in view.items
-            ]
+            view.items = shown_cleared(view.items, cleared)
             fresh = cleared - cleared_before
             if fresh:
                 cleared_before.update(fresh)
