@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -171,7 +172,7 @@ class _Reader:
         only log changes)."""
         self.parent: dict[str, str | None] = {}
         self.by_id: dict[str, _Entry] = {}
-        self.forked_at: Any = None
+        self.forked_at: datetime | None = None
         """When a forked session (`branchedFrom`, `parentSession`) was created: the responses
         it copied from its parent are older, and were billed there (`copied_from_parent`)."""
         self.copied_requests = 0
