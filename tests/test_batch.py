@@ -368,6 +368,23 @@ def test_duplicates_dates_and_globs(logdir: Path, tmp_path: Path):
     assert {got["a.jsonl"], got["b.jsonl"], got["d.jsonl"]} == {"out of range"}
 
 
+def test_an_output_inside_the_input_leaves_out_only_the_datasets_own_files(logdir: Path):
+    """The dataset's parts and cache are never read as logs; a user's log under the output
+    folder is read like any other (it used to be left out without a word)."""
+    out = logdir / "ds"
+    variant(out / "mine" / "e.jsonl", "e", -DAY)
+    opts = BatchOptions(strategies="baseline")
+    first = run_batch([logdir], opts, output=out, workers=1)
+    assert status_of(first)["e.jsonl"] == "replayed"
+
+    for targets in ([logdir], [str(logdir / "**" / "*")]):
+        again = run_batch(targets, opts, output=out, workers=1)
+        assert not [f.path for f in again.files if "/ds/" in f.path and "/mine/" not in f.path]
+        assert status_of(again)["e.jsonl"] == "unchanged"
+    inner = run_batch([out / "mine"], opts, output=out, workers=1)  # a target inside it
+    assert list(status_of(inner)) == ["e.jsonl"] and inner.counts["ok"] == 1
+
+
 def test_a_date_range_that_is_empty_is_a_user_error(logdir: Path, tmp_path: Path, invoke):
     result = invoke("batch", logdir, "--since", "2030-01-01", "--until", "2020-01-01",
                     "-o", tmp_path / "ds", "-q")

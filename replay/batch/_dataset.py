@@ -69,6 +69,14 @@ def scan(dataset: str | Path, table: str = "sessions"):
     return pl.scan_parquet(folder / "*.parquet")
 
 
+def owns(root: Path, path: Path) -> bool:
+    """True for a file of the dataset at `root` (both resolved): its cache folder, or a Parquet
+    file of one of its tables (what `scan` reads). Any other file under `root` may be a log."""
+    if path.is_relative_to(root / CACHE_DIR):
+        return True
+    return path.suffix == ".parquet" and any(path.parent == root / t for t in TABLES)
+
+
 class Dataset:
     """Parts and manifest of one dataset folder; only the batch's main process touches it."""
 

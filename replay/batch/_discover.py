@@ -1,15 +1,16 @@
 """Find the files a batch should look at: directories (recursively), globs and single files.
 
 Only paths are collected (never contents). Hidden files and folders (`.git`, the dataset's own
-`.replay-batch` cache…) are left out, and so is the output dataset when it lies inside an input
-folder. Whether a file is a log is decided later, by `replay.load`, from its content.
+`.replay-batch` cache…) are left out, and so are the files `exclude` names (the output dataset's
+own parts, when it lies inside an input folder). Whether a file is a log is decided later, by
+`replay.load`, from its content.
 """
 
 from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, date, datetime, time
 from pathlib import Path
 
@@ -18,27 +19,27 @@ from replay._errors import ReplayError
 _GLOB_CHARS = set("*?[")
 
 
-def _walk(root: Path, exclude: set[Path]) -> Iterator[Path]:
+def _walk(root: Path) -> Iterator[Path]:
     for folder, dirs, files in os.walk(root):
         here = Path(folder)
-        dirs[:] = sorted(
-            d for d in dirs if not d.startswith(".") and (here / d).resolve() not in exclude
-        )
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             if not name.startswith("."):
                 yield here / name
 
 
-def discover(targets: Iterable[str | Path], exclude: Iterable[Path] = ()) -> list[Path]:
+def discover(
+    targets: Iterable[str | Path], exclude: Callable[[Path], bool] | None = None
+) -> list[Path]:
     """Every regular file under `targets` (folders, glob patterns or files), resolved, sorted,
-    without duplicates. A target that matches nothing is an error (a typo, not an empty run)."""
-    excluded = {Path(p).resolve() for p in exclude}
+    without duplicates, but those `exclude` is true for (given the resolved path). A target
+    that matches nothing is an error (a typo, not an empty run)."""
     found: dict[Path, None] = {}
     for target in targets:
         text = str(target)
         path = Path(os.path.expanduser(text))
         if path.is_dir():
-            matches: Iterable[Path] = _walk(path, excluded)
+            matches: Iterable[Path] = _walk(path)
         elif path.is_file():
             matches = [path]
         elif _GLOB_CHARS & set(text):
@@ -52,7 +53,7 @@ def discover(targets: Iterable[str | Path], exclude: Iterable[Path] = ()) -> lis
         count = 0
         for m in matches:
             resolved = m.resolve()
-            if any(resolved.is_relative_to(e) for e in excluded):
+            if exclude is not None and exclude(resolved):
                 continue
             found.setdefault(resolved, None)
             count += 1

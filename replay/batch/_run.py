@@ -20,6 +20,7 @@ bytes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -34,7 +35,7 @@ from typing import Any
 import polars as pl
 
 from replay._errors import ReplayError
-from replay.batch._dataset import Dataset
+from replay.batch._dataset import Dataset, owns
 from replay.batch._discover import discover
 from replay.batch._engines import Engine, make_engine
 from replay.batch._options import BatchOptions, horizon_seconds, replay_key, scan_key
@@ -387,7 +388,10 @@ def run_batch(
             "can start in between"
         )
     dataset = Dataset(output) if output is not None else None
-    exclude = [Path(output)] if output is not None else []
+    exclude = None
+    if output is not None:  # its parts are no logs; a user's file under it may be one
+        root = Path(output).resolve()
+        exclude = functools.partial(owns, root)
     paths = [str(p) for p in discover(targets, exclude)]
     skey, rkey = scan_key(opts), replay_key(opts)
     statuses: dict[str, FileStatus] = {}
