@@ -260,6 +260,24 @@ def test_cli_json_table_and_tokenizer_file(tmp_path: Path) -> None:
     assert f"{run42}: no recorded usage in this log; skipped" in result.stderr
 
 
+def test_cli_reads_a_byte_identical_copy_once(tmp_path: Path) -> None:
+    """A copied log (a backup, a resumed session's file) would count its pairs twice and
+    narrow the interval for nothing."""
+    load_commands()
+    log = tmp_path / "billed.jsonl"
+    write_log(synthetic_session(1.42), log)
+    copy = tmp_path / "backup" / "billed.jsonl"
+    copy.parent.mkdir()
+    copy.write_bytes(log.read_bytes())
+    result = CliRunner().invoke(cli, ["calibrate", str(log), str(copy), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["families"][0]["pairs"] == 40
+    assert f"{copy}: same bytes as {log}; read once" in result.stderr
+    assert json.loads(result.stdout)["read_once"] == [
+        {"log": str(copy), "why": f"same bytes as {log}"}
+    ]
+
+
 def test_cli_says_when_nothing_can_be_measured(tmp_path: Path) -> None:
     load_commands()
     run42 = ROOT / "logs" / "run42.jsonl"  # recorded fixture: no usage

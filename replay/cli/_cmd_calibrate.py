@@ -78,7 +78,8 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     reconstructed context, thinking or a model switch are left out. Prints per family the
     pairs used, the factor (ratio of sums, bootstrap 95% interval), the spread of per-pair
     ratios, the framing fitted instead of assumed, and the rows to put in
-    pricing/tokenizers.json (see docs/calibration.md).
+    pricing/tokenizers.json (see docs/calibration.md). A log given twice, or with the same
+    bytes as another (a backup), is read once.
 
     \b
     Example:
@@ -88,20 +89,18 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
       REPLAY_TOKENIZERS=mine.json replay fidelity SESSION.jsonl
     """
     from replay import report
-    from replay._api import load
     from replay._atomic import write_atomic
     from replay._errors import ReplayError
+    from replay.adapters import read_each_once
     from replay.tokens import calibrate, calibration_dict, logs_label, tokenizer_file
 
     _check_date(date)
     sessions = []
-    seen: set[Path] = set()
-    for log in logs:
-        if log.resolve() in seen:  # a log given twice would count its pairs twice
-            click.echo(f"warning: {log}: given twice; read once", err=True)
-            continue
-        seen.add(log.resolve())
-        session = load(log, strict=strict)
+    # A log given twice or copied (a backup) would count its pairs twice: read once.
+    read = read_each_once(logs, strict=strict)
+    for left in read.left_out:
+        click.echo(f"warning: {left.path}: {left.why}; read once", err=True)
+    for log, session in read.sessions:
         if not session.requests():
             click.echo(f"warning: {log}: no request in this log; skipped", err=True)
             continue
@@ -128,6 +127,7 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
         document = {
             "date": date,
             "logs": [str(p) for p in logs],
+            "read_once": [{"log": str(x.path), "why": x.why} for x in read.left_out],
             "families": [calibration_dict(c) for c in calibrations],
             "tokenizers": snippet,
         }
