@@ -278,6 +278,25 @@ def test_cli_reads_a_byte_identical_copy_once(tmp_path: Path) -> None:
     ]
 
 
+def test_files_of_one_session_given_apart_are_read_as_one(tmp_path: Path) -> None:
+    """`replay calibrate project/*.jsonl`: a resumed file copies the earlier file's records,
+    and a transcript reads its subagent files; each file read alone counted them again."""
+    from test_batch import _resumed_session, _subagent_session
+
+    from replay.adapters import LeftOut, read_each_once
+
+    first, second, third = _resumed_session(tmp_path / "p", runs=3)
+    transcript = _subagent_session(tmp_path / "q")
+    agent = tmp_path / "q" / "s-1" / "subagents" / "agent-abc.jsonl"
+    logs = read_each_once([third, first, second, agent, transcript])
+    assert [(p, len(s.requests())) for p, s in logs.sessions] == [(first, 4), (transcript, 3)]
+    assert logs.left_out == [
+        LeftOut(third, f"read in the session of {first}"),
+        LeftOut(second, f"read in the session of {first}"),
+        LeftOut(agent, f"read in the session of {transcript}"),
+    ]
+
+
 def test_cli_says_when_nothing_can_be_measured(tmp_path: Path) -> None:
     load_commands()
     run42 = ROOT / "logs" / "run42.jsonl"  # recorded fixture: no usage

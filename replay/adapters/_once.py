@@ -1,14 +1,19 @@
 """Several logs given at once, each record read once: a file given twice or copied byte for byte
-(a backup) is read once, so what is measured over the logs is not counted twice."""
+(a backup) is read once, and files the adapter reads as one session (a Claude Code transcript
+with its resumed and subagent files, an opencode export with its subtask exports) are read
+together, as `replay batch` reads them, so what is measured over the logs is not counted twice."""
 
 from __future__ import annotations
 
 import hashlib
 import stat
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from replay._errors import LogFormatError
+from replay.adapters._groups import GROUPED, grouped_adapter, session_folder
 from replay.log import Session
 
 
@@ -19,7 +24,7 @@ class LeftOut:
     path: Path
     """As given."""
     why: str
-    """What it repeats: `given twice`, `same bytes as FILE`."""
+    """What it repeats: `given twice`, `same bytes as FILE`, `read in the session of FILE`."""
 
 
 @dataclass
@@ -27,9 +32,20 @@ class Logs:
     """What `read_each_once` read."""
 
     sessions: list[tuple[Path, Session]] = field(default_factory=list)
-    """Each log read, as given, with its session, in the order given."""
+    """Each session read, named by its file (the first file of a session of several), in the
+    order given."""
     left_out: list[LeftOut] = field(default_factory=list)
-    """The logs not read, and why."""
+    """The logs not read on their own, and why, in the order given."""
+
+
+@dataclass
+class _Unit:
+    """Files read as one session."""
+
+    files: list[Path]
+    """The first names the session (a session of several: in the adapter's reading order)."""
+    fmt: str = ""
+    """Format of a session of several files (a `GROUPED` one); empty for a single file."""
 
 
 def _sha256(path: Path) -> str | None:
@@ -47,24 +63,76 @@ def _sha256(path: Path) -> str | None:
     return digest.hexdigest()
 
 
-def read_each_once(paths: Iterable[Path], *, strict: bool = False) -> Logs:
-    """Read `paths` (files or folders, as `replay.load` reads each), leaving out a path given
-    twice and a file with the same bytes as one read before it."""
-    from replay._api import load
-
-    logs = Logs()
+def _distinct(paths: Iterable[Path], left_out: list[LeftOut]) -> list[Path]:
+    """`paths` without a path given twice or a file with the bytes of one before it."""
+    kept: list[Path] = []
     seen: set[Path] = set()
     first_copy: dict[str, Path] = {}
     for path in paths:
         if path.resolve() in seen:
-            logs.left_out.append(LeftOut(path, "given twice"))
+            left_out.append(LeftOut(path, "given twice"))
             continue
         seen.add(path.resolve())
         sha = _sha256(path)
         if sha in first_copy:
-            logs.left_out.append(LeftOut(path, f"same bytes as {first_copy[sha]}"))
+            left_out.append(LeftOut(path, f"same bytes as {first_copy[sha]}"))
             continue
         if sha is not None:
             first_copy[sha] = path
-        logs.sessions.append((path, load(path, strict=strict)))
+        kept.append(path)
+    return kept
+
+
+def _format(path: Path) -> str:
+    """The format of a regular file, or "" (a folder, a pipe, no known log: read alone)."""
+    from replay.adapters.detect import detect_file
+
+    try:
+        return detect_file(path) if path.is_file() else ""
+    except LogFormatError:
+        return ""  # its reader says what is wrong with it
+
+
+def _units(paths: list[Path], left_out: list[LeftOut]) -> list[_Unit]:
+    """`paths` as sessions: the files of a folder the adapter reads as one session become one
+    unit, where the first of them was given; the others are left out, naming it."""
+    buckets: dict[tuple[str, str], list[Path]] = defaultdict(list)
+    for path in paths:
+        fmt = _format(path)
+        if fmt in GROUPED:
+            buckets[(fmt, session_folder(fmt, path))].append(path)
+    given = {p.resolve(): p for p in paths}
+    unit_of: dict[Path, _Unit] = {}
+    for (fmt, _), files in buckets.items():
+        if len(files) < 2:
+            continue
+        for group in grouped_adapter(fmt).session_groups(files):
+            if len(group) > 1:
+                unit = _Unit([given[p.resolve()] for p in group], fmt)
+                unit_of.update((p, unit) for p in unit.files)
+    units: list[_Unit] = []
+    placed: set[int] = set()
+    for path in paths:
+        unit = unit_of.get(path) or _Unit([path])
+        if id(unit) not in placed:
+            placed.add(id(unit))
+            units.append(unit)
+        if path != unit.files[0]:
+            left_out.append(LeftOut(path, f"read in the session of {unit.files[0]}"))
+    return units
+
+
+def read_each_once(paths: Iterable[Path], *, strict: bool = False) -> Logs:
+    """Read `paths` (files or folders, as `replay.load` reads each), leaving out a path given
+    twice and a file with the same bytes as one given before it, and reading the files of one
+    session (`session_groups` of their adapter, within a folder) together as one."""
+    from replay._api import load
+
+    logs = Logs()
+    for unit in _units(_distinct(paths, logs.left_out), logs.left_out):
+        if unit.fmt:
+            session = grouped_adapter(unit.fmt).read_session(unit.files, strict=strict)
+        else:
+            session = load(unit.files[0], strict=strict)
+        logs.sessions.append((unit.files[0], session))
     return logs

@@ -35,13 +35,13 @@ from typing import Any
 import polars as pl
 
 from replay._errors import ReplayError
+from replay.adapters._groups import GROUPED, session_folder
 from replay.batch._dataset import Dataset, owns
 from replay.batch._discover import discover
 from replay.batch._engines import Engine, make_engine
 from replay.batch._options import BatchOptions, horizon_seconds, replay_key, scan_key
 from replay.batch._work import (
     FAILED,
-    GROUPED,
     OK,
     FileOutcome,
     FolderTask,
@@ -514,22 +514,10 @@ def _scan_phase(phases: _Phases, paths: list[str], since: datetime | None) -> li
     return ok
 
 
-def _folder(fmt: str, path: str) -> str:
-    """The folder whose files may be one session with `path`: its own, or for a Claude Code
-    `<sessionId>/subagents/agent-*.jsonl` file the project folder holding `<sessionId>.jsonl`."""
-    p = Path(path)
-    if fmt == "claude-code" and p.parent.name == "subagents":
-        session = p.parent.parent
-        if (session.parent / f"{session.name}.jsonl").is_file():
-            return str(session.parent)
-        return str(session)
-    return str(p.parent)
-
-
 def _folder_key(task: FolderTask, skey: str) -> tuple[str, str]:
     """(manifest name, cache key) of a folder's grouping: it holds while the scan options and
     every file's path and bytes do."""
-    name = f"{task.fmt}:{_folder(task.fmt, task.files[0].path)}"
+    name = f"{task.fmt}:{session_folder(task.fmt, task.files[0].path)}"
     return name, _digest(skey, name, *(f"{s.path}\x00{s.sha}" for s in task.files))
 
 
@@ -545,7 +533,7 @@ def _session_phase(phases: _Phases, scans: list[ScanResult]) -> list[ScanResult]
     buckets: dict[tuple[str, str], list[ScanResult]] = defaultdict(list)
     for s in scans:
         if s.fmt in GROUPED:
-            buckets[(s.fmt, _folder(s.fmt, s.path))].append(s)
+            buckets[(s.fmt, session_folder(s.fmt, s.path))].append(s)
     units: list[ScanResult] = []
     todo: list[FolderTask] = []
     for (fmt, _), items in sorted(buckets.items()):

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replay._errors import LogFormatError, ReplayError
+from replay.adapters._groups import grouped_adapter
 from replay.batch._options import BatchOptions
 
 OK, SKIPPED, FAILED = "ok", "skipped", "failed"
@@ -177,28 +178,13 @@ def _scope(provider: str, session: Any) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-GROUPED = {
-    "claude-code": "replay.adapters.claude_code",
-    "opencode": "replay.adapters.opencode",
-}
-"""Formats whose files may be one session together (in one folder), with the adapter that says
-which (`session_groups`) and reads such a group (`read_session`)."""
-
-
-def _grouped_adapter(fmt: str) -> Any:
-    """The adapter module of a `GROUPED` format (`session_groups`, `read_session`)."""
-    import importlib
-
-    return importlib.import_module(GROUPED[fmt])
-
-
 def _load(path: str, opts: BatchOptions, files: tuple[str, ...] = (), fmt: str = ""):
     """One file, or the files of one session (`files`, of format `fmt`), as a `Session`; a
     known `fmt` is not detected again."""
     if files:
         from pathlib import Path
 
-        return _grouped_adapter(fmt).read_session([Path(f) for f in files], strict=opts.strict)
+        return grouped_adapter(fmt).read_session([Path(f) for f in files], strict=opts.strict)
     from replay.adapters import read_any
 
     return read_any(path, strict=opts.strict, fmt=fmt or None)
@@ -290,7 +276,7 @@ def group_folder(task: FolderTask, opts: BatchOptions) -> list[ScanResult]:
 
     scans = {s.path: s for s in task.files}
     try:
-        groups = _grouped_adapter(task.fmt).session_groups([Path(p) for p in scans])
+        groups = grouped_adapter(task.fmt).session_groups([Path(p) for p in scans])
     except Exception as err:  # noqa: BLE001 - reported, not raised
         first = task.files[0]
         files = tuple(scans)

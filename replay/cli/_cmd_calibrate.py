@@ -79,7 +79,8 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     pairs used, the factor (ratio of sums, bootstrap 95% interval), the spread of per-pair
     ratios, the framing fitted instead of assumed, and the rows to put in
     pricing/tokenizers.json (see docs/calibration.md). A log given twice, or with the same
-    bytes as another (a backup), is read once.
+    bytes as another (a backup), is read once; the files of one session (a Claude Code
+    transcript with its resumed and subagent files) are read together, as one.
 
     \b
     Example:
@@ -96,7 +97,8 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
 
     _check_date(date)
     sessions = []
-    # A log given twice or copied (a backup) would count its pairs twice: read once.
+    # A log given twice, copied (a backup) or copied into a resumed file would count its pairs
+    # twice: each record is read once.
     read = read_each_once(logs, strict=strict)
     for left in read.left_out:
         click.echo(f"warning: {left.path}: {left.why}; read once", err=True)
