@@ -874,3 +874,61 @@ def test_a_price_that_fell_back_is_a_column_and_a_note(tmp_path: Path, invoke):
     assert not [n for n in alone.notes if "fallback" in n]
     shown = invoke("batch", str(logs), "-s", STRATEGIES, "--workers", "1")
     assert f"note: {note}" in shown.stderr
+
+
+# --------------------------------------------------------------------------------------------------
+# A forked pi session and its parent
+
+
+def _pi_fork_and_parent(folder: Path) -> tuple[Path, Path]:
+    """A pi session (2 requests) and a session forked from it at 10:00:10: the fork's file
+    copies the parent's 2 requests (billed in the parent), then makes 1 of its own. Its header
+    names the parent by the path it had where pi wrote it."""
+    from test_adapters_common import jsonl, pi_lines
+
+    folder.mkdir(parents=True, exist_ok=True)
+    parent = folder / "2026-01-02T09-59-59-000Z_pi-1.jsonl"
+    parent.write_text(jsonl(pi_lines(3)), encoding="utf-8")
+    lines = pi_lines(3)
+    lines[0] |= {"id": "pi-2", "timestamp": "2026-01-02T10:00:10.000Z",
+                 "parentSession": f"/home/u/.pi/agent/sessions/--w--/{parent.name}"}
+    last = lines[-1]
+    user = {"type": "message", "id": "00000006", "parentId": last["id"],
+            "timestamp": "2026-01-02T10:00:20.000Z",
+            "message": {"role": "user", "content": [{"type": "text", "text": "And now?"}],
+                        "timestamp": 1767348020000}}
+    reply = json.loads(json.dumps(last))
+    reply |= {"id": "00000007", "parentId": "00000006", "timestamp": "2026-01-02T10:00:22.000Z"}
+    reply["message"]["timestamp"] = 1767348021000
+    fork = folder / "2026-01-02T10-00-10-000Z_pi-2.jsonl"
+    fork.write_text(jsonl([*lines, user, reply]), encoding="utf-8")
+    return parent, fork
+
+
+@pytest.mark.parametrize("share", [False, True], ids=["alone", "shared-cache"])
+def test_a_forks_copied_requests_count_once_when_its_parent_is_in_the_batch(
+    tmp_path: Path, share: bool
+):
+    parent, fork = _pi_fork_and_parent(tmp_path / "sessions")
+    opts = BatchOptions(strategies="baseline", share_cache=share, per_request=True)
+    out = tmp_path / "ds"
+    both = run_batch([tmp_path / "sessions"], opts, output=out, workers=1)
+    assert status_of(both) == {parent.name: "replayed", fork.name: "replayed"}
+    rows = sessions(out)
+    by_file = {Path(r["file"]).name: r for r in rows.iter_rows(named=True)}
+    assert by_file[parent.name]["requests"] == 2 and by_file[fork.name]["requests"] == 1
+    assert by_file[parent.name]["copied_requests_dropped"] == 0
+    assert by_file[fork.name]["copied_requests_dropped"] == 2
+    assert both.totals["requests"].to_list() == [3] and both.requests == 3
+    assert requests(out).filter(pl.col("kind") == "request").height == 3
+    assert any("2 request(s) of 1 forked session(s)" in n and "parent" in n for n in both.notes)
+
+    # The fork without its parent: its copies are the only record of those calls; its rows
+    # are `replay run`'s (replayed again, not taken from the run with its parent).
+    alone = run_batch([fork], opts, output=out, workers=1)
+    assert status_of(alone) == {fork.name: "replayed"}
+    mine = sessions(out).filter(pl.col("file") == str(fork))
+    lone = replay(fork, "baseline").summary
+    assert mine.select(lone.columns).equals(lone)
+    assert mine["copied_requests_dropped"].to_list() == [0]
+    assert any("counted here" in n for n in alone.notes)

@@ -24,9 +24,10 @@ import functools
 import hashlib
 import io
 import os
+import re
 import time
-from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -171,10 +172,16 @@ def _when(info_ts: str) -> datetime:
 
 
 def plan_groups(
-    scans: Sequence[ScanResult], opts: BatchOptions, horizon: float, rkey: str
+    scans: Sequence[ScanResult],
+    opts: BatchOptions,
+    horizon: float,
+    rkey: str,
+    drop_copied: Collection[str] = (),
 ) -> list[GroupTask]:
     """Chains of sessions that share a cache scope and follow each other within `horizon`
-    seconds (cut at `opts.chain_bytes`), each in start order; every other session alone."""
+    seconds (cut at `opts.chain_bytes`), each in start order; every other session alone.
+    Forked sessions named in `drop_copied` leave the requests copied from their parent out of
+    their rows (`Member.drop_copied`)."""
     by_scope: dict[str, list[ScanResult]] = defaultdict(list)
     for s in scans:
         assert s.info is not None and s.sha is not None
@@ -203,12 +210,70 @@ def plan_groups(
         scope = chain[0].info.scope  # type: ignore[union-attr]
         group = _digest(scope, *(s.sha for s in chain))[:12] if shared else None  # type: ignore[misc]
         suffix = f"-{group}" if group else ""
-        members = [
-            Member(s.path, s.sha, s.info, f"part-{s.sha[:24]}-{rkey[:8]}{suffix}", s.files)  # type: ignore[arg-type,index]
-            for s in chain
-        ]
+        members = []
+        for s in chain:
+            sha, info, own = s.sha or "", s.info, s.path in drop_copied
+            assert info is not None
+            part = f"part-{sha[:24]}-{rkey[:8]}{suffix}" + (_OWN if own else "")
+            members.append(Member(s.path, sha, info, part, s.files, drop_copied=own))
         tasks.append(GroupTask(members, shared=shared, group_id=group, scope=scope))
     return tasks
+
+
+_OWN = "-own"
+"""Part name suffix of a fork's rows without the requests copied from its parent."""
+
+
+def _replay_group(task: GroupTask, member: Member) -> str:
+    """What a session's rows depend on besides its bytes and the options, as the manifest keeps
+    it: its chain, and whether its copied requests were left out (rows of another kind)."""
+    return (task.group_id or "") + (_OWN if member.drop_copied else "")
+
+
+def forks_with_parent(scans: Sequence[ScanResult], copies: dict[str, str]) -> set[str]:
+    """Paths of the forked sessions among `scans` whose parent session file is one of them (or
+    a byte-identical copy of one: `copies`, copy → first file): by its path, else by its file
+    name when one file alone has it (pi names a session file by its start and id; the header
+    keeps the path it had where it was written, which a moved or copied log no longer has)."""
+    files = {f for s in scans for f in s.files or (s.path,)}
+    files |= {copy for copy, first in copies.items() if first in files}
+    names = Counter(_name(f) for f in files)
+    forks = set()
+    for s in scans:
+        parent = s.info.parent if s.info and s.info.copied_requests else ""
+        if not parent or _name(parent) == _name(s.path):
+            continue
+        if parent in files or names[_name(parent)] == 1:
+            forks.add(s.path)
+    return forks
+
+
+def _name(path: str) -> str:
+    """A path's last part, whether written with / or \\ (a log written on Windows)."""
+    return re.split(r"[\\/]", path)[-1]
+
+
+def _fork_notes(scans: Sequence[ScanResult], forks: set[str]) -> list[str]:
+    """What the rows of forked sessions hold of the requests they copied from their parent."""
+    copied = [s for s in scans if s.info and s.info.copied_requests]
+    dropped = [s for s in copied if s.path in forks]
+    kept = [s for s in copied if s.path not in forks]
+    notes = []
+    if dropped:
+        n = sum(s.info.copied_requests for s in dropped)  # type: ignore[union-attr]
+        notes.append(
+            f"{n:,} request(s) of {len(dropped)} forked session(s) were copied from a parent "
+            "session replayed in this batch (`copied_from_parent`): they are counted in the "
+            "parent's rows only, and left out of the fork's (column `copied_requests_dropped`)."
+        )
+    if kept:
+        n = sum(s.info.copied_requests for s in kept)  # type: ignore[union-attr]
+        notes.append(
+            f"{n:,} request(s) of {len(kept)} forked session(s) were copied from a parent "
+            "session not replayed in this batch (`copied_from_parent`): billed in that earlier "
+            "session, they are counted here, the only record of them in this batch."
+        )
+    return notes
 
 
 BUNDLE_FILES, BUNDLE_BYTES = 16, 4 * 1024 * 1024
@@ -451,6 +516,8 @@ class _Phases:
     statuses: dict[str, FileStatus]
     """What happened to each file so far, by path."""
     tick: Progress
+    copies: dict[str, str] = field(default_factory=dict)
+    """Byte-identical copies left out (status `duplicate`) → the file read instead."""
 
 
 def _with_tokenizers(opts: BatchOptions) -> BatchOptions:
@@ -508,6 +575,7 @@ def _scan_phase(phases: _Phases, paths: list[str], since: datetime | None) -> li
             statuses[path] = FileStatus(path, s.status, s.message)
         elif s.sha in first_copy:
             statuses[path] = FileStatus(path, "duplicate", f"same bytes as {first_copy[s.sha]}")
+            phases.copies[path] = first_copy[s.sha]
         else:
             first_copy[s.sha] = path  # type: ignore[index]
             ok.append(s)
@@ -591,7 +659,9 @@ def _replay_phase(
                 statuses[path] = FileStatus(path, "out of range", f"started {start.isoformat()}")
         else:
             kept.append(s)
-    tasks = plan_groups(kept, opts, horizon_seconds(opts), rkey)
+    forks = forks_with_parent(kept, phases.copies)
+    report.notes.extend(_fork_notes(kept, forks))
+    tasks = plan_groups(kept, opts, horizon_seconds(opts), rkey, forks)
     partials: list[pl.DataFrame] = []
     unchanged_parts: list[str] = []
     todo: list[GroupTask] = []
@@ -599,10 +669,12 @@ def _replay_phase(
         if task.shared:
             report.shared_groups += 1
             report.shared_sessions += len(task.members)
-        group = task.group_id or ""
         parts = None
         if dataset is not None and not force:
-            found = [dataset.unchanged(m.path, rkey, group, m.sha) for m in task.members]
+            found = [
+                dataset.unchanged(m.path, rkey, _replay_group(task, m), m.sha)
+                for m in task.members
+            ]
             if all(p is not None for p in found):
                 parts = [p for ps in found for p in ps if p.startswith("sessions/")]  # type: ignore[union-attr]
         if parts is None:
@@ -615,9 +687,12 @@ def _replay_phase(
     total = len(kept)
     done = total - sum(len(t.members) for t in todo)
     tick("replay", done, total)
-    requests = {m.path: m.info.requests for t in todo for m in t.members}
+    requests = {
+        m.path: m.info.requests - (m.info.copied_requests if m.drop_copied else 0)
+        for t in todo
+        for m in t.members
+    }
     for task, outcomes in runner.imap(replay_group, todo, opts, _group_failure):
-        group = task.group_id or ""
         members = {m.path: m for m in task.members}
         for outcome in outcomes:
             path = outcome.path
@@ -639,8 +714,10 @@ def _replay_phase(
                         members[path].part,
                         {"sessions": outcome.sessions, "requests": outcome.requests},
                     )
+                member = members[path]
                 dataset.record_replay(
-                    path, rkey, group, outcome.status, outcome.message, written, members[path].sha
+                    path, rkey, _replay_group(task, member), outcome.status, outcome.message,
+                    written, member.sha,
                 )
             done += 1
             tick("replay", done, total)

@@ -32,6 +32,7 @@ SESSION_META = [
     "cache_group",
     "group_position",
     "skipped_lines",
+    "copied_requests_dropped",
 ]
 """Columns in front of the summary columns on every session row."""
 
@@ -61,6 +62,11 @@ class FileInfo:
     fmt: str = ""
     """Log format detected from the content (`replay.adapters.FORMATS`): which adapter reads
     the file, and whether its files may form one session with other files (`GROUPED`)."""
+    parent: str = ""
+    """The session file a forked session was forked from, as its header names it (pi's
+    `parentSession` / `branchedFrom`: a path where the log was written); empty otherwise."""
+    copied_requests: int = 0
+    """Requests a forked session's file copied from its parent (`copied_from_parent`)."""
 
 
 @dataclass
@@ -98,6 +104,9 @@ class Member:
     """Base name of its dataset parts."""
     files: tuple[str, ...] = ()
     """Every file of a session of several, in reading order (see `ScanResult.files`)."""
+    drop_copied: bool = False
+    """A forked session whose parent is replayed in the same batch: the requests it copied
+    from the parent (`copied_from_parent`) are in the parent's rows, and left out of its own."""
 
 
 @dataclass
@@ -249,7 +258,18 @@ def _info(path: str, session: Any, opts: BatchOptions, fmt: str) -> FileInfo:
         scope=_scope(provider, session),
         skipped_lines=len(session.skipped),
         fmt=fmt,
+        parent=_parent_file(header),
+        copied_requests=getattr(header, "copied_requests", 0),
     )
+
+
+def _parent_file(header: Any) -> str:
+    """The file a forked session names as its parent (pi: `parentSession`, v1 `branchedFrom`)."""
+    for key in ("parentSession", "branchedFrom"):
+        value = getattr(header, key, None)
+        if isinstance(value, str) and value:
+            return value
+    return ""
 
 
 def scan_files(paths: list[str], opts: BatchOptions) -> list[ScanResult]:
@@ -368,6 +388,9 @@ def _outcome(
     from replay.engine import summary_frame, turns_frame
 
     info = member.info
+    copied = _copied(session) if member.drop_copied else set()
+    if copied:  # the parent's rows hold them
+        records = [r for r in records if r.request_index not in copied]
     meta = {
         "file": member.path,
         "session_id": info.session_id,
@@ -380,6 +403,7 @@ def _outcome(
         "cache_group": task.group_id,
         "group_position": position if task.shared else None,
         "skipped_lines": len(session.skipped),
+        "copied_requests_dropped": len(copied),
     }
     types = dict.fromkeys(("file", "session_id", "agent", "provider", "model"), pl.Utf8) | {
         "started_at": pl.Datetime("us", "UTC"),
@@ -388,6 +412,7 @@ def _outcome(
         "cache_group": pl.Utf8,
         "group_position": pl.Int64,
         "skipped_lines": pl.Int64,
+        "copied_requests_dropped": pl.Int64,
     }
 
     def with_meta(frame: Any, columns: list[str]) -> Any:
@@ -399,6 +424,14 @@ def _outcome(
     if opts.per_request:
         outcome.requests = _parquet(with_meta(turns_frame(records), REQUEST_META))
     return outcome
+
+
+def _copied(session: Any) -> set[int]:
+    """Indexes (`RequestRecord.request_index`) of the requests a forked session copied from its
+    parent."""
+    return {
+        n for n, r in enumerate(session.requests()) if getattr(r, "copied_from_parent", False)
+    }
 
 
 def with_fallbacks(summary: Any, records: list[Any]) -> Any:
