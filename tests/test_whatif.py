@@ -11,6 +11,7 @@ import gen
 import pytest
 from conftest import RUN42
 from gen import Call, Turn, build_session
+from test_adapters_common import SAMPLES
 
 from replay._api import whatif
 from replay._errors import ReplayError
@@ -177,6 +178,69 @@ def test_whatif_compact_replaces_the_history_with_one_summary() -> None:
     assert edited.view_items < mine[2].view_items
     assert not mine[4].diff.is_break and not mine[5].diff.is_break
     assert [r.event for r in rows] == ["compaction"]
+
+
+def _threaded_session():
+    """Requests in file order: 0-1 main, 2-4 a subagent's thread (spawned by request 1's call),
+    5-7 main again."""
+    sub = [
+        Turn(f"Sub {i}.", [Call("read_file", {"path": f"lib/s{i}.js"}, gen.filler(800, 10 + i))])
+        for i in range(2)
+    ] + [Turn("Sub done.")]
+    turns = [
+        Turn("Step 0.", [Call("read_file", {"path": "src/f0.js"}, gen.filler(800, 0))]),
+        Turn("Step 1.", [Call("task", {"prompt": "look around"}, "found it", subagent=sub)]),
+        Turn("Step 2.", [Call("read_file", {"path": "src/f2.js"}, gen.filler(800, 2))]),
+        Turn("Step 3.", [Call("read_file", {"path": "src/f3.js"}, gen.filler(800, 3))]),
+        Turn("Done."),
+    ]
+    return build_session(turns, provider="anthropic")
+
+
+@pytest.mark.parametrize(
+    ("at", "compact", "thread"),
+    [(4, False, "sub-call-002"), (3, True, "sub-call-002"), (6, False, "main"), (1, True, "main")],
+)
+def test_whatif_edits_one_request_of_one_thread(at, compact, thread) -> None:
+    """`at` numbers the requests of the whole log (file order, every thread): the edit is made
+    at that request only, in its thread. Each thread's strategy used to edit at the thread's
+    first request >= `at`: two edits (a subagent before `at` and main after it), and an error
+    where a later thread's first request had nothing to compact."""
+    session = _threaded_session()
+    edit = whatif_strategy(at, None if compact else Selector.parse("older-than:0"), compact)
+    rows, records = breakeven_session(session, ["baseline", edit])
+    base = [r for r in records if r.strategy == "baseline" and r.kind == "request"]
+    mine = [r for r in records if r.strategy == edit.name and r.kind == "request"]
+    assert [r.thread for r in mine].count("sub-call-002") == 3 and len(mine) == 8
+    assert [(r.request_index, r.thread) for r in mine if r.events] == [(at, thread)]
+    assert [(r.request_index, r.thread) for r in rows] == [(at, thread)]
+    for b, m in zip(base, mine, strict=True):  # every other thread is sent as recorded
+        if m.thread != thread:
+            assert _outputs(m.view) == _outputs(b.view) and m.cost_usd == b.cost_usd
+    summarizers = [r.request_index for r in records if r.kind == "summarizer"]
+    assert summarizers == ([at] if compact else [])
+
+
+def test_whatif_at_the_first_request_of_a_thread_has_nothing_to_compact() -> None:
+    with pytest.raises(ReplayError, match=r"--compact-at 2: nothing to compact at request 2 "
+                       r"\(no model answer before it in its thread\)"):
+        breakeven_session(_threaded_session(), [whatif_strategy(2, None, True)])
+
+
+CLAUDE_VIEWER = (SAMPLES / "claude_code" /
+                 "d-kimuson__claude-code-viewer__mock-global-claude-dir_projects_sample-project_"
+                 "5c0375b4.jsonl")
+
+
+@pytest.mark.skipif(not CLAUDE_VIEWER.is_file(), reason=f"real sample not found: {CLAUDE_VIEWER}")
+@pytest.mark.parametrize(("at", "thread"), [(1, "main"), (6, "main"), (8, "sidechain-83e2917c")])
+def test_whatif_on_a_log_with_subagents_edits_once(at, thread) -> None:
+    """Claude Code viewer sample 5c0375b4: requests 3-5 and 7-13 are two Task subagents'
+    threads. `--compact-at 1..7` was refused there (a subagent's first request had nothing to
+    compact) and `--compact-at 8` compacted both the subagent at 8 and main at 14."""
+    result = whatif(CLAUDE_VIEWER, at=at, compact=True)
+    rows = result["breakeven"]
+    assert list(zip(rows["request_index"], rows["thread"], strict=True)) == [(at, thread)]
 
 
 # --- the API --------------------------------------------------------------------------------

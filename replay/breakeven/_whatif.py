@@ -4,7 +4,9 @@
 placeholder opencode and Claude Code use); `--compact-at AT` replaces everything before the
 current step with a summary (the logged one if the log has one, else the extractive stand-in,
 with its summarizer call costed). Before AT and after it the conversation is sent as recorded
-(append-only), so the difference is that single edit.
+(append-only), so the difference is that single edit. AT numbers the log's requests in file
+order over every thread (as `request_index` in the results); the edit is made in the thread
+that sends request AT, and the other threads (subagents, or main around them) are untouched.
 
 Selectors:
 - `older-than:K` — tool results with at least K newer tool results after them (K ≥ 0);
@@ -143,7 +145,8 @@ def _prune(history: Sequence[Item], selector: Selector, at: int) -> tuple[list[I
 
 
 def whatif_strategy(at: int, prune: Selector | None, compact: bool) -> NamedStrategy:
-    """A one-off strategy: recorded history, with one edit applied at request `at` and kept."""
+    """A one-off strategy: recorded history, with one edit applied at request `at` (file order,
+    all threads) in that request's thread and kept; the other threads are sent as recorded."""
     label = f"whatif-{'compact' if compact else 'prune'}-at-{at}"
 
     def build() -> object:
@@ -152,7 +155,9 @@ def whatif_strategy(at: int, prune: Selector | None, compact: bool) -> NamedStra
 
         def edit_once(history: Sequence[Item], ctx: StrategyContext) -> View:
             nonlocal frozen, frozen_len
-            if frozen is None and ctx.request_index >= at:
+            # `at` numbers the log's requests over all threads and every thread has its own
+            # instance: only the thread that sends request `at` edits (`>=` edited each one).
+            if frozen is None and ctx.request_index == at:
                 if compact:
                     cut = max((n for n, i in enumerate(history) if isinstance(i, AssistantItem)),
                               default=0)
@@ -160,7 +165,8 @@ def whatif_strategy(at: int, prune: Selector | None, compact: bool) -> NamedStra
                     if not replaced:  # a summary of nothing would be costed as if measured
                         raise ReplayError(
                             f"--compact-at {at}: nothing to compact at request "
-                            f"{ctx.request_index} (no model answer before it); try a later one"
+                            f"{ctx.request_index} (no model answer before it in its thread); "
+                            "try a later one"
                         )
                     if ctx.logged_summaries:
                         text, source = ctx.logged_summaries[-1].summary, "logged"

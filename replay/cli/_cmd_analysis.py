@@ -97,11 +97,13 @@ def _print_notes(notes: list[str], fmt: str, quiet: bool) -> None:
 
 @cli.command("whatif")
 @click.argument("log", type=click.Path(path_type=Path))
-@click.option("--at", "at", type=int, help="Request index (0-based) where --prune applies.")
+@click.option("--at", "at", type=int, help="Request index (0-based, file order, counting every "
+              "thread's requests) where --prune applies, in that request's thread.")
 @click.option("--prune", metavar="SELECTOR",
               help="older-than:K | tool:NAME | messages:A-B (tool results become a placeholder).")
 @click.option("--compact-at", "compact_at", type=int, metavar="REQUEST",
-              help="Compact everything before the current step at this request instead.")
+              help="Compact everything before the current step at this request (numbered "
+              "as --at) instead.")
 @click.option("--ttl", type=click.Choice(["5m", "1h"]), help="Force every breakpoint's TTL, in "
               "both runs (with --prune or --compact-at).")
 @replay_options

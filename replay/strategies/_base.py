@@ -50,7 +50,8 @@ class StrategyContext:
     """What a strategy may know at a request besides the history."""
 
     request_index: int
-    """0-based index of this request in its thread."""
+    """0-based index of this request in the log (file order, all threads), as
+    `RequestRecord.request_index`."""
     ts: datetime
     """When the request was sent."""
     model: str
