@@ -344,6 +344,93 @@ def test_a_line_written_twice_is_a_bad_line(tmp_path):
         read_log(path, strict=True, check_pairs=True)
 
 
+def test_an_event_of_a_thread_nothing_opened_is_a_bad_line(tmp_path):
+    """`thread` is `main` or a thread a `thread` event opened: a strict read stops at the
+    thread's first line; a lenient one keeps its lines, counted once, and replays it as a
+    thread of its own (with the session's system prompt, as the engine does)."""
+    ghost = [
+        '{"type":"user","ts":"2026-03-02T09:00:03Z","text":"look","thread":"ghost"}',
+        '{"type":"request","ts":"2026-03-02T09:00:04Z","request_id":"r2","thread":"ghost"}',
+    ]
+    path = _write(tmp_path, HEADER, USER, REQUEST, *ghost)
+    with pytest.raises(LogFormatError) as err:
+        read_log(path, strict=True, check_pairs=True)
+    assert str(err.value) == (
+        f"{path}:4: expected a `thread` event opening thread 'ghost' before its first line"
+    )
+    session = read_log(path, check_pairs=True)
+    assert [(e.line, e.expected) for e in session.skipped] == [
+        (4, "expected a `thread` event opening thread 'ghost' before its first line; "
+            "replayed as a thread of its own, with the session's system prompt")
+    ]
+    assert [e.thread for e in session.requests()] == ["main", "ghost"]
+    opened = '{"type":"thread","ts":"2026-03-02T09:00:03Z","thread_id":"ghost"}'
+    path = _write(tmp_path, HEADER, USER, REQUEST, opened, *ghost, name="opened.jsonl")
+    assert read_log(path, strict=True, check_pairs=True).skipped == []
+    parent = opened.replace('"thread_id":"ghost"', '"thread_id":"sub","thread":"ghost"')
+    path = _write(tmp_path, HEADER, USER, REQUEST, parent, name="parent.jsonl")
+    with pytest.raises(LogFormatError, match=r":4: expected a `thread` event opening thread "
+                                             r"'ghost'"):  # a thread's parent is a thread too
+        read_log(path, strict=True, check_pairs=True)
+
+
+def test_a_request_id_an_earlier_request_has_is_a_bad_line(tmp_path):
+    """Request ids are unique in a file (the adapters suffix repeated ones): a strict read
+    stops at the second; a lenient one replays both, counted."""
+    again = REQUEST.replace("09:00:02Z", "09:00:04Z")
+    path = _write(tmp_path, HEADER, USER, REQUEST, USER.replace('"hi"', '"more"'), again)
+    with pytest.raises(LogFormatError) as err:
+        read_log(path, strict=True, check_pairs=True)
+    assert str(err.value) == (
+        f"{path}:5: expected a unique request_id: 'r1' is the request_id of line 3"
+    )
+    session = read_log(path, check_pairs=True)
+    assert [(e.line, e.expected) for e in session.skipped] == [
+        (5, "expected a unique request_id: 'r1' is the request_id of line 3; both are replayed")
+    ]
+    assert len(session.requests()) == 2
+    assert len(read_log(path, strict=True).requests()) == 2  # read as written
+
+
+def test_a_repeated_request_id_still_gets_its_missing_tool_results(tmp_path):
+    from replay import load
+
+    lines = _run42_lines()
+    lines = lines[:4] + [lines[5].replace('"req-002"', '"req-001"')] + lines[6:]
+    session = load(_write(tmp_path, *lines))
+    assert [(e.line, e.expected.split(";")[0]) for e in session.skipped] == [
+        (5, "expected a unique request_id: 'req-001' is the request_id of line 3"),
+        (5, "expected a tool_result for call 'call-001' (list_files, line 4) before request "
+            "req-001"),
+    ]
+    assert getattr(session.events[3], "synthetic", None) == "missing tool result"
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        ([HEADER, USER, REQUEST,
+          '{"type":"user","ts":"2026-03-02T09:00:03Z","text":"x","thread":"ghost"}',
+          '{"type":"request","ts":"2026-03-02T09:00:04Z","request_id":"r2","thread":"ghost"}'],
+         ":4: expected a `thread` event opening thread 'ghost'"),
+        ([HEADER, USER, REQUEST, USER, REQUEST], ":5: expected a unique request_id: 'r1'"),
+    ],
+    ids=["unopened-thread", "duplicate-request-id"],
+)
+def test_cli_strict_refuses_and_lenient_notes_thread_and_request_id_rules(
+    tmp_path, invoke, lines, expected
+):
+    path = _write(tmp_path, *lines)
+    result = invoke("run", path, "-s", "baseline", "--strict")
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"error: {path}{expected}")
+    assert len(result.stderr.splitlines()) == 1
+    result = invoke("run", path, "-s", "baseline")
+    assert result.exit_code == 0, result.stderr
+    assert "1 malformed line(s) skipped or repaired" in result.stderr
+    assert expected.split(": ", 1)[1] in result.stderr
+
+
 def test_a_compaction_replacing_events_the_log_lacks_is_reported(tmp_path):
     compaction = (
         '{"type":"compaction","ts":"2026-03-02T09:00:03Z","summary":"s","replaces":["e2","e9"]}'

@@ -4,8 +4,9 @@ A `tool_result` answers an earlier, still unanswered `tool_call` of its thread, 
 the model saw back (`in_context`) is answered before the thread's next `request`: a provider
 refuses a prompt that breaks either rule, so a log that does was damaged (a lost or edited line).
 Server-side calls (`server_side`: run at the provider, no result expected) are exempt. A
-`request` follows a message of its thread (`sent_message`); event ids are unique; a
-`compaction` replaces earlier events.
+`request` follows a message of its thread (`sent_message`); event ids and request ids are
+unique; a `compaction` replaces earlier events; an event's thread is `main` or one a `thread`
+event opened.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from typing import Any
 
 from replay._errors import LogFormatError
 from replay.log._events import (
+    MAIN_THREAD,
     AssistantMessage,
     Compaction,
     RequestMarker,
+    ThreadStart,
     ToolCallBlock,
     ToolResult,
     UserMessage,
@@ -57,6 +60,10 @@ class ToolPairs:
         self.threads: dict[str, _Thread] = {}
         self.ids: dict[str, int] = {}
         """Event id → the line that has it (ids are unique in a file)."""
+        self.request_ids: dict[str, int] = {}
+        """Request id → the line of the request that has it (unique in a file too)."""
+        self.opened: set[str] = {MAIN_THREAD}
+        """Threads a `thread` event opened (and those already reported as not opened)."""
 
     def rejected(self, event: Any, line: int) -> LogFormatError | None:
         """Why the line of `event` is skipped (a strict read stops there), if it is: an id an
@@ -87,6 +94,16 @@ class ToolPairs:
         event_id = getattr(event, "id", None)
         if event_id is not None:
             self.ids[event_id] = line
+        problems = self._unopened(event, line)
+        if isinstance(event, ThreadStart):
+            self.opened.add(event.thread_id)
+        if isinstance(event, RequestMarker):
+            problems += self._request_id(event, line)
+        found, placeholders = self._calls(event, line)
+        return problems + found, placeholders
+
+    def _calls(self, event: Any, line: int) -> tuple[list[LogFormatError], list[ToolResult]]:
+        """Calls, their results and the events a compaction replaced (`see`)."""
         state = self.threads.setdefault(event.thread, _Thread())
         if sent_message(event):
             state.spoken = True
@@ -104,6 +121,38 @@ class ToolPairs:
         if isinstance(event, RequestMarker) and state.pending:
             return self._unanswered(state, event, line)
         return [], []
+
+    def _unopened(self, event: Any, line: int) -> list[LogFormatError]:
+        """The first line of a thread no `thread` event opened (reported once per thread). The
+        engine replays it all the same, as a thread of its own with the session's system
+        prompt; a lost `thread` line may have named another one."""
+        if event.thread in self.opened:
+            return []
+        self.opened.add(event.thread)
+        return [
+            LogFormatError(
+                self.path,
+                line,
+                f"expected a `thread` event opening thread {event.thread!r} before its first "
+                "line" + ("" if self.strict else "; replayed as a thread of its own, with the "
+                          "session's system prompt"),
+            )
+        ]
+
+    def _request_id(self, event: RequestMarker, line: int) -> list[LogFormatError]:
+        """A request id an earlier request has: both are replayed (a lenient read), but the
+        results cannot tell them apart by id."""
+        first = self.request_ids.setdefault(event.request_id, line)
+        if first == line:
+            return []
+        return [
+            LogFormatError(
+                self.path,
+                line,
+                f"expected a unique request_id: {event.request_id!r} is the request_id of line "
+                f"{first}" + ("" if self.strict else "; both are replayed"),
+            )
+        ]
 
     def _unknown_replaced(self, event: Compaction, line: int) -> list[LogFormatError]:
         """A compaction whose `replaces` names no earlier event (a lost or edited line): those
