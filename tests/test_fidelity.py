@@ -76,6 +76,18 @@ def test_a_rule_following_bill_is_reproduced_exactly() -> None:
     assert isinstance(summary["recorded_cost_usd"], Decimal)
 
 
+def test_each_request_is_compared_with_its_own_bill_when_ids_repeat() -> None:
+    """A lenient read keeps two requests of one request_id (counted in the notes): each row is
+    its own request's bill, not the last request of that id's."""
+    session = _billed_session(3)
+    markers = session.requests()
+    for marker in markers:
+        marker.request_id = "same"
+    rows = fidelity_rows(session)
+    assert [r.recorded_prompt for r in rows] == [m.usage.prompt_tokens for m in markers]
+    assert len({r.recorded_prompt for r in rows}) == 3
+
+
 def test_unlogged_context_is_fitted_from_the_usage() -> None:
     session = _billed_session()
     # The provider saw 3,000 more tokens than the log shows from request 2 on (a reminder the

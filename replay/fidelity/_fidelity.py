@@ -102,17 +102,14 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
     config = with_unlogged_context(session, config)
     fit = UnloggedContext.of(config.unlogged_context)
     residuals, scaled = fit.residuals(), fit.scaled()
-    markers = {
-        (m.thread, m.request_id): (n, m)
-        for n, m in enumerate(session.events)
-        if isinstance(m, RequestMarker)
-    }
+    # By position, as the records count them: a lenient read may keep a repeated request_id.
+    markers = [(n, m) for n, m in enumerate(session.events) if isinstance(m, RequestMarker)]
     records = [r for r in replay_session(session, ["recorded"], config) if r.kind == "request"]
     rows: list[FidelityRow] = []
     past: dict[str, list[tuple[int, int]]] = {}  # thread → (read, read + write) of each request
     for r in records:
-        event_index, marker = markers.get((r.thread, r.request_id), (-1, None))
-        usage = marker.usage if marker is not None else None
+        event_index, marker = markers[r.request_index]
+        usage = marker.usage
         if usage is None:
             continue
         rec_write = usage.cache_write_5m_tokens + usage.cache_write_1h_tokens
