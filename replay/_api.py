@@ -138,7 +138,7 @@ def replay(
     return ReplayResult(
         session=session,
         records=records,
-        notes=_notes(session, tables),
+        notes=_notes(session, tables, ttl),
         tables=tables,
         unlogged_context=config.unlogged_context,
     )
@@ -246,7 +246,7 @@ def breakeven(
     config.unlogged_context = unlogged_context
     rows, records = breakeven_session(session, strategies, config, horizon=horizon)
     if notes is not None:
-        notes.extend(_notes(session, ResultTables.of(records)))
+        notes.extend(_notes(session, ResultTables.of(records), ttl))
     return breakeven_frame(rows)
 
 
@@ -317,7 +317,7 @@ def whatif(
         "breakeven": breakeven_frame([r for r in rows if r.strategy == edit.name]),
         "reference": reference,
         "edit": edit.name,
-        "notes": _notes(session, ResultTables.of(records)),
+        "notes": _notes(session, ResultTables.of(records), ttl),
     }
 
 
@@ -329,7 +329,7 @@ def _has_recorded() -> bool:
     )
 
 
-def _notes(session: Session, tables: ResultTables) -> list[str]:
+def _notes(session: Session, tables: ResultTables, ttl: str | None = None) -> list[str]:
     notes = [TRAJECTORY_NOTE]
     if session.skipped:
         notes.append(_skipped_note(session))
@@ -355,6 +355,8 @@ def _notes(session: Session, tables: ResultTables) -> list[str]:
         )
     for warning, requests in sorted(tables.price_warnings.items()):
         notes.append(f"Priced with a fallback on {requests:,} request(s): {warning}.")
+    if ttl is not None and tables.no_ttl_choice:
+        notes.append(_ignored_ttl_note(ttl, tables.no_ttl_choice))
     if tables.mentions:
         counts = ", ".join(f"{name} {n:,}" for name, n in tables.mentions.items())
         notes.append(
@@ -363,6 +365,17 @@ def _notes(session: Session, tables: ResultTables) -> list[str]:
             f"it then reads again): {counts}."
         )
     return notes
+
+
+def _ignored_ttl_note(ttl: str, routes: Mapping[str, set[int]]) -> str:
+    """`--ttl` where the cache has no TTL the client picks (OpenAI, Gemini, Anthropic before
+    its 1-hour TTL): the run is what it would be without it, which the user should know."""
+    requests = set().union(*routes.values())
+    return (
+        f"--ttl {ttl} was ignored on {len(requests):,} request(s) ({', '.join(sorted(routes))}): "
+        "their simulated cache has no 5m/1h TTL choice; --ttl applies only where the client "
+        "picks one per breakpoint (Anthropic-style)."
+    )
 
 
 def _skipped_note(session: Session) -> str:

@@ -6,8 +6,10 @@ import csv
 import hashlib
 import io
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
+import gen
 import polars as pl
 import pytest
 from conftest import RUN42
@@ -504,3 +506,43 @@ def test_run_takes_ttl_as_the_other_commands_do(invoke) -> None:
     assert sum(r["cache_write_1h_tokens"] for r in default["requests"]) == 0
     assert sum(r["cache_write_1h_tokens"] for r in hour["requests"]) > 0
     assert hour["summary"][0]["cost_usd"] > default["summary"][0]["cost_usd"]
+
+
+def _ttl_note(ttl: str, requests: int, routes: str) -> str:
+    return (f"--ttl {ttl} was ignored on {requests:,} request(s) ({routes}): their simulated "
+            "cache has no 5m/1h TTL choice; --ttl applies only where the client picks one per "
+            "breakpoint (Anthropic-style).")
+
+
+@pytest.mark.parametrize(("provider", "model"), [("openai", "gpt-5"),
+                                                 ("google", "gemini-2.5-flash")])
+def test_ttl_where_the_cache_has_no_ttl_choice_is_noted(invoke, provider, model) -> None:
+    """OpenAI's and Gemini's caches have no TTL the client picks: `--ttl` changes nothing there
+    (it did so without a word)."""
+    args = [RUN42, "-s", "baseline", "--provider", provider, "--model", model, "--format", "json"]
+    default = json.loads(invoke("run", *args).stdout)
+    hour = json.loads(invoke("run", *args, "--ttl", "1h").stdout)
+    assert hour["summary"] == default["summary"]
+    assert _ttl_note("1h", 14, provider) in hour["notes"]
+    assert not any("--ttl" in n for n in default["notes"])
+
+
+def test_ttl_is_not_noted_where_it_applies(invoke) -> None:
+    args = [RUN42, "-s", "baseline", "--provider", "anthropic", "--model", "claude-sonnet-4-5",
+            "--ttl", "1h", "--format", "json"]
+    assert not any("--ttl" in n for n in json.loads(invoke("run", *args).stdout)["notes"])
+
+
+def test_ttl_1h_before_anthropic_offered_it_is_noted() -> None:
+    """Anthropic's 1-hour TTL exists from 2025-05-22: before, a 1h breakpoint is written as 5m."""
+    turns = [gen.Turn(f"step {i}", [gen.Call("read", {"path": f"f{i}"}, gen.filler(6000, i))])
+             for i in range(3)] + [gen.Turn("done")]
+    session = gen.build_session(turns, provider="anthropic",
+                                start=datetime(2025, 1, 6, 9, tzinfo=UTC))
+    assert _ttl_note("1h", 4, "anthropic") in replay(session, "baseline", ttl="1h").notes
+
+
+def test_whatif_notes_an_ignored_ttl(invoke) -> None:
+    result = invoke("whatif", RUN42, "--at", "8", "--prune", "older-than:3", "--ttl", "1h")
+    assert result.exit_code == 0, result.stderr
+    assert "--ttl 1h was ignored on 14 request(s) (google)" in " ".join(result.stderr.split())

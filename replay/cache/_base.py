@@ -101,6 +101,8 @@ class CacheOutcome:
     """Rule file and variant used, e.g. `anthropic`, `anthropic/bedrock`, `openrouter>openai`."""
     mechanism: str = ""
     """Mechanism in force (`RULE_TYPES["mechanism"]`)."""
+    ttl_choice: bool = False
+    """The client picked the TTL of what it wrote (`CacheSimulator.ttl_choice`)."""
 
     @property
     def prompt(self) -> int:
@@ -486,6 +488,11 @@ class CacheSimulator(ABC):
         if self.rule(sim, "ready_at", "response-start") == "response-end" and sim.duration_s:
             return t + timedelta(seconds=sim.duration_s)
         return t + timedelta(seconds=float(self.rule(sim, "ready_after_seconds", 1.0)))
+
+    def ttl_choice(self, sim: SimRequest) -> bool:
+        """Whether the client picks the TTL of what this request writes (5m or 1h, per
+        breakpoint): what `--ttl` forces. None by default: the provider's rules set it."""
+        return False
 
     def new_entry(self, sim: SimRequest, tokens: int, ttl: float, ready_at: datetime) -> Entry:
         return Entry(

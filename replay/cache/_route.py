@@ -189,8 +189,10 @@ class CacheRouter:
         if sim.cache_key and book.get("cache_key_isolates", model, ts, False):
             scope += f"|key={sim.cache_key}"
         scope = sys.intern(scope)  # one string for the keys of every entry the scope holds
-        outcome = simulator.simulate(replace(sim, scope=scope, rules_model=model))
-        return replace(outcome, route=label, mechanism=mechanism)
+        sim = replace(sim, scope=scope, rules_model=model)
+        outcome = simulator.simulate(sim)
+        return replace(outcome, route=label, mechanism=mechanism,
+                       ttl_choice=simulator.ttl_choice(sim))
 
 
 class _BoundRouter:

@@ -78,10 +78,14 @@ class AnthropicSimulator(CacheSimulator):
     def _ttl_seconds(self, sim: SimRequest, ttl: str) -> float:
         return float(self.rule(sim, "ttl_seconds_1h" if ttl == "1h" else "ttl_seconds_5m"))
 
+    def ttl_choice(self, sim: SimRequest) -> bool:
+        """5m or 1h per breakpoint, once the 1-hour TTL exists (else 1h is written as 5m)."""
+        return bool(self.rule(sim, "ttl_1h_available", True))
+
     def breakpoints(self, sim: SimRequest, view: PromptView) -> tuple[list[Breakpoint], str]:
         """The breakpoints the provider honours, and a note when some were ignored."""
         note = ""
-        has_1h = bool(self.rule(sim, "ttl_1h_available", True))
+        has_1h = self.ttl_choice(sim)
         max_bps = int(self.rule(sim, "max_breakpoints"))
         marks: dict[int, Breakpoint] = {}
         automatic = [b for b in sim.breakpoints if b.automatic]

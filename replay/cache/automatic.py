@@ -198,6 +198,14 @@ class AutomaticPrefixSimulator(CacheSimulator):
         super().__init__(rules, store)
         self.matcher = PrefixMatcher()
 
+    def ttl_choice(self, sim: SimRequest) -> bool:
+        """Only where writes are billed as the client asks, 5m or 1h (Kimi K3)."""
+        return (
+            self.rule(sim, "retention", None) is None
+            and bool(self.rule(sim, "bills_writes", False))
+            and bool(self.rule(sim, "ttl_1h_available", False))
+        )
+
     def lifetime(self, sim: SimRequest) -> tuple[float, float | None, str]:
         """(idle TTL, hard cap or None, write bucket "5m"/"1h")."""
         retention = self.rule(sim, "retention", None)
@@ -206,7 +214,7 @@ class AutomaticPrefixSimulator(CacheSimulator):
             cap = self.rule(sim, f"max_lifetime_seconds_{retention}", None)
             return ttl, None if cap is None else float(cap), "5m"
         if self.rule(sim, "bills_writes", False):
-            if requested_ttl(sim) == "1h" and self.rule(sim, "ttl_1h_available", False):
+            if requested_ttl(sim) == "1h" and self.ttl_choice(sim):
                 return float(self.rule(sim, "ttl_seconds_1h")), None, "1h"
             return float(self.rule(sim, "ttl_seconds_5m")), None, "5m"
         return float(self.rule(sim, "ttl_seconds")), None, "5m"

@@ -105,7 +105,8 @@ def _print_notes(notes: list[str], fmt: str, quiet: bool) -> None:
               help="Compact everything before the current step at this request (numbered "
               "as --at) instead.")
 @click.option("--ttl", type=click.Choice(["5m", "1h"]), help="Force every breakpoint's TTL, in "
-              "both runs (with --prune or --compact-at).")
+              "both runs (with --prune or --compact-at), where the client picks one "
+              "(Anthropic-style caches); ignored, with a note, elsewhere (OpenAI, Gemini).")
 @replay_options
 @output_options(("table", "json"))
 @user_errors

@@ -116,7 +116,8 @@ def output_options(formats: tuple[str, ...] = FORMATS) -> Callable:
 
 
 ttl_option = click.option(
-    "--ttl", type=click.Choice(["5m", "1h"]), help="Force every breakpoint's TTL."
+    "--ttl", type=click.Choice(["5m", "1h"]), help="Force every breakpoint's TTL, where the "
+    "client picks one (Anthropic-style caches); ignored, with a note, elsewhere (OpenAI, Gemini)."
 )
 """`--ttl`, shared by the commands that simulate a cache (`whatif` words its own help)."""
 

@@ -309,6 +309,9 @@ class ResultTables:
     price_warnings: dict[str, int] = field(default_factory=dict)
     """Each distinct pricing fallback (a rate the price table lacks, billed at another one) →
     the requests it priced."""
+    no_ttl_choice: dict[str, set[int]] = field(default_factory=dict)
+    """Cache route → the recorded requests (`request_index`) whose cache offered the client no
+    TTL choice: a forced TTL (`--ttl`) changed nothing there."""
     evidence_rows: bool = False
     """Also keep one row per blind action or hidden mention as records are counted
     (`evidence`): an excerpt each, thousands on a long log with `all`, so only on request."""
@@ -349,6 +352,8 @@ class ResultTables:
             self.estimated_output = False
         if r.price_warning:
             self.price_warnings[r.price_warning] = self.price_warnings.get(r.price_warning, 0) + 1
+        if r.kind == "request" and not r.outcome.ttl_choice:
+            self.no_ttl_choice.setdefault(r.outcome.route, set()).add(r.request_index)
         if self.evidence_rows and r.blind_actions:
             self._evidence.extend(_evidence_rows(r))
         if self.per_turn:
