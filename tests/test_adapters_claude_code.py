@@ -601,6 +601,54 @@ def test_two_calls_sharing_a_message_id_under_two_request_ids_are_two_requests(
     assert [[b.text for b in a.blocks] for a in answers] == [["first answer"], ["second answer"]]
 
 
+def test_a_sidechain_replay_of_a_parent_response_is_context_not_a_request(
+    tmp_path: Path,
+) -> None:
+    # ccusage #913 (formats.md §1): a sidechain may repeat a parent's response, its message id
+    # and usage, under another requestId. Keyed by (requestId, message.id), the copy was a
+    # second request billing the parent's cache reads again.
+    lines = _sidechain_log()
+    think = {"type": "thinking", "thinking": "", "signature": "sig1"}
+    text = {"type": "text", "text": "Delegating."}
+    usage = _usage(3, 500, 0, 200)
+    lines[1:1] = [
+        _assistant("a0", "u1", "00.800", "msg_1", "req_1", think, usage),
+        _assistant("a0b", "a0", "00.900", "msg_1", "req_1", text, usage),
+    ]
+    lines[3]["parentUuid"] = "a0b"
+    lines[5:5] = [
+        _assistant("c1", "s1", "01.200", "msg_1", "req_copy", think, usage, isSidechain=True),
+        _assistant("c2", "c1", "01.300", "msg_1", "req_copy", text, usage, isSidechain=True),
+    ]
+    lines[7]["parentUuid"] = "c2"
+    session = load(_write(tmp_path, lines), strict=True)
+    assert [r.request_id for r in session.requests()] == ["req_1", "req_s", "req_2"]
+    start = next(e for e in session.events if isinstance(e, ThreadStart))
+    side = [e for e in session.events if e.thread == start.thread_id]
+    kinds = ["UserMessage", "AssistantMessage", "RequestMarker", "AssistantMessage"]
+    assert [type(e).__name__ for e in side] == kinds
+    replayed, original = side[1], next(e for e in session.events if isinstance(e, AssistantMessage))
+    assert replayed.request_id is None and replayed.blocks[1].text == "Delegating."
+    assert getattr(replayed, "copied_from", None) == original.id
+    # No usage of its own: the thinking is sized as in the response it copies.
+    sized = original.blocks[0].estimated_tokens
+    assert sized and replayed.blocks[0].estimated_tokens == sized
+
+
+def test_a_repeated_message_id_with_a_block_of_its_own_is_a_request(tmp_path: Path) -> None:
+    # The evidence that keeps a repeated message id a request: a block the first response
+    # with that id does not hold.
+    lines = _sidechain_log()
+    other = {"type": "text", "text": "Something else."}
+    repeat = _assistant(
+        "c1", "s1", "01.200", "msg_1", "req_other", other, _usage(3, 400, 0, 9), isSidechain=True
+    )
+    lines.insert(3, repeat)
+    lines[4]["parentUuid"] = "c1"
+    session = load(_write(tmp_path, lines), strict=True)
+    assert [r.request_id for r in session.requests()] == ["req_1", "req_other", "req_s", "req_2"]
+
+
 def test_system_records_other_than_compact_boundary_are_counted_as_ignored(
     tmp_path: Path,
 ) -> None:

@@ -23,6 +23,9 @@ Rules (each names the quirk it handles; see shared research `formats.md` §1):
 - `model: "<synthetic>"` and `isApiErrorMessage` assistant lines are not requests and not context;
 - resumed sessions copy earlier lines into the new file: lines and responses already read from an
   earlier file (same uuid / message id) are dropped;
+- a response line repeating the `message.id` of an earlier request under another `requestId`,
+  with no block that request lacks, is a copy (quirk, ccusage #913: sidechains replay a parent's
+  response, its usage included): context of its thread, not a request (`_Reader._replayed`);
 - a directory must hold one session (quirk: `~/.claude/projects/<cwd>/` holds every session run
   there): files the data does not tie together (`_FileLinks`) are refused, not merged.
 """
@@ -145,6 +148,8 @@ class _Line:
     request_id: str | None = None
     synthetic: bool = False
     file_index: int = 0
+    copy_of: tuple[str | None, str | None] | None = None
+    """The earlier response this line repeats (`_Reader._replayed`), if it is a copy."""
 
     @property
     def response(self) -> tuple[str | None, str | None]:
@@ -362,6 +367,14 @@ class _Reader:
         self.seen_uuid: dict[str, tuple[int, int]] = {}
         self.seen_response: dict[tuple[str | None, str], int] = {}
         """Response key → index of the file it was first read from."""
+        self.by_message: dict[str, tuple[str | None, str | None]] = {}
+        """Logged `message.id` → the first response read with it."""
+        self.blocks: dict[tuple[str | None, str | None], set[int]] = {}
+        """Response key → digests of its lines' content (what a copy of it may hold)."""
+        self.response_message: dict[tuple[str | None, str | None], AssistantMessage] = {}
+        """Response key → the message emitted for it (first emitted, if on several threads)."""
+        self.copies: list[tuple[AssistantMessage, tuple[str | None, str | None]]] = []
+        """Messages emitted for copied responses, with the response each repeats."""
         self.links = _FileLinks()
         self.ignored: Counter[str] = Counter()
         self.meta: dict[str, Any] = {}
@@ -482,6 +495,7 @@ class _Reader:
                 return  # quirk: resumed sessions repeat responses under new uuids
             response_in_file.add(key)
             self.seen_response.setdefault(key, index)
+            line.copy_of = self._replayed(line, message, index)
         elif kind == "user":
             message = get_dict(obj, "message", required=True)
             content = message.get("content")
@@ -518,6 +532,27 @@ class _Reader:
         for sub, main in attached.items():
             self.links.join(sub, main)
         return self.links.groups(files)
+
+    def _replayed(
+        self, line: _Line, message: dict[str, Any], index: int
+    ) -> tuple[str | None, str | None] | None:
+        """Quirk (ccusage #913; formats.md §1): a sidechain may repeat a parent's response, its
+        `message.id` and usage, under another `requestId`. The API gives each response its own
+        id, so a line repeating an earlier request's id is a copy, unless it holds a block that
+        request's lines do not (evidence of another call: kept as a request). Returns the
+        response copied, if any. Only logged ids count (not the redaction fallbacks)."""
+        logged = get_str(message, "id")
+        if not logged or logged == "REDACTED" or line.message_id is None:
+            return None
+        digest = hash(json.dumps(message.get("content"), sort_keys=True))
+        first = self.by_message.setdefault(line.message_id, line.response)
+        if first == line.response:
+            self.blocks.setdefault(first, set()).add(digest)
+            return None
+        if digest not in self.blocks.get(first, set()):
+            return None
+        self.links.join(index, self.seen_response[(first[0], line.message_id)])
+        return first
 
     def _fallback_message_id(self, line: _Line, index: int, number: int) -> str:
         if line.request_id and line.request_id != "REDACTED":
@@ -566,6 +601,7 @@ class _Reader:
         for name, lines in threads.items():
             state = self.convert_thread(name, lines)
             states[name] = state
+        self._link_copies()
         # Main-thread Task/Agent calls, to link subagent threads to the call that started them.
         for ln in threads[MAIN_THREAD]:
             if ln.kind != "assistant":
@@ -625,6 +661,25 @@ class _Reader:
         session = self.builder.session(header)
         estimate_hidden_prefix(session)
         return session
+
+    def _link_copies(self) -> None:
+        """Copied responses (`_replayed`) point at the message they copy (`copied_from`) and
+        take its thinking sizes: they have no usage of their own to size them from."""
+        for message, key in self.copies:
+            original = self.response_message.get(key)
+            if original is None:
+                continue
+            message.copied_from = original.id
+            sized = {
+                b.signature: b
+                for b in original.blocks
+                if isinstance(b, ThinkingBlock) and b.estimated_tokens is not None
+            }
+            for b in message.blocks:
+                if isinstance(b, ThinkingBlock) and b.signature in sized and not b.thinking:
+                    source = sized[b.signature]
+                    b.estimated_tokens = source.estimated_tokens
+                    b.estimated_from = getattr(source, "estimated_from", None)
 
     @staticmethod
     def _agent_calls(lines: list[_Line]) -> dict[str, str]:
@@ -814,7 +869,11 @@ class _Reader:
         sent = previous if previous <= first.ts else first.ts
         message = AssistantMessage(ts=last.ts, blocks=blocks)
         message.source_id = first.message_id
-        if usage is not None and not usage_is_empty(usage):
+        copy_of = first.copy_of if all(ln.copy_of for ln in group) else None
+        if copy_of is not None:
+            # A copy (`_replayed`): its usage is the copied request's, billed once there.
+            self.copies.append((message, copy_of))
+        elif usage is not None and not usage_is_empty(usage):
             marker = RequestMarker(
                 ts=sent,
                 request_id=self.builder.request_id(first.request_id or first.message_id),
@@ -829,6 +888,7 @@ class _Reader:
         else:
             message.usage_missing = True
         self._add(state, message, first)
+        self.response_message.setdefault(first.response, message)
 
     def _block(self, state: _ThreadState, b: Any, where: str) -> Any:
         if not isinstance(b, dict):
