@@ -475,6 +475,76 @@ def test_resumed_session_files_are_deduplicated(tmp_path: Path) -> None:
     assert [r.request_id for r in session.requests()] == ["req_1", "req_2", "req_9"]
 
 
+def _resumed_under_new_uuids(
+    tmp_path: Path, more: list[dict[str, Any]], retimed: bool = False
+) -> Path:
+    """`claude_lines()` in s-1.jsonl, then s-2.jsonl: a copy of it under new uuids (and
+    session id; `retimed`: and new timestamps) followed by `more`."""
+    second = claude_lines()
+    for line in second:
+        if retimed and "timestamp" in line:
+            line["timestamp"] = line["timestamp"].replace("T10:00", "T10:05")
+    for line in second + more:
+        for key in ("uuid", "parentUuid", "logicalParentUuid"):
+            if line.get(key) and not line[key].startswith("new-"):
+                line[key] = f"new-{line[key]}"
+        if "sessionId" in line:
+            line["sessionId"] = "s-2"
+    _write(tmp_path, claude_lines(), "s-1.jsonl")
+    _write(tmp_path, second + more, "s-2.jsonl")
+    return tmp_path
+
+
+@pytest.mark.parametrize("retimed", [False, True])
+def test_resumed_copies_under_new_uuids_are_deduplicated(tmp_path: Path, retimed: bool) -> None:
+    # A resume or fork that writes the copied lines under new uuids: the responses were
+    # dropped (same requestId + message.id) but the user lines and tool results were kept, so
+    # the prompt and the tool result were in the context twice (and a strict read failed on
+    # the copied result's call).
+    more = [
+        _user("u7", "a3", "09.000", "And hidden files?"),
+        _assistant(
+            "a7",
+            "u7",
+            "10.000",
+            "msg_R",
+            "req_9",
+            {"type": "text", "text": "None."},
+            _usage(3, 20, 3040, 3),
+        ),
+    ]
+    session = load(_resumed_under_new_uuids(tmp_path, more, retimed), strict=True)
+    assert [r.request_id for r in session.requests()] == ["req_1", "req_2", "req_9"]
+    texts = [e.text for e in session.events if isinstance(e, UserMessage)]
+    assert texts == ["List the files, please.", "And hidden files?"]
+    assert len([e for e in session.events if isinstance(e, ToolResult)]) == 1
+    assert not any(e.thread != "main" for e in session.events)
+
+
+def test_a_preserved_segment_naming_copies_names_their_originals(tmp_path: Path) -> None:
+    boundary = {
+        "type": "system",
+        "subtype": "compact_boundary",
+        "uuid": "cb",
+        "parentUuid": None,
+        "logicalParentUuid": "a3",
+        "timestamp": "2026-01-02T10:01:00Z",
+        "compactMetadata": {
+            "trigger": "manual",
+            "preservedSegment": {"headUuid": "new-u2", "tailUuid": "new-a3"},
+            "preservedMessages": {"uuids": ["new-u1"]},
+        },
+    }
+    session = load(_resumed_under_new_uuids(tmp_path, [boundary]), strict=True)
+    c = next(e for e in session.events if isinstance(e, Compaction))
+    kept = [
+        e
+        for e in session.events
+        if e.id not in c.replaces and isinstance(e, UserMessage | AssistantMessage | ToolResult)
+    ]
+    assert [type(e).__name__ for e in kept] == ["UserMessage", "ToolResult", "AssistantMessage"]
+
+
 def test_rewound_branch_is_replayed_as_its_own_thread(tmp_path: Path) -> None:
     lines = claude_lines()
     # The user rewound to the first prompt's answer and asked something else.

@@ -22,7 +22,8 @@ Rules (each names the quirk it handles; see shared research `formats.md` §1):
   that the main transcript does not bill; counting them would double count);
 - `model: "<synthetic>"` and `isApiErrorMessage` assistant lines are not requests and not context;
 - resumed sessions copy earlier lines into the new file: lines and responses already read from an
-  earlier file (same uuid / message id) are dropped;
+  earlier file (same uuid / message id, or the same record at the same place: `_drop_copies`)
+  are dropped;
 - a response line repeating the `message.id` of an earlier request under another `requestId`,
   with no block that request lacks, is a copy (quirk, ccusage #913: sidechains replay a parent's
   response, its usage included): context of its thread, not a request (`_Reader._replayed`);
@@ -150,6 +151,8 @@ class _Line:
     file_index: int = 0
     copy_of: tuple[str | None, str | None] | None = None
     """The earlier response this line repeats (`_Reader._replayed`), if it is a copy."""
+    resumed: bool = False
+    """A line of a response already read from an earlier file (dropped by `_drop_copies`)."""
 
     @property
     def response(self) -> tuple[str | None, str | None]:
@@ -279,6 +282,18 @@ def _agent_ids_cached(name: str, _mtime: int, _size: int) -> tuple[str | None, s
     return None, agent
 
 
+_COPIED_KEYS = ("type", "subtype", "message", "attachment", "content", "isMeta",
+                "isCompactSummary", "toolUseID", "parentToolUseID")
+"""Record fields a resumed or forked session's copy of a line keeps (not its ids, nor the uuids
+a `compactMetadata` names; a `progress` line's `data` is no longer held when copies are
+looked for)."""
+
+
+def _digest(obj: dict[str, Any]) -> int:
+    """What a copy of the record has in common with it (`_Reader._drop_copies`)."""
+    return hash(json.dumps([obj.get(k) for k in _COPIED_KEYS], sort_keys=True))
+
+
 def _text_of_blocks(blocks: list[Any]) -> tuple[str, bool]:
     """Tool-result / user content blocks as the text the model reads, and whether a placeholder
     stands in for part of it (a base64 image or PDF `document`: `binary_placeholder`)."""
@@ -375,6 +390,8 @@ class _Reader:
         """Response key → the message emitted for it (first emitted, if on several threads)."""
         self.copies: list[tuple[AssistantMessage, tuple[str | None, str | None]]] = []
         """Messages emitted for copied responses, with the response each repeats."""
+        self.alias: dict[str, str] = {}
+        """Uuid of a copy dropped by `_drop_copies` → uuid of the line it copies."""
         self.links = _FileLinks()
         self.ignored: Counter[str] = Counter()
         self.meta: dict[str, Any] = {}
@@ -490,12 +507,13 @@ class _Reader:
             line.synthetic = model == SYNTHETIC_MODEL or bool(obj.get("isApiErrorMessage"))
             key = line.response
             if key in self.seen_response and key not in response_in_file:
-                self.seen_uuid[uuid] = (index, number)
+                # Quirk: resumed sessions repeat responses under new uuids.
                 self.links.join(index, self.seen_response[key])
-                return  # quirk: resumed sessions repeat responses under new uuids
-            response_in_file.add(key)
-            self.seen_response.setdefault(key, index)
-            line.copy_of = self._replayed(line, message, index)
+                line.resumed = True
+            else:
+                response_in_file.add(key)
+                self.seen_response.setdefault(key, index)
+                line.copy_of = self._replayed(line, message, index)
         elif kind == "user":
             message = get_dict(obj, "message", required=True)
             content = message.get("content")
@@ -586,7 +604,49 @@ class _Reader:
             threads.setdefault(ln.thread_key, []).append(ln)
         return threads
 
+    def _drop_copies(self) -> None:
+        """Quirk (resume / fork): a later transcript starts with a copy of earlier lines, under
+        their uuids (dropped as they are read) or under new ones. A line of a later file is
+        such a copy when an earlier file has the same record (`_digest`) in the same thread,
+        under the same parent (a copy's parent mapped to the line it copies; not for roots: two
+        files may start with the same prompt), at the same `timestamp`, or anywhere for a
+        response line (its `message.id` is in the digest); a line of a response read from an
+        earlier file (`resumed`) is one too. Copies are dropped; the lines that hang off them
+        hang off the lines they copy."""
+        if len({ln.file_index for ln in self.lines}) < 2:
+            return
+        first: dict[tuple[Any, ...], _Line] = {}
+        last_of: dict[tuple[str | None, str | None], str] = {}
+        kept: list[_Line] = []
+        for ln in self.lines:
+            ln.parent = self._original(ln.parent)
+            digest = _digest(ln.obj)
+            keys = [("at", ln.thread_key, ln.parent, digest)] if ln.parent else []
+            if isinstance(ln.obj.get("timestamp"), str):
+                keys.append(("ts", ln.thread_key, ln.obj["timestamp"], digest))
+            if ln.kind == "assistant":
+                keys.append(("response", ln.thread_key, digest))  # its message.id is unique
+            original = next(
+                (first[k].uuid for k in keys if k in first and first[k].file_index < ln.file_index),
+                last_of.get(ln.response) if ln.resumed else None,
+            )
+            if original is not None or ln.resumed:
+                if original is not None:
+                    self.alias[ln.uuid] = original
+                continue
+            for k in keys:
+                first.setdefault(k, ln)
+            if ln.kind == "assistant":
+                last_of[ln.response] = ln.uuid
+            kept.append(ln)
+        self.lines = kept
+
+    def _original(self, uuid: str | None) -> str | None:
+        """The line a uuid names: the original when it names a copy `_drop_copies` dropped."""
+        return self.alias.get(uuid, uuid) if uuid else uuid
+
     def convert(self) -> Session:
+        self._drop_copies()
         threads = self.assign_threads()
         if MAIN_THREAD not in threads:
             if not threads:
@@ -997,13 +1057,12 @@ class _Reader:
             summary = clean(content) if isinstance(content, str) else _text_of_blocks(content)[0]
         preserved: set[str] = set()
         kept = get_dict(meta, "preservedMessages")
-        preserved.update(str(u) for u in get_list(kept, "uuids"))
+        preserved.update(str(self._original(str(u))) for u in get_list(kept, "uuids"))
         segment = get_dict(meta, "preservedSegment")
         if segment:
             # Quirk (partial compaction, 2.1.x): a segment head..tail survives the compaction.
             by_uuid = {x.uuid: x for x in self.lines}
-            node = get_str(segment, "tailUuid")
-            head = get_str(segment, "headUuid")
+            node, head = (self._original(get_str(segment, k)) for k in ("tailUuid", "headUuid"))
             while node and node in by_uuid and node not in preserved:
                 preserved.add(node)
                 if node == head:
