@@ -353,6 +353,7 @@ def _notes(session: Session, tables: ResultTables, ttl: str | None = None) -> li
             "`copied_from_parent`): copied from the session it was forked from, they were billed "
             "in an earlier session, and are counted again here."
         )
+    notes += microcompact_notes(session)
     for warning, requests in sorted(tables.price_warnings.items()):
         notes.append(f"Priced with a fallback on {requests:,} request(s): {warning}.")
     if ttl is not None and tables.no_ttl_choice:
@@ -376,6 +377,37 @@ def _ignored_ttl_note(ttl: str, routes: Mapping[str, set[int]]) -> str:
         "their simulated cache has no 5m/1h TTL choice; --ttl applies only where the client "
         "picks one per breakpoint (Anthropic-style)."
     )
+
+
+def microcompact_notes(session: Session) -> list[str]:
+    """One note per request marked `after_microcompact`: Claude Code cleared tool results the
+    log does not name, so no strategy clears them."""
+    notes: list[str] = []
+    previous: dict[str, Any] = {}
+    for n, r in enumerate(session.requests()):
+        before = previous.get(r.thread)
+        previous[r.thread] = r
+        if getattr(r, "after_microcompact", False):
+            notes.append(
+                f"Microcompact at request #{n} ({r.request_id}): Claude Code cleared "
+                f"{_prompt_fall(before, r)}; the replay still sends them, so its prompts from "
+                "there on are larger than the logged ones."
+            )
+    return notes
+
+
+def _prompt_fall(before: Any, request: Any) -> str:
+    """The tool results a microcompact cleared, sized by how far the prompt fell from the
+    previous request's prompt + output (a floor: new messages came in between)."""
+    if before is not None and before.usage is not None and request.usage is not None:
+        u, v = before.usage, request.usage
+        drop = u.prompt_tokens + u.output_tokens - v.prompt_tokens
+        if drop > 0:
+            return (
+                f"~{drop:,} tokens of tool results the log does not identify (how far the "
+                "prompt fell from the previous request's prompt + output)"
+            )
+    return "tool results the log does not identify (of a size the prompts do not show)"
 
 
 def _skipped_note(session: Session) -> str:

@@ -15,6 +15,7 @@ from test_adapters_common import (
     unpaired_before_request,
 )
 
+from replay import _api as replay_api
 from replay import load, replay
 from replay._errors import LogFormatError
 from replay.adapters import claude_code
@@ -739,6 +740,57 @@ def test_system_records_other_than_compact_boundary_are_counted_as_ignored(
     }
     assert len(session.requests()) == 2
     assert [type(e).__name__ for e in session.events][-1] == "AssistantMessage"
+
+
+def test_a_microcompact_is_noted_with_the_prompt_drop_not_guessed(
+    tmp_path: Path, invoke: Any
+) -> None:
+    # A `microcompact_boundary` clears old tool results; no dev sample has one, and nothing
+    # documented in the record names them, so they are not guessed: the request after it is
+    # marked and the output says so, with how far the prompt fell from the request before.
+    lines = claude_lines()
+    boundary = {
+        **lines[5],
+        "type": "system",
+        "subtype": "microcompact_boundary",
+        "uuid": "mc",
+        "parentUuid": "u2",
+        "content": "Context microcompacted",
+    }
+    del boundary["message"]
+    lines.insert(6, boundary)
+    lines[7]["parentUuid"] = "mc"
+    # 3010 + 60 tokens in and out of the first request; 2 + 40 + 1000 read by the second.
+    lines[7]["message"]["usage"] = {**lines[7]["message"]["usage"], "cache_read_input_tokens": 1000}
+    session = load(_write(tmp_path, lines), strict=True)
+    assert session.header.ignored_records["system/microcompact_boundary"] == 1
+    marked = [getattr(r, "after_microcompact", False) for r in session.requests()]
+    assert marked == [False, True]
+    expected = (
+        "Microcompact at request #1 (req_2): Claude Code cleared ~2,028 tokens of tool results "
+        "the log does not identify"
+    )
+    notes = replay(session, ["recorded"]).notes
+    assert any(n.startswith(expected) for n in notes), notes
+    result = invoke("fidelity", session.path, "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert any(n.startswith(expected) for n in json.loads(result.stdout)["notes"])
+
+
+def test_a_microcompact_before_a_thread_s_first_request_is_noted_without_a_size(
+    tmp_path: Path,
+) -> None:
+    lines = claude_lines()
+    boundary = {**lines[1], "type": "system", "subtype": "microcompact_boundary", "uuid": "mc"}
+    del boundary["message"]
+    lines.insert(2, {**boundary, "parentUuid": "u1"})
+    lines[3]["parentUuid"] = "mc"
+    session = load(_write(tmp_path, lines), strict=True)
+    assert replay_api.microcompact_notes(session) == [
+        "Microcompact at request #0 (req_1): Claude Code cleared tool results the log does not "
+        "identify (of a size the prompts do not show); the replay still sends them, so its "
+        "prompts from there on are larger than the logged ones."
+    ]
 
 
 def test_fast_mode_is_priced_and_inference_geo_kept_in_the_converted_log(tmp_path: Path) -> None:

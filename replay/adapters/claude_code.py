@@ -14,6 +14,9 @@ Rules (each names the quirk it handles; see shared research `formats.md` §1):
   path and which belong to an abandoned branch (quirk: streamed tool calls and parallel tool
   results hang off siblings, so a strict parent walk would drop some of them);
 - `compact_boundary` + the `isCompactSummary` user message → a native `Compaction`;
+- `microcompact_boundary` (Claude Code cleared old tool results): which ones is not documented
+  and no sample shows one, so nothing is cleared; the thread's next request is marked
+  `after_microcompact` and the output notes it;
 - `isSidechain` lines (1.0.x / 2.0.x inline subagents) and `<sessionId>/subagents/agent-*.jsonl`
   files (2.1.x) → their own threads, linked to the parent's Task/Agent call; the older
   `<project>/agent-*.jsonl` files beside a given transcript are read when they are of its
@@ -176,6 +179,8 @@ class _ThreadState:
     """Line uuid → number of events emitted once that line was processed."""
     origin: dict[str, str] = field(default_factory=dict)
     """Event id → uuid of the line it came from."""
+    microcompacted: bool = False
+    """A `microcompact_boundary` was read since the thread's last request."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -895,6 +900,8 @@ class _Reader:
             self._user(state, ln)
         elif ln.kind == "system" and obj.get("subtype") == "compact_boundary":
             self._compaction(state, ln, summaries.get(ln.uuid))
+        elif ln.kind == "system" and obj.get("subtype") == "microcompact_boundary":
+            state.microcompacted = True
         elif ln.kind == "attachment":
             self._attachment(state, ln)
 
@@ -942,6 +949,9 @@ class _Reader:
                 duration_ms=max(0, int((last.ts - sent).total_seconds() * 1000)),
                 price_context=anthropic_price_context(usage),
             )
+            if state.microcompacted:
+                marker.after_microcompact = True
+                state.microcompacted = False
             self._add(state, marker, first)
             message.request_id = marker.request_id
             estimate_thinking(message, usage, model or "claude-sonnet-4-5")

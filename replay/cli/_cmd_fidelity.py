@@ -40,7 +40,7 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
     from rich.table import Table
 
     from replay import report
-    from replay._api import _config, _skipped_note, load
+    from replay._api import _config, _skipped_note, load, microcompact_notes
     from replay._errors import ReplayError
     from replay.cli._cmd_core import print_notes
     from replay.engine._replay import require_requests
@@ -50,6 +50,7 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
     require_requests(session)
     # The trajectory note does not apply: fidelity replays only what the agent really sent.
     notes = [_skipped_note(session)] if session.skipped else []
+    notes += microcompact_notes(session)
     config = _config(provider, model, client, cache_rules, None, price_overrides(prices))
     rows = fidelity_rows(session, config)
     if not rows:
