@@ -17,7 +17,7 @@ from replay.engine import ReplayConfig, RequestRecord, summary_frame
 from replay.engine._replay import iter_replay, with_unlogged_context
 from replay.engine._results import ResultTables
 from replay.engine._unlogged import UnloggedContext
-from replay.log import Event, Session
+from replay.log import Event, RequestMarker, Session
 from replay.prices import Pricer, RateOverride
 
 TRAJECTORY_NOTE = (
@@ -383,7 +383,7 @@ def microcompact_notes(session: Session) -> list[str]:
     """One note per request marked `after_microcompact`: Claude Code cleared tool results the
     log does not name, so no strategy clears them."""
     notes: list[str] = []
-    previous: dict[str, Any] = {}
+    previous: dict[str, RequestMarker] = {}
     for n, r in enumerate(session.requests()):
         before = previous.get(r.thread)
         previous[r.thread] = r
@@ -396,7 +396,7 @@ def microcompact_notes(session: Session) -> list[str]:
     return notes
 
 
-def _prompt_fall(before: Any, request: Any) -> str:
+def _prompt_fall(before: RequestMarker | None, request: RequestMarker) -> str:
     """The tool results a microcompact cleared, sized by how far the prompt fell from the
     previous request's prompt + output (a floor: new messages came in between)."""
     if before is not None and before.usage is not None and request.usage is not None:
