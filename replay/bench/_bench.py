@@ -743,6 +743,9 @@ def bench_table(result: dict[str, Any]):
     from rich.table import Table
     from rich.text import Text
 
+    from replay.report._fit import Fitted
+    from replay.report._table import STRATEGY
+
     n = result["requests"]
     title = (
         f"replay bench · {n} requests (seed {result['seed']}, size ×{result['size_scale']:g}) · "
@@ -851,4 +854,10 @@ def bench_table(result: dict[str, Any]):
             "(re-render, re-tokenize, diff) fitted per request as a + b·prompt_tokens."
         )
     notes.append(NAIVE_METHOD + ".")
-    return Group(per, ratios, *[Text(x, style="dim") for x in notes])
+    # A narrow terminal keeps the strategy, its time and speed and the naive/fast ratio.
+    hide = ("naive measured", "naive/fast measured", "naive (s)")
+    return Group(
+        Fitted(per, hide=hide, fold=STRATEGY),
+        Fitted(ratios, wrap={"measure": 12, "detail": 20}),
+        *[Text(x, style="dim") for x in notes],
+    )

@@ -22,7 +22,8 @@ from replay.cli._main import (
 def _breakeven_table(frame, title: str):
     from rich.table import Table
 
-    from replay.report._table import _usd
+    from replay.report._fit import Fitted
+    from replay.report._table import STRATEGY, _usd
 
     table = Table(title=title, title_justify="left")
     for col in ("strategy", "#", "event", "first edit", "removed", "surviving", "rewrite cost",
@@ -41,7 +42,9 @@ def _breakeven_table(frame, title: str):
         )
     if not frame.height:
         table.caption = "no rewrite: these strategies never changed earlier context on this log"
-    return table
+    # A narrow terminal keeps strategy, #, event, both break-evens and the net.
+    hide = ("first edit", "surviving", "removed", "saving/req", "rewrite cost", "disagreement")
+    return Fitted(table, hide=hide, fold=STRATEGY, wrap={"disagreement": 16})
 
 
 

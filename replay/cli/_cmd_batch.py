@@ -13,7 +13,8 @@ from replay.cli._main import cli, price_overrides, replay_options, user_errors
 def _tables(report):
     from rich.table import Table
 
-    from replay.report._table import _int, _usd
+    from replay.report._fit import Fitted
+    from replay.report._table import STRATEGY, _int, _usd
 
     counts = report.counts
     files = Table(title="files", title_justify="left")
@@ -39,11 +40,16 @@ def _tables(report):
             f"{row['hit_ratio']:.1%}",
             _int(row["blind_actions"]),
         )
-    return files, totals
+    # A narrow terminal keeps found, ok and failed; strategy, cost, hit ratio and blind actions.
+    files_hide = ("part of", "duplicate", "out of range", "unchanged", "replayed", "skipped")
+    totals_hide = ("requests", "written", "output", "sessions", "cached", "prompt")
+    return Fitted(files, hide=files_hide), Fitted(totals, hide=totals_hide, fold=STRATEGY)
 
 
 def _problem_table(report, limit: int = 20):
     from rich.table import Table
+
+    from replay.report._fit import Fitted
 
     problems = report.problems
     table = Table(title="files not replayed", title_justify="left")
@@ -54,7 +60,7 @@ def _problem_table(report, limit: int = 20):
         table.add_row(p.status, p.path, p.message or "")
     if len(problems) > limit:
         table.add_row("…", f"{len(problems) - limit} more", "see --format json")
-    return table
+    return Fitted(table, fold={"file": 20, "why": 20})
 
 
 @cli.command("batch")

@@ -45,6 +45,7 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
     from replay.cli._cmd_core import print_notes
     from replay.engine._replay import require_requests
     from replay.fidelity import fidelity_frame, fidelity_rows, fidelity_summary
+    from replay.report._fit import Fitted
 
     session = load(log, strict=strict)
     require_requests(session)
@@ -76,7 +77,10 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
         )
     document = {"log": str(log), "notes": notes, "summary": summary,
                 "requests": report.frame_rows(frame)}
-    emit(frame, document, fmt, output, table)
+    # A narrow terminal keeps #, the cache read and the cost, ok and the miss cause.
+    fitted = Fitted(table, hide=("request", "write rec/sim", "prompt rec/sim"),
+                    fold={"request": 10}, wrap={"miss cause · fitted from this read": 16})
+    emit(frame, document, fmt, output, fitted)
     if fmt == "table" and not quiet:
         print_notes(notes)
 

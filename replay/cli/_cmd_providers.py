@@ -78,6 +78,7 @@ def _print_tables(document: dict[str, Any], output: Path | None) -> None:
     from replay import report
 
     parts: list[Any] = []
+    noted: set[str] = set()  # one note for all the tables, not one under each
     at = document["at"]
     for p in document["providers"]:
         head = Text()
@@ -97,17 +98,22 @@ def _print_tables(document: dict[str, Any], output: Path | None) -> None:
             head.append(f"passthrough {route['models']} → {route['to']}\n", style="dim")
         parts.append(head)
         if p["rules"]:
-            parts.append(_rules_table(p["rules"], f"{p['provider']}: rules in force on {at}"))
+            parts.append(_rules_table(p["rules"], f"{p['provider']}: rules in force on {at}",
+                                      noted=noted))
     resolved = document.get("resolved")
     if resolved:
         title = (f"{resolved['model']} via {resolved['route']} (rules model "
                  f"{resolved['rules_model']}) on {at}")
-        parts.append(_rules_table(resolved["rules"], title, resolved=True))
+        parts.append(_rules_table(resolved["rules"], title, resolved=True, noted=noted))
     report.print_table(Group(*parts), output, width=200)
 
 
-def _rules_table(rows: list[dict[str, Any]], title: str, resolved: bool = False):
+def _rules_table(
+    rows: list[dict[str, Any]], title: str, resolved: bool = False, noted: set[str] | None = None
+):
     from rich.table import Table
+
+    from replay.report._fit import Fitted
 
     table = Table(title=title, title_justify="left")
     columns = ["rule", "applies to" if resolved else "models", "value", "since", "source"]
@@ -127,4 +133,6 @@ def _rules_table(rows: list[dict[str, Any]], title: str, resolved: bool = False)
             cells += [r["models"] or "all", r["variant"] or ""]
         cells += [value, r["since"], source]
         table.add_row(*cells)
-    return table
+    # Names, model patterns and sources may fold on a narrow terminal; a value or a date not.
+    names = {"rule": 12, "models": 12, "applies to": 12, "variant": 8, "source": 20}
+    return Fitted(table, hide=("source",), fold=names, noted=noted)

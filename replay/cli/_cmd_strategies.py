@@ -135,6 +135,7 @@ def strategies_command(
     from rich.table import Table
 
     from replay import report
+    from replay.report._fit import Fitted
     from replay.strategies._plugins import load_strategy_file
 
     for path in strategy_files:
@@ -154,4 +155,8 @@ def strategies_command(
     for r in rows:
         defaults = format_params(r["defaults"])
         table.add_row(r["name"], r["family"], r["cache_class"], defaults, r["rule"], r["source"])
-    report.print_table(table, output)
+    # A narrow terminal drops the family first (a name says it) and keeps name, defaults, rule.
+    fitted = Fitted(table, hide=("family", "source", "cache class"),
+                    fold={"name": 24, "family": 12, "cache class": 12},
+                    wrap={"rule": 24, "source": 16})
+    report.print_table(fitted, output)

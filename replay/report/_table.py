@@ -10,6 +10,25 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from replay.report._fit import Fitted
+
+STRATEGY = {"strategy": 20}
+"""A strategy name may fold onto lines of 20 characters on a narrow terminal."""
+SUMMARY_HIDDEN_FIRST = (
+    "requests", "written", "uncached", "output", "peak prompt", "prefix breaks", "cached",
+    "prompt",
+)
+"""The summary's columns a narrow terminal drops, in this order; strategy, cost, hit ratio, over
+window and blind actions always stay (`requests` is the same for every strategy)."""
+TURNS_HIDDEN_FIRST = (
+    "first mismatch", "written", "uncached", "output", "diverged at", "kind", "miss cause",
+    "break-even (closed / simulated)",
+)
+"""The per-request columns a narrow terminal drops, in this order; strategy, #, prompt, cached
+and cost always stay."""
+TURNS_TEXT = {"miss cause": 16, "break-even (closed / simulated)": 16}
+"""Text columns kept 16 wide before a column is dropped (not squeezed to a word per line)."""
+
 
 def _int(v: int | None) -> str:
     return "" if v is None else f"{v:,}"
@@ -29,7 +48,7 @@ def _calls(n: int) -> str:
     return "1 call" if n == 1 else f"{n} calls"
 
 
-def summary_table(summary: pl.DataFrame, title: str) -> Table:
+def summary_table(summary: pl.DataFrame, title: str) -> Fitted:
     """One row per strategy, cheapest first is NOT imposed: the order is the one asked for.
     Each strategy that made summarizer calls gets an extra line with their share."""
     table = Table(title=title, title_justify="left", show_lines=False)
@@ -85,7 +104,7 @@ def summary_table(summary: pl.DataFrame, title: str) -> Table:
                 "",
                 "",
             )
-    return table
+    return Fitted(table, hide=SUMMARY_HIDDEN_FIRST, fold=STRATEGY)
 
 
 def _breakeven_cell(row: dict) -> str:
@@ -97,7 +116,7 @@ def _breakeven_cell(row: dict) -> str:
     return f"{row['event']}: {closed_text} / {simulated_text}"
 
 
-def turns_table(turns: pl.DataFrame, title: str) -> Table:
+def turns_table(turns: pl.DataFrame, title: str) -> Fitted:
     table = Table(title=title, title_justify="left")
     with_breakeven = "breakeven_closed_form" in turns.columns
     for header in [
@@ -135,7 +154,7 @@ def turns_table(turns: pl.DataFrame, title: str) -> Table:
             _usd(row["cost_usd"]),
             *extra,
         )
-    return table
+    return Fitted(table, hide=TURNS_HIDDEN_FIRST, fold=STRATEGY, wrap=TURNS_TEXT)
 
 
 def console(stderr: bool = False, quiet: bool = False) -> Console:
