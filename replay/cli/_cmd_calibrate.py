@@ -14,6 +14,8 @@ from replay.cli._main import check_output_folder, cli, output_options, user_erro
 def _table(calibrations, title: str):
     from rich.table import Table
 
+    from replay.report._fit import Fitted
+
     table = Table(title=title, title_justify="left")
     for col in ("family", "models", "pairs used / candidates", "factor (95% CI)",
                 "per-pair quartiles", "table now",
@@ -34,7 +36,9 @@ def _table(calibrations, title: str):
             f"{c.documented.factor:g}" + ("" if c.documented.estimated else " (exact)"),
             framing,
         )
-    return table
+    # A narrow terminal keeps the family, its pairs, the factor measured and the one in force.
+    hide = ("per-pair quartiles", "framing fitted: factor · /message · /tool call", "models")
+    return Fitted(table, hide=hide, fold={"family": 12})
 
 
 def _check_date(text: str) -> None:
@@ -140,8 +144,10 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     from rich.console import Console
 
     # The table is rendered to text first, so that the JSON rows after it are printed as they
-    # are (a console would wrap their long strings, and they could not be pasted).
-    buffer = Console(record=True, width=240, file=io.StringIO(), highlight=False, markup=False)
+    # are (a console would wrap their long strings, and they could not be pasted); on a
+    # terminal, as wide as the terminal.
+    width = report.console().width if output is None else 240
+    buffer = Console(record=True, width=width, file=io.StringIO(), highlight=False, markup=False)
     buffer.print(_table(calibrations, f"tokenizer calibration · {len(sessions)} log(s)"))
     for c in calibrations:
         if c.excluded and not quiet:
