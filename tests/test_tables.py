@@ -162,3 +162,22 @@ def test_a_table_wider_than_the_pipe_keeps_rich_layout_when_no_word_is_cut(run42
     assert Measurement.get(Console(width=1000), Console(width=1000).options,
                            fitted.table).maximum > 240
     assert _render(fitted, 240) == _render(fitted.table, 240)
+
+
+def test_a_rich_without_its_private_layout_method_still_cuts_no_number(run42, monkeypatch) -> None:
+    # `_whole` asks rich's private Table._calculate_column_widths; should a rich release not
+    # have it (rich itself needs it, so it is hidden from `_fit` alone), the fitted layout is used.
+    import builtins
+
+    from replay.report import _fit
+
+    def no_layout(obj: object, name: str, *default: object) -> object:
+        if name == "_calculate_column_widths":
+            return None
+        return builtins.getattr(obj, name, *default)
+
+    monkeypatch.setattr(_fit, "getattr", no_layout, raising=False)
+    result, _ = run42
+    text = _render(summary_table(result.summary, "run42"), 100)
+    assert "…" not in text
+    assert all(_usd(c) in text for c in result.summary["cost_usd"])

@@ -111,8 +111,11 @@ def _whole(
     if sum(s.widest + pad for s in spans) + rules <= options.max_width:
         return True
     # rich's own layout (a private method of its Table); the widths include the padding.
-    inner = options.update_width(options.max_width - rules)
-    widths = table._calculate_column_widths(console, inner)
+    # Should a rich release drop it, every table too wide takes the fitted layout instead.
+    layout = getattr(table, "_calculate_column_widths", None)
+    if layout is None:
+        return False
+    widths = layout(console, options.update_width(options.max_width - rules))
     return all(
         w - pad >= s.word or (h in spec.fold and c.overflow == "fold")
         for w, s, h, c in zip(widths, spans, headers, table.columns, strict=True)
