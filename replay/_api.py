@@ -88,8 +88,10 @@ class ReplayResult:
 def load(path: str | Path, *, strict: bool = False) -> Session:
     """Read a log in any supported format, recognised by its content: the native `replay-log`,
     a Claude Code transcript (file or session directory), a Codex rollout, a pi session or an
-    opencode export (see docs/adapters.md). Lenient by default: malformed lines are skipped and
-    counted in `Session.skipped`; `strict=True` stops at the first one with a `LogFormatError`."""
+    opencode export (see docs/adapters.md). `path` may be a pipe or a FIFO, or `-` for standard
+    input: read once, through a temporary copy. Lenient by default: malformed lines are skipped
+    and counted in `Session.skipped`; `strict=True` stops at the first one with a
+    `LogFormatError`."""
     from replay.adapters import read_any
 
     return read_any(path, strict=strict)

@@ -42,7 +42,16 @@ def reader_for(fmt: str):
 
 
 def read_any(path: str | Path, *, strict: bool = False, fmt: str | None = None) -> Session:
-    """Read any supported log (format detected from the content unless `fmt` is given)."""
+    """Read any supported log (format detected from the content unless `fmt` is given). A
+    stream (a pipe, a FIFO; `-` for standard input) is read once, through a temporary copy."""
+    from replay.adapters._stream import is_stream, read_stream
+
+    if is_stream(path):
+        return read_stream(path, lambda copy: _read_file(copy, strict, fmt))
+    return _read_file(path, strict, fmt)
+
+
+def _read_file(path: str | Path, strict: bool, fmt: str | None) -> Session:
     name = fmt or detect(path)
     session = reader_for(name)(path, strict=strict)
     if fmt is not None and not session.events and session.skipped:

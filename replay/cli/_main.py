@@ -17,10 +17,13 @@ FORMATS = ("table", "json", "csv", "parquet")
 
 
 class _DefaultToRun(click.Group):
-    """`replay LOG ...` is shorthand for `replay run LOG ...`."""
+    """`replay LOG ...` is shorthand for `replay run LOG ...` (`replay - ...` too: standard
+    input)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and not args[0].startswith("-"):
+        if args and args[0] == "-":
+            args = ["run", *args]
+        elif args and args[0] not in self.commands and not args[0].startswith("-"):
             self._refuse_mistyped_command(args[0])
             args = ["run", *args]
         return super().parse_args(ctx, args)
@@ -207,10 +210,14 @@ def user_errors(fn: Callable) -> Callable:
 def cli() -> None:
     """Replay coding-agent logs through context strategies and price each one.
 
+    A LOG may also be a pipe (`<(zcat run.jsonl.gz)`) or `-` for standard input: it is read
+    once, through a temporary copy.
+
     \b
     Example:
       replay logs/run42.jsonl --strategies all
       replay run logs/run42.jsonl --strategies baseline,truncate-500 --per-turn
+      zcat run.jsonl.gz | replay - -s baseline,truncate-500
     """
 
 

@@ -1,0 +1,76 @@
+"""A log given as a stream: a pipe, a FIFO, `<(cat LOG)`, or standard input as `-`.
+
+Reading a log takes more than one pass (the format is detected from the first lines, then the
+reader starts again; some readers go over a file twice), and a stream can be read only once: the
+second open of a FIFO waits for a writer that never comes. So a stream is copied once into a
+temporary folder (never beside the input, which is not written), read from there, and the copy
+removed; every message and `Session.path` name the stream as given, never the copy.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from replay._atomic import written_through
+from replay._errors import LogFormatError, ReplayError
+from replay.log import Session
+
+STDIN = "-"
+"""The log name that means standard input."""
+
+
+def is_stream(path: str | Path) -> bool:
+    """`-`, or a path that is neither a regular file nor a folder (a pipe, a FIFO, a device)."""
+    # (`written_through` is that test: outputs are written through such files.)
+    return str(path) == STDIN or written_through(Path(path))
+
+
+def label(path: str | Path) -> str:
+    """How messages name the stream: its path, `<stdin>` for `-`."""
+    return "<stdin>" if str(path) == STDIN else str(path)
+
+
+@contextmanager
+def _spooled(path: str | Path) -> Iterator[Path]:
+    """A temporary copy of the stream, read once; removed on leaving. The copy keeps the
+    stream's file name: some readers take a session name from it."""
+    name = "stdin" if str(path) == STDIN else Path(path).name
+    with tempfile.TemporaryDirectory(prefix="replay-stream-") as folder:
+        copy = Path(folder) / name
+        try:
+            with copy.open("wb") as target:
+                if str(path) == STDIN:
+                    shutil.copyfileobj(sys.stdin.buffer, target)
+                else:
+                    with open(path, "rb") as source:
+                        shutil.copyfileobj(source, target)
+        except OSError as err:
+            why = f"cannot read the file ({err.strerror})"
+            raise LogFormatError(label(path), None, why) from None
+        yield copy
+
+
+def _renamed(err: LogFormatError, copy: Path, name: str) -> LogFormatError:
+    """`err` naming `name` where it named the temporary copy."""
+    path = name if err.path == str(copy) else err.path
+    return LogFormatError(path, err.line, err.expected.replace(str(copy), name))
+
+
+def read_stream(path: str | Path, read: Callable[[Path], Session]) -> Session:
+    """`read` of a copy of the stream `path`, read once, its messages naming `path`."""
+    name = label(path)
+    with _spooled(path) as copy:
+        try:
+            session = read(copy)
+        except LogFormatError as err:
+            raise _renamed(err, copy, name) from None
+        except ReplayError as err:
+            raise ReplayError(str(err).replace(str(copy), name)) from None
+    session.path = name
+    session.skipped = [_renamed(e, copy, name) for e in session.skipped]
+    return session

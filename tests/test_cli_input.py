@@ -1,0 +1,128 @@
+"""A log that is a stream (a pipe, a FIFO, `<(cat log)`, standard input as `-`) is read exactly
+once by every command that takes a log; a FIFO inside a log folder is never waited on."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, RUN42
+from test_calibrate import synthetic_session
+from test_fidelity import _billed_session
+
+from replay.log import write_log
+
+# A log read twice waits for a second writer that never comes: a hang, failed by this timeout.
+TIMEOUT = 60
+
+
+def _replay(*args: object, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    """`python -m replay ARGS` of this checkout, in a subprocess (a hang is a timeout)."""
+    return subprocess.run(
+        [sys.executable, "-m", "replay", *map(str, args)],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        timeout=TIMEOUT,
+        env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)},
+    )
+
+
+@pytest.fixture
+def fifo_of(tmp_path: Path) -> Iterator[Callable[[Path], Path]]:
+    """A FIFO that one writer fills once with a file's bytes, as `<(cat FILE)` does."""
+    writers: list[subprocess.Popen] = []
+
+    def make(source: Path) -> Path:
+        fifo = tmp_path / f"fifo-{len(writers)}" / source.name
+        fifo.parent.mkdir()
+        os.mkfifo(fifo)
+        script = "import sys; open(sys.argv[2], 'wb').write(open(sys.argv[1], 'rb').read())"
+        writers.append(subprocess.Popen([sys.executable, "-c", script, str(source), str(fifo)]))
+        return fifo
+
+    yield make
+    for writer in writers:
+        writer.kill()
+        writer.wait()
+
+
+def _doc(done: subprocess.CompletedProcess) -> dict:
+    assert done.returncode == 0, done.stderr.decode()
+    return json.loads(done.stdout)
+
+
+def _billed(tmp_path: Path) -> Path:
+    path = tmp_path / "billed.jsonl"
+    write_log(_billed_session(), path)
+    return path
+
+
+def _calibration_log(tmp_path: Path) -> Path:
+    path = tmp_path / "calibration.jsonl"
+    write_log(synthetic_session(1.42), path)
+    return path
+
+
+# command arguments (LOG where the log goes), the log, and the part of the JSON to compare
+JSON_COMMANDS = {
+    "run": (["run", "LOG", "-s", "baseline,truncate-500"], lambda _: RUN42, "summary"),
+    "breakeven": (["breakeven", "LOG", "-s", "age-truncate-500-keep-3"], lambda _: RUN42,
+                  "breakeven"),
+    "whatif": (["whatif", "LOG", "--at", "3", "--prune", "older-than:1"], lambda _: RUN42,
+               "summary"),
+    "fidelity": (["fidelity", "LOG"], _billed, "requests"),
+    "calibrate": (["calibrate", "LOG", "--date", "2026-11-29"], _calibration_log, "families"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(JSON_COMMANDS))
+def test_every_command_reads_a_fifo_once(name, fifo_of, tmp_path) -> None:
+    args, log_of, key = JSON_COMMANDS[name]
+    log = log_of(tmp_path)
+    fifo = fifo_of(log)
+    piped = _doc(_replay(*[fifo if a == "LOG" else a for a in args], "--format", "json"))
+    direct = _doc(_replay(*[log if a == "LOG" else a for a in args], "--format", "json"))
+    assert piped[key] and piped[key] == direct[key]
+
+
+def test_convert_report_and_plot_read_a_fifo_once(fifo_of, tmp_path) -> None:
+    converted = _replay("convert", fifo_of(RUN42), "-o", "-", "-q")
+    assert converted.returncode == 0, converted.stderr.decode()
+    assert converted.stdout == _replay("convert", RUN42, "-o", "-", "-q").stdout
+    page = tmp_path / "r.html"
+    done = _replay("report", fifo_of(RUN42), "-s", "baseline", "--no-breakeven", "-q", "-o", page)
+    assert done.returncode == 0, done.stderr.decode()
+    assert page.read_text(encoding="utf-8").startswith("<!")
+    chart = tmp_path / "c.svg"
+    done = _replay("plot", fifo_of(RUN42), "-s", "baseline", "-q", "-o", chart)
+    assert done.returncode == 0, done.stderr.decode()
+    assert chart.read_text(encoding="utf-8").lstrip().startswith("<")
+
+
+def test_dash_is_standard_input() -> None:
+    piped = _doc(_replay("-", "-s", "baseline", "--format", "json", stdin=RUN42.read_bytes()))
+    direct = _doc(_replay(RUN42, "-s", "baseline", "--format", "json"))
+    assert piped["log"] == "-" and piped["summary"] == direct["summary"]
+    converted = _replay("convert", "-", "-o", "-", "-q", stdin=RUN42.read_bytes())
+    assert converted.stdout == RUN42.read_bytes()
+
+
+def test_a_streamed_log_is_named_in_notes_and_errors(fifo_of, tmp_path) -> None:
+    """Skipped lines and errors name the stream as given, never a temporary copy."""
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(RUN42.read_bytes()[:20000])
+    fifo = fifo_of(cut)
+    notes = _doc(_replay(fifo, "-s", "baseline", "--format", "json"))["notes"]
+    assert any(f"skipped or repaired (first: {fifo}:" in n for n in notes), notes
+    strict = _replay("-", "-s", "baseline", "--strict", stdin=cut.read_bytes())
+    assert strict.returncode == 2
+    assert strict.stderr.decode().startswith("error: <stdin>:")
+    empty = _replay("-", "-s", "baseline", stdin=b"")
+    assert empty.returncode == 2
+    assert empty.stderr.decode() == "error: <stdin>: empty file: expected a coding-agent log\n"
