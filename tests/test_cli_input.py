@@ -3,10 +3,12 @@ once by every command that takes a log; a FIFO inside a log folder is never wait
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -126,3 +128,55 @@ def test_a_streamed_log_is_named_in_notes_and_errors(fifo_of, tmp_path) -> None:
     empty = _replay("-", "-s", "baseline", stdin=b"")
     assert empty.returncode == 2
     assert empty.stderr.decode() == "error: <stdin>: empty file: expected a coding-agent log\n"
+
+
+def test_batch_skips_a_fifo_in_a_folder(tmp_path) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "a.jsonl").write_bytes(RUN42.read_bytes())
+    os.mkfifo(folder / "pipe.jsonl")  # nobody writes: opening it would wait forever
+    done = _replay("batch", folder, "-s", "baseline", "-w", "1", "-o", tmp_path / "ds")
+    assert done.returncode == 0, done.stderr.decode()
+    row = next(line for line in done.stdout.decode().splitlines() if "pipe.jsonl" in line)
+    assert "skipped" in row and "not a regular file" in row
+
+
+def test_batch_refuses_a_fifo_given_as_a_target(tmp_path) -> None:
+    from replay._errors import ReplayError
+    from replay.batch._discover import discover
+
+    os.mkfifo(tmp_path / "pipe.jsonl")
+    with pytest.raises(ReplayError, match=r"pipe\.jsonl: not a regular file .*replay run"):
+        discover([tmp_path / "pipe.jsonl"])
+
+
+def test_a_fifo_in_a_session_folder_is_not_waited_on(tmp_path) -> None:
+    """A Claude Code or opencode folder, and the `agent-*` files beside a transcript, are
+    globbed: only their regular files are read."""
+    from test_adapters_claude_code import _assistant, _usage, _user, _write
+    from test_adapters_common import opencode_doc
+
+    from replay import load
+
+    claude, opencode = tmp_path / "claude", tmp_path / "opencode"
+    claude.mkdir()
+    opencode.mkdir()
+    _write(claude, [_user("u1", None, "00.000", "Hi."),
+                    _assistant("a1", "u1", "01.000", "msg_1", "req_1",
+                               {"type": "text", "text": "Hello."}, _usage(3, 500, 0, 20))])
+    (opencode / "export.json").write_text(json.dumps(opencode_doc()), encoding="utf-8")
+    fifos = [claude / "agent-x.jsonl", claude / "other.jsonl", opencode / "pipe.json"]
+    for fifo in fifos:
+        os.mkfifo(fifo)
+    got: list[int] = []
+    sources = (claude, claude / "s-1.jsonl", opencode)
+    reader = threading.Thread(
+        target=lambda: got.extend(len(load(p).requests()) for p in sources), daemon=True
+    )
+    reader.start()
+    reader.join(timeout=TIMEOUT)
+    hung = reader.is_alive()
+    for fifo in fifos:  # release an open() that waits for a writer
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert not hung and got == [1, 1, 2]

@@ -88,6 +88,12 @@ class Issues:
 # Reading
 
 
+def regular_files(paths: Iterable[Path]) -> list[Path]:
+    """The regular files among `paths` (a folder's glob): a FIFO or a device found in a log
+    folder is no log file, and opening one would wait for a writer."""
+    return [p for p in paths if p.is_file()]
+
+
 def _log_file(path: str | Path) -> Path:
     p = Path(path)
     if not p.exists():
@@ -1203,5 +1209,6 @@ __all__ = [
     "pi_usage",
     "provider_for",
     "read_bytes",
+    "regular_files",
     "usage_is_empty",
 ]

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from replay._errors import LogFormatError
+from replay.adapters._common import regular_files
 from replay.log._io import without_bom
 
 FORMATS = ("replay-log", "claude-code", "codex", "pi", "opencode")
@@ -155,7 +156,7 @@ def detect(path: str | Path) -> str:
     if not p.is_dir():
         return detect_file(p)
     candidates = sorted(p.glob("*.jsonl")) + sorted(p.glob("*.json"))
-    candidates += sorted(p.glob("subagents/*.jsonl"))
+    candidates = regular_files(candidates + sorted(p.glob("subagents/*.jsonl")))
     verdicts = []
     unreadable: list[LogFormatError] = []
     for c in candidates:

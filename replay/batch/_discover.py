@@ -42,6 +42,11 @@ def discover(
             matches: Iterable[Path] = _walk(path)
         elif path.is_file():
             matches = [path]
+        elif path.exists() and not _GLOB_CHARS & set(text):
+            raise ReplayError(
+                f"{text}: not a regular file (a pipe or a device): batch reads files and "
+                "folders; `replay run` reads a log from a pipe"
+            )
         elif _GLOB_CHARS & set(text):
             matches = (
                 Path(m)

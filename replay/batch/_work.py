@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import os
+import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -214,6 +215,9 @@ def scan_file(path: str, opts: BatchOptions) -> ScanResult:
     except OSError as err:
         return ScanResult(path, 0, 0, FAILED, message=f"cannot read the file ({err.strerror})")
     result = ScanResult(path, st.st_size, st.st_mtime_ns, FAILED)
+    if not stat.S_ISREG(st.st_mode):  # a FIFO would wait for a writer: never opened
+        result.status, result.message = SKIPPED, "not a regular file (a pipe or a device)"
+        return result
     try:
         result.sha = _sha256(path)
         result.fmt = _format(path)
