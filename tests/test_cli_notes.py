@@ -56,6 +56,38 @@ def test_table_prints_the_notes_on_stderr(invoke, cut_log, name) -> None:
     assert SKIPPED not in quiet.stderr
 
 
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+@pytest.mark.parametrize("name", ["run", "breakeven"])
+def test_csv_and_parquet_print_the_notes_on_stderr_not_in_the_file(
+    invoke, cut_log, tmp_path, name, fmt
+) -> None:
+    """A user piping CSV still learns that lines were skipped; the file holds only rows."""
+    command, *args = COMMANDS[name]
+    out = tmp_path / f"out.{fmt}"
+    targets = [["-o", out]] + ([[]] if fmt == "csv" else [])  # (parquet needs -o)
+    for target in targets:
+        result = invoke(command, cut_log, *args, "--format", fmt, *target)
+        assert result.exit_code == 0, result.output
+        assert SKIPPED in result.stderr and "recorded trajectory fixed" in result.stderr
+        assert SKIPPED not in result.stdout and SKIPPED.encode() not in out.read_bytes()
+        quiet = invoke(command, cut_log, *args, "--format", fmt, *target, "-q")
+        assert SKIPPED not in quiet.stderr
+
+
+def test_fidelity_csv_prints_the_notes_on_stderr(invoke, tmp_path) -> None:
+    from test_fidelity import _billed_session
+
+    from replay.log import write_log
+
+    log = tmp_path / "billed.jsonl"
+    write_log(_billed_session(), log)
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write('{"type": "user", "broken\n')
+    result = invoke("fidelity", log, "--format", "csv")
+    assert result.exit_code == 0, result.output
+    assert SKIPPED in result.stderr and SKIPPED not in result.stdout
+
+
 def test_plot_prints_the_notes_on_stderr(invoke, cut_log, tmp_path) -> None:
     out = tmp_path / "cost.svg"
     result = invoke("plot", cut_log, "-s", "baseline", "-o", out)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from replay.cli._cmd_core import print_notes_beside
 from replay.cli._cmd_strategies import resolve_strategies, strategy_options
 from replay.cli._main import (
     cli,
@@ -87,15 +88,7 @@ def breakeven_command(log: Path, strategies: str, sets: tuple[str, ...],
                           strict=strict, progress=progress, notes=notes, horizon=horizon)
     document = {"log": str(log), "notes": notes, "breakeven": report.frame_rows(frame)}
     emit(frame, document, fmt, output, _breakeven_table(frame, f"{log} · break-even"))
-    _print_notes(notes, fmt, quiet)
-
-
-def _print_notes(notes: list[str], fmt: str, quiet: bool) -> None:
-    """Under the human output, as `run` prints them (JSON carries them as `notes`)."""
-    from replay.cli._cmd_core import print_notes
-
-    if fmt == "table" and not quiet:
-        print_notes(notes)
+    print_notes_beside(notes, fmt, quiet)
 
 
 @cli.command("whatif")
@@ -160,4 +153,4 @@ def whatif_command(log: Path, at: int | None, prune: str | None, compact_at: int
     con.print(_breakeven_table(be, "break-even of the edit"))
     verdict = "saves" if delta < 0 else "costs"
     con.print(f"The edit {verdict} ${abs(delta):.6f} vs {result['reference']} over this log.")
-    _print_notes(result["notes"], fmt, quiet)
+    print_notes_beside(result["notes"], fmt, quiet)

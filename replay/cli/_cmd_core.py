@@ -141,13 +141,13 @@ def run_command(
     if fmt == "table" and not quiet:
         err = report.console(stderr=True)
         err.print(recommendation_line(recommended, result.summary))
-        print_notes(result.notes)
+    print_notes_beside(result.notes, fmt, quiet)
 
 
 def print_notes(notes: list[str]) -> None:
     """The notes of a run (`ReplayResult.notes`: the trajectory held fixed, skipped lines,
     estimates) on standard error, one `note:` line each; every command that reads a log prints
-    them under its human output (their JSON has them as `notes`)."""
+    them beside its output (their JSON has them as `notes`)."""
     from rich.text import Text
 
     from replay import report
@@ -155,6 +155,13 @@ def print_notes(notes: list[str]) -> None:
     err = report.console(stderr=True)  # (no markup: a note may quote the log)
     for note in notes:
         err.print(Text.assemble(("note:", "dim"), f" {note}"))
+
+
+def print_notes_beside(notes: list[str], fmt: str, quiet: bool) -> None:
+    """`print_notes` under every output format but JSON, which carries them as `notes`: a CSV or
+    Parquet result holds only its rows, and a user piping it still learns of skipped lines."""
+    if fmt != "json" and not quiet:
+        print_notes(notes)
 
 
 @cli.command("schema")

@@ -42,7 +42,7 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
     from replay import report
     from replay._api import _config, _skipped_note, load, microcompact_notes
     from replay._errors import ReplayError
-    from replay.cli._cmd_core import print_notes
+    from replay.cli._cmd_core import print_notes_beside
     from replay.engine._replay import require_requests
     from replay.fidelity import fidelity_frame, fidelity_rows, fidelity_summary
     from replay.report._fit import Fitted
@@ -81,8 +81,7 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
     fitted = Fitted(table, hide=("request", "write rec/sim", "prompt rec/sim"),
                     fold={"request": 10}, wrap={"miss cause · fitted from this read": 16})
     emit(frame, document, fmt, output, fitted)
-    if fmt == "table" and not quiet:
-        print_notes(notes)
+    print_notes_beside(notes, fmt, quiet)
 
 
 def _headline(s: dict) -> str:
