@@ -421,6 +421,24 @@ def test_providers_resolves_a_model():
 
 
 
+def test_a_provider_served_by_a_variant_lists_without_a_model():
+    """`aws` has no rule file of its own: Claude on Bedrock is a variant of anthropic's. It
+    lists that file (a model was needed before); google lists its own, then Claude on Vertex."""
+    result = _cli("--provider", "aws", "--at", "2026-10-20", "--format", "json")
+    assert result.exit_code == 0, result.output
+    (anthropic,) = json.loads(result.output)["providers"]
+    assert anthropic["provider"] == "anthropic"
+    assert {"name": "bedrock", "when": "provider", "provider": "aws", "models": "claude"} in [
+        {k: v.get(k) for k in ("name", "when", "provider", "models")}
+        for v in anthropic["variants"]
+    ]
+    assert any(r["variant"] == "bedrock" for r in anthropic["rules"])
+    table = _cli("--provider", "aws", "--at", "2026-10-20")
+    assert table.exit_code == 0 and "variant bedrock (provider aws" in table.output
+    google = json.loads(_cli("--provider", "google", "--format", "json").output)
+    assert [p["provider"] for p in google["providers"]] == ["google", "anthropic"]
+
+
 def test_providers_for_a_model_shows_only_its_provider():
     result = _cli("--model", "claude-sonnet-4-6", "--at", "2026-10-20", "--format", "json")
     assert result.exit_code == 0, result.output
@@ -457,6 +475,10 @@ def test_rules_in_force_is_what_the_cli_prints():
     assert [p["provider"] for p in doc["providers"]] == ["openai"]
     with pytest.raises(ReplayError, match="provider 'nope': no cache rules; known: anthropic"):
         rules_in_force(date(2026, 10, 20), provider="nope")
+    with pytest.raises(ReplayError, match=r"x-ai; variants: aws \(anthropic/bedrock, models cl"):
+        rules_in_force(date(2026, 10, 20), provider="bedrock")
+    with pytest.raises(ReplayError, match="provider 'aws': no cache rules for model 'gpt-5'"):
+        rules_in_force(date(2026, 10, 20), provider="aws", model="gpt-5")
 
 
 def test_providers_user_errors():

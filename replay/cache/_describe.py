@@ -87,16 +87,7 @@ def rules_in_force(
         # Only the provider the model resolves to, not every provider's rules before its own.
         provider = provider_for_model(model)
     if provider is not None:
-        layers = router.layers_for(provider.strip().lower())
-        if layers is None:
-            try:
-                layers = router.route(provider, model or "").layers
-            except ReplayError:
-                raise ReplayError(
-                    f"provider {provider!r}: no cache rules; known: "
-                    + ", ".join(router.providers())
-                ) from None
-        files = [layers]
+        files = _files_serving(router, provider, model)
     document: dict[str, Any] = {
         "at": at.isoformat(),
         "providers": [_provider_doc(layers, at) for layers in files],
@@ -104,6 +95,49 @@ def rules_in_force(
     if model is not None and provider is not None:  # (given a model, the provider is known)
         document["resolved"] = _resolved(router, provider, model, at)
     return document
+
+
+def _files_serving(
+    router: CacheRouter, provider: str, model: str | None
+) -> list[tuple[ProviderRules, ...]]:
+    """The rule files that serve `provider` (id or alias). With a model: the provider's own file,
+    else the one the model routes to. Without: its own file, then the files with a variant for
+    it (`aws` has no file: Claude on Bedrock is a variant of anthropic's)."""
+    key = provider.strip().lower()
+    own = router.layers_for(key)
+    if model is not None:
+        if own is not None:
+            return [own]
+        try:
+            return [router.route(provider, model).layers]
+        except ReplayError:
+            raise _unknown(router, provider, model) from None
+    found = [own] if own is not None else []
+    found += [f for f in router.rule_files if f is not own and _has_variant_for(f, key)]
+    if not found:
+        raise _unknown(router, provider)
+    return found
+
+
+def _has_variant_for(layers: tuple[ProviderRules, ...], provider: str) -> bool:
+    return any(v.when == "provider" and v.provider == provider for f in layers for v in f.variants)
+
+
+def _unknown(router: CacheRouter, provider: str, model: str | None = None) -> ReplayError:
+    """No rules for `provider` (or for `model` there): the providers known, and those that a
+    variant serves for some models."""
+    variants = [
+        f"{v.provider} ({layers[-1].provider}/{v.name}, models {v.models or 'all'})"
+        for layers in router.rule_files
+        for f in layers
+        for v in f.variants
+        if v.when == "provider" and v.provider
+    ]
+    what = f"no cache rules for model {model!r}" if model is not None else "no cache rules"
+    return ReplayError(
+        f"provider {provider!r}: {what}; known: {', '.join(router.providers())}"
+        + (f"; variants: {', '.join(variants)}" if variants else "")
+    )
 
 
 __all__ = ["rules_in_force"]

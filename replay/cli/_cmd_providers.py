@@ -19,7 +19,11 @@ from replay.cli._main import cli, output_options, user_errors
     metavar="YYYY-MM-DD",
     help="Show the rules in force on this date (default: today, UTC).",
 )
-@click.option("--provider", help="Only this provider (id or alias, e.g. anthropic, aws, x-ai).")
+@click.option(
+    "--provider",
+    help="Only this provider (id or alias, e.g. anthropic, aws, x-ai), and the providers whose "
+    "rules have a variant for it (aws: anthropic, variant bedrock).",
+)
 @click.option(
     "--model",
     help="Resolve every rule for this model at the date (the provider is guessed if not given).",
