@@ -444,7 +444,7 @@ def test_pool_survives_a_worker_that_dies():
 
 
 def test_ray_engine_writes_the_same_dataset_as_the_pool(logdir: Path, tmp_path: Path):
-    pytest.importorskip("ray", reason="the `ray` extra is not installed (pip install replay[ray])")
+    pytest.importorskip("ray", reason="the `ray` extra is not installed (pip install '.[ray]')")
     opts = BatchOptions(strategies=STRATEGIES, per_request=True)
     pooled = run_batch([logdir], opts, output=tmp_path / "pool", engine="pool", workers=2)
     rayed = run_batch([logdir], opts, output=tmp_path / "ray", engine="ray", workers=2)

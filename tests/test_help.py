@@ -66,3 +66,19 @@ def test_python_dash_m_runs_the_same_command_line() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Usage: replay strategies")
+
+
+def test_install_lines_name_the_checkout_not_a_pypi_package() -> None:
+    """`replay` on PyPI is an unrelated project: an extra is installed from the checkout, as the
+    README does (`pip install '.[report]'`), never by that name."""
+    pattern = re.compile(r"pip install ['\"]?replay\[")
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
+    for folder, glob in (("replay", "**/*.py"), ("notebooks", "**/*.ipynb"), ("tests", "*.py")):
+        files += sorted((ROOT / folder).glob(glob))
+    offenders = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in files
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if pattern.search(line)
+    ]
+    assert not offenders

@@ -265,7 +265,7 @@ def test_missing_extra_is_a_clear_error(monkeypatch, result) -> None:
     from replay.report._charts import metric_chart
 
     monkeypatch.setitem(sys.modules, "altair", None)
-    with pytest.raises(ReplayError, match=r"replay\[report\]"):
+    with pytest.raises(ReplayError, match=r"pip install '\.\[report\]' in the replay checkout"):
         metric_chart(result, "cost")
 
 

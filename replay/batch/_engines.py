@@ -120,7 +120,8 @@ def _ray():
         import ray
     except ImportError:
         raise ReplayError(
-            "--engine ray needs Ray: pip install 'replay[ray]' (or pip install ray)"
+            "--engine ray needs Ray: pip install '.[ray]' in the replay checkout "
+            "(or pip install ray)"
         ) from None
     return ray
 

@@ -90,7 +90,8 @@ def _problem_table(report, limit: int = 20):
     type=click.Choice(["pool", "ray"]),
     default="pool",
     show_default=True,
-    help="Where files are replayed: a local process pool, or Ray (`pip install 'replay[ray]'`).",
+    help="Where files are replayed: a local process pool, or Ray (`pip install '.[ray]'` in the "
+    "replay checkout).",
 )
 @click.option(
     "--ray-address",

@@ -50,7 +50,7 @@ def _needs(module: str):
     except ImportError:
         raise ReplayError(
             f"charts need the optional `report` extra ({module} is missing): "
-            "pip install 'replay[report]'"
+            "pip install '.[report]' in the replay checkout"
         ) from None
 
 
