@@ -356,6 +356,17 @@ def test_cli_prune_table(invoke) -> None:
     assert "whatif-prune-at-8" in result.stdout and "break-even of the edit" in result.stdout
 
 
+def test_cli_table_written_to_output_file(invoke, tmp_path) -> None:
+    # `-o` with the table format used to print to the terminal and write nothing.
+    args = ("whatif", RUN42, "--at", "8", "--prune", "older-than:3", "-q")
+    printed = invoke(*args)
+    out = tmp_path / "whatif.txt"
+    written = invoke(*args, "-o", str(out))
+    assert written.exit_code == 0, written.stderr
+    assert written.stdout == ""
+    assert out.read_text() == printed.stdout
+
+
 def test_cli_compact_json(invoke) -> None:
     doc = _doc(invoke("whatif", RUN42, "--compact-at", "9", "--format", "json"))
     assert doc["edit"] == "whatif-compact-at-9"

@@ -118,6 +118,9 @@ def whatif_command(log: Path, at: int | None, prune: str | None, compact_at: int
       replay whatif logs/run42.jsonl --compact-at 9 --provider anthropic \\
         --model claude-sonnet-4-5 --ttl 1h
     """
+    from rich.console import Group
+    from rich.text import Text
+
     from replay import report
     from replay._api import whatif
     from replay.cli._progress import progress_bar
@@ -148,9 +151,10 @@ def whatif_command(log: Path, at: int | None, prune: str | None, compact_at: int
     if fmt == "json":
         report.write_output(report.to_json(document), output)
         return
-    con = report.console()
-    con.print(report.summary_table(summary, f"{log} · what if: {result['edit']}"))
-    con.print(_breakeven_table(be, "break-even of the edit"))
     verdict = "saves" if delta < 0 else "costs"
-    con.print(f"The edit {verdict} ${abs(delta):.6f} vs {result['reference']} over this log.")
+    report.print_table(Group(
+        report.summary_table(summary, f"{log} · what if: {result['edit']}"),
+        _breakeven_table(be, "break-even of the edit"),
+        Text(f"The edit {verdict} ${abs(delta):.6f} vs {result['reference']} over this log."),
+    ), output)
     print_notes_beside(result["notes"], fmt, quiet)
