@@ -224,6 +224,10 @@ class NamedStrategy:
     params: dict[str, Any]
 
     def instantiate(self) -> Strategy:
+        if self.spec.is_plugin:  # the user's code: its mistakes are reported as theirs
+            from replay.strategies._plugins import build_guarded
+
+            return build_guarded(self)
         return self.spec.build(**self.params)
 
 

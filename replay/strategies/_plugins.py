@@ -37,6 +37,9 @@ Plug-ins are listed by `replay strategies` (origin `file:…` / `entry-point:…
 named, or all at once with `--strategies plugins` (`--strategies all,plugins` for built-ins
 and plug-ins together). A plug-in may not reuse the family, a name or the pattern of a built-in
 (it would never run: built-ins are matched first).
+
+What a plug-in raises, or returns that is not a view, is a `ReplayError` naming the plug-in (its
+file and line where known): a mistake in the user's code, not a crash of replay.
 """
 
 from __future__ import annotations
@@ -46,15 +49,22 @@ import importlib.util
 import inspect
 import re
 import sys
+import traceback
 import warnings
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from types import FunctionType, ModuleType
+from typing import TYPE_CHECKING, Any
 
 from replay._errors import ReplayError
 from replay.strategies._base import CACHE_CLASSES, Bounds, StrategySpec, register
+from replay.strategies._view import AssistantItem, SummaryItem, ToolResultItem, UserItem, View
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from replay.strategies._base import NamedStrategy, StrategyContext
 
 GROUP = "replay.strategies"
 
@@ -75,8 +85,144 @@ def _import_file(path: Path) -> ModuleType:
         spec.loader.exec_module(module)
     except Exception as err:  # the user's code: report it, never a traceback
         sys.modules.pop(name, None)
-        raise ReplayError(f"--strategy-file {path}: {type(err).__name__}: {err}") from err
+        where = _raised_at(err, str(path)) or str(path)
+        raise ReplayError(f"--strategy-file {where}: {_described(err)}") from err
     return module
+
+
+_OWN = Path(__file__).resolve().parents[1]
+"""replay's own package: frames in it are not the plug-in's."""
+_ITEMS = (UserItem, AssistantItem, ToolResultItem, SummaryItem)
+_EXPECTED = (
+    "expected a View or a list of history items (UserItem, AssistantItem, ToolResultItem, "
+    "SummaryItem)"
+)
+
+
+def _described(err: BaseException) -> str:
+    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+
+
+def _raised_at(err: BaseException, file: str | None = None) -> str | None:
+    """`path:line` of the innermost frame of `err` in the plug-in's file: `file`, else the file
+    of the first frame outside replay (where replay's code called the plug-in's)."""
+    frames = traceback.extract_tb(err.__traceback__)
+    if file is None:
+        file = next((f.filename for f in frames if not Path(f.filename).is_relative_to(_OWN)), None)
+    inside = [f for f in frames if f.filename == file]
+    return f"{inside[-1].filename}:{inside[-1].lineno}" if inside else None
+
+
+def _defined_at(target: Any) -> str:
+    """`path:line` where a plug-in's function or class is defined (its file if no line)."""
+    code = getattr(target, "__code__", None)
+    if code is not None:
+        return f"{code.co_filename}:{code.co_firstlineno}"
+    try:
+        lines = inspect.getsourcelines(target)[1]
+        return f"{inspect.getsourcefile(target)}:{lines}"
+    except (OSError, TypeError):
+        return str(getattr(inspect.getmodule(target), "__file__", None) or target)
+
+
+def _check_signature(target: Any, origin: str) -> None:
+    """A module's `strategy` must be callable as (history, ctx) — a function, or a class whose
+    instances are — so a wrong one is refused when the file is loaded, not mid-replay."""
+    label, skip, expected = "`strategy`", 0, "(history, ctx)"
+    if inspect.isclass(target):
+        call = next((vars(c)["__call__"] for c in target.__mro__[:-1] if "__call__" in vars(c)),
+                    None)
+        if call is None:
+            raise ReplayError(
+                f"{_defined_at(target)}: class {target.__name__} defines no __call__: its "
+                f"instances cannot be called as a strategy with (history, ctx){_of(origin)}"
+            )
+        if not isinstance(call, FunctionType):
+            return  # a descriptor or a builtin: nothing to check before it runs
+        label, skip, expected = f"`{target.__name__}.__call__`", 1, "(self, history, ctx)"
+        target = call
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind_partial(*([None] * (skip + 2)))
+    except TypeError:
+        raise ReplayError(
+            f"{_defined_at(target)}: {label} takes {signature}; expected {expected} and keyword "
+            f"parameters{_of(origin)}"
+        ) from None
+
+
+def _of(origin: str) -> str:
+    """` (entry-point:NAME)` after a message that names a file and line; nothing for a plug-in
+    file, whose path the message already gives."""
+    return "" if origin.startswith("file:") else f" ({origin})"
+
+
+class _Guarded:
+    """A plug-in's strategy: what it raises, and a result that is not a view, are reported as a
+    `ReplayError` naming the plug-in (a mistake in the user's code, not a crash of replay)."""
+
+    __slots__ = ("named", "strategy")
+
+    def __init__(self, strategy: Any, named: NamedStrategy) -> None:
+        self.strategy = strategy
+        self.named = named
+
+    def __getattr__(self, name: str) -> Any:  # the plug-in's own state stays visible
+        return getattr(self.strategy, name)
+
+    def __call__(self, history: Sequence[Any], ctx: StrategyContext) -> Any:
+        try:
+            result = self.strategy(history, ctx)
+        except ReplayError:
+            raise
+        except Exception as err:
+            raise _plugin_error(self.named, err, f"on request {ctx.request_index}") from err
+        wrong = _not_a_view(result)
+        if wrong:
+            raise ReplayError(
+                f"{self.named.spec.origin}: plug-in strategy {self.named.name!r} returned {wrong} "
+                f"on request {ctx.request_index}: {_EXPECTED}"
+            )
+        return result
+
+
+def _not_a_view(result: Any) -> str | None:
+    """What is wrong with a strategy's result, or None for a view or a list of items."""
+    items = result.items if isinstance(result, View) else result
+    outer = "a View" if isinstance(result, View) else f"a {type(result).__name__}"
+    if not isinstance(items, list | tuple):
+        return f"{outer} of {type(items).__name__}" if isinstance(result, View) else (
+            "None" if result is None else type(result).__name__
+        )
+    bad = next((item for item in items if not isinstance(item, _ITEMS)), None)
+    return None if bad is None else f"{outer} holding {type(bad).__name__}"
+
+
+def _plugin_error(named: NamedStrategy, err: Exception, when: str) -> ReplayError:
+    where = _raised_at(err) or named.spec.origin
+    return ReplayError(
+        f"{where}: plug-in strategy {named.name!r} raised {_described(err)} {when}"
+        f"{_of(named.spec.origin) if where != named.spec.origin else ''}"
+    )
+
+
+def build_guarded(named: NamedStrategy) -> Any:
+    """Build a plug-in's strategy for one thread, guarded (`_Guarded`)."""
+    try:
+        strategy = named.spec.build(**named.params)
+    except ReplayError:
+        raise
+    except Exception as err:
+        raise _plugin_error(named, err, "when it was built") from err
+    if not callable(strategy):
+        raise ReplayError(
+            f"{named.spec.origin}: plug-in strategy {named.name!r} was built as "
+            f"{type(strategy).__name__}: expected a callable taking (history, ctx)"
+        )
+    return _Guarded(strategy, named)
 
 
 def _params_of(target: Any) -> dict[str, Any]:
@@ -111,6 +257,7 @@ def spec_from_module(module: ModuleType, origin: str, default_name: str) -> list
         raise ReplayError(
             f"{origin}: defines neither `strategy` (a function or class) nor StrategySpec objects"
         )
+    _check_signature(target, origin)
     name = str(getattr(module, "NAME", default_name))
     cache_class = getattr(module, "CACHE_CLASS", "churn")
     if cache_class not in CACHE_CLASSES:

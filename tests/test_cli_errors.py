@@ -1,0 +1,125 @@
+"""User mistakes and environment failures on the command line: one line on stderr, an exit code,
+never a traceback. Broken plug-ins, bad tokenizer files, unreadable inputs, unwritable outputs,
+a full disk on standard output and Ctrl-C."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import RUN42
+
+from replay.strategies import _base, _plugins
+
+
+def _one_line(result, needles: tuple[str, ...], code: int = 2) -> str:
+    assert result.exit_code == code, (result.exit_code, result.stderr)
+    return _check_line(result.stderr, needles)
+
+
+def _check_line(err: str, needles: tuple[str, ...]) -> str:
+    assert "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+@pytest.fixture
+def clean_registry():
+    before, files = dict(_base._REGISTRY), dict(_plugins._files)
+    yield
+    _base._REGISTRY.clear()
+    _base._REGISTRY.update(before)
+    _plugins._files.clear()
+    _plugins._files.update(files)
+
+
+# --- broken --strategy-file plug-ins -------------------------------------------------------------
+
+RAISES_IN_BUILD = """\
+class Strategy:
+    def __init__(self):
+        raise ValueError("bad init")
+
+    def __call__(self, history, ctx):
+        return list(history)
+
+
+strategy = Strategy
+"""
+
+RAISES_IN_SELECT = """\
+def strategy(history, ctx):
+    helper = {}
+    return helper["oops"]
+"""
+
+
+def _plugin(tmp_path: Path, name: str, source: str) -> Path:
+    path = tmp_path / f"{name}.py"
+    path.write_text(source, encoding="utf-8")
+    return path
+
+
+def _run_plugin(invoke, path: Path, *args: str):
+    name = path.stem.replace("_", "-")
+    return invoke("run", RUN42, "-s", name, "--strategy-file", path, "-q", *args)
+
+
+def test_a_plugin_that_raises_at_import_names_its_file_and_line(invoke, tmp_path, clean_registry):
+    path = _plugin(tmp_path, "imports_badly", "X = 1\nraise RuntimeError('boom at import')\n")
+    _one_line(_run_plugin(invoke, path), (f"{path}:2", "RuntimeError: boom at import"))
+
+
+def test_a_plugin_whose_build_raises_names_it(invoke, tmp_path, clean_registry):
+    path = _plugin(tmp_path, "builds_badly", RAISES_IN_BUILD)
+    line = _one_line(_run_plugin(invoke, path), (f"{path}:3", "'builds-badly'", "bad init"))
+    assert "ValueError" in line
+
+
+def test_a_plugin_that_raises_while_choosing_a_view_names_it(invoke, tmp_path, clean_registry):
+    path = _plugin(tmp_path, "selects_badly", RAISES_IN_SELECT)
+    line = _one_line(_run_plugin(invoke, path), (f"{path}:3", "'selects-badly'", "KeyError"))
+    assert "request 0" in line
+
+
+@pytest.mark.parametrize(
+    ("returned", "what"),
+    [("None", "None"), ("42", "int"), ("[1, 2]", "a list holding int"), ("'text'", "str")],
+)
+def test_a_plugin_that_returns_no_view_says_what_is_expected(invoke, tmp_path, clean_registry,
+                                                             returned, what):
+    source = f"def strategy(history, ctx):\n    return {returned}\n"
+    path = _plugin(tmp_path, "returns_badly", source)
+    line = _one_line(_run_plugin(invoke, path), ("'returns-badly'", f"returned {what}"))
+    assert "expected a View or a list of history items" in line and str(path) in line
+
+
+@pytest.mark.parametrize(
+    ("source", "line", "takes"),
+    [
+        ("def strategy(history):\n    return history\n", 1, "(history)"),
+        ("X = 1\n\ndef strategy():\n    return []\n", 3, "()"),
+        ("class Strategy:\n    pass\n\nstrategy = Strategy\n", 1, "instances cannot be called"),
+        ("class Strategy:\n    def __call__(self, history):\n        return history\n", 2,
+         "`Strategy.__call__` takes (self, history)"),
+    ],
+)
+def test_a_plugin_with_the_wrong_signature_is_refused_when_loaded(invoke, tmp_path,
+                                                                  clean_registry, source,
+                                                                  line, takes):
+    path = _plugin(tmp_path, "wrong_signature", source)
+    for result in (_run_plugin(invoke, path), invoke("strategies", "--strategy-file", path)):
+        message = _one_line(result, (f"{path}:{line}", takes))
+        assert "history, ctx)" in message
+
+
+def test_a_view_holding_no_items_is_a_plugin_error(invoke, tmp_path, clean_registry):
+    source = (
+        "from replay.strategies import View\n\ndef strategy(history, ctx):\n"
+        "    return View(items=['a'])\n"
+    )
+    path = _plugin(tmp_path, "view_badly", source)
+    _one_line(_run_plugin(invoke, path), ("'view-badly'", "a View holding str"))
