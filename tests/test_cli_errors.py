@@ -4,6 +4,7 @@ a full disk on standard output and Ctrl-C."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ def _check_line(err: str, needles: tuple[str, ...]) -> str:
 
 @pytest.fixture
 def clean_registry():
+    _base.registered()  # the built-ins, loaded lazily, are part of what is restored
     before, files = dict(_base._REGISTRY), dict(_plugins._files)
     yield
     _base._REGISTRY.clear()
@@ -123,3 +125,65 @@ def test_a_view_holding_no_items_is_a_plugin_error(invoke, tmp_path, clean_regis
     )
     path = _plugin(tmp_path, "view_badly", source)
     _one_line(_run_plugin(invoke, path), ("'view-badly'", "a View holding str"))
+
+
+# --- bad REPLAY_TOKENIZERS files -----------------------------------------------------------------
+
+ROW = {"family": "gemini", "pattern": "^gemini-", "encoding": "o200k_base", "factor": 1.2,
+       "message_overhead": 4, "tool_call_overhead": 12}
+
+
+@pytest.fixture
+def tokenizer_file(tmp_path, monkeypatch):
+    from replay.tokens import use_tokenizers
+
+    path = tmp_path / "tokenizers.json"
+    monkeypatch.setenv("REPLAY_TOKENIZERS", str(path))
+    use_tokenizers(None)  # forget what was looked up with the table before
+    yield path
+    monkeypatch.delenv("REPLAY_TOKENIZERS")
+    use_tokenizers(None)
+
+
+@pytest.mark.parametrize(
+    ("change", "needles"),
+    [
+        ({"message_overhead": -5}, ("families[0].message_overhead", "0 to 1000", "-5")),
+        ({"tool_call_overhead": 10**30}, ("families[0].tool_call_overhead", "0 to 1000")),
+        ({"tool_call_overhead": 4.5}, ("families[0].tool_call_overhead", "whole number")),
+        ({"message_overhead": "x"}, ("families[0].message_overhead", '"x"')),
+        ({"message_overhead": True}, ("families[0].message_overhead", "true")),
+        ({"factor": 1e300}, ("families[0].factor", "0.1 to 10", "1e+300")),
+        ({"factor": float("nan")}, ("families[0].factor", "0.1 to 10", "NaN")),
+        ({"factor": float("inf")}, ("families[0].factor", "0.1 to 10", "Infinity")),
+        ({"factor": 0}, ("families[0].factor", "0.1 to 10")),
+        ({"factor": "abc"}, ("families[0].factor", '"abc"')),
+        ({"factor": [1]}, ("families[0].factor", "[1]")),
+        ({"factor": None}, ("families[0].factor", "null")),
+        ({"factor": False}, ("families[0].factor", "false")),
+        ({"family": ["x"]}, ("families[0].family", "a non-empty string")),
+        ({"pattern": 5}, ("families[0].pattern", "a regular expression")),
+        ({"pattern": "("}, ("families[0].pattern", "a regular expression")),
+        ({"encoding": "nope"}, ("families[0].encoding", "o200k_base, cl100k_base", '"nope"')),
+        ({"estimated": "yes"}, ("families[0].estimated", "true or false")),
+        ({"factor": None, "drop": "factor"}, ("families[0]", "lacks factor")),
+    ],
+)
+def test_a_bad_tokenizer_file_names_the_file_and_the_key(invoke, tokenizer_file, change, needles):
+    row = {**ROW, **change}
+    if "drop" in row:
+        del row[row.pop("drop")]
+    tokenizer_file.write_text(json.dumps({"families": [row]}), encoding="utf-8")
+    _one_line(invoke(RUN42, "-s", "baseline", "-q"), (str(tokenizer_file), *needles))
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe{", b"[" * 100_000])
+def test_an_unreadable_tokenizer_file_is_a_user_error(invoke, tokenizer_file, content):
+    tokenizer_file.write_bytes(content)
+    _one_line(invoke(RUN42, "-s", "baseline", "-q"), (str(tokenizer_file), "cannot read"))
+
+
+def test_batch_checks_the_tokenizer_file_before_any_work(invoke, tokenizer_file):
+    tokenizer_file.write_text(json.dumps({"families": [{**ROW, "factor": 1e300}]}))
+    result = invoke("batch", RUN42, "-s", "baseline", "--workers", "1", "-q")
+    _one_line(result, (str(tokenizer_file), "families[0].factor"))

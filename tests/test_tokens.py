@@ -204,7 +204,7 @@ def test_counters_are_shared_per_family():
         ('{"families": [{"family": "x", "pattern": "(", "encoding": "o200k_base", "factor": 1,'
          ' "message_overhead": 0, "tool_call_overhead": 0}]}', "families\\[0\\]"),
         ('{"families": [{"family": "x", "pattern": ".", "encoding": "o200k_base", "factor": 0,'
-         ' "message_overhead": 0, "tool_call_overhead": 0}]}', "positive"),
+         ' "message_overhead": 0, "tool_call_overhead": 0}]}', "from 0.1 to 10"),
     ],
 )
 def test_a_bad_tokenizer_file_is_a_user_error(tmp_path: Path, content: str, message: str) -> None:

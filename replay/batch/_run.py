@@ -522,10 +522,12 @@ class _Phases:
 
 def _with_tokenizers(opts: BatchOptions) -> BatchOptions:
     """`opts` naming the tokenizer file every worker counts with: the one it names (put in force
-    here too, which checks it before any work), else the one in force here."""
-    from replay.tokens import tokenizer_file_in_force, use_tokenizers
+    here too), else the one in force here. Either is checked before any work: a bad file would
+    fail every log alike."""
+    from replay.tokens import tokenizer_file_in_force, tokenizer_rows, use_tokenizers
 
     if opts.tokenizers is None:
+        tokenizer_rows()
         return replace(opts, tokenizers=tokenizer_file_in_force())
     if opts.tokenizers != tokenizer_file_in_force():
         use_tokenizers(opts.tokenizers)

@@ -54,12 +54,19 @@ _USER_FILE: list[str | None] = [None]
 """The file `use_tokenizers` set (None: the environment variable decides)."""
 
 
+FACTOR_RANGE = (0.1, 10.0)
+"""Factors a tokenizer file may give: a private tokenizer within 10x of tiktoken's count either
+way (the measured ones are 1.0 to 1.8); outside it a count is meaningless, or overflows."""
+OVERHEAD_RANGE = (0, 1000)
+"""Framing tokens per message or tool call a tokenizer file may give (documented: 3 to 12)."""
+
+
 def _user_rows(path: str) -> list[dict]:
     """The rows of a user's tokenizer file, checked (a bad file is a user error, not a crash)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-        raise ReplayError(f"{path}: cannot read the tokenizer file ({err})") from err
+    except (OSError, ValueError, RecursionError) as err:  # (UTF-8 and JSON errors: ValueErrors)
+        raise ReplayError(f"{path}: cannot read the tokenizer file ({err})") from None
     rows = data.get("families") if isinstance(data, dict) else None
     if not isinstance(rows, list):
         raise ReplayError(f"{path}: a tokenizer file is an object with a `families` list")
@@ -67,14 +74,58 @@ def _user_rows(path: str) -> list[dict]:
         missing = [k for k in ROW_KEYS if not isinstance(row, dict) or k not in row]
         if missing:
             raise ReplayError(f"{path}: families[{n}] lacks {', '.join(missing)}")
-        try:
-            re.compile(row["pattern"])
-            factor = float(row["factor"])
-        except (re.error, TypeError, ValueError) as err:
-            raise ReplayError(f"{path}: families[{n}]: {err}") from err
-        if not factor > 0:
-            raise ReplayError(f"{path}: families[{n}]: factor must be positive")
+        for key, value in row.items():
+            wrong = _wrong_value(key, value)
+            if wrong:
+                raise ReplayError(
+                    f"{path}: families[{n}].{key} must be {wrong}, got {_as_json(value)}"
+                )
     return [{"estimated": True, "source": f"user file {path}", **row} for row in rows]
+
+
+def _wrong_value(key: str, value: object) -> str | None:
+    """What a tokenizer row's `key` must be when `value` is not that, else None."""
+    from replay.tokens._encodings import SUPPORTED
+
+    number = _finite(value)
+    if key == "factor":
+        low, high = FACTOR_RANGE
+        ok = number is not None and low <= number <= high
+        return None if ok else f"a number from {low:g} to {high:g}"
+    if key in ("message_overhead", "tool_call_overhead"):
+        low, high = OVERHEAD_RANGE
+        ok = number is not None and number.is_integer() and low <= number <= high
+        return None if ok else f"a whole number from {low} to {high}"
+    if key == "family":
+        return None if isinstance(value, str) and value else "a non-empty string"
+    if key == "pattern":
+        try:
+            ok = isinstance(value, str) and re.compile(value) is not None
+        except re.error:
+            ok = False
+        return None if ok else "a regular expression (Python syntax) on the model id"
+    if key == "encoding":
+        return None if value in SUPPORTED else f"one of {', '.join(SUPPORTED)}"
+    if key == "estimated":
+        return None if isinstance(value, bool) else "true or false"
+    return None
+
+
+def _as_json(value: object, limit: int = 60) -> str:
+    """A value as the file spells it (`true`, `null`, `"x"`), cut to `limit` characters."""
+    text = json.dumps(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _finite(value: object) -> float | None:
+    """A JSON number as a float (None for anything else, booleans, NaN and infinities)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond any float
+        return None
+    return number if math.isfinite(number) else None
 
 
 @cache
