@@ -4,7 +4,10 @@ a full disk on standard output and Ctrl-C."""
 
 from __future__ import annotations
 
+import builtins
+import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -187,3 +190,65 @@ def test_batch_checks_the_tokenizer_file_before_any_work(invoke, tokenizer_file)
     tokenizer_file.write_text(json.dumps({"families": [{**ROW, "factor": 1e300}]}))
     result = invoke("batch", RUN42, "-s", "baseline", "--workers", "1", "-q")
     _one_line(result, (str(tokenizer_file), "families[0].factor"))
+
+
+# --- unreadable inputs, unwritable outputs -------------------------------------------------------
+
+
+def _deny(monkeypatch, denied: Path) -> None:
+    """Opening or listing anything under `denied` fails as if it were another user's (the tests
+    run as root, for whom permissions never fail)."""
+
+    def refused(path) -> bool:
+        try:
+            return Path(os.fsdecode(path)).absolute().is_relative_to(denied)
+        except TypeError:  # a file descriptor
+            return False
+
+    def guard(real):
+        def call(path, *args, **kwargs):
+            if refused(path):
+                raise PermissionError(13, "Permission denied", os.fsdecode(path))
+            return real(path, *args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(builtins, "open", guard(builtins.open))
+    monkeypatch.setattr(io, "open", guard(io.open))
+    monkeypatch.setattr(os, "open", guard(os.open))
+    monkeypatch.setattr(os, "scandir", guard(os.scandir))
+
+
+def _logs_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "run42.jsonl").write_bytes(RUN42.read_bytes())
+    return folder
+
+
+def test_an_unreadable_log_file_is_a_user_error(invoke, tmp_path, monkeypatch):
+    log = _logs_folder(tmp_path) / "run42.jsonl"
+    _deny(monkeypatch, log)
+    _one_line(invoke(log, "-q"), (str(log), "cannot read the file (Permission denied)"))
+
+
+def test_a_log_folder_that_cannot_be_listed_says_so(invoke, tmp_path, monkeypatch):
+    folder = _logs_folder(tmp_path)
+    _deny(monkeypatch, folder)
+    _one_line(invoke(folder, "-q"), (str(folder), "cannot read the folder (Permission denied)"))
+
+
+def test_batch_over_a_folder_that_cannot_be_listed_says_so(invoke, tmp_path, monkeypatch):
+    folder = _logs_folder(tmp_path)
+    _deny(monkeypatch, folder)
+    result = invoke("batch", folder, "-s", "baseline", "--workers", "1", "-q")
+    _one_line(result, (str(folder), "cannot read the folder (Permission denied)"))
+
+
+def test_batch_over_an_unreadable_log_fails_that_file_alone(invoke, tmp_path, monkeypatch):
+    folder = _logs_folder(tmp_path)
+    _deny(monkeypatch, folder / "run42.jsonl")
+    result = invoke("batch", folder, "-s", "baseline", "--workers", "1", "--format", "json", "-q")
+    assert result.exit_code == 0, result.stderr
+    (problem,) = json.loads(result.stdout)["problems"]
+    assert problem["status"] == "failed" and "Permission denied" in problem["message"]

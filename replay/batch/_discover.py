@@ -20,12 +20,17 @@ _GLOB_CHARS = set("*?[")
 
 
 def _walk(root: Path) -> Iterator[Path]:
-    for folder, dirs, files in os.walk(root):
+    for folder, dirs, files in os.walk(root, onerror=_unreadable):
         here = Path(folder)
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             if not name.startswith("."):
                 yield here / name
+
+
+def _unreadable(err: OSError) -> None:
+    """A folder the batch may not list is an error, not a folder without logs."""
+    raise ReplayError(f"{err.filename}: cannot read the folder ({err.strerror})")
 
 
 def discover(
