@@ -252,3 +252,26 @@ def test_batch_over_an_unreadable_log_fails_that_file_alone(invoke, tmp_path, mo
     assert result.exit_code == 0, result.stderr
     (problem,) = json.loads(result.stdout)["problems"]
     assert problem["status"] == "failed" and "Permission denied" in problem["message"]
+
+
+def test_batch_into_a_folder_it_may_not_write_is_a_user_error(invoke, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    real_mkdir = os.mkdir
+
+    def mkdir(path, *args, **kwargs):
+        if Path(os.fsdecode(path)).is_relative_to(out):
+            raise PermissionError(13, "Permission denied", os.fsdecode(path))
+        return real_mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    result = invoke("batch", RUN42, "-s", "baseline", "--workers", "1", "-o", out, "-q")
+    _one_line(result, (f"cannot write the dataset {out}", "Permission denied"))
+
+
+def test_batch_into_a_dataset_whose_files_it_may_not_write(invoke, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    for table in ("sessions", "requests", ".replay-batch"):
+        (out / table).mkdir(parents=True)
+    _deny(monkeypatch, out)
+    result = invoke("batch", RUN42, "-s", "baseline", "--workers", "1", "-o", out, "-q")
+    _one_line(result, (f"cannot write the dataset {out}", "Permission denied"))

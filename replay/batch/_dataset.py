@@ -22,11 +22,13 @@ run, so while a batch runs a re-processed file may briefly have both its old and
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from replay._atomic import write_atomic
 from replay._errors import ReplayError
@@ -77,6 +79,26 @@ def owns(root: Path, path: Path) -> bool:
     return path.suffix == ".parquet" and any(path.parent == root / t for t in TABLES)
 
 
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _writes(method: _Method) -> _Method:
+    """A method of `Dataset` that writes it: a failure of the file system (a folder one may not
+    write in, a full disk) is a `ReplayError` naming the dataset, not a traceback."""
+
+    @functools.wraps(method)
+    def wrapper(self: Dataset, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except OSError as err:
+            where = f" ({err.filename})" if err.filename else ""
+            raise ReplayError(
+                f"cannot write the dataset {self.root}: {err.strerror or err}{where}"
+            ) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
 class Dataset:
     """Parts and manifest of one dataset folder; only the batch's main process touches it."""
 
@@ -92,6 +114,7 @@ class Dataset:
 
     # --- lifecycle ---------------------------------------------------------------------------
 
+    @_writes
     def open(self) -> Dataset:
         for table in TABLES:
             (self.root / table).mkdir(parents=True, exist_ok=True)
@@ -101,6 +124,7 @@ class Dataset:
         self._journal = open(self.manifest_path, "a", encoding="utf-8")  # noqa: SIM115
         return self
 
+    @_writes
     def close(self) -> None:
         if self._journal is not None:
             self._journal.close()
@@ -256,6 +280,7 @@ class Dataset:
             }
         )
 
+    @_writes
     def _put(self, entry: dict[str, Any]) -> None:
         self.entries[entry["path"]] = entry
         if self._journal is not None:
