@@ -8,10 +8,12 @@ import builtins
 import io
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import RUN42
+from conftest import ROOT, RUN42
 
 from replay.strategies import _base, _plugins
 
@@ -275,3 +277,80 @@ def test_batch_into_a_dataset_whose_files_it_may_not_write(invoke, tmp_path, mon
     _deny(monkeypatch, out)
     result = invoke("batch", RUN42, "-s", "baseline", "--workers", "1", "-o", out, "-q")
     _one_line(result, (f"cannot write the dataset {out}", "Permission denied"))
+
+
+# --- standard output: a full disk, a closed pipe -------------------------------------------------
+
+
+def _replay(*args: str, stdout=subprocess.PIPE, **kwargs) -> subprocess.CompletedProcess:
+    """`python -m replay` on this checkout (not the installed one) in a subprocess."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    return subprocess.run([sys.executable, "-m", "replay", *args], cwd=ROOT, env=env,
+                          stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=300,
+                          **kwargs)
+
+
+needs_dev_full = pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+
+
+@needs_dev_full
+@pytest.mark.parametrize(
+    "args",
+    [
+        [str(RUN42), "-s", "baseline"],  # a rich table, larger than the stream's buffer
+        [str(RUN42), "-s", "baseline", "--format", "json", "-q"],
+        [str(RUN42), "-s", "baseline", "--format", "csv", "-q"],
+        ["strategies", "--format", "json"],
+        ["--help"],
+        ["--version"],  # small: fails only when the stream is flushed at exit
+    ],
+)
+def test_a_full_disk_on_standard_output_is_one_line_exit_1(args):
+    with open("/dev/full", "w") as full:
+        done = _replay(*args, stdout=full)
+    assert done.returncode == 1, done.stderr
+    _check_line(done.stderr, ("error: cannot write output: No space left on device",))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[str(RUN42), "-s", "baseline", "-q"], [str(RUN42), "-s", "baseline", "--format", "json",
+                                            "-q"], ["strategies"], ["--help"]],
+)
+def test_a_closed_pipe_on_standard_output_is_silent(args):
+    """(Already so before the audit, by click: a regression test of the central handler.)"""
+    read, write = os.pipe()
+    os.close(read)  # nobody reads: the first write fails with EPIPE
+    try:
+        done = _replay(*args, stdout=write)
+    finally:
+        os.close(write)
+    assert done.stderr == "" and done.returncode == 1
+
+
+# --- Ctrl-C --------------------------------------------------------------------------------------
+
+
+def test_ctrl_c_in_a_command_is_interrupted_exit_130(invoke, tmp_path, monkeypatch):
+    """(Already so before the audit: a regression test.) Interrupted while the output is being
+    written, it leaves neither the file nor its temporary file behind."""
+    from replay import report
+
+    def interrupted(document):
+        yield "{"
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report, "to_json", interrupted)
+    out = tmp_path / "out.json"
+    result = invoke(RUN42, "-s", "baseline", "--format", "json", "-o", out, "-q")
+    _one_line(result, ("interrupted",), code=130)
+    assert not list(tmp_path.iterdir())
+
+
+def test_ctrl_c_while_parsing_options_is_interrupted_exit_130(invoke, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("click.Context.exit", interrupted)  # as `--help` ends the parsing
+    result = invoke("--help")
+    _one_line(result, ("interrupted",), code=130)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,14 @@ FORMATS = ("table", "json", "csv", "parquet")
 class _DefaultToRun(click.Group):
     """`replay LOG ...` is shorthand for `replay run LOG ...` (`replay - ...` too: standard
     input)."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        with reported_errors():  # Ctrl-C or a full disk while parsing, or printing --help
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with reported_errors():  # the subcommand: its own parsing, and what it runs
+            return super().invoke(ctx)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] == "-":
@@ -187,20 +197,61 @@ def emit(frame: Any, document: dict, fmt: str, output: Path | None, table: Any) 
         report.print_table(table, output)
 
 
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+"""A write that failed for want of room: the environment's failure, wherever it happened (the
+files replay writes by name report their name; standard output has none)."""
+
+
+@contextlib.contextmanager
+def reported_errors() -> Iterator[None]:
+    """The one place user and environment errors become one line on stderr and an exit code,
+    never a traceback: a `ReplayError` (exit 2), Ctrl-C (`interrupted`, 130), output that cannot
+    be written for want of room (exit 1) and a reader that stopped reading (`| head`: silent,
+    exit 1, as click does). Any other exception is a bug in replay: its traceback is the bug
+    report."""
+    try:
+        yield
+    except ReplayError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except OSError as err:
+        if err.errno == errno.EPIPE:
+            _drop_stdout()
+            sys.exit(1)
+        if err.errno not in _FULL or err.filename is not None:
+            raise
+        _drop_stdout()
+        click.echo(f"error: cannot write output: {err.strerror}", err=True)
+        sys.exit(1)
+
+
+def _drop_stdout() -> None:
+    """Point standard output at the null device if what it holds cannot be written, so that
+    exiting does not fail on it a second time (an "Exception ignored" message)."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # (a stream with no fd)
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, sys.stdout.fileno())
+            os.close(null)
+
+
 def user_errors(fn: Callable) -> Callable:
-    """Turn user mistakes into one line on stderr and exit code 2, never a traceback."""
+    """A command whose user mistakes and environment failures are reported in one line
+    (`reported_errors`); its output is flushed before it ends, so a write that fails does so
+    here and not as the interpreter exits."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
+        with reported_errors():
             refuse_overwriting_a_log(kwargs)
-            return fn(*args, **kwargs)
-        except ReplayError as err:
-            click.echo(f"error: {err}", err=True)
-            sys.exit(2)
-        except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
-            sys.exit(130)
+            result = fn(*args, **kwargs)
+            sys.stdout.flush()
+            return result
 
     return wrapper
 
@@ -234,5 +285,9 @@ def load_commands() -> None:
 
 
 def main() -> None:
-    load_commands()
-    cli(prog_name="replay")
+    with reported_errors():  # also Ctrl-C while the commands are imported
+        try:
+            load_commands()
+            cli(prog_name="replay")
+        finally:  # what click printed itself (--help, --version) fails here, if it does
+            sys.stdout.flush()
