@@ -8,8 +8,11 @@ import builtins
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -354,3 +357,72 @@ def test_ctrl_c_while_parsing_options_is_interrupted_exit_130(invoke, monkeypatc
     monkeypatch.setattr("click.Context.exit", interrupted)  # as `--help` ends the parsing
     result = invoke("--help")
     _one_line(result, ("interrupted",), code=130)
+
+
+def _workers(pid: int) -> list[int]:
+    """The pool's worker processes of `pid` (not multiprocessing's resource tracker)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                command = Path(f"/proc/{child}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"spawn_main" in command:
+                found.append(int(child))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_ctrl_c_while_batch_starts_its_workers(tmp_path):
+    """The terminal sends SIGINT to the whole process group: workers still importing replay
+    must not print tracebacks; the batch says `interrupted`, exits 130 and leaves no temporary
+    file in the dataset."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    lines = RUN42.read_text(encoding="utf-8").splitlines(keepends=True)
+    for n in range(6):  # distinct contents: not duplicates of each other
+        (logs / f"run{n}.jsonl").write_text("".join(lines[: len(lines) - n]), encoding="utf-8")
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "replay", "batch", str(logs), "-s", "baseline", "--workers", "2",
+         "-o", str(out), "-q"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not _workers(process.pid) and process.poll() is None:
+        assert time.monotonic() < deadline, "no worker process started"
+        time.sleep(0.005)
+    time.sleep(0.3)  # the workers are importing replay (a second or so)
+    os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C does: every process of the group
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert stderr == "interrupted\n"
+    assert stdout == ""
+    assert not [p for p in out.rglob("*.tmp")]
+
+
+def _sleep(seconds: float, opts: object) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs POSIX threads' signals")
+def test_ctrl_c_stops_a_pool_at_once_without_waiting_for_its_tasks():
+    """Ctrl-C handed by the kernel to a thread other than the main one (polars' threads, here a
+    timer's) still interrupts a pool waiting on a long task, and the task is not waited for."""
+    from replay.batch._engines import PoolEngine
+
+    def ctrl_c_on_this_thread() -> None:
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    started = time.monotonic()
+    timer = threading.Timer(3.0, ctrl_c_on_this_thread)
+    with pytest.raises(KeyboardInterrupt), PoolEngine(1) as engine:
+        timer.start()
+        for _ in engine.imap(_sleep, [120.0], None, lambda task, message: None):
+            pass
+    timer.join()
+    assert time.monotonic() - started < 60

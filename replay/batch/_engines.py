@@ -8,8 +8,10 @@ for a bad file (they return the error); an engine only has to deal with a worker
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -35,14 +37,40 @@ class Engine:
         for task in tasks:
             yield task, fn(task, opts)
 
-    def close(self) -> None:
-        pass
+    def close(self, abort: bool = False) -> None:
+        """Release the engine; `abort` (an error or Ctrl-C): without waiting for tasks."""
 
     def __enter__(self) -> Engine:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: object, *exc: object) -> None:
+        self.close(abort=kind is not None)
+
+
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """SIGINT blocked in this thread while worker processes are started: they inherit the mask,
+    so Ctrl-C at the terminal (sent to every process of the group) is the batch's alone to
+    handle, never a traceback from each worker. Held, not ignored: one pressed meanwhile is
+    delivered to the batch when the mask is restored."""
+    if not hasattr(signal, "pthread_sigmask"):  # (Windows: no process groups to signal)
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def _first_done(futures: Iterable[Future]) -> set[Future]:
+    """`wait(FIRST_COMPLETED)`, waking now and then: Ctrl-C is handled by the main thread, which
+    a signal the kernel hands to another thread (polars' workers) does not wake, and the workers
+    themselves never see it (`_sigint_held`)."""
+    while True:
+        done, _ = wait(futures, timeout=0.2, return_when=FIRST_COMPLETED)
+        if done:
+            return done
 
 
 class PoolEngine(Engine):
@@ -65,6 +93,13 @@ class PoolEngine(Engine):
             )
         return self._pool
 
+    def _submit(self, fn: TaskFn, task: Any, opts: BatchOptions) -> Future:
+        # Made first: making the pool starts multiprocessing's resource tracker, which unblocks
+        # SIGINT when it is done.
+        pool = self._executor()
+        with _sigint_held():  # a worker process may be started here
+            return pool.submit(fn, task, opts)
+
     def imap(
         self, fn: TaskFn, tasks: Iterable[Any], opts: BatchOptions, failure: Failure
     ) -> Iterator[tuple[Any, Any]]:
@@ -77,13 +112,13 @@ class PoolEngine(Engine):
             if suspects:
                 if not running:  # a task that was in flight when the pool broke runs alone
                     task = suspects.pop(0)
-                    running[self._executor().submit(fn, task, opts)] = task
+                    running[self._submit(fn, task, opts)] = task
             else:
                 while len(running) < limit and (task := next(pending, None)) is not None:
-                    running[self._executor().submit(fn, task, opts)] = task
+                    running[self._submit(fn, task, opts)] = task
             if not running:
                 return
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            done = _first_done(running)
             broken = False
             for future in done:
                 task = running.pop(future)
@@ -109,10 +144,18 @@ class PoolEngine(Engine):
                 self._pool.shutdown(wait=False, cancel_futures=True)  # type: ignore[union-attr]
                 self._pool = None
 
-    def close(self) -> None:
-        if self._pool is not None:
+    def close(self, abort: bool = False) -> None:
+        if self._pool is None:
+            return
+        if abort:  # the results in flight are not wanted: stop the workers, do not wait
+            workers = list((getattr(self._pool, "_processes", None) or {}).values())
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            for process in workers:
+                with contextlib.suppress(Exception):
+                    process.terminate()
+        else:
             self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        self._pool = None
 
 
 def _ray():
@@ -179,7 +222,7 @@ class RayEngine(Engine):
                 except Exception as err:  # noqa: BLE001 - a lost worker or node
                     yield task, failure(task, f"Ray task failed ({type(err).__name__}: {err})")
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
         if self._started:
             _ray().shutdown()
             self._started = False
