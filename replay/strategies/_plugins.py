@@ -171,6 +171,8 @@ class _Guarded:
         self.named = named
 
     def __getattr__(self, name: str) -> Any:  # the plug-in's own state stays visible
+        if name in _Guarded.__slots__:  # not set yet (a copy being made): no recursion
+            raise AttributeError(name)
         return getattr(self.strategy, name)
 
     def __call__(self, history: Sequence[Any], ctx: StrategyContext) -> Any:
@@ -191,12 +193,14 @@ class _Guarded:
 
 def _not_a_view(result: Any) -> str | None:
     """What is wrong with a strategy's result, or None for a view or a list of items."""
-    items = result.items if isinstance(result, View) else result
-    outer = "a View" if isinstance(result, View) else f"a {type(result).__name__}"
-    if not isinstance(items, list | tuple):
-        return f"{outer} of {type(items).__name__}" if isinstance(result, View) else (
-            "None" if result is None else type(result).__name__
-        )
+    if isinstance(result, View):
+        items, outer = result.items, "a View"
+        if not isinstance(items, list | tuple):
+            return f"a View of {type(items).__name__}"
+    elif isinstance(result, list | tuple):
+        items, outer = result, f"a {type(result).__name__}"
+    else:
+        return "None" if result is None else type(result).__name__
     bad = next((item for item in items if not isinstance(item, _ITEMS)), None)
     return None if bad is None else f"{outer} holding {type(bad).__name__}"
 
