@@ -426,3 +426,23 @@ def test_ctrl_c_stops_a_pool_at_once_without_waiting_for_its_tasks():
             pass
     timer.join()
     assert time.monotonic() - started < 60
+
+
+# --- what is not a user error --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "error",
+    [RuntimeError("a bug"), FileNotFoundError(2, "No such file or directory", "pricing/x.json")],
+)
+def test_a_bug_in_replay_keeps_its_traceback(invoke, monkeypatch, error):
+    """The central handler is no catch-all: an exception replay did not expect is a bug, and its
+    traceback is the bug report (here it reaches the test instead of a one-line message)."""
+    from replay import report
+
+    def broken(document):
+        raise error
+
+    monkeypatch.setattr(report, "to_json", broken)
+    with pytest.raises(type(error)):
+        invoke(RUN42, "-s", "baseline", "--format", "json", "-q")
