@@ -88,3 +88,18 @@ def det_log(tmp_path: Path, monkeypatch) -> Path:
     write_log(gen.deterministic_session(), path)
     monkeypatch.chdir(tmp_path)
     return Path("det.jsonl")
+
+
+@pytest.fixture
+def clean_registry():
+    """The strategy registry and the plug-in files as they were before the test (plug-in tests
+    register strategies of their own)."""
+    from replay.strategies import _base, _plugins
+
+    _base.registered()  # the built-ins, loaded lazily, are part of what is restored
+    before, files = dict(_base._REGISTRY), dict(_plugins._files)
+    yield
+    _base._REGISTRY.clear()
+    _base._REGISTRY.update(before)
+    _plugins._files.clear()
+    _plugins._files.update(files)

@@ -18,8 +18,6 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, RUN42
 
-from replay.strategies import _base, _plugins
-
 
 def _one_line(result, needles: tuple[str, ...], code: int = 2) -> str:
     assert result.exit_code == code, (result.exit_code, result.stderr)
@@ -33,17 +31,6 @@ def _check_line(err: str, needles: tuple[str, ...]) -> str:
     for needle in needles:
         assert needle in lines[0], (needle, lines[0])
     return lines[0]
-
-
-@pytest.fixture
-def clean_registry():
-    _base.registered()  # the built-ins, loaded lazily, are part of what is restored
-    before, files = dict(_base._REGISTRY), dict(_plugins._files)
-    yield
-    _base._REGISTRY.clear()
-    _base._REGISTRY.update(before)
-    _plugins._files.clear()
-    _plugins._files.update(files)
 
 
 # --- broken --strategy-file plug-ins -------------------------------------------------------------

@@ -575,7 +575,6 @@ def test_append_supersede_appends_notes_and_never_rewrites():
     ]
 
 
-
 def test_append_supersede_keeps_a_read_of_some_lines_as_it_is():
     h = History().user().step(read("a.ts", "v1\nv1b"))
     h.step(("read_file", {"path": "a.ts", "offset": 2, "limit": 1}, "v1b"))
@@ -916,17 +915,6 @@ def test_goose_pairs_and_openclaw_warm_cache():
 
 
 # --- plug-ins ---------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def clean_registry():
-    before = dict(_base._REGISTRY)
-    files = dict(_plugins._files)
-    yield
-    _base._REGISTRY.clear()
-    _base._REGISTRY.update(before)
-    _plugins._files.clear()
-    _plugins._files.update(files)
 
 
 PLUGIN = '''

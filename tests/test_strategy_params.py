@@ -221,18 +221,6 @@ def strategy(history, ctx, n=4):
 '''
 
 
-@pytest.fixture
-def clean_registry():
-    from replay.strategies import _base, _plugins
-
-    before, files = dict(_base._REGISTRY), dict(_plugins._files)
-    yield
-    _base._REGISTRY.clear()
-    _base._REGISTRY.update(before)
-    _plugins._files.clear()
-    _plugins._files.update(files)
-
-
 def test_a_plugin_file_declares_bounds(tmp_path, clean_registry, invoke):
     path = tmp_path / "bounded.py"
     path.write_text(BOUNDED)
