@@ -357,7 +357,7 @@ def _notes(session: Session, tables: ResultTables, ttl: str | None = None) -> li
         )
     notes += microcompact_notes(session)
     for warning, requests in sorted(tables.price_warnings.items()):
-        notes.append(f"Priced with a fallback on {requests:,} request(s): {warning}.")
+        notes.append(f"Priced with a fallback on {len(requests):,} request(s): {warning}.")
     if ttl is not None and tables.no_ttl_choice:
         notes.append(_ignored_ttl_note(ttl, tables.no_ttl_choice))
     if tables.mentions:

@@ -155,3 +155,8 @@ def test_a_price_that_fell_back_is_a_note() -> None:
         "Priced with a fallback on 3 request(s): 'kimi-k2' (moonshotai) (genai-prices 0.2.3 "
         "snapshot): no cache-read price, cache reads billed at the input rate."
     ]
+    # Each strategy prices its own copy of a recorded request: the note counts the recorded
+    # requests (it said "9 request(s)" for 3 with three strategies).
+    several = replay.replay(session, "baseline,truncate-500,age-truncate-500-keep-3")
+    assert len(several.records) == 3 * len(result.records)
+    assert [n for n in several.notes if n.startswith("Priced with a fallback")] == fallback

@@ -306,9 +306,10 @@ class ResultTables:
     estimated_output: bool = True
     """True while every recorded request's output size is a count of the logged response (no
     provider usage)."""
-    price_warnings: dict[str, int] = field(default_factory=dict)
+    price_warnings: dict[str, set[int]] = field(default_factory=dict)
     """Each distinct pricing fallback (a rate the price table lacks, billed at another one) →
-    the requests it priced."""
+    the recorded requests (`request_index`) it priced, whichever strategy's copy (or call
+    added at it) it priced."""
     no_ttl_choice: dict[str, set[int]] = field(default_factory=dict)
     """Cache route → the recorded requests (`request_index`) whose cache offered the client no
     TTL choice: a forced TTL (`--ttl`) changed nothing there."""
@@ -351,7 +352,7 @@ class ResultTables:
         if r.kind == "request" and not r.request.estimated_output:
             self.estimated_output = False
         if r.price_warning:
-            self.price_warnings[r.price_warning] = self.price_warnings.get(r.price_warning, 0) + 1
+            self.price_warnings.setdefault(r.price_warning, set()).add(r.request_index)
         if r.kind == "request" and not r.outcome.ttl_choice:
             self.no_ttl_choice.setdefault(r.outcome.route, set()).add(r.request_index)
         if self.evidence_rows and r.blind_actions:
