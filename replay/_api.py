@@ -371,8 +371,9 @@ def _notes(session: Session, tables: ResultTables, ttl: str | None = None) -> li
 
 
 def _ignored_ttl_note(ttl: str, routes: Mapping[str, set[int]]) -> str:
-    """`--ttl` where the cache has no TTL the client picks (OpenAI, Gemini, Anthropic before
-    its 1-hour TTL): the run is what it would be without it, which the user should know."""
+    """`--ttl` where the cache has no TTL the client picks (OpenAI, Gemini, Qwen's explicit
+    cache, Anthropic before its 1-hour TTL): the run is what it would be without it, which the
+    user should know."""
     requests = set().union(*routes.values())
     return (
         f"--ttl {ttl} was ignored on {len(requests):,} request(s) ({', '.join(sorted(routes))}): "

@@ -542,6 +542,30 @@ def test_ttl_1h_before_anthropic_offered_it_is_noted() -> None:
     assert _ttl_note("1h", 4, "anthropic") in replay(session, "baseline", ttl="1h").notes
 
 
+@pytest.mark.parametrize(("provider", "model", "route"), [
+    ("qwen", "qwen-plus", "qwen/explicit"),
+    ("openrouter", "qwen/qwen-plus", "openrouter>qwen/explicit"),
+])
+def test_ttl_1h_on_qwen_explicit_cache_is_ignored_and_noted(provider, model, route) -> None:
+    """caching.md: Qwen's explicit cache (cache_control markers) has a 5-minute TTL only; a
+    client asking for 1h writes 5m entries, and `--ttl 1h` changes nothing, with the note."""
+    from replay.prices import parse_price_override
+
+    turns = [gen.Turn(f"step {i}", [gen.Call("read", {"path": f"f{i}"}, gen.filler(6000, i))])
+             for i in range(3)] + [gen.Turn("done")]
+    session = gen.build_session(turns, provider=provider, model=model, agent="pi")
+    prices = dict([parse_price_override(
+        "qwen-plus=input:0.40,output:1.20,cache_read:0.08,cache_write:0.50")])
+    for client in ("pi", "claude-code"):  # claude-code's profile asks for 1h itself
+        default = replay(session, "baseline", client=client, prices=prices)
+        hour = replay(session, "baseline", client=client, prices=prices, ttl="1h")
+        assert {r.outcome.route for r in hour.records} == {route}
+        assert [r.buckets for r in hour.records] == [r.buckets for r in default.records]
+        assert sum(r.outcome.cache_write_5m for r in hour.records) > 0
+        assert hour.summary.equals(default.summary)
+        assert _ttl_note("1h", 4, route) in hour.notes
+
+
 def test_whatif_notes_an_ignored_ttl(invoke) -> None:
     result = invoke("whatif", RUN42, "--at", "8", "--prune", "older-than:3", "--ttl", "1h")
     assert result.exit_code == 0, result.stderr
