@@ -260,6 +260,32 @@ def test_cli_json_table_and_tokenizer_file(tmp_path: Path) -> None:
     assert f"{run42}: no recorded usage in this log; skipped" in result.stderr
 
 
+@pytest.mark.parametrize(("factor", "shown"), [(12.0, "12.0"), (0.05, "0.05")])
+def test_cli_refuses_to_write_a_tokenizer_file_that_would_not_load(
+    tmp_path: Path, factor: float, shown: str
+) -> None:
+    """A factor measured outside what a tokenizer file may hold (0.1-10) is refused by
+    REPLAY_TOKENIZERS: the writer refuses it too, and writes nothing (it wrote a file no
+    command could then load)."""
+    load_commands()
+    log = tmp_path / "billed.jsonl"
+    write_log(synthetic_session(factor), log)
+    mine = tmp_path / "mine.json"
+    result = CliRunner().invoke(cli, ["calibrate", str(log), "--date", "2026-11-29",
+                                      "--write-tokenizers", str(mine)])
+    assert result.exit_code != 0
+    assert not mine.exists()
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: {mine}: not written: families[0].factor must be a number "
+                           f"from 0.1 to 10, got {shown}")
+    assert "claude" in line and "Traceback" not in result.output
+    # Without the file, the measure is still shown.
+    shown_only = CliRunner().invoke(cli, ["calibrate", str(log), "--format", "json"])
+    assert shown_only.exit_code == 0, shown_only.output
+    assert json.loads(shown_only.stdout)["families"][0]["factor"]["value"] == pytest.approx(
+        factor, rel=0.01)
+
+
 def test_cli_reads_a_byte_identical_copy_once(tmp_path: Path) -> None:
     """A copied log (a backup, a resumed session's file) would count its pairs twice and
     narrow the interval for nothing."""

@@ -94,10 +94,9 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
       REPLAY_TOKENIZERS=mine.json replay fidelity SESSION.jsonl
     """
     from replay import report
-    from replay._atomic import write_atomic
     from replay._errors import ReplayError
     from replay.adapters import read_each_once
-    from replay.tokens import calibrate, calibration_dict, logs_label, tokenizer_file
+    from replay.tokens import calibrate, calibration_dict, logs_label, write_tokenizer_file
 
     _check_date(date)
     sessions = []
@@ -124,11 +123,10 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     # measure is the method's own bias (shown in the table, never suggested as a row).
     snippet = [c.tokenizer_row(date, logs_label(c)) for c in calibrations if c.documented.estimated]
     if write_tokenizers is not None:
-        written = tokenizer_file(calibrations, date)
+        written = write_tokenizer_file(calibrations, date, write_tokenizers)
         if not written["families"]:
             click.echo(f"warning: {write_tokenizers}: no family with a private tokenizer was "
                        "measured (public ones count exactly); the file holds no row", err=True)
-        write_atomic(write_tokenizers, json.dumps(written, indent=2) + "\n")
     if fmt == "json":
         document = {
             "date": date,

@@ -13,6 +13,7 @@ from replay.tokens._calibrate import (
     fit_family,
     logs_label,
     tokenizer_file,
+    write_tokenizer_file,
 )
 from replay.tokens._counter import (
     TOKENIZERS_ENV,
@@ -57,4 +58,5 @@ __all__ = [
     "tokenizer_file_in_force",
     "tokenizer_rows",
     "use_tokenizers",
+    "write_tokenizer_file",
 ]

@@ -45,7 +45,13 @@ from replay.log import (
     ToolResult,
     UserMessage,
 )
-from replay.tokens._counter import TokenCounter, family_for, family_named, tokenizer_rows
+from replay.tokens._counter import (
+    TokenCounter,
+    family_for,
+    family_named,
+    row_problem,
+    tokenizer_rows,
+)
 
 # Reasons a pair is left out (keys of `CalibrationPairs.excluded`).
 NO_USAGE = "no usage on one of the two requests"
@@ -594,3 +600,26 @@ def tokenizer_file(calibrations: Iterable[FamilyCalibration], date: str) -> dict
         "Named by REPLAY_TOKENIZERS, its rows replace replay's built-in rows of the same family.",
         "families": rows,
     }
+
+
+def write_tokenizer_file(
+    calibrations: Iterable[FamilyCalibration], date: str, path: str | Path
+) -> dict[str, Any]:
+    """Write `tokenizer_file` to `path` (atomically) and return it; refuse, writing nothing, a
+    row `REPLAY_TOKENIZERS` would refuse (a factor measured outside 0.1-10 is no tokenizer's:
+    the logs' usage is not what the method reads, and clamping it would write a factor nobody
+    measured)."""
+    import json
+
+    from replay._atomic import write_atomic
+
+    document = tokenizer_file(calibrations, date)
+    for n, row in enumerate(document["families"]):
+        problem = row_problem(row, n)
+        if problem:
+            raise ReplayError(
+                f"{path}: not written: {problem} (family {row.get('family')!r} as measured on "
+                "these logs; REPLAY_TOKENIZERS would refuse the file)"
+            )
+    write_atomic(path, json.dumps(document, indent=2) + "\n")
+    return document

@@ -71,16 +71,25 @@ def _user_rows(path: str) -> list[dict]:
     if not isinstance(rows, list):
         raise ReplayError(f"{path}: a tokenizer file is an object with a `families` list")
     for n, row in enumerate(rows):
-        missing = [k for k in ROW_KEYS if not isinstance(row, dict) or k not in row]
-        if missing:
-            raise ReplayError(f"{path}: families[{n}] lacks {', '.join(missing)}")
-        for key, value in row.items():
-            wrong = _wrong_value(key, value)
-            if wrong:
-                raise ReplayError(
-                    f"{path}: families[{n}].{key} must be {wrong}, got {_as_json(value)}"
-                )
+        problem = row_problem(row, n)
+        if problem:
+            raise ReplayError(f"{path}: {problem}")
     return [{"estimated": True, "source": f"user file {path}", **row} for row in rows]
+
+
+def row_problem(row: object, n: int) -> str | None:
+    """Why row `n` of a tokenizer file's `families` would be refused (e.g. `families[0].factor
+    must be a number from 0.1 to 10, got 12.0`), None when it loads: the one check for the files
+    replay reads and those it writes."""
+    missing = [k for k in ROW_KEYS if not isinstance(row, dict) or k not in row]
+    if missing:
+        return f"families[{n}] lacks {', '.join(missing)}"
+    assert isinstance(row, dict)
+    for key, value in row.items():
+        wrong = _wrong_value(key, value)
+        if wrong:
+            return f"families[{n}].{key} must be {wrong}, got {_as_json(value)}"
+    return None
 
 
 def _wrong_value(key: str, value: object) -> str | None:
