@@ -461,6 +461,94 @@ def test_a_price_variant_is_priced_like_calc_price_with_its_price_context():
     assert other.warning is not None and "no speed=fast price" in other.warning
 
 
+ALL_BUCKETS = Buckets(
+    uncached=1000, cache_read=50_000, cache_write_5m=2000, cache_write_1h=3000, output=800
+)
+
+
+@pytest.mark.parametrize(
+    ("model", "ts", "buckets"),
+    [
+        ("claude-sonnet-4-6", OCT_20, ALL_BUCKETS),
+        # Before 2026-03-13 Sonnet 4.6 was tiered above 200k: the tier rates are ×1.1 too.
+        ("claude-sonnet-4-6", datetime(2026, 3, 1, tzinfo=UTC), ALL_BUCKETS + Buckets(250_000)),
+        ("claude-opus-4-6", OCT_20, ALL_BUCKETS),
+        ("claude-haiku-5-5", OCT_20, ALL_BUCKETS),
+    ],
+)
+def test_inference_geo_us_costs_exactly_1_1_times_on_claude_4_6_and_later(model, ts, buckets):
+    """caching.md l.19: `inference_geo: "us"` multiplies every price by 1.1 on Claude 4.6+
+    (pricing/price_patches.json `multipliers`); it was billed at the standard prices."""
+    pricer = Pricer()
+    standard = pricer.price(buckets, model=model, provider="anthropic", ts=ts)
+    us = pricer.price(
+        buckets, model=model, provider="anthropic", ts=ts, context={"inference_geo": "us"}
+    )
+    assert_decimals(us)
+    assert us.input_usd == standard.input_usd * D("1.1")
+    assert us.output_usd == standard.output_usd * D("1.1")
+    assert us.total_usd == standard.total_usd * D("1.1")
+    assert us.warning is None
+    assert "US-only inference" in us.source and "price_patches.json" in us.source
+    assert "US-only" not in standard.source
+
+
+def test_inference_geo_us_on_an_older_claude_is_standard_with_a_note():
+    pricer = Pricer()
+    sonnet = {"model": "claude-sonnet-4-5", "provider": "anthropic", "ts": OCT_20}
+    plain = pricer.price(ALL_BUCKETS, **sonnet)
+    us = pricer.price(ALL_BUCKETS, **sonnet, context={"inference_geo": "us"})
+    assert amounts(us) == amounts(plain)
+    assert us.warning is not None
+    assert us.warning.startswith(
+        "no inference_geo=us price for 'claude-sonnet-4-5' (anthropic), billed at its standard "
+        "prices"
+    )
+    assert "Claude 4.6+" in us.warning  # why: the rule's own words
+    # A region no rule knows is billed at the standard prices too, and says so.
+    eu = pricer.price(
+        ALL_BUCKETS, model="claude-sonnet-4-6", provider="anthropic", ts=OCT_20,
+        context={"inference_geo": "eu"},
+    )
+    standard = pricer.price(ALL_BUCKETS, model="claude-sonnet-4-6", provider="anthropic", ts=OCT_20)
+    assert amounts(eu) == amounts(standard)
+    assert eu.warning is not None and "no inference_geo=eu price" in eu.warning
+
+
+def test_fast_mode_and_inference_geo_us_stack():
+    """Fast mode has its own base (genai-prices' `speed: fast` variant); US-only inference
+    multiplies it by 1.1."""
+    pricer = Pricer()
+    opus = {"model": "claude-opus-4-8", "provider": "anthropic", "ts": OCT_20}
+    fast = pricer.price(ALL_BUCKETS, **opus, context={"speed": "fast"})
+    both = pricer.price(ALL_BUCKETS, **opus, context={"speed": "fast", "inference_geo": "us"})
+    assert fast.total_usd > pricer.price(ALL_BUCKETS, **opus).total_usd
+    assert both.input_usd == fast.input_usd * D("1.1")
+    assert both.output_usd == fast.output_usd * D("1.1")
+    assert both.total_usd == fast.total_usd * D("1.1")
+    assert both.warning is None
+    assert "speed=fast" in both.source and "US-only inference" in both.source
+    # A model without fast prices: the fast part noted, the US part still applied.
+    sonnet = {"model": "claude-sonnet-4-6", "provider": "anthropic", "ts": OCT_20}
+    us = pricer.price(ALL_BUCKETS, **sonnet, context={"inference_geo": "us"})
+    fast_us = pricer.price(ALL_BUCKETS, **sonnet, context={"speed": "fast", "inference_geo": "us"})
+    assert amounts(fast_us) == amounts(us)
+    assert fast_us.warning == (
+        "no speed=fast price for 'claude-sonnet-4-6' (anthropic), billed at its "
+        "inference_geo=us prices"
+    )
+
+
+def test_price_multiplier_rows_name_their_source_and_real_genai_prices_models():
+    rows = price_patches().multipliers
+    assert rows
+    for row in rows:
+        assert re.search(r"https?://", row.source), row
+        assert row.what.strip() and row.when
+        models = _genai_models(row.provider)
+        assert set(row.models) <= set(models), row.models  # a typo would multiply nothing
+
+
 def test_naive_timestamp_is_utc():
     b = Buckets(uncached=300_000)
     pricer = Pricer()

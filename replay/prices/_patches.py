@@ -9,6 +9,8 @@ request:
   days its off-peak price holds all day (genai-prices' time-of-day prices have no weekday).
 - `prices`: rates that replace genai-prices' for some models over a range of UTC dates (e.g. a
   long-context tier genai-prices lacks), in genai-prices' units (USD per million tokens).
+- `multipliers`: a factor on every token price of some models when a request was billed under
+  a price variant genai-prices does not know (e.g. `inference_geo: "us"`, ×1.1 on Claude 4.6+).
 """
 
 from __future__ import annotations
@@ -140,6 +142,47 @@ def _genai_rate(rate: Decimal | TieredRate) -> Decimal | gp_types.TieredPrices:
     return gp_types.TieredPrices(base=rate.base, tiers=tiers)
 
 
+Factor = Annotated[Decimal, BeforeValidator(_decimal_text), Field(gt=0, allow_inf_nan=False)]
+"""A price multiplier, written as a decimal string."""
+
+
+class PriceMultiplier(BaseModel):
+    """A factor on every token price of some models under a price variant (a request's
+    `price_context`, e.g. `{"inference_geo": "us"}`), on top of the prices in force (fast mode's
+    included)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: str
+    """genai-prices provider id."""
+    models: list[str]
+    """genai-prices model ids (exact, as `Price.model_ref` shows them)."""
+    when: dict[str, str] = Field(min_length=1)
+    """The price context entries that select it (all of them must be in the request's)."""
+    factor: Factor
+    """Applied to the input, cache-read, cache-write and output rates, tier by tier."""
+    since: date | None = None
+    """First UTC date it applies; absent = whenever a log says the variant was used."""
+    until: date | None = None
+    """First UTC date it no longer applies; absent = still in force."""
+    what: str
+    """A few words for `Price.source` and the note of a model it does not apply to, e.g.
+    "US-only inference (inference_geo us) × 1.1 on Claude 4.6+"."""
+    source: str
+    """URL (and archived copy) the rule comes from."""
+    note: str | None = None
+    """Why, or what is assumed."""
+
+    def in_force(self, day: date) -> bool:
+        """Whether the factor applies on this UTC date."""
+        started = self.since is None or self.since <= day
+        return started and (self.until is None or day < self.until)
+
+    def selected_by(self, context: dict[str, str]) -> bool:
+        """Whether a request billed under `context` gets the factor."""
+        return all(context.get(key) == value for key, value in self.when.items())
+
+
 class PricePatches(BaseModel):
     """The data file."""
 
@@ -151,6 +194,7 @@ class PricePatches(BaseModel):
     """When a person last checked the file against its sources."""
     peak_days: list[PeakDays]
     prices: list[PricePatch]
+    multipliers: list[PriceMultiplier]
 
 
 @cache
@@ -177,3 +221,18 @@ def peak_weekdays(provider: str, model_id: str) -> frozenset[int] | None:
         if row.provider == provider and model_id in row.models:
             return frozenset(WEEKDAYS.index(day) for day in row.days)
     return None
+
+
+def multipliers_for(provider: str, model_id: str) -> tuple[PriceMultiplier, ...]:
+    """The `multipliers` rows of a genai-prices model, in file order."""
+    return tuple(
+        row
+        for row in price_patches().multipliers
+        if row.provider == provider and model_id in row.models
+    )
+
+
+def multiplier_rules(keys: frozenset[str]) -> tuple[PriceMultiplier, ...]:
+    """Every `multipliers` row selected by one of these price context keys (whatever the model):
+    what a note says to a model they do not apply to."""
+    return tuple(row for row in price_patches().multipliers if keys & row.when.keys())

@@ -19,7 +19,8 @@ genai-prices semantics kept here (read from the genai-prices 0.2.3 wheel, probed
 replay's own price data (`pricing/price_patches.json`, `replay.prices._patches`) corrects what
 genai-prices' snapshot gets wrong: DeepSeek's peak prices apply Monday to Friday only (UTC), the
 off-peak price all day on weekends; dated rows replace some models' rates (long-context tiers
-genai-prices lacks).
+genai-prices lacks); multiplier rows scale every token rate under a price variant genai-prices
+does not know (`{"inference_geo": "us"}`: × 1.1 on Claude 4.6+).
 
 Where genai-prices has no 1-hour write price but replay's cache rules (`pricing/cache/`) give the
 provider's 1-hour write multiplier (`write_multiplier_1h`, e.g. 2 × input for Claude on Vertex and
@@ -53,7 +54,15 @@ from replay._errors import ReplayError
 from replay.cache._route import builtin_book
 from replay.cache._rules import RuleBook, utc_date
 from replay.prices._patches import FILE as PATCH_FILE
-from replay.prices._patches import WEEKDAYS, PricePatch, patches_for, peak_weekdays
+from replay.prices._patches import (
+    WEEKDAYS,
+    PriceMultiplier,
+    PricePatch,
+    multiplier_rules,
+    multipliers_for,
+    patches_for,
+    peak_weekdays,
+)
 
 _MAX_RATE = Decimal(1_000_000)
 """No model costs a dollar a token: a larger `--price` rate is a typo (and its sums would leave
@@ -530,9 +539,69 @@ def _patched(
     return patched, f" + {'; '.join(row.what for row in rows)} (pricing/{PATCH_FILE})"
 
 
+def _multiplied(
+    model_price: gp_types.ModelPrice, rows: tuple[PriceMultiplier, ...]
+) -> tuple[gp_types.ModelPrice, str]:
+    """`model_price` with every token rate × the factors of replay's multiplier rows in force,
+    and what they are (for `Price.source`, "" if none)."""
+    if not rows:
+        return model_price, ""
+    scaled = copy(model_price)
+    for row in rows:
+        for unit in _PRICE_KEYS:
+            rate = getattr(scaled, unit)
+            if rate is not None:
+                setattr(scaled, unit, _scaled(rate, row.factor))
+    return scaled, f" + {'; '.join(row.what for row in rows)} (pricing/{PATCH_FILE})"
+
+
+def _multipliers_in_force(
+    rows: tuple[PriceMultiplier, ...],
+    day: date,
+    context: PriceContext,
+    variants: tuple[gp_types.PriceVariant, ...],
+) -> tuple[PriceMultiplier, ...]:
+    """The multiplier rows the request's price context selects on `day`, but for a variant
+    genai-prices prices itself (it would be counted twice)."""
+    wanted = dict(context)
+    priced = {key for v in variants for key in v.when}
+    return tuple(
+        row
+        for row in rows
+        if row.in_force(day) and row.selected_by(wanted) and not row.when.keys() <= priced
+    )
+
+
+def _priced_part(context: PriceContext, variants: tuple[gp_types.PriceVariant, ...]) -> str:
+    """The entries of the price context genai-prices' variants price, e.g. `speed=fast`."""
+    priced = {key for v in variants for key in v.when}
+    return ", ".join(f"{k}={v}" for k, v in context if k in priced)
+
+
+def _variant_note(
+    context: PriceContext,
+    variants: tuple[gp_types.PriceVariant, ...],
+    factors: tuple[PriceMultiplier, ...],
+    label: str,
+) -> str | None:
+    """The note of a price context with entries nothing prices (neither genai-prices' variants
+    nor replay's multipliers), with the rules that would have, or None."""
+    priced = {key for v in variants for key in v.when} | {k for r in factors for k in r.when}
+    missing = [(k, v) for k, v in context if k not in priced]
+    if not missing:
+        return None
+    variant = ", ".join(f"{k}={v}" for k, v in missing)
+    used = ", ".join(f"{k}={v}" for k, v in context if k in priced)
+    note = f"no {variant} price for {label}, billed at its {used or 'standard'} prices"
+    rules = multiplier_rules(frozenset(k for k, _ in missing))
+    if rules:
+        note += f" ({'; '.join(r.what for r in rules)}, pricing/{PATCH_FILE})"
+    return note
+
+
 _CardKey = tuple[int, str, tuple[int, ...], _WriteMultipliers]
 """What a card is built from: id(genai-prices' ModelPrice), its weekday change, the ids of the
-price patch rows and price variants in force, the rule multipliers."""
+price patch rows, price variants and multiplier rows in force, the rule multipliers."""
 
 
 PriceContext = tuple[tuple[str, str], ...]
@@ -602,8 +671,9 @@ class Pricer:
     ) -> Price:
         """Price one request. Equals genai-prices' `calc_price` for the same usage, model, provider,
         timestamp and price variant (`context`, its `price_context`: e.g. {"speed": "fast"}),
-        unless an override applies or replay completes the model's prices (`model_price`). A
-        variant genai-prices has no prices for is billed at the standard ones, with a warning.
+        unless an override applies or replay completes the model's prices (`model_price`) or
+        multiplies them (`pricing/price_patches.json` `multipliers`, e.g. {"inference_geo":
+        "us"}). A variant neither prices is billed at the standard ones, with a warning.
         Raises `ReplayError` when no rate is known."""
         card = self._card(model, provider, ts, _context_key(context))
         if card.slow is not None:
@@ -682,36 +752,38 @@ class Pricer:
         rule_file = f"pricing/cache/{rules[0].provider}.json" if rules else ""
         peak_days = peak_weekdays(provider_info.id, model_info.id)
         patches = patches_for(provider_info.id, model_info.id)
+        factor_rows = multipliers_for(provider_info.id, model_info.id) if context else ()
         # _CardKey -> (the ModelPrice, kept alive so its id stays unique; its card)
         by_prices: dict[_CardKey, tuple[gp_types.ModelPrice, _Card]] = {}
 
-        variant = ", ".join(f"{k}={v}" for k, v in context)
 
         def card_for(ts: datetime) -> _Card:
             model_price, changed = _prices_at(model_info, ts, peak_days, context)
             in_force = _variants_in_force(model_info, ts, context)
             day = utc_date(ts)
             rows = tuple(row for row in patches if row.in_force(day))
+            factors = _multipliers_in_force(factor_rows, day, context, in_force)
             multipliers = _write_multipliers(rules, ts)
             # Keyed by genai-prices' own object for the period (a variant's prices are a new
             # copy at each call; the route's variant is fixed).
             standard = model_info.get_prices(ts) if context else model_price
-            key = (id(standard), changed, tuple(map(id, rows + in_force)), multipliers)
+            ids = tuple(map(id, (*rows, *in_force, *factors)))
+            key = (id(standard), changed, ids, multipliers)
             hit = by_prices.get(key)
             if hit is not None:
                 return hit[1]
             patched, replaced = _patched(model_price, rows)
             completed, added = _with_1h_write_rate(patched, multipliers, rule_file)
+            scaled, multiplied = _multiplied(completed, factors)
             card = _card_from_model_price(
-                completed,
-                source=source + (f" ({variant} prices)" if in_force else "")
-                + changed + replaced + added,
+                scaled,
+                source=source + (f" ({_priced_part(context, in_force)} prices)" if in_force else "")
+                + changed + replaced + added + multiplied,
                 model_ref=model_info.id,
                 label=label,
             )
-            if variant and not in_force:
-                card.note = f"no {variant} price for {label}, billed at its standard prices"
-            _self_check(card, completed)
+            card.note = _variant_note(context, in_force, factors, label)
+            _self_check(card, scaled)
             by_prices[key] = (standard, card)
             return card
 
