@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -793,9 +794,11 @@ def test_a_microcompact_before_a_thread_s_first_request_is_noted_without_a_size(
     ]
 
 
-def test_fast_mode_is_priced_and_inference_geo_kept_in_the_converted_log(tmp_path: Path) -> None:
+def test_fast_mode_and_inference_geo_are_priced_and_kept_in_the_converted_log(
+    tmp_path: Path,
+) -> None:
     # docs/cache-rules.md: the logs carry `usage.speed` (priced: the fast variant's rates) and
-    # `inference_geo` (kept, not priced).
+    # `usage.inference_geo` (priced: "us" is x1.1 on Claude 4.6+).
     from replay.log import read_log, write_log
 
     lines = claude_lines()
@@ -807,17 +810,35 @@ def test_fast_mode_is_priced_and_inference_geo_kept_in_the_converted_log(tmp_pat
     write_log(load(_write(tmp_path, lines), strict=True), out)
     first = read_log(out, strict=True).requests()[0]
     assert (first.usage.raw["speed"], first.usage.raw["inference_geo"]) == ("fast", "us")
-    assert first.price_context == {"speed": "fast"}
-    # Every strategy's request for a fast call is priced at the fast rates.
+    assert first.price_context == {"speed": "fast", "inference_geo": "us"}
+    # Every strategy's request for a fast US-only call is priced at the fast rates x 1.1.
     session = load(_write(tmp_path, lines), strict=True)
     for marker in session.requests():
         marker.model = "claude-opus-4-8"  # a model genai-prices has fast prices for
+    both = replay(session, ["recorded"]).records
+    for marker in session.requests():
+        marker.price_context = {"speed": "fast"}
     fast = replay(session, ["recorded"]).records
     for marker in session.requests():
         marker.price_context = None
     standard = replay(session, ["recorded"]).records
-    assert fast[0].price_context == {"speed": "fast"}
+    assert both[0].price_context == {"speed": "fast", "inference_geo": "us"}
     assert fast[0].cost_usd > standard[0].cost_usd
+    assert both[0].cost_usd == fast[0].cost_usd * Decimal("1.1")
+
+
+@pytest.mark.parametrize("geo", ["", "not_available", "global"])
+def test_an_inference_geo_that_is_not_a_region_is_the_standard_price(
+    tmp_path: Path, geo: str
+) -> None:
+    """Claude Code logs `inference_geo: ""` or `"not_available"`; `"global"` is the default
+    routing: none of them is a price variant."""
+    lines = claude_lines()
+    for line in lines[2:4]:
+        line["message"]["usage"] = {**line["message"]["usage"], "inference_geo": geo}
+    session = load(_write(tmp_path, lines), strict=True)
+    assert session.requests()[0].usage.raw["inference_geo"] == geo
+    assert session.requests()[0].price_context is None
 
 
 def test_base64_documents_are_a_placeholder_labelled_estimated(tmp_path: Path) -> None:

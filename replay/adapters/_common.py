@@ -462,12 +462,24 @@ def anthropic_usage(u: dict[str, Any]) -> Usage:
     )
 
 
+_NO_GEO = ("", "not_available", "global")
+"""`usage.inference_geo` values that are no price variant: Claude Code logs "" or
+"not_available", and "global" is the default routing."""
+
+
 def anthropic_price_context(usage: Usage) -> dict[str, str] | None:
     """The price variant of a Claude response: `usage.speed: "fast"` (fast mode, Claude Code
-    2.1+) is billed at the fast rates. Other fields that change the price (`inference_geo`,
-    `service_tier`) are kept in `usage.raw` and not priced."""
+    2.1+) is billed at the fast rates, `usage.inference_geo: "us"` (US-only inference) at ×1.1
+    on Claude 4.6+ (`pricing/price_patches.json`); any other region is carried too, and the
+    pricer notes that nothing prices it. `service_tier` is kept in `usage.raw` and not priced."""
     raw = usage.raw if isinstance(usage.raw, dict) else {}
-    return {"speed": "fast"} if raw.get("speed") == "fast" else None
+    context = {}
+    if raw.get("speed") == "fast":
+        context["speed"] = "fast"
+    geo = raw.get("inference_geo")
+    if isinstance(geo, str) and geo not in _NO_GEO:
+        context["inference_geo"] = geo
+    return context or None
 
 
 def openai_usage(u: dict[str, Any]) -> Usage:

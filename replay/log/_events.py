@@ -352,8 +352,9 @@ class RequestMarker(_Event):
 
     price_context: dict[str, str] | None = None
     """The price variant the provider billed this call under, as genai-prices names it
-    (`{"speed": "fast"}`: Claude's fast mode); None: standard. Every strategy's request for this
-    call is priced under it (the request's parameters are the recorded ones)."""
+    (`{"speed": "fast"}`: Claude's fast mode) or replay's price multipliers do
+    (`{"inference_geo": "us"}`: Claude's US-only inference); None: standard. Every strategy's
+    request for this call is priced under it (the request's parameters are the recorded ones)."""
 
 
 class Compaction(_Event):
