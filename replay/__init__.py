@@ -9,9 +9,44 @@ Public API (everything else is internal):
 - `strategies.resolve(names)` / `strategies.register(spec)` for strategy names and plug-ins.
 """
 
-from replay._api import TRAJECTORY_NOTE, ReplayResult, load, replay, schema
-from replay._errors import LogFormatError, ReplayError
-from replay.log import Session, read_log, write_log
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from replay._api import TRAJECTORY_NOTE, ReplayResult, load, replay, schema
+    from replay._errors import LogFormatError, ReplayError
+    from replay.log import Session, read_log, write_log
+
+_EXPORTS = {
+    "TRAJECTORY_NOTE": "replay._api",
+    "ReplayResult": "replay._api",
+    "load": "replay._api",
+    "replay": "replay._api",
+    "schema": "replay._api",
+    "LogFormatError": "replay._errors",
+    "ReplayError": "replay._errors",
+    "Session": "replay.log",
+    "read_log": "replay.log",
+    "write_log": "replay.log",
+}
+"""Where each public name lives: imported on first use, so that `replay --help` (and Ctrl-C
+while it starts) does not wait for polars, pydantic and the tokenizer to load."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'replay' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = [
     "TRAJECTORY_NOTE",

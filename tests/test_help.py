@@ -82,3 +82,37 @@ def test_install_lines_name_the_checkout_not_a_pypi_package() -> None:
         if pattern.search(line)
     ]
     assert not offenders
+
+
+def test_help_loads_neither_polars_nor_the_replay_engine() -> None:
+    # `replay --help` answers at once, and Ctrl-C while a command starts is caught by the CLI's
+    # handler (`interrupted`), not raised from an import the package made before it ran.
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from replay.cli._main import load_commands, cli\n"
+        "load_commands()\n"
+        "try:\n"
+        "    cli(['--help'], prog_name='replay')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = sorted(m for m in ('polars', 'pydantic', 'tiktoken', 'replay._api') "
+        "if m in sys.modules)\n"
+        "print('HEAVY', heavy)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("HEAVY []"), done.stdout[-300:]
+
+
+def test_the_public_names_resolve_on_first_use() -> None:
+    import replay
+
+    for name in replay.__all__:
+        assert getattr(replay, name) is not None
+    assert set(replay.__all__) <= set(dir(replay))
+    with pytest.raises(AttributeError):
+        replay.no_such_name  # noqa: B018
