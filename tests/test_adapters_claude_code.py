@@ -451,6 +451,10 @@ def test_subagent_files_beside_the_transcript_are_threads(tmp_path: Path) -> Non
         start = next(e for e in session.events if isinstance(e, ThreadStart))
         assert (start.thread_id, start.parent_call_id) == ("agent-abc", "toolu_ag")
         assert len(session.requests()) == 3
+    # Its first line lost, the subagent's request is dropped: reported at its own file.
+    agent = _write(tmp_path / "s-1" / "subagents", sub[1:], "agent-abc.jsonl")
+    (problem,) = load(path).skipped
+    assert str(problem).startswith(f"{agent}:1: expected a message of thread 'agent-abc'")
 
 
 def test_resumed_session_files_are_deduplicated(tmp_path: Path) -> None:
@@ -475,6 +479,33 @@ def test_resumed_session_files_are_deduplicated(tmp_path: Path) -> None:
     _write(tmp_path, second, "s-2.jsonl")
     session = load(tmp_path, strict=True)
     assert [r.request_id for r in session.requests()] == ["req_1", "req_2", "req_9"]
+
+
+def test_a_problem_in_a_resumed_file_names_that_file_and_line(tmp_path: Path) -> None:
+    # s-2.jsonl copies s-1.jsonl, then holds a result for no call and a call left unanswered
+    # before the next request: each reported at its own file and line, not at s-1.jsonl's.
+    second = claude_lines() + [
+        _user("u7", "a3", "09.000", [{"type": "tool_result", "tool_use_id": "toolu_x"}]),
+        _assistant(
+            "a7", "u7", "10.000", "msg_R", "req_9",
+            {"type": "tool_use", "id": "toolu_9", "name": "Bash", "input": {}},
+            _usage(3, 20, 3040, 3),
+        ),
+        _user("u8", "a7", "11.000", "Go on."),
+        _assistant(
+            "a8", "u8", "12.000", "msg_S", "req_10",
+            {"type": "text", "text": "Done."}, _usage(3, 20, 3060, 3),
+        ),
+    ]
+    _write(tmp_path, claude_lines(), "s-1.jsonl")
+    resumed = _write(tmp_path, second, "s-2.jsonl")
+    orphan, unanswered = len(claude_lines()) + 1, len(claude_lines()) + 2
+    skipped = [str(e) for e in load(tmp_path).skipped]
+    assert len(skipped) == 2
+    assert skipped[0].startswith(f"{resumed}:{orphan}: expected a tool call for result")
+    assert skipped[1].startswith(f"{resumed}:{unanswered}: expected a tool result for call")
+    with pytest.raises(LogFormatError, match=f"^{resumed}:{orphan}: "):
+        load(tmp_path, strict=True)
 
 
 def _resumed_under_new_uuids(

@@ -257,6 +257,42 @@ def test_subtask_task_message_without_tokens_is_history(tmp_path: Path) -> None:
     assert not hasattr(both.header, "missing_subsessions")
 
 
+def test_a_problem_in_a_subtask_export_names_that_export(tmp_path: Path) -> None:
+    # A call the child session never answered before its next request: reported at the
+    # child export's line, not at the folder or the parent export.
+    doc = opencode_doc()
+    tokens = {"input": 900, "output": 3, "reasoning": 0, "cache": {"read": 0, "write": 0}}
+    call = {"callID": "call_c", "tool": "bash", "state": {"status": "running", "input": {}}}
+    parts = [
+        {"type": "step-start"}, {"type": "tool", **call}, {"type": "step-finish", "tokens": tokens},
+        {"type": "step-start"}, {"type": "text", "text": "ok"},
+        {"type": "step-finish", "tokens": tokens},
+    ]
+    info = {"id": "ses_child", "parentID": doc["info"]["id"], "time": {"created": 1767348004300}}
+    child = {
+        "info": info,
+        "messages": [
+            {
+                "info": {"role": "user", "id": "msg_c1", "time": {"created": 1767348004300}},
+                "parts": [{"type": "text", "text": "Review."}],
+            },
+            {
+                "info": {
+                    "role": "assistant", "id": "msg_c2", "modelID": "gpt-5.3-codex",
+                    "providerID": "opencode", "time": {"created": 1767348004400},
+                },
+                "parts": [{**p, "id": f"prt_c{n}"} for n, p in enumerate(parts)],
+            },
+        ],
+    }
+    _write(tmp_path, doc)
+    path = _write(tmp_path, child, "child.json")
+    lines = path.read_text().splitlines()
+    line = max(n for n, text in enumerate(lines, 1) if text.strip() == '"info": {')  # msg_c2
+    (problem,) = load(tmp_path).skipped
+    assert str(problem).startswith(f"{path}:{line}: expected a tool result for call 'call_c'")
+
+
 def test_summary_message_is_a_compaction(tmp_path: Path) -> None:
     doc = opencode_doc()
     summary = copy.deepcopy(doc["messages"][2])

@@ -654,6 +654,9 @@ class SessionBuilder:
         self._request_ids: set[str] = set()
         self._call_ids: set[str] = set()
         self.thread_starts: dict[str, ThreadStart] = {}
+        self.files: dict[str, str] = {}
+        """Event id → the file its line is in, for a session read from several files (a problem
+        found once they are merged names that file, not `path`)."""
 
     # ids ----------------------------------------------------------------------------------
     def new_id(self) -> str:
@@ -680,6 +683,15 @@ class SessionBuilder:
             cid = f"{base}#{n}"
         self._call_ids.add(cid)
         return cid
+
+    def read_from(self, event: Any, path: str | Path) -> None:
+        """Note the file `event` was read from (see `files`)."""
+        self.files[event.id] = str(path)
+
+    def _report(self, event: Any, expected: str, remedy: str) -> None:
+        """Report a problem at the line (and file) `event` was read from."""
+        line = getattr(event, "line", None)
+        self.issues.add(line, expected, self.files.get(event.id), remedy=remedy)
 
     # events -------------------------------------------------------------------------------
     def thread(self, name: str) -> ThreadEvents:
@@ -713,11 +725,11 @@ class SessionBuilder:
                     if event.call_id in answered and event.call_id not in pending:
                         # Quirk (a record written twice): a provider takes one result per call.
                         first = answered[event.call_id]
-                        self.issues.add(
-                            getattr(event, "line", None),
+                        self._report(
+                            event,
                             f"expected one tool result per call: call id {event.call_id!r} was "
                             f"already answered{f' on line {first}' if first else ''}",
-                            remedy="this one was dropped",
+                            "this one was dropped",
                         )
                         continue
                     pending.pop(event.call_id, None)
@@ -725,11 +737,11 @@ class SessionBuilder:
                 elif isinstance(event, RequestMarker) and pending:
                     for call_id, (block, owner) in list(pending.items()):
                         if expected is None or not expected(owner):
-                            self.issues.add(
-                                getattr(owner, "line", None),
+                            self._report(
+                                owner,
                                 f"expected a tool result for call {call_id!r} ({block.name}) "
                                 f"before request {event.request_id}",
-                                remedy="a placeholder error result was added",
+                                "a placeholder error result was added",
                             )
                         placeholder = ToolResult(
                             ts=event.ts,
@@ -757,11 +769,11 @@ class SessionBuilder:
                 if sent_message(event):
                     seen = True
                 elif isinstance(event, RequestMarker) and not seen:
-                    self.issues.add(
-                        getattr(event, "line", None),
+                    self._report(
+                        event,
                         f"expected a message of thread {thread.name!r} before request "
                         f"{event.request_id} (the log holds none: a capture gap?)",
-                        remedy="the request was dropped",
+                        "the request was dropped",
                     )
                     continue
                 kept.append(event)

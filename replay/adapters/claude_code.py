@@ -825,6 +825,7 @@ class _Reader:
             dup.thread = bname
             dup.copied_from = event.id
             dup.id = self.builder.new_id()
+            self.builder.read_from(dup, self.builder.files.get(event.id, self.path))
             mapping[event.id] = dup.id
             if isinstance(dup, AssistantMessage):
                 dup.request_id = None
@@ -875,6 +876,7 @@ class _Reader:
         if event.id is None:
             event.id = self.builder.new_id()
         event.line = ln.number
+        self.builder.read_from(event, ln.path)
         state.origin[event.id] = ln.uuid
         state.events.append(event)
         return event
@@ -1045,9 +1047,12 @@ class _Reader:
                     ln.number,
                     f"expected a tool call with id {source!r} before its result; "
                     f"paired with the oldest unanswered call {cid!r}",
+                    ln.path,
                 )
         else:
-            self.issues.add(ln.number, f"expected a tool call for result {source!r}; kept unpaired")
+            self.issues.add(
+                ln.number, f"expected a tool call for result {source!r}; kept unpaired", ln.path
+            )
             cid = self.builder.call_id(source, f"orphan-{ln.number}")
         if cid in state.pending:
             state.pending.remove(cid)

@@ -386,6 +386,7 @@ class _Thread:
         event.id = self.reader.builder.new_id()
         if line:
             event.line = line
+        self.reader.builder.read_from(event, self.path)
         self.events.append(event)
         return event
 
