@@ -368,6 +368,30 @@ def test_duplicates_dates_and_globs(logdir: Path, tmp_path: Path):
     assert {got["a.jsonl"], got["b.jsonl"], got["d.jsonl"]} == {"out of range"}
 
 
+@pytest.mark.parametrize(
+    "pattern",
+    ["*", "**", "**/*.jsonl", "*/*.jsonl", ".*/**/*", "a/**/*.json*", "*/b/*", "**/c/*",
+     "d/*", "a/[0-9].jsonl", "?/*", "**/.*", "a/.*", "a/1.jsonl/*", "**/", "nope/*"],
+)
+def test_a_glob_target_matches_the_files_glob_matches(tmp_path: Path, pattern: str):
+    """Batch lists the folders a glob goes through itself (to report one it cannot list):
+    the files found are those of `glob.glob(recursive=True)`, hidden names and links too."""
+    import glob
+
+    from replay.batch._discover import _glob
+
+    for folder in ("a/b/c", ".h/x", "a/.hid", "d"):
+        (tmp_path / folder).mkdir(parents=True)
+    for name in ("a/1.jsonl", "a/b/2.jsonl", "a/b/c/3.json", ".h/x/4.jsonl", "a/.hid/5.jsonl",
+                 ".top.jsonl", "a/.dot.jsonl", "d/6.jsonl", "d/[x].jsonl"):
+        (tmp_path / name).touch()
+    (tmp_path / "d" / "link").symlink_to(tmp_path / "a" / "b")
+    (tmp_path / "a" / "b" / "c" / "loop").symlink_to(tmp_path / "a")  # glob: until too long
+    text = str(tmp_path / pattern)
+    want = {Path(m).resolve() for m in glob.glob(text, recursive=True) if Path(m).is_file()}
+    assert {m.resolve() for m in _glob(text, {})} == want
+
+
 def test_an_output_inside_the_input_leaves_out_only_the_datasets_own_files(logdir: Path):
     """The dataset's parts and cache are never read as logs; a user's log under the output
     folder is read like any other (it used to be left out without a word)."""

@@ -237,6 +237,42 @@ def test_batch_over_a_folder_that_cannot_be_listed_says_so(invoke, tmp_path, mon
     _one_line(result, (str(folder), "cannot read the folder (Permission denied)"))
 
 
+def _tree_with_a_private_folder(tmp_path: Path) -> tuple[Path, Path]:
+    """logs/run42.jsonl, logs/more/run42.jsonl (another copy, so not a duplicate) and
+    logs/private/, which holds a log but cannot be listed."""
+    folder = _logs_folder(tmp_path)
+    for sub in ("more", "private"):
+        (folder / sub).mkdir()
+        (folder / sub / "run42.jsonl").write_bytes(RUN42.read_bytes() + b"\n")
+    return folder, folder / "private"
+
+
+@pytest.mark.parametrize("target", ["{folder}", "{folder}/*/*.jsonl", "{folder}/**/*.jsonl"])
+def test_batch_over_a_tree_with_a_folder_it_cannot_list_fails_that_folder_alone(
+    invoke, tmp_path, monkeypatch, target
+):
+    folder, private = _tree_with_a_private_folder(tmp_path)
+    _deny(monkeypatch, private)
+    args = ("batch", target.format(folder=folder), "-s", "baseline", "--workers", "1")
+    result = invoke(*args, "--format", "json", "-q")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    (problem,) = doc["problems"]
+    assert problem == {
+        "file": str(private), "status": "failed",
+        "message": "cannot read the folder (Permission denied)",
+    }
+    assert doc["files"]["failed"] == 1 and doc["files"]["ok"] >= 1
+    assert invoke(*args, "--strict", "-q").exit_code == 1  # as for a file that failed
+
+
+def test_batch_over_a_glob_below_a_folder_it_cannot_list_says_so(invoke, tmp_path, monkeypatch):
+    folder = _logs_folder(tmp_path)
+    _deny(monkeypatch, folder)
+    result = invoke("batch", f"{folder}/*.jsonl", "-s", "baseline", "--workers", "1", "-q")
+    _one_line(result, (str(folder), "cannot read the folder (Permission denied)"))
+
+
 def test_batch_over_an_unreadable_log_fails_that_file_alone(invoke, tmp_path, monkeypatch):
     folder = _logs_folder(tmp_path)
     _deny(monkeypatch, folder / "run42.jsonl")

@@ -8,7 +8,7 @@ own parts, when it lies inside an input folder). Whether a file is a log is deci
 
 from __future__ import annotations
 
-import glob
+import fnmatch
 import os
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, date, datetime, time
@@ -19,8 +19,15 @@ from replay._errors import ReplayError
 _GLOB_CHARS = set("*?[")
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    for folder, dirs, files in os.walk(root, onerror=_unreadable):
+def _walk(root: Path, unlisted: dict[Path, str] | None) -> Iterator[Path]:
+    """The files under the folder `root`, a target: `root` it cannot list is an error; a
+    folder below it, one noted in `unlisted` (`_cannot_list`)."""
+
+    def failed(err: OSError) -> None:
+        folder = Path(err.filename)
+        _cannot_list(folder, err, None if folder == root else unlisted)
+
+    for folder, dirs, files in os.walk(root, onerror=failed):
         here = Path(folder)
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
@@ -28,23 +35,124 @@ def _walk(root: Path) -> Iterator[Path]:
                 yield here / name
 
 
-def _unreadable(err: OSError) -> None:
-    """A folder the batch may not list is an error, not a folder without logs."""
-    raise ReplayError(f"{err.filename}: cannot read the folder ({err.strerror})")
+def _cannot_list(folder: Path, err: OSError, unlisted: dict[Path, str] | None) -> None:
+    """A folder the batch may not list is no folder without logs: an error when it was named
+    (`unlisted` None), else noted there (the batch reports it as failed, and goes on)."""
+    why = f"cannot read the folder ({err.strerror})"
+    if unlisted is None:
+        raise ReplayError(f"{folder}: {why}")
+    unlisted[folder] = why
+
+
+def _glob(pattern: str, unlisted: dict[Path, str] | None) -> Iterator[Path]:
+    """The regular files `glob.glob(pattern, recursive=True)` matches, found the way it finds
+    them, but a folder it cannot list is not skipped silently: the pattern's own folder (the
+    part before the first wildcard, named by the user) is an error, a folder a wildcard led to
+    is noted in `unlisted` (`_cannot_list`)."""
+    if pattern.endswith(("/", os.sep)):
+        return  # matches folders only
+    parts = Path(pattern).parts
+    fixed = next((n for n, part in enumerate(parts) if _GLOB_CHARS & set(part)), len(parts))
+    base = Path(*parts[:fixed])
+    folders = [base]
+    rest = parts[fixed:]
+    for n, part in enumerate(rest):
+        last = n == len(rest) - 1
+        found: list[Path] = []
+        for folder in folders:
+            missed = None if folder == base else unlisted
+            if part == "**":
+                found += _below(folder, missed, unlisted, files=last)
+            elif _GLOB_CHARS & set(part):
+                found += (
+                    folder / e.name
+                    for e in _entries(folder, missed)
+                    if _matches(e.name, part) and (last or _is_dir(e))
+                )
+            elif last or (folder / part).is_dir():
+                found.append(folder / part)
+        folders = found
+    yield from (p for p in folders if p.is_file())
+
+
+def _entries(folder: Path, unlisted: dict[Path, str] | None) -> list[os.DirEntry[str]]:
+    """What `folder` holds; nothing when it is no folder (the pattern matches nothing there)."""
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except OSError as err:
+        if folder.is_dir():
+            _cannot_list(folder, err, unlisted)
+        return []
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()  # a link to a folder is one, as for glob
+    except OSError:
+        return False
+
+
+def _matches(name: str, part: str) -> bool:
+    """As glob: a wildcard matches no hidden name, unless the pattern's part starts with a dot."""
+    if name.startswith(".") and not part.startswith("."):
+        return False
+    return fnmatch.fnmatchcase(name, part)
+
+
+def _below(
+    folder: Path,
+    unlisted: dict[Path, str] | None,
+    deeper: dict[Path, str] | None,
+    *,
+    files: bool,
+) -> Iterator[Path]:
+    """What `**` matches in `folder`: itself and every folder below it (with `files`, every
+    file too), hidden ones left out. A folder reached through links is listed once (glob would
+    follow a loop of links until the path is too long). `unlisted` is for `folder` itself,
+    `deeper` for the folders below it."""
+    yield folder
+    seen: set[tuple[int, int]] = set()
+    todo: list[tuple[Path, dict[Path, str] | None]] = [(folder, unlisted)]
+    while todo:
+        here, missed = todo.pop()
+        for entry in _entries(here, missed):
+            if entry.name.startswith("."):
+                continue
+            path = here / entry.name
+            if not _is_dir(entry):
+                if files:
+                    yield path
+                continue
+            try:
+                st = entry.stat()
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            yield path
+            todo.append((path, deeper))
 
 
 def discover(
-    targets: Iterable[str | Path], exclude: Callable[[Path], bool] | None = None
+    targets: Iterable[str | Path],
+    exclude: Callable[[Path], bool] | None = None,
+    unlisted: dict[Path, str] | None = None,
 ) -> list[Path]:
     """Every regular file under `targets` (folders, glob patterns or files), resolved, sorted,
     without duplicates, but those `exclude` is true for (given the resolved path). A target
-    that matches nothing is an error (a typo, not an empty run)."""
+    that matches nothing is an error (a typo, not an empty run), and so is a target folder
+    (or a pattern's folder) it cannot list. A folder found below one that cannot be listed is
+    noted in `unlisted` (resolved → why), the rest of the tree walked; without `unlisted`, it
+    is an error too."""
     found: dict[Path, None] = {}
     for target in targets:
         text = str(target)
         path = Path(os.path.expanduser(text))
+        missed: dict[Path, str] | None = {} if unlisted is not None else None
         if path.is_dir():
-            matches: Iterable[Path] = _walk(path)
+            matches: Iterable[Path] = _walk(path, missed)
         elif path.is_file():
             matches = [path]
         elif path.exists() and not _GLOB_CHARS & set(text):
@@ -53,11 +161,7 @@ def discover(
                 "folders; `replay run` reads a log from a pipe"
             )
         elif _GLOB_CHARS & set(text):
-            matches = (
-                Path(m)
-                for m in sorted(glob.glob(os.path.expanduser(text), recursive=True))
-                if Path(m).is_file()
-            )
+            matches = _glob(os.path.expanduser(text), missed)
         else:
             raise ReplayError(f"{text}: no such file, folder or glob match")
         count = 0
@@ -67,7 +171,9 @@ def discover(
                 continue
             found.setdefault(resolved, None)
             count += 1
-        if not count and not path.is_dir():
+        if missed and unlisted is not None:
+            unlisted.update((folder.resolve(), why) for folder, why in missed.items())
+        if not count and not missed and not path.is_dir():
             raise ReplayError(f"{text}: the pattern matches no file")
     return sorted(found)
 

@@ -457,7 +457,8 @@ def run_batch(
     if output is not None:  # its parts are no logs; a user's file under it may be one
         root = Path(output).resolve()
         exclude = functools.partial(owns, root)
-    paths = [str(p) for p in discover(targets, exclude)]
+    unlisted: dict[Path, str] = {}  # folders found below a target that cannot be listed
+    paths = [str(p) for p in discover(targets, exclude, unlisted)]
     skey, rkey = scan_key(opts), replay_key(opts)
     statuses: dict[str, FileStatus] = {}
     report = BatchReport(files=[], totals=_totals(None, order), dataset=None)
@@ -485,9 +486,11 @@ def run_batch(
         finally:
             if dataset is not None:
                 dataset.close()
+    for folder, why in unlisted.items():
+        statuses[str(folder)] = FileStatus(str(folder), "failed", why)
     report.files = [
         statuses.get(p) or FileStatus(p, "failed", "not processed (the batch stopped early)")
-        for p in paths
+        for p in map(str, sorted([*map(Path, paths), *unlisted]))
     ]
     report.elapsed = time.perf_counter() - started
     if report.shared_groups:

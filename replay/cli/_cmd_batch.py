@@ -143,10 +143,11 @@ def batch_command(
     """Replay every log under folders or globs (any supported format, mixed) and append one row
     per session × strategy to a Parquet dataset.
 
-    Files that are not logs are reported and counted, and a broken log fails alone: the batch
-    goes on. A session written in several files (a Claude Code transcript with its subagent and
-    resumed files, an opencode export with its subtask exports) is replayed once, named by its
-    first file; the others are counted as `part of` it. Sessions of one account that overlap in
+    Files that are not logs are reported and counted, and a broken log (or a folder below a
+    target that cannot be listed) fails alone: the batch goes on. A session written in several
+    files (a Claude Code transcript with its subagent and resumed files, an opencode export with
+    its subtask exports) is replayed once, named by its first file; the others are counted as
+    `part of` it. Sessions of one account that overlap in
     time share the provider cache (column `shared_cache`). With -o, a re-run only replays files
     changed since (by path, size, mtime).
     With --strict, the exit code is 1 when any file failed. Read the dataset with
