@@ -68,6 +68,9 @@ def test_a_forked_session_marks_the_requests_it_copied(
     requests = session.requests()
     assert [getattr(r, "copied_from_parent", False) for r in requests] == [forked, False]
     assert getattr(session.header, "copied_requests", 0) == (1 if forked else 0)
+    # A fork started when its header says; the events it copied are older.
+    started = session.header.ts.isoformat()
+    assert started == ("2026-01-02T10:00:02+00:00" if forked else "2026-01-02T10:00:00+00:00")
     notes = replay.replay(session, ["recorded"]).notes
     assert any("copied from the session it was forked from" in n for n in notes) is forked
 

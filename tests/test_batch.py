@@ -956,3 +956,14 @@ def test_a_forks_copied_requests_count_once_when_its_parent_is_in_the_batch(
     assert mine.select(lone.columns).equals(lone)
     assert mine["copied_requests_dropped"].to_list() == [0]
     assert any("counted here" in n for n in alone.notes)
+
+
+def test_a_fork_starts_when_its_header_says_not_at_the_history_it_copied(tmp_path: Path):
+    parent, fork = _pi_fork_and_parent(tmp_path / "sessions")
+    opts = BatchOptions(strategies="baseline")
+    since = datetime(2026, 1, 2, 10, 0, 5, tzinfo=UTC)  # after the parent, before the fork
+    report = run_batch([tmp_path / "sessions"], opts, output=tmp_path / "ds", since=since,
+                       workers=1)
+    assert status_of(report) == {parent.name: "out of range", fork.name: "replayed"}
+    (started,) = sessions(tmp_path / "ds")["started_at"].to_list()
+    assert started == datetime(2026, 1, 2, 10, 0, 10, tzinfo=UTC)

@@ -335,6 +335,9 @@ class _Reader:
         if self.ignored:
             header.ignored_records = dict(sorted(self.ignored.items()))
         session = self.builder.session(header)
+        if self.forked_at is not None:
+            # The fork started when its header says: the events it copied are older.
+            header.ts = self.forked_at
         estimate_hidden_prefix(session)
         restarts = _mark_restarts(session)
         if restarts:

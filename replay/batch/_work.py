@@ -247,6 +247,8 @@ def _info(path: str, session: Any, opts: BatchOptions, fmt: str) -> FileInfo:
         raise ReplayError(f"{path}: the log has no requests to replay")
     header = session.header
     times = [_utc(header.ts)] + [_utc(e.ts) for e in session.events]
+    # A forked session started when its header says, after the history it copied.
+    started = _utc(header.ts) if _parent_file(header) else min(times)
     models = sorted({r.model or header.model for r in requests}) if not opts.model else [
         opts.model
     ]
@@ -256,7 +258,7 @@ def _info(path: str, session: Any, opts: BatchOptions, fmt: str) -> FileInfo:
         agent=header.agent,
         provider=provider,
         model=",".join(models),
-        started_at=min(times).isoformat(),
+        started_at=started.isoformat(),
         ended_at=max(times).isoformat(),
         requests=len(requests),
         scope=_scope(provider, session),
