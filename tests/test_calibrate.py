@@ -323,6 +323,66 @@ def test_files_of_one_session_given_apart_are_read_as_one(tmp_path: Path) -> Non
     ]
 
 
+def _pi_chain(turns: int, *, start: int = 0, header_ts: str = "2026-01-02T09:59:59.000Z",
+              **header: str) -> list[dict]:
+    """A pi session of `turns` prompts, each answered in text, the prompt growing by 60 tokens
+    a turn (`start`: the first turn's number, for a fork's own turns)."""
+    lines: list[dict] = [{"type": "session", "version": 3, "id": "pi", "timestamp": header_ts,
+                          "cwd": "/w", **header}]
+    parent = None
+    for n in range(turns):
+        k, ts = start + n, 1767348000000 + (start + n) * 10_000
+        for role, content, extra in (
+            ("user", f"Question {k}: " + "tell me more " * 8, {}),
+            ("assistant", f"Answer {k}: " + "here is more " * 8,
+             {"provider": "anthropic", "model": "claude-sonnet-4-5", "stopReason": "stop",
+              "usage": {"input": 10, "output": 30, "cacheRead": 100 + 60 * k, "cacheWrite": 0,
+                        "cost": {"total": 0.001}}}),
+        ):
+            eid = f"{k:04d}{role[0]}"
+            stamp = ts + (2000 if role == "assistant" else 0)
+            lines.append({
+                "type": "message", "id": eid, "parentId": parent,
+                "timestamp": datetime.fromtimestamp(stamp / 1000, UTC).isoformat(),
+                "message": {"role": role, "content": [{"type": "text", "text": content}],
+                            "timestamp": stamp, **extra},
+            })
+            parent = eid
+    return lines
+
+
+def test_a_forks_copied_pairs_count_once_when_its_parent_is_given_too(tmp_path: Path) -> None:
+    """A forked pi session copies its parent's history: the pairs that end at a request it
+    copied (`copied_from_parent`) are the parent's, counted there only (as batch counts the
+    copied requests in the parent's rows only)."""
+    load_commands()
+    parent = tmp_path / "2026-01-02T09-59-59-000Z_pi-1.jsonl"
+    parent.write_text("".join(json.dumps(x) + "\n" for x in _pi_chain(4)), encoding="utf-8")
+    # Forked at 10:00:25, after 3 turns: copies them, then one turn of its own.
+    copied = _pi_chain(3, header_ts="2026-01-02T10:00:25.000Z",
+                       parentSession=f"/elsewhere/{parent.name}")
+    own = _pi_chain(1, start=3)[1:]
+    own[0]["parentId"] = copied[-1]["id"]
+    for line in own:
+        line["id"] = "f" + line["id"]
+    own[1]["parentId"] = own[0]["id"]
+    fork = tmp_path / "2026-01-02T10-00-25-000Z_pi-2.jsonl"
+    fork.write_text("".join(json.dumps(x) + "\n" for x in copied + own), encoding="utf-8")
+
+    def pairs(*logs: Path) -> tuple[dict, str]:
+        result = CliRunner().invoke(cli, ["calibrate", *map(str, logs), "--format", "json"])
+        assert result.exit_code == 0, result.output
+        (family,) = json.loads(result.stdout)["families"]
+        return family, result.stderr
+
+    assert pairs(parent)[0]["pairs"] == 3
+    assert pairs(fork)[0]["pairs"] == 3  # alone, its copies are the only record of those calls
+    both, warned = pairs(parent, fork)
+    assert both["pairs"] == 4
+    assert both["excluded"]["request copied from a parent log given too"] == 2
+    assert f"{fork}: 3 request(s) copied from {parent.name}, given too" in warned
+
+
 def test_cli_says_when_nothing_can_be_measured(tmp_path: Path) -> None:
     load_commands()
     run42 = ROOT / "logs" / "run42.jsonl"  # recorded fixture: no usage

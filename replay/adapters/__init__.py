@@ -11,7 +11,7 @@ import importlib
 from pathlib import Path
 
 from replay._errors import LogFormatError
-from replay.adapters._once import LeftOut, Logs, read_each_once
+from replay.adapters._once import LeftOut, Logs, forks_among, read_each_once
 from replay.adapters.detect import FORMATS, detect
 from replay.log import Session, read_log
 
@@ -74,4 +74,13 @@ def _detected(path: str | Path) -> str:
         return "no supported format"
 
 
-__all__ = ["FORMATS", "LeftOut", "Logs", "detect", "read_any", "read_each_once", "reader_for"]
+__all__ = [
+    "FORMATS",
+    "LeftOut",
+    "Logs",
+    "detect",
+    "forks_among",
+    "read_any",
+    "read_each_once",
+    "reader_for",
+]

@@ -6,11 +6,13 @@ together, as `replay batch` reads them, so what is measured over the logs is not
 from __future__ import annotations
 
 import hashlib
+import re
 import stat
-from collections import defaultdict
-from collections.abc import Iterable
+from collections import Counter, defaultdict
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from replay._errors import LogFormatError
 from replay.adapters._groups import GROUPED, grouped_adapter, session_folder
@@ -136,3 +138,49 @@ def read_each_once(paths: Iterable[Path], *, strict: bool = False) -> Logs:
             session = load(unit.files[0], strict=strict)
         logs.sessions.append((unit.files[0], session))
     return logs
+
+
+def parent_file(header: Any) -> str:
+    """The file a forked session names as its parent (pi: `parentSession`, v1 `branchedFrom`);
+    empty for a session that is no fork."""
+    for key in ("parentSession", "branchedFrom"):
+        value = getattr(header, key, None)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def forks_with_parent(forks: Iterable[tuple[str, str]], files: Collection[str]) -> set[str]:
+    """The forked sessions among `forks` (its file, the parent file its header names) whose
+    parent is one of `files`: by its path, else by its file name when one file alone has it
+    (pi names a session file by its start and id; the header keeps the path it had where it
+    was written, which a moved or copied log no longer has). The requests such a fork copied
+    (`copied_from_parent`) are counted in the parent only."""
+    names = Counter(_name(f) for f in files)
+    out: set[str] = set()
+    for path, parent in forks:
+        if not parent or _name(parent) == _name(path):
+            continue
+        if parent in files or names[_name(parent)] == 1:
+            out.add(path)
+    return out
+
+
+def forks_among(sessions: Iterable[Session]) -> dict[str, str]:
+    """`Session.path` → the name of its parent's file, for the forked sessions among `sessions`
+    that copied requests from a parent that is one of them (`forks_with_parent`)."""
+    sessions = [s for s in sessions if s.path]
+    files = {str(Path(s.path).resolve()) for s in sessions}  # pi names the parent by its path
+    parents = {
+        s.path: parent_file(s.header)
+        for s in sessions
+        if getattr(s.header, "copied_requests", 0)
+    }
+    resolved = {str(Path(path).resolve()): path for path in parents}
+    found = forks_with_parent(((r, parents[p]) for r, p in resolved.items()), files)
+    return {resolved[r]: _name(parents[resolved[r]]) for r in found}
+
+
+def _name(path: str) -> str:
+    """A path's last part, whether written with / or \\ (a log written on Windows)."""
+    return re.split(r"[\\/]", path)[-1]

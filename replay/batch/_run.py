@@ -24,9 +24,8 @@ import functools
 import hashlib
 import io
 import os
-import re
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -37,6 +36,7 @@ import polars as pl
 
 from replay._errors import ReplayError
 from replay.adapters._groups import GROUPED, session_folder
+from replay.adapters._once import forks_with_parent
 from replay.batch._dataset import Dataset, owns
 from replay.batch._discover import discover
 from replay.batch._engines import Engine, make_engine
@@ -230,27 +230,13 @@ def _replay_group(task: GroupTask, member: Member) -> str:
     return (task.group_id or "") + (_OWN if member.drop_copied else "")
 
 
-def forks_with_parent(scans: Sequence[ScanResult], copies: dict[str, str]) -> set[str]:
+def _forks_with_parent(scans: Sequence[ScanResult], copies: dict[str, str]) -> set[str]:
     """Paths of the forked sessions among `scans` whose parent session file is one of them (or
-    a byte-identical copy of one: `copies`, copy → first file): by its path, else by its file
-    name when one file alone has it (pi names a session file by its start and id; the header
-    keeps the path it had where it was written, which a moved or copied log no longer has)."""
+    a byte-identical copy of one: `copies`, copy → first file; `adapters._once`)."""
     files = {f for s in scans for f in s.files or (s.path,)}
     files |= {copy for copy, first in copies.items() if first in files}
-    names = Counter(_name(f) for f in files)
-    forks = set()
-    for s in scans:
-        parent = s.info.parent if s.info and s.info.copied_requests else ""
-        if not parent or _name(parent) == _name(s.path):
-            continue
-        if parent in files or names[_name(parent)] == 1:
-            forks.add(s.path)
-    return forks
-
-
-def _name(path: str) -> str:
-    """A path's last part, whether written with / or \\ (a log written on Windows)."""
-    return re.split(r"[\\/]", path)[-1]
+    forks = ((s.path, s.info.parent) for s in scans if s.info and s.info.copied_requests)
+    return forks_with_parent(forks, files)
 
 
 def _fork_notes(scans: Sequence[ScanResult], forks: set[str]) -> list[str]:
@@ -664,7 +650,7 @@ def _replay_phase(
                 statuses[path] = FileStatus(path, "out of range", f"started {start.isoformat()}")
         else:
             kept.append(s)
-    forks = forks_with_parent(kept, phases.copies)
+    forks = _forks_with_parent(kept, phases.copies)
     report.notes.extend(_fork_notes(kept, forks))
     tasks = plan_groups(kept, opts, horizon_seconds(opts), rkey, forks)
     partials: list[pl.DataFrame] = []

@@ -17,6 +17,7 @@ from typing import Any
 
 from replay._errors import LogFormatError, ReplayError
 from replay.adapters._groups import grouped_adapter
+from replay.adapters._once import parent_file
 from replay.batch._options import BatchOptions
 
 OK, SKIPPED, FAILED = "ok", "skipped", "failed"
@@ -248,7 +249,7 @@ def _info(path: str, session: Any, opts: BatchOptions, fmt: str) -> FileInfo:
     header = session.header
     times = [_utc(header.ts)] + [_utc(e.ts) for e in session.events]
     # A forked session started when its header says, after the history it copied.
-    started = _utc(header.ts) if _parent_file(header) else min(times)
+    started = _utc(header.ts) if parent_file(header) else min(times)
     models = sorted({r.model or header.model for r in requests}) if not opts.model else [
         opts.model
     ]
@@ -264,18 +265,9 @@ def _info(path: str, session: Any, opts: BatchOptions, fmt: str) -> FileInfo:
         scope=_scope(provider, session),
         skipped_lines=len(session.skipped),
         fmt=fmt,
-        parent=_parent_file(header),
+        parent=parent_file(header),
         copied_requests=getattr(header, "copied_requests", 0),
     )
-
-
-def _parent_file(header: Any) -> str:
-    """The file a forked session names as its parent (pi: `parentSession`, v1 `branchedFrom`)."""
-    for key in ("parentSession", "branchedFrom"):
-        value = getattr(header, key, None)
-        if isinstance(value, str) and value:
-            return value
-    return ""
 
 
 def scan_files(paths: list[str], opts: BatchOptions) -> list[ScanResult]:

@@ -84,7 +84,8 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     ratios, the framing fitted instead of assumed, and the rows to put in
     pricing/tokenizers.json (see docs/calibration.md). A log given twice, or with the same
     bytes as another (a backup), is read once; the files of one session (a Claude Code
-    transcript with its resumed and subagent files) are read together, as one.
+    transcript with its resumed and subagent files) are read together, as one; a forked pi
+    session given with its parent leaves the requests it copied to the parent.
 
     \b
     Example:
@@ -95,7 +96,7 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     """
     from replay import report
     from replay._errors import ReplayError
-    from replay.adapters import read_each_once
+    from replay.adapters import forks_among, read_each_once
     from replay.tokens import calibrate, calibration_dict, logs_label, write_tokenizer_file
 
     _check_date(date)
@@ -113,7 +114,18 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
             click.echo(f"warning: {log}: no recorded usage in this log; skipped", err=True)
             continue
         sessions.append(session)
-    calibrations = calibrate(sessions)
+    # A forked session given with its parent: the pairs it copied are counted once (as batch).
+    forks = forks_among(sessions)
+    for session in sessions:
+        if session.path in forks:
+            copied = getattr(session.header, "copied_requests", 0)
+            click.echo(
+                f"warning: {session.path}: {copied} request(s) copied from "
+                f"{forks[session.path]}, given too (`copied_from_parent`): their "
+                "pairs are counted in that log only",
+                err=True,
+            )
+    calibrations = calibrate(sessions, forks=forks)
     if not any(c.pairs for c in calibrations):
         raise ReplayError(
             "no pair of consecutive requests with recorded usage grew by logged items only "

@@ -28,7 +28,7 @@ only what the log itself holds:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,7 @@ STRIPPED = "thinking stripped at a new user turn"
 NO_RESPONSE = "response not logged"
 NOT_GROWN = "prompt did not grow"
 NOTHING = "nothing appended"
+COPIED = "request copied from a parent log given too"
 
 MIN_TOKENS = 1
 """A pair must append at least this many tiktoken tokens (else framing is all it measures)."""
@@ -165,8 +166,12 @@ def _reconstructed(event: Any) -> bool:
     return bool(extra.get("estimated_text") or extra.get("estimated"))
 
 
-def calibration_pairs(session: Session, label: str | None = None) -> CalibrationPairs:
-    """Every usable pair of consecutive requests in `session` (see the module docstring)."""
+def calibration_pairs(
+    session: Session, label: str | None = None, *, copied_elsewhere: bool = False
+) -> CalibrationPairs:
+    """Every usable pair of consecutive requests in `session` (see the module docstring).
+    `copied_elsewhere`: `session` is a fork whose parent is calibrated too; a pair ending at a
+    request the fork copied from it (`copied_from_parent`) is the parent's, left out here."""
     header = session.header
     label = label or (Path(session.path).name if session.path else header.session_id or "log")
     out = CalibrationPairs()
@@ -192,8 +197,12 @@ def calibration_pairs(session: Session, label: str | None = None) -> Calibration
                 counter = counters[family]
                 provider = event.provider or header.provider
                 strips = thinking.strips(provider, model, event.ts)
-                pair = _pair(gap, event, model, counter, strips and event.thread in had_thinking,
-                             label, out)
+                if copied_elsewhere and getattr(event, "copied_from_parent", False):
+                    out.exclude(family, COPIED)
+                    pair = None
+                else:
+                    pair = _pair(gap, event, model, counter,
+                                 strips and event.thread in had_thinking, label, out)
                 if pair is not None:
                     out.pairs.append(pair)
                     out.logs.setdefault(family, set()).add(label)
@@ -511,12 +520,21 @@ def calibrate(
     trim_mads: float = 4.0,
     resamples: int = 1000,
     seed: int = 0,
+    forks: Collection[str] | None = None,
 ) -> list[FamilyCalibration]:
     """One calibration per tokenizer family seen in `sessions`, in family order. Families whose
-    tokenizer is public come out too: a factor near 1 for them checks the method."""
+    tokenizer is public come out too: a factor near 1 for them checks the method. `forks`: the
+    `Session.path` of the forked sessions whose parent is among `sessions`, whose pairs ending
+    at a request copied from it are the parent's (`copied_elsewhere`; by default found with
+    `replay.adapters.forks_among`, as `replay batch` finds them)."""
+    from replay.adapters._once import forks_among
+
+    sessions = list(sessions)
+    if forks is None:
+        forks = forks_among(sessions)
     found = CalibrationPairs()
     for session in sessions:
-        found.extend(calibration_pairs(session))
+        found.extend(calibration_pairs(session, copied_elsewhere=session.path in forks))
     families = sorted(set(found.models) | {p.family for p in found.pairs})
     return [
         fit_family(
