@@ -374,6 +374,38 @@ def test_an_event_of_a_thread_nothing_opened_is_a_bad_line(tmp_path):
         read_log(path, strict=True, check_pairs=True)
 
 
+@pytest.mark.parametrize(
+    ("thread", "expected"),
+    [
+        ('{"type":"thread","ts":"2026-03-02T09:00:05Z","thread_id":"sub","system":"again"}',
+         "expected one `thread` event per thread: thread 'sub' was opened on line 4"),
+        ('{"type":"thread","ts":"2026-03-02T09:00:05Z","thread_id":"main","system":"other"}',
+         "expected a `thread` event to open a subagent thread, not 'main' (the session "
+         "header opens it)"),
+    ],
+    ids=["opened-twice", "opens-main"],
+)
+def test_a_thread_event_for_a_thread_already_open_is_a_bad_line(tmp_path, thread, expected):
+    """A `thread` event opens one subagent thread, once (no adapter writes another): a second
+    one, or one for `main`, would change a running thread's system prompt or model. A strict
+    read stops there; a lenient one skips the line, counted, and the thread keeps its first
+    definition."""
+    opened = '{"type":"thread","ts":"2026-03-02T09:00:03Z","thread_id":"sub","system":"sub"}'
+    sub = [
+        '{"type":"user","ts":"2026-03-02T09:00:04Z","text":"look","thread":"sub"}',
+        '{"type":"request","ts":"2026-03-02T09:00:06Z","request_id":"r2","thread":"sub"}',
+    ]
+    path = _write(tmp_path, HEADER, USER, REQUEST, opened, sub[0], thread, sub[1])
+    with pytest.raises(LogFormatError) as err:
+        read_log(path, strict=True, check_pairs=True)
+    assert str(err.value) == f"{path}:6: {expected}"
+    session = read_log(path, check_pairs=True)
+    assert [(e.line, e.expected) for e in session.skipped] == [(6, expected)]
+    starts = [e for e in session.events if e.type == "thread"]
+    assert [(e.thread_id, e.system) for e in starts] == [("sub", "sub")]
+    assert len(read_log(path, strict=True).events) == 6  # read as written
+
+
 def test_a_request_id_an_earlier_request_has_is_a_bad_line(tmp_path):
     """Request ids are unique in a file (the adapters suffix repeated ones): a strict read
     stops at the second; a lenient one replays both, counted."""
@@ -414,8 +446,11 @@ def test_a_repeated_request_id_still_gets_its_missing_tool_results(tmp_path):
           '{"type":"request","ts":"2026-03-02T09:00:04Z","request_id":"r2","thread":"ghost"}'],
          ":4: expected a `thread` event opening thread 'ghost'"),
         ([HEADER, USER, REQUEST, USER, REQUEST], ":5: expected a unique request_id: 'r1'"),
+        ([HEADER, USER, REQUEST,
+          '{"type":"thread","ts":"2026-03-02T09:00:03Z","thread_id":"main","system":"x"}'],
+         ":4: expected a `thread` event to open a subagent thread, not 'main'"),
     ],
-    ids=["unopened-thread", "duplicate-request-id"],
+    ids=["unopened-thread", "duplicate-request-id", "thread-opening-main"],
 )
 def test_cli_strict_refuses_and_lenient_notes_thread_and_request_id_rules(
     tmp_path, invoke, lines, expected

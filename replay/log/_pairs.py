@@ -6,7 +6,7 @@ refuses a prompt that breaks either rule, so a log that does was damaged (a lost
 Server-side calls (`server_side`: run at the provider, no result expected) are exempt. A
 `request` follows a message of its thread (`sent_message`); event ids and request ids are
 unique; a `compaction` replaces earlier events; an event's thread is `main` or one a `thread`
-event opened.
+event opened, and a `thread` event opens a thread other than `main`, once.
 """
 
 from __future__ import annotations
@@ -64,11 +64,14 @@ class ToolPairs:
         """Request id → the line of the request that has it (unique in a file too)."""
         self.opened: set[str] = {MAIN_THREAD}
         """Threads a `thread` event opened (and those already reported as not opened)."""
+        self.started: dict[str, int] = {}
+        """Thread id → the line of the `thread` event that opened it."""
 
     def rejected(self, event: Any, line: int) -> LogFormatError | None:
         """Why the line of `event` is skipped (a strict read stops there), if it is: an id an
-        earlier line has (a line written twice), or a request of a thread with no message
-        before it (a lost first line: no prompt can be rebuilt for it)."""
+        earlier line has (a line written twice), a `thread` event for a thread already open
+        (`_reopened`), or a request of a thread with no message before it (a lost first line:
+        no prompt can be rebuilt for it)."""
         event_id = getattr(event, "id", None)
         if event_id is not None and event_id in self.ids:
             return LogFormatError(
@@ -77,6 +80,8 @@ class ToolPairs:
                 f"expected a unique event id: {event_id!r} is the id of line "
                 f"{self.ids[event_id]} (a line written twice?)",
             )
+        if isinstance(event, ThreadStart):
+            return self._reopened(event, line)
         if not isinstance(event, RequestMarker):
             return None
         state = self.threads.get(event.thread)
@@ -97,6 +102,7 @@ class ToolPairs:
         problems = self._unopened(event, line)
         if isinstance(event, ThreadStart):
             self.opened.add(event.thread_id)
+            self.started[event.thread_id] = line
         if isinstance(event, RequestMarker):
             problems += self._request_id(event, line)
         found, placeholders = self._calls(event, line)
@@ -121,6 +127,24 @@ class ToolPairs:
         if isinstance(event, RequestMarker) and state.pending:
             return self._unanswered(state, event, line)
         return [], []
+
+    def _reopened(self, event: ThreadStart, line: int) -> LogFormatError | None:
+        """A `thread` event for `main` (the header opens it) or for a thread an earlier one
+        opened: it would change a running thread's system prompt or model (no adapter writes
+        one). The thread keeps its first definition."""
+        if event.thread_id == MAIN_THREAD:
+            expected = (
+                f"expected a `thread` event to open a subagent thread, not {MAIN_THREAD!r} "
+                "(the session header opens it)"
+            )
+        elif event.thread_id in self.started:
+            expected = (
+                f"expected one `thread` event per thread: thread {event.thread_id!r} was "
+                f"opened on line {self.started[event.thread_id]}"
+            )
+        else:
+            return None
+        return LogFormatError(self.path, line, expected)
 
     def _unopened(self, event: Any, line: int) -> list[LogFormatError]:
         """The first line of a thread no `thread` event opened (reported once per thread). The
