@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 
 from replay import replay
+from replay._errors import ReplayError
 from replay.batch import SESSION_META, SESSION_PRICING, BatchOptions, plan_groups, run_batch, scan
 from replay.batch._work import FileInfo, ScanResult
 from replay.engine import SUMMARY_COLUMNS, TURN_COLUMNS
@@ -407,6 +408,22 @@ def test_an_output_inside_the_input_leaves_out_only_the_datasets_own_files(logdi
         assert status_of(again)["e.jsonl"] == "unchanged"
     inner = run_batch([out / "mine"], opts, output=out, workers=1)  # a target inside it
     assert list(status_of(inner)) == ["e.jsonl"] and inner.counts["ok"] == 1
+
+
+def test_a_target_holding_only_the_datasets_own_files_says_so(logdir: Path):
+    """A target or glob into the output dataset's tables names its Parquet parts: no log, and
+    no typo either (it used to say the pattern matched no file)."""
+    out = logdir / "ds"
+    opts = BatchOptions(strategies="baseline")
+    run_batch([logdir / "a.jsonl"], opts, output=out, workers=1)
+    (part,) = (out / "sessions").glob("*.parquet")
+    for target in (str(out / "sessions" / "*.parquet"), part, out / "sessions", out):
+        with pytest.raises(ReplayError) as err:
+            run_batch([target], opts, output=out, workers=1)
+        assert str(err.value) == (
+            f"{target}: matches only the output dataset's own files (its Parquet parts and "
+            "cache), which are not logs"
+        )
 
 
 def test_a_date_range_that_is_empty_is_a_user_error(logdir: Path, tmp_path: Path, invoke):

@@ -142,7 +142,8 @@ def discover(
 ) -> list[Path]:
     """Every regular file under `targets` (folders, glob patterns or files), resolved, sorted,
     without duplicates, but those `exclude` is true for (given the resolved path). A target
-    that matches nothing is an error (a typo, not an empty run), and so is a target folder
+    that matches nothing, or only files `exclude` leaves out, is an error (a typo, not an empty
+    run), and so is a target folder
     (or a pattern's folder) it cannot list. A folder found below one that cannot be listed is
     noted in `unlisted` (resolved → why), the rest of the tree walked; without `unlisted`, it
     is an error too."""
@@ -164,15 +165,21 @@ def discover(
             matches = _glob(os.path.expanduser(text), missed)
         else:
             raise ReplayError(f"{text}: no such file, folder or glob match")
-        count = 0
+        count = excluded = 0
         for m in matches:
             resolved = m.resolve()
             if exclude is not None and exclude(resolved):
+                excluded += 1
                 continue
             found.setdefault(resolved, None)
             count += 1
         if missed and unlisted is not None:
             unlisted.update((folder.resolve(), why) for folder, why in missed.items())
+        if not count and not missed and excluded:
+            raise ReplayError(
+                f"{text}: matches only the output dataset's own files (its Parquet parts and "
+                "cache), which are not logs"
+            )
         if not count and not missed and not path.is_dir():
             raise ReplayError(f"{text}: the pattern matches no file")
     return sorted(found)
