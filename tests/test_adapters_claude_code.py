@@ -399,7 +399,8 @@ def test_inline_sidechain_is_its_own_thread_linked_to_the_task_call(tmp_path: Pa
     assert getattr(start, "hidden_prefix_tokens", None) is not None
 
 
-def test_subagent_files_beside_the_transcript_are_threads(tmp_path: Path) -> None:
+def _delegating_session() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A transcript whose Agent call ran subagent `abc`, and that subagent's lines."""
     main = [
         _user("u1", None, "00.000", "Delegate."),
         _assistant(
@@ -442,6 +443,11 @@ def test_subagent_files_beside_the_transcript_are_threads(tmp_path: Path) -> Non
             agentId="abc",
         ),
     ]
+    return main, sub
+
+
+def test_subagent_files_beside_the_transcript_are_threads(tmp_path: Path) -> None:
+    main, sub = _delegating_session()
     path = _write(tmp_path, main)
     (tmp_path / "s-1" / "subagents").mkdir(parents=True)
     _write(tmp_path / "s-1" / "subagents", sub, "agent-abc.jsonl")
@@ -455,6 +461,30 @@ def test_subagent_files_beside_the_transcript_are_threads(tmp_path: Path) -> Non
     agent = _write(tmp_path / "s-1" / "subagents", sub[1:], "agent-abc.jsonl")
     (problem,) = load(path).skipped
     assert str(problem).startswith(f"{agent}:1: expected a message of thread 'agent-abc'")
+
+
+def test_a_subagents_folder_that_cannot_be_listed_is_an_error(tmp_path: Path, monkeypatch) -> None:
+    # `Path.glob` skips a folder it may not list: the session would be read without its
+    # subagents, and their requests left out without a word.
+    import os
+
+    main, sub = _delegating_session()
+    path = _write(tmp_path, main)
+    folder = tmp_path / "s-1" / "subagents"
+    folder.mkdir(parents=True)
+    _write(folder, sub, "agent-abc.jsonl")
+    real = os.scandir
+
+    def scandir(target: object = ".") -> object:
+        if Path(os.fsdecode(target)) == folder:
+            raise PermissionError(13, "Permission denied", os.fsdecode(target))
+        return real(target)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    for source in (path, tmp_path, tmp_path / "s-1"):
+        with pytest.raises(LogFormatError, match="cannot read the folder") as caught:
+            load(source)
+        assert caught.value.path == str(folder)
 
 
 def test_resumed_session_files_are_deduplicated(tmp_path: Path) -> None:

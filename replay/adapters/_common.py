@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -92,6 +93,19 @@ def regular_files(paths: Iterable[Path]) -> list[Path]:
     """The regular files among `paths` (a folder's glob): a FIFO or a device found in a log
     folder is no log file, and opening one would wait for a writer."""
     return [p for p in paths if p.is_file()]
+
+
+def listed(folder: Path, pattern: str) -> list[Path]:
+    """The regular files of `folder` that match `pattern`, sorted; none when there is no such
+    folder. A folder that exists but may not be listed is an error naming it: `Path.glob` skips
+    it without a word, which would read a session without its subagent files."""
+    if not folder.is_dir():
+        return []
+    try:
+        os.scandir(folder).close()
+    except OSError as err:
+        raise LogFormatError(folder, None, f"cannot read the folder ({err.strerror})") from None
+    return sorted(regular_files(folder.glob(pattern)))
 
 
 def _log_file(path: str | Path) -> Path:

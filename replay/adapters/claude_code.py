@@ -75,10 +75,10 @@ from replay.adapters._common import (
     guarded,
     iter_json_lines,
     linearise,
+    listed,
     most_common,
     parse_arguments,
     parse_ts,
-    regular_files,
     reparent_missing,
     several_sessions,
     usage_is_empty,
@@ -191,13 +191,11 @@ def _files(path: Path) -> tuple[list[Path], list[Path]]:
     """(main transcript files, subagent files) for a file or a directory."""
     if path.is_dir():
         mains = [
-            p
-            for p in regular_files(path.glob("*.jsonl"))
-            if not p.name.startswith("agent-") and _is_claude(p)
+            p for p in listed(path, "*.jsonl") if not p.name.startswith("agent-") and _is_claude(p)
         ]
-        subs = regular_files([*path.glob("agent-*.jsonl"), *path.glob("subagents/agent-*.jsonl")])
+        subs = listed(path, "agent-*.jsonl") + listed(path / "subagents", "agent-*.jsonl")
         for m in mains:
-            subs += regular_files((path / m.stem / "subagents").glob("agent-*.jsonl"))
+            subs += listed(path / m.stem / "subagents", "agent-*.jsonl")
         beside = path.parent / f"{path.name}.jsonl"
         if not mains and beside.is_file():
             # The `<sessionId>/` folder (subagents/ inside) was given: its transcript is beside it.
@@ -205,7 +203,7 @@ def _files(path: Path) -> tuple[list[Path], list[Path]]:
         if not mains and not subs:
             raise LogFormatError(path, None, "expected Claude Code *.jsonl files in this directory")
         return _order(mains + subs)
-    subs = sorted(regular_files((path.parent / path.stem / "subagents").glob("agent-*.jsonl")))
+    subs = listed(path.parent / path.stem / "subagents", "agent-*.jsonl")
     return [path], subs
 
 
@@ -1147,7 +1145,7 @@ def read(path: str | Path, *, strict: bool = False) -> Session:
     beside: list[Path] = []
     if not path.is_dir() and not path.name.startswith("agent-"):
         # 2.0.x layout: the subagent files of every session of the project lie beside it.
-        agents = regular_files(path.parent.glob("agent-*.jsonl"))
+        agents = listed(path.parent, "agent-*.jsonl")
         beside = sorted(p for p in agents if p not in subs)
     return _read(path, mains, subs, strict, beside)
 

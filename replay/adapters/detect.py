@@ -18,12 +18,11 @@ does not change the verdict. A directory is recognised by the files in it.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from replay._errors import LogFormatError
-from replay.adapters._common import regular_files
+from replay.adapters._common import listed
 from replay.log._io import without_bom
 
 FORMATS = ("replay-log", "claude-code", "codex", "pi", "opencode")
@@ -156,12 +155,7 @@ def detect(path: str | Path) -> str:
         raise LogFormatError(p, None, "no such file")
     if not p.is_dir():
         return detect_file(p)
-    try:  # (glob skips a folder it may not list: it would look like one holding no log)
-        os.scandir(p).close()
-    except OSError as err:
-        raise LogFormatError(p, None, f"cannot read the folder ({err.strerror})") from None
-    candidates = sorted(p.glob("*.jsonl")) + sorted(p.glob("*.json"))
-    candidates = regular_files(candidates + sorted(p.glob("subagents/*.jsonl")))
+    candidates = listed(p, "*.jsonl") + listed(p, "*.json") + listed(p / "subagents", "*.jsonl")
     verdicts = []
     unreadable: list[LogFormatError] = []
     for c in candidates:

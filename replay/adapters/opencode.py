@@ -62,6 +62,7 @@ from replay.adapters._common import (
     get_list,
     get_str,
     guarded,
+    listed,
     most_common,
     opencode_usage,
     opt_str,
@@ -69,7 +70,6 @@ from replay.adapters._common import (
     parse_ts,
     provider_for,
     read_bytes,
-    regular_files,
     several_sessions,
     usage_is_empty,
 )
@@ -244,7 +244,7 @@ class _Reader:
         if self.path.is_dir():
             # A directory may hold other JSON files (e.g. Entire's metadata.json): only the ones
             # that look like exports are read (and then strictly reported like any export).
-            files = [f for f in regular_files(sorted(self.path.glob("*.json"))) if _is_export(f)]
+            files = [f for f in listed(self.path, "*.json") if _is_export(f)]
         sessions: list[_Session] = []
         for f in files:
             issues = self.issues if f == self.path else Issues(f, self.issues.strict)
