@@ -1,0 +1,74 @@
+"""The documentation says what the code does: the log format's fields and the options its
+examples use."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+import pytest
+from conftest import ROOT
+
+from replay.cli import cli
+from replay.cli._main import load_commands
+from replay.log._events import EVENT_TYPES
+
+load_commands()
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+COMMON_FIELDS = {"type", "ts", "thread", "id"}
+"""The fields docs/log-format.md lists once, under "Common fields"."""
+
+
+def _event_rows() -> dict[str, str]:
+    """`type` → the fields cell of its row in docs/log-format.md's table of events."""
+    text = (ROOT / "docs" / "log-format.md").read_text(encoding="utf-8")
+    table = text.split("## Events", 1)[1].split("\n\n", 2)[1]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[re.match(r"`(\w+)`", cells[0]).group(1)] = cells[1]
+    return rows
+
+
+@pytest.mark.parametrize("kind", sorted(EVENT_TYPES))
+def test_the_log_format_lists_every_field_of_each_event(kind: str) -> None:
+    cell = _event_rows()[kind]
+    listed = set(re.findall(r"`(\w+)", cell))
+    missing = set(EVENT_TYPES[kind].model_fields) - COMMON_FIELDS - listed
+    assert not missing, f"docs/log-format.md: `{kind}` lacks {sorted(missing)}"
+
+
+def _examples() -> list[tuple[str, list[str]]]:
+    """Every `replay ...` command line of the README, docs/*.md and every --help, as argv."""
+    from click.testing import CliRunner
+
+    texts = [(p.name, p.read_text(encoding="utf-8")) for p in DOCS]
+    for name in ["", *sorted(cli.commands)]:
+        args = [name, "--help"] if name else ["--help"]
+        texts.append((f"replay {name} --help", CliRunner().invoke(cli, args).output))
+    found = []
+    for where, text in texts:
+        text = re.sub(r"\\\n\s*", " ", text)  # a line continued with a backslash
+        lines = re.findall(r"`(replay [^`]+)`", text)
+        lines += re.findall(r"^\s*(?:\$ |[A-Z_]+=\S+ )?(replay [^\n#]*)", text, flags=re.M)
+        for line in lines:
+            try:
+                found.append((where, shlex.split(line)[1:]))
+            except ValueError:  # (an unclosed quote: a line wrapped in prose)
+                continue
+    return found
+
+
+def test_doc_examples_use_options_their_command_has() -> None:
+    examples = _examples()
+    assert len(examples) > 150  # (the patterns still find them)
+    wrong = []
+    for where, argv in examples:
+        name = argv[0] if argv and argv[0] in cli.commands else "run"
+        known = {o for p in cli.commands[name].params for o in (*p.opts, *p.secondary_opts)}
+        for word in argv:
+            option = word.split("=", 1)[0]
+            if option.startswith("-") and option != "-" and option not in known | {"-h"}:
+                wrong.append(f"{where}: replay {name} has no {option}")
+    assert not wrong, "\n".join(wrong)
+
