@@ -1,5 +1,5 @@
-"""The documentation says what the code does: the log format's fields and the options its
-examples use."""
+"""The documentation says what the code does: the log format's fields, the options its examples
+use, and what its examples show."""
 
 from __future__ import annotations
 
@@ -72,3 +72,22 @@ def test_doc_examples_use_options_their_command_has() -> None:
                 wrong.append(f"{where}: replay {name} has no {option}")
     assert not wrong, "\n".join(wrong)
 
+
+def _readme_usage() -> list[list[str]]:
+    """The command lines of the README's Usage block that run on the sample log, as argv."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split("## Usage", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    lines = [line.split("  #", 1)[0].strip() for line in block.splitlines()]
+    return [shlex.split(line)[1:] for line in lines if "logs/run42.jsonl" in line]
+
+
+def test_readme_ttl_examples_show_the_ttl_at_work(invoke, monkeypatch) -> None:
+    """An example of --ttl is one where it changes something: not ignored with a note, as on the
+    sample log's own provider (Gemini has no 5m/1h choice)."""
+    monkeypatch.chdir(ROOT)
+    examples = [argv for argv in _readme_usage() if "--ttl" in argv]
+    assert examples
+    for argv in examples:
+        result = invoke(*argv)  # (not --quiet: it drops the notes)
+        assert result.exit_code == 0, result.stderr
+        assert "was ignored" not in result.stderr, f"replay {shlex.join(argv)}: {result.stderr}"
