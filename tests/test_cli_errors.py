@@ -338,6 +338,14 @@ def test_a_full_disk_on_standard_output_is_one_line_exit_1(args):
     _check_line(done.stderr, ("error: cannot write output: No space left on device",))
 
 
+@needs_dev_full
+def test_a_full_disk_under_an_output_file_names_it_exit_2(invoke):
+    """An `-o FILE` replay cannot write is an error naming it, as README.md says: exit 2, unlike
+    standard output (exit 1)."""
+    result = invoke(RUN42, "-s", "baseline", "--format", "json", "-o", "/dev/full", "-q")
+    _one_line(result, ("error: cannot write /dev/full: No space left on device",))
+
+
 @pytest.mark.parametrize(
     "args",
     [[str(RUN42), "-s", "baseline", "-q"], [str(RUN42), "-s", "baseline", "--format", "json",
