@@ -5,7 +5,7 @@ rich squeezes every column of a table wider than the console, numbers included (
 than its longest word (a header or a cell wraps between words, so a number is never cut), the
 columns named in `fold` may fold their words down to a given width (strategy names, paths), and
 while that is still too wide the columns named in `hide` are left out, least important first,
-with one note under the table naming them (the orders are listed in README.md).
+with one note under the table naming them (the orders are listed in docs/report.md).
 """
 
 from __future__ import annotations
