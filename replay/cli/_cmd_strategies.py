@@ -124,8 +124,9 @@ def strategies_command(
 
     `--strategies all` runs the built-in names; installed plug-ins (entry-point group
     `replay.strategies`) and `--strategy-file` ones run with `--strategies plugins`.
-    Parameters are set in the name or with `--set FAMILY.PARAM=VALUE` on `run`; the defaults
-    shown are each name's own. `--format markdown` prints the table of docs/strategies.md.
+    Parameters are set in the name or with `--set FAMILY.PARAM=VALUE` (on `run`, `breakeven`,
+    `report` and `plot`); the defaults shown are each name's own. `--format markdown` prints
+    the table of docs/strategies.md.
 
     \b
     Example:
