@@ -115,6 +115,23 @@ def test_dash_is_standard_input() -> None:
     assert converted.stdout == RUN42.read_bytes()
 
 
+def test_dot_slash_dash_is_a_file_named_dash(invoke, tmp_path, monkeypatch) -> None:
+    # click.Path makes `./-` the same Path("-") as `-`: it was read as standard input (empty).
+    (tmp_path / "-").write_bytes(RUN42.read_bytes())
+    monkeypatch.chdir(tmp_path)
+    direct = _doc(_replay(RUN42, "-s", "baseline", "--format", "json"))
+    for args in (("./-",), ("run", "./-"), ("breakeven", "./-")):
+        done = invoke(*args, "-s", "baseline", "--format", "json", "-q")
+        assert done.exit_code == 0, done.stderr
+        assert json.loads(done.stdout)["log"] == "-"
+    assert json.loads(invoke("./-", "-s", "baseline", "--format", "json").stdout)["summary"] == (
+        direct["summary"]
+    )
+    converted = invoke("convert", "./-", "-o", "-", "-q")
+    assert converted.exit_code == 0, converted.stderr
+    assert converted.stdout_bytes == RUN42.read_bytes()
+
+
 def test_a_streamed_log_is_named_in_notes_and_errors(fifo_of, tmp_path) -> None:
     """Skipped lines and errors name the stream as given, never a temporary copy."""
     cut = tmp_path / "cut.jsonl"

@@ -21,30 +21,36 @@ from replay._errors import LogFormatError, ReplayError
 from replay.log import Session
 
 STDIN = "-"
-"""The log name that means standard input."""
+"""The log name that means standard input: the string `-` itself. A `Path("-")` (what `./-`
+becomes) is a file of that name."""
+
+
+def is_stdin(path: str | Path) -> bool:
+    """Whether `path` means standard input (the string `-`, not a path to a file named `-`)."""
+    return isinstance(path, str) and path == STDIN
 
 
 def is_stream(path: str | Path) -> bool:
     """`-`, or a path that is neither a regular file nor a folder (a pipe, a FIFO, a device)."""
     # (`written_through` is that test: outputs are written through such files.)
-    return str(path) == STDIN or written_through(Path(path))
+    return is_stdin(path) or written_through(Path(path))
 
 
 def label(path: str | Path) -> str:
     """How messages name the stream: its path, `<stdin>` for `-`."""
-    return "<stdin>" if str(path) == STDIN else str(path)
+    return "<stdin>" if is_stdin(path) else str(path)
 
 
 @contextmanager
 def _spooled(path: str | Path) -> Iterator[Path]:
     """A temporary copy of the stream, read once; removed on leaving. The copy keeps the
     stream's file name: some readers take a session name from it."""
-    name = "stdin" if str(path) == STDIN else Path(path).name
+    name = "stdin" if is_stdin(path) else Path(path).name
     with tempfile.TemporaryDirectory(prefix="replay-stream-") as folder:
         copy = Path(folder) / name
         try:
             with copy.open("wb") as target:
-                if str(path) == STDIN:
+                if is_stdin(path):
                     shutil.copyfileobj(sys.stdin.buffer, target)
                 else:
                     with open(path, "rb") as source:

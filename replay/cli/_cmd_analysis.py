@@ -9,6 +9,7 @@ import click
 from replay.cli._cmd_core import print_notes_beside
 from replay.cli._cmd_strategies import resolve_strategies, strategy_options
 from replay.cli._main import (
+    LOG_PATH,
     cli,
     emit,
     horizon_option,
@@ -50,7 +51,7 @@ def _breakeven_table(frame, title: str):
 
 
 @cli.command("breakeven")
-@click.argument("log", type=click.Path(path_type=Path))
+@click.argument("log", type=LOG_PATH)
 @click.option("--strategies", "-s", default="all", show_default=True,
               help="`all`, `plugins`, or comma-separated names (see `replay strategies`).")
 @strategy_options
@@ -92,7 +93,7 @@ def breakeven_command(log: Path, strategies: str, sets: tuple[str, ...],
 
 
 @cli.command("whatif")
-@click.argument("log", type=click.Path(path_type=Path))
+@click.argument("log", type=LOG_PATH)
 @click.option("--at", "at", type=int, help="Request index (0-based, file order, counting every "
               "thread's requests) where --prune applies, in that request's thread.")
 @click.option("--prune", metavar="SELECTOR",

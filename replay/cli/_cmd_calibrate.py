@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from replay.cli._main import check_output_folder, cli, output_options, user_errors
+from replay.cli._main import LOG_PATH, check_output_folder, cli, output_options, user_errors
 
 
 def _table(calibrations, title: str):
@@ -55,7 +55,7 @@ def _check_date(text: str) -> None:
 
 
 @cli.command("calibrate")
-@click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("logs", nargs=-1, required=True, type=LOG_PATH)
 @click.option(
     "--date",
     default=lambda: datetime.now(UTC).date().isoformat(),

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import click
 
-from replay.cli._main import check_output_folder, cli, user_errors
+from replay.cli._main import LOG_PATH, check_output_folder, cli, user_errors
 
 _FORMATS = ("replay-log", "claude-code", "codex", "pi", "opencode")
 
 
 @cli.command("convert")
-@click.argument("log", type=click.Path(path_type=Path))
+@click.argument("log", type=LOG_PATH)
 @click.option(
     "-o",
     "--output",

@@ -11,6 +11,7 @@ import click
 
 from replay.cli._cmd_strategies import resolve_strategies, strategy_options
 from replay.cli._main import (
+    LOG_PATH,
     check_output_folder,
     cli,
     emit,
@@ -23,7 +24,7 @@ from replay.cli._main import (
 
 
 @cli.command("run")
-@click.argument("log", type=click.Path(path_type=Path))
+@click.argument("log", type=LOG_PATH)
 @click.option(
     "--strategies",
     "-s",

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from replay.cli._main import (
+    LOG_PATH,
     cli,
     emit,
     output_options,
@@ -17,7 +18,7 @@ from replay.cli._main import (
 
 
 @cli.command("fidelity")
-@click.argument("log", type=click.Path(path_type=Path))
+@click.argument("log", type=LOG_PATH)
 @replay_options
 @output_options()
 @user_errors

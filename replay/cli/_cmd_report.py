@@ -9,6 +9,7 @@ import click
 
 from replay.cli._cmd_strategies import resolve_strategies, strategy_options
 from replay.cli._main import (
+    LOG_PATH,
     check_output_folder,
     cli,
     horizon_option,
@@ -27,7 +28,7 @@ def _size(n: int) -> str:
 
 
 @cli.command("report")
-@click.argument("log", type=click.Path(path_type=Path))
+@click.argument("log", type=LOG_PATH)
 @click.option(
     "-o",
     "--output",
@@ -120,7 +121,7 @@ def _image_format(fmt: str | None, output: Path | None) -> str:
 
 
 @cli.command("plot")
-@click.argument("log", type=click.Path(path_type=Path))
+@click.argument("log", type=LOG_PATH)
 @click.option("--metric", type=click.Choice(METRICS), default="cost", show_default=True,
               help="prompt: tokens per request (whole / cached); cost: cumulative USD; "
               "hit-ratio: cached / prompt tokens per request.")

@@ -54,6 +54,20 @@ class _DefaultToRun(click.Group):
             sys.exit(2)
 
 
+class _LogPath(click.Path):
+    """A LOG argument: a `Path`, or the string `-` for standard input. `./-` stays a file named
+    `-` (click.Path would make it `Path("-")`, the same as `-`)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value == "-":
+            return value
+        return super().convert(value, param, ctx)
+
+
+LOG_PATH = _LogPath(path_type=Path)
+"""The type of every LOG argument."""
+
+
 def check_output_folder(ctx: click.Context, param: click.Parameter, value: Path | None) -> Any:
     """Refuse an output file whose folder does not exist before any work is done: the write
     itself (`replay._atomic`) would create the folder, as library callers rely on, and the
