@@ -62,7 +62,8 @@ def write_atomic(path: str | Path, data: bytes | str | Iterable[str]) -> None:
     A symbolic link stays a link: the file it points to is replaced. A device or a pipe is
     written to as it is. Text is UTF-8; a lone surrogate the log held (some logs do) is written
     as its `\\uXXXX` escape, which is how JSON spells it. An error of the file system (a folder
-    one may not write in) is a `ReplayError` naming the file.
+    one may not write in) is a `ReplayError` naming the file; a pipe whose reader left raises
+    `BrokenPipeError`.
 
     Missing parent folders are created (library callers such as `write_log` rely on it); the
     command line refuses an output file in a missing folder before doing any work
@@ -75,6 +76,10 @@ def write_atomic(path: str | Path, data: bytes | str | Iterable[str]) -> None:
                     handle.write(chunk)
             return
         _replace(Path(os.path.realpath(path)), payload)
+    except BrokenPipeError:
+        # A pipe's reader stopped reading (`-o /dev/stdout | head`): no mistake of the user's;
+        # the command line ends silently, as it does when standard output is that pipe.
+        raise
     except OSError as err:
         raise ReplayError(f"cannot write {path}: {err.strerror or err}") from None
 

@@ -349,10 +349,12 @@ def test_a_full_disk_under_an_output_file_names_it_exit_2(invoke):
 @pytest.mark.parametrize(
     "args",
     [[str(RUN42), "-s", "baseline", "-q"], [str(RUN42), "-s", "baseline", "--format", "json",
-                                            "-q"], ["strategies"], ["--help"]],
+                                            "-q"], ["strategies"], ["--help"],
+     [str(RUN42), "-s", "baseline", "--format", "json", "-q", "-o", "/dev/stdout"]],
 )
 def test_a_closed_pipe_on_standard_output_is_silent(args):
-    """(Already so before the audit, by click: a regression test of the central handler.)"""
+    """(Already so before the audit, by click: a regression test of the central handler; and
+    `-o /dev/stdout` into a pipe, which was `error: cannot write /dev/stdout: Broken pipe`.)"""
     read, write = os.pipe()
     os.close(read)  # nobody reads: the first write fails with EPIPE
     try:
