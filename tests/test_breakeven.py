@@ -4,7 +4,9 @@ JSON contract of `replay breakeven`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections import Counter
 from datetime import timedelta
 from decimal import Decimal
 
@@ -13,9 +15,10 @@ import pytest
 from conftest import RUN42
 from gen import Call, Turn, build_session
 
-from replay.breakeven import breakeven_session
+from replay.breakeven import _breakeven, breakeven_session
 from replay.breakeven._whatif import PLACEHOLDER, Selector, whatif_strategy
 from replay.log import RequestMarker, read_log
+from replay.prefix import _diff
 from replay.prices import Buckets, Pricer
 from replay.tokens import TokenCounter, family_for
 
@@ -473,3 +476,35 @@ def test_a_horizon_limit_bounds_each_comparison_and_says_so() -> None:
         if whole.horizon <= 2:
             assert short == whole
     assert breakeven_session(session, name, horizon=len(session.requests()))[0] == full
+
+
+def test_each_pair_of_differing_blocks_is_tokenized_once_per_strategy(monkeypatch) -> None:
+    """Each rewrite replays the rest of the log without it, and those replays part at the same
+    pairs of blocks (an output and its truncated version) again and again: the tokens a pair
+    shares are counted once per strategy (`remembered_block_pairs`), and the memo is gone
+    after."""
+    seen: Counter[tuple[str, str]] = Counter()
+    real = TokenCounter.shared_tokens
+
+    def spy(self, a: str, b: str) -> int:
+        seen[a, b] += 1
+        return real(self, a, b)
+
+    monkeypatch.setattr(TokenCounter, "shared_tokens", spy)
+    rows, _ = breakeven_session(read_log(RUN42), ["age-truncate-500-keep-3"])
+    assert len(rows) > 3 and seen
+    assert max(seen.values()) == 1
+    assert _diff._PAIRS.get() is None
+
+
+@pytest.mark.parametrize(
+    "strategy", ["age-truncate-500-keep-3", "compact-at-12000-structured", "tool-aging-keep-3"]
+)
+def test_the_block_pair_memo_changes_no_row(monkeypatch, strategy) -> None:
+    """Break-even with the memo of block pairs gives the rows it gives without it."""
+    session = read_log(RUN42)
+    remembered, _ = breakeven_session(session, [strategy])
+    monkeypatch.setattr(_breakeven, "remembered_block_pairs", contextlib.nullcontext)
+    plain, _ = breakeven_session(session, [strategy])
+    assert remembered and remembered == plain
+

@@ -36,6 +36,7 @@ from replay.engine._replay import (
     with_unlogged_context,
 )
 from replay.log import RequestMarker, Session
+from replay.prefix import remembered_block_pairs
 from replay.prices import Buckets, Pricer
 from replay.strategies import NamedStrategy, resolve
 from replay.strategies._view import Item, SummaryItem, ToolResultItem
@@ -240,6 +241,24 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
     )
 
 
+def _analyse_run(run: _Run, records: list[RequestRecord], horizon: int | None) -> list[BreakEven]:
+    """Break-even of every rewrite event of one strategy's run."""
+    summarizers: dict[str, dict[int, list[RequestRecord]]] = {}
+    threads: dict[str, list[RequestRecord]] = {}
+    for r in records:
+        if r.kind == "summarizer":
+            lane = r.thread.split("/")[0]
+            summarizers.setdefault(lane, {}).setdefault(r.request_index, []).append(r)
+        else:
+            threads.setdefault(r.thread, []).append(r)
+    rows = []
+    for thread, seq in threads.items():
+        for i in range(1, len(seq)):
+            if seq[i].events and seq[i].diff.is_break:
+                rows.append(_analyse(run, seq, i, summarizers.get(thread, {}), horizon))
+    return rows
+
+
 def breakeven_session(
     session: Session,
     strategies: str | Sequence[str | NamedStrategy] = "all",
@@ -264,21 +283,11 @@ def breakeven_session(
     for done, named in enumerate(resolved):
         if config.progress is not None:
             config.progress(named.name, done, len(resolved))
-        run = _Run(session, named, config)
-        records = run.run()
-        all_records.extend(records)
-        summarizers: dict[str, dict[int, list[RequestRecord]]] = {}
-        threads: dict[str, list[RequestRecord]] = {}
-        for r in records:
-            if r.kind == "summarizer":
-                lane = r.thread.split("/")[0]
-                summarizers.setdefault(lane, {}).setdefault(r.request_index, []).append(r)
-            else:
-                threads.setdefault(r.thread, []).append(r)
-        for thread, seq in threads.items():
-            for i in range(1, len(seq)):
-                if seq[i].events and seq[i].diff.is_break:
-                    rows.append(_analyse(run, seq, i, summarizers.get(thread, {}), horizon))
+        with remembered_block_pairs():
+            run = _Run(session, named, config)
+            records = run.run()
+            all_records.extend(records)
+            rows.extend(_analyse_run(run, records, horizon))
     for r in all_records:
         r.store_before = None  # the copies were only needed for the counterfactuals
     if config.progress is not None:

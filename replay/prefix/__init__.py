@@ -6,6 +6,7 @@ from replay.prefix._diff import (
     materialize_tokens,
     naive_first_mismatch,
     prefix_diff,
+    remembered_block_pairs,
 )
 
 __all__ = [
@@ -14,4 +15,5 @@ __all__ = [
     "materialize_tokens",
     "naive_first_mismatch",
     "prefix_diff",
+    "remembered_block_pairs",
 ]

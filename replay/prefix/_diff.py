@@ -7,6 +7,9 @@ message it belongs to, and what kind of block it is (tools / system / message N 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,8 +34,43 @@ class PrefixDiff:
     """True when the new prompt rewrote part of the old one (the old prompt is not its prefix)."""
 
 
+_PAIRS: ContextVar[dict[int, tuple[BlockTable, dict[int, int]]] | None] = ContextVar(
+    "block_pairs", default=None
+)
+"""While `remembered_block_pairs` runs: per table (by id, the table kept alive with its memo so
+the id is not reused), `a << 32 | b` for a pair of block ids → the tokens they share."""
+
+
+@contextmanager
+def remembered_block_pairs() -> Iterator[None]:
+    """Within it, `common_block_tokens` tokenizes each pair of blocks once, not at every
+    comparison: break-even replays the rest of the log once per rewrite, and each replay
+    compares the same pairs (an output and its truncated version) again. Block ids name fixed
+    contents of one table, so an answer holds as long as the table does. Scoped, not global:
+    the memo grows with the pairs compared, and the tables it keeps alive are let go after."""
+    token = _PAIRS.set({})
+    try:
+        yield
+    finally:
+        _PAIRS.reset(token)
+
+
 def common_block_tokens(table: BlockTable, a: int, b: int) -> int:
     """Tokens two differing blocks share from their start (framing included)."""
+    memos = _PAIRS.get()
+    if memos is None:
+        return _common_block_tokens(table, a, b)
+    memo = memos.get(id(table))
+    if memo is None:
+        memo = memos[id(table)] = (table, {})
+    key = a << 32 | b
+    hit = memo[1].get(key)
+    if hit is None:
+        hit = memo[1][key] = _common_block_tokens(table, a, b)
+    return hit
+
+
+def _common_block_tokens(table: BlockTable, a: int, b: int) -> int:
     overhead = table.overheads[a]
     # Framing tokens encode the block kind: blocks with different framing differ at once.
     if overhead != table.overheads[b] or (overhead and table.kinds[a] != table.kinds[b]):
