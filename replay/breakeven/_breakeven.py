@@ -127,7 +127,8 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
     cf_config = copy.copy(run.config)
     cf_config.keep_views = False
     cf = _Run(run.session, run.named, cf_config)
-    cf.store = copy.deepcopy(rec.store_before)
+    # Each snapshot serves one counterfactual: it is taken over, not copied again.
+    cf.store, rec.store_before = rec.store_before, None
     cf.renderers = run.renderers
     state = _Thread(strategy=None)
     state.previous = prev.request
