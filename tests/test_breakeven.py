@@ -22,6 +22,7 @@ from replay.cache._store import CacheStore
 from replay.log import RequestMarker, read_log
 from replay.prefix import _diff
 from replay.prices import Buckets, Pricer
+from replay.strategies._view import UserItem
 from replay.tokens import TokenCounter, family_for
 
 BREAKEVEN_KEYS = {
@@ -527,3 +528,31 @@ def test_each_store_snapshot_is_copied_once(monkeypatch) -> None:
     rows, records = breakeven_session(read_log(RUN42), ["age-truncate-500-keep-3"])
     assert rows and copies["store"] == sum(1 for r in records if r.events)
     assert all(r.store_before is None for r in records)
+
+
+class _CountingSubs(dict):
+    walked = 0
+
+    def get(self, key, default=None):
+        self.walked += 1
+        return super().get(key, default)
+
+
+def test_a_counterfactual_view_walks_only_what_the_previous_view_did_not_start_with() -> None:
+    """Each request of a rewrite's horizon puts the originals back in its view: the items the
+    view starts with as the previous one did keep the substitutes found then (the walk over
+    every item of every view of every horizon was ~8% of the time); the result is the view
+    substituted in full."""
+    items = [UserItem(f"u{n}") for n in range(6)]
+    short, original = UserItem("short"), UserItem("original")
+    subs = _CountingSubs({id(short): original})
+    first = [items[0], short, items[1], items[2]]
+    done = _breakeven._substituted(subs, first, None, [])
+    assert done == [items[0], original, items[1], items[2]] and subs.walked == 4
+    subs.walked = 0
+    second = [items[0], short, items[1], items[3], items[4]]  # parts at item 3
+    again = _breakeven._substituted(subs, second, first, done)
+    assert again == [subs.get(id(x), x) for x in second] and again is not done
+    assert subs.walked == 2 + len(second)  # (the check above walked the whole view)
+    assert done == [items[0], original, items[1], items[2]]  # the previous list is unchanged
+    assert first == [items[0], short, items[1], items[2]]

@@ -39,7 +39,7 @@ from replay.log import RequestMarker, Session
 from replay.prefix import remembered_block_pairs
 from replay.prices import Buckets, Pricer
 from replay.strategies import NamedStrategy, resolve
-from replay.strategies._view import Item, SummaryItem, ToolResultItem
+from replay.strategies._view import Item, SummaryItem, ToolResultItem, shared_prefix
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,16 @@ def _substitutions(before: Sequence[Item], after: Sequence[Item]) -> dict[int, I
     return None if dropped else subs
 
 
+def _substituted(
+    subs: dict[int, Item], view: list[Item], before: list[Item] | None, done: list[Item]
+) -> list[Item]:
+    """`view` with the items of `subs` put back, as a new list; `done` is the same for the
+    previous view `before`: the items both views start with keep their substitutes, only the
+    rest is walked (in Python, once per request of every rewrite's horizon)."""
+    shared = shared_prefix(before, view) if before is not None else 0
+    return done[:shared] + [subs.get(id(x), x) for x in view[shared:]]
+
+
 def _structural(prev: RequestRecord, rec: RequestRecord) -> bool:
     return _substitutions(prev.view, rec.view) is None
 
@@ -140,6 +150,7 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
     cut_by_event = capped = False
     cf_first_total = rec.request.total
     cf_first_read = 0
+    items: list[Item] = []
     for k in range(i, len(seq)):
         cur = seq[k]
         if k > i and cur.events and (subs is None and _structural(seq[k - 1], cur)):
@@ -149,7 +160,7 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
             capped = True
             break
         if subs is not None:
-            items = [subs.get(id(x), x) for x in cur.view]
+            items = _substituted(subs, cur.view, seq[k - 1].view if k > i else None, items)
         else:
             items = list(prev.view) + history[prev.history_len : cur.history_len]
         marker = RequestMarker(ts=cur.ts, request_id=cur.request_id, thread=cur.thread)
@@ -172,6 +183,7 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
             output_tokens=cur.output_tokens,
             estimated_output=cur.request.estimated_output,
             events=[],
+            hand_over=True,
         )
         state.previous = cf_rec.request
         cf.records.clear()
