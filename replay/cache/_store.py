@@ -10,8 +10,11 @@ snapshot of the cache (break-even counterfactuals rely on that).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import copy
+from dataclasses import dataclass, field, fields
 from datetime import datetime
+from operator import attrgetter
+from typing import Any
 
 import numpy as np
 
@@ -137,6 +140,15 @@ class LengthIndex:
         return (self.bits[cum >> 3] & _BIT[cum & 7]) != 0
 
 
+_ENTRY_FIELDS = attrgetter(*(f.name for f in fields(Entry)))
+_PROMPT_FIELDS = attrgetter(*(f.name for f in fields(CachedPrompt)))
+
+
+def _copy_prompt(p: CachedPrompt) -> CachedPrompt:
+    block_ids, cum_tokens, *rest = _PROMPT_FIELDS(p)
+    return CachedPrompt(block_ids.copy(), cum_tokens.copy(), *rest)
+
+
 @dataclass
 class CacheStore:
     """Entries per (scope, model, prefix key); per-(scope, model) prompt lists for automatic
@@ -150,6 +162,28 @@ class CacheStore:
     lengths: dict[str, LengthIndex] = field(default_factory=dict)
     """Model → the prefix lengths of its `entries` (a superset once entries are deleted: only
     `put` adds entries, and deleting one leaves its length here)."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> CacheStore:
+        """A full snapshot (break-even starts each counterfactual from one). The fields of
+        entries and prompts are immutable but for a prompt's arrays: each is copied flat, not
+        through a generic deep copy of every key, entry and datetime (~40x slower; a store keeps
+        every entry written, and break-even copies it before every rewrite). `memo` learns the
+        copies, so what `extra` names (the last prompt of a lane) is the same copy."""
+        for old in self.entries.values():
+            if id(old) not in memo:
+                memo[id(old)] = Entry(*_ENTRY_FIELDS(old))
+        for prompts in self.prompts.values():
+            for p in prompts:
+                if id(p) not in memo:
+                    memo[id(p)] = _copy_prompt(p)
+        new = CacheStore(
+            entries={key: memo[id(e)] for key, e in self.entries.items()},
+            prompts={key: [memo[id(p)] for p in ps] for key, ps in self.prompts.items()},
+            scopes={model: set(scopes) for model, scopes in self.scopes.items()},
+            lengths={model: LengthIndex(i.bits.copy()) for model, i in self.lengths.items()},
+        )
+        new.extra = copy.deepcopy(self.extra, memo)
+        return new
 
     def get(self, scope: str, model: str, key: int) -> Entry | None:
         return self.entries.get((scope, model, key))
