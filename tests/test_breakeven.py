@@ -19,7 +19,8 @@ from gen import Call, Turn, build_session
 from replay.breakeven import _breakeven, breakeven_session
 from replay.breakeven._whatif import PLACEHOLDER, Selector, whatif_strategy
 from replay.cache._store import CachedPrompt, CacheStore
-from replay.engine._replay import ReplayConfig, _Run
+from replay.engine import _replay
+from replay.engine._replay import ReplayConfig, _Run, with_unlogged_context
 from replay.log import RequestMarker, read_log
 from replay.prefix import _diff
 from replay.prices import Buckets, Pricer
@@ -615,3 +616,28 @@ def test_a_store_snapshot_is_a_deep_copy_made_flat(monkeypatch, provider, model)
         assert snapshot.lengths[model_name].bits is not index.bits
         assert snapshot.scopes[model_name] is not store.scopes[model_name]
     assert not set(map(id, store.extra.values())) & set(map(id, snapshot.extra.values()))
+
+
+def test_counterfactuals_reuse_the_run_s_session_facts_and_markers(monkeypatch) -> None:
+    """A rewrite's counterfactual needs none of the session's facts (outputs, head fields)
+    the run gathered: it shares the run's instead of gathering its own, and the markers of a
+    thread's requests are made once, not once per rewrite and request of its horizon."""
+    built: Counter[str] = Counter()
+    real_facts, real_marker = _replay._SessionFacts.__init__, _breakeven.RequestMarker
+
+    def facts(self, *args, **kwargs) -> None:
+        built["facts"] += 1
+        real_facts(self, *args, **kwargs)
+
+    def marker(**fields):
+        built["markers"] += 1
+        return real_marker(**fields)
+
+    monkeypatch.setattr(_replay._SessionFacts, "__init__", facts)
+    monkeypatch.setattr(_breakeven, "RequestMarker", marker)
+    session = read_log(RUN42)
+    with_unlogged_context(session, ReplayConfig())  # (the fit's run, made once, gathers its own)
+    built.clear()
+    rows, records = breakeven_session(session, ["age-truncate-500-keep-3"])
+    assert len(rows) > 3
+    assert built == {"facts": 1, "markers": sum(1 for r in records if r.kind == "request")}

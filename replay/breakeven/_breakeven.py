@@ -128,7 +128,8 @@ def _structural(prev: RequestRecord, rec: RequestRecord) -> bool:
 
 
 def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[RequestRecord]],
-             longest: int | None = None) -> BreakEven:
+             longest: int | None, markers: list[RequestMarker]) -> BreakEven:
+    """`markers`: the request markers of `seq`'s counterfactuals (the same for every rewrite)."""
     prev, rec = seq[i - 1], seq[i]
     history = run.threads[rec.thread].history
     subs = _substitutions(prev.view, rec.view)
@@ -136,7 +137,7 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
     # columns) for a whole horizon, they held ~140 MB per rewrite on a 470-request log.
     cf_config = copy.copy(run.config)
     cf_config.keep_views = False
-    cf = _Run(run.session, run.named, cf_config)
+    cf = _Run(run.session, run.named, cf_config, run.facts)
     # Each snapshot serves one counterfactual: it is taken over, not copied again.
     cf.store, rec.store_before = rec.store_before, None
     cf.renderers = run.renderers
@@ -163,7 +164,7 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
             items = _substituted(subs, cur.view, seq[k - 1].view if k > i else None, items)
         else:
             items = list(prev.view) + history[prev.history_len : cur.history_len]
-        marker = RequestMarker(ts=cur.ts, request_id=cur.request_id, thread=cur.thread)
+        marker = markers[k]
         # The same head as the recorded request (a real log's hidden prefix, its version) and
         # its last marker where the usage put it: only the rewrite differs.
         head = cur.rendered_with
@@ -266,9 +267,11 @@ def _analyse_run(run: _Run, records: list[RequestRecord], horizon: int | None) -
             threads.setdefault(r.thread, []).append(r)
     rows = []
     for thread, seq in threads.items():
+        markers = [RequestMarker(ts=r.ts, request_id=r.request_id, thread=r.thread) for r in seq]
         for i in range(1, len(seq)):
             if seq[i].events and seq[i].diff.is_break:
-                rows.append(_analyse(run, seq, i, summarizers.get(thread, {}), horizon))
+                extra = summarizers.get(thread, {})
+                rows.append(_analyse(run, seq, i, extra, horizon, markers))
     return rows
 
 
