@@ -266,8 +266,12 @@ def _analyse_run(run: _Run, records: list[RequestRecord], horizon: int | None) -
         else:
             threads.setdefault(r.thread, []).append(r)
     rows = []
+    recorded = run.session.requests()  # `request_index` numbers them in file order
     for thread, seq in threads.items():
-        markers = [RequestMarker(ts=r.ts, request_id=r.request_id, thread=r.thread) for r in seq]
+        # The recorded calls themselves: their price variant (fast mode, US-only inference) and
+        # duration (when the response, hence the cache entry, was ready) hold for the
+        # counterfactual too; only the rewrite differs.
+        markers = [recorded[r.request_index] for r in seq]
         for i in range(1, len(seq)):
             if seq[i].events and seq[i].diff.is_break:
                 extra = summarizers.get(thread, {})
