@@ -487,10 +487,9 @@ def test_a_subagents_folder_that_cannot_be_listed_is_an_error(tmp_path: Path, mo
         assert caught.value.path == str(folder)
 
 
-def test_resumed_session_files_are_deduplicated(tmp_path: Path) -> None:
-    first = claude_lines()
-    # The resumed file starts with a copy of the first one (same uuids and message ids).
-    second = claude_lines() + [
+def _resumed_turn() -> list[dict[str, Any]]:
+    """The turn a resumed session adds after the lines it copied (`claude_lines`)."""
+    return [
         _user("u7", "a3", "09.000", "And hidden files?"),
         _assistant(
             "a7",
@@ -502,6 +501,12 @@ def test_resumed_session_files_are_deduplicated(tmp_path: Path) -> None:
             _usage(3, 20, 3040, 3),
         ),
     ]
+
+
+def test_resumed_session_files_are_deduplicated(tmp_path: Path) -> None:
+    first = claude_lines()
+    # The resumed file starts with a copy of the first one (same uuids and message ids).
+    second = claude_lines() + _resumed_turn()
     for line in second:
         if "sessionId" in line:
             line["sessionId"] = "s-2"
@@ -564,18 +569,7 @@ def test_resumed_copies_under_new_uuids_are_deduplicated(tmp_path: Path, retimed
     # dropped (same requestId + message.id) but the user lines and tool results were kept, so
     # the prompt and the tool result were in the context twice (and a strict read failed on
     # the copied result's call).
-    more = [
-        _user("u7", "a3", "09.000", "And hidden files?"),
-        _assistant(
-            "a7",
-            "u7",
-            "10.000",
-            "msg_R",
-            "req_9",
-            {"type": "text", "text": "None."},
-            _usage(3, 20, 3040, 3),
-        ),
-    ]
+    more = _resumed_turn()
     session = load(_resumed_under_new_uuids(tmp_path, more, retimed), strict=True)
     assert [r.request_id for r in session.requests()] == ["req_1", "req_2", "req_9"]
     texts = [e.text for e in session.events if isinstance(e, UserMessage)]
