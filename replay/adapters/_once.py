@@ -50,19 +50,23 @@ class _Unit:
     """Format of a session of several files (a `GROUPED` one); empty for a single file."""
 
 
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes, read a megabyte at a time (`replay batch` names dataset
+    parts by it and finds copies with it)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def _sha256(path: Path) -> str | None:
     """The SHA-256 of a regular file's bytes; None for anything else (a folder, a pipe: read
     once by its reader, never hashed beforehand)."""
     try:
-        if not stat.S_ISREG(path.stat().st_mode):
-            return None
-        digest = hashlib.sha256()
-        with open(path, "rb") as handle:
-            while chunk := handle.read(1 << 20):
-                digest.update(chunk)
+        return file_sha256(path) if stat.S_ISREG(path.stat().st_mode) else None
     except OSError:
         return None  # its reader says what is wrong with it
-    return digest.hexdigest()
 
 
 def _distinct(paths: Iterable[Path], left_out: list[LeftOut]) -> list[Path]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from replay._errors import LogFormatError, ReplayError
 from replay.adapters._groups import grouped_adapter
-from replay.adapters._once import parent_file
+from replay.adapters._once import file_sha256, parent_file
 from replay.batch._options import BatchOptions
 
 OK, SKIPPED, FAILED = "ok", "skipped", "failed"
@@ -139,14 +139,6 @@ def _utc(ts: datetime) -> datetime:
     return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
 
 
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def describe(err: BaseException) -> str:
     """A one-line message: user-fixable errors as they are, anything else with its type."""
     if isinstance(err, ReplayError):
@@ -220,7 +212,7 @@ def scan_file(path: str, opts: BatchOptions) -> ScanResult:
         result.status, result.message = SKIPPED, "not a regular file (a pipe or a device)"
         return result
     try:
-        result.sha = _sha256(path)
+        result.sha = file_sha256(path)
         result.fmt = _format(path)
         result.info = _info(path, _load(path, opts, fmt=result.fmt), opts, result.fmt)
         result.status = OK
