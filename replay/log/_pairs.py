@@ -128,6 +128,11 @@ class ToolPairs:
             return self._unanswered(state, event, line)
         return [], []
 
+    def _kept(self, line: int, expected: str, then: str) -> LogFormatError:
+        """A problem of a line that is kept: a lenient read says what it did about it (`then`);
+        a strict read stops there, and says only what was expected."""
+        return LogFormatError(self.path, line, expected if self.strict else f"{expected}; {then}")
+
     def _reopened(self, event: ThreadStart, line: int) -> LogFormatError | None:
         """A `thread` event for `main` (the header opens it) or for a thread an earlier one
         opened: it would change a running thread's system prompt or model (no adapter writes
@@ -154,12 +159,10 @@ class ToolPairs:
             return []
         self.opened.add(event.thread)
         return [
-            LogFormatError(
-                self.path,
+            self._kept(
                 line,
-                f"expected a `thread` event opening thread {event.thread!r} before its first "
-                "line" + ("" if self.strict else "; replayed as a thread of its own, with the "
-                          "session's system prompt"),
+                f"expected a `thread` event opening thread {event.thread!r} before its first line",
+                "replayed as a thread of its own, with the session's system prompt",
             )
         ]
 
@@ -170,11 +173,11 @@ class ToolPairs:
         if first == line:
             return []
         return [
-            LogFormatError(
-                self.path,
+            self._kept(
                 line,
                 f"expected a unique request_id: {event.request_id!r} is the request_id of line "
-                f"{first}" + ("" if self.strict else "; both are replayed"),
+                f"{first}",
+                "both are replayed",
             )
         ]
 
@@ -185,11 +188,11 @@ class ToolPairs:
         if not unknown:
             return []
         return [
-            LogFormatError(
-                self.path,
+            self._kept(
                 line,
                 f"expected `replaces` to name earlier events: {len(unknown)} of its ids name "
-                f"none (first: {unknown[0]!r})" + ("" if self.strict else "; they are ignored"),
+                f"none (first: {unknown[0]!r})",
+                "they are ignored",
             )
         ]
 
@@ -218,13 +221,11 @@ class ToolPairs:
         errors, placeholders = [], []
         for call, (name, call_line) in state.pending.items():
             errors.append(
-                LogFormatError(
-                    self.path,
+                self._kept(
                     line,
                     f"expected a tool_result for call {call!r} ({name}, line {call_line}) "
-                    f"before request {event.request_id}"
-                    # A strict read stops here: nothing is added.
-                    + ("" if self.strict else "; a placeholder error result was added"),
+                    f"before request {event.request_id}",
+                    "a placeholder error result was added",  # (a strict read adds nothing)
                 )
             )
             placeholder = ToolResult(
