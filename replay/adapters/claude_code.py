@@ -390,8 +390,9 @@ class _Reader:
         """Response key → index of the file it was first read from."""
         self.by_message: dict[str, tuple[str | None, str | None]] = {}
         """Logged `message.id` → the first response read with it."""
-        self.blocks: dict[tuple[str | None, str | None], set[int]] = {}
-        """Response key → digests of its lines' content (what a copy of it may hold)."""
+        self.blocks: dict[tuple[str | None, str | None], list[Any]] = {}
+        """Response key → its lines' `message.content` (what a copy of it may hold; compared
+        only when a line repeats its id, which is rare)."""
         self.response_message: dict[tuple[str | None, str | None], AssistantMessage] = {}
         """Response key → the message emitted for it (first emitted, if on several threads)."""
         self.copies: list[tuple[AssistantMessage, tuple[str | None, str | None]]] = []
@@ -568,12 +569,12 @@ class _Reader:
         logged = get_str(message, "id")
         if not logged or logged == "REDACTED" or line.message_id is None:
             return None
-        digest = hash(json.dumps(message.get("content"), sort_keys=True))
+        content = message.get("content")
         first = self.by_message.setdefault(line.message_id, line.response)
         if first == line.response:
-            self.blocks.setdefault(first, set()).add(digest)
+            self.blocks.setdefault(first, []).append(content)
             return None
-        if digest not in self.blocks.get(first, set()):
+        if content not in self.blocks.get(first, []):
             return None
         self.links.join(index, self.seen_response[(first[0], line.message_id)])
         return first
