@@ -143,10 +143,9 @@ def discover(
     """Every regular file under `targets` (folders, glob patterns or files), resolved, sorted,
     without duplicates, but those `exclude` is true for (given the resolved path). A target
     that matches nothing, or only files `exclude` leaves out, is an error (a typo, not an empty
-    run), and so is a target folder
-    (or a pattern's folder) it cannot list. A folder found below one that cannot be listed is
-    noted in `unlisted` (resolved → why), the rest of the tree walked; without `unlisted`, it
-    is an error too."""
+    run), and so is a target folder (or a pattern's folder) it cannot list. A folder found below
+    one that cannot be listed is noted in `unlisted` (resolved → why), the rest of the tree
+    walked; without `unlisted`, it is an error too."""
     found: dict[Path, None] = {}
     for target in targets:
         text = str(target)
