@@ -491,7 +491,7 @@ class CacheSimulator(ABC):
 
     def ttl_choice(self, sim: SimRequest) -> bool:
         """Whether the client picks the TTL of what this request writes (5m or 1h, per
-        breakpoint): what `--ttl` forces. None by default: the provider's rules set it."""
+        breakpoint): what `--ttl` forces. False by default: the provider's rules set it."""
         return False
 
     def new_entry(self, sim: SimRequest, tokens: int, ttl: float, ready_at: datetime) -> Entry:
