@@ -414,12 +414,14 @@ def test_ctrl_c_while_batch_starts_its_workers(tmp_path):
     logs = tmp_path / "logs"
     logs.mkdir()
     lines = RUN42.read_text(encoding="utf-8").splitlines(keepends=True)
-    for n in range(6):  # distinct contents: not duplicates of each other
+    # Distinct contents (not duplicates of each other), and enough work (~8 s here) that the
+    # batch cannot end before the signal on a fast machine: the test must not hang on timing.
+    for n in range(24):
         (logs / f"run{n}.jsonl").write_text("".join(lines[: len(lines) - n]), encoding="utf-8")
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "replay", "batch", str(logs), "-s", "baseline", "--workers", "2",
+        [sys.executable, "-m", "replay", "batch", str(logs), "-s", "all", "--workers", "2",
          "-o", str(out), "-q"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,
