@@ -132,6 +132,28 @@ def test_dot_slash_dash_is_a_file_named_dash(invoke, tmp_path, monkeypatch) -> N
     assert converted.stdout_bytes == RUN42.read_bytes()
 
 
+def test_output_dot_slash_dash_is_a_file_named_dash(invoke, tmp_path, monkeypatch) -> None:
+    # `-o ./-` was the same Path("-") as `-o -`: the result went to standard output, no file.
+    monkeypatch.chdir(tmp_path)
+    dash = tmp_path / "-"
+    to_stdout = invoke(str(RUN42), "-s", "baseline", "--format", "json", "-q", "-o", "-")
+    for args in (
+        (str(RUN42), "-s", "baseline", "--format", "json", "-q"),
+        ("schema",),
+        ("convert", str(RUN42), "-q"),
+    ):
+        done = invoke(*args, "-o", "./-")
+        assert done.exit_code == 0, done.stderr
+        assert done.stdout == ""
+        assert dash.read_bytes()
+        if args[0] == str(RUN42):
+            assert dash.read_text(encoding="utf-8") == to_stdout.stdout
+        dash.unlink()
+    told = invoke("convert", str(RUN42), "-o", "./-")
+    assert "wrote ./-:" in told.stderr
+    dash.unlink()
+
+
 def test_a_streamed_log_is_named_in_notes_and_errors(fifo_of, tmp_path) -> None:
     """Skipped lines and errors name the stream as given, never a temporary copy."""
     cut = tmp_path / "cut.jsonl"

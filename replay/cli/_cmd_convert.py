@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from replay.cli._main import LOG_PATH, check_output_folder, cli, user_errors
+from replay.cli._main import LOG_PATH, OUTPUT_PATH, check_output_folder, cli, user_errors
 
 _FORMATS = ("replay-log", "claude-code", "codex", "pi", "opencode")
 
@@ -16,7 +16,7 @@ _FORMATS = ("replay-log", "claude-code", "codex", "pi", "opencode")
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=OUTPUT_PATH,
     callback=check_output_folder,
     required=True,
     help="Where to write the replay-log JSONL (atomically); `-` for standard output.",
@@ -51,7 +51,7 @@ def convert_command(
     from replay.log import RequestMarker, ThreadStart, dumps_log, write_log
 
     session = read_any(log, strict=strict, fmt=source_format)
-    if str(output) == "-":
+    if output == "-":
         click.echo(dumps_log(session.header, session.events), nl=False)
     else:
         write_log(session, output)
@@ -59,7 +59,9 @@ def convert_command(
         return
     requests = sum(isinstance(e, RequestMarker) for e in session.events)
     threads = 1 + sum(isinstance(e, ThreadStart) for e in session.events)
-    where = "standard output" if str(output) == "-" else str(output)
+    where = "standard output" if output == "-" else str(output)
+    if where == "-":  # `-o ./-`: a file named `-`
+        where = "./-"
     message = (
         f"wrote {where}: {session.header.agent} log, {requests} requests in {threads} "
         f"thread(s), {len(session.events)} events"

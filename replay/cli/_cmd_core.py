@@ -12,6 +12,7 @@ import click
 from replay.cli._cmd_strategies import resolve_strategies, strategy_options
 from replay.cli._main import (
     LOG_PATH,
+    OUTPUT_PATH,
     check_output_folder,
     cli,
     emit,
@@ -167,7 +168,7 @@ def print_notes_beside(notes: list[str], fmt: str, quiet: bool) -> None:
 
 @cli.command("schema")
 @click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE.",
+    "-o", "--output", type=OUTPUT_PATH, help="Write to FILE.",
     callback=check_output_folder,
 )
 @user_errors

@@ -10,6 +10,7 @@ import click
 from replay.cli._cmd_strategies import resolve_strategies, strategy_options
 from replay.cli._main import (
     LOG_PATH,
+    OUTPUT_PATH,
     check_output_folder,
     cli,
     horizon_option,
@@ -127,8 +128,7 @@ def _image_format(fmt: str | None, output: Path | None) -> str:
               "hit-ratio: cached / prompt tokens per request.")
 @click.option("--format", "fmt", type=click.Choice(["png", "svg"]),
               help="Image format (default: from -o's suffix, else png).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              callback=check_output_folder,
+@click.option("-o", "--output", type=OUTPUT_PATH, callback=check_output_folder,
               help="Image file to write, .png or .svg (default: standard output, when it is not "
               "a terminal).")
 @click.option("--strategies", "-s", default="all", show_default=True,

@@ -54,9 +54,9 @@ class _DefaultToRun(click.Group):
             sys.exit(2)
 
 
-class _LogPath(click.Path):
-    """A LOG argument: a `Path`, or the string `-` for standard input. `./-` stays a file named
-    `-` (click.Path would make it `Path("-")`, the same as `-`)."""
+class _DashPath(click.Path):
+    """A LOG argument or an `-o FILE`: a `Path`, or the string `-` for standard input or output.
+    `./-` stays a file named `-` (click.Path would make it `Path("-")`, the same as `-`)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and value == "-":
@@ -64,15 +64,18 @@ class _LogPath(click.Path):
         return super().convert(value, param, ctx)
 
 
-LOG_PATH = _LogPath(path_type=Path)
+LOG_PATH = _DashPath(path_type=Path)
 """The type of every LOG argument."""
+
+OUTPUT_PATH = _DashPath(dir_okay=False, path_type=Path)
+"""The type of every `-o FILE` that may be `-` (standard output)."""
 
 
 def check_output_folder(ctx: click.Context, param: click.Parameter, value: Path | None) -> Any:
     """Refuse an output file whose folder does not exist before any work is done: the write
     itself (`replay._atomic`) would create the folder, as library callers rely on, and the
     command line never creates one silently from a mistyped `-o`."""
-    if value is None or str(value) == "-":
+    if value is None or value == "-":
         return value
     if value.name in ("", ".", ".."):  # `-o ""` arrives as `.`
         click.echo(f"error: cannot write {str(value)!r}: expected a file name", err=True)
@@ -95,7 +98,7 @@ def refuse_overwriting_a_log(options: dict[str, Any]) -> None:
     # `--write-tokenizers` may renew the tokenizer file in force: that is what it writes.
     for flag, output, read in (("-o", options.get("output"), [*inputs, tokenizers]),
                                ("--write-tokenizers", options.get("write_tokenizers"), inputs)):
-        if output is None or str(output) == "-":
+        if output is None or output == "-":
             continue
         for source in read:
             if source is not None and _same_file(source, output):
@@ -124,7 +127,7 @@ def output_options(formats: tuple[str, ...] = FORMATS) -> Callable:
         fn = click.option(
             "-o",
             "--output",
-            type=click.Path(dir_okay=False, path_type=Path),
+            type=OUTPUT_PATH,
             callback=check_output_folder,
             help="Write the result to FILE (atomically) instead of standard output; its folder "
             "must exist.",

@@ -72,8 +72,9 @@ def _stringify_times(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def write_output(text_or_bytes: str | bytes, path: str | Path | None) -> None:
-    """Write to `path` atomically, or to standard output when no path is given."""
-    if path is None or str(path) == "-":
+    """Write to `path` atomically, or to standard output when no path is given or it is the
+    string `-` (a `Path("-")`, as `-o ./-` gives, is a file named `-`)."""
+    if path is None or path == "-":
         import sys
 
         if isinstance(text_or_bytes, bytes):
