@@ -306,6 +306,28 @@ def test_report_command_quiet_prints_nothing(tmp_path) -> None:
     assert out.stat().st_size > 500_000
 
 
+def test_report_to_standard_output(tmp_path) -> None:
+    """`-o -` writes the page to standard output; so does `-o /dev/stdout` redirected to a file
+    named .html (it was refused: /dev/stdout is not named .html, and the shell made it a file)."""
+    import subprocess
+    import sys
+
+    args = ["report", str(SAMPLE), "-s", "baseline", "--no-breakeven", "-q"]
+    run = CliRunner().invoke(cli, [*args, "-o", "-"], prog_name="replay")
+    assert run.exit_code == 0, run.output
+    assert run.stdout.startswith("<!") and run.stdout.rstrip().endswith("</html>")
+    page = tmp_path / "page.html"
+    with page.open("wb") as stdout:
+        done = subprocess.run([sys.executable, "-m", "replay", *args, "-o", "/dev/stdout"],
+                              stdout=stdout, stderr=subprocess.PIPE, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    assert page.read_text(encoding="utf-8") == run.stdout
+    with (tmp_path / "page.txt").open("wb") as stdout:
+        done = subprocess.run([sys.executable, "-m", "replay", *args, "-o", "/dev/stdout"],
+                              stdout=stdout, stderr=subprocess.PIPE, cwd=ROOT, check=False)
+    assert done.returncode == 2 and b"name it .html" in done.stderr
+
+
 def test_report_command_user_errors(tmp_path) -> None:
     run = CliRunner().invoke(cli, ["report", str(tmp_path / "missing.jsonl"), "-o",
                                    str(tmp_path / "r.html")], prog_name="replay")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -33,11 +34,11 @@ def _size(n: int) -> str:
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=OUTPUT_PATH,
     default=Path("report.html"),
     callback=check_output_folder,
     show_default=True,
-    help="HTML file to write (atomically).",
+    help="HTML file to write (atomically), or `-` for standard output.",
 )
 @click.option("--strategies", "-s", default="all", show_default=True,
               help="`all`, `plugins`, or comma-separated names (see `replay strategies`).")
@@ -68,12 +69,12 @@ def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ..
       replay report logs/run42.jsonl -o report.html
       replay report logs/run42.jsonl -s baseline,truncate-500 --no-breakeven -o small.html
     """
-    from replay._atomic import write_atomic, written_through
     from replay._errors import ReplayError
     from replay.cli._progress import progress_bar, status
+    from replay.report import write_output
     from replay.report._html import build_report, render_html
 
-    if output.suffix.lower() not in (".html", ".htm") and not written_through(output):
+    if not _html_target(output):
         # The page is HTML whatever the name says: `-o chart.png` would lie about it.
         raise ReplayError(f"-o {output}: the report is an HTML page: name it .html")
 
@@ -88,13 +89,25 @@ def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ..
     with status("writing the page", quiet):
         # A lone surrogate a log held is written as its escape (`write_atomic` does the same).
         page = render_html(document).encode("utf-8", "backslashreplace")
-    write_atomic(output, page)
+    write_output(page, output)
     if not quiet:
+        where = "standard output" if output == "-" else output
         click.echo(
-            f"wrote {output} ({_size(len(page))}: {len(document['strategies'])} strategies × "
+            f"wrote {where} ({_size(len(page))}: {len(document['strategies'])} strategies × "
             f"{len(document['requests'])} requests)",
             err=True,
         )
+
+
+def _html_target(output: Path | str) -> bool:
+    """Standard output, a device or a pipe, or a file named .html — also through a link
+    (`-o /dev/stdout > page.html` names page.html)."""
+    from replay._atomic import written_through
+
+    if output == "-" or written_through(Path(output)):
+        return True
+    return any(Path(p).suffix.lower() in (".html", ".htm")
+               for p in (output, os.path.realpath(output)))
 
 
 # Image formats `plot` cannot draw: a file named like one of them would lie about its content.
