@@ -36,7 +36,6 @@ from replay.strategies._common import (
 )
 from replay.strategies._prompts import CLAUDE_CODE_INSTRUCTION, LITERAL_CLAUDE_CONTINUATION
 from replay.strategies._view import (
-    AssistantItem,
     Item,
     RewriteEvent,
     ToolResultItem,
@@ -44,23 +43,57 @@ from replay.strategies._view import (
     View,
 )
 
+# Edit calls' argument names: Claude Code and Gemini CLI (`old_string`), opencode (`oldString`),
+# pi (`oldText`); MultiEdit sends a list of them under `edits`.
+_EDIT_KEYS = (("old_string", "new_string", "replace_all"), ("oldString", "newString", "replaceAll"),
+              ("oldText", "newText", "replaceAll"))
+
+
+def _edited(content: str, arguments: dict) -> str | None:
+    """`content` after an edit call's replacements (each old string once, or every time with
+    `replace_all`), or None when the call is not an edit or an old string is not in it (the
+    file held more than the reads showed)."""
+    edits = arguments.get("edits") if isinstance(arguments.get("edits"), list) else [arguments]
+    changed = False
+    for edit in edits:
+        if not isinstance(edit, dict):
+            return None
+        keys = next((k for k in _EDIT_KEYS
+                     if isinstance(edit.get(k[0]), str) and isinstance(edit.get(k[1]), str)), None)
+        if keys is None:
+            return None
+        old, new = edit[keys[0]], edit[keys[1]]
+        if not old or old not in content:
+            return None
+        content = content.replace(old, new, -1 if edit.get(keys[2]) else 1)
+        changed = True
+    return content if changed else None
+
 
 def recent_files(items: Sequence[Item]) -> list[tuple[str, str]]:
-    """(path, latest content) of files read or written, most recent first."""
+    """(path, latest content) of files read, written or edited, most recent first (a failed
+    call changes nothing). An edit applies to the content the history holds; where it cannot
+    (no earlier read of the file, or a part of it only), the file is still among the most
+    recently edited, with the content last seen: Claude Code re-attaches the file as it is on
+    disk, which the log does not hold."""
     latest: dict[str, str] = {}
     for item in items:
-        if isinstance(item, AssistantItem):
-            for b in item.tool_calls:
-                path = path_of(b.arguments)
-                content = b.arguments.get("content") if isinstance(b.arguments, dict) else None
-                if path and tool_kind(b.name) == "write" and isinstance(content, str):
-                    latest.pop(path, None)
-                    latest[path] = content
-        elif isinstance(item, ToolResultItem) and tool_kind(item.tool_name) == "read":
-            path = path_of(item.arguments)
-            if path and not item.is_error:
-                latest.pop(path, None)
-                latest[path] = item.output
+        if not isinstance(item, ToolResultItem) or item.is_error:
+            continue
+        kind, path, args = tool_kind(item.tool_name), path_of(item.arguments), item.arguments
+        if not path:
+            continue
+        if kind == "read":
+            content: str | None = item.output
+        elif kind == "write" and isinstance(args, dict):
+            content = args.get("content") if isinstance(args.get("content"), str) else None
+            if content is None and path in latest:
+                content = _edited(latest[path], args) or latest[path]
+        else:
+            continue
+        if content is not None:
+            latest.pop(path, None)
+            latest[path] = content
     return list(reversed(latest.items()))
 
 
