@@ -863,6 +863,23 @@ def test_gemini_compress_budgets_the_whole_history_then_splits_it():
     assert isinstance(answer, AssistantItem) and answer.blocks[0].text == view.items[0].text
 
 
+def test_gemini_compress_splits_on_json_characters():
+    """Gemini CLI weighs each message by its JSON (chatCompressionService.ts): a quote or a
+    newline counts two characters, so an escape-heavy output weighs twice its text."""
+    from replay.strategies.gemini_compress import json_chars, split_point
+
+    h = History().user("task").step(("bash", {"command": "dump"}, '"\n' * 3000))
+    for n in range(4):
+        h.user(f"request {n}").step(("bash", {"command": f"t{n}"}, "x" * 3000))
+    users = [n for n, i in enumerate(h.items) if isinstance(i, UserItem)][1:]
+    # By text alone (18k characters, the dump 6k) the split was at the fourth request; as JSON
+    # the dump weighs 12k of 25k characters, and the split is at the third.
+    assert split_point(h.items, 0.3) == users[2]
+    dump = next(i for i in h.items if isinstance(i, ToolResultItem) and i.output.startswith('"'))
+    assert json_chars(dump) > 2 * len(dump.output)
+    assert json_chars(UserItem("\U0001f600")) == len('{"role":"user","parts":[{"text":""}]}') + 2
+
+
 def test_goose_sends_each_pair_s_call_and_result_to_its_summarizer():
     h = History().user()
     for n in range(4):  # two parallel calls per message

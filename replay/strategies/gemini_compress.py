@@ -3,13 +3,13 @@
 Rule: before each request, when the previous prompt's tokens reach `threshold` of the model's
 limit, tool outputs beyond the newest `tool_budget` tokens of the whole history keep only their
 last lines; that history is split at the first real user message (not a tool response) at or
-after (1 − `preserve`) of its characters — failing that, the last such message before it; with
-no split point nothing happens. The head's messages, as they are, go to a fresh request
-(compression system prompt + "Generate a new <state_snapshot>…") and to a second, verification
-request (the same, then the snapshot as the model's answer and "Critically evaluate…"); the
-history becomes [user(snapshot), model("Got it. Thanks for the additional context!")] + the
-tail. If the result is not smaller than before, it is discarded and compression is not tried
-again.
+after (1 − `preserve`) of its characters, counted as Gemini CLI counts them (the JSON of each
+message) — failing that, the last such message before it; with no split point nothing happens.
+The head's messages, as they are, go to a fresh request (compression system prompt + "Generate
+a new <state_snapshot>…") and to a second, verification request (the same, then the snapshot as
+the model's answer and "Critically evaluate…"); the history becomes [user(snapshot),
+model("Got it. Thanks for the additional context!")] + the tail. If the result is not smaller
+than before, it is discarded and compression is not tried again.
 
 Defaults: threshold = 50 %, preserve = 30 %, tool_budget = 50,000, preview_lines = 30.
 Cache class: freeze-once. The preview's wording is this project's.
@@ -20,6 +20,7 @@ client.ts (called before each turn).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from replay.strategies._base import (
@@ -34,7 +35,6 @@ from replay.strategies._base import (
 from replay.strategies._common import (
     Frozen,
     SummarySource,
-    chars,
     is_real_user,
     item_tokens,
     items_tokens,
@@ -59,16 +59,42 @@ from replay.strategies._view import (
 )
 
 
+def json_chars(item: Item) -> int:
+    """Length of `JSON.stringify` of the item as the Gemini `Content` Gemini CLI measures to
+    split (role, parts, `functionCall` arguments, `functionResponse` output): escapes count
+    (a newline is two characters), so output-heavy items weigh more than their text alone.
+    JavaScript counts UTF-16 units: a character beyond the BMP counts two."""
+    if isinstance(item, AssistantItem):
+        parts: list[dict] = []
+        for b in item.blocks:
+            if b.type == "tool_call":
+                parts.append({"functionCall": {"name": b.name, "args": b.arguments}})
+            elif b.type == "text":
+                parts.append({"text": b.text})
+            elif b.type == "thinking":
+                parts.append({"text": b.text, "thought": True})
+        content: dict = {"role": "model", "parts": parts}
+    elif isinstance(item, ToolResultItem):
+        response = {"id": item.call_id, "name": item.tool_name, "response": {"output": item.output}}
+        content = {"role": "user", "parts": [{"functionResponse": response}]}
+    else:
+        content = {"role": "user", "parts": [{"text": item.text}]}
+    text = json.dumps(content, ensure_ascii=False, separators=(",", ":"), default=str)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
 def split_point(items: Sequence[Item], keep_fraction: float) -> int:
-    total = chars(items)
-    target = total * (1 - keep_fraction)
+    """Index of the first real user message at or after (1 − `keep_fraction`) of the items'
+    JSON characters (failing that, the last one before it; 0: none)."""
+    sizes = [json_chars(item) for item in items]
+    target = sum(sizes) * (1 - keep_fraction)
     seen, last = 0, 0
     for n, item in enumerate(items):
         if n > 0 and is_real_user(item) and valid_start(items, n):
             if seen >= target:
                 return n
             last = n
-        seen += chars([item])
+        seen += sizes[n]
     return last
 
 
