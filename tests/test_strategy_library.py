@@ -760,6 +760,19 @@ def test_roo_and_opencode_send_the_summary_as_the_assistant_s(name, head):
     assert summary_item("s", ()).role == "user"
 
 
+def test_roo_condense_summarizes_what_it_folds_not_the_messages_it_keeps():
+    """Roo summarizes getMessagesSinceLastSummary(messages.slice(0, -N_MESSAGES_TO_KEEP)): the
+    last `keep` messages stay as they are and are not sent to the summarizer (they were)."""
+    h = History().user()
+    for n in range(12):
+        h.step(read(f"f{n}", "x" * 3000), text=f"s{n}")
+    view = view_of(build("roo-condense-keep-first-last-3")(h.items, ctx(window=10_000,
+                                                                         usage=9_900)))
+    kept = view.items[2:]
+    sent = view.summarizer_calls[0].input_items
+    assert kept and sent == tuple(h.items[: len(h.items) - len(kept)])
+
+
 def test_anthropic_compaction_block_is_the_assistant_s():
     h = History().user("task")
     for n in range(4):

@@ -3,9 +3,9 @@
 Rule: with auto-condense on, when the previous request's tokens plus the token count of the new
 items since (as roo-truncate's prev) reach `pct` % of the window (or exceed the truncation limit
 90 % of the window − max_tokens), a fresh request (Roo's own summary system prompt, the
-messages since the last summary, and "Summarize the conversation so far…") writes a summary;
-the conversation sent becomes [first message, summary (assistant)] + the last `keep` API
-messages (the tool calls of kept results are kept with them).
+messages since the last summary but the last `keep`, and "Summarize the conversation so far…")
+writes a summary; the conversation sent becomes [first message, summary (assistant)] + the last
+`keep` API messages (the tool calls of kept results are kept with them).
 
 Defaults: keep = 3 (N_MESSAGES_TO_KEEP), pct = 100 (the threshold is user-set, 5–100 %; its
 default is not verified), max_tokens = 8,192. Cache class: freeze-once.
@@ -72,7 +72,9 @@ def roo_condense(keep: int = 3, pct: int = 100, max_tokens: int = 8192) -> objec
         if start <= first_end:
             return View(items=view)
         last_summary = max((n for n, i in enumerate(view) if isinstance(i, SummaryItem)), default=0)
-        since = view[last_summary:]
+        # Roo summarizes the messages since the last summary but the `keep` last ones, which
+        # stay as they are (`messages.slice(0, -N_MESSAGES_TO_KEEP)`).
+        since = view[last_summary:start]
         folded = view[first_end:start]
         text, source = summaries.text(ctx, folded)
         call = SummarizerCall(tuple(since), ROO_INSTRUCTION, text, reuse_main_prefix=False)
