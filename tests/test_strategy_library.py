@@ -361,6 +361,19 @@ def test_opencode_prune_protects_the_last_two_turns_and_needs_a_minimum():
     assert LITERAL_CLEARED not in outputs(midview)
 
 
+def test_opencode_prune_leaves_failed_tool_calls_alone():
+    """opencode walks `completed` tool parts only (an `error` part has no output): a failed
+    result is neither counted towards the protected 40k nor cleared."""
+    from dataclasses import replace
+
+    h = _opencode_turns().user("turn 4")
+    errors = [replace(i, is_error=True) if isinstance(i, ToolResultItem) and i.tool_name != "skill"
+              and i.event_index < 10 else i for i in h.items]
+    view = view_of(build("opencode-prune-40k-20k", protect="1000", minimum="500")(errors, ctx()))
+    # old0 and old1 failed: nothing outside the last two turns is left to clear
+    assert LITERAL_CLEARED not in outputs(view) and not view.events
+
+
 def test_opencode_tool_caps_apply_at_storage_with_a_pagination_hint():
     h = (
         History()

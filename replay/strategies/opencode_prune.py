@@ -2,11 +2,11 @@
 
 Rule: after each prompt loop (so here: when the next user prompt arrives), walk the history
 from the newest message back, skipping the last two user turns; stop at a previous summary.
-Every tool result met (except protected tools) adds its estimated size (chars/4) to a running
-total; once the total passes `protect` (40,000), each further result is a candidate; the walk
-stops at the first result already pruned. If the candidates add up to more than `minimum`
-(20,000), all of them are marked pruned for good and shown as `[Old tool result content
-cleared]`.
+Every tool result met (except protected tools and failed calls, which opencode keeps as errors
+with no output) adds its estimated size (chars/4) to a running total; once the total passes
+`protect` (40,000), each further result is a candidate; the walk stops at the first result
+already pruned. If the candidates add up to more than `minimum` (20,000), all of them are marked
+pruned for good and shown as `[Old tool result content cleared]`.
 
 Defaults: protect = 40,000, minimum = 20,000, protected = (skill,). Cache class: freeze-once
 (one rewrite per prune). opencode v1.x runs it by default; the 2026 head makes it opt-in.
@@ -44,7 +44,8 @@ def prune_candidates(
             continue
         if isinstance(item, SummaryItem):
             break
-        if isinstance(item, ToolResultItem):
+        # opencode walks `completed` tool parts: an `error` part has no output to clear.
+        if isinstance(item, ToolResultItem) and not item.is_error:
             if item.tool_name in protected:
                 continue
             if item.event_index in pruned:
