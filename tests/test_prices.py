@@ -105,6 +105,20 @@ def test_caching_md_example_claude_sonnet_4_6():
     assert amounts(p) == reference(b, "claude-sonnet-4-6", "anthropic", OCT_20)
 
 
+def test_a_used_pricer_pickles_with_its_overrides_and_prices_the_same():
+    """`--workers` sends the run's pricer to each worker process: its memo holds closures,
+    which do not pickle, so it goes without it; the overrides go along."""
+    import pickle
+
+    b = Buckets(uncached=50, cache_read=100_000, cache_write_5m=2_000, output=500)
+    pricer = Pricer({"my-model": RateOverride(input=D("1"), output=D("2"))})
+    before = pricer.price(b, model="claude-sonnet-4-6", provider="anthropic", ts=OCT_20)
+    copy = pickle.loads(pickle.dumps(pricer))
+    assert copy.price(b, model="claude-sonnet-4-6", provider="anthropic", ts=OCT_20) == before
+    mine = copy.price(b, model="my-model", provider="anthropic", ts=OCT_20)
+    assert mine == pricer.price(b, model="my-model", provider="anthropic", ts=OCT_20)
+
+
 def test_anthropic_1h_write_is_twice_input_and_5m_write_1_25x():
     pricer = Pricer()
     one_h = pricer.price(

@@ -44,6 +44,7 @@ from dataclasses import dataclass, fields
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from functools import cache
+from typing import Any
 
 import genai_prices
 from genai_prices import data_snapshot
@@ -657,6 +658,11 @@ class Pricer:
                 self._exact[key] = rate
         self._routes: dict[tuple[str, str, PriceContext], _Route] = {}
         self._snapshot: data_snapshot.DataSnapshot | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The memo holds closures, which do not pickle: a worker process (`--workers`) makes
+        # its own from the same overrides.
+        return {**self.__dict__, "_routes": {}, "_snapshot": None}
 
     # -- public ----------------------------------------------------------------------------------
 
