@@ -82,14 +82,26 @@ class PoolEngine(Engine):
 
     name = "pool"
 
-    def __init__(self, workers: int) -> None:
+    def __init__(
+        self,
+        workers: int,
+        initializer: Callable[..., None] | None = None,
+        initargs: tuple[Any, ...] = (),
+    ) -> None:
         self.workers = workers
+        # Run in each worker before its first task: what every task reads (`replay --workers`:
+        # the log) is sent once per worker, not with each task.
+        self._start = initializer, initargs
         self._pool: ProcessPoolExecutor | None = None
 
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
+            initializer, initargs = self._start
             self._pool = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=multiprocessing.get_context("spawn")
+                max_workers=self.workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=initializer,
+                initargs=initargs,
             )
         return self._pool
 
