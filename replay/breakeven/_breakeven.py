@@ -279,6 +279,29 @@ def _analyse_run(run: _Run, records: list[RequestRecord], horizon: int | None) -
     return rows
 
 
+def breakeven_config(session: Session, config: ReplayConfig | None) -> ReplayConfig:
+    """`config` as break-even runs it: with the unlogged context fitted, views kept and the cache
+    store copied before each rewrite (for its counterfactual)."""
+    config = copy.copy(config) if config is not None else ReplayConfig()
+    if config.pricer is None:
+        config.pricer = Pricer()
+    config = copy.copy(with_unlogged_context(session, config))
+    config.keep_views = True
+    config.snapshot_stores = True
+    return config
+
+
+def breakeven_strategy(
+    session: Session, named: NamedStrategy, config: ReplayConfig, horizon: int | None
+) -> tuple[list[BreakEven], list[RequestRecord]]:
+    """Break-even of every rewrite event of one strategy, and the records of its run (`config`
+    from `breakeven_config`)."""
+    with remembered_block_pairs():
+        run = _Run(session, named, config)
+        records = run.run()
+        return _analyse_run(run, records, horizon), records
+
+
 def breakeven_session(
     session: Session,
     strategies: str | Sequence[str | NamedStrategy] = "all",
@@ -291,23 +314,16 @@ def breakeven_session(
     `horizon`: follow each rewrite over at most that many requests (None: to the strategy's
     next structural rewrite or the end of the log). Each rewrite replays the rest of the log
     without it, so the work grows with rewrites × requests; a limit makes it linear."""
-    config = copy.copy(config) if config is not None else ReplayConfig()
-    if config.pricer is None:
-        config.pricer = Pricer()
-    config = copy.copy(with_unlogged_context(session, config))
-    config.keep_views = True
-    config.snapshot_stores = True
+    config = breakeven_config(session, config)
     rows: list[BreakEven] = []
     all_records: list[RequestRecord] = []
     resolved = resolve(strategies)
     for done, named in enumerate(resolved):
         if config.progress is not None:
             config.progress(named.name, done, len(resolved))
-        with remembered_block_pairs():
-            run = _Run(session, named, config)
-            records = run.run()
-            all_records.extend(records)
-            rows.extend(_analyse_run(run, records, horizon))
+        strategy_rows, records = breakeven_strategy(session, named, config, horizon)
+        all_records.extend(records)
+        rows.extend(strategy_rows)
     for r in all_records:
         r.store_before = None  # the copies were only needed for the counterfactuals
     if config.progress is not None:
