@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 from pydantic import TypeAdapter
 
+from replay._errors import ReplayError
 from replay.cache import load_rules_file
 from replay.engine import ReplayConfig, RequestRecord, summary_frame
 from replay.engine._replay import iter_replay, with_unlogged_context
@@ -35,7 +36,7 @@ class ReplayResult:
     """The log that was replayed."""
     records: list[RequestRecord]
     """One record per simulated request (summarizer calls included); empty when replayed with
-    `keep_records=False`."""
+    `keep_records=False` or on several workers."""
     notes: list[str] = field(default_factory=list)
     """What a reader must know to trust the numbers (estimates, skipped lines…)."""
     tables: ResultTables | None = field(default=None, repr=False)
@@ -114,19 +115,29 @@ def replay(
     per_turn: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
     evidence: bool = False,
+    workers: int = 1,
 ) -> ReplayResult:
     """Replay a log through strategies and price every request under the provider's cache.
 
     `keep_records=False` keeps only the result frames, built one strategy at a time (memory:
     the log plus one strategy's records); `per_turn=False` also skips the per-request rows, and
     `evidence=True` keeps the evidence rows (`ReplayResult.evidence`) all the same.
-    `progress(strategy, done, total)` is called before each strategy (progress bars)."""
+    `progress(strategy, done, total)` is called before each strategy (progress bars).
+
+    `workers=N` (N > 1) replays the strategies on N processes, each holding the log: the same
+    frames and notes, sooner, but no records (they stay in the workers, as with
+    `keep_records=False`; the evidence rows are kept) and `progress` is called as strategies
+    complete. Plug-ins must come from files (`load_strategy_file`) or installed packages."""
+    several = _several(workers)
     session = log if isinstance(log, Session) else load(log, strict=strict)
     config = _config(provider, model, client, cache_rules, rule_overrides, prices, ttl)
     config.keep_views = keep_views
     config.keep_blocks = keep_records  # nothing reads the block arrays of dropped records
     config.progress = progress
     config.pricer = config.pricer or Pricer()
+    if several:
+        return _replay_on_workers(session, strategies, config, workers, per_turn,
+                                  evidence or keep_records)
     config = with_unlogged_context(session, config)
     tables = ResultTables(per_turn=per_turn, evidence_rows=evidence and not keep_records)
     records: list[RequestRecord] = []
@@ -141,6 +152,38 @@ def replay(
         session=session,
         records=records,
         notes=_notes(session, tables, ttl),
+        tables=tables,
+        unlogged_context=config.unlogged_context,
+    )
+
+
+def _several(workers: int) -> bool:
+    """Whether `workers` asks for worker processes (refused unless a whole number ≥ 1)."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ReplayError(f"workers must be a whole number of processes ≥ 1, got {workers!r}")
+    return workers > 1
+
+
+def _replay_on_workers(
+    session: Session,
+    strategies: str | Sequence[str],
+    config: ReplayConfig,
+    workers: int,
+    per_turn: bool,
+    evidence: bool,
+) -> ReplayResult:
+    """`replay` with `workers` processes: their rows merged in the strategies' order."""
+    from replay.engine._parallel import replay_parts
+
+    config.keep_views = config.keep_blocks = False  # no record comes back
+    config = with_unlogged_context(session, config)
+    tables = ResultTables(per_turn=per_turn, evidence_rows=evidence)
+    for part in replay_parts(session, strategies, config, workers, per_turn, evidence):
+        tables.merge(part.tables)
+    return ReplayResult(
+        session=session,
+        records=[],
+        notes=_notes(session, tables, config.ttl),
         tables=tables,
         unlogged_context=config.unlogged_context,
     )
@@ -232,24 +275,49 @@ def breakeven(
     unlogged_context: UnloggedContext | None = None,
     notes: list[str] | None = None,
     horizon: int | None = None,
+    workers: int = 1,
 ) -> pl.DataFrame:
     """One row per rewrite event of each strategy: closed-form and simulated break-even.
 
     `unlogged_context`: what a `replay` of the same log with the same options fitted
     (`ReplayResult.unlogged_context`), to skip fitting it again. `notes`: a list to which the
     notes of the run are appended (as `ReplayResult.notes`). `horizon`: follow each rewrite
-    over at most that many requests (None: to the end of its horizon)."""
+    over at most that many requests (None: to the end of its horizon). `workers`: analyse the
+    strategies on that many processes (the same rows; see `replay`)."""
     from replay.breakeven import breakeven_session
     from replay.breakeven._frame import breakeven_frame
 
+    several = _several(workers)
     session = _session_with_requests(log, strict)
     config = _config(provider, model, client, cache_rules, None, prices, ttl)
     config.progress = progress
     config.unlogged_context = unlogged_context
-    rows, records = breakeven_session(session, strategies, config, horizon=horizon)
+    if several:
+        rows, tables = _breakeven_on_workers(session, strategies, config, workers, horizon)
+    else:
+        rows, records = breakeven_session(session, strategies, config, horizon=horizon)
+        tables = ResultTables.of(records)
     if notes is not None:
-        notes.extend(_notes(session, ResultTables.of(records), ttl))
+        notes.extend(_notes(session, tables, ttl))
     return breakeven_frame(rows)
+
+
+def _breakeven_on_workers(
+    session: Session,
+    strategies: str | Sequence[str],
+    config: ReplayConfig,
+    workers: int,
+    horizon: int | None,
+) -> tuple[list[Any], ResultTables]:
+    """`breakeven_session`'s rows on `workers` processes, and what the notes count."""
+    from replay.engine._parallel import breakeven_parts
+
+    rows: list[Any] = []
+    tables = ResultTables(per_turn=False)
+    for part in breakeven_parts(session, strategies, config, workers, horizon):
+        rows.extend(part.breakeven)
+        tables.merge(part.tables)
+    return rows, tables
 
 
 def _session_with_requests(log: str | Path | Session, strict: bool) -> Session:
@@ -296,7 +364,6 @@ def whatif(
 ) -> dict[str, Any]:
     """Cost of the run with one edit at request `at` vs as recorded, and its break-even (and
     the notes of the run, as `ReplayResult.notes`)."""
-    from replay._errors import ReplayError
     from replay.breakeven import breakeven_session
     from replay.breakeven._frame import breakeven_frame
     from replay.breakeven._whatif import Selector, whatif_strategy

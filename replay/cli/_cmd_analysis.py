@@ -18,6 +18,7 @@ from replay.cli._main import (
     replay_options,
     ttl_option,
     user_errors,
+    workers_option,
 )
 
 
@@ -57,13 +58,14 @@ def _breakeven_table(frame, title: str):
 @strategy_options
 @ttl_option
 @horizon_option
+@workers_option
 @replay_options
 @output_options()
 @user_errors
 def breakeven_command(log: Path, strategies: str, sets: tuple[str, ...],
                       strategy_files: tuple[Path, ...], ttl: str | None, horizon: int | None,
-                      provider, model, client, cache_rules, prices, strict, fmt, output,
-                      quiet) -> None:
+                      workers: int, provider, model, client, cache_rules, prices, strict, fmt,
+                      output, quiet) -> None:
     """Break-even of every prune, clearing, aging step and compaction, two ways.
 
     Closed form (rewrite cost / saving per request) next to the simulated truth (the same run
@@ -76,6 +78,7 @@ def breakeven_command(log: Path, strategies: str, sets: tuple[str, ...],
     Example:
       replay breakeven logs/run42.jsonl -s compact-at-12000-structured,age-truncate-500-keep-3
       replay breakeven logs/run42.jsonl --horizon 50
+      replay breakeven logs/run42.jsonl --workers 4
     """
     from replay import report
     from replay._api import breakeven
@@ -86,7 +89,8 @@ def breakeven_command(log: Path, strategies: str, sets: tuple[str, ...],
         chosen = resolve_strategies(strategies, sets, strategy_files)
         frame = breakeven(log, chosen, provider=provider, model=model, client=client,
                           cache_rules=cache_rules, prices=price_overrides(prices), ttl=ttl,
-                          strict=strict, progress=progress, notes=notes, horizon=horizon)
+                          strict=strict, progress=progress, notes=notes, horizon=horizon,
+                          workers=workers)
     document = {"log": str(log), "notes": notes, "breakeven": report.frame_rows(frame)}
     emit(frame, document, fmt, output, _breakeven_table(frame, f"{log} · break-even"))
     print_notes_beside(notes, fmt, quiet)

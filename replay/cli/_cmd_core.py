@@ -21,6 +21,7 @@ from replay.cli._main import (
     replay_options,
     ttl_option,
     user_errors,
+    workers_option,
 )
 
 
@@ -43,6 +44,7 @@ from replay.cli._main import (
     "where a strategy rewrote earlier context.",
 )
 @ttl_option
+@workers_option
 @replay_options
 @output_options()
 @user_errors
@@ -54,6 +56,7 @@ def run_command(
     per_turn: bool,
     with_breakeven: bool,
     ttl: str | None,
+    workers: int,
     provider: str | None,
     model: str | None,
     client: str | None,
@@ -74,6 +77,7 @@ def run_command(
       replay logs/run42.jsonl -s baseline --provider anthropic --model claude-sonnet-4-5 --ttl 1h
       replay logs/run42.jsonl -s pi-compact-16k-20k --set pi-compact.keep=30k
       replay logs/run42.jsonl -s all,plugins --strategy-file my_strategy.py
+      replay logs/run42.jsonl -s all --workers 4
     """
     from replay import report
     from replay._api import recommendation, recommendation_line, replay
@@ -97,6 +101,7 @@ def run_command(
             per_turn=per_turn,
             evidence=fmt == "json",
             progress=progress,
+            workers=workers,
         )
     header = result.session.header
     models, providers = result.models, result.providers
@@ -128,6 +133,7 @@ def run_command(
                 ttl=ttl,
                 progress=progress,
                 unlogged_context=result.unlogged_context,
+                workers=workers,
             )
         turns = turns_with_breakeven(turns, frame_be)
     if turns is not None:

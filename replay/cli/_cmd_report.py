@@ -19,6 +19,7 @@ from replay.cli._main import (
     replay_options,
     ttl_option,
     user_errors,
+    workers_option,
 )
 
 METRICS = ("prompt", "cost", "hit-ratio")
@@ -47,13 +48,14 @@ def _size(n: int) -> str:
 @click.option("--breakeven/--no-breakeven", default=True, show_default=True,
               help="Simulate the break-even of every rewrite (the slow part on long logs).")
 @horizon_option
+@workers_option
 @replay_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar, no closing line.")
 @user_errors
 def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ...],
                    strategy_files: tuple[Path, ...], ttl: str | None, breakeven: bool,
-                   horizon: int | None, provider, model, client, cache_rules, prices, strict,
-                   quiet: bool) -> None:
+                   horizon: int | None, workers: int, provider, model, client, cache_rules,
+                   prices, strict, quiet: bool) -> None:
     """Write one self-contained HTML report of LOG: open it in any browser, offline.
 
     Charts per request (prompt size cached vs uncached, cumulative cost, cache-hit ratio; one
@@ -68,6 +70,7 @@ def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ..
     Example:
       replay report logs/run42.jsonl -o report.html
       replay report logs/run42.jsonl -s baseline,truncate-500 --no-breakeven -o small.html
+      replay report logs/run42.jsonl --workers 4 -o report.html
     """
     from replay._errors import ReplayError
     from replay.cli._progress import progress_bar, status
@@ -84,7 +87,7 @@ def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ..
             log, resolve_strategies(strategies, sets, strategy_files), provider=provider,
             model=model, client=client,
             cache_rules=cache_rules, prices=price_overrides(prices), ttl=ttl, strict=strict,
-            breakeven=breakeven, progress=progress, horizon=horizon,
+            breakeven=breakeven, progress=progress, horizon=horizon, workers=workers,
         )
     with status("writing the page", quiet):
         # A lone surrogate a log held is written as its escape (`write_atomic` does the same).

@@ -162,6 +162,18 @@ horizon_option = click.option(
 """`--horizon`, shared by the commands that analyse every rewrite's break-even."""
 
 
+workers_option = click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Replay the strategies on N processes (same output, sooner on a long log with many "
+    "strategies; each process holds the log: memory grows with N).",
+)
+"""`--workers`, shared by the commands that replay one log through many strategies."""
+
+
 def replay_options(fn: Callable) -> Callable:
     """Options that change how requests are simulated (provider, model, client, prices)."""
     for decorator in reversed(

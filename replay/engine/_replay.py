@@ -858,6 +858,15 @@ def _release_run() -> None:
     gc.collect()
 
 
+def strategy_done(log_texts: set[str]) -> None:
+    """Free what a finished strategy's run left (`_release_run`), the token counts of texts
+    the log does not hold, and the heap pages they used, before the next strategy runs."""
+    _release_run()
+    # After the run is freed, so the digests it allocates do not pin the run's arenas.
+    forget_counts(log_texts.__contains__)
+    _trim_heap()
+
+
 def _malloc_trim() -> Callable[[int], int] | None:
     """glibc's `malloc_trim`, or None elsewhere (musl, macOS, Windows, no ctypes)."""
     if not sys.platform.startswith("linux"):
@@ -959,10 +968,7 @@ def iter_replay(
             run = _Run(session, named, config, facts)
             run.run()
             yield named, run.close()
-            _release_run()
-            # After the run is freed, so the digests it allocates do not pin the run's arenas.
-            forget_counts(log_texts.__contains__)
-            _trim_heap()
+            strategy_done(log_texts)
     if config.progress is not None:
         config.progress("", len(resolved), len(resolved))
 

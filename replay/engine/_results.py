@@ -360,6 +360,24 @@ class ResultTables:
         if self.per_turn:
             self._rows.append(_turn_row(r))
 
+    def merge(self, other: ResultTables) -> None:
+        """Count the strategies another table counted (a worker's, `--workers`), after this one's:
+        as if their records had been added here. Call it in the order the strategies were
+        resolved, since rows keep the order they were counted in; the sets of requests make a
+        note count a request once, whichever strategies priced it."""
+        self.end_strategy()
+        self._accs.update(other._accs)
+        self.models |= other.models
+        self.providers |= other.providers
+        self.estimated_output = self.estimated_output and other.estimated_output
+        for into, new in ((self.price_warnings, other.price_warnings),
+                          (self.no_ttl_choice, other.no_ttl_choice)):
+            for key, requests in new.items():
+                into.setdefault(key, set()).update(requests)
+        self._evidence.extend(other._evidence)
+        other.end_strategy()
+        self._turns.extend(other._turns)
+
     def end_strategy(self) -> None:
         """The rows counted since the last call become one frame of `turns`."""
         if self._rows:

@@ -514,20 +514,26 @@ def build_report(
     breakeven: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
     horizon: int | None = None,
+    workers: int = 1,
 ) -> dict[str, Any]:
     """Replay `log` (views kept; with break-even unless `breakeven=False`) and build the
-    report's document. Pass it to `render_html` for the page."""
+    report's document. Pass it to `render_html` for the page. `workers` (> 1): the break-even
+    of the strategies is analysed on that many processes, then the log is replayed here (the
+    navigator needs every record, which stays in the process that made it)."""
     from replay._api import (
         ReplayResult,
+        _breakeven_on_workers,
         _config,
         _notes,
         _session_with_requests,
+        _several,
         recommendation,
         recommendation_line,
     )
     from replay.breakeven import breakeven_session
     from replay.breakeven._frame import breakeven_frame
     from replay.engine import replay_session
+    from replay.engine._replay import with_unlogged_context
     from replay.engine._results import ResultTables
     from replay.log import Session
 
@@ -537,7 +543,12 @@ def build_report(
     config.keep_blocks = True  # the navigator reads each request's per-block token counts
     config.progress = progress
     frame = None
-    if breakeven:
+    if _several(workers) and breakeven:
+        config = with_unlogged_context(session, config)  # fitted once, for both
+        rows, _ = _breakeven_on_workers(session, strategies, config, workers, horizon)
+        frame = breakeven_frame(rows)
+        records = replay_session(session, strategies, config)
+    elif breakeven:
         rows, records = breakeven_session(session, strategies, config, horizon=horizon)
         frame = breakeven_frame(rows)
     else:

@@ -70,6 +70,8 @@ GROUP = "replay.strategies"
 
 _entry_points_loaded = False
 _files: dict[Path, list[StrategySpec]] = {}
+_given: dict[Path, str | Path] = {}
+"""Each loaded file's path as it was given (its strategies' `origin` quotes it)."""
 
 
 def _import_file(path: Path) -> ModuleType:
@@ -348,7 +350,14 @@ def load_strategy_file(path: str | Path) -> list[StrategySpec]:
             _unregister(spec)
         raise
     _files[resolved] = specs
+    _given[resolved] = path
     return specs
+
+
+def loaded_files() -> list[str | Path]:
+    """The plug-in files loaded so far, in order, as they were given: a worker process
+    (`--workers`) loads the same ones to run their strategies under the same origins."""
+    return [_given.get(resolved, resolved) for resolved in _files]
 
 
 def _unregister(spec: StrategySpec) -> None:
@@ -395,4 +404,10 @@ def load_entry_points(force: bool = False) -> list[StrategySpec]:
     return loaded
 
 
-__all__ = ["GROUP", "load_entry_points", "load_strategy_file", "spec_from_module"]
+__all__ = [
+    "GROUP",
+    "load_entry_points",
+    "load_strategy_file",
+    "loaded_files",
+    "spec_from_module",
+]

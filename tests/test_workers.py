@@ -1,0 +1,179 @@
+"""`--workers N`: the strategies of one log replayed on N processes give what one process gives,
+byte for byte (tables, JSON, CSV, notes, errors)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, RUN42
+from test_adapters_common import SAMPLES, needs_samples
+from test_cli_errors import RAISES_IN_SELECT, _check_line, _plugin, _workers
+from test_cli_input import _replay
+
+SAMPLE = SAMPLES / "claude_code" / (
+    "d-kimuson__claude-code-viewer__mock-global-claude-dir_projects_sample-project_5c0375b4.jsonl"
+)
+
+FORMATS = [[], ["--format", "json"], ["--format", "csv", "--per-turn"]]
+
+PARAMETRISED_PLUGIN = """\
+\"\"\"Keep the last n items.\"\"\"
+
+
+def strategy(history, ctx, n=4):
+    return list(history[-n:])
+"""
+
+
+def _same(invoke, *args: object) -> None:
+    """`--workers 2` prints what `--workers 1` prints (output and notes), with the same exit."""
+    one = invoke(*args, "--workers", "1")
+    two = invoke(*args, "--workers", "2")
+    assert one.exit_code == 0, one.stderr
+    assert (two.exit_code, two.stdout, two.stderr) == (one.exit_code, one.stdout, one.stderr)
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=["table", "json", "csv-per-turn"])
+def test_two_workers_print_what_one_prints(invoke, fmt):
+    _same(invoke, "run", RUN42, "-s", "all", *fmt)
+
+
+@needs_samples
+@pytest.mark.parametrize("fmt", FORMATS[:2], ids=["table", "json"])
+def test_two_workers_on_a_real_log(invoke, fmt):
+    _same(invoke, SAMPLE, "-s", "all", *fmt)
+
+
+def test_two_workers_run_plugins_with_set_overrides(invoke, tmp_path, clean_registry):
+    path = _plugin(tmp_path, "last_items", PARAMETRISED_PLUGIN)
+    _same(invoke, "run", RUN42, "-s", "baseline,last-items,pi-compact-16k-20k", "--strategy-file",
+          path, "--set", "last-items.n=2", "--set", "pi-compact.keep=3k", "--format", "json",
+          "--per-turn")
+
+
+def test_the_library_verb_with_two_workers_gives_the_same_frames():
+    from replay import replay
+
+    names = "recorded,baseline,truncate-500,age-truncate-500-keep-3"
+    one = replay(RUN42, names)
+    calls: list[tuple[str, int, int]] = []
+    two = replay(RUN42, names, workers=2, progress=lambda *call: calls.append(call))
+    assert two.summary.equals(one.summary)
+    assert two.turns.equals(one.turns)
+    assert two.evidence.equals(one.evidence)
+    assert two.notes == one.notes
+    assert two.unlogged_context == one.unlogged_context
+    # The bar advances as strategies complete, and ends full.
+    assert [done for _, done, _ in calls] == [0, 1, 2, 3, 4, 4]
+    assert calls[-1] == ("", 4, 4)
+
+
+def test_a_piped_log_is_replayed_by_two_workers():
+    args = ["-", "-s", "baseline,truncate-500,recorded", "--format", "json"]
+    one = _replay(*args, "--workers", "1", stdin=RUN42.read_bytes())
+    two = _replay(*args, "--workers", "2", stdin=RUN42.read_bytes())
+    assert one.returncode == 0, one.stderr
+    assert (two.returncode, two.stdout, two.stderr) == (0, one.stdout, one.stderr)
+
+
+def test_a_plugin_that_raises_in_a_worker_is_the_same_one_line_error(invoke, tmp_path,
+                                                                      clean_registry):
+    path = _plugin(tmp_path, "selects_badly", RAISES_IN_SELECT)
+    args = ["run", RUN42, "-s", "baseline,selects-badly,truncate-500", "--strategy-file", path,
+            "-q"]
+    one, two = invoke(*args, "--workers", "1"), invoke(*args, "--workers", "2")
+    line = _check_line(two.stderr, (f"{path}:3", "'selects-badly'", "KeyError", "request 0"))
+    assert (two.exit_code, line + "\n") == (one.exit_code, one.stderr)
+    assert two.exit_code == 2
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
+def test_a_bad_worker_count_is_a_usage_error(invoke, value):
+    result = invoke("run", RUN42, "-s", "baseline", "--workers", value)
+    assert result.exit_code == 2
+    assert "Invalid value for '--workers'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_more_workers_than_strategies(invoke):
+    _same(invoke, "run", RUN42, "-s", "baseline", "--format", "json")
+
+
+@pytest.mark.parametrize("fmt", FORMATS[:2], ids=["table", "json"])
+def test_two_workers_analyse_break_even_as_one(invoke, fmt):
+    _same(invoke, "breakeven", RUN42, "-s", "all", *fmt)
+
+
+def test_two_workers_add_the_break_even_columns_as_one(invoke):
+    names = "recorded,age-truncate-500-keep-3,compact-at-12000-structured"
+    _same(invoke, "run", RUN42, "-s", names, "--per-turn", "--breakeven", "--format", "csv")
+
+
+def test_a_plugin_that_raises_in_a_break_even_worker_is_the_same_error(invoke, tmp_path,
+                                                                       clean_registry):
+    path = _plugin(tmp_path, "selects_badly", RAISES_IN_SELECT)
+    args = ["breakeven", RUN42, "-s", "baseline,selects-badly", "--strategy-file", path, "-q"]
+    one, two = invoke(*args, "--workers", "1"), invoke(*args, "--workers", "2")
+    assert (two.exit_code, two.stderr) == (one.exit_code, one.stderr)
+    _check_line(two.stderr, ("'selects-badly'", "KeyError"))
+
+
+def test_two_workers_write_the_same_report(invoke, tmp_path):
+    pytest.importorskip("altair")
+    names = "recorded,age-truncate-500-keep-3,compact-at-12000-structured"
+    pages = []
+    for workers in ("1", "2"):
+        out = tmp_path / f"report-{workers}.html"
+        result = invoke("report", RUN42, "-s", names, "-q", "--workers", workers, "-o", out)
+        assert result.exit_code == 0, result.stderr
+        pages.append(out.read_bytes())
+    assert pages[0] == pages[1]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_ctrl_c_stops_the_workers_of_a_replay(tmp_path):
+    """Ctrl-C (SIGINT to the whole process group) while the workers replay: `interrupted`, exit
+    130, no traceback from any worker, and no worker left behind."""
+    from replay.bench._synthetic import synthetic_session
+    from replay.log import write_log
+
+    log = tmp_path / "long.jsonl"
+    write_log(synthetic_session(400, seed=1), log)  # `all` on it: far longer than the test
+    process = subprocess.Popen(
+        [sys.executable, "-m", "replay", str(log), "-s", "all", "--workers", "2", "-q"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while len(_workers(process.pid)) < 2 and process.poll() is None:
+        assert time.monotonic() < deadline, "no worker process started"
+        time.sleep(0.005)
+    started = _workers(process.pid)
+    time.sleep(3)  # replaying by now
+    os.killpg(process.pid, signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert (process.returncode, stderr, stdout) == (130, "interrupted\n", "")
+    for pid in started:
+        assert not Path(f"/proc/{pid}").exists() or b"zombie" in _state(pid)
+
+
+def _state(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/status").read_bytes().lower()
+    except OSError:
+        return b"zombie"
+
+
+@pytest.mark.parametrize("workers", [0, -2, 1.5, "2", True])
+def test_the_library_verb_refuses_a_bad_worker_count(workers):
+    from replay import replay
+    from replay._errors import ReplayError
+
+    with pytest.raises(ReplayError, match="workers must be a whole number"):
+        replay(RUN42, "baseline", workers=workers)
