@@ -155,7 +155,7 @@ def test_ctrl_c_stops_the_workers_of_a_replay(tmp_path):
         assert time.monotonic() < deadline, "no worker process started"
         time.sleep(0.005)
     started = _workers(process.pid)
-    time.sleep(3)  # replaying by now
+    time.sleep(1.5)  # importing replay or replaying by now
     os.killpg(process.pid, signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
     assert (process.returncode, stderr, stdout) == (130, "interrupted\n", "")
@@ -177,3 +177,4 @@ def test_the_library_verb_refuses_a_bad_worker_count(workers):
 
     with pytest.raises(ReplayError, match="workers must be a whole number"):
         replay(RUN42, "baseline", workers=workers)
+
