@@ -178,3 +178,14 @@ def test_the_library_verb_refuses_a_bad_worker_count(workers):
     with pytest.raises(ReplayError, match="workers must be a whole number"):
         replay(RUN42, "baseline", workers=workers)
 
+
+def test_a_worker_that_dies_is_a_one_line_error_naming_its_strategy(invoke, tmp_path,
+                                                                    clean_registry):
+    """(Killed, out of memory: tried once more alone, as `replay batch` does, then reported.)"""
+    source = "import os, signal\n\ndef strategy(history, ctx):\n    os.kill(os.getpid(), 9)\n"
+    path = _plugin(tmp_path, "dies", source)
+    result = invoke("run", RUN42, "-s", "baseline,dies", "--strategy-file", path, "-q",
+                    "--workers", "2")
+    assert result.exit_code == 2
+    _check_line(result.stderr, ("error: strategy 'dies' failed in a worker process",
+                                "the worker process died on this task"))

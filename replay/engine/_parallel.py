@@ -169,7 +169,7 @@ def _replay_task(task: _Task, _opts: object) -> Part:
 
 
 def _failed(task: _Task, message: str) -> Part:
-    return Part(task.index, error=f"strategy {task.name!r}: {message} (worker process)")
+    return Part(task.index, error=f"strategy {task.name!r} failed in a worker process: {message}")
 
 
 def _task(index: int, named: NamedStrategy) -> _Task:
