@@ -189,3 +189,34 @@ def test_a_worker_that_dies_is_a_one_line_error_naming_its_strategy(invoke, tmp_
     assert result.exit_code == 2
     _check_line(result.stderr, ("error: strategy 'dies' failed in a worker process",
                                 "the worker process died on this task"))
+
+
+def test_tables_merged_strategy_by_strategy_equal_one_table_of_them_all():
+    """What a worker sends back (one strategy's `ResultTables`) merged in order counts what one
+    table counting every record counts: the rows, and the sets the notes count requests in
+    (a fallback price, an ignored --ttl) whichever strategy priced them."""
+    from decimal import Decimal
+
+    from replay import load
+    from replay.engine import ReplayConfig, replay_session
+    from replay.engine._results import ResultTables
+    from replay.prices import Pricer, RateOverride
+
+    pricer = Pricer({"gemini-*": RateOverride(input=Decimal(1), output=Decimal(2))})
+    config = ReplayConfig(pricer=pricer, ttl="1h")
+    records = replay_session(load(RUN42), ["baseline", "truncate-500", "sliding-10"], config)
+    whole = ResultTables(evidence_rows=True)
+    merged = ResultTables(evidence_rows=True)
+    for name in ("baseline", "truncate-500", "sliding-10"):
+        own = [r for r in records if r.strategy == name]
+        whole.add(own)
+        part = ResultTables(evidence_rows=True)
+        part.add(own)
+        merged.merge(part)
+    assert whole.price_warnings and whole.no_ttl_choice  # (the case is exercised)
+    assert merged.summary().equals(whole.summary())
+    assert merged.turns().equals(whole.turns())
+    assert merged.evidence().equals(whole.evidence())
+    for attr in ("models", "providers", "estimated_output", "price_warnings", "no_ttl_choice",
+                 "mentions"):
+        assert getattr(merged, attr) == getattr(whole, attr), attr
