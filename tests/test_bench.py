@@ -395,3 +395,17 @@ def test_incremental_render_equals_a_fresh_render():
         assert got.kinds == want.kinds
         for name in ("block_tokens", "cum_tokens", "item_index", "positions"):
             assert np.array_equal(getattr(got, name), getattr(want, name)), name
+
+
+def test_bench_times_all_on_workers_when_asked():
+    args = ["bench", "-n", "40", "-s", "baseline,sliding-10", "--naive-requests", "20",
+            "--no-doubling", "--no-memory"]
+    result = CliRunner().invoke(cli, [*args, "--workers", "2", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    parallel = json.loads(result.stdout)["all"]["workers"]
+    assert parallel["workers"] == 2 and parallel["seconds"] > 0
+    table = CliRunner().invoke(cli, [*args, "--workers", "2"])
+    assert table.exit_code == 0, table.output
+    assert "all, 2 workers" in table.output
+    assert json.loads(CliRunner().invoke(cli, [*args, "--format", "json"]).stdout)["all"][
+        "workers"] is None

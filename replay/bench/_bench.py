@@ -391,6 +391,19 @@ def _time_all_from_file(path: Path, strategies: Sequence[str]) -> float:
     return time.perf_counter() - start
 
 
+def _time_on_workers(path: Path, strategies: Sequence[str], workers: int) -> dict[str, Any]:
+    """`_time_all_from_file` the way `replay LOG --workers N` runs (the workers' start-up
+    included)."""
+    from replay._api import replay
+
+    reset_token_memo()
+    start = time.perf_counter()
+    result = replay(read_log(path), list(strategies), keep_records=False, per_turn=False,
+                    workers=workers)
+    result.summary  # noqa: B018 - built like the CLI builds it
+    return {"workers": workers, "seconds": time.perf_counter() - start}
+
+
 DOUBLING_RUNS = 2
 """Fresh-process runs of each session size for the doubling ratio (the fastest one counts)."""
 
@@ -558,11 +571,13 @@ def run_bench(
     model: str = "claude-sonnet-4-5",
     workdir: str | Path | None = None,
     progress=None,
+    workers: int | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark; returns the document `replay bench --format json` prints.
 
     `naive_requests` = how many requests the naive reference really runs (None or ≥ requests:
     all of them, no extrapolation). `progress(message)` is called before each phase.
+    `workers`: also time `all` on that many worker processes (`all.workers`; None: not).
     """
     from replay.bench._synthetic import write_synthetic_log
 
@@ -636,6 +651,10 @@ def run_bench(
 
         say(f"fast: --strategies {','.join(names)} from the log file")
         all_seconds = _time_all_from_file(path, names)
+        on_workers = None
+        if workers is not None:
+            say(f"fast: the same on {workers} worker processes")
+            on_workers = _time_on_workers(path, names, workers)
         result: dict[str, Any] = {
             "requests": requests,
             "seed": seed,
@@ -654,6 +673,7 @@ def run_bench(
                 "requests_per_second": requests * len(names) / all_seconds,
                 "naive_seconds": sum(r["naive_seconds"] for r in rows),
                 "naive_ratio": sum(r["naive_seconds"] for r in rows) / all_seconds,
+                "workers": on_workers,
             },
             "floor": floor,
             "fast_floor_ratio": all_seconds / floor["seconds"],
@@ -786,6 +806,14 @@ def bench_table(result: dict[str, Any]):
         "",
         style="bold",
     )
+    parallel = a.get("workers")
+    if parallel:
+        per.add_row(
+            f"all, {parallel['workers']} workers (log read and their start included)",
+            f"{parallel['seconds']:.3f}",
+            f"{n * len(result['rows']) / parallel['seconds']:,.0f}",
+            "", "", "", "",
+        )
     fl = result["floor"]
     ratios = Table(title="ratios (issue 8 targets)", title_justify="left")
     for col in ("measure", "value", "target", "met", "detail"):

@@ -69,6 +69,12 @@ def _finite(param: click.Parameter, value: float) -> float:
     show_default=True,
     help="Multiply every tool-output size of the synthetic session.",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Also time `all` on N worker processes, as `replay LOG --workers N` runs it.",
+)
 @click.option("--provider", default="anthropic", show_default=True, help="Provider of the session.")
 @click.option(
     "--model", default="claude-sonnet-4-5", show_default=True, help="Model of the session."
@@ -90,6 +96,7 @@ def bench_command(
     memory: bool,
     max_context: int | None,
     size_scale: float,
+    workers: int | None,
     provider: str,
     model: str,
     write_log: Path | None,
@@ -108,6 +115,7 @@ def bench_command(
       replay bench --requests 1000 --strategies all
       replay bench -n 60 -s baseline,sliding-10 --naive-requests 0 --format json
       replay bench -n 2000 --write-log /tmp/synthetic-2000.jsonl
+      replay bench -n 1000 --workers 2
     """
     from replay import report
     from replay.bench import bench_table, run_bench, write_synthetic_log
@@ -139,6 +147,7 @@ def bench_command(
         size_scale=size_scale,
         provider=provider,
         model=model,
+        workers=workers,
         progress=lambda message: err.print(Text.assemble(("bench:", "dim"), f" {message}")),
     )
     if fmt == "json":
