@@ -161,10 +161,12 @@ _WORKER: list[_Worker] = []
 
 
 def _start_worker(payload: bytes) -> None:
+    """The pool's initializer: this process's copy of the run, from the pickled `_Shared`."""
     _WORKER.append(_Worker(pickle.loads(payload)))
 
 
 def _replay_task(task: _Task, _opts: object) -> Part:
+    """The pool's task function (`PoolEngine.imap`'s `opts` unused: `_Shared` has them)."""
     return _WORKER[0].run(task)
 
 
