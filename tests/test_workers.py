@@ -144,7 +144,9 @@ def test_ctrl_c_stops_the_workers_of_a_replay(tmp_path):
     from replay.log import write_log
 
     log = tmp_path / "long.jsonl"
-    write_log(synthetic_session(400, seed=1), log)  # `all` on it: far longer than the test
+    # `all` on it takes ~30 s on two workers here: a machine several times faster cannot end
+    # it before the signal.
+    write_log(synthetic_session(1200, seed=1), log)
     process = subprocess.Popen(
         [sys.executable, "-m", "replay", str(log), "-s", "all", "--workers", "2", "-q"],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
