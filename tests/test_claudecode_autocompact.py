@@ -28,6 +28,8 @@ def test_edits_of_every_agent_and_multiedit() -> None:
     assert recent_files([read, opencode]) == [("a.ts", "b b b")]
     pi = _result("edit", {"path": "a.ts", "oldText": "a", "newText": "c"})
     assert recent_files([read, pi]) == [("a.ts", "c a a")]
+    emptied = _result("Edit", {"file_path": "a.ts", "old_string": "a a a", "new_string": ""})
+    assert recent_files([read, emptied]) == [("a.ts", "")]
     multi = _result("MultiEdit", {"file_path": "a.ts", "edits": [
         {"old_string": "a a", "new_string": "z"}, {"old_string": "z", "new_string": "y"}]})
     assert recent_files([read, multi]) == [("a.ts", "y a")]

@@ -88,7 +88,8 @@ def recent_files(items: Sequence[Item]) -> list[tuple[str, str]]:
         elif kind == "write" and isinstance(args, dict):
             content = args.get("content") if isinstance(args.get("content"), str) else None
             if content is None and path in latest:
-                content = _edited(latest[path], args) or latest[path]
+                edited = _edited(latest[path], args)
+                content = latest[path] if edited is None else edited
         else:
             continue
         if content is not None:
