@@ -374,35 +374,24 @@ def _time_fast(session: Session, strategies: Sequence[str]) -> tuple[float, list
     return time.perf_counter() - start, records
 
 
-def _replay_like_the_cli(session: Session, strategies: Sequence[str]) -> Any:
-    """`replay LOG --strategies ...` without printing: the summary built strategy by strategy,
-    each strategy's records dropped once counted."""
+def _replay_like_the_cli(session: Session, strategies: Sequence[str], workers: int = 1) -> Any:
+    """`replay LOG --strategies ... --workers N` without printing: the summary built strategy by
+    strategy, each strategy's records dropped once counted."""
     from replay._api import replay
 
-    result = replay(session, list(strategies), keep_records=False, per_turn=False)
+    result = replay(session, list(strategies), keep_records=False, per_turn=False,
+                    workers=workers)
     result.summary  # noqa: B018 - built like the CLI builds it
     return result
 
 
-def _time_all_from_file(path: Path, strategies: Sequence[str]) -> float:
-    """Reading the log and replaying `strategies` the way `replay LOG` does, cold token memo."""
+def _time_all_from_file(path: Path, strategies: Sequence[str], workers: int = 1) -> float:
+    """Reading the log and replaying `strategies` the way `replay LOG --workers N` does (the
+    workers' start-up included), cold token memo."""
     reset_token_memo()
     start = time.perf_counter()
-    _replay_like_the_cli(read_log(path), strategies)
+    _replay_like_the_cli(read_log(path), strategies, workers)
     return time.perf_counter() - start
-
-
-def _time_on_workers(path: Path, strategies: Sequence[str], workers: int) -> dict[str, Any]:
-    """`_time_all_from_file` the way `replay LOG --workers N` runs (the workers' start-up
-    included)."""
-    from replay._api import replay
-
-    reset_token_memo()
-    start = time.perf_counter()
-    result = replay(read_log(path), list(strategies), keep_records=False, per_turn=False,
-                    workers=workers)
-    result.summary  # noqa: B018 - built like the CLI builds it
-    return {"workers": workers, "seconds": time.perf_counter() - start}
 
 
 DOUBLING_RUNS = 2
@@ -671,7 +660,8 @@ def run_bench(
         on_workers = None
         if workers is not None:
             say(f"fast: the same on {workers} worker processes")
-            on_workers = _time_on_workers(path, names, workers)
+            on_workers = {"workers": workers,
+                          "seconds": _time_all_from_file(path, names, workers)}
         result: dict[str, Any] = {
             "requests": requests,
             "seed": seed,
