@@ -15,6 +15,8 @@ import gen
 import pytest
 from conftest import RUN42
 from gen import Call, Turn, build_session
+from hypothesis import given
+from hypothesis import strategies as st
 
 from replay.breakeven import _breakeven, breakeven_session
 from replay.breakeven._whatif import PLACEHOLDER, Selector, whatif_strategy
@@ -674,3 +676,45 @@ def test_counterfactuals_reuse_the_run_s_session_facts_and_markers(monkeypatch) 
     rows, records = breakeven_session(session, ["age-truncate-500-keep-3"])
     assert len(rows) > 3
     assert built == {"facts": 1}
+
+
+# --- shares of one strategy's rewrites (`--workers`) -----------------------------------------
+
+
+@given(st.lists(st.integers(0, 500), max_size=60), st.integers(1, 6))
+def test_split_gives_each_rewrite_to_one_share_of_about_the_same_work(steps, shares):
+    parts = _breakeven.split(steps, shares)
+    assert len(parts) == shares
+    assert sorted(n for part in parts for n in part) == list(range(len(steps)))
+    assert all(part == sorted(part) for part in parts)
+    loads = [sum(max(1, steps[n]) for n in part) for part in parts]
+    # Longest first, each to the least loaded: no share exceeds another by more than the
+    # longest rewrite.
+    assert max(loads) - min(loads) <= max([1, *steps])
+    assert _breakeven.split(steps, shares) == parts
+
+
+def test_each_rewrite_s_steps_are_the_horizon_its_analysis_compares():
+    """(What shares are balanced by, known before any rewrite is analysed.)"""
+    session = read_log(RUN42)
+    config = _breakeven.breakeven_config(session, None)
+    for named in resolve("all"):
+        for horizon in (None, 2):
+            with _breakeven.strategy_rewrites(session, named, config, horizon) as rewrites:
+                rows = rewrites.analyse()
+                assert [rewrites.steps[n] for n, _ in rows] == [r.horizon for _, r in rows]
+
+
+def test_the_shares_of_a_strategy_s_rewrites_are_its_rows():
+    session = read_log(RUN42)
+    config = _breakeven.breakeven_config(session, None)
+    [named] = resolve("age-truncate-500-keep-3")
+    with _breakeven.strategy_rewrites(session, named, config, None) as rewrites:
+        whole = rewrites.analyse()
+    assert len(whole) > 3
+    for shares in (2, 3, len(whole) + 1):
+        got = []
+        for share in range(shares):
+            with _breakeven.strategy_rewrites(session, named, config, None) as rewrites:
+                got += rewrites.analyse(share, shares)
+        assert sorted(got, key=lambda placed: placed[0]) == whole

@@ -24,7 +24,8 @@ events; `disagreement` names which of those the simulation saw.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -255,8 +256,54 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
     )
 
 
-def _analyse_run(run: _Run, records: list[RequestRecord], horizon: int | None) -> list[BreakEven]:
-    """Break-even of every rewrite event of one strategy's run."""
+@dataclass
+class _Rewrite:
+    """One rewrite event to analyse: request `i` of its thread's requests `seq`."""
+
+    seq: list[RequestRecord]
+    i: int
+    extra: dict[int, list[RequestRecord]]
+    """The summarizer calls of its thread, by request index."""
+    markers: list[RequestMarker]
+    """The recorded requests of `seq` (the same list for every rewrite of the thread)."""
+
+
+class Rewrites:
+    """The rewrite events of one strategy's run, in the order break-even reports them, each
+    with the number of requests its counterfactual replays (`steps`): known before any is
+    analysed, so that `--workers` can share a strategy's analysis out among processes."""
+
+    def __init__(self, run: _Run, records: list[RequestRecord], horizon: int | None) -> None:
+        self.run = run
+        self.records = records
+        self.horizon = horizon
+        self.events = _rewrite_events(run, records)
+        self.steps = [_horizon(e, horizon) for e in self.events]
+
+    def analyse(self, share: int = 0, shares: int = 1) -> list[tuple[int, BreakEven]]:
+        """Break-even of the rewrites of `share` (of `shares`, from `split`), each with its
+        place among all the strategy's rewrites (what the rows of the shares merge by)."""
+        mine = split(self.steps, shares)[share]
+        return [(n, self._analyse(self.events[n])) for n in mine]
+
+    def _analyse(self, e: _Rewrite) -> BreakEven:
+        return _analyse(self.run, e.seq, e.i, e.extra, self.horizon, e.markers)
+
+
+def split(steps: Sequence[int], shares: int) -> list[list[int]]:
+    """The rewrites (indices into `steps`) of each of `shares` shares of about the same work:
+    the longest first, each to the share with the least so far (ties: the lowest share), each
+    share's in ascending order. Deterministic: every process computes the same shares."""
+    loads = [0] * shares
+    owned: list[list[int]] = [[] for _ in range(shares)]
+    for n in sorted(range(len(steps)), key=lambda n: (-steps[n], n)):
+        least = loads.index(min(loads))
+        loads[least] += max(1, steps[n])
+        owned[least].append(n)
+    return [sorted(o) for o in owned]
+
+
+def _rewrite_events(run: _Run, records: list[RequestRecord]) -> list[_Rewrite]:
     summarizers: dict[str, dict[int, list[RequestRecord]]] = {}
     threads: dict[str, list[RequestRecord]] = {}
     for r in records:
@@ -265,18 +312,34 @@ def _analyse_run(run: _Run, records: list[RequestRecord], horizon: int | None) -
             summarizers.setdefault(lane, {}).setdefault(r.request_index, []).append(r)
         else:
             threads.setdefault(r.thread, []).append(r)
-    rows = []
+    events = []
     recorded = run.session.requests()  # `request_index` numbers them in file order
     for thread, seq in threads.items():
         # The recorded calls themselves: their price variant (fast mode, US-only inference) and
         # duration (when the response, hence the cache entry, was ready) hold for the
         # counterfactual too; only the rewrite differs.
         markers = [recorded[r.request_index] for r in seq]
+        extra = summarizers.get(thread, {})
         for i in range(1, len(seq)):
             if seq[i].events and seq[i].diff.is_break:
-                extra = summarizers.get(thread, {})
-                rows.append(_analyse(run, seq, i, extra, horizon, markers))
-    return rows
+                events.append(_Rewrite(seq, i, extra, markers))
+    return events
+
+
+def _horizon(e: _Rewrite, longest: int | None) -> int:
+    """The requests `_analyse` compares for `e`: to the strategy's next structural rewrite
+    after a structural one, else to the end of the thread; at most `longest`."""
+    seq, i = e.seq, e.i
+    end = len(seq)
+    if _substitutions(seq[i - 1].view, seq[i].view) is None:
+        later = range(i + 1, len(seq))
+        end = next((k for k in later if seq[k].events and _structural(seq[k - 1], seq[k])), end)
+    return end - i if longest is None else min(end - i, longest)
+
+
+def _analyse_run(run: _Run, records: list[RequestRecord], horizon: int | None) -> list[BreakEven]:
+    """Break-even of every rewrite event of one strategy's run."""
+    return [row for _, row in Rewrites(run, records, horizon).analyse()]
 
 
 def breakeven_config(session: Session, config: ReplayConfig | None) -> ReplayConfig:
@@ -296,10 +359,19 @@ def breakeven_strategy(
 ) -> tuple[list[BreakEven], list[RequestRecord]]:
     """Break-even of every rewrite event of one strategy, and the records of its run (`config`
     from `breakeven_config`)."""
+    with strategy_rewrites(session, named, config, horizon) as rewrites:
+        return [row for _, row in rewrites.analyse()], rewrites.records
+
+
+@contextmanager
+def strategy_rewrites(
+    session: Session, named: NamedStrategy, config: ReplayConfig, horizon: int | None
+) -> Iterator[Rewrites]:
+    """One strategy's run and its rewrite events, to analyse inside the block (`config` from
+    `breakeven_config`)."""
     with remembered_block_pairs():
         run = _Run(session, named, config)
-        records = run.run()
-        return _analyse_run(run, records, horizon), records
+        yield Rewrites(run, run.run(), horizon)
 
 
 def breakeven_session(
