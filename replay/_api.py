@@ -20,6 +20,7 @@ from replay.engine._results import ResultTables
 from replay.engine._unlogged import UnloggedContext
 from replay.log import Event, RequestMarker, Session
 from replay.prices import Pricer, RateOverride
+from replay.strategies import resolve
 
 TRAJECTORY_NOTE = (
     "Offline replay keeps the recorded trajectory fixed: every response and tool call is what "
@@ -127,9 +128,13 @@ def replay(
     `workers=N` (N > 1) replays the strategies on N processes, each holding the log: the same
     frames and notes, sooner, but no records (they stay in the workers, as with
     `keep_records=False`; the evidence rows are kept) and `progress` is called as strategies
-    complete. Plug-ins must come from files (`load_strategy_file`) or installed packages."""
+    complete. Plug-ins must come from files (`load_strategy_file`) or installed packages. One
+    strategy is replayed in this process (nothing would run beside it), with the same result."""
     several = _several(workers)
     session = log if isinstance(log, Session) else load(log, strict=strict)
+    if several and len(resolve(strategies)) == 1:
+        # Nothing to run side by side: one process, with what workers would give back.
+        several, keep_records, evidence = False, False, evidence or keep_records
     config = _config(provider, model, client, cache_rules, rule_overrides, prices, ttl)
     config.keep_views = keep_views
     config.keep_blocks = keep_records  # nothing reads the block arrays of dropped records

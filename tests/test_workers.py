@@ -222,3 +222,20 @@ def test_tables_merged_strategy_by_strategy_equal_one_table_of_them_all():
     for attr in ("models", "providers", "estimated_output", "price_warnings", "no_ttl_choice",
                  "mentions"):
         assert getattr(merged, attr) == getattr(whole, attr), attr
+
+
+def test_one_strategy_with_two_workers_is_replayed_here(monkeypatch):
+    """No worker process to start for one strategy: the same frames, and no records (as with
+    workers), from this process."""
+    from replay import replay
+    from replay.engine import _parallel
+
+    def no_workers(*args, **kwargs):
+        raise AssertionError("a worker pool was started for one strategy")
+
+    one = replay(RUN42, "age-truncate-500-keep-3")
+    monkeypatch.setattr(_parallel, "replay_parts", no_workers)
+    two = replay(RUN42, "age-truncate-500-keep-3", workers=2)
+    assert two.records == [] and one.records
+    assert two.summary.equals(one.summary) and two.turns.equals(one.turns)
+    assert two.evidence.equals(one.evidence) and two.notes == one.notes
