@@ -288,7 +288,9 @@ def breakeven(
     (`ReplayResult.unlogged_context`), to skip fitting it again. `notes`: a list to which the
     notes of the run are appended (as `ReplayResult.notes`). `horizon`: follow each rewrite
     over at most that many requests (None: to the end of its horizon). `workers`: analyse the
-    strategies on that many processes (the same rows; see `replay`)."""
+    strategies on that many processes (the same rows; see `replay`); a strategy whose rewrites
+    are far more work than its run (rewrites at most requests, each followed to the end of the
+    log) has them shared out among the processes."""
     from replay.breakeven import breakeven_session
     from replay.breakeven._frame import breakeven_frame
 

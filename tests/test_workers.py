@@ -3,6 +3,7 @@ byte for byte (tables, JSON, CSV, notes, errors)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -222,6 +223,52 @@ def test_tables_merged_strategy_by_strategy_equal_one_table_of_them_all():
     for attr in ("models", "providers", "estimated_output", "price_warnings", "no_ttl_choice",
                  "mentions"):
         assert getattr(merged, attr) == getattr(whole, attr), attr
+
+
+def _synthetic(tmp_path: Path, requests: int) -> Path:
+    from replay.bench._synthetic import synthetic_session
+    from replay.log import write_log
+
+    log = tmp_path / f"synthetic-{requests}.jsonl"
+    write_log(synthetic_session(requests, seed=1), log)
+    return log
+
+
+SHARED_OUT = "observation-mask-keep-5-poll-1"
+"""A strategy that rewrites in place at most requests: each rewrite followed to the end of the
+log, its break-even is ~30 times the work of its run on 60 requests."""
+
+
+def test_a_strategy_s_break_even_shared_out_among_workers_is_what_one_process_prints(
+        invoke, tmp_path):
+    _same(invoke, "breakeven", _synthetic(tmp_path, 60), "-s", f"baseline,{SHARED_OUT}",
+          "--format", "json")
+
+
+def test_a_worker_shares_out_a_long_break_even_and_the_shares_make_its_rows():
+    """The first task of a strategy replays it and says into how many shares its rewrites go
+    (at most the workers); each share replays it and analyses its part. Below that, the first
+    task analyses them all."""
+    from replay.bench._synthetic import synthetic_session
+    from replay.breakeven._breakeven import breakeven_config, breakeven_strategy
+    from replay.engine._parallel import _Shared, _task, _Worker
+    from replay.strategies import resolve
+
+    session = synthetic_session(60, seed=1)
+    config = breakeven_config(session, None)
+    [named] = resolve(SHARED_OUT)
+    expected, _ = breakeven_strategy(session, named, config, None)
+    shared = _Shared(session, config, None, [], per_turn=False, evidence_rows=False,
+                     breakeven=True, workers=2)
+    worker = _Worker(shared)
+    first = worker.run(_task(0, named))
+    assert (first.shares, first.breakeven) == (2, []) and first.tables.models
+    parts = [worker.run(dataclasses.replace(_task(0, named), share=k, shares=2)) for k in (0, 1)]
+    assert all(p.breakeven and not p.tables.models for p in parts)
+    rows = sorted(parts[0].breakeven + parts[1].breakeven, key=lambda placed: placed[0])
+    assert [row for _, row in rows] == expected
+    alone = _Worker(dataclasses.replace(shared, workers=1)).run(_task(0, named))
+    assert alone.shares == 1 and [row for _, row in alone.breakeven] == expected
 
 
 def test_one_strategy_with_two_workers_is_replayed_here(monkeypatch):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import pickle
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,12 @@ from replay.log import Session
 from replay.prices import Pricer
 from replay.strategies import NamedStrategy, resolve
 
+SHARE_STEPS = 8
+"""Break-even work per share, in counterfactual requests per request of the strategy's run:
+each share replays the strategy once more (about two requests' work per request, with its
+evidence checks and store copies), so a share is worth starting when its analysis is several
+times that."""
+
 
 @dataclass
 class _Shared:
@@ -55,6 +62,11 @@ class _Shared:
     """Analyse each strategy's rewrites (`breakeven_strategy`) instead of only replaying it."""
     horizon: int | None = None
     """Break-even's horizon."""
+    workers: int = 1
+    """The processes of the run: at most that many shares of one strategy's break-even."""
+    share_steps: int = SHARE_STEPS
+    """Break-even: a strategy's rewrites are shared out among processes when their
+    counterfactuals replay more than this many requests per request of its run, per share."""
 
 
 @dataclass
@@ -72,6 +84,11 @@ class _Task:
     """Its parameters as resolved."""
     built: NamedStrategy | None = None
     """The strategy itself, when its spec is not the registry's (made by the caller)."""
+    share: int = 0
+    """Break-even: which share of the strategy's rewrites to analyse."""
+    shares: int = 0
+    """Break-even: how many shares its rewrites are split into; 0 for the strategy's first
+    task, which replays it, decides that number and analyses share 0."""
 
     def strategy(self) -> NamedStrategy:
         if self.built is not None:
@@ -96,7 +113,11 @@ class Part:
     tables: ResultTables = field(default_factory=ResultTables)
     """Its summary, per-request and evidence rows and what the notes count."""
     breakeven: list[Any] = field(default_factory=list)
-    """Its `BreakEven` rows (break-even runs only)."""
+    """Its `BreakEven` rows (break-even runs only): from a worker, each with its place among
+    the strategy's rewrites; merged, in that order."""
+    shares: int = 1
+    """Break-even: how many shares its strategy's rewrites were split into (the first task's
+    part says; the others' parts bring only rows)."""
     error: str | None = None
     """The `ReplayError` its strategy stopped at (or how its worker failed)."""
 
@@ -126,7 +147,7 @@ class _Worker:
         try:
             named = task.strategy()
             if self.shared.breakeven:
-                return self.breakeven(task.index, named)
+                return self.breakeven(task, named)
             return self.replay(task.index, named)
         except ReplayError as err:
             return Part(task.index, error=str(err))
@@ -147,14 +168,28 @@ class _Worker:
         tables.end_strategy()
         return Part(index, tables=tables)
 
-    def breakeven(self, index: int, named: NamedStrategy) -> Part:
-        from replay.breakeven._breakeven import breakeven_strategy
+    def breakeven(self, task: _Task, named: NamedStrategy) -> Part:
+        """The strategy's first task replays it and analyses its rewrites, or, when they are
+        much more work than its run (`_shares`), only says into how many shares they go: each
+        share replays the strategy again and analyses its part, on whichever process is free."""
+        from replay.breakeven._breakeven import strategy_rewrites
 
         shared = self.shared
-        rows, records = breakeven_strategy(shared.session, named, shared.config, shared.horizon)
-        tables = ResultTables(per_turn=False)  # what the notes count
-        tables.add(records)
-        return Part(index, tables=tables, breakeven=rows)
+        with strategy_rewrites(shared.session, named, shared.config, shared.horizon) as rewrites:
+            if task.shares:
+                return Part(task.index, breakeven=rewrites.analyse(task.share, task.shares),
+                            shares=task.shares)
+            tables = ResultTables(per_turn=False)  # what the notes count: once per strategy
+            tables.add(rewrites.records)
+            shares = _shares(sum(rewrites.steps), len(rewrites.records), shared)
+            rows = rewrites.analyse() if shares == 1 else []
+            return Part(task.index, tables=tables, breakeven=rows, shares=shares)
+
+
+def _shares(steps: int, requests: int, shared: _Shared) -> int:
+    """Into how many shares to split a strategy's break-even of `steps` counterfactual
+    requests (`_Shared.share_steps`)."""
+    return max(1, min(shared.workers, steps // max(1, shared.share_steps * requests)))
 
 
 _WORKER: list[_Worker] = []
@@ -214,14 +249,19 @@ def breakeven_parts(
     config: ReplayConfig | None,
     workers: int,
     horizon: int | None = None,
+    share_steps: int = SHARE_STEPS,
 ) -> Iterator[Part]:
     """`breakeven_session` on `workers` processes: each strategy's break-even rows
-    (`Part.breakeven`) and what its notes count (`Part.tables`), in the resolved order."""
+    (`Part.breakeven`) and what its notes count (`Part.tables`), in the resolved order. A
+    strategy whose counterfactuals are much more work than its run (rewrites at most requests,
+    each followed to the end of the log) has its rewrites shared out among the processes
+    (`share_steps`: see `_Shared`)."""
     from replay.breakeven._breakeven import breakeven_config
 
     config = breakeven_config(session, config)
-    return _parts(session, strategies, config, workers,
-                  dict(per_turn=False, evidence_rows=False, breakeven=True, horizon=horizon))
+    job = dict(per_turn=False, evidence_rows=False, breakeven=True, horizon=horizon,
+               workers=workers, share_steps=share_steps)
+    return _parts(session, strategies, config, workers, job)
 
 
 def _parts(
@@ -245,7 +285,71 @@ def _parts(
     tokenizer_rows()  # a bad tokenizer file fails here, not in every worker
     payload = _payload(_Shared(session, config, tokenizer_file_in_force(), loaded_files(), **job))
     tasks = [_task(n, named) for n, named in enumerate(resolved)]
-    return _merged(tasks, workers, payload, progress)
+    # Break-even may share one strategy out among every process; a replay has one per task.
+    pool = workers if job.get("breakeven") else min(workers, len(tasks))
+    return _merged(tasks, pool, payload, progress)
+
+
+class _Queue:
+    """The tasks still to start, as `PoolEngine.imap` draws them: a strategy's further shares
+    are put first as soon as its first task says how many (they are the long ones)."""
+
+    def __init__(self, tasks: list[_Task]) -> None:
+        self._tasks = list(reversed(tasks))
+
+    def __iter__(self) -> _Queue:
+        return self
+
+    def __next__(self) -> _Task:
+        # Not exhausted for good: `imap` asks again after each result, and shares added
+        # meanwhile are started then.
+        if not self._tasks:
+            raise StopIteration
+        return self._tasks.pop()
+
+    def first(self, tasks: list[_Task]) -> None:
+        self._tasks.extend(reversed(tasks))
+
+
+@dataclass
+class _Strategy:
+    """The parts of one strategy come in so far."""
+
+    first: Part | None = None
+    """The part of its first task: its run's tables, and how many shares it has."""
+    rows: list[tuple[int, Any]] = field(default_factory=list)
+    """Its break-even rows so far, each with its place among its rewrites."""
+    waiting: int = 0
+    """Shares still to come."""
+    done: bool = False
+    """Its whole part was made (a share that comes after a failed one is not wanted)."""
+
+
+def _whole(task: _Task, part: Part, strategies: dict[int, _Strategy], queue: _Queue
+           ) -> Part | None:
+    """`part` as its strategy's whole part, or None while shares of it are still to come or
+    when it failed already. A first task's part that splits the strategy queues its shares
+    (so they come after it); their rows are put back in the strategy's order."""
+    got = strategies.setdefault(part.index, _Strategy())
+    if got.done:
+        return None
+    if part.error is not None:
+        got.done = True
+        return part
+    got.rows += part.breakeven
+    if task.shares:
+        got.waiting -= 1
+    else:
+        got.first = part
+        if part.shares > 1:
+            got.waiting = part.shares
+            queue.first([dataclasses.replace(task, share=k, shares=part.shares)
+                         for k in range(part.shares)])
+    if got.waiting or got.first is None:
+        return None
+    got.done = True
+    rows = [row for _, row in sorted(got.rows, key=lambda placed: placed[0])]
+    return Part(part.index, tables=got.first.tables, breakeven=rows)
 
 
 def _merged(
@@ -254,24 +358,30 @@ def _merged(
     payload: bytes,
     progress: Callable[[str, int, int], None] | None,
 ) -> Iterator[Part]:
-    """The tasks' parts in their order: a part that comes early waits for those before it."""
+    """The strategies' parts in their order: a part that comes early waits for those before
+    it, and a strategy split into shares waits for all of them."""
     from replay.batch._engines import PoolEngine
 
     total = len(tasks)
     if progress is not None:
         progress("", 0, total)
+    queue = _Queue(tasks)
+    strategies: dict[int, _Strategy] = {}
     finished: dict[int, Part] = {}
     ready = 0
-    with PoolEngine(min(workers, total), _start_worker, (payload,)) as pool:
-        for count, (task, part) in enumerate(pool.imap(_replay_task, tasks, None, _failed), 1):
-            finished[part.index] = part
+    with PoolEngine(workers, _start_worker, (payload,)) as pool:
+        for task, part in pool.imap(_replay_task, queue, None, _failed):
+            whole = _whole(task, part, strategies, queue)
+            if whole is None:
+                continue
+            finished[whole.index] = whole
             if progress is not None:
-                progress(task.name, count, total)
+                progress(task.name, len(finished) + ready, total)
             while ready in finished:
-                part = finished.pop(ready)
-                if part.error is not None:
-                    raise ReplayError(part.error)
-                yield part
+                whole = finished.pop(ready)
+                if whole.error is not None:
+                    raise ReplayError(whole.error)
+                yield whole
                 ready += 1
     if progress is not None:
         progress("", total, total)
