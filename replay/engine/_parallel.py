@@ -37,9 +37,9 @@ from replay.strategies import NamedStrategy, resolve
 
 SHARE_STEPS = 8
 """Break-even work per share, in counterfactual requests per request of the strategy's run:
-each share replays the strategy once more (about two requests' work per request, with its
-evidence checks and store copies), so a share is worth starting when its analysis is several
-times that."""
+each share replays the strategy once more (a request of the run, with its evidence checks and
+store copy, costs about two counterfactual ones), so a share is worth starting when its
+analysis is several times that."""
 
 
 @dataclass
@@ -88,7 +88,7 @@ class _Task:
     """Break-even: which share of the strategy's rewrites to analyse."""
     shares: int = 0
     """Break-even: how many shares its rewrites are split into; 0 for the strategy's first
-    task, which replays it, decides that number and analyses share 0."""
+    task, which replays it and decides that number (analysing them all when it is 1)."""
 
     def strategy(self) -> NamedStrategy:
         if self.built is not None:
