@@ -302,8 +302,8 @@ def breakeven(
     if several:
         rows, tables = _breakeven_on_workers(session, strategies, config, workers, horizon)
     else:
-        rows, records = breakeven_session(session, strategies, config, horizon=horizon)
-        tables = ResultTables.of(records)
+        tables = ResultTables(per_turn=False)
+        rows, _ = breakeven_session(session, strategies, config, horizon=horizon, tables=tables)
     if notes is not None:
         notes.extend(_notes(session, tables, ttl))
     return breakeven_frame(rows)

@@ -718,3 +718,20 @@ def test_the_shares_of_a_strategy_s_rewrites_are_its_rows():
             with _breakeven.strategy_rewrites(session, named, config, None) as rewrites:
                 got += rewrites.analyse(share, shares)
         assert sorted(got, key=lambda placed: placed[0]) == whole
+
+
+def test_break_even_counting_records_into_tables_keeps_none_and_the_same_rows():
+    """(`replay breakeven` needs the records only for its notes: counted strategy by strategy,
+    one strategy's records are held at a time.)"""
+    from replay.engine._results import ResultTables
+
+    session = read_log(RUN42)
+    names = "recorded,age-truncate-500-keep-3,compact-at-12000-structured"
+    rows, records = breakeven_session(session, names)
+    tables = ResultTables(per_turn=False)
+    counted_rows, kept = breakeven_session(session, names, tables=tables)
+    assert (counted_rows, kept) == (rows, [])
+    whole = ResultTables.of(records)
+    assert tables.summary().equals(whole.summary())
+    assert (tables.models, tables.price_warnings, tables.no_ttl_choice) == (
+        whole.models, whole.price_warnings, whole.no_ttl_choice)
