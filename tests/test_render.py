@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay.cache import profile_for
+from replay.cache._base import collapsed_positions
 from replay.log import ToolDef
 from replay.render import BlockInfo, Renderer
-from replay.render._request import KindIndex
+from replay.render._request import KindIndex, chain_keys
 from replay.strategies import AssistantItem, Block, SummaryItem, ToolResultItem, UserItem
 from replay.tokens import TokenCounter, counter_for
 
@@ -366,3 +367,62 @@ def test_block_infos_read_and_write_the_tables_columns():
     extra = BlockInfo("summary", "s", True, 9, 3)
     t.blocks.append(extra)
     assert list(t.blocks)[-1] == extra and len(t) == 4
+
+
+def _assert_columns_from_scratch(req, table, model):
+    """`req`'s columns against what they are defined as, computed from its block ids and
+    kinds alone (whichever path the renderer took: a walk, a copy of an earlier view's)."""
+    ids = req.block_ids.tolist()
+    assert req.block_tokens.tolist() == [table.tokens[i] for i in ids]
+    assert req.cum_tokens.tolist() == np.cumsum(req.block_tokens).tolist()
+    assert req.positions.tolist() == collapsed_positions(list(req.kinds)).tolist()
+    assert list(req.prefix_keys) == chain_keys(model, None, ids)
+
+
+_edits = st.lists(
+    st.tuples(
+        st.sampled_from(["replace", "replace", "drop", "insert", "append", "same", "cut"]),
+        st.integers(0, 40),
+        st.integers(1, 3),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(gen.histories(max_items=16), _edits)
+def test_views_changed_in_the_middle_render_as_from_scratch(pool, edits):
+    """A thread's views rewritten anywhere (items replaced, dropped or inserted in the middle,
+    the same item twice, appended, cut), rendered one after the other through one renderer,
+    have the columns of a fresh render of each view: the items after a change that the
+    previous view also held are not walked again, and what depends on the items before them
+    (a tool result merged into the message of the one before, lookback positions, cumulative
+    tokens, prefix keys, kind markers) follows the change."""
+    r = Renderer(counter_for("gpt-5"))
+    view = list(pool[:8])
+    done = []
+    for op, at, count in edits:
+        view, at = list(view), at % (len(view) + 1)
+        if op == "replace" and view:
+            for n in range(at % len(view), min(len(view), at % len(view) + count)):
+                old = view[n]
+                view[n] = (
+                    ToolResultItem(old.call_id, old.tool_name, old.output[: len(old.output) // 2])
+                    if isinstance(old, ToolResultItem)
+                    else pool[(n + at) % len(pool)]  # (maybe an item the view holds already)
+                )
+        elif op == "drop" and len(view) > 1:
+            del view[at % len(view) : at % len(view) + count]
+        elif op == "insert":
+            view[at:at] = [pool[(at + k) % len(pool)] for k in range(count)]
+        elif op == "append":
+            view += pool[at % len(pool) :][:count] or [UserItem(f"more {at}")]
+        elif op == "cut" and len(view) > 1:
+            view = view[: max(1, at % len(view))]
+        req = _render(r, view)
+        done.append((req, view))
+    for req, view in done:
+        _assert_same_blocks(req, _fresh(r, view, system=SYSTEM, tools=TOOLS, thread="main",
+                                        model="gpt-5"))
+        _assert_columns_from_scratch(req, r.table, "gpt-5")
