@@ -381,7 +381,7 @@ def _assert_columns_from_scratch(req, table, model):
 
 _edits = st.lists(
     st.tuples(
-        st.sampled_from(["replace", "replace", "drop", "insert", "append", "same", "cut"]),
+        st.sampled_from(["replace", "replace", "drop", "insert", "append", "same", "cut", "head"]),
         st.integers(0, 40),
         st.integers(1, 3),
     ),
@@ -394,13 +394,13 @@ _edits = st.lists(
 @given(gen.histories(max_items=16), _edits)
 def test_views_changed_in_the_middle_render_as_from_scratch(pool, edits):
     """A thread's views rewritten anywhere (items replaced, dropped or inserted in the middle,
-    the same item twice, appended, cut), rendered one after the other through one renderer,
-    have the columns of a fresh render of each view: the items after a change that the
-    previous view also held are not walked again, and what depends on the items before them
-    (a tool result merged into the message of the one before, lookback positions, cumulative
-    tokens, prefix keys, kind markers) follows the change."""
+    the same item twice, appended, cut, sent after another system prompt), rendered one after
+    the other through one renderer, have the columns of a fresh render of each view: the items
+    after a change that the previous view also held are not walked again, and what depends on
+    the items and head before them (a tool result merged into the message of the one before,
+    lookback positions, cumulative tokens, prefix keys, kind markers) follows the change."""
     r = Renderer(counter_for("gpt-5"))
-    view = list(pool[:8])
+    view, system = list(pool[:8]), SYSTEM
     done = []
     for op, at, count in edits:
         view, at = list(view), at % (len(view) + 1)
@@ -420,9 +420,32 @@ def test_views_changed_in_the_middle_render_as_from_scratch(pool, edits):
             view += pool[at % len(pool) :][:count] or [UserItem(f"more {at}")]
         elif op == "cut" and len(view) > 1:
             view = view[: max(1, at % len(view))]
-        req = _render(r, view)
-        done.append((req, view))
-    for req, view in done:
-        _assert_same_blocks(req, _fresh(r, view, system=SYSTEM, tools=TOOLS, thread="main",
+        elif op == "head":
+            system = f"{SYSTEM} ({at})"
+        req = _render(r, view, system=system)
+        done.append((req, view, system))
+    for req, view, system in done:
+        _assert_same_blocks(req, _fresh(r, view, system=system, tools=TOOLS, thread="main",
                                         model="gpt-5"))
         _assert_columns_from_scratch(req, r.table, "gpt-5")
+
+
+def test_a_view_rewritten_in_the_middle_walks_only_the_rewritten_item():
+    r = Renderer(counter_for("gpt-5"))
+    items = [UserItem("Go.")]
+    for n in range(8):
+        call = Block("tool_call", call_id=f"c{n}", name="read_file", arguments={"n": n})
+        items += [AssistantItem((call,)), ToolResultItem(f"c{n}", "read_file", f"out {n}" * 50)]
+    _render(r, items)
+    masked = list(items)
+    masked[4] = ToolResultItem("c1", "read_file", "[masked]")
+    masked.append(UserItem("Next."))
+    req = _render(r, masked)
+    assert r.walked == 2 and r.walked_from == 4  # the masked result and the new user turn
+    _assert_same_blocks(req, _fresh(r, masked, system=SYSTEM, tools=TOOLS, thread="main",
+                                    model="gpt-5"))
+    # After another head (a new system prompt) the items are copied, none walked.
+    req = _render(r, masked, system=f"{SYSTEM} (restarted)")
+    assert r.walked == 0 and r.walked_from == 0
+    _assert_same_blocks(req, _fresh(r, masked, system=f"{SYSTEM} (restarted)", tools=TOOLS,
+                                    thread="main", model="gpt-5"))

@@ -4,8 +4,12 @@ Each view item becomes one or more blocks (an assistant message: one per content
 result: one block, merged into the same user message as the results right before it). Rendering
 is memoized per item object, so the history items a strategy passes through untouched are
 rendered once for the whole replay, and a view that starts with the same item objects as the
-thread's previous view reuses that view's blocks up to the first item that differs: per request
-the Python work is O(new items), never re-tokenization.
+thread's previous view reuses that view's blocks up to the first item that differs. The items
+after it that the previous view also held, in the same order (a strategy rewrote a tool result in
+the middle of the view, or the head changed), take their blocks from that view's columns too,
+with the columns that depend on what comes before them derived with numpy: per request the
+Python work is O(new items), never re-tokenization (but for the prefix keys, chained in Python
+from the first change on).
 
 The block columns (ids, tokens, cumulative tokens, owners, lookback positions, kinds, chained
 prefix keys) live in buffers shared by a thread's consecutive requests: a request that extends
@@ -168,6 +172,140 @@ def _last_of(codes: np.ndarray, upto: int, wanted: np.ndarray, known: int) -> in
     return -1
 
 
+_LOOP_MAX = 8
+"""Up to this many new blocks, all walked, the renderer derives their columns in a Python loop
+(one or two turns appended: numpy's per-call cost is more than the loop's); beyond, or when
+blocks are copied from an earlier view, with numpy over the whole new range."""
+
+_MIN_RUN = 4
+"""Shorter runs of items an earlier view also held are walked: copying a run's blocks costs
+a few numpy calls, walking an item through its memo about a microsecond."""
+
+_IS_RUN = _lookup(RUN_CODES)
+
+
+@dataclass(slots=True)
+class _Marks:
+    """The `KindIndex` positions of a layout being extended (`_Layout`'s fields)."""
+
+    last_turn: int
+    last_user_role: int
+    last_non_thinking: int
+    first_thinking: int
+
+
+@dataclass(slots=True)
+class _Walked:
+    """Blocks of items walked through the item memo."""
+
+    ids: list[int]
+    kinds: list[str]
+    owners: list[int]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def write(self, cols: _Columns, at: int, block_tokens: list[int]) -> int:
+        """Write ids, tokens, kind codes, owners and kinds at `at`; returns where they end."""
+        end = at + len(self.ids)
+        cols.ids[at:end] = self.ids
+        cols.tokens[at:end] = [block_tokens[b] for b in self.ids]
+        cols.codes[at:end] = [KIND_CODES[k] for k in self.kinds]
+        cols.owners[at:end] = self.owners
+        cols.kinds.extend(self.kinds)
+        return end
+
+
+@dataclass(slots=True)
+class _Copied:
+    """Blocks [first, end) of an earlier layout's columns, for items that now sit `shift`
+    places further on."""
+
+    source: _Columns
+    first: int
+    end: int
+    shift: int
+
+    def __len__(self) -> int:
+        return self.end - self.first
+
+    def write(self, cols: _Columns, at: int, block_tokens: list[int]) -> int:
+        """As `_Walked.write` (a block's tokens are those the earlier layout read)."""
+        src, first, end = self.source, self.first, self.end
+        stop = at + end - first
+        cols.ids[at:stop] = src.ids[first:end]
+        cols.tokens[at:stop] = src.tokens[first:end]
+        cols.codes[at:stop] = src.codes[first:end]
+        np.add(src.owners[first:end], self.shift, out=cols.owners[at:stop])
+        cols.kinds.extend(src.kinds[first:end])
+        return stop
+
+
+_Piece = _Walked | _Copied
+
+
+def _derive(cols: _Columns, keep: int, end: int, marks: _Marks) -> None:
+    """Cumulative tokens, lookback positions and kind marks of blocks [keep, end), whose ids,
+    tokens and codes are written, continuing from the blocks before `keep`."""
+    if end == keep:
+        return
+    cum = cols.cum[keep:end]
+    np.cumsum(cols.tokens[keep:end], out=cum)
+    if keep:
+        cum += cols.cum[keep - 1]
+    # A block starts a new position unless it continues a run of tool calls (or results).
+    window = cols.codes[max(keep - 1, 0) : end]
+    starts = np.ones(end - keep, dtype=np.int64)
+    lead = 0 if keep else 1
+    starts[lead:] = ~((window[1:] == window[:-1]) & _IS_RUN[window[1:]])
+    positions = cols.positions[keep:end]
+    np.cumsum(starts, out=positions)
+    positions += cols.positions[keep - 1] if keep else -1
+    codes = window[1 - lead :]
+    marks.last_turn = _last_in(_TURN[codes], keep, marks.last_turn)
+    marks.last_user_role = _last_in(_USER_ROLE[codes], keep, marks.last_user_role)
+    marks.last_non_thinking = _last_in(_NON_THINKING[codes], keep, marks.last_non_thinking)
+    if marks.first_thinking < 0:
+        hits = np.flatnonzero(codes == THINKING_CODE)
+        marks.first_thinking = keep + int(hits[0]) if len(hits) else -1
+
+
+def _last_in(mask: np.ndarray, offset: int, default: int) -> int:
+    """`offset` + the last true index of `mask`, else `default`."""
+    hits = np.flatnonzero(mask)
+    return offset + int(hits[-1]) if len(hits) else default
+
+
+def _reused_runs(last: _Layout, new: list[Item], start: int) -> list[tuple[int, int, int]]:
+    """Runs (n, j, length) of `new[start:]`: `new[n:n+length]` are the very objects
+    `last.items[j:j+length]`, each item after a tool result in both views or in neither (a
+    tool result's blocks depend on it), at least `_MIN_RUN` long. After a rewrite in the middle
+    of a view, the rest of it is one run."""
+    old = last.items
+    if start >= len(old) or start >= len(new):
+        return []
+    where = {id(item): j for j, item in enumerate(islice(old, start, None), start)}
+    runs: list[tuple[int, int, int]] = []
+    n = start
+    while n < len(new):
+        j = where.get(id(new[n]))
+        if j is None:
+            n += 1
+            continue
+        length = shared_prefix(old[j : j + len(new) - n], new[n : n + len(old) - j])
+        after = n + length
+        if isinstance(new[n], ToolResultItem) and _after_result(new, n) != _after_result(old, j):
+            n, j, length = n + 1, j + 1, length - 1
+        if length >= _MIN_RUN:
+            runs.append((n, j, length))
+        n = after
+    return runs
+
+
+def _after_result(items: list[Item], n: int) -> bool:
+    return n > 0 and isinstance(items[n - 1], ToolResultItem)
+
+
 @dataclass(slots=True)
 class _Layout:
     """A rendered view: its blocks are [0, n) of `cols`. Kept to render the thread's next view
@@ -215,6 +353,9 @@ class Renderer:
         """The tool definitions whose ids key the memos above, kept alive: a freed session's
         tools could otherwise lend their ids to another session's, should a renderer serve
         more than one (`replay batch`'s chains now give each session its own)."""
+        self.walked = 0
+        """How many items of the last view rendered went through the item memo (the others
+        kept or copied the blocks of an earlier view)."""
         self.walked_from = 0
         """How many leading items of the last view rendered kept blocks of an earlier view
         (the others were walked, and interned what the table did not hold yet)."""
@@ -399,16 +540,18 @@ class Renderer:
         fork: str | None = None,
     ) -> _Layout:
         """Block columns of a view. The leading items that are the very objects of the thread's
-        previous view (or of `fork`'s, when that shares more) keep their blocks; only the rest
-        is walked in Python and appended (in place when nothing else wrote past the kept
-        blocks), so an append-only strategy costs O(new items) here, not O(history). `items`
-        is kept (the caller's copy)."""
+        previous view (or of `fork`'s, when that shares more) keep their blocks; the rest is
+        appended (in place when nothing else wrote past the kept blocks), walking in Python
+        only the items that view did not hold (`_pieces`), so a strategy that appends, or
+        rewrites a few items anywhere, costs O(new items) here, not O(history). `items` is kept
+        (the caller's copy)."""
         last_tools, tool_ids = self._last_tools
         if tools is not last_tools:
             tool_ids = tuple(id(t) for t in tools)
             self._last_tools = (tools, tool_ids)
         key = (thread, system, tool_ids, hidden_tokens, head_version)
-        last = self._last_of(thread, key)
+        entry = self._last.get(thread)
+        last = entry[1] if entry is not None and entry[0] == key else None
         shared = shared_prefix(last.items, items) if last is not None else 0
         forked = False
         if fork is not None:
@@ -426,22 +569,49 @@ class Renderer:
             head_ids, head_kinds = self._head_blocks(system, tools, hidden_tokens, head_version)
             base = self._head_layout(key[1:], head_ids, head_kinds, model)
             keep = len(head_ids)
-        new_ids: list[int] = []
-        new_kinds: list[str] = []
-        new_owners: list[int] = []
-        prev_is_result = shared > 0 and isinstance(items[shared - 1], ToolResultItem)
-        for n in range(shared, len(items)):
-            item = items[n]
-            is_result = isinstance(item, ToolResultItem)
-            b_ids, b_kinds = self._item_blocks(item, merged=is_result and prev_is_result)
-            new_ids.extend(b_ids)
-            new_kinds.extend(b_kinds)
-            new_owners.extend([n] * len(b_ids))
-            prev_is_result = is_result
-        layout = self._extend(base, keep, new_ids, new_kinds, new_owners, model, forked)
+        # An item's blocks do not depend on the head: after a new one (a restarted harness's
+        # system prompt) the items of the thread's last view are copied, not walked.
+        source = last if last is not None else entry[1] if entry is not None else None
+        pieces = self._pieces(items, shared, source)
+        layout = self._extend(base, keep, pieces, model, forked)
         layout.items = items
         self._last[thread] = (key, layout)
         return layout
+
+    def _pieces(self, items: list[Item], start: int, last: _Layout | None) -> list[_Piece]:
+        """The blocks of `items[start:]`: runs of items that `last` also holds, in the same
+        order, take theirs from its columns (a strategy that rewrote an item in the middle
+        leaves the rest of the view as it was); the others are walked."""
+        runs = _reused_runs(last, items, start) if last is not None else []
+        pieces: list[_Piece] = []
+        walked = 0
+        for n, j, length in [*runs, (len(items), 0, 0)]:
+            if start < n:
+                pieces.append(self._walk(items, start, n))
+                walked += n - start
+            if length:
+                owners = last.cols.owners[: last.n]  # type: ignore[union-attr]
+                first, end = np.searchsorted(owners, (j, j + length), side="left").tolist()
+                pieces.append(_Copied(last.cols, first, end, n - j))  # type: ignore[union-attr]
+            start = n + length
+        self.walked = walked
+        return pieces
+
+    def _walk(self, items: list[Item], start: int, stop: int) -> _Walked:
+        """The blocks of `items[start:stop]`, through the item memo."""
+        ids: list[int] = []
+        kinds: list[str] = []
+        owners: list[int] = []
+        prev_is_result = start > 0 and isinstance(items[start - 1], ToolResultItem)
+        for n in range(start, stop):
+            item = items[n]
+            is_result = isinstance(item, ToolResultItem)
+            b_ids, b_kinds = self._item_blocks(item, merged=is_result and prev_is_result)
+            ids.extend(b_ids)
+            kinds.extend(b_kinds)
+            owners.extend([n] * len(b_ids))
+            prev_is_result = is_result
+        return _Walked(ids, kinds, owners)
 
     def _last_of(self, thread: str, key: tuple) -> _Layout | None:
         """`thread`'s last layout, if it was rendered with the head `key`."""
@@ -452,28 +622,54 @@ class Renderer:
         self,
         base: _Layout,
         keep: int,
-        new_ids: list[int],
-        new_kinds: list[str],
-        new_owners: list[int],
+        pieces: list[_Piece],
         model: str,
         copy: bool = False,
     ) -> _Layout:
-        """Blocks [0, keep) of `base` followed by the new blocks (`copy`: in new columns even
-        when `base`'s could be extended in place, e.g. another thread's)."""
+        """Blocks [0, keep) of `base` followed by those of `pieces` (`copy`: in new columns
+        even when `base`'s could be extended in place, e.g. another thread's)."""
         cols = base.cols
-        end = keep + len(new_ids)
+        end = keep + sum(len(p) for p in pieces)
         codes = cols.codes
         # What the new blocks continue from (the block before them).
-        last_turn = _last_of(codes, keep, _TURN, base.last_turn)
-        last_user_role = _last_of(codes, keep, _USER_ROLE, base.last_user_role)
-        last_non_thinking = _last_of(codes, keep, _NON_THINKING, base.last_non_thinking)
-        first_thinking = base.first_thinking if base.first_thinking < keep else -1
+        marks = _Marks(
+            last_turn=_last_of(codes, keep, _TURN, base.last_turn),
+            last_user_role=_last_of(codes, keep, _USER_ROLE, base.last_user_role),
+            last_non_thinking=_last_of(codes, keep, _NON_THINKING, base.last_non_thinking),
+            first_thinking=base.first_thinking if base.first_thinking < keep else -1,
+        )
         if copy or cols.used != keep or cols.model != model:
             # Diverging from blocks a later layout (or another thread) already extended, or
             # chained for another model: copy the kept blocks, leave the old columns as they are.
             cols = cols.copy_prefix(keep, model, end + max(64, end // 8))
         else:
             cols.reserve(end)
+        small = len(pieces) == 1 and isinstance(pieces[0], _Walked) and end - keep <= _LOOP_MAX
+        if small:
+            self._append_walked(cols, keep, pieces[0], marks)  # type: ignore[arg-type]
+        else:
+            at = keep
+            for piece in pieces:
+                at = piece.write(cols, at, self.table.tokens)
+            _derive(cols, keep, end, marks)
+        cols.keys[keep:end] = chain_keys(
+            model, int(cols.keys[keep - 1]) if keep else None, cols.ids[keep:end].tolist()
+        )
+        cols.used = end
+        return _Layout(
+            items=[],
+            cols=cols,
+            n=end,
+            head_end=base.head_end,
+            last_turn=marks.last_turn,
+            last_user_role=marks.last_user_role,
+            last_non_thinking=marks.last_non_thinking,
+            first_thinking=marks.first_thinking,
+        )
+
+    def _append_walked(self, cols: _Columns, keep: int, piece: _Walked, marks: _Marks) -> None:
+        """Write a few walked blocks at `keep` and their derived columns (a Python loop: faster
+        than numpy's calls on an append of a turn or two)."""
         pos = int(cols.positions[keep - 1]) if keep else -1
         total = int(cols.cum[keep - 1]) if keep else 0
         prev_code = int(cols.codes[keep - 1]) if keep else -1
@@ -482,7 +678,7 @@ class Renderer:
         cums: list[int] = []
         positions: list[int] = []
         new_codes: list[int] = []
-        for i, (block_id, kind) in enumerate(zip(new_ids, new_kinds, strict=True), start=keep):
+        for i, (block_id, kind) in enumerate(zip(piece.ids, piece.kinds, strict=True), keep):
             code = KIND_CODES[kind]
             if not (code == prev_code and code in RUN_CODES):
                 pos += 1
@@ -494,32 +690,21 @@ class Renderer:
             positions.append(pos)
             new_codes.append(code)
             if code in TURN_CODES:
-                last_turn = i
+                marks.last_turn = i
             if code in USER_ROLE_CODES:
-                last_user_role = i
+                marks.last_user_role = i
             if code != THINKING_CODE:
-                last_non_thinking = i
-            elif first_thinking < 0:
-                first_thinking = i
-        cols.ids[keep:end] = new_ids
+                marks.last_non_thinking = i
+            elif marks.first_thinking < 0:
+                marks.first_thinking = i
+        end = keep + len(piece.ids)
+        cols.ids[keep:end] = piece.ids
         cols.tokens[keep:end] = tokens
         cols.cum[keep:end] = cums
-        cols.owners[keep:end] = new_owners
+        cols.owners[keep:end] = piece.owners
         cols.positions[keep:end] = positions
         cols.codes[keep:end] = new_codes
-        cols.kinds.extend(new_kinds)
-        cols.keys[keep:end] = chain_keys(model, int(cols.keys[keep - 1]) if keep else None, new_ids)
-        cols.used = end
-        return _Layout(
-            items=[],
-            cols=cols,
-            n=end,
-            head_end=base.head_end,
-            last_turn=last_turn,
-            last_user_role=last_user_role,
-            last_non_thinking=last_non_thinking,
-            first_thinking=first_thinking,
-        )
+        cols.kinds.extend(piece.kinds)
 
     def _head_layout(
         self, key: tuple, head_ids: list[int], head_kinds: list[str], model: str
@@ -535,7 +720,8 @@ class Renderer:
             items=[], cols=_Columns(model, 64), n=0, head_end=-1, last_turn=-1,
             last_user_role=-1, last_non_thinking=-1, first_thinking=-1,
         )
-        hit = self._extend(empty, 0, list(head_ids), list(head_kinds), [-1] * len(head_ids), model)
+        head = _Walked(list(head_ids), list(head_kinds), [-1] * len(head_ids))
+        hit = self._extend(empty, 0, [head], model)
         # Only tool definitions and the system prompt: the head is all of it.
         hit.head_end = hit.n - 1
         self._head_layouts[key] = hit
