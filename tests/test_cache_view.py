@@ -11,6 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import replay.cache._base as cache_base
 from replay.cache._base import (
     BEYOND_LOOKBACK,
     OTHER_SCOPE,
@@ -28,7 +29,7 @@ from replay.cache.anthropic import lookback_blocks
 from replay.cache.testing import CacheLab
 from replay.prefix import PrefixDiff
 from replay.render import Renderer
-from replay.render._request import KIND_NAMES
+from replay.render._request import KIND_NAMES, chain_keys
 from replay.strategies import AssistantItem, Block, UserItem
 from replay.tokens import counter_for
 
@@ -90,6 +91,40 @@ def test_stripped_view_equals_the_walk_over_every_block(turns):
         assert list(got.kinds) == kinds and got.positions.tolist() == positions
         assert list(got.keys) == keys and got.kept.tolist() == kept
         assert got.dropped_tokens == dropped
+
+
+
+def test_a_view_rewritten_in_the_middle_chains_its_stripped_keys_from_the_change(monkeypatch):
+    """A view that diverges from the thread's last one gets new block columns; the keys of its
+    stripped view are still those of the previous stripped view up to the change: only the
+    blocks after it are chained again, not all those after the first thinking block."""
+    chained: list[int] = []
+
+    def counting(model, key, ids):
+        chained.append(len(ids))
+        return chain_keys(model, key, ids)
+
+    monkeypatch.setattr(cache_base, "chain_keys", counting)
+    r = Renderer(counter_for("claude-sonnet-4-5"))
+    view: list = [UserItem("task")]
+    for n in range(20):
+        view += _thinking_turn(n, True)
+    view.append(UserItem("next"))
+
+    def stripped(items):
+        req = r.render(items, system="system", tools=[], index=0, request_id="r",
+                       thread="main", ts=TS, model="claude-sonnet-4-5", provider="anthropic")
+        chained.clear()
+        got = prompt_view(req, True)
+        ids, _, _, _, keys, _, _ = _stripped_reference(req)
+        assert got.ids.tolist() == ids and list(got.keys) == keys
+        return sum(chained), len(req.block_ids)
+
+    stripped(view)
+    rewritten = list(view)
+    rewritten[18] = _thinking_turn(99, True)[0]  # 3 turns and the user turn from the end
+    again, size = stripped(rewritten)
+    assert 0 < again <= 8 < size // 4
 
 
 # -- the lookback window --------------------------------------------------------------------------

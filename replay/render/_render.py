@@ -118,7 +118,9 @@ class _Columns:
         of the block ids."""
         self.used = 0
         self.memo: dict = {}
-        """Memos of code that derives data from this lineage's requests (`prompt_view`)."""
+        """Memos of code that derives data from this lineage's requests (`prompt_view`),
+        valid for any request (what they hold says what it was derived from): copied along
+        with the blocks on divergence."""
 
     def capacity(self) -> int:
         return len(self.ids)
@@ -138,6 +140,9 @@ class _Columns:
         for name, _ in _ARRAYS:
             getattr(new, name)[:keep] = getattr(self, name)[:keep]
         new.kinds = self.kinds[:keep]
+        # What the memos hold is a function of the blocks it was derived from, which they
+        # check (`_stripped_keys`): a view rewritten in the middle reuses them up to the change.
+        new.memo = dict(self.memo)
         if model != self.model:
             new.keys[:keep] = chain_keys(model, None, self.ids[:keep].tolist())
         new.used = keep
