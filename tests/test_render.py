@@ -381,9 +381,11 @@ def _assert_columns_from_scratch(req, table, model):
 
 _edits = st.lists(
     st.tuples(
-        st.sampled_from(["replace", "replace", "drop", "insert", "append", "same", "cut", "head"]),
+        st.sampled_from(
+            ["replace", "replace", "drop", "insert", "new", "append", "same", "cut", "head"]
+        ),
         st.integers(0, 40),
-        st.integers(1, 3),
+        st.integers(1, 10),
     ),
     min_size=1,
     max_size=12,
@@ -416,6 +418,8 @@ def test_views_changed_in_the_middle_render_as_from_scratch(pool, edits):
             del view[at % len(view) : at % len(view) + count]
         elif op == "insert":
             view[at:at] = [pool[(at + k) % len(pool)] for k in range(count)]
+        elif op == "new":  # (items no view held: many of them map the previous view)
+            view[at:at] = [UserItem(f"new {at} {k}") for k in range(count)]
         elif op == "append":
             view += pool[at % len(pool) :][:count] or [UserItem(f"more {at}")]
         elif op == "cut" and len(view) > 1:

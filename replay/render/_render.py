@@ -161,30 +161,37 @@ _USER_ROLE = _lookup(USER_ROLE_CODES)
 _NON_THINKING = _lookup(tuple(c for c in range(len(KIND_NAMES)) if c != THINKING_CODE))
 
 
-def _last_of(codes: np.ndarray, upto: int, wanted: np.ndarray, known: int) -> int:
-    """Last block before `upto` whose kind code is `wanted`; `known` is the last one in a
-    longer range starting at 0 (so it is the answer when it lies before `upto`). Searches back
-    in growing windows: what is looked for is usually close."""
+def _last_of(
+    codes: np.ndarray, upto: int, wanted: np.ndarray, known: int, start: int = 0,
+    default: int = -1,
+) -> int:
+    """Last block in [start, upto) whose kind code is `wanted`, else `default`; `known` is the
+    last one in a longer range starting at `start` (so it is the answer when it lies before
+    `upto`; `upto` when not known). Searches back in growing windows: what is looked for is
+    usually close."""
     if known < upto:
         return known
-    high, width = upto, 64
-    while high > 0:
-        low = max(0, high - width)
-        hits = np.flatnonzero(wanted[codes[low:high]])
+    high, width = upto, 16
+    while high > start:
+        low = max(start, high - width)
+        hits = wanted[codes[low:high]].nonzero()[0]
         if len(hits):
             return low + int(hits[-1])
         high, width = low, width * 4
-    return -1
+    return default
 
 
-_LOOP_MAX = 8
+_LOOP_MAX = 32
 """Up to this many new blocks, all walked, the renderer derives their columns in a Python loop
-(one or two turns appended: numpy's per-call cost is more than the loop's); beyond, or when
-blocks are copied from an earlier view, with numpy over the whole new range."""
+(a turn or a few appended: ~13 µs for 32 blocks, numpy's ~15 calls ~21 µs; even at 64); beyond,
+or when blocks are copied from an earlier view, with numpy over the whole new range."""
 
 _MIN_RUN = 4
 """Shorter runs of items an earlier view also held are walked: copying a run's blocks costs
 a few numpy calls, walking an item through its memo about a microsecond."""
+
+_SCANS = 8
+"""Items of a view looked for in the previous one by a scan before it is mapped by id."""
 
 _IS_RUN = _lookup(RUN_CODES)
 
@@ -255,7 +262,7 @@ def _derive(cols: _Columns, keep: int, end: int, marks: _Marks) -> None:
     if end == keep:
         return
     cum = cols.cum[keep:end]
-    np.cumsum(cols.tokens[keep:end], out=cum)
+    cols.tokens[keep:end].cumsum(out=cum)
     if keep:
         cum += cols.cum[keep - 1]
     # A block starts a new position unless it continues a run of tool calls (or results).
@@ -264,21 +271,17 @@ def _derive(cols: _Columns, keep: int, end: int, marks: _Marks) -> None:
     lead = 0 if keep else 1
     starts[lead:] = ~((window[1:] == window[:-1]) & _IS_RUN[window[1:]])
     positions = cols.positions[keep:end]
-    np.cumsum(starts, out=positions)
+    starts.cumsum(out=positions)
     positions += cols.positions[keep - 1] if keep else -1
-    codes = window[1 - lead :]
-    marks.last_turn = _last_in(_TURN[codes], keep, marks.last_turn)
-    marks.last_user_role = _last_in(_USER_ROLE[codes], keep, marks.last_user_role)
-    marks.last_non_thinking = _last_in(_NON_THINKING[codes], keep, marks.last_non_thinking)
+    codes = cols.codes
+    marks.last_turn = _last_of(codes, end, _TURN, end, keep, marks.last_turn)
+    marks.last_user_role = _last_of(codes, end, _USER_ROLE, end, keep, marks.last_user_role)
+    marks.last_non_thinking = _last_of(
+        codes, end, _NON_THINKING, end, keep, marks.last_non_thinking
+    )
     if marks.first_thinking < 0:
-        hits = np.flatnonzero(codes == THINKING_CODE)
+        hits = (window[1 - lead :] == THINKING_CODE).nonzero()[0]
         marks.first_thinking = keep + int(hits[0]) if len(hits) else -1
-
-
-def _last_in(mask: np.ndarray, offset: int, default: int) -> int:
-    """`offset` + the last true index of `mask`, else `default`."""
-    hits = np.flatnonzero(mask)
-    return offset + int(hits[-1]) if len(hits) else default
 
 
 def _reused_runs(last: _Layout, new: list[Item], start: int) -> list[tuple[int, int, int]]:
@@ -289,21 +292,34 @@ def _reused_runs(last: _Layout, new: list[Item], start: int) -> list[tuple[int, 
     old = last.items
     if start >= len(old) or start >= len(new):
         return []
-    where = {id(item): j for j, item in enumerate(islice(old, start, None), start)}
     runs: list[tuple[int, int, int]] = []
+    where: dict[int, int] | None = None
+    misses = 0
     n = start
     while n < len(new):
-        j = where.get(id(new[n]))
+        if where is not None:
+            j = where.get(id(new[n]))
+        else:
+            # A few items are looked for in the old view by a scan in C (items compare by
+            # identity); a view with more new items gets a map of the old one.
+            try:
+                j = old.index(new[n], start)
+            except ValueError:
+                j, misses = None, misses + 1
+                if misses == _SCANS:
+                    where = dict(zip(map(id, old[start:]), range(start, len(old)), strict=True))
         if j is None:
             n += 1
             continue
         length = shared_prefix(old[j : j + len(new) - n], new[n : n + len(old) - j])
-        after = n + length
+        after, tail = n + length, j + length == len(old)
         if isinstance(new[n], ToolResultItem) and _after_result(new, n) != _after_result(old, j):
             n, j, length = n + 1, j + 1, length - 1
         if length >= _MIN_RUN:
             runs.append((n, j, length))
-        n = after
+        if tail:  # what follows the old view's last item is new (but for a repeated item)
+            break
+        n = max(after, n + 1)
     return runs
 
 
@@ -569,7 +585,7 @@ class Renderer:
         if shared:
             base = last
             # Owners are ascending (-1 for the head): the first block of item `shared`.
-            keep = int(np.searchsorted(base.cols.owners[: base.n], shared, side="left"))
+            keep = int(base.cols.owners[: base.n].searchsorted(shared, side="left"))
         else:
             head_ids, head_kinds = self._head_blocks(system, tools, hidden_tokens, head_version)
             base = self._head_layout(key[1:], head_ids, head_kinds, model)
@@ -596,7 +612,7 @@ class Renderer:
                 walked += n - start
             if length:
                 owners = last.cols.owners[: last.n]  # type: ignore[union-attr]
-                first, end = np.searchsorted(owners, (j, j + length), side="left").tolist()
+                first, end = owners.searchsorted((j, j + length), side="left").tolist()
                 pieces.append(_Copied(last.cols, first, end, n - j))  # type: ignore[union-attr]
             start = n + length
         self.walked = walked
