@@ -436,16 +436,23 @@ def test_views_changed_in_the_middle_render_as_from_scratch(pool, edits):
 
 def test_a_view_rewritten_in_the_middle_walks_only_the_rewritten_item():
     r = Renderer(counter_for("gpt-5"))
-    items = [UserItem("Go.")]
-    for n in range(8):
-        call = Block("tool_call", call_id=f"c{n}", name="read_file", arguments={"n": n})
-        items += [AssistantItem((call,)), ToolResultItem(f"c{n}", "read_file", f"out {n}" * 50)]
+    items: list = [UserItem("Go.")]
+    for n in range(8):  # two parallel calls, two results (one user message), per turn
+        calls = tuple(
+            Block("tool_call", call_id=f"c{n}{k}", name="read_file", arguments={"n": n})
+            for k in "ab"
+        )
+        items += [AssistantItem(calls)] + [
+            ToolResultItem(f"c{n}{k}", "read_file", f"out {n}{k} " * 50) for k in "ab"
+        ]
     _render(r, items)
     masked = list(items)
-    masked[4] = ToolResultItem("c1", "read_file", "[masked]")
+    # The first result of the second turn: the second one's block still continues its run
+    # (one lookback position), merged into the same message.
+    masked[5] = ToolResultItem("c1a", "read_file", "[masked]")
     masked.append(UserItem("Next."))
     req = _render(r, masked)
-    assert r.walked == 2 and r.walked_from == 4  # the masked result and the new user turn
+    assert r.walked == 2 and r.walked_from == 5  # the masked result and the new user turn
     _assert_same_blocks(req, _fresh(r, masked, system=SYSTEM, tools=TOOLS, thread="main",
                                     model="gpt-5"))
     # After another head (a new system prompt) the items are copied, none walked.

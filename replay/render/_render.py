@@ -182,9 +182,9 @@ def _last_of(
 
 
 _LOOP_MAX = 32
-"""Up to this many new blocks, all walked, the renderer derives their columns in a Python loop
-(a turn or a few appended: ~13 µs for 32 blocks, numpy's ~15 calls ~21 µs; even at 64); beyond,
-or when blocks are copied from an earlier view, with numpy over the whole new range."""
+"""Walked blocks up to this many derive their columns in a Python loop (a turn or a few
+appended, a rewritten item: ~13 µs for 32 blocks, numpy's ~15 calls ~21 µs; even at 64), more
+with numpy. Blocks copied from an earlier view take its columns, offset."""
 
 _MIN_RUN = 4
 """Shorter runs of items an earlier view also held are walked: copying a run's blocks costs
@@ -194,6 +194,15 @@ _SCANS = 8
 """Items of a view looked for in the previous one by a scan before it is mapped by id."""
 
 _IS_RUN = _lookup(RUN_CODES)
+
+
+_LAST_MARKS = (
+    ("last_turn", _TURN), ("last_user_role", _USER_ROLE), ("last_non_thinking", _NON_THINKING)
+)
+"""The marks that are the last block of some kinds, and those kinds."""
+
+_UNSET = -2
+"""A mark the new blocks do not hold (yet): it lies in the blocks kept, if anywhere."""
 
 
 @dataclass(slots=True)
@@ -217,23 +226,64 @@ class _Walked:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def write(self, cols: _Columns, at: int, block_tokens: list[int]) -> int:
-        """Write ids, tokens, kind codes, owners and kinds at `at`; returns where they end."""
+    def write(self, cols: _Columns, at: int, marks: _Marks, block_tokens: list[int]) -> int:
+        """Write the blocks at `at` with their derived columns, continuing from the block
+        before (written), and update `marks`; returns where they end."""
         end = at + len(self.ids)
+        if end - at <= _LOOP_MAX:
+            self._loop(cols, at, marks, block_tokens)
+            return end
         cols.ids[at:end] = self.ids
         cols.tokens[at:end] = [block_tokens[b] for b in self.ids]
         cols.codes[at:end] = [KIND_CODES[k] for k in self.kinds]
         cols.owners[at:end] = self.owners
         cols.kinds.extend(self.kinds)
+        _derive(cols, at, end, marks)
         return end
+
+    def _loop(self, cols: _Columns, at: int, marks: _Marks, block_tokens: list[int]) -> None:
+        pos = int(cols.positions[at - 1]) if at else -1
+        total = int(cols.cum[at - 1]) if at else 0
+        prev_code = int(cols.codes[at - 1]) if at else -1
+        tokens: list[int] = []
+        cums: list[int] = []
+        positions: list[int] = []
+        new_codes: list[int] = []
+        for i, (block_id, kind) in enumerate(zip(self.ids, self.kinds, strict=True), at):
+            code = KIND_CODES[kind]
+            if not (code == prev_code and code in RUN_CODES):
+                pos += 1
+            prev_code = code
+            size = block_tokens[block_id]
+            total += size
+            tokens.append(size)
+            cums.append(total)
+            positions.append(pos)
+            new_codes.append(code)
+            if code in TURN_CODES:
+                marks.last_turn = i
+            if code in USER_ROLE_CODES:
+                marks.last_user_role = i
+            if code != THINKING_CODE:
+                marks.last_non_thinking = i
+            elif marks.first_thinking < 0:
+                marks.first_thinking = i
+        end = at + len(self.ids)
+        cols.ids[at:end] = self.ids
+        cols.tokens[at:end] = tokens
+        cols.cum[at:end] = cums
+        cols.owners[at:end] = self.owners
+        cols.positions[at:end] = positions
+        cols.codes[at:end] = new_codes
+        cols.kinds.extend(self.kinds)
 
 
 @dataclass(slots=True)
 class _Copied:
-    """Blocks [first, end) of an earlier layout's columns, for items that now sit `shift`
-    places further on."""
+    """Blocks [first, end) of an earlier layout, for items that now sit `shift` places
+    further on."""
 
-    source: _Columns
+    source: _Layout
     first: int
     end: int
     shift: int
@@ -241,16 +291,57 @@ class _Copied:
     def __len__(self) -> int:
         return self.end - self.first
 
-    def write(self, cols: _Columns, at: int, block_tokens: list[int]) -> int:
-        """As `_Walked.write` (a block's tokens are those the earlier layout read)."""
-        src, first, end = self.source, self.first, self.end
+    def write(self, cols: _Columns, at: int, marks: _Marks, block_tokens: list[int]) -> int:
+        """As `_Walked.write`: the earlier layout's columns, those that depend on the blocks
+        before offset by what precedes the blocks here and there (a block's tokens are those
+        the earlier layout read)."""
+        layout, first, end = self.source, self.first, self.end
+        src = layout.cols
         stop = at + end - first
         cols.ids[at:stop] = src.ids[first:end]
         cols.tokens[at:stop] = src.tokens[first:end]
         cols.codes[at:stop] = src.codes[first:end]
         np.add(src.owners[first:end], self.shift, out=cols.owners[at:stop])
         cols.kinds.extend(src.kinds[first:end])
+        total = int(cols.cum[at - 1]) if at else 0
+        np.add(src.cum[first:end], total - (int(src.cum[first - 1]) if first else 0),
+               out=cols.cum[at:stop])
+        # Positions within the blocks are as there; the first one starts a position unless it
+        # continues a run of tool calls (or results) here.
+        code, prev_code = int(src.codes[first]), int(cols.codes[at - 1]) if at else -1
+        pos = (int(cols.positions[at - 1]) if at else -1) + (
+            0 if code == prev_code and code in RUN_CODES else 1
+        )
+        np.add(src.positions[first:end], pos - int(src.positions[first]),
+               out=cols.positions[at:stop])
+        for name, wanted in _LAST_MARKS:
+            found = self._last(getattr(layout, name), wanted)
+            if found >= 0:
+                setattr(marks, name, at + found - first)
+        if marks.first_thinking < 0:
+            found = self._first_thinking()
+            if found >= 0:
+                marks.first_thinking = at + found - first
         return stop
+
+    def _last(self, known: int, wanted: np.ndarray) -> int:
+        """The last block in [first, end) of the source whose code is `wanted` (-1: none),
+        from `known`, the source's last."""
+        if known < self.first:
+            return -1
+        if known < self.end:
+            return known
+        return _last_of(self.source.cols.codes, self.end, wanted, self.end, self.first)
+
+    def _first_thinking(self) -> int:
+        """The first thinking block in [first, end) of the source (-1: none)."""
+        known = self.source.first_thinking
+        if known < 0 or known >= self.end:
+            return -1
+        if known >= self.first:
+            return known
+        hits = (self.source.cols.codes[self.first : self.end] == THINKING_CODE).nonzero()[0]
+        return self.first + int(hits[0]) if len(hits) else -1
 
 
 _Piece = _Walked | _Copied
@@ -613,7 +704,7 @@ class Renderer:
             if length:
                 owners = last.cols.owners[: last.n]  # type: ignore[union-attr]
                 first, end = owners.searchsorted((j, j + length), side="left").tolist()
-                pieces.append(_Copied(last.cols, first, end, n - j))  # type: ignore[union-attr]
+                pieces.append(_Copied(last, first, end, n - j))  # type: ignore[arg-type]
             start = n + length
         self.walked = walked
         return pieces
@@ -651,28 +742,22 @@ class Renderer:
         even when `base`'s could be extended in place, e.g. another thread's)."""
         cols = base.cols
         end = keep + sum(len(p) for p in pieces)
-        codes = cols.codes
-        # What the new blocks continue from (the block before them).
-        marks = _Marks(
-            last_turn=_last_of(codes, keep, _TURN, base.last_turn),
-            last_user_role=_last_of(codes, keep, _USER_ROLE, base.last_user_role),
-            last_non_thinking=_last_of(codes, keep, _NON_THINKING, base.last_non_thinking),
-            first_thinking=base.first_thinking if base.first_thinking < keep else -1,
-        )
+        # The marks of the new blocks, if any (the blocks before them are searched after).
+        marks = _Marks(_UNSET, _UNSET, _UNSET, base.first_thinking)
+        if marks.first_thinking >= keep:
+            marks.first_thinking = -1
         if copy or cols.used != keep or cols.model != model:
             # Diverging from blocks a later layout (or another thread) already extended, or
             # chained for another model: copy the kept blocks, leave the old columns as they are.
             cols = cols.copy_prefix(keep, model, end + max(64, end // 8))
         else:
             cols.reserve(end)
-        small = len(pieces) == 1 and isinstance(pieces[0], _Walked) and end - keep <= _LOOP_MAX
-        if small:
-            self._append_walked(cols, keep, pieces[0], marks)  # type: ignore[arg-type]
-        else:
-            at = keep
-            for piece in pieces:
-                at = piece.write(cols, at, self.table.tokens)
-            _derive(cols, keep, end, marks)
+        at = keep
+        for piece in pieces:
+            at = piece.write(cols, at, marks, self.table.tokens)
+        for name, wanted in _LAST_MARKS:
+            if getattr(marks, name) == _UNSET:
+                setattr(marks, name, _last_of(cols.codes, keep, wanted, getattr(base, name)))
         cols.keys[keep:end] = chain_keys(
             model, int(cols.keys[keep - 1]) if keep else None, cols.ids[keep:end].tolist()
         )
@@ -687,45 +772,6 @@ class Renderer:
             last_non_thinking=marks.last_non_thinking,
             first_thinking=marks.first_thinking,
         )
-
-    def _append_walked(self, cols: _Columns, keep: int, piece: _Walked, marks: _Marks) -> None:
-        """Write a few walked blocks at `keep` and their derived columns (a Python loop: faster
-        than numpy's calls on an append of a turn or two)."""
-        pos = int(cols.positions[keep - 1]) if keep else -1
-        total = int(cols.cum[keep - 1]) if keep else 0
-        prev_code = int(cols.codes[keep - 1]) if keep else -1
-        block_tokens = self.table.tokens
-        tokens: list[int] = []
-        cums: list[int] = []
-        positions: list[int] = []
-        new_codes: list[int] = []
-        for i, (block_id, kind) in enumerate(zip(piece.ids, piece.kinds, strict=True), keep):
-            code = KIND_CODES[kind]
-            if not (code == prev_code and code in RUN_CODES):
-                pos += 1
-            prev_code = code
-            size = block_tokens[block_id]
-            total += size
-            tokens.append(size)
-            cums.append(total)
-            positions.append(pos)
-            new_codes.append(code)
-            if code in TURN_CODES:
-                marks.last_turn = i
-            if code in USER_ROLE_CODES:
-                marks.last_user_role = i
-            if code != THINKING_CODE:
-                marks.last_non_thinking = i
-            elif marks.first_thinking < 0:
-                marks.first_thinking = i
-        end = keep + len(piece.ids)
-        cols.ids[keep:end] = piece.ids
-        cols.tokens[keep:end] = tokens
-        cols.cum[keep:end] = cums
-        cols.owners[keep:end] = piece.owners
-        cols.positions[keep:end] = positions
-        cols.codes[keep:end] = new_codes
-        cols.kinds.extend(piece.kinds)
 
     def _head_layout(
         self, key: tuple, head_ids: list[int], head_kinds: list[str], model: str
