@@ -7,9 +7,9 @@ rendered once for the whole replay, and a view that starts with the same item ob
 thread's previous view reuses that view's blocks up to the first item that differs. The items
 after it that the previous view also held, in the same order (a strategy rewrote a tool result in
 the middle of the view, or the head changed), take their blocks from that view's columns too,
-with the columns that depend on what comes before them derived with numpy: per request the
-Python work is O(new items), never re-tokenization (but for the prefix keys, chained in Python
-from the first change on).
+those that depend on the blocks before them (cumulative tokens, lookback positions) offset: per
+request the Python work is O(new items), never re-tokenization (but for the prefix keys,
+chained in Python from the first change on).
 
 The block columns (ids, tokens, cumulative tokens, owners, lookback positions, kinds, chained
 prefix keys) live in buffers shared by a thread's consecutive requests: a request that extends
