@@ -338,11 +338,6 @@ def _horizon(e: _Rewrite, longest: int | None) -> int:
     return end - i if longest is None else min(end - i, longest)
 
 
-def _analyse_run(run: _Run, records: list[RequestRecord], horizon: int | None) -> list[BreakEven]:
-    """Break-even of every rewrite event of one strategy's run."""
-    return [row for _, row in Rewrites(run, records, horizon).analyse()]
-
-
 def breakeven_config(session: Session, config: ReplayConfig | None) -> ReplayConfig:
     """`config` as break-even runs it: with the unlogged context fitted, views kept and the cache
     store copied before each rewrite (for its counterfactual)."""
