@@ -239,10 +239,23 @@ SHARED_OUT = "observation-mask-keep-5-poll-1"
 log, its break-even is ~30 times the work of its run on 60 requests."""
 
 
-def test_a_strategy_s_break_even_shared_out_among_workers_is_what_one_process_prints(
+def test_a_break_even_of_a_strategy_that_rewrites_at_most_requests_is_the_same_on_workers(
         invoke, tmp_path):
     _same(invoke, "breakeven", _synthetic(tmp_path, 60), "-s", f"baseline,{SHARED_OUT}",
           "--format", "json")
+
+
+def test_break_even_shared_out_among_workers_gives_the_rows_of_one_process():
+    """Every strategy with two rewrites or more split into shares on two spawned workers (the
+    thresholds set to 0): the rows, in the order one process gives them."""
+    from replay.breakeven import breakeven_session
+    from replay.engine._parallel import breakeven_parts
+    from replay.log import read_log
+
+    session = read_log(RUN42)
+    rows, _ = breakeven_session(session, "all")
+    parts = breakeven_parts(session, "all", None, 2, share_steps=0, share_min_steps=0)
+    assert [row for part in parts for row in part.breakeven] == rows
 
 
 def test_a_worker_shares_out_a_long_break_even_and_the_shares_make_its_rows():
@@ -259,7 +272,7 @@ def test_a_worker_shares_out_a_long_break_even_and_the_shares_make_its_rows():
     [named] = resolve(SHARED_OUT)
     expected, _ = breakeven_strategy(session, named, config, None)
     shared = _Shared(session, config, None, [], per_turn=False, evidence_rows=False,
-                     breakeven=True, workers=2)
+                     breakeven=True, workers=2, share_min_steps=0)
     worker = _Worker(shared)
     first = worker.run(_task(0, named))
     assert (first.shares, first.breakeven) == (2, []) and first.tables.models
@@ -286,3 +299,19 @@ def test_one_strategy_with_two_workers_is_replayed_here(monkeypatch):
     assert two.records == [] and one.records
     assert two.summary.equals(one.summary) and two.turns.equals(one.turns)
     assert two.evidence.equals(one.evidence) and two.notes == one.notes
+
+
+@pytest.mark.parametrize(("steps", "requests", "workers", "expected"), [
+    (11_000, 150, 2, 1),    # a short log: a share would not pay for its process
+    (88_315, 439, 2, 2),    # pi large-session's observation-mask-keep-5-poll-1
+    (88_315, 439, 8, 8),
+    (30_873, 439, 8, 3),    # its anthropic-clear-tool-uses-100k-keep-3: ≥ 10,000 per share
+    (2_751, 439, 8, 1),     # observation-mask-keep-100: little more than its run
+])
+def test_a_strategy_is_split_when_its_counterfactuals_pay_for_the_shares(steps, requests,
+                                                                         workers, expected):
+    from replay.engine._parallel import _Shared, _shares
+
+    shared = _Shared(None, None, None, [], per_turn=False, evidence_rows=False, breakeven=True,
+                     workers=workers)
+    assert _shares(steps, requests, shared) == expected

@@ -41,6 +41,11 @@ each share replays the strategy once more (a request of the run, with its eviden
 store copy, costs about two counterfactual ones), so a share is worth starting when its
 analysis is several times that."""
 
+SHARE_MIN_STEPS = 10_000
+"""…and at least this many counterfactual requests (a few seconds): a process started for a
+share imports replay and reads the log first (~1–2 s), which a short log's analysis would not
+pay back (one strategy on 150 requests took 5.3 s on two workers, 3.4 s on one, when split)."""
+
 
 @dataclass
 class _Shared:
@@ -66,7 +71,9 @@ class _Shared:
     """The processes of the run: at most that many shares of one strategy's break-even."""
     share_steps: int = SHARE_STEPS
     """Break-even: a strategy's rewrites are shared out among processes when their
-    counterfactuals replay more than this many requests per request of its run, per share."""
+    counterfactuals replay more than this many requests per request of its run, per share…"""
+    share_min_steps: int = SHARE_MIN_STEPS
+    """…and more than this many requests per share."""
 
 
 @dataclass
@@ -188,8 +195,9 @@ class _Worker:
 
 def _shares(steps: int, requests: int, shared: _Shared) -> int:
     """Into how many shares to split a strategy's break-even of `steps` counterfactual
-    requests (`_Shared.share_steps`)."""
-    return max(1, min(shared.workers, steps // max(1, shared.share_steps * requests)))
+    requests (`_Shared.share_steps`, `_Shared.share_min_steps`)."""
+    least = max(1, shared.share_steps * requests, shared.share_min_steps)
+    return max(1, min(shared.workers, steps // least))
 
 
 _WORKER: list[_Worker] = []
@@ -250,17 +258,18 @@ def breakeven_parts(
     workers: int,
     horizon: int | None = None,
     share_steps: int = SHARE_STEPS,
+    share_min_steps: int = SHARE_MIN_STEPS,
 ) -> Iterator[Part]:
     """`breakeven_session` on `workers` processes: each strategy's break-even rows
     (`Part.breakeven`) and what its notes count (`Part.tables`), in the resolved order. A
     strategy whose counterfactuals are much more work than its run (rewrites at most requests,
     each followed to the end of the log) has its rewrites shared out among the processes
-    (`share_steps`: see `_Shared`)."""
+    (`share_steps`, `share_min_steps`: see `_Shared`)."""
     from replay.breakeven._breakeven import breakeven_config
 
     config = breakeven_config(session, config)
     job = dict(per_turn=False, evidence_rows=False, breakeven=True, horizon=horizon,
-               workers=workers, share_steps=share_steps)
+               workers=workers, share_steps=share_steps, share_min_steps=share_min_steps)
     return _parts(session, strategies, config, workers, job)
 
 
