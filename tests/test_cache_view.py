@@ -5,6 +5,7 @@ replace, on random prompts and stores."""
 from __future__ import annotations
 
 import zlib
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -30,7 +31,7 @@ from replay.cache.testing import CacheLab
 from replay.prefix import PrefixDiff
 from replay.render import Renderer
 from replay.render._request import KIND_NAMES, chain_keys
-from replay.strategies import AssistantItem, Block, UserItem
+from replay.strategies import AssistantItem, Block, ToolResultItem, UserItem
 from replay.tokens import counter_for
 
 TS = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -125,6 +126,46 @@ def test_a_view_rewritten_in_the_middle_chains_its_stripped_keys_from_the_change
     rewritten[18] = _thinking_turn(99, True)[0]  # 3 turns and the user turn from the end
     again, size = stripped(rewritten)
     assert 0 < again <= 8 < size // 4
+
+
+def _turn(n: int, thinking: bool, calls: int) -> list:
+    """An assistant turn with thinking, text or a run of tool calls, and the run's results."""
+    blocks = [Block("thinking", text=f"think {n}")] if thinking else []
+    blocks += [Block("tool_call", call_id=f"c{n}.{i}", name="read", arguments={"i": i})
+               for i in range(calls)] or [Block("text", text=f"answer {n}")]
+    return [AssistantItem(tuple(blocks))] + [
+        ToolResultItem(f"c{n}.{i}", "read", f"out {n}.{i}") for i in range(calls)
+    ]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 3), st.booleans(), st.integers(0, 5)),
+                min_size=1, max_size=14))
+def test_a_stripped_view_built_from_the_threads_last_one_equals_a_fresh_one(turns):
+    """The stripped view's keys and lookback positions reused from the thread's previous one
+    (up to where the kept blocks differ, runs of tool blocks across that point included) are
+    those of a view built from the request alone; its kinds read like the list of names."""
+    r = Renderer(counter_for("claude-sonnet-4-5"))
+    view: list = [UserItem("task")]
+    for n, (thinking, calls, user, cut) in enumerate(turns):
+        if cut == 0 and len(view) > 2:
+            view = view[: len(view) // 2]
+        elif cut == 1 and len(view) > 3:
+            view = [*view[:2], UserItem(f"rewritten {n}"), *view[3:]]
+        view = view + _turn(n, thinking, calls) + ([UserItem(f"user {n}")] if user else [])
+        req = r.render(view, system="system", tools=[], index=n, request_id=f"r{n}",
+                       thread="main", ts=TS, model="claude-sonnet-4-5", provider="anthropic")
+        got = prompt_view(req, True)
+        alone = replace(req)  # no lineage: nothing to reuse
+        fresh = prompt_view(alone, True)
+        assert alone._lineage is None and got.ids.tolist() == fresh.ids.tolist()
+        assert list(got.keys) == list(fresh.keys) and got.keys == fresh.keys
+        assert got.positions.tolist() == fresh.positions.tolist()
+        assert got.positions.tolist() == collapsed_positions(list(got.kinds)).tolist()
+        names = [req.kinds[i] for i in (range(len(req.kinds)) if got.kept is None else got.kept)]
+        assert got.block_kinds == names and list(got.block_kinds) == names == got.kinds
+        assert [got.block_kinds[i] for i in range(-len(names), len(names))] == names * 2
+        assert got.block_kinds[1:-1] == names[1:-1] and len(got.block_kinds) == len(names)
 
 
 # -- the lookback window --------------------------------------------------------------------------

@@ -24,6 +24,8 @@ from replay.render._request import (
     SIZED_ONLY,
     THINKING_CODE,
     TURN_CODES,
+    IntsView,
+    KindNames,
     chain_keys,
 )
 
@@ -156,11 +158,13 @@ class PromptView:
     cum: np.ndarray
     block_kinds: Sequence[str]
     """Kind of each block: the request's own (shared, list-like) sequence when nothing was
-    dropped; `kinds` is the same as a list."""
+    dropped, else the kept blocks' codes read as names (`KindNames`); `kinds` is the same as a
+    list."""
     positions: np.ndarray
     """Lookback positions with runs of tool_use (or tool_result) blocks collapsed."""
     keys: Sequence[int]
-    """Chained prefix keys (equal to the request's up to the first dropped block)."""
+    """Chained prefix keys (equal to the request's up to the first dropped block; an
+    `IntsView` when some were dropped)."""
     kept: np.ndarray | None = None
     """Original block index of each kept block (None: nothing dropped)."""
     dropped_tokens: int = 0
@@ -217,9 +221,6 @@ def _positions_of(codes: np.ndarray) -> np.ndarray:
     return np.cumsum(~continues, dtype=np.int64) - 1
 
 
-_KIND_NAMES = np.array(KIND_NAMES, dtype=object)
-
-
 def prompt_view(
     req: RenderedRequest, strip_thinking: bool = False, table: BlockTable | None = None
 ) -> PromptView:
@@ -233,18 +234,16 @@ def prompt_view(
         return PromptView(
             req.block_ids, req.cum_tokens, req.kinds, req.positions, req.prefix_keys
         )
-    drop = np.flatnonzero(index.codes[:last_turn] == THINKING_CODE)
-    mask = np.ones(len(req.block_ids), dtype=bool)
-    mask[drop] = False
-    kept = np.flatnonzero(mask)
+    keep = index.codes != THINKING_CODE
+    keep[last_turn:] = True
+    kept = keep.nonzero()[0]
     ids = req.block_ids[kept]
-    tokens = req.block_tokens[kept]
+    cum = req.block_tokens[kept].cumsum()
     codes = index.codes[kept]
-    keys = _stripped_keys(req, ids, int(drop[0]))
-    dropped = int(req.block_tokens[drop].sum())
+    keys, positions = _stripped_columns(req, ids, codes, index.first_thinking)
+    # Views are built per request: names, positions and keys as arrays, no per-block Python.
     return PromptView(
-        ids, np.cumsum(tokens), _KIND_NAMES[codes].tolist(), _positions_of(codes), keys, kept,
-        dropped,
+        ids, cum, KindNames(codes), positions, keys, kept, int(req.cum_tokens[-1]) - int(cum[-1])
     )
 
 
@@ -261,25 +260,38 @@ def _last_turn(req: RenderedRequest, last_turn: int, table: BlockTable | None) -
     return -1
 
 
-def _stripped_keys(req: RenderedRequest, ids: np.ndarray, first: int) -> list[int]:
-    """Chained prefix keys of the kept blocks `ids` (block `first` is the first one dropped:
-    the request's own keys hold before it). Keys are a function of the model and the ids, so
-    those of the thread's previous stripped view are reused up to where its ids differ: the
-    same thinking blocks are stripped request after request until the next user turn."""
-    keys = list(req.prefix_keys[:first])
+def _stripped_columns(
+    req: RenderedRequest, ids: np.ndarray, codes: np.ndarray, first: int
+) -> tuple[IntsView, np.ndarray]:
+    """Chained prefix keys and lookback positions of the kept blocks `ids` (kinds `codes`;
+    block `first` is the first one dropped: the request's own columns hold before it). Both are
+    functions of the model and the ids, so those of the thread's previous stripped view are
+    reused up to where its ids differ: the same thinking blocks are stripped request after
+    request until the next user turn."""
+    known_keys, known_positions, same = req.prefix_keys, req.positions, first
     memo = req._lineage.memo if req._lineage is not None else None
     if memo is not None:
         hit = memo.get(("stripped", req.model))
         if hit is not None:
-            old_ids, old_keys = hit
+            old_ids, old_keys, old_positions = hit
             differ = first_difference(old_ids, ids)
-            same = min(len(old_ids), len(ids)) if differ is None else differ
-            if same > first:
-                keys = old_keys[:same]
-    keys += chain_keys(req.model, keys[-1] if keys else None, ids[len(keys) :].tolist())
+            reused = min(len(old_ids), len(ids)) if differ is None else differ
+            if reused > first:
+                known_keys, known_positions, same = old_keys, old_positions, reused
+    keys = np.empty(len(ids), dtype=np.int64)
+    keys[:same] = known_keys.array[:same] if isinstance(known_keys, IntsView) else known_keys[:same]
+    last = int(keys[same - 1]) if same else None
+    keys[same:] = chain_keys(req.model, last, ids[same:].tolist())
+    positions = np.empty(len(ids), dtype=np.int64)
+    positions[:same] = known_positions[:same]
+    if same:  # a run may go on across `same`: derive from the block before it
+        positions[same:] = _positions_of(codes[same - 1 :])[1:] + positions[same - 1]
+    else:
+        positions[:] = _positions_of(codes)
+    view = IntsView(keys)
     if memo is not None:
-        memo[("stripped", req.model)] = (ids, keys)
-    return keys
+        memo[("stripped", req.model)] = (ids, view, positions)
+    return view, positions
 
 
 # --------------------------------------------------------------------------------------------

@@ -44,6 +44,7 @@ USER_ROLE_CODES = (KIND_CODES[USER], KIND_CODES[TOOL_RESULT], KIND_CODES[SUMMARY
 RUN_CODES = (KIND_CODES[TOOL_CALL], KIND_CODES[TOOL_RESULT])
 """Kinds whose consecutive blocks share one lookback position."""
 THINKING_CODE = KIND_CODES[THINKING]
+_KIND_NAME_ARRAY = np.array(KIND_NAMES, dtype=object)
 
 _T = TypeVar("_T")
 
@@ -93,6 +94,47 @@ class ListPrefix(Sequence[_T]):
     def __reduce__(self) -> tuple:
         # Pickle only the visible elements, as a plain list.
         return list, (self._items[: self._n],)
+
+
+class KindNames(Sequence[str]):
+    """Block kind codes seen as a read-only sequence of kind names (it compares equal to a list
+    of the same names; slices are lists): a stripped prompt view names its kinds without making
+    a list of them per request, when its simulator only looks at a few."""
+
+    __slots__ = ("codes",)
+
+    def __init__(self, codes: np.ndarray) -> None:
+        self.codes = codes
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return _KIND_NAME_ARRAY[self.codes[index]].tolist()
+        return KIND_NAMES[self.codes[index]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self[:])
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, KindNames):
+            return bool(np.array_equal(self.codes, other.codes))
+        if isinstance(other, list | tuple):
+            return self[:] == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # compares like a list
+
+    def __repr__(self) -> str:
+        return repr(self[:])
+
+    def __reduce__(self) -> tuple:
+        return list, (self[:],)
 
 
 class IntsView(Sequence[int]):
