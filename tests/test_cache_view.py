@@ -7,6 +7,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import numpy as np
 from hypothesis import given, settings
@@ -30,7 +31,7 @@ from replay.cache.anthropic import lookback_blocks
 from replay.cache.testing import CacheLab
 from replay.prefix import PrefixDiff
 from replay.render import Renderer
-from replay.render._request import KIND_NAMES, chain_keys
+from replay.render._request import KIND_CODES, KIND_NAMES, SIZED_ONLY, chain_keys
 from replay.strategies import AssistantItem, Block, ToolResultItem, UserItem
 from replay.tokens import counter_for
 
@@ -166,6 +167,36 @@ def test_a_stripped_view_built_from_the_threads_last_one_equals_a_fresh_one(turn
         assert got.block_kinds == names and list(got.block_kinds) == names == got.kinds
         assert [got.block_kinds[i] for i in range(-len(names), len(names))] == names * 2
         assert got.block_kinds[1:-1] == names[1:-1] and len(got.block_kinds) == len(names)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(KIND_NAMES), st.booleans()), min_size=1, max_size=400)
+       | st.lists(st.tuples(st.sampled_from(("user", "text")), st.integers(0, 9).map(bool)),
+                  min_size=100, max_size=400))
+def test_the_last_turn_skips_the_user_blocks_known_only_by_their_size(blocks):
+    """The last user turn a stripped view keeps thinking after is the last user or summary
+    block that is not fitted context (known only by its size), however far back it is."""
+    codes = np.array([KIND_CODES[k] for k, _ in blocks], dtype=np.int8)
+    ids = np.arange(len(blocks))[::-1].copy()  # ids are not block indexes
+    flags = bytearray(len(blocks))
+    for i, (_, sized) in enumerate(blocks):
+        flags[ids[i]] = SIZED_ONLY if sized else 0
+    turns = [i for i, (k, _) in enumerate(blocks) if k in ("user", "summary")]
+    last = turns[-1] if turns else -1
+    want = next((i for i in reversed(turns) if not blocks[i][1]), -1)
+    req = SimpleNamespace(block_ids=ids, kind_index=SimpleNamespace(codes=codes))
+    assert cache_base._last_turn(req, last, SimpleNamespace(flags=flags)) == want
+
+
+def test_the_last_turn_is_found_at_every_distance_back():
+    """One user turn sent among 400 fitted ones: it is found wherever it is (the search looks
+    back in growing windows)."""
+    codes = np.full(400, KIND_CODES["user"], dtype=np.int8)
+    req = SimpleNamespace(block_ids=np.arange(400), kind_index=SimpleNamespace(codes=codes))
+    for sent in range(400):
+        flags = bytearray([SIZED_ONLY]) * 400
+        flags[sent] = 0
+        assert cache_base._last_turn(req, 399, SimpleNamespace(flags=flags)) == sent
 
 
 # -- the lookback window --------------------------------------------------------------------------

@@ -251,12 +251,20 @@ def _last_turn(req: RenderedRequest, last_turn: int, table: BlockTable | None) -
     """The last user turn, skipping user blocks known only by their size (fitted context)."""
     if table is None or last_turn < 0:
         return last_turn
-    if not table.flags[int(req.block_ids[last_turn])] & SIZED_ONLY:
+    flags = table.flags
+    if not flags[int(req.block_ids[last_turn])] & SIZED_ONLY:
         return last_turn  # the usual case: no search
-    codes = req.kind_index.codes
-    for i in np.flatnonzero(_IS_TURN[codes[: last_turn + 1]])[::-1].tolist():
-        if not table.flags[int(req.block_ids[i])] & SIZED_ONLY:
-            return i
+    # The turn sent is usually a few dozen blocks back (pi fits context after it): search
+    # growing windows back from there, not every block of the prompt.
+    codes, end, width = req.kind_index.codes, last_turn, 64
+    while end > 0:
+        start = max(0, end - width)
+        turns = _IS_TURN[codes[start:end]].nonzero()[0]
+        ids = req.block_ids[start:end][turns].tolist()
+        for j in range(len(ids) - 1, -1, -1):
+            if not flags[ids[j]] & SIZED_ONLY:
+                return start + int(turns[j])
+        end, width = start, width * 4
     return -1
 
 
