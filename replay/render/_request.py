@@ -96,86 +96,72 @@ class ListPrefix(Sequence[_T]):
         return list, (self._items[: self._n],)
 
 
-class KindNames(Sequence[str]):
-    """Block kind codes seen as a read-only sequence of kind names (it compares equal to a list
-    of the same names; slices are lists): a stripped prompt view names its kinds without making
-    a list of them per request, when its simulator only looks at a few."""
-
-    __slots__ = ("codes",)
-
-    def __init__(self, codes: np.ndarray) -> None:
-        self.codes = codes
-
-    def __len__(self) -> int:
-        return len(self.codes)
-
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return _KIND_NAME_ARRAY[self.codes[index]].tolist()
-        return KIND_NAMES[self.codes[index]]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self[:])
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, KindNames):
-            return bool(np.array_equal(self.codes, other.codes))
-        if isinstance(other, list | tuple):
-            return self[:] == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # compares like a list
-
-    def __repr__(self) -> str:
-        return repr(self[:])
-
-    def __reduce__(self) -> tuple:
-        return list, (self[:],)
-
-
-class IntsView(Sequence[int]):
-    """A 1-d integer array seen as a read-only sequence of Python ints (it compares equal to a
-    list of the same ints; slices are lists). The renderer's prefix keys: a view of a column
-    shared by a thread's requests, copied as one block of memory when a thread diverges."""
+class _ArrayView(Sequence[Any]):
+    """A 1-d array seen as a read-only sequence (it compares equal to a list of the same
+    elements; slices are lists): what a subclass's elements are is `_list`'s and `_one`'s."""
 
     __slots__ = ("array",)
 
     def __init__(self, array: np.ndarray) -> None:
         self.array = array
 
+    def _list(self, part: np.ndarray) -> list[Any]:
+        raise NotImplementedError
+
+    def _one(self, value: Any) -> Any:
+        raise NotImplementedError
+
     def __len__(self) -> int:
         return len(self.array)
 
-    @overload
-    def __getitem__(self, index: int) -> int: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[int]: ...
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
-            return self.array[index].tolist()
-        return int(self.array[index])
+            return self._list(self.array[index])
+        return self._one(self.array[index])
 
-    def __iter__(self) -> Iterator[int]:
-        return iter(self.array.tolist())
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._list(self.array))
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, IntsView):
-            return bool(np.array_equal(self.array, other.array))
+        if type(other) is type(self):
+            return bool(np.array_equal(self.array, other.array))  # type: ignore[attr-defined]
         if isinstance(other, list | tuple):
-            return self.array.tolist() == list(other)
+            return self._list(self.array) == list(other)
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]  # compares like a list
 
     def __repr__(self) -> str:
-        return repr(self.array.tolist())
+        return repr(self._list(self.array))
 
     def __reduce__(self) -> tuple:
-        return list, (self.array.tolist(),)
+        return list, (self._list(self.array),)
+
+
+class KindNames(_ArrayView):
+    """Block kind codes seen as their kind names: a stripped prompt view names its kinds
+    without making a list of them per request, when its simulator only looks at a few."""
+
+    __slots__ = ()
+
+    def _list(self, part: np.ndarray) -> list[str]:
+        return _KIND_NAME_ARRAY[part].tolist()
+
+    def _one(self, value: Any) -> str:
+        return KIND_NAMES[value]
+
+
+class IntsView(_ArrayView):
+    """An integer array seen as Python ints. The renderer's prefix keys: a view of a column
+    shared by a thread's requests, copied as one block of memory when a thread diverges."""
+
+    __slots__ = ()
+
+    def _list(self, part: np.ndarray) -> list[int]:
+        return part.tolist()
+
+    def _one(self, value: Any) -> int:
+        return int(value)
 
 
 @dataclass(frozen=True, slots=True)
