@@ -19,14 +19,15 @@ from replay.prefix import PrefixDiff
 from replay.render import BlockTable, RenderedRequest, first_difference
 from replay.render._request import (
     KIND_CODES,
-    KIND_NAMES,
-    RUN_CODES,
     SIZED_ONLY,
     THINKING_CODE,
     TURN_CODES,
     IntsView,
     KindNames,
     chain_keys,
+    kind_code_set,
+    positions_after,
+    positions_of,
 )
 
 Ttl = Literal["5m", "1h"]
@@ -200,30 +201,10 @@ class PromptView:
 def collapsed_positions(kinds: Sequence[str]) -> np.ndarray:
     """Lookback position of each block: a run of tool_call (or tool_result) blocks is one."""
     codes = np.fromiter((KIND_CODES[k] for k in kinds), dtype=np.int8, count=len(kinds))
-    return _positions_of(codes)
+    return positions_of(codes)
 
 
-def _code_set(codes: tuple[int, ...]) -> np.ndarray:
-    """Membership of each block kind code in `codes`, read with one gather (`table[codes]`):
-    `np.isin` took 12 µs a call on 1,000 codes (1.4 µs so), and views are built per request."""
-    table = np.zeros(len(KIND_NAMES), dtype=bool)
-    table[list(codes)] = True
-    return table
-
-
-_IS_RUN = _code_set(RUN_CODES)
-_IS_TURN = _code_set(TURN_CODES)
-
-
-_STARTS = ~(np.eye(len(KIND_NAMES), dtype=bool) & _IS_RUN)
-"""Whether a block of kind code `[b]` after one of `[a]` starts a lookback position: one gather
-for a few blocks, where `_positions_of` costs ~8 µs in numpy calls however few they are."""
-
-
-def _positions_of(codes: np.ndarray) -> np.ndarray:
-    continues = np.zeros(len(codes), dtype=bool)
-    continues[1:] = (codes[1:] == codes[:-1]) & _IS_RUN[codes[1:]]
-    return np.cumsum(~continues, dtype=np.int64) - 1
+_IS_TURN = kind_code_set(TURN_CODES)
 
 
 def prompt_view(
@@ -298,11 +279,9 @@ def _stripped_columns(
     positions = np.empty(len(ids), dtype=np.int64)
     positions[:same] = known_positions[:same]
     if same:  # a run may go on across `same`: derive from the block before it
-        tail, out = codes[same - 1 :], positions[same:]
-        _STARTS[tail[:-1], tail[1:]].cumsum(out=out)
-        out += positions[same - 1]
+        positions_after(codes[same - 1 :], int(positions[same - 1]), positions[same:])
     else:
-        positions[:] = _positions_of(codes)
+        positions[:] = positions_of(codes)
     view = IntsView(keys)
     if memo is not None:
         memo[("stripped", req.model)] = (ids, view, positions)

@@ -51,6 +51,9 @@ from replay.render._request import (
     ListPrefix,
     RenderedRequest,
     chain_keys,
+    kind_code_set,
+    positions_after,
+    positions_of,
 )
 from replay.strategies._view import (
     AssistantItem,
@@ -149,16 +152,9 @@ class _Columns:
         return new
 
 
-def _lookup(codes: tuple[int, ...]) -> np.ndarray:
-    """Kind code → whether it is one of `codes`."""
-    table = np.zeros(len(KIND_NAMES), dtype=bool)
-    table[list(codes)] = True
-    return table
-
-
-_TURN = _lookup(TURN_CODES)
-_USER_ROLE = _lookup(USER_ROLE_CODES)
-_NON_THINKING = _lookup(tuple(c for c in range(len(KIND_NAMES)) if c != THINKING_CODE))
+_TURN = kind_code_set(TURN_CODES)
+_USER_ROLE = kind_code_set(USER_ROLE_CODES)
+_NON_THINKING = kind_code_set(c for c in range(len(KIND_NAMES)) if c != THINKING_CODE)
 
 
 def _last_of(
@@ -192,8 +188,6 @@ a few numpy calls, walking an item through its memo about a microsecond."""
 
 _SCANS = 8
 """Items of a view looked for in the previous one by a scan before it is mapped by id."""
-
-_IS_RUN = _lookup(RUN_CODES)
 
 
 _LAST_MARKS = (
@@ -356,14 +350,10 @@ def _derive(cols: _Columns, keep: int, end: int, marks: _Marks) -> None:
     cols.tokens[keep:end].cumsum(out=cum)
     if keep:
         cum += cols.cum[keep - 1]
-    # A block starts a new position unless it continues a run of tool calls (or results).
-    window = cols.codes[max(keep - 1, 0) : end]
-    starts = np.ones(end - keep, dtype=np.int64)
-    lead = 0 if keep else 1
-    starts[lead:] = ~((window[1:] == window[:-1]) & _IS_RUN[window[1:]])
-    positions = cols.positions[keep:end]
-    starts.cumsum(out=positions)
-    positions += cols.positions[keep - 1] if keep else -1
+        positions_after(cols.codes[keep - 1 : end], int(cols.positions[keep - 1]),
+                        cols.positions[keep:end])
+    else:
+        cols.positions[:end] = positions_of(cols.codes[:end])
     codes = cols.codes
     marks.last_turn = _last_of(codes, end, _TURN, end, keep, marks.last_turn)
     marks.last_user_role = _last_of(codes, end, _USER_ROLE, end, keep, marks.last_user_role)
@@ -371,7 +361,7 @@ def _derive(cols: _Columns, keep: int, end: int, marks: _Marks) -> None:
         codes, end, _NON_THINKING, end, keep, marks.last_non_thinking
     )
     if marks.first_thinking < 0:
-        hits = (window[1 - lead :] == THINKING_CODE).nonzero()[0]
+        hits = (cols.codes[keep:end] == THINKING_CODE).nonzero()[0]
         marks.first_thinking = keep + int(hits[0]) if len(hits) else -1
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import zlib
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
@@ -45,6 +45,35 @@ RUN_CODES = (KIND_CODES[TOOL_CALL], KIND_CODES[TOOL_RESULT])
 """Kinds whose consecutive blocks share one lookback position."""
 THINKING_CODE = KIND_CODES[THINKING]
 _KIND_NAME_ARRAY = np.array(KIND_NAMES, dtype=object)
+
+
+def kind_code_set(codes: Iterable[int]) -> np.ndarray:
+    """Membership of each block kind code in `codes`, read with one gather (`table[codes]`):
+    `np.isin` took 12 µs a call on 1,000 codes (1.4 µs so), and views are built per request."""
+    table = np.zeros(len(KIND_NAMES), dtype=bool)
+    table[list(codes)] = True
+    return table
+
+
+IS_RUN = kind_code_set(RUN_CODES)
+STARTS_POSITION = ~(np.eye(len(KIND_NAMES), dtype=bool) & IS_RUN)
+"""`[a, b]`: whether a block of kind code b after one of a starts a lookback position (a run of
+tool calls, or of tool results, is one position): one gather for a few blocks, where deriving
+it with comparisons costs ~8 µs in numpy calls however few they are."""
+
+
+def positions_of(codes: np.ndarray) -> np.ndarray:
+    """Lookback position of each block of kind codes `codes`, the first at 0."""
+    continues = np.zeros(len(codes), dtype=bool)
+    continues[1:] = (codes[1:] == codes[:-1]) & IS_RUN[codes[1:]]
+    return np.cumsum(~continues, dtype=np.int64) - 1
+
+
+def positions_after(codes: np.ndarray, previous: int, out: np.ndarray) -> None:
+    """Lookback positions of the blocks of kind codes `codes[1:]` into `out`, the block of
+    `codes[0]` being at position `previous`: a run may go on across it."""
+    STARTS_POSITION[codes[:-1], codes[1:]].cumsum(out=out)
+    out += previous
 
 _T = TypeVar("_T")
 
