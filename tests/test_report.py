@@ -222,6 +222,34 @@ def test_long_session_stays_compact(tmp_path) -> None:
     assert len(page.encode()) < 1_200_000 + 1.5 * log_bytes
 
 
+@pytest.mark.parametrize("options", [{"breakeven": True}, {"breakeven": False}],
+                         ids=["breakeven", "replay"])
+def test_report_holds_one_strategy_at_a_time(options) -> None:
+    """The document takes each strategy's records as they come: when a strategy starts, no
+    record of an earlier one is alive (a long log's views, times 48 strategies, would not fit)."""
+    import gc
+
+    from replay.engine._replay import RequestRecord
+    from replay.report._html import build_report
+
+    alive_earlier: dict[str, int] = {}
+    started: list[str] = []
+
+    def progress(name: str, done: int, total: int) -> None:
+        gc.collect()
+        alive = [o for o in gc.get_objects() if isinstance(o, RequestRecord)]
+        if name:
+            alive_earlier[name] = sum(1 for r in alive if r.strategy in started)
+            started.append(name)
+
+    strategies = "baseline,age-truncate-500-keep-3,sliding-10"
+    document = build_report(SAMPLE, strategies, progress=progress, **options)
+    assert started == strategies.split(",")
+    assert alive_earlier == dict.fromkeys(started, 0)
+    assert document["strategies"] == started
+    assert all(document["records"])  # every strategy's rows were taken before its records went
+
+
 # ---------- charts ----------
 
 

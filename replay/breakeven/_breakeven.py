@@ -36,7 +36,7 @@ from replay.engine._replay import (
     _Thread,
     with_unlogged_context,
 )
-from replay.engine._results import ResultTables
+from replay.engine._results import RecordSink
 from replay.log import RequestMarker, Session
 from replay.prefix import remembered_block_pairs
 from replay.prices import Buckets, Pricer
@@ -376,15 +376,16 @@ def breakeven_session(
     config: ReplayConfig | None = None,
     *,
     horizon: int | None = None,
-    tables: ResultTables | None = None,
+    tables: RecordSink | None = None,
 ) -> tuple[list[BreakEven], list[RequestRecord]]:
     """Break-even of every rewrite event of every strategy (and the records of the runs).
 
     `horizon`: follow each rewrite over at most that many requests (None: to the strategy's
     next structural rewrite or the end of the log). Each rewrite replays the rest of the log
     without it, so the work grows with rewrites × requests; a limit makes it linear.
-    `tables`: count each strategy's records into it (what the notes need) and return none:
-    one strategy's records, with their views, are held at a time instead of every one's."""
+    `tables`: hand each strategy's records to it (`ResultTables`, to count what the notes
+    need) and return none: one strategy's records, with their views, are held at a time
+    instead of every one's."""
     config = breakeven_config(session, config)
     rows: list[BreakEven] = []
     all_records: list[RequestRecord] = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Protocol
 
 import polars as pl
 
@@ -290,6 +291,13 @@ def _causes(counts: dict[str, int]) -> str:
     """`kind=count` pairs, most frequent first (kinds: replay.cache.MISS_KINDS)."""
     ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     return ", ".join(f"{kind}={n}" for kind, n in ordered)
+
+
+class RecordSink(Protocol):
+    """Takes a replay's records one strategy at a time, so that they can be dropped after
+    (`ResultTables`, the report's document)."""
+
+    def add(self, records: Sequence[RequestRecord]) -> None: ...
 
 
 @dataclass

@@ -114,6 +114,15 @@ def series_rows(records: Sequence[Any]) -> list[dict[str, Any]]:
 
 def marker_rows(records: Sequence[Any], series: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Markers: rewrites (compaction, prune, truncate, aging, clear, drop) and cache misses."""
+    misses, rewrites = marker_parts(records, series)
+    return misses + rewrites  # rewrites drawn last, on top of a miss at the same request
+
+
+def marker_parts(
+    records: Sequence[Any], series: Sequence[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """`marker_rows`' misses and rewrites apart, so that markers built strategy by strategy can
+    still be drawn every miss first."""
     at = {(row["s"], row["i"]): row for row in series}
     summarizer_cost: dict[tuple[str, int], float] = {}
     for r in records:
@@ -138,7 +147,7 @@ def marker_rows(records: Sequence[Any], series: Sequence[dict[str, Any]]) -> lis
                 cause += f" (summarizer call ${extra:.6f})"
             kind = "compaction" if "compaction" in kinds else "rewrite"
             rewrites.append(base | {"m": kind, "what": ", ".join(kinds), "cause": cause})
-    return misses + rewrites  # rewrites drawn last, on top of a miss at the same request
+    return misses, rewrites
 
 
 _Y = {

@@ -32,7 +32,7 @@ import numpy as np
 import polars as pl
 
 from replay.report._charts import MARKER_SHAPES as MARKER_KINDS
-from replay.report._charts import METRICS, colors, marker_rows, series_rows, strategy_order
+from replay.report._charts import METRICS, colors, marker_parts, series_rows, strategy_order
 
 _KIND = {"user": "u", "assistant": "a", "tool_result": "t", "summary": "s"}
 _FLAG_STUBBED, _FLAG_INJECTED, _FLAG_ERROR = 1, 2, 4
@@ -202,100 +202,182 @@ def _money(value: Any) -> str:
     return format(d.normalize() if d else Decimal(0), "f")
 
 
-def _navigator(records: Sequence[Any], session: Any, interner: _Interner, order: list[str]):
-    thread_names, histories = _histories(session, interner)
-    thread_index = {name: n for n, name in enumerate(thread_names)}
-    summarizers: dict[tuple[str, int], list[Any]] = {}
-    for r in records:
-        if r.kind == "summarizer":
-            summarizers.setdefault((r.strategy, r.request_index), []).append(r)
-    by_strategy: dict[str, list[list[Any]]] = {s: [] for s in order}
-    requests: dict[int, list[Any]] = {}
-    models: list[str] = []
-    text = interner.text
-    previous: dict[tuple[str, str], list[int]] = {}
-    for r in sorted(
-        (r for r in records if r.kind == "request"),
-        key=lambda r: (order.index(r.strategy), r.request_index),
-    ):
-        view = [interner.item(item) for item in r.view]
-        request = r.request
-        positions = np.asarray(request.item_index)
-        tokens = np.asarray(request.block_tokens)
-        inside = positions >= 0
-        per_item = np.bincount(positions[inside], weights=tokens[inside], minlength=len(view))
-        for pos, item_id in enumerate(view):
-            if interner.items[item_id][4] < 0 and pos < len(per_item):
-                interner.items[item_id][4] = int(per_item[pos])
-        system_tokens = int(tokens[~inside].sum())
-        if r.thread not in thread_index:  # a thread with no message of its own
-            thread_index[r.thread] = len(thread_names)
-            thread_names.append(r.thread)
-            histories.append([])
-        before = previous.get((r.strategy, r.thread), [])
-        keep = 0
-        for a, b in zip(before, view, strict=False):
-            if a != b:
-                break
-            keep += 1
-        previous[(r.strategy, r.thread)] = view
-        calls = summarizers.get((r.strategy, r.request_index), [])
-        if r.request_index not in requests:
-            if r.model not in models:
-                models.append(r.model)
-            requests[r.request_index] = [
-                r.request_index,
-                r.request_id,
-                thread_index[r.thread],
-                r.history_len,
-                models.index(r.model),
-                r.ts.isoformat().replace("+00:00", "Z"),
-            ]
-        miss = r.outcome.miss_cause
-        by_strategy[r.strategy].append(
-            [
-                r.request_index,
-                [keep, *_ranges(view[keep:])],
-                _mismatch_item(r),
-                r.diff.where,
-                r.diff.first_mismatch_token,
-                None if miss is None else text(miss),
-                [text(f"{e.kind}: {e.detail}" if e.detail else e.kind) for e in r.events],
+class _Document:
+    """The report's document, built one strategy's records at a time (`add`): what the page
+    needs of each record is taken and the record can be dropped, so a report holds one
+    strategy's records (with their views) at once instead of every strategy's."""
+
+    def __init__(self, session: Any) -> None:
+        from replay.engine._results import ResultTables
+
+        self.session = session
+        self.interner = _Interner()
+        self.thread_names, self.histories = _histories(session, self.interner)
+        self.thread_index = {name: n for n, name in enumerate(self.thread_names)}
+        self.order: list[str] = []
+        self.tables = ResultTables(per_turn=False)
+        """What the summary and the notes need, counted as the records go."""
+        self.records: dict[str, list[list[Any]]] = {}
+        """Strategy → the navigator's rows (`RECORD_FIELDS`)."""
+        self.requests: dict[int, list[Any]] = {}
+        self.request_models: list[str] = []
+        self.series: dict[str, list[dict[str, Any]]] = {}
+        self.misses: list[dict[str, Any]] = []
+        self.rewrites: list[dict[str, Any]] = []
+        self.blind: dict[str, dict[str, int]] = {}
+
+    def add(self, records: Sequence[Any]) -> None:
+        """Take in the records of one strategy (or of several, each whole)."""
+        if not records:
+            return
+        for name in strategy_order(records):
+            of_strategy = [r for r in records if r.strategy == name]
+            self.tables.add(of_strategy)
+            self.order.append(name)
+            self.records[name] = self._rows(of_strategy)
+            series = series_rows(of_strategy)
+            self.series[name] = series
+            misses, rewrites = marker_parts(of_strategy, series)
+            self.misses += misses
+            self.rewrites += rewrites
+            self.blind.update(_blind_kinds(of_strategy))
+
+    def _rows(self, records: Sequence[Any]) -> list[list[Any]]:
+        interner = self.interner
+        text = interner.text
+        summarizers: dict[int, list[Any]] = {}
+        for r in records:
+            if r.kind == "summarizer":
+                summarizers.setdefault(r.request_index, []).append(r)
+        rows: list[list[Any]] = []
+        previous: dict[str, list[int]] = {}
+        for r in sorted((r for r in records if r.kind == "request"),
+                        key=lambda r: r.request_index):
+            view = [interner.item(item) for item in r.view]
+            request = r.request
+            positions = np.asarray(request.item_index)
+            tokens = np.asarray(request.block_tokens)
+            inside = positions >= 0
+            per_item = np.bincount(positions[inside], weights=tokens[inside], minlength=len(view))
+            for pos, item_id in enumerate(view):
+                if interner.items[item_id][4] < 0 and pos < len(per_item):
+                    interner.items[item_id][4] = int(per_item[pos])
+            system_tokens = int(tokens[~inside].sum())
+            if r.thread not in self.thread_index:  # a thread with no message of its own
+                self.thread_index[r.thread] = len(self.thread_names)
+                self.thread_names.append(r.thread)
+                self.histories.append([])
+            before = previous.get(r.thread, [])
+            keep = 0
+            for a, b in zip(before, view, strict=False):
+                if a != b:
+                    break
+                keep += 1
+            previous[r.thread] = view
+            calls = summarizers.get(r.request_index, [])
+            if r.request_index not in self.requests:
+                if r.model not in self.request_models:
+                    self.request_models.append(r.model)
+                self.requests[r.request_index] = [
+                    r.request_index,
+                    r.request_id,
+                    self.thread_index[r.thread],
+                    r.history_len,
+                    self.request_models.index(r.model),
+                    r.ts.isoformat().replace("+00:00", "Z"),
+                ]
+            miss = r.outcome.miss_cause
+            rows.append(
                 [
-                    [a.kind, a.tool, a.path, text(a.excerpt), [text(f) for f in _fragments(a)]]
-                    for a in r.blind_actions
-                ],
-                [len(calls), float(sum((c.cost_usd for c in calls), Decimal(0)))],
-                r.output_tokens,
-                float(r.cost_usd),
-                system_tokens,
-                bool(r.over_window),
-            ]
-        )
-    return {
-        "threads": thread_names,
-        "histories": [_ranges(h) for h in histories],
-        "requestFields": REQUEST_FIELDS,
-        "requests": [requests[k] for k in sorted(requests)],
-        "requestModels": models,
-        "recordFields": RECORD_FIELDS,
-        "records": [by_strategy[s] for s in order],
-    }
+                    r.request_index,
+                    [keep, *_ranges(view[keep:])],
+                    _mismatch_item(r),
+                    r.diff.where,
+                    r.diff.first_mismatch_token,
+                    None if miss is None else text(miss),
+                    [text(f"{e.kind}: {e.detail}" if e.detail else e.kind) for e in r.events],
+                    [
+                        [a.kind, a.tool, a.path, text(a.excerpt), [text(f) for f in _fragments(a)]]
+                        for a in r.blind_actions
+                    ],
+                    [len(calls), float(sum((c.cost_usd for c in calls), Decimal(0)))],
+                    r.output_tokens,
+                    float(r.cost_usd),
+                    system_tokens,
+                    bool(r.over_window),
+                ]
+            )
+        return rows
 
+    def navigator(self) -> dict[str, Any]:
+        return {
+            "threads": self.thread_names,
+            "histories": [_ranges(h) for h in self.histories],
+            "requestFields": REQUEST_FIELDS,
+            "requests": [self.requests[k] for k in sorted(self.requests)],
+            "requestModels": self.request_models,
+            "recordFields": RECORD_FIELDS,
+            "records": [self.records[s] for s in self.order],
+        }
 
-def _marks(records: Sequence[Any], series: Sequence[dict[str, Any]], order: list[str],
-           interner: _Interner) -> dict[str, list[Any]]:
-    """Markers as columns (texts by id); the page takes their y values from the series."""
-    index = {s: n for n, s in enumerate(order)}
-    kinds = list(MARKER_KINDS)
-    cols: dict[str, list[Any]] = {"s": [], "i": [], "m": [], "what": [], "cause": []}
-    for mark in marker_rows(records, series):
-        cols["s"].append(index[mark["s"]])
-        cols["i"].append(mark["i"])
-        cols["m"].append(kinds.index(mark["m"]))
-        cols["what"].append(interner.text(mark["what"]))
-        cols["cause"].append(interner.text(mark["cause"] or ""))
-    return cols
+    def marks(self) -> dict[str, list[Any]]:
+        """Markers as columns (texts by id); the page takes their y values from the series.
+        Every miss first, then the rewrites, drawn on top of a miss at the same request."""
+        index = {s: n for n, s in enumerate(self.order)}
+        kinds = list(MARKER_KINDS)
+        cols: dict[str, list[Any]] = {"s": [], "i": [], "m": [], "what": [], "cause": []}
+        for mark in self.misses + self.rewrites:
+            cols["s"].append(index[mark["s"]])
+            cols["i"].append(mark["i"])
+            cols["m"].append(kinds.index(mark["m"]))
+            cols["what"].append(self.interner.text(mark["what"]))
+            cols["cause"].append(self.interner.text(mark["cause"] or ""))
+        return cols
+
+    def build(
+        self,
+        summary: pl.DataFrame,
+        notes: Sequence[str],
+        breakeven: pl.DataFrame | None = None,
+        *,
+        title: str | None = None,
+        log: str | None = None,
+        recommendation: str | None = None,
+    ) -> dict[str, Any]:
+        """The document, once every strategy was added; `summary` and `notes` are the run's."""
+        session = self.session
+        header = session.header
+        navigator = self.navigator()
+        series = [row for name in self.order for row in self.series[name]]
+        summary_cols, summary_rows = _summary_rows(summary, breakeven, self.blind)
+        document: dict[str, Any] = {
+            "format": "replay-report/1",
+            "title": title or f"replay report · {log or session.path or 'log'}",
+            "log": log or session.path,
+            # The log's time span, not the time of writing: the same log gives the same page.
+            "span": _span(session),
+            "agent": header.agent,
+            "models": sorted(self.tables.models),
+            "providers": sorted(self.tables.providers),
+            "notes": list(notes),
+            "recommendation": recommendation,
+            "strategies": self.order,
+            "colors": [colors(self.order)[s] for s in self.order],
+            "series": _columns(series, self.order, navigator["threads"]),
+            "markKinds": list(MARKER_KINDS),
+            "marks": self.marks(),
+            "summary": {"columns": summary_cols, "rows": summary_rows},
+            "breakeven": None,
+            **navigator,
+            "items": self.interner.items,
+            "texts": self.interner.texts,
+            "system": {"text": self.interner.text(header.system or ""),
+                       "tools": [t.name for t in header.tools]},
+        }
+        if breakeven is not None:
+            cols, rows = _table(breakeven, BREAKEVEN_COLUMNS)
+            document["breakeven"] = {"columns": cols, "rows": rows}
+        return document
 
 
 def _columns(rows: Sequence[dict[str, Any]], order: list[str],
@@ -382,8 +464,8 @@ def _cell(value: Any, kind: str) -> Any:
     return value
 
 
-def _summary_rows(summary: pl.DataFrame, breakeven: pl.DataFrame | None, records) -> list:
-    blind = _blind_kinds(records)
+def _summary_rows(summary: pl.DataFrame, breakeven: pl.DataFrame | None,
+                  blind: dict[str, dict[str, int]]) -> list:
     by_strategy: dict[str, dict[str, Any]] = {}
     if breakeven is not None and breakeven.height:
         agg = breakeven.group_by("strategy").agg(
@@ -426,42 +508,10 @@ def report_document(
     """The JSON document behind the page (see the module docstring for its layout).
 
     `result` is a `ReplayResult` replayed with `keep_views=True`."""
-    records = result.records
-    session = result.session
-    order = strategy_order(records)
-    interner = _Interner()
-    navigator = _navigator(records, session, interner, order)
-    series = series_rows(records)
-    header = session.header
-    summary_cols, summary_rows = _summary_rows(result.summary, breakeven, records)
-    document: dict[str, Any] = {
-        "format": "replay-report/1",
-        "title": title or f"replay report · {log or session.path or 'log'}",
-        "log": log or session.path,
-        # The log's time span, not the time of writing: the same log gives the same page.
-        "span": _span(session),
-        "agent": header.agent,
-        "models": sorted({r.model for r in records}),
-        "providers": sorted({r.provider for r in records}),
-        "notes": list(result.notes),
-        "recommendation": recommendation,
-        "strategies": order,
-        "colors": [colors(order)[s] for s in order],
-        "series": _columns(series, order, navigator["threads"]),
-        "markKinds": list(MARKER_KINDS),
-        "marks": _marks(records, series, order, interner),
-        "summary": {"columns": summary_cols, "rows": summary_rows},
-        "breakeven": None,
-        **navigator,
-        "items": interner.items,
-        "texts": interner.texts,
-        "system": {"text": interner.text(header.system or ""),
-                   "tools": [t.name for t in header.tools]},
-    }
-    if breakeven is not None:
-        cols, rows = _table(breakeven, BREAKEVEN_COLUMNS)
-        document["breakeven"] = {"columns": cols, "rows": rows}
-    return document
+    document = _Document(result.session)
+    document.add(result.records)
+    return document.build(result.summary, result.notes, breakeven, title=title, log=log,
+                          recommendation=recommendation)
 
 
 def _json_for_script(value: Any) -> str:
@@ -519,7 +569,8 @@ def build_report(
     """Replay `log` (views kept; with break-even unless `breakeven=False`) and build the
     report's document. Pass it to `render_html` for the page. `workers` (> 1): the break-even
     of the strategies is analysed on that many processes, then the log is replayed here (the
-    navigator needs every record, which stays in the process that made it)."""
+    page needs each strategy's views, which stay in the process that made them). The
+    document takes each strategy's records as they come and drops them."""
     from replay._api import (
         ReplayResult,
         _breakeven_on_workers,
@@ -532,9 +583,7 @@ def build_report(
     )
     from replay.breakeven import breakeven_session
     from replay.breakeven._frame import breakeven_frame
-    from replay.engine import replay_session
-    from replay.engine._replay import with_unlogged_context
-    from replay.engine._results import ResultTables
+    from replay.engine._replay import iter_replay, with_unlogged_context
     from replay.log import Session
 
     session = _session_with_requests(log, strict)
@@ -542,22 +591,25 @@ def build_report(
     config.keep_views = True
     config.keep_blocks = True  # the navigator reads each request's per-block token counts
     config.progress = progress
-    frame = None
-    if _several(workers) and breakeven:
-        config = with_unlogged_context(session, config)  # fitted once, for both
-        rows, _ = _breakeven_on_workers(session, strategies, config, workers, horizon)
-        frame = breakeven_frame(rows)
-        records = replay_session(session, strategies, config)
-    elif breakeven:
-        rows, records = breakeven_session(session, strategies, config, horizon=horizon)
-        frame = breakeven_frame(rows)
+    document = _Document(session)
+    rows: list[Any] = []
+    if breakeven and not _several(workers):
+        # Each strategy's records go to the document as its break-even is done, then are dropped.
+        rows, _ = breakeven_session(session, strategies, config, horizon=horizon, tables=document)
     else:
-        records = replay_session(session, strategies, config)
-    tables = ResultTables.of(records)
-    result = ReplayResult(session, records, notes=_notes(session, tables), tables=tables)
+        if breakeven:
+            config = with_unlogged_context(session, config)  # fitted once, for both
+            rows, _ = _breakeven_on_workers(session, strategies, config, workers, horizon)
+        for _named, records in iter_replay(session, strategies, config):
+            document.add(records)
+            del records  # not held while the next strategy runs
+    frame = breakeven_frame(rows) if breakeven else None
+    tables = document.tables
+    result = ReplayResult(session, [], notes=_notes(session, tables), tables=tables)
     line = recommendation_line(recommendation(result.summary), result.summary)
-    return report_document(result, frame, log=str(log) if not isinstance(log, Session) else None,
-                           recommendation=line)
+    return document.build(result.summary, result.notes, frame,
+                          log=str(log) if not isinstance(log, Session) else None,
+                          recommendation=line)
 
 
 def html_report(log: str | Path | Any, strategies: str | Sequence[str] = "all", **options) -> str:
