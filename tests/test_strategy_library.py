@@ -22,6 +22,7 @@ from replay.strategies import (
     AssistantItem,
     Block,
     StrategyContext,
+    StrategySpec,
     SummaryItem,
     ToolResultItem,
     UserItem,
@@ -30,6 +31,7 @@ from replay.strategies import (
     _plugins,
     canonical_names,
     parse_name,
+    register,
     registered,
     resolve,
 )
@@ -1113,6 +1115,27 @@ def test_entry_point_plugins(tmp_path, monkeypatch, clean_registry):
     assert "ep-demo-1" in plugin_names() and "ep-demo-1" not in canonical_names()
     assert parse_name("ep-demo-3").params == {"keep": 3}
     sys.modules.pop("fake_replay_plugin", None)
+
+
+def _keep_everything(**params):
+    return lambda history, ctx: list(history)
+
+
+def test_a_spec_registered_by_the_calling_program_is_a_plugin(clean_registry):
+    """Registered from code without an origin, a family is still not a built-in: `all` (the
+    same set whatever else is loaded) leaves it out, `plugins` has it, and it may not take a
+    built-in's name."""
+    spec = register(StrategySpec(family="code-demo", pattern="code-demo", build=_keep_everything,
+                                 cache_class="append-only", rule="demo", canonical=("code-demo",)))
+    assert spec.origin == f"code:{__name__}" and spec.is_plugin
+    assert "code-demo" not in canonical_names() and "code-demo" in plugin_names()
+    assert [n.name for n in resolve("plugins")] == ["code-demo"]
+    assert len(resolve("all")) == len(canonical_names())
+    with pytest.raises(ReplayError, match="taken by the built-in family 'sliding'"):
+        register(StrategySpec(family="code-sliding", pattern=r"sliding-\d+", build=_keep_everything,
+                              cache_class="churn", rule="demo", canonical=("sliding-3",)))
+    builtin = next(s for s in registered() if s.family == "baseline")
+    assert register(builtin).origin == "builtin"  # replay's own families stay built-in
 
 
 # --- the command line --------------------------------------------------------------------------

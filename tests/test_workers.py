@@ -75,6 +75,47 @@ def test_the_library_verb_with_two_workers_gives_the_same_frames():
     assert calls[-1] == ("", 4, 4)
 
 
+def _last_two(history, ctx):
+    return list(history[-2:])
+
+
+def _build_last_two():
+    return _last_two
+
+
+LAST_TWO = {"family": "code-last-two", "pattern": "code-last-two", "cache_class": "churn",
+            "rule": "The last two items.", "canonical": ("code-last-two",)}
+
+
+def test_a_strategy_registered_in_code_runs_on_two_workers(clean_registry):
+    """A worker never ran the calling program's `register`: the strategy is sent itself (its
+    build function pickled by reference), and gives what one process gives."""
+    from replay import replay
+    from replay.strategies import StrategySpec, register
+
+    register(StrategySpec(build=_build_last_two, **LAST_TWO))
+    names = "baseline,code-last-two"
+    one = replay(RUN42, names)
+    two = replay(RUN42, names, workers=2)
+    assert two.summary.equals(one.summary)
+    assert two.turns.equals(one.turns)
+    assert one.summary["cost_usd"][1] != one.summary["cost_usd"][0]  # it did run
+
+
+def test_a_strategy_a_worker_cannot_import_is_refused_before_any_work(clean_registry):
+    from replay import replay
+    from replay._errors import ReplayError
+    from replay.strategies import StrategySpec, register
+
+    def build():  # local: nothing another process could import
+        return _last_two
+
+    register(StrategySpec(build=build, **LAST_TWO))
+    with pytest.raises(ReplayError, match=r"'code-last-two' cannot be sent to a worker process "
+                                          r"\(.*\): define its build function .* --workers 1"):
+        replay(RUN42, "baseline,code-last-two", workers=2)
+
+
 def test_a_piped_log_is_replayed_by_two_workers():
     args = ["-", "-s", "baseline,truncate-500,recorded", "--format", "json"]
     one = _replay(*args, "--workers", "1", stdin=RUN42.read_bytes())

@@ -218,11 +218,22 @@ def _failed(task: _Task, message: str) -> Part:
 
 
 def _task(index: int, named: NamedStrategy) -> _Task:
+    """By family when a worker's registry will have it (built-ins, plug-in files and
+    packages, which every worker loads), else the strategy itself, pickled."""
     from replay.strategies._base import registered
 
     family = named.spec.family
-    if any(s is named.spec for s in registered()):
+    in_code = named.spec.origin.startswith("code:")  # registered by the calling program
+    if not in_code and any(s is named.spec for s in registered()):
         return _Task(index, named.name, family, dict(named.params))
+    try:
+        pickle.dumps(named, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError) as err:
+        raise ReplayError(
+            f"strategy {named.name!r} cannot be sent to a worker process ({type(err).__name__}: "
+            f"{err}): define its build function at the top level of a module, or load it with "
+            "--strategy-file, or use --workers 1"
+        ) from None
     return _Task(index, named.name, family, built=named)
 
 

@@ -35,7 +35,7 @@ import importlib
 import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cache
 from typing import Any, Protocol
@@ -183,7 +183,8 @@ class StrategySpec:
     kilo: Mapping[str, int] = field(default_factory=dict)
     """Per-parameter value of the `k` suffix in names (default 1,000; pi's `16k` is 16,384)."""
     origin: str = "builtin"
-    """`builtin`, or where a plug-in came from (`file:PATH`, `entry-point:NAME`)."""
+    """`builtin`, or where a plug-in came from (`file:PATH`, `entry-point:NAME`, `code:MODULE`
+    for one registered by the calling program)."""
     bounds: Mapping[str, Bounds] = field(default_factory=dict)
     """Per-parameter accepted values; a value outside them is refused when the name is parsed
     (every built-in parameter declares them; a plug-in's parameters without bounds are passed
@@ -235,12 +236,18 @@ _REGISTRY: dict[str, StrategySpec] = {}
 
 
 def register(spec: StrategySpec) -> StrategySpec:
-    """Add a family (a plug-in may not take a built-in's family, names or pattern)."""
+    """Add a family (a plug-in may not take a built-in's family, names or pattern) and return
+    it as registered. A spec built by code outside replay's own family modules is a plug-in
+    (origin `code:MODULE`) even when it does not say so: `--strategies all` stays the
+    built-ins, whatever else the calling program registered."""
     if spec.cache_class not in CACHE_CLASSES:
         raise ReplayError(
             f"strategy family {spec.family!r}: cache_class {spec.cache_class!r} is not one of "
             + ", ".join(CACHE_CLASSES)
         )
+    module = getattr(spec.build, "__module__", None) or "?"
+    if not spec.is_plugin and module not in _BUILTIN_MODULES:
+        spec = replace(spec, origin=f"code:{module}")
     if spec.is_plugin:
         _load_builtin()
         _refuse_builtin_clash(spec)
@@ -576,6 +583,8 @@ BUILTIN_FAMILIES = (
     # OpenClaw
     "openclaw_prune",
 )
+_BUILTIN_MODULES = frozenset(f"replay.strategies.{name}" for name in BUILTIN_FAMILIES)
+"""Where built-in families are defined: a spec built anywhere else is a plug-in."""
 
 _loaded = False
 
