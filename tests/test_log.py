@@ -372,6 +372,19 @@ def test_an_event_of_a_thread_nothing_opened_is_a_bad_line(tmp_path):
     with pytest.raises(LogFormatError, match=r":4: expected a `thread` event opening thread "
                                              r"'ghost'"):  # a thread's parent is a thread too
         read_log(path, strict=True, check_pairs=True)
+    # Opened too late: the thread began with the session's system prompt, as line 4 says, and
+    # keeps it (a `thread` event now would change a running thread's prompt).
+    late = opened.replace("09:00:03Z", "09:00:05Z").replace('"ghost"}', '"ghost","system":"x"}')
+    path = _write(tmp_path, HEADER, USER, REQUEST, ghost[0], late, ghost[1], name="late.jsonl")
+    session = read_log(path, check_pairs=True)
+    assert [(e.line, e.expected) for e in session.skipped] == [
+        (4, "expected a `thread` event opening thread 'ghost' before its first line; "
+            "replayed as a thread of its own, with the session's system prompt"),
+        (5, "expected a `thread` event before its thread's first line: thread 'ghost' began "
+            "on line 4, replayed with the session's system prompt"),
+    ]
+    assert [e.type for e in session.events if e.type == "thread"] == []
+    assert [e.thread for e in session.requests()] == ["main", "ghost"]
 
 
 @pytest.mark.parametrize(

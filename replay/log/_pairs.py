@@ -66,6 +66,8 @@ class ToolPairs:
         """Threads a `thread` event opened (and those already reported as not opened)."""
         self.started: dict[str, int] = {}
         """Thread id → the line of the `thread` event that opened it."""
+        self.unopened: dict[str, int] = {}
+        """Thread id → its first line, for a thread no `thread` event had opened there."""
 
     def rejected(self, event: Any, line: int) -> LogFormatError | None:
         """Why the line of `event` is skipped (a strict read stops there), if it is: an id an
@@ -134,9 +136,10 @@ class ToolPairs:
         return LogFormatError(self.path, line, expected if self.strict else f"{expected}; {then}")
 
     def _reopened(self, event: ThreadStart, line: int) -> LogFormatError | None:
-        """A `thread` event for `main` (the header opens it) or for a thread an earlier one
-        opened: it would change a running thread's system prompt or model (no adapter writes
-        one). The thread keeps its first definition."""
+        """A `thread` event for `main` (the header opens it), for a thread an earlier one
+        opened, or for a thread whose lines began before it: it would change a running
+        thread's system prompt or model (no adapter writes one). The thread keeps its first
+        definition (for a thread that began unopened, the session's, as its first line said)."""
         if event.thread_id == MAIN_THREAD:
             expected = (
                 f"expected a `thread` event to open a subagent thread, not {MAIN_THREAD!r} "
@@ -146,6 +149,12 @@ class ToolPairs:
             expected = (
                 f"expected one `thread` event per thread: thread {event.thread_id!r} was "
                 f"opened on line {self.started[event.thread_id]}"
+            )
+        elif event.thread_id in self.unopened:
+            expected = (
+                f"expected a `thread` event before its thread's first line: thread "
+                f"{event.thread_id!r} began on line {self.unopened[event.thread_id]}, "
+                "replayed with the session's system prompt"
             )
         else:
             return None
@@ -158,6 +167,7 @@ class ToolPairs:
         if event.thread in self.opened:
             return []
         self.opened.add(event.thread)
+        self.unopened[event.thread] = line
         return [
             self._kept(
                 line,
