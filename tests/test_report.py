@@ -447,15 +447,70 @@ def test_progress_bar_only_on_a_terminal() -> None:
     with progress_bar("replaying", console=terminal) as progress:
         assert progress is not None
         progress("baseline", 0, 2)
+        progress.detail("1,234 / 5,678 counterfactual requests")
+        assert "baseline · 1,234 / 5,678" in _drawn(terminal)
         progress("sliding-10", 1, 2)
+        assert "sliding-10" in _drawn(terminal)
         progress("", 2, 2)
     assert "replaying" in terminal.file.getvalue()
+
+
+def _drawn(console) -> str:
+    """What a live progress bar shows now (drawn at once, not at its next refresh)."""
+    for live in [getattr(console, "_live", None), *getattr(console, "_live_stack", [])]:
+        if live is not None:
+            live.refresh()
+    return console.file.getvalue()
 
 
 def test_engine_reports_progress_per_strategy() -> None:
     calls = []
     replay(SAMPLE, "baseline,sliding-10", progress=lambda *a: calls.append(a))
     assert calls == [("baseline", 0, 2), ("sliding-10", 1, 2), ("", 2, 2)]
+
+
+def test_breakeven_tells_how_far_a_strategy_is() -> None:
+    """A strategy's break-even replays a counterfactual per rewrite: a progress callback with a
+    `detail` method hears, after each rewrite, how many of the strategy's counterfactual
+    requests are done (the work, which rewrites do not measure); a plain one is untouched."""
+    from replay import load
+    from replay._api import breakeven
+    from replay.breakeven._breakeven import breakeven_config, strategy_rewrites
+    from replay.strategies import resolve
+
+    class Progress:
+        def __init__(self) -> None:
+            self.calls: list[tuple] = []
+            self.details: list[tuple[str, int, int]] = []
+
+        def __call__(self, name: str, done: int, total: int) -> None:
+            self.calls.append((name, done, total))
+
+        def detail(self, text: str) -> None:
+            m = re.fullmatch(r"([\d,]+) / ([\d,]+) counterfactual requests", text)
+            assert m, text
+            done, total = (int(g.replace(",", "")) for g in m.groups())
+            self.details.append((self.calls[-1][0], done, total))
+
+    names = ["baseline", "age-truncate-500-keep-3", "sliding-10"]
+    progress = Progress()
+    breakeven(SAMPLE, names, progress=progress)
+    assert progress.calls == [(n, k, 3) for k, n in enumerate(names)] + [("", 3, 3)]
+    session = load(SAMPLE)
+    config = breakeven_config(session, None)
+    for named in resolve(names):
+        with strategy_rewrites(session, named, config, None) as rewrites:
+            steps = rewrites.steps
+        told = [(done, total) for name, done, total in progress.details if name == named.name]
+        # One call per rewrite, counting up to every counterfactual request of the strategy.
+        assert len(told) == len(steps)
+        assert [done for done, _ in told] == sorted(done for done, _ in told)
+        assert all(total == sum(steps) for _, total in told)
+        assert not told or told[-1][0] == sum(steps)
+    assert {name for name, *_ in progress.details} == {"age-truncate-500-keep-3", "sliding-10"}
+    calls: list[tuple] = []
+    breakeven(SAMPLE, names, progress=lambda *a: calls.append(a))  # no `detail`: as before
+    assert calls == progress.calls
 
 
 def test_charts_draw_the_prompt_as_billed() -> None:

@@ -24,7 +24,7 @@ events; `disagreement` names which of those the simulation saw.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
@@ -281,11 +281,22 @@ class Rewrites:
         self.events = _rewrite_events(run, records)
         self.steps = [_horizon(e, horizon) for e in self.events]
 
-    def analyse(self, share: int = 0, shares: int = 1) -> list[tuple[int, BreakEven]]:
+    def analyse(
+        self, share: int = 0, shares: int = 1, told: Callable[[int, int], None] | None = None
+    ) -> list[tuple[int, BreakEven]]:
         """Break-even of the rewrites of `share` (of `shares`, from `split`), each with its
-        place among all the strategy's rewrites (what the rows of the shares merge by)."""
+        place among all the strategy's rewrites (what the rows of the shares merge by).
+        `told(done, total)`: after each rewrite, how many of the share's counterfactual
+        requests are replayed (its work grows with them, not with the rewrites)."""
         mine = split(self.steps, shares)[share]
-        return [(n, self._analyse(self.events[n])) for n in mine]
+        total = sum(self.steps[n] for n in mine)
+        rows, done = [], 0
+        for n in mine:
+            rows.append((n, self._analyse(self.events[n])))
+            done += self.steps[n]
+            if told is not None:
+                told(done, total)
+        return rows
 
     def _analyse(self, e: _Rewrite) -> BreakEven:
         return _analyse(self.run, e.seq, e.i, e.extra, self.horizon, e.markers)
@@ -351,12 +362,16 @@ def breakeven_config(session: Session, config: ReplayConfig | None) -> ReplayCon
 
 
 def breakeven_strategy(
-    session: Session, named: NamedStrategy, config: ReplayConfig, horizon: int | None
+    session: Session,
+    named: NamedStrategy,
+    config: ReplayConfig,
+    horizon: int | None,
+    told: Callable[[int, int], None] | None = None,
 ) -> tuple[list[BreakEven], list[RequestRecord]]:
     """Break-even of every rewrite event of one strategy, and the records of its run (`config`
-    from `breakeven_config`)."""
+    from `breakeven_config`; `told`: see `Rewrites.analyse`)."""
     with strategy_rewrites(session, named, config, horizon) as rewrites:
-        return [row for _, row in rewrites.analyse()], rewrites.records
+        return [row for _, row in rewrites.analyse(told=told)], rewrites.records
 
 
 @contextmanager
@@ -368,6 +383,15 @@ def strategy_rewrites(
     with remembered_block_pairs():
         run = _Run(session, named, config)
         yield Rewrites(run, run.run(), horizon)
+
+
+def _replayed(detail: Callable[[str], None]) -> Callable[[int, int], None]:
+    """`Rewrites.analyse`'s `told`, as a progress bar's detail line."""
+
+    def told(done: int, total: int) -> None:
+        detail(f"{done:,} / {total:,} counterfactual requests")
+
+    return told
 
 
 def breakeven_session(
@@ -390,10 +414,13 @@ def breakeven_session(
     rows: list[BreakEven] = []
     all_records: list[RequestRecord] = []
     resolved = resolve(strategies)
+    detail = getattr(config.progress, "detail", None)
     for done, named in enumerate(resolved):
         if config.progress is not None:
             config.progress(named.name, done, len(resolved))
-        strategy_rows, records = breakeven_strategy(session, named, config, horizon)
+        strategy_rows, records = breakeven_strategy(
+            session, named, config, horizon, _replayed(detail) if detail else None
+        )
         if tables is not None:
             tables.add(records)
         else:

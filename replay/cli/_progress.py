@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from rich.console import Console
 
@@ -43,13 +44,23 @@ def progress_bar(label: str, quiet: bool = False, console: Console | None = None
         console=console,
         transient=True,
     ) as bar:
-        task = bar.add_task(label, total=None)
+        yield _Bar(bar, bar.add_task(label, total=None), label)
 
-        def update(name: str, done: int, total: int) -> None:
-            description = f"{label}: {name}" if name else label
-            bar.update(task, total=total, completed=done, description=description)
 
-        yield update
+class _Bar:
+    """`progress_bar`'s callback: the bar counts strategies; `detail` adds how far the current
+    one is (break-even's counterfactual requests), until the next strategy starts."""
+
+    def __init__(self, bar: Any, task: Any, label: str) -> None:
+        self.bar, self.task, self.label = bar, task, label
+        self.description = label
+
+    def __call__(self, name: str, done: int, total: int) -> None:
+        self.description = f"{self.label}: {name}" if name else self.label
+        self.bar.update(self.task, total=total, completed=done, description=self.description)
+
+    def detail(self, text: str) -> None:
+        self.bar.update(self.task, description=f"{self.description} · {text}")
 
 
 @contextmanager

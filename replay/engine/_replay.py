@@ -173,7 +173,10 @@ class ReplayConfig:
     """Provider-cache state kept across sessions (`replay batch`): None = a fresh cache."""
     progress: Any = None
     """Called as `progress(strategy_name, done, total)` before each strategy is replayed (and
-    once with `done == total` at the end): progress bars."""
+    once with `done == total` at the end): progress bars. Break-even also calls its
+    `detail(text)` method, when it has one, with how far a strategy's counterfactual replays
+    are (`1,234 / 5,678 counterfactual requests`): a strategy that rewrites in place at most
+    requests is most of the work on a long log."""
     on_record: Callable[[RequestRecord], None] | None = None
     """Given each record, in order, as soon as its request is complete, instead of keeping it
     in the run's records (`run()` then returns none): a caller that only aggregates records
