@@ -325,6 +325,35 @@ def test_a_worker_shares_out_a_long_break_even_and_the_shares_make_its_rows():
     assert alone.shares == 1 and [row for _, row in alone.breakeven] == expected
 
 
+@pytest.mark.parametrize("split", [False, True], ids=["whole", "shared-out"])
+def test_the_break_even_of_one_strategy_starts_a_pool_only_for_its_shares(monkeypatch, split):
+    """Whether one strategy's rewrites are shared out is known after its run: that run is made
+    here, and a pool is started only when there are shares to give it (the same rows)."""
+    from replay.batch import _engines
+    from replay.breakeven import breakeven_session
+    from replay.engine._parallel import breakeven_parts
+    from replay.log import read_log
+
+    pools: list[int] = []
+    real = _engines.PoolEngine
+
+    class Counted(real):  # type: ignore[misc, valid-type]
+        def __init__(self, workers, *args, **kwargs):
+            pools.append(workers)
+            super().__init__(workers, *args, **kwargs)
+
+    monkeypatch.setattr(_engines, "PoolEngine", Counted)
+    session = read_log(RUN42)
+    name = "age-truncate-500-keep-3"
+    rows, _ = breakeven_session(session, name)
+    assert len(rows) >= 2
+    thresholds = {"share_steps": 0, "share_min_steps": 0} if split else {}
+    parts = list(breakeven_parts(session, name, None, 2, **thresholds))
+    assert [row for part in parts for row in part.breakeven] == rows
+    assert len(parts) == 1 and parts[0].tables.models
+    assert pools == ([2] if split else [])
+
+
 def test_one_strategy_with_two_workers_is_replayed_here(monkeypatch):
     """No worker process to start for one strategy: the same frames, and no records (as with
     workers), from this process."""

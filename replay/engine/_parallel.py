@@ -303,10 +303,15 @@ def _parts(
     config = copy.copy(config)
     config.progress = config.on_record = None
     tokenizer_rows()  # a bad tokenizer file fails here, not in every worker
-    payload = _payload(_Shared(session, config, tokenizer_file_in_force(), loaded_files(), **job))
+    shared = _Shared(session, config, tokenizer_file_in_force(), loaded_files(), **job)
+    payload = _payload(shared)
     tasks = [_task(n, named) for n, named in enumerate(resolved)]
+    if shared.breakeven and len(tasks) == 1:
+        # Whether its rewrites are shared out is known after its run: made here, a pool is
+        # started only for the shares.
+        return _merged(tasks, workers, payload, progress, here=_Worker(shared))
     # Break-even may share one strategy out among every process; a replay has one per task.
-    pool = workers if job.get("breakeven") else min(workers, len(tasks))
+    pool = workers if shared.breakeven else min(workers, len(tasks))
     return _merged(tasks, pool, payload, progress)
 
 
@@ -329,6 +334,9 @@ class _Queue:
 
     def first(self, tasks: list[_Task]) -> None:
         self._tasks.extend(reversed(tasks))
+
+    def left(self) -> bool:
+        return bool(self._tasks)
 
 
 @dataclass
@@ -377,11 +385,11 @@ def _merged(
     workers: int,
     payload: bytes,
     progress: Callable[[str, int, int], None] | None,
+    here: _Worker | None = None,
 ) -> Iterator[Part]:
     """The strategies' parts in their order: a part that comes early waits for those before
-    it, and a strategy split into shares waits for all of them."""
-    from replay.batch._engines import PoolEngine
-
+    it, and a strategy split into shares waits for all of them. `here`: the first task is
+    made in this process by it, and a pool is started only for the tasks left after."""
     total = len(tasks)
     if progress is not None:
         progress("", 0, total)
@@ -389,8 +397,12 @@ def _merged(
     strategies: dict[int, _Strategy] = {}
     finished: dict[int, Part] = {}
     ready = 0
-    with PoolEngine(workers, _start_worker, (payload,)) as pool:
-        for task, part in pool.imap(_replay_task, queue, None, _failed):
+    made = []
+    if here is not None:
+        task = next(queue)
+        made.append((task, here.run(task)))
+    with contextlib.closing(_made_then_pool(made, queue, workers, payload)) as parts:
+        for task, part in parts:
             whole = _whole(task, part, strategies, queue)
             if whole is None:
                 continue
@@ -405,3 +417,18 @@ def _merged(
                 ready += 1
     if progress is not None:
         progress("", total, total)
+
+
+def _made_then_pool(
+    made: list[tuple[_Task, Part]], queue: _Queue, workers: int, payload: bytes
+) -> Iterator[tuple[_Task, Part]]:
+    """The parts made already, then those of a pool of `workers`, started only if tasks are
+    left once the caller has taken those (a first part that splits its strategy queues the
+    shares)."""
+    yield from made
+    if not queue.left():
+        return
+    from replay.batch._engines import PoolEngine
+
+    with PoolEngine(workers, _start_worker, (payload,)) as pool:
+        yield from pool.imap(_replay_task, queue, None, _failed)
