@@ -376,7 +376,7 @@ def test_ctrl_c_in_a_command_is_interrupted_exit_130(invoke, tmp_path, monkeypat
         yield "{"
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(report, "to_json", interrupted)
+    monkeypatch.setattr(report, "json_pieces", interrupted)
     out = tmp_path / "out.json"
     result = invoke(RUN42, "-s", "baseline", "--format", "json", "-o", out, "-q")
     _one_line(result, ("interrupted",), code=130)
@@ -478,6 +478,6 @@ def test_a_bug_in_replay_keeps_its_traceback(invoke, monkeypatch, error):
     def broken(document):
         raise error
 
-    monkeypatch.setattr(report, "to_json", broken)
+    monkeypatch.setattr(report, "json_pieces", broken)
     with pytest.raises(type(error)):
         invoke(RUN42, "-s", "baseline", "--format", "json", "-q")

@@ -91,7 +91,7 @@ def breakeven_command(log: Path, strategies: str, sets: tuple[str, ...],
                           cache_rules=cache_rules, prices=price_overrides(prices), ttl=ttl,
                           strict=strict, progress=progress, notes=notes, horizon=horizon,
                           workers=workers)
-    document = {"log": str(log), "notes": notes, "breakeven": report.frame_rows(frame)}
+    document = {"log": str(log), "notes": notes, "breakeven": report.lazy_rows(frame)}
     emit(frame, document, fmt, output, _breakeven_table(frame, f"{log} · break-even"))
     print_notes_beside(notes, fmt, quiet)
 

@@ -114,7 +114,7 @@ def run_command(
         "summary": report.frame_rows(result.summary),
     }
     if fmt == "json":
-        document["evidence"] = report.frame_rows(result.evidence)
+        document["evidence"] = report.lazy_rows(result.evidence)
     recommended = recommendation(result.summary)
     document["recommendation"] = recommended
     turns = result.turns if per_turn else None
@@ -137,7 +137,7 @@ def run_command(
             )
         turns = turns_with_breakeven(turns, frame_be)
     if turns is not None:
-        document["requests"] = report.frame_rows(turns)
+        document["requests"] = report.lazy_rows(turns)
     frame = result.summary if turns is None else turns
     title = f"{log} · {header.agent} · {', '.join(providers)} / {', '.join(models)}"
     table = (

@@ -77,7 +77,7 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
             " · ".join(x for x in (r.miss_cause or r.unexplained, r.fitted) if x),
         )
     document = {"log": str(log), "notes": notes, "summary": summary,
-                "requests": report.frame_rows(frame)}
+                "requests": report.lazy_rows(frame)}
     # A narrow terminal keeps #, the cache read and the cost, ok and the miss cause.
     fitted = Fitted(table, hide=("request", "write rec/sim", "prompt rec/sim"),
                     fold={"request": 10}, wrap={"miss cause · fitted from this read": 16})

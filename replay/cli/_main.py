@@ -215,7 +215,7 @@ def emit(frame: Any, document: dict, fmt: str, output: Path | None, table: Any) 
     from replay import report
 
     if fmt == "json":
-        report.write_output(report.to_json(document), output)
+        report.write_output(report.json_pieces(document), output)
     elif fmt == "csv":
         report.write_output(report.to_csv(frame), output)
     elif fmt == "parquet":

@@ -1,7 +1,15 @@
 """What `replay` prints and writes: terminal tables, JSON / CSV / Parquet exports, charts and
 the self-contained HTML report (charts and HTML need the optional `report` extra)."""
 
-from replay.report._export import frame_rows, to_csv, to_json, to_parquet_bytes, write_output
+from replay.report._export import (
+    frame_rows,
+    json_pieces,
+    lazy_rows,
+    to_csv,
+    to_json,
+    to_parquet_bytes,
+    write_output,
+)
 from replay.report._table import console, print_table, summary_table, turns_table
 
 
@@ -23,6 +31,8 @@ __all__ = [
     "console",
     "frame_rows",
     "html_report",
+    "json_pieces",
+    "lazy_rows",
     "metric_chart",
     "print_table",
     "summary_table",

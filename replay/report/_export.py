@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -26,18 +27,76 @@ def _plain(value: Any) -> Any:
         return value.isoformat().replace("+00:00", "Z")
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
+    if isinstance(value, list | tuple | FrameRows):
         return [_plain(v) for v in value]
     return value
 
 
 def to_json(document: dict[str, Any]) -> str:
-    text = json.dumps(_plain(document), indent=2, ensure_ascii=False)
-    return _DECIMAL_TOKEN.sub(r"\1", text) + "\n"
+    """`document` as indented JSON (money as exact numbers, times in UTC with `Z`)."""
+    return "".join(json_pieces(document))
+
+
+def json_pieces(document: dict[str, Any]) -> Iterator[str]:
+    """`to_json`'s text, in pieces to write as they come: the rows of a `FrameRows` value are
+    made and encoded a batch at a time, so a long table (a `--per-turn` one) is never held as
+    Python objects or as one string. The same bytes as one `json.dumps` of the whole."""
+    if not any(isinstance(v, FrameRows) for v in document.values()):
+        yield _encoded(document) + "\n"
+        return
+    for n, (key, value) in enumerate(document.items()):
+        yield ("{\n  " if n == 0 else ",\n  ") + json.dumps(key, ensure_ascii=False) + ": "
+        if isinstance(value, FrameRows):
+            yield from _row_pieces(value)
+        else:
+            yield _indented(_encoded(value), 1)
+    yield "\n}\n"
+
+
+def _row_pieces(rows: FrameRows) -> Iterator[str]:
+    """A list at the document's first level, as `json.dumps(..., indent=2)` writes it there."""
+    empty = True
+    for row in rows:
+        yield ("[\n    " if empty else ",\n    ") + _indented(_encoded(row), 2)
+        empty = False
+    yield "[]" if empty else "\n  ]"
+
+
+def _encoded(value: Any) -> str:
+    text = json.dumps(_plain(value), indent=2, ensure_ascii=False)
+    return _DECIMAL_TOKEN.sub(r"\1", text)
+
+
+def _indented(text: str, level: int) -> str:
+    """`text` (JSON made at level 0) as it reads `level` levels deeper: a JSON text has a raw
+    line break only between its tokens (one in a string is escaped), so each line moves."""
+    return text.replace("\n", "\n" + "  " * level)
+
+
+class FrameRows:
+    """A frame's rows as JSON objects (`frame_rows`), made a batch at a time when iterated:
+    `json_pieces` writes them without holding them all."""
+
+    BATCH = 2048
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        self.frame = frame
+
+    def __len__(self) -> int:
+        return self.frame.height
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for start in range(0, self.frame.height, self.BATCH):
+            yield from self.frame.slice(start, self.BATCH).to_dicts()
 
 
 def frame_rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
     return frame.to_dicts()
+
+
+def lazy_rows(frame: pl.DataFrame) -> FrameRows:
+    """`frame_rows` for a table that can be long: made as the JSON is written."""
+    return FrameRows(frame)
 
 
 def to_csv(frame: pl.DataFrame) -> str:
@@ -71,16 +130,20 @@ def _stringify_times(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(casts) if casts else frame
 
 
-def write_output(text_or_bytes: str | bytes, path: str | Path | None) -> None:
+def write_output(text_or_bytes: str | bytes | Iterable[str], path: str | Path | None) -> None:
     """Write to `path` atomically, or to standard output when no path is given or it is the
-    string `-` (a `Path("-")`, as `-o ./-` gives, is a file named `-`)."""
+    string `-` (a `Path("-")`, as `-o ./-` gives, is a file named `-`). Text may come in
+    pieces (`json_pieces`), written as they come."""
     if path is None or path == "-":
         import sys
 
         if isinstance(text_or_bytes, bytes):
             sys.stdout.buffer.write(text_or_bytes)
             sys.stdout.buffer.flush()
-        else:
+        elif isinstance(text_or_bytes, str):
             sys.stdout.write(text_or_bytes)
+        else:
+            for piece in text_or_bytes:
+                sys.stdout.write(piece)
         return
     write_atomic(path, text_or_bytes)

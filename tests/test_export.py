@@ -1,0 +1,107 @@
+"""JSON output written in pieces (`json_pieces`): the same bytes as one `json.dumps` of the whole
+document, with the rows of a long table made a batch at a time as they are written."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import polars as pl
+from hypothesis import given
+from hypothesis import strategies as st
+
+from replay.report._export import (
+    _DECIMAL_TOKEN,
+    FrameRows,
+    _plain,
+    json_pieces,
+    lazy_rows,
+    to_json,
+)
+
+
+def _whole(document: dict) -> str:
+    """The reference: the document with plain lists, encoded at once."""
+    text = json.dumps(_plain(document), indent=2, ensure_ascii=False)
+    return _DECIMAL_TOKEN.sub(r"\1", text) + "\n"
+
+
+texts = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12)
+cells = {
+    "n": st.integers(-(2**40), 2**40) | st.none(),
+    "s": texts | st.none(),
+    "usd": st.decimals(min_value=-10**6, max_value=10**6, places=6, allow_nan=False) | st.none(),
+    "ts": st.datetimes(min_value=datetime(2020, 1, 1), max_value=datetime(2030, 1, 1))
+    .map(lambda t: t.replace(tzinfo=UTC)) | st.none(),
+    "x": st.floats(allow_nan=False, allow_infinity=False, width=32),
+    "tags": st.lists(texts, max_size=3),
+}
+
+
+@st.composite
+def frames(draw) -> pl.DataFrame:
+    names = draw(st.lists(st.sampled_from(sorted(cells)), min_size=1, max_size=4, unique=True))
+    height = draw(st.integers(0, 9))
+    columns = {name: [draw(cells[name]) for _ in range(height)] for name in names}
+    schema = {"n": pl.Int64, "s": pl.Utf8, "usd": pl.Decimal(20, 6),
+              "ts": pl.Datetime("us", "UTC"), "x": pl.Float64, "tags": pl.List(pl.Utf8)}
+    return pl.DataFrame(columns, schema={n: schema[n] for n in names})
+
+
+plain_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | texts
+    | st.decimals(places=4, allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(
+    st.lists(st.tuples(st.text(max_size=6), st.booleans()), min_size=1, max_size=5,
+             unique_by=lambda kv: kv[0]),
+    st.data(),
+    st.integers(1, 4),
+)
+def test_pieces_are_the_whole_document(keys, data, batch) -> None:
+    """Any document whose first-level values are tables (some empty) or anything else: the
+    pieces join to the text of the whole, whatever the batch size."""
+    lazy, eager = {}, {}
+    for key, is_table in keys:
+        if is_table:
+            frame = data.draw(frames())
+            lazy[key], eager[key] = lazy_rows(frame), frame.to_dicts()
+        else:
+            lazy[key] = eager[key] = data.draw(plain_values)
+    FrameRows.BATCH, before = batch, FrameRows.BATCH
+    try:
+        assert "".join(json_pieces(lazy)) == _whole(eager) == to_json(lazy)
+        assert json.loads(to_json(lazy)) == json.loads(_whole(eager))
+    finally:
+        FrameRows.BATCH = before
+
+
+def test_rows_are_made_as_they_are_written(monkeypatch) -> None:
+    """A long table is turned into Python rows a batch at a time, each written before the next
+    is made: never all of them at once."""
+    start = datetime(2026, 12, 1, tzinfo=UTC)
+    frame = pl.DataFrame({"i": list(range(10)), "usd": [Decimal("0.1")] * 10,
+                          "ts": [start + timedelta(seconds=n) for n in range(10)]})
+    made: list[int] = []
+    real = pl.DataFrame.to_dicts
+
+    def counted(self):
+        made.append(self.height)
+        return real(self)
+
+    monkeypatch.setattr(pl.DataFrame, "to_dicts", counted)
+    monkeypatch.setattr(FrameRows, "BATCH", 3)
+    pieces = json_pieces({"log": "x", "requests": lazy_rows(frame)})
+    seen = ""
+    while '"i": 0' not in seen:
+        seen += next(pieces)
+    assert made == [3]  # the first batch only
+    rest = "".join(pieces)
+    assert made == [3, 3, 3, 1]
+    assert json.loads(seen + rest)["requests"][9] == {"i": 9, "usd": 0.1,
+                                                       "ts": "2026-12-01T00:00:09Z"}
