@@ -255,6 +255,34 @@ def test_report_holds_one_strategy_at_a_time(options) -> None:
     assert all(document["records"])  # every strategy's rows were taken before its records went
 
 
+def test_each_item_is_described_once_per_strategy_not_once_per_request(tmp_path, monkeypatch):
+    """A view shares most of its items with the thread's previous one: they are described
+    (their text made and interned) once, not at every request they are sent again, which made
+    the report's own work grow with the square of the log."""
+    synthetic = pytest.importorskip("replay.bench._synthetic")
+    from replay.log import write_log
+    from replay.report import _html
+
+    session = synthetic.synthetic_session(150, seed=3)
+    path = tmp_path / "long.jsonl"
+    write_log(session, path)
+    calls = []
+    real = _html._describe
+
+    def counted(item, interner):
+        calls.append(item)
+        return real(item, interner)
+
+    monkeypatch.setattr(_html, "_describe", counted)
+    strategies = ["baseline", "sliding-10", "age-truncate-500-keep-3"]
+    document = _html.build_report(path, strategies, breakeven=False)
+    sent = sum(len(_expand(rec[1][1:], [])) + rec[1][0]
+               for records in document["records"] for rec in records)
+    events = len(session.events)
+    assert sent > 50 * events  # every view, item by item
+    assert len(calls) <= len(strategies) * 2 * events  # each item about once per strategy
+
+
 # ---------- charts ----------
 
 

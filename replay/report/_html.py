@@ -170,6 +170,16 @@ def _histories(session: Any, interner: _Interner) -> tuple[list[str], list[list[
     return names, [histories[name] for name in names]
 
 
+def _same_objects(before: Sequence[Any], now: Sequence[Any]) -> int:
+    """How many leading items `now` has in common with `before`, as objects (`is`)."""
+    n = 0
+    for a, b in zip(before, now, strict=False):
+        if a is not b:
+            break
+        n += 1
+    return n
+
+
 def _mismatch_item(record: Any) -> int | None:
     """View item where the prompt first differs from the previous one (-1: tools/system)."""
     diff, request = record.diff, record.request
@@ -250,30 +260,46 @@ class _Document:
             if r.kind == "summarizer":
                 summarizers.setdefault(r.request_index, []).append(r)
         rows: list[list[Any]] = []
-        previous: dict[str, list[int]] = {}
+        # Thread → its previous view: the items themselves and their ids. Consecutive views
+        # share most of their items (the same objects), whose ids are taken from the last one:
+        # describing every item of every view again made the report quadratic in the log.
+        previous: dict[str, tuple[Sequence[Any], list[int]]] = {}
+        held: dict[int, tuple[Any, int]] = {}
+        """id(item) → (item, its id): the items described so far (held, so their ids stay
+        theirs), for those a strategy sends again outside the shared prefix."""
+
+        def item_id(item: Any) -> int:
+            got = held.get(id(item))
+            if got is None:
+                got = held[id(item)] = (item, interner.item(item))
+            return got[1]
+
         for r in sorted((r for r in records if r.kind == "request"),
                         key=lambda r: r.request_index):
-            view = [interner.item(item) for item in r.view]
+            items = r.view
+            before_items, before = previous.get(r.thread, ((), []))
+            same = _same_objects(before_items, items)
+            view = before[:same] + [item_id(item) for item in items[same:]]
             request = r.request
             positions = np.asarray(request.item_index)
             tokens = np.asarray(request.block_tokens)
             inside = positions >= 0
             per_item = np.bincount(positions[inside], weights=tokens[inside], minlength=len(view))
-            for pos, item_id in enumerate(view):
-                if interner.items[item_id][4] < 0 and pos < len(per_item):
-                    interner.items[item_id][4] = int(per_item[pos])
+            # Each item's tokens as first sent (those of the shared prefix were set before).
+            for pos in range(same, len(view)):
+                if interner.items[view[pos]][4] < 0:
+                    interner.items[view[pos]][4] = int(per_item[pos])
             system_tokens = int(tokens[~inside].sum())
             if r.thread not in self.thread_index:  # a thread with no message of its own
                 self.thread_index[r.thread] = len(self.thread_names)
                 self.thread_names.append(r.thread)
                 self.histories.append([])
-            before = previous.get(r.thread, [])
-            keep = 0
-            for a, b in zip(before, view, strict=False):
+            keep = same
+            for a, b in zip(before[same:], view[same:], strict=False):
                 if a != b:
                     break
                 keep += 1
-            previous[r.thread] = view
+            previous[r.thread] = (items, view)
             calls = summarizers.get(r.request_index, [])
             if r.request_index not in self.requests:
                 if r.model not in self.request_models:
