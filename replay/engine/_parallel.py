@@ -304,15 +304,15 @@ def _parts(
     config.progress = config.on_record = None
     tokenizer_rows()  # a bad tokenizer file fails here, not in every worker
     shared = _Shared(session, config, tokenizer_file_in_force(), loaded_files(), **job)
-    payload = _payload(shared)
     tasks = [_task(n, named) for n, named in enumerate(resolved)]
     if shared.breakeven and len(tasks) == 1:
-        # Whether its rewrites are shared out is known after its run: made here, a pool is
-        # started only for the shares.
-        return _merged(tasks, workers, payload, progress, here=_Worker(shared))
+        # Whether its rewrites are shared out is known after its run: made here, the log is
+        # pickled and a pool started only for the shares.
+        return _merged(tasks, workers, lambda: _payload(shared), progress, here=_Worker(shared))
+    payload = _payload(shared)
     # Break-even may share one strategy out among every process; a replay has one per task.
     pool = workers if shared.breakeven else min(workers, len(tasks))
-    return _merged(tasks, pool, payload, progress)
+    return _merged(tasks, pool, lambda: payload, progress)
 
 
 class _Queue:
@@ -383,7 +383,7 @@ def _whole(task: _Task, part: Part, strategies: dict[int, _Strategy], queue: _Qu
 def _merged(
     tasks: list[_Task],
     workers: int,
-    payload: bytes,
+    payload: Callable[[], bytes],
     progress: Callable[[str, int, int], None] | None,
     here: _Worker | None = None,
 ) -> Iterator[Part]:
@@ -420,7 +420,7 @@ def _merged(
 
 
 def _made_then_pool(
-    made: list[tuple[_Task, Part]], queue: _Queue, workers: int, payload: bytes
+    made: list[tuple[_Task, Part]], queue: _Queue, workers: int, payload: Callable[[], bytes]
 ) -> Iterator[tuple[_Task, Part]]:
     """The parts made already, then those of a pool of `workers`, started only if tasks are
     left once the caller has taken those (a first part that splits its strategy queues the
@@ -430,5 +430,5 @@ def _made_then_pool(
         return
     from replay.batch._engines import PoolEngine
 
-    with PoolEngine(workers, _start_worker, (payload,)) as pool:
+    with PoolEngine(workers, _start_worker, (payload(),)) as pool:
         yield from pool.imap(_replay_task, queue, None, _failed)
