@@ -14,8 +14,11 @@ import re
 from decimal import Decimal
 from pathlib import Path
 
+import gen
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from test_adapters_common import SAMPLES, needs_samples
 
 pytest.importorskip("altair")
 pytest.importorskip("vl_convert")
@@ -281,6 +284,73 @@ def test_each_item_is_described_once_per_strategy_not_once_per_request(tmp_path,
     events = len(session.events)
     assert sent > 50 * events  # every view, item by item
     assert len(calls) <= len(strategies) * 2 * events  # each item about once per strategy
+
+
+@settings(max_examples=30)
+@given(gen.replay_sessions(max_turns=6))
+def test_parts_merged_in_order_make_the_document_the_records_make(session) -> None:
+    """`--workers`: each worker sends the page's part of a strategy (its own text and item
+    numbers, pickled) instead of the records; merged in order, the parts make the document the
+    records make, subagent threads included."""
+    import pickle
+
+    from replay.engine._replay import ReplayConfig, iter_replay
+    from replay.engine._results import ResultTables
+    from replay.report._html import _Document, document_part
+
+    config = ReplayConfig(keep_views=True, keep_blocks=True)
+    names = ["recorded", "baseline", "age-truncate-500-keep-3", "sliding-10",
+             "compact-at-12000-structured"]
+    whole, merged = _Document(session), _Document(session)
+    for _named, records in iter_replay(session, names, config):
+        whole.add(records)
+        tables = ResultTables(per_turn=False)
+        tables.add(records)
+        merged.merge(pickle.loads(pickle.dumps(document_part(session, records))), tables)
+    summary = whole.tables.summary()
+    assert merged.tables.summary().equals(summary)
+    assert merged.build(summary, ["n"]) == whole.build(summary, ["n"])
+
+
+@needs_samples
+def test_a_report_on_workers_is_the_report_of_one_process() -> None:
+    """Every strategy on two spawned workers (one split into shares as well), on a log with
+    subagent threads: the same document as one process makes."""
+    from replay.report._html import build_report
+
+    log = SAMPLES / "claude_code" / (
+        "d-kimuson__claude-code-viewer__mock-global-claude-dir_projects_sample-project_"
+        "fe5e1c67.jsonl")
+    names = "recorded,baseline,tool-aging-keep-3,sliding-10,observation-mask-keep-5-poll-1"
+    one = build_report(log, names)
+    assert len(one["threads"]) > 1
+    assert build_report(log, names, workers=2) == one
+
+
+def test_parts_of_strategies_shared_out_among_workers_make_the_same_document() -> None:
+    """Strategies split into shares (the thresholds set to 0) on two spawned workers: the part
+    of the page rides on each strategy's first task, and the merged document is the one the
+    break-even of one process gives its records to."""
+    from replay.breakeven import breakeven_session
+    from replay.engine._parallel import breakeven_parts
+    from replay.engine._replay import ReplayConfig
+    from replay.log import read_log
+    from replay.report._html import _Document, document_part
+
+    session = read_log(SAMPLE)
+    config = ReplayConfig(keep_views=True, keep_blocks=True)
+    whole = _Document(session)
+    rows, _ = breakeven_session(session, FIVE, config, tables=whole)
+    merged = _Document(session)
+    parts = breakeven_parts(session, FIVE, config, 2, share_steps=0, share_min_steps=0,
+                            with_records=document_part)
+    shared_rows = []
+    for part in parts:
+        shared_rows += part.breakeven
+        merged.merge(part.made, part.tables)
+    assert shared_rows == rows
+    summary = whole.tables.summary()
+    assert merged.build(summary, []) == whole.build(summary, [])
 
 
 # ---------- charts ----------

@@ -22,6 +22,7 @@ from typing import Any
 from replay._errors import ReplayError
 from replay.engine._replay import (
     ReplayConfig,
+    RequestRecord,
     _log_texts,
     _long_lived_gc,
     _Run,
@@ -74,6 +75,10 @@ class _Shared:
     counterfactuals replay more than this many requests per request of its run, per share…"""
     share_min_steps: int = SHARE_MIN_STEPS
     """…and more than this many requests per share."""
+    with_records: Callable[[Session, list[RequestRecord]], Any] | None = None
+    """Break-even: what else to make of a strategy's records (the report's part of the page,
+    `replay.report._html.document_part`), in the process that has them; sent back with the
+    strategy's rows (`Part.made`). A top-level function: it is pickled by name."""
 
 
 @dataclass
@@ -127,6 +132,8 @@ class Part:
     part says; the others' parts bring only rows)."""
     error: str | None = None
     """The `ReplayError` its strategy stopped at (or how its worker failed)."""
+    made: Any = None
+    """What `_Shared.with_records` made of the strategy's records (its first task's part)."""
 
 
 class _Worker:
@@ -188,9 +195,12 @@ class _Worker:
                             shares=task.shares)
             tables = ResultTables(per_turn=False)  # what the notes count: once per strategy
             tables.add(rewrites.records)
+            made = None
+            if shared.with_records is not None:
+                made = shared.with_records(shared.session, rewrites.records)
             shares = _shares(sum(rewrites.steps), len(rewrites.records), shared)
             rows = rewrites.analyse() if shares == 1 else []
-            return Part(task.index, tables=tables, breakeven=rows, shares=shares)
+            return Part(task.index, tables=tables, breakeven=rows, shares=shares, made=made)
 
 
 def _shares(steps: int, requests: int, shared: _Shared) -> int:
@@ -270,17 +280,19 @@ def breakeven_parts(
     horizon: int | None = None,
     share_steps: int = SHARE_STEPS,
     share_min_steps: int = SHARE_MIN_STEPS,
+    with_records: Callable[[Session, list[RequestRecord]], Any] | None = None,
 ) -> Iterator[Part]:
     """`breakeven_session` on `workers` processes: each strategy's break-even rows
     (`Part.breakeven`) and what its notes count (`Part.tables`), in the resolved order. A
     strategy whose counterfactuals are much more work than its run (rewrites at most requests,
     each followed to the end of the log) has its rewrites shared out among the processes
-    (`share_steps`, `share_min_steps`: see `_Shared`)."""
+    (`share_steps`, `share_min_steps`: see `_Shared`; `with_records`: `Part.made`)."""
     from replay.breakeven._breakeven import breakeven_config
 
     config = breakeven_config(session, config)
     job = dict(per_turn=False, evidence_rows=False, breakeven=True, horizon=horizon,
-               workers=workers, share_steps=share_steps, share_min_steps=share_min_steps)
+               workers=workers, share_steps=share_steps, share_min_steps=share_min_steps,
+               with_records=with_records)
     return _parts(session, strategies, config, workers, job)
 
 
@@ -377,7 +389,7 @@ def _whole(task: _Task, part: Part, strategies: dict[int, _Strategy], queue: _Qu
         return None
     got.done = True
     rows = [row for _, row in sorted(got.rows, key=lambda placed: placed[0])]
-    return Part(part.index, tables=got.first.tables, breakeven=rows)
+    return Part(part.index, tables=got.first.tables, breakeven=rows, made=got.first.made)
 
 
 def _merged(

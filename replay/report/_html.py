@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -212,6 +212,56 @@ def _money(value: Any) -> str:
     return format(d.normalize() if d else Decimal(0), "f")
 
 
+@dataclass
+class DocumentPart:
+    """What the page shows of one strategy (`_Document.part`), with its own text and item
+    numbers beyond the histories' (which every document of the log numbers alike)."""
+
+    strategy: str
+    base: tuple[int, int]
+    """Texts and items of the histories."""
+    texts: list[str]
+    """The texts after them, in the order the strategy's rows met them."""
+    items: list[list[Any]]
+    """The items after them, as `_Interner.items` rows (text numbers of this part)."""
+    history_tokens: dict[int, int]
+    """History items → their tokens, where this strategy sent them."""
+    requests: list[list[Any]]
+    """`REQUEST_FIELDS` rows, with the thread and the model by name."""
+    rows: list[list[Any]]
+    """The navigator's rows (`RECORD_FIELDS`), numbered as this part."""
+    series: list[dict[str, Any]]
+    misses: list[dict[str, Any]]
+    rewrites: list[dict[str, Any]]
+    blind: dict[str, int]
+
+
+def document_part(session: Any, records: Sequence[Any]) -> DocumentPart:
+    """The report's part for one strategy's records (views and block counts kept): what a
+    worker process sends back instead of the records."""
+    document = _Document(session)
+    document.add(records)
+    return document.part()
+
+
+def _renumbered(row: list[Any], items: list[int], texts: list[int]) -> list[Any]:
+    """A navigator row of a part, with the merged document's item and text numbers."""
+    keep, ranges = row[1][0], row[1][1:]
+    view = [items[n] for n in _expand_ranges(ranges)]
+    out = list(row)
+    out[1] = [keep, *_ranges(view)]
+    out[5] = None if row[5] is None else texts[row[5]]
+    out[6] = [texts[n] for n in row[6]]
+    out[7] = [[kind, tool, path, texts[excerpt], [texts[f] for f in fragments]]
+              for kind, tool, path, excerpt, fragments in row[7]]
+    return out
+
+
+def _expand_ranges(ranges: Sequence[int]) -> Iterator[int]:
+    for start, count in zip(ranges[::2], ranges[1::2], strict=True):
+        yield from range(start, start + count)
+
+
 class _Document:
     """The report's document, built one strategy's records at a time (`add`): what the page
     needs of each record is taken and the record can be dropped, so a report holds one
@@ -235,6 +285,8 @@ class _Document:
         self.misses: list[dict[str, Any]] = []
         self.rewrites: list[dict[str, Any]] = []
         self.blind: dict[str, dict[str, int]] = {}
+        self.base = (len(self.interner.texts), len(self.interner.items))
+        """Texts and items of the histories: numbered alike wherever the log is read."""
 
     def add(self, records: Sequence[Any]) -> None:
         """Take in the records of one strategy (or of several, each whole)."""
@@ -290,10 +342,7 @@ class _Document:
                 if interner.items[view[pos]][4] < 0:
                     interner.items[view[pos]][4] = int(per_item[pos])
             system_tokens = int(tokens[~inside].sum())
-            if r.thread not in self.thread_index:  # a thread with no message of its own
-                self.thread_index[r.thread] = len(self.thread_names)
-                self.thread_names.append(r.thread)
-                self.histories.append([])
+            self._thread(r.thread)
             keep = same
             for a, b in zip(before[same:], view[same:], strict=False):
                 if a != b:
@@ -334,6 +383,77 @@ class _Document:
                 ]
             )
         return rows
+
+    def part(self) -> DocumentPart:
+        """What this document took of its one strategy, to merge into another document of
+        the same log (`merge`): made where the strategy's records are (a worker process)."""
+        (name,) = self.order
+        texts, items = self.base
+        return DocumentPart(
+            strategy=name,
+            base=self.base,
+            texts=self.interner.texts[texts:],
+            items=self.interner.items[items:],
+            history_tokens={n: row[4] for n, row in enumerate(self.interner.items[:items])
+                            if row[4] >= 0},
+            requests=[[i, rid, self.thread_names[t], h, self.request_models[m], ts]
+                      for i, rid, t, h, m, ts in (self.requests[k] for k in sorted(self.requests))],
+            rows=self.records[name],
+            series=self.series[name],
+            misses=self.misses,
+            rewrites=self.rewrites,
+            blind=self.blind.get(name, {}),
+        )
+
+    def merge(self, part: DocumentPart, tables: Any) -> None:
+        """Take in a strategy's `part` (and its counted `tables`) as `add` would have taken its
+        records: the same document, byte for byte, once every strategy is in."""
+        if part.base != self.base:  # a bug, not the user's: the traceback is the report
+            raise RuntimeError(f"a report part numbered {part.base}, this document {self.base}")
+        interner = self.interner
+        base_texts, base_items = self.base
+        texts = list(range(base_texts)) + [interner.text(t) for t in part.texts]
+
+        def text_of(n: int) -> str:
+            return interner.texts[n] if n < base_texts else part.texts[n - base_texts]
+
+        items = list(range(base_items))
+        for kind, text, label, event, tokens, original, flags in part.items:
+            key = (kind, event, text_of(text), text_of(label), flags, original)
+            n = interner.item_ids.get(key)
+            if n is None:
+                n = interner.item_ids[key] = len(interner.items)
+                interner.items.append([kind, texts[text], texts[label], event, tokens, original,
+                                       flags])
+            elif interner.items[n][4] < 0:
+                interner.items[n][4] = tokens
+            items.append(n)
+        for n, tokens in part.history_tokens.items():
+            if interner.items[n][4] < 0:
+                interner.items[n][4] = tokens
+        for i, rid, thread, h, model, ts in part.requests:
+            if i in self.requests:
+                continue
+            self._thread(thread)
+            if model not in self.request_models:
+                self.request_models.append(model)
+            self.requests[i] = [i, rid, self.thread_index[thread], h,
+                                self.request_models.index(model), ts]
+        self.tables.merge(tables)
+        self.order.append(part.strategy)
+        self.records[part.strategy] = [_renumbered(row, items, texts) for row in part.rows]
+        self.series[part.strategy] = part.series
+        self.misses += part.misses
+        self.rewrites += part.rewrites
+        if part.blind:
+            self.blind[part.strategy] = part.blind
+
+    def _thread(self, name: str) -> None:
+        """A thread with no message of its own gets its number where a request first names it."""
+        if name not in self.thread_index:
+            self.thread_index[name] = len(self.thread_names)
+            self.thread_names.append(name)
+            self.histories.append([])
 
     def navigator(self) -> dict[str, Any]:
         return {
@@ -593,13 +713,12 @@ def build_report(
     workers: int = 1,
 ) -> dict[str, Any]:
     """Replay `log` (views kept; with break-even unless `breakeven=False`) and build the
-    report's document. Pass it to `render_html` for the page. `workers` (> 1): the break-even
-    of the strategies is analysed on that many processes, then the log is replayed here (the
-    page needs each strategy's views, which stay in the process that made them). The
-    document takes each strategy's records as they come and drops them."""
+    report's document. Pass it to `render_html` for the page. The document takes each
+    strategy's records as they come and drops them. `workers` (> 1): the strategies' break-even
+    is analysed on that many processes, and each makes the page's part of its strategies from
+    their records (`document_part`), which the document merges in order."""
     from replay._api import (
         ReplayResult,
-        _breakeven_on_workers,
         _config,
         _notes,
         _session_with_requests,
@@ -609,7 +728,8 @@ def build_report(
     )
     from replay.breakeven import breakeven_session
     from replay.breakeven._frame import breakeven_frame
-    from replay.engine._replay import iter_replay, with_unlogged_context
+    from replay.engine._parallel import breakeven_parts
+    from replay.engine._replay import iter_replay
     from replay.log import Session
 
     session = _session_with_requests(log, strict)
@@ -619,13 +739,16 @@ def build_report(
     config.progress = progress
     document = _Document(session)
     rows: list[Any] = []
-    if breakeven and not _several(workers):
+    if breakeven and _several(workers):
+        # Each worker makes the page's part of the strategies it runs, from their records.
+        for part in breakeven_parts(session, strategies, config, workers, horizon,
+                                    with_records=document_part):
+            rows.extend(part.breakeven)
+            document.merge(part.made, part.tables)
+    elif breakeven:
         # Each strategy's records go to the document as its break-even is done, then are dropped.
         rows, _ = breakeven_session(session, strategies, config, horizon=horizon, tables=document)
     else:
-        if breakeven:
-            config = with_unlogged_context(session, config)  # fitted once, for both
-            rows, _ = _breakeven_on_workers(session, strategies, config, workers, horizon)
         for _named, records in iter_replay(session, strategies, config):
             document.add(records)
             del records  # not held while the next strategy runs
