@@ -105,3 +105,9 @@ def test_rows_are_made_as_they_are_written(monkeypatch) -> None:
     assert made == [3, 3, 3, 1]
     assert json.loads(seen + rest)["requests"][9] == {"i": 9, "usd": 0.1,
                                                        "ts": "2026-12-01T00:00:09Z"}
+
+
+def test_a_document_that_is_not_an_object_is_written_whole() -> None:
+    rows = [{"usd": Decimal("0.10"), "n": 1}]
+    assert to_json(rows) == _whole(rows) == '[\n  {\n    "usd": 0.1,\n    "n": 1\n  }\n]\n'
+    assert to_json(3) == "3\n"

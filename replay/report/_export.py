@@ -41,8 +41,10 @@ def json_pieces(document: dict[str, Any]) -> Iterator[str]:
     """`to_json`'s text, in pieces to write as they come: the rows of a `FrameRows` value are
     made and encoded a batch at a time, so a long table (a `--per-turn` one) is never held as
     Python objects or as one string. The same bytes as one `json.dumps` of the whole."""
-    if not any(isinstance(v, FrameRows) for v in document.values()):
-        yield _encoded(document) + "\n"
+    if not isinstance(document, dict) or not any(
+        isinstance(v, FrameRows) for v in document.values()
+    ):
+        yield _encoded(document) + "\n"  # (a list or a number, as `to_json` always took)
         return
     for n, (key, value) in enumerate(document.items()):
         yield ("{\n  " if n == 0 else ",\n  ") + json.dumps(key, ensure_ascii=False) + ": "
