@@ -129,12 +129,12 @@ def _structural(prev: RequestRecord, rec: RequestRecord) -> bool:
     return _substitutions(prev.view, rec.view) is None
 
 
-def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[RequestRecord]],
-             longest: int | None, markers: list[RequestMarker]) -> BreakEven:
-    """`markers`: the request markers of `seq`'s counterfactuals (the same for every rewrite)."""
+def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> BreakEven:
+    """The break-even of rewrite `e`, compared over the requests of its `extent`."""
+    seq, i, extra, markers, subs = e.seq, e.i, e.extra, e.markers, e.subs
+    stop, cut_by_event, capped = extent
     prev, rec = seq[i - 1], seq[i]
     history = run.threads[rec.thread].history
-    subs = _substitutions(prev.view, rec.view)
     # Each counterfactual record is compared and let go: kept (with its view and block
     # columns) for a whole horizon, they held ~140 MB per rewrite on a 470-request log.
     cf_config = copy.copy(run.config)
@@ -148,20 +148,12 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
 
     net = Decimal(0)
     paid_back: int | None = None
-    horizon = 0
     saw_ttl = False
-    cut_by_event = capped = False
     cf_first_total = rec.request.total
     cf_first_read = 0
     items: list[Item] = []
-    for k in range(i, len(seq)):
+    for k in range(i, stop):
         cur = seq[k]
-        if k > i and cur.events and (subs is None and _structural(seq[k - 1], cur)):
-            cut_by_event = True
-            break
-        if longest is not None and horizon >= longest:
-            capped = True
-            break
         if subs is not None:
             items = _substituted(subs, cur.view, seq[k - 1].view if k > i else None, items)
         else:
@@ -197,7 +189,6 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
             (s.cost_usd for s in extra.get(cur.request_index, []) if k == i), Decimal(0)
         )
         net += cf_rec.cost_usd - strategy_cost
-        horizon += 1
         saw_ttl |= any(
             (r.outcome.miss_cause or "").startswith("TTL") for r in (cur, cf_rec)
         )
@@ -250,7 +241,7 @@ def _analyse(run: _Run, seq: list[RequestRecord], i: int, extra: dict[int, list[
         breakeven_closed_form=round(closed, 2) if closed is not None else None,
         breakeven_simulated=paid_back,
         simulated_net_usd=net,
-        horizon=horizon,
+        horizon=stop - i,
         summarizer_cost_usd=sum((s.cost_usd for s in summarizers), Decimal(0)),
         summarizer_cache_read=sum(s.outcome.cache_read for s in summarizers),
         disagreement="; ".join(reasons),
@@ -267,6 +258,13 @@ class _Rewrite:
     """The summarizer calls of its thread, by request index."""
     markers: list[RequestMarker]
     """The recorded requests of `seq` (the same list for every rewrite of the thread)."""
+    subs: dict[int, Item] | None
+    """`_substitutions` of the rewrite (None: a structural one)."""
+
+
+_Extent = tuple[int, bool, bool]
+"""The requests `[i, stop)` a rewrite's counterfactual compares, whether a later rewrite ended
+them there, and whether the horizon limit did (`_extent`)."""
 
 
 class Rewrites:
@@ -279,7 +277,8 @@ class Rewrites:
         self.records = records
         self.horizon = horizon
         self.events = _rewrite_events(run, records)
-        self.steps = [_horizon(e, horizon) for e in self.events]
+        self.extents = [_extent(e, horizon) for e in self.events]
+        self.steps = [stop - e.i for e, (stop, _, _) in zip(self.events, self.extents, strict=True)]
 
     def analyse(
         self, share: int = 0, shares: int = 1, told: Callable[[int, int], None] | None = None
@@ -292,14 +291,11 @@ class Rewrites:
         total = sum(self.steps[n] for n in mine)
         rows, done = [], 0
         for n in mine:
-            rows.append((n, self._analyse(self.events[n])))
+            rows.append((n, _analyse(self.run, self.events[n], self.horizon, self.extents[n])))
             done += self.steps[n]
             if told is not None:
                 told(done, total)
         return rows
-
-    def _analyse(self, e: _Rewrite) -> BreakEven:
-        return _analyse(self.run, e.seq, e.i, e.extra, self.horizon, e.markers)
 
 
 def split(steps: Sequence[int], shares: int) -> list[list[int]]:
@@ -334,19 +330,22 @@ def _rewrite_events(run: _Run, records: list[RequestRecord]) -> list[_Rewrite]:
         extra = summarizers.get(thread, {})
         for i in range(1, len(seq)):
             if seq[i].events and seq[i].diff.is_break:
-                events.append(_Rewrite(seq, i, extra, markers))
+                subs = _substitutions(seq[i - 1].view, seq[i].view)
+                events.append(_Rewrite(seq, i, extra, markers, subs))
     return events
 
 
-def _horizon(e: _Rewrite, longest: int | None) -> int:
+def _extent(e: _Rewrite, longest: int | None) -> _Extent:
     """The requests `_analyse` compares for `e`: to the strategy's next structural rewrite
     after a structural one, else to the end of the thread; at most `longest`."""
     seq, i = e.seq, e.i
     end = len(seq)
-    if _substitutions(seq[i - 1].view, seq[i].view) is None:
+    if e.subs is None:
         later = range(i + 1, len(seq))
         end = next((k for k in later if seq[k].events and _structural(seq[k - 1], seq[k])), end)
-    return end - i if longest is None else min(end - i, longest)
+    if longest is not None and end - i > longest:
+        return i + longest, False, True
+    return end, end < len(seq), False
 
 
 def breakeven_config(session: Session, config: ReplayConfig | None) -> ReplayConfig:
