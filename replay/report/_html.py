@@ -342,7 +342,6 @@ class _Document:
                 if interner.items[view[pos]][4] < 0:
                     interner.items[view[pos]][4] = int(per_item[pos])
             system_tokens = int(tokens[~inside].sum())
-            self._thread(r.thread)
             keep = same
             for a, b in zip(before[same:], view[same:], strict=False):
                 if a != b:
@@ -350,17 +349,8 @@ class _Document:
                 keep += 1
             previous[r.thread] = (items, view)
             calls = summarizers.get(r.request_index, [])
-            if r.request_index not in self.requests:
-                if r.model not in self.request_models:
-                    self.request_models.append(r.model)
-                self.requests[r.request_index] = [
-                    r.request_index,
-                    r.request_id,
-                    self.thread_index[r.thread],
-                    r.history_len,
-                    self.request_models.index(r.model),
-                    r.ts.isoformat().replace("+00:00", "Z"),
-                ]
+            self._request(r.request_index, r.request_id, r.thread, r.history_len, r.model,
+                          r.ts.isoformat().replace("+00:00", "Z"))
             miss = r.outcome.miss_cause
             rows.append(
                 [
@@ -431,14 +421,8 @@ class _Document:
         for n, tokens in part.history_tokens.items():
             if interner.items[n][4] < 0:
                 interner.items[n][4] = tokens
-        for i, rid, thread, h, model, ts in part.requests:
-            if i in self.requests:
-                continue
-            self._thread(thread)
-            if model not in self.request_models:
-                self.request_models.append(model)
-            self.requests[i] = [i, rid, self.thread_index[thread], h,
-                                self.request_models.index(model), ts]
+        for request in part.requests:
+            self._request(*request)
         self.tables.merge(tables)
         self.order.append(part.strategy)
         self.records[part.strategy] = [_renumbered(row, items, texts) for row in part.rows]
@@ -448,12 +432,20 @@ class _Document:
         if part.blind:
             self.blind[part.strategy] = part.blind
 
-    def _thread(self, name: str) -> None:
-        """A thread with no message of its own gets its number where a request first names it."""
-        if name not in self.thread_index:
-            self.thread_index[name] = len(self.thread_names)
-            self.thread_names.append(name)
+    def _request(self, i: int, request_id: str, thread: str, history_len: int, model: str,
+                 ts: str) -> None:
+        """The `REQUEST_FIELDS` row of request `i`, from the first strategy that sent it. A
+        thread with no message of its own gets its number where a request first names it."""
+        if i in self.requests:
+            return
+        if thread not in self.thread_index:
+            self.thread_index[thread] = len(self.thread_names)
+            self.thread_names.append(thread)
             self.histories.append([])
+        if model not in self.request_models:
+            self.request_models.append(model)
+        self.requests[i] = [i, request_id, self.thread_index[thread], history_len,
+                            self.request_models.index(model), ts]
 
     def navigator(self) -> dict[str, Any]:
         return {
