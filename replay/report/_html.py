@@ -33,6 +33,7 @@ import polars as pl
 
 from replay.report._charts import MARKER_SHAPES as MARKER_KINDS
 from replay.report._charts import METRICS, colors, marker_parts, series_rows, strategy_order
+from replay.strategies._view import shared_prefix
 
 _KIND = {"user": "u", "assistant": "a", "tool_result": "t", "summary": "s"}
 _FLAG_STUBBED, _FLAG_INJECTED, _FLAG_ERROR = 1, 2, 4
@@ -170,16 +171,6 @@ def _histories(session: Any, interner: _Interner) -> tuple[list[str], list[list[
     return names, [histories[name] for name in names]
 
 
-def _same_objects(before: Sequence[Any], now: Sequence[Any]) -> int:
-    """How many leading items `now` has in common with `before`, as objects (`is`)."""
-    n = 0
-    for a, b in zip(before, now, strict=False):
-        if a is not b:
-            break
-        n += 1
-    return n
-
-
 def _mismatch_item(record: Any) -> int | None:
     """View item where the prompt first differs from the previous one (-1: tools/system)."""
     diff, request = record.diff, record.request
@@ -315,7 +306,7 @@ class _Document:
         # Thread → its previous view: the items themselves and their ids. Consecutive views
         # share most of their items (the same objects), whose ids are taken from the last one:
         # describing every item of every view again made the report quadratic in the log.
-        previous: dict[str, tuple[Sequence[Any], list[int]]] = {}
+        previous: dict[str, tuple[list[Any], list[int]]] = {}
         held: dict[int, tuple[Any, int]] = {}
         """id(item) → (item, its id): the items described so far (held, so their ids stay
         theirs), for those a strategy sends again outside the shared prefix."""
@@ -329,8 +320,8 @@ class _Document:
         for r in sorted((r for r in records if r.kind == "request"),
                         key=lambda r: r.request_index):
             items = r.view
-            before_items, before = previous.get(r.thread, ((), []))
-            same = _same_objects(before_items, items)
+            before_items, before = previous.get(r.thread, ([], []))
+            same = shared_prefix(before_items, items)
             view = before[:same] + [item_id(item) for item in items[same:]]
             request = r.request
             positions = np.asarray(request.item_index)
