@@ -1,5 +1,6 @@
-"""JSON output written in pieces (`json_pieces`): the same bytes as one `json.dumps` of the whole
-document, with the rows of a long table made a batch at a time as they are written."""
+"""JSON and CSV output written in pieces (`json_pieces`, `csv_pieces`): the same bytes as the
+whole document encoded at once, with the rows of a long table made a batch at a time as they are
+written."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ from replay.report._export import (
     _DECIMAL_TOKEN,
     FrameRows,
     _plain,
+    _stringify_money,
+    _stringify_times,
+    csv_pieces,
     json_pieces,
     lazy_rows,
     to_json,
@@ -40,8 +44,8 @@ cells = {
 
 
 @st.composite
-def frames(draw) -> pl.DataFrame:
-    names = draw(st.lists(st.sampled_from(sorted(cells)), min_size=1, max_size=4, unique=True))
+def frames(draw, columns: tuple[str, ...] = tuple(sorted(cells))) -> pl.DataFrame:
+    names = draw(st.lists(st.sampled_from(columns), min_size=1, max_size=4, unique=True))
     height = draw(st.integers(0, 9))
     columns = {name: [draw(cells[name]) for _ in range(height)] for name in names}
     schema = {"n": pl.Int64, "s": pl.Utf8, "usd": pl.Decimal(20, 6),
@@ -111,3 +115,35 @@ def test_a_document_that_is_not_an_object_is_written_whole() -> None:
     rows = [{"usd": Decimal("0.10"), "n": 1}]
     assert to_json(rows) == _whole(rows) == '[\n  {\n    "usd": 0.1,\n    "n": 1\n  }\n]\n'
     assert to_json(3) == "3\n"
+
+
+@given(frames(columns=("n", "s", "usd", "ts", "x")), st.integers(1, 4))
+def test_csv_pieces_are_the_whole_table(frame, batch) -> None:
+    """CSV in pieces: the bytes of the whole frame converted and written at once (the reference
+    is how `to_csv` wrote it before it came in pieces), for any batch size, empty frames too."""
+    whole = _stringify_times(_stringify_money(frame)).write_csv()
+    FrameRows.BATCH, before = batch, FrameRows.BATCH
+    try:
+        assert "".join(csv_pieces(frame)) == whole
+    finally:
+        FrameRows.BATCH = before
+
+
+def test_csv_rows_are_converted_as_they_are_written(monkeypatch) -> None:
+    """A long table is converted and written a batch at a time: the first piece comes before
+    the later rows are made into text."""
+    frame = pl.DataFrame({"i": list(range(10)), "usd": [Decimal("0.10")] * 10})
+    written: list[int] = []
+    real = pl.DataFrame.write_csv
+
+    def counted(self, *args, **kwargs):
+        written.append(self.height)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pl.DataFrame, "write_csv", counted)
+    monkeypatch.setattr(FrameRows, "BATCH", 4)
+    pieces = csv_pieces(frame)
+    assert next(pieces) == "i,usd\n0,0.1\n1,0.1\n2,0.1\n3,0.1\n"
+    assert written == [4]
+    assert "".join(pieces).splitlines()[-1] == "9,0.1"
+    assert written == [4, 4, 2]

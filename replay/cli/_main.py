@@ -217,7 +217,7 @@ def emit(frame: Any, document: dict, fmt: str, output: Path | None, table: Any) 
     if fmt == "json":
         report.write_output(report.json_pieces(document), output)
     elif fmt == "csv":
-        report.write_output(report.to_csv(frame), output)
+        report.write_output(report.csv_pieces(frame), output)
     elif fmt == "parquet":
         if output is None:
             raise click.UsageError("--format parquet needs -o FILE")

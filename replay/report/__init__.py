@@ -2,6 +2,7 @@
 the self-contained HTML report (charts and HTML need the optional `report` extra)."""
 
 from replay.report._export import (
+    csv_pieces,
     frame_rows,
     json_pieces,
     lazy_rows,
@@ -29,6 +30,7 @@ def metric_chart(source, metric: str, **options):
 
 __all__ = [
     "console",
+    "csv_pieces",
     "frame_rows",
     "html_report",
     "json_pieces",

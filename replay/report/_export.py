@@ -102,7 +102,18 @@ def lazy_rows(frame: pl.DataFrame) -> FrameRows:
 
 
 def to_csv(frame: pl.DataFrame) -> str:
-    return _stringify_times(_stringify_money(frame)).write_csv()
+    """`frame` as CSV (money with every digit, times in UTC with `Z`, as the JSON has them)."""
+    return "".join(csv_pieces(frame))
+
+
+def csv_pieces(frame: pl.DataFrame) -> Iterator[str]:
+    """`to_csv`'s text in pieces to write as they come, `FrameRows.BATCH` rows at a time: a
+    long table (a `--per-turn` one) is never held converted or as one string. Each value is
+    written on its own, so the pieces join to the whole's bytes."""
+    step = FrameRows.BATCH
+    for start in range(0, max(frame.height, 1), step):  # (an empty frame: its header)
+        part = _stringify_times(_stringify_money(frame.slice(start, step)))
+        yield part.write_csv(include_header=start == 0)
 
 
 def to_parquet_bytes(frame: pl.DataFrame) -> bytes:
@@ -135,7 +146,7 @@ def _stringify_times(frame: pl.DataFrame) -> pl.DataFrame:
 def write_output(text_or_bytes: str | bytes | Iterable[str], path: str | Path | None) -> None:
     """Write to `path` atomically, or to standard output when no path is given or it is the
     string `-` (a `Path("-")`, as `-o ./-` gives, is a file named `-`). Text may come in
-    pieces (`json_pieces`), written as they come."""
+    pieces (`json_pieces`, `csv_pieces`), written as they come."""
     if path is None or path == "-":
         import sys
 
