@@ -522,11 +522,15 @@ def test_plot_refuses_a_file_name_that_is_not_what_it_draws(tmp_path, monkeypatc
     assert list(tmp_path.iterdir()) == []  # nothing written, no folder made
 
 
-def test_plot_to_standard_output() -> None:
-    run = CliRunner().invoke(cli, ["plot", str(SAMPLE), "-s", "baseline", "-q"],
+@pytest.mark.parametrize(
+    ("args", "magic"),
+    [([], PNG), (["-o", "-"], PNG), (["-o", "-", "--format", "svg"], b"<svg")],
+)
+def test_plot_to_standard_output(args, magic) -> None:
+    run = CliRunner().invoke(cli, ["plot", str(SAMPLE), "-s", "baseline", "-q", *args],
                              prog_name="replay")
     assert run.exit_code == 0, run.output
-    assert run.stdout_bytes.startswith(PNG)
+    assert run.stdout_bytes.lstrip().startswith(magic)
 
 
 # ---------- progress ----------

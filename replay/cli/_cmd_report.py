@@ -117,13 +117,13 @@ def _html_target(output: Path | str) -> bool:
 _OTHER_IMAGES = ("gif", "jpg", "jpeg", "webp", "bmp", "tif", "tiff", "pdf", "eps", "ps", "ico")
 
 
-def _image_format(fmt: str | None, output: Path | None) -> str:
+def _image_format(fmt: str | None, output: Path | str | None) -> str:
     """The format to draw: --format, else -o's suffix, else png. A suffix that names another
     image format (`-o chart.gif`, `--format svg -o chart.png`) is refused, and so is a suffix
-    that names no format without --format (`-o chart.img`)."""
+    that names no format without --format (`-o chart.img`). `-o -` is standard output."""
     from replay._errors import ReplayError
 
-    suffix = output.suffix.lower().lstrip(".") if output is not None else ""
+    suffix = output.suffix.lower().lstrip(".") if isinstance(output, Path) else ""
     if suffix in _OTHER_IMAGES:
         raise ReplayError(f"-o {output}: cannot draw .{suffix} images; use a .png or .svg file")
     if suffix in ("png", "svg"):
@@ -145,8 +145,8 @@ def _image_format(fmt: str | None, output: Path | None) -> str:
 @click.option("--format", "fmt", type=click.Choice(["png", "svg"]),
               help="Image format (default: from -o's suffix, else png).")
 @click.option("-o", "--output", type=OUTPUT_PATH, callback=check_output_folder,
-              help="Image file to write, .png or .svg (default: standard output, when it is not "
-              "a terminal).")
+              help="Image file to write, .png or .svg, or `-` for standard output (the default, "
+              "when it is not a terminal).")
 @click.option("--strategies", "-s", default="all", show_default=True,
               help="`all`, `plugins`, or comma-separated names.")
 @strategy_options
@@ -154,8 +154,9 @@ def _image_format(fmt: str | None, output: Path | None) -> str:
 @replay_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @user_errors
-def plot_command(log: Path, metric: str, fmt: str | None, output: Path | None, strategies: str,
-                 sets: tuple[str, ...], strategy_files: tuple[Path, ...], ttl: str | None,
+def plot_command(log: Path, metric: str, fmt: str | None, output: Path | str | None,
+                 strategies: str, sets: tuple[str, ...], strategy_files: tuple[Path, ...],
+                 ttl: str | None,
                  provider, model, client, cache_rules, prices, strict,
                  quiet: bool) -> None:
     """Draw one chart of LOG per request, one line per strategy, as PNG or SVG (offline).
@@ -173,7 +174,7 @@ def plot_command(log: Path, metric: str, fmt: str | None, output: Path | None, s
     from replay.report._charts import render_chart
 
     fmt = _image_format(fmt, output)
-    if output is None and sys.stdout.isatty():
+    if output in (None, "-") and sys.stdout.isatty():
         raise click.UsageError("give -o FILE (an image is not for the terminal)")
     with progress_bar("replaying", quiet) as progress:
         result = replay(log, resolve_strategies(strategies, sets, strategy_files),
