@@ -956,3 +956,26 @@ def test_a_first_pass_parses_only_the_lines_holding_its_needles(tmp_path: Path) 
     assert list(json_lines_holding(path, (b'"turn_context"',))) == [
         {"type": "turn_context", "model": "m"}
     ]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [("claude-code", "opencode"), ("opencode", "codex"), ("claude-code", "replay-log"),
+     ("claude-code", "pi")],
+)
+def test_a_folder_of_logs_of_several_formats_is_refused(tmp_path: Path, first: str,
+                                                        second: str) -> None:
+    """A folder is read as one session: a log of another format in it would be dropped unread."""
+    write(tmp_path, first, VALID[first](), name="a")
+    other = RUN42.read_text(encoding="utf-8") if second == "replay-log" else VALID[second]()
+    write(tmp_path, second, other, name="b")
+    for strict in (False, True):
+        with pytest.raises(LogFormatError) as err:
+            load(tmp_path, strict=strict)
+        message = str(err.value)
+        assert message.startswith(f"{tmp_path}: expected the logs of one session, in one format;")
+        assert "holds logs of 2 formats" in message and f"replay batch {tmp_path}" in message
+        for fmt, name in ((first, "a"), (second, "b")):
+            assert f"{fmt}: {name}{SUFFIX.get(fmt, '.jsonl')}" in message
+    run = CliRunner().invoke(_cli(), ["run", str(tmp_path), "-s", "baseline"])
+    assert run.exit_code == 2 and run.stderr.startswith("error: ") and "2 formats" in run.stderr

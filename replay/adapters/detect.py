@@ -156,16 +156,17 @@ def detect(path: str | Path) -> str:
     if not p.is_dir():
         return detect_file(p)
     candidates = listed(p, "*.jsonl") + listed(p, "*.json") + listed(p / "subagents", "*.jsonl")
-    verdicts = []
+    verdicts: dict[Path, str] = {}
     unreadable: list[LogFormatError] = []
     for c in candidates:
         try:
-            verdicts.append(detect_file(c))
+            verdicts[c] = detect_file(c)
         except LogFormatError as err:
             if err.expected.startswith("cannot read"):
                 unreadable.append(err)
     for fmt in ("claude-code", "opencode"):
-        if fmt in verdicts:
+        if fmt in verdicts.values():
+            _refuse_other_formats(p, fmt, verdicts)
             return fmt
     why = ""
     if unreadable:
@@ -175,3 +176,32 @@ def detect(path: str | Path) -> str:
         None,
         "expected a file, or a directory of Claude Code transcripts or opencode exports" + why,
     )
+
+
+def _refuse_other_formats(folder: Path, fmt: str, verdicts: dict[Path, str]) -> None:
+    """A folder read as one `fmt` session reads only its `fmt` files: a log of another format
+    beside them (a Codex rollout in a Claude Code project folder) would be left out without a
+    word, so the folder is refused, naming the files of each format."""
+    files = _by_format(verdicts)
+    if len(files) == 1:
+        return
+    order = [fmt] + sorted(name for name in files if name != fmt)
+    listing = "; ".join(f"{name}: {files[name]}" for name in order)
+    raise LogFormatError(
+        folder,
+        None,
+        f"expected the logs of one session, in one format; this directory holds logs of "
+        f"{len(files)} formats ({listing}). Replay each one with `replay batch {folder}`, "
+        "or give one file",
+    )
+
+
+def _by_format(verdicts: dict[Path, str]) -> dict[str, str]:
+    """Format → the names of its files (the first three), for a message."""
+    names: dict[str, list[str]] = {}
+    for path, name in verdicts.items():
+        names.setdefault(name, []).append(path.name)
+    return {
+        name: ", ".join(files[:3]) + (f", … ({len(files) - 3} more)" if len(files) > 3 else "")
+        for name, files in names.items()
+    }
