@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -321,6 +322,51 @@ def test_files_of_one_session_given_apart_are_read_as_one(tmp_path: Path) -> Non
         LeftOut(second, f"read in the session of {first}"),
         LeftOut(agent, f"read in the session of {transcript}"),
     ]
+
+
+def test_a_file_a_folder_given_reads_too_is_read_once(tmp_path: Path) -> None:
+    """`replay calibrate LOG DIR` with a copy of LOG in DIR, `DIR DIR/LOG`, or a copied
+    folder: the folder reads the file (or the same files) already."""
+    from test_batch import _subagent_session
+
+    from replay.adapters import LeftOut, read_each_once
+
+    transcript = _subagent_session(tmp_path / "p")
+    folder = transcript.parent
+    copy = tmp_path / "backup.jsonl"
+    copy.write_bytes(transcript.read_bytes())
+    copied_folder = tmp_path / "q"
+    shutil.copytree(folder, copied_folder)
+    logs = read_each_once([copy, folder, transcript, copied_folder])
+    assert [(p, len(s.requests())) for p, s in logs.sessions] == [(folder, 3)]
+    assert logs.left_out == [
+        LeftOut(copy, f"read in {folder}"),
+        LeftOut(transcript, f"read in {folder}"),
+        LeftOut(copied_folder, f"same bytes as {folder}"),
+    ]
+    load_commands()
+    result = CliRunner().invoke(cli, ["calibrate", str(copy), str(folder), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert f"warning: {copy}: read in {folder}; read once" in result.stderr
+    read_once = json.loads(result.stdout)["read_once"]
+    assert read_once == [{"log": str(copy), "why": f"read in {folder}"}]
+
+
+def test_calibrate_reads_standard_input(tmp_path: Path) -> None:
+    load_commands()
+    log = tmp_path / "billed.jsonl"
+    write_log(synthetic_session(1.42), log)
+    from_file = CliRunner().invoke(cli, ["calibrate", str(log), "--format", "json"])
+    result = CliRunner().invoke(cli, ["calibrate", "-", "-", "--format", "json"],
+                                input=log.read_bytes())
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["read_once"] == [{"log": "-", "why": "given twice"}]
+    families = json.loads(from_file.stdout)["families"]
+    assert [f["by_log"][0]["log"] for f in document["families"]] == ["<stdin>"]
+    for family in (*families, *document["families"]):
+        del family["by_log"][0]["log"]
+    assert document["families"] == families
 
 
 def _pi_chain(turns: int, *, start: int = 0, header_ts: str = "2026-01-02T09:59:59.000Z",

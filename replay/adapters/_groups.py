@@ -30,3 +30,14 @@ def session_folder(fmt: str, path: str | Path) -> str:
             return str(session.parent)
         return str(session)
     return str(p.parent)
+
+
+def folder_files(folder: Path) -> list[Path]:
+    """The files `replay.load(folder)` reads; none for a folder it refuses (its read says why)."""
+    from replay._errors import LogFormatError
+    from replay.adapters.detect import detect
+
+    try:
+        return grouped_adapter(detect(folder)).folder_files(folder)
+    except LogFormatError:
+        return []

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from replay._errors import LogFormatError
-from replay.adapters._groups import GROUPED, grouped_adapter, session_folder
+from replay.adapters._groups import GROUPED, folder_files, grouped_adapter, session_folder
 from replay.log import Session
 
 
@@ -23,17 +23,18 @@ from replay.log import Session
 class LeftOut:
     """A log given but not read on its own."""
 
-    path: Path
-    """As given."""
+    path: Path | str
+    """As given (`-`: standard input)."""
     why: str
-    """What it repeats: `given twice`, `same bytes as FILE`, `read in the session of FILE`."""
+    """What it repeats: `given twice`, `same bytes as FILE`, `read in FOLDER`, `read in the
+    session of FILE`."""
 
 
 @dataclass
 class Logs:
     """What `read_each_once` read."""
 
-    sessions: list[tuple[Path, Session]] = field(default_factory=list)
+    sessions: list[tuple[Path | str, Session]] = field(default_factory=list)
     """Each session read, named by its file (the first file of a session of several), in the
     order given."""
     left_out: list[LeftOut] = field(default_factory=list)
@@ -44,7 +45,7 @@ class Logs:
 class _Unit:
     """Files read as one session."""
 
-    files: list[Path]
+    files: list[Path | str]
     """The first names the session (a session of several: in the adapter's reading order)."""
     fmt: str = ""
     """Format of a session of several files (a `GROUPED` one); empty for a single file."""
@@ -60,26 +61,56 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def _sha256(path: Path) -> str | None:
-    """The SHA-256 of a regular file's bytes; None for anything else (a folder, a pipe: read
-    once by its reader, never hashed beforehand)."""
+def _sha256(path: Path | str) -> str | None:
+    """The SHA-256 of a regular file's bytes; None for anything else (a folder, a pipe,
+    standard input: read once by its reader, never hashed beforehand)."""
+    if _is_stdin(path):
+        return None
     try:
-        return file_sha256(path) if stat.S_ISREG(path.stat().st_mode) else None
+        return file_sha256(path) if stat.S_ISREG(Path(path).stat().st_mode) else None
     except OSError:
         return None  # its reader says what is wrong with it
 
 
-def _distinct(paths: Iterable[Path], left_out: list[LeftOut]) -> list[Path]:
-    """`paths` without a path given twice or a file with the bytes of one before it."""
-    kept: list[Path] = []
-    seen: set[Path] = set()
-    first_copy: dict[str, Path] = {}
+def _is_stdin(path: Path | str) -> bool:
+    """`-`, standard input (the command line passes it as the string)."""
+    return isinstance(path, str) and path == "-"
+
+
+def _is_folder(path: Path | str) -> bool:
+    return not _is_stdin(path) and Path(path).is_dir()
+
+
+def _folder_sha256(folder: Path) -> str | None:
+    """What a folder reads, as one digest of its log files' bytes (a copied folder has the
+    same); None for a folder `replay.load` refuses."""
+    digests = sorted(filter(None, map(_sha256, folder_files(folder))))
+    return "folder:" + hashlib.sha256("".join(digests).encode()).hexdigest() if digests else None
+
+
+def _distinct(paths: Iterable[Path | str], left_out: list[LeftOut]) -> list[Path | str]:
+    """`paths` without a path given twice, a file or folder with the bytes of one before it,
+    or a file with the bytes of one a folder given reads (a file beside its copy inside the
+    folder: the folder reads it)."""
+    paths = list(paths)
+    read_in: dict[str, Path] = {}
+    for folder in filter(_is_folder, paths):
+        for file in folder_files(Path(folder)):
+            read_in.setdefault(_sha256(file) or "", Path(folder))
+    read_in.pop("", None)
+    kept: list[Path | str] = []
+    seen: set[Path | str] = set()
+    first_copy: dict[str, Path | str] = {}
     for path in paths:
-        if path.resolve() in seen:
+        key = path if _is_stdin(path) else Path(path).resolve()
+        if key in seen:
             left_out.append(LeftOut(path, "given twice"))
             continue
-        seen.add(path.resolve())
-        sha = _sha256(path)
+        seen.add(key)
+        sha = _folder_sha256(Path(path)) if _is_folder(path) else _sha256(path)
+        if sha in read_in:
+            left_out.append(LeftOut(path, f"read in {read_in[sha]}"))
+            continue
         if sha in first_copy:
             left_out.append(LeftOut(path, f"same bytes as {first_copy[sha]}"))
             continue
@@ -89,25 +120,26 @@ def _distinct(paths: Iterable[Path], left_out: list[LeftOut]) -> list[Path]:
     return kept
 
 
-def _format(path: Path) -> str:
-    """The format of a regular file, or "" (a folder, a pipe, no known log: read alone)."""
+def _format(path: Path | str) -> str:
+    """The format of a regular file, or "" (a folder, a pipe, standard input, no known log:
+    read alone)."""
     from replay.adapters.detect import detect_file
 
     try:
-        return detect_file(path) if path.is_file() else ""
+        return detect_file(path) if not _is_stdin(path) and Path(path).is_file() else ""
     except LogFormatError:
         return ""  # its reader says what is wrong with it
 
 
-def _units(paths: list[Path], left_out: list[LeftOut]) -> list[_Unit]:
+def _units(paths: list[Path | str], left_out: list[LeftOut]) -> list[_Unit]:
     """`paths` as sessions: the files of a folder the adapter reads as one session become one
     unit, where the first of them was given; the others are left out, naming it."""
     buckets: dict[tuple[str, str], list[Path]] = defaultdict(list)
     for path in paths:
         fmt = _format(path)
         if fmt in GROUPED:
-            buckets[(fmt, session_folder(fmt, path))].append(path)
-    given = {p.resolve(): p for p in paths}
+            buckets[(fmt, session_folder(fmt, path))].append(Path(path))
+    given = {p.resolve(): p for p in paths if isinstance(p, Path)}
     unit_of: dict[Path, _Unit] = {}
     for (fmt, _), files in buckets.items():
         if len(files) < 2:
@@ -128,10 +160,11 @@ def _units(paths: list[Path], left_out: list[LeftOut]) -> list[_Unit]:
     return units
 
 
-def read_each_once(paths: Iterable[Path], *, strict: bool = False) -> Logs:
-    """Read `paths` (files or folders, as `replay.load` reads each), leaving out a path given
-    twice and a file with the same bytes as one given before it, and reading the files of one
-    session (`session_groups` of their adapter, within a folder) together as one."""
+def read_each_once(paths: Iterable[Path | str], *, strict: bool = False) -> Logs:
+    """Read `paths` (files or folders, as `replay.load` reads each; `-` standard input),
+    leaving out a path given twice, a file or folder with the same bytes as one given before
+    it, and a file a folder given reads too, and reading the files of one session
+    (`session_groups` of their adapter, within a folder) together as one."""
     from replay._api import load
 
     logs = Logs()

@@ -207,6 +207,12 @@ def _files(path: Path) -> tuple[list[Path], list[Path]]:
     return [path], subs
 
 
+def folder_files(folder: Path) -> list[Path]:
+    """The files `read` reads for a folder: transcripts, then subagent files."""
+    mains, subs = _files(folder)
+    return mains + subs
+
+
 def _order(files: list[Path]) -> tuple[list[Path], list[Path]]:
     """Files of one folder → (transcripts, subagent files) in reading order: transcripts oldest
     first (quirk, resume / --continue: a later file repeats earlier lines), then `agent-*` files

@@ -244,7 +244,7 @@ class _Reader:
         if self.path.is_dir():
             # A directory may hold other JSON files (e.g. Entire's metadata.json): only the ones
             # that look like exports are read (and then strictly reported like any export).
-            files = [f for f in listed(self.path, "*.json") if _is_export(f)]
+            files = folder_files(self.path)
         sessions: list[_Session] = []
         for f in files:
             issues = self.issues if f == self.path else Issues(f, self.issues.strict)
@@ -584,6 +584,11 @@ def read(path: str | Path, *, strict: bool = False) -> Session:
         return _Reader(p, strict).read()
 
 
+def folder_files(folder: Path) -> list[Path]:
+    """The exports `read` reads in a folder: its `*.json` files that look like exports."""
+    return [f for f in listed(folder, "*.json") if _is_export(f)]
+
+
 def session_groups(files: list[Path]) -> list[list[Path]]:
     """Export files grouped into sessions by the rule `read` applies to a directory (a subtask
     session's `parentID` names its parent; two exports of one session id are one session),
@@ -610,4 +615,4 @@ def read_session(files: list[Path], *, strict: bool = False) -> Session:
         return _Reader(main, strict).read([Path(f) for f in files])
 
 
-__all__ = ["read", "read_session", "session_groups"]
+__all__ = ["folder_files", "read", "read_session", "session_groups"]
