@@ -29,7 +29,7 @@ from replay.report._table import _usd, summary_table, turns_table
 ROOT = Path(__file__).resolve().parent.parent
 RUN42 = str(ROOT / "logs" / "run42.jsonl")
 THREE = "baseline,truncate-500,compact-at-12000-structured"
-WIDTHS = (80, 100, 120)
+WIDTHS = (40, 60, 80, 100, 120)
 # A number as the tables print it: 41,123 · $0.0074 · -$0.0012 · 69.0% · 1.20E-05 · 4× · 0.063
 NUMBER = re.compile(r"-?\$?\d[\d,]*(?:\.\d+)?(?:E[-+]\d+)?[%×]?")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -148,10 +148,23 @@ def test_the_summary_at_a_fixed_width(run42, width: int) -> None:
     text = _render(summary_table(result.summary, "run42"), width)
     assert "…" not in text
     assert all(cell_len(line) <= width for line in text.splitlines())
-    costs = [_usd(c) for c in result.summary["cost_usd"]]
-    if width >= 80:  # below, even the essential columns wrap their numbers (never cut them)
-        assert all(cost in text for cost in costs)
+    assert all(_usd(cost) in text for cost in result.summary["cost_usd"])
     assert "note: hidden to fit" in text
+
+
+def test_a_terminal_too_narrow_for_the_columns_always_shown_gets_records() -> None:
+    """At 60 columns the break-even table's six essential columns do not fit side by side even
+    at their narrowest: each row is printed as a record, a line per column, nothing cut."""
+    narrow = _run(COMMANDS["breakeven"], 60)
+    rows = json.loads(_run([*COMMANDS["breakeven"], "--format", "json"]))["breakeven"]
+    records, note = narrow.split("note: hidden")
+    records = records.split("\n\n")[1:]
+    assert len(records) == len(rows)
+    for record, row in zip(records, rows, strict=True):
+        lines = dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in record.splitlines())
+        assert list(lines)[:3] == ["strategy", "#", "event"]
+        assert lines["strategy"] == row["strategy"] and lines["#"] == str(row["request_index"])
+    assert " ".join(note.split()).startswith("to fit 60 columns: first edit, surviving,")
 
 
 def test_a_table_wider_than_the_pipe_keeps_rich_layout_when_no_word_is_cut(run42) -> None:

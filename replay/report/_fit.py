@@ -5,7 +5,9 @@ rich squeezes every column of a table wider than the console, numbers included (
 than its longest word (a header or a cell wraps between words, so a number is never cut), the
 columns named in `fold` may fold their words down to a given width (strategy names, paths), and
 while that is still too wide the columns named in `hide` are left out, least important first,
-with one note under the table naming them (the orders are listed in docs/report.md).
+with one note under the table naming them (the orders are listed in docs/report.md). On a
+terminal too narrow even for the columns always shown at their narrowest, each row is printed as
+a record, a line per column (`header  value`), so that a number is still never cut.
 """
 
 from __future__ import annotations
@@ -15,11 +17,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from copy import copy
 from typing import NamedTuple
 
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.padding import Padding
 from rich.table import Column, Table
 from rich.text import Text
+
+NARROWEST_NAME = 10
+"""What a name (a `fold` column) may fold down to when the columns always shown do not fit
+otherwise."""
 
 HINT = "a wider terminal or --format json shows them"
 """Where the hidden columns are: every command that prints a table has `--format json`."""
@@ -49,8 +55,8 @@ class Fitted:
         self.noted = set() if noted is None else noted
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        table, hidden = fit(self.table, console, options, self)
-        yield table
+        shown, hidden = fit(self.table, console, options, self)
+        yield shown
         note = (
             f"note: hidden to fit {options.max_width} columns: {', '.join(hidden)} ({self.hint})"
         )
@@ -64,8 +70,9 @@ class Fitted:
 
 def fit(
     table: Table, console: Console, options: ConsoleOptions, spec: Fitted
-) -> tuple[Table, list[str]]:
-    """The table to print within `options.max_width` columns, and the headers it left out."""
+) -> tuple[RenderableType, list[str]]:
+    """The table to print within `options.max_width` columns (or its rows as records), and the
+    headers it left out."""
     columns = table.columns
     pad = _padding(table)
     # Measured without the console's limit: a measurement is capped at the width it is given.
@@ -84,6 +91,12 @@ def fit(
             kept.remove(headers.index(name))
             hidden.append(name)
     room = options.max_width - _rules(table, len(kept)) - pad * len(kept)
+    if sum(floors[i] for i in kept) > room:
+        # Names fold further before the table gives way to records.
+        floors = [min(f, NARROWEST_NAME) if h in spec.fold else f
+                  for f, h in zip(floors, headers, strict=True)]
+    if sum(floors[i] for i in kept) > room:
+        return _records(table, kept), hidden
     widths = [spans[i].widest for i in kept]
     # A wrapped header costs one line; narrower cells cost lines on every row, and a folded
     # name is the hardest to read: headers first, then text, then names.
@@ -92,13 +105,31 @@ def fit(
     widths = _shrink(widths, [floors[i] for i in kept], room, words)
     widths = _shrink(widths, [floors[i] for i in kept], room, range(len(kept)))
     fitted = copy(table)
-    # `fold` on every column: should even the floors not fit (a very narrow terminal), rich
-    # wraps a number onto two lines rather than cutting it to `…`.
     fitted.columns = [
         dataclasses.replace(columns[i], width=w, no_wrap=False, overflow="fold", _index=n)
         for n, (i, w) in enumerate(zip(kept, widths, strict=True))
     ]
     return fitted, hidden
+
+
+def _records(table: Table, kept: list[int]) -> Group:
+    """The table's rows as records, a line per kept column (`header  value`), a blank line
+    between them: a value has the width of the terminal but its header's, and so stays whole
+    on a terminal too narrow for the columns side by side (a value wider than that still
+    folds rather than being cut to `…`)."""
+    columns = [table.columns[i] for i in kept]
+    cells = [list(c.cells) for c in columns]
+    parts: list[RenderableType] = []
+    if table.title:
+        parts.append(Text(str(table.title), style=table.title_style or "table.title"))
+    for row in range(table.row_count):
+        record = Table.grid(padding=(0, 2))
+        record.add_column(style="bold", overflow="fold")
+        record.add_column(overflow="fold")
+        for column, values in zip(columns, cells, strict=True):
+            record.add_row(column.header, values[row], style=table.rows[row].style)
+        parts += [Text(""), record] if parts else [record]
+    return Group(*parts)
 
 
 def _whole(
