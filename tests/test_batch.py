@@ -331,6 +331,22 @@ def test_sessions_share_only_within_scope_and_ttl():
     assert all(len(t.members) == 1 and not t.shared for t in alone)
 
 
+def test_the_chain_horizon_is_the_longest_ttl_of_the_rule_files(tmp_path: Path):
+    """Sessions further apart than every TTL in force cannot share an entry: the built-in
+    files' longest is DeepSeek's 2 hours (`pricing/cache/deepseek.json`); a user's file with a
+    longer one extends it."""
+    from replay.batch._options import horizon_seconds
+
+    assert horizon_seconds(BatchOptions()) == 7200
+    rules = json.loads((ROOT / "pricing" / "cache" / "deepseek.json").read_text())
+    for row in rules["rules"]:
+        if row["rule"] == "ttl_seconds":
+            row["value"] = 10_800
+    mine = tmp_path / "mine.json"
+    mine.write_text(json.dumps(rules))
+    assert horizon_seconds(BatchOptions(cache_rules=str(mine))) == 10_800
+
+
 def test_unexpected_errors_are_reported_with_their_type(logdir: Path, monkeypatch):
     from replay.batch import _work
 

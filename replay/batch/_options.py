@@ -120,12 +120,12 @@ def horizon_seconds(opts: BatchOptions) -> float:
     """The longest a cache entry can live idle under any rule in force (built-in rule files and
     the user's): sessions further apart than this cannot read each other's entries."""
     from replay._errors import ReplayError
-    from replay.cache import SIMULATORS, builtin_rules, load_rules_file
+    from replay.cache import builtin_rule_files, load_rules_file
 
     books = []
-    for provider in SIMULATORS:
+    for path in builtin_rule_files():
         try:
-            books.append(builtin_rules(provider))
+            books.append(load_rules_file(path))
         except ReplayError:  # a broken rule file fails the files that need it, not the batch
             continue
     if opts.cache_rules:

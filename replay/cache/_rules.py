@@ -399,7 +399,8 @@ def load_rules_file(path: str | Path) -> ProviderRules:
         raise ReplayError(f"{path}: cannot read cache rules ({err})") from err
 
 
-def _rule_files() -> list[Path]:
+def builtin_rule_files() -> list[Path]:
+    """The built-in rule files (`pricing/cache/*.json`, the schema aside), by name."""
     return sorted(p for p in (data_dir() / "cache").glob("*.json") if not p.name.startswith("_"))
 
 
@@ -418,7 +419,7 @@ def builtin_rules(provider: str) -> ProviderRules:
 
 @cache
 def _all() -> tuple[ProviderRules, ...]:
-    return tuple(load_rules_file(p) for p in _rule_files())
+    return tuple(load_rules_file(p) for p in builtin_rule_files())
 
 
 def all_builtin_rules() -> list[ProviderRules]:
