@@ -128,8 +128,10 @@ def replay(
     `workers=N` (N > 1) replays the strategies on N processes, each holding the log: the same
     frames and notes, sooner, but no records (they stay in the workers, as with
     `keep_records=False`; the evidence rows are kept) and `progress` is called as strategies
-    complete. Plug-ins must come from files (`load_strategy_file`) or installed packages. One
-    strategy is replayed in this process (nothing would run beside it), with the same result."""
+    complete. A plug-in reaches the workers from its file (`load_strategy_file`) or package, or,
+    registered by the calling program, pickled: its build function must then be defined at the
+    top level of a module (a closure or a lambda is refused, naming the strategy). One strategy
+    is replayed in this process (nothing would run beside it), with the same result."""
     several = _several(workers)
     session = log if isinstance(log, Session) else load(log, strict=strict)
     if several and len(resolve(strategies)) == 1:

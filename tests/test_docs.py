@@ -66,8 +66,11 @@ def test_doc_examples_use_options_their_command_has() -> None:
     for where, argv in examples:
         name = argv[0] if argv and argv[0] in cli.commands else "run"
         known = {o for p in cli.commands[name].params for o in (*p.opts, *p.secondary_opts)}
-        for word in argv:
+        group = {o for p in cli.params for o in p.opts}  # `replay --version`
+        for n, word in enumerate(argv):
             option = word.split("=", 1)[0]
+            if n == 0 and option in group:
+                continue
             if option.startswith("-") and option != "-" and option not in known | {"-h"}:
                 wrong.append(f"{where}: replay {name} has no {option}")
     assert not wrong, "\n".join(wrong)

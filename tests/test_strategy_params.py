@@ -143,6 +143,14 @@ def test_audit_cases_are_refused_with_the_range(name, message):
         parse_name(name)
 
 
+def test_a_list_inside_brackets_is_written_with_plus():
+    parsed = parse_name("opencode-prune-40k-20k[protected=skill+read]")
+    assert parsed.params["protected"] == ("skill", "read")
+    with pytest.raises(ReplayError, match=re.escape(
+            "override 'read': expected param=value (a list inside brackets is written a+b")):
+        parse_name("opencode-prune-40k-20k[protected=skill,read]")
+
+
 def test_a_non_number_still_says_a_number_is_expected():
     with pytest.raises(ReplayError, match=re.escape("expected an integer")):
         parse_name("truncate-500[chars=lots]")

@@ -377,7 +377,10 @@ def _bracket_overrides(text: str) -> dict[str, str]:
     for part in split_names(text):
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
-            raise ReplayError(f"override {part!r}: expected param=value")
+            raise ReplayError(
+                f"override {part!r}: expected param=value (a list inside brackets is written "
+                "a+b: a comma starts the next parameter)"
+            )
         out[key.strip()] = value.strip()
     return out
 
