@@ -1121,6 +1121,18 @@ def _keep_everything(**params):
     return lambda history, ctx: list(history)
 
 
+def test_plugins_without_a_plugin_says_none_is_loaded(clean_registry):
+    from replay.strategies import _base
+
+    for spec in [s for s in registered() if s.is_plugin]:  # another test's, if any
+        del _base._REGISTRY[spec.family]
+    with pytest.raises(ReplayError, match=r"^`plugins` names no strategy: no plug-in is loaded "
+                       r"\(load one with --strategy-file FILE"):
+        resolve("plugins")
+    with pytest.raises(ReplayError, match="^no strategy given"):
+        resolve("")
+
+
 def test_a_spec_registered_by_the_calling_program_is_a_plugin(clean_registry):
     """Registered from code without an origin, a family is still not a built-in: `all` (the
     same set whatever else is loaded) leaves it out, `plugins` has it, and it may not take a

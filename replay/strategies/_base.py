@@ -521,6 +521,12 @@ def resolve(
         built = n if isinstance(n, NamedStrategy) else parse_name(n, overrides)
         seen.setdefault(built.name, built)
     if not seen:
+        if "plugins" in names:
+            raise ReplayError(
+                "`plugins` names no strategy: no plug-in is loaded (load one with "
+                "--strategy-file FILE, or install a package with a `replay.strategies` entry "
+                "point)"
+            )
         raise ReplayError("no strategy given; try --strategies all")
     return list(seen.values())
 
