@@ -625,6 +625,21 @@ def test_parse_price_override_full_and_minimal():
     assert rate.cache_read is rate.cache_write is rate.cache_write_1h is None
 
 
+def test_a_model_priced_twice_is_refused(invoke):
+    from replay.prices import parse_price_overrides
+
+    one, two = "m=input:1,output:2", "m=input:3,output:4"
+    assert parse_price_overrides([one, "n=input:1,output:2"]).keys() == {"m", "n"}
+    with pytest.raises(ReplayError, match=re.escape(f"--price {two!r}: model 'm' is given a "
+                                                    "price twice")):
+        parse_price_overrides([one, two])
+    from conftest import RUN42
+
+    result = invoke("run", RUN42, "-s", "baseline", "--price", one,
+                    "--price", two)
+    assert result.exit_code == 2 and result.stderr.startswith("error: --price ")
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -423,14 +423,13 @@ def run_batch(
     files unchanged since an earlier batch with the same options are not replayed again (unless
     `force`). `engine`: `pool` (`workers` processes; 1 = in this process) or `ray`."""
     from replay._api import TRAJECTORY_NOTE
-    from replay.prices import parse_price_override
+    from replay.prices import parse_price_overrides
     from replay.strategies import resolve
 
     opts = _with_tokenizers(opts or BatchOptions())
     started = time.perf_counter()
     order = [n.name for n in resolve(opts.strategies)]  # unknown names fail here, before work
-    for price in opts.prices:  # so does a bad --price (every file would fail alike)
-        parse_price_override(price)
+    parse_price_overrides(opts.prices)  # so does a bad --price (every file would fail alike)
     if opts.cache_rules and not Path(opts.cache_rules).is_file():
         raise ReplayError(f"{opts.cache_rules}: no such cache-rule file")
     if since is not None and until is not None and since > until:

@@ -330,10 +330,10 @@ def _setup(opts: BatchOptions) -> tuple[Any, list[Any]]:
 
         if opts.tokenizers != tokenizer_file_in_force():
             use_tokenizers(opts.tokenizers)
-        from replay.prices import parse_price_override
+        from replay.prices import parse_price_overrides
         from replay.strategies import resolve
 
-        prices = dict(parse_price_override(p) for p in opts.prices)
+        prices = parse_price_overrides(opts.prices)
         config = _config(
             provider=opts.provider,
             model=opts.model,

@@ -194,7 +194,7 @@ def replay_options(fn: Callable) -> Callable:
                 "prices",
                 multiple=True,
                 metavar="MODEL=input:IN,output:OUT[,...]",
-                help="Price override in USD per million tokens (repeatable).",
+                help="Price override in USD per million tokens (repeatable, once per model).",
             ),
             click.option("--strict", is_flag=True, help="Fail on the first malformed log line."),
         ]
@@ -205,9 +205,9 @@ def replay_options(fn: Callable) -> Callable:
 
 def price_overrides(prices: tuple[str, ...]) -> dict:
     """`--price MODEL=input:IN,...` values → overrides by model (a bad one is a user error)."""
-    from replay.prices import parse_price_override
+    from replay.prices import parse_price_overrides
 
-    return dict(parse_price_override(p) for p in prices)
+    return parse_price_overrides(prices)
 
 
 def emit(frame: Any, document: dict, fmt: str, output: Path | None, table: Any) -> None:

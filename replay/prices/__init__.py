@@ -9,6 +9,7 @@ from replay.prices._prices import (
     RateOverride,
     context_window,
     parse_price_override,
+    parse_price_overrides,
     provider_for_model,
 )
 
@@ -20,5 +21,6 @@ __all__ = [
     "RateOverride",
     "context_window",
     "parse_price_override",
+    "parse_price_overrides",
     "provider_for_model",
 ]

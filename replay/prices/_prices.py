@@ -38,7 +38,7 @@ import fnmatch
 import operator
 import re
 from bisect import bisect_left
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from copy import copy
 from dataclasses import dataclass, fields
 from datetime import date, datetime
@@ -188,6 +188,18 @@ class RateOverride:
 
 
 _OVERRIDE_KEYS = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
+
+
+def parse_price_overrides(texts: Iterable[str]) -> dict[str, RateOverride]:
+    """Several `--price` values → overrides by model; a model given twice is refused (which of
+    two prices would be meant?)."""
+    out: dict[str, RateOverride] = {}
+    for text in texts:
+        model, rates = parse_price_override(text)
+        if model in out:
+            raise ReplayError(f"--price {text!r}: model {model!r} is given a price twice")
+        out[model] = rates
+    return out
 
 
 def parse_price_override(text: str) -> tuple[str, RateOverride]:
