@@ -346,11 +346,20 @@ def test_a_mistyped_command_is_not_read_as_a_log_path(invoke, tmp_path, monkeypa
     assert result.exit_code == 0, result.stderr
 
 
-@pytest.mark.parametrize("word", ["nosuchthing", "logs/nope.jsonl", "nope.jsonl"])
+@pytest.mark.parametrize("word", ["logs/nope.jsonl", "nope.jsonl"])
 def test_a_missing_log_that_is_no_command_says_no_such_file(invoke, word):
     result = invoke(word)
     assert result.exit_code == 2
     assert result.stderr == f"error: {word}: no such file\n"
+
+
+def test_a_bare_word_that_is_no_file_nor_command_says_both(invoke, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("nosuchthing")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: nosuchthing: no such file, nor a command (`replay --help` lists them)\n"
+    )
 
 
 @pytest.mark.parametrize("fmt", ["json", "csv", "table"])

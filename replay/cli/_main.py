@@ -40,8 +40,9 @@ class _DefaultToRun(click.Group):
 
     def _refuse_mistyped_command(self, word: str) -> None:
         """A missing "log" that is a near-miss of a command name (`stratgies`) is a typo of
-        the command, not a path: say so instead of "no such file". Words that look like paths
-        (a `/` or a `.`) are left to `run`, which names the missing file."""
+        the command, not a path: say so instead of "no such file"; any other bare word may be
+        either. Words that look like paths (a `/` or a `.`) are left to `run`, which names the
+        missing file."""
         import difflib
 
         if "/" in word or "." in word or Path(word).exists():
@@ -51,7 +52,10 @@ class _DefaultToRun(click.Group):
             click.echo(
                 f"error: no such file or command {word!r}; did you mean {close[0]!r}?", err=True
             )
-            sys.exit(2)
+        else:
+            click.echo(f"error: {word}: no such file, nor a command (`replay --help` lists them)",
+                       err=True)
+        sys.exit(2)
 
 
 class _DashPath(click.Path):
