@@ -206,6 +206,20 @@ def test_write_log_only(tmp_path):
     assert len(session.requests()) == 25
     assert dumps_log(session.header, session.events) == path.read_text()
     assert path.read_text() == dumps_log(*_parts(synthetic_session(25, 3)))
+    assert "warning" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("option", "why"),
+    [(["--provider", "nosuch"], "no cache rules for provider 'nosuch'"),
+     (["--model", "nosuch-model"], "no price for model 'nosuch-model'")],
+)
+def test_a_written_log_that_will_not_replay_as_it_is_says_so(tmp_path, option, why):
+    path = tmp_path / "s.jsonl"
+    result = CliRunner().invoke(cli, ["bench", "-n", "5", "--write-log", str(path), *option])
+    assert result.exit_code == 0, result.output
+    assert path.exists()  # (it replays with --cache-rules or --price)
+    assert f"warning: {path}: replaying it as it is fails: {why}" in result.stderr
 
 
 def _parts(session):

@@ -132,6 +132,7 @@ def bench_command(
         )
         if not quiet:
             click.echo(f"wrote {write_log}: {len(session.requests())} requests", err=True)
+        _warn_if_unreplayable(session, write_log)
         return
     from rich.text import Text
 
@@ -154,3 +155,16 @@ def bench_command(
         report.write_output(report.to_json(result), output)
         return
     report.print_table(bench_table(result), output, width=200)
+
+
+def _warn_if_unreplayable(session, path: Path) -> None:
+    """A log whose provider has no cache rules, or whose model no price, replays only with
+    `--cache-rules` or `--price`: say so now rather than at its first replay."""
+    from replay._api import replay
+    from replay._errors import ReplayError
+    from replay.bench import prefix_session
+
+    try:
+        replay(prefix_session(session, 2), "baseline", per_turn=False, keep_records=False)
+    except ReplayError as err:
+        click.echo(f"warning: {path}: replaying it as it is fails: {err}", err=True)
