@@ -628,6 +628,31 @@ def test_unknown_record_type(tmp_path: Path, fmt: str, record: dict[str, Any]) -
         load(path, strict=True)
 
 
+def _type_to_list(fmt: str) -> str:
+    """A valid log whose every record (every opencode part) has its `type` in a list."""
+    if fmt == "opencode":
+        doc = opencode_doc()
+        for message in doc["messages"]:
+            for part in message["parts"]:
+                part["type"] = [part["type"]]
+        return json.dumps(doc)
+    lines = [json.loads(line) for line in VALID[fmt]().splitlines()]
+    for obj in lines[1:]:
+        for record in (obj, obj.get("payload")):
+            if isinstance(record, dict) and "type" in record:
+                record["type"] = [record["type"]]
+    return jsonl(lines)
+
+
+@pytest.mark.parametrize("fmt", sorted(VALID))
+def test_a_type_that_is_no_string_is_a_malformed_record(tmp_path: Path, fmt: str) -> None:
+    """Not an unknown record type (which some formats skip quietly): a malformed one, named."""
+    path = write(tmp_path, fmt, _type_to_list(fmt))
+    expected = r":\d+: expected (`type` to be a string, got list|a `type` string \(Claude Code)"
+    with pytest.raises(LogFormatError, match=expected):
+        load(path, strict=True)
+
+
 def test_unknown_opencode_role(tmp_path: Path) -> None:
     doc = opencode_doc()
     doc["messages"].insert(

@@ -229,7 +229,7 @@ class _Reader:
         return event
 
     def _line(self, number: int, obj: dict[str, Any]) -> None:
-        kind = obj.get("type")
+        kind = get_str(obj, "type")
         if kind not in LINE_TYPES:
             raise Bad(f"unknown Codex rollout line type {kind!r}")
         payload = get_dict(obj, "payload", required=True)
@@ -276,7 +276,7 @@ class _Reader:
         self.last_meta = payload
 
     def _event(self, number: int, ts: Any, payload: dict[str, Any]) -> None:
-        kind = payload.get("type")
+        kind = get_str(payload, "type")
         if kind != "token_count":
             self.ignored[f"event_msg/{kind}"] += 1
             return
@@ -334,7 +334,7 @@ class _Reader:
         return message
 
     def _item(self, number: int, ts: Any, p: dict[str, Any]) -> None:
-        kind = p.get("type")
+        kind = get_str(p, "type")
         if kind in IGNORED_ITEMS:
             self.ignored[f"response_item/{kind}"] += 1
             return

@@ -427,7 +427,7 @@ class _Thread:
         for p in parts:
             if not isinstance(p, dict):
                 raise Bad("expected parts to be objects")
-            kind = p.get("type")
+            kind = get_str(p, "type")
             if kind == "text":
                 if p.get("ignored"):
                     continue
@@ -455,7 +455,7 @@ class _Thread:
         for p in parts:
             if not isinstance(p, dict):
                 raise Bad("expected parts to be objects")
-            kind = p.get("type")
+            kind = get_str(p, "type")
             if kind == "step-start" or current is None:
                 current = {"blocks": [], "results": [], "finish": None}
                 steps.append(current)

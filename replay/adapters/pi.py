@@ -201,7 +201,7 @@ class _Reader:
 
     def _check(self, entry: _Entry) -> None:
         obj = entry.obj
-        kind = obj.get("type")
+        kind = get_str(obj, "type")
         if kind == "session":
             raise Bad("expected one `session` header, got a second")
         if kind not in ENTRY_TYPES:
