@@ -524,6 +524,31 @@ def test_wrong_format_name_is_refused(tmp_path):
     assert "format" in str(_error(path))
 
 
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        ((HEADER.replace('"version":1', '"version":"1"'), USER),
+         ":1: invalid `session` event: input should be a valid integer at `session.version`"),
+        ((HEADER.replace('"format":"replay-log",', ""), USER),
+         ":1: expected `format: replay-log` in the session header"),
+        ((HEADER, USER, REQUEST.replace("}", ',"usage":{"input_tokens":"12"}}')),
+         ":3: invalid `request` event: input should be a valid integer at "
+         "`request.usage.input_tokens`"),
+    ],
+)
+def test_strict_converts_no_value_of_another_json_type(tmp_path, lines, expected):
+    """A lenient read takes `"1"` for 1 (and says nothing); `--strict` refuses it, as it
+    refuses any line not written as the format says."""
+    path = _write(tmp_path, *lines)
+    assert expected in str(_error(path))
+    assert not read_log(path).skipped
+
+
+def test_a_type_that_is_no_string_names_its_line(tmp_path):
+    path = _write(tmp_path, HEADER, USER.replace('"user"', '["user"]'))
+    assert ":2: expected `type` to be one of " in str(_error(path))
+
+
 def test_directory_and_missing_file(tmp_path):
     assert "directory" in str(_error(tmp_path))
     missing = tmp_path / "nope.jsonl"

@@ -69,18 +69,39 @@ def _describe(err: ValidationError) -> str:
     return f"{first['msg'].lower()} at `{loc}`" if loc else first["msg"].lower()
 
 
-def parse_event(obj: Any, path: str | Path, line: int) -> Any:
-    """Validate one decoded JSON value as an event, or raise a `LogFormatError`."""
+def parse_event(obj: Any, path: str | Path, line: int, *, strict_text: str | None = None) -> Any:
+    """Validate one decoded JSON value as an event, or raise a `LogFormatError`.
+
+    `strict_text`, the line `obj` was decoded from, validates it as `--strict` reads: no value
+    of another JSON type converted (`"version": "1"`, a token count written `"12"`), and a
+    session header that says its `format`."""
     if not isinstance(obj, dict):
         raise LogFormatError(path, line, f"expected a JSON object, got {type(obj).__name__}")
     kind = obj.get("type")
-    if kind not in EVENT_TYPES:
+    if not isinstance(kind, str) or kind not in EVENT_TYPES:
         known = ", ".join(sorted(EVENT_TYPES))
         raise LogFormatError(path, line, f"expected `type` to be one of {known}, got {kind!r}")
+    if strict_text is not None and kind == "session" and "format" not in obj:
+        raise LogFormatError(path, line, f"expected `format: {FORMAT_NAME}` in the session header")
     try:
-        return _EVENT.validate_python(obj)
+        event = _EVENT.validate_python(obj)
+        if strict_text is not None:
+            _check_types(strict_text)
     except ValidationError as err:
         raise LogFormatError(path, line, f"invalid `{kind}` event: {_describe(err)}") from None
+    return event
+
+
+def _check_types(text: str) -> None:
+    """Raise the `ValidationError` of a value of another JSON type than its field's. The event
+    itself is the lenient validation's, whatever the mode, so that both read the same events;
+    a line pydantic's JSON parser refuses but Python's reads (the escape of a lone surrogate,
+    which replay writes) is checked as the lenient read checks it."""
+    try:
+        _EVENT.validate_json(text, strict=True)
+    except ValidationError as err:
+        if err.errors()[0]["type"] != "json_invalid":
+            raise
 
 
 def iter_lines(path: str | Path) -> Iterator[tuple[int, str | LogFormatError]]:
@@ -146,7 +167,7 @@ def read_log(path: str | Path, *, strict: bool = False, check_pairs: bool = Fals
                     raise LogFormatError(
                         path, number, f"expected a `session` header line of a {FORMAT_NAME} file"
                     )
-                event = parse_event(obj, path, number)
+                event = parse_event(obj, path, number, strict_text=text if strict else None)
                 if event.version > FORMAT_VERSION:
                     raise LogFormatError(
                         path,
@@ -156,7 +177,7 @@ def read_log(path: str | Path, *, strict: bool = False, check_pairs: bool = Fals
                     )
                 header = event
                 continue
-            event = parse_event(obj, path, number)
+            event = parse_event(obj, path, number, strict_text=text if strict else None)
             if isinstance(event, SessionHeader):
                 raise LogFormatError(path, number, "expected one `session` header, got a second")
             problems: list[LogFormatError] = []
