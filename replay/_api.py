@@ -431,7 +431,7 @@ def _notes(session: Session, tables: ResultTables, ttl: str | None = None) -> li
             "`copied_from_parent`): copied from the session it was forked from, they were billed "
             "in an earlier session, and are counted again here."
         )
-    notes += microcompact_notes(session)
+    notes += microcompact_notes(session) + clock_notes(session)
     for warning, requests in sorted(tables.price_warnings.items()):
         notes.append(f"Priced with a fallback on {len(requests):,} request(s): {warning}.")
     if ttl is not None and tables.no_ttl_choice:
@@ -473,6 +473,28 @@ def microcompact_notes(session: Session) -> list[str]:
                 "there on are larger than the logged ones."
             )
     return notes
+
+
+def clock_notes(session: Session) -> list[str]:
+    """A note when a thread's request times go backwards (a clock set back, logs spliced, a
+    request pi started on a message queued while another ran: the pi large-session sample's
+    #209, 3.4 s): the cache simulation takes the times as logged, TTLs and readiness included."""
+    last: dict[str, RequestMarker] = {}
+    backwards: list[tuple[int, RequestMarker, float]] = []
+    for n, request in enumerate(session.requests()):
+        before = last.get(request.thread)
+        if before is not None and request.ts < before.ts:
+            backwards.append((n, request, (before.ts - request.ts).total_seconds()))
+        last[request.thread] = request
+    if not backwards:
+        return []
+    n, request, seconds = backwards[0]
+    return [
+        f"Request times go backwards {len(backwards):,} time(s) within a thread (first: request "
+        f"#{n} ({request.request_id}), {seconds:,.1f} s before its thread's previous request): "
+        "the cache simulation takes the times as logged, so TTL expiry and entries not yet "
+        "written are judged on them there."
+    ]
 
 
 def _prompt_fall(before: RequestMarker | None, request: RequestMarker) -> str:

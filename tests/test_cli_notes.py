@@ -160,3 +160,24 @@ def test_a_price_that_fell_back_is_a_note() -> None:
     several = replay.replay(session, "baseline,truncate-500,age-truncate-500-keep-3")
     assert len(several.records) == 3 * len(result.records)
     assert [n for n in several.notes if n.startswith("Priced with a fallback")] == fallback
+
+
+def test_request_times_going_backwards_are_a_note(invoke, tmp_path) -> None:
+    """Times the cache simulation judges TTLs and readiness on: a clock set back is said."""
+    lines = RUN42.read_text(encoding="utf-8").splitlines()
+    requests = [n for n, line in enumerate(lines) if json.loads(line)["type"] == "request"]
+    fifth = json.loads(lines[requests[4]])
+    fifth["ts"] = "2026-11-29T11:46:00Z"  # before the session began
+    lines[requests[4]] = json.dumps(fifth)
+    log = tmp_path / "clock.jsonl"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = invoke("run", log, "-s", "baseline", "--format", "json")
+    assert result.exit_code == 0, result.output
+    notes = [n for n in json.loads(result.stdout)["notes"] if "go backwards" in n]
+    assert len(notes) == 1
+    assert notes[0].startswith(
+        f"Request times go backwards 1 time(s) within a thread (first: request #4 "
+        f"({fifth['request_id']}), "
+    )
+    plain = invoke("run", RUN42, "-s", "baseline", "--format", "json")
+    assert not any("go backwards" in n for n in json.loads(plain.stdout)["notes"])
