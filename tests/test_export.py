@@ -9,6 +9,8 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import polars as pl
+import pytest
+from conftest import RUN42
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -147,3 +149,23 @@ def test_csv_rows_are_converted_as_they_are_written(monkeypatch) -> None:
     assert written == [4]
     assert "".join(pieces).splitlines()[-1] == "9,0.1"
     assert written == [4, 4, 2]
+
+
+def test_the_terminal_table_is_made_only_for_the_terminal(invoke, monkeypatch, tmp_path) -> None:
+    """JSON, CSV and Parquet write the frame: the table's cells (a string per value of every
+    request and strategy) are not made for them (`-s all --per-turn` on `replay bench -n 1000`'s
+    log: 273 → 230 MB peak as CSV, 266 → 221 MB as JSON)."""
+    from replay import report
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a table was made for a file output")
+
+    for name in ("turns_table", "summary_table"):
+        monkeypatch.setattr(report, name, refused)
+    for fmt in ("json", "csv", "parquet"):
+        for per_turn in ([], ["--per-turn"]):
+            out = tmp_path / f"out.{fmt}"
+            result = invoke("run", RUN42, "-s", "baseline", *per_turn, "--format", fmt, "-o", out)
+            assert result.exit_code == 0, result.output
+    with pytest.raises(AssertionError, match="a table was made"):
+        invoke("run", RUN42, "-s", "baseline", "--per-turn")

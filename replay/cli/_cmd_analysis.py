@@ -92,7 +92,7 @@ def breakeven_command(log: Path, strategies: str, sets: tuple[str, ...],
                           strict=strict, progress=progress, notes=notes, horizon=horizon,
                           workers=workers)
     document = {"log": str(log), "notes": notes, "breakeven": report.lazy_rows(frame)}
-    emit(frame, document, fmt, output, _breakeven_table(frame, f"{log} · break-even"))
+    emit(frame, document, fmt, output, lambda: _breakeven_table(frame, f"{log} · break-even"))
     print_notes_beside(notes, fmt, quiet)
 
 

@@ -6,6 +6,7 @@ Each one parses its flags, calls the API, and prints or writes the result.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -140,11 +141,11 @@ def run_command(
         document["requests"] = report.lazy_rows(turns)
     frame = result.summary if turns is None else turns
     title = f"{log} · {header.agent} · {', '.join(providers)} / {', '.join(models)}"
-    table = (
-        report.summary_table(result.summary, title)
-        if turns is None
-        else report.turns_table(turns, title)
-    )
+    def table() -> Any:
+        if turns is None:
+            return report.summary_table(result.summary, title)
+        return report.turns_table(turns, title)
+
     emit(frame, document, fmt, output, table)
     if fmt == "table" and not quiet:
         err = report.console(stderr=True)

@@ -81,7 +81,7 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
     # A narrow terminal keeps #, the cache read and the cost, ok and the miss cause.
     fitted = Fitted(table, hide=("request", "write rec/sim", "prompt rec/sim"),
                     fold={"request": 10}, wrap={"miss cause · fitted from this read": 16})
-    emit(frame, document, fmt, output, fitted)
+    emit(frame, document, fmt, output, lambda: fitted)
     print_notes_beside(notes, fmt, quiet)
 
 

@@ -214,8 +214,12 @@ def price_overrides(prices: tuple[str, ...]) -> dict:
     return parse_price_overrides(prices)
 
 
-def emit(frame: Any, document: dict, fmt: str, output: Path | None, table: Any) -> None:
-    """Print or write a result: the rich table, the JSON document, or the frame as CSV/Parquet."""
+def emit(
+    frame: Any, document: dict, fmt: str, output: Path | None, table: Callable[[], Any]
+) -> None:
+    """Print or write a result: the rich table, the JSON document, or the frame as CSV/Parquet.
+    `table` makes the table, only when it is printed (a row per request and strategy: cells
+    for every one of them, as many strings again as the frame holds values)."""
     from replay import report
 
     if fmt == "json":
@@ -227,7 +231,7 @@ def emit(frame: Any, document: dict, fmt: str, output: Path | None, table: Any) 
             raise click.UsageError("--format parquet needs -o FILE")
         report.write_output(report.to_parquet_bytes(frame), output)
     else:
-        report.print_table(table, output)
+        report.print_table(table(), output)
 
 
 _FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
