@@ -149,22 +149,37 @@ def test_the_summary_at_a_fixed_width(run42, width: int) -> None:
     assert "…" not in text
     assert all(cell_len(line) <= width for line in text.splitlines())
     assert all(_usd(cost) in text for cost in result.summary["cost_usd"])
-    assert "note: hidden to fit" in text
+    as_records = any(line.startswith("strategy  ") for line in text.splitlines())
+    # Side by side, columns are hidden to fit (and named); as records, none is.
+    assert ("note: hidden to fit" in text) != as_records
 
 
 def test_a_terminal_too_narrow_for_the_columns_always_shown_gets_records() -> None:
     """At 60 columns the break-even table's six essential columns do not fit side by side even
-    at their narrowest: each row is printed as a record, a line per column, nothing cut."""
+    at their narrowest: each row is printed as a record, a line per column (all of them: a
+    record has room for every one), nothing cut."""
     narrow = _run(COMMANDS["breakeven"], 60)
     rows = json.loads(_run([*COMMANDS["breakeven"], "--format", "json"]))["breakeven"]
-    records, note = narrow.split("note: hidden")
-    records = records.split("\n\n")[1:]
+    assert "note: hidden" not in narrow
+    records = [r for r in narrow.split("\n\n")[1:] if r.startswith("strategy")]
     assert len(records) == len(rows)
     for record, row in zip(records, rows, strict=True):
-        lines = dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in record.splitlines())
+        lines = dict(re.split(r"\s{2,}", line.strip(), maxsplit=1)
+                     for line in record.splitlines() if not line.startswith(" "))
         assert list(lines)[:3] == ["strategy", "#", "event"]
+        assert {"first edit", "surviving", "disagreement"} <= set(lines)
         assert lines["strategy"] == row["strategy"] and lines["#"] == str(row["request_index"])
-    assert " ".join(note.split()).startswith("to fit 60 columns: first edit, surviving,")
+        assert lines["surviving"] == f"{row['surviving_tokens']:,}"
+
+
+@pytest.mark.parametrize("width", [40, 50])
+def test_records_keep_the_tables_caption(logs, width: int) -> None:
+    """A table printed as records still says what its caption says: break-even's "no rewrite",
+    fidelity's whole headline."""
+    empty = _run(["breakeven", RUN42, "-s", "baseline", "-q"], width)
+    assert "no rewrite" in " ".join(empty.split())
+    fidelity = " ".join(_run(_args("fidelity", logs), width).split())
+    assert "cache reads within tolerance" in fidelity and "cost recorded" in fidelity
 
 
 def test_a_table_wider_than_the_pipe_keeps_rich_layout_when_no_word_is_cut(run42) -> None:

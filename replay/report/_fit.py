@@ -96,7 +96,8 @@ def fit(
         floors = [min(f, NARROWEST_NAME) if h in spec.fold else f
                   for f, h in zip(floors, headers, strict=True)]
     if sum(floors[i] for i in kept) > room:
-        return _records(table, kept), hidden
+        # A record has a line per column: none needs hiding there.
+        return _records(table, list(range(len(columns)))), []
     widths = [spans[i].widest for i in kept]
     # A wrapped header costs one line; narrower cells cost lines on every row, and a folded
     # name is the hardest to read: headers first, then text, then names.
@@ -129,6 +130,8 @@ def _records(table: Table, kept: list[int]) -> Group:
         for column, values in zip(columns, cells, strict=True):
             record.add_row(column.header, values[row], style=table.rows[row].style)
         parts += [Text(""), record] if parts else [record]
+    if table.caption:
+        parts += [Text(""), Text(str(table.caption), style=table.caption_style or "table.caption")]
     return Group(*parts)
 
 
