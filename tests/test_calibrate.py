@@ -322,6 +322,10 @@ def test_files_of_one_session_given_apart_are_read_as_one(tmp_path: Path) -> Non
         LeftOut(second, f"read in the session of {first}"),
         LeftOut(agent, f"read in the session of {transcript}"),
     ]
+    # Paths given as strings (the signature takes them) group alike, and stay strings.
+    logs = read_each_once([str(agent), str(transcript)])
+    assert [(p, len(s.requests())) for p, s in logs.sessions] == [(str(transcript), 3)]
+    assert logs.left_out == [LeftOut(str(agent), f"read in the session of {transcript}")]
 
 
 def test_a_file_a_folder_given_reads_too_is_read_once(tmp_path: Path) -> None:

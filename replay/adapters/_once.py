@@ -139,7 +139,7 @@ def _units(paths: list[Path | str], left_out: list[LeftOut]) -> list[_Unit]:
         fmt = _format(path)
         if fmt in GROUPED:
             buckets[(fmt, session_folder(fmt, path))].append(Path(path))
-    given = {p.resolve(): p for p in paths if isinstance(p, Path)}
+    given = {Path(p).resolve(): p for p in paths if not _is_stdin(p)}  # as given: Path or str
     unit_of: dict[Path, _Unit] = {}
     for (fmt, _), files in buckets.items():
         if len(files) < 2:
@@ -170,7 +170,8 @@ def read_each_once(paths: Iterable[Path | str], *, strict: bool = False) -> Logs
     logs = Logs()
     for unit in _units(_distinct(paths, logs.left_out), logs.left_out):
         if unit.fmt:
-            session = grouped_adapter(unit.fmt).read_session(unit.files, strict=strict)
+            files = [Path(f) for f in unit.files]
+            session = grouped_adapter(unit.fmt).read_session(files, strict=strict)
         else:
             session = load(unit.files[0], strict=strict)
         logs.sessions.append((unit.files[0], session))
