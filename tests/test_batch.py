@@ -345,6 +345,14 @@ def test_the_chain_horizon_is_the_longest_ttl_of_the_rule_files(tmp_path: Path):
     mine = tmp_path / "mine.json"
     mine.write_text(json.dumps(rules))
     assert horizon_seconds(BatchOptions(cache_rules=str(mine))) == 10_800
+    # Gemini's explicit cache lives what the client asks (its rule file's explicit TTL).
+    google = json.loads((ROOT / "pricing" / "cache" / "google.json").read_text())
+    for row in google["rules"]:
+        if row["rule"] == "explicit_ttl_seconds":
+            row["value"] = 14_400
+    gemini = tmp_path / "gemini.json"
+    gemini.write_text(json.dumps(google))
+    assert horizon_seconds(BatchOptions(cache_rules=str(gemini))) == 14_400
 
 
 def test_unexpected_errors_are_reported_with_their_type(logdir: Path, monkeypatch):

@@ -133,7 +133,8 @@ def horizon_seconds(opts: BatchOptions) -> float:
     longest = 3600.0
     for book in books:
         for rule in book.rules:
-            if rule.rule.startswith("ttl_seconds"):
+            # (Gemini's cachedContents live `explicit_ttl_seconds`, the client's choice.)
+            if rule.rule.startswith("ttl_seconds") or rule.rule == "explicit_ttl_seconds":
                 try:
                     longest = max(longest, float(rule.value))
                 except (TypeError, ValueError):
