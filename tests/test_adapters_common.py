@@ -653,6 +653,34 @@ def test_a_type_that_is_no_string_is_a_malformed_record(tmp_path: Path, fmt: str
         load(path, strict=True)
 
 
+def _blocks_typed_as_lists(value: Any) -> int:
+    """Put the `type` of every content block inside `value` in a list; how many."""
+    count = 0
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if key == "content" and isinstance(inner, list):
+                for block in inner:
+                    if isinstance(block, dict) and isinstance(block.get("type"), str):
+                        block["type"] = [block["type"]]
+                        count += 1
+            count += _blocks_typed_as_lists(inner)
+    elif isinstance(value, list):
+        count += sum(_blocks_typed_as_lists(v) for v in value)
+    return count
+
+
+@pytest.mark.parametrize("fmt", ["claude-code", "codex", "pi"])
+def test_a_content_block_whose_type_is_no_string_is_malformed(tmp_path: Path, fmt: str) -> None:
+    """Its record is malformed, named at its own line (the block was read as text: its type's
+    repr written into the log, and a lost tool call blamed on the result's line)."""
+    lines = [json.loads(line) for line in VALID[fmt]().splitlines()]
+    changed = [n for n, obj in enumerate(lines, 1) if _blocks_typed_as_lists(obj)]
+    assert changed
+    path = write(tmp_path, fmt, jsonl(lines))
+    with pytest.raises(LogFormatError, match=rf":{changed[0]}: .*`type` to be a string, got list"):
+        load(path, strict=True)
+
+
 def test_unknown_opencode_role(tmp_path: Path) -> None:
     doc = opencode_doc()
     doc["messages"].insert(

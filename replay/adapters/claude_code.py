@@ -317,7 +317,7 @@ def _text_of_blocks(blocks: list[Any]) -> tuple[str, bool]:
             continue
         if not isinstance(b, dict):
             raise Bad("expected content blocks to be objects")
-        kind = b.get("type")
+        kind = get_str(b, "type")
         placeholder = binary_placeholder(b)
         if placeholder is not None:
             parts.append(placeholder)
@@ -973,7 +973,7 @@ class _Reader:
     def _block(self, state: _ThreadState, b: Any, where: str) -> Any:
         if not isinstance(b, dict):
             raise Bad("expected assistant content blocks to be objects")
-        kind = b.get("type")
+        kind = get_str(b, "type")
         if kind == "text":
             return TextBlock(text=get_str(b, "text", ""))
         if kind == "thinking":

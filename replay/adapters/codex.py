@@ -125,7 +125,7 @@ def _content_text(content: Any) -> tuple[str, bool]:
     for c in content:
         if not isinstance(c, dict):
             raise Bad("expected message content blocks to be objects")
-        kind = c.get("type")
+        kind = get_str(c, "type")
         placeholder = binary_placeholder(c)
         if placeholder is not None:
             parts.append(placeholder)

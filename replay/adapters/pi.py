@@ -119,9 +119,9 @@ def _blocks_text(content: Any) -> tuple[str, bool]:
         if placeholder is not None:
             parts.append(placeholder)
             estimated = True
-        elif b.get("type") == "text":
+        elif (kind := get_str(b, "type")) == "text":
             parts.append(get_str(b, "text", ""))
-        elif b.get("type") == "image":
+        elif kind == "image":
             # An image without its base64 data: its pixels are not in the log either.
             parts.append(f"[image {get_str(b, 'mimeType', '')} 0 base64 chars]")
             estimated = True
@@ -587,7 +587,7 @@ class _Thread:
         for n, b in enumerate(get_list(m, "content")):
             if not isinstance(b, dict):
                 raise Bad("expected assistant content blocks to be objects")
-            kind = b.get("type")
+            kind = get_str(b, "type")
             if kind == "text":
                 blocks.append(TextBlock(text=get_str(b, "text", "")))
             elif kind == "thinking":
