@@ -26,9 +26,12 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
+from replay.breakeven import _shift
+from replay.breakeven._shift import Shift
 from replay.engine._replay import (
     ReplayConfig,
     RequestRecord,
@@ -129,6 +132,22 @@ def _structural(prev: RequestRecord, rec: RequestRecord) -> bool:
     return _substitutions(prev.view, rec.view) is None
 
 
+_RETRY_MAX = 16
+"""Most requests replayed between two tries of `_shift` on one counterfactual (a failed try
+costs a little work per request it checked)."""
+
+
+def _account(
+    net: Decimal, paid_back: int | None, saving: Decimal, after: int
+) -> tuple[Decimal, int | None]:
+    """The cumulative saving with one more request's, and from when it has stayed positive:
+    a later loss (a TTL expiry the rewrite's prompt alone paid for…) takes the payback back."""
+    net += saving
+    if net < 0:
+        return net, None
+    return net, after if paid_back is None else paid_back
+
+
 def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> BreakEven:
     """The break-even of rewrite `e`, compared over the requests of its `extent`."""
     seq, i, extra, markers, subs = e.seq, e.i, e.extra, e.markers, e.subs
@@ -152,7 +171,21 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     cf_first_total = rec.request.total
     cf_first_read = 0
     items: list[Item] = []
+    shift: Shift | None = None
+    shifted: list[Decimal] = []
+    derived_from = retry_at = stop
+    wait = 1  # requests before the next try, doubled at each failed one
     for k in range(i, stop):
+        if shift is not None and k >= retry_at:
+            # Where exact, the rest of the counterfactual follows from the records (`_shift`).
+            at = k
+            if shift.ready(seq[k].ts):
+                shifted, at = shift.costs(k, stop, saw_ttl)
+                if at == stop:
+                    derived_from = k
+                    break
+                shifted = []
+            retry_at, wait = max(at, k) + wait, min(2 * wait, _RETRY_MAX)
         cur = seq[k]
         if subs is not None:
             items = _substituted(subs, cur.view, seq[k - 1].view if k > i else None, items)
@@ -188,16 +221,22 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
         strategy_cost = cur.cost_usd + sum(
             (s.cost_usd for s in extra.get(cur.request_index, []) if k == i), Decimal(0)
         )
-        net += cf_rec.cost_usd - strategy_cost
         saw_ttl |= any(
             (r.outcome.miss_cause or "").startswith("TTL") for r in (cur, cf_rec)
         )
-        # Paid back from the first request after which the saving stays positive: a later
-        # loss (a TTL expiry the rewrite's prompt alone paid for…) takes the payback back.
-        if net < 0:
-            paid_back = None
-        elif paid_back is None:
-            paid_back = k - i
+        net, paid_back = _account(net, paid_back, cf_rec.cost_usd - strategy_cost, k - i)
+        if k == i and subs and _shift.ENABLED and e.lone:
+            shift = Shift(
+                run, seq, i, subs, items, cf_rec, cf.store, e.known_ids, e.earlier, e.id_memo
+            )
+            retry_at = i + 1
+        elif shift is not None:
+            shift.observe(cur, cf_rec)
+    for k, cf_cost in enumerate(shifted, start=derived_from):
+        cur = seq[k]
+        saw_ttl |= (cur.outcome.miss_cause or "").startswith("TTL")  # the same in both
+        net, paid_back = _account(net, paid_back, cf_cost - cur.cost_usd, k - i)
+    e.derived = stop - derived_from
 
     in_rate = _rate(run, rec, "uncached")
     read_rate = _rate(run, rec, "cache_read")
@@ -260,6 +299,18 @@ class _Rewrite:
     """The recorded requests of `seq` (the same list for every rewrite of the thread)."""
     subs: dict[int, Item] | None
     """`_substitutions` of the rewrite (None: a structural one)."""
+    lone: bool = False
+    """Its thread's requests are all the run simulated over its extent (no other thread's,
+    no summarizer call): nothing else wrote to the cache its counterfactual starts from."""
+    known_ids: int = -1
+    """The highest block id of any prompt the run sent before it (-1: unknown)."""
+    earlier: list[RequestRecord] = field(default_factory=list)
+    """The records of the requests the run simulated before it (any thread, any kind)."""
+    id_memo: dict[int, Any] | None = None
+    """Shared by the rewrites of one run: each earlier request's block ids as simulated."""
+    derived: int = 0
+    """Requests of its counterfactual derived from the run's records instead of replayed
+    (`_shift`)."""
 
 
 _Extent = tuple[int, bool, bool]
@@ -278,6 +329,15 @@ class Rewrites:
         self.horizon = horizon
         self.events = _rewrite_events(run, records)
         self.extents = [_extent(e, horizon) for e in self.events]
+        if run.shared is None:
+            at = {id(r): n for n, r in enumerate(records)}
+            seen = _ids_before(records)
+            id_memo: dict[int, object] = {}  # a request's simulated block ids (`_shift`)
+            for e, (stop, _, _) in zip(self.events, self.extents, strict=True):
+                first = at[id(e.seq[e.i])]
+                e.lone = at[id(e.seq[stop - 1])] - first == stop - 1 - e.i
+                e.known_ids = seen[first]
+                e.earlier, e.id_memo = records[:first], id_memo
         self.steps = [stop - e.i for e, (stop, _, _) in zip(self.events, self.extents, strict=True)]
 
     def analyse(
@@ -309,6 +369,19 @@ def split(steps: Sequence[int], shares: int) -> list[list[int]]:
         loads[least] += max(1, steps[n])
         owned[least].append(n)
     return [sorted(o) for o in owned]
+
+
+def _ids_before(records: list[RequestRecord]) -> list[int]:
+    """For each record, the highest block id the records before it sent (block ids grow as
+    blocks are first seen: a higher one is a block no earlier prompt held); -1 from a record
+    whose blocks were released on (unknown)."""
+    out, highest = [], 0
+    for r in records:
+        out.append(highest)
+        if highest >= 0:
+            ids = r.request.block_ids
+            highest = -1 if ids is None else max(highest, int(ids.max()) if len(ids) else 0)
+    return out
 
 
 def _rewrite_events(run: _Run, records: list[RequestRecord]) -> list[_Rewrite]:
