@@ -535,10 +535,10 @@ def test_wrong_format_name_is_refused(tmp_path):
          ":3: invalid `request` event: input should be a valid integer at "
          "`request.usage.input_tokens`"),
         # docs/log-format.md: a date or Unix seconds for `ts` is read leniently only
-        ((HEADER, USER.replace('"2026-03-02T09:00:01Z"', '"2026-03-03"')), ":2: invalid `user` event: input "
-         "should be a valid datetime"),
-        ((HEADER, USER.replace('"2026-03-02T09:00:01Z"', "1772442001")), ":2: invalid `user` event: input "
-         "should be a valid datetime"),
+        ((HEADER, USER.replace('"2026-03-02T09:00:01Z"', '"2026-03-03"')),
+         ":2: invalid `user` event: input should be a valid datetime"),
+        ((HEADER, USER.replace('"2026-03-02T09:00:01Z"', "1772442001")),
+         ":2: invalid `user` event: input should be a valid datetime"),
     ],
 )
 def test_strict_converts_no_value_of_another_json_type(tmp_path, lines, expected):
