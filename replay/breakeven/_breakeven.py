@@ -17,6 +17,13 @@ every later view. When it restructured the view (a summary, dropped messages), t
 keeps the pre-rewrite view and appends what the history gained, until the strategy's next
 structural rewrite (which would have folded that text anyway) — the horizon.
 
+An in-place rewrite's horizon runs to the end of the log, and aging strategies rewrite at most
+requests: replaying every counterfactual made break-even grow with rewrites × requests at the
+cost of a full simulation per step. On Anthropic's explicit breakpoints the counterfactual is
+replayed only until the cache entries only it could read have expired; from then on each of its
+requests follows from the rewritten run's record, where that is exact (`_shift`), and the rows
+are the same.
+
 The closed form ignores output, summary cost, cache-write premiums, breakpoints, TTLs and later
 events; `disagreement` names which of those the simulation saw.
 """
@@ -306,8 +313,8 @@ class _Rewrite:
     """The highest block id of any prompt the run sent before it (-1: unknown)."""
     earlier: list[RequestRecord] = field(default_factory=list)
     """The records of the requests the run simulated before it (any thread, any kind)."""
-    id_memo: dict[int, Any] | None = None
-    """Shared by the rewrites of one run: each earlier request's block ids as simulated."""
+    id_memo: dict[Any, Any] | None = None
+    """Shared by the rewrites of one run: what `_shift` finds once per request."""
     derived: int = 0
     """Requests of its counterfactual derived from the run's records instead of replayed
     (`_shift`)."""
@@ -332,7 +339,7 @@ class Rewrites:
         if run.shared is None:
             at = {id(r): n for n, r in enumerate(records)}
             seen = _ids_before(records)
-            id_memo: dict[int, object] = {}  # a request's simulated block ids (`_shift`)
+            id_memo: dict[Any, Any] = {}  # what `_shift` finds once per request of the run
             for e, (stop, _, _) in zip(self.events, self.extents, strict=True):
                 first = at[id(e.seq[e.i])]
                 e.lone = at[id(e.seq[stop - 1])] - first == stop - 1 - e.i

@@ -65,6 +65,11 @@ _TRIES = 6
 """Derivations that may stop at their first request for one counterfactual before it is replayed
 to its end."""
 
+_NONE = object()
+
+_FEW = 8
+"""Substituted items up to which `_moves` goes an item at a time."""
+
 _ROUTE = "anthropic"
 _MECHANISM = "explicit-breakpoints"
 
@@ -77,6 +82,12 @@ class _Original:
     """Block ids of the rewritten item (its blocks must be these at every later request)."""
     delta: np.ndarray
     """Tokens the original's blocks have more than the rewritten item's, block by block."""
+
+    def __post_init__(self) -> None:
+        self.single = len(self.ids) == 1
+        """One block (the usual case: a tool result's output)."""
+        self.id = int(self.ids[0])
+        self.first_delta = int(self.delta[0])
 
 
 class _Moves:
@@ -112,7 +123,7 @@ class Shift:
         cf_store: Any,
         known_ids: int = -1,
         earlier: Sequence[Any] = (),
-        id_memo: dict[int, np.ndarray] | None = None,
+        id_memo: dict[Any, Any] | None = None,
     ) -> None:
         self.run, self.seq, self.i, self.subs = run, seq, i, subs
         self.known_ids = known_ids
@@ -121,6 +132,7 @@ class Shift:
         """The records of the requests simulated before the rewrite: what wrote its store."""
         self._held: dict[tuple[int, int], bool] = {}
         self.id_memo = {} if id_memo is None else id_memo
+        self._index = self._shared("index", seq, lambda s: {id(r): n for n, r in enumerate(s)})
         self._views: list[tuple[Any, PromptView]] = []
         self.store = cf_store
         self._rules: dict[tuple[str, str, Any], Any] = {}
@@ -194,13 +206,29 @@ class Shift:
             self._rules[key] = book.get(name, route.rules_model, rec.ts, default)
         return self._rules[key]
 
+    def _shared(self, what: str, rec: Any, compute: Any) -> Any:
+        """`compute(rec)`, once per request of the run for every rewrite (`id_memo`)."""
+        key = (what, id(rec))
+        hit = self.id_memo.get(key, _NONE)
+        if hit is _NONE:
+            hit = self.id_memo[key] = compute(rec)
+        return hit
+
     def _usable(self, rec: Any) -> bool:
         """The request is simulated by blocks alone, as the module's docstring requires."""
+        return rec.model == self.model and self._shared("usable", rec, self._by_blocks)
+
+    def _by_blocks(self, rec: Any) -> bool:
         o = rec.outcome
         return (
             o.route == _ROUTE and o.mechanism == _MECHANISM
-            and rec.kind == "request" and rec.model == self.model and not rec.request.released
+            and rec.kind == "request" and not rec.request.released
             and not self._rule(rec, "min_tokens_per_checkpoint", False)
+        )
+
+    def _min_length(self, rec: Any) -> int:
+        return self._shared(
+            "minimum", rec, lambda r: int(self._rule(r, "min_cacheable_tokens", 0))
         )
 
     def _view(self, rec: Any) -> PromptView:
@@ -244,6 +272,9 @@ class Shift:
         return block, at, True
 
     def _written(self, rec: Any) -> set[int]:
+        return self._shared("written", rec, self._breakpoint_lengths)
+
+    def _breakpoint_lengths(self, rec: Any) -> set[int]:
         """Token lengths (in the rewritten run) of the prefixes a request's breakpoints end
         at, a superset of those it wrote: the client's markers (the last one moved where the
         unlogged tail put it), each on the last cacheable block at or before it, and the
@@ -291,17 +322,26 @@ class Shift:
             return None
         if not rec.outcome.dropped_tokens:
             return req.block_ids
-        hit = self.id_memo.get(id(req))
+        hit = self.id_memo.get(("ids", id(req)))
         if hit is None:
             view = prompt_view(req, True, self.run.renderer(rec.model).table)
-            hit = self.id_memo[id(req)] = view.ids
+            hit = self.id_memo[("ids", id(req))] = view.ids
         return hit
+
+    def _previous_view(self, rec: Any) -> list[Item] | None:
+        """The view of the request before `rec` in its thread, if `rec` is in `seq`."""
+        at = self._index.get(id(rec))
+        return self.seq[at - 1].view if at else None
 
     def _moves(self, rec: Any) -> _Moves | None:
         """Where the substituted blocks are in a later request of the rewritten run (None: not
         rendered as at the rewrite)."""
         view, subs = rec.view, self.subs
-        same = shared_prefix(self._before, view)
+        before = self._before
+        if before and before is self._shared("previous", rec, self._previous_view):
+            same = self._shared("same", rec, lambda r: shared_prefix(before, r.view))
+        else:
+            same = shared_prefix(before, view)
         positions = [p for p in self._positions if p < same]
         positions.extend(p for p in range(same, len(view)) if id(view[p]) in subs)
         self._before, self._positions = view, positions
@@ -309,6 +349,8 @@ class Shift:
             return _Moves([], [], [])
         req = rec.request
         originals = [self.originals[id(view[p])] for p in positions]
+        if len(positions) <= _FEW and all(o.single for o in originals):
+            return self._few_moves(rec, positions, originals)
         at = np.array(positions, dtype=np.int64)
         first = req.item_index.searchsorted(at, side="left")
         end = req.item_index.searchsorted(at + 1, side="left")
@@ -328,6 +370,23 @@ class Shift:
         view = self._view(rec)
         ends = view.cum[blocks if view.kept is None else view.kept.searchsorted(blocks)]
         return _Moves(blocks.tolist(), deltas.tolist(), ends.tolist())
+
+    def _few_moves(self, rec: Any, positions: list[int], originals: list[_Original]
+                   ) -> _Moves | None:
+        """`_moves` for a few one-block items, an item at a time (numpy's per-call cost is
+        most of the work on arrays of a few elements)."""
+        req = rec.request
+        owners, ids, n = req.item_index, req.block_ids, len(req.block_ids)
+        view = self._view(rec)
+        kept = view.kept
+        blocks, ends = [], []
+        for p, o in zip(positions, originals, strict=True):
+            b = int(owners.searchsorted(p))
+            if b >= n or owners[b] != p or (b + 1 < n and owners[b + 1] == p) or ids[b] != o.id:
+                return None
+            blocks.append(b)
+            ends.append(int(view.cum[b if kept is None else int(kept.searchsorted(b))]))
+        return _Moves(blocks, [o.first_delta for o in originals], ends)
 
     # -- the counterfactual -------------------------------------------------------------------
 
@@ -398,7 +457,7 @@ class Shift:
         if moves.blocks:
             first = moves.blocks[0]
             start = _start(self._view(cur), first, req)
-            if start < int(self._rule(cur, "min_cacheable_tokens", 0)):
+            if start < self._min_length(cur):
                 return self._stop("the edit before the minimum length")
         # Where this prompt first differs from the previous one: an unmatched entry that was no
         # prefix of that one can only become a prefix of this one if that is before its end,
