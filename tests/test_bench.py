@@ -63,6 +63,8 @@ TOP_KEYS = {
     "floor",
     "fast_floor_ratio",
     "fast_floor_per_strategy",
+    "sent_floor",
+    "fast_sent_floor_ratio",
     "doubling",
     "memory",
     "targets",
@@ -97,6 +99,10 @@ def _check_document(doc: dict, strategies: list[str], requests: int) -> None:
     } <= set(doc["floor"])
     assert doc["floor"]["seconds"] > 0 and doc["fast_floor_ratio"] > 0
     assert 0 <= doc["log_repeated_output_bytes"] < doc["log_bytes"]
+    sent = doc["sent_floor"]
+    assert sent["read_seconds"] == doc["floor"]["read_seconds"]
+    assert sent["distinct_blocks"] > 0 and sent["distinct_tokens"] > 0
+    assert doc["fast_sent_floor_ratio"] == doc["all"]["seconds"] / sent["seconds"]
     per = doc["fast_floor_per_strategy"]
     assert 0 < per["min"] <= per["median"] <= per["max"]
     doubling = doc["doubling"]
@@ -196,6 +202,31 @@ def test_run_bench_api_full_naive(tmp_path):
     assert doc["naive_extrapolated"] is False
     for row in doc["rows"]:
         assert row["naive_seconds"] == row["naive_seconds_measured"]
+    # the compacting strategy sends summaries no log block holds
+    assert doc["sent_floor"]["distinct_tokens"] > doc["floor"]["distinct_tokens"]
+
+
+def test_the_floor_of_what_was_sent_records_every_text_tokenized_in_full():
+    from replay.bench._bench import _recording_full_encodes, reset_token_memo
+    from replay.tokens._counter import TokenCounter
+
+    session = synthetic_session(40, seed=3)
+    sent: dict[str, None] = {}
+    original = TokenCounter.raw_tokens
+    reset_token_memo()
+    with _recording_full_encodes(sent):
+        replay_session(session, ["baseline"], ReplayConfig(pricer=Pricer()))
+    assert TokenCounter.raw_tokens is original  # put back
+    last = max(n for n, e in enumerate(session.events) if isinstance(e, RequestMarker))
+    sent_events = session.events[:last]  # what comes after the last request is never sent
+    outputs = {e.output for e in sent_events if isinstance(e, ToolResult)}
+    users = {e.text for e in sent_events if isinstance(e, UserMessage)}
+    assert outputs and users
+    assert outputs | users | {session.header.system} <= set(sent)
+    before = len(sent)
+    reset_token_memo()
+    replay_session(session, ["baseline"], ReplayConfig(pricer=Pricer()))
+    assert len(sent) == before  # nothing recorded outside
 
 
 def test_write_log_only(tmp_path):

@@ -14,6 +14,10 @@ Measured in one run on one machine (absolute seconds mean little elsewhere; rati
   re-tokenize, diff) fitted per request as `a + b·prompt_tokens` (the prompt size of every
   request is known from the fast run);
 - floor: reading the log once plus tokenizing each distinct content block of the log once;
+  beside it (no target), the floor of what the strategies send: the same read plus tokenizing
+  once each distinct text any strategy's replay tokenized in full (the log's blocks and what
+  strategies derive from them: summaries, their summarizer transcripts, shortened outputs),
+  recorded during the per-strategy runs;
 - doubling: the `--strategies all` time on a session twice as long (same seed: the first N
   requests are the same) over the time on N requests. The ratio is of CPU time, each size
   replayed in a fresh child process `DOUBLING_RUNS` times, alternating, the fastest run of each
@@ -43,7 +47,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,6 +83,7 @@ from replay.render._request import (
 from replay.strategies import resolve
 from replay.strategies._view import AssistantItem, SummaryItem, ToolResultItem, UserItem
 from replay.tokens import counter_for, family_for, get_encoding
+from replay.tokens._counter import TokenCounter
 
 NAIVE_METHOD = (
     "naive = the same replay (strategies, evidence checks, cache simulation, pricing) where "
@@ -367,6 +373,40 @@ def measure_floor(path: str | Path) -> dict[str, Any]:
     }
 
 
+@contextmanager
+def _recording_full_encodes(into: dict[str, None]) -> Iterator[None]:
+    """Every text a token counter encodes in full while inside goes into `into` (the windows
+    a prefix diff encodes around where two blocks part do not: they are the replay's own way
+    of comparing, not a block it sends)."""
+    original = TokenCounter.raw_tokens
+
+    def raw_tokens(self: TokenCounter, text: str) -> np.ndarray:
+        into[text] = None
+        return original(self, text)
+
+    TokenCounter.raw_tokens = raw_tokens  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        TokenCounter.raw_tokens = original  # type: ignore[method-assign]
+
+
+def measure_sent_floor(texts: Sequence[str], model: str, read_seconds: float) -> dict[str, Any]:
+    """`measure_floor` over every distinct text the strategies sent (`_recording_full_encodes`),
+    with the log's read time."""
+    encoding = get_encoding(family_for(model).encoding)
+    start = time.perf_counter()
+    tokens = sum(len(encoding.encode_ordinary(t)) for t in texts)
+    tokenize_seconds = time.perf_counter() - start
+    return {
+        "seconds": read_seconds + tokenize_seconds,
+        "read_seconds": read_seconds,
+        "tokenize_seconds": tokenize_seconds,
+        "distinct_blocks": len(texts),
+        "distinct_tokens": tokens,
+    }
+
+
 def _time_fast(session: Session, strategies: Sequence[str]) -> tuple[float, list]:
     reset_token_memo()
     start = time.perf_counter()
@@ -609,9 +649,11 @@ def run_bench(
         peak_prompt = 0
         m = requests if naive_requests is None else max(1, min(naive_requests, requests))
         head = prefix_session(session, m) if m < requests else session
+        sent: dict[str, None] = {}
         for name in names:
             say(f"fast: {name}")
-            seconds, records = _time_fast(session, [name])
+            with _recording_full_encodes(sent):
+                seconds, records = _time_fast(session, [name])
             prompts = _prompts_per_request(records, name, requests)
             peak_prompt = max([peak_prompt] + [int(r.request.total) for r in records])
             del records
@@ -655,6 +697,9 @@ def run_bench(
                 }
             )
 
+        say("floor of what the strategies sent: tokenizing each distinct text once")
+        sent_floor = measure_sent_floor(list(sent), model, floor["read_seconds"])
+        del sent
         say(f"fast: --strategies {','.join(names)} from the log file")
         all_seconds = _time_all_from_file(path, names)
         on_workers = None
@@ -684,6 +729,8 @@ def run_bench(
             },
             "floor": floor,
             "fast_floor_ratio": all_seconds / floor["seconds"],
+            "sent_floor": sent_floor,
+            "fast_sent_floor_ratio": all_seconds / sent_floor["seconds"],
             "fast_floor_per_strategy": _per_strategy_floor(rows, floor),
             "naive_method": NAIVE_METHOD,
             "naive_extrapolated": any(r["naive_extrapolated"] for r in rows),
@@ -848,6 +895,15 @@ def bench_table(result: dict[str, Any]):
         f"floor {fl['seconds']:.2f} s = read {fl['read_seconds']:.2f} s + tokenize "
         f"{fl['distinct_blocks']:,} distinct blocks ({fl['distinct_tokens']:,} tokens) "
         f"{fl['tokenize_seconds']:.2f} s",
+    )
+    sent = result["sent_floor"]
+    ratios.add_row(
+        "fast / floor of what was sent",
+        f"{result['fast_sent_floor_ratio']:.2f}×",
+        "",
+        "",
+        f"read + tokenize the {sent['distinct_blocks']:,} distinct texts the strategies sent "
+        f"({sent['distinct_tokens']:,} tokens) {sent['tokenize_seconds']:.2f} s",
     )
     alone = result["fast_floor_per_strategy"]
     ratios.add_row(
