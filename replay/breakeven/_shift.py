@@ -507,7 +507,6 @@ class Shift:
             cost = cost * o.price_factor
         return cost + o.storage_usd
 
-
     def _stop(self, why: str) -> None:
         self.stopped = why
         return None
