@@ -358,19 +358,7 @@ def measure_floor(path: str | Path) -> dict[str, Any]:
     start = time.perf_counter()
     session = read_log(path)
     read_seconds = time.perf_counter() - start
-    model = session.header.model
-    encoding = get_encoding(family_for(model).encoding)
-    texts = _distinct_texts(session)
-    start = time.perf_counter()
-    tokens = sum(len(encoding.encode_ordinary(t)) for t in texts)
-    tokenize_seconds = time.perf_counter() - start
-    return {
-        "seconds": read_seconds + tokenize_seconds,
-        "read_seconds": read_seconds,
-        "tokenize_seconds": tokenize_seconds,
-        "distinct_blocks": len(texts),
-        "distinct_tokens": tokens,
-    }
+    return _tokenized_once(_distinct_texts(session), session.header.model, read_seconds)
 
 
 @contextmanager
@@ -391,9 +379,8 @@ def _recording_full_encodes(into: dict[str, None]) -> Iterator[None]:
         TokenCounter.raw_tokens = original  # type: ignore[method-assign]
 
 
-def measure_sent_floor(texts: Sequence[str], model: str, read_seconds: float) -> dict[str, Any]:
-    """`measure_floor` over every distinct text the strategies sent (`_recording_full_encodes`),
-    with the log's read time."""
+def _tokenized_once(texts: Sequence[str], model: str, read_seconds: float) -> dict[str, Any]:
+    """A floor: `read_seconds` plus tokenizing each of `texts` (distinct) once."""
     encoding = get_encoding(family_for(model).encoding)
     start = time.perf_counter()
     tokens = sum(len(encoding.encode_ordinary(t)) for t in texts)
@@ -698,7 +685,8 @@ def run_bench(
             )
 
         say("floor of what the strategies sent: tokenizing each distinct text once")
-        sent_floor = measure_sent_floor(list(sent), model, floor["read_seconds"])
+        # every distinct text the strategies sent, with the log's read time
+        sent_floor = _tokenized_once(list(sent), model, floor["read_seconds"])
         del sent
         say(f"fast: --strategies {','.join(names)} from the log file")
         all_seconds = _time_all_from_file(path, names)
