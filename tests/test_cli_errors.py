@@ -463,6 +463,25 @@ def test_ctrl_c_stops_a_pool_at_once_without_waiting_for_its_tasks():
     assert time.monotonic() - started < 60
 
 
+def test_an_aborted_pool_has_no_thread_left_for_the_exit_hook_to_race(tmp_path):
+    """Closing a pool on Ctrl-C ends its manager thread before returning: CPython's exit hook
+    wakes that thread without its lock, and raced it closing its pipe ("Exception ignored …
+    Bad file descriptor" printed after `interrupted`)."""
+    from replay.batch._engines import PoolEngine
+
+    engine = PoolEngine(1)
+    future = engine._submit(_sleep, 120.0, None)
+    manager = engine._pool._executor_manager_thread
+    deadline = time.monotonic() + 60
+    while not future.running():  # the worker took the task
+        assert time.monotonic() < deadline, "the worker never started the task"
+        time.sleep(0.01)
+    started = time.monotonic()
+    engine.close(abort=True)
+    assert not manager.is_alive()
+    assert time.monotonic() - started < 30  # the task was not waited for
+
+
 # --- what is not a user error --------------------------------------------------------------------
 
 

@@ -73,6 +73,10 @@ def _first_done(futures: Iterable[Future]) -> set[Future]:
             return done
 
 
+_MANAGER_JOIN_SECONDS = 10.0
+"""How long an aborted pool's manager thread may take to notice its workers are gone."""
+
+
 class PoolEngine(Engine):
     """A pool of spawned worker processes (spawn: safe with polars' threads, same on every OS).
 
@@ -161,10 +165,16 @@ class PoolEngine(Engine):
             return
         if abort:  # the results in flight are not wanted: stop the workers, do not wait
             workers = list((getattr(self._pool, "_processes", None) or {}).values())
+            manager = getattr(self._pool, "_executor_manager_thread", None)
             self._pool.shutdown(wait=False, cancel_futures=True)
             for process in workers:
                 with contextlib.suppress(Exception):
                     process.terminate()
+            # The pool's exit hook (CPython 3.11) wakes this thread without its lock, and can
+            # write to the pipe the thread is closing: a traceback after `interrupted`. With
+            # its workers gone, the thread ends at once; let it end before the interpreter does.
+            if manager is not None:
+                manager.join(timeout=_MANAGER_JOIN_SECONDS)
         else:
             self._pool.shutdown(wait=True, cancel_futures=True)
         self._pool = None
