@@ -108,7 +108,10 @@ def bench_command(
     naive / fast, fast / floor, doubling (time at 2N / time at N), peak memory / log size.
 
     The naive reference re-renders and re-tokenizes every prompt; it runs on the first
-    --naive-requests requests and the output says when the rest is extrapolated.
+    --naive-requests requests and the output says when the rest is extrapolated. The floor
+    reads the log and tokenizes each of its distinct blocks once; beside it, the floor of
+    what was sent also tokenizes once each text the strategies derived (summaries, shortened
+    outputs).
 
     \b
     Example:
