@@ -12,6 +12,7 @@ import contextlib
 import multiprocessing
 import os
 import signal
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -63,6 +64,29 @@ def _sigint_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Ctrl-C pressed inside the block raises KeyboardInterrupt once the block is done, not in
+    the middle of it. Blocking SIGINT in this thread (`_sigint_held`) does not stop Python from
+    raising it here: the kernel hands the signal to another thread, and the interpreter then
+    runs its handler in the main thread wherever it is. Raised while the pool starts a worker,
+    it left that worker started and unknown to the pool: never stopped, the command then hung
+    at exit. (Only the main thread can set a handler; elsewhere the block runs as it is.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    if previous is None:  # a handler not set from Python
+        previous = signal.SIG_DFL
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pressed and callable(previous):
+        previous(signal.SIGINT, None)  # the default handler raises KeyboardInterrupt
+
+
 def _first_done(futures: Iterable[Future]) -> set[Future]:
     """`wait(FIRST_COMPLETED)`, waking now and then: Ctrl-C is handled by the main thread, which
     a signal the kernel hands to another thread (polars' workers) does not wake, and the workers
@@ -73,7 +97,7 @@ def _first_done(futures: Iterable[Future]) -> set[Future]:
             return done
 
 
-_MANAGER_JOIN_SECONDS = 10.0
+_MANAGER_JOIN_SECONDS = 5.0
 """How long an aborted pool's manager thread may take to notice its workers are gone."""
 
 
@@ -113,7 +137,7 @@ class PoolEngine(Engine):
         # Made first: making the pool starts multiprocessing's resource tracker, which unblocks
         # SIGINT when it is done.
         pool = self._executor()
-        with _sigint_held():  # a worker process may be started here
+        with _sigint_deferred(), _sigint_held():  # a worker process may be started here
             return pool.submit(fn, task, opts)
 
     def imap(
