@@ -463,7 +463,7 @@ def test_ctrl_c_stops_a_pool_at_once_without_waiting_for_its_tasks():
     assert time.monotonic() - started < 60
 
 
-def test_an_aborted_pool_has_no_thread_left_for_the_exit_hook_to_race(tmp_path):
+def test_an_aborted_pool_has_no_thread_left_for_the_exit_hook_to_race():
     """Closing a pool on Ctrl-C ends its manager thread before returning: CPython's exit hook
     wakes that thread without its lock, and raced it closing its pipe ("Exception ignored …
     Bad file descriptor" printed after `interrupted`)."""

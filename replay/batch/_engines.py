@@ -53,15 +53,16 @@ def _sigint_held() -> Iterator[None]:
     """SIGINT blocked in this thread while worker processes are started: they inherit the mask,
     so Ctrl-C at the terminal (sent to every process of the group) is the batch's alone to
     handle, never a traceback from each worker. Held, not ignored: one pressed meanwhile is
-    delivered to the batch when the mask is restored."""
-    if not hasattr(signal, "pthread_sigmask"):  # (Windows: no process groups to signal)
-        yield
-        return
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    raised in the batch once the block is done (`_sigint_deferred`), not in its middle."""
+    with _sigint_deferred():
+        if not hasattr(signal, "pthread_sigmask"):  # (Windows: no process groups to signal)
+            yield
+            return
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 @contextlib.contextmanager
@@ -137,7 +138,7 @@ class PoolEngine(Engine):
         # Made first: making the pool starts multiprocessing's resource tracker, which unblocks
         # SIGINT when it is done.
         pool = self._executor()
-        with _sigint_deferred(), _sigint_held():  # a worker process may be started here
+        with _sigint_held():  # a worker process may be started here
             return pool.submit(fn, task, opts)
 
     def imap(
