@@ -605,8 +605,8 @@ def _store_of(provider: str, model: str) -> CacheStore:
 
 
 def _contents(store: CacheStore) -> tuple:
-    prompt = lambda p: (p.block_ids.tolist(), p.cum_tokens.tolist(), p.last_use, p.ready_at,  # noqa: E731
-                        p.ttl, p.writer, p.created, p.max_lifetime, p.length)
+    prompt = lambda p: (p.ids().tolist(), p.cums().tolist(), p.last_use, p.ready_at,  # noqa: E731
+                        p.ttl, p.writer, p.created, p.max_lifetime, p.length, p.head)
     extra = {k: prompt(v) if isinstance(v, CachedPrompt) else v for k, v in store.extra.items()}
     prompts = {k: [prompt(p) for p in v] for k, v in store.prompts.items()}
     lengths = {k: v.bits.tolist() for k, v in store.lengths.items()}
@@ -644,6 +644,16 @@ def test_a_store_snapshot_is_a_deep_copy_made_flat(monkeypatch, provider, model)
     originals = {id(p) for ps in store.prompts.values() for p in ps}
     copies = {id(p) for ps in snapshot.prompts.values() for p in ps}
     assert not originals & copies
+    # A prompt held as where it parts from a newer one (`CachedPrompt.rebase`) names that one's
+    # copy (an anchor outside the lists is copied once, as the prompts naming it are).
+    pairs = [(p, c) for k, ps in store.prompts.items()
+             for p, c in zip(ps, snapshot.prompts[k], strict=True)]
+    anchors = [(p, c) for p, c in pairs if p.anchor is not None]
+    assert bool(anchors) == (provider != "anthropic")
+    for p, c in anchors:
+        assert c.anchor is not p.anchor and c.anchor.ids().tolist() == p.anchor.ids().tolist()
+        if id(p.anchor) in originals:
+            assert id(c.anchor) in copies
     named = [key for key, value in store.extra.items() if id(value) in originals]
     assert all(id(snapshot.extra[key]) in copies for key in named)
     assert named or provider == "anthropic"

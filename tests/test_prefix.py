@@ -292,10 +292,29 @@ def test_prefix_matcher_equals_shared_with_over_a_request_stream(items, edits, d
             items = items[:at] + more + items[at + 1 :]
         requests.append(_render(r, items or [UserItem("start over")]))
         seen.append(items)
+    whole: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id(prompt) → its blocks, as written
     for req in requests:
         if held:
             asked = data.draw(st.lists(st.sampled_from(held), max_size=2 * len(held)))
             for p in asked:
-                assert matcher.blocks(p, req.block_ids) == _block_lcp(p.block_ids, req.block_ids)
-                assert matcher.shared(p, req, r.table) == shared_with(p, req, r.table)
-        held.append(CachedPrompt(req.block_ids, req.cum_tokens, last_use=TS, ready_at=TS, ttl=300))
+                ids, cum = whole[id(p)]
+                assert matcher.blocks(p, req.block_ids) == _block_lcp(ids, req.block_ids)
+                reference = CachedPrompt(ids, cum, last_use=TS, ready_at=TS, ttl=300)
+                assert matcher.shared(p, req, r.table) == shared_with(reference, req, r.table)
+                assert shared_with(p, req, r.table) == shared_with(reference, req, r.table)
+        latest = CachedPrompt(req.block_ids, req.cum_tokens, last_use=TS, ready_at=TS, ttl=300)
+        held.append(latest)
+        whole[id(latest)] = (req.block_ids, req.cum_tokens)
+        # As the simulator does once a thread's prompt is written: the others held as where
+        # they part from it (in any order: a prompt's anchor may be rebased before it).
+        if data.draw(st.booleans()):
+            for p in data.draw(st.permutations(held[:-1])):
+                p.rebase(latest, matcher.blocks(p, req.block_ids))
+        for p in held:
+            ids, cum = whole[id(p)]
+            assert p.size == len(ids) and p.total == (int(cum[-1]) if len(cum) else 0)
+            assert p.ids().tolist() == ids.tolist() and p.cums().tolist() == cum.tolist()
+            assert [p.block_at(i) for i in range(p.size)] == ids.tolist()
+            if p.anchor is not None:  # what it shares with its anchor is no longer held twice
+                assert p.anchor.ids(0, p.head).tolist() == ids[: p.head].tolist()
+                assert not np.shares_memory(p.block_ids, ids)

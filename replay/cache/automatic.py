@@ -52,7 +52,7 @@ def common_prefix_tokens(
 
 
 def shared_with(p: CachedPrompt, req: RenderedRequest, table: BlockTable) -> int:
-    shared = common_prefix_tokens(table, p.block_ids, p.cum_tokens, req.block_ids, req.cum_tokens)
+    shared = common_prefix_tokens(table, p.ids(), p.cums(), req.block_ids, req.cum_tokens)
     return min(shared, p.total)
 
 
@@ -88,10 +88,11 @@ class PrefixMatcher:
         """Block ids of the request being matched."""
         self._step = 0
         """Leading blocks it shares with the request matched before it."""
-        self._before: dict[int, tuple[CachedPrompt, np.ndarray, int]] = {}
-        self._now: dict[int, tuple[CachedPrompt, np.ndarray, int]] = {}
-        """`id(prompt)` → (prompt, its block ids, leading blocks it shares with the previous
-        request (`_before`) or with the current one (`_now`))."""
+        self._before: dict[int, tuple[CachedPrompt, int]] = {}
+        self._now: dict[int, tuple[CachedPrompt, int]] = {}
+        """`id(prompt)` → (prompt, leading blocks it shares with the previous request
+        (`_before`) or with the current one (`_now`)). A held prompt's blocks never change
+        (`CachedPrompt.rebase` changes only how they are held)."""
 
     def blocks(self, p: CachedPrompt, ids: np.ndarray) -> int:
         """Leading blocks the cached prompt `p` shares with the request of block ids `ids`."""
@@ -100,26 +101,38 @@ class PrefixMatcher:
             self._step = -1 if last is None else _common_blocks(last, ids, 0)
             self._before, self._now = self._now, {}
         hit = self._now.get(id(p))
-        if hit is not None and hit[0] is p and hit[1] is p.block_ids:
-            return hit[2]
+        if hit is not None and hit[0] is p:
+            return hit[1]
         hit = self._before.get(id(p))
-        old = hit[2] if hit is not None and hit[0] is p and hit[1] is p.block_ids else -1
+        old = hit[1] if hit is not None and hit[0] is p else -1
         if old >= 0 and old != self._step:
             shared = min(old, self._step)
         else:  # each shares as many blocks with the previous request: at least those together
-            shared = _common_blocks(p.block_ids, ids, max(old, 0))
-        self._now[id(p)] = (p, p.block_ids, shared)
+            shared = self._compared(p, ids, max(old, 0))
+        self._now[id(p)] = (p, shared)
         return shared
+
+    def _compared(self, p: CachedPrompt, ids: np.ndarray, start: int) -> int:
+        """Leading blocks `p` shares with `ids`, knowing it shares the first `start`."""
+        head = p.head
+        if start < head:  # what it shares of its anchor's blocks, the anchor tells
+            within = self.blocks(p.anchor, ids)  # type: ignore[arg-type]
+            if within < head:
+                return within
+            start = head
+        if not head:
+            return _common_blocks(p.block_ids, ids, start)
+        return head + _common_blocks(p.block_ids, ids[head:], start - head)
 
     def shared(self, p: CachedPrompt, req: RenderedRequest, table: BlockTable) -> int:
         """Tokens `req` shares with the cached prompt `p` from the start (`shared_with`)."""
-        ids, cum = p.block_ids, p.cum_tokens
         block = self.blocks(p, req.block_ids)
-        if block == min(len(ids), len(req.block_ids)):  # one is a prefix of the other
-            shared = int(cum[block - 1]) if block else 0
+        if block == min(p.head + len(p.block_ids), len(req.block_ids)):  # one is a prefix
+            shared = p.cum_at(block - 1) if block else 0
         else:
-            before = int(cum[block - 1]) if block else 0
-            shared = before + self._block_tokens(table, int(ids[block]), int(req.block_ids[block]))
+            before = p.cum_at(block - 1) if block else 0
+            tokens = self._block_tokens(table, p.block_at(block), int(req.block_ids[block]))
+            shared = before + tokens
         return min(shared, p.total)
 
     def _block_tokens(self, table: BlockTable, a: int, b: int) -> int:
@@ -130,6 +143,18 @@ class PrefixMatcher:
         if hit is None:
             hit = self._pairs[key] = common_block_tokens(table, a, b)
         return hit
+
+
+def rebase_thread(
+    prompts: list[CachedPrompt], latest: CachedPrompt, matcher: PrefixMatcher
+) -> None:
+    """The other prompts `latest`'s thread holds keep only where they part from it (it holds
+    the request's own arrays): what each shares with it, `matcher` has just measured. Other
+    threads' prompts stay as they are: rebased on each thread's writes in turn, they would be
+    copied whole at every request."""
+    for p in prompts:
+        if p is not latest and p.writer == latest.writer:
+            p.rebase(latest, matcher.blocks(p, latest.block_ids))
 
 
 def _common_blocks(a: np.ndarray, b: np.ndarray, start: int) -> int:
@@ -310,8 +335,8 @@ class AutomaticPrefixSimulator(CacheSimulator):
             if not (
                 p.length is None
                 and p.writer == sim.lane
-                and len(p.block_ids) <= len(req.block_ids)
-                and self.matcher.blocks(p, req.block_ids) == len(p.block_ids)
+                and p.size <= len(req.block_ids)
+                and self.matcher.blocks(p, req.block_ids) == p.size
             )
             and (t - p.last_use).total_seconds() <= max(p.ttl * 4, 86400)
         ]
@@ -327,6 +352,7 @@ class AutomaticPrefixSimulator(CacheSimulator):
         )
         kept.append(written)
         prompts[:] = kept[-MAX_PROMPTS:]
+        rebase_thread(prompts, written, self.matcher)
         store.extra[last_key] = written
         return outcome
 
@@ -342,10 +368,10 @@ class AutomaticPrefixSimulator(CacheSimulator):
         prompt extended by it is a cached prompt like the others (same lifetime). Where the
         billed prompt (`req`, original block indexes `kept`) dropped the response's reasoning,
         what was cached parts from it at the first dropped block."""
-        end = response_end(last.block_ids, req) if last is not None else None
+        end = response_end(last.ids(), req) if last is not None else None
         if last is None or end is None:
             return
-        n = len(last.block_ids)
+        n = last.size
         if kept is not None:
             gaps = np.flatnonzero(np.diff(kept[n - 1 : end + 1]) != 1)
             if len(gaps):
@@ -353,5 +379,6 @@ class AutomaticPrefixSimulator(CacheSimulator):
             if end < n:
                 return
         prompts.append(
-            replace(last, block_ids=req.block_ids[: end + 1], cum_tokens=req.cum_tokens[: end + 1])
+            replace(last, block_ids=req.block_ids[: end + 1], cum_tokens=req.cum_tokens[: end + 1],
+                    anchor=None, head=0)
         )

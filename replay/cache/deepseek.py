@@ -32,7 +32,7 @@ from replay.cache._base import (
 )
 from replay.cache._rules import RuleBook
 from replay.cache._store import CachedPrompt, CacheStore
-from replay.cache.automatic import MAX_PROMPTS, PrefixMatcher, response_end
+from replay.cache.automatic import MAX_PROMPTS, PrefixMatcher, rebase_thread, response_end
 
 
 class DeepSeekUnitSimulator(CacheSimulator):
@@ -55,7 +55,7 @@ class DeepSeekUnitSimulator(CacheSimulator):
         # 1b. The output unit of the thread's previous request, now that its response shows.
         last: CachedPrompt | None = store.extra.get(previous_key)  # type: ignore[assignment]
         if last is not None and not last.expired(t):
-            end = response_end(last.block_ids, req)
+            end = response_end(last.ids(), req)
             if end is not None:
                 units.append(
                     CachedPrompt(
@@ -120,5 +120,6 @@ class DeepSeekUnitSimulator(CacheSimulator):
                             writer=sim.lane)
         kept.append(mine)
         units[:] = kept[-MAX_PROMPTS:]
+        rebase_thread(units, mine, self.matcher)
         store.extra[previous_key] = mine
         return outcome
