@@ -70,7 +70,8 @@ class CachedPrompt:
     A thread's older prompts are held as where they part from its latest one (`rebase`): a
     strategy that rewrites the prompt near its end at every request leaves up to `MAX_PROMPTS`
     nearly equal prompts, which held whole weighed ~0.9× of the log (OpenAI, 1,000 requests).
-    Read the blocks through `size`, `block_at`, `cum_at` and `ids`, which see both forms."""
+    Read the blocks through `size`, `block_at`, `cum_at`, `ids` and `cums`, which see both
+    forms."""
 
     block_ids: np.ndarray
     """Block ids: all of them, or with an `anchor` those after its first `head`."""
@@ -107,7 +108,8 @@ class CachedPrompt:
         return int(self.cum_tokens[i - self.head])
 
     def ids(self, start: int = 0, stop: int | None = None) -> np.ndarray:
-        """Block ids `[start, stop)` (a view for a prompt held whole, a new array otherwise)."""
+        """Block ids `[start, stop)`: a view of the prompt's own array when they are all its
+        own, a new array when some are borrowed from its anchor."""
         return self._slice("block_ids", start, stop)
 
     def cums(self, start: int = 0, stop: int | None = None) -> np.ndarray:
@@ -131,7 +133,7 @@ class CachedPrompt:
         if shared <= 0 and self.anchor is None:
             return  # nothing in common: kept as it is (its arrays may be its lineage's)
         ids, cum = self.ids(shared), self.cums(shared)
-        if self.anchor is None or shared != self.head:  # a view would keep the old arrays
+        if shared >= self.head:  # views of the arrays held now, which a view would keep alive
             ids, cum = ids.copy(), cum.copy()
         self.block_ids, self.cum_tokens = ids, cum
         self.anchor, self.head = (anchor, shared) if shared > 0 else (None, 0)

@@ -120,14 +120,12 @@ class PrefixMatcher:
             if within < head:
                 return within
             start = head
-        if not head:
-            return _common_blocks(p.block_ids, ids, start)
         return head + _common_blocks(p.block_ids, ids[head:], start - head)
 
     def shared(self, p: CachedPrompt, req: RenderedRequest, table: BlockTable) -> int:
         """Tokens `req` shares with the cached prompt `p` from the start (`shared_with`)."""
         block = self.blocks(p, req.block_ids)
-        if block == min(p.head + len(p.block_ids), len(req.block_ids)):  # one is a prefix
+        if block == min(p.size, len(req.block_ids)):  # one is a prefix of the other
             shared = p.cum_at(block - 1) if block else 0
         else:
             before = p.cum_at(block - 1) if block else 0
