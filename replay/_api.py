@@ -18,7 +18,7 @@ from replay.engine import ReplayConfig, RequestRecord, summary_frame
 from replay.engine._replay import iter_replay, with_unlogged_context
 from replay.engine._results import ResultTables
 from replay.engine._unlogged import UnloggedContext
-from replay.log import Event, RequestMarker, Session
+from replay.log import Compaction, Event, RequestMarker, Session
 from replay.prices import Pricer, RateOverride
 from replay.strategies import resolve
 
@@ -110,6 +110,7 @@ def replay(
     rule_overrides: Mapping[str, Any] | None = None,
     prices: Mapping[str, RateOverride] | None = None,
     ttl: str | None = None,
+    context_window: int | None = None,
     strict: bool = False,
     keep_views: bool = False,
     keep_records: bool = True,
@@ -124,6 +125,8 @@ def replay(
     the log plus one strategy's records); `per_turn=False` also skips the per-request rows, and
     `evidence=True` keeps the evidence rows (`ReplayResult.evidence`) all the same.
     `progress(strategy, done, total)` is called before each strategy (progress bars).
+    `context_window`: the window (tokens) strategies fit prompts into and `over_window` counts
+    against, on every model; None: each model's own (`pricing/context_windows.json`).
 
     `workers=N` (N > 1) replays the strategies on N processes, each holding the log: the same
     frames and notes, sooner, but no records (they stay in the workers, as with
@@ -137,7 +140,8 @@ def replay(
     if several and len(resolve(strategies)) == 1:
         # Nothing to run side by side: one process, with what workers would give back.
         several, keep_records, evidence = False, False, evidence or keep_records
-    config = _config(provider, model, client, cache_rules, rule_overrides, prices, ttl)
+    config = _config(provider, model, client, cache_rules, rule_overrides, prices, ttl,
+                     context_window)
     config.keep_views = keep_views
     config.keep_blocks = keep_records  # nothing reads the block arrays of dropped records
     config.progress = progress
@@ -158,7 +162,7 @@ def replay(
     return ReplayResult(
         session=session,
         records=records,
-        notes=_notes(session, tables, ttl),
+        notes=_notes(session, tables, ttl, context_window),
         tables=tables,
         unlogged_context=config.unlogged_context,
     )
@@ -190,7 +194,7 @@ def _replay_on_workers(
     return ReplayResult(
         session=session,
         records=[],
-        notes=_notes(session, tables, config.ttl),
+        notes=_notes(session, tables, config.ttl, config.context_window),
         tables=tables,
         unlogged_context=config.unlogged_context,
     )
@@ -204,10 +208,17 @@ def _config(
     rule_overrides: Mapping[str, Any] | None,
     prices: Mapping[str, RateOverride] | None,
     ttl: str | None = None,
+    context_window: int | None = None,
 ) -> ReplayConfig:
+    if context_window is not None and (
+        isinstance(context_window, bool) or not isinstance(context_window, int)
+        or context_window < 1
+    ):
+        raise ReplayError(f"context_window must be a number of tokens ≥ 1, got {context_window!r}")
     return ReplayConfig(
         provider=provider,
         model=model,
+        context_window=context_window,
         client=client,
         cache_rules=load_rules_file(cache_rules) if cache_rules else None,
         rule_overrides=dict(rule_overrides or {}),
@@ -277,6 +288,7 @@ def breakeven(
     cache_rules: str | Path | None = None,
     prices: Mapping[str, RateOverride] | None = None,
     ttl: str | None = None,
+    context_window: int | None = None,
     strict: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
     unlogged_context: UnloggedContext | None = None,
@@ -298,7 +310,7 @@ def breakeven(
 
     several = _several(workers)
     session = _session_with_requests(log, strict)
-    config = _config(provider, model, client, cache_rules, None, prices, ttl)
+    config = _config(provider, model, client, cache_rules, None, prices, ttl, context_window)
     config.progress = progress
     config.unlogged_context = unlogged_context
     if several:
@@ -307,7 +319,7 @@ def breakeven(
         tables = ResultTables(per_turn=False)
         rows, _ = breakeven_session(session, strategies, config, horizon=horizon, tables=tables)
     if notes is not None:
-        notes.extend(_notes(session, tables, ttl))
+        notes.extend(_notes(session, tables, ttl, context_window))
     return breakeven_frame(rows)
 
 
@@ -368,6 +380,7 @@ def whatif(
     cache_rules: str | Path | None = None,
     prices: Mapping[str, RateOverride] | None = None,
     ttl: str | None = None,
+    context_window: int | None = None,
     strict: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
@@ -386,7 +399,7 @@ def whatif(
         raise ReplayError(f"{flag} {at} is outside the log's requests (0..{n_requests - 1})")
     edit = whatif_strategy(at, Selector.parse(prune) if prune else None, compact)
     reference = "recorded" if _has_recorded() else "baseline"
-    config = _config(provider, model, client, cache_rules, None, prices, ttl)
+    config = _config(provider, model, client, cache_rules, None, prices, ttl, context_window)
     config.progress = progress
     rows, records = breakeven_session(session, [reference, edit], config)
     summary = summary_frame(records)
@@ -395,7 +408,7 @@ def whatif(
         "breakeven": breakeven_frame([r for r in rows if r.strategy == edit.name]),
         "reference": reference,
         "edit": edit.name,
-        "notes": _notes(session, ResultTables.of(records), ttl),
+        "notes": _notes(session, ResultTables.of(records), ttl, context_window),
     }
 
 
@@ -407,7 +420,9 @@ def _has_recorded() -> bool:
     )
 
 
-def _notes(session: Session, tables: ResultTables, ttl: str | None = None) -> list[str]:
+def _notes(
+    session: Session, tables: ResultTables, ttl: str | None = None, window: int | None = None
+) -> list[str]:
     notes = [TRAJECTORY_NOTE]
     if session.skipped:
         notes.append(_skipped_note(session))
@@ -432,6 +447,7 @@ def _notes(session: Session, tables: ResultTables, ttl: str | None = None) -> li
             "in an earlier session, and are counted again here."
         )
     notes += microcompact_notes(session) + clock_notes(session)
+    notes += window_notes(session, tables.models, window)
     for warning, requests in sorted(tables.price_warnings.items()):
         notes.append(f"Priced with a fallback on {len(requests):,} request(s): {warning}.")
     if ttl is not None and tables.no_ttl_choice:
@@ -495,6 +511,37 @@ def clock_notes(session: Session) -> list[str]:
         "the cache simulation takes the times as logged, so TTL expiry and entries not yet "
         "written are judged on them there."
     ]
+
+
+def window_notes(session: Session, models: Sequence[str], window: int | None) -> list[str]:
+    """The context window the strategies were given, where `--context-window` (`window`) set
+    one that is not the simulated models' own; and a note when the recorded agent compacted on
+    its own far below the window in force (`window`, else the smallest of the models'): it ran
+    with a smaller one (a harness set to 200k on a 1M model), and the strategies that trim or
+    compact near the window did not act where it did. Harnesses compact at 50-95 % of theirs."""
+    from replay.prices import context_window
+
+    own = {m: context_window(m) for m in sorted(models)}
+    notes = []
+    if window is not None and set(own.values()) - {window}:
+        sizes = ", ".join(f"{m} {n:,}" for m, n in own.items())
+        notes.append(f"Strategies were given a {window:,}-token context window "
+                     f"(--context-window), not the model's own ({sizes}).")
+    else:
+        window = min(own.values(), default=None)
+    auto = [
+        e.tokens_before
+        for e in session.events
+        if isinstance(e, Compaction) and e.trigger == "auto" and e.tokens_before
+    ]
+    if window is not None and auto and max(auto) < window / 2:
+        notes.append(
+            f"The recorded agent compacted on its own at {max(auto):,} tokens, under half the "
+            f"{window:,}-token context window the strategies were given: it ran with a smaller "
+            "window. Strategies that trim or compact as the prompt nears the window were sized "
+            f"to {window:,} here; --context-window sets the agent's (e.g. 200k)."
+        )
+    return notes
 
 
 def _prompt_fall(before: RequestMarker | None, request: RequestMarker) -> str:

@@ -28,6 +28,8 @@ class BatchOptions:
     """Simulate every request on this provider."""
     model: str | None = None
     """Simulate every request with this model."""
+    context_window: int | None = None
+    """The context window (tokens) strategies fit into, for every model (None: the model's)."""
     client: str | None = None
     """Client profile (breakpoint placement)."""
     cache_rules: str | None = None

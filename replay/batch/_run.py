@@ -448,6 +448,9 @@ def run_batch(
     statuses: dict[str, FileStatus] = {}
     report = BatchReport(files=[], totals=_totals(None, order), dataset=None)
     report.notes.append(TRAJECTORY_NOTE)  # what every row measures, as `replay run` says
+    if opts.context_window is not None:
+        report.notes.append(f"Strategies were given a {opts.context_window:,}-token context "
+                            "window (--context-window) on every model.")
     tick = progress or (lambda phase, done, total: None)
 
     with make_engine(engine, workers, ray_address) as runner:

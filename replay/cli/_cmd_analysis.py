@@ -11,6 +11,7 @@ from replay.cli._cmd_strategies import resolve_strategies, strategy_options
 from replay.cli._main import (
     LOG_PATH,
     cli,
+    context_window_option,
     emit,
     horizon_option,
     output_options,
@@ -57,13 +58,15 @@ def _breakeven_table(frame, title: str):
               help="`all`, `plugins`, or comma-separated names (see `replay strategies`).")
 @strategy_options
 @ttl_option
+@context_window_option
 @horizon_option
 @workers_option
 @replay_options
 @output_options()
 @user_errors
 def breakeven_command(log: Path, strategies: str, sets: tuple[str, ...],
-                      strategy_files: tuple[Path, ...], ttl: str | None, horizon: int | None,
+                      strategy_files: tuple[Path, ...], ttl: str | None,
+                      context_window: int | None, horizon: int | None,
                       workers: int, provider, model, client, cache_rules, prices, strict, fmt,
                       output, quiet) -> None:
     """Break-even of every prune, clearing, aging step and compaction, two ways.
@@ -89,8 +92,8 @@ def breakeven_command(log: Path, strategies: str, sets: tuple[str, ...],
         chosen = resolve_strategies(strategies, sets, strategy_files)
         frame = breakeven(log, chosen, provider=provider, model=model, client=client,
                           cache_rules=cache_rules, prices=price_overrides(prices), ttl=ttl,
-                          strict=strict, progress=progress, notes=notes, horizon=horizon,
-                          workers=workers)
+                          context_window=context_window, strict=strict, progress=progress,
+                          notes=notes, horizon=horizon, workers=workers)
     document = {"log": str(log), "notes": notes, "breakeven": report.lazy_rows(frame)}
     emit(frame, document, fmt, output, lambda: _breakeven_table(frame, f"{log} · break-even"))
     print_notes_beside(notes, fmt, quiet)
@@ -108,11 +111,12 @@ def breakeven_command(log: Path, strategies: str, sets: tuple[str, ...],
 @click.option("--ttl", type=click.Choice(["5m", "1h"]), help="Force every breakpoint's TTL, in "
               "both runs (with --prune or --compact-at), where the client picks one "
               "(Anthropic-style caches); ignored, with a note, elsewhere (OpenAI, Gemini).")
+@context_window_option
 @replay_options
 @output_options(("table", "json"))
 @user_errors
 def whatif_command(log: Path, at: int | None, prune: str | None, compact_at: int | None,
-                   ttl: str | None,
+                   ttl: str | None, context_window: int | None,
                    provider, model, client, cache_rules, prices, strict, fmt, output,
                    quiet) -> None:
     """Cost of the run with one edit at one request vs as recorded, and its break-even.
@@ -138,7 +142,8 @@ def whatif_command(log: Path, at: int | None, prune: str | None, compact_at: int
     with progress_bar("what if", quiet or fmt == "json") as progress:
         result = whatif(log, at=edit_at, prune=prune, compact=compact_at is not None,
                         provider=provider, model=model, client=client, cache_rules=cache_rules,
-                        prices=price_overrides(prices), ttl=ttl, strict=strict, progress=progress)
+                        prices=price_overrides(prices), ttl=ttl,
+                        context_window=context_window, strict=strict, progress=progress)
     summary, be = result["summary"], result["breakeven"]
     costs = dict(zip(summary["strategy"], summary["cost_usd"], strict=True))
     delta = costs[result["edit"]] - costs[result["reference"]]

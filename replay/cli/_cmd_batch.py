@@ -7,7 +7,13 @@ from pathlib import Path
 
 import click
 
-from replay.cli._main import cli, price_overrides, replay_options, user_errors
+from replay.cli._main import (
+    cli,
+    context_window_option,
+    price_overrides,
+    replay_options,
+    user_errors,
+)
 
 
 def _tables(report):
@@ -108,6 +114,7 @@ def _problem_table(report, limit: int = 20):
     help="Replay sessions of one scope (provider, agent, system prompt, tools) that overlap in "
     "time through one shared provider cache.",
 )
+@context_window_option
 @replay_options
 @click.option(
     "--format",
@@ -131,6 +138,7 @@ def batch_command(
     until: str | None,
     force: bool,
     share_cache: bool,
+    context_window: int | None,
     provider: str | None,
     model: str | None,
     client: str | None,
@@ -167,6 +175,7 @@ def batch_command(
         strategies=strategies,
         provider=provider,
         model=model,
+        context_window=context_window,
         client=client,
         cache_rules=str(cache_rules) if cache_rules else None,
         prices=tuple(prices),

@@ -16,6 +16,7 @@ from replay.cli._main import (
     OUTPUT_PATH,
     check_output_folder,
     cli,
+    context_window_option,
     emit,
     output_options,
     price_overrides,
@@ -45,6 +46,7 @@ from replay.cli._main import (
     "where a strategy rewrote earlier context.",
 )
 @ttl_option
+@context_window_option
 @workers_option
 @replay_options
 @output_options()
@@ -57,6 +59,7 @@ def run_command(
     per_turn: bool,
     with_breakeven: bool,
     ttl: str | None,
+    context_window: int | None,
     workers: int,
     provider: str | None,
     model: str | None,
@@ -97,6 +100,7 @@ def run_command(
             cache_rules=cache_rules,
             prices=price_overrides(prices),
             ttl=ttl,
+            context_window=context_window,
             strict=strict,
             keep_records=False,
             per_turn=per_turn,
@@ -132,6 +136,7 @@ def run_command(
                 cache_rules=cache_rules,
                 prices=price_overrides(prices),
                 ttl=ttl,
+                context_window=context_window,
                 progress=progress,
                 unlogged_context=result.unlogged_context,
                 workers=workers,

@@ -14,6 +14,7 @@ from replay.cli._main import (
     OUTPUT_PATH,
     check_output_folder,
     cli,
+    context_window_option,
     horizon_option,
     price_overrides,
     replay_options,
@@ -45,6 +46,7 @@ def _size(n: int) -> str:
               help="`all`, `plugins`, or comma-separated names (see `replay strategies`).")
 @strategy_options
 @ttl_option
+@context_window_option
 @click.option("--breakeven/--no-breakeven", default=True, show_default=True,
               help="Simulate the break-even of every rewrite (the slow part on long logs).")
 @horizon_option
@@ -53,7 +55,8 @@ def _size(n: int) -> str:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar, no closing line.")
 @user_errors
 def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ...],
-                   strategy_files: tuple[Path, ...], ttl: str | None, breakeven: bool,
+                   strategy_files: tuple[Path, ...], ttl: str | None,
+                   context_window: int | None, breakeven: bool,
                    horizon: int | None, workers: int, provider, model, client, cache_rules,
                    prices, strict, quiet: bool) -> None:
     """Write one self-contained HTML report of LOG: open it in any browser, offline.
@@ -86,8 +89,9 @@ def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ..
         document = build_report(
             log, resolve_strategies(strategies, sets, strategy_files), provider=provider,
             model=model, client=client,
-            cache_rules=cache_rules, prices=price_overrides(prices), ttl=ttl, strict=strict,
-            breakeven=breakeven, progress=progress, horizon=horizon, workers=workers,
+            cache_rules=cache_rules, prices=price_overrides(prices), ttl=ttl,
+            context_window=context_window, strict=strict, breakeven=breakeven,
+            progress=progress, horizon=horizon, workers=workers,
         )
     with status("writing the page", quiet):
         # A lone surrogate a log held is written as its escape (`write_atomic` does the same).
@@ -151,12 +155,13 @@ def _image_format(fmt: str | None, output: Path | str | None) -> str:
               help="`all`, `plugins`, or comma-separated names.")
 @strategy_options
 @ttl_option
+@context_window_option
 @replay_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @user_errors
 def plot_command(log: Path, metric: str, fmt: str | None, output: Path | str | None,
                  strategies: str, sets: tuple[str, ...], strategy_files: tuple[Path, ...],
-                 ttl: str | None,
+                 ttl: str | None, context_window: int | None,
                  provider, model, client, cache_rules, prices, strict,
                  quiet: bool) -> None:
     """Draw one chart of LOG per request, one line per strategy, as PNG or SVG (offline).
@@ -180,7 +185,7 @@ def plot_command(log: Path, metric: str, fmt: str | None, output: Path | str | N
         result = replay(log, resolve_strategies(strategies, sets, strategy_files),
                         provider=provider, model=model, client=client,
                         cache_rules=cache_rules, prices=price_overrides(prices), ttl=ttl,
-                        strict=strict, progress=progress)
+                        context_window=context_window, strict=strict, progress=progress)
     with status(f"drawing {metric}", quiet):
         image = render_chart(result, metric, fmt)
     report.write_output(image, output)

@@ -155,6 +155,31 @@ ttl_option = click.option(
 )
 """`--ttl`, shared by the commands that simulate a cache (`whatif` words its own help)."""
 
+class _Tokens(click.ParamType):
+    """A number of tokens: `200000`, `200_000`, `200k`, `1m`, `1.05m`."""
+
+    name = "tokens"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from replay.strategies._base import _number  # the reader of `--set` values
+
+        number = value if isinstance(value, int) else _number(str(value))
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            self.fail(f"{value!r} is not a whole number of tokens ≥ 1 (e.g. 200000, 200k, 1m)",
+                      param, ctx)
+        return number
+
+
+context_window_option = click.option(
+    "--context-window",
+    type=_Tokens(),
+    metavar="TOKENS",
+    help="The context window strategies fit prompts into and `over window` counts against, for "
+    "every model (e.g. 200k: what the agent's harness was set to, where that is not the "
+    "model's own window in pricing/context_windows.json, such as Claude Code on a 1M model).",
+)
+"""`--context-window`, shared by the commands whose strategies act near the window."""
+
 horizon_option = click.option(
     "--horizon",
     type=click.IntRange(min=1),

@@ -138,6 +138,11 @@ class ReplayConfig:
     """Override the provider of every request."""
     model: str | None = None
     """Override the model of every request."""
+    context_window: int | None = None
+    """The context window (tokens) strategies fit prompts into and `over_window` is checked
+    against, for every model: the one the agent ran with, where it is not the model's
+    (`pricing/context_windows.json`; e.g. a Claude 4.6 model, 1M there, run by a harness set
+    to 200k). None: the model's."""
     client: str | None = None
     """Client profile (breakpoint placement), default from the log's agent."""
     cache_rules: ProviderRules | None = None
@@ -450,6 +455,10 @@ class _Run:
                 r.table = chain.view(counter)
         return r
 
+    def window(self, model: str) -> int:
+        """The context window strategies fit into and `over_window` is checked against."""
+        return self.config.context_window or context_window(model)
+
     def run(self) -> list[RequestRecord]:
         for _ in self.steps():
             pass
@@ -580,7 +589,7 @@ class _Run:
             request_index=request_index,
             ts=marker.ts,
             model=model,
-            context_window=context_window(model),
+            context_window=self.window(model),
             count_tokens=counter.count,
             system=state.system,
             tools=header.tools,
@@ -810,7 +819,7 @@ class _Run:
             cost_usd=cost,
             input_cost_usd=input_cost,
             # The prompt the provider bills: thinking it strips is not in the window either.
-            over_window=request.total - outcome.dropped_tokens > context_window(model),
+            over_window=request.total - outcome.dropped_tokens > self.window(model),
             view_items=len(items),
             events=list(events),
             view=list(items) if self.config.keep_views else [],

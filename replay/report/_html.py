@@ -689,6 +689,7 @@ def build_report(
     cache_rules: str | Path | None = None,
     prices: dict | None = None,
     ttl: str | None = None,
+    context_window: int | None = None,
     strict: bool = False,
     breakeven: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
@@ -716,7 +717,7 @@ def build_report(
     from replay.log import Session
 
     session = _session_with_requests(log, strict)
-    config = _config(provider, model, client, cache_rules, None, prices, ttl)
+    config = _config(provider, model, client, cache_rules, None, prices, ttl, context_window)
     config.keep_views = True
     config.keep_blocks = True  # the navigator reads each request's per-block token counts
     config.progress = progress
@@ -737,7 +738,8 @@ def build_report(
             del records  # not held while the next strategy runs
     frame = breakeven_frame(rows) if breakeven else None
     tables = document.tables
-    result = ReplayResult(session, [], notes=_notes(session, tables), tables=tables)
+    result = ReplayResult(session, [], notes=_notes(session, tables, ttl, context_window),
+                          tables=tables)
     line = recommendation_line(recommendation(result.summary), result.summary)
     return document.build(result.summary, result.notes, frame,
                           log=str(log) if not isinstance(log, Session) else None,
