@@ -579,3 +579,13 @@ def test_whatif_notes_an_ignored_ttl(invoke) -> None:
     result = invoke("whatif", RUN42, "--at", "8", "--prune", "older-than:3", "--ttl", "1h")
     assert result.exit_code == 0, result.stderr
     assert "--ttl 1h was ignored on 14 request(s) (google)" in " ".join(result.stderr.split())
+
+
+def test_the_report_notes_an_ignored_ttl_and_a_window_given() -> None:
+    """The HTML report's notes are `replay run`'s (it left out --ttl's and had no window)."""
+    from replay.report._html import build_report
+
+    document = build_report(RUN42, "baseline", ttl="1h", context_window=4000, breakeven=False)
+    assert _ttl_note("1h", 14, "google") in document["notes"]
+    assert ("Strategies were given a 4,000-token context window (--context-window), not the "
+            "model's own (gemini-2.5-flash 1,048,576).") in document["notes"]
