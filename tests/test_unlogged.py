@@ -394,3 +394,25 @@ def test_a_log_billed_by_one_provider_replayed_on_another_model_is_counted_in_it
     assert prompts(None, fitted=True) == list(billed.values())
     assert prompts("gpt-5.5", fitted=True) == prompts("gpt-5.5", fitted=False)
     assert sum(prompts("gpt-5.5", fitted=True)) < 0.9 * sum(billed.values())
+
+
+def test_a_forked_summarizer_is_sent_the_view_as_the_request_sends_it() -> None:
+    # An unlogged message no longer sent is out of the request's view: a summarizer call that
+    # forks the main thread leaves it out too, or it would part from the cached main prefix
+    # there (and bill it again).
+    session = _session(_turns(MAIN_THREAD, 0, 8, T0), hidden=4000)
+    second, third = _index(session, "main-r2"), _index(session, "main-r3")
+    fits = UnloggedContext(requests={
+        (MAIN_THREAD, second): RequestFit(before=300),
+        (MAIN_THREAD, third): RequestFit(drop=((second, "before"),)),
+    })
+    base = [r for r in replay_session(session, ["baseline"], ReplayConfig(unlogged_context=fits))
+            if r.kind == "request"]
+    # Compact at request 6: 5's prompt + output passes window - 20k - 13k, 4's does not.
+    window = base[5].request.total + 33_000
+    config = ReplayConfig(unlogged_context=fits, context_window=window)
+    records = replay_session(session, ["claudecode-autocompact-13k"], config)
+    (call,) = [r for r in records if r.kind == "summarizer"]
+    previous = [r for r in records if r.kind == "request"][5]
+    assert call.request_index == 6
+    assert call.outcome.cache_read == previous.request.total  # the whole main prefix

@@ -62,7 +62,7 @@ fitted.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import compress
@@ -77,7 +77,7 @@ from replay.log import MAIN_THREAD, RequestMarker, Session, ThreadStart
 from replay.prefix import prefix_diff
 from replay.render import Renderer
 from replay.render._request import SYSTEM, THINKING, TOOL, BlockTable, RenderedRequest
-from replay.strategies._view import UserItem, View
+from replay.strategies._view import Item, UserItem, View
 from replay.tokens import FittedCounter, TokenCounter, counter_for, fitted_counter
 
 if TYPE_CHECKING:
@@ -242,6 +242,16 @@ class ThreadUnlogged:
     """Fitting only: the unlogged messages of the previous request that may have been transient
     (its first-message context; its own residual): (keys, where the cache entry before them
     ends, tokens)."""
+
+
+def as_sent(u: ThreadUnlogged, items: Sequence[Item]) -> list[Item]:
+    """A strategy's items as the request sends them: without the unlogged messages no longer
+    sent, after the thread's first-message context (re-sent on every request)."""
+    if u.dropped and items:  # items hash by identity: set lookups at C speed
+        items = list(compress(items, map(not_, map(u.dropped.__contains__, items))))
+    if u.context is not None and items:
+        return [u.context, *items]
+    return items if isinstance(items, list) else list(items)
 
 
 def unlogged_item(tokens: int, event_index: int, counter: Any, part: str = "before") -> UserItem:
@@ -653,12 +663,15 @@ class Unlogged:
                    renderer: Renderer) -> None:
         """The strategy's view: the first-message context goes first (re-sent on every
         request); the fitting run measures the residual; a warm start seeds the cache."""
-        dropped = state.unlogged.dropped
-        if dropped and view.items:  # items hash by identity: set lookups at C speed
-            sent = map(not_, map(dropped.__contains__, view.items))
-            view.items = list(compress(view.items, sent))
-        if state.unlogged.context is not None and view.items:
-            view.items = [state.unlogged.context, *view.items]
+        view.items = as_sent(state.unlogged, view.items)
+        if view.summarizer_calls:
+            # A forked call re-sends the view: as the request sends it, or it would part from
+            # the cached main prefix where the view drops an unlogged message.
+            view.summarizer_calls = [
+                replace(call, input_items=tuple(as_sent(state.unlogged, call.input_items)))
+                if call.reuse_main_prefix else call
+                for call in view.summarizer_calls
+            ]
         if self.fitting and marker.usage is not None and view.items:
             self._measure(marker, event_index, request_index, state, view, model, provider,
                           renderer)
