@@ -396,6 +396,49 @@ def test_a_log_billed_by_one_provider_replayed_on_another_model_is_counted_in_it
     assert sum(prompts("gpt-5.5", fitted=True)) < 0.9 * sum(billed.values())
 
 
+def _compacted_session() -> tuple[Session, int, int]:
+    """Four turns, a logged compaction replacing them, three more turns; the index of the
+    compaction and of the first request after it."""
+    events = _turns(MAIN_THREAD, 0, 4, T0)
+    replaced = [e.id for e in events if e.id]
+    later = T0 + timedelta(minutes=2)
+    events.append(Compaction(ts=later, summary="Summary of the work so far. " + WORDS * 20,
+                             replaces=replaced, id="c1", trigger="auto"))
+    events += _turns(MAIN_THREAD, 4, 3, later)
+    session = _session(events, hidden=4000)
+    compaction = next(n for n, e in enumerate(session.events) if isinstance(e, Compaction))
+    return session, compaction, _index(session, "main-r4")
+
+
+def _prompts(session: Session, name: str, fit: UnloggedContext | dict) -> list[int]:
+    records = replay_session(session, [name], ReplayConfig(unlogged_context=fit))
+    return [r.request.total for r in records if r.kind == "request"]
+
+
+def test_what_the_harness_sent_with_a_logged_compaction_only_goes_with_it() -> None:
+    # Claude Code re-attaches recent files after compacting (~25k tokens on the entire-bmad
+    # sample), which the log does not hold: the first request after the compaction is billed
+    # for them. A strategy that did not make that compaction still holds those files' reads:
+    # it must not be sent them again, from that request on.
+    session, compaction, after = _compacted_session()
+    _bill(session, UnloggedContext(requests={(MAIN_THREAD, after): RequestFit(before=3000)}))
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert fit.requests[(MAIN_THREAD, after)].before == 3000
+    assert fit.requests[(MAIN_THREAD, after)].compaction == compaction
+    _exact(session)  # `recorded` made the compaction: it carries them
+    without = UnloggedContext(requests={k: v for k, v in fit.requests.items()
+                                        if k != (MAIN_THREAD, after)}, threads=fit.threads)
+    with_them, plain = _prompts(session, "recorded", fit), _prompts(session, "recorded", without)
+    assert [a - b for a, b in zip(with_them, plain, strict=True)][4:] == [3000] * 3
+    assert _prompts(session, "baseline", fit) == _prompts(session, "baseline", without)
+    # The same residual fitted elsewhere is the request's own context: every strategy sends it.
+    elsewhere = _index(session, "main-r2")
+    moved = UnloggedContext(requests={(MAIN_THREAD, elsewhere): RequestFit(before=3000)})
+    grown = [a - b for a, b in zip(_prompts(session, "baseline", moved),
+                                   _prompts(session, "baseline", {}), strict=True)]
+    assert grown == [0, 0] + [3000] * 5
+
+
 def test_a_forked_summarizer_is_sent_the_view_as_the_request_sends_it() -> None:
     # An unlogged message no longer sent is out of the request's view: a summarizer call that
     # forks the main thread leaves it out too, or it would part from the cached main prefix

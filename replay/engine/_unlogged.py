@@ -8,6 +8,9 @@ usage the provider recorded. A log without usage gets nothing fitted. Parts:
 - **residual** — per request, prompt tokens billed beyond what the log shows (reminders the
   harness attached, re-read files, tokenizer error): estimated messages appended to the history,
   carried by every later request (a logged compaction replaces them with the events around them).
+  At a thread's first request after a logged compaction they are what the harness sent with it
+  (Claude Code re-attaches recent files): only a view that made that compaction carries them
+  (`RequestFit.compaction`).
 - **scaled counts** (the signed fit; `ReplayConfig.signed_fit`) — a request billed short of its
   replay (beyond the previous request's own shortfall) over-counts the texts it sends first: text
   below the tokenizer family's average ratio, or logged text the harness did not send. Those
@@ -152,6 +155,11 @@ class RequestFit:
     scaled: int = 0
     """Tokens the fit took off the texts first sent at this request (billed short of its
     replay): their fitted counts (`UnloggedContext.counts`)."""
+    compaction: int | None = None
+    """Event index of the logged compaction this request is its thread's first after (None:
+    none). Its unlogged tokens are what the harness sent with that compaction (Claude Code
+    re-attaches recent files, ~25k tokens on the entire-bmad sample): only a view that applied
+    it carries them, one that still holds an event it replaced drops them for good."""
 
 
 @dataclass
@@ -230,6 +238,11 @@ class ThreadUnlogged:
     may index by position and which only ever grows, and are taken out of each view."""
     tail: int = 0
     """Uncached tail of the request being simulated (moves its last marker)."""
+    restored: tuple[int, tuple[Key, ...]] | None = None
+    """The logged compaction (event index) whose restored context the request being simulated
+    added, and its keys: the view decides whether they stay (`RequestFit.compaction`)."""
+    compacted_at: int | None = None
+    """Fitting only: the logged compaction the request being fitted is the first after."""
     end: int = 0
     """Fitting only: where the previous request's last marker wrote (simulated)."""
     compactions: int = 0
@@ -640,6 +653,7 @@ class Unlogged:
             usage = marker.usage
             gone: tuple[Key, ...] = ()
             compacted = len(state.compactions) != u.compactions
+            u.compacted_at = state.compactions[-1].event_index if compacted else None
             if usage is not None and not compacted and self.explicit(provider, model, marker.ts):
                 gone = transient(u, usage.cache_read_tokens, usage.prompt_tokens)
             u.starts = []
@@ -653,16 +667,22 @@ class Unlogged:
             return
         for gone in fit.drop:
             self._drop(state, gone)
+        added = []
         for part, tokens in (("before", fit.before), ("after", fit.after)):
             if tokens > 0:
                 self._add(state, tokens, event_index, part, counter)
+                added.append((event_index, part))
         u.tail = fit.tail
+        u.restored = (fit.compaction, tuple(added)) if fit.compaction is not None and added \
+            else None
 
     def after_view(self, marker: RequestMarker, event_index: int, request_index: int,
                    state: _Thread, view: View, model: str, provider: str,
                    renderer: Renderer) -> None:
         """The strategy's view: the first-message context goes first (re-sent on every
         request); the fitting run measures the residual; a warm start seeds the cache."""
+        if state.unlogged.restored is not None:
+            self._keep_restored(state, view)
         view.items = as_sent(state.unlogged, view.items)
         if view.summarizer_calls:
             # A forked call re-sends the view: as the request sends it, or it would part from
@@ -713,6 +733,22 @@ class Unlogged:
             u.starts.append(((CONTEXT,), start, thread_fit.context))
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _keep_restored(self, state: _Thread, view: View) -> None:
+        """The context the harness sent with a logged compaction stays only in a view that
+        applied it: one that still holds an event it replaced (no compaction there, or another
+        one) drops it for good, and the marker no longer sits before its uncached share."""
+        u = state.unlogged
+        (compaction, keys), u.restored = u.restored, None
+        replaced = next(c.replaced for c in state.compactions if c.event_index == compaction)
+        if not any(getattr(i, "event_index", -1) in replaced for i in view.items):
+            return
+        for key in keys:
+            item = u.items.get(key)
+            if item is not None:
+                u.dropped.add(item)
+                if key[1] == "after":
+                    u.tail = max(0, u.tail - (item.estimated_tokens or 0))
 
     def _drop(self, state: _Thread, key: Key) -> None:
         u = state.unlogged
@@ -793,8 +829,9 @@ class Unlogged:
         u.short = max(0, -gap)
         done = self.fit.requests.get(key, RequestFit())
         if before or after or tail or done.drop or scaled:
+            compaction = u.compacted_at if before or after else None
             self.fit.requests[key] = RequestFit(before, after, tail, done.drop, done.shrunk,
-                                                scaled)
+                                                scaled, compaction)
         state.unlogged.tail = tail
 
     def _scale(self, preview: RenderedRequest, renderer: Renderer, since: int, gap: int,
