@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+from test_adapters_common import SAMPLES, needs_samples
 
 from replay.cache import Breakpoint
 from replay.engine import ReplayConfig, replay_session
@@ -459,3 +460,25 @@ def test_a_forked_summarizer_is_sent_the_view_as_the_request_sends_it() -> None:
     previous = [r for r in records if r.kind == "request"][5]
     assert call.request_index == 6
     assert call.outcome.cache_read == previous.request.total  # the whole main prefix
+
+
+@needs_samples
+def test_a_strategy_without_claude_codes_compaction_is_not_sent_its_restored_files() -> None:
+    # entire-bmad 91_03598e5336_9: Claude Code compacted before request 99 and re-attached
+    # files the log does not hold (the fit: ~25k tokens there). `baseline` goes on from
+    # request 98 with the user's next message: its prompt grows by what the log shows.
+    from replay import load, replay
+
+    path = SAMPLES / "claude_code" / (
+        "ShamsiievDmytro__entire-bmad__entire-checkpoints-v1__91_03598e5336_9_full.jsonl")
+    session = load(path)
+    result = replay(session, "recorded,baseline")
+    first_after = 99
+    fit = result.unlogged_context
+    (restored,) = [f for f in fit.requests.values() if f.compaction is not None]
+    assert restored.before + restored.after > 20_000
+    turns = result.turns.filter(result.turns["kind"] == "request")
+    base = turns.filter(turns["strategy"] == "baseline")["prompt_tokens"].to_list()
+    rec = turns.filter(turns["strategy"] == "recorded")["prompt_tokens"].to_list()
+    assert rec[first_after] < rec[first_after - 1] // 2  # the compaction
+    assert 0 < base[first_after] - base[first_after - 1] < 2_500
