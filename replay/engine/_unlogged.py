@@ -740,8 +740,10 @@ class Unlogged:
         one) drops it for good, and the marker no longer sits before its uncached share."""
         u = state.unlogged
         (compaction, keys), u.restored = u.restored, None
-        replaced = next(c.replaced for c in state.compactions if c.event_index == compaction)
-        if not any(getattr(i, "event_index", -1) in replaced for i in view.items):
+        replaced = next((c.replaced for c in state.compactions if c.event_index == compaction),
+                        None)
+        if replaced is None or not any(getattr(i, "event_index", -1) in replaced
+                                       for i in view.items):
             return
         for key in keys:
             item = u.items.get(key)
