@@ -241,8 +241,6 @@ class ThreadUnlogged:
     restored: tuple[int, tuple[Key, ...]] | None = None
     """The logged compaction (event index) whose restored context the request being simulated
     added, and its keys: the view decides whether they stay (`RequestFit.compaction`)."""
-    compacted_at: int | None = None
-    """Fitting only: the logged compaction the request being fitted is the first after."""
     end: int = 0
     """Fitting only: where the previous request's last marker wrote (simulated)."""
     compactions: int = 0
@@ -653,7 +651,6 @@ class Unlogged:
             usage = marker.usage
             gone: tuple[Key, ...] = ()
             compacted = len(state.compactions) != u.compactions
-            u.compacted_at = state.compactions[-1].event_index if compacted else None
             if usage is not None and not compacted and self.explicit(provider, model, marker.ts):
                 gone = transient(u, usage.cache_read_tokens, usage.prompt_tokens)
             u.starts = []
@@ -831,7 +828,9 @@ class Unlogged:
         u.short = max(0, -gap)
         done = self.fit.requests.get(key, RequestFit())
         if before or after or tail or done.drop or scaled:
-            compaction = u.compacted_at if before or after else None
+            # The thread's first request after a logged compaction (`after_request` counts them).
+            compacted = bool(before or after) and len(state.compactions) != u.compactions
+            compaction = state.compactions[-1].event_index if compacted else None
             self.fit.requests[key] = RequestFit(before, after, tail, done.drop, done.shrunk,
                                                 scaled, compaction)
         state.unlogged.tail = tail
