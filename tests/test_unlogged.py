@@ -91,6 +91,17 @@ def _index(session: Session, request_id: str) -> int:
     )
 
 
+def _sent_once(session: Session, tokens: int) -> tuple[UnloggedContext, int, int]:
+    """`tokens` unlogged tokens carried by request 2 and no longer by request 3 (a transient
+    message), and the event indexes of those two requests."""
+    second, third = _index(session, "main-r2"), _index(session, "main-r3")
+    context = UnloggedContext(requests={
+        (MAIN_THREAD, second): RequestFit(before=tokens),
+        (MAIN_THREAD, third): RequestFit(drop=((second, "before"),)),
+    })
+    return context, second, third
+
+
 def _exact(session: Session) -> list:
     rows = fidelity_rows(session)
     assert [r.simulated_cache_read for r in rows] == [r.recorded_cache_read for r in rows]
@@ -174,11 +185,7 @@ def test_a_transient_message_is_dropped_when_the_next_read_stops_before_it() -> 
     # Request 2 carried 900 unlogged tokens that request 3 did not: request 3 reads only what
     # request 2 read, and is billed 900 tokens less than if they had stayed.
     session = _session(_turns(MAIN_THREAD, 0, 6, T0), hidden=4000)
-    second, third = _index(session, "main-r2"), _index(session, "main-r3")
-    truth = UnloggedContext(requests={
-        (MAIN_THREAD, second): RequestFit(before=900),
-        (MAIN_THREAD, third): RequestFit(drop=((second, "before"),)),
-    })
+    truth, second, third = _sent_once(session, 900)
     _bill(session, truth)
     fit = fit_unlogged_context(session, ReplayConfig())
     assert fit.requests[(MAIN_THREAD, second)].before == 900
@@ -192,11 +199,7 @@ def test_a_message_gone_from_an_openai_prompt_is_found_from_the_billed_size() ->
     # did not. Only the billed prompt size tells (400 tokens short of the replay).
     session = _session(_turns(MAIN_THREAD, 0, 6, T0), hidden=2000)
     session.header.provider, session.header.model = "openai", "gpt-5"
-    second, third = _index(session, "main-r2"), _index(session, "main-r3")
-    truth = UnloggedContext(requests={
-        (MAIN_THREAD, second): RequestFit(before=400),
-        (MAIN_THREAD, third): RequestFit(drop=((second, "before"),)),
-    })
+    truth, second, third = _sent_once(session, 400)
     _bill(session, truth)
     fit = fit_unlogged_context(session, ReplayConfig())
     assert fit.requests[(MAIN_THREAD, second)].before == 400
@@ -445,15 +448,9 @@ def test_a_forked_summarizer_is_sent_the_view_as_the_request_sends_it() -> None:
     # forks the main thread leaves it out too, or it would part from the cached main prefix
     # there (and bill it again).
     session = _session(_turns(MAIN_THREAD, 0, 8, T0), hidden=4000)
-    second, third = _index(session, "main-r2"), _index(session, "main-r3")
-    fits = UnloggedContext(requests={
-        (MAIN_THREAD, second): RequestFit(before=300),
-        (MAIN_THREAD, third): RequestFit(drop=((second, "before"),)),
-    })
-    base = [r for r in replay_session(session, ["baseline"], ReplayConfig(unlogged_context=fits))
-            if r.kind == "request"]
+    fits, _, _ = _sent_once(session, 300)
     # Compact at request 6: 5's prompt + output passes window - 20k - 13k, 4's does not.
-    window = base[5].request.total + 33_000
+    window = _prompts(session, "baseline", fits)[5] + 33_000
     config = ReplayConfig(unlogged_context=fits, context_window=window)
     records = replay_session(session, ["claudecode-autocompact-13k"], config)
     (call,) = [r for r in records if r.kind == "summarizer"]
