@@ -459,6 +459,41 @@ def test_a_forked_summarizer_is_sent_the_view_as_the_request_sends_it() -> None:
     assert call.outcome.cache_read == previous.request.total  # the whole main prefix
 
 
+def test_a_fresh_summarizer_is_sent_the_unlogged_context_at_its_size() -> None:
+    # pi serializes the span it summarizes into one transcript. A message known only by its
+    # size cannot be written out: its placeholder text would count ~30 tokens for 2,000. It
+    # follows the transcript at its size, unless the request no longer sends it.
+    session = _session(_turns(MAIN_THREAD, 0, 8, T0), hidden=4000)
+    fits, _, _ = _sent_once(session, 300)
+    fourth, sixth = _index(session, "main-r4"), _index(session, "main-r6")
+    kept = UnloggedContext(requests={**fits.requests,
+                                     (MAIN_THREAD, fourth): RequestFit(before=2000)})
+    gone = UnloggedContext(requests={**kept.requests,
+                                     (MAIN_THREAD, sixth): RequestFit(drop=((fourth, "before"),))})
+    calls = []
+    for fit in (kept, gone):
+        # pi compacts at request 6: 5's prompt + output passes window - 1,024.
+        config = ReplayConfig(unlogged_context=fit, context_window=_prompts(session, "baseline",
+                                                                            kept)[5] + 800)
+        records = replay_session(session, ["pi-compact-1k-1k"], config)
+        (call,) = [r for r in records if r.kind == "summarizer"]
+        assert call.request_index == 6
+        calls.append(call.request.total)
+    assert calls[0] - calls[1] == 2000
+
+
+def test_a_transcript_leaves_out_what_the_log_holds_only_by_size() -> None:
+    from replay.strategies._common import fresh_call
+
+    said = UserItem("fix the failing test", event_index=0)
+    unlogged = UserItem("[context not in the log: ~900 tokens]", injected=True,
+                        estimated_tokens=890)
+    call = fresh_call([said, unlogged], "Summarize.", "summary", style="pi")
+    (body,) = call.input_items
+    assert "fix the failing test" in body.text and "context not in the log" not in body.text
+    assert call.unlogged == (unlogged,)
+
+
 @needs_samples
 def test_a_strategy_without_claude_codes_compaction_is_not_sent_its_restored_files() -> None:
     # entire-bmad 91_03598e5336_9: Claude Code compacted before request 99 and re-attached

@@ -684,7 +684,7 @@ class _Run:
         provider: str,
         renderer: Renderer,
     ) -> None:
-        items = [*call.input_items, UserItem(call.instruction)]
+        items = [*call.input_items, *call.unlogged, UserItem(call.instruction)]
         since = len(renderer.table)
         counter = renderer.table.counter
         output_tokens = counter.count(call.summary)

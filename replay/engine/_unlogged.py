@@ -80,7 +80,7 @@ from replay.log import MAIN_THREAD, RequestMarker, Session, ThreadStart
 from replay.prefix import prefix_diff
 from replay.render import Renderer
 from replay.render._request import SYSTEM, THINKING, TOOL, BlockTable, RenderedRequest
-from replay.strategies._view import Item, UserItem, View
+from replay.strategies._view import Item, SummarizerCall, UserItem, View
 from replay.tokens import FittedCounter, TokenCounter, counter_for, fitted_counter
 
 if TYPE_CHECKING:
@@ -258,11 +258,30 @@ class ThreadUnlogged:
 def as_sent(u: ThreadUnlogged, items: Sequence[Item]) -> list[Item]:
     """A strategy's items as the request sends them: without the unlogged messages no longer
     sent, after the thread's first-message context (re-sent on every request)."""
-    if u.dropped and items:  # items hash by identity: set lookups at C speed
-        items = list(compress(items, map(not_, map(u.dropped.__contains__, items))))
+    items = still_sent(u, items)
     if u.context is not None and items:
         return [u.context, *items]
+    return items
+
+
+def still_sent(u: ThreadUnlogged, items: Sequence[Item]) -> list[Item]:
+    """`items` without the unlogged messages the thread no longer sends."""
+    if u.dropped and items:  # items hash by identity: set lookups at C speed
+        return list(compress(items, map(not_, map(u.dropped.__contains__, items))))
     return items if isinstance(items, list) else list(items)
+
+
+def call_as_sent(u: ThreadUnlogged, call: SummarizerCall) -> SummarizerCall:
+    """A summarizer call as the request sends it. A forked call re-sends the view: as the
+    request sends it, or it would part from the cached main prefix where the view drops an
+    unlogged message. A fresh call is sent without the thread's head (its first-message context
+    included) and without the unlogged messages no longer sent."""
+    if call.reuse_main_prefix:
+        return replace(call, input_items=tuple(as_sent(u, call.input_items)))
+    if not u.dropped:
+        return call
+    return replace(call, input_items=tuple(still_sent(u, call.input_items)),
+                   unlogged=tuple(still_sent(u, call.unlogged)))
 
 
 def unlogged_item(tokens: int, event_index: int, counter: Any, part: str = "before") -> UserItem:
@@ -682,13 +701,7 @@ class Unlogged:
             self._keep_restored(state, view)
         view.items = as_sent(state.unlogged, view.items)
         if view.summarizer_calls:
-            # A forked call re-sends the view: as the request sends it, or it would part from
-            # the cached main prefix where the view drops an unlogged message.
-            view.summarizer_calls = [
-                replace(call, input_items=tuple(as_sent(state.unlogged, call.input_items)))
-                if call.reuse_main_prefix else call
-                for call in view.summarizer_calls
-            ]
+            view.summarizer_calls = [call_as_sent(state.unlogged, c) for c in view.summarizer_calls]
         if self.fitting and marker.usage is not None and view.items:
             self._measure(marker, event_index, request_index, state, view, model, provider,
                           renderer)

@@ -460,7 +460,8 @@ def _keyword_call(call: Block) -> str:
 def transcript(items: Sequence[Item], style: str = "plain", result_chars: int | None = 2000) -> str:
     """`items` serialized as one text, the way harnesses feed a fresh summarizer request.
     Tool results longer than `result_chars` are cut, as pi's and opencode's serializers do
-    (None: sent whole, as Goose and Aider send them)."""
+    (None: sent whole, as Goose and Aider send them). Messages known only by their size are
+    left out: their text is a placeholder (`fresh_call` sends them by size)."""
     form = _STYLES[style]
     # Labels and texts as separate parts of one join: a `label + text` per line would copy the
     # whole transcript once more before the join (up to ~1 MB of a summarizer call's peak).
@@ -483,7 +484,7 @@ def transcript(items: Sequence[Item], style: str = "plain", result_chars: int | 
                 out = out[:result_chars] + form.cut.format(n=len(out) - result_chars)
             label = form.error if item.is_error and form.error else form.result
             parts += ("\n\n", label, out)
-        else:
+        elif not (isinstance(item, UserItem) and item.estimated_tokens):
             parts += ("\n\n", form.user, item.text)
     parts[:1] = [form.before]  # the first separator
     parts.append(form.after)
@@ -499,10 +500,16 @@ def fresh_call(
 ) -> SummarizerCall:
     """A summarizer request that does not share the main prefix (no main system prompt, tool
     definitions or unlogged head): the transcript serialized into one user message, then the
-    summarizer's prompt."""
+    summarizer's prompt. The context the log holds only by size follows the transcript at its
+    estimated size (a placeholder in the text would count a few tokens for thousands)."""
     body = UserItem(transcript(items, style, result_chars), injected=True)
+    unlogged = tuple(i for i in items if isinstance(i, UserItem) and i.estimated_tokens)
     return SummarizerCall(
-        input_items=(body,), instruction=instruction, summary=summary, reuse_main_prefix=False
+        input_items=(body,),
+        instruction=instruction,
+        summary=summary,
+        reuse_main_prefix=False,
+        unlogged=unlogged,
     )
 
 

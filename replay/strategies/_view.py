@@ -200,6 +200,10 @@ class SummarizerCall:
     """For a call that reuses the main prefix: whether it also sends the main thread's tool
     definitions (Codex sends its compaction request with `tools=[]`: the same instructions and
     history behind no tools, so it shares no cached prefix with the main thread)."""
+    unlogged: tuple[UserItem, ...] = ()
+    """A fresh call's messages known only by their size (context the log does not hold) among
+    what its transcript serializes: a transcript cannot write them out, so they follow it as
+    themselves, each at its estimated size (those the request no longer sends are left out)."""
 
 
 @dataclass(frozen=True)
