@@ -13,7 +13,7 @@ from replay.bench import synthetic_session
 from replay.breakeven import _shift
 from replay.breakeven._breakeven import breakeven_config, strategy_rewrites
 from replay.engine._replay import ReplayConfig
-from replay.log import Session
+from replay.log import RequestMarker, Session
 from replay.strategies import resolve
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
@@ -97,6 +97,85 @@ def test_a_run_on_another_provider_is_replayed() -> None:
     assert _same(session, "age-truncate-500-keep-3", config) == 0
 
 
+# Sessions where a guard of the derivation stops it (`_shift.GUARDS` and the two checks before
+# them), found by a search over random sessions like those of the property test above.
+_SCENARIOS = {
+    _shift.EDIT_BEFORE_MINIMUM: ("prune-at-12000-keep-3", 11, 4075, 0.1, "claude-haiku-4-5", "pi"),
+    _shift.EXPIRED_PAST_READ: ("prune-at-12000-keep-3", 19, 2654, 1.0, "claude-opus-4-5",
+                               "claude-code"),
+    _shift.READS_OLDER_ENTRY: ("prune-at-12000-keep-3", 15, 7182, 1.0, "claude-sonnet-4-5", "pi"),
+    _shift.WRITES_OVER_UNMATCHED: ("prune-at-12000-keep-3", 27, 3723, 1.0, "claude-sonnet-4-5",
+                                   None),
+}
+
+
+def _scenario(guard: str) -> tuple[Session, str, ReplayConfig]:
+    name, requests, seed, scale, model, client = _SCENARIOS[guard]
+    session = synthetic_session(requests, seed=seed, model=model, size_scale=scale)
+    ttl = None if guard in (_shift.EDIT_BEFORE_MINIMUM, _shift.EXPIRED_PAST_READ) else "5m"
+    return session, name, ReplayConfig(client=client, ttl=ttl)
+
+
+def _stops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The reasons every derivation stops for, from now on, in order."""
+    seen: list[str] = []
+    stop, stops = _shift.Shift._stop, _shift.Shift._stops
+
+    def recording_stop(self: _shift.Shift, why: str) -> None:
+        seen.append(why)
+        return stop(self, why)
+
+    def recording_stops(self: _shift.Shift, guard: str) -> bool:
+        seen.append(guard)
+        return stops(self, guard)
+
+    monkeypatch.setattr(_shift.Shift, "_stop", recording_stop)
+    monkeypatch.setattr(_shift.Shift, "_stops", recording_stops)
+    return seen
+
+
+@pytest.mark.parametrize("guard", [_shift.EDIT_BEFORE_MINIMUM, _shift.EXPIRED_PAST_READ])
+def test_a_guard_that_stops_the_derivation_is_needed(
+    guard: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a session where the guard stops a derivation, the rows are the replayed ones; with
+    that guard off, the derived requests are priced wrong and some row differs."""
+    session, name, config = _scenario(guard)
+    seen = _stops(monkeypatch)
+    replayed, _ = _rows(session, name, config, False)
+    derived, _ = _rows(session, name, config, True)
+    assert guard in seen
+    assert derived == replayed
+    monkeypatch.setattr(_shift, "DISABLED", {guard})
+    unguarded, _ = _rows(session, name, config, True)
+    assert unguarded != replayed
+
+
+@pytest.mark.parametrize("guard", [_shift.READS_OLDER_ENTRY, _shift.WRITES_OVER_UNMATCHED])
+def test_a_guard_that_fires_keeps_the_replayed_rows(
+    guard: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guards that stop derivations without any session found so far (hundreds of random ones,
+    idle gaps added, and the samples) where the derived rows would differ without them: where
+    one fires, the rows are still the replayed ones."""
+    session, name, config = _scenario(guard)
+    seen = _stops(monkeypatch)
+    assert _same(session, name, config) > 0
+    assert guard in seen
+
+
+def test_a_request_on_another_model_stops_the_derivation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session that moves to another model (another minimum length and price) mid-way: the
+    derivation stops at the first request on it, and the rows are the replayed ones."""
+    session = synthetic_session(40, seed=2)
+    markers = [n for n, e in enumerate(session.events) if isinstance(e, RequestMarker)]
+    for n in markers[25:]:
+        session.events[n] = session.events[n].model_copy(update={"model": "claude-opus-4-5"})
+    seen = _stops(monkeypatch)
+    assert _same(session, "tool-aging-keep-3") > 0
+    assert "not simulated by blocks alone" in seen
+
+
 def _sample(folder: str, stem: str) -> Path:
     if not SAMPLES.is_dir():
         pytest.skip(f"{SAMPLES} is absent (real sample logs)")
@@ -107,16 +186,24 @@ def _sample(folder: str, stem: str) -> Path:
 
 
 @pytest.mark.parametrize(
-    ("folder", "stem", "name"),
+    ("folder", "stem", "name", "fires"),
     [
         # Claude Code 2.1, fitted unlogged context (the client's last marker moved by it)
-        ("claude_code", "91_03598e5336", "tool-aging-keep-3"),
+        ("claude_code", "91_03598e5336", "tool-aging-keep-3", None),
         # pi, thinking stripped before the last user turn (which moves the entries' keys)
-        ("pi", "large-session", "tool-aging-keep-3"),
-        ("pi", "large-session", "age-truncate-500-keep-3"),
+        ("pi", "large-session", "tool-aging-keep-3", None),
+        ("pi", "large-session", "age-truncate-500-keep-3", _shift.EXPIRED_PAST_READ),
+        # a later rewrite before the end of an entry the counterfactual did not read (the only
+        # session found where that guard fires; the rows are the same without it)
+        ("claude_code", "fe5e1c67", "observation-mask-keep-5-poll-1",
+         _shift.REWRITTEN_BEFORE_UNMATCHED),
     ],
 )
-def test_real_logs_give_the_replayed_rows(folder: str, stem: str, name: str) -> None:
+def test_real_logs_give_the_replayed_rows(
+    folder: str, stem: str, name: str, fires: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from replay import load
 
+    seen = _stops(monkeypatch)
     _same(load(_sample(folder, stem)), name)
+    assert fires is None or fires in seen
