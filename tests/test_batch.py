@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import shutil
+import socket
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 from replay import replay
 from replay._errors import ReplayError
 from replay.batch import SESSION_META, SESSION_PRICING, BatchOptions, plan_groups, run_batch, scan
+from replay.batch._engines import check_ray_address
 from replay.batch._work import FileInfo, ScanResult
 from replay.engine import SUMMARY_COLUMNS, TURN_COLUMNS
 from replay.log import RequestMarker, Session, read_log, write_log
@@ -1008,3 +1010,35 @@ def test_a_fork_starts_when_its_header_says_not_at_the_history_it_copied(tmp_pat
     assert status_of(report) == {parent.name: "out of range", fork.name: "replayed"}
     (started,) = sessions(tmp_path / "ds")["started_at"].to_list()
     assert started == datetime(2026, 1, 2, 10, 0, 10, tzinfo=UTC)
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_ray_address_nothing_listens_at_fails_at_once_naming_it():
+    address = f"127.0.0.1:{_closed_port()}"
+    for form in (address, f"ray://{address}"):
+        with pytest.raises(ReplayError, match=f"cannot join Ray at '{form}'"):
+            check_ray_address(form)
+
+
+def test_a_ray_address_that_accepts_connections_or_is_not_host_port_passes_the_probe():
+    with socket.socket() as head:
+        head.bind(("127.0.0.1", 0))
+        head.listen()
+        check_ray_address(f"127.0.0.1:{head.getsockname()[1]}")
+    check_ray_address("auto")
+
+
+def test_ray_batch_with_an_unreachable_address_is_a_replay_error(logdir: Path, tmp_path: Path):
+    pytest.importorskip("ray", reason="the `ray` extra is not installed (pip install '.[ray]')")
+    opts = BatchOptions(strategies=["baseline"])
+    with pytest.raises(ReplayError, match="cannot join Ray"):
+        run_batch(
+            [logdir], opts, output=tmp_path / "ray", engine="ray",
+            ray_address=f"127.0.0.1:{_closed_port()}",
+        )
+    assert not (tmp_path / "ray").exists()

@@ -9,9 +9,11 @@ for a bad file (they return the error); an engine only has to deal with a worker
 from __future__ import annotations
 
 import contextlib
+import logging
 import multiprocessing
 import os
 import signal
+import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -216,6 +218,29 @@ def _ray():
     return ray
 
 
+_RAY_PROBE_SECONDS = 5.0
+"""How long to wait for a Ray head to accept a connection: `ray.init` itself retries an
+unreachable address for minutes, printing only its own warnings."""
+
+
+def check_ray_address(address: str) -> None:
+    """Fail at once, with the address in the message, when nothing listens at a `host:port` (or
+    `ray://host:port`) Ray address. `auto` and other forms are left to Ray."""
+    target = address.removeprefix("ray://")
+    host, sep, port = target.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=_RAY_PROBE_SECONDS):
+            pass
+    except OSError as err:
+        raise ReplayError(
+            f"cannot join Ray at {address!r}: nothing accepts connections there "
+            f"({type(err).__name__}: {err}); start the head with `ray start --head` "
+            "or leave out --ray-address to start a local instance"
+        ) from None
+
+
 class RayEngine(Engine):
     """Ray tasks: `ray.init()` starts a local instance when no address is given; with one,
     `ray.init(address=...)` joins that cluster. The logs must be readable at the same paths on
@@ -227,8 +252,15 @@ class RayEngine(Engine):
     def __init__(self, address: str | None, workers: int | None) -> None:
         ray = _ray()
         self._started = not ray.is_initialized()
+        if self._started and address:
+            check_ray_address(address)
         if self._started:
-            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+            # Ray's INFO lines ("Started a local Ray instance.") would show on stderr through `-q`.
+            kwargs: dict[str, Any] = {
+                "include_dashboard": False,
+                "log_to_driver": False,
+                "logging_level": logging.WARNING,
+            }
             if address:
                 kwargs["address"] = address
             elif workers:
