@@ -252,8 +252,6 @@ class RayEngine(Engine):
     def __init__(self, address: str | None, workers: int | None) -> None:
         ray = _ray()
         self._started = not ray.is_initialized()
-        if self._started and address:
-            check_ray_address(address)
         if self._started:
             # Ray's INFO lines ("Started a local Ray instance.") would show on stderr through `-q`.
             kwargs: dict[str, Any] = {
@@ -262,6 +260,7 @@ class RayEngine(Engine):
                 "logging_level": logging.WARNING,
             }
             if address:
+                check_ray_address(address)
                 kwargs["address"] = address
             elif workers:
                 kwargs["num_cpus"] = workers
