@@ -437,6 +437,32 @@ def test_a_request_id_an_earlier_request_has_is_a_bad_line(tmp_path):
     assert len(read_log(path, strict=True).requests()) == 2  # read as written
 
 
+def test_a_response_naming_no_request_is_a_bad_line_that_answers_the_last_one(tmp_path):
+    """An assistant's `request_id` names an earlier request: one that names none (an edited
+    id) is counted, and the response answers its thread's last request, as one without a
+    `request_id` would; left unpaired, its output was priced at zero tokens, silently."""
+    import replay
+
+    lines = _run42_lines()
+    original = replay.replay(_write(tmp_path, *lines, name="a.jsonl"), "baseline")
+    at = next(n for n, ln in enumerate(lines) if ln.endswith('"request_id":"req-014"}'))
+    lines[at] = lines[at].replace('"req-014"', '"req-14"')
+    path = _write(tmp_path, *lines, name="b.jsonl")
+    expected = "expected the assistant's request_id to name an earlier request: 'req-14' names none"
+    with pytest.raises(LogFormatError) as err:
+        read_log(path, strict=True, check_pairs=True)
+    assert str(err.value) == f"{path}:{at + 1}: {expected}"
+    session = read_log(path, check_pairs=True)
+    assert [(e.line, e.expected) for e in session.skipped] == [
+        (at + 1, f"{expected}; it answers its thread's last request")
+    ]
+    edited = replay.replay(path, "baseline")
+    assert edited.summary["output_tokens"].to_list() == (
+        original.summary["output_tokens"].to_list()
+    )
+    assert edited.summary["cost_usd"].to_list() == original.summary["cost_usd"].to_list()
+
+
 def test_a_repeated_request_id_still_gets_its_missing_tool_results(tmp_path):
     from replay import load
 
@@ -447,6 +473,8 @@ def test_a_repeated_request_id_still_gets_its_missing_tool_results(tmp_path):
         (5, "expected a unique request_id: 'req-001' is the request_id of line 3"),
         (5, "expected a tool_result for call 'call-001' (list_files, line 4) before request "
             "req-001"),
+        (6, "expected the assistant's request_id to name an earlier request: 'req-002' names "
+            "none"),  # its request was the one edited
     ]
     assert getattr(session.events[3], "synthetic", None) == "missing tool result"
 

@@ -335,7 +335,8 @@ def _responses(session: Session) -> dict[int, tuple[int, AssistantMessage]]:
             pending[e.thread] = n
             by_id[e.request_id] = n
         elif isinstance(e, AssistantMessage):
-            target = by_id.get(e.request_id) if e.request_id else pending.get(e.thread)
+            # An id naming no request (the reader reported it) falls back like a missing one.
+            target = by_id.get(e.request_id) if e.request_id in by_id else pending.get(e.thread)
             if target is not None and target not in answer:
                 answer[target] = (n, e)
             pending.pop(e.thread, None)

@@ -5,8 +5,9 @@ the model saw back (`in_context`) is answered before the thread's next `request`
 refuses a prompt that breaks either rule, so a log that does was damaged (a lost or edited line).
 Server-side calls (`server_side`: run at the provider, no result expected) are exempt. A
 `request` follows a message of its thread (`sent_message`); event ids and request ids are
-unique; a `compaction` replaces earlier events; an event's thread is `main` or one a `thread`
-event opened, and a `thread` event opens a thread other than `main`, once.
+unique, and an assistant's `request_id` names an earlier request; a `compaction` replaces
+earlier events; an event's thread is `main` or one a `thread` event opened, and a `thread`
+event opens a thread other than `main`, once.
 """
 
 from __future__ import annotations
@@ -107,6 +108,8 @@ class ToolPairs:
             self.started[event.thread_id] = line
         if isinstance(event, RequestMarker):
             problems += self._request_id(event, line)
+        if isinstance(event, AssistantMessage):
+            problems += self._answered_request(event, line)
         found, placeholders = self._calls(event, line)
         return problems + found, placeholders
 
@@ -188,6 +191,21 @@ class ToolPairs:
                 f"expected a unique request_id: {event.request_id!r} is the request_id of line "
                 f"{first}",
                 "both are replayed",
+            )
+        ]
+
+    def _answered_request(self, event: AssistantMessage, line: int) -> list[LogFormatError]:
+        """A response whose `request_id` names no earlier request (an edited or lost line):
+        it answers its thread's last request, as one without a `request_id` does. Left
+        unpaired, its output would be priced at zero tokens."""
+        if event.request_id is None or event.request_id in self.request_ids:
+            return []
+        return [
+            self._kept(
+                line,
+                f"expected the assistant's request_id to name an earlier request: "
+                f"{event.request_id!r} names none",
+                "it answers its thread's last request",
             )
         ]
 
