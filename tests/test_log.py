@@ -301,6 +301,13 @@ def test_missing_header(tmp_path):
             + "1" + "0" * 30 + "}}",
             "less than or equal to 1000000000000 at `request.usage.input_tokens`",
         ),
+        (  # each bucket in range, their sum (the prompt) past it: it broke the replay
+            '{"type":"request","ts":"2026-03-02T09:00:02Z","request_id":"r","usage":{"input_tokens":'
+            '600000000000,"cache_read_tokens":600000000000}}',
+            "invalid `request` event: expected the prompt's buckets (input, cache read, cache "
+            "writes) to add up to at most 1,000,000,000,000 tokens, not 1,200,000,000,000 at "
+            "`request.usage`",
+        ),
         ('{"type":"user","ts":"2026-03-02T09:00:01Z","n":' + "9" * 5000 + "}",
          "expected a JSON object (Exceeds the limit (4300 digits)"),
         ("[" * 100_000, "expected a JSON object (nested too deeply)"),

@@ -49,7 +49,7 @@ from replay.log import (
     UserMessage,
 )
 from replay.log._events import SharedFieldsSet, share_fields_sets
-from replay.log._io import first_clause, without_bom
+from replay.log._io import describe_invalid, first_clause, without_bom
 from replay.log._pairs import sent_message
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -214,11 +214,7 @@ def failures_as_log_errors(path: str | Path) -> Iterator[None]:
     except Bad as err:
         raise LogFormatError(path, None, str(err)) from None
     except ValidationError as err:
-        first = err.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise LogFormatError(
-            path, None, f"invalid log: {first['msg'].lower()} at `{loc}`"
-        ) from None
+        raise LogFormatError(path, None, f"invalid log: {describe_invalid(err)}") from None
     except MALFORMED_STRUCTURE as err:
         raise LogFormatError(
             path, None, f"unexpected log structure ({type(err).__name__}: {err})"
@@ -240,9 +236,7 @@ def guarded(
     except Bad as err:
         issues.add(line, str(err), path)
     except ValidationError as err:
-        first = err.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        issues.add(line, f"invalid {what}: {first['msg'].lower()} at `{loc}`", path)
+        issues.add(line, f"invalid {what}: {describe_invalid(err)}", path)
     except MALFORMED_STRUCTURE as err:
         issues.add(line, f"unexpected {what} structure ({type(err).__name__}: {err})", path)
     return None

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 FORMAT_NAME = "replay-log"
 FORMAT_VERSION = 1
@@ -177,6 +177,16 @@ class Usage(_Model):
             + self.cache_write_5m_tokens
             + self.cache_write_1h_tokens
         )
+
+    @model_validator(mode="after")
+    def _prompt_in_range(self) -> Usage:
+        # The prompt is a token count too: buckets each in range can add up past any prompt.
+        if self.prompt_tokens > MAX_TOKENS:
+            raise ValueError(
+                f"expected the prompt's buckets (input, cache read, cache writes) to add up to "
+                f"at most {MAX_TOKENS:,} tokens, not {self.prompt_tokens:,}"
+            )
+        return self
 
 
 def _aware(moment: datetime) -> datetime:

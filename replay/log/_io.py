@@ -63,10 +63,14 @@ class Session:
         return [e for e in self.events if isinstance(e, RequestMarker)]
 
 
-def _describe(err: ValidationError) -> str:
+def describe_invalid(err: ValidationError) -> str:
+    """What a record's first validation error says, and where (`at `field``)."""
     first = err.errors()[0]
     loc = ".".join(str(p) for p in first["loc"] if not str(p).startswith("function-"))
-    return f"{first['msg'].lower()} at `{loc}`" if loc else first["msg"].lower()
+    msg = first["msg"].lower()
+    if first["type"] == "value_error":  # a model's own check, worded as it should read
+        msg = first["msg"].removeprefix("Value error, ")
+    return f"{msg} at `{loc}`" if loc else msg
 
 
 def parse_event(obj: Any, path: str | Path, line: int, *, strict_text: str | None = None) -> Any:
@@ -88,7 +92,8 @@ def parse_event(obj: Any, path: str | Path, line: int, *, strict_text: str | Non
         if strict_text is not None:
             _check_types(strict_text)
     except ValidationError as err:
-        raise LogFormatError(path, line, f"invalid `{kind}` event: {_describe(err)}") from None
+        expected = f"invalid `{kind}` event: {describe_invalid(err)}"
+        raise LogFormatError(path, line, expected) from None
     return event
 
 
