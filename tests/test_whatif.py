@@ -404,13 +404,18 @@ def test_cli_errors_are_one_line(invoke, args, message) -> None:
 
 
 @pytest.mark.parametrize(
-    "args", [["--at", "3"], ["--prune", "older-than:3"], ["--at", "3", "--compact-at", "3",
-                                                          "--prune", "tool:x"]]
+    ("args", "says"),
+    [
+        (["--at", "3"], "give either --at REQUEST --prune SELECTOR or --compact-at REQUEST"),
+        (["--prune", "older-than:3"], "--prune needs --at REQUEST"),
+        (["--at", "3", "--compact-at", "3", "--prune", "tool:x"], "give either"),
+        (["--compact-at", "9", "--at", "3"], "--compact-at names its own request"),  # not ignored
+    ],
 )
-def test_cli_needs_exactly_one_edit(invoke, args) -> None:
+def test_cli_needs_exactly_one_edit(invoke, args, says) -> None:
     result = invoke("whatif", RUN42, *args)
     assert result.exit_code == 2
-    assert "Traceback" not in result.stderr
+    assert says in result.stderr and "Traceback" not in result.stderr
 
 
 def test_cli_ttl_provider_and_model(invoke) -> None:

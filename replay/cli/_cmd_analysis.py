@@ -138,6 +138,8 @@ def whatif_command(log: Path, at: int | None, prune: str | None, compact_at: int
         raise click.UsageError("give either --at REQUEST --prune SELECTOR or --compact-at REQUEST")
     if prune is not None and at is None:
         raise click.UsageError("--prune needs --at REQUEST")
+    if compact_at is not None and at is not None:
+        raise click.UsageError("--compact-at names its own request: --at goes with --prune")
     edit_at = compact_at if compact_at is not None else at
     with progress_bar("what if", quiet or fmt == "json") as progress:
         result = whatif(log, at=edit_at, prune=prune, compact=compact_at is not None,
