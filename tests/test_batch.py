@@ -652,6 +652,22 @@ def test_a_bad_price_is_a_user_error_before_any_work(logdir: Path, tmp_path: Pat
     assert good.exit_code == 0, good.output
 
 
+def test_a_dataset_in_a_missing_folder_is_a_user_error_that_creates_nothing(
+    logdir: Path, tmp_path: Path, invoke
+):
+    """The dataset folder is created, not its parents: a mistyped `-o` leaves no tree."""
+    out = tmp_path / "typo" / "sub" / "ds"
+    result = invoke("batch", logdir, "-s", "baseline", "-o", out, "-w", "1")
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert result.stderr == (
+        f"error: cannot write the dataset {out}: directory {out.parent} does not exist\n"
+    )
+    assert not (tmp_path / "typo").exists()
+    made = invoke("batch", logdir, "-s", "baseline", "-o", tmp_path / "ds", "-w", "1", "-q")
+    assert made.exit_code == 0, made.output
+    assert (tmp_path / "ds" / "sessions").is_dir()
+
+
 def test_the_report_and_every_part_say_the_trajectory_is_held_fixed(
     logdir: Path, tmp_path: Path, invoke
 ):

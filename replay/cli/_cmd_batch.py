@@ -69,6 +69,19 @@ def _problem_table(report, limit: int = 20):
     return Fitted(table, fold={"file": 20, "why": 20})
 
 
+def _check_dataset_parent(
+    ctx: click.Context, param: click.Parameter, value: Path | None
+) -> Path | None:
+    """The dataset folder is created if missing, but not its parents: a mistyped `-o` leaves
+    no tree behind (as `check_output_folder` does for files)."""
+    if value is not None and not value.absolute().parent.is_dir():
+        parent = value.absolute().parent
+        what = "is not a directory" if parent.exists() else "does not exist"
+        click.echo(f"error: cannot write the dataset {value}: directory {parent} {what}", err=True)
+        ctx.exit(2)
+    return value
+
+
 @cli.command("batch")
 @click.argument("targets", nargs=-1, required=True, metavar="DIR|GLOB|FILE...")
 @click.option(
@@ -82,7 +95,9 @@ def _problem_table(report, limit: int = 20):
     "-o",
     "--output",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Parquet dataset folder to append to (and to keep the incremental cache in).",
+    callback=_check_dataset_parent,
+    help="Parquet dataset folder to append to (and to keep the incremental cache in); "
+    "created if missing, in a folder that must exist.",
 )
 @click.option("--per-request", is_flag=True, help="Also write one row per simulated request.")
 @click.option(
