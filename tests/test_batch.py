@@ -253,6 +253,23 @@ def test_other_options_replace_a_files_rows(logdir: Path, tmp_path: Path):
     assert sorted(set(sessions(out)["session_id"])) == ["a", "b", "c", "d", "e"]
 
 
+def test_ttl_reaches_every_files_replay_as_in_run(logdir: Path):
+    """`--ttl` prices a batch as it prices `replay run`, and is part of a row's options."""
+    import replay
+
+    log = logdir / "a.jsonl"
+    costs = {}
+    for ttl in ("5m", "1h"):
+        opts = BatchOptions(strategies="baseline", provider="anthropic",
+                            model="claude-sonnet-4-5", ttl=ttl, share_cache=False)
+        report = run_batch([log], opts, workers=1)
+        alone = replay.replay(log, "baseline", provider="anthropic", model="claude-sonnet-4-5",
+                              ttl=ttl)
+        costs[ttl] = report.totals["cost_usd"].to_list()
+        assert costs[ttl] == alone.summary["cost_usd"].to_list()
+    assert costs["5m"] != costs["1h"]
+
+
 def _first_request(frame: pl.DataFrame, session_id: str) -> dict:
     return (
         frame.filter(

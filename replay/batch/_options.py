@@ -36,6 +36,9 @@ class BatchOptions:
     """Path of a user cache-rule file."""
     prices: tuple[str, ...] = ()
     """`--price` overrides as typed (`MODEL=input:IN,output:OUT`)."""
+    ttl: str | None = None
+    """`5m` or `1h`: every breakpoint's TTL, where the client picks one (Anthropic-style
+    caches; other caches ignore it)."""
     strict: bool = False
     """Fail a file at its first malformed line (lenient: skip and count)."""
     per_request: bool = False

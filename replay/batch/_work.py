@@ -341,6 +341,7 @@ def _setup(opts: BatchOptions) -> tuple[Any, list[Any]]:
             cache_rules=opts.cache_rules,
             rule_overrides=None,
             prices=prices,
+            ttl=opts.ttl,
             context_window=opts.context_window,
         )
         hit = _CONFIGS[opts] = (config, resolve(opts.strategies))

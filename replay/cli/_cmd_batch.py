@@ -130,6 +130,12 @@ def _check_dataset_parent(
     "time through one shared provider cache.",
 )
 @context_window_option
+@click.option(
+    "--ttl",
+    type=click.Choice(["5m", "1h"]),
+    help="Force every breakpoint's TTL, where the client picks one (Anthropic-style caches; "
+    "other caches ignore it).",
+)
 @replay_options
 @click.option(
     "--format",
@@ -154,6 +160,7 @@ def batch_command(
     force: bool,
     share_cache: bool,
     context_window: int | None,
+    ttl: str | None,
     provider: str | None,
     model: str | None,
     client: str | None,
@@ -194,6 +201,7 @@ def batch_command(
         client=client,
         cache_rules=str(cache_rules) if cache_rules else None,
         prices=tuple(prices),
+        ttl=ttl,
         strict=strict,
         per_request=per_request,
         share_cache=share_cache,
