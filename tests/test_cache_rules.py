@@ -232,8 +232,13 @@ def test_research_uncertain_rules_are_flagged():
 
 def test_rules_before_the_first_row_are_an_error():
     book = RuleBook(builtin_rules("openai"))
-    with pytest.raises(ReplayError, match="no `mechanism` cache rule"):
+    with pytest.raises(ReplayError, match="no `mechanism` cache rule") as err:
         book.get("mechanism", "gpt-4o", at(2023, 1, 1))
+    # It names the ways to add one that exist: a rule file, or an override from Python.
+    assert str(err.value).endswith(
+        "add it with --cache-rules FILE (or, from Python, "
+        "rule_overrides={'openai.mechanism': VALUE})"
+    )
 
 
 # -- overrides and user files ----------------------------------------------------------------------

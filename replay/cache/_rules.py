@@ -368,7 +368,8 @@ class RuleBook:
             where = f"{self.provider}{'/' + self.variant if self.variant else ''}"
             raise ReplayError(
                 f"no `{name}` cache rule for {where} model {model!r} on {day:%Y-%m-%d}; add it "
-                f"with --cache-rules FILE or a rule override ({self.provider}.{name}=VALUE)"
+                f"with --cache-rules FILE (or, from Python, "
+                f"rule_overrides={{'{self.provider}.{name}': VALUE}})"
             )
         return r.value
 
