@@ -256,6 +256,9 @@ def recommendation(summary: pl.DataFrame) -> dict[str, Any] | None:
         "reference_cost_usd": ref_cost,
         "saving_usd": saving,
         "saving_ratio": round(float(saving / ref_cost), 4) if ref_cost else 0.0,
+        # False: no unflagged strategy costs less than the reference (the reference may be
+        # flagged itself); `strategy` is then only the cheapest unflagged one, not advice.
+        "beats_reference": saving > 0,
     }
 
 
@@ -265,7 +268,7 @@ def recommendation_line(rec: dict[str, Any] | None, summary: pl.DataFrame | None
         if summary is not None and not {"recorded", "baseline"} & set(names):
             return "No recommendation: add `recorded` or `baseline` to compare against."
         return "No strategy without evidence-loss flags or prompts over the window to recommend."
-    if rec["saving_usd"] <= 0:
+    if not rec["beats_reference"]:
         return (
             f"Cheapest strategy without evidence-loss flags: {rec['strategy']} "
             f"(${rec['cost_usd']:.4f}); no strategy without flags beats {rec['reference']} "

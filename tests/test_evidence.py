@@ -414,6 +414,7 @@ def test_recommendation_is_the_cheapest_unflagged_strategy() -> None:
     assert rec["strategy"] == "a-safe"  # the cheapest with no flag; ties by name
     assert (rec["reference"], rec["reference_cost_usd"]) == ("recorded", Decimal("1.00"))
     assert rec["saving_usd"] == Decimal("0.50") and rec["saving_ratio"] == 0.5
+    assert rec["beats_reference"] is True
     line = recommendation_line(rec)
     assert line.startswith("Cheapest strategy without evidence-loss flags: a-safe at $0.5000")
     assert "saving $0.5000 (50.0%) vs recorded ($1.0000)" in line
@@ -430,6 +431,12 @@ def test_recommendation_edge_cases() -> None:
     nothing_beats = recommendation(_summary([("baseline", "1.00", 0), ("x", "0.50", 1)]))
     assert nothing_beats["strategy"] == "baseline" and nothing_beats["saving_usd"] == 0
     assert "no strategy without flags beats baseline" in recommendation_line(nothing_beats)
+    assert nothing_beats["beats_reference"] is False
+    # The agent's own run flagged: the cheapest unflagged strategy costs more, and says so.
+    dearer = recommendation(_summary([("recorded", "1.00", 2), ("baseline", "1.10", 0)]))
+    assert (dearer["strategy"], dearer["saving_usd"]) == ("baseline", Decimal("-0.10"))
+    assert dearer["beats_reference"] is False
+    assert "no strategy without flags beats recorded" in recommendation_line(dearer)
     assert recommendation(_summary([])) is None
 
 
