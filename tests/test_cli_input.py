@@ -169,6 +169,26 @@ def test_a_streamed_log_is_named_in_notes_and_errors(fifo_of, tmp_path) -> None:
     assert empty.stderr.decode() == "error: <stdin>: empty file: expected a coding-agent log\n"
 
 
+def test_an_endless_stream_that_is_no_log_fails_once_its_head_is_read(tmp_path) -> None:
+    """A stream is copied before it is read, but its head is checked first: `/dev/zero` or
+    `yes |` fail once detection has its bytes, not after filling the disk."""
+    for source in (["cat", "/dev/zero"], ["yes"]):
+        with subprocess.Popen(source, stdout=subprocess.PIPE) as endless:
+            done = subprocess.run(
+                [sys.executable, "-m", "replay", "-", "-s", "baseline"],
+                cwd=ROOT, stdin=endless.stdout, capture_output=True, timeout=TIMEOUT,
+                env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT),
+                     "TMPDIR": str(tmp_path)},
+            )
+            endless.kill()
+        assert done.returncode == 2, source
+        assert done.stderr.decode() == (
+            "error: <stdin>:1: expected a coding-agent log (replay-log, Claude Code JSONL, "
+            "Codex rollout, pi session or opencode export); the content matches none of them\n"
+        )
+        assert not list(tmp_path.iterdir())  # the copy is gone
+
+
 def test_batch_skips_a_fifo_in_a_folder(tmp_path) -> None:
     folder = tmp_path / "logs"
     folder.mkdir()

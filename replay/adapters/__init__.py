@@ -45,9 +45,11 @@ def read_any(path: str | Path, *, strict: bool = False, fmt: str | None = None) 
     """Read any supported log (format detected from the content unless `fmt` is given). A
     stream (a pipe, a FIFO; `-` for standard input) is read once, through a temporary copy."""
     from replay.adapters._stream import is_stream, read_stream
+    from replay.adapters.detect import detect_file
 
     if is_stream(path):
-        return read_stream(path, lambda copy: _read_file(copy, strict, fmt))
+        head_check = detect_file if fmt is None else None  # `--from` reads what it is told
+        return read_stream(path, lambda copy: _read_file(copy, strict, fmt), head_check)
     return _read_file(path, strict, fmt)
 
 

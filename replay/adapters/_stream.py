@@ -15,9 +15,11 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from replay._atomic import written_through
 from replay._errors import LogFormatError, ReplayError
+from replay.adapters.detect import SAMPLE_BYTES
 from replay.log import Session
 
 STDIN = "-"
@@ -42,23 +44,39 @@ def label(path: str | Path) -> str:
 
 
 @contextmanager
-def _spooled(path: str | Path) -> Iterator[Path]:
+def _spooled(path: str | Path, head_check: Callable[[Path], object] | None) -> Iterator[Path]:
     """A temporary copy of the stream, read once; removed on leaving. The copy keeps the
-    stream's file name: some readers take a session name from it."""
+    stream's file name: some readers take a session name from it. `head_check` is called on
+    the copy of the stream's first `SAMPLE_BYTES` (all that format detection reads) before the
+    rest is copied: a stream that is no log (`/dev/zero`, `yes |`) fails there, not after
+    filling the disk."""
     name = "stdin" if is_stdin(path) else Path(path).name
     with tempfile.TemporaryDirectory(prefix="replay-stream-") as folder:
         copy = Path(folder) / name
         try:
-            with copy.open("wb") as target:
-                if is_stdin(path):
-                    shutil.copyfileobj(sys.stdin.buffer, target)
-                else:
-                    with open(path, "rb") as source:
-                        shutil.copyfileobj(source, target)
+            with copy.open("wb") as target, _opened(path) as source:
+                target.write(source.read(SAMPLE_BYTES))
+                if head_check is not None:
+                    target.flush()
+                    try:
+                        head_check(copy)
+                    except LogFormatError as err:
+                        raise _renamed(err, copy, label(path)) from None
+                shutil.copyfileobj(source, target)
         except OSError as err:
             why = f"cannot read the file ({err.strerror})"
             raise LogFormatError(label(path), None, why) from None
         yield copy
+
+
+@contextmanager
+def _opened(path: str | Path) -> Iterator[BinaryIO]:
+    """The stream's bytes: standard input's (left open), or the named stream's."""
+    if is_stdin(path):
+        yield sys.stdin.buffer
+    else:
+        with open(path, "rb") as source:
+            yield source
 
 
 def _renamed(err: LogFormatError, copy: Path, name: str) -> LogFormatError:
@@ -67,10 +85,15 @@ def _renamed(err: LogFormatError, copy: Path, name: str) -> LogFormatError:
     return LogFormatError(path, err.line, err.expected.replace(str(copy), name))
 
 
-def read_stream(path: str | Path, read: Callable[[Path], Session]) -> Session:
-    """`read` of a copy of the stream `path`, read once, its messages naming `path`."""
+def read_stream(
+    path: str | Path,
+    read: Callable[[Path], Session],
+    head_check: Callable[[Path], object] | None = None,
+) -> Session:
+    """`read` of a copy of the stream `path`, read once, its messages naming `path`
+    (`head_check`: see `_spooled`)."""
     name = label(path)
-    with _spooled(path) as copy:
+    with _spooled(path, head_check) as copy:
         try:
             session = read(copy)
         except LogFormatError as err:

@@ -29,7 +29,8 @@ FORMATS = ("replay-log", "claude-code", "codex", "pi", "opencode")
 """Format names, as accepted by `load(..., format=)` and `replay convert --from`."""
 
 _SAMPLE_LINES = 50
-_SAMPLE_BYTES = 4 * 1024 * 1024
+SAMPLE_BYTES = 4 * 1024 * 1024
+"""Bytes of a file's head that detection reads (a stream is checked once it has them)."""
 
 _CLAUDE_TYPES = {
     "user",
@@ -111,7 +112,7 @@ def detect_file(path: Path) -> str:
     """The format of one file, or a `LogFormatError` saying what was expected."""
     try:
         with open(path, "rb") as handle:
-            head = without_bom(handle.read(_SAMPLE_BYTES))
+            head = without_bom(handle.read(SAMPLE_BYTES))
     except OSError as err:
         raise LogFormatError(path, None, f"cannot read the file ({err.strerror})") from None
     if not head.strip():
@@ -121,13 +122,13 @@ def detect_file(path: Path) -> str:
     totals = dict.fromkeys(FORMATS, 0)
     readable = 0
     lines = head.split(b"\n")
-    if len(head) == _SAMPLE_BYTES and len(lines) > 1:
+    if len(head) == SAMPLE_BYTES and len(lines) > 1:
         lines = lines[:-1]  # the last sampled line may be cut
     for raw in lines:
         if readable >= _SAMPLE_LINES:
             break
-        if not raw.strip():
-            continue
+        if not raw.lstrip().startswith(b"{"):  # no JSON object (blank, or text: `yes |`)
+            continue  # (each failed `json.loads` costs microseconds: 4 MB of lines took 10 s)
         try:
             obj = json.loads(raw)
         except (ValueError, RecursionError):
