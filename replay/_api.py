@@ -455,6 +455,8 @@ def _notes(
         notes.append(f"Priced with a fallback on {len(requests):,} request(s): {warning}.")
     if ttl is not None and tables.no_ttl_choice:
         notes.append(_ignored_ttl_note(ttl, tables.no_ttl_choice))
+    if tables.no_breakpoint:
+        notes.append(_no_breakpoint_note(tables.no_breakpoint))
     if tables.mentions:
         counts = ", ".join(f"{name} {n:,}" for name, n in tables.mentions.items())
         notes.append(
@@ -474,6 +476,19 @@ def _ignored_ttl_note(ttl: str, routes: Mapping[str, set[int]]) -> str:
         f"--ttl {ttl} was ignored on {len(requests):,} request(s) ({', '.join(sorted(routes))}): "
         "their simulated cache has no 5m/1h TTL choice; --ttl applies only where the client "
         "picks one per breakpoint (Anthropic-style)."
+    )
+
+
+def _no_breakpoint_note(routes: Mapping[str, set[int]]) -> str:
+    """Requests the client profile sent without a cache breakpoint to a cache that needs one:
+    they cached nothing. Replaying a log on another provider keeps the log's client (a Codex
+    log on Anthropic: no breakpoint at all), which makes every request dear, silently."""
+    requests = set().union(*routes.values())
+    return (
+        f"{len(requests):,} request(s) ({', '.join(sorted(routes))}) cached nothing: the "
+        "client profile put no cache breakpoint where the provider needs one (column "
+        "`miss_causes`: no-breakpoint). If the harness you mean to run would mark the prompt, "
+        "say which with --client (e.g. --client claude-code)."
     )
 
 

@@ -162,6 +162,26 @@ def test_a_price_that_fell_back_is_a_note() -> None:
     assert [n for n in several.notes if n.startswith("Priced with a fallback")] == fallback
 
 
+def test_a_client_that_sends_no_breakpoint_where_they_are_needed_is_a_note() -> None:
+    """A log replayed on Anthropic with a client that marks nothing (Codex's) caches nothing:
+    the notes say how many requests, once whatever the strategies, and how to pick a client."""
+    from conftest import RUN42
+
+    import replay
+
+    def notes(**options) -> list[str]:
+        result = replay.replay(RUN42, "baseline,truncate-500", provider="anthropic",
+                               model="claude-sonnet-4-5", **options)
+        return [n for n in result.notes if "cached nothing" in n]
+
+    assert notes(client="codex") == [
+        "13 request(s) (anthropic) cached nothing: the client profile put no cache breakpoint "
+        "where the provider needs one (column `miss_causes`: no-breakpoint). If the harness you "
+        "mean to run would mark the prompt, say which with --client (e.g. --client claude-code)."
+    ]
+    assert notes() == notes(client="claude-code") == []
+
+
 def test_request_times_going_backwards_are_a_note(invoke, tmp_path) -> None:
     """Times the cache simulation judges TTLs and readiness on: a clock set back is said."""
     lines = RUN42.read_text(encoding="utf-8").splitlines()

@@ -14,6 +14,7 @@ from typing import Protocol
 import polars as pl
 
 from replay._errors import ReplayError
+from replay.cache._base import NO_BREAKPOINT
 from replay.engine._replay import RequestRecord
 from replay.evidence import HIDDEN_MENTION
 
@@ -321,6 +322,9 @@ class ResultTables:
     no_ttl_choice: dict[str, set[int]] = field(default_factory=dict)
     """Cache route → the recorded requests (`request_index`) whose cache offered the client no
     TTL choice: a forced TTL (`--ttl`) changed nothing there."""
+    no_breakpoint: dict[str, set[int]] = field(default_factory=dict)
+    """Cache route → the recorded requests (`request_index`) that cached nothing because the
+    client profile put no breakpoint on a provider that needs one (`NO_BREAKPOINT`)."""
     evidence_rows: bool = False
     """Also keep one row per blind action or hidden mention as records are counted
     (`evidence`): an excerpt each, thousands on a long log with `all`, so only on request."""
@@ -363,6 +367,8 @@ class ResultTables:
             self.price_warnings.setdefault(r.price_warning, set()).add(r.request_index)
         if r.kind == "request" and not r.outcome.ttl_choice:
             self.no_ttl_choice.setdefault(r.outcome.route, set()).add(r.request_index)
+        if r.kind == "request" and r.outcome.miss_kind == NO_BREAKPOINT:
+            self.no_breakpoint.setdefault(r.outcome.route, set()).add(r.request_index)
         if self.evidence_rows and r.blind_actions:
             self._evidence.extend(_evidence_rows(r))
         if self.per_turn:
@@ -379,7 +385,8 @@ class ResultTables:
         self.providers |= other.providers
         self.estimated_output = self.estimated_output and other.estimated_output
         for into, new in ((self.price_warnings, other.price_warnings),
-                          (self.no_ttl_choice, other.no_ttl_choice)):
+                          (self.no_ttl_choice, other.no_ttl_choice),
+                          (self.no_breakpoint, other.no_breakpoint)):
             for key, requests in new.items():
                 into.setdefault(key, set()).update(requests)
         self._evidence.extend(other._evidence)
