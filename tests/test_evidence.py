@@ -10,6 +10,7 @@ import dataclasses
 import json
 from decimal import Decimal
 from functools import partial
+from unittest import mock
 
 import gen
 import polars as pl
@@ -171,6 +172,23 @@ def test_what_one_log_taught_about_its_agents_messages_does_not_answer_for_anoth
 
     assert replay_of(f"The line is `{TARGET.strip()}`.") == []  # its own message shows it
     assert replay_of("The line is in the read.")  # hidden: only the cut read had it
+
+
+@pytest.mark.parametrize("said", [
+    f"The bug is here: x{TARGET.strip()}.",  # the line's first token inside a longer one
+    f"The bug is `{TARGET.strip()}_total`.",  # its last
+])
+def test_the_agents_message_holding_a_line_inside_longer_tokens_shows_it(said: str) -> None:
+    """The agent's messages are read only where their tokens may hold the line asked about
+    (`_Signatures`): every token of the line but its first and last is one of theirs, those
+    two may lie inside longer ones."""
+    forget_shared_answers()
+    history = [*_history(), AssistantItem((Block("text", said),), event_index=3)]
+    view = [*history[:2], truncate_chars(history[2], 5), history[3]]
+    assert _check(history, view, EDIT) == []  # the message shows the line
+    assert [a.kind for a in _check(history, view[:3], EDIT)] == [
+        "hidden-edit-target", "stubbed-read"
+    ]  # without the message, the line is hidden
 
 
 def test_shared_answers_serve_one_session_at_a_time() -> None:
@@ -589,6 +607,10 @@ _LINES = [
     "value = compute(tax_rate)",
     "  \t  ",
     "class Widget: pass  # naïve",
+    # These hold the lines `value = …` and `return sum(…) * tax_rate` with their first or
+    # last token inside a longer one.
+    "prefix_value = compute(tax_rate)",
+    "return sum(i.price for i in items) * tax_rate_total",
 ]
 # Lines only tool outputs show (an edit quoting one relies on a read, not on an earlier call).
 _OUTPUT_LINES = ["    total += item.cost", "    if not token: return None", "TOKEN_TTL = 300"]
@@ -671,6 +693,12 @@ def test_incremental_checker_equals_the_straightforward_one(data) -> None:
     draw = data.draw
     if draw(st.booleans()):  # answers shared from earlier examples, or each one found afresh
         forget_shared_answers()
+    # Windows of the search back through the agent's messages small enough to have edges here.
+    with mock.patch.object(_blind, "_FIRST_WINDOW", draw(st.sampled_from([1, 2, 64]))):
+        _replay_plan_twice(draw)
+
+
+def _replay_plan_twice(draw: st.DrawFn) -> None:
     plan = []  # per request: the thread, its changes (appended items, or one item replaced)
     lengths, n = [1, 0], 1
     for request in range(draw(st.integers(1, 14))):

@@ -30,6 +30,8 @@ from itertools import compress, islice, repeat
 from operator import contains
 from typing import NamedTuple
 
+import numpy as np
+
 from replay.strategies._common import path_of, reads_part_of_file
 from replay.strategies._view import (
     AssistantItem,
@@ -193,6 +195,57 @@ class _Content(NamedTuple):
 _UNKNOWN = _Content(None, None, "")
 
 
+class _Signatures:
+    """A 256-bit signature of each of the first `count` texts of a list: the bit `hash(token)
+    % 256` of each of its tokens (the text split at `_TOKENS`), 32 bytes per text.
+
+    A text that contains a string holds every token of the string but its first and its last
+    as a whole token (it splits where the string does: `_TOKENS` maps character by character),
+    so its signature has their bits. The texts whose signature lacks one need no search: a
+    search of many texts for a string none holds reads only the few that share its tokens."""
+
+    __slots__ = ("count", "words")
+
+    def __init__(self) -> None:
+        self.count = 0
+        """How many leading texts have a signature."""
+        self.words = array("Q")
+        """Four 64-bit words per text, in order (an `array` grows by ~1/8 at a time, where a
+        numpy array would be copied whole, twice the size, to grow)."""
+
+    def update(self, texts: list[str], count: int) -> None:
+        """Sign `texts[self.count:count]` (nothing when those are signed already)."""
+        words = self.words
+        for text in texts[self.count : count]:
+            words.extend(_signature(text.translate(_TOKENS).split()))
+        self.count = max(self.count, count)
+
+    def wanted(self, text: str) -> np.ndarray | None:
+        """The bits a text that holds `text` must have; None when `text` has fewer than three
+        tokens (no token of it is sure to be whole in a text that holds it)."""
+        pieces = text.translate(_TOKENS).split()
+        if len(pieces) < 3:
+            return None
+        return np.array(_signature(islice(pieces, 1, len(pieces) - 1)), dtype=np.uint64)
+
+    def having(self, wanted: np.ndarray, low: int, high: int) -> list[int]:
+        """The indexes in `[low, high)` of the texts whose signature has the `wanted` bits,
+        ascending (`high <= count`)."""
+        # A view of the words, let go before the next `update` (an array with a view alive
+        # cannot grow).
+        rows = np.frombuffer(self.words, dtype=np.uint64)[4 * low : 4 * high].reshape(-1, 4)
+        return (np.flatnonzero(((rows & wanted) == wanted).all(axis=1)) + low).tolist()
+
+
+def _signature(tokens: Iterable[str]) -> list[int]:
+    """The four 64-bit words of the bits of `tokens` (`_Signatures`)."""
+    words = [0, 0, 0, 0]
+    for token in set(tokens):
+        bit = hash(token) & 255
+        words[bit >> 6] |= 1 << (bit & 63)
+    return words
+
+
 class _History:
     """One thread's history as the checker has indexed it so far.
 
@@ -246,6 +299,9 @@ class _History:
         parts (`_holds_own_assistant`). Shared by the histories whose parts are the same so
         far (`_CHAINS`: every strategy's run over one log), so it may be longer than
         `assistant_texts`: only its first `len(assistant_texts)` prints are this history's."""
+        self.assistant_signatures = _Signatures()
+        """The signatures of `assistant_texts`, made only when a search of them needs them,
+        and shared like `assistant_prints` (it may sign more parts than this history's)."""
         self.assistant_items: set[AssistantItem] = set()
         """Every assistant item of `items` (items hash by identity: a set of their `id`s held
         an int object per item)."""
@@ -305,12 +361,13 @@ class _History:
             if shared is None:
                 if len(_CHAINS) >= _CHAINS_MAX:
                     _CHAINS.clear()
-                shared = _CHAINS[chained] = array("q", [chained])
-            self.assistant_prints = shared
+                shared = _CHAINS[chained] = (array("q", [chained]), _Signatures())
+            self.assistant_prints, self.assistant_signatures = shared
         elif j < len(prints):
             if prints[j] != chained:  # leaves the chain it shared: a copy of its own from here
                 self.assistant_prints = prints[:j]
                 self.assistant_prints.append(chained)
+                self.assistant_signatures = _Signatures()
         else:
             prints.append(chained)
         parts.append(text)
@@ -400,8 +457,8 @@ class _Hits:
 _IN_ASSISTANTS: dict[str, _Hits] = {}
 # One array of chained prints per sequence of assistant parts (keyed by its first print),
 # shared by the histories that have those parts, so that the `_Hits` referring to it keep one
-# array alive, not one per strategy's run.
-_CHAINS: dict[int, array] = {}
+# array alive, not one per strategy's run; and the signatures of those parts, made once.
+_CHAINS: dict[int, tuple[array, _Signatures]] = {}
 _CHAINS_MAX = 1 << 12
 
 
@@ -428,14 +485,39 @@ def _holds_own_assistant(history: _History, text: str, held: dict[Item, int]) ->
         # whose parts hold no hit known: searched here, not shared (the parts between would
         # be missing from `[low, high)`).
         hits = _Hits(prints, count)
+    signatures, wanted = history.assistant_signatures, None
+    if hits.high < count or hits.low > 0:  # a search is due: the signatures narrow it
+        signatures.update(texts, count)
+        wanted = signatures.wanted(text)
     if hits.high < count:  # parts added since: searched in full (each only once)
-        new = map(contains, texts[hits.high :], repeat(text))
-        hits.parts.extend(compress(range(hits.high, count), new))
+        if wanted is None:
+            new = map(contains, texts[hits.high :], repeat(text))
+            hits.parts.extend(compress(range(hits.high, count), new))
+        else:
+            having = signatures.having(wanted, hits.high, count)
+            new = map(contains, map(texts.__getitem__, having), repeat(text))
+            hits.parts.extend(compress(having, new))
         hits.high, hits.prints = count, prints
     parts = hits.parts
     known = parts if not parts or parts[-1] < count else parts[: bisect_left(parts, count)]
     if any(map(held.__contains__, map(owners.__getitem__, known))):
         return True
+    if wanted is not None:  # back from `low`, windows growing 4x: what is asked is often recent
+        size = _FIRST_WINDOW
+        while hits.low > 0:
+            top = hits.low
+            bottom = max(0, top - size)
+            having = signatures.having(wanted, bottom, top)
+            having.reverse()
+            holding = map(contains, map(texts.__getitem__, having), repeat(text))
+            for j in compress(having, holding):  # the substring tests at C speed
+                hits.low = j
+                parts.insert(0, j)
+                if owners[j] in held:
+                    return True
+            hits.low = bottom
+            size *= 4
+        return False
     while hits.low > 0:
         j = _last_containing(texts, text, 0, hits.low)
         hits.low = 0 if j is None else j
@@ -445,6 +527,10 @@ def _holds_own_assistant(history: _History, text: str, held: dict[Item, int]) ->
         if owners[j] in held:
             return True
     return False
+
+
+_FIRST_WINDOW = 64
+"""Parts the backward search of the agent's messages reads before its window grows."""
 
 
 class _ViewTrack:
