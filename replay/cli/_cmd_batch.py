@@ -10,6 +10,7 @@ import click
 from replay.cli._main import (
     cli,
     context_window_option,
+    missing_folder,
     price_overrides,
     replay_options,
     user_errors,
@@ -74,10 +75,9 @@ def _check_dataset_parent(
 ) -> Path | None:
     """The dataset folder is created if missing, but not its parents: a mistyped `-o` leaves
     no tree behind (as `check_output_folder` does for files)."""
-    if value is not None and not value.absolute().parent.is_dir():
-        parent = value.absolute().parent
-        what = "is not a directory" if parent.exists() else "does not exist"
-        click.echo(f"error: cannot write the dataset {value}: directory {parent} {what}", err=True)
+    why = None if value is None else missing_folder(value)
+    if why is not None:
+        click.echo(f"error: cannot write the dataset {value}: {why}", err=True)
         ctx.exit(2)
     return value
 

@@ -84,11 +84,19 @@ def check_output_folder(ctx: click.Context, param: click.Parameter, value: Path 
     if value.name in ("", ".", ".."):  # `-o ""` arrives as `.`
         click.echo(f"error: cannot write {str(value)!r}: expected a file name", err=True)
         ctx.exit(2)
-    if not value.parent.is_dir():
-        what = "is not a directory" if value.parent.exists() else "does not exist"
-        click.echo(f"error: cannot write {value}: directory {value.parent} {what}", err=True)
+    why = missing_folder(value)
+    if why is not None:
+        click.echo(f"error: cannot write {value}: {why}", err=True)
         ctx.exit(2)
     return value
+
+
+def missing_folder(value: Path) -> str | None:
+    """Why the folder `value` would be written in is not there (None when it is)."""
+    if value.parent.is_dir():
+        return None
+    what = "is not a directory" if value.parent.exists() else "does not exist"
+    return f"directory {value.parent} {what}"
 
 
 def refuse_overwriting_a_log(options: dict[str, Any]) -> None:
