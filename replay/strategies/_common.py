@@ -191,15 +191,7 @@ def strip_calls(item: AssistantItem, drop: Container[str]) -> AssistantItem | No
 def replace_blocks(item: AssistantItem, blocks: tuple[Block, ...]) -> AssistantItem:
     """`item` showing `blocks` instead (memoized, so the same edit gives the same object)."""
     key = tuple(
-        (
-            b.type,
-            b.text,
-            b.call_id,
-            b.name,
-            json.dumps(b.arguments, sort_keys=True, default=str),
-            b.estimated_tokens,
-        )
-        for b in blocks
+        (b.type, b.text, b.call_id, b.name, _arguments_key(b), b.estimated_tokens) for b in blocks
     )
     hit = derived(item, key)
     if hit is _NONE:
@@ -210,6 +202,17 @@ def replace_blocks(item: AssistantItem, blocks: tuple[Block, ...]) -> AssistantI
             item, key, item if same else AssistantItem(blocks=blocks, event_index=item.event_index)
         )
     return hit  # type: ignore[return-value]
+
+
+def _arguments_key(block: Block) -> object:
+    """A tool call's arguments in a memo key: the text it renders (made once per block and
+    shared) where that tells all of them apart; a JSON dump of its own per key was the peak of
+    Goose's run, one per pair summarized."""
+    if block.type != "tool_call":
+        return None
+    if block.arguments_format == "raw":  # renders `input` alone
+        return json.dumps(block.arguments, sort_keys=True, default=str)
+    return (block.arguments_format, block.rendered())
 
 
 def repair_pairs(
