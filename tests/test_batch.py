@@ -11,6 +11,7 @@ import socket
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import genai_prices
 import polars as pl
 import pytest
 
@@ -956,8 +957,8 @@ def test_a_price_that_fell_back_is_a_column_and_a_note(tmp_path: Path, invoke):
     out = tmp_path / "ds"
     opts = BatchOptions(strategies=STRATEGIES)
     reason = (
-        "'kimi-k2' (moonshotai) (genai-prices 0.2.3 snapshot): no cache-read price, cache "
-        "reads billed at the input rate"
+        f"'kimi-k2' (moonshotai) (genai-prices {genai_prices.__version__} snapshot): no "
+        "cache-read price, cache reads billed at the input rate"
     )
     note = (
         "Priced with a fallback on 6 request(s) over every strategy (columns "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import genai_prices
 import pytest
 from conftest import RUN42
 
@@ -152,8 +153,9 @@ def test_a_price_that_fell_back_is_a_note() -> None:
     assert result.summary["cached_tokens"][0] > 0
     fallback = [n for n in result.notes if n.startswith("Priced with a fallback")]
     assert fallback == [
-        "Priced with a fallback on 3 request(s): 'kimi-k2' (moonshotai) (genai-prices 0.2.3 "
-        "snapshot): no cache-read price, cache reads billed at the input rate."
+        "Priced with a fallback on 3 request(s): 'kimi-k2' (moonshotai) (genai-prices "
+        f"{genai_prices.__version__} snapshot): no cache-read price, cache reads billed at the "
+        "input rate."
     ]
     # Each strategy prices its own copy of a recorded request: the note counts the recorded
     # requests (it said "9 request(s)" for 3 with three strategies).
