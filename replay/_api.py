@@ -162,7 +162,7 @@ def replay(
     return ReplayResult(
         session=session,
         records=records,
-        notes=_notes(session, tables, ttl, context_window),
+        notes=_notes(session, tables, ttl, context_window, config),
         tables=tables,
         unlogged_context=config.unlogged_context,
     )
@@ -194,7 +194,7 @@ def _replay_on_workers(
     return ReplayResult(
         session=session,
         records=[],
-        notes=_notes(session, tables, config.ttl, config.context_window),
+        notes=_notes(session, tables, config.ttl, config.context_window, config),
         tables=tables,
         unlogged_context=config.unlogged_context,
     )
@@ -322,7 +322,7 @@ def breakeven(
         tables = ResultTables(per_turn=False)
         rows, _ = breakeven_session(session, strategies, config, horizon=horizon, tables=tables)
     if notes is not None:
-        notes.extend(_notes(session, tables, ttl, context_window))
+        notes.extend(_notes(session, tables, ttl, context_window, config))
     return breakeven_frame(rows)
 
 
@@ -411,7 +411,7 @@ def whatif(
         "breakeven": breakeven_frame([r for r in rows if r.strategy == edit.name]),
         "reference": reference,
         "edit": edit.name,
-        "notes": _notes(session, ResultTables.of(records), ttl, context_window),
+        "notes": _notes(session, ResultTables.of(records), ttl, context_window, config),
     }
 
 
@@ -424,9 +424,15 @@ def _has_recorded() -> bool:
 
 
 def _notes(
-    session: Session, tables: ResultTables, ttl: str | None = None, window: int | None = None
+    session: Session,
+    tables: ResultTables,
+    ttl: str | None = None,
+    window: int | None = None,
+    config: ReplayConfig | None = None,
 ) -> list[str]:
     notes = [TRAJECTORY_NOTE]
+    if config is not None:
+        notes += _bill_notes(session, tables, config)
     if session.skipped:
         notes.append(_skipped_note(session))
     if tables.models and tables.estimated_output:
@@ -465,6 +471,78 @@ def _notes(
             f"it then reads again): {counts}."
         )
     return notes
+
+
+BILL_TOLERANCE = 0.02
+"""Within this share of the log's own bill, the simulated `recorded` counts as reproducing it
+(the session cost target of `replay fidelity`)."""
+
+
+def _bill_notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list[str]:
+    """What the log's own usage costs, and how far the simulation of what the agent did
+    (`recorded`) lands from it: every other row is simulated under the same rules, so this is
+    how much to trust their absolute figures on this log."""
+    from replay.fidelity import bill
+
+    billed = bill(session, config.pricer or Pricer())
+    if billed is None:
+        return []
+    cost = f"${billed.cost_usd:.4f}"
+    partial = (
+        f" ({billed.priced:,} of {billed.requests:,} requests carry usage; the others are not "
+        "in it)"
+        if billed.priced < billed.requests
+        else ""
+    )
+    whatif = _whatif_options(config)
+    simulated = tables.cost("recorded")
+    if whatif or simulated is None or partial:
+        why = (
+            f"; with {', '.join(whatif)} this replay prices a what-if, not that bill"
+            if whatif
+            else "; replay `recorded` to compare the simulation with it"
+            if simulated is None
+            else ""
+        )
+        return [
+            f"The log's own usage costs {cost} at the prices of the models it ran "
+            f"({', '.join(billed.models)}){partial}{why}."
+        ]
+    error = float((simulated - billed.cost_usd) / billed.cost_usd) if billed.cost_usd else 0.0
+    side = "below" if error < 0 else "above"
+    gap = (
+        f"The simulated `recorded` (${simulated:.4f}) is {abs(error):.1%} {side} what the "
+        f"log's own usage costs ({cost})"
+        if round(error, 3)
+        else f"The simulated `recorded` (${simulated:.4f}) matches what the log's own usage "
+        f"costs ({cost}) to 0.1 %"
+    )
+    if abs(error) <= BILL_TOLERANCE:
+        return [f"{gap}: on this log the cache simulation reproduces the bill."]
+    example = (
+        "OpenAI, for one, serves some requests from an older prefix than its rules allow"
+        if error < 0
+        else "a cache kept past its documented TTL, a prefix another session cached"
+    )
+    return [
+        f"{gap}: the provider billed some requests otherwise than its cache rules predict "
+        f"({example}), or the log lacks context the agent sent. `replay fidelity LOG` shows "
+        "which requests and why. Every strategy is simulated under the same rules: compare them "
+        "with each other, and expect a real bill to differ from theirs about as much."
+    ]
+
+
+def _whatif_options(config: ReplayConfig) -> list[str]:
+    """The options that make `recorded` something the agent did not send or was not billed."""
+    chosen = {
+        "--provider": config.provider,
+        "--model": config.model,
+        "--client": config.client,
+        "--cache-rules": config.cache_rules,
+        "--ttl": config.ttl,
+        "rule overrides": config.rule_overrides,
+    }
+    return [flag for flag, value in chosen.items() if value]
 
 
 def _ignored_ttl_note(ttl: str, routes: Mapping[str, set[int]]) -> str:

@@ -264,3 +264,89 @@ def test_cli_log_without_usage_is_a_user_error(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
     assert "no request in this log carries recorded usage" in result.stderr
+
+
+def test_the_bill_prices_each_request_at_the_model_its_log_names() -> None:
+    """The bill is the log's usage at the model each request ran (its own, its thread's, the
+    log's), whatever a replay forces; a request without usage is counted, not priced."""
+    from replay.fidelity import bill
+    from replay.fidelity._fidelity import recorded_buckets
+    from replay.log import ThreadStart
+    from replay.prices import Pricer
+
+    session = _billed_session(4)
+    markers = session.requests()
+    markers[1].model = "claude-opus-4-5"
+    sub = "sub-1"
+    ts = markers[-1].ts + timedelta(seconds=5)
+    session.events += [
+        ThreadStart(ts=ts, thread_id=sub, model="claude-haiku-4-5"),
+        UserMessage(ts=ts, thread=sub, text="look around " + WORDS * 40),
+        RequestMarker(ts=ts, thread=sub, request_id="s0",
+                      usage=Usage(input_tokens=900, cache_write_5m_tokens=3000,
+                                  output_tokens=40)),
+        AssistantMessage(ts=ts, thread=sub, blocks=[TextBlock(text="seen")], request_id="s0"),
+    ]
+    markers[2].usage = None
+    pricer = Pricer()
+    billed = bill(session, pricer)
+    assert billed is not None
+    assert (billed.requests, billed.priced) == (5, 4)
+    assert billed.models == ("claude-haiku-4-5", "claude-opus-4-5", "claude-sonnet-4-6")
+
+    expected = sum(
+        (
+            pricer.price(
+                recorded_buckets(m.usage), model=model, provider="anthropic", ts=m.ts
+            ).total_usd
+            for m, model in (
+                (markers[0], "claude-sonnet-4-6"),
+                (markers[1], "claude-opus-4-5"),
+                (markers[3], "claude-sonnet-4-6"),
+                (session.requests()[4], "claude-haiku-4-5"),
+            )
+        ),
+        Decimal(0),
+    )
+    assert billed.cost_usd == expected
+    for m in session.requests():
+        m.usage = None
+    assert bill(session, pricer) is None
+
+
+def _bill_note(notes: list[str]) -> str:
+    (note,) = [n for n in notes if "the log's own usage" in n.lower()]
+    return note
+
+
+def test_a_replay_says_how_close_recorded_lands_to_the_bill() -> None:
+    from replay import replay
+
+    session = _billed_session()
+    note = _bill_note(replay(session, ["recorded", "baseline"]).notes)
+    assert "matches what the log's own usage costs" in note
+    # The provider re-wrote a prefix its rules had cached (routing, eviction): the simulation
+    # lands below the bill, by how much it says, and where to look.
+    marker = session.requests()[4]
+    marker.usage.cache_write_5m_tokens += marker.usage.cache_read_tokens
+    marker.usage.cache_read_tokens = 0
+    rows = fidelity_rows(session)
+    summary = fidelity_summary(rows)
+    note = _bill_note(replay(session, ["recorded"]).notes)
+    assert f"{abs(summary['cost_error']):.1%} below" in note
+    assert f"${summary['recorded_cost_usd']:.4f}" in note
+    assert "replay fidelity LOG" in note
+
+
+def test_the_bill_is_not_compared_with_a_what_if_or_without_recorded() -> None:
+    from replay import replay
+
+    session = _billed_session()
+    note = _bill_note(replay(session, ["baseline"]).notes)
+    assert "replay `recorded` to compare" in note
+    note = _bill_note(replay(session, ["recorded"], model="claude-haiku-4-5", ttl="1h").notes)
+    assert "with --model, --ttl this replay prices a what-if" in note
+    assert "claude-sonnet-4-6" in note  # the model the log was billed at
+    session.requests()[0].usage = None
+    note = _bill_note(replay(session, ["recorded"]).notes)
+    assert "5 of 6 requests carry usage" in note

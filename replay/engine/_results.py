@@ -349,6 +349,11 @@ class ResultTables:
         tables.per_turn, tables._records = True, records
         return tables
 
+    def cost(self, strategy: str) -> Decimal | None:
+        """What the requests counted for `strategy` cost in all (None: it was not replayed)."""
+        acc = self._accs.get(strategy)
+        return None if acc is None else acc.cost
+
     def add(self, records: Sequence[RequestRecord]) -> None:
         """Count one strategy's records."""
         for r in records:

@@ -35,7 +35,7 @@ from replay.engine import ReplayConfig, replay_session
 from replay.engine._replay import with_unlogged_context
 from replay.engine._results import MONEY
 from replay.engine._unlogged import UnloggedContext, read_tolerance
-from replay.log import RequestMarker, Session
+from replay.log import RequestMarker, Session, ThreadStart, Usage
 from replay.prices import Buckets, Pricer
 from replay.tokens import family_for
 
@@ -114,13 +114,7 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
             continue
         rec_write = usage.cache_write_5m_tokens + usage.cache_write_1h_tokens
         recorded_cost = pricer.price(
-            Buckets(
-                uncached=usage.input_tokens,
-                cache_read=usage.cache_read_tokens,
-                cache_write_5m=usage.cache_write_5m_tokens,
-                cache_write_1h=usage.cache_write_1h_tokens,
-                output=usage.output_tokens,
-            ),
+            recorded_buckets(usage),
             model=r.model,
             provider=r.provider,
             ts=r.ts,
@@ -167,6 +161,65 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
         )
         earlier.append((usage.cache_read_tokens, usage.cache_read_tokens + rec_write))
     return rows
+
+
+def recorded_buckets(usage: Usage) -> Buckets:
+    """The buckets the provider billed one request in (its usage, already disjoint)."""
+    return Buckets(
+        uncached=usage.input_tokens,
+        cache_read=usage.cache_read_tokens,
+        cache_write_5m=usage.cache_write_5m_tokens,
+        cache_write_1h=usage.cache_write_1h_tokens,
+        output=usage.output_tokens,
+    )
+
+
+@dataclass(frozen=True)
+class Bill:
+    """What the log's own usage costs: the provider's token counts at replay's prices."""
+
+    requests: int
+    """Requests of the log."""
+    priced: int
+    """Requests among them that carry usage (only those are in `cost_usd`)."""
+    cost_usd: Decimal
+    """Their usage priced like a simulated request (model, provider, date, price variant)."""
+    models: tuple[str, ...]
+    """The models the log billed, sorted."""
+
+
+def bill(session: Session, pricer: Pricer) -> Bill | None:
+    """Price the usage the log recorded, each request at the model and provider the log names
+    for it (whatever model a replay forces), or None when no request carries usage."""
+    header = session.header
+    thread_models: dict[str, str | None] = {}
+    requests = priced = 0
+    cost = Decimal(0)
+    models: set[str] = set()
+    for event in session.events:
+        if isinstance(event, ThreadStart):
+            thread_models[event.thread_id] = event.model
+            continue
+        if not isinstance(event, RequestMarker):
+            continue
+        requests += 1
+        usage = event.usage
+        if usage is None:
+            continue
+        # As the engine resolves it: the call's own model, else its thread's, else the log's.
+        model = event.model or thread_models.get(event.thread) or header.model
+        priced += 1
+        models.add(model)
+        cost += pricer.price(
+            recorded_buckets(usage),
+            model=model,
+            provider=event.provider or header.provider,
+            ts=event.ts,
+            context=event.price_context,
+        ).total_usd
+    if not priced:
+        return None
+    return Bill(requests, priced, cost, tuple(sorted(models)))
 
 
 def _inferred(marker: RequestMarker | None) -> str | None:
