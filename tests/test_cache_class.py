@@ -221,7 +221,8 @@ def long_session() -> Session:
 
 
 def many_turns_session() -> Session:
-    """Six prompts of a few steps each, with idle gaps (10 minutes, then two hours)."""
+    """Six prompts of a few steps each (thinking on the first), with idle gaps (10 minutes,
+    then two hours)."""
     events: list = []
     ts = T0
     n = 0
@@ -234,6 +235,8 @@ def many_turns_session() -> Session:
             rid = f"req_{n}"
             events.append(RequestMarker(ts=ts, request_id=rid))
             blocks: list = [TextBlock(text=f"turn {turn} step {step}")]
+            if step == 0:  # thinking that clearing it at the next prompt rewrites
+                blocks.insert(0, ThinkingBlock(thinking=text_of("plan", 200, n)))
             results = []
             for k, tool in enumerate(tools):
                 call, output = _call(tool, n * 10 + k, turn + k, 3000)

@@ -538,17 +538,28 @@ def test_anthropic_clear_tool_uses_keep_exclude_inputs_and_clear_at_least():
     assert view_of(lazy(items, ctx())).items == items
 
 
-def test_anthropic_clear_thinking_keeps_the_newest_turn():
+def test_anthropic_clear_thinking_keeps_the_newest_user_turn():
     h = History().user()
     for n in range(3):
         h.step(read(f"f{n}", "x"), thinking=f"thought {n}", text="t")
-    view = view_of(build("anthropic-clear-thinking-keep-1")(h.items, ctx()))
-    thinking = [
-        any(b.type == "thinking" for b in i.blocks)
-        for i in view.items
-        if isinstance(i, AssistantItem)
-    ]
-    assert thinking == [False, False, True]
+    strategy = build("anthropic-clear-thinking-keep-1")
+
+    def thinking_kept() -> list[bool]:
+        view = view_of(strategy(h.items, ctx()))
+        return [
+            any(b.type == "thinking" for b in i.blocks)
+            for i in view.items
+            if isinstance(i, AssistantItem)
+        ]
+
+    # One user turn: its whole tool loop keeps its thinking (the API needs it).
+    assert thinking_kept() == [True, True, True]
+    # The next user turn with thinking clears every step of the one before, once.
+    h.user("now the docs")
+    h.step(read("g", "y"), thinking="thought 3", text="t")
+    assert thinking_kept() == [False, False, False, True]
+    h.step(read("h", "z"), thinking="thought 4", text="t")
+    assert thinking_kept() == [False, False, False, True, True]
     assert view_of(build("anthropic-clear-thinking-keep-all")(h.items, ctx())).items == h.items
 
 

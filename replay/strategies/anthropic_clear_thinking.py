@@ -1,12 +1,18 @@
 """`anthropic-clear-thinking-keep-1`: Anthropic's server-side clearing of thinking blocks
 (`clear_thinking_20251015`).
 
-Rule: stateless, on every request: the thinking blocks of all assistant turns but the `keep`
-most recent ones that have thinking are dropped (`keep-all` keeps every one). Each new turn with
-thinking pushes the previous one out, so the prefix is rewritten near the tail.
+Rule: on every request, the thinking blocks of all assistant turns but the `keep` most recent
+ones that have thinking are dropped (`keep-all` keeps every one). A turn is what answers one
+real user message: every assistant message of its tool loop (the API needs the thinking of the
+loop in progress, and counts turns the way it strips thinking at a new user message). Each new
+turn with thinking pushes the previous one out, so the prefix is rewritten near the tail, once
+per user turn (until 2026-12-05 every assistant message counted as a turn: the thinking of the
+step before was dropped at every step of a tool loop, 55 prefix breaks instead of 1 on the
+entire-bmad sample).
 
 Defaults: keep = 1 (the documented default; some models keep all, UNVERIFIED). Cache class:
-churn-tail.
+freeze-once (a rewrite at each new user turn with thinking, append-only within a turn; the
+research lists it as churn-tail, counting each assistant message as a turn).
 
 Source: platform.claude.com docs, build-with-claude/context-editing.
 """
@@ -16,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import Bounds, StrategyContext, StrategySpec, register
-from replay.strategies._common import AgingView, replace_blocks
+from replay.strategies._common import GrownView, is_real_user, replace_blocks
 from replay.strategies._view import AssistantItem, Item, RewriteEvent, View
 
 
@@ -28,22 +34,37 @@ def without_thinking(item: AssistantItem) -> AssistantItem:
 
 
 def anthropic_clear_thinking(keep: int | str = 1) -> object:
-    view = AgingView(
-        lambda item: isinstance(item, AssistantItem)
-        and any(b.type == "thinking" for b in item.blocks)
-    )
+    view = GrownView()
+    turns: list[list[int]] = []  # per user turn, positions of its assistant items with thinking
+    cleared = 0  # turns[:cleared] have lost their thinking
 
     def clear_old_thinking(history: Sequence[Item], ctx: StrategyContext) -> View:
+        nonlocal cleared
         if keep == "all":
             return View(items=list(history))
-        newly, old = view.sync(history, int(keep))
-        if not old:
-            return View(items=list(history))
-        for n in newly:
-            view.set(n, without_thinking(history[n]))  # type: ignore[arg-type]
-        return View(
-            items=view.items(), events=[RewriteEvent("clear", f"thinking of {old} turns dropped")]
-        )
+        start = view.sync(history)
+        if start == 0:
+            turns.clear()
+            cleared = 0
+        for n in range(start, len(history)):
+            item = history[n]
+            view.append(item)
+            if is_real_user(item) or not turns:
+                turns.append([])
+            if isinstance(item, AssistantItem) and any(b.type == "thinking" for b in item.blocks):
+                turns[-1].append(n)
+        with_thinking = [n for n, turn in enumerate(turns) if turn]
+        old = with_thinking[: max(0, len(with_thinking) - int(keep))]
+        newly = [t for t in old if t >= cleared]
+        for t in newly:
+            for n in turns[t]:
+                view.set(n, without_thinking(history[n]))  # type: ignore[arg-type]
+        if old:
+            cleared = old[-1] + 1
+        if not newly:
+            return View(items=view.items())
+        event = RewriteEvent("clear", f"thinking of {len(newly)} turn(s) dropped")
+        return View(items=view.items(), events=[event])
 
     return clear_old_thinking
 
@@ -53,9 +74,10 @@ register(
         family="anthropic-clear-thinking",
         pattern=r"anthropic-clear-thinking-keep-(?P<keep>\d+|all)",
         build=anthropic_clear_thinking,
-        cache_class="churn-tail",
+        cache_class="freeze-once",
         rule="server-side, every request: drop the thinking blocks of all but the K most recent "
-        "assistant turns with thinking",
+        "assistant turns with thinking (a turn: the answer to one user message, tool loop "
+        "included)",
         defaults={"keep": 1},
         bounds={"keep": Bounds(low=0, words=("all",))},
         canonical=("anthropic-clear-thinking-keep-1",),
