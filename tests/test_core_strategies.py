@@ -278,6 +278,23 @@ def test_sliding_window_never_starts_on_an_orphan_result():
         _check_pairs(r.view)
 
 
+def test_sliding_pin_first_pins_the_task_not_injected_instructions():
+    """Codex and Claude Code logs open with harness text in the user role (permissions,
+    AGENTS.md): pin-first keeps the user's own first prompt."""
+    session = gen.build_session(
+        [gen.Turn(f"step {i}", [gen.Call("read_file", {"path": f"f{i}"}, f"out {i}")])
+         for i in range(5)] + [gen.Turn("done")]
+    )
+    first = next(e for e in session.events if isinstance(e, UserMessage))
+    at = session.events.index(first)
+    session.events.insert(at, UserMessage(ts=first.ts, text="<permissions> sandbox off",
+                                          injected=True))
+    last = _replay(session, ["sliding-2-pin-first"])[-1]
+    users = [i.text for i in last.view if isinstance(i, UserItem)]
+    assert users[0] == first.text
+    assert "<permissions> sandbox off" not in users
+
+
 def test_age_truncate_on_run42_rewrites_each_result_once():
     session = read_log(RUN42, strict=True)
     records = _replay(session, ["age-truncate-500-keep-3"])

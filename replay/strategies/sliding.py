@@ -1,6 +1,7 @@
 """`sliding-N`: send only the last N messages (`sliding-N-pin-first` also keeps the first user
-message). The window start moves every turn, so every request rewrites its prefix: the
-cache-hostile extreme. The window never starts on a tool result whose call it dropped.
+message: the first one the user wrote, not one the harness injected). The window start moves
+every turn, so every request rewrites its prefix: the cache-hostile extreme. The window never
+starts on a tool result whose call it dropped.
 
 Defaults: N = 10. Source: the seed articles (the cache-hostile sliding window). Cache class:
 churn.
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from itertools import islice
 
 from replay.strategies._base import AT_LEAST_1, Bounds, StrategyContext, StrategySpec, register
-from replay.strategies._common import valid_start
+from replay.strategies._common import is_real_user, valid_start
 from replay.strategies._view import Item, RewriteEvent, UserItem, View
 
 
@@ -26,7 +27,12 @@ def sliding(messages: int = 10, modifier: str | None = None) -> object:
         window = list(history[start:])
         events = [RewriteEvent("drop", f"dropped {start} oldest items")] if start > 0 else []
         if pin_first and start > 0:
-            first = next((i for i in islice(history, start) if isinstance(i, UserItem)), None)
+            # The task, not the instructions a harness injected as the first user message
+            # (Codex's permissions, AGENTS.md): those only when no real prompt is there.
+            dropped = list(islice(history, start))
+            first = next(filter(is_real_user, dropped), None) or next(
+                (i for i in dropped if isinstance(i, UserItem)), None
+            )
             if first is not None:
                 window.insert(0, first)
         return View(items=window, events=events)
