@@ -432,7 +432,7 @@ def _notes(
 ) -> list[str]:
     notes = [TRAJECTORY_NOTE]
     if config is not None:
-        notes += _bill_notes(session, tables, config)
+        notes += _bill_notes(session, tables, config) + _unused_price_notes(tables, config)
     if session.skipped:
         notes.append(_skipped_note(session))
     if tables.models and tables.estimated_output:
@@ -529,6 +529,20 @@ def _bill_notes(session: Session, tables: ResultTables, config: ReplayConfig) ->
         f"({example}), or the log lacks context the agent sent. `replay fidelity LOG` shows "
         "which requests and why. Every strategy is simulated under the same rules: compare them "
         "with each other, and expect a real bill to differ from theirs about as much."
+    ]
+
+
+def _unused_price_notes(tables: ResultTables, config: ReplayConfig) -> list[str]:
+    """A `--price` that priced nothing: the user believes their rates are in the figures."""
+    if config.pricer is None:
+        return []
+    unused = config.pricer.unused_overrides(tables.models)
+    if not unused:
+        return []
+    return [
+        f"--price {', '.join(unused)} matched no model of this replay "
+        f"({', '.join(sorted(tables.models))}): those rates priced nothing. Name the model as "
+        "the log does, or with a wildcard (e.g. 'claude-sonnet-4*')."
     ]
 
 

@@ -203,3 +203,19 @@ def test_request_times_going_backwards_are_a_note(invoke, tmp_path) -> None:
     )
     plain = invoke("run", RUN42, "-s", "baseline", "--format", "json")
     assert not any("go backwards" in n for n in json.loads(plain.stdout)["notes"])
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_a_price_override_that_prices_nothing_is_a_note(invoke, name) -> None:
+    """A `--price` for a model the log does not use (an alias, a typo) left list prices in
+    force without a word."""
+    command, *args = COMMANDS[name]
+    typo = invoke(command, RUN42, *args, "--price", "gemini-2.5-flsh=input:1,output:1")
+    assert typo.exit_code == 0, typo.output
+    assert "--price gemini-2.5-flsh matched no model of this replay (gemini-2.5-flash)" in (
+        typo.stderr
+    )
+    for used in ("gemini-2.5-flash", "gemini-2.5-*"):
+        ok = invoke(command, RUN42, *args, "--price", f"{used}=input:1,output:1")
+        assert ok.exit_code == 0, ok.output
+        assert "matched no model" not in ok.stderr

@@ -731,6 +731,14 @@ class Pricer:
     def has_override(self, model: str) -> bool:
         return self.override_for(model) is not None
 
+    def unused_overrides(self, models: Iterable[str]) -> list[str]:
+        """The overrides (as given, lowercased) that apply to none of `models`: a name the log
+        does not use (an alias, a typo) leaves genai-prices' rates in force."""
+        keys = {m.strip().lower() for m in models}
+        unused = [name for name in self._exact if name not in keys]
+        unused += [p for p, _ in self._patterns if not any(fnmatch.fnmatchcase(k, p) for k in keys)]
+        return unused
+
     # -- building routes -------------------------------------------------------------------------
 
     def _route(
