@@ -67,8 +67,10 @@ def test_run42_summary_flags_only_truncate_500(run42_doc) -> None:
     }
     assert any("`blind_mentions`" in n and "truncate-500 3" in n for n in run42_doc["notes"])
     # Every flag, with what it relied on.
+    # (the fix's `stubbed-read` row is a detail of its edit, not a second action)
     rows = run42_doc["evidence"]
-    assert len(rows) == sum(blind.values()) + sum(mentions.values())
+    assert blind["truncate-500"] == 1
+    assert len(rows) == sum(blind.values()) + sum(mentions.values()) + 1
     assert [(r["strategy"], r["request_index"], r["kind"], r["tool"], r["path"])
             for r in rows if r["strategy"] == "truncate-500"] == [
         ("truncate-500", 7, HIDDEN_MENTION, None, None),
@@ -94,11 +96,10 @@ def test_run42_truncate_500_hid_the_line_the_fix_changes() -> None:
     # Per request: the turn row carries the count.
     turns = result.turns.filter(pl.col("strategy") == "truncate-500")
     per_request = dict(zip(turns["request_index"], turns["blind_actions"], strict=True))
-    assert per_request[fix.request_index] == sum(
-        1 for a in actions if a.request_index == fix.request_index
-    )
+    assert per_request[fix.request_index] == 1  # one write, whatever its rows
     mentioned = dict(zip(turns["request_index"], turns["blind_mentions"], strict=True))
-    assert sum(per_request.values()) + sum(mentioned.values()) == len(actions)
+    details = sum(a.kind == "stubbed-read" for a in actions)
+    assert sum(per_request.values()) + sum(mentioned.values()) + details == len(actions)
     # Before the fix, the agent named what the 500-character reads had cut, in its own words.
     assert [(a.request_index, a.tool, a.excerpt) for a in actions if a.kind == HIDDEN_MENTION] == [
         (7, "", "markComplete"), (8, "", "task.id"), (9, "", "request.payload.id")
@@ -372,8 +373,8 @@ def test_strategies_on_an_edit_log() -> None:
                                              "age-truncate-200-keep-0"])
     blind = dict(zip(result.summary["strategy"], result.summary["blind_actions"], strict=True))
     # truncate-5000 only cuts the test log; the other two cut the line the edit replaces.
-    assert blind == {"baseline": 0, "truncate-5000": 0, "truncate-500": 2,
-                     "age-truncate-200-keep-0": 2}
+    assert blind == {"baseline": 0, "truncate-5000": 0, "truncate-500": 1,
+                     "age-truncate-200-keep-0": 1}
     for name in ("truncate-500", "age-truncate-200-keep-0"):
         actions = [a for r in result.records if r.strategy == name for a in r.blind_actions]
         assert {a.request_index for a in actions} == {2}

@@ -141,7 +141,8 @@ def test_summary_has_breakeven_and_blind_columns(result, document) -> None:
                  "rewrite_net_usd", "blind_actions", "hidden-edit-target", "stubbed-read"):
         assert name in columns
     rows = {row[0]: dict(zip(columns, row, strict=True)) for row in document["summary"]["rows"]}
-    assert rows["truncate-500"]["blind_actions"] == 2
+    assert rows["truncate-500"]["blind_actions"] == 1  # the fix (its stub read is a detail)
+    assert rows["truncate-500"]["stubbed-read"] == 1
     assert rows["baseline"]["rewrites"] == 0
     assert rows["sliding-10"]["rewrites"] > 0
     # Money stays exact: decimal strings, as in the JSON export.

@@ -16,7 +16,7 @@ import polars as pl
 from replay._errors import ReplayError
 from replay.cache._base import NO_BREAKPOINT
 from replay.engine._replay import RequestRecord
-from replay.evidence import HIDDEN_MENTION
+from replay.evidence import HIDDEN_MENTION, STUBBED_READ
 
 MONEY = pl.Decimal(precision=38, scale=12)
 
@@ -111,6 +111,14 @@ def records_evidence(records: Sequence[RequestRecord]) -> pl.DataFrame:
     return evidence_frame([row for r in records if r.blind_actions for row in _evidence_rows(r)])
 
 
+def actions(r: RequestRecord) -> int:
+    """The record's blind actions: the calls of its response that relied on hidden text (an
+    edit's `stubbed-read` detail and the response's `hidden-mention`s are not more actions)."""
+    if not r.blind_actions:
+        return 0
+    return sum(a.kind not in (HIDDEN_MENTION, STUBBED_READ) for a in r.blind_actions)
+
+
 def mentions(r: RequestRecord) -> int:
     """The record's `hidden-mention`s: its response's own text naming something only hidden
     text held (not an action: counted apart from `blind_actions`)."""
@@ -141,7 +149,7 @@ def _turn_row(r: RequestRecord) -> dict:
         "rewrites": "; ".join(f"{e.kind}: {e.detail}" if e.detail else e.kind for e in r.events)
         or None,
         "over_window": r.over_window,
-        "blind_actions": len(r.blind_actions) - mentions(r),
+        "blind_actions": actions(r),
         "blind_mentions": mentions(r),
         "cost_usd": r.cost_usd,
         "storage_cost_usd": o.storage_usd,
@@ -226,9 +234,8 @@ def _add(accs: dict[str, _Acc], r: RequestRecord) -> None:
     if kind not in (None, "cold-start"):
         a.misses += 1
         a.causes[kind] = a.causes.get(kind, 0) + 1
-    found = mentions(r)
-    a.blind += len(r.blind_actions) - found
-    a.mentions += found
+    a.blind += actions(r)
+    a.mentions += mentions(r)
 
 
 def summary_frame(records: Sequence[RequestRecord]) -> pl.DataFrame:

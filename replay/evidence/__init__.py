@@ -2,6 +2,7 @@
 
 from replay.evidence._blind import (
     HIDDEN_MENTION,
+    STUBBED_READ,
     BlindAction,
     EvidenceChecker,
     forget_shared_answers,
@@ -10,6 +11,7 @@ from replay.evidence._blind import (
 
 __all__ = [
     "HIDDEN_MENTION",
+    "STUBBED_READ",
     "BlindAction",
     "EvidenceChecker",
     "forget_shared_answers",

@@ -8,8 +8,9 @@ actually gave *used* text that the strategy's view did not show in full while th
   the change, against the file's last known content) was not visible in the view;
 - `hidden-quote`: a tool call whose arguments quote a path, identifier or error string that
   appears in the history but not in the view;
-- `stubbed-read`: the file being changed was shown only as a stub or cut-down read, so a real
-  agent would have had to read it again first (a re-read cost the replay does not include);
+- `stubbed-read`: beside a `hidden-edit-target`, the file being changed was shown only as a stub
+  or cut-down read, so a real agent would have had to read it again first (a re-read cost the
+  replay does not include); a detail of that edit, not an action of its own;
 - `hidden-mention`: not an action: the response's own text names something exact (a code, a
   path, an identifier) that only hidden text held — the agent reasoned about what this view
   hid. Counted apart (`blind_mentions`), since an agent often names a thing it then re-reads.
@@ -57,6 +58,9 @@ _RUN = re.compile(r"[\w./-]+")
 _DISTINCTIVE = re.compile(r"[0-9_/]|\w\.\w|[a-z][A-Z]")
 _TOKENS = str.maketrans({c: " " for c in range(128) if not _RUN.fullmatch(chr(c))})
 _MAX_EXCERPT = 300
+STUBBED_READ = "stubbed-read"
+"""Detail of a `hidden-edit-target`: the read that showed the edited file was a stub. It goes
+with the edit it explains, so it is not an action of its own."""
 HIDDEN_MENTION = "hidden-mention"
 
 
@@ -853,7 +857,7 @@ class EvidenceChecker:
             shown = None if read is None else request.view().first_result(read.event_index)
             if shown is not None and shown.original_chars is not None:
                 actions.append(
-                    BlindAction(request_index, request_id, call.name or "", "stubbed-read", path,
+                    BlindAction(request_index, request_id, call.name or "", STUBBED_READ, path,
                                 _short(shown.output))
                 )
         return actions
