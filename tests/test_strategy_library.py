@@ -1271,3 +1271,18 @@ def test_sizes_of_items_known_only_by_their_size():
     assert item_tokens(unlogged, c) == 700 and item_est(unlogged) == 700
     hidden = StrategyContext(**{**c.__dict__, "hidden_tokens": 5000})
     assert request_tokens([], hidden) == request_tokens([], c) + 5000
+
+
+@pytest.mark.parametrize("name", ["truncate-500", "age-truncate-500-keep-1"])
+def test_a_character_cap_never_lengthens_a_result(name):
+    """A 501-character output cut to 500 plus a ~20-character marker was sent longer than it
+    was: an output the marker would not shorten is sent as it is."""
+    h = History().user()
+    for n, size in enumerate([501, 515, 2000, 10]):
+        h.step(read(f"f{n}", "x" * size), text="t")
+    view = view_of(build(name)(h.items, ctx()))
+    outputs = [i.output for i in view.items if isinstance(i, ToolResultItem)]
+    assert outputs[0] == "x" * 501 and outputs[1] == "x" * 515
+    assert outputs[2].startswith("x" * 500) and len(outputs[2]) < 2000
+    originals = [i.output for i in h.items if isinstance(i, ToolResultItem)]
+    assert all(len(o) <= len(n) for o, n in zip(outputs, originals, strict=True))

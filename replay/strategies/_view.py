@@ -277,13 +277,17 @@ def replace_output(item: ToolResultItem, output: str) -> ToolResultItem:
 
 
 def truncate_chars(item: ToolResultItem, limit: int, marker: str | None = None) -> ToolResultItem:
-    """`item` with its output cut to `limit` characters (same object when it already fits)."""
+    """`item` with its output cut to `limit` characters and a marker (same object when it
+    already fits, or when the cut text with its marker would be no shorter than the output: a
+    cap never lengthens what it caps)."""
     if len(item.output) <= limit:
         return item
     key = (limit, marker)
     hit = derived(item, key)
     if hit is _NONE:
         tail = marker if marker is not None else f"\n…[truncated {len(item.output) - limit} chars]"
+        if limit + len(tail) >= len(item.output):
+            return item
         hit = replace_output(item, item.output[:limit] + tail)
         if hit is not item:  # (a marker equal to the cut text changes nothing)
             remember(item, key, hit)
