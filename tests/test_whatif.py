@@ -440,3 +440,28 @@ def test_cli_ttl_provider_and_model(invoke) -> None:
     }
     bad = invoke(*base, "--ttl", "2h")
     assert bad.exit_code == 2
+
+
+@pytest.mark.parametrize(("compacted_at", "source"), [(5, "logged"), (2, "extractive")])
+def test_whatif_compact_takes_the_logged_summary_only_where_the_agent_compacted(
+    compacted_at, source
+) -> None:
+    """A compaction logged after the last answer before AT is the summary there; an older one
+    (it covered less) is not: the stand-in is made from what AT replaces."""
+    import math
+    from datetime import UTC, datetime
+
+    from replay.strategies import StrategyContext
+    from replay.strategies.recorded import LoggedCompaction
+
+    logged = LoggedCompaction("the agent's own summary", frozenset(range(compacted_at)),
+                              event_index=compacted_at)
+    context = StrategyContext(
+        request_index=3, ts=datetime(2026, 10, 1, tzinfo=UTC), model="gpt-5",
+        context_window=200_000, count_tokens=lambda s: math.ceil(len(s) / 4),
+        logged_summaries=(logged,),
+    )
+    view = whatif_strategy(3, None, True).instantiate()(_history()[:6], context)
+    summary = view.items[0]
+    assert summary.source == source
+    assert ("the agent's own summary" in summary.text) == (source == "logged")

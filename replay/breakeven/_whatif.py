@@ -168,8 +168,13 @@ def whatif_strategy(at: int, prune: Selector | None, compact: bool) -> NamedStra
                             f"{ctx.request_index} (no model answer before it in its thread); "
                             "try a later one"
                         )
-                    if ctx.logged_summaries:
-                        text, source = ctx.logged_summaries[-1].summary, "logged"
+                    # The log's summary only where the agent compacted at this point (after
+                    # the last answer before `at`), not an older one standing in for more.
+                    last = ctx.logged_summaries[-1] if ctx.logged_summaries else None
+                    if last is not None and last.event_index > getattr(
+                        history[cut], "event_index", -1
+                    ):
+                        text, source = last.summary, "logged"
                     else:
                         text, source = structured_summary(replaced), "extractive"
                     summary = SummaryItem(summary_message(text), source=source,
