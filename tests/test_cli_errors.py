@@ -515,3 +515,33 @@ def test_a_bug_in_replay_keeps_its_traceback(invoke, monkeypatch, error):
     monkeypatch.setattr(report, "json_pieces", broken)
     with pytest.raises(type(error)):
         invoke(RUN42, "-s", "baseline", "--format", "json", "-q")
+
+
+@pytest.mark.parametrize("target", ["{folder}/*.jsonl", "{folder}/**/*.jsonl",
+                                    "{folder}/run42.jsonl"])
+def test_batch_over_a_path_in_a_folder_it_cannot_look_into_says_so(
+    invoke, tmp_path, monkeypatch, target
+):
+    """A folder without search permission: even a stat of a path in it fails (EACCES), which
+    `Path.is_dir` raises rather than answers (a traceback before)."""
+    folder = _logs_folder(tmp_path)
+    real_stat = os.stat
+
+    def stat(path, *args, **kwargs):
+        where = Path(os.fsdecode(path)).absolute()
+        if where != folder and where.is_relative_to(folder):
+            raise PermissionError(13, "Permission denied", os.fsdecode(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    text = target.format(folder=folder)
+    result = invoke("batch", text, "-s", "baseline", "--workers", "1", "-q")
+    _one_line(result, (text, "cannot look into its folder (permission denied)"))
+
+
+@pytest.mark.parametrize("where", ["log", "output"])
+def test_a_file_name_too_long_for_the_system_is_one_line(invoke, tmp_path, where):
+    long = tmp_path / ("a" * 300 + ".jsonl")
+    args = (long, "-q") if where == "log" else (RUN42, "-q", "-o", long)
+    result = invoke(*args)
+    _one_line(result, ("file name too long (", " characters)"))

@@ -275,7 +275,8 @@ files replay writes by name report their name; standard output has none)."""
 @contextlib.contextmanager
 def reported_errors() -> Iterator[None]:
     """The one place user and environment errors become one line on stderr and an exit code,
-    never a traceback: a `ReplayError` (exit 2), Ctrl-C (`interrupted`, 130), output that cannot
+    never a traceback: a `ReplayError` or a path too long for the system (exit 2), Ctrl-C
+    (`interrupted`, 130), output that cannot
     be written for want of room (exit 1) and a reader that stopped reading (`| head`: silent,
     exit 1, as click does). Any other exception is a bug in replay: its traceback is the bug
     report."""
@@ -291,6 +292,12 @@ def reported_errors() -> Iterator[None]:
         if err.errno == errno.EPIPE:
             _drop_stdout()
             sys.exit(1)
+        if err.errno == errno.ENAMETOOLONG:  # a path the user typed: no file can have it
+            name = str(err.filename)
+            shown = name if len(name) <= 80 else f"{name[:60]}…{name[-10:]}"
+            click.echo(f"error: {shown}: file name too long ({len(name):,} characters)",
+                       err=True)
+            sys.exit(2)
         if err.errno not in _FULL or err.filename is not None:
             raise
         _drop_stdout()
