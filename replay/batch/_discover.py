@@ -151,6 +151,15 @@ def discover(
         text = str(target)
         path = Path(os.path.expanduser(text))
         missed: dict[Path, str] | None = {} if unlisted is not None else None
+        try:
+            path.stat()
+        except PermissionError as err:  # a folder on the way may not be looked into
+            raise ReplayError(
+                f"{text}: cannot look into its folder ({err.strerror.lower()}): batch needs "
+                "to list the folders it reads"
+            ) from None
+        except OSError:
+            pass  # not there (a glob pattern, a typo): told apart below
         if path.is_dir():
             matches: Iterable[Path] = _walk(path, missed)
         elif path.is_file():
