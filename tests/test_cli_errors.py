@@ -545,3 +545,17 @@ def test_a_file_name_too_long_for_the_system_is_one_line(invoke, tmp_path, where
     args = (long, "-q") if where == "log" else (RUN42, "-q", "-o", long)
     result = invoke(*args)
     _one_line(result, ("file name too long (", " characters)"))
+
+
+def test_an_output_through_a_dangling_link_needs_the_folder_it_points_into(invoke, tmp_path):
+    """`-o` naming a link to a file in a missing folder: refused like a missing folder (the
+    write followed the link and created the folders, even at the filesystem's root)."""
+    link = tmp_path / "out.json"
+    link.symlink_to(tmp_path / "nofolder" / "deeper" / "target.json")
+    _one_line(invoke(RUN42, "-q", "--format", "json", "-o", link),
+              ("cannot write", "nofolder/deeper does not exist"))
+    assert not (tmp_path / "nofolder").exists()
+    fine = tmp_path / "fine.json"
+    fine.symlink_to(tmp_path / "target.json")
+    assert invoke(RUN42, "-q", "--format", "json", "-o", fine).exit_code == 0
+    assert json.loads((tmp_path / "target.json").read_text())["summary"]

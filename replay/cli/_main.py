@@ -92,7 +92,10 @@ def check_output_folder(ctx: click.Context, param: click.Parameter, value: Path 
 
 
 def missing_folder(value: Path) -> str | None:
-    """Why the folder `value` would be written in is not there (None when it is)."""
+    """Why the folder `value` would be written in is not there (None when it is). Through a
+    link, that is the folder of the file it points to (a dangling link's folder was created)."""
+    if value.is_symlink():
+        value = value.resolve()
     if value.parent.is_dir():
         return None
     what = "is not a directory" if value.parent.exists() else "does not exist"
