@@ -451,6 +451,13 @@ def test_providers_for_a_model_shows_only_its_provider():
     assert [p["provider"] for p in doc["providers"]] == ["anthropic"]  # not all eight
     assert doc["resolved"]["model"] == "claude-sonnet-4-6"
 
+
+def test_providers_for_a_model_no_provider_serves_names_its_own_option():
+    result = _cli("--model", "nosuch-model")
+    assert result.exit_code == 2
+    assert "name it with --provider" in result.output and "--price" not in result.output
+
+
 def test_providers_table_marks_uncertain_rules():
     result = _cli("--provider", "google", "--at", "2026-10-20")
     assert result.exit_code == 0, result.output

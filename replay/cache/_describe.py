@@ -85,7 +85,12 @@ def rules_in_force(
         from replay.prices import provider_for_model
 
         # Only the provider the model resolves to, not every provider's rules before its own.
-        provider = provider_for_model(model)
+        try:
+            provider = provider_for_model(model)
+        except ReplayError:  # its hint (a --price) is no option of this command
+            raise ReplayError(
+                f"cannot tell which provider serves model {model!r}; name it with --provider"
+            ) from None
     if provider is not None:
         files = _files_serving(router, provider, model)
     document: dict[str, Any] = {
