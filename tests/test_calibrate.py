@@ -535,3 +535,16 @@ def test_thinking_rule_is_memoized_by_the_utc_date():
     strips = _Thinking().strips
     assert not strips("anthropic", "claude-haiku-4-5", datetime(2025, 2, 24, 3, tzinfo=ist))
     assert strips("anthropic", "claude-haiku-4-5", datetime(2025, 2, 24, 7, tzinfo=ist))
+
+
+def test_cli_refuses_one_path_for_the_report_and_the_tokenizer_file(tmp_path: Path) -> None:
+    """`-o` and `--write-tokenizers` on one file: the report replaced the tokenizer rows,
+    exit 0."""
+    load_commands()
+    log = tmp_path / "billed.jsonl"
+    write_log(synthetic_session(1.42), log)
+    both = tmp_path / "both.json"
+    result = CliRunner().invoke(cli, ["calibrate", str(log), "--write-tokenizers", str(both),
+                                      "-o", str(tmp_path / "." / "both.json")])
+    assert result.exit_code == 2
+    assert "both name" in result.stderr and not both.exists()

@@ -125,6 +125,13 @@ def refuse_overwriting_a_log(options: dict[str, Any]) -> None:
             raise ReplayError(
                 f"{flag} {output} is in the log folder being read: write the result elsewhere"
             )
+    outputs = [options.get("output"), options.get("write_tokenizers")]
+    if None not in outputs and "-" not in outputs and (
+        Path(outputs[0]).resolve() == Path(outputs[1]).resolve()
+    ):
+        raise ReplayError(
+            f"-o and --write-tokenizers both name {outputs[0]}: one would replace the other"
+        )
 
 
 def _same_file(a: Any, b: Any) -> bool:
