@@ -1076,3 +1076,20 @@ def test_ray_batch_with_an_unreachable_address_is_a_replay_error(logdir: Path, t
             ray_address=f"127.0.0.1:{_closed_port()}",
         )
     assert not (tmp_path / "ray").exists()
+
+
+def test_malformed_lines_a_lenient_batch_skipped_are_a_note(tmp_path: Path) -> None:
+    """As `replay run` says them: a batch printed nothing, and without a dataset the count
+    was lost."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    lines = RUN42.read_text(encoding="utf-8").splitlines()
+    (logs / "bad.jsonl").write_text("\n".join([*lines[:4], "{not json", *lines[4:]]) + "\n",
+                                    encoding="utf-8")
+    (logs / "good.jsonl").write_text(RUN42.read_text(encoding="utf-8"), encoding="utf-8")
+    report = run_batch([logs], BatchOptions(strategies=STRATEGIES), workers=1)
+    (note,) = [n for n in report.notes if "malformed" in n]
+    assert note.startswith("1 malformed line(s) skipped in 1 file(s)")
+    assert str(logs / "bad.jsonl") in note and "good.jsonl" not in note
+    clean = run_batch([logs / "good.jsonl"], BatchOptions(strategies=STRATEGIES), workers=1)
+    assert not [n for n in clean.notes if "malformed" in n]

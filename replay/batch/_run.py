@@ -239,6 +239,22 @@ def _forks_with_parent(scans: Sequence[ScanResult], copies: dict[str, str]) -> s
     return forks_with_parent(forks, files)
 
 
+def _skipped_lines_notes(scans: Sequence[ScanResult]) -> list[str]:
+    """Malformed lines a lenient read skipped: counted in `skipped_lines`, and said, as `replay
+    run` says it (a batch printed nothing of them, and kept no count without a dataset)."""
+    skipped = [(s.path, s.info.skipped_lines) for s in scans
+               if s.info is not None and s.info.skipped_lines]
+    if not skipped:
+        return []
+    shown = ", ".join(f"{path} {n:,}" for path, n in skipped[:5])
+    more = f", and {len(skipped) - 5:,} more" if len(skipped) > 5 else ""
+    return [
+        f"{sum(n for _, n in skipped):,} malformed line(s) skipped in {len(skipped):,} file(s) "
+        f"(column `skipped_lines`; `replay run FILE` names each line, --strict stops at the "
+        f"first): {shown}{more}."
+    ]
+
+
 def _fork_notes(scans: Sequence[ScanResult], forks: set[str]) -> list[str]:
     """What the rows of forked sessions hold of the requests they copied from their parent."""
     copied = [s for s in scans if s.info and s.info.copied_requests]
@@ -461,6 +477,7 @@ def run_batch(
         phases = _Phases(opts, skey, rkey, dataset, runner, force, statuses, tick)
         try:
             scans = _scan_phase(phases, paths, since)
+            report.notes.extend(_skipped_lines_notes(scans))
             report.scan_seconds = time.perf_counter() - started
             replay_started = time.perf_counter()
             scans = _session_phase(phases, scans)
