@@ -559,3 +559,10 @@ def test_an_output_through_a_dangling_link_needs_the_folder_it_points_into(invok
     fine.symlink_to(tmp_path / "target.json")
     assert invoke(RUN42, "-q", "--format", "json", "-o", fine).exit_code == 0
     assert json.loads((tmp_path / "target.json").read_text())["summary"]
+
+
+def test_an_output_that_ends_in_a_slash_names_a_folder(invoke, tmp_path, monkeypatch):
+    """`-o newdir/` wrote a file named `newdir`: a trailing slash names a folder."""
+    monkeypatch.chdir(tmp_path)
+    _one_line(invoke(RUN42, "-q", "-o", "newdir/"), ("'newdir/'", "expected a file name"))
+    assert not (tmp_path / "newdir").exists()

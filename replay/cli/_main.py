@@ -65,6 +65,13 @@ class _DashPath(click.Path):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and value == "-":
             return value
+        if not self.dir_okay and isinstance(value, str) and value.endswith(("/", os.sep)):
+            # Path() drops the slash, and the file would be written as the folder's name.
+            click.echo(f"error: cannot write {value!r}: expected a file name, not a folder",
+                       err=True)
+            if ctx is not None:
+                ctx.exit(2)
+            raise click.exceptions.Exit(2)
         return super().convert(value, param, ctx)
 
 
