@@ -574,6 +574,8 @@ def test_wrong_format_name_is_refused(tmp_path):
          ":2: invalid `user` event: input should be a valid datetime"),
         ((HEADER, USER.replace('"2026-03-02T09:00:01Z"', "1772442001")),
          ":2: invalid `user` event: input should be a valid datetime"),
+        ((HEADER, USER.replace('"2026-03-02T09:00:01Z"', '"1772442001"')),
+         ":2: expected `ts` as an ISO-8601 date-time, got '1772442001'"),
     ],
 )
 def test_strict_converts_no_value_of_another_json_type(tmp_path, lines, expected):

@@ -8,6 +8,7 @@ Writing is atomic and deterministic: the same events give the same bytes.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,6 +74,10 @@ def describe_invalid(err: ValidationError) -> str:
     return f"{msg} at `{loc}`" if loc else msg
 
 
+_NUMBER = re.compile(r"\s*[-+]?\d+(\.\d*)?([eE][-+]?\d+)?\s*")
+"""A number written as a string: Unix seconds, which only a lenient read takes as a time."""
+
+
 def parse_event(obj: Any, path: str | Path, line: int, *, strict_text: str | None = None) -> Any:
     """Validate one decoded JSON value as an event, or raise a `LogFormatError`.
 
@@ -87,6 +92,12 @@ def parse_event(obj: Any, path: str | Path, line: int, *, strict_text: str | Non
         raise LogFormatError(path, line, f"expected `type` to be one of {known}, got {kind!r}")
     if strict_text is not None and kind == "session" and "format" not in obj:
         raise LogFormatError(path, line, f"expected `format: {FORMAT_NAME}` in the session header")
+    ts = obj.get("ts")
+    if strict_text is not None and isinstance(ts, str) and _NUMBER.fullmatch(ts):
+        # pydantic's strict JSON mode still reads a number in a string as Unix seconds.
+        raise LogFormatError(
+            path, line, f"expected `ts` as an ISO-8601 date-time, got {ts!r}"
+        )
     try:
         event = _EVENT.validate_python(obj)
         if strict_text is not None:
