@@ -104,3 +104,32 @@ def test_k3_writes_nothing_below_the_minimum():
     r2 = lab.send(prompt, at=10)
     assert (r1.split, r2.split) == ((0, 0, 1024, 0), (1024, 0, 0, 0))
     assert (r1.cost, r2.cost) == (usd("3072"), usd("307.2"))
+
+
+def test_k3_takes_a_forced_ttl_from_a_client_without_breakpoints(tmp_path):
+    """`--ttl 1h` on a Codex log replayed on Kimi K3: the codex profile marks nothing, and the
+    TTL the cache asks the client for came from the profile (5m), silently."""
+    import json
+
+    from replay import replay
+
+    lines = [
+        {"type": "session", "format": "replay-log", "version": 1, "ts": "2026-10-20T10:00:00Z",
+         "session_id": "k", "agent": "codex", "provider": "moonshotai", "model": "kimi-k3",
+         "system": "You are a coding agent. " * 120, "tools": []},
+        {"type": "user", "ts": "2026-10-20T10:00:00Z", "text": "Summarise the design."},
+        {"type": "request", "ts": "2026-10-20T10:00:01Z", "request_id": "r0"},
+        {"type": "assistant", "ts": "2026-10-20T10:00:02Z", "request_id": "r0",
+         "blocks": [{"type": "text", "text": "A store of prefixes with lifetimes."}]},
+        {"type": "user", "ts": "2026-10-20T10:20:00Z", "text": "Go on."},
+        {"type": "request", "ts": "2026-10-20T10:20:01Z", "request_id": "r1"},
+        {"type": "assistant", "ts": "2026-10-20T10:20:02Z", "request_id": "r1",
+         "blocks": [{"type": "text", "text": "Done."}]},
+    ]
+    log = tmp_path / "k3.jsonl"
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    for ttl, read in ((None, False), ("5m", False), ("1h", True)):
+        turns = replay(log, "baseline", ttl=ttl).turns
+        writes_1h = turns["cache_write_1h_tokens"].to_list()
+        assert (writes_1h[0] > 0) == (ttl == "1h")
+        assert (turns["cached_tokens"][1] > 0) == read  # 20 minutes idle: only 1h survives

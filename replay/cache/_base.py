@@ -135,6 +135,9 @@ class SimRequest:
     """Logged request duration (start to end of response), when known."""
     rules_model: str = ""
     """Model id normalized for rule patterns (set by the router)."""
+    forced_ttl: str | None = None
+    """The TTL the user forced (`--ttl`): every breakpoint carries it already; a cache that
+    asks the client for a TTL without breakpoints (Kimi K3's automatic prefix) takes it too."""
 
     @property
     def lane(self) -> str:

@@ -162,9 +162,12 @@ def _common_blocks(a: np.ndarray, b: np.ndarray, start: int) -> int:
 
 
 def requested_ttl(sim: SimRequest) -> str:
-    """The TTL the client asks for: its last breakpoint's, else its profile's for the thread."""
+    """The TTL the client asks for: its last breakpoint's, else the one the user forced, else
+    its profile's for the thread."""
     if sim.breakpoints:
         return sim.breakpoints[-1].ttl
+    if sim.forced_ttl is not None:
+        return sim.forced_ttl
     if sim.profile is not None:
         return sim.profile.ttl(sim.request.thread)
     return "5m"

@@ -787,6 +787,7 @@ class _Run:
                 cache_key=self.profile.key_for(thread, header.session_id),
                 profile=self.profile,
                 duration_s=marker.duration_ms / 1000 if marker.duration_ms else None,
+                forced_ttl=self.config.ttl,
             ),
             self.store,
         )
