@@ -496,7 +496,7 @@ def _bill_notes(session: Session, tables: ResultTables, config: ReplayConfig) ->
     )
     whatif = _whatif_options(config)
     simulated = tables.cost("recorded")
-    if whatif or simulated is None or partial:
+    if whatif or simulated is None or partial or not billed.cost_usd:
         why = (
             f"; with {', '.join(whatif)} this replay prices a what-if, not that bill"
             if whatif
@@ -508,7 +508,7 @@ def _bill_notes(session: Session, tables: ResultTables, config: ReplayConfig) ->
             f"The log's own usage costs {cost} at the prices of the models it ran "
             f"({', '.join(billed.models)}){partial}{why}."
         ]
-    error = float((simulated - billed.cost_usd) / billed.cost_usd) if billed.cost_usd else 0.0
+    error = float((simulated - billed.cost_usd) / billed.cost_usd)
     side = "below" if error < 0 else "above"
     gap = (
         f"The simulated `recorded` (${simulated:.4f}) is {abs(error):.1%} {side} what the "

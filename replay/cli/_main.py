@@ -310,7 +310,7 @@ def reported_errors() -> Iterator[None]:
             _drop_stdout()
             sys.exit(1)
         if err.errno == errno.ENAMETOOLONG:  # a path the user typed: no file can have it
-            name = str(err.filename)
+            name = "a path" if err.filename is None else os.fsdecode(err.filename)
             shown = name if len(name) <= 80 else f"{name[:60]}…{name[-10:]}"
             click.echo(f"error: {shown}: file name too long ({len(name):,} characters)",
                        err=True)
