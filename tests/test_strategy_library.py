@@ -561,6 +561,12 @@ def test_anthropic_clear_thinking_keeps_the_newest_user_turn():
     h.step(read("h", "z"), thinking="thought 4", text="t")
     assert thinking_kept() == [False, False, False, True, True]
     assert view_of(build("anthropic-clear-thinking-keep-all")(h.items, ctx())).items == h.items
+    # keep-0: no thinking is sent, the turn in progress included, step by step.
+    none = build("anthropic-clear-thinking-keep-0")
+    for end in range(2, len(h.items) + 1):
+        view = view_of(none(h.items[:end], ctx()))
+        assert not any(b.type == "thinking" for i in view.items if isinstance(i, AssistantItem)
+                       for b in i.blocks)
 
 
 def test_tool_aging_per_tool():

@@ -7,8 +7,8 @@ real user message: every assistant message of its tool loop (the API needs the t
 loop in progress, and counts turns the way it strips thinking at a new user message). Each new
 turn with thinking pushes the previous one out, so the prefix is rewritten near the tail, once
 per user turn (until 2026-12-05 every assistant message counted as a turn: the thinking of the
-step before was dropped at every step of a tool loop, 55 prefix breaks instead of 1 on the
-entire-bmad sample).
+step before was dropped at every step of a tool loop, 55 prefix breaks on the entire-bmad
+sample where its 28 user turns with thinking make 28).
 
 Defaults: keep = 1 (the documented default; some models keep all, UNVERIFIED). Cache class:
 freeze-once (a rewrite at each new user turn with thinking, append-only within a turn; the
@@ -36,34 +36,34 @@ def without_thinking(item: AssistantItem) -> AssistantItem:
 def anthropic_clear_thinking(keep: int | str = 1) -> object:
     view = GrownView()
     turns: list[list[int]] = []  # per user turn, positions of its assistant items with thinking
-    cleared = 0  # turns[:cleared] have lost their thinking
+    cleared: list[int] = []  # per user turn, how many of those have lost their thinking
 
     def clear_old_thinking(history: Sequence[Item], ctx: StrategyContext) -> View:
-        nonlocal cleared
         if keep == "all":
             return View(items=list(history))
         start = view.sync(history)
         if start == 0:
             turns.clear()
-            cleared = 0
+            cleared.clear()
         for n in range(start, len(history)):
             item = history[n]
             view.append(item)
             if is_real_user(item) or not turns:
                 turns.append([])
+                cleared.append(0)
             if isinstance(item, AssistantItem) and any(b.type == "thinking" for b in item.blocks):
                 turns[-1].append(n)
-        with_thinking = [n for n, turn in enumerate(turns) if turn]
-        old = with_thinking[: max(0, len(with_thinking) - int(keep))]
-        newly = [t for t in old if t >= cleared]
-        for t in newly:
-            for n in turns[t]:
-                view.set(n, without_thinking(history[n]))  # type: ignore[arg-type]
-        if old:
-            cleared = old[-1] + 1
+        with_thinking = [t for t, turn in enumerate(turns) if turn]
+        newly = 0  # turns that lose thinking now (keep = 0: the turn in progress, step by step)
+        for t in with_thinking[: max(0, len(with_thinking) - int(keep))]:
+            if cleared[t] < len(turns[t]):
+                for n in turns[t][cleared[t]:]:
+                    view.set(n, without_thinking(history[n]))  # type: ignore[arg-type]
+                cleared[t] = len(turns[t])
+                newly += 1
         if not newly:
             return View(items=view.items())
-        event = RewriteEvent("clear", f"thinking of {len(newly)} turn(s) dropped")
+        event = RewriteEvent("clear", f"thinking of {newly} turn(s) dropped")
         return View(items=view.items(), events=[event])
 
     return clear_old_thinking
