@@ -162,7 +162,7 @@ def replay(
     return ReplayResult(
         session=session,
         records=records,
-        notes=_notes(session, tables, ttl, context_window, config),
+        notes=_notes(session, tables, config),
         tables=tables,
         unlogged_context=config.unlogged_context,
     )
@@ -194,7 +194,7 @@ def _replay_on_workers(
     return ReplayResult(
         session=session,
         records=[],
-        notes=_notes(session, tables, config.ttl, config.context_window, config),
+        notes=_notes(session, tables, config),
         tables=tables,
         unlogged_context=config.unlogged_context,
     )
@@ -322,7 +322,7 @@ def breakeven(
         tables = ResultTables(per_turn=False)
         rows, _ = breakeven_session(session, strategies, config, horizon=horizon, tables=tables)
     if notes is not None:
-        notes.extend(_notes(session, tables, ttl, context_window, config))
+        notes.extend(_notes(session, tables, config))
     return breakeven_frame(rows)
 
 
@@ -411,7 +411,7 @@ def whatif(
         "breakeven": breakeven_frame([r for r in rows if r.strategy == edit.name]),
         "reference": reference,
         "edit": edit.name,
-        "notes": _notes(session, ResultTables.of(records), ttl, context_window, config),
+        "notes": _notes(session, ResultTables.of(records), config),
     }
 
 
@@ -423,16 +423,10 @@ def _has_recorded() -> bool:
     )
 
 
-def _notes(
-    session: Session,
-    tables: ResultTables,
-    ttl: str | None = None,
-    window: int | None = None,
-    config: ReplayConfig | None = None,
-) -> list[str]:
+def _notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list[str]:
+    ttl, window = config.ttl, config.context_window
     notes = [TRAJECTORY_NOTE]
-    if config is not None:
-        notes += _bill_notes(session, tables, config) + _unused_price_notes(tables, config)
+    notes += _bill_notes(session, tables, config) + _unused_price_notes(tables, config)
     if session.skipped:
         notes.append(_skipped_note(session))
     if tables.models and tables.estimated_output:

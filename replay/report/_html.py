@@ -738,7 +738,7 @@ def build_report(
             del records  # not held while the next strategy runs
     frame = breakeven_frame(rows) if breakeven else None
     tables = document.tables
-    result = ReplayResult(session, [], notes=_notes(session, tables, ttl, context_window, config),
+    result = ReplayResult(session, [], notes=_notes(session, tables, config),
                           tables=tables)
     line = recommendation_line(recommendation(result.summary), result.summary)
     return document.build(result.summary, result.notes, frame,
