@@ -408,7 +408,10 @@ def whatif(
     summary = summary_frame(records)
     return {
         "summary": summary,
-        "breakeven": breakeven_frame([r for r in rows if r.strategy == edit.name]),
+        # The edit's own row: the log's compactions are rewrites of both runs.
+        "breakeven": breakeven_frame(
+            [r for r in rows if r.strategy == edit.name and r.request_index == at]
+        ),
         "reference": reference,
         "edit": edit.name,
         "notes": _notes(session, ResultTables.of(records), config),

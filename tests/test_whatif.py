@@ -17,7 +17,7 @@ from replay._api import whatif
 from replay._errors import ReplayError
 from replay.breakeven import breakeven_session
 from replay.breakeven._whatif import PLACEHOLDER, Selector, _prune, whatif_strategy
-from replay.strategies import AssistantItem, Block, ToolResultItem, UserItem
+from replay.strategies import AssistantItem, Block, SummaryItem, ToolResultItem, UserItem
 
 RUN42_REQUESTS = 14
 
@@ -442,26 +442,83 @@ def test_cli_ttl_provider_and_model(invoke) -> None:
     assert bad.exit_code == 2
 
 
-@pytest.mark.parametrize(("compacted_at", "source"), [(5, "logged"), (2, "extractive")])
-def test_whatif_compact_takes_the_logged_summary_only_where_the_agent_compacted(
-    compacted_at, source
-) -> None:
-    """A compaction logged after the last answer before AT is the summary there; an older one
-    (it covered less) is not: the stand-in is made from what AT replaces."""
-    import math
-    from datetime import UTC, datetime
+def _compacted_session():
+    """Ten read steps (requests 0-9) whose log compacted everything before request 4 (the
+    summary sent as the user's, as Claude Code does), and request 1's result cleared by the
+    harness from request 2 on (opencode's pruning)."""
+    from replay.log import Compaction, RequestMarker, ToolResult
 
-    from replay.strategies import StrategyContext
-    from replay.strategies.recorded import LoggedCompaction
+    turns = [
+        Turn(f"Step {i}.", [Call("read_file", {"path": f"src/f{i}.js"}, gen.filler(3000, i))])
+        for i in range(9)
+    ] + [Turn("Done.")]
+    session = build_session(turns, provider="anthropic")
+    markers = {e.request_id: n for n, e in enumerate(session.events)
+               if isinstance(e, RequestMarker)}
+    results = [n for n, e in enumerate(session.events) if isinstance(e, ToolResult)]
+    cleared = session.events[results[1]]
+    session.events[results[1]] = cleared.model_copy(
+        update={"cleared_at": session.events[markers["req-003"]].ts})
+    at = markers["req-005"]
+    replaced = [e.id for e in session.events[:at] if not isinstance(e, RequestMarker)]
+    session.events.insert(at, Compaction(ts=session.events[at].ts,
+                                         summary="THE AGENT'S SUMMARY", replaces=replaced))
+    return session
 
-    logged = LoggedCompaction("the agent's own summary", frozenset(range(compacted_at)),
-                              event_index=compacted_at)
-    context = StrategyContext(
-        request_index=3, ts=datetime(2026, 10, 1, tzinfo=UTC), model="gpt-5",
-        context_window=200_000, count_tokens=lambda s: math.ceil(len(s) / 4),
-        logged_summaries=(logged,),
-    )
-    view = whatif_strategy(3, None, True).instantiate()(_history()[:6], context)
-    summary = view.items[0]
-    assert summary.source == source
-    assert ("the agent's own summary" in summary.text) == (source == "logged")
+
+def _requests_of(records, name):
+    return [r for r in records if r.strategy == name and r.kind == "request"]
+
+
+def test_whatif_edits_the_recorded_run_and_a_later_logged_compaction_ends_the_edit() -> None:
+    """The edit is made to what the agent sent (`recorded`), not to the raw history: before the
+    log's compaction at request 4 the prune shows, from there on both runs send the same. It
+    used to prune the raw history and never compact, so the what-if was the whole history's
+    cost (on entire-bmad, a 210k peak against recorded's 165k, and the headline's sign wrong)."""
+    edit = whatif_strategy(3, Selector.parse("older-than:1"), False)
+    rows, records = breakeven_session(_compacted_session(), ["recorded", edit])
+    ref, mine = _requests_of(records, "recorded"), _requests_of(records, edit.name)
+    # The logged compaction is a rewrite of both runs; the what-if's own is the prune at 3.
+    assert [(r.strategy, r.request_index, r.event) for r in rows] == [
+        ("recorded", 4, "compaction"), (edit.name, 3, "prune"), (edit.name, 4, "compaction")]
+    # Request 1's result was cleared by the harness at 2: not cleared again (1 of 2 older).
+    assert [e.detail for e in mine[3].events] == ["cleared 1 tool results older than 1"]
+    for r, m in zip(ref, mine, strict=True):
+        if r.request_index != 3:
+            assert _outputs(m.view) == _outputs(r.view) and m.cost_usd == r.cost_usd
+        else:
+            assert _outputs(m.view).count(PLACEHOLDER) == 2
+    assert any(isinstance(i, SummaryItem) and "THE AGENT'S SUMMARY" in i.text
+               for i in mine[4].view)
+
+
+def test_whatif_after_a_logged_compaction_edits_the_compacted_run() -> None:
+    """Item 0 of request 6 is the agent's summary: the what-if drops it there and after."""
+    edit = whatif_strategy(6, Selector.parse("messages:0-0"), False)
+    _, records = breakeven_session(_compacted_session(), ["recorded", edit])
+    ref, mine = _requests_of(records, "recorded"), _requests_of(records, edit.name)
+    assert isinstance(ref[6].view[0], SummaryItem)
+    assert [type(i) for i in mine[6].view] == [type(i) for i in ref[6].view[1:]]
+    for r, m in zip(ref[6:], mine[6:], strict=True):  # the summary stays dropped
+        assert m.outcome.prompt < r.outcome.prompt
+        assert not any(isinstance(i, SummaryItem) for i in m.view)
+    assert max(m.outcome.prompt for m in mine) <= max(r.outcome.prompt for r in ref)
+
+
+def test_whatif_compact_where_the_agent_compacted_is_an_error() -> None:
+    with pytest.raises(ReplayError, match=r"--compact-at 4: the agent compacted right before "
+                       r"request 4 \(the recorded run sends its own summary there\)"):
+        breakeven_session(_compacted_session(), [whatif_strategy(4, None, True)])
+
+
+def test_whatif_compact_summarises_the_agent_s_summary_too() -> None:
+    """After the log's compaction, what the what-if compacts starts with the agent's summary."""
+    edit = whatif_strategy(8, None, True)
+    _, records = breakeven_session(_compacted_session(), ["recorded", edit])
+    ref, mine = _requests_of(records, "recorded"), _requests_of(records, edit.name)
+    call = next(r for r in records if r.kind == "summarizer")
+    assert call.request_index == 8
+    edited = mine[8].view
+    assert isinstance(edited[0], SummaryItem) and edited[0].source == "extractive"
+    assert _outputs(edited[1:]) == _outputs(ref[8].view[-2:])
+    assert _outputs(mine[9].view)[:3] == _outputs(edited)

@@ -1,18 +1,22 @@
 """What-if without a strategy: one edit at one request, everything else as recorded.
 
-`--prune SELECTOR` at request AT clears the selected earlier context (tool results become the
-placeholder opencode and Claude Code use); `--compact-at AT` replaces everything before the
-current step with a summary (the logged one if the log has one, else the extractive stand-in,
-with its summarizer call costed). Before AT and after it the conversation is sent as recorded
-(append-only), so the difference is that single edit. AT numbers the log's requests in file
-order over every thread (as `request_index` in the results); the edit is made in the thread
-that sends request AT, and the other threads (subagents, or main around them) are untouched.
+The run edited is `recorded`'s: the history as the agent sent it, with its own compactions and
+cleared results. `--prune SELECTOR` at request AT clears the selected context of that request
+(tool results become the placeholder opencode and Claude Code use); `--compact-at AT` replaces
+everything before the current step with an extractive summary, its summarizer call costed.
+From AT on, every request of that thread is `recorded`'s with the same edit made again, until a
+later compaction of the log's replaces what the edit touched (from there both runs send the
+same), so the difference is that single edit. AT numbers the log's requests in file order over
+every thread (as `request_index` in the results); the edit is made in the thread that sends
+request AT, and the other threads (subagents, or main around them) are untouched.
 
 Selectors:
 - `older-than:K` — tool results with at least K newer tool results after them (K ≥ 0);
 - `tool:NAME` — every result of tool NAME;
-- `messages:A-B` — history items A..B (0-based, inclusive, A ≤ B); a tool call and its result
-  are always removed together.
+- `messages:A-B` — items A..B of the history as request AT sends it (0-based, inclusive,
+  A ≤ B); a tool call and its result are always removed together.
+
+Results the harness had already cleared by AT are not selected again.
 
 A selector that selects nothing at request AT is an error (naming what the history holds), not
 an edit that costs $0.
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from replay._errors import ReplayError
 from replay.strategies._base import NamedStrategy, StrategyContext, StrategySpec
@@ -37,6 +41,7 @@ from replay.strategies._view import (
     View,
     replace_output,
 )
+from replay.strategies.recorded import recorded
 
 PLACEHOLDER = "[Old tool result content cleared]"
 
@@ -144,61 +149,137 @@ def _prune(history: Sequence[Item], selector: Selector, at: int) -> tuple[list[I
     return kept, f"dropped {len(drop)} history items"
 
 
+def _key(item: Item) -> tuple[object, ...]:
+    """What names an item from one request's view to the next: its event index, or for a
+    logged summary (no event of its own) what it replaced; identity for the rest."""
+    if isinstance(item, SummaryItem):
+        return ("summary", item.replaces, item.text)
+    index = getattr(item, "event_index", -1)
+    return ("event", index) if index >= 0 else ("object", id(item))
+
+
+@dataclass
+class _Edit:
+    """The edit made at AT, applied again to every later view of `recorded`: the items it
+    touched are named by `_key`, so a later logged compaction that replaced them ends it."""
+
+    cleared: frozenset[tuple[object, ...]] = frozenset()
+    """Tool results shown as the placeholder."""
+    dropped: frozenset[tuple[object, ...]] = frozenset()
+    """Items left out (a summary stands where the first of them was, if there is one)."""
+    summary: SummaryItem | None = None
+    """What the compaction put in place of `dropped`."""
+    _shown: dict[tuple[object, ...], tuple[Item, Item]] = field(default_factory=dict)
+    """Per cleared result: the item it was made from and the placeholder item (the same object
+    from request to request, so its rendering is reused)."""
+
+    def apply(self, items: Sequence[Item]) -> list[Item]:
+        out: list[Item] = []
+        placed = self.summary is None
+        for item in items:
+            key = _key(item)
+            if key in self.dropped:
+                if not placed:
+                    out.append(self.summary)  # type: ignore[arg-type]
+                    placed = True
+                continue
+            out.append(self._cleared(item, key) if key in self.cleared else item)
+        return out
+
+    def _cleared(self, item: Item, key: tuple[object, ...]) -> Item:
+        made = self._shown.get(key)
+        if made is None or made[0] is not item:
+            made = (item, replace_output(item, PLACEHOLDER))  # type: ignore[arg-type]
+            self._shown[key] = made
+        return made[1]
+
+
+def _prune_edit(view: Sequence[Item], selector: Selector, at: int,
+                logged_clears: frozenset[int]) -> tuple[_Edit, str]:
+    """The prune of `view` as an edit by key; results the harness had already cleared
+    (`recorded` shows them cleared) are not cleared again."""
+    if selector.kind == "messages":  # numbered as the request shows them
+        kept, detail = _prune(view, selector, at)
+        dropped = {_key(i) for i in view} - {_key(i) for i in kept}
+        return _Edit(dropped=frozenset(dropped)), detail
+    fresh = [
+        i for i in view
+        if not (isinstance(i, ToolResultItem) and i.event_index in logged_clears)
+    ]
+    pruned, detail = _prune(fresh, selector, at)
+    cleared = {
+        _key(before) for before, after in zip(fresh, pruned, strict=True) if before is not after
+    }
+    return _Edit(cleared=frozenset(cleared)), detail
+
+
 def whatif_strategy(at: int, prune: Selector | None, compact: bool) -> NamedStrategy:
-    """A one-off strategy: recorded history, with one edit applied at request `at` (file order,
+    """A one-off strategy: the `recorded` run, with one edit made at request `at` (file order,
     all threads) in that request's thread and kept; the other threads are sent as recorded."""
     label = f"whatif-{'compact' if compact else 'prune'}-at-{at}"
 
     def build() -> object:
-        frozen: list[Item] | None = None
-        frozen_len = 0
+        as_recorded = recorded()
+        edit: _Edit | None = None
 
         def edit_once(history: Sequence[Item], ctx: StrategyContext) -> View:
-            nonlocal frozen, frozen_len
+            nonlocal edit
+            view = as_recorded(history, ctx)
+            assert isinstance(view, View)
             # `at` numbers the log's requests over all threads and every thread has its own
-            # instance: only the thread that sends request `at` edits (`>=` edited each one).
-            if frozen is None and ctx.request_index == at:
-                if compact:
-                    cut = max((n for n, i in enumerate(history) if isinstance(i, AssistantItem)),
-                              default=0)
-                    replaced = list(history[:cut])
-                    if not replaced:  # a summary of nothing would be costed as if measured
-                        raise ReplayError(
-                            f"--compact-at {at}: nothing to compact at request "
-                            f"{ctx.request_index} (no model answer before it in its thread); "
-                            "try a later one"
-                        )
-                    # The log's summary only where the agent compacted at this point (after
-                    # the last answer before `at`), not an older one standing in for more.
-                    last = ctx.logged_summaries[-1] if ctx.logged_summaries else None
-                    if last is not None and last.event_index > getattr(
-                        history[cut], "event_index", -1
-                    ):
-                        text, source = last.summary, "logged"
-                    else:
-                        text, source = structured_summary(replaced), "extractive"
-                    summary = SummaryItem(summary_message(text), source=source,
-                                          replaces=tuple(getattr(i, "event_index", -1)
-                                                         for i in replaced))
-                    frozen = [summary, *history[cut:]]
-                    frozen_len = len(history)
-                    call = SummarizerCall(tuple(replaced), STRUCTURED_INSTRUCTION, text)
-                    return View(list(frozen), [call], [RewriteEvent("compaction", "what-if")])
-                assert prune is not None
-                frozen, detail = _prune(history, prune, ctx.request_index)
-                frozen_len = len(history)
-                return View(list(frozen), [], [RewriteEvent("prune", detail)])
-            if frozen is None:
-                return View(list(history))
-            return View(list(frozen) + list(history[frozen_len:]))
+            # instance: only the thread that sends request `at` edits.
+            if edit is None and ctx.request_index == at:
+                edit, calls, event = _edit_at(view, ctx)
+                return View(edit.apply(view.items), calls, [*view.events, event])
+            if edit is not None:
+                view.items = edit.apply(view.items)
+            return view
 
         return edit_once
+
+    def _edit_at(view: View, ctx: StrategyContext
+                 ) -> tuple[_Edit, list[SummarizerCall], RewriteEvent]:
+        items = view.items
+        if not compact:
+            assert prune is not None
+            edit, detail = _prune_edit(items, prune, ctx.request_index, ctx.logged_clears)
+            return edit, [], RewriteEvent("prune", detail)
+        if any(e.kind == "compaction" for e in view.events):
+            raise ReplayError(
+                f"--compact-at {at}: the agent compacted right before request {at} (the "
+                "recorded run sends its own summary there), so there is nothing to compare; "
+                "`replay breakeven LOG -s recorded` gives what that compaction saved, or try "
+                "another request"
+            )
+        cut = max((n for n, i in enumerate(items) if isinstance(i, AssistantItem)), default=0)
+        replaced = list(items[:cut])
+        if not replaced:  # a summary of nothing would be costed as if measured
+            raise ReplayError(
+                f"--compact-at {at}: nothing to compact at request {ctx.request_index} "
+                "(no model answer before it in its thread); try a later one"
+            )
+        text = structured_summary(replaced)
+        summary = SummaryItem(
+            summary_message(text), source="extractive",
+            replaces=tuple(i for r in replaced for i in _event_indexes(r)),
+        )
+        edit = _Edit(dropped=frozenset(_key(i) for i in replaced), summary=summary)
+        call = SummarizerCall(tuple(replaced), STRUCTURED_INSTRUCTION, text)
+        return edit, [call], RewriteEvent("compaction", "what-if")
 
     spec = StrategySpec(
         family="whatif",
         pattern=re.escape(label),
         build=build,
         cache_class="freeze-once",
-        rule="one edit at one request, recorded history otherwise",
+        rule="one edit at one request, the recorded run otherwise",
     )
     return NamedStrategy(name=label, spec=spec, params={})
+
+
+def _event_indexes(item: Item) -> tuple[int, ...]:
+    """The log events an item of the view stands for (a summary: the ones it replaced)."""
+    if isinstance(item, SummaryItem):
+        return item.replaces
+    index = getattr(item, "event_index", -1)
+    return (index,) if index >= 0 else ()
