@@ -601,6 +601,8 @@ class _Run:
             if state.clears
             else frozenset(),
             hidden_tokens=_total(state.hidden_tokens),
+            message_overhead=counter.family.message_overhead,
+            tool_call_overhead=counter.family.tool_call_overhead,
         )
         result = state.strategy(state.history, ctx)
         view = as_view(result)

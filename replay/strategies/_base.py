@@ -77,6 +77,11 @@ class StrategyContext:
     hidden_tokens: int = 0
     """Tokens of the prompt prefix the log does not hold (system prompt, tool schemas an
     adapter estimated from the usage): part of every request's size."""
+    message_overhead: int = 0
+    """Framing tokens the model family's chat template adds per message (`replay providers`
+    shows them; pricing/tokenizers.json): part of a request's size as it is billed."""
+    tool_call_overhead: int = 0
+    """Framing tokens it adds per tool call."""
 
 
 class Strategy(Protocol):

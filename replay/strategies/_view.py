@@ -98,7 +98,7 @@ class AssistantItem:
     _calls: tuple[Block, ...] | None = field(default=None, init=False, repr=False, compare=False)
     """`tool_calls`, computed once."""
     _count: tuple[object, int] | None = field(default=None, init=False, repr=False, compare=False)
-    """(counter, token count of `shown_text()`) once counted without memoizing the text
+    """(counter, token count of the blocks' texts, block by block), once counted
     (`replay.strategies._common.count_item`)."""
     _variants: tuple | dict | None = field(default=None, init=False, repr=False, compare=False)
     """Items derived from this one (`strip_calls`, `replace_blocks`), so the same edit gives
