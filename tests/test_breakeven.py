@@ -745,3 +745,25 @@ def test_break_even_counting_records_into_tables_keeps_none_and_the_same_rows():
     assert tables.summary().equals(whole.summary())
     assert (tables.models, tables.price_warnings, tables.no_ttl_choice) == (
         whole.models, whole.price_warnings, whole.no_ttl_choice)
+
+
+@pytest.mark.parametrize(("provider", "named"), [("anthropic", True), ("openai", False)])
+def test_disagreement_names_a_prefix_the_rewritten_request_could_not_read(provider,
+                                                                          named) -> None:
+    """The closed form counts everything before the edit read from the cache. A result edited
+    more than 20 blocks before the end is out of Anthropic's lookback: the rewritten request
+    reads none of it, and the row says so (it was silent). OpenAI reads up to the edit, to
+    its 128-token step: nothing to name."""
+    turns = [Turn("Reading.", [Call("read_file", {"path": "big.py"}, gen.filler(3000, 1))]),
+             Turn("Tracing.", [Call("fetch", {"id": "1"}, gen.filler(2000, 2))])]
+    turns += [Turn(f"Step {i}.", [Call("run", {"n": i}, f"ok {i}")]) for i in range(12)]
+    turns.append(Turn("Done."))
+    at = len(turns) - 1
+    rows, records = breakeven_session(build_session(turns, provider=provider),
+                                      [whatif_strategy(at, Selector.parse("tool:fetch"), False)])
+    row = _only(rows)
+    read = next(r.outcome.cache_read for r in records if r.request_index == at)
+    assert row.first_edit_token > 1024
+    said = f"read {read:,} of the {row.first_edit_token:,} tokens before the edit from the cache"
+    assert (said in row.disagreement) == named, row.disagreement
+    assert (read == 0) == named

@@ -93,6 +93,11 @@ class BreakEven:
     """Why the two answers may differ, as seen in the simulation."""
 
 
+_GRAIN = 128
+"""Tokens of a cache read's granularity (OpenAI's prefix steps): a read this close below the
+edit is the closed form's assumption."""
+
+
 def _rate(run: _Run, record: RequestRecord, bucket: str) -> Decimal:
     """USD per token of `bucket`, at the long-context tier of this request's prompt size (a
     1M-token probe would price every request at the >200k tier of tiered models)."""
@@ -266,6 +271,14 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     if cf_first_read < rec.request.total and cf_first_read <= first_edit:
         # The closed form assumes the surviving tokens would have been read from the cache.
         reasons.append(f"not cached past the edit even without it ({cf_first_read:,} read)")
+    unread = first_edit - rec.outcome.cache_read
+    if unread > _GRAIN and unread * 10 >= surviving:
+        # The closed form counts the prefix before the edit read from the cache: a lookback
+        # that did not reach an entry, or a minimum length, left part of it to be billed.
+        reasons.append(
+            f"read {rec.outcome.cache_read:,} of the {first_edit:,} tokens before the edit "
+            "from the cache"
+        )
     if saw_ttl:
         reasons.append("TTL expiry")
     if cut_by_event and paid_back is None:
