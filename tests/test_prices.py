@@ -475,6 +475,22 @@ def test_a_price_variant_is_priced_like_calc_price_with_its_price_context():
     assert other.warning is not None and "no speed=fast price" in other.warning
 
 
+def test_an_override_under_a_price_variant_says_its_rates_are_used_as_given():
+    """`--price` on a fast-mode request: the override's rates, with a warning (the variant's
+    multiplier was dropped without a word, and the bill note then showed no gap)."""
+    b = Buckets(uncached=1000, cache_read=50_000, cache_write_5m=2000, output=800)
+    rate = RateOverride(input=D(5), output=D(25), cache_read=D("0.5"), cache_write=D("6.25"))
+    pricer = Pricer({"claude-opus-4-8": rate})
+    args = {"model": "claude-opus-4-8", "provider": "anthropic", "ts": OCT_20}
+    fast, plain = pricer.price(b, **args, context={"speed": "fast"}), pricer.price(b, **args)
+    assert fast.total_usd == plain.total_usd and plain.warning is None
+    assert fast.warning == (
+        "no speed=fast price in --price claude-opus-4-8, billed at its rates as given (the log "
+        "says the request was billed under speed=fast: give the rates of that variant to price "
+        "it so)"
+    )
+
+
 ALL_BUCKETS = Buckets(
     uncached=1000, cache_read=50_000, cache_write_5m=2000, cache_write_1h=3000, output=800
 )

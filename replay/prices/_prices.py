@@ -757,6 +757,13 @@ class Pricer:
                 model_ref=model,
                 label=f"{model!r}",
             )
+            if context:  # an override has one set of rates: a variant's are not derived
+                variant = ", ".join(f"{k}={v}" for k, v in context)
+                card.note = (
+                    f"no {variant} price in --price {model}, billed at its rates as given "
+                    f"(the log says the request was billed under {variant}: give the rates of "
+                    "that variant to price it so)"
+                )
             return _Route(lambda ts: card)
 
         try:
