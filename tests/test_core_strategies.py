@@ -402,6 +402,12 @@ def test_all_is_the_canonical_set_and_duplicates_are_dropped():
         "baseline",
         "truncate-500",
     ]
+    # Two names of one strategy run once, under the first name given (they ran twice).
+    aliases = "truncate-1k,truncate-1000,truncate-1000[chars=1k],anthropic-compact-150000"
+    assert [s.name for s in resolve(f"{aliases},all")][:2] == ["truncate-1k",
+                                                               "anthropic-compact-150000"]
+    assert len(resolve(f"{aliases},all")) == len(canonical_names()) + 1  # truncate-1k is new
+    assert [s.name for s in resolve("truncate-1k,truncate-2k")] == ["truncate-1k", "truncate-2k"]
 
 
 def test_unknown_strategy_lists_the_known_names():

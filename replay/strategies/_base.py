@@ -521,10 +521,14 @@ def resolve(
             expanded.extend(plugin_names())
         else:
             expanded.append(n)
-    seen: dict[str, NamedStrategy] = {}
+    seen: dict[object, NamedStrategy] = {}
     for n in expanded:
-        built = n if isinstance(n, NamedStrategy) else parse_name(n, overrides)
-        seen.setdefault(built.name, built)
+        if isinstance(n, NamedStrategy):
+            seen.setdefault(n.name, n)
+            continue
+        built = parse_name(n, overrides)
+        # Two names of one strategy (`truncate-1k`, `truncate-1000`) run once, as the first.
+        seen.setdefault(_identity(built), built)
     if not seen:
         if "plugins" in names:
             raise ReplayError(
@@ -534,6 +538,12 @@ def resolve(
             )
         raise ReplayError("no strategy given; try --strategies all")
     return list(seen.values())
+
+
+def _identity(built: NamedStrategy) -> tuple[str, str]:
+    """What a parsed name runs: its family and every parameter's value."""
+    params = {**built.spec.parameters(), **built.params}
+    return built.spec.family, repr(sorted(params.items()))
 
 
 def as_view(result: View | list[Item]) -> View:
