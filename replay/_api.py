@@ -460,6 +460,7 @@ def _notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list
         notes.append(_ignored_ttl_note(ttl, tables.no_ttl_choice))
     if tables.no_breakpoint:
         notes.append(_no_breakpoint_note(tables.no_breakpoint))
+    notes += _unnamed_rewrite_notes(tables)
     if tables.mentions:
         counts = ", ".join(f"{name} {n:,}" for name, n in tables.mentions.items())
         notes.append(
@@ -468,6 +469,28 @@ def _notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list
             f"it then reads again): {counts}."
         )
     return notes
+
+
+def _unnamed_rewrite_notes(tables: ResultTables) -> list[str]:
+    """Plug-ins that rewrote earlier messages without a `RewriteEvent`: break-even, which
+    analyses the rewrites a strategy names, would say they never changed earlier context."""
+    from replay.strategies import parse_name
+
+    def plugin(name: str) -> bool:
+        try:
+            return parse_name(name).spec.is_plugin
+        except ReplayError:  # a one-off strategy (whatif) is no plug-in
+            return False
+
+    unnamed = {name: n for name, n in tables.unnamed_rewrites.items() if plugin(name)}
+    if not unnamed:
+        return []
+    counts = ", ".join(f"{name} at {n:,} request(s)" for name, n in unnamed.items())
+    return [
+        f"Rewrites of earlier messages that the strategy did not name: {counts}. Break-even "
+        "analyses only the rewrites a strategy names: return View(items, events=[RewriteEvent("
+        "kind, detail)]) where it rewrites."
+    ]
 
 
 BILL_TOLERANCE = 0.02

@@ -1207,6 +1207,23 @@ def test_cli_parse_sets():
         parse_sets(["keep=3"])
 
 
+def test_a_plugin_that_rewrites_without_events_is_named_in_a_note(tmp_path, clean_registry):
+    """A plug-in returning a list names no rewrite: break-even had no row for it and said it
+    "never changed earlier context", silently. A note now says where it rewrote unnamed."""
+    from replay._api import breakeven
+
+    path = tmp_path / "last_n.py"
+    path.write_text(textwrap.dedent(PLUGIN))
+    _plugins.load_strategy_file(path)
+    notes: list[str] = []
+    rows = breakeven(ROOT / "logs" / "run42.jsonl", "my-last-n,baseline", notes=notes)
+    assert rows.is_empty()
+    (note,) = [n for n in notes if "did not name" in n]
+    unnamed = re.search(r"my-last-n at (\d+) request", note)
+    assert unnamed and int(unnamed.group(1)) > 0
+    assert "baseline" not in note
+
+
 def test_run_with_set_and_strategy_file(tmp_path, clean_registry):
     path = tmp_path / "last_n.py"
     path.write_text(textwrap.dedent(PLUGIN))

@@ -45,7 +45,7 @@ def _breakeven_table(frame, title: str):
             f"{_usd(r['simulated_net_usd'], 6)} ({r['horizon']})", r["disagreement"] or "",
         )
     if not frame.height:
-        table.caption = "no rewrite: these strategies never changed earlier context on this log"
+        table.caption = "no rewrite: no strategy named a rewrite of earlier context on this log"
     # A narrow terminal keeps strategy, #, event, both break-evens and the net.
     hide = ("first edit", "surviving", "removed", "saving/req", "rewrite cost", "disagreement")
     return Fitted(table, hide=hide, fold=STRATEGY, wrap={"disagreement": 16})

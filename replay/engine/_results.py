@@ -210,6 +210,9 @@ class _Acc:
     mentions: int = 0
     causes: dict[str, int] = field(default_factory=dict)
     storage: Decimal = Decimal(0)
+    unnamed: int = 0
+    """Requests that rewrote earlier messages without a rewrite event (a plug-in that returns
+    a list): break-even analyses only the rewrites a strategy names."""
 
 
 def _add(accs: dict[str, _Acc], r: RequestRecord) -> None:
@@ -229,6 +232,7 @@ def _add(accs: dict[str, _Acc], r: RequestRecord) -> None:
     a.requests += 1
     a.peak = max(a.peak, o.prompt)
     a.breaks += int(r.diff.is_break)
+    a.unnamed += r.diff.is_break and r.diff.message_index is not None and not r.events
     a.over += int(r.over_window)
     kind = o.miss_kind or (None if o.miss_cause is None else "other")
     if kind not in (None, "cold-start"):
@@ -343,6 +347,12 @@ class ResultTables:
 
     _records: Sequence[RequestRecord] | None = field(default=None, repr=False)
     """Records kept by the caller (`of`): the per-request rows are built from them on demand."""
+
+    @property
+    def unnamed_rewrites(self) -> dict[str, int]:
+        """Strategy → requests where it rewrote earlier messages without naming the rewrite
+        (no `RewriteEvent`), where there are any."""
+        return {name: a.unnamed for name, a in self._accs.items() if a.unnamed}
 
     @property
     def mentions(self) -> dict[str, int]:
