@@ -434,3 +434,31 @@ def test_an_output_of_exactly_the_limit_is_left_whole():
     assert truncate_chars(past, 500) is past  # as long as it was: nothing saved
     cut = ToolResultItem("c4", "read_file", "x" * 530, event_index=8)
     assert truncate_chars(cut, 500).output == "x" * 500 + "\n…[truncated 30 chars]"
+
+
+@pytest.mark.parametrize(("caps", "outputs", "arguments"),
+                         [("", (1500, 1540), (201, 201)), ("[output_chars=0,argument_chars=0]",
+                                                           (5000, 5000), (6029, 6029))])
+def test_compact_at_sends_its_summarizer_what_the_seed_study_sent(caps, outputs,
+                                                                 arguments) -> None:
+    """The seed study's summarizer input was pre-truncated: tool output to 1,500 characters
+    (plus the cut's marker), tool-call arguments to 200 (plus "…"). The call was costed on the
+    whole transcript."""
+    from replay.strategies import AssistantItem, ToolResultItem, resolve
+
+    turns = [
+        gen.Turn(f"step {i}", [gen.Call("write_file", {"path": f"f{i}", "content": "y" * 6000},
+                                        "x" * 5000)])
+        for i in range(4)
+    ] + [gen.Turn("done")]
+    (named,) = resolve(f"compact-at-12000-structured{caps}")
+    records = replay_session(gen.build_session(turns), [named], ReplayConfig(keep_views=True))
+    call = next(r for r in records if r.kind == "summarizer")
+    sent = [len(i.output) for i in call.view if isinstance(i, ToolResultItem)]
+    args = [len(b.rendered()) - len("write_file()") for i in call.view
+            if isinstance(i, AssistantItem) for b in i.tool_calls]
+    assert sent and outputs[0] <= min(sent) <= max(sent) <= outputs[1]
+    assert args and arguments[0] <= min(args) <= max(args) <= arguments[1]
+    summary = next(i for r in records if r.kind == "request" for i in r.view
+                   if isinstance(i, SummaryItem))
+    assert "f0" in summary.text  # the stand-in is made from the whole items

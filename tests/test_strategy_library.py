@@ -153,7 +153,8 @@ def test_every_family_module_documents_rule_defaults_and_source():
     ("name", "params"),
     [
         ("truncate-2k", {"chars": 2000}),
-        ("compact-at-12k-structured", {"chars": 12_000, "style": "structured"}),
+        ("compact-at-12k-structured", {"chars": 12_000, "style": "structured",
+                                       "output_chars": 1500, "argument_chars": 200}),
         ("age-truncate-1k-keep-3", {"chars": 1000, "keep": 3}),
         ("prune-at-12k-keep-3", {"chars": 12_000, "keep": 3}),
     ],

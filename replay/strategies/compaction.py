@@ -5,7 +5,10 @@ summarizer call replaces everything before the current step (the latest assistan
 the results of its calls stay verbatim) with a summary, and the view is frozen: later requests
 append after it until it passes N again (then the summary slot is re-summarized: rotating).
 The summary is the one the log recorded when there is one; otherwise a deterministic extractive
-stand-in (`_summary.py`) — either way the summarizer call is costed as its own request.
+stand-in (`_summary.py`) — either way the summarizer call is costed as its own request. The
+summarizer is sent what the seed study sent it: each tool output cut to 1,500 characters and
+each tool call's arguments to 200 (`output_chars`, `argument_chars`; 0 sends them whole); the
+stand-in is made from the whole items.
 
 Source: the seed study (`compact-at-12000-structured`; the five-section template is
 Claude Code's, as paraphrased by the articles). Cache class: freeze-once.
@@ -15,8 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.strategies._base import AT_LEAST_1, Bounds, StrategyContext, StrategySpec, register
-from replay.strategies._common import CharSums, Seen, last_assistant
+from replay.strategies._base import (
+    AT_LEAST_0,
+    AT_LEAST_1,
+    Bounds,
+    StrategyContext,
+    StrategySpec,
+    register,
+)
+from replay.strategies._common import CharSums, Seen, last_assistant, replace_blocks
 from replay.strategies._summary import (
     FREEFORM_INSTRUCTION,
     STRUCTURED_INSTRUCTION,
@@ -25,16 +35,49 @@ from replay.strategies._summary import (
     summary_message,
 )
 from replay.strategies._view import (
+    AssistantItem,
+    Block,
     Item,
     RewriteEvent,
     SummarizerCall,
     SummaryItem,
+    ToolResultItem,
     View,
     item_chars,
+    truncate_chars,
 )
 
 
-def compact_at(chars: int = 12000, style: str = "structured") -> object:
+def summarizer_input(items: Sequence[Item], output_chars: int, argument_chars: int
+                     ) -> tuple[Item, ...]:
+    """`items` as the seed study's summarizer call was sent them: tool outputs cut to
+    `output_chars`, tool-call arguments to `argument_chars` (0: whole)."""
+    return tuple(_cut(i, output_chars, argument_chars) for i in items)
+
+
+def _cut(item: Item, output_chars: int, argument_chars: int) -> Item:
+    if isinstance(item, ToolResultItem):
+        return truncate_chars(item, output_chars) if output_chars else item
+    if not argument_chars or not isinstance(item, AssistantItem) or not item.tool_calls:
+        return item
+    blocks = tuple(_cut_arguments(b, argument_chars) for b in item.blocks)
+    return replace_blocks(item, blocks)
+
+
+def _cut_arguments(block: Block, limit: int) -> Block:
+    if block.type != "tool_call":
+        return block
+    shown = block.rendered()
+    args = shown[len(block.name or "") + 1 : -1]  # `name(args)`
+    if len(args) <= limit:
+        return block
+    cut = {"input": args[:limit] + "…"}
+    return Block("tool_call", call_id=block.call_id, name=block.name, arguments=cut,
+                 arguments_format="raw")
+
+
+def compact_at(chars: int = 12000, style: str = "structured", output_chars: int = 1500,
+               argument_chars: int = 200) -> object:
     structured = style == "structured"
     summary: SummaryItem | None = None
     covered = 0  # history items the summary stands for
@@ -60,7 +103,7 @@ def compact_at(chars: int = 12000, style: str = "structured") -> object:
             text = structured_summary(replaced) if structured else freeform_summary(replaced)
             source = "extractive"
         call = SummarizerCall(
-            input_items=tuple(replaced),
+            input_items=summarizer_input(replaced, output_chars, argument_chars),
             instruction=STRUCTURED_INSTRUCTION if structured else FREEFORM_INSTRUCTION,
             summary=text,
         )
@@ -88,8 +131,10 @@ register(
         cache_class="freeze-once",
         rule="when the view passes N characters, one summarizer call replaces all but the "
         "current step with a summary (five-section structured, or free-form)",
-        defaults={"chars": 12000, "style": "structured"},
-        bounds={"chars": AT_LEAST_1, "style": Bounds(words=("structured", "freeform"))},
+        defaults={"chars": 12000, "style": "structured", "output_chars": 1500,
+                  "argument_chars": 200},
+        bounds={"chars": AT_LEAST_1, "style": Bounds(words=("structured", "freeform")),
+                "output_chars": AT_LEAST_0, "argument_chars": AT_LEAST_0},
         canonical=("compact-at-12000-structured", "compact-at-12000-freeform"),
         source="seed study (compact-at-12000-structured; Claude Code's summary template, "
         "paraphrased)",
