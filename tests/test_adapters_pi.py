@@ -405,6 +405,156 @@ def test_a_request_started_before_the_previous_one_is_another_process(tmp_path: 
 
 
 # --------------------------------------------------------------------------------------------------
+# Bad input
+
+
+def _damaged_header(path: Path, how: str) -> Path:
+    """`path` with its `session` header line damaged as `how` says."""
+    header, rest = path.read_text(encoding="utf-8").split("\n", 1)
+    h = json.loads(header)
+    if how == "cut":  # a truncated line
+        header = header[:25]
+    elif how == "no type":
+        header = json.dumps({k: v for k, v in h.items() if k != "type"})
+    else:  # fields lost or garbled
+        header = json.dumps({k: v for k, v in h.items() if k != "cwd"} | {"timestamp": "then"})
+    path.write_text(header + "\n" + rest, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("header", ["v3", "no version", "cut"])
+def test_an_entry_written_twice_is_billed_once(tmp_path: Path, header: str) -> None:
+    """The copy carries its original's id: a duplicate record, also when the header lost its
+    `version` (ids show v2+ all the same) or is unreadable."""
+    lines = pi_lines()
+    if header == "no version":
+        del lines[0]["version"]
+    twice = lines[:4] + [lines[3]] + lines[4:]  # the first response (line 4), written twice
+    path = _write(tmp_path, twice)
+    if header == "cut":
+        _damaged_header(path, "cut")
+    session = load(path)
+    assert len(session.requests()) == 2
+    assert [str(e) for e in session.skipped if e.line == 5] == [
+        f"{path}:5: duplicate record: id 00000003 already on line 4"
+    ]
+    once = load(_write(tmp_path, lines, "once.jsonl"), strict=True)
+    assert replay.replay(session, "baseline").summary.equals(
+        replay.replay(once, "baseline").summary
+    )
+    first = "1: expected a JSON object" if header == "cut" else "5: duplicate record"
+    with pytest.raises(LogFormatError, match=f"session.jsonl:{first}"):
+        load(path, strict=True)
+
+
+def test_a_response_without_usage_is_still_a_request(tmp_path: Path) -> None:
+    """pi-ai logs usage on every response (zero when nothing was billed): a line without it is
+    damaged, but the request was sent. Kept without usage (its output counted from the logged
+    response), not dropped with its cost."""
+    lines = pi_lines()
+    del lines[3]["message"]["usage"]
+    path = _write(tmp_path, lines)
+    session = load(path)
+    requests = session.requests()
+    assert [(r.request_id, r.usage is None) for r in requests] == [
+        ("00000003", True),
+        ("00000005", False),
+    ]
+    response = next(e for e in session.events if isinstance(e, AssistantMessage))
+    assert response.request_id == "00000003" and not hasattr(response, "usage_missing")
+    assert [str(e) for e in session.skipped] == [
+        f"{path}:4: expected `usage` (an object) on an assistant message; "
+        "kept as a request without usage"
+    ]
+    assert replay.replay(session, "baseline").summary["requests"].to_list() == [2]
+    with pytest.raises(LogFormatError, match=r"session\.jsonl:4: expected `usage`"):
+        load(path, strict=True)
+
+
+def test_a_response_without_usage_keeps_its_branch_and_a_failed_one_is_unbilled(
+    tmp_path: Path,
+) -> None:
+    lines = pi_lines()
+    # An abandoned branch whose only response lost its usage: still a billed request.
+    lines.append(_entry(6, 4, message={"role": "user", "content": "abandoned question"}))
+    lost = _assistant("abandoned answer", 2500)
+    del lost["usage"]
+    lines.append(_entry(7, 6, message=lost))
+    # An aborted response without usage: pi logs zero usage when nothing was billed, so
+    # nothing says it was; read as never billed.
+    aborted = _assistant("", 0, stop="aborted")
+    del aborted["usage"]
+    lines.append(_entry(8, 5, message={"role": "user", "content": "main question"}))
+    lines.append(_entry(9, 8, message=aborted))
+    session = load(_write(tmp_path, lines))
+    branch = next(e for e in session.events if isinstance(e, ThreadStart)).thread_id
+    assert [(r.thread, r.usage is None) for r in session.requests()] == [
+        ("main", False),
+        ("main", False),
+        (branch, True),
+    ]
+    assert session.header.ignored_records["assistant/aborted-unbilled"] == 1
+    assert sorted((e.line, e.expected.rsplit("; ", 1)[1]) for e in session.skipped) == [
+        (8, "kept as a request without usage"),
+        (10, "read as never billed"),
+    ]
+
+
+@pytest.mark.parametrize("version", [1, 3])
+@pytest.mark.parametrize("how", ["cut", "no type", "fields"])
+def test_a_damaged_header_is_reported_and_the_rest_read(
+    tmp_path: Path, version: int, how: str
+) -> None:
+    path = _damaged_header(_write(tmp_path, pi_lines(version)), how)
+    assert replay.adapters.detect(path) == "pi"
+    session = load(path)
+    assert [e.line for e in session.skipped] == [1]
+    reason = {
+        "cut": "expected a JSON object",
+        "no type": "unknown pi entry type None",
+        "fields": "expected the pi `session` header to have `timestamp` (an ISO-8601 time), "
+        "`cwd` (a string); read without them",
+    }[how]
+    assert reason in str(session.skipped[0])
+    assert len(session.requests()) == 2
+    h = session.header
+    # What the header no longer says: the start time is the first entry's, no cwd; the version
+    # is the entries' (v1 has no ids, v2 was the first with them).
+    assert (h.ts.isoformat(), h.cwd) == ("2026-01-02T10:00:00+00:00", None)
+    lost = how != "fields"
+    assert h.session_id == ("session" if lost else "pi-1")
+    assert h.source_format == f"pi-session-v{version if version == 1 or not lost else 2}"
+    with pytest.raises(LogFormatError, match=r"session\.jsonl:1: "):
+        load(path, strict=True)
+
+
+def test_a_lost_v1_header_still_holds_index_0(tmp_path: Path) -> None:
+    """v1's `firstKeptEntryIndex` counts the header (index 0), also when its line is unreadable."""
+    lines = pi_lines(version=1)
+    # Keep from index 3 (the response with the tool call) on.
+    lines.append(
+        {
+            "type": "compaction",
+            "timestamp": "2026-01-02T10:00:05.000Z",
+            "summary": "Listed two files.",
+            "firstKeptEntryIndex": 3,
+        }
+    )
+
+    def kept(session: Any) -> list[str]:
+        c = next(e for e in session.events if isinstance(e, Compaction))
+        return [
+            type(e).__name__
+            for e in session.events[: session.events.index(c)]
+            if isinstance(e, UserMessage | AssistantMessage | ToolResult) and e.id not in c.replaces
+        ]
+
+    whole = load(_write(tmp_path, lines, "whole.jsonl"), strict=True)
+    cut = load(_damaged_header(_write(tmp_path, lines), "cut"))
+    assert kept(cut) == kept(whole) == ["AssistantMessage", "ToolResult", "AssistantMessage"]
+
+
+# --------------------------------------------------------------------------------------------------
 # Real samples
 
 PI = SAMPLES / "pi"

@@ -10,7 +10,11 @@ Rules (each names the quirk it handles; see shared research `formats.md` §3):
   ids, each entry the child of the previous one, `firstKeptEntryIndex` (an index into the file's
   entries, header included) → `firstKeptEntryId`;
 - each assistant message is one request with its own usage and cost; aborted / error messages with
-  zero usage were never billed (quirk): not requests, and not context (pi drops them);
+  zero usage were never billed (quirk): not requests, and not context (pi drops them); one whose
+  line lost its `usage` is reported and kept as a request without usage (unless it failed);
+- a damaged header is reported and read without its damaged fields, a lost one (the first line
+  unreadable) without it: the version then comes from the entries (ids: v2+), so a line written
+  twice is still told by its id;
 - tool calls of an aborted/error response, or cut off by a compaction, get no result; pi fills
   them itself when it sends the next prompt ("No result provided"), so the placeholder result
   added here is expected, not reported;
@@ -75,7 +79,7 @@ from replay.adapters._common import (
     provider_for,
     usage_is_empty,
 )
-from replay.log import Session
+from replay.log import Session, Usage
 from replay.strategies._prompts import LITERAL_PI_SUMMARY
 
 AGENT = "pi"
@@ -96,6 +100,14 @@ NOT_CONTEXT = {"model_change", "thinking_level_change", "custom", "label", "sess
 RESTART_WINDOW_S = 300
 """pi-ai marks its cache breakpoints `{type: "ephemeral"}` without a TTL: Anthropic's default
 5 minutes. Inside it a live prefix can only be lost by a changed prompt head (or the provider)."""
+
+HEADER_FIELDS = {"id": "a string", "timestamp": "an ISO-8601 time", "cwd": "a string"}
+"""Written by every pi version into its `session` header."""
+HEADER_LABELS = ("provider", "modelId", "thinkingLevel", "branchedFrom", "parentSession")
+"""Optional string fields of the header (written by some versions, or for a fork)."""
+
+FAILED = ("aborted", "error")
+"""Stop reasons of a response that failed: billed only when its usage says so."""
 
 BRANCH_SUMMARY_PREFIX = (
     "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
@@ -144,6 +156,23 @@ def _bash_text(m: dict[str, Any]) -> str:
     return text
 
 
+def _header_damage(h: dict[str, Any]) -> list[str]:
+    """What the `session` header lacks or holds with the wrong type, as "`field` (a type)"."""
+    damaged = [
+        f"`{k}` ({kind})"
+        for k, kind in HEADER_FIELDS.items()
+        if not (opt_ts(h.get(k)) if k == "timestamp" else opt_str(h, k))
+    ]
+    version = h.get("version")
+    if version is not None and not (type(version) is int and version > 0):
+        damaged.append("`version` (a positive integer)")
+    return damaged + [
+        f"`{k}` (a string)"
+        for k in HEADER_LABELS
+        if h.get(k) is not None and not isinstance(h[k], str)
+    ]
+
+
 class _Entry:
     __slots__ = ("number", "obj", "id", "parent", "index")
 
@@ -183,21 +212,50 @@ class _Reader:
             if obj.get("type") == "session" and not self.header_obj:
                 if self.entries:
                     self.issues.add(number, "expected the `session` header on the first line")
-                self.header_obj = obj
-                version = obj.get("version")
-                self.version = version if isinstance(version, int) and version > 0 else 1
-                self.initial_level = opt_str(obj, "thinkingLevel")
-                if any(isinstance(obj.get(k), str) for k in ("branchedFrom", "parentSession")):
-                    self.forked_at = parse_ts(obj.get("timestamp"))
+                self._header(number, obj)
                 index += 1
                 continue
+            if index == 0 and self.issues.items:
+                # The unreadable line before stood for the header: v1's `firstKeptEntryIndex`
+                # still counts it (index 0).
+                index = 1
             entry = _Entry(number, obj, index)
             index += 1
             guarded(self.issues, number, lambda e=entry: self._check(e))
         if not self.header_obj:
-            self.issues.fatal(1, "expected a pi `session` header line")
+            self._headerless()
         self._ids()
         return self._convert()
+
+    def _header(self, number: int, obj: dict[str, Any]) -> None:
+        """The `session` header. A damaged field is reported and read as absent (the version
+        then comes from the entries, the start time from the first one: see `_convert`)."""
+        self.header_obj = obj
+        version = obj.get("version")
+        self.version = version if type(version) is int and version > 0 else 1
+        self.initial_level = opt_str(obj, "thinkingLevel")
+        if any(isinstance(obj.get(k), str) for k in ("branchedFrom", "parentSession")):
+            self.forked_at = opt_ts(obj.get("timestamp"))
+        damaged = _header_damage(obj)
+        if damaged:
+            self.issues.add(
+                number,
+                f"expected the pi `session` header to have {', '.join(damaged)}",
+                remedy="read without them" if len(damaged) > 1 else "read without it",
+            )
+
+    def _headerless(self) -> None:
+        """Quirk (a damaged first line): no readable `session` header. With entries to read, a
+        lenient read goes on without it; the damaged line, already reported, is its report."""
+        if not self.entries:
+            self.issues.fatal(1, "expected a pi `session` header line")
+        first = self.entries[0].number
+        if not any(err.line is not None and err.line < first for err in self.issues.items):
+            self.issues.add(
+                first,
+                "expected a pi `session` header line before the first entry",
+                remedy="read without it",
+            )
 
     def _check(self, entry: _Entry) -> None:
         obj = entry.obj
@@ -216,7 +274,7 @@ class _Reader:
         self.entries.append(entry)
 
     def _ids(self) -> None:
-        if self.version < 2 or not any("id" in e.obj for e in self.entries):
+        if not any("id" in e.obj for e in self.entries):
             # Quirk (v1 files have no ids): pi's migrateV1ToV2 — sequential ids, a linear chain,
             # and `firstKeptEntryIndex` (index among the file's entries, header = 0) → an id.
             by_index: dict[int, _Entry] = {}
@@ -232,6 +290,10 @@ class _Reader:
                     target = by_index.get(idx) if isinstance(idx, int) else None
                     e.obj["firstKeptEntryId"] = target.id if target else None
             return
+        if self.version < 2:
+            # Ids, yet no v2+ header (a damaged or lost one): the entries show v2 at least, and
+            # their ids tell a line written twice from a second entry.
+            self.version = 2
         seen: dict[str, int] = {}
         kept = []
         for e in self.entries:
@@ -296,7 +358,7 @@ class _Reader:
 
         def expected(owner: Any) -> bool:
             return (
-                getattr(owner, "stop_reason", None) in ("aborted", "error")
+                getattr(owner, "stop_reason", None) in FAILED
                 or owner.id in self.expected_gaps
             )
 
@@ -350,6 +412,8 @@ def _is_request(obj: dict[str, Any]) -> bool:
     if obj.get("type") != "message" or not isinstance(m, dict) or m.get("role") != "assistant":
         return False
     u = m.get("usage")
+    if not u:  # no usage logged: still a request unless it failed (see `_Thread._usage`)
+        return m.get("stopReason") not in FAILED
     return isinstance(u, dict) and any(
         isinstance(u.get(k), int | float) and u.get(k)
         for k in ("input", "output", "cacheRead", "cacheWrite")
@@ -570,11 +634,25 @@ class _Thread:
         else:
             raise Bad(f"unknown pi message role {role!r}")
 
+    def _usage(self, entry: _Entry, m: dict[str, Any], stop: str | None) -> Usage | None:
+        """The response's usage; None when the line lacks it. pi-ai logs usage on every response
+        (zero when nothing was billed), so a missing one is damage: reported, and the response
+        read as a request without usage (its cost is not lost: the engine counts its output
+        from the logged response) unless it failed, and then as never billed."""
+        raw = get_dict(m, "usage")
+        if raw:
+            return pi_usage(raw)
+        self.reader.issues.add(
+            entry.number,
+            "expected `usage` (an object) on an assistant message",
+            remedy="read as never billed" if stop in FAILED else "kept as a request without usage",
+        )
+        return None
+
     def _assistant(self, entry: _Entry, ts: Any, m: dict[str, Any]) -> None:
         stop = get_str(m, "stopReason")
-        usage_raw = get_dict(m, "usage")
-        usage = pi_usage(usage_raw) if usage_raw else None
-        if usage_is_empty(usage) and stop in ("aborted", "error"):
+        usage = self._usage(entry, m, stop)
+        if usage_is_empty(usage) and stop in FAILED:
             # Quirk: an aborted/error response with zero usage was never billed, and pi does not
             # send it back (transformMessages drops it).
             self.reader.ignored[f"assistant/{stop}-unbilled"] += 1
@@ -582,7 +660,7 @@ class _Thread:
         # Quirk: an aborted/error response that WAS billed is a request, but pi never sends it
         # back either (measured on large-session: after a failed 16-call response the next
         # prompt grew by 59 tokens), so it is logged out of context.
-        dropped = stop in ("aborted", "error")
+        dropped = stop in FAILED
         blocks: list[Any] = []
         for n, b in enumerate(get_list(m, "content")):
             if not isinstance(b, dict):
@@ -626,7 +704,7 @@ class _Thread:
             message.in_context = False
         if stop:
             message.stop_reason = stop
-        if usage_is_empty(usage):
+        if usage is not None and usage_is_empty(usage):
             message.usage_missing = True
             self.add(message, entry)
             return
