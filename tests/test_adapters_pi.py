@@ -102,21 +102,24 @@ def test_v1_files_are_migrated(tmp_path: Path) -> None:
     assert len(v1.requests()) == 2
 
 
-def test_v1_tool_result_written_twice_is_dropped_and_reported(tmp_path: Path) -> None:
-    """v1 entries have no ids to tell a repeated record by: a second result for one call is
-    what shows it (a provider takes one result per call)."""
+@pytest.mark.parametrize("role", ["toolResult", "assistant"])
+def test_v1_line_written_twice_is_dropped_and_reported(tmp_path: Path, role: str) -> None:
+    """v1 entries have no ids to tell a repeated record by: an entry equal to an earlier one
+    (timestamp to the millisecond included) is one. A repeated response was billed twice, even
+    under --strict; a repeated result was caught only as a second result for its call."""
     lines = pi_lines(version=1)
-    at = next(n for n, line in enumerate(lines) if json.dumps(line).count('"toolResult"'))
+    at = next(n for n, line in enumerate(lines) if f'"role": "{role}"' in json.dumps(line))
     path = _write(tmp_path, lines[: at + 1] + [lines[at]] + lines[at + 1 :])
     session = load(path)
     assert [e.line for e in session.skipped] == [at + 2]
-    assert "expected one tool result per call" in str(session.skipped[0])
-    assert "was already answered on line" in str(session.skipped[0])
+    assert f"duplicate record: the same entry as line {at + 1} (a v1 file)" in str(
+        session.skipped[0]
+    )
     once = load(_write(tmp_path, lines, "once.jsonl"), strict=True)
     assert replay.replay(session, "baseline").summary.equals(
         replay.replay(once, "baseline").summary
     )
-    with pytest.raises(LogFormatError, match="expected one tool result per call"):
+    with pytest.raises(LogFormatError, match="duplicate record"):
         load(path, strict=True)
 
 

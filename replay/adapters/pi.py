@@ -35,6 +35,8 @@ Rules (each names the quirk it handles; see shared research `formats.md` §3):
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
@@ -277,6 +279,7 @@ class _Reader:
         if not any("id" in e.obj for e in self.entries):
             # Quirk (v1 files have no ids): pi's migrateV1ToV2 — sequential ids, a linear chain,
             # and `firstKeptEntryIndex` (index among the file's entries, header = 0) → an id.
+            self._drop_repeated_lines()
             by_index: dict[int, _Entry] = {}
             previous: str | None = None
             for n, e in enumerate(self.entries, start=1):
@@ -310,6 +313,24 @@ class _Reader:
                 continue
             seen[eid] = e.number
             e.id, e.parent = eid, parent
+            kept.append(e)
+        self.entries = kept
+
+    def _drop_repeated_lines(self) -> None:
+        """Quirk (v1 entries have no ids): a line written twice is told by its content; every
+        entry has a timestamp to the millisecond, so two equal ones are one record."""
+        seen: dict[bytes, int] = {}
+        kept = []
+        for e in self.entries:
+            digest = hashlib.blake2b(
+                json.dumps(e.obj, sort_keys=True, ensure_ascii=False).encode(), digest_size=16
+            ).digest()
+            first = seen.setdefault(digest, e.number)
+            if first != e.number:
+                self.issues.add(
+                    e.number, f"duplicate record: the same entry as line {first} (a v1 file)"
+                )
+                continue
             kept.append(e)
         self.entries = kept
 
