@@ -311,6 +311,45 @@ def test_summary_message_is_a_compaction(tmp_path: Path) -> None:
     assert len(session.requests()) == 3  # the summarising call was billed too
 
 
+def _without_tokens(doc: dict[str, Any], lost: str) -> str:
+    """The second response (msg_a2) with its usage lost; what the report names it by."""
+    message = doc["messages"][2]
+    finish = message["parts"][-1]
+    if lost == "older export":  # no step parts: the message's own tokens were the request's
+        message["parts"] = [p for p in message["parts"] if not p["type"].startswith("step-")]
+        del message["info"]["tokens"]
+        return "an assistant message without step parts"
+    if lost == "absent":
+        del finish["tokens"]
+    else:
+        finish["tokens"] = None
+    return "the message's step-finish part prt_8"
+
+
+@pytest.mark.parametrize("lost", ["absent", "null", "older export"])
+def test_a_step_without_tokens_is_a_request_without_usage(tmp_path: Path, lost: str) -> None:
+    # A damaged record: the step was billed, its usage lost. It stays a request (it was
+    # silently dropped), with no usage, and the missing field is reported at the message.
+    doc = opencode_doc()
+    where = _without_tokens(doc, lost)
+    path = _write(tmp_path, doc)
+    lines = path.read_text().splitlines()
+    infos = [n for n, text in enumerate(lines, 1) if text.strip() == '"info": {']  # msg_a2: [3]
+    expected = f"{path}:{infos[3]}: expected `tokens` (an object: the request's usage) on {where}"
+    session = load(path)
+    first, second = session.requests()
+    assert first.usage is not None and second.usage is None
+    answer = [e for e in session.events if isinstance(e, AssistantMessage)][-1]
+    assert answer.request_id == second.request_id and answer.blocks[0].text == "Two files."
+    assert [str(p) for p in session.skipped] == [f"{expected}; the request was kept without usage"]
+    with pytest.raises(LogFormatError) as err:
+        load(path, strict=True)
+    assert str(err.value) == expected
+    # The engine replays it, its output counted from the logged response.
+    records = replay_session(session, ["baseline"], ReplayConfig())
+    assert [r.request.estimated_output for r in records if r.kind == "request"] == [False, True]
+
+
 def test_tool_error_state(tmp_path: Path) -> None:
     doc = opencode_doc()
     state = doc["messages"][1]["parts"][2]["state"]

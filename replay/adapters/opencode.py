@@ -8,7 +8,8 @@ Rules (each names the quirk it handles; see shared research `formats.md` §4):
 
 - one request per `step-finish` (older exports without steps: one per assistant message with
   `tokens`); assistant messages without any (quirk: the `task` tool message opencode writes for a
-  `/command` subtask has zero tokens) are history, not requests;
+  `/command` subtask has zero tokens) are history, not requests; a step-finish (or an older
+  export's message) that lacks its `tokens` is still a request, without usage, and reported;
 - `tokens.input` EXCLUDES cache reads, and `tokens.output` INCLUDES `tokens.reasoning` (quirk,
   measured on the nimbus sample: `opencode_usage`): billed output = output, of which reasoning;
 - the provider is the model's maker when opencode routes through an aggregator (quirk:
@@ -52,6 +53,7 @@ from replay.adapters._common import (
     ThreadStart,
     ToolCallBlock,
     ToolResult,
+    Usage,
     UserMessage,
     clean,
     dumps,
@@ -371,6 +373,22 @@ def _reasoning_block(p: dict[str, Any], provider: str) -> ThinkingBlock:
     return block
 
 
+def _message_billed(info: dict[str, Any], steps: list[dict[str, Any]], parts: list[Any]) -> bool:
+    """Whether an assistant message whose parts hold no step-finish is a request of its own.
+
+    Older exports (no step parts): yes when it has usage, or lacks its `tokens` altogether (a
+    damaged record, reported when read); not the zero-token `task` message opencode writes for a
+    `/command` subtask (quirk: history, not a request). A step left unfinished (a `step-start`
+    with no step-finish: an interrupted response) only when the message's tokens say so."""
+    tokens = info.get("tokens")
+    if tokens is not None:
+        return bool(tokens) or not isinstance(tokens, dict)  # wrong-typed: reported when read
+    task_only = all(
+        isinstance(p, dict) and p.get("type") == "tool" and p.get("tool") == "task" for p in parts
+    )
+    return not steps[0]["started"] and not task_only
+
+
 class _Thread:
     def __init__(self, reader: _Reader, name: str, path: Path) -> None:
         self.reader = reader
@@ -457,7 +475,8 @@ class _Thread:
                 raise Bad("expected parts to be objects")
             kind = get_str(p, "type")
             if kind == "step-start" or current is None:
-                current = {"blocks": [], "results": [], "finish": None}
+                started = kind == "step-start"
+                current = {"blocks": [], "results": [], "finish": None, "started": started}
                 steps.append(current)
                 if kind == "step-start":
                     continue
@@ -475,23 +494,17 @@ class _Thread:
             else:
                 self.reader.ignored[f"part/{kind}"] += 1
         summary_message = bool(info.get("summary"))
-        fallback = get_dict(info, "tokens")
-        if len(steps) == 1 and steps[0]["finish"] is None and fallback:
+        if len(steps) == 1 and steps[0]["finish"] is None and _message_billed(info, steps, parts):
             # Older exports: no step parts; the message's own tokens are the request's.
-            steps[0]["finish"] = {"tokens": fallback, "cost": info.get("cost")}
+            steps[0]["finish"] = {"tokens": info.get("tokens"), "cost": info.get("cost")}
+            steps[0]["usage_of"] = "an assistant message without step parts"
         end_time = get_dict(info, "time").get("completed")
         end = parse_ts(end_time, "info.time.completed") if end_time is not None else ts
         for n, step in enumerate(steps):
             finish = step["finish"]
-            usage = None
-            if finish is not None:
-                usage = opencode_usage(get_dict(finish, "tokens"), finish.get("cost"))
-                if provider == "anthropic" and not usage.reasoning_tokens:
-                    # Quirk: the AI SDK reports no reasoning tokens for Anthropic (always 0):
-                    # not reported, so thinking without text is sized from the output.
-                    usage.reasoning_tokens = None
+            billed, usage = self._step_usage(line, step, provider)
             sent = ts if n == 0 else (self.events[-1].ts if self.events else ts)
-            if usage is not None and not usage_is_empty(usage):
+            if billed:
                 marker = RequestMarker(
                     ts=sent,
                     request_id=self.reader.builder.request_id(get_str(finish, "id")),
@@ -528,7 +541,7 @@ class _Thread:
             if marker is not None:
                 message.request_id = marker.request_id
                 estimate_thinking(message, usage, model or "gpt-5")
-            else:
+            if marker is None or usage is None:
                 message.usage_missing = True
             finish_reason = get_str(info, "finish")
             if finish_reason:
@@ -536,6 +549,34 @@ class _Thread:
             self.add(message, line)
             for result in step["results"]:
                 self.add(result, line)
+
+    def _step_usage(
+        self, line: int, step: dict[str, Any], provider: str
+    ) -> tuple[bool, Usage | None]:
+        """(whether the step was a billed request, its usage: None when the log lacks it)."""
+        finish = step["finish"]
+        if finish is None:
+            return False, None
+        tokens = finish.get("tokens")
+        if not isinstance(tokens, dict):
+            # Quirk (a damaged record): a step that finished was billed even when its usage
+            # was lost. Kept as a request without usage (its output is counted from the
+            # response), and reported: strict mode refuses the export.
+            part = finish.get("id") if isinstance(finish.get("id"), str) else ""
+            where = step.get("usage_of") or f"the message's step-finish part {part}".rstrip()
+            self.reader.issues.add(
+                line or None,
+                f"expected `tokens` (an object: the request's usage) on {where}",
+                self.path,
+                remedy="the request was kept without usage",
+            )
+            return True, None
+        usage = opencode_usage(tokens, finish.get("cost"))
+        if provider == "anthropic" and not usage.reasoning_tokens:
+            # Quirk: the AI SDK reports no reasoning tokens for Anthropic (always 0):
+            # not reported, so thinking without text is sized from the output.
+            usage.reasoning_tokens = None
+        return not usage_is_empty(usage), usage
 
     def _tool(self, line: int, p: dict[str, Any], step: dict[str, Any]) -> None:
         state = get_dict(p, "state")
