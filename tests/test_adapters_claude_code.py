@@ -399,6 +399,127 @@ def test_inline_sidechain_is_its_own_thread_linked_to_the_task_call(tmp_path: Pa
     assert getattr(start, "hidden_prefix_tokens", None) is not None
 
 
+def _sidechain_with_a_tool_call(agent: str | None = None) -> list[dict[str, Any]]:
+    """`_sidechain_log` whose subagent calls a tool before answering (two requests)."""
+    lines = _sidechain_log()
+    side: dict[str, Any] = {"isSidechain": True, **({"agentId": agent} if agent else {})}
+    ls = {"type": "tool_use", "id": "toolu_ls", "name": "Bash", "input": {"command": "ls"}}
+    result = [{"type": "tool_result", "tool_use_id": "toolu_ls", "content": "a\nb"}]
+    answer = {"type": "text", "text": "There are 2."}
+    lines[2:4] = [
+        _user("s1", None, "01.100", "Count the files.", **side),
+        _assistant("s2", "s1", "01.500", "msg_s", "req_s", ls, _usage(3, 400, 0, 5), **side),
+        _user("s3", "s2", "01.700", result, **side),
+        _assistant("s4", "s3", "02.000", "msg_s2", "req_s2", answer, _usage(3, 20, 400, 5), **side),
+    ]
+    return lines
+
+
+def _sidechains(session: Any) -> dict[str, list[str]]:
+    """Sidechain thread → its events' types (its `ThreadStart` is an event of the parent)."""
+    starts = [e.thread_id for e in session.events if isinstance(e, ThreadStart)]
+    return {t: [type(e).__name__ for e in session.events if e.thread == t] for t in starts}
+
+
+@pytest.mark.parametrize("agent", [None, "a7f3"])
+@pytest.mark.parametrize("gap", ["missing", "unreadable"])
+def test_a_line_missing_inside_a_sidechain_neither_splits_it_nor_drops_a_request(
+    tmp_path: Path, agent: str | None, gap: str
+) -> None:
+    # The tool result s3 is lost: s4's parentUuid names a line that is not in the file. Grouped
+    # by its own root, s4 started a second sidechain and its billed request was dropped.
+    lines = _sidechain_with_a_tool_call(agent)
+    full = load(_write(tmp_path, lines, "full.jsonl"), strict=True)
+    text = jsonl(lines).splitlines(keepends=True)
+    text[4] = '{"type": "user", "uuid": "s3", "parent\n' if gap == "unreadable" else ""
+    path = tmp_path / "gap.jsonl"
+    path.write_text("".join(text), encoding="utf-8")
+    session = load(path)
+    assert [(r.request_id, r.thread) for r in session.requests()] == [
+        (r.request_id, r.thread) for r in full.requests()
+    ]
+    (thread,) = _sidechains(session)  # one sidechain, linked to its Task call as before
+    assert thread == ("agent-a7f3" if agent else "sidechain-s1")
+    start = next(e for e in session.events if isinstance(e, ThreadStart))
+    assert start.parent_call_id == "toolu_task"
+    # s4's prompt is the sidechain's history (s3's result lost: a placeholder stands in).
+    assert _sidechains(session)[thread] == [
+        "UserMessage", "RequestMarker", "AssistantMessage", "ToolResult", "RequestMarker",
+        "AssistantMessage",
+    ]
+    n = 5 if gap == "missing" else 6  # s4's line
+    expected = (
+        f"{path}:{n}: expected the line parentUuid 's3' names: not in the file (a missing line)"
+    )
+    assert f"{expected}; attached to its sidechain after line 4" in map(str, session.skipped)
+    with pytest.raises(LogFormatError) as err:
+        load(path, strict=True)
+    if gap == "missing":
+        assert str(err.value) == expected
+
+
+def test_a_tool_result_after_a_gap_joins_the_sidechain_of_its_call(tmp_path: Path) -> None:
+    # Another sidechain's line comes between the call and its result, whose parent (a second
+    # streamed block of the call's response, say) is lost: the call, not the line before,
+    # tells which sidechain the result continues.
+    lines = _sidechain_with_a_tool_call()
+    lines[4]["parentUuid"] = "s2b"
+    other = {"isSidechain": True}
+    answer = {"type": "text", "text": "Done."}
+    lines[4:4] = [_user("t1", None, "01.600", "Something else.", **other)]
+    lines[7:7] = [
+        _assistant("t2", "t1", "02.100", "msg_t", "req_t", answer, _usage(3, 300, 0, 2), **other)
+    ]
+    path = _write(tmp_path, lines)
+    session = load(path)
+    assert _sidechains(session) == {
+        "sidechain-s1": [
+            "UserMessage", "RequestMarker", "AssistantMessage", "ToolResult", "RequestMarker",
+            "AssistantMessage",
+        ],
+        "sidechain-t1": ["UserMessage", "RequestMarker", "AssistantMessage"],
+    }
+    assert [str(e) for e in session.skipped] == [
+        f"{path}:6: expected the line parentUuid 's2b' names: not in the file (a missing line); "
+        "attached to its sidechain after line 4"
+    ]
+
+
+def test_a_sidechain_whose_first_line_is_missing_is_not_merged_into_the_previous_one(
+    tmp_path: Path,
+) -> None:
+    # Two Task calls, one sidechain each; the second sidechain's prompt (its root) is lost.
+    first = _sidechain_with_a_tool_call()
+    second = json.loads(
+        json.dumps(first)
+        .replace("10:00:", "10:01:")
+        .replace('"toolu_', '"x-toolu_')
+        .replace('"msg_', '"x-msg_')
+        .replace('"req_', '"x-req_')
+    )
+    for line in second:
+        line["uuid"] = "x-" + line["uuid"]
+        line["parentUuid"] = line["parentUuid"] and "x-" + line["parentUuid"]
+    second[0]["parentUuid"] = "a2"
+    del second[2]  # x-s1
+    path = _write(tmp_path, first + second)
+    session = load(path)
+    side = _sidechains(session)
+    assert list(side) == ["sidechain-s1", "sidechain-x-s2"]
+    assert side["sidechain-s1"] == _sidechains(load(_write(tmp_path, first, "one.jsonl")))[
+        "sidechain-s1"
+    ]
+    # The first request after the gap has no prompt left: dropped, as before; the next is kept.
+    assert [r.request_id for r in session.requests() if r.thread == "sidechain-x-s2"] == [
+        "x-req_s2"
+    ]
+    gap = (
+        f"{path}:11: expected the line parentUuid 'x-s1' names: not in the file (a missing "
+        "line); a sidechain whose first lines are missing starts there"
+    )
+    assert str(session.skipped[0]) == gap
+
+
 def _delegating_session() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """A transcript whose Agent call ran subagent `abc`, and that subagent's lines."""
     main = [

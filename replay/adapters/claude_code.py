@@ -20,7 +20,8 @@ Rules (each names the quirk it handles; see shared research `formats.md` §1):
 - `isSidechain` lines (1.0.x / 2.0.x inline subagents) and `<sessionId>/subagents/agent-*.jsonl`
   files (2.1.x) → their own threads, linked to the parent's Task/Agent call; the older
   `<project>/agent-*.jsonl` files beside a given transcript are read when they are of its
-  session (`_Reader.read_agents_beside`);
+  session (`_Reader.read_agents_beside`); an inline sidechain line whose parent is missing (a
+  gap) continues its own sidechain, reported (`_Reader._bridge_sidechain_gaps`);
 - `progress` lines are not context (quirk: `agent_progress` embeds subagent messages with usage
   that the main transcript does not bill; counting them would double count);
 - `model: "<synthetic>"` and `isApiErrorMessage` assistant lines are not requests and not context;
@@ -157,6 +158,8 @@ class _Line:
     """The earlier response this line repeats (`_Reader._replayed`), if it is a copy."""
     resumed: bool = False
     """A line of a response already read from an earlier file (dropped by `_drop_copies`)."""
+    sidechain: bool = False
+    """An inline sidechain line (`isSidechain` in a transcript, not a subagent file)."""
 
     @property
     def response(self) -> tuple[str | None, str | None]:
@@ -538,6 +541,7 @@ class _Reader:
         elif obj.get("isSidechain"):
             agent = get_str(obj, "agentId")
             line.thread_key = f"agent-{agent}" if agent else "sidechain"
+            line.sidechain = True
         else:
             line.thread_key = MAIN_THREAD
         self.seen_uuid[uuid] = (index, number)
@@ -602,6 +606,7 @@ class _Reader:
     # threads ------------------------------------------------------------------------------
     def assign_threads(self) -> dict[str, list[_Line]]:
         by_uuid = self.by_uuid = {ln.uuid: ln for ln in self.lines}
+        self._bridge_sidechain_gaps(by_uuid)
         # Quirk (1.0.x/2.0.x inline sidechains): sidechain lines without `agentId` are grouped by
         # the root of their parent chain (each Task subagent starts a new root).
         for ln in self.lines:
@@ -616,6 +621,45 @@ class _Reader:
         for ln in self.lines:
             threads.setdefault(ln.thread_key, []).append(ln)
         return threads
+
+    def _bridge_sidechain_gaps(self, by_uuid: dict[str, _Line]) -> None:
+        """Quirk (a capture gap, a line skipped as unreadable, inside an inline sidechain): the
+        line after the gap names a `parentUuid` that is not in the file. Grouped by its own
+        root, it would start a sidechain of its own: the subagent's thread split in two, and
+        the request after the gap dropped (no message before it in the new thread). Like a
+        main-chain line (`reparent_missing`), it hangs off the line it continues, here the
+        line of its own sidechain (`_gap_host`); the gap is reported (strict mode refuses it)."""
+        before: dict[str, _Line] = {}  # file → its latest line
+        last: dict[str, _Line] = {}  # sidechain thread key → its latest line
+        holders: dict[str, _Line] = {}  # response / tool_use id → the sidechain line holding it
+        for ln in self.lines:
+            previous = before.get(ln.path)
+            before[ln.path] = ln
+            if not ln.sidechain:
+                continue
+            held, continued = _sidechain_ties(ln)
+            if ln.parent and ln.parent not in by_uuid:
+                host = _gap_host(ln, previous, last, [holders.get(k) for k in continued])
+                self._report_gap(ln, host)
+                if host is not None:
+                    ln.parent = host.uuid
+            last[ln.thread_key] = ln
+            holders.update((k, ln) for k in held)
+
+    def _report_gap(self, ln: _Line, host: _Line | None) -> None:
+        if ln.parent in self.seen_uuid:
+            return  # a copy `_drop_copies` dropped, not a line missing from the log
+        remedy = (
+            f"attached to its sidechain after line {host.number}"
+            if host is not None
+            else "a sidechain whose first lines are missing starts there"
+        )
+        self.issues.add(
+            ln.number,
+            f"expected the line parentUuid {ln.parent!r} names: not in the file (a missing line)",
+            ln.path,
+            remedy=remedy,
+        )
 
     def _drop_copies(self) -> None:
         """Quirk (resume / fork): a later transcript starts with a copy of earlier lines, under
@@ -1124,6 +1168,45 @@ class _Reader:
         # The CLI renders attachments into <system-reminder> text that is not logged.
         event.estimated_text = True
         self._add(state, event, ln)
+
+
+def _sidechain_ties(ln: _Line) -> tuple[list[str], list[str]]:
+    """(keys the line holds, keys of earlier lines it continues): a response (its streamed
+    blocks are lines of one sidechain) and `tool_use` ids (a `tool_result` answers a call of
+    its own sidechain)."""
+    message = ln.obj.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    if ln.kind == "assistant":
+        calls = [b.get("id") for b in blocks if b.get("type") == "tool_use"]
+        response = [f"response:{ln.request_id}:{ln.message_id}"]
+        return response + [f"call:{c}" for c in calls if _logged_id(c)], response
+    if ln.kind == "user":
+        answered = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+        return [], [f"call:{c}" for c in answered if _logged_id(c)]
+    return [], []
+
+
+def _logged_id(value: Any) -> bool:
+    return isinstance(value, str) and bool(value) and value != "REDACTED"
+
+
+def _gap_host(
+    ln: _Line, previous: _Line | None, last: dict[str, _Line], tied: list[_Line | None]
+) -> _Line | None:
+    """The line an inline sidechain line whose parent is missing continues: an earlier line of
+    its response or of the call its tool_result answers; else the latest line of its agent
+    (`agentId`); else, without an `agentId`, the line right before it when that is a sidechain
+    line. Right after a main-chain line (none lies inside a sidechain on the samples: the main
+    chain waits for its Task) it is the first line left of a sidechain whose first lines are
+    missing: None, it stays the root of its own."""
+    for host in tied:
+        if host is not None and host.thread_key == ln.thread_key:
+            return host
+    host = last.get(ln.thread_key)
+    if ln.thread_key == "sidechain" and host is not previous:
+        return None
+    return host
 
 
 _BACKFILLED = {"ExitPlanMode": ("planFilePath", ("plan", "planFilePath"))}
