@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from test_adapters_common import SAMPLES, codex_lines, jsonl, needs_samples, unpaired_before_request
 
-from replay import load
+from replay import LogFormatError, load
 from replay.log import (
     AssistantMessage,
     Compaction,
@@ -238,6 +238,197 @@ def test_zero_usage_after_compaction_is_not_a_request(
     fresh = [e for e in session.events if getattr(e, "from_replacement_history", False)]
     assert [e.text for e in fresh] == ["<permissions instructions>new"]
     assert c.summary_missing is True
+
+
+def _message(ts: str, role: str, text: str) -> dict[str, Any]:
+    kind = "output_text" if role == "assistant" else "input_text"
+    return _item(ts, {"type": "message", "role": role, "content": [{"type": kind, "text": text}]})
+
+
+@pytest.mark.parametrize(
+    "new_history",
+    [
+        # Remote compaction mid-turn (a7, Codex 0.142): the initial context goes right before
+        # the last user message, so that the summary stays last.
+        ["List the files.", "<permissions instructions>new", "Now count them."],
+        # build_compacted_history (local compaction): initial context, user messages, summary.
+        ["<permissions instructions>new", "List the files.", "Now count them.", "SUMMARY"],
+    ],
+    ids=["mid-turn", "initial-context-first"],
+)
+def test_compacted_history_is_sent_in_its_own_order(
+    tmp_path: Path, new_history: list[str]
+) -> None:
+    from replay.engine import ReplayConfig, replay_session
+
+    def role(text: str) -> str:
+        return "developer" if text.startswith("<permissions") else "user"
+
+    lines = codex_lines() + [
+        _message("03.000", "user", "Now count them."),
+        _item("03.001", {"type": "user_message", "message": "Now count them."}, "event_msg"),
+        _message("03.500", "assistant", "Counting."),
+        _tokens("03.600", 1400, 1024, 5, 3900),
+        _item(
+            "04.000",
+            {
+                "message": "",
+                "replacement_history": [
+                    {"type": "message", "role": role(t),
+                     "content": [{"type": "input_text", "text": t}]}
+                    for t in new_history
+                ],
+            },
+            "compacted",
+        ),
+        _tokens("04.100", 0, 0, 0, 3900),  # the context estimate
+        _message("05.000", "assistant", "Two."),
+        _tokens("05.100", 600, 0, 2, 4500),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    records = replay_session(session, ["recorded"], ReplayConfig(keep_views=True))
+    last = [r for r in records if r.kind == "request"][-1]
+    sent = [getattr(i, "text", None) for i in last.view]
+    # What Codex sent after compacting: the new history in its order (the messages of the log's
+    # own, as the fit of unlogged context may add estimated ones).
+    assert [t for t in sent if t in new_history] == new_history
+    c = next(e for e in session.events if isinstance(e, Compaction))
+    kept = [e.text for e in session.events[: session.events.index(c)]
+            if isinstance(e, UserMessage) and e.id not in c.replaces]
+    # Leading repeats stay in place; the rest follows the compaction, repeats included.
+    assert kept == (["List the files."] if new_history[0] == "List the files." else [])
+    fresh = [e.text for e in session.events if getattr(e, "from_replacement_history", False)]
+    assert fresh == new_history[len(kept):]
+
+
+def _counts(ts: str, last: tuple[int, ...] | None, total: tuple[int, ...] | None) -> dict[str, Any]:
+    """A token_count with `last` / running `total` as (input incl. cached, cached, output,
+    reasoning); `info` is null when both are None."""
+
+    def usage(n: tuple[int, ...]) -> dict[str, int]:
+        keys = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
+        return dict(zip(keys, n, strict=True), total_tokens=n[0] + n[2])
+
+    info: dict[str, Any] | None = None
+    if last is not None or total is not None:
+        info = {} if total is None else {"total_token_usage": usage(total)}
+        if last is not None:
+            info["last_token_usage"] = usage(last)
+    return _item(ts, {"type": "token_count", "info": info, "rate_limits": {}}, "event_msg")
+
+
+def _turn_with_lost_usage(
+    lost: dict[str, Any], after: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Three responses: A (usage logged, running total 1000/0/20/5), B (its token_count is
+    `lost`), C (`after`: the lines from its answer on)."""
+    return codex_lines()[:5] + [
+        _item("01.000", {"type": "function_call", "name": "a", "call_id": "c1", "arguments": "{}"}),
+        _item("01.010", {"type": "function_call_output", "call_id": "c1", "output": "1"}),
+        _counts("01.100", (1000, 0, 20, 5), (1000, 0, 20, 5)),
+        _item("02.000", {"type": "reasoning", "summary": [], "encrypted_content": None}),
+        _item("02.010", {"type": "function_call", "name": "b", "call_id": "c2", "arguments": "{}"}),
+        _item("02.020", {"type": "function_call_output", "call_id": "c2", "output": "2"}),
+        lost,
+        _message("03.000", "assistant", "done"),
+        *after,
+    ]
+
+
+# B's usage (1100 input, 896 of it cached, 30 output, 12 of it reasoning) is what the running
+# total grows by besides C's own (1200 input, 1024 cached, 10 output).
+_B = (1100, 896, 30, 12)
+_C = (1200, 1024, 10, 0)
+_TOTAL_ABC = (3300, 1920, 60, 17)
+
+
+@pytest.mark.parametrize(
+    "lost",
+    [
+        _counts("02.100", None, None),  # info null
+        _counts("02.100", None, (1000, 0, 20, 5)),  # info without last_token_usage
+    ],
+    ids=["info-null", "no-last-usage"],
+)
+def test_token_count_without_usage_keeps_the_request_and_derives_it(
+    tmp_path: Path, lost: dict[str, Any]
+) -> None:
+    # Quirk: the model answered B but its token_count holds no usage. Dropping B removed a
+    # billed request; the next running total shows its usage exactly.
+    lines = _turn_with_lost_usage(lost, [_counts("03.100", _C, _TOTAL_ABC)])
+    path = _write(tmp_path, lines)
+    session = load(path)
+    requests = session.requests()
+    assert len(requests) == 3
+    b = requests[1].usage
+    inp, cached, out, reasoning = _B
+    assert (b.input_tokens, b.cache_read_tokens, b.output_tokens, b.reasoning_tokens) == (
+        inp - cached,
+        cached,
+        out,
+        reasoning,
+    )
+    assert b.derived_from == "total_token_usage"  # not logged: labelled
+    assert requests[2].usage.input_tokens == 176 and not hasattr(requests[2].usage, "derived_from")
+    message = next(e for e in session.events if getattr(e, "request_id", None) == "req-2"
+                   and isinstance(e, AssistantMessage))
+    assert message.blocks[0].estimated_tokens == reasoning  # sized from the derived usage
+    # Reported at the token_count's line (a lenient read keeps going) …
+    assert [(e.line, "derived from total_token_usage" in str(e)) for e in session.skipped] == [
+        (12, True)
+    ]
+    # … and a strict read refuses the log there.
+    with pytest.raises(LogFormatError, match=r"rollout\.jsonl:12: expected `info\.last_token"):
+        load(path, strict=True)
+
+
+@pytest.mark.parametrize(
+    ("after", "requests"),
+    [
+        ([], 2),  # no total after it (C's answer has no count: history, not a request)
+        ([_counts("03.100", _C, (2200, 1024, 30, 5))], 3),  # the total grew by C alone
+        # C's count lost too: the next total's difference is two requests'
+        (
+            [
+                _counts("03.100", None, None),
+                _message("04.000", "assistant", "D"),
+                _counts("04.100", _C, (4400, 2944, 70, 17)),
+            ],
+            4,
+        ),
+    ],
+    ids=["no-later-total", "total-without-it", "two-lost"],
+)
+def test_token_count_without_usage_not_derivable_keeps_the_request_without_usage(
+    tmp_path: Path, after: list[dict[str, Any]], requests: int
+) -> None:
+    lines = _turn_with_lost_usage(_counts("02.100", None, None), after)
+    session = load(_write(tmp_path, lines))
+    assert len(session.requests()) == requests
+    b = session.requests()[1]
+    assert b.usage is None and b.usage_missing is True
+    assert session.skipped[0].line == 12
+    assert "without usage" in str(session.skipped[0])
+
+
+def test_token_count_without_info_before_the_usage_is_a_rate_limit_update(
+    tmp_path: Path,
+) -> None:
+    # Rate limits (info null) between B's items and B's own count: the total grew by that count
+    # alone, so it is B's usage, and nothing was lost. Before any response: not a request either.
+    lines = _turn_with_lost_usage(
+        _counts("02.100", None, None), [_counts("03.100", _C, (2200, 1024, 30, 5))]
+    )
+    del lines[12]  # no answer C: the count after the null one is B's own
+    lines.insert(5, _counts("00.500", None, None))
+    session = load(_write(tmp_path, lines), strict=True)
+    assert [r.usage.input_tokens for r in session.requests()] == [1000, 176]
+    assert session.header.ignored_records["event_msg/token_count-without-info"] == 2
+    # The same before the session's first total (nothing counted before it).
+    lines = codex_lines()
+    lines.insert(8, _counts("01.250", None, None))
+    session = load(_write(tmp_path, lines), strict=True)
+    assert [r.usage.input_tokens for r in session.requests()] == [176, 276]
 
 
 def test_session_meta_is_deduplicated(tmp_path: Path) -> None:

@@ -21,18 +21,25 @@ Rules (each names the quirk it handles; see shared research `formats.md` §2):
   `base_instructions` is the system prompt; `dynamic_tools` are the only logged tool schemas;
   a re-write that changes a setting (not `git`) marks the next request `unlogged_change`
   (quirk: Codex rebuilds a prompt prefix the log does not hold, and the cache breaks there);
-- `compacted.replacement_history` becomes the post-compaction history: earlier events that it
-  repeats are kept in place, the rest are listed in the `Compaction`'s `replaces`;
+- `compacted.replacement_history` becomes the post-compaction history, in its own order: its
+  leading messages that repeat earlier ones (in the same order) are kept in place, the rest are
+  listed in the `Compaction`'s `replaces`; from the first message it adds on, every message is
+  appended after the compaction, repeats included (quirk: Codex puts the initial context it
+  re-injects first, or mid-turn before the last user message, not after what it kept);
 - `event_msg` `user_message` / `agent_message` / `agent_reasoning` duplicate response items and
   are not added again (they only tell which user-role items a human typed);
 - a response with no `token_count` at all (quirk: the capture stopped mid-response) keeps its
-  items as history but is not a request (no usage to compare or price).
+  items as history but is not a request (no usage to compare or price);
+- a response whose `token_count` holds no usage (`info` null or without `last_token_usage`)
+  is still a request: its usage is the running `total_token_usage`'s difference when that
+  shows it exactly (labelled `derived_from`), else unknown; the read reports it (strict refuses).
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +57,7 @@ from replay.adapters._common import (
     ThinkingBlock,
     ToolCallBlock,
     ToolResult,
+    Usage,
     UserMessage,
     binary_placeholder,
     clean,
@@ -59,6 +67,7 @@ from replay.adapters._common import (
     estimate_thinking,
     failures_as_log_errors,
     get_dict,
+    get_int,
     get_list,
     get_str,
     guarded,
@@ -186,6 +195,13 @@ class _Reader:
         self.message: AssistantMessage | None = None
         self.closed = True
         self.last_total: str | None = None
+        self.totals: dict[str, Any] | None = None
+        """The last `total_token_usage` logged (running sums: each request's usage is the
+        difference)."""
+        self.lost: list[_LostUsage] = []
+        """Responses whose token_count held no usage, since the last total."""
+        self.usage_lost: set[str] = set()
+        """Request ids of those responses: requests even without usage."""
         self.calls: dict[str, str] = {}
         self.source_calls: dict[str, str] = {}
         self.events: list[Any] = []
@@ -281,15 +297,18 @@ class _Reader:
             self.ignored[f"event_msg/{kind}"] += 1
             return
         info = payload.get("info")
-        if info is None:
-            self.ignored["event_msg/token_count-without-info"] += 1
-            return  # rate-limit-only update
-        if not isinstance(info, dict):
+        if info is not None and not isinstance(info, dict):
             raise Bad("expected token_count `info` to be an object")
+        if info is None or info.get("last_token_usage") is None:
+            self._without_usage(number, info)
+            return
         self.token_events += 1
-        total = dumps(get_dict(info, "total_token_usage"))
+        totals = get_dict(info, "total_token_usage")
+        total = dumps(totals)
         last = get_dict(info, "last_token_usage", required=True)
         usage = openai_usage(last)
+        if total != self.last_total:
+            self._new_total(totals, last, usage)
         if usage_is_empty(usage):
             # Quirk: the post-compaction context estimate is not an API call (it can repeat
             # the previous total: not a lost attempt either).
@@ -302,10 +321,11 @@ class _Reader:
             self.pending_attempt = True
             return
         self.last_total = total
-        if self.marker is not None and self.marker.usage is None:
-            self.marker.usage = usage
+        awaiting = self._awaiting()
+        if awaiting is not None:
+            awaiting.usage = usage
             if self.message is not None:
-                estimate_thinking(self.message, usage, self.marker.model or "gpt-5")
+                estimate_thinking(self.message, usage, awaiting.model or "gpt-5")
             self.closed = True
             return
         # Usage for a request whose output items were not logged (e.g. an aborted response).
@@ -317,6 +337,82 @@ class _Reader:
         )
         self._add(marker, number)
         self.marker, self.message, self.closed = marker, None, True
+
+    def _awaiting(self) -> RequestMarker | None:
+        """The current response's request while it waits for its token_count."""
+        marker = self.marker
+        if marker is None or marker.usage is not None or marker.request_id in self.usage_lost:
+            return None
+        return marker
+
+    def _without_usage(self, number: int, info: dict[str, Any] | None) -> None:
+        """A token_count without `last_token_usage`: `info` null, or lacking it."""
+        totals = get_dict(info, "total_token_usage")
+        marker = self._awaiting()
+        if marker is None or self.closed:
+            if info is not None:
+                raise Bad("expected `last_token_usage` (an object)")
+            # Quirk: rate limits from a response's headers, before any usage of the session.
+            self.ignored["event_msg/token_count-without-info"] += 1
+            return
+        # Quirk: the model answered (its output items are logged) but the usage of that billed
+        # request is not: it stays a request, its usage settled by the next total.
+        self.lost.append(_LostUsage(marker, self.message, number, len(self.issues.items)))
+        self.usage_lost.add(marker.request_id)
+        self.closed = True
+        if info is not None:
+            self.token_events += 1
+            if totals and dumps(totals) != self.last_total:
+                self._new_total(totals, {}, None)  # this count's own total: no `last` in it
+                self.last_total = dumps(totals)
+
+    def _new_total(
+        self, totals: dict[str, Any], last: dict[str, Any], usage: Usage | None
+    ) -> None:
+        """Settle the responses whose usage was lost since the previous total: the new total
+        minus the previous one minus this count's `last` (`usage`, None: the count is theirs) is
+        their usage, when it is one request's."""
+        lost, self.lost = self.lost, []
+        previous, self.totals = self.totals, totals
+        if not lost:
+            return
+        share = _difference(totals, previous or {}, last) if len(lost) == 1 else None
+        if share == {} and usage is not None:
+            if usage_is_empty(usage):
+                self.lost = lost  # a context estimate: the total did not move, nothing to settle
+                return
+            if self.marker is lost[0].marker:
+                # The total grew by this count alone and no response came since: the count
+                # without usage was not this response's (a rate-limit update), this one is.
+                self.usage_lost.discard(lost[0].marker.request_id)
+                self.ignored["event_msg/token_count-without-info"] += 1
+                return
+        if previous is None or lost[0].issues != len(self.issues.items):
+            # The file's first total (what it counted before the file is unknown), or a line
+            # skipped since, which may have held a count: the difference is not theirs alone.
+            share = None
+        for one in lost:
+            self._settle(one, share)
+
+    def _settle(self, lost: _LostUsage, share: dict[str, int] | None) -> None:
+        """Report a response whose token_count held no usage; give it the usage the totals show
+        (`share`) when that is one request's."""
+        usage = _derived_usage(share) if share else None
+        marker = lost.marker
+        if usage is not None:
+            marker.usage = usage
+            if lost.message is not None:
+                estimate_thinking(lost.message, usage, marker.model or "gpt-5")
+            remedy = "kept as a request, its usage derived from total_token_usage"
+        else:
+            marker.usage_missing = True
+            remedy = "kept as a request without usage (total_token_usage does not show it)"
+        self.issues.add(
+            lost.line,
+            f"expected `info.last_token_usage` in the token_count of request "
+            f"{marker.request_id} (the model answered: a billed request)",
+            remedy=remedy,
+        )
 
     def _open_response(self, number: int, ts: Any) -> AssistantMessage:
         if self.message is not None and not self.closed:
@@ -467,32 +563,7 @@ class _Reader:
         kept: set[str] = set()
         fresh: list[UserMessage] = []
         if isinstance(history, list):
-            # Quirk (remote compaction): the new history repeats earlier user/developer messages;
-            # those stay where they were, anything it adds is appended after the compaction.
-            by_text: dict[tuple[str, str], list[str]] = {}
-            for e in context:
-                if isinstance(e, UserMessage):
-                    role = getattr(e, "role", "user")
-                    by_text.setdefault((role, e.text), []).append(e.id)
-            for item in history:
-                if not isinstance(item, dict):
-                    raise Bad("expected replacement_history items to be objects")
-                if item.get("type") != "message":
-                    self.ignored[f"replacement_history/{item.get('type')}"] += 1
-                    continue
-                role = get_str(item, "role", "user")
-                text, estimated = _content_text(item.get("content"))
-                ids = [i for i in by_text.get((role, text), []) if i not in kept]
-                if ids:
-                    kept.add(ids[0])
-                    continue
-                event = UserMessage(ts=ts, text=text, injected=self._injected(role, text))
-                if role != "user":
-                    event.role = role
-                event.from_replacement_history = True
-                if estimated:
-                    event.estimated_text = True
-                fresh.append(event)
+            kept, fresh = self._replacement(history, context, ts)
         compaction = Compaction(
             ts=ts,
             summary=get_str(p, "message", "") or "",
@@ -511,8 +582,55 @@ class _Reader:
         for event in fresh:
             self._add(event, number)
 
+    def _replacement(
+        self, history: list[Any], context: list[Any], ts: Any
+    ) -> tuple[set[str], list[UserMessage]]:
+        """The ids of earlier messages `replacement_history` keeps in place, and the messages to
+        append after the compaction, so that the two in a row are the new history in its order.
+
+        Quirk (Codex rebuilds the history when compacting): it repeats earlier user/developer
+        messages, which stay where they were while they come in the same order, but puts the
+        initial context it re-injects (permissions, AGENTS.md, environment) first, or mid-turn
+        right before the last user message. A repeat after the first message it adds is
+        appended too: kept in place, it would come before that context (a7: the last user
+        message came before the ~15k tokens of re-injected context it followed in the prompt)."""
+        positions: dict[tuple[str, str], list[int]] = {}
+        for n, e in enumerate(context):
+            if isinstance(e, UserMessage):
+                positions.setdefault((getattr(e, "role", "user"), e.text), []).append(n)
+        kept: set[str] = set()
+        fresh: list[UserMessage] = []
+        after = -1  # where the last message kept in place stands
+        for item in history:
+            if not isinstance(item, dict):
+                raise Bad("expected replacement_history items to be objects")
+            if item.get("type") != "message":
+                self.ignored[f"replacement_history/{item.get('type')}"] += 1
+                continue
+            role = get_str(item, "role", "user")
+            text, estimated = _content_text(item.get("content"))
+            spot = next((n for n in positions.get((role, text), []) if n > after), None)
+            if spot is not None and not fresh:
+                kept.add(context[spot].id)
+                after = spot
+                continue
+            event = UserMessage(ts=ts, text=text, injected=self._injected(role, text))
+            if role != "user":
+                event.role = role
+            event.from_replacement_history = True
+            if estimated:
+                event.estimated_text = True
+            fresh.append(event)
+        return kept, fresh
+
     # ------------------------------------------------------------------------------------
+    def _billed(self, marker: RequestMarker) -> bool:
+        """A request: usage logged (or derived), or a token_count that lost it says so."""
+        return marker.usage is not None or marker.request_id in self.usage_lost
+
     def _finish(self) -> Session:
+        for lost in self.lost:  # no total came after them
+            self._settle(lost, None)
         markers: dict[str, RequestMarker] = {}
         for m in self.events:  # the first marker of each id, as a search from the start finds
             if isinstance(m, RequestMarker):
@@ -520,11 +638,11 @@ class _Reader:
         for e in self.events:
             if isinstance(e, AssistantMessage) and e.request_id is not None:
                 marker = markers.get(e.request_id)
-                if marker is not None and marker.usage is None:
+                if marker is not None and not self._billed(marker):
                     e.request_id = None
                     e.usage_missing = True
         self.events = [
-            e for e in self.events if not (isinstance(e, RequestMarker) and e.usage is None)
+            e for e in self.events if not (isinstance(e, RequestMarker) and not self._billed(e))
         ]
         for e in self.events:
             if isinstance(e, AssistantMessage) and not e.blocks:
@@ -569,6 +687,53 @@ class _Reader:
         session = self.builder.session(header)
         estimate_hidden_prefix(session)
         return session
+
+
+@dataclass
+class _LostUsage:
+    """A response whose token_count held no usage."""
+
+    marker: RequestMarker
+    message: AssistantMessage | None
+    line: int
+    """The token_count's line."""
+    issues: int
+    """Problems reported before it: more by the next total means a line was skipped."""
+
+
+_COUNTS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
+
+
+def _difference(
+    totals: dict[str, Any], previous: dict[str, Any], last: dict[str, Any]
+) -> dict[str, int] | None:
+    """`totals` − `previous` − `last`, count by count: what the running total grew by besides
+    `last` ({} when by nothing), or None when that is no usage (a count that shrank, malformed
+    counts)."""
+    try:
+        share = {k: get_int(totals, k) - get_int(previous, k) - get_int(last, k) for k in _COUNTS}
+    except Bad:
+        return None
+    if any(v < 0 for v in share.values()):
+        return None
+    return share if any(share.values()) else {}
+
+
+def _derived_usage(share: dict[str, int]) -> Usage | None:
+    """A request's usage from its share of the running total; None unless it is one (a prompt,
+    cached within it, reasoning within the output)."""
+    inp, cached = share["input_tokens"], share["cached_input_tokens"]
+    out, reasoning = share["output_tokens"], share["reasoning_output_tokens"]
+    if inp == 0 or cached > inp or reasoning > out:
+        return None
+    usage = Usage(
+        input_tokens=inp - cached,
+        cache_read_tokens=cached,
+        output_tokens=out,
+        reasoning_tokens=reasoning,
+    )
+    usage.derived_from = "total_token_usage"  # not logged: the running total's difference
+    return usage
 
 
 def _tool_defs(raw: Any) -> list[ToolDef]:
