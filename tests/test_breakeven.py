@@ -370,9 +370,12 @@ def test_compaction_includes_summarizer_cost(provider) -> None:
 
 
 def test_strategy_compaction_reports_summary_cost_and_prunes_do_not() -> None:
+    """(The summarizer is sent the whole transcript here, so that it shares the main prefix
+    and reads it from the cache; by default it is sent the seed study's cut transcript.)"""
     session = gen.deterministic_session("anthropic")
-    rows, _ = breakeven_session(session, ["compact-at-12000-structured",
-                                          "age-truncate-500-keep-3"])
+    rows, _ = breakeven_session(session, [
+        "compact-at-12000-structured[output_chars=0,argument_chars=0]", "age-truncate-500-keep-3"
+    ])
     compactions = [r for r in rows if r.event == "compaction"]
     agings = [r for r in rows if r.event == "aging"]
     assert compactions and agings
