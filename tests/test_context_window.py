@@ -139,3 +139,17 @@ def test_a_batch_replays_every_file_at_the_window_given(tmp_path) -> None:
     for column in ("over_window", "summarizer_calls", "cost_usd"):
         assert rows[column].to_list() == alone[column].to_list(), column
     assert rows["over_window"].to_list()[0] > 0
+
+
+def test_a_summarizer_call_the_window_cannot_hold_counts_over_it() -> None:
+    """Compaction keeps every request of the agent under a 3,100-token window, but its second
+    summarizer call sends 3,176 tokens: a real harness's compaction fails there. It was not
+    counted; the peak stays the agent's requests' (3,036)."""
+    from gen import Call, Turn
+
+    turns = [Turn(f"step {i}", [Call("read_file", {"path": f"f{i}"}, gen.filler(3000, i))])
+             for i in range(8)] + [Turn("done")]
+    name = "compact-at-12000-structured[output_chars=0,argument_chars=0]"
+    result = replay(gen.build_session(turns, provider="openai"), name, context_window=3100)
+    row = result.summary.row(0, named=True)
+    assert (row["over_window"], row["peak_prompt_tokens"], row["summarizer_calls"]) == (1, 3036, 2)

@@ -228,6 +228,9 @@ def _add(accs: dict[str, _Acc], r: RequestRecord) -> None:
     if r.kind == "summarizer":
         a.summarizer_calls += 1
         a.summarizer_cost += r.cost_usd
+        # A summary the window could not hold fails in a real harness: counted. Its transcript
+        # is left out of the peak, the size of what the agent's requests sent (seed study).
+        a.over += int(r.over_window)
         return
     a.requests += 1
     a.peak = max(a.peak, o.prompt)
