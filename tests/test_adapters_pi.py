@@ -123,19 +123,22 @@ def test_v1_line_written_twice_is_dropped_and_reported(tmp_path: Path, role: str
         load(path, strict=True)
 
 
+def _v1_compaction(**fields: Any) -> dict[str, Any]:
+    """A v1 compaction keeping from entry index 3 on. Entries follow the header (index 0):
+    user 1, model_change 2, assistant 3 (the response with the tool call), tool result 4,
+    assistant 5."""
+    return {
+        "type": "compaction",
+        "timestamp": "2026-01-02T10:00:05.000Z",
+        "summary": "Listed two files.",
+        "firstKeptEntryIndex": 3,
+        **fields,
+    }
+
+
 def test_v1_compaction_first_kept_entry_index(tmp_path: Path) -> None:
     lines = pi_lines(version=1)
-    # Entries follow the header (index 0): user 1, model_change 2, assistant 3, tool result 4,
-    # assistant 5. Keep from index 3 (the response with the tool call) on.
-    lines.append(
-        {
-            "type": "compaction",
-            "timestamp": "2026-01-02T10:00:05.000Z",
-            "summary": "Listed two files.",
-            "firstKeptEntryIndex": 3,
-            "tokensBefore": 9000,
-        }
-    )
+    lines.append(_v1_compaction(tokensBefore=9000))
     lines.append(
         {
             "type": "message",
@@ -534,15 +537,7 @@ def test_a_damaged_header_is_reported_and_the_rest_read(
 def test_a_lost_v1_header_still_holds_index_0(tmp_path: Path) -> None:
     """v1's `firstKeptEntryIndex` counts the header (index 0), also when its line is unreadable."""
     lines = pi_lines(version=1)
-    # Keep from index 3 (the response with the tool call) on.
-    lines.append(
-        {
-            "type": "compaction",
-            "timestamp": "2026-01-02T10:00:05.000Z",
-            "summary": "Listed two files.",
-            "firstKeptEntryIndex": 3,
-        }
-    )
+    lines.append(_v1_compaction())
 
     def kept(session: Any) -> list[str]:
         c = next(e for e in session.events if isinstance(e, Compaction))
