@@ -17,6 +17,7 @@ Claude Code's, as paraphrased by the articles). Cache class: freeze-once.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from replay.strategies._base import (
     AT_LEAST_0,
@@ -26,7 +27,7 @@ from replay.strategies._base import (
     StrategySpec,
     register,
 )
-from replay.strategies._common import CharSums, Seen, last_assistant, replace_blocks
+from replay.strategies._common import CharSums, Seen, last_assistant
 from replay.strategies._summary import (
     FREEFORM_INSTRUCTION,
     STRUCTURED_INSTRUCTION,
@@ -44,7 +45,6 @@ from replay.strategies._view import (
     ToolResultItem,
     View,
     item_chars,
-    truncate_chars,
 )
 
 
@@ -56,12 +56,21 @@ def summarizer_input(items: Sequence[Item], output_chars: int, argument_chars: i
 
 
 def _cut(item: Item, output_chars: int, argument_chars: int) -> Item:
+    # New items, not the memoized variants (`truncate_chars`, `replace_blocks`): remembered on
+    # the history's items, every call's cut transcript stayed alive with the history.
     if isinstance(item, ToolResultItem):
-        return truncate_chars(item, output_chars) if output_chars else item
+        if not output_chars or len(item.output) <= output_chars:
+            return item
+        cut = item.output[:output_chars] + f"\n…[truncated {len(item.output) - output_chars} chars]"
+        if len(cut) >= len(item.output):  # a cut never lengthens what it cuts
+            return item
+        return replace(item, output=cut, original_chars=item.original_chars or len(item.output))
     if not argument_chars or not isinstance(item, AssistantItem) or not item.tool_calls:
         return item
     blocks = tuple(_cut_arguments(b, argument_chars) for b in item.blocks)
-    return replace_blocks(item, blocks)
+    if all(a is b for a, b in zip(blocks, item.blocks, strict=True)):
+        return item
+    return AssistantItem(blocks=blocks, event_index=item.event_index)
 
 
 def _cut_arguments(block: Block, limit: int) -> Block:
