@@ -294,7 +294,9 @@ class AutomaticPrefixSimulator(CacheSimulator):
             else:
                 state = entry_state(p, t, sim.lane)  # (never None: the prompt is not live)
                 lost = Lost(shared, *state) if state is not None else None
-        if lost is None and 0 < live_best < min_len:
+        # A prefix shared only with prompts too short to be cached was never cached: not a
+        # miss unless this prompt is too short itself (README `misses`; Anthropic's reading).
+        if lost is None and 0 < live_best < min_len and total < min_len:
             lost = Lost(
                 live_best,
                 BELOW_MINIMUM,
