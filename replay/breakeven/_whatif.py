@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from replay._errors import ReplayError
 from replay.strategies._base import NamedStrategy, StrategyContext, StrategySpec
@@ -169,9 +169,6 @@ class _Edit:
     """Items left out (a summary stands where the first of them was, if there is one)."""
     summary: SummaryItem | None = None
     """What the compaction put in place of `dropped`."""
-    _shown: dict[tuple[object, ...], tuple[Item, Item]] = field(default_factory=dict)
-    """Per cleared result: the item it was made from and the placeholder item (the same object
-    from request to request, so its rendering is reused)."""
 
     def apply(self, items: Sequence[Item]) -> list[Item]:
         out: list[Item] = []
@@ -183,15 +180,10 @@ class _Edit:
                     out.append(self.summary)  # type: ignore[arg-type]
                     placed = True
                 continue
-            out.append(self._cleared(item, key) if key in self.cleared else item)
+            if key in self.cleared:  # the same placeholder object at every request
+                item = replace_output(item, PLACEHOLDER)  # type: ignore[arg-type]
+            out.append(item)
         return out
-
-    def _cleared(self, item: Item, key: tuple[object, ...]) -> Item:
-        made = self._shown.get(key)
-        if made is None or made[0] is not item:
-            made = (item, replace_output(item, PLACEHOLDER))  # type: ignore[arg-type]
-            self._shown[key] = made
-        return made[1]
 
 
 def _prune_edit(view: Sequence[Item], selector: Selector, at: int,
