@@ -276,6 +276,15 @@ def replace_output(item: ToolResultItem, output: str) -> ToolResultItem:
     return hit  # type: ignore[return-value]
 
 
+def cut_output(output: str, limit: int, marker: str | None = None) -> str | None:
+    """`output` cut to `limit` characters with a marker, or None when the cut would not
+    shorten it (a cap never lengthens what it caps)."""
+    if len(output) <= limit:
+        return None
+    tail = marker if marker is not None else f"\n…[truncated {len(output) - limit} chars]"
+    return None if limit + len(tail) >= len(output) else output[:limit] + tail
+
+
 def truncate_chars(item: ToolResultItem, limit: int, marker: str | None = None) -> ToolResultItem:
     """`item` with its output cut to `limit` characters and a marker (same object when it
     already fits, or when the cut text with its marker would be no shorter than the output: a
@@ -285,10 +294,10 @@ def truncate_chars(item: ToolResultItem, limit: int, marker: str | None = None) 
     key = (limit, marker)
     hit = derived(item, key)
     if hit is _NONE:
-        tail = marker if marker is not None else f"\n…[truncated {len(item.output) - limit} chars]"
-        if limit + len(tail) >= len(item.output):
+        cut = cut_output(item.output, limit, marker)
+        if cut is None:
             return item
-        hit = replace_output(item, item.output[:limit] + tail)
+        hit = replace_output(item, cut)
         if hit is not item:  # (a marker equal to the cut text changes nothing)
             remember(item, key, hit)
     return hit  # type: ignore[return-value]

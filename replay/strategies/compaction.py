@@ -44,6 +44,7 @@ from replay.strategies._view import (
     SummaryItem,
     ToolResultItem,
     View,
+    cut_output,
     item_chars,
 )
 
@@ -59,10 +60,8 @@ def _cut(item: Item, output_chars: int, argument_chars: int) -> Item:
     # New items, not the memoized variants (`truncate_chars`, `replace_blocks`): remembered on
     # the history's items, every call's cut transcript stayed alive with the history.
     if isinstance(item, ToolResultItem):
-        if not output_chars or len(item.output) <= output_chars:
-            return item
-        cut = item.output[:output_chars] + f"\n…[truncated {len(item.output) - output_chars} chars]"
-        if len(cut) >= len(item.output):  # a cut never lengthens what it cuts
+        cut = cut_output(item.output, output_chars) if output_chars else None
+        if cut is None:
             return item
         return replace(item, output=cut, original_chars=item.original_chars or len(item.output))
     if not argument_chars or not isinstance(item, AssistantItem) or not item.tool_calls:
