@@ -264,8 +264,11 @@ def test_a_problem_in_a_subtask_export_names_that_export(tmp_path: Path) -> None
     tokens = {"input": 900, "output": 3, "reasoning": 0, "cache": {"read": 0, "write": 0}}
     call = {"callID": "call_c", "tool": "bash", "state": {"status": "running", "input": {}}}
     parts = [
-        {"type": "step-start"}, {"type": "tool", **call}, {"type": "step-finish", "tokens": tokens},
-        {"type": "step-start"}, {"type": "text", "text": "ok"},
+        {"type": "step-start"},
+        {"type": "tool", **call},
+        {"type": "step-finish", "tokens": tokens},
+        {"type": "step-start"},
+        {"type": "text", "text": "ok"},
         {"type": "step-finish", "tokens": tokens},
     ]
     info = {"id": "ses_child", "parentID": doc["info"]["id"], "time": {"created": 1767348004300}}
@@ -278,8 +281,11 @@ def test_a_problem_in_a_subtask_export_names_that_export(tmp_path: Path) -> None
             },
             {
                 "info": {
-                    "role": "assistant", "id": "msg_c2", "modelID": "gpt-5.3-codex",
-                    "providerID": "opencode", "time": {"created": 1767348004400},
+                    "role": "assistant",
+                    "id": "msg_c2",
+                    "modelID": "gpt-5.3-codex",
+                    "providerID": "opencode",
+                    "time": {"created": 1767348004400},
                 },
                 "parts": [{**p, "id": f"prt_c{n}"} for n, p in enumerate(parts)],
             },
@@ -311,6 +317,10 @@ def test_summary_message_is_a_compaction(tmp_path: Path) -> None:
     assert len(session.requests()) == 3  # the summarising call was billed too
 
 
+_LOST = "expected `tokens` (an object: the request's usage)"
+_PART = "step-finish part prt_8"
+
+
 def _without_tokens(doc: dict[str, Any], lost: str) -> str:
     """The second response (msg_a2) with its usage lost; what the report names it by."""
     message = doc["messages"][2]
@@ -318,24 +328,30 @@ def _without_tokens(doc: dict[str, Any], lost: str) -> str:
     if lost == "older export":  # no step parts: the message's own tokens were the request's
         message["parts"] = [p for p in message["parts"] if not p["type"].startswith("step-")]
         del message["info"]["tokens"]
-        return "an assistant message without step parts"
+        return f"{_LOST} on an assistant message without step parts"
     if lost == "absent":
         del finish["tokens"]
+    elif lost == "retyped":
+        finish["tokens"]["input"] = "100"
+        return "expected `input` to be a number, got str in `tokens` on the message's " + _PART
     else:
         finish["tokens"] = None
-    return "the message's step-finish part prt_8"
+    return (
+        "expected `tokens` (an object: the request's usage) on the message's step-finish part prt_8"
+    )
 
 
-@pytest.mark.parametrize("lost", ["absent", "null", "older export"])
+@pytest.mark.parametrize("lost", ["absent", "null", "retyped", "older export"])
 def test_a_step_without_tokens_is_a_request_without_usage(tmp_path: Path, lost: str) -> None:
-    # A damaged record: the step was billed, its usage lost. It stays a request (it was
-    # silently dropped), with no usage, and the missing field is reported at the message.
+    # A damaged record: the step was billed, its usage lost or garbled. It stays a request (it
+    # was silently dropped; a garbled count skipped the whole message), with no usage, and the
+    # damage is reported at the message.
     doc = opencode_doc()
     where = _without_tokens(doc, lost)
     path = _write(tmp_path, doc)
     lines = path.read_text().splitlines()
     infos = [n for n, text in enumerate(lines, 1) if text.strip() == '"info": {']  # msg_a2: [3]
-    expected = f"{path}:{infos[3]}: expected `tokens` (an object: the request's usage) on {where}"
+    expected = f"{path}:{infos[3]}: {where}"
     session = load(path)
     first, second = session.requests()
     assert first.usage is not None and second.usage is None
@@ -348,6 +364,29 @@ def test_a_step_without_tokens_is_a_request_without_usage(tmp_path: Path, lost: 
     # The engine replays it, its output counted from the logged response.
     records = replay_session(session, ["baseline"], ReplayConfig())
     assert [r.request.estimated_output for r in records if r.kind == "request"] == [False, True]
+
+
+def test_a_step_with_all_zero_tokens_that_answered_is_a_request_without_usage(
+    tmp_path: Path,
+) -> None:
+    # A provider that reports no usage leaves zeros on a step that did answer: that call was
+    # made (it was dropped, as if free). Not damage: counted in the header, strict reads it.
+    doc = opencode_doc()
+    finish = doc["messages"][2]["parts"][-1]
+    assert finish["type"] == "step-finish"
+    finish["tokens"] = {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}
+    session = load(_write(tmp_path, doc), strict=True)
+    first, second = session.requests()
+    assert first.usage is not None and second.usage is None
+    answer = [e for e in session.events if isinstance(e, AssistantMessage)][-1]
+    assert answer.request_id == second.request_id and answer.usage_missing
+    assert not session.skipped
+    assert session.header.ignored_records == {
+        "step-finish/zero-tokens (a request without usage)": 1
+    }
+    # A zero-token step that answered nothing is no request.
+    doc["messages"][2]["parts"] = [p for p in doc["messages"][2]["parts"] if p["type"] != "text"]
+    assert len(load(_write(tmp_path, doc), strict=True).requests()) == 1
 
 
 def test_tool_error_state(tmp_path: Path) -> None:

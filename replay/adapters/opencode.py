@@ -9,7 +9,8 @@ Rules (each names the quirk it handles; see shared research `formats.md` §4):
 - one request per `step-finish` (older exports without steps: one per assistant message with
   `tokens`); assistant messages without any (quirk: the `task` tool message opencode writes for a
   `/command` subtask has zero tokens) are history, not requests; a step-finish (or an older
-  export's message) that lacks its `tokens` is still a request, without usage, and reported;
+  export's message) that lacks its `tokens`, or garbles them, is still a request, without usage,
+  and reported; so is, unreported, a step-finish with all-zero tokens whose step answered;
 - `tokens.input` EXCLUDES cache reads, and `tokens.output` INCLUDES `tokens.reasoning` (quirk,
   measured on the nimbus sample: `opencode_usage`): billed output = output, of which reasoning;
 - the provider is the model's maker when opencode routes through an aggregator (quirk:
@@ -558,25 +559,40 @@ class _Thread:
         if finish is None:
             return False, None
         tokens = finish.get("tokens")
-        if not isinstance(tokens, dict):
-            # Quirk (a damaged record): a step that finished was billed even when its usage
-            # was lost. Kept as a request without usage (its output is counted from the
-            # response), and reported: strict mode refuses the export.
-            part = finish.get("id") if isinstance(finish.get("id"), str) else ""
-            where = step.get("usage_of") or f"the message's step-finish part {part}".rstrip()
+        # Quirk (a damaged record): a step that finished was billed even when its usage was
+        # lost or garbled. Kept as a request without usage (its output is counted from the
+        # response), and reported: strict mode refuses the export.
+        part = finish.get("id") if isinstance(finish.get("id"), str) else ""
+        where = step.get("usage_of") or f"the message's step-finish part {part}".rstrip()
+        problem = "expected `tokens` (an object: the request's usage)"
+        usage = None
+        if isinstance(tokens, dict):
+            try:
+                usage = opencode_usage(tokens, finish.get("cost"))
+            except Bad as bad:
+                problem = f"{bad} in `tokens`"
+        if usage is None:
             self.reader.issues.add(
                 line or None,
-                f"expected `tokens` (an object: the request's usage) on {where}",
+                f"{problem} on {where}",
                 self.path,
                 remedy="the request was kept without usage",
             )
             return True, None
-        usage = opencode_usage(tokens, finish.get("cost"))
+        if usage_is_empty(usage):
+            if not step["blocks"] or step.get("usage_of"):
+                # Nothing answered, or a message's own zero tokens (the `task` message quirk).
+                return False, None
+            # Quirk: a provider that reports no usage (some OpenAI-compatible servers) leaves
+            # all-zero tokens on a step-finish whose step did answer: a request whose usage is
+            # unknown, not a free one. Counted in the header, not an error: nothing is damaged.
+            self.reader.ignored["step-finish/zero-tokens (a request without usage)"] += 1
+            return True, None
         if provider == "anthropic" and not usage.reasoning_tokens:
             # Quirk: the AI SDK reports no reasoning tokens for Anthropic (always 0):
             # not reported, so thinking without text is sized from the output.
             usage.reasoning_tokens = None
-        return not usage_is_empty(usage), usage
+        return True, usage
 
     def _tool(self, line: int, p: dict[str, Any], step: dict[str, Any]) -> None:
         state = get_dict(p, "state")
