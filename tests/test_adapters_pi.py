@@ -187,6 +187,21 @@ def test_aborted_zero_usage_responses_are_not_requests_nor_context(tmp_path: Pat
     assert session.header.ignored_records["assistant/aborted-unbilled"] == 1
 
 
+def test_a_zero_usage_answer_is_a_request_without_usage(tmp_path: Path) -> None:
+    # A provider that reports no usage: pi-ai logs zeros on a response that did answer. That
+    # call was made (it was dropped, as if free); not damage, so counted, not reported.
+    lines = pi_lines()
+    lines.append(_entry(6, 5, message={"role": "user", "content": "again"}))
+    lines.append(_entry(7, 6, message=_assistant("sure", 0, usage=False)))
+    session = load(_write(tmp_path, lines), strict=True)
+    *_, last = session.requests()
+    assert len(session.requests()) == 3 and last.usage is None
+    answer = [e for e in session.events if isinstance(e, AssistantMessage)][-1]
+    assert answer.request_id == last.request_id and answer.usage_missing
+    assert session.header.ignored_records["assistant/zero-usage (a request without usage)"] == 1
+    assert not session.skipped
+
+
 def test_a_billed_aborted_response_is_a_request_but_not_context(tmp_path: Path) -> None:
     # pi never sends a failed or aborted response back (on the large-session sample, after a
     # billed 16-call error response the next prompt grew by 59 tokens): the request is kept

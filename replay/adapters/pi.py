@@ -11,7 +11,8 @@ Rules (each names the quirk it handles; see shared research `formats.md` §3):
   entries, header included) → `firstKeptEntryId`;
 - each assistant message is one request with its own usage and cost; aborted / error messages with
   zero usage were never billed (quirk): not requests, and not context (pi drops them); one whose
-  line lost its `usage` is reported and kept as a request without usage (unless it failed);
+  line lost its `usage` is reported and kept as a request without usage (unless it failed); one
+  that answered with zero usage (a provider that reports none) is one too, counted, unreported;
 - a damaged header is reported and read without its damaged fields, a lost one (the first line
   unreadable) without it: the version then comes from the entries (ids: v2+), so a line written
   twice is still told by its id;
@@ -378,10 +379,7 @@ class _Reader:
             self.builder.thread(name).events = t.events
 
         def expected(owner: Any) -> bool:
-            return (
-                getattr(owner, "stop_reason", None) in FAILED
-                or owner.id in self.expected_gaps
-            )
+            return getattr(owner, "stop_reason", None) in FAILED or owner.id in self.expected_gaps
 
         self.builder.repair_tool_results(expected)
         h = self.header_obj
@@ -727,8 +725,13 @@ class _Thread:
             message.stop_reason = stop
         if usage is not None and usage_is_empty(usage):
             message.usage_missing = True
-            self.add(message, entry)
-            return
+            if not blocks:
+                self.add(message, entry)  # nothing was answered: no request
+                return
+            # Quirk: a provider that reports no usage (pi-ai then logs zeros) still answered:
+            # a request whose usage is unknown, not a free one. Counted, not an error.
+            self.reader.ignored["assistant/zero-usage (a request without usage)"] += 1
+            usage = None
         marker = RequestMarker(
             ts=start,
             request_id=self.reader.builder.request_id(f"{entry.id}"),
