@@ -19,6 +19,7 @@ from replay.log import (
     ToolResult,
     UserMessage,
 )
+from replay.strategies._view import UserItem
 
 
 def _write(tmp: Path, lines: list[dict[str, Any]]) -> Path:
@@ -141,8 +142,11 @@ def test_token_count_after_tool_outputs_belongs_to_the_response_before(tmp_path:
 
 def test_changed_settings_and_lost_attempts_mark_the_next_request(tmp_path: Path) -> None:
     meta = dict(codex_lines()[0]["payload"])
-    answer = {"type": "message", "role": "assistant",
-              "content": [{"type": "output_text", "text": "ok"}]}
+    answer = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "ok"}],
+    }
     lines = codex_lines()[:5] + [
         _item("01.000", {"type": "function_call", "name": "a", "call_id": "c1", "arguments": "{}"}),
         _item("01.010", {"type": "function_call_output", "call_id": "c1", "output": "1"}),
@@ -154,8 +158,14 @@ def test_changed_settings_and_lost_attempts_mark_the_next_request(tmp_path: Path
         # The second turn re-writes session_meta: the git state changes (not in the prompt),
         # then a setting appears (it is).
         _item("03.000", dict(meta, git={"branch": "b"}), "session_meta"),
-        _item("03.001", {"type": "message", "role": "user",
-                         "content": [{"type": "input_text", "text": "next"}]}),
+        _item(
+            "03.001",
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "next"}],
+            },
+        ),
         _item("03.002", dict(meta, git={"branch": "b"}, memory_mode="enabled"), "session_meta"),
         _item("04.000", answer),
         _tokens("04.100", 990, 0, 5, 2840),
@@ -256,9 +266,7 @@ def _message(ts: str, role: str, text: str) -> dict[str, Any]:
     ],
     ids=["mid-turn", "initial-context-first"],
 )
-def test_compacted_history_is_sent_in_its_own_order(
-    tmp_path: Path, new_history: list[str]
-) -> None:
+def test_compacted_history_is_sent_in_its_own_order(tmp_path: Path, new_history: list[str]) -> None:
     from replay.engine import ReplayConfig, replay_session
 
     def role(text: str) -> str:
@@ -274,8 +282,11 @@ def test_compacted_history_is_sent_in_its_own_order(
             {
                 "message": "",
                 "replacement_history": [
-                    {"type": "message", "role": role(t),
-                     "content": [{"type": "input_text", "text": t}]}
+                    {
+                        "type": "message",
+                        "role": role(t),
+                        "content": [{"type": "input_text", "text": t}],
+                    }
                     for t in new_history
                 ],
             },
@@ -293,12 +304,55 @@ def test_compacted_history_is_sent_in_its_own_order(
     # own, as the fit of unlogged context may add estimated ones).
     assert [t for t in sent if t in new_history] == new_history
     c = next(e for e in session.events if isinstance(e, Compaction))
-    kept = [e.text for e in session.events[: session.events.index(c)]
-            if isinstance(e, UserMessage) and e.id not in c.replaces]
+    kept = [
+        e.text
+        for e in session.events[: session.events.index(c)]
+        if isinstance(e, UserMessage) and e.id not in c.replaces
+    ]
     # Leading repeats stay in place; the rest follows the compaction, repeats included.
     assert kept == (["List the files."] if new_history[0] == "List the files." else [])
     fresh = [e.text for e in session.events if getattr(e, "from_replacement_history", False)]
-    assert fresh == new_history[len(kept):]
+    assert fresh == new_history[len(kept) :]
+
+
+def test_an_older_compacted_without_replacement_history_rebuilds_it(tmp_path: Path) -> None:
+    # Older Codex logged only the summary (`message`); the history it sent next was rebuilt by
+    # build_compacted_history: the initial context, the newest real user messages within 20k
+    # estimated tokens (the one that does not fit middle-truncated), then the summary. It used
+    # to be the summary alone: the re-sent context and user messages were missing.
+    from replay.engine import ReplayConfig, replay_session
+
+    long_prompt = "x" * 90_000  # 22,500 estimated tokens: more than the whole budget
+    lines = codex_lines() + [
+        _message("03.000", "user", long_prompt),
+        _item("03.001", {"type": "user_message", "message": long_prompt}, "event_msg"),
+        _message("03.500", "assistant", "Done."),
+        _tokens("03.600", 1400, 1024, 5, 3900),
+        _message("03.700", "user", "Now count them."),
+        _item("03.701", {"type": "user_message", "message": "Now count them."}, "event_msg"),
+        _item("04.000", {"message": "SUMMARY"}, "compacted"),
+        _tokens("04.100", 0, 0, 0, 3900),  # the context estimate
+        _message("05.000", "assistant", "Two."),
+        _tokens("05.100", 600, 0, 2, 4500),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    records = replay_session(session, ["recorded"], ReplayConfig(keep_views=True))
+    last = [r for r in records if r.kind == "request"][-1]
+    sent = [i.text for i in last.view if isinstance(i, UserItem)]
+    budget_left = 20_000 - 4  # "Now count them." is 15 characters: 4 estimated tokens
+    truncated = f"{'x' * (budget_left * 2)}…{22_500 - budget_left} tokens truncated…"
+    truncated += "x" * (budget_left * 2)
+    # "List the files." is not kept: the two newer prompts spent the whole budget.
+    assert sent == ["<permissions instructions>none", truncated, "Now count them.", "SUMMARY"]
+    c = next(e for e in session.events if isinstance(e, Compaction))
+    assert c.history_rebuilt is True and c.message == "" and c.summary == "SUMMARY"
+    # The opening context stayed in place: the rebuilt history starts with it.
+    kept = [
+        e.text
+        for e in session.events[: session.events.index(c)]
+        if isinstance(e, UserMessage) and e.id not in c.replaces
+    ]
+    assert kept == ["<permissions instructions>none"]
 
 
 def _counts(ts: str, last: tuple[int, ...] | None, total: tuple[int, ...] | None) -> dict[str, Any]:
@@ -370,8 +424,11 @@ def test_token_count_without_usage_keeps_the_request_and_derives_it(
     )
     assert b.derived_from == "total_token_usage"  # not logged: labelled
     assert requests[2].usage.input_tokens == 176 and not hasattr(requests[2].usage, "derived_from")
-    message = next(e for e in session.events if getattr(e, "request_id", None) == "req-2"
-                   and isinstance(e, AssistantMessage))
+    message = next(
+        e
+        for e in session.events
+        if getattr(e, "request_id", None) == "req-2" and isinstance(e, AssistantMessage)
+    )
     assert message.blocks[0].estimated_tokens == reasoning  # sized from the derived usage
     # Reported at the token_count's line (a lenient read keeps going) …
     assert [(e.line, "derived from total_token_usage" in str(e)) for e in session.skipped] == [
@@ -460,17 +517,31 @@ def test_tool_calls_render_as_the_model_wrote_them(tmp_path: Path) -> None:
     patch = '*** Begin Patch\n*** Update File: a.py\n-print("x")\n+print("y")\n*** End Patch'
     lines = [
         *codex_lines()[:4],
-        _item("01", {"type": "function_call", "name": "exec_command", "call_id": "c1",
-                     "arguments": '{"cmd":"ls -la","workdir":"/w"}'}),
+        _item(
+            "01",
+            {
+                "type": "function_call",
+                "name": "exec_command",
+                "call_id": "c1",
+                "arguments": '{"cmd":"ls -la","workdir":"/w"}',
+            },
+        ),
         _item("02", {"type": "function_call_output", "call_id": "c1", "output": "ok"}),
-        _item("03", {"type": "custom_tool_call", "name": "apply_patch", "call_id": "c2",
-                     "input": patch}),
+        _item(
+            "03",
+            {"type": "custom_tool_call", "name": "apply_patch", "call_id": "c2", "input": patch},
+        ),
         _item("04", {"type": "custom_tool_call_output", "call_id": "c2", "output": "done"}),
         _tokens("05", 1200, 0, 40, 1200),
     ]
     session = load(_write(tmp_path, lines), strict=True)
-    calls = [b for e in session.events if isinstance(e, AssistantMessage) for b in e.blocks
-             if isinstance(b, ToolCallBlock)]
+    calls = [
+        b
+        for e in session.events
+        if isinstance(e, AssistantMessage)
+        for b in e.blocks
+        if isinstance(b, ToolCallBlock)
+    ]
     assert [c.arguments_format for c in calls] == ["compact", "raw"]
     # Quirk: the model reads back its own compact arguments string (keys in its order, no
     # spaces) and a freeform tool's raw input, not a sorted, spaced or JSON-escaped re-encoding.

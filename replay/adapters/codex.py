@@ -25,7 +25,8 @@ Rules (each names the quirk it handles; see shared research `formats.md` §2):
   leading messages that repeat earlier ones (in the same order) are kept in place, the rest are
   listed in the `Compaction`'s `replaces`; from the first message it adds on, every message is
   appended after the compaction, repeats included (quirk: Codex puts the initial context it
-  re-injects first, or mid-turn before the last user message, not after what it kept);
+  re-injects first, or mid-turn before the last user message, not after what it kept); an
+  older `compacted` with only `message` gets the history Codex rebuilt (`_rebuilt_history`);
 - `event_msg` `user_message` / `agent_message` / `agent_reasoning` duplicate response items and
   are not added again (they only tell which user-role items a human typed);
 - a response with no `token_count` at all (quirk: the capture stopped mid-response) keeps its
@@ -83,6 +84,8 @@ from replay.adapters._common import (
     usage_is_empty,
 )
 from replay.log import Session, ToolDef
+from replay.strategies._common import est
+from replay.strategies.codex_compact import truncate_middle_tokens
 
 AGENT = "codex"
 
@@ -120,6 +123,42 @@ _INJECTED_PREFIXES = (
     "<user_shell_command>",
     "<collaboration_mode>",
 )
+
+
+KEEP_USER_TOKENS = 20_000
+"""Codex's budget for the user messages a compaction keeps (`build_compacted_history`)."""
+
+
+def _rebuilt_history(context: list[Any], summary: str) -> list[dict[str, Any]]:
+    """The history an older Codex built when its `compacted` line held only `message` (quirk:
+    no `replacement_history` was logged; resuming rebuilt it the same way): the initial context
+    (the injected messages before the first prompt), the newest real user messages within
+    20,000 estimated (chars/4) tokens, the one that does not fit middle-truncated to what is
+    left, then the summary as a user message. What the compaction kept in place stays there;
+    `_replacement` sorts it out as it does a logged history."""
+    replaced = {i for e in context if isinstance(e, Compaction) for i in e.replaces}
+    live = [e for e in context if isinstance(e, UserMessage) and e.id not in replaced]
+    opening: list[UserMessage] = []
+    for e in context:
+        if not isinstance(e, UserMessage) or not e.injected:
+            break
+        opening.append(e)
+    kept: list[str] = []
+    budget = KEEP_USER_TOKENS
+    for e in reversed(live):
+        if budget <= 0:
+            break
+        if e.injected or getattr(e, "role", "user") != "user":
+            continue
+        size = est(e.text)
+        kept.append(e.text if size <= budget else truncate_middle_tokens(e.text, budget))
+        budget -= size
+    messages = [(getattr(e, "role", "user"), e.text) for e in opening]
+    messages += [("user", text) for text in reversed(kept)] + [("user", summary)]
+    return [
+        {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}
+        for role, text in messages
+    ]
 
 
 def _content_text(content: Any) -> tuple[str, bool]:
@@ -366,9 +405,7 @@ class _Reader:
                 self._new_total(totals, {}, None)  # this count's own total: no `last` in it
                 self.last_total = dumps(totals)
 
-    def _new_total(
-        self, totals: dict[str, Any], last: dict[str, Any], usage: Usage | None
-    ) -> None:
+    def _new_total(self, totals: dict[str, Any], last: dict[str, Any], usage: Usage | None) -> None:
         """Settle the responses whose usage was lost since the previous total: the new total
         minus the previous one minus this count's `last` (`usage`, None: the count is theirs) is
         their usage, when it is one request's."""
@@ -560,16 +597,23 @@ class _Reader:
             for e in self.events
             if isinstance(e, UserMessage | AssistantMessage | ToolResult | Compaction)
         ]
-        kept: set[str] = set()
-        fresh: list[UserMessage] = []
-        if isinstance(history, list):
-            kept, fresh = self._replacement(history, context, ts)
+        summary = get_str(p, "message", "") or ""
+        if history is not None and not isinstance(history, list):
+            raise Bad("expected `replacement_history` to be a list of items")
+        rebuilt = history is None
+        if rebuilt:
+            history = _rebuilt_history(context, summary)
+        kept, fresh = self._replacement(history, context, ts)
         compaction = Compaction(
             ts=ts,
-            summary=get_str(p, "message", "") or "",
+            summary=summary,
             replaces=[e.id for e in context if e.id not in kept],
         )
-        if isinstance(history, list):
+        if rebuilt:
+            # The summary is the last message of the rebuilt history, appended after it.
+            compaction.message = ""
+            compaction.history_rebuilt = True
+        else:
             compaction.replacement_history_items = len(history)
             # The message that stands for the summary is in the new history (appended after
             # the compaction), or is its opaque item: none of the compaction's own.
