@@ -155,6 +155,60 @@ def test_one_request_per_request_and_message_id_with_the_largest_usage(tmp_path:
     assert requests[1].ts == result.ts
 
 
+def _two_line_response(first: Any, second: Any) -> list[dict[str, Any]]:
+    """A 1.0.x response written on two lines (`msg_1`), with those usages, and a second one."""
+    lines = [
+        _user("u1", None, "00.000", "hi"),
+        _assistant("a1", "u1", "01.000", "msg_1", "req_1", {"type": "text", "text": "Hm."}, first),
+        _assistant("a2", "a1", "02.000", "msg_1", "req_1", {"type": "text", "text": "Ok."}, second),
+        _user("u2", "a2", "02.500", "more"),
+        _assistant(
+            "a3",
+            "u2",
+            "03.000",
+            "msg_2",
+            "req_2",
+            {"type": "text", "text": "Done."},
+            _usage(4, 20, 1100, 9),
+        ),
+    ]
+    for line in lines:
+        if line["type"] == "assistant" and line["message"]["usage"] is None:
+            del line["message"]["usage"]
+    return lines
+
+
+@pytest.mark.parametrize("damage", ["garbled", "lost"])
+def test_a_response_whose_usage_is_damaged_stays_a_request(tmp_path: Path, damage: str) -> None:
+    # A billed response whose lines lost or garbled `usage`: it was skipped (garbled: the
+    # response and its text were lost) or read as history (lost: as if free). It stays a
+    # request without usage, and the damage is reported at its lines.
+    bad = {**_usage(3, 100, 1000, 5), "input_tokens": "3"} if damage == "garbled" else None
+    path = _write(tmp_path, _two_line_response(bad, bad))
+    problem = (
+        "expected `input_tokens` to be a number, got str in `usage`"
+        if damage == "garbled"
+        else "expected `usage` (an object) on an assistant message"
+    )
+    session = load(path)
+    first, second = session.requests()
+    assert first.request_id == "req_1" and first.usage is None
+    assert second.usage is not None
+    response = next(e for e in session.events if isinstance(e, AssistantMessage))
+    assert [b.text for b in response.blocks] == ["Hm.", "Ok."]
+    assert [str(e) for e in session.skipped] == [
+        f"{path}:{n}: {problem}; the request was kept without usage" for n in (2, 3)
+    ]
+    with pytest.raises(LogFormatError) as err:
+        load(path, strict=True)
+    assert str(err.value) == f"{path}:2: {problem}"
+    # One line of the response kept its usage: that one is read, the damage still reported.
+    path = _write(tmp_path, _two_line_response(bad, _usage(3, 100, 1000, 172)))
+    session = load(path)
+    assert session.requests()[0].usage.output_tokens == 172
+    assert [str(e) for e in session.skipped] == [f"{path}:2: {problem}; read from its other lines"]
+
+
 def test_usage_buckets_split_by_ttl_and_stay_disjoint(tmp_path: Path) -> None:
     lines = claude_lines()
     session = load(_write(tmp_path, lines), strict=True)

@@ -9,7 +9,8 @@ Rules (each names the quirk it handles; see shared research `formats.md` §1):
 
 - one API call = the lines sharing `requestId` + `message.id`; their blocks are concatenated in
   file order, and the line with the largest usage wins (quirk: 1.0.x writes partial
-  `output_tokens` on the first lines of a response);
+  `output_tokens` on the first lines of a response); a response whose lines lost or garbled
+  their `usage` is reported and stays a request, without usage when none kept one;
 - the order of a thread is its file order; `parentUuid` decides which lines are on the active
   path and which belong to an abandoned branch (quirk: streamed tool calls and parallel tool
   results hang off siblings, so a strict parent walk would drop some of them);
@@ -975,15 +976,28 @@ class _Reader:
                     blocks.append(block)
         # Quirk (1.0.x partial usage): keep the largest usage of the response's lines.
         best = None
+        damaged: list[tuple[_Line, str]] = []
         for ln in group:
             u = ln.obj["message"].get("usage")
             if not isinstance(u, dict):
+                damaged.append((ln, "expected `usage` (an object) on an assistant message"))
                 continue
-            usage = anthropic_usage(u)
+            try:
+                usage = anthropic_usage(u)
+            except Bad as bad:
+                damaged.append((ln, f"{bad} in `usage`"))
+                continue
             key = (usage.output_tokens, usage.prompt_tokens)
             if best is None or key >= best[0]:
                 best = (key, usage)
         usage = best[1] if best else None
+        # Every real response line carries its usage (quirk: damage when it lost or garbled
+        # it): the response was billed all the same, so it stays a request, without usage when
+        # no line of it kept one, and the damage is reported (strict mode refuses the file).
+        lost = usage is None and bool(damaged)
+        for ln, problem in damaged:
+            remedy = "the request was kept without usage" if lost else "read from its other lines"
+            self.issues.add(ln.number, problem, ln.path, remedy=remedy)
         first, last = group[0], group[-1]
         model = get_str(first.obj["message"], "model") or None
         previous = state.events[-1].ts if state.events else first.ts
@@ -994,14 +1008,14 @@ class _Reader:
         if copy_of is not None:
             # A copy (`_replayed`): its usage is the copied request's, billed once there.
             self.copies.append((message, copy_of))
-        elif usage is not None and not usage_is_empty(usage):
+        elif lost or (usage is not None and not usage_is_empty(usage)):
             marker = RequestMarker(
                 ts=sent,
                 request_id=self.builder.request_id(first.request_id or first.message_id),
                 model=model,
                 usage=usage,
                 duration_ms=max(0, int((last.ts - sent).total_seconds() * 1000)),
-                price_context=anthropic_price_context(usage),
+                price_context=anthropic_price_context(usage) if usage else None,
             )
             if state.microcompacted:
                 marker.after_microcompact = True
