@@ -396,19 +396,32 @@ _C = (1200, 1024, 10, 0)
 _TOTAL_ABC = (3300, 1920, 60, 17)
 
 
+def _garbled(count: dict[str, Any]) -> dict[str, Any]:
+    count["payload"]["info"]["last_token_usage"]["input_tokens"] = "1100"
+    return count
+
+
+_NO_LAST = r"expected `info\.last_token_usage`"
+
+
 @pytest.mark.parametrize(
-    "lost",
+    ("lost", "problem"),
     [
-        _counts("02.100", None, None),  # info null
-        _counts("02.100", None, (1000, 0, 20, 5)),  # info without last_token_usage
+        (_counts("02.100", None, None), _NO_LAST),  # info null
+        (_counts("02.100", None, (1000, 0, 20, 5)), _NO_LAST),  # info without last_token_usage
+        # A garbled count (the line was skipped, and B with it): its own total shows B's usage.
+        (
+            _garbled(_counts("02.100", _B, (2100, 896, 50, 17))),
+            r"expected `input_tokens` to be a number, got str in `info\.last_token_usage`",
+        ),
     ],
-    ids=["info-null", "no-last-usage"],
+    ids=["info-null", "no-last-usage", "garbled-last-usage"],
 )
 def test_token_count_without_usage_keeps_the_request_and_derives_it(
-    tmp_path: Path, lost: dict[str, Any]
+    tmp_path: Path, lost: dict[str, Any], problem: str
 ) -> None:
     # Quirk: the model answered B but its token_count holds no usage. Dropping B removed a
-    # billed request; the next running total shows its usage exactly.
+    # billed request; the running total shows its usage exactly.
     lines = _turn_with_lost_usage(lost, [_counts("03.100", _C, _TOTAL_ABC)])
     path = _write(tmp_path, lines)
     session = load(path)
@@ -435,7 +448,7 @@ def test_token_count_without_usage_keeps_the_request_and_derives_it(
         (12, True)
     ]
     # … and a strict read refuses the log there.
-    with pytest.raises(LogFormatError, match=r"rollout\.jsonl:12: expected `info\.last_token"):
+    with pytest.raises(LogFormatError, match=r"rollout\.jsonl:12: " + problem):
         load(path, strict=True)
 
 

@@ -31,8 +31,8 @@ Rules (each names the quirk it handles; see shared research `formats.md` §2):
   are not added again (they only tell which user-role items a human typed);
 - a response with no `token_count` at all (quirk: the capture stopped mid-response) keeps its
   items as history but is not a request (no usage to compare or price);
-- a response whose `token_count` holds no usage (`info` null or without `last_token_usage`)
-  is still a request: its usage is the running `total_token_usage`'s difference when that
+- a response whose `token_count` holds no usage (`info` null, without `last_token_usage`, or
+  with a garbled one) is still a request: its usage is the running `total_token_usage`'s difference when that
   shows it exactly (labelled `derived_from`), else unknown; the read reports it (strict refuses).
 """
 
@@ -345,7 +345,14 @@ class _Reader:
         totals = get_dict(info, "total_token_usage")
         total = dumps(totals)
         last = get_dict(info, "last_token_usage", required=True)
-        usage = openai_usage(last)
+        try:
+            usage = openai_usage(last)
+        except Bad as bad:
+            # A garbled count is a lost one: the response was billed all the same (skipping
+            # the line dropped its request), its usage settled by the next total.
+            rest = {k: v for k, v in info.items() if k != "last_token_usage"}
+            self._without_usage(number, rest, f"{bad} in `info.last_token_usage`")
+            return
         if total != self.last_total:
             self._new_total(totals, last, usage)
         if usage_is_empty(usage):
@@ -384,19 +391,22 @@ class _Reader:
             return None
         return marker
 
-    def _without_usage(self, number: int, info: dict[str, Any] | None) -> None:
-        """A token_count without `last_token_usage`: `info` null, or lacking it."""
+    def _without_usage(
+        self, number: int, info: dict[str, Any] | None, problem: str | None = None
+    ) -> None:
+        """A token_count without `last_token_usage`: `info` null, or lacking it (`problem`:
+        what was wrong with the one it had)."""
         totals = get_dict(info, "total_token_usage")
         marker = self._awaiting()
         if marker is None or self.closed:
             if info is not None:
-                raise Bad("expected `last_token_usage` (an object)")
+                raise Bad(problem or "expected `last_token_usage` (an object)")
             # Quirk: rate limits from a response's headers, before any usage of the session.
             self.ignored["event_msg/token_count-without-info"] += 1
             return
         # Quirk: the model answered (its output items are logged) but the usage of that billed
         # request is not: it stays a request, its usage settled by the next total.
-        self.lost.append(_LostUsage(marker, self.message, number, len(self.issues.items)))
+        self.lost.append(_LostUsage(marker, self.message, number, len(self.issues.items), problem))
         self.usage_lost.add(marker.request_id)
         self.closed = True
         if info is not None:
@@ -444,10 +454,11 @@ class _Reader:
         else:
             marker.usage_missing = True
             remedy = "kept as a request without usage (total_token_usage does not show it)"
+        problem = lost.problem or "expected `info.last_token_usage`"
         self.issues.add(
             lost.line,
-            f"expected `info.last_token_usage` in the token_count of request "
-            f"{marker.request_id} (the model answered: a billed request)",
+            f"{problem} in the token_count of request {marker.request_id} "
+            "(the model answered: a billed request)",
             remedy=remedy,
         )
 
@@ -743,6 +754,8 @@ class _LostUsage:
     """The token_count's line."""
     issues: int
     """Problems reported before it: more by the next total means a line was skipped."""
+    problem: str | None = None
+    """What was wrong with the usage it held (None: it held none)."""
 
 
 _COUNTS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
