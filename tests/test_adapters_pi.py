@@ -468,12 +468,25 @@ def test_an_entry_written_twice_is_billed_once(tmp_path: Path, header: str) -> N
         load(path, strict=True)
 
 
-def test_a_response_without_usage_is_still_a_request(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        ("lost", "expected `usage` (an object) on an assistant message"),
+        ("garbled", "expected `input` to be a number, got str in `usage`"),
+    ],
+    ids=["lost", "garbled"],
+)
+def test_a_response_without_usage_is_still_a_request(
+    tmp_path: Path, damage: str, problem: str
+) -> None:
     """pi-ai logs usage on every response (zero when nothing was billed): a line without it is
     damaged, but the request was sent. Kept without usage (its output counted from the logged
-    response), not dropped with its cost."""
+    response), not dropped with its cost (a garbled usage skipped the whole line)."""
     lines = pi_lines()
-    del lines[3]["message"]["usage"]
+    if damage == "lost":
+        del lines[3]["message"]["usage"]
+    else:
+        lines[3]["message"]["usage"]["input"] = "3"
     path = _write(tmp_path, lines)
     session = load(path)
     requests = session.requests()
@@ -484,12 +497,12 @@ def test_a_response_without_usage_is_still_a_request(tmp_path: Path) -> None:
     response = next(e for e in session.events if isinstance(e, AssistantMessage))
     assert response.request_id == "00000003" and not hasattr(response, "usage_missing")
     assert [str(e) for e in session.skipped] == [
-        f"{path}:4: expected `usage` (an object) on an assistant message; "
-        "kept as a request without usage"
+        f"{path}:4: {problem}; kept as a request without usage"
     ]
     assert replay.replay(session, "baseline").summary["requests"].to_list() == [2]
-    with pytest.raises(LogFormatError, match=r"session\.jsonl:4: expected `usage`"):
+    with pytest.raises(LogFormatError) as err:
         load(path, strict=True)
+    assert str(err.value) == f"{path}:4: {problem}"
 
 
 def test_a_response_without_usage_keeps_its_branch_and_a_failed_one_is_unbilled(

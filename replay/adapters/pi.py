@@ -11,7 +11,7 @@ Rules (each names the quirk it handles; see shared research `formats.md` §3):
   entries, header included) → `firstKeptEntryId`;
 - each assistant message is one request with its own usage and cost; aborted / error messages with
   zero usage were never billed (quirk): not requests, and not context (pi drops them); one whose
-  line lost its `usage` is reported and kept as a request without usage (unless it failed); one
+  line lost or garbled its `usage` is reported and kept as a request without usage (unless it failed); one
   that answered with zero usage (a provider that reports none) is one too, counted, unreported;
 - a damaged header is reported and read without its damaged fields, a lost one (the first line
   unreadable) without it: the version then comes from the entries (ids: v2+), so a line written
@@ -654,16 +654,21 @@ class _Thread:
             raise Bad(f"unknown pi message role {role!r}")
 
     def _usage(self, entry: _Entry, m: dict[str, Any], stop: str | None) -> Usage | None:
-        """The response's usage; None when the line lacks it. pi-ai logs usage on every response
-        (zero when nothing was billed), so a missing one is damage: reported, and the response
-        read as a request without usage (its cost is not lost: the engine counts its output
-        from the logged response) unless it failed, and then as never billed."""
-        raw = get_dict(m, "usage")
-        if raw:
-            return pi_usage(raw)
+        """The response's usage; None when the line lacks it or garbles it. pi-ai logs usage on
+        every response (zero when nothing was billed), so a missing one is damage: reported,
+        and the response read as a request without usage (its cost is not lost: the engine
+        counts its output from the logged response) unless it failed, and then as never
+        billed."""
+        raw = m.get("usage")
+        problem = "expected `usage` (an object) on an assistant message"
+        if isinstance(raw, dict) and raw:
+            try:
+                return pi_usage(raw)
+            except Bad as bad:  # garbled: as good as lost (skipping the line lost the request)
+                problem = f"{bad} in `usage`"
         self.reader.issues.add(
             entry.number,
-            "expected `usage` (an object) on an assistant message",
+            problem,
             remedy="read as never billed" if stop in FAILED else "kept as a request without usage",
         )
         return None
