@@ -1,7 +1,8 @@
 """Every log reader, fed mangled versions of valid logs, either parses or fails with a clear
 `LogFormatError` / `ReplayError` — never another exception (no traceback for a bad file).
 
-Mutations: cut at any byte, splice two pieces, flip a byte, delete a field, retype a field.
+Mutations: cut at any byte, splice two pieces, flip a byte, delete a field, retype a field. And
+every token count of every usage record, retyped one at a time, never loses a request.
 """
 
 from __future__ import annotations
@@ -310,3 +311,44 @@ def test_rich_sources_are_valid() -> None:
             path.write_text(SOURCES[source], encoding="utf-8")
             session = load(path, strict=True)
             assert session.requests()
+
+
+_USAGE_KEYS = {"usage", "last_token_usage", "tokens", "cache"}
+
+
+def _usage_counts(doc: Any) -> list[tuple]:
+    """Paths to the token counts of every usage record (Claude `usage`, Codex
+    `last_token_usage`, pi `usage`, opencode `tokens` and its `cache`)."""
+    return [
+        path
+        for path in _paths(doc)
+        if len(path) > 1 and path[-2] in _USAGE_KEYS and isinstance(_at(doc, path), int)
+    ]
+
+
+def _at(doc: Any, path: tuple) -> Any:
+    for key in path:
+        doc = doc[key]
+    return doc
+
+
+@pytest.mark.parametrize("fmt", sorted(VALID))
+def test_a_garbled_usage_count_never_loses_a_request(fmt: str, tmp_path: Path) -> None:
+    # A billed response whose usage is damaged is still a request (kept without usage, or its
+    # usage derived), reported: skipping its line dropped the request and its cost.
+    text = SOURCES[fmt]
+    lines = [json.loads(text)] if fmt == "opencode" else [json.loads(t) for t in text.splitlines()]
+    path = tmp_path / f"log{SUFFIX[fmt]}"
+    path.write_text(text, encoding="utf-8")
+    expected = len(load(path, strict=True).requests())
+    garbled = 0
+    for n, line in enumerate(lines):
+        for count in _usage_counts(line):
+            doc = json.loads(json.dumps(lines))
+            _edit(doc[n], count, delete=False, value="1")
+            body = json.dumps(doc[0], indent=2) if fmt == "opencode" else jsonl(doc)
+            path.write_text(body, encoding="utf-8")
+            session = load(path)
+            assert len(session.requests()) == expected, (n, count)
+            garbled += bool(session.skipped)  # reported (totals no reader uses need not be)
+    assert garbled >= 4
