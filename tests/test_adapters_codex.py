@@ -452,6 +452,42 @@ def test_token_count_without_usage_keeps_the_request_and_derives_it(
         load(path, strict=True)
 
 
+def test_a_response_without_a_token_count_before_the_next_one_is_a_request(
+    tmp_path: Path,
+) -> None:
+    # B's count is missing and the model went on to read B's tool output (C). B used to be
+    # merged into C: one request, C's text before B's tool result. B is a request of its own,
+    # its usage what the total grew by besides C's.
+    lines = _turn_with_lost_usage(_counts("02.100", None, None), [])
+    del lines[11]  # B's token_count: the capture lost it
+    lines += [_counts("03.100", _C, _TOTAL_ABC)]
+    path = _write(tmp_path, lines)
+    session = load(path)
+    a, b, c = session.requests()
+    inp, cached, out, reasoning = _B
+    assert (b.usage.input_tokens, b.usage.cache_read_tokens) == (inp - cached, cached)
+    assert (b.usage.output_tokens, b.usage.derived_from) == (out, "total_token_usage")
+    assert c.usage.input_tokens == _C[0] - _C[1]
+    order = [
+        (type(e).__name__, getattr(e, "request_id", None))
+        for e in session.events
+        if isinstance(e, AssistantMessage | ToolResult)
+    ]
+    assert order == [
+        ("AssistantMessage", a.request_id),
+        ("ToolResult", None),
+        ("AssistantMessage", b.request_id),
+        ("ToolResult", None),
+        ("AssistantMessage", c.request_id),
+    ]
+    assert [e.line for e in session.skipped] == [9]  # where B's response starts
+    assert "expected a token_count for request req-2 before the next response" in str(
+        session.skipped[0]
+    )
+    with pytest.raises(LogFormatError, match=r"rollout\.jsonl:9: expected a token_count"):
+        load(path, strict=True)
+
+
 @pytest.mark.parametrize(
     ("after", "requests"),
     [

@@ -29,11 +29,13 @@ Rules (each names the quirk it handles; see shared research `formats.md` §2):
   older `compacted` with only `message` gets the history Codex rebuilt (`_rebuilt_history`);
 - `event_msg` `user_message` / `agent_message` / `agent_reasoning` duplicate response items and
   are not added again (they only tell which user-role items a human typed);
-- a response with no `token_count` at all (quirk: the capture stopped mid-response) keeps its
-  items as history but is not a request (no usage to compare or price);
+- a response with no `token_count` before a new prompt or the end (quirk: the capture stopped
+  mid-response, or the turn was aborted) keeps its items as history but is not a request (no
+  usage to compare or price);
 - a response whose `token_count` holds no usage (`info` null, without `last_token_usage`, or
-  with a garbled one) is still a request: its usage is the running `total_token_usage`'s difference when that
-  shows it exactly (labelled `derived_from`), else unknown; the read reports it (strict refuses).
+  with a garbled one), or that has none before the model answers its tool outputs, is still a
+  request: its usage is the running `total_token_usage`'s difference when that shows it
+  exactly (labelled `derived_from`), else unknown; the read reports it (strict refuses).
 """
 
 from __future__ import annotations
@@ -233,6 +235,9 @@ class _Reader:
         self.marker: RequestMarker | None = None
         self.message: AssistantMessage | None = None
         self.closed = True
+        self.answered = False
+        """A tool output came since the current response's last item: more output is a new
+        response (the model read that output)."""
         self.last_total: str | None = None
         self.totals: dict[str, Any] | None = None
         """The last `total_token_usage` logged (running sums: each request's usage is the
@@ -351,7 +356,12 @@ class _Reader:
             # A garbled count is a lost one: the response was billed all the same (skipping
             # the line dropped its request), its usage settled by the next total.
             rest = {k: v for k, v in info.items() if k != "last_token_usage"}
-            self._without_usage(number, rest, f"{bad} in `info.last_token_usage`")
+            problem = (
+                f"{bad} in `info.last_token_usage` in the token_count of request "
+                f"{self.marker.request_id if self.marker else '?'} "
+                "(the model answered: a billed request)"
+            )
+            self._without_usage(number, rest, problem)
             return
         if total != self.last_total:
             self._new_total(totals, last, usage)
@@ -415,6 +425,23 @@ class _Reader:
                 self._new_total(totals, {}, None)  # this count's own total: no `last` in it
                 self.last_total = dumps(totals)
 
+    def _uncounted(self) -> None:
+        """The current response got no token_count, and the model answered its tool outputs
+        (quirk: a count the capture lost). It was billed: a lost count, settled by the next
+        total like one whose `info` is null (it was merged into the next response, its tool
+        results after both)."""
+        marker = self.marker
+        if marker is None or marker.usage is not None or marker.request_id in self.usage_lost:
+            return
+        problem = (
+            f"expected a token_count for request {marker.request_id} before the next response "
+            "(the model answered its tool outputs: a billed request)"
+        )
+        line = self.message.line if self.message is not None else marker.line
+        self.lost.append(_LostUsage(marker, self.message, line, len(self.issues.items), problem))
+        self.usage_lost.add(marker.request_id)
+        self.closed = True
+
     def _new_total(self, totals: dict[str, Any], last: dict[str, Any], usage: Usage | None) -> None:
         """Settle the responses whose usage was lost since the previous total: the new total
         minus the previous one minus this count's `last` (`usage`, None: the count is theirs) is
@@ -454,17 +481,20 @@ class _Reader:
         else:
             marker.usage_missing = True
             remedy = "kept as a request without usage (total_token_usage does not show it)"
-        problem = lost.problem or "expected `info.last_token_usage`"
-        self.issues.add(
-            lost.line,
-            f"{problem} in the token_count of request {marker.request_id} "
-            "(the model answered: a billed request)",
-            remedy=remedy,
+        problem = lost.problem or (
+            f"expected `info.last_token_usage` in the token_count of request {marker.request_id} "
+            "(the model answered: a billed request)"
         )
+        self.issues.add(lost.line, problem, remedy=remedy)
 
-    def _open_response(self, number: int, ts: Any) -> AssistantMessage:
+    def _open_response(self, number: int, ts: Any, kind: str) -> AssistantMessage:
         if self.message is not None and not self.closed:
-            return self.message
+            # Quirk (streamed tool execution): a call can follow an earlier call's output in
+            # the same response; reasoning or text after an output is the model reading it.
+            if not (self.answered and kind in ("reasoning", "message")):
+                return self.message
+            self._uncounted()
+        self.answered = False
         sent = self.events[-1].ts if self.events else ts
         marker = RequestMarker(
             ts=sent if sent <= ts else ts,
@@ -486,7 +516,7 @@ class _Reader:
             role = get_str(p, "role", "")
             text, estimated = _content_text(p.get("content"))
             if role == "assistant":
-                message = self._open_response(number, ts)
+                message = self._open_response(number, ts, kind)
                 block = TextBlock(text=text)
                 if p.get("phase") is not None:
                     block.phase = clean_json(p.get("phase"))
@@ -504,7 +534,7 @@ class _Reader:
             self._add(event, number)
             return
         if kind in OUTPUT_ITEMS:
-            message = self._open_response(number, ts)
+            message = self._open_response(number, ts, kind)
             message.blocks.append(self._output_block(number, p))
             message.ts = ts
             return
@@ -599,6 +629,7 @@ class _Reader:
         if estimated:
             event.estimated_text = True
         self._add(event, number)
+        self.answered = True
 
     def _compacted(self, number: int, ts: Any, p: dict[str, Any]) -> None:
         self.closed = True
@@ -755,7 +786,7 @@ class _LostUsage:
     issues: int
     """Problems reported before it: more by the next total means a line was skipped."""
     problem: str | None = None
-    """What was wrong with the usage it held (None: it held none)."""
+    """What the report says, when not that the token_count held no usage."""
 
 
 _COUNTS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
