@@ -11,8 +11,9 @@ Rules (each names the quirk it handles; see shared research `formats.md` §3):
   entries, header included) → `firstKeptEntryId`;
 - each assistant message is one request with its own usage and cost; aborted / error messages with
   zero usage were never billed (quirk): not requests, and not context (pi drops them); one whose
-  line lost or garbled its `usage` is reported and kept as a request without usage (unless it failed); one
-  that answered with zero usage (a provider that reports none) is one too, counted, unreported;
+  line lost or garbled its `usage` is reported and kept as a request without usage (unless it
+  failed); one that answered with zero usage (a provider that reports none) is one too,
+  counted, unreported;
 - a damaged header is reported and read without its damaged fields, a lost one (the first line
   unreadable) without it: the version then comes from the entries (ids: v2+), so a line written
   twice is still told by its id;
