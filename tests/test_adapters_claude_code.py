@@ -718,6 +718,32 @@ def test_a_problem_in_a_resumed_file_names_that_file_and_line(tmp_path: Path) ->
         load(tmp_path, strict=True)
 
 
+def test_a_line_missing_from_the_main_chain_is_reported(tmp_path: Path) -> None:
+    # A capture gap: the line after it names a parent no line holds. It still hangs off the
+    # line before it (nothing is lost), and the gap is reported, not attached silently.
+    lines = claude_lines() + _resumed_turn()
+    lines += [
+        _user("u8", "gone", "11.000", "Go on."),
+        _assistant(
+            "a8", "u8", "12.000", "msg_S", "req_10",
+            {"type": "text", "text": "Done."}, _usage(3, 20, 3060, 3),
+        ),
+    ]
+    path = _write(tmp_path, lines)
+    session = load(path)
+    assert [r.request_id for r in session.requests()] == ["req_1", "req_2", "req_9", "req_10"]
+    gap = len(lines) - 1
+    assert [str(e) for e in session.skipped] == [
+        f"{path}:{gap}: expected the line parentUuid 'gone' names: not in the file "
+        "(a missing line); attached after the line before it"
+    ]
+    with pytest.raises(LogFormatError, match=f":{gap}: expected the line parentUuid 'gone'"):
+        load(path, strict=True)
+    # A resumed transcript given alone starts with a parent in the previous file: no gap.
+    resumed = _write(tmp_path, _resumed_turn(), "s-2.jsonl")
+    assert [r.request_id for r in load(resumed, strict=True).requests()] == ["req_9"]
+
+
 def _resumed_under_new_uuids(
     tmp_path: Path, more: list[dict[str, Any]], retimed: bool = False
 ) -> Path:

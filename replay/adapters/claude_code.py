@@ -22,7 +22,8 @@ Rules (each names the quirk it handles; see shared research `formats.md` §1):
   files (2.1.x) → their own threads, linked to the parent's Task/Agent call; the older
   `<project>/agent-*.jsonl` files beside a given transcript are read when they are of its
   session (`_Reader.read_agents_beside`); an inline sidechain line whose parent is missing (a
-  gap) continues its own sidechain, reported (`_Reader._bridge_sidechain_gaps`);
+  gap) continues its own sidechain, reported (`_Reader._bridge_sidechain_gaps`); a main-chain
+  line after a gap hangs off the line before it, reported (`_Reader._report_chain_gaps`);
 - `progress` lines are not context (quirk: `agent_progress` embeds subagent messages with usage
   that the main transcript does not bill; counting them would double count);
 - `model: "<synthetic>"` and `isApiErrorMessage` assistant lines are not requests and not context;
@@ -817,7 +818,36 @@ class _Reader:
         return out
 
     # one thread ---------------------------------------------------------------------------
+    def _report_chain_gaps(self, lines: list[_Line]) -> None:
+        """Quirk (a capture gap, a line skipped as unreadable): a line whose `parentUuid` names
+        no line read. `reparent_missing` hangs it off the line before it, and the gap is
+        reported (strict mode refuses it). Not a file's first line: a resumed transcript given
+        alone starts with a parent that is in the previous file."""
+        known = {ln.uuid for ln in lines}
+        first_skipped: dict[str, int] = {}  # file → its first line skipped as unreadable
+        for e in self.issues.items:
+            if e.line is not None:
+                first_skipped[e.path] = min(e.line, first_skipped.get(e.path, e.line))
+        opened: set[str] = set()
+        for ln in lines:
+            opens_file = ln.path not in opened
+            opened.add(ln.path)
+            if ln.sidechain or opens_file or not ln.parent or ln.parent in known:
+                continue  # inline sidechains: `_bridge_sidechain_gaps`
+            if ln.parent in self.seen_uuid:
+                continue  # a copy `_drop_copies` dropped, not a line missing from the log
+            if first_skipped.get(ln.path, ln.number) < ln.number:
+                continue  # it may name a line read and skipped: that one is reported
+            self.issues.add(
+                ln.number,
+                f"expected the line parentUuid {ln.parent!r} names: not in the file "
+                "(a missing line)",
+                ln.path,
+                remedy="attached after the line before it",
+            )
+
     def convert_thread(self, name: str, lines: list[_Line]) -> _ThreadState:
+        self._report_chain_gaps(lines)
         by_uuid = {ln.uuid: ln for ln in lines}
         parent = reparent_missing([ln.uuid for ln in lines], {ln.uuid: ln.parent for ln in lines})
         leaf = next(
