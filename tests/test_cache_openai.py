@@ -2,8 +2,9 @@
 
 Before GPT-5.6 (`automatic-prefix`): every prompt is cached; a later prompt reads the longest
 common prefix with a live cached prompt, if both it and the prompt are ≥ 1,024 tokens, rounded
-down to 128; no write fee. Retention: gpt-5 family defaults to 24h retention from 2026-05-29
-(~30 min idle assumed); gpt-4o only has in-memory retention (10 min idle assumed, 1 h cap).
+down to 128; no write fee. Retention: gpt-5, 5.1, 5.2, 5.4, 5.5 and 4.1 (not their -mini / -nano
+variants) default to 24h retention from 2026-05-29 (~30 min idle assumed); gpt-4o only has
+in-memory retention (10 min idle assumed, 1 h cap).
 GPT-5.6+ (`openai-breakpoints`): exact boundaries at message ends, writes at 1.25×, 30 min TTL.
 
 Rates per MTok (genai-prices, 2026-10-20): gpt-5 $1.25 input / $0.125 cached; gpt-4o $2.50 /
@@ -97,6 +98,15 @@ def test_in_memory_retention_before_the_24h_default():
     assert before.outcome.miss_kind == "ttl-expired"
     after = _gap("gpt-5", 900)
     assert after.split == (2048, 0, 0, 252)
+
+
+def test_24h_retention_only_on_the_models_the_changelog_names():
+    # The 2026-05-29 default covers gpt-5.5, 5.4, 5.2, every 5.1 variant, 5, 5-codex and 4.1;
+    # the -mini / -nano variants of the others keep in-memory retention: a 15-minute gap misses.
+    for model in ("gpt-5", "gpt-5-codex", "gpt-5.1-codex-mini", "gpt-4.1-2025-04-14", "gpt-5.5"):
+        assert _gap(model, 900).outcome.miss_kind is None, model
+    for model in ("gpt-5-mini", "gpt-5-nano", "gpt-4.1-mini", "gpt-4.1-nano", "gpt-5.4-mini"):
+        assert _gap(model, 900).outcome.miss_kind == "ttl-expired", model
 
 
 def test_in_memory_idle_gap_under_and_over_10_minutes():
