@@ -389,9 +389,10 @@ def whatif(
 ) -> dict[str, Any]:
     """Cost of the run with one edit at request `at` vs as recorded, and its break-even (and
     the notes of the run, as `ReplayResult.notes`)."""
-    from replay.breakeven import breakeven_session
+    from replay.breakeven._breakeven import breakeven_edit
     from replay.breakeven._frame import breakeven_frame
     from replay.breakeven._whatif import Selector, whatif_strategy
+    from replay.strategies import resolve
 
     if (prune is None) == (not compact):
         raise ReplayError("give exactly one of --prune SELECTOR or --compact-at REQUEST")
@@ -404,14 +405,13 @@ def whatif(
     reference = "recorded" if _has_recorded() else "baseline"
     config = _config(provider, model, client, cache_rules, None, prices, ttl, context_window)
     config.progress = progress
-    rows, records = breakeven_session(session, [reference, edit], config)
+    rows, records = breakeven_edit(session, resolve([reference])[0], edit, at, config)
     summary = summary_frame(records)
     return {
         "summary": summary,
-        # The edit's own row: the log's compactions are rewrites of both runs.
-        "breakeven": breakeven_frame(
-            [r for r in rows if r.strategy == edit.name and r.request_index == at]
-        ),
+        # The edit's own row, against the run it edits (the log's compactions are rewrites of
+        # both runs: not rows of their own).
+        "breakeven": breakeven_frame(rows),
         "reference": reference,
         "edit": edit.name,
         "notes": _notes(session, ResultTables.of(records), config),

@@ -27,7 +27,8 @@ from replay.log import RequestMarker, read_log
 from replay.prefix import _diff
 from replay.prices import Buckets, Pricer
 from replay.strategies import resolve
-from replay.strategies._view import UserItem
+from replay.strategies._base import NamedStrategy, StrategySpec
+from replay.strategies._view import RewriteEvent, SummaryItem, UserItem, View
 from replay.tokens import TokenCounter, family_for
 
 BREAKEVEN_KEYS = {
@@ -58,6 +59,50 @@ def _only(rows):
 
 
 # --- closed form, by hand -------------------------------------------------------------------
+
+
+def _folding_strategy(at: int) -> NamedStrategy:
+    """Keeps the task, and at request `at` folds everything after it, the step the history
+    just gained included, into one summary; appends after it from then on."""
+
+    def build() -> object:
+        kept: list = []
+        covered = 0
+
+        def fold(history, ctx):
+            nonlocal kept, covered
+            if ctx.request_index == at:
+                summary = SummaryItem(text="Summary: " + "read the files. " * 20)
+                kept, covered = [history[0], summary], len(history)
+                return View(kept, [], [RewriteEvent("compaction", "everything after the task")])
+            if not kept:
+                return View(list(history))
+            return View([*kept, *history[covered:]])
+
+        return fold
+
+    spec = StrategySpec(
+        family="fold", pattern="fold", build=build, cache_class="freeze-once", rule="fold"
+    )
+    return NamedStrategy("fold", spec, {})
+
+
+def test_a_compaction_that_folds_the_new_step_re_bills_its_summary() -> None:
+    """Surviving tokens leave out what the history gained since the previous request only
+    where the rewritten prompt still sends it: a compaction that folded that step into its
+    summary re-bills the summary (it read 0: the prompt after the first edit, less the whole
+    step, went below zero)."""
+    turns = [
+        Turn(f"step {i}", [Call("read_file", {"path": f"f{i}.py"}, gen.filler(600, i))])
+        for i in range(4)
+    ] + [Turn("done")]
+    session = build_session(turns, provider="anthropic")
+    rows, records = breakeven_session(session, [_folding_strategy(3)])
+    row = _only(rows)
+    rec = next(r for r in records if r.request_index == 3)
+    assert row.request_index == 3 and row.event == "compaction"
+    assert 0 < row.surviving_tokens == rec.request.total - row.first_edit_token
+    assert row.rewrite_cost_usd > 0
 
 
 def test_closed_form_by_hand_prune_on_claude() -> None:

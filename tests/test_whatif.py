@@ -233,6 +233,24 @@ CLAUDE_VIEWER = (SAMPLES / "claude_code" /
 
 
 @pytest.mark.skipif(not CLAUDE_VIEWER.is_file(), reason=f"real sample not found: {CLAUDE_VIEWER}")
+@pytest.mark.parametrize(
+    ("at", "prune"),
+    [
+        (10, "tool:Bash"),  # "saves $0.021567" beside a row of net -$0.000832
+        (0, "messages:0-0"),  # a thread's first request: no row ("no rewrite") before
+        (17, "tool:Read"),  # clears only what request 17 adds: no prefix break, no row before
+    ],
+)
+def test_whatif_row_on_a_log_with_subagents_is_the_whole_difference(at, prune) -> None:
+    result = whatif(CLAUDE_VIEWER, at=at, prune=prune)
+    costs = dict(zip(result["summary"]["strategy"], result["summary"]["cost_usd"], strict=True))
+    row = result["breakeven"].row(0, named=True)
+    assert row["simulated_net_usd"] == costs["recorded"] - costs[f"whatif-prune-at-{at}"]
+    if at == 0:
+        assert row["surviving_tokens"] == 0  # nothing of its thread was cached before it
+
+
+@pytest.mark.skipif(not CLAUDE_VIEWER.is_file(), reason=f"real sample not found: {CLAUDE_VIEWER}")
 @pytest.mark.parametrize(("at", "thread"), [(1, "main"), (6, "main"), (8, "sidechain-83e2917c")])
 def test_whatif_on_a_log_with_subagents_edits_once(at, thread) -> None:
     """Claude Code viewer sample 5c0375b4: requests 3-5 and 7-13 are two Task subagents'
@@ -288,6 +306,27 @@ def test_a_prune_that_pays_back_is_followed_to_the_end_of_the_log(provider) -> N
     assert row["breakeven_simulated"] is not None and row["breakeven_simulated"] < 5
     assert row["horizon"] == len(turns) - 6
     assert row["simulated_net_usd"] == costs["recorded"] - costs["whatif-prune-at-6"] > 0
+
+
+@pytest.mark.parametrize(
+    ("at", "prune"),
+    [
+        (8, "older-than:0"),  # the result request 8 adds is cleared too
+        (3, "older-than:0"),
+        (5, "tool:read_file"),
+    ],
+)
+def test_the_edit_s_row_is_the_whole_difference_with_the_run_it_edits(at, prune) -> None:
+    """The counterfactual of the edit is the recorded run itself: its net is the headline's
+    difference, also when the edit touches what request AT adds (the row used to keep that
+    cleared in its "without the edit" run: net -$0.000568 beside "costs $0.000409"), and the
+    row exists where the edit broke no earlier prefix ("no rewrite" was captioned)."""
+    result = whatif(RUN42, at=at, prune=prune)
+    costs = dict(zip(result["summary"]["strategy"], result["summary"]["cost_usd"], strict=True))
+    row = result["breakeven"].row(0, named=True)
+    assert row["request_index"] == at
+    assert row["horizon"] == RUN42_REQUESTS - at  # to the end of the log
+    assert row["simulated_net_usd"] == costs["recorded"] - costs[f"whatif-prune-at-{at}"]
 
 
 def test_api_compact() -> None:

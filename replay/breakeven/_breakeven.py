@@ -68,9 +68,10 @@ class BreakEven:
     removed_tokens: int
     """How much smaller the prompt is than the same request without the rewrite."""
     surviving_tokens: int
-    """Tokens after the first edit in the rewritten prompt that the previous request sent too
-    (re-billed uncached or as writes instead of read from the cache); the tail the history
-    gained since is left out: it is billed alike with or without the rewrite."""
+    """Tokens after the first edit in the rewritten prompt (re-billed uncached or as writes
+    instead of read from the cache, a summary included), less what the history gained since
+    the previous request where the rewritten prompt still sends it: that is billed alike with
+    or without the rewrite (what a compaction folded into its summary is not)."""
     rewrite_cost_usd: Decimal
     """Closed form: surviving × (uncached rate − cache-read rate)."""
     saving_per_request_usd: Decimal
@@ -164,7 +165,7 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     """The break-even of rewrite `e`, compared over the requests of its `extent`."""
     seq, i, extra, markers, subs = e.seq, e.i, e.extra, e.markers, e.subs
     stop, cut_by_event, capped = extent
-    prev, rec = seq[i - 1], seq[i]
+    prev, rec = (seq[i - 1] if i > 0 else None), seq[i]
     history = run.threads[rec.thread].history
     # Each counterfactual record is compared and let go: kept (with its view and block
     # columns) for a whole horizon, they held ~140 MB per rewrite on a 470-request log.
@@ -175,7 +176,7 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     cf.store, rec.store_before = rec.store_before, None
     cf.renderers = run.renderers
     state = _Thread(strategy=None)
-    state.previous = prev.request
+    state.previous = prev.request if prev is not None else None
 
     net = Decimal(0)
     paid_back: int | None = None
@@ -199,9 +200,12 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
                 shifted = []
             retry_at, wait = max(at, k) + wait, min(2 * wait, _RETRY_MAX)
         cur = seq[k]
-        if subs is not None:
+        if e.reference is not None:  # the run the edit was made to: its own view, exactly
+            items = list(e.reference[cur.request_index])
+        elif subs is not None:
             items = _substituted(subs, cur.view, seq[k - 1].view if k > i else None, items)
         else:
+            assert prev is not None  # (`_rewrite_events`: a thread's first request has none)
             items = list(prev.view) + history[prev.history_len : cur.history_len]
         marker = markers[k]
         # The same head as the recorded request (a real log's hidden prefix, its version) and
@@ -254,9 +258,13 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     read_rate = _rate(run, rec, "cache_read")
     first_edit = rec.diff.first_mismatch_token
     # The suffix the previous request sent: the closed form's "surviving tokens" are those the
-    # cache would have read; what the history gained since is billed uncached either way.
-    gained = max(0, cf_first_total - prev.request.total)
-    surviving = max(0, rec.request.total - first_edit - gained)
+    # cache would have read; what the history gained since, where the rewritten prompt still
+    # sends it, is billed uncached either way (a compaction may fold part of it in a summary).
+    surviving = 0  # a thread's first request: no request of its own cached anything before
+    if prev is not None:
+        grown = max(0, cf_first_total - prev.request.total)
+        gained = _gained_tokens(history, prev, rec, grown)
+        surviving = max(0, rec.request.total - first_edit - gained)
     removed = max(0, cf_first_total - rec.request.total)
     rewrite_cost = surviving * (in_rate - read_rate)
     saving = removed * read_rate
@@ -307,6 +315,28 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     )
 
 
+def _gained_tokens(
+    history: Sequence[Item], prev: RequestRecord, rec: RequestRecord, fallback: int
+) -> int:
+    """Tokens of `rec`'s prompt that stand for what the history gained since `prev` (the
+    items, or a strategy's variant of them: the same event); `fallback` without its blocks."""
+    added = history[prev.history_len : rec.history_len]
+    gained = {i for item in added for i in _event_indexes_of(item)}
+    request, view = rec.request, rec.view
+    if request.released or not view:
+        return fallback
+    return sum(
+        int(t)
+        for t, n in zip(request.block_tokens, request.item_index, strict=True)
+        if 0 <= n < len(view) and getattr(view[n], "event_index", -1) in gained
+    )
+
+
+def _event_indexes_of(item: Item) -> tuple[int, ...]:
+    index = getattr(item, "event_index", -1)
+    return (index,) if index >= 0 else ()
+
+
 @dataclass
 class _Rewrite:
     """One rewrite event to analyse: request `i` of its thread's requests `seq`."""
@@ -331,6 +361,9 @@ class _Rewrite:
     derived: int = 0
     """Requests of its counterfactual derived from the run's records instead of replayed
     (`_shift`)."""
+    reference: dict[int, list[Item]] | None = None
+    """The views of the run the rewrite was made to, by request index (`whatif`: `recorded`'s):
+    the counterfactual sends them as they are, to the end of the thread."""
 
 
 _Extent = tuple[int, bool, bool]
@@ -343,11 +376,22 @@ class Rewrites:
     with the number of requests its counterfactual replays (`steps`): known before any is
     analysed, so that `--workers` can share a strategy's analysis out among processes."""
 
-    def __init__(self, run: _Run, records: list[RequestRecord], horizon: int | None) -> None:
+    def __init__(
+        self,
+        run: _Run,
+        records: list[RequestRecord],
+        horizon: int | None,
+        edit: tuple[int, dict[int, list[Item]]] | None = None,
+    ) -> None:
+        """`edit`: (request index, the views of the run it edits): only that request's rewrite,
+        compared with that run (`breakeven_edit`)."""
         self.run = run
         self.records = records
         self.horizon = horizon
-        self.events = _rewrite_events(run, records)
+        if edit is None:
+            self.events = _rewrite_events(run, records)
+        else:
+            self.events = _edit_event(run, records, *edit)
         self.extents = [_extent(e, horizon) for e in self.events]
         if run.shared is None:
             at = {id(r): n for n, r in enumerate(records)}
@@ -428,12 +472,30 @@ def _rewrite_events(run: _Run, records: list[RequestRecord]) -> list[_Rewrite]:
     return events
 
 
+def _edit_event(
+    run: _Run, records: list[RequestRecord], at: int, reference: dict[int, list[Item]]
+) -> list[_Rewrite]:
+    """The rewrite of a one-off edit at request `at`, to be compared with `reference`, the
+    views of the run it edits: even where it broke no prefix (an edit of what request `at`
+    adds), or at a thread's first request."""
+    seq = [r for r in records if r.kind == "request"]
+    rec = next(r for r in seq if r.request_index == at)
+    seq = [r for r in seq if r.thread == rec.thread]
+    extra: dict[int, list[RequestRecord]] = {}
+    for r in records:
+        if r.kind == "summarizer" and r.thread.split("/")[0] == rec.thread:
+            extra.setdefault(r.request_index, []).append(r)
+    recorded = run.session.requests()
+    markers = [recorded[r.request_index] for r in seq]
+    return [_Rewrite(seq, seq.index(rec), extra, markers, None, reference=reference)]
+
+
 def _extent(e: _Rewrite, longest: int | None) -> _Extent:
     """The requests `_analyse` compares for `e`: to the strategy's next structural rewrite
     after a structural one, else to the end of the thread; at most `longest`."""
     seq, i = e.seq, e.i
     end = len(seq)
-    if e.subs is None:
+    if e.subs is None and e.reference is None:
         later = range(i + 1, len(seq))
         end = next((k for k in later if seq[k].events and _structural(seq[k - 1], seq[k])), end)
     if longest is not None and end - i > longest:
@@ -464,6 +526,36 @@ def breakeven_strategy(
     from `breakeven_config`; `told`: see `Rewrites.analyse`)."""
     with strategy_rewrites(session, named, config, horizon) as rewrites:
         return [row for _, row in rewrites.analyse(told=told)], rewrites.records
+
+
+def breakeven_edit(
+    session: Session,
+    reference: NamedStrategy,
+    edit: NamedStrategy,
+    at: int,
+    config: ReplayConfig | None = None,
+) -> tuple[list[BreakEven], list[RequestRecord]]:
+    """Break-even of the one edit `edit` makes at request `at` to the run of `reference`
+    (`whatif`), and the records of both runs. Its counterfactual is `reference`'s own run: the
+    views it sent, to the end of the thread (the edit's later requests are `reference`'s with
+    the edit made again, so the difference is that edit alone, what it touched first at `at`
+    included)."""
+    config = breakeven_config(session, config)
+    if config.progress is not None:
+        config.progress(reference.name, 0, 2)
+    with remembered_block_pairs():
+        base = _Run(session, reference, config).run()
+        views = {r.request_index: r.view for r in base if r.kind == "request"}
+        if config.progress is not None:
+            config.progress(edit.name, 1, 2)
+        run = _Run(session, edit, config)
+        records = run.run()
+        rows = [row for _, row in Rewrites(run, records, None, (at, views)).analyse()]
+    for r in (*base, *records):
+        r.store_before = None
+    if config.progress is not None:
+        config.progress("", 2, 2)
+    return rows, [*base, *records]
 
 
 @contextmanager
