@@ -815,3 +815,34 @@ def test_disagreement_names_a_prefix_the_rewritten_request_could_not_read(provid
     said = f"read {read:,} of the {row.first_edit_token:,} tokens before the edit from the cache"
     assert (said in row.disagreement) == named, row.disagreement
     assert (read == 0) == named
+
+
+def test_a_rewrite_that_saved_nothing_has_not_paid_back() -> None:
+    # "Until the simulated saving turns positive": a net of exactly $0 is no payback.
+    zero = Decimal(0)
+    assert _breakeven._account(zero, None, zero, 0) == (zero, None)
+    assert _breakeven._account(zero, None, Decimal("0.01"), 2) == (Decimal("0.01"), 2)
+    assert _breakeven._account(Decimal("0.01"), 2, Decimal("-0.01"), 3) == (zero, None)
+
+
+def test_a_repeated_rewrite_label_on_a_view_that_only_grew_is_no_rewrite() -> None:
+    """A strategy that names its state at every request (a clearing it keeps), on a request
+    whose prefix the log itself broke (a model switch here), rewrote nothing: no row (on the pi
+    large-session sample, 26 rows of "pays back at once, net $0")."""
+
+    def build() -> object:
+        def labelled(history, ctx):
+            return View(list(history), [], [RewriteEvent("clear", "3 results cleared")])
+
+        return labelled
+
+    spec = StrategySpec(
+        family="label", pattern="label", build=build, cache_class="append-only", rule="label"
+    )
+    turns = [Turn(f"step {i}", [Call("read_file", {"path": f"f{i}.py"}, "x")]) for i in range(3)]
+    session = build_session(turns + [Turn("done")], provider="anthropic")
+    markers = [e for e in session.events if isinstance(e, RequestMarker)]
+    markers[2].model, markers[2].provider = "gpt-5", "openai"  # the log switches model
+    rows, records = breakeven_session(session, [NamedStrategy("label", spec, {})])
+    assert [r.diff.is_break for r in records] == [False, False, True, True]
+    assert rows == []

@@ -156,7 +156,7 @@ def _account(
     """The cumulative saving with one more request's, and from when it has stayed positive:
     a later loss (a TTL expiry the rewrite's prompt alone paid for…) takes the payback back."""
     net += saving
-    if net < 0:
+    if net <= 0:  # paid back once the saving is positive, not when nothing was saved
         return net, None
     return net, after if paid_back is None else paid_back
 
@@ -468,6 +468,10 @@ def _rewrite_events(run: _Run, records: list[RequestRecord]) -> list[_Rewrite]:
         for i in range(1, len(seq)):
             if seq[i].events and seq[i].diff.is_break:
                 subs = _substitutions(seq[i - 1].view, seq[i].view)
+                if subs == {}:
+                    # The view only grew: the strategy named its state again (a clearing
+                    # repeated), and the log's own change broke the prefix, not a rewrite.
+                    continue
                 events.append(_Rewrite(seq, i, extra, markers, subs))
     return events
 
