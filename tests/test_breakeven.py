@@ -846,3 +846,12 @@ def test_a_repeated_rewrite_label_on_a_view_that_only_grew_is_no_rewrite() -> No
     rows, records = breakeven_session(session, [NamedStrategy("label", spec, {})])
     assert [r.diff.is_break for r in records] == [False, False, True, True]
     assert rows == []
+
+
+def test_the_table_prints_the_closed_form_as_the_json_has_it() -> None:
+    from replay.report._table import closed_form_text
+
+    # `:g` kept 6 significant digits: 10604.25 read 10604.2, a million 1e+06.
+    assert closed_form_text(10604.25) == "10,604.25"
+    assert closed_form_text(1_000_000.0) == "1,000,000"
+    assert [closed_form_text(x) for x in (0.0, 0.45, 2.5, None)] == ["0", "0.45", "2.5", "never"]

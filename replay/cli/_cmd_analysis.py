@@ -27,7 +27,7 @@ def _breakeven_table(frame, title: str):
     from rich.table import Table
 
     from replay.report._fit import Fitted
-    from replay.report._table import STRATEGY, _usd
+    from replay.report._table import STRATEGY, _usd, closed_form_text
 
     table = Table(title=title, title_justify="left")
     for col in ("strategy", "#", "event", "first edit", "removed", "surviving", "rewrite cost",
@@ -35,8 +35,7 @@ def _breakeven_table(frame, title: str):
         table.add_column(col, justify="left" if col in ("strategy", "event", "disagreement")
                          else "right")
     for r in frame.iter_rows(named=True):
-        closed_form = r["breakeven_closed_form"]
-        closed = "never" if closed_form is None else f"{closed_form:g}"
+        closed = closed_form_text(r["breakeven_closed_form"])
         sim = "never" if r["breakeven_simulated"] is None else str(r["breakeven_simulated"])
         table.add_row(
             r["strategy"], str(r["request_index"]), r["event"], f"{r['first_edit_token']:,}",

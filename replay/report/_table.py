@@ -107,11 +107,20 @@ def summary_table(summary: pl.DataFrame, title: str) -> Fitted:
     return Fitted(table, hide=SUMMARY_HIDDEN_FIRST, fold=STRATEGY)
 
 
+def closed_form_text(closed: float | None) -> str:
+    """A closed-form break-even as the JSON has it (two decimals at most, every digit: `:g`
+    printed 10604.25 as 10604.2 and a million as 1e+06)."""
+    if closed is None:
+        return "never"
+    text = f"{closed:,.2f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
 def _breakeven_cell(row: dict) -> str:
     if not row.get("event"):
         return ""
     closed, simulated = row["breakeven_closed_form"], row["breakeven_simulated"]
-    closed_text = "never" if closed is None else f"{closed:g}"
+    closed_text = closed_form_text(closed)
     simulated_text = "never" if simulated is None else str(simulated)
     return f"{row['event']}: {closed_text} / {simulated_text}"
 
