@@ -103,7 +103,8 @@ def breakeven_command(log: Path, strategies: str, sets: tuple[str, ...],
 @click.option("--at", "at", type=int, help="Request index (0-based, file order, counting every "
               "thread's requests) where --prune applies, in that request's thread.")
 @click.option("--prune", metavar="SELECTOR",
-              help="older-than:K | tool:NAME | messages:A-B (tool results become a placeholder).")
+              help="older-than:K | tool:NAME (those tool results become a placeholder) | "
+              "messages:A-B (those history items are dropped, a call with its result).")
 @click.option("--compact-at", "compact_at", type=int, metavar="REQUEST",
               help="Compact everything before the current step at this request (numbered "
               "as --at) instead.")
