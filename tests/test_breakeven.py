@@ -855,3 +855,30 @@ def test_the_table_prints_the_closed_form_as_the_json_has_it() -> None:
     assert closed_form_text(10604.25) == "10,604.25"
     assert closed_form_text(1_000_000.0) == "1,000,000"
     assert [closed_form_text(x) for x in (0.0, 0.45, 2.5, None)] == ["0", "0.45", "2.5", "never"]
+
+
+@pytest.mark.parametrize("logged_call", [False, True])
+def test_the_agent_s_own_compaction_says_where_its_summary_cost_is(logged_call) -> None:
+    """`recorded`'s row of a logged compaction has no summarizer call of its own (summary cost
+    0): the disagreement says why, not an unexplained $0 (opencode logs the summarizing call
+    as a request before it; Claude Code, pi and Codex do not log it)."""
+    from replay.log import AssistantMessage, Compaction, ToolResult, UserMessage
+
+    turns = [Turn(f"step {i}", [Call("read_file", {"path": f"f{i}.py"}, "x" * 900)])
+             for i in range(4)]
+    session = build_session(turns + [Turn("done")], provider="anthropic")
+    markers = [e for e in session.events if isinstance(e, RequestMarker)]
+    at = session.events.index(markers[3])
+    context = [e.id for e in session.events[:at]
+               if isinstance(e, UserMessage | AssistantMessage | ToolResult)]
+    compaction = Compaction(ts=markers[3].ts, summary="We read four files.", replaces=context)
+    compaction.id, compaction.thread = "e9999", markers[3].thread
+    session.events.insert(at, compaction)
+    if logged_call:
+        markers[2].compaction_call = True
+    rows, _ = breakeven_session(session, ["recorded"])
+    row = _only(rows)
+    assert (row.request_index, row.event, row.summarizer_cost_usd) == (3, "compaction", 0)
+    said = ("the logged request before it wrote the summary" if logged_call
+            else "the log holds no call for its compaction")
+    assert said in row.disagreement

@@ -276,6 +276,14 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
         reasons.append("cache-write premium")
     if summarizers:
         reasons.append("summary cost")
+    elif any(ev.detail == "logged compaction" for ev in rec.events):
+        # The agent's own compaction (`recorded`): its summarizing call is no call of this row.
+        wrote = i > 0 and getattr(markers[i - 1], "compaction_call", False)
+        reasons.append(
+            "summary cost not counted: the logged request before it wrote the summary"
+            if wrote
+            else "summary cost unknown: the log holds no call for its compaction"
+        )
     if cf_first_read < rec.request.total and cf_first_read <= first_edit:
         # The closed form assumes the surviving tokens would have been read from the cache.
         reasons.append(f"not cached past the edit even without it ({cf_first_read:,} read)")
