@@ -1082,6 +1082,22 @@ def test_a_plugin_cannot_shadow_a_builtin_name_or_pattern(tmp_path, clean_regist
     assert result.exit_code == 2 and message in result.stderr
 
 
+def test_two_plugins_of_one_name_are_an_error(tmp_path, clean_registry, invoke):
+    # The second used to replace the first: its code ran under the name meant for the first.
+    first, second = tmp_path / "first.py", tmp_path / "second.py"
+    first.write_text("NAME = 'keep-edges'\ndef strategy(history, ctx):\n    return history[-3:]\n")
+    second.write_text("NAME = 'keep-edges'\ndef strategy(history, ctx):\n    return history\n")
+    _plugins.load_strategy_file(first)
+    _plugins.load_strategy_file(first)  # the same file again is the same plug-in
+    message = (f"plug-in file:{second}: strategy family 'keep-edges' is already taken by "
+               f"plug-in file:{first}")
+    with pytest.raises(ReplayError, match=re.escape(message)):
+        _plugins.load_strategy_file(second)
+    result = invoke("run", RUN42, "-s", "plugins", "--strategy-file", first,
+                    "--strategy-file", second, "--quiet")
+    assert result.exit_code == 2 and message in result.stderr
+
+
 def test_a_file_is_registered_whole_or_not_at_all(tmp_path, clean_registry):
     mixed = tmp_path / "mixed.py"
     mixed.write_text(

@@ -256,6 +256,13 @@ def register(spec: StrategySpec) -> StrategySpec:
     if spec.is_plugin:
         _load_builtin()
         _refuse_builtin_clash(spec)
+        earlier = _REGISTRY.get(spec.family)
+        if earlier is not None and earlier.origin != spec.origin:
+            # The later one would run under the name the user meant for the first.
+            raise ReplayError(
+                f"plug-in {spec.origin}: strategy family {spec.family!r} is already taken by "
+                f"plug-in {earlier.origin}; give one of them another name"
+            )
     _REGISTRY[spec.family] = spec
     return spec
 
