@@ -83,6 +83,23 @@ def test_a_plugin_that_raises_while_choosing_a_view_names_it(invoke, tmp_path, c
 
 
 @pytest.mark.parametrize(
+    ("source", "needles"),
+    [
+        # at import: replay ended with that exit code and printed nothing
+        ("import sys\nsys.exit(3)\n", (":2", "SystemExit: 3")),
+        # while choosing a view: only the message, exit code 1
+        ("import sys\ndef strategy(history, ctx):\n    sys.exit('bailed')\n",
+         (":3", "'exits-early'", "SystemExit: bailed", "request 0")),
+    ],
+    ids=["import", "request"],
+)
+def test_a_plugin_that_calls_sys_exit_is_a_plugin_error(invoke, tmp_path, clean_registry,
+                                                        source, needles):
+    path = _plugin(tmp_path, "exits_early", source)
+    _one_line(_run_plugin(invoke, path), (str(path), *needles))
+
+
+@pytest.mark.parametrize(
     ("returned", "what"),
     [("None", "None"), ("42", "int"), ("[1, 2]", "a list holding int"), ("'text'", "str")],
 )

@@ -85,7 +85,7 @@ def _import_file(path: Path) -> ModuleType:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as err:  # the user's code: report it, never a traceback
+    except (Exception, SystemExit) as err:  # the user's code: report it, never a traceback
         sys.modules.pop(name, None)
         where = _raised_at(err, str(path)) or str(path)
         raise ReplayError(f"--strategy-file {where}: {_described(err)}") from err
@@ -182,7 +182,7 @@ class _Guarded:
             result = self.strategy(history, ctx)
         except ReplayError:
             raise
-        except Exception as err:
+        except (Exception, SystemExit) as err:  # `sys.exit()` too: it would end replay silently
             raise _plugin_error(self.named, err, f"on request {ctx.request_index}") from err
         wrong = _not_a_view(result)
         if wrong:
@@ -207,7 +207,7 @@ def _not_a_view(result: Any) -> str | None:
     return None if bad is None else f"{outer} holding {type(bad).__name__}"
 
 
-def _plugin_error(named: NamedStrategy, err: Exception, when: str) -> ReplayError:
+def _plugin_error(named: NamedStrategy, err: BaseException, when: str) -> ReplayError:
     where = _raised_at(err) or named.spec.origin
     return ReplayError(
         f"{where}: plug-in strategy {named.name!r} raised {_described(err)} {when}"
@@ -221,7 +221,7 @@ def build_guarded(named: NamedStrategy) -> Any:
         strategy = named.spec.build(**named.params)
     except ReplayError:
         raise
-    except Exception as err:
+    except (Exception, SystemExit) as err:
         raise _plugin_error(named, err, "when it was built") from err
     if not callable(strategy):
         raise ReplayError(
@@ -397,7 +397,7 @@ def load_entry_points(force: bool = False) -> list[StrategySpec]:
             for spec in specs:
                 register(spec)
             loaded.extend(specs)
-        except Exception as err:  # a third-party package: warn, keep going
+        except (Exception, SystemExit) as err:  # a third-party package: warn, keep going
             warnings.warn(
                 f"strategy plug-in {ep.name!r} ({ep.value}) not loaded: {err}", stacklevel=2
             )
