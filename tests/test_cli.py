@@ -589,3 +589,11 @@ def test_the_report_notes_an_ignored_ttl_and_a_window_given() -> None:
     assert _ttl_note("1h", 14, "google") in document["notes"]
     assert ("Strategies were given a 4,000-token context window (--context-window), not the "
             "model's own (gemini-2.5-flash 1,048,576).") in document["notes"]
+
+
+def test_money_keeps_the_digits_of_a_tiny_price(invoke):
+    # 12 decimal places cut $0.00000000188836 to 0.000000001888.
+    price = "gemini-2.5-flash=input:0.0000001,output:0.0000003,cache_read:0.00000001"
+    out = invoke("run", RUN42, "-s", "baseline", "--format", "csv", "-q", "--price", price)
+    assert out.exit_code == 0, out.output
+    assert out.stdout.splitlines()[1].split(",")[7] == "0.00000000188836"

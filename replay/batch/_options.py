@@ -9,7 +9,7 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-BATCH_FORMAT = 4
+BATCH_FORMAT = 5
 """Version of the dataset's rows and of the incremental cache; bump when either changes."""
 
 DEFAULT_CHAIN_BYTES = 512 * 1024 * 1024

@@ -18,7 +18,9 @@ from replay.cache._base import NO_BREAKPOINT
 from replay.engine._replay import RequestRecord
 from replay.evidence import HIDDEN_MENTION, STUBBED_READ
 
-MONEY = pl.Decimal(precision=38, scale=12)
+MONEY = pl.Decimal(precision=38, scale=18)
+"""USD, exact to 1e-18 (a price per million tokens of a few significant digits, per token, is
+exact at 12 places; a tiny `--price` or a storage fee by the second needs more)."""
 
 TURN_COLUMNS = [
     "strategy",
