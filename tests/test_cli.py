@@ -506,6 +506,26 @@ def test_tables_print_square_brackets_as_they_are(invoke):
     assert "[first message, summary, last 3" in listing.stdout
 
 
+@pytest.mark.parametrize(
+    ("sets", "said"),
+    [
+        # a family no strategy of the run belongs to: it changed nothing, silently
+        (["pi-compact.keep=30k"], "--set pi-compact.keep=30k: no strategy of family "
+         "'pi-compact' is run (--strategies names sliding-10)"),
+        # one parameter twice: the last one won, silently (a repeated --price is an error)
+        (["sliding.messages=4", "sliding.messages=6"],
+         "--set sliding.messages is given twice ('4' and '6'); give it once"),
+    ],
+)
+def test_a_set_that_would_change_nothing_or_is_ambiguous_is_an_error(invoke, sets, said):
+    args = [a for s in sets for a in ("--set", s)]
+    result = invoke("run", RUN42, "-s", "sliding-10", *args, "-q")
+    assert result.exit_code == 2 and said in result.stderr, result.stderr
+    again = invoke("run", RUN42, "-s", "sliding-10", "--set", "sliding.messages=4",
+                   "--set", "sliding.messages=4", "-q")
+    assert again.exit_code == 0, again.stderr  # the same value twice is one setting
+
+
 def test_run_takes_ttl_as_the_other_commands_do(invoke) -> None:
     """`--ttl 1h` forces one-hour breakpoints, as in breakeven, whatif, report and plot."""
     args = [RUN42, "-s", "baseline", "--provider", "anthropic", "--model", "claude-sonnet-4-5",

@@ -46,8 +46,31 @@ def parse_sets(sets: Sequence[str]) -> dict[str, dict[str, str]]:
             raise ReplayError(
                 f"--set {item!r}: expected FAMILY.PARAM=VALUE, e.g. pi-compact.keep=30k"
             )
-        out.setdefault(family, {})[param] = value.strip()
+        earlier = out.setdefault(family, {}).get(param)
+        if earlier is not None and earlier != value.strip():
+            # Which one would win is no answer: say it, as a repeated --price does.
+            raise ReplayError(
+                f"--set {family}.{param} is given twice ({earlier!r} and {value.strip()!r}); "
+                "give it once"
+            )
+        out[family][param] = value.strip()
     return out
+
+
+def _unused_sets(chosen: Sequence[Any], sets: dict[str, dict[str, str]]) -> None:
+    """A `--set` for a family no chosen strategy belongs to would change nothing: an error that
+    says so, not a result the user believes was made with it."""
+    from replay._errors import ReplayError
+
+    run = {named.spec.family for named in chosen}
+    for family, params in sets.items():
+        if family not in run:
+            param, value = next(iter(params.items()))
+            raise ReplayError(
+                f"--set {family}.{param}={value}: no strategy of family {family!r} is run "
+                f"(--strategies names {', '.join(n.name for n in chosen)}); add one of its "
+                "strategies to --strategies (`replay strategies` lists them)"
+            )
 
 
 def resolve_strategies(
@@ -59,7 +82,10 @@ def resolve_strategies(
 
     for path in strategy_files:
         load_strategy_file(path)
-    return resolve(strategies, parse_sets(sets))
+    overrides = parse_sets(sets)
+    chosen = resolve(strategies, overrides)
+    _unused_sets(chosen, overrides)
+    return chosen
 
 
 def strategy_rows() -> list[dict[str, Any]]:
