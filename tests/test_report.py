@@ -414,6 +414,11 @@ def test_report_command(tmp_path) -> None:
     assert "wrote" in run.stderr and "2 strategies × 14 requests" in run.stderr
     page = out.read_text(encoding="utf-8")
     assert "sliding-10" in page and "Not computed for this report" in page
+    one = CliRunner().invoke(
+        cli, ["report", str(SAMPLE), "-s", "baseline", "--no-breakeven", "-o", str(out)],
+        prog_name="replay",
+    )
+    assert "1 strategy × 14 requests" in one.stderr  # not "1 strategies"
 
 
 def test_report_of_the_same_log_is_the_same_file(tmp_path) -> None:

@@ -99,9 +99,11 @@ def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ..
     write_output(page, output)
     if not quiet:
         where = "standard output" if output == "-" else output
+        strategies, requests = len(document["strategies"]), len(document["requests"])
         click.echo(
-            f"wrote {where} ({_size(len(page))}: {len(document['strategies'])} strategies × "
-            f"{len(document['requests'])} requests)",
+            f"wrote {where} ({_size(len(page))}: {strategies} "
+            f"strateg{'y' if strategies == 1 else 'ies'} × {requests} "
+            f"request{'' if requests == 1 else 's'})",
             err=True,
         )
 
