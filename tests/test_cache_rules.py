@@ -414,6 +414,12 @@ def test_providers_lists_rules_in_force_as_json():
     assert all(r["source"] and r["since"] <= "2026-03-01" for r in openai["rules"])
 
 
+def test_providers_before_every_rule_says_so():
+    result = _cli("--model", "gpt-5", "--at", "1990-01-01")
+    assert result.exit_code == 0, result.output
+    assert "no rule in force on that date" in " ".join(result.output.split())
+
+
 def test_providers_resolves_a_model():
     result = _cli("--provider", "aws", "--model", "global.anthropic.claude-fable-5-v1:0",
                   "--at", "2026-10-20", "--format", "json")

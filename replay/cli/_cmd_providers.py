@@ -137,6 +137,8 @@ def _rules_table(
             cells += [r["models"] or "all", r["variant"] or ""]
         cells += [value, r["since"], source]
         table.add_row(*cells)
+    if not rows:  # a date before every rule (`--at 1990-01-01`): say it, not an empty table
+        table.caption = "no rule in force on that date: every rule of this provider is later"
     # Names, model patterns and sources may fold on a narrow terminal; a value or a date not.
     names = {"rule": 12, "models": 12, "applies to": 12, "variant": 8, "source": 20}
     return Fitted(table, hide=("source",), fold=names, noted=noted)
