@@ -82,6 +82,16 @@ def test_a_plugin_that_raises_while_choosing_a_view_names_it(invoke, tmp_path, c
     assert "request 0" in line
 
 
+@pytest.mark.parametrize("name", ["5", "'a,b'", "'x.y'", "''"])
+def test_a_plugin_name_that_no_option_could_take_is_refused(invoke, tmp_path, clean_registry,
+                                                            name):
+    # NAME = 5 was taken as "5"; a comma or a dot breaks `-s a,b` and `--set NAME.param`.
+    path = _plugin(tmp_path, "named_badly", f"NAME = {name}\ndef strategy(history, ctx):\n"
+                   "    return history\n")
+    result = invoke("run", RUN42, "-s", "plugins", "--strategy-file", path, "-q")
+    _one_line(result, (str(path), "must be a strategy name"))
+
+
 @pytest.mark.parametrize(
     ("source", "needles"),
     [

@@ -14,7 +14,8 @@ declare summarizer calls (costed as separate requests) or rewrite events.
 - `strategy` — the function above, or a class whose instances are called that way (a fresh
   instance per replayed thread, so it may keep state); extra keyword parameters of the function
   or of the class's `__init__` are the strategy's parameters (`--set NAME.param=value`);
-- `NAME` — the strategy name (default: the file name, `_` → `-`);
+- `NAME` — the strategy name: letters, digits, dashes, underscores (default: the file name,
+  `_` → `-`);
 - `CACHE_CLASS` — `append-only`, `freeze-once`, `churn` or `churn-tail` (default `churn`: the
   safe assumption for an unknown strategy);
 - `RULE`, `SOURCE` — one-line rule and source (defaults: the module docstring's first line and
@@ -264,7 +265,13 @@ def spec_from_module(module: ModuleType, origin: str, default_name: str) -> list
             f"{origin}: defines neither `strategy` (a function or class) nor StrategySpec objects"
         )
     _check_signature(target, origin)
-    name = str(getattr(module, "NAME", default_name))
+    name = getattr(module, "NAME", default_name)
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", name):
+        # What `--strategies a,b` and `--set NAME.param=…` take apart, and every result row.
+        raise ReplayError(
+            f"{origin}: NAME {name!r} must be a strategy name: a string of letters, digits, "
+            "dashes and underscores (e.g. 'keep-edges')"
+        )
     cache_class = getattr(module, "CACHE_CLASS", "churn")
     if cache_class not in CACHE_CLASSES:
         raise ReplayError(
