@@ -698,8 +698,15 @@ def _drop_result(fmt: str) -> str:
         doc = opencode_doc()
         doc["messages"][1]["parts"][2]["state"]["status"] = "running"
         return json.dumps(doc, indent=2)
+    if fmt == "claude-code":  # the chain re-linked around it: no missing line, no result
+        records = claude_lines()
+        dropped = next(r for r in records if "tool_result" in json.dumps(r))
+        for r in records:
+            if r.get("parentUuid") == dropped["uuid"]:
+                r["parentUuid"] = dropped["parentUuid"]
+        return jsonl([r for r in records if r is not dropped])
     lines = VALID[fmt]().splitlines(keepends=True)
-    marker = {"claude-code": "tool_result", "codex": "function_call_output", "pi": "toolResult"}
+    marker = {"codex": "function_call_output", "pi": "toolResult"}
     return "".join(x for x in lines if marker[fmt] not in x)
 
 
