@@ -153,3 +153,21 @@ def test_a_summarizer_call_the_window_cannot_hold_counts_over_it() -> None:
     result = replay(gen.build_session(turns, provider="openai"), name, context_window=3100)
     row = result.summary.row(0, named=True)
     assert (row["over_window"], row["peak_prompt_tokens"], row["summarizer_calls"]) == (1, 3036, 2)
+
+
+@pytest.mark.parametrize("name", ["codex-compact-drop-oldest", "codex-compact-at-90pct"])
+def test_codex_s_summarizer_call_is_trimmed_to_fit_the_window(name) -> None:
+    """Codex drops the oldest item of the compaction request until it fits: the fit is counted
+    as the provider bills it. A chars/4 estimate without the framing and the hidden prefix let
+    summarizer calls of 14,215 tokens through a 12,000-token window."""
+    turns = [
+        gen.Turn(f"step {i}", [gen.Call("read_file", {"path": f"f{i}.py"}, gen.filler(8000, i))])
+        for i in range(12)
+    ] + [gen.Turn("done")]
+    session = gen.build_session(turns, provider="openai")
+    window = 12_000
+    turns_ = replay(session, name, context_window=window).turns
+    summarizers = turns_.filter(turns_["kind"] == "summarizer")
+    assert summarizers.height >= 1
+    assert summarizers["prompt_tokens"].max() <= window
+    assert not any(summarizers["over_window"].to_list())

@@ -133,13 +133,13 @@ def framed_tokens(items: Sequence[Item], ctx: StrategyContext) -> int:
     return items_tokens(items, ctx) + items_framing(items, ctx)
 
 
-def head_tokens(ctx: StrategyContext) -> int:
+def head_tokens(ctx: StrategyContext, tools: bool = True) -> int:
     """Tokens of a request before its first item: the hidden prefix, the system prompt (a
-    message of its own) and the tool definitions."""
+    message of its own) and the tool definitions (`tools=False`: a call sent without them)."""
     head = ctx.hidden_tokens
     if ctx.system:
         head += ctx.count_tokens(ctx.system) + ctx.message_overhead
-    if ctx.tools:
+    if ctx.tools and tools:
         head += ctx.count_tokens(
             "\n".join(json.dumps(t.model_dump(mode="json"), sort_keys=True) for t in ctx.tools)
         )

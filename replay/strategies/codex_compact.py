@@ -40,8 +40,9 @@ from replay.strategies._common import (
     SummarySource,
     est,
     forked_call,
+    framed_tokens,
+    head_tokens,
     is_real_user,
-    items_est,
     repair_pairs,
     reported_tokens,
     since_last_assistant,
@@ -66,11 +67,14 @@ def truncate_middle_tokens(text: str, budget: int) -> str:
     return f"{head}…{removed} tokens truncated…{tail}"
 
 
-def drop_oldest_until_fits(items: list[Item], ctx: StrategyContext, extra: int) -> list[Item]:
-    """Codex's retry loop: drop the oldest item (and its pair) while the request overflows."""
+def drop_oldest_until_fits(items: list[Item], ctx: StrategyContext, extra: str) -> list[Item]:
+    """Codex's retry loop: drop the oldest item (and its pair) while the request overflows.
+    The request is the summarizer call: `items`, then `extra` (the compaction prompt), sent
+    without tools; its size is counted as the provider bills it (a chars/4 estimate without
+    the framing and the hidden prefix let calls over the window through)."""
     items = list(items)
-    system = est(ctx.system)
-    while len(items) > 1 and items_est(items) + system + extra > ctx.context_window:
+    head = head_tokens(ctx, tools=False) + ctx.count_tokens(extra) + ctx.message_overhead
+    while len(items) > 1 and framed_tokens(items, ctx) + head > ctx.context_window:
         items = repair_pairs(items[1:], items)
     return items
 
@@ -109,7 +113,7 @@ def codex_compact(pct: int = 90, limit: int = 0, keep_user_tokens: int = 20000) 
             return View(items=view)
         upto = compacted_until(history, state)
         compacted = view[: len(view) - (len(history) - upto)]
-        request = drop_oldest_until_fits(compacted, ctx, est(CODEX_INSTRUCTION))
+        request = drop_oldest_until_fits(compacted, ctx, CODEX_INSTRUCTION)
         text, source = summaries.text(ctx, request)
         text = text.strip() or LITERAL_CODEX_NO_SUMMARY
         kept: list[Item] = []
