@@ -329,7 +329,7 @@ def _gained_tokens(
     """Tokens of `rec`'s prompt that stand for what the history gained since `prev` (the
     items, or a strategy's variant of them: the same event); `fallback` without its blocks."""
     added = history[prev.history_len : rec.history_len]
-    gained = {i for item in added for i in _event_indexes_of(item)}
+    gained = {getattr(item, "event_index", -1) for item in added} - {-1}
     request, view = rec.request, rec.view
     if request.released or not view:
         return fallback
@@ -338,11 +338,6 @@ def _gained_tokens(
         for t, n in zip(request.block_tokens, request.item_index, strict=True)
         if 0 <= n < len(view) and getattr(view[n], "event_index", -1) in gained
     )
-
-
-def _event_indexes_of(item: Item) -> tuple[int, ...]:
-    index = getattr(item, "event_index", -1)
-    return (index,) if index >= 0 else ()
 
 
 @dataclass
