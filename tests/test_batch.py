@@ -655,6 +655,20 @@ def test_overlapping_copies_never_read_less_than_alone(tmp_path: Path, header: d
     assert min((first["cached_tokens"] - lone["cached_tokens"]).to_list()) >= 0
 
 
+@pytest.mark.parametrize("header", [{}, {"provider": "openai", "model": "gpt-4o"}],
+                         ids=["gemini-as-logged", "openai"])
+def test_prompts_that_expired_before_a_session_are_no_miss_of_it(tmp_path: Path, header: dict):
+    # run42, then the same run 10 minutes later, past the 5-min (Gemini) / 10-min idle TTL:
+    # the first session's prompts expired before the second starts. Left in the store, each
+    # was the longest match of the second's identical prompt: 14 "TTL expired" misses where
+    # the second, replayed alone, has the first's 5 "below minimum" ones.
+    logs = tmp_path / "logs"
+    variant(logs / "a.jsonl", "a", timedelta(0), **header)
+    variant(logs / "b.jsonl", "b", timedelta(minutes=10, seconds=30), **header)
+    shared, alone = _chain_and_alone(logs, tmp_path, "baseline")
+    assert _rows(shared, "b.jsonl").equals(_rows(alone, "b.jsonl"))
+
+
 def test_a_bad_price_is_a_user_error_before_any_work(logdir: Path, tmp_path: Path, invoke):
     from replay._errors import ReplayError
 

@@ -362,12 +362,16 @@ def _parquet(frame: Any) -> bytes:
 
 
 def _prune(shared: Any, t: datetime) -> None:
-    """Drop cache entries that expired before `t`: no later session of the chain (they start at
-    `t` or later) can read them, and the store stays as small as the live cache."""
+    """Drop cache entries, and the prompts an automatic-prefix cache holds, that expired before
+    `t`: no later session of the chain (they start at `t` or later) can read them, and the store
+    stays as small as the live cache. (An expired prompt left in place was the longest match of
+    a later session's identical prompt: every one of its requests a "TTL expired" miss.)"""
     for store in shared.stores.values():
         dead = [k for k, e in store.entries.items() if e.expired(t)]
         for k in dead:
             del store.entries[k]
+        for prompts in store.prompts.values():
+            prompts[:] = [p for p in prompts if not p.expired(t)]
 
 
 def _outcome(
