@@ -669,6 +669,31 @@ def test_prompts_that_expired_before_a_session_are_no_miss_of_it(tmp_path: Path,
     assert _rows(shared, "b.jsonl").equals(_rows(alone, "b.jsonl"))
 
 
+@pytest.mark.parametrize("change", ["a copy added", "renamed", "renamed back"])
+def test_a_session_keeps_one_set_of_rows_whatever_its_files_became(tmp_path: Path, change: str):
+    """Parts are named by the log's bytes: a copy or a renamed file writes the part another
+    entry named. That entry kept it, so after a change of options both the old part and the
+    new one were read: every row of the session twice."""
+    import shutil
+
+    logs, out = tmp_path / "logs", tmp_path / "ds"
+    logs.mkdir()
+    shutil.copy(RUN42, logs / "b.jsonl")
+    run_batch([logs], BatchOptions(strategies="baseline"), output=out, workers=1)
+    if change == "a copy added":
+        shutil.copy(logs / "b.jsonl", logs / "a.jsonl")  # read first: b is its duplicate
+    else:
+        (logs / "b.jsonl").rename(logs / "a.jsonl")
+    run_batch([logs], BatchOptions(strategies="baseline"), output=out, workers=1)
+    if change == "renamed back":
+        (logs / "a.jsonl").rename(logs / "b.jsonl")
+        run_batch([logs], BatchOptions(strategies="baseline"), output=out, workers=1)
+    run_batch([logs], BatchOptions(strategies="baseline,truncate-500"), output=out, workers=1)
+    rows = sessions(out)
+    assert sorted(rows["strategy"].to_list()) == ["baseline", "truncate-500"]
+    assert rows["file"].n_unique() == 1
+
+
 def test_a_bad_price_is_a_user_error_before_any_work(logdir: Path, tmp_path: Path, invoke):
     from replay._errors import ReplayError
 

@@ -221,8 +221,8 @@ class Dataset:
         if replay["group"] != group or replay.get("sha") != sha:
             return None
         parts = replay["parts"]
-        if not all((self.root / p).exists() for p in parts):
-            return None
+        if not parts or not all((self.root / p).exists() for p in parts):
+            return None  # (none: another file's replay took them over, `_disown`)
         return parts
 
     def write_parts(self, path: str, part: str, tables: dict[str, bytes | None]) -> list[str]:
@@ -259,6 +259,20 @@ class Dataset:
             "sha": sha,
         }
         self._put(entry)
+        self._disown(path, parts)
+
+    def _disown(self, path: str, parts: list[str]) -> None:
+        """Parts are named by content: `path`'s replay rewrote any of them another entry names
+        (a renamed file's old path, a copy of the same bytes), which holds `path`'s rows now.
+        That entry no longer owns it: kept referenced, it outlived `path`'s next replay under
+        other options, and the same session's rows were counted twice."""
+        taken = set(parts)
+        for other, entry in list(self.entries.items()):
+            replay = entry.get("replay") or {}
+            if other == path or not taken & set(replay.get("parts") or ()):
+                continue
+            replay = {**replay, "parts": [p for p in replay["parts"] if p not in taken]}
+            self._put({**entry, "replay": replay})
 
     # --- sessions of several files -------------------------------------------------------
 

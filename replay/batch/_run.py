@@ -586,6 +586,9 @@ def _scan_phase(phases: _Phases, paths: list[str], since: datetime | None) -> li
         elif s.sha in first_copy:
             statuses[path] = FileStatus(path, "duplicate", f"same bytes as {first_copy[s.sha]}")
             phases.copies[path] = first_copy[s.sha]
+            if dataset is not None and path in dataset.entries:  # counted once: rows of an
+                # earlier replay of its own go
+                dataset.record_replay(path, phases.rkey, "", "duplicate", first_copy[s.sha], [])
         else:
             first_copy[s.sha] = path  # type: ignore[index]
             ok.append(s)
