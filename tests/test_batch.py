@@ -709,6 +709,23 @@ def test_a_bad_price_is_a_user_error_before_any_work(logdir: Path, tmp_path: Pat
     assert good.exit_code == 0, good.output
 
 
+@pytest.mark.parametrize(
+    ("flag", "value", "said"),
+    [
+        ("--client", "nosuch", "error: unknown client profile 'nosuch'"),
+        ("--provider", "nosuch", "error: --provider 'nosuch': no cache rules for it"),
+    ],
+)
+def test_a_mistyped_provider_or_client_is_a_user_error_before_any_work(
+    logdir: Path, tmp_path: Path, invoke, flag: str, value: str, said: str
+):
+    # Every file failed alike, the failures went into the manifest, and the batch exited 0.
+    out = tmp_path / "ds"
+    result = invoke("batch", logdir, "-s", "baseline", "-o", out, "-w", "1", flag, value)
+    assert result.exit_code == 2 and result.stderr.startswith(said), result.stderr
+    assert not out.exists()
+
+
 def test_a_dataset_in_a_missing_folder_is_a_user_error_that_creates_nothing(
     logdir: Path, tmp_path: Path, invoke
 ):

@@ -448,6 +448,7 @@ def run_batch(
     parse_price_overrides(opts.prices)  # so does a bad --price (every file would fail alike)
     if opts.cache_rules and not Path(opts.cache_rules).is_file():
         raise ReplayError(f"{opts.cache_rules}: no such cache-rule file")
+    _check_routes(opts)  # a mistyped --provider or --client would fail every file alike
     if since is not None and until is not None and since > until:
         raise ReplayError(
             f"--since {_utc_minute(since)} is after --until {_utc_minute(until)}: no session "
@@ -540,6 +541,31 @@ def _with_tokenizers(opts: BatchOptions) -> BatchOptions:
     if opts.tokenizers != tokenizer_file_in_force():
         use_tokenizers(opts.tokenizers)
     return opts
+
+
+def _check_routes(opts: BatchOptions) -> None:
+    """The `--provider` and `--client` of the options exist (under the user's cache rules)."""
+    from replay.cache._clients import profile_for
+    from replay.cache._route import CacheRouter
+    from replay.cache._rules import load_rules_file
+
+    if opts.client:
+        profile_for("", opts.client)
+    if opts.provider:
+        router = CacheRouter(load_rules_file(opts.cache_rules) if opts.cache_rules else None)
+        provider = opts.provider.strip().lower()
+        known = router.layers_for(provider) is not None or any(
+            v.when == "provider" and v.provider == provider
+            for layers in router.rule_files
+            for f in layers
+            for v in f.variants
+        )
+        if not known:
+            raise ReplayError(
+                f"--provider {opts.provider!r}: no cache rules for it; known: "
+                f"{', '.join(router.providers())}; describe it with --cache-rules FILE "
+                "(docs/cache-rules.md)"
+            )
 
 
 def _scan_phase(phases: _Phases, paths: list[str], since: datetime | None) -> list[ScanResult]:
