@@ -726,6 +726,22 @@ def test_a_mistyped_provider_or_client_is_a_user_error_before_any_work(
     assert not out.exists()
 
 
+def test_the_closing_lines_of_a_batch_read_right(tmp_path: Path, invoke):
+    import shutil
+
+    empty, logs = tmp_path / "empty", tmp_path / "logs"
+    empty.mkdir()
+    logs.mkdir()
+    shutil.copy(RUN42, logs / "a.jsonl")
+    # no rows: no `pl.scan_parquet` hint (polars fails on a glob that matches no file)
+    result = invoke("batch", empty, "-o", tmp_path / "ds0", "-w", "1")
+    assert result.exit_code == 0 and "(no session rows yet)" in result.stderr
+    assert "scan_parquet" not in result.stderr
+    one = invoke("batch", logs, "-s", "baseline", "-o", tmp_path / "ds1", "-w", "1")
+    assert "1 file replayed (14 requests)" in one.stderr  # not "1 files"
+    assert "read it with pl.scan_parquet(" in one.stderr
+
+
 def test_a_dataset_in_a_missing_folder_is_a_user_error_that_creates_nothing(
     logdir: Path, tmp_path: Path, invoke
 ):

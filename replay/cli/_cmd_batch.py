@@ -238,7 +238,8 @@ def batch_command(
         doc = result.document()
         files = doc["files"]
         err.print(
-            f"{files['replayed']} files replayed ({result.requests:,} requests)"
+            f"{files['replayed']} file{'' if files['replayed'] == 1 else 's'} replayed "
+            f"({result.requests:,} request{'' if result.requests == 1 else 's'})"
             + (
                 f", {files['unchanged']} unchanged since the last run (their rows kept)"
                 if files["unchanged"]
@@ -253,7 +254,12 @@ def batch_command(
         )
         print_notes(result.notes)
         if result.dataset:
-            scan = f"pl.scan_parquet('{result.dataset}/sessions/*.parquet')"
-            err.print(f"dataset: {result.dataset} (read it with {scan})")
+            from pathlib import Path
+
+            if any((Path(result.dataset) / "sessions").glob("*.parquet")):
+                scan = f"pl.scan_parquet('{result.dataset}/sessions/*.parquet')"
+                err.print(f"dataset: {result.dataset} (read it with {scan})")
+            else:  # polars cannot scan a glob of no file: no hint that fails
+                err.print(f"dataset: {result.dataset} (no session rows yet)")
     if strict and result.counts["failed"]:
         sys.exit(1)
