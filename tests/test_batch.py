@@ -726,6 +726,19 @@ def test_a_mistyped_provider_or_client_is_a_user_error_before_any_work(
     assert not out.exists()
 
 
+def test_a_broken_link_is_reported_under_its_own_name(tmp_path: Path):
+    import shutil
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(RUN42, logs / "a.jsonl")
+    (logs / "broken.jsonl").symlink_to(tmp_path / "nonexistent")
+    report = run_batch([logs], BatchOptions(strategies="baseline"), workers=1)
+    failed = [f for f in report.files if f.status == "failed"]
+    # It was named by its missing target (`/…/nonexistent`), not the file in the user's tree.
+    assert [Path(f.path).name for f in failed] == ["broken.jsonl"]
+
+
 def test_the_closing_lines_of_a_batch_read_right(tmp_path: Path, invoke):
     import shutil
 

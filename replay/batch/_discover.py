@@ -175,7 +175,8 @@ def discover(
             raise ReplayError(f"{text}: no such file, folder or glob match")
         count = excluded = 0
         for m in matches:
-            resolved = m.resolve()
+            # A broken link is reported under its own name, not its missing target's.
+            resolved = m.resolve() if m.exists() else m.absolute()
             if exclude is not None and exclude(resolved):
                 excluded += 1
                 continue
