@@ -726,6 +726,21 @@ def test_a_mistyped_provider_or_client_is_a_user_error_before_any_work(
     assert not out.exists()
 
 
+def test_the_chain_note_counts_the_sessions_that_were_replayed(tmp_path: Path):
+    # b fails (no price for its model): a shared the cache with nobody. The note counted both.
+    logs = tmp_path / "logs"
+    variant(logs / "a.jsonl", "a", timedelta(0), stretch=600)
+    variant(logs / "b.jsonl", "b", timedelta(seconds=60), stretch=600, model="nosuch-model-x")
+    report = run_batch([logs], BatchOptions(strategies="baseline"), workers=1)
+    assert status_of(report) == {"a.jsonl": "replayed", "b.jsonl": "failed"}
+    assert (report.shared_groups, report.shared_sessions) == (0, 0)
+    assert not any("chain" in n for n in report.notes)
+    variant(logs / "c.jsonl", "c", timedelta(seconds=120), stretch=600)
+    report = run_batch([logs], BatchOptions(strategies="baseline"), workers=1)
+    assert (report.shared_groups, report.shared_sessions) == (1, 2)
+    assert any(n.startswith("2 sessions in 1 chain were replayed") for n in report.notes)
+
+
 def test_a_broken_link_is_reported_under_its_own_name(tmp_path: Path):
     import shutil
 

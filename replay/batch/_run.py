@@ -501,7 +501,8 @@ def run_batch(
     report.elapsed = time.perf_counter() - started
     if report.shared_groups:
         report.notes.append(
-            f"{report.shared_sessions} sessions in {report.shared_groups} chains were replayed "
+            f"{report.shared_sessions} sessions in {report.shared_groups} "
+            f"chain{'' if report.shared_groups == 1 else 's'} were replayed "
             "through a shared provider cache (same provider, agent, system prompt and tools; "
             "overlapping or within the longest cache TTL): column `shared_cache`."
         )
@@ -705,9 +706,6 @@ def _replay_phase(
     unchanged_parts: list[str] = []
     todo: list[GroupTask] = []
     for task in tasks:
-        if task.shared:
-            report.shared_groups += 1
-            report.shared_sessions += len(task.members)
         parts = None
         if dataset is not None and not force:
             found = [
@@ -760,6 +758,14 @@ def _replay_phase(
                 )
             done += 1
             tick("replay", done, total)
+    # The chains as replayed: a session that failed shared nothing, and one left alone in its
+    # chain shared it with no other.
+    for task in tasks:
+        done_ = [statuses.get(m.path) for m in task.members]
+        ok = [st for st in done_ if st is not None and st.status in ("replayed", "unchanged")]
+        if task.shared and len(ok) > 1:
+            report.shared_groups += 1
+            report.shared_sessions += len(ok)
     if unchanged_parts and dataset is not None:
         partials.append(_partial(pl.scan_parquet([dataset.root / p for p in unchanged_parts])))
     return partials
