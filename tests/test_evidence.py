@@ -299,6 +299,125 @@ def test_quote_only_in_a_hidden_result_is_flagged() -> None:
     assert _check(history, list(history), grep) == []
 
 
+def test_plain_words_and_flags_of_a_command_are_no_quote() -> None:
+    """A command's plain words and flags recur in any text (`commit`, `--oneline`, `printf`,
+    `beyond`): only pieces that name something exact count, as in prose. A third of the
+    quote rows on the real samples were such words."""
+    history = [
+        UserItem("Summarize.", event_index=0),
+        AssistantItem((_call("c1", "run_tests"),), event_index=1),
+        ToolResultItem("c1", "run_tests", "see the commit beyond printf --oneline", event_index=2),
+    ]
+    command = _call("c2", "bash", command="git log --oneline | printf beyond commit")
+    assert _check(history, history[:2], command) == []
+
+
+def test_a_quoted_phrase_is_checked_whole() -> None:
+    # `grep "Preview theme"`: neither word names anything, the phrase does.
+    history = [
+        UserItem("Where is it?", event_index=0),
+        AssistantItem((_call("c1", "read_file", path="a.ts"),), event_index=1),
+        ToolResultItem("c1", "read_file", "// Preview theme switch\nexport {}", event_index=2,
+                       arguments={"path": "a.ts"}),
+    ]
+    grep = _call("c2", "bash", command='grep -n "Preview theme" a.ts')
+    assert [(a.kind, a.excerpt) for a in _check(history, history[:2], grep)] == [
+        ("hidden-quote", "Preview theme")
+    ]
+    assert _check(history, list(history), grep) == []
+
+
+PATCH = f"""*** Begin Patch
+*** Update File: src/calc.py
+@@ def price_with_tax(price, qty):
+-{TARGET}
++    return price * qty * (1 + tax_rate)
+*** End Patch"""
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        _call("c2", "apply_patch", input=PATCH),  # Codex
+        _call("c2", "apply_patch", patchText=PATCH),  # opencode
+        _call("c2", "MultiEdit", file_path="src/calc.py",  # Claude Code
+              edits=[{"old_string": TARGET, "new_string": "x"}]),
+        _call("c2", "edit", filePath="src/calc.py", oldString=TARGET, newString="x"),
+    ],
+    ids=["codex-patch", "opencode-patch", "multiedit", "oldString"],
+)
+def test_every_edit_form_is_checked(call: Block) -> None:
+    # None of these named its old text where the checker looked: they were never flagged.
+    history = _history()
+    view = [*history[:2], truncate_chars(history[2], 500)]
+    actions = _check(history, view, call)
+    assert [(a.kind, a.path) for a in actions] == [
+        ("hidden-edit-target", "src/calc.py"),
+        ("stubbed-read", "src/calc.py"),
+    ]
+    assert actions[0].excerpt == TARGET.strip()
+
+
+def test_a_tool_named_like_a_write_that_edits_no_file_is_quote_checked() -> None:
+    # `TodoWrite`, `write_stdin`: their names matched the write tools, so their arguments were
+    # never checked at all.
+    history = [
+        UserItem("Go.", event_index=0),
+        AssistantItem((_call("c1", "run_tests"),), event_index=1),
+        ToolResultItem("c1", "run_tests", "raised InvalidTokenSignature", event_index=2),
+    ]
+    todo = _call("c2", "TodoWrite", todos=[{"content": "fix InvalidTokenSignature"}])
+    assert [a.kind for a in _check(history, history[:2], todo)] == ["hidden-quote"]
+
+
+def test_a_line_the_agent_wrote_is_shown_in_its_call_even_where_json_escapes_it() -> None:
+    """A line with a quote or a backslash is escaped in the call's rendered JSON: the agent's
+    own earlier write still shows it (46 of 251 edit rows on pi large-session were such)."""
+    content = 'theme = {\n  "thinkingOff": "dimGray",\n}\n'
+    history = [
+        UserItem("Set the theme.", event_index=0),
+        AssistantItem((_call("c1", "write", path="dark.json", content=content),), event_index=1),
+        ToolResultItem("c1", "write", "ok", event_index=2),
+        AssistantItem((_call("c3", "read_file", path="dark.json"),), event_index=3),
+        ToolResultItem("c3", "read_file", content, event_index=4, arguments={"path": "dark.json"}),
+    ]
+    edit = _call("c2", "edit", path="dark.json", oldText='"thinkingOff": "dimGray",',
+                 newText='"thinkingOff": "gray",')
+    view = [*history[:4], truncate_chars(history[4], 5)]  # the read cut, the write shown
+    assert _check(history, view, edit) == []
+
+
+def test_a_whole_file_write_is_diffed_against_the_file_not_its_numbered_read() -> None:
+    """Claude Code numbers a read's lines (`    16→…`) and appends a reminder: against those,
+    every line of a whole-file write changed, and the lines "around the change" were the
+    whole file."""
+    lines = [f"line {i} of the module" for i in range(1, 41)]
+    numbered = "".join(f"{n:6}→{t}\n" for n, t in enumerate(lines, 1))
+    numbered += "\n<system-reminder>\nWhenever you read a file…\n</system-reminder>\n"
+    history = [
+        UserItem("Change line 20.", event_index=0),
+        AssistantItem((_call("c1", "Read", file_path="m.py"),), event_index=1),
+        ToolResultItem("c1", "Read", numbered, event_index=2, arguments={"file_path": "m.py"}),
+    ]
+    new = "\n".join(lines[:19] + ["line 20, changed"] + lines[20:]) + "\n"
+    write = _call("c2", "Write", file_path="m.py", content=new)
+    (edit, *_) = _check(history, history[:2], write)
+    assert edit.kind == "hidden-edit-target"
+    assert edit.excerpt.splitlines() == [  # the changed line, one line around it
+        "line 19 of the module", "line 20 of the module", "line 21 of the module"
+    ]
+
+
+def test_one_loss_is_one_row() -> None:
+    # Two edits of one response to one cut file: one stubbed-read row, not one per edit.
+    history = _history()
+    view = [*history[:2], truncate_chars(history[2], 500)]
+    second = _call("c3", "edit_file", path="src/calc.py", old_string="def price_with_tax(",
+                   new_string="def price(")
+    kinds = [a.kind for a in _check(history, view, EDIT, second)]
+    assert kinds.count("stubbed-read") == 1
+
+
 @pytest.mark.parametrize(("quoted", "flagged"), [("E40213", True), ("E4021", False)])
 def test_a_quote_counts_from_six_characters(quoted: str, flagged: bool) -> None:
     """A quotable piece is a letter and at least five more characters: shorter codes recur by
@@ -524,8 +643,12 @@ def _reference_check(history, view, response, request_index, request_id) -> list
         return []
     if len(view) == len(history) and all(a is b for a, b in zip(view, history, strict=True)):
         return []
-    visible = "\n".join(item_text(i) for i in view)
-    full = "\n".join(item_text(i) for i in history)
+    def shown(item) -> str:  # its text, and its calls' string arguments as they are
+        raw = [s for b in getattr(item, "tool_calls", ()) for s in _strings(b.arguments)]
+        return "\n".join([item_text(item), *raw])
+
+    visible = "\n".join(map(shown, view))
+    full = "\n".join(map(shown, history))
 
     def hidden(text: str) -> bool:
         return bool(text) and text not in visible and text in full
@@ -548,18 +671,19 @@ def _reference_check(history, view, response, request_index, request_id) -> list
                 name = call.name or ""
                 if (_blind._READ_TOOL.search(name) and not _blind._WRITE_TOOL.search(name)
                         and not reads_part_of_file(call.arguments)):
-                    content, source = item.output, item
+                    content, source = _blind._file_text(item.output), item
         return content, source
 
     found = []
     for call in response.tool_calls:
         name, path = call.name or "", path_of(call.arguments)
         action = partial(BlindAction, request_index, request_id, name)
-        if _blind._WRITE_TOOL.search(name):
-            old_text = _blind._first(call.arguments, _blind._OLD_KEYS)
+        if _blind._WRITE_TOOL.search(name) and _blind._edits_a_file(call.arguments):
+            path, old_lines = _blind._old_lines(call.arguments)
+            action = partial(BlindAction, request_index, request_id, name)
             needed = []
-            if old_text is not None:
-                needed = [ln.strip() for ln in old_text.splitlines() if ln.strip()]
+            if old_lines is not None:
+                needed = old_lines
             elif path is not None:
                 new = _blind._first(call.arguments, _blind._CONTENT_KEYS)
                 old, _ = last_known(path)
@@ -579,8 +703,10 @@ def _reference_check(history, view, response, request_index, request_id) -> list
             pieces = []
             for value in _strings(call.arguments):
                 for piece in dict.fromkeys(_blind._QUOTABLE.findall(value)):
-                    if hidden(piece) and piece not in pieces:
+                    if _blind._DISTINCTIVE.search(piece) and hidden(piece) and piece not in pieces:
                         pieces.append(piece)
+            pieces += [p for p in _blind._phrases(_strings(call.arguments))
+                       if p not in pieces and hidden(p)]
             if pieces:
                 found.append(action("hidden-quote", path, _blind._short(", ".join(pieces))))
     named = []  # the response's own text: only exact names count
@@ -591,7 +717,7 @@ def _reference_check(history, view, response, request_index, request_id) -> list
     if named:
         found.append(BlindAction(request_index, request_id, "", HIDDEN_MENTION, None,
                                  _blind._short(", ".join(named))))
-    return found
+    return list(dict.fromkeys(found))
 
 
 # Few distinct lines, paths and names, so that quotes, edits and rewrites hit text that some

@@ -4,10 +4,13 @@ Offline replay holds the recorded trajectory fixed, so it cannot know what the m
 done with less context. What it can check, at each request, is whether the response the agent
 actually gave *used* text that the strategy's view did not show in full while the log had it:
 
-- `hidden-edit-target`: a write or edit whose old text (for a whole-file write: the lines around
-  the change, against the file's last known content) was not visible in the view;
-- `hidden-quote`: a tool call whose arguments quote a path, identifier or error string that
-  appears in the history but not in the view;
+- `hidden-edit-target`: a write or edit whose old text (an `old_string` and the like, each edit
+  of a MultiEdit, the removed and context lines of an `apply_patch` patch; for a whole-file
+  write: the lines around the change, against the file's last known content) was not visible
+  in the view;
+- `hidden-quote`: a tool call whose arguments quote a path, identifier, error string or quoted
+  phrase that appears in the history but not in the view (plain words and flags do not
+  count);
 - `stubbed-read`: beside a `hidden-edit-target`, the file being changed was shown only as a stub
   or cut-down read, so a real agent would have had to read it again first (a re-read cost the
   replay does not include); a detail of that edit, not an action of its own;
@@ -45,7 +48,17 @@ from replay.strategies._view import (
 _WRITE_TOOL = re.compile(r"write|edit|patch|replace|create|str_replace", re.IGNORECASE)
 _READ_TOOL = re.compile(r"read|view|cat|open", re.IGNORECASE)
 _CONTENT_KEYS = ("content", "file_text", "text", "contents")
-_OLD_KEYS = ("old_string", "old_str", "oldText", "old_text", "search")
+_OLD_KEYS = ("old_string", "old_str", "oldText", "oldString", "old_text", "search")
+_PATCH_KEYS = ("input", "patchText", "patch")
+"""Where an `apply_patch` call (Codex, opencode) holds its patch."""
+_PATCH_FILE = re.compile(r"^\*\*\* (Update|Delete|Add) File: (.+)$", re.MULTILINE)
+# A Claude Code read numbers its lines (`    16→text`): the file's content is without them.
+_NUMBERED_LINE = re.compile(r"^ *\d+→", re.MULTILINE)
+# A quoted phrase in a tool call's arguments (`grep "Preview theme"`): quoted as a whole.
+_PHRASE = re.compile(r"""(["'])([^"'\n]*\S[ \t]+\S[^"'\n]*)\1""")
+# The characters a JSON rendering escapes (as `\"`, `\\`, `\t`…; a newline too, but no line
+# holds one): a string argument holding one is not found as it is in its call's rendered text.
+_ESCAPED = re.compile(r'["\\\x00-\x09\x0b-\x1f]')
 # Quotable pieces of arguments: paths, dotted/snake/camel identifiers, and quoted strings.
 _QUOTABLE = re.compile(r"[\w./-]*[A-Za-z_][\w./-]{5,}")
 # The characters quotable pieces are made of. A string of only such characters holds no
@@ -110,6 +123,68 @@ def _first(arguments: object, keys: Sequence[str]) -> str | None:
     return None
 
 
+def _patch_of(arguments: object) -> str | None:
+    """The patch of an `apply_patch` call (`*** Begin Patch` … `*** Update File: …`), if any."""
+    patch = _first(arguments, _PATCH_KEYS)
+    return patch if patch is not None and _PATCH_FILE.search(patch) is not None else None
+
+
+def _lines(text: str) -> list[str]:
+    return [ln.strip() for ln in text.splitlines() if ln.strip()]
+
+
+def _old_lines(arguments: object) -> tuple[str | None, list[str] | None]:
+    """(the file an edit call changes, the lines it needs the file to hold) of an edit that
+    names its old text: `old_string` and the like, each of a MultiEdit's `edits`, or the
+    removed and context lines of an `apply_patch` patch (its first updated file); (path, None)
+    for a call that names none (a whole-file write)."""
+    path = path_of(arguments)
+    old = _first(arguments, _OLD_KEYS)
+    if old is not None:
+        return path, _lines(old)
+    edits = arguments.get("edits") if isinstance(arguments, dict) else None
+    if isinstance(edits, list) and edits:
+        olds = [_first(e, _OLD_KEYS) for e in edits]
+        return path, [ln for o in olds if o is not None for ln in _lines(o)]
+    patch = _patch_of(arguments)
+    if patch is None:
+        return path, None
+    needed: list[str] = []
+    updating = False
+    for line in patch.splitlines():
+        m = _PATCH_FILE.match(line)
+        if m is not None:
+            updating = m.group(1) == "Update"
+            if updating and path is None:
+                path = m.group(2).strip()
+        elif updating and line[:1] in ("-", " ") and not line.startswith("***"):
+            needed.extend(_lines(line[1:]))
+    return path, needed
+
+
+def _edits_a_file(arguments: object) -> bool:
+    """A write tool's call that changes a file (its old text, a patch, or a whole content);
+    not `TodoWrite` or `write_stdin`, whose names only look like a write's."""
+    if not isinstance(arguments, dict):
+        return False
+    if _first(arguments, _OLD_KEYS) is not None or isinstance(arguments.get("edits"), list):
+        return True
+    return _patch_of(arguments) is not None or (
+        path_of(arguments) is not None and _first(arguments, _CONTENT_KEYS) is not None
+    )
+
+
+def _file_text(output: str) -> str:
+    """A read's output as the file's content: a Claude Code read's line numbers (`    16→`) and
+    the reminder it appends left out (a whole-file write diffed against them changed every
+    line, and "the lines around the change" became the whole file)."""
+    numbered = _NUMBERED_LINE.findall(output)
+    if not numbered or 2 * len(numbered) < output.count("\n") + 1:
+        return output
+    text = output.split("<system-reminder>", 1)[0]
+    return _NUMBERED_LINE.sub("", text).rstrip("\n") + "\n"
+
+
 def _short(text: str) -> str:
     text = text.strip()
     return text if len(text) <= _MAX_EXCERPT else text[: _MAX_EXCERPT - 1] + "…"
@@ -143,6 +218,18 @@ def _hidden_pieces(texts: Iterable[str], request: _Request, distinctive: bool = 
     return hidden
 
 
+def _phrases(strings: Iterable[str]) -> list[str]:
+    """Phrases quoted in `strings` (`grep -n "Preview theme" …`), each once: as a whole, they
+    name something exact even when their words do not."""
+    found: dict[str, None] = {}
+    for text in strings:
+        for _, phrase in _PHRASE.findall(text):
+            phrase = phrase.strip()
+            if len(phrase) >= 10:
+                found.setdefault(phrase, None)
+    return list(found)
+
+
 def _strings(value: object, found: list[str]) -> list[str]:
     """`found` extended with every string inside `value` (JSON arguments), depth first. A plain
     function, not a closure calling itself: such a closure is a reference cycle, left for the
@@ -172,6 +259,12 @@ def _add_parts(texts: list[str], item: Item) -> None:
     (`AssistantItem.shown_text`, ~0.15x the log's size, built again by each strategy's run)."""
     if isinstance(item, AssistantItem):
         texts.extend(map(Block.rendered, item.blocks))
+        for b in item.blocks:
+            # A string argument the JSON escapes (a line with a quote, a backslash or a tab)
+            # is shown all the same: its own text is a part too (the call's rendered text
+            # alone missed it, and an edit of a line the agent had just written counted).
+            if b.type == "tool_call" and b.arguments_format != "raw":
+                texts.extend(filter(_ESCAPED.search, _strings(b.arguments, [])))
     elif isinstance(item, ToolResultItem):
         texts.append(item.output)
     else:
@@ -343,7 +436,8 @@ class _History:
                 if _is_write(b.name or ""):
                     path, written = path_of(b.arguments), _first(b.arguments, _CONTENT_KEYS)
                     if path is not None and written is not None:
-                        self.known[path] = _Content(written, item, b.rendered())
+                        # Its lines are shown as they are (`_add_parts`), escaped or not.
+                        self.known[path] = _Content(written, item, written)
         elif isinstance(item, ToolResultItem) and not item.is_error:
             call = self.calls.get(item.call_id)
             if call is None:
@@ -355,7 +449,7 @@ class _History:
                 and not _is_write(name)
                 and not reads_part_of_file(call.arguments)  # a range is not the file's content
             ):
-                self.known[path] = _Content(item.output, item, item.output)
+                self.known[path] = _Content(_file_text(item.output), item, item.output)
 
     def _add_assistant_part(self, text: str) -> None:
         parts, prints = self.assistant_texts, self.assistant_prints
@@ -820,22 +914,22 @@ class EvidenceChecker:
         found: list[BlindAction] = []
         for call in response.tool_calls:
             name = call.name or ""
-            if _is_write(name):
+            if _is_write(name) and _edits_a_file(call.arguments):
                 found.extend(self._write(call, view, request, request_index, request_id))
             else:
                 found.extend(self._quotes(call, request, request_index, request_id))
         if prose:
             found.extend(self._prose(prose, request, request_index, request_id))
-        return found
+        # One row per loss: the edits of one response to one stubbed file share its read.
+        return list(dict.fromkeys(found))
 
     def _write(self, call, view, request, request_index, request_id) -> list[BlindAction]:
         history = request.thread.history
-        path = path_of(call.arguments)
-        old_text = _first(call.arguments, _OLD_KEYS)
+        path, old_lines = _old_lines(call.arguments)
         known = history.last_known_content(path) if path is not None else _UNKNOWN
         needed: Sequence[str] = ()
-        if old_text is not None:
-            needed = [ln.strip() for ln in old_text.splitlines() if ln.strip()]
+        if old_lines is not None:
+            needed = old_lines
         elif known.text is not None:
             new = _first(call.arguments, _CONTENT_KEYS)
             if new is not None:
@@ -872,7 +966,11 @@ class EvidenceChecker:
                             _short(", ".join(hidden)))]
 
     def _quotes(self, call, request, request_index, request_id) -> list[BlindAction]:
-        hidden = _hidden_pieces(_strings(call.arguments, []), request)
+        # As in prose, only pieces that name something exact (`commit`, `--oneline`, `printf`
+        # recur in any text: a third of the rows were such words), and quoted phrases whole.
+        strings = _strings(call.arguments, [])
+        hidden = _hidden_pieces(strings, request, distinctive=True)
+        hidden += [p for p in _phrases(strings) if p not in hidden and request.hidden(p)]
         if not hidden:
             return []
         return [
