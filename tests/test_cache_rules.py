@@ -418,6 +418,8 @@ def test_providers_before_every_rule_says_so():
     result = _cli("--model", "gpt-5", "--at", "1990-01-01")
     assert result.exit_code == 0, result.output
     assert "no rule in force on that date" in " ".join(result.output.split())
+    listed = _cli("--provider", "openai", "--at", "1990-01-01")  # no table at all
+    assert "no rule in force on 1990-01-01" in " ".join(listed.output.split())
 
 
 def test_providers_resolves_a_model():

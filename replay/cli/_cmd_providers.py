@@ -104,6 +104,9 @@ def _print_tables(document: dict[str, Any], output: Path | None) -> None:
         if p["rules"]:
             parts.append(_rules_table(p["rules"], f"{p['provider']}: rules in force on {at}",
                                       noted=noted))
+        else:  # a date before every rule: say it, not nothing
+            head.append(f"no rule in force on {at}: every rule of this provider is later\n",
+                        style="dim")
     resolved = document.get("resolved")
     if resolved:
         title = (f"{resolved['model']} via {resolved['route']} (rules model "

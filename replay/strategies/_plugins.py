@@ -268,9 +268,12 @@ def spec_from_module(module: ModuleType, origin: str, default_name: str) -> list
     name = getattr(module, "NAME", default_name)
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", name):
         # What `--strategies a,b` and `--set NAME.param=…` take apart, and every result row.
+        what = f"NAME {name!r}" if hasattr(module, "NAME") else (
+            f"the file's name {name!r} (the default NAME)"
+        )
         raise ReplayError(
-            f"{origin}: NAME {name!r} must be a strategy name: a string of letters, digits, "
-            "dashes and underscores (e.g. 'keep-edges')"
+            f"{origin}: {what} must be a strategy name: a string of letters, digits, "
+            "dashes and underscores (e.g. 'keep-edges'); set NAME"
         )
     cache_class = getattr(module, "CACHE_CLASS", "churn")
     if cache_class not in CACHE_CLASSES:
