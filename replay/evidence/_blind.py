@@ -251,7 +251,8 @@ def _as_list(items: Sequence[Item]) -> list[Item]:
 
 def _add_parts(texts: list[str], item: Item) -> None:
     """Append the parts of `item`'s text (`item_text`) to `texts`: an assistant item's blocks
-    one by one (`Block.rendered`), any other item's one text.
+    one by one (`Block.rendered`), then the string arguments its JSON escapes, as they are;
+    any other item's one text.
 
     Every string the checker asks about holds no newline, and an assistant item's text is its
     blocks' texts joined by newlines, so the item holds it iff one of its blocks does: the
@@ -280,8 +281,8 @@ class _Content(NamedTuple):
     """The history item that shows it: the read result, or the assistant message that wrote
     it."""
     shown_as: str
-    """That item's text holding the content: the read's output, or the write call as rendered
-    (its JSON escapes some characters: not every line of the content is found in it)."""
+    """That item's text holding the content: the read's output, or the content the write call
+    holds (a part of the item as it is, also where its rendered JSON escapes a line)."""
 
     @property
     def read(self) -> ToolResultItem | None:
