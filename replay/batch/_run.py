@@ -440,6 +440,7 @@ def run_batch(
     `force`). `engine`: `pool` (`workers` processes; 1 = in this process) or `ray`."""
     from replay._api import TRAJECTORY_NOTE
     from replay.prices import parse_price_overrides
+    from replay.report._table import counted
     from replay.strategies import resolve
 
     opts = _with_tokenizers(opts or BatchOptions())
@@ -501,10 +502,9 @@ def run_batch(
     report.elapsed = time.perf_counter() - started
     if report.shared_groups:
         report.notes.append(
-            f"{report.shared_sessions} sessions in {report.shared_groups} "
-            f"chain{'' if report.shared_groups == 1 else 's'} were replayed "
-            "through a shared provider cache (same provider, agent, system prompt and tools; "
-            "overlapping or within the longest cache TTL): column `shared_cache`."
+            f"{report.shared_sessions} sessions in {counted(report.shared_groups, 'chain')} "
+            "were replayed through a shared provider cache (same provider, agent, system prompt "
+            "and tools; overlapping or within the longest cache TTL): column `shared_cache`."
         )
     return report
 

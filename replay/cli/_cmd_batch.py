@@ -233,13 +233,13 @@ def batch_command(
         console.print(totals)
     if not quiet:
         from replay.cli._cmd_core import print_notes
+        from replay.report._table import counted
 
         err = out.console(stderr=True)
         doc = result.document()
         files = doc["files"]
         err.print(
-            f"{files['replayed']} file{'' if files['replayed'] == 1 else 's'} replayed "
-            f"({result.requests:,} request{'' if result.requests == 1 else 's'})"
+            f"{counted(files['replayed'], 'file')} replayed ({counted(result.requests, 'request')})"
             + (
                 f", {files['unchanged']} unchanged since the last run (their rows kept)"
                 if files["unchanged"]

@@ -99,13 +99,11 @@ def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ..
     write_output(page, output)
     if not quiet:
         where = "standard output" if output == "-" else output
-        strategies, requests = len(document["strategies"]), len(document["requests"])
-        click.echo(
-            f"wrote {where} ({_size(len(page))}: {strategies} "
-            f"strateg{'y' if strategies == 1 else 'ies'} × {requests} "
-            f"request{'' if requests == 1 else 's'})",
-            err=True,
-        )
+        from replay.report._table import counted
+
+        strategies = counted(len(document["strategies"]), "strategy", "strategies")
+        requests = counted(len(document["requests"]), "request")
+        click.echo(f"wrote {where} ({_size(len(page))}: {strategies} × {requests})", err=True)
 
 
 def _html_target(output: Path | str) -> bool:

@@ -34,6 +34,11 @@ def _int(v: int | None) -> str:
     return "" if v is None else f"{v:,}"
 
 
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """`1 file`, `2 files`, `1 strategy`, `3 strategies` (`plural`: when not `word` + s)."""
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"
+
+
 def _usd(v: Decimal | None, places: int = 4) -> str:
     """`$1,234.5678`, `-$0.0012` (the sign before the dollar), `$1.20E-05` below the last place."""
     if v is None:
