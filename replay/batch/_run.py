@@ -554,14 +554,7 @@ def _check_routes(opts: BatchOptions) -> None:
         profile_for("", opts.client)
     if opts.provider:
         router = CacheRouter(load_rules_file(opts.cache_rules) if opts.cache_rules else None)
-        provider = opts.provider.strip().lower()
-        known = router.layers_for(provider) is not None or any(
-            v.when == "provider" and v.provider == provider
-            for layers in router.rule_files
-            for f in layers
-            for v in f.variants
-        )
-        if not known:
+        if not router.serves(opts.provider):
             raise ReplayError(
                 f"--provider {opts.provider!r}: no cache rules for it; known: "
                 f"{', '.join(router.providers())}; describe it with --cache-rules FILE "

@@ -100,6 +100,17 @@ class CacheRouter:
         """Each provider's rule files, a user's before the built-in one they layer over."""
         return list(self._files)
 
+    def serves(self, provider: str) -> bool:
+        """Whether a rule file serves `provider` (id, alias, or a variant's provider): a
+        request on it has a route, whatever its model."""
+        provider = provider.strip().lower()
+        return self.layers_for(provider) is not None or any(
+            v.when == "provider" and v.provider == provider
+            for layers in self._files
+            for f in layers
+            for v in f.variants
+        )
+
     def layers_for(self, provider: str) -> tuple[ProviderRules, ...] | None:
         """The rule files of the provider that serves `provider` (id or alias), if any."""
         for layers in self._files:
