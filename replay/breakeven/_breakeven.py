@@ -451,7 +451,13 @@ def _ids_before(records: list[RequestRecord]) -> list[int]:
     return out
 
 
-def _rewrite_events(run: _Run, records: list[RequestRecord]) -> list[_Rewrite]:
+_Lane = tuple[list[RequestRecord], dict[int, list[RequestRecord]], list[RequestMarker]]
+"""A thread's requests, its summarizer calls by request index, and the recorded calls of its
+requests (`_Rewrite.seq`, `.extra`, `.markers`)."""
+
+
+def _lanes(run: _Run, records: list[RequestRecord]) -> dict[str, _Lane]:
+    """Each thread's `_Lane`."""
     summarizers: dict[str, dict[int, list[RequestRecord]]] = {}
     threads: dict[str, list[RequestRecord]] = {}
     for r in records:
@@ -460,14 +466,19 @@ def _rewrite_events(run: _Run, records: list[RequestRecord]) -> list[_Rewrite]:
             summarizers.setdefault(lane, {}).setdefault(r.request_index, []).append(r)
         else:
             threads.setdefault(r.thread, []).append(r)
-    events = []
     recorded = run.session.requests()  # `request_index` numbers them in file order
-    for thread, seq in threads.items():
-        # The recorded calls themselves: their price variant (fast mode, US-only inference) and
-        # duration (when the response, hence the cache entry, was ready) hold for the
-        # counterfactual too; only the rewrite differs.
-        markers = [recorded[r.request_index] for r in seq]
-        extra = summarizers.get(thread, {})
+    # The recorded calls themselves: their price variant (fast mode, US-only inference) and
+    # duration (when the response, hence the cache entry, was ready) hold for the
+    # counterfactual too; only the rewrite differs.
+    return {
+        thread: (seq, summarizers.get(thread, {}), [recorded[r.request_index] for r in seq])
+        for thread, seq in threads.items()
+    }
+
+
+def _rewrite_events(run: _Run, records: list[RequestRecord]) -> list[_Rewrite]:
+    events = []
+    for seq, extra, markers in _lanes(run, records).values():
         for i in range(1, len(seq)):
             if seq[i].events and seq[i].diff.is_break:
                 subs = _substitutions(seq[i - 1].view, seq[i].view)
@@ -485,16 +496,11 @@ def _edit_event(
     """The rewrite of a one-off edit at request `at`, to be compared with `reference`, the
     views of the run it edits: even where it broke no prefix (an edit of what request `at`
     adds), or at a thread's first request."""
-    seq = [r for r in records if r.kind == "request"]
-    rec = next(r for r in seq if r.request_index == at)
-    seq = [r for r in seq if r.thread == rec.thread]
-    extra: dict[int, list[RequestRecord]] = {}
-    for r in records:
-        if r.kind == "summarizer" and r.thread.split("/")[0] == rec.thread:
-            extra.setdefault(r.request_index, []).append(r)
-    recorded = run.session.requests()
-    markers = [recorded[r.request_index] for r in seq]
-    return [_Rewrite(seq, seq.index(rec), extra, markers, None, reference=reference)]
+    for seq, extra, markers in _lanes(run, records).values():
+        i = next((n for n, r in enumerate(seq) if r.request_index == at), None)
+        if i is not None:
+            return [_Rewrite(seq, i, extra, markers, None, reference=reference)]
+    return []
 
 
 def _extent(e: _Rewrite, longest: int | None) -> _Extent:
