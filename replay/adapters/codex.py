@@ -86,8 +86,7 @@ from replay.adapters._common import (
     usage_is_empty,
 )
 from replay.log import Session, ToolDef
-from replay.strategies._common import est
-from replay.strategies.codex_compact import truncate_middle_tokens
+from replay.strategies.codex_compact import KEEP_USER_TOKENS, newest_within
 
 AGENT = "codex"
 
@@ -127,10 +126,6 @@ _INJECTED_PREFIXES = (
 )
 
 
-KEEP_USER_TOKENS = 20_000
-"""Codex's budget for the user messages a compaction keeps (`build_compacted_history`)."""
-
-
 def _rebuilt_history(context: list[Any], summary: str) -> list[dict[str, Any]]:
     """The history an older Codex built when its `compacted` line held only `message` (quirk:
     no `replacement_history` was logged; resuming rebuilt it the same way): the initial context
@@ -145,18 +140,10 @@ def _rebuilt_history(context: list[Any], summary: str) -> list[dict[str, Any]]:
         if not isinstance(e, UserMessage) or not e.injected:
             break
         opening.append(e)
-    kept: list[str] = []
-    budget = KEEP_USER_TOKENS
-    for e in reversed(live):
-        if budget <= 0:
-            break
-        if e.injected or getattr(e, "role", "user") != "user":
-            continue
-        size = est(e.text)
-        kept.append(e.text if size <= budget else truncate_middle_tokens(e.text, budget))
-        budget -= size
+    prompts = [e.text for e in live if not e.injected and getattr(e, "role", "user") == "user"]
     messages = [(getattr(e, "role", "user"), e.text) for e in opening]
-    messages += [("user", text) for text in reversed(kept)] + [("user", summary)]
+    messages += [("user", text) for _, text in newest_within(prompts, KEEP_USER_TOKENS)]
+    messages += [("user", summary)]
     return [
         {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}
         for role, text in messages

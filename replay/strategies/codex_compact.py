@@ -67,6 +67,27 @@ def truncate_middle_tokens(text: str, budget: int) -> str:
     return f"{head}…{removed} tokens truncated…{tail}"
 
 
+KEEP_USER_TOKENS = 20_000
+"""Codex's budget of estimated tokens for the user messages a compaction keeps."""
+
+
+def newest_within(texts: Sequence[str], budget: int) -> list[tuple[int, str]]:
+    """The user messages a Codex compaction keeps (`build_compacted_history_with_limit`): of
+    `texts` (oldest first), the newest while they fit in `budget` estimated tokens, the one
+    that does not fit middle-truncated to what is left; (index, text), oldest first."""
+    kept: list[tuple[int, str]] = []
+    for n in range(len(texts) - 1, -1, -1):
+        if budget <= 0:
+            break
+        size = est(texts[n])
+        if size > budget:
+            kept.append((n, truncate_middle_tokens(texts[n], budget)))
+            break
+        kept.append((n, texts[n]))
+        budget -= size
+    return kept[::-1]
+
+
 def drop_oldest_until_fits(items: list[Item], ctx: StrategyContext, extra: str) -> list[Item]:
     """Codex's retry loop: drop the oldest item (and its pair) while the request overflows.
     The request is the summarizer call: `items`, then `extra` (the compaction prompt), sent
@@ -103,7 +124,9 @@ def compacted_until(history: Sequence[Item], state: Frozen) -> int:
     return len(history)
 
 
-def codex_compact(pct: int = 90, limit: int = 0, keep_user_tokens: int = 20000) -> object:
+def codex_compact(
+    pct: int = 90, limit: int = 0, keep_user_tokens: int = KEEP_USER_TOKENS
+) -> object:
     state = Frozen()
     summaries = SummarySource()
 
@@ -116,22 +139,13 @@ def codex_compact(pct: int = 90, limit: int = 0, keep_user_tokens: int = 20000) 
         request = drop_oldest_until_fits(compacted, ctx, CODEX_INSTRUCTION)
         text, source = summaries.text(ctx, request)
         text = text.strip() or LITERAL_CODEX_NO_SUMMARY
-        kept: list[Item] = []
-        budget = keep_user_tokens
-        for item in reversed(compacted):
-            if budget <= 0:
-                break
-            if not is_real_user(item):
-                continue
-            size = est(item.text)  # type: ignore[union-attr]
-            if size <= budget:
-                kept.append(item)
-                budget -= size
-            else:
-                kept.append(UserItem(truncate_middle_tokens(item.text, budget), item.event_index))  # type: ignore[union-attr]
-                break
+        users: list[UserItem] = [i for i in compacted if is_real_user(i)]  # type: ignore[misc]
+        kept = [
+            users[n] if text is users[n].text else UserItem(text, users[n].event_index)
+            for n, text in newest_within([u.text for u in users], keep_user_tokens)
+        ]
         summary = summary_item(LITERAL_CODEX_SUMMARY_PREFIX + "\n" + text, compacted, source)
-        state.reset([*reversed(kept), summary], history[:upto])
+        state.reset([*kept, summary], history[:upto])
         return View(
             items=state.view(history),
             summarizer_calls=[forked_call(request, CODEX_INSTRUCTION, text, with_tools=False)],
@@ -153,7 +167,7 @@ register(
         cache_class="freeze-once",
         rule="reported usage >= min(cfg, 90% of window) → summarize the whole history; keep recent "
         "user messages (<= 20k tokens) + summary",
-        defaults={"pct": 90, "limit": 0, "keep_user_tokens": 20000},
+        defaults={"pct": 90, "limit": 0, "keep_user_tokens": KEEP_USER_TOKENS},
         bounds={"pct": PERCENT, "limit": AT_LEAST_0, "keep_user_tokens": AT_LEAST_0},
         canonical=("codex-compact-at-90pct",),
         source="openai/codex compact.rs, codex.rs, openai_models.rs",

@@ -16,10 +16,12 @@ first item, "Trim from the beginning to preserve cache"); codex.rs `set_total_to
 from __future__ import annotations
 
 from replay.strategies._base import AT_LEAST_0, PERCENT, StrategySpec, register
-from replay.strategies.codex_compact import codex_compact
+from replay.strategies.codex_compact import KEEP_USER_TOKENS, codex_compact
 
 
-def codex_drop_oldest(pct: int = 100, limit: int = 0, keep_user_tokens: int = 20000) -> object:
+def codex_drop_oldest(
+    pct: int = 100, limit: int = 0, keep_user_tokens: int = KEEP_USER_TOKENS
+) -> object:
     return codex_compact(pct=pct, limit=limit, keep_user_tokens=keep_user_tokens)
 
 
@@ -31,7 +33,7 @@ register(
         cache_class="freeze-once",
         rule="compact only when the window is full; the compaction request drops its oldest items "
         "(+pairs) until it fits",
-        defaults={"pct": 100, "limit": 0, "keep_user_tokens": 20000},
+        defaults={"pct": 100, "limit": 0, "keep_user_tokens": KEEP_USER_TOKENS},
         bounds={"pct": PERCENT, "limit": AT_LEAST_0, "keep_user_tokens": AT_LEAST_0},
         canonical=("codex-compact-drop-oldest",),
         source="openai/codex compact.rs run_compact_task_inner",
