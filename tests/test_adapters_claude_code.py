@@ -97,6 +97,14 @@ def _user(uuid: str, parent: str | None, ts: str, content: Any, **kw: Any) -> di
     return _line(uuid, parent, ts, "user", message={"role": "user", "content": content}, **kw)
 
 
+def _second_answer() -> dict:
+    """`req_2`'s response (`a3`, after the user line `u2`)."""
+    return _assistant(
+        "a3", "u2", "03.000", "msg_2", "req_2", {"type": "text", "text": "Done."},
+        _usage(4, 20, 1100, 9),
+    )
+
+
 def test_one_request_per_request_and_message_id_with_the_largest_usage(tmp_path: Path) -> None:
     # Quirk: 1.0.x writes partial output_tokens on the first lines of a response.
     lines = [
@@ -131,15 +139,7 @@ def test_one_request_per_request_and_message_id_with_the_largest_usage(tmp_path:
                 }
             ],
         ),
-        _assistant(
-            "a3",
-            "u2",
-            "03.000",
-            "msg_2",
-            "req_2",
-            {"type": "text", "text": "Done."},
-            _usage(4, 20, 1100, 9),
-        ),
+        _second_answer(),
     ]
     session = load(_write(tmp_path, lines), strict=True)
     requests = session.requests()
@@ -162,15 +162,7 @@ def _two_line_response(first: Any, second: Any) -> list[dict[str, Any]]:
         _assistant("a1", "u1", "01.000", "msg_1", "req_1", {"type": "text", "text": "Hm."}, first),
         _assistant("a2", "a1", "02.000", "msg_1", "req_1", {"type": "text", "text": "Ok."}, second),
         _user("u2", "a2", "02.500", "more"),
-        _assistant(
-            "a3",
-            "u2",
-            "03.000",
-            "msg_2",
-            "req_2",
-            {"type": "text", "text": "Done."},
-            _usage(4, 20, 1100, 9),
-        ),
+        _second_answer(),
     ]
     for line in lines:
         if line["type"] == "assistant" and line["message"]["usage"] is None:

@@ -250,6 +250,14 @@ def test_zero_usage_after_compaction_is_not_a_request(
     assert c.summary_missing is True
 
 
+def _last_view(session: Any) -> list[Any]:
+    """The view `recorded` sent at the session's last request."""
+    from replay.engine import ReplayConfig, replay_session
+
+    records = replay_session(session, ["recorded"], ReplayConfig(keep_views=True))
+    return [r for r in records if r.kind == "request"][-1].view
+
+
 def _message(ts: str, role: str, text: str) -> dict[str, Any]:
     kind = "output_text" if role == "assistant" else "input_text"
     return _item(ts, {"type": "message", "role": role, "content": [{"type": kind, "text": text}]})
@@ -267,7 +275,6 @@ def _message(ts: str, role: str, text: str) -> dict[str, Any]:
     ids=["mid-turn", "initial-context-first"],
 )
 def test_compacted_history_is_sent_in_its_own_order(tmp_path: Path, new_history: list[str]) -> None:
-    from replay.engine import ReplayConfig, replay_session
 
     def role(text: str) -> str:
         return "developer" if text.startswith("<permissions") else "user"
@@ -297,9 +304,7 @@ def test_compacted_history_is_sent_in_its_own_order(tmp_path: Path, new_history:
         _tokens("05.100", 600, 0, 2, 4500),
     ]
     session = load(_write(tmp_path, lines), strict=True)
-    records = replay_session(session, ["recorded"], ReplayConfig(keep_views=True))
-    last = [r for r in records if r.kind == "request"][-1]
-    sent = [getattr(i, "text", None) for i in last.view]
+    sent = [getattr(i, "text", None) for i in _last_view(session)]
     # What Codex sent after compacting: the new history in its order (the messages of the log's
     # own, as the fit of unlogged context may add estimated ones).
     assert [t for t in sent if t in new_history] == new_history
@@ -320,7 +325,6 @@ def test_an_older_compacted_without_replacement_history_rebuilds_it(tmp_path: Pa
     # build_compacted_history: the initial context, the newest real user messages within 20k
     # estimated tokens (the one that does not fit middle-truncated), then the summary. It used
     # to be the summary alone: the re-sent context and user messages were missing.
-    from replay.engine import ReplayConfig, replay_session
 
     long_prompt = "x" * 90_000  # 22,500 estimated tokens: more than the whole budget
     lines = codex_lines() + [
@@ -336,9 +340,7 @@ def test_an_older_compacted_without_replacement_history_rebuilds_it(tmp_path: Pa
         _tokens("05.100", 600, 0, 2, 4500),
     ]
     session = load(_write(tmp_path, lines), strict=True)
-    records = replay_session(session, ["recorded"], ReplayConfig(keep_views=True))
-    last = [r for r in records if r.kind == "request"][-1]
-    sent = [i.text for i in last.view if isinstance(i, UserItem)]
+    sent = [i.text for i in _last_view(session) if isinstance(i, UserItem)]
     budget_left = 20_000 - 4  # "Now count them." is 15 characters: 4 estimated tokens
     truncated = f"{'x' * (budget_left * 2)}…{22_500 - budget_left} tokens truncated…"
     truncated += "x" * (budget_left * 2)
