@@ -421,17 +421,14 @@ def test_unknown_strategy_lists_the_known_names():
 
 def test_an_output_of_exactly_the_limit_is_left_whole():
     """`truncate-N` cuts outputs longer than N characters: one of N is sent as it is (no
-    "…[truncated 0 chars]" marker); so is one of N + 1, which the marker would lengthen; one
-    longer than N and its marker is cut to N, and the marker says by how much."""
+    "…[truncated 0 chars]" marker); one of N + 1 is cut too, though the marker makes it longer
+    (the cap hides what is past N), and the marker says by how much."""
     from replay.strategies._view import truncate_chars
 
     exact = ToolResultItem("c1", "read_file", "x" * 500, event_index=2)
     assert truncate_chars(exact, 500) is exact
-    longer = ToolResultItem("c2", "read_file", "x" * 501, event_index=4)
-    assert truncate_chars(longer, 500) is longer
-    marker = "\n…[truncated 21 chars]"
-    past = ToolResultItem("c3", "read_file", "x" * (500 + len(marker)), event_index=6)
-    assert truncate_chars(past, 500) is past  # as long as it was: nothing saved
+    longer = ToolResultItem("c2", "read_file", "x" * 500 + "y", event_index=4)
+    assert truncate_chars(longer, 500).output == "x" * 500 + "\n…[truncated 1 chars]"
     cut = ToolResultItem("c4", "read_file", "x" * 530, event_index=8)
     assert truncate_chars(cut, 500).output == "x" * 500 + "\n…[truncated 30 chars]"
 

@@ -1314,15 +1314,16 @@ def test_sizes_of_items_known_only_by_their_size():
 
 
 @pytest.mark.parametrize("name", ["truncate-500", "age-truncate-500-keep-1"])
-def test_a_character_cap_never_lengthens_a_result(name):
-    """A 501-character output cut to 500 plus a ~20-character marker was sent longer than it
-    was: an output the marker would not shorten is sent as it is."""
+def test_a_character_cap_hides_everything_past_its_limit(name):
+    """A cap hides what is past its limit even where its marker makes the result longer: a
+    515-character output used to be sent whole, so a name at character 505 (the seed study's
+    bug sat just past character 500) was shown."""
     h = History().user()
-    for n, size in enumerate([501, 515, 2000, 10]):
-        h.step(read(f"f{n}", "x" * size), text="t")
+    for n, size in enumerate([501, 505, 2000, 10]):
+        h.step(read(f"f{n}", "x" * size + ("payload.id" if n == 1 else "")), text="t")
     view = view_of(build(name)(h.items, ctx()))
     outputs = [i.output for i in view.items if isinstance(i, ToolResultItem)]
-    assert outputs[0] == "x" * 501 and outputs[1] == "x" * 515
+    assert outputs[0] == "x" * 500 + "\n…[truncated 1 chars]"
+    assert outputs[1] == "x" * 500 + "\n…[truncated 15 chars]" and "payload" not in outputs[1]
     assert outputs[2].startswith("x" * 500) and len(outputs[2]) < 2000
-    originals = [i.output for i in h.items if isinstance(i, ToolResultItem)]
-    assert all(len(o) <= len(n) for o, n in zip(outputs, originals, strict=True))
+    assert outputs[3] == "x" * 10

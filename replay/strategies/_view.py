@@ -277,18 +277,18 @@ def replace_output(item: ToolResultItem, output: str) -> ToolResultItem:
 
 
 def cut_output(output: str, limit: int, marker: str | None = None) -> str | None:
-    """`output` cut to `limit` characters with a marker, or None when the cut would not
-    shorten it (a cap never lengthens what it caps)."""
+    """`output` cut to `limit` characters with a marker, or None when it fits. An output only
+    a little longer than `limit` is cut too, though its marker makes it longer: what a cap
+    hides is everything past the limit (the seed study's bug sat just past character 500)."""
     if len(output) <= limit:
         return None
     tail = marker if marker is not None else f"\n…[truncated {len(output) - limit} chars]"
-    return None if limit + len(tail) >= len(output) else output[:limit] + tail
+    return output[:limit] + tail
 
 
 def truncate_chars(item: ToolResultItem, limit: int, marker: str | None = None) -> ToolResultItem:
     """`item` with its output cut to `limit` characters and a marker (same object when it
-    already fits, or when the cut text with its marker would be no shorter than the output: a
-    cap never lengthens what it caps)."""
+    already fits)."""
     if len(item.output) <= limit:
         return item
     key = (limit, marker)
