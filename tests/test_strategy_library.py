@@ -591,6 +591,26 @@ def test_tool_aging_per_tool():
     assert len(view.events) == 2  # the aged read and the aged listing
 
 
+def test_tool_aging_leaves_failed_and_short_reads_as_they_are():
+    """A failed read is not the file's content and cannot be read again, and a stub longer
+    than the output it replaces adds tokens and breaks the cache for nothing: both used to be
+    stubbed ("ENOENT" became a 77-character "read it again")."""
+    from dataclasses import replace
+
+    h = History().user()
+    h.step(read("src/missing.ts", "ENOENT: no such file"))
+    h.step(read("src/a.ts", "ok"))
+    h.step(read("src/b.ts", "B" * 900))
+    for n in range(3):
+        h.step(read(f"src/new{n}.ts", "N" * 900))
+    items = [replace(i, is_error=True) if isinstance(i, ToolResultItem) and "ENOENT" in i.output
+             else i for i in h.items]
+    view = view_of(build("tool-aging-keep-3")(items, ctx()))
+    assert outputs(view)[:2] == ["ENOENT: no such file", "ok"]
+    assert "src/b.ts" in outputs(view)[2] and "read it again" in outputs(view)[2]
+    assert len(view.events) == 1  # only the read that got shorter
+
+
 def test_append_supersede_appends_notes_and_never_rewrites():
     h = History().user().step(read("a.ts", "v1")).step(read("a.ts", "v1"))
     strategy = build("append-supersede")

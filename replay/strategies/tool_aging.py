@@ -2,7 +2,8 @@
 
 Rule: for each tool separately, the results of its `keep` most recent calls stay verbatim.
 Older results change once, when they age out: a file read becomes a one-line stub naming the
-path (the agent can read it again), a directory listing is cut hard to `list_chars`
+path (the agent can read it again; a failed read, or one shorter than its stub, stays as it
+is), a directory listing is cut hard to `list_chars`
 characters, a search / web / browser result is cut to `other_chars`; writes, edits, test runs
 and shell commands are kept verbatim (what was changed and what the tests said must survive).
 
@@ -34,12 +35,14 @@ from replay.strategies._view import (
 def aged(item: ToolResultItem, list_chars: int, other_chars: int) -> ToolResultItem:
     kind = tool_kind(item.tool_name)
     if kind == "read":
+        if item.is_error:  # an error is not the file's content, and "read it again" is no help
+            return item
         path = path_of(item.arguments) or "the file"
-        return replace_output(
-            item,
+        stub = (
             f"[{path}: content no longer shown ({len(item.output)} chars); read it again if "
-            "needed]",
+            "needed]"
         )
+        return replace_output(item, stub) if len(stub) < len(item.output) else item
     if kind == "list":
         return truncate_chars(item, list_chars, "\n…[listing cut]")
     if kind in ("search", "web", "browser", "other"):
