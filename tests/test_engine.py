@@ -503,3 +503,27 @@ def test_a_prompt_of_exactly_the_context_window_is_not_over_it(monkeypatch):
         record = replay_session(gen.deterministic_session(), ["baseline"])[-1]
         assert record.request.total - record.outcome.dropped_tokens == billed
         assert record.over_window is over, window
+
+
+def test_microcompact_time_measures_the_gap_from_the_last_answer():
+    """Claude Code measures its 60 minutes from the last assistant message: a request 63
+    minutes after the previous one but 58 after its (long, streamed) answer clears nothing.
+    The gap used to be taken from the previous request's start."""
+    from datetime import timedelta
+
+    from replay.log import AssistantMessage
+
+    turns = [gen.Turn(f"step {n}", [gen.Call("read_file", {"path": f"f{n}"}, "x" * 400)])
+             for n in range(8)]
+    turns.append(gen.Turn("done", gap_s=58 * 60))
+    session = gen.build_session(turns, provider="anthropic")
+    answers = [n for n, e in enumerate(session.events) if isinstance(e, AssistantMessage)]
+    for event in session.events[answers[7]:]:  # the 8th answer was logged 5 minutes late
+        event.ts += timedelta(minutes=5)
+
+    def cleared(strategy: str) -> list[str]:
+        turns = replay(session, strategy, per_turn=True).turns
+        return turns.filter(pl.col("rewrites") != "")["request_id"].to_list()
+
+    assert cleared("claudecode-microcompact-time-60m-keep-5") == []
+    assert cleared("claudecode-microcompact-time-57m-keep-5") == ["req-009"]

@@ -240,6 +240,8 @@ class _Thread:
     e.g. a restarted pi process) or the thinking level change: the head is re-sent."""
     thinking_level: str | None = None
     """Thinking level of the thread's last request, when the adapter logs one."""
+    last_answer_ts: datetime | None = None
+    """`ts` of the thread's newest assistant message so far."""
     estimated: list[int] = field(default_factory=list)
     """Event indexes of the history's messages known only by their size (context the log does
     not hold, added by the unlogged-context fit), in history order."""
@@ -503,6 +505,7 @@ class _Run:
             if isinstance(event, UserMessage):
                 state.history.append(UserItem(event.text, event_index=n, injected=event.injected))
             elif isinstance(event, AssistantMessage):
+                state.last_answer_ts = event.ts
                 if not event.in_context:
                     continue  # billed, but the harness never sent it back
                 item = AssistantItem(blocks=self.facts.blocks(event, n), event_index=n)
@@ -596,6 +599,7 @@ class _Run:
             tools=header.tools,
             previous_usage=state.previous_usage,
             previous_ts=state.previous.ts if state.previous else None,
+            last_answer_ts=state.last_answer_ts,
             logged_summaries=tuple(state.compactions),
             logged_clears=frozenset(i for at, i in state.clears if at <= marker.ts)
             if state.clears

@@ -69,6 +69,9 @@ class StrategyContext:
     harness reads from the provider's last response to decide whether to compact)."""
     previous_ts: datetime | None = None
     """Start of the previous request of this thread."""
+    last_answer_ts: datetime | None = None
+    """When the newest answer of this thread before this request was logged (its assistant
+    message's `ts`); None before the first."""
     logged_summaries: Sequence[Any] = ()
     """Compactions recorded in the log up to now (their summaries can be reused)."""
     logged_clears: frozenset[int] = frozenset()

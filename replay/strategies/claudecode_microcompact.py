@@ -10,8 +10,9 @@ except the `keep` newest is
 replaced by `[Old tool result content cleared]`, for good. Between such gaps nothing changes.
 
 Defaults: gap = 60 minutes, keep = 5 (at least 1). Cache class: freeze-once (rewrites only when
-the cache is already cold). The time since the last assistant message is taken as the time
-since the previous request was sent (the log's request timestamps).
+the cache is already cold). The time since the last assistant message is measured from its
+`ts` in the log, or from the previous request's start where that is later (its answer is not
+logged).
 
 Source: public analyses (UNVERIFIED) of microCompact.ts `maybeTimeBasedMicrocompact`.
 """
@@ -54,7 +55,8 @@ def claudecode_microcompact(gap: int = 60, keep: int = 5) -> object:
     def clear_when_cold(history: Sequence[Item], ctx: StrategyContext) -> View:
         view.sync(history)
         events = []
-        if ctx.previous_ts is not None and (ctx.ts - ctx.previous_ts).total_seconds() >= gap * 60:
+        since = max((t for t in (ctx.last_answer_ts, ctx.previous_ts) if t), default=None)
+        if since is not None and (ctx.ts - since).total_seconds() >= gap * 60:
             results = [
                 i
                 for i in history
