@@ -139,9 +139,10 @@ def head_tokens(ctx: StrategyContext, tools: bool = True) -> int:
     head = ctx.hidden_tokens
     if ctx.system:
         head += ctx.count_tokens(ctx.system) + ctx.message_overhead
-    if ctx.tools and tools:
-        head += ctx.count_tokens(
-            "\n".join(json.dumps(t.model_dump(mode="json"), sort_keys=True) for t in ctx.tools)
+    if ctx.tools and tools:  # one block per definition, as the renderer counts them
+        head += sum(
+            ctx.count_tokens(json.dumps(t.model_dump(mode="json"), sort_keys=True))
+            for t in ctx.tools
         )
     return head
 
