@@ -291,6 +291,9 @@ CLIFF_200K = [
         ("claude-sonnet-4-0", "anthropic"),
         ("claude-sonnet-4@20250514", "google"),
         ("anthropic/claude-sonnet-4", "openrouter"),
+        ("global.anthropic.claude-sonnet-4-20250514-v1:0", "aws"),
+        ("us.anthropic.claude-sonnet-4-20250514-v1:0", "aws"),
+        ("global.anthropic.claude-sonnet-4-5-20250929-v1:0", "aws"),
     ],
 )
 def test_sonnet_4_bills_its_1m_context_tier_like_sonnet_4_5(model, provider):
@@ -309,11 +312,17 @@ def test_sonnet_4_bills_its_1m_context_tier_like_sonnet_4_5(model, provider):
 
 
 @pytest.mark.parametrize(
-    ("model", "provider"),
-    [("claude-sonnet-4-6", "google"), ("anthropic/claude-sonnet-4.6", "openrouter")],
+    ("model", "provider", "direct"),
+    [
+        ("claude-sonnet-4-6", "google", "claude-sonnet-4-6"),
+        ("anthropic/claude-sonnet-4.6", "openrouter", "claude-sonnet-4-6"),
+        ("global.anthropic.claude-sonnet-4-6-v1:0", "aws", "claude-sonnet-4-6"),
+        ("anthropic/claude-opus-4.6", "openrouter", "claude-opus-4-6"),
+        ("global.anthropic.claude-opus-4-6-v1:0", "aws", "claude-opus-4-6"),
+    ],
 )
-def test_sonnet_4_6_on_vertex_and_openrouter_is_tiered_like_the_direct_api_until_2026_03_13(
-    model, provider
+def test_4_6_models_elsewhere_are_tiered_like_the_direct_api_until_2026_03_13(
+    model, provider, direct
 ):
     # caching.md l.25 (1M flat since 2026-03-13), l.91 (direct API tiered before), l.62/l.63.
     pricer = Pricer()
@@ -324,11 +333,49 @@ def test_sonnet_4_6_on_vertex_and_openrouter_is_tiered_like_the_direct_api_until
     ):
         for b in CLIFF_200K:
             p = pricer.price(b, model=model, provider=provider, ts=ts)
-            assert amounts(p) == reference(b, "claude-sonnet-4-6", "anthropic", ts), (ts, b)
+            assert amounts(p) == reference(b, direct, "anthropic", ts), (ts, b)
     before = pricer.price(
         Buckets(uncached=300_000), model=model, provider=provider, ts=datetime(2026, 3, 1)
     )
-    assert before.input_usd == D("1.8")  # 300k × $6; genai-prices alone: $0.9
+    # 300k × $6 (Sonnet) or $10 (Opus); genai-prices alone: $0.9 or $1.5
+    assert before.input_usd == (D("1.8") if "sonnet" in model else D(3))
+
+
+@pytest.mark.parametrize(
+    ("regional", "global_", "ts"),
+    [
+        ("us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+         "global.anthropic.claude-sonnet-4-5-20250929-v1:0", datetime(2026, 1, 5, tzinfo=UTC)),
+        ("eu.anthropic.claude-sonnet-4-6", "global.anthropic.claude-sonnet-4-6-v1:0",
+         datetime(2026, 3, 1, tzinfo=UTC)),
+        ("us.anthropic.claude-opus-4-6-v1:0", "global.anthropic.claude-opus-4-6-v1:0",
+         datetime(2026, 3, 1, tzinfo=UTC)),
+    ],
+)
+def test_bedrock_regional_endpoints_keep_their_premium_on_the_long_context_tier(
+    regional, global_, ts
+):
+    # genai-prices prices these regional ids at 1.1 × the global ones; the tier keeps it.
+    pricer = Pricer()
+    for b in CLIFF_200K:
+        here = pricer.price(b, model=regional, provider="aws", ts=ts)
+        there = pricer.price(b, model=global_, provider="aws", ts=ts)
+        assert here.total_usd == there.total_usd * D("1.1"), b
+
+
+def test_gemini_2_5_pro_on_openrouter_is_tiered_before_2026_10_19_too():
+    # caching.md §C: 2.5 Pro bills the whole request at the higher rates above 200k; §R1:
+    # OpenRouter bills at upstream rates. genai-prices' OpenRouter row is tiered from 10-19.
+    pricer = Pricer()
+    after = datetime(2026, 10, 20, tzinfo=UTC)
+    for b in CLIFF_200K:
+        b = Buckets(uncached=b.uncached, cache_read=b.cache_read, output=b.output)
+        before = pricer.price(b, model="google/gemini-2.5-pro", provider="openrouter",
+                              ts=datetime(2026, 2, 1, tzinfo=UTC))
+        assert amounts(before) == reference(b, "google/gemini-2.5-pro", "openrouter", after), b
+    over = pricer.price(Buckets(uncached=300_000), model="google/gemini-2.5-pro",
+                        provider="openrouter", ts=datetime(2026, 2, 1, tzinfo=UTC))
+    assert over.input_usd == D("0.75")  # 300k × $2.50; genai-prices alone: $0.375
 
 
 def test_o3_cache_reads_cost_a_quarter_of_input_before_the_2025_06_10_price_cut_too():
