@@ -456,6 +456,24 @@ def test_deepseek_peak_prices_apply_monday_to_friday_only(model):
     )
 
 
+@pytest.mark.parametrize(
+    ("model", "day"),
+    [("deepseek-v4-pro", datetime(2026, 5, 4)), ("deepseek-v4-flash", datetime(2026, 5, 4)),
+     ("deepseek-v4-flash", datetime(2026, 8, 20)), ("deepseek-v4-pro", datetime(2026, 10, 20))],
+)
+def test_a_deepseek_peak_hour_costs_twice_that_day_s_off_peak_price(model, day):
+    # caching.md l.57: peak = 2x off-peak. genai-prices' peak rows have no start date: they are
+    # 2x the latest off-peak price, so 2026-05-04 02:00 UTC on v4-pro cost 3.03x the off-peak
+    # input of that day ($1.32 against $0.435).
+    pricer = Pricer()
+    b = Buckets(uncached=1_000_000, cache_read=1_000_000, output=1_000_000)
+    peak = pricer.price(b, model=model, provider="deepseek", ts=day.replace(hour=2, tzinfo=UTC))
+    off = pricer.price(b, model=model, provider="deepseek", ts=day.replace(hour=12, tzinfo=UTC))
+    assert (peak.input_usd, peak.output_usd) == (2 * off.input_usd, 2 * off.output_usd)
+    again = pricer.price(b, model=model, provider="deepseek", ts=day.replace(hour=7, tzinfo=UTC))
+    assert amounts(again) == amounts(peak)  # the second peak window, from the memo
+
+
 def test_deepseek_chat_2025_off_peak_window_is_not_restricted_to_weekdays():
     # Its window is genai-prices' 2025 data; the Mon-Fri rule is for the late-2026 models.
     b = Buckets(uncached=1_000_000)

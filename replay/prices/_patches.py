@@ -5,8 +5,9 @@ genai-prices is the price reference, but its snapshot misses a few facts the res
 source, applied by `replay.prices.Pricer` on top of the prices genai-prices resolves for a
 request:
 
-- `peak_days`: the UTC weekdays on which a model's time-of-day (peak) prices apply; on the other
-  days its off-peak price holds all day (genai-prices' time-of-day prices have no weekday).
+- `peak_days`: the UTC weekdays on which a model's time-of-day (peak) prices apply, and the
+  factor on the day's off-peak price they are; on the other days its off-peak price holds all
+  day (genai-prices' time-of-day prices have no weekday, and are the latest period's).
 - `prices`: rates that replace genai-prices' for some models over a range of UTC dates (e.g. a
   long-context tier genai-prices lacks), in genai-prices' units (USD per million tokens).
 - `multipliers`: a factor on every token price of some models when a request was billed under
@@ -39,23 +40,6 @@ FILE = "price_patches.json"
 Weekday = Literal["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 WEEKDAYS: tuple[Weekday, ...] = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 """In `date.weekday()` order."""
-
-
-class PeakDays(BaseModel):
-    """The weekdays on which some models' time-of-day (peak) prices apply."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    provider: str
-    """genai-prices provider id."""
-    models: list[str]
-    """genai-prices model ids (exact, as `Price.model_ref` shows them)."""
-    days: list[Weekday]
-    """UTC weekdays on which the peak prices apply; every other day is off-peak all day."""
-    source: str
-    """URL (and archived copy) the rule comes from."""
-    note: str | None = None
-    """Why, or what is assumed."""
 
 
 def _decimal_text(value: object) -> object:
@@ -146,6 +130,26 @@ Factor = Annotated[Decimal, BeforeValidator(_decimal_text), Field(gt=0, allow_in
 """A price multiplier, written as a decimal string."""
 
 
+class PeakDays(BaseModel):
+    """The weekdays on which some models' time-of-day (peak) prices apply."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: str
+    """genai-prices provider id."""
+    models: list[str]
+    """genai-prices model ids (exact, as `Price.model_ref` shows them)."""
+    days: list[Weekday]
+    """UTC weekdays on which the peak prices apply; every other day is off-peak all day."""
+    factor: Factor
+    """A peak price is the off-peak price in force that day × `factor` (genai-prices' own
+    time-of-day prices have no start date: they are the latest period's)."""
+    source: str
+    """URL (and archived copy) the rule comes from."""
+    note: str | None = None
+    """Why, or what is assumed."""
+
+
 class PriceMultiplier(BaseModel):
     """A factor on every token price of some models under a price variant (a request's
     `price_context`, e.g. `{"inference_geo": "us"}`), on top of the prices in force (fast mode's
@@ -214,12 +218,12 @@ def patches_for(provider: str, model_id: str) -> tuple[PricePatch, ...]:
     )
 
 
-def peak_weekdays(provider: str, model_id: str) -> frozenset[int] | None:
-    """The weekdays (`date.weekday()` numbers) on which the model's peak prices apply; None
-    when the data file does not restrict them (every day, as genai-prices does)."""
+def peak_rule(provider: str, model_id: str) -> PeakDays | None:
+    """The model's peak-price row; None when the data file does not restrict its peak prices
+    (genai-prices' own, every day)."""
     for row in price_patches().peak_days:
         if row.provider == provider and model_id in row.models:
-            return frozenset(WEEKDAYS.index(day) for day in row.days)
+            return row
     return None
 
 

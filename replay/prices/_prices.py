@@ -57,12 +57,13 @@ from replay.cache._rules import RuleBook, utc_date
 from replay.prices._patches import FILE as PATCH_FILE
 from replay.prices._patches import (
     WEEKDAYS,
+    PeakDays,
     PriceMultiplier,
     PricePatch,
     multiplier_rules,
     multipliers_for,
     patches_for,
-    peak_weekdays,
+    peak_rule,
 )
 
 _MAX_RATE = Decimal(1_000_000)
@@ -523,20 +524,37 @@ def _off_peak_prices(model_info: gp_types.ModelInfo, ts: datetime) -> gp_types.M
 def _prices_at(
     model_info: gp_types.ModelInfo,
     ts: datetime,
-    peak_days: frozenset[int] | None,
+    peak: PeakDays | None,
     context: PriceContext = (),
-) -> tuple[gp_types.ModelPrice, str]:
-    """genai-prices' prices of the model at `ts` (in the price variant `context`), off-peak on a
-    UTC weekday its peak prices do not apply (`peak_days`), and what replay changed (for
+) -> tuple[gp_types.ModelPrice, gp_types.ModelPrice, str]:
+    """genai-prices' prices of the model at `ts` (in the price variant `context`), with the
+    model's peak rule (`peak`): off-peak all day on a UTC weekday its peak prices do not apply,
+    and at a peak hour the off-peak price in force that day × the rule's factor. Also returns
+    genai-prices' own object they come from (a stable key) and what replay changed (for
     `Price.source`, "" if nothing)."""
     prices = model_info.get_prices(ts, dict(context) or None)
-    if peak_days is None or utc_date(ts).weekday() in peak_days:
-        return prices, ""
+    if peak is None:
+        return prices, prices, ""
     off_peak = _off_peak_prices(model_info, ts)
     if off_peak is prices:
-        return prices, ""
-    days = "/".join(day for n, day in enumerate(WEEKDAYS) if n not in peak_days)
-    return off_peak, f" + off-peak price all day on {days} (pricing/{PATCH_FILE})"
+        return prices, prices, ""
+    if WEEKDAYS[utc_date(ts).weekday()] not in peak.days:
+        days = "/".join(day for day in WEEKDAYS if day not in peak.days)
+        return off_peak, off_peak, f" + off-peak price all day on {days} (pricing/{PATCH_FILE})"
+    scaled = copy(off_peak)
+    for unit in _PRICE_KEYS:
+        rate = getattr(scaled, unit)
+        if rate is not None:
+            setattr(scaled, unit, _scaled(rate, peak.factor))
+    if all(getattr(scaled, unit) == getattr(prices, unit) for unit in _PRICE_KEYS):
+        return prices, prices, ""
+    return scaled, off_peak, (
+        f" + peak price = {peak.factor} × that day's off-peak (pricing/{PATCH_FILE})"
+    )
+
+
+def _rates(prices: gp_types.ModelPrice) -> tuple:
+    return tuple(getattr(prices, unit) for unit in _PRICE_KEYS)
 
 
 def _patched(
@@ -612,9 +630,11 @@ def _variant_note(
     return note
 
 
-_CardKey = tuple[int, str, tuple[int, ...], _WriteMultipliers]
-"""What a card is built from: id(genai-prices' ModelPrice), its weekday change, the ids of the
-price patch rows, price variants and multiplier rows in force, the rule multipliers."""
+_CardKey = tuple[int, int, str, tuple[int, ...], _WriteMultipliers]
+"""What a card is built from: id(genai-prices' ModelPrice) of the standard price and of the one
+its rates come from (the day's off-peak price at a peak hour), its peak or weekday change, the
+ids of the price patch rows, price variants and multiplier rows in force, the rule
+multipliers."""
 
 
 PriceContext = tuple[tuple[str, str], ...]
@@ -783,15 +803,15 @@ class Pricer:
         label = f"{model_info.id!r} ({provider_info.id})"
         rules = builtin_book(provider, model)
         rule_file = f"pricing/cache/{rules[0].provider}.json" if rules else ""
-        peak_days = peak_weekdays(provider_info.id, model_info.id)
+        peak = peak_rule(provider_info.id, model_info.id)
         patches = patches_for(provider_info.id, model_info.id)
         factor_rows = multipliers_for(provider_info.id, model_info.id) if context else ()
-        # _CardKey -> (the ModelPrice, kept alive so its id stays unique; its card)
-        by_prices: dict[_CardKey, tuple[gp_types.ModelPrice, _Card]] = {}
+        # _CardKey -> (the ModelPrices keyed on, kept alive so their ids stay unique; the card)
+        by_prices: dict[_CardKey, tuple[tuple[gp_types.ModelPrice, ...], _Card]] = {}
 
 
         def card_for(ts: datetime) -> _Card:
-            model_price, changed = _prices_at(model_info, ts, peak_days, context)
+            model_price, origin, changed = _prices_at(model_info, ts, peak, context)
             in_force = _variants_in_force(model_info, ts, context)
             day = utc_date(ts)
             rows = tuple(row for row in patches if row.in_force(day))
@@ -799,9 +819,9 @@ class Pricer:
             multipliers = _write_multipliers(rules, ts)
             # Keyed by genai-prices' own object for the period (a variant's prices are a new
             # copy at each call; the route's variant is fixed).
-            standard = model_info.get_prices(ts) if context else model_price
+            standard = model_info.get_prices(ts) if context else origin
             ids = tuple(map(id, (*rows, *in_force, *factors)))
-            key = (id(standard), changed, ids, multipliers)
+            key = (id(standard), id(origin), changed, ids, multipliers)
             hit = by_prices.get(key)
             if hit is not None:
                 return hit[1]
@@ -817,7 +837,7 @@ class Pricer:
             )
             card.note = _variant_note(context, in_force, factors, label)
             _self_check(card, scaled)
-            by_prices[key] = (standard, card)
+            by_prices[key] = ((standard, origin), card)
             return card
 
         prices = model_info.prices
