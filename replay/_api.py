@@ -13,7 +13,7 @@ import polars as pl
 from pydantic import TypeAdapter
 
 from replay._errors import ReplayError
-from replay.cache import load_rules_file
+from replay.cache import CacheRouter, load_rules_file
 from replay.engine import ReplayConfig, RequestRecord, summary_frame
 from replay.engine._replay import iter_replay, with_unlogged_context
 from replay.engine._results import ResultTables
@@ -504,7 +504,8 @@ def _bill_notes(session: Session, tables: ResultTables, config: ReplayConfig) ->
     how much to trust their absolute figures on this log."""
     from replay.fidelity import bill
 
-    billed = bill(session, config.pricer or Pricer())
+    billed = bill(session, config.pricer or Pricer(),
+                  CacheRouter(config.cache_rules, config.rule_overrides))
     if billed is None:
         return []
     cost = f"${billed.cost_usd:.4f}"

@@ -350,3 +350,26 @@ def test_the_bill_is_not_compared_with_a_what_if_or_without_recorded() -> None:
     session.requests()[0].usage = None
     note = _bill_note(replay(session, ["recorded"]).notes)
     assert "5 of 6 requests carry usage" in note
+
+
+def test_the_bill_is_priced_at_the_endpoint_the_rules_name() -> None:
+    """Vertex's regional endpoints cost +10% (`anthropic.vertex.endpoint=regional`): the
+    simulation priced it, but the log's usage was priced at the global list price, so a bill
+    reproduced exactly showed a +10% cost error."""
+    from replay.cache import CacheRouter
+    from replay.fidelity import bill
+    from replay.prices import Pricer
+
+    session = _billed_session()
+    session.header.provider = "google"
+    regional = {"anthropic.vertex.endpoint": "regional"}
+    rows = fidelity_rows(session, ReplayConfig(rule_overrides=regional))
+    summary = fidelity_summary(rows)
+    assert summary["cost_error"] == 0.0
+    plain = fidelity_summary(fidelity_rows(session))
+    assert summary["recorded_cost_usd"] == plain["recorded_cost_usd"] * Decimal("1.1")
+    pricer = Pricer()
+    billed = bill(session, pricer, CacheRouter(None, regional))
+    assert billed is not None
+    assert billed.cost_usd == bill(session, pricer).cost_usd * Decimal("1.1")
+    assert billed.cost_usd == summary["recorded_cost_usd"]

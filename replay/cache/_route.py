@@ -14,6 +14,8 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
+from decimal import Decimal
 from functools import cache
 from typing import Any
 
@@ -22,7 +24,7 @@ from replay._model_ids import normalize_model
 from replay.cache._base import CacheOutcome, CacheSimulator, SimRequest
 from replay.cache._rules import ProviderRules, RuleBook, all_builtin_rules
 from replay.cache._store import CacheStore
-from replay.cache.anthropic import AnthropicSimulator
+from replay.cache.anthropic import AnthropicSimulator, endpoint_price_factor
 from replay.cache.automatic import AutomaticPrefixSimulator
 from replay.cache.deepseek import DeepSeekUnitSimulator
 from replay.cache.gemini import GeminiExplicitSimulator
@@ -175,6 +177,13 @@ class CacheRouter:
                 if v.when == "breakpoints":
                     return v.name
         return None
+
+    def price_factor(self, provider: str, model: str, ts: datetime) -> Decimal:
+        """What the endpoint the rules name adds to every price of a request on `provider` and
+        `model` at `ts`, as the simulation applies it (Vertex regional: +10%): the log's own
+        usage is billed at the same endpoint."""
+        route = self.route(provider, model)
+        return endpoint_price_factor(self.book(route, route.variant), route.rules_model, ts)
 
     # -- simulation --------------------------------------------------------------------------
 

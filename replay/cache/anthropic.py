@@ -21,6 +21,7 @@ Per request, with the rules in force at its date (`pricing/cache/anthropic.json`
 
 from __future__ import annotations
 
+from datetime import datetime
 from decimal import Decimal
 
 import numpy as np
@@ -38,6 +39,7 @@ from replay.cache._base import (
     prompt_view,
     walk_entries,
 )
+from replay.cache._rules import RuleBook
 from replay.render._request import TEXT, THINKING
 
 
@@ -204,7 +206,12 @@ class AnthropicSimulator(CacheSimulator):
         return outcome
 
     def price_factor(self, sim: SimRequest) -> Decimal:
-        endpoint = self.rule(sim, "endpoint", "global")
-        if endpoint == "global":
-            return Decimal(1)
-        return Decimal(str(self.rule(sim, "regional_price_multiplier", "1")))
+        return endpoint_price_factor(self.rules, sim.model, sim.request.ts)
+
+
+def endpoint_price_factor(book: RuleBook, model: str, ts: datetime) -> Decimal:
+    """What the endpoint the rules name adds to every price of a request (Vertex's regional
+    and multi-region endpoints: +10%); 1 on the global endpoint."""
+    if book.get("endpoint", model, ts, "global") == "global":
+        return Decimal(1)
+    return Decimal(str(book.get("regional_price_multiplier", model, ts, "1")))

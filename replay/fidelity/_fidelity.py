@@ -26,11 +26,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 
 import polars as pl
 
+from replay._errors import ReplayError
 from replay.cache._base import TTL_EXPIRED
+from replay.cache._route import CacheRouter
 from replay.engine import ReplayConfig, replay_session
 from replay.engine._replay import with_unlogged_context
 from replay.engine._results import MONEY
@@ -113,14 +116,14 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
         if usage is None:
             continue
         rec_write = usage.cache_write_5m_tokens + usage.cache_write_1h_tokens
+        o = r.outcome
         recorded_cost = pricer.price(
             recorded_buckets(usage),
             model=r.model,
             provider=r.provider,
             ts=r.ts,
             context=marker.price_context,
-        ).total_usd
-        o = r.outcome
+        ).total_usd * o.price_factor  # billed at the endpoint the simulation priced
         earlier = past.setdefault(r.thread, [])
         off = abs(o.cache_read - usage.cache_read_tokens)
         within = off <= _tolerance(usage.prompt_tokens)
@@ -188,9 +191,11 @@ class Bill:
     """The models the log billed, sorted."""
 
 
-def bill(session: Session, pricer: Pricer) -> Bill | None:
+def bill(session: Session, pricer: Pricer, router: CacheRouter | None = None) -> Bill | None:
     """Price the usage the log recorded, each request at the model and provider the log names
-    for it (whatever model a replay forces), or None when no request carries usage."""
+    for it (whatever model a replay forces), or None when no request carries usage. `router`:
+    the cache rules of the replay, whose endpoint (Vertex regional: +10%) the bill is priced
+    at too."""
     header = session.header
     thread_models: dict[str, str | None] = {}
     requests = priced = 0
@@ -210,16 +215,28 @@ def bill(session: Session, pricer: Pricer) -> Bill | None:
         model = event.model or thread_models.get(event.thread) or header.model
         priced += 1
         models.add(model)
+        provider = event.provider or header.provider
         cost += pricer.price(
             recorded_buckets(usage),
             model=model,
-            provider=event.provider or header.provider,
+            provider=provider,
             ts=event.ts,
             context=event.price_context,
-        ).total_usd
+        ).total_usd * _endpoint_factor(router, provider, model, event.ts)
     if not priced:
         return None
     return Bill(requests, priced, cost, tuple(sorted(models)))
+
+
+def _endpoint_factor(
+    router: CacheRouter | None, provider: str, model: str, ts: datetime
+) -> Decimal:
+    if router is None:
+        return Decimal(1)
+    try:
+        return router.price_factor(provider, model, ts)
+    except ReplayError:  # no rules for it: the replay says so where it matters
+        return Decimal(1)
 
 
 def _inferred(marker: RequestMarker | None) -> str | None:
