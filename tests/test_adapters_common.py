@@ -514,6 +514,31 @@ def test_detection_ignores_file_names(tmp_path: Path) -> None:
         assert detect(path) == fmt
 
 
+def test_a_native_header_without_its_format_is_still_read_as_native(tmp_path: Path) -> None:
+    """A lenient read takes a replay-log header that lost `format` (and --strict refuses it);
+    it used to be detected as a pi header, and `convert` wrote a pi log with no events."""
+    lines = [
+        {"type": "session", "version": 1, "ts": "2026-01-01T00:00:00Z",
+         "provider": "anthropic", "model": "claude-sonnet-4-5"},
+        {"type": "user", "ts": "2026-01-01T00:00:01Z", "text": "go"},
+        {"type": "request", "ts": "2026-01-01T00:00:02Z", "request_id": "r1"},
+        {"type": "assistant", "ts": "2026-01-01T00:00:03Z", "request_id": "r1",
+         "blocks": [{"type": "text", "text": "done"}]},
+    ]
+    path = tmp_path / "nofmt.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    assert detect(path) == "replay-log"
+    session = load(path)
+    assert session.header.agent != "pi" and len(session.requests()) == 1
+    with pytest.raises(LogFormatError, match="format: replay-log"):
+        load(path, strict=True)
+    # pi's own headers (id, timestamp, cwd; version from v2) are still pi's
+    pi = {"type": "session", "id": "x", "timestamp": "2026-01-01T00:00:00Z", "cwd": "/w"}
+    for header in (pi, {**pi, "version": 3}, {"type": "session", "version": 2}):
+        path.write_text(json.dumps(header) + "\n", encoding="utf-8")
+        assert detect(path) == "pi", header
+
+
 def test_load_reads_native_logs_unchanged(tmp_path: Path) -> None:
     session = load(write(tmp_path, "codex", VALID["codex"]()))
     out = tmp_path / "n.jsonl"

@@ -78,8 +78,11 @@ def _score(obj: dict[str, Any]) -> dict[str, int]:
         "messageId" in obj or "sessionId" in obj or "operation" in obj or "leafUuid" in obj
     ):
         scores["claude-code"] += 5
-    if kind == "session" and "format" not in obj and ("cwd" in obj or "version" in obj):
-        scores["pi"] += 20
+    if kind == "session" and "format" not in obj:
+        if "cwd" in obj or "timestamp" in obj or ("version" in obj and "ts" not in obj):
+            scores["pi"] += 20  # pi's header: id, timestamp, cwd (and version from v2)
+        elif "ts" in obj:
+            scores["replay-log"] += 20  # a replay-log header without `format` (lenient reads)
     if kind in _PI_TYPES and "payload" not in obj and "uuid" not in obj:
         if kind == "message" and isinstance(obj.get("message"), dict):
             scores["pi"] += 10
