@@ -308,6 +308,21 @@ def test_missing_header(tmp_path):
             "writes) to add up to at most 1,000,000,000,000 tokens, not 1,200,000,000,000 at "
             "`request.usage`",
         ),
+        (  # a negative thinking size took tokens off the prompt, a huge one crashed the replay
+            '{"type":"assistant","ts":"2026-03-02T09:00:01Z","blocks":[{"type":"thinking",'
+            '"estimated_tokens":-1000}]}',
+            "greater than or equal to 0 at `assistant.blocks.0.thinking.estimated_tokens`",
+        ),
+        (
+            '{"type":"assistant","ts":"2026-03-02T09:00:01Z","blocks":[{"type":"thinking",'
+            '"estimated_tokens":2000000000000}]}',
+            "less than or equal to 1000000000000 at `assistant.blocks.0.thinking.estimated_tokens`",
+        ),
+        (
+            '{"type":"thread","ts":"2026-03-02T09:00:01Z","thread_id":"s",'
+            '"hidden_prefix_tokens":-3}',
+            "greater than or equal to 0 at `thread.hidden_prefix_tokens`",
+        ),
         ('{"type":"user","ts":"2026-03-02T09:00:01Z","n":' + "9" * 5000 + "}",
          "expected a JSON object (Exceeds the limit (4300 digits)"),
         ("[" * 100_000, "expected a JSON object (nested too deeply)"),

@@ -245,6 +245,11 @@ class SessionHeader(_Event):
     estimated: list[str] = Field(default_factory=list)
     """Names of header fields that an adapter estimated rather than read from the source log."""
 
+    hidden_prefix_tokens: Tokens | None = None
+    """Size of the prompt prefix the log does not hold (system prompt, tool schemas, context
+    the harness injected), when known or estimated (adapters estimate it from the first
+    request's usage): sent as one block of that size after the logged system prompt."""
+
 
 class TextBlock(_Model):
     """Plain assistant text."""
@@ -264,7 +269,7 @@ class ThinkingBlock(_Model):
     signature: str | None = None
     """Opaque provider signature or encrypted payload, when logged."""
 
-    estimated_tokens: int | None = None
+    estimated_tokens: Tokens | None = None
     """Token size when the text is not logged but the size is known or estimated."""
 
 
@@ -410,6 +415,9 @@ class ThreadStart(_Event):
 
     model: str | None = None
     """The subagent's model, when it differs from the session's."""
+
+    hidden_prefix_tokens: Tokens | None = None
+    """The subagent's `hidden_prefix_tokens`, when it differs from the session's."""
 
 
 Event = Annotated[
