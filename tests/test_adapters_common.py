@@ -599,15 +599,17 @@ def test_invalid_json_line(tmp_path: Path, fmt: str) -> None:
     [
         ('{"type": "user", "n": ' + "7" * 5000 + "}", "Exceeds the limit (4300 digits)"),
         ("[" * 100_000, "nested too deeply"),
+        ('{"type": "user", "n": NaN}', "NaN is not a JSON value"),
     ],
-    ids=["integer-too-long", "nested-too-deeply"],
+    ids=["integer-too-long", "nested-too-deeply", "nan"],
 )
 @pytest.mark.parametrize("fmt", ["claude-code", "codex", "pi"])
 def test_a_line_json_cannot_hold_in_python_is_one_bad_line(
     tmp_path: Path, fmt: str, line: str, why: str
 ) -> None:
-    """Valid JSON Python will not read (an integer of 5,000 digits, 100,000 nested lists):
-    that line is skipped and counted, not the whole file refused."""
+    """Valid JSON Python will not read (an integer of 5,000 digits, 100,000 nested lists), and
+    Python's NaN, which is not JSON: that line is skipped and counted, not the whole file
+    refused."""
     lines = VALID[fmt]().splitlines(keepends=True)
     path = write(tmp_path, fmt, "".join(lines[:2] + [line + "\n"] + lines[2:]))
     session = load(path)

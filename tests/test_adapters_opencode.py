@@ -444,6 +444,27 @@ def test_cut_export_keeps_the_complete_messages(tmp_path: Path, cut: float) -> N
     assert session.skipped[0].line is not None
 
 
+@pytest.mark.parametrize("bad", ["NaN", "7" * 5000])
+def test_an_export_with_a_value_python_reads_but_json_has_not_keeps_its_other_messages(
+    tmp_path: Path, bad: str
+) -> None:
+    """NaN (not JSON) or an integer of 5,000 digits in one message: that message is reported
+    and the others are read (NaN was read as a float and written back as null; the integer
+    was a traceback)."""
+    text = json.dumps(opencode_doc(), indent=2)
+    marker = '"modelID": '
+    at = text.rindex(marker) + len(marker)
+    end = text.index(",", at) if text.index(",", at) < text.index("\n", at) else text.index(
+        "\n", at)
+    path = tmp_path / "bad.json"
+    path.write_text(text[:at] + bad + text[end:], encoding="utf-8")
+    session = load(path)
+    assert session.skipped and "expected a complete" in str(session.skipped[0])
+    assert session.requests()
+    with pytest.raises(LogFormatError):
+        load(path, strict=True)
+
+
 def test_directory_of_unrelated_exports_is_refused(tmp_path: Path) -> None:
     first = opencode_doc()
     other = json.loads(json.dumps(first).replace(first["info"]["id"], "ses_other"))

@@ -326,6 +326,12 @@ def test_missing_header(tmp_path):
         ('{"type":"user","ts":"2026-03-02T09:00:01Z","n":' + "9" * 5000 + "}",
          "expected a JSON object (Exceeds the limit (4300 digits)"),
         ("[" * 100_000, "expected a JSON object (nested too deeply)"),
+        (  # Python reads NaN as a float, and it was written back as null
+            '{"type":"user","ts":"2026-03-02T09:00:01Z","text":"hi","n":NaN}',
+            "expected a JSON object (NaN is not a JSON value)",
+        ),
+        ('{"type":"user","ts":"2026-03-02T09:00:01Z","text":"hi","n":-Infinity}',
+         "expected a JSON object (-Infinity is not a JSON value)"),
     ],
     ids=lambda v: v[:40] if isinstance(v, str) else v,
 )

@@ -49,7 +49,7 @@ from replay.log import (
     UserMessage,
 )
 from replay.log._events import SharedFieldsSet, share_fields_sets
-from replay.log._io import describe_invalid, first_clause, without_bom
+from replay.log._io import describe_invalid, first_clause, loads_json, without_bom
 from replay.log._pairs import sent_message
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -170,12 +170,12 @@ def iter_json_lines(path: str | Path, issues: Issues) -> Iterator[tuple[int, dic
             issues.add(number, f"expected UTF-8 text ({err.reason} at byte {err.start})", path)
             continue
         try:
-            obj = json.loads(text)
+            obj = loads_json(text)
         except json.JSONDecodeError as err:
             msg = f"expected a JSON object (invalid or truncated JSON: {err.msg})"
             issues.add(number, msg, path)
             continue
-        except ValueError as err:  # an integer of more digits than Python converts
+        except ValueError as err:  # an integer of more digits than Python converts, NaN
             issues.add(number, f"expected a JSON object ({first_clause(err)})", path)
             continue
         except RecursionError:
@@ -421,7 +421,7 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
         return clean_json(raw)
     if isinstance(raw, str):
         try:
-            value = json.loads(raw)
+            value = loads_json(raw)
         except (ValueError, RecursionError):  # not JSON, or a number Python does not convert
             return {"_raw": clean(raw)}
         return clean_json(value) if isinstance(value, dict) else {"_raw": clean_json(value)}

@@ -77,6 +77,7 @@ from replay.adapters._common import (
     usage_is_empty,
 )
 from replay.log import Session
+from replay.log._io import JSON_DECODER, first_clause
 
 AGENT = "opencode"
 IGNORED_PARTS = {"patch", "snapshot", "agent", "retry", "step-start", "subtask", "compaction"}
@@ -113,12 +114,16 @@ def _load_document(path: Path, issues: Issues) -> tuple[dict[str, Any], list[tup
         line = data.count(b"\n", 0, err.start) + 1
         issues.add(line, f"expected UTF-8 text ({err.reason})")
         text = data.decode("utf-8", "replace")
-    decoder = json.JSONDecoder()
+    decoder = JSON_DECODER
     try:
-        doc = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as err:
+        doc = decoder.decode(text)
+    except (ValueError, RecursionError) as err:  # (JSONDecodeError, NaN, a huge integer)
         line = err.lineno if isinstance(err, json.JSONDecodeError) else None
-        msg = err.msg if isinstance(err, json.JSONDecodeError) else "nested too deeply"
+        msg = (
+            err.msg if isinstance(err, json.JSONDecodeError)
+            else "nested too deeply" if isinstance(err, RecursionError)
+            else first_clause(err)
+        )
         issues.add(line, f"expected a complete opencode export JSON document ({msg})")
         return _salvage(text, decoder, issues)
     if not isinstance(doc, dict):
@@ -180,7 +185,7 @@ def _salvage(
             break
         try:
             value, end = decoder.raw_decode(text, pos)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):
             issues.add(line_of(pos), "expected a complete message object (damaged or cut)")
             break
         messages.append((line_of(pos), value))

@@ -137,6 +137,22 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str | LogFormatError]]:
                 yield number, text
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+JSON_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+"""Python's JSON decoder without its NaN and ±Infinity, which are not JSON (a ValueError): read
+as floats, they were written back as `null`."""
+
+
+def loads_json(text: str | bytes) -> Any:
+    """`json.loads` with `JSON_DECODER`."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    return JSON_DECODER.decode(text)
+
+
 def first_clause(err: Exception) -> str:
     """`Exceeds the limit (4300 digits) for integer string conversion` (not the advice after
     it, which is for programmers)."""
@@ -167,10 +183,10 @@ def read_log(path: str | Path, *, strict: bool = False, check_pairs: bool = Fals
             if isinstance(text, LogFormatError):
                 raise text
             try:
-                obj = json.loads(text)
+                obj = loads_json(text)
             except json.JSONDecodeError as err:
                 raise LogFormatError(path, number, f"expected a JSON object ({err.msg})") from None
-            except ValueError as err:  # an integer of more digits than Python converts
+            except ValueError as err:  # an integer of more digits than Python converts, NaN
                 raise LogFormatError(
                     path, number, f"expected a JSON object ({first_clause(err)})"
                 ) from None
