@@ -401,7 +401,7 @@ def whatif(
     if not 0 <= at < n_requests:
         flag = "--compact-at" if compact else "--at"
         raise ReplayError(f"{flag} {at} is outside the log's requests (0..{n_requests - 1})")
-    edit = whatif_strategy(at, Selector.parse(prune) if prune else None, compact)
+    edit = whatif_strategy(at, Selector.parse(prune) if prune is not None else None, compact)
     reference = "recorded" if _has_recorded() else "baseline"
     config = _config(provider, model, client, cache_rules, None, prices, ttl, context_window)
     config.progress = progress

@@ -418,6 +418,7 @@ def test_cli_compact_json(invoke) -> None:
     ("args", "message"),
     [
         (["--at", "8", "--prune", "bogus"], "error: bad --prune selector 'bogus'"),
+        (["--at", "8", "--prune", ""], "error: bad --prune selector ''"),  # was a traceback
         (["--at", "8", "--prune", "older-than:x"], "error: bad --prune selector"),
         (["--at", "8", "--prune", "messages:3"], "error: bad --prune selector"),
         (["--at", "14", "--prune", "older-than:3"],
