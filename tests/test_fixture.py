@@ -86,6 +86,17 @@ def test_recorder_needs_node(tmp_path, monkeypatch):
     assert not (tmp_path / "run.jsonl").exists()
 
 
+def test_the_log_is_never_written_into_the_fixture_it_reads(tmp_path, monkeypatch):
+    """`-o fx/src/api.js` used to replace the fixture's source with the log."""
+    monkeypatch.setattr(_recorder.shutil, "which", lambda name: "/usr/bin/node")
+    fixture = tmp_path / "fx"
+    shutil.copytree(_recorder.default_fixture(), fixture)
+    before = (fixture / "src" / "api.js").read_bytes()
+    with pytest.raises(ReplayError, match="is in the fixture folder being read"):
+        record_fixture(fixture / "src" / "api.js", fixture)
+    assert (fixture / "src" / "api.js").read_bytes() == before
+
+
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     if shutil.which("node") is None:
