@@ -156,6 +156,22 @@ def test_a_non_number_still_says_a_number_is_expected():
         parse_name("truncate-500[chars=lots]")
 
 
+@pytest.mark.parametrize("value", ["40", "40%", "40pct"])
+def test_a_percent_parameter_takes_a_percent_sign(value):
+    """The names say `50pct`: `--set …threshold=40%` was refused as "expected an integer"."""
+    for name, param in (("gemini-compress-50pct-keep-30pct", "threshold"),
+                        ("gemini-compress-50pct-keep-30pct", "preserve"),
+                        ("codex-compact-at-90pct", "pct")):
+        assert parse_name(f"{name}[{param}={value}]").params[param] == 40
+
+
+@pytest.mark.parametrize("value", ["1.0", "0.3", "forty"])
+def test_a_percent_parameter_refuses_a_fraction_saying_it_is_a_percent(value):
+    """`preserve=1.0` was read as 1 %, `0.3` refused as not an integer."""
+    with pytest.raises(ReplayError, match=re.escape("expected a whole-number percent")):
+        parse_name(f"gemini-compress-50pct-keep-30pct[preserve={value}]")
+
+
 def test_words_and_numbers_in_names_are_read_as_the_parameter_accepts():
     assert parse_name("aider-summarize-8k").params["max_tokens"] == 8000
     assert parse_name("anthropic-clear-thinking-keep-1[keep=all]").params["keep"] == "all"

@@ -336,6 +336,11 @@ def coerce_param(spec: StrategySpec, param: str, raw: Any) -> Any:
             return False
         raise ReplayError(f"{where}: expected true or false")
     if isinstance(default, int):
+        if bounds is PERCENT or f"(?P<{param}>\\d+)pct" in spec.pattern:  # (the name: `50pct`)
+            number = re.fullmatch(r"\s*(\d+)\s*(%|pct)?\s*", text)
+            if number is None:
+                raise ReplayError(f"{where}: expected a whole-number percent (like 50 or 50%)")
+            return int(number.group(1))
         value = _number(text, kilo)
         if value is None or value != int(value):
             raise ReplayError(f"{where}: expected an integer (like 40000 or 40k)")
