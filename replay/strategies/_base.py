@@ -548,8 +548,8 @@ def resolve(
         if "plugins" in names:
             raise ReplayError(
                 "`plugins` names no strategy: no plug-in is loaded (load one with "
-                "--strategy-file FILE, or install a package with a `replay.strategies` entry "
-                "point)"
+                "--strategy-file FILE in replay run, breakeven, whatif or report, or install a "
+                "package with a `replay.strategies` entry point)"
             )
         raise ReplayError("no strategy given; try --strategies all")
     return list(seen.values())
