@@ -430,6 +430,7 @@ def _notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list
     ttl, window = config.ttl, config.context_window
     notes = [TRAJECTORY_NOTE]
     notes += _bill_notes(session, tables, config) + _unused_price_notes(tables, config)
+    notes += _unused_rules_notes(tables, config)
     if session.skipped:
         notes.append(_skipped_note(session))
     if tables.models and tables.estimated_output:
@@ -564,6 +565,24 @@ def _unused_price_notes(tables: ResultTables, config: ReplayConfig) -> list[str]
         f"--price {', '.join(unused)} matched no model of this replay "
         f"({', '.join(sorted(tables.models))}): those rates priced nothing. Name the model as "
         "the log does, or with a wildcard (e.g. 'claude-sonnet-4*')."
+    ]
+
+
+def _unused_rules_notes(tables: ResultTables, config: ReplayConfig) -> list[str]:
+    """A `--cache-rules` file for a provider no request went to: the user believes their rules
+    are in the figures."""
+    rules = config.cache_rules
+    if rules is None or not tables.routes:
+        return []
+    layers = CacheRouter(rules).layers_for(rules.provider)
+    served = layers[-1].provider if layers else rules.provider
+    used = sorted({route.split(">")[-1].split("/")[0] for route in tables.routes})
+    if served in used:
+        return []
+    return [
+        f"--cache-rules: the {rules.provider} rules served no request of this replay (its "
+        f"requests went to the {', '.join(used)} rules): they changed nothing. Give the rules "
+        "of the provider the log ran on, or --provider to replay it on theirs."
     ]
 
 

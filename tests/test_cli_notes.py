@@ -219,3 +219,24 @@ def test_a_price_override_that_prices_nothing_is_a_note(invoke, name) -> None:
         ok = invoke(command, RUN42, *args, "--price", f"{used}=input:1,output:1")
         assert ok.exit_code == 0, ok.output
         assert "matched no model" not in ok.stderr
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_cache_rules_that_serve_no_request_are_a_note(invoke, name, tmp_path) -> None:
+    """Anthropic rules on a Gemini log changed nothing without a word."""
+    from conftest import ROOT
+
+    command, *args = COMMANDS[name]
+    anthropic = tmp_path / "anthropic.json"
+    anthropic.write_bytes((ROOT / "pricing" / "cache" / "anthropic.json").read_bytes())
+    wrong = invoke(command, RUN42, *args, "--cache-rules", str(anthropic))
+    assert wrong.exit_code == 0, wrong.output
+    assert ("--cache-rules: the anthropic rules served no request of this replay (its requests "
+            "went to the google rules)") in wrong.stderr
+    google = tmp_path / "google.json"
+    google.write_bytes((ROOT / "pricing" / "cache" / "google.json").read_bytes())
+    for rules, more in ((google, []), (anthropic, ["--provider", "anthropic", "--model",
+                                                   "claude-sonnet-4-5"])):
+        ok = invoke(command, RUN42, *args, "--cache-rules", str(rules), *more)
+        assert ok.exit_code == 0, ok.output
+        assert "served no request" not in ok.stderr

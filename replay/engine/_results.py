@@ -328,6 +328,8 @@ class ResultTables:
     """Models of every simulated request."""
     providers: set[str] = field(default_factory=set)
     """Providers of every simulated request."""
+    routes: set[str] = field(default_factory=set)
+    """Cache routes of every simulated request (`CacheOutcome.route`: `anthropic/vertex`…)."""
     estimated_output: bool = True
     """True while every recorded request's output size is a count of the logged response (no
     provider usage)."""
@@ -388,6 +390,7 @@ class ResultTables:
         _add(self._accs, r)
         self.models.add(r.model)
         self.providers.add(r.provider)
+        self.routes.add(r.outcome.route)
         if r.kind == "request" and not r.request.estimated_output:
             self.estimated_output = False
         if r.price_warning:
@@ -410,6 +413,7 @@ class ResultTables:
         self._accs.update(other._accs)
         self.models |= other.models
         self.providers |= other.providers
+        self.routes |= other.routes
         self.estimated_output = self.estimated_output and other.estimated_output
         for into, new in ((self.price_warnings, other.price_warnings),
                           (self.no_ttl_choice, other.no_ttl_choice),
