@@ -187,11 +187,21 @@ class _Guarded:
             raise _plugin_error(self.named, err, f"on request {ctx.request_index}") from err
         wrong = _not_a_view(result)
         if wrong:
+            origin = self.named.spec.origin
             raise ReplayError(
-                f"{self.named.spec.origin}: plug-in strategy {self.named.name!r} returned {wrong} "
-                f"on request {ctx.request_index}: {_EXPECTED}"
+                f"{_called_at(self.strategy)}: plug-in strategy {self.named.name!r} returned "
+                f"{wrong} on request {ctx.request_index}: {_EXPECTED}{_of(origin)}"
             )
         return result
+
+
+def _called_at(strategy: Any) -> str:
+    """`path:line` of the function replay called: the strategy itself, or its class's
+    `__call__`."""
+    if isinstance(strategy, FunctionType):
+        return _defined_at(strategy)
+    call = inspect.getattr_static(type(strategy), "__call__", None)
+    return _defined_at(call if isinstance(call, FunctionType) else strategy)
 
 
 def _not_a_view(result: Any) -> str | None:
