@@ -253,6 +253,21 @@ def test_a_written_log_that_will_not_replay_as_it_is_says_so(tmp_path, option, w
     assert f"warning: {path}: replaying it as it is fails: {why}" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("option", "named"),
+    [(["-s", "bogus"], "--strategies/-s"), (["-o", "OUT"], "-o/--output"),
+     (["--workers", "2"], "--workers"), (["--format", "json"], "--format")],
+)
+def test_write_log_refuses_the_benchmark_s_options(tmp_path, option, named):
+    """`--write-log` writes the log and stops: `-s bogus` passed unchecked, `-o` was dropped."""
+    path = tmp_path / "s.jsonl"
+    option = [str(tmp_path / "out") if o == "OUT" else o for o in option]
+    result = CliRunner().invoke(cli, ["bench", "-n", "5", "--write-log", str(path), *option])
+    assert result.exit_code == 2
+    assert f"--write-log only writes the synthetic log: {named}" in result.stderr
+    assert not path.exists()
+
+
 def _parts(session):
     return session.header, session.events
 

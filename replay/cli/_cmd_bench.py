@@ -8,6 +8,25 @@ import click
 
 from replay.cli._main import check_output_folder, cli, output_options, user_errors
 
+_BENCH_ONLY = ("strategies", "naive_requests", "doubling", "memory", "workers", "fmt", "output")
+"""Options of the benchmark run that `--write-log` (which writes the log and stops) ignores."""
+
+
+def _refuse_bench_options_with_write_log() -> None:
+    """`--write-log` writes the synthetic log and stops: an option of the benchmark given with
+    it would do nothing (`-s bogus` was not even checked, `-o` was dropped)."""
+    ctx = click.get_current_context()
+    given = [
+        "/".join(p.opts) for p in ctx.command.params
+        if p.name in _BENCH_ONLY
+        and ctx.get_parameter_source(p.name) is not click.core.ParameterSource.DEFAULT
+    ]
+    if given:
+        raise click.UsageError(
+            f"--write-log only writes the synthetic log: {', '.join(given)} would do nothing "
+            "(run the benchmark without --write-log)"
+        )
+
 
 def _finite(param: click.Parameter, value: float) -> float:
     if value != value:  # nan compares false with every bound of a range
@@ -124,6 +143,7 @@ def bench_command(
     from replay.bench import bench_table, run_bench, write_synthetic_log
 
     if write_log is not None:
+        _refuse_bench_options_with_write_log()
         session = write_synthetic_log(
             write_log,
             requests,
