@@ -259,6 +259,10 @@ def test_cli_json_table_and_tokenizer_file(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["families"][0]["pairs"] == 40
     assert f"{log}: given twice; read once" in result.stderr
     assert f"{run42}: no recorded usage in this log; skipped" in result.stderr
+    # -q: nothing but the result (the warnings were printed)
+    quiet = runner.invoke(cli, ["calibrate", str(log), str(log), str(run42), "--format",
+                                "json", "-q"])
+    assert quiet.exit_code == 0 and quiet.stderr == "" and quiet.stdout == result.stdout
 
 
 @pytest.mark.parametrize(("factor", "shown"), [(12.0, "12.0"), (0.05, "0.05")])

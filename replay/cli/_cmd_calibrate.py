@@ -100,18 +100,23 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     from replay.tokens import calibrate, calibration_dict, logs_label, write_tokenizer_file
 
     _check_date(date)
+
+    def warn(message: str) -> None:  # `-q`: nothing but the result
+        if not quiet:
+            click.echo(f"warning: {message}", err=True)
+
     sessions = []
     # A log given twice, copied (a backup) or copied into a resumed file would count its pairs
     # twice: each record is read once.
     read = read_each_once(logs, strict=strict)
     for left in read.left_out:
-        click.echo(f"warning: {left.path}: {left.why}; read once", err=True)
+        warn(f"{left.path}: {left.why}; read once")
     for log, session in read.sessions:
         if not session.requests():
-            click.echo(f"warning: {log}: no request in this log; skipped", err=True)
+            warn(f"{log}: no request in this log; skipped")
             continue
         if not any(r.usage for r in session.requests()):
-            click.echo(f"warning: {log}: no recorded usage in this log; skipped", err=True)
+            warn(f"{log}: no recorded usage in this log; skipped")
             continue
         sessions.append(session)
     # A forked session given with its parent: the pairs it copied are counted once (as batch).
@@ -119,11 +124,10 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     for session in sessions:
         if session.path in forks:
             copied = getattr(session.header, "copied_requests", 0)
-            click.echo(
-                f"warning: {session.path}: {copied} request(s) copied from "
+            warn(
+                f"{session.path}: {copied} request(s) copied from "
                 f"{forks[session.path]}, given too (`copied_from_parent`): their "
-                "pairs are counted in that log only",
-                err=True,
+                "pairs are counted in that log only"
             )
     calibrations = calibrate(sessions, forks=forks)
     if not any(c.pairs for c in calibrations):
@@ -137,8 +141,8 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     if write_tokenizers is not None:
         written = write_tokenizer_file(calibrations, date, write_tokenizers)
         if not written["families"]:
-            click.echo(f"warning: {write_tokenizers}: no family with a private tokenizer was "
-                       "measured (public ones count exactly); the file holds no row", err=True)
+            warn(f"{write_tokenizers}: no family with a private tokenizer was measured (public "
+                 "ones count exactly); the file holds no row")
     if fmt == "json":
         document = {
             "date": date,
