@@ -455,8 +455,7 @@ def _notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list
         )
     notes += microcompact_notes(session) + clock_notes(session)
     notes += window_notes(session, tables.models, window)
-    for warning, requests in sorted(tables.price_warnings.items()):
-        notes.append(f"Priced with a fallback on {len(requests):,} request(s): {warning}.")
+    notes += price_warning_notes(tables.price_warnings)
     if ttl is not None and tables.no_ttl_choice:
         notes.append(_ignored_ttl_note(ttl, tables.no_ttl_choice))
     if tables.no_breakpoint:
@@ -551,6 +550,15 @@ def _bill_notes(session: Session, tables: ResultTables, config: ReplayConfig) ->
         f"({example}), or the log lacks context the agent sent. `replay fidelity LOG` shows "
         "which requests and why. Every strategy is simulated under the same rules: compare them "
         "with each other, and expect a real bill to differ from theirs about as much."
+    ]
+
+
+def price_warning_notes(warnings: dict[str, set[int]]) -> list[str]:
+    """One note per pricing fallback: the rate the price table lacks, and on how many
+    requests."""
+    return [
+        f"Priced with a fallback on {len(requests):,} request(s): {warning}."
+        for warning, requests in sorted(warnings.items())
     ]
 
 

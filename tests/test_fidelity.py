@@ -373,3 +373,23 @@ def test_the_bill_is_priced_at_the_endpoint_the_rules_name() -> None:
     assert billed is not None
     assert billed.cost_usd == bill(session, pricer).cost_usd * Decimal("1.1")
     assert billed.cost_usd == summary["recorded_cost_usd"]
+
+
+def test_cli_notes_a_price_fallback(tmp_path: Path) -> None:
+    """A request billed fast on a model genai-prices has no fast prices for is priced at its
+    standard ones: `replay run` said so, fidelity did not."""
+    load_commands()
+    session = _billed_session(2)
+    session.header.model = "claude-opus-4-6"
+    for marker in session.requests():
+        marker.price_context = {"speed": "fast"}
+    log = tmp_path / "fast.jsonl"
+    write_log(session, log)
+    result = CliRunner().invoke(cli, ["fidelity", str(log), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert document["notes"] == [
+        "Priced with a fallback on 2 request(s): no speed=fast price for 'claude-opus-4-6' "
+        "(anthropic), billed at its standard prices."
+    ]
+    assert "price_warning" not in document["requests"][0]  # a note, not a column

@@ -41,7 +41,13 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
     from rich.table import Table
 
     from replay import report
-    from replay._api import _config, _skipped_note, load, microcompact_notes
+    from replay._api import (
+        _config,
+        _skipped_note,
+        load,
+        microcompact_notes,
+        price_warning_notes,
+    )
     from replay._errors import ReplayError
     from replay.cli._cmd_core import print_notes_beside
     from replay.engine._replay import require_requests
@@ -57,6 +63,11 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
     rows = fidelity_rows(session, config)
     if not rows:
         raise ReplayError(f"{log}: no request in this log carries recorded usage")
+    warnings: dict[str, set[int]] = {}
+    for r in rows:
+        if r.price_warning:
+            warnings.setdefault(r.price_warning, set()).add(r.request_index)
+    notes += price_warning_notes(warnings)
     frame = fidelity_frame(rows)
     summary = fidelity_summary(rows)
     # The headline is part of the result: printed under the table, on standard output or in -o

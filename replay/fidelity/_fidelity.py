@@ -73,6 +73,9 @@ class FidelityRow:
     allow, a prefix cached before this log when it read more on a thread's first request)."""
     naive_read: int | None
     """Cache read predicted by read(n-1) + write(n-1) of the previous recorded request."""
+    price_warning: str | None = None
+    """The pricing fallback that priced this request's recorded or simulated cost (a rate the
+    price table lacks, billed at another one), if any: for the notes, not a column."""
     fitted: str | None = None
     """Set when the simulated read is not a prediction: an estimate of the unlogged-context fit
     was sized from this very read (a warm start, a transient message, the head's size)."""
@@ -117,13 +120,14 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
             continue
         rec_write = usage.cache_write_5m_tokens + usage.cache_write_1h_tokens
         o = r.outcome
-        recorded_cost = pricer.price(
+        recorded_price = pricer.price(
             recorded_buckets(usage),
             model=r.model,
             provider=r.provider,
             ts=r.ts,
             context=marker.price_context,
-        ).total_usd * o.price_factor  # billed at the endpoint the simulation priced
+        )
+        recorded_cost = recorded_price.total_usd * o.price_factor  # at the simulated endpoint
         earlier = past.setdefault(r.thread, [])
         off = abs(o.cache_read - usage.cache_read_tokens)
         within = off <= _tolerance(usage.prompt_tokens)
@@ -157,6 +161,7 @@ def fidelity_rows(session: Session, config: ReplayConfig | None = None) -> list[
                     o.miss_kind,
                 ),
                 naive_read=earlier[-1][1] if earlier else None,
+                price_warning=r.price_warning or recorded_price.warning,
                 fitted=fitted,
                 fitted_residual=residuals.get((r.thread, event_index), 0),
                 fitted_scaled=scaled.get((r.thread, event_index), 0),
@@ -349,7 +354,8 @@ FIDELITY_SCHEMA = {
 def fidelity_frame(rows: Sequence[FidelityRow]) -> pl.DataFrame:
     from dataclasses import asdict
 
-    return pl.DataFrame([asdict(r) for r in rows], schema=FIDELITY_SCHEMA, orient="row")
+    return pl.DataFrame([{k: v for k, v in asdict(r).items() if k in FIDELITY_SCHEMA}
+                         for r in rows], schema=FIDELITY_SCHEMA, orient="row")
 
 
 def fidelity_summary(rows: Sequence[FidelityRow]) -> dict:
