@@ -527,3 +527,23 @@ def test_microcompact_time_measures_the_gap_from_the_last_answer():
 
     assert cleared("claudecode-microcompact-time-60m-keep-5") == []
     assert cleared("claudecode-microcompact-time-57m-keep-5") == ["req-009"]
+
+
+def test_thinking_logged_only_by_its_size_is_counted_in_the_output_too():
+    """A log without usage: a thinking block known by its size (signature only) was counted in
+    later prompts but not in the output of the response that wrote it."""
+    from replay.log import AssistantMessage, ThinkingBlock
+
+    turns = [gen.Turn(f"step {n}", [gen.Call("read_file", {"path": f"f{n}"}, "x" * 40)])
+             for n in range(2)]
+
+    def outputs(session) -> list[int]:
+        turns = replay(session, "baseline", per_turn=True).turns
+        return turns["output_tokens"].to_list()
+
+    plain = gen.build_session(turns, provider="anthropic")
+    thinking = gen.build_session(turns, provider="anthropic")
+    first = next(e for e in thinking.events if isinstance(e, AssistantMessage))
+    first.blocks.insert(0, ThinkingBlock(signature="sig", estimated_tokens=5000))
+    before, after = outputs(plain), outputs(thinking)
+    assert after[0] == before[0] + 5000 and after[1:] == before[1:]

@@ -391,7 +391,12 @@ class _SessionFacts:
         if count is None:
             at, answer = self.answers[index]
             blocks = self.blocks(answer, at)
-            count = self._outputs[key] = sum(counter.count(b.rendered()) for b in blocks)
+            # Thinking logged only by its size counts that size, as in later prompts.
+            count = self._outputs[key] = sum(
+                b.estimated_tokens or 0 if b.type == "thinking" and not b.text
+                else counter.count(b.rendered())
+                for b in blocks
+            )
         return count
 
     def head_fields(self, index: int, marker: RequestMarker) -> tuple[Any, Any]:
