@@ -591,10 +591,13 @@ def test_wrong_format_name_is_refused(tmp_path):
          ":3: invalid `request` event: input should be a valid integer at "
          "`request.usage.input_tokens`"),
         # docs/log-format.md: a date or Unix seconds for `ts` is read leniently only
+        # (said in pydantic's words: "invalid datetime separator, expected `T`, `t`, `_`…")
         ((HEADER, USER.replace('"2026-03-02T09:00:01Z"', '"2026-03-03"')),
-         ":2: invalid `user` event: input should be a valid datetime"),
+         ":2: expected `ts` as an ISO-8601 date-time (like 2026-03-02T09:00:01Z), got "
+         "'2026-03-03'"),
         ((HEADER, USER.replace('"2026-03-02T09:00:01Z"', "1772442001")),
-         ":2: invalid `user` event: input should be a valid datetime"),
+         ":2: expected `ts` as an ISO-8601 date-time (like 2026-03-02T09:00:01Z), got "
+         "1772442001"),
         ((HEADER, USER.replace('"2026-03-02T09:00:01Z"', '"1772442001"')),
          ":2: expected `ts` as an ISO-8601 date-time, got '1772442001'"),
     ],

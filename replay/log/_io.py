@@ -103,7 +103,14 @@ def parse_event(obj: Any, path: str | Path, line: int, *, strict_text: str | Non
         if strict_text is not None:
             _check_types(strict_text)
     except ValidationError as err:
-        expected = f"invalid `{kind}` event: {describe_invalid(err)}"
+        time = next((e for e in err.errors() if e["loc"][-1:] in (("ts",), ("cleared_at",))
+                     and "datetime" in e["type"]), None)
+        if time is not None:  # pydantic's own words name its parser's internals
+            field, value = time["loc"][-1], time["input"]
+            expected = (f"expected `{field}` as an ISO-8601 date-time (like "
+                        f"2026-03-02T09:00:01Z), got {value!r}")
+        else:
+            expected = f"invalid `{kind}` event: {describe_invalid(err)}"
         raise LogFormatError(path, line, expected) from None
     return event
 
