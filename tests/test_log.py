@@ -372,6 +372,16 @@ def test_a_line_written_twice_is_a_bad_line(tmp_path):
         read_log(path, strict=True, check_pairs=True)
 
 
+def test_the_header_s_id_is_one_of_the_file_s_ids(tmp_path):
+    """A line with the header's id was accepted, even by a strict read."""
+    header = HEADER.replace('"type":"session",', '"type":"session","id":"x",')
+    user = USER.replace('"type":"user",', '"type":"user","id":"x",')
+    path = _write(tmp_path, header, USER, REQUEST, user)
+    with pytest.raises(LogFormatError, match=r":4: expected a unique event id: 'x' is the id "
+                       r"of line 1"):
+        read_log(path, strict=True, check_pairs=True)
+
+
 def test_an_event_of_a_thread_nothing_opened_is_a_bad_line(tmp_path):
     """`thread` is `main` or a thread a `thread` event opened: a strict read stops at the
     thread's first line; a lenient one keeps its lines, counted once, and replays it as a

@@ -215,6 +215,8 @@ def read_log(path: str | Path, *, strict: bool = False, check_pairs: bool = Fals
                         f"got {event.version} (upgrade replay)",
                     )
                 header = event
+                if pairs is not None and event.id is not None:
+                    pairs.ids[event.id] = number  # the header's id is one of the file's ids
                 continue
             event = parse_event(obj, path, number, strict_text=text if strict else None)
             if isinstance(event, SessionHeader):
