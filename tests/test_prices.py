@@ -660,8 +660,6 @@ def test_naive_timestamp_is_utc():
     ("model", "provider"),
     [
         ("no-such-model-9", "anthropic"),
-        ("claude-sonnet-4-6", "no-such-provider"),
-        ("gpt-5", "anthropic"),
         ("gemma-3", "google"),  # known to genai-prices but without any price: it would say $0
     ],
 )
@@ -672,6 +670,22 @@ def test_unknown_or_unpriced_model_raises_with_price_hint(model, provider):
     assert "\n" not in message
     assert model in message
     assert "USD per million tokens" in message
+
+
+@pytest.mark.parametrize(
+    ("model", "provider", "hint"),
+    [
+        # `--model gpt-5` on a Gemini log: --price was suggested, not --provider
+        ("gpt-5", "google", "genai-prices has it from 'openai': pass --provider openai"),
+        ("claude-sonnet-4-6", "no-such-provider", "pass --provider anthropic"),
+        ("claude-sonet-4-5", "anthropic", "did you mean 'claude-sonnet-4-5'"),
+    ],
+)
+def test_a_model_of_another_provider_or_a_typo_gets_the_hint_that_fixes_it(model, provider,
+                                                                           hint):
+    with pytest.raises(ReplayError) as info:
+        Pricer().price(Buckets(uncached=10, output=1), model=model, provider=provider, ts=OCT_20)
+    assert hint in str(info.value) and "\n" not in str(info.value)
 
 
 def test_output_without_output_price_raises_but_input_only_is_fine():

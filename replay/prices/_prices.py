@@ -34,6 +34,7 @@ without an input (or, for a request with output, output) price, raises `ReplayEr
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import operator
 import re
@@ -75,6 +76,25 @@ PRICE_FORMAT = "MODEL=input:IN,output:OUT[,cache_read:R,cache_write:W,cache_writ
 
 _MTOK = 1_000_000
 _ZERO = Decimal(0)
+
+
+def _lookup_hint(snapshot: Any, model: str, provider: str) -> str:
+    """What to do about a model genai-prices does not list under `provider`: name the
+    provider that has it (`--model gpt-5` on a Gemini log), or a close model id (a typo), or
+    give its prices."""
+    try:
+        elsewhere, _ = snapshot.find_provider_model(model, None, None, None)
+    except LookupError:
+        elsewhere = None
+    if elsewhere is not None and elsewhere.id != provider:
+        return f"genai-prices has it from {elsewhere.id!r}: pass --provider {elsewhere.id}"
+    ids = [
+        m.id for p in snapshot.providers if p.id == provider for m in p.models
+    ]
+    close = difflib.get_close_matches(model, ids, n=3, cutoff=0.85)
+    if close:
+        return f"did you mean {' or '.join(map(repr, close))}? Else {_price_hint(model)}"
+    return _price_hint(model)
 
 
 def _price_hint(model: str) -> str:
@@ -792,7 +812,7 @@ class Pricer:
             reason = f"genai-prices {genai_prices.__version__} has no such model ({err})"
             raise ReplayError(
                 f"no price for model {model!r} from provider {provider!r}: {reason}; "
-                f"{_price_hint(model)}"
+                f"{_lookup_hint(snapshot, model, provider)}"
             ) from None
         version = genai_prices.__version__
         source = (
