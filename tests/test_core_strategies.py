@@ -142,11 +142,9 @@ def test_core_strategies_on_random_sessions(session):
                         full = outputs[item.event_index]
                         if len(full) <= limit:
                             assert item.output == full
-                        elif item.output != full:  # (kept whole where the marker saves nothing)
-                            assert item.output.startswith(full[:limit])
-                            assert len(item.output) < len(full)
-                        else:
-                            assert len(full) <= limit + len(f"\n…[truncated {len(full)} chars]")
+                        else:  # nothing past the limit is shown, and the marker says how much
+                            cut = len(full) - limit
+                            assert item.output == f"{full[:limit]}\n…[truncated {cut} chars]"
 
     # age-truncate-N-keep-K: each result's text changes at most once, from full to capped.
     for name, limit, keep in (
