@@ -14,6 +14,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 
+import pytest
+
 from replay.cache import Breakpoint
 from replay.cache.testing import CacheLab
 
@@ -219,12 +221,15 @@ def test_prefix_just_at_the_minimum_is_cached():
 # -- TTL ------------------------------------------------------------------------------------------
 
 
-def test_idle_gap_just_under_the_5m_ttl():
+@pytest.mark.parametrize("gap", [299, 300])
+def test_idle_gap_just_under_or_at_the_5m_ttl(gap):
+    """An entry is live while `t − last_use ≤ ttl` (caching.md, simulation rules): exactly 5
+    minutes later it is still read."""
     lab = CacheLab("anthropic", MODEL)
     head = base(lab)
     lab.send(head, at=0)
     # 299 s later: the entries written at t=0 (from the request start) are live. $0.00216.
-    r2 = lab.send([*head, lab.block("text", 100), lab.block("user", 300)], at=299)
+    r2 = lab.send([*head, lab.block("text", 100), lab.block("user", 300)], at=gap)
     assert r2.split == (2200, 0, 400, 0)
     assert r2.cost == usd("2160")
 

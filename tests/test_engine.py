@@ -547,3 +547,36 @@ def test_thinking_logged_only_by_its_size_is_counted_in_the_output_too():
     first.blocks.insert(0, ThinkingBlock(signature="sig", estimated_tokens=5000))
     before, after = outputs(plain), outputs(thinking)
     assert after[0] == before[0] + 5000 and after[1:] == before[1:]
+
+
+def test_a_strategy_reads_the_previous_request_s_simulated_usage_bucket_by_bucket():
+    """`ctx.previous_usage` (what a harness reads off the last response to decide whether to
+    compact: opencode adds reads and writes) is the previous request's simulated usage, each
+    bucket where the simulation put it."""
+    from replay.strategies import NamedStrategy, StrategySpec
+
+    seen: dict[int, object] = {}
+
+    def build() -> object:
+        def rule(history, ctx):
+            seen[ctx.request_index] = ctx.previous_usage
+            return list(history)
+
+        return rule
+
+    spec = StrategySpec(family="probe", pattern="probe", build=build, cache_class="append-only",
+                        rule="sends everything, records what it was told")
+    turns = [gen.Turn(f"step {n} " + "word " * 300,
+                      [gen.Call("read_file", {"path": f"f{n}"}, "line\n" * 400)])
+             for n in range(5)]
+    session = gen.build_session(turns, provider="anthropic")
+    records = [r for r in replay_session(session, [NamedStrategy("probe", spec, {})],
+                                         ReplayConfig()) if r.kind == "request"]
+    assert seen[0] is None
+    for prev, cur in zip(records, records[1:], strict=False):
+        usage, o = seen[cur.request_index], prev.outcome
+        assert (usage.input_tokens, usage.cache_read_tokens, usage.cache_write_5m_tokens,
+                usage.cache_write_1h_tokens) == (o.uncached, o.cache_read, o.cache_write_5m,
+                                                 o.cache_write_1h)
+    assert any(r.outcome.cache_read for r in records) and any(
+        r.outcome.cache_write_5m for r in records)  # both buckets are exercised

@@ -115,12 +115,14 @@ def test_first_request_and_where_labels():
     assert (diff.where, diff.message_index, diff.is_break) == ("message 1", 1, True)
 
     sys_changed = _render(r, items, system="Another system prompt.")
-    assert prefix_diff(first, sys_changed, r.table).where == "system"
+    diff = prefix_diff(first, sys_changed, r.table)
+    assert (diff.where, diff.message_index) == ("system", None)  # no message of the history
 
     other_tools = [ToolDef(name="write_file")]
     tools_changed = _render(r, items, tools=other_tools)
     diff = prefix_diff(first, tools_changed, r.table)
     assert diff.where == "tools" and diff.first_mismatch_block == 0
+    assert diff.message_index is None
     assert diff.first_mismatch_token == _naive(r, first, tools_changed) < first.total
 
     shorter = _render(r, items[:2])
