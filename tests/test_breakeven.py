@@ -882,3 +882,24 @@ def test_the_agent_s_own_compaction_says_where_its_summary_cost_is(logged_call) 
     said = ("the logged request before it wrote the summary" if logged_call
             else "the log holds no call for its compaction")
     assert said in row.disagreement
+
+
+VIEWER = ("claude_code/d-kimuson__claude-code-viewer__mock-global-claude-dir_projects_sample-"
+          "project_5c0375b4.jsonl")
+
+
+def test_a_rewrite_in_a_subagent_thread_that_ended_says_its_thread_ended() -> None:
+    """A subagent's thread ends long before the log: its rows said "log ended before payback"
+    while the log went on for six more requests."""
+    from conftest import ROOT
+
+    from replay import load
+
+    path = ROOT.parent / "shared" / "samples" / VIEWER
+    if not path.is_file():
+        pytest.skip(f"real agent logs not found at {path.parent}")
+    rows, _ = breakeven_session(load(path), ["age-truncate-500-keep-3"])
+    why = {(r.thread == "main", r.disagreement.rsplit("; ", 1)[-1]) for r in rows
+           if r.breakeven_simulated is None}
+    assert why == {(True, "log ended before payback"),
+                   (False, "its thread ended before payback")}

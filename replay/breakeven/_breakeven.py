@@ -302,7 +302,9 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     if capped:
         reasons.append(f"compared over {longest} requests only (horizon limit)")
     elif paid_back is None and not cut_by_event:
-        reasons.append("log ended before payback")
+        # A subagent's thread often ends long before the log does.
+        thread_ended = stop == len(seq) and seq[-1].request_index < run.facts.request_count - 1
+        reasons.append(f"{'its thread' if thread_ended else 'log'} ended before payback")
     return BreakEven(
         strategy=rec.strategy,
         request_index=rec.request_index,

@@ -354,6 +354,8 @@ class _SessionFacts:
         break-even's runs): its blocks are then made as the run reaches them, not all first."""
         self.answers = _responses(session)
         """Request event index → the assistant message that answered it, and its index."""
+        self.request_count = sum(isinstance(e, RequestMarker) for e in session.events)
+        """Requests of the log, every thread's."""
         self._responses: dict[int, AssistantItem | None] = {}
         self._outputs: dict[tuple[int, str], int] = {}
         self._head: dict[int, tuple[Any, Any]] = {}
