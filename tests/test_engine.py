@@ -580,3 +580,47 @@ def test_a_strategy_reads_the_previous_request_s_simulated_usage_bucket_by_bucke
                                                  o.cache_write_1h)
     assert any(r.outcome.cache_read for r in records) and any(
         r.outcome.cache_write_5m for r in records)  # both buckets are exercised
+
+
+@pytest.mark.parametrize(
+    ("thread_fields", "hidden"),
+    [({}, 5000), ({"hidden_prefix_tokens": 700}, 700), ({"system": "You review code."}, 0)],
+)
+def test_a_subagent_thread_is_sent_the_session_s_hidden_prefix_unless_it_has_its_own(
+    thread_fields, hidden
+):
+    """docs/log-format.md: a `thread` event's `system` and `hidden_prefix_tokens` are given
+    where they differ from the header's. A thread that gave neither was sent no hidden prefix:
+    its requests were billed ~5,000 tokens short."""
+    from datetime import timedelta
+
+    from replay.log import (
+        AssistantMessage,
+        RequestMarker,
+        Session,
+        SessionHeader,
+        TextBlock,
+        ThreadStart,
+        UserMessage,
+    )
+
+    t0 = gen.BASE_TS
+    header = SessionHeader(ts=t0, provider="anthropic", model="claude-sonnet-4-5",
+                           system="You are an agent.", hidden_prefix_tokens=5000)
+
+    def turn(thread: str, n: int) -> list:
+        ts = t0 + timedelta(seconds=10 * n)
+        return [UserMessage(ts=ts, thread=thread, text=f"task {n}"),
+                RequestMarker(ts=ts, thread=thread, request_id=f"r{n}"),
+                AssistantMessage(ts=ts, thread=thread, request_id=f"r{n}",
+                                 blocks=[TextBlock(text="ok")])]
+
+    start = ThreadStart(ts=t0 + timedelta(seconds=5), thread_id="sub", **thread_fields)
+    session = Session(header=header, events=[*turn("main", 0), start, *turn("sub", 1)])
+    records = [r for r in replay_session(session, ["baseline"], ReplayConfig())
+               if r.kind == "request"]
+    main, sub = records
+    own_system = "system" in thread_fields
+    # the same two short messages and answers: the prompts differ by the head only
+    assert sub.request.total - main.request.total == pytest.approx(hidden - 5000, abs=12 if
+                                                                    own_system else 2)

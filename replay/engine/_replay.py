@@ -34,6 +34,7 @@ from replay.engine._unlogged import (
     UnloggedContext,
     fit_heads,
     hidden_prefix_of,
+    thread_hidden_prefix,
 )
 from replay.evidence import BlindAction, EvidenceChecker, share_answers_for
 from replay.log import (
@@ -497,9 +498,8 @@ class _Run:
                 threads[name] = _Thread(
                     strategy=self.named.instantiate(),
                     system=header.system,
-                    hidden_tokens=(
-                        round(hidden_prefix_of(header) * self.resize) if name == MAIN_THREAD else 0
-                    ),
+                    # (a thread no `thread` event opened is sent the session's head)
+                    hidden_tokens=round(hidden_prefix_of(header) * self.resize),
                 )
                 self.unlogged.split_head(name, threads[name])
             return threads[name]
@@ -540,7 +540,7 @@ class _Run:
                 child = thread_state(event.thread_id)
                 child.system = event.system if event.system is not None else header.system
                 child.model = event.model
-                child.hidden_tokens = round(hidden_prefix_of(event) * self.resize)
+                child.hidden_tokens = round(thread_hidden_prefix(event, header) * self.resize)
                 self.unlogged.split_head(event.thread_id, child)
             elif isinstance(event, RequestMarker):
                 yield event.ts

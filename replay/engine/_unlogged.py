@@ -312,6 +312,16 @@ def hidden_prefix_of(owner: Any) -> int:
     return int(value) if isinstance(value, int | float) and value > 0 else 0
 
 
+def thread_hidden_prefix(start: Any, header: Any) -> int:
+    """The hidden prefix of a subagent thread: its `thread` event's own, else the session's
+    when the thread is sent the session's system prompt (its event gives none of its own: the
+    same head, as docs/log-format.md reads it), else 0 (its own system prompt is all its head
+    the log shows)."""
+    if start is None or getattr(start, "hidden_prefix_tokens", None) is not None:
+        return hidden_prefix_of(start) if start is not None else hidden_prefix_of(header)
+    return hidden_prefix_of(header) if getattr(start, "system", None) is None else 0
+
+
 def fit_heads(
     session: Session,
     explicit: Callable[[RequestMarker], bool],
@@ -330,11 +340,14 @@ def fit_heads(
     kinds: dict[str, tuple[str, str]] = {MAIN_THREAD: (header.system, header.model)}
     for e in session.events:
         if isinstance(e, ThreadStart):
-            hidden[e.thread_id] = hidden_prefix_of(e)
+            hidden[e.thread_id] = thread_hidden_prefix(e, header)
             system = e.system if e.system is not None else header.system
             kinds[e.thread_id] = (system, e.model or header.model)
     requests: dict[str, list[tuple[int, RequestMarker]]] = {}
     for n, e in enumerate(session.events):
+        if isinstance(e, RequestMarker) and e.thread not in hidden:  # opened by no event:
+            hidden[e.thread] = hidden[MAIN_THREAD]  # sent the session's head, as the engine does
+            kinds[e.thread] = kinds[MAIN_THREAD]
         if (
             isinstance(e, RequestMarker)
             and e.usage is not None
