@@ -1293,6 +1293,23 @@ def test_run_with_set_and_strategy_file(tmp_path, clean_registry):
     assert bad.exit_code == 2 and "FAMILY.PARAM=VALUE" in bad.output
 
 
+def test_openhands_window_halves_again_until_the_request_fits():
+    """Each refused call raises the overflow again and OpenHands condenses again: one halving
+    that still did not fit used to be sent over the window."""
+    from replay.strategies._common import request_tokens
+
+    h = History().user()
+    for n in range(6):
+        h.step(read(f"f{n}", "x" * 400))
+    h.step(read("big", "y " * 1000))
+    c = ctx(window=700)
+    assert request_tokens(h.items, c) > 700
+    view = view_of(build("openhands-window-on-overflow")(h.items, c))
+    assert request_tokens(view.items, c) <= 700
+    assert view.items[0] is h.items[0] and view.items[-1] is h.items[-1]
+    assert [e.detail for e in view.events] == ["window halved 2 times on overflow"]
+
+
 # --- what the log holds only as a size --------------------------------------------------------
 
 

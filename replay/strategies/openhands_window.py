@@ -3,8 +3,9 @@
 Rule: nothing happens until a request would not fit the model's window (OpenHands sees a
 ContextWindowExceeded error and asks for a condensation). Then the essential events stay —
 the first user message (and the system prompt, always sent) — plus the newest half of the
-other events; leading observations whose call was dropped are dropped too. The forgotten
-events stay forgotten; the view grows append-only until the next overflow.
+other events; leading observations whose call was dropped are dropped too, and halved again
+until the request fits (each refused call raises the overflow again). The forgotten events
+stay forgotten; the view grows append-only until the next overflow.
 
 Defaults: none. One history item counts as one event. Cache class: freeze-once.
 
@@ -41,15 +42,24 @@ def openhands_window() -> object:
         size = live.tokens(ctx) + head(ctx) if items else request_tokens(view, ctx)
         if size <= ctx.context_window:
             return View(items=view)
-        positions = memory.remembered(len(history))
-        first_user = next((n for n in positions if is_real_user(history[n])), None)
-        others = [n for n in positions if n != first_user]
-        keep = set(others[-max(1, len(others) // 2) :])
-        newly = [n for n in others if n not in keep]
-        memory.forget(newly)
-        live.update(history, newly)
-        view = nonempty(live.items(), history)
-        return View(items=view, events=[RewriteEvent("drop", "window halved on overflow")])
+        # Each refused call raises the overflow again and OpenHands condenses again: halved
+        # until the request fits, or nothing is left to drop.
+        halvings = 0
+        while size > ctx.context_window:
+            positions = memory.remembered(len(history))
+            first_user = next((n for n in positions if is_real_user(history[n])), None)
+            others = [n for n in positions if n != first_user]
+            keep = set(others[-max(1, len(others) // 2) :])
+            newly = [n for n in others if n not in keep]
+            if not newly:
+                break
+            memory.forget(newly)
+            live.update(history, newly)
+            halvings += 1
+            view = nonempty(live.items(), history)
+            size = live.tokens(ctx) + head(ctx) if live.items() else request_tokens(view, ctx)
+        times = "" if halvings == 1 else f" {halvings} times"
+        return View(items=view, events=[RewriteEvent("drop", f"window halved{times} on overflow")])
 
     return halve_on_overflow
 
