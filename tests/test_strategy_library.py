@@ -418,6 +418,22 @@ def test_pi_never_cuts_at_a_tool_result_and_waits_for_a_prompt():
     assert isinstance(h.items[cut - 1], ToolResultItem)
 
 
+def test_pi_keeps_its_tail_from_the_entries_before_the_new_prompt():
+    """pi compacts before it adds the new prompt: the prompt is no part of the `keep` tokens
+    kept. A prompt as long as `keep` used to have everything before it summarized."""
+    h = History().user("task")
+    for n in range(4):
+        h.step(read(f"f{n}.ts", "q" * 800), text=f"step {n}")
+    h.step(text="done")
+    h.user("Q" * 2000)  # 500 estimated tokens: `keep` on its own
+    view = view_of(build("pi-compact-16k-20k", keep="500")(h.items, ctx(window=17_500,
+                                                                          usage=17_000)))
+    assert view.events
+    kept = view.items[1:]
+    assert kept[-1] is h.items[-1] and len(kept) > 1  # older entries kept beside the prompt
+    assert sum(len(i.output) for i in kept if isinstance(i, ToolResultItem)) >= 800
+
+
 def test_pi_uses_a_logged_summary_once_and_as_pi_stored_it():
     """pi stores S with the split-turn section and the file lists in it (spec l.118-120): a
     logged summary is not used again for the split turn's prefix, nor given lists twice."""

@@ -107,7 +107,13 @@ def pi_compact(reserve: int = 16384, keep: int = 20000) -> object:
             return View(items=view)
         prior = view[0] if view and isinstance(view[0], SummaryItem) else None
         body = view[1:] if prior else view
-        cut = pi_cut(body, keep)
+        # Between prompts, pi cuts the entries that exist before the new prompt is added: the
+        # prompt is no part of the kept tail.
+        pending = 0
+        if due and not overflow:
+            while pending < len(body) and is_real_user(body[len(body) - 1 - pending]):
+                pending += 1
+        cut = pi_cut(body[: len(body) - pending], keep)
         if cut <= 0:
             return View(items=view)
         turn_start = max((n for n in range(cut + 1) if is_real_user(body[n])), default=0)
