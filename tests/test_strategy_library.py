@@ -644,6 +644,20 @@ def test_append_supersede_appends_notes_and_never_rewrites():
     ]
 
 
+def test_append_supersede_takes_no_version_from_a_write_that_failed():
+    """A write refused (EACCES) wrote nothing: the next read, equal to version 1, is the short
+    note, not "version 3; supersedes version 2" with the whole text again."""
+    from dataclasses import replace
+
+    h = History().user().step(read("f", "v1 content"))
+    h.step(("write_file", {"path": "f", "content": "v2 content"}, "EACCES permission denied"))
+    h.step(read("f", "v1 content"))
+    items = [replace(i, is_error=True) if isinstance(i, ToolResultItem) and "EACCES" in i.output
+             else i for i in h.items]
+    view = view_of(build("append-supersede")(items, ctx()))
+    assert outputs(view)[-1] == "[f: unchanged since version 1 above]"
+
+
 def test_append_supersede_keeps_a_read_of_some_lines_as_it_is():
     h = History().user().step(read("a.ts", "v1\nv1b"))
     h.step(("read_file", {"path": "a.ts", "offset": 2, "limit": 1}, "v1b"))

@@ -2,10 +2,11 @@
 
 Rule: history is never edited. When a file is read again, the new read is appended as a
 versioned entry: if its content equals the latest version already in context (an earlier read
-or the content the agent itself wrote), only a short note is appended ("unchanged since
-version N above"); otherwise the full new content is appended under a header saying which
-version it supersedes. A read of a range of lines is not a version: it is kept as it is. Each
-result is shaped once, when it enters history, so every emitted position stays as it was.
+or the content the agent itself wrote, once the write succeeded), only a short note is
+appended ("unchanged since version N above"); otherwise the full new content is appended under
+a header saying which version it supersedes. A read of a range of lines is not a version: it
+is kept as it is. Each result is shaped once, when it enters history, so every emitted
+position stays as it was.
 
 Defaults: none. Cache class: append-only.
 
@@ -25,6 +26,7 @@ from replay.strategies._view import AssistantItem, Item, ToolResultItem, replace
 def append_supersede() -> object:
     shaped: dict[int, ToolResultItem] = {}
     versions: dict[str, list[str]] = {}  # path → contents, version 1 first
+    writes: dict[str, tuple[str, str]] = {}  # call id → (path, content) of a write in flight
     done = 0  # history items already shaped
     view = ReplacedResults(shaped, lambda result: shaped[result.event_index])
 
@@ -42,7 +44,11 @@ def append_supersede() -> object:
                     path = path_of(b.arguments)
                     content = b.arguments.get("content") if isinstance(b.arguments, dict) else None
                     if path and tool_kind(b.name) == "write" and isinstance(content, str):
-                        versions.setdefault(path, []).append(content)
+                        writes[b.call_id or ""] = (path, content)
+            elif isinstance(item, ToolResultItem) and item.call_id in writes:
+                path, content = writes.pop(item.call_id)
+                if not item.is_error:  # a write that failed wrote no version
+                    versions.setdefault(path, []).append(content)
             elif isinstance(item, ToolResultItem) and tool_kind(item.tool_name) == "read":
                 path = path_of(item.arguments)
                 if not path or item.is_error or reads_part_of_file(item.arguments):
