@@ -903,3 +903,25 @@ def test_a_rewrite_in_a_subagent_thread_that_ended_says_its_thread_ended() -> No
            if r.breakeven_simulated is None}
     assert why == {(True, "log ended before payback"),
                    (False, "its thread ended before payback")}
+
+
+CODEX_PLANETFALL = ("codex/blackgirlbytes__planetfall-seed-signalkit__entire-checkpoints-v1__18_"
+                    "e55e8a9e52_9_full.jsonl")
+
+
+def test_a_read_past_the_edit_is_named_where_the_two_answers_differ() -> None:
+    """retrieval-top-5 #21 on the Codex sample: closed form 5.75, simulated 0, and no reason
+    given. The request read 4,010 tokens past its edit from an entry an earlier request of
+    the strategy wrote, which the closed form bills uncached."""
+    from conftest import ROOT
+
+    from replay import load
+
+    path = ROOT.parent / "shared" / "samples" / CODEX_PLANETFALL
+    if not path.is_file():
+        pytest.skip(f"real agent logs not found at {path.parent}")
+    rows, _ = breakeven_session(load(path), ["retrieval-top-5"])
+    (row,) = [r for r in rows if r.request_index == 21]
+    assert (row.breakeven_closed_form, row.breakeven_simulated) == (5.75, 0)
+    assert "4,010 past the edit: an earlier entry held part of the rewritten tail" in (
+        row.disagreement)

@@ -295,6 +295,14 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
             f"read {rec.outcome.cache_read:,} of the {first_edit:,} tokens before the edit "
             "from the cache"
         )
+    past = rec.outcome.cache_read - first_edit
+    if past > _GRAIN:
+        # The closed form bills the whole rewritten suffix uncached: an entry an earlier
+        # request of the strategy wrote held part of it (a view that went back to it).
+        reasons.append(
+            f"read {rec.outcome.cache_read:,} tokens from the cache, {past:,} past the edit: "
+            "an earlier entry held part of the rewritten tail"
+        )
     if saw_ttl:
         reasons.append("TTL expiry")
     if cut_by_event and paid_back is None:
