@@ -327,6 +327,20 @@ def test_a_quoted_phrase_is_checked_whole() -> None:
     assert _check(history, list(history), grep) == []
 
 
+@pytest.mark.parametrize(("phrase", "flagged"), [("Save draft", True), ("Save now", False)])
+def test_a_quoted_phrase_of_ten_characters_counts_a_shorter_one_does_not(phrase, flagged):
+    """The threshold is 10 characters, inclusive (a mutation to `> 10` passed every test)."""
+    history = [
+        UserItem("Where is it?", event_index=0),
+        AssistantItem((_call("c1", "read_file", path="a.ts"),), event_index=1),
+        ToolResultItem("c1", "read_file", f"// {phrase} button\nexport {{}}", event_index=2,
+                       arguments={"path": "a.ts"}),
+    ]
+    grep = _call("c2", "bash", command=f'grep -n "{phrase}" a.ts')
+    found = [(a.kind, a.excerpt) for a in _check(history, history[:2], grep)]
+    assert found == ([("hidden-quote", phrase)] if flagged else [])
+
+
 PATCH = f"""*** Begin Patch
 *** Update File: src/calc.py
 @@ def price_with_tax(price, qty):
