@@ -418,16 +418,20 @@ def test_pi_never_cuts_at_a_tool_result_and_waits_for_a_prompt():
     assert isinstance(h.items[cut - 1], ToolResultItem)
 
 
-def test_pi_keeps_its_tail_from_the_entries_before_the_new_prompt():
+@pytest.mark.parametrize("window", [17_500, 1_200])  # the second: over the window too
+def test_pi_keeps_its_tail_from_the_entries_before_the_new_prompt(window):
     """pi compacts before it adds the new prompt: the prompt is no part of the `keep` tokens
     kept. A prompt as long as `keep` used to have everything before it summarized."""
+    from replay.strategies._common import request_tokens
+
     h = History().user("task")
     for n in range(4):
         h.step(read(f"f{n}.ts", "q" * 800), text=f"step {n}")
     h.step(text="done")
     h.user("Q" * 2000)  # 500 estimated tokens: `keep` on its own
-    view = view_of(build("pi-compact-16k-20k", keep="500")(h.items, ctx(window=17_500,
-                                                                          usage=17_000)))
+    c = ctx(window=window, usage=window - 500)
+    assert (request_tokens(h.items, c) > window) == (window < 10_000)
+    view = view_of(build("pi-compact-16k-20k", keep="500")(h.items, c))
     assert view.events
     kept = view.items[1:]
     assert kept[-1] is h.items[-1] and len(kept) > 1  # older entries kept beside the prompt

@@ -110,7 +110,7 @@ def pi_compact(reserve: int = 16384, keep: int = 20000) -> object:
         # Between prompts, pi cuts the entries that exist before the new prompt is added: the
         # prompt is no part of the kept tail.
         pending = 0
-        if due and not overflow:
+        if due:
             while pending < len(body) and is_real_user(body[len(body) - 1 - pending]):
                 pending += 1
         cut = pi_cut(body[: len(body) - pending], keep)
