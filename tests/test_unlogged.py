@@ -465,19 +465,20 @@ def test_a_fresh_summarizer_is_sent_the_unlogged_context_at_its_size() -> None:
     # follows the transcript at its size, unless the request no longer sends it.
     session = _session(_turns(MAIN_THREAD, 0, 8, T0), hidden=4000)
     fits, _, _ = _sent_once(session, 300)
-    fourth, sixth = _index(session, "main-r4"), _index(session, "main-r6")
+    fourth, seventh = _index(session, "main-r4"), _index(session, "main-r7")
     kept = UnloggedContext(requests={**fits.requests,
                                      (MAIN_THREAD, fourth): RequestFit(before=2000)})
-    gone = UnloggedContext(requests={**kept.requests,
-                                     (MAIN_THREAD, sixth): RequestFit(drop=((fourth, "before"),))})
+    dropped = RequestFit(drop=((fourth, "before"),))
+    gone = UnloggedContext(requests={**kept.requests, (MAIN_THREAD, seventh): dropped})
     calls = []
     for fit in (kept, gone):
-        # pi compacts at request 6: 5's prompt + output passes window - 1,024.
+        # pi compacts at request 7: 6's prompt + output passes window - 1,024 (its tail is
+        # taken before request 7's prompt: request 4 is in the summarized span).
         config = ReplayConfig(unlogged_context=fit, context_window=_prompts(session, "baseline",
-                                                                            kept)[5] + 800)
+                                                                            kept)[6] + 800)
         records = replay_session(session, ["pi-compact-1k-1k"], config)
         (call,) = [r for r in records if r.kind == "summarizer"]
-        assert call.request_index == 6
+        assert call.request_index == 7
         calls.append(call.request.total)
     assert calls[0] - calls[1] == 2000
 
