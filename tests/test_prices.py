@@ -474,6 +474,20 @@ def test_a_deepseek_peak_hour_costs_twice_that_day_s_off_peak_price(model, day):
     assert amounts(again) == amounts(peak)  # the second peak window, from the memo
 
 
+def test_a_deepseek_off_peak_hour_under_a_price_context_stays_off_peak():
+    """A request billed under a price context (here one DeepSeek does not price) gets
+    genai-prices' variant copy, not its off-peak row object: the peak factor was applied at an
+    off-peak hour of a weekday (2.64 became 5.28)."""
+    pricer = Pricer()
+    b = Buckets(uncached=1_000_000, output=1_000_000)
+    for hour in (2, 12):
+        ts = datetime(2026, 10, 20, hour, tzinfo=UTC)
+        plain = pricer.price(b, model="deepseek-v4-pro", provider="deepseek", ts=ts)
+        fast = pricer.price(b, model="deepseek-v4-pro", provider="deepseek", ts=ts,
+                            context={"speed": "fast"})
+        assert fast.total_usd == plain.total_usd, hour
+
+
 def test_deepseek_chat_2025_off_peak_window_is_not_restricted_to_weekdays():
     # Its window is genai-prices' 2025 data; the Mon-Fri rule is for the late-2026 models.
     b = Buckets(uncached=1_000_000)

@@ -561,6 +561,8 @@ def _prices_at(
     if WEEKDAYS[utc_date(ts).weekday()] not in peak.days:
         days = "/".join(day for day in WEEKDAYS if day not in peak.days)
         return off_peak, off_peak, f" + off-peak price all day on {days} (pricing/{PATCH_FILE})"
+    if not _time_of_day(model_info, prices):  # (a price variant's: as genai-prices has it)
+        return prices, prices, ""
     scaled = copy(off_peak)
     for unit in _PRICE_KEYS:
         rate = getattr(scaled, unit)
@@ -573,8 +575,13 @@ def _prices_at(
     )
 
 
-def _rates(prices: gp_types.ModelPrice) -> tuple:
-    return tuple(getattr(prices, unit) for unit in _PRICE_KEYS)
+def _time_of_day(model_info: gp_types.ModelInfo, prices: gp_types.ModelPrice) -> bool:
+    """Whether `prices` are one of the model's time-of-day (peak) rows."""
+    conditional = model_info.prices
+    return not isinstance(conditional, gp_types.ModelPrice) and any(
+        cp.prices is prices and isinstance(cp.constraint, gp_types.TimeOfDateConstraint)
+        for cp in conditional
+    )
 
 
 def _patched(
