@@ -134,8 +134,7 @@ def naive_prompt_blocks(items, *, system: str, tools) -> list[tuple[str, bool, s
                 blocks.append((TEXT, True, "", None))
             for n, b in enumerate(item.blocks):
                 kind = {"text": TEXT, "thinking": THINKING, "tool_call": TOOL_CALL}[b.type]
-                fixed = b.estimated_tokens if b.type == "thinking" and not b.text else None
-                blocks.append((kind, n == 0, b.rendered(), fixed))
+                blocks.append((kind, n == 0, b.rendered(), b.size_only))
         elif isinstance(item, SummaryItem):
             blocks.append((SUMMARY_KIND[item.role], True, item.text, None))
         elif isinstance(item, UserItem):

@@ -396,8 +396,7 @@ class _SessionFacts:
             blocks = self.blocks(answer, at)
             # Thinking logged only by its size counts that size, as in later prompts.
             count = self._outputs[key] = sum(
-                b.estimated_tokens or 0 if b.type == "thinking" and not b.text
-                else counter.count(b.rendered())
+                counter.count(b.rendered()) if b.size_only is None else b.size_only
                 for b in blocks
             )
         return count

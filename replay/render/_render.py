@@ -524,9 +524,7 @@ class Renderer:
             for block in item.blocks:
                 kind = {"text": TEXT, "thinking": THINKING, "tool_call": TOOL_CALL}[block.type]
                 # Thinking logged only by its size (signature, redacted) counts that size.
-                unlogged = block.type == "thinking" and not block.text
-                fixed = block.estimated_tokens if unlogged else None
-                id_list.append(t.intern(kind, block.rendered(), not id_list, fixed))
+                id_list.append(t.intern(kind, block.rendered(), not id_list, block.size_only))
                 kind_list.append(kind)
             if not id_list:  # an empty assistant turn still frames a message
                 id_list.append(t.intern(TEXT, "", True))

@@ -50,9 +50,7 @@ def sized_only(item: Item) -> int:
     """Tokens of what an item holds only as a size: thinking whose text the log does not hold,
     or a whole message of context the log does not hold (the renderer bills both)."""
     if isinstance(item, AssistantItem):
-        return sum(
-            b.estimated_tokens or 0 for b in item.blocks if b.type == "thinking" and not b.text
-        )
+        return sum(b.size_only or 0 for b in item.blocks)
     if isinstance(item, UserItem):
         return item.estimated_tokens or 0
     return 0

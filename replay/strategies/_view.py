@@ -52,6 +52,12 @@ class Block:
     """`rendered()` of a tool call, computed once: strategies and evidence checks ask for it on
     every request, and JSON-encoding the arguments each time dominated long replays."""
 
+    @property
+    def size_only(self) -> int | None:
+        """The size of thinking the log holds only by its size (a signature, redacted): what
+        the block bills; None for a block whose text is logged."""
+        return self.estimated_tokens if self.type == "thinking" and not self.text else None
+
     def rendered(self) -> str:
         """The text the model sees for this block (tool calls as name + JSON arguments)."""
         if self.type == "tool_call":
