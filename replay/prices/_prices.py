@@ -563,11 +563,7 @@ def _prices_at(
         return off_peak, off_peak, f" + off-peak price all day on {days} (pricing/{PATCH_FILE})"
     if not _time_of_day(model_info, prices):  # (a price variant's: as genai-prices has it)
         return prices, prices, ""
-    scaled = copy(off_peak)
-    for unit in _PRICE_KEYS:
-        rate = getattr(scaled, unit)
-        if rate is not None:
-            setattr(scaled, unit, _scaled(rate, peak.factor))
+    scaled = _times(off_peak, peak.factor)
     if all(getattr(scaled, unit) == getattr(prices, unit) for unit in _PRICE_KEYS):
         return prices, prices, ""
     return scaled, off_peak, (
@@ -604,13 +600,20 @@ def _multiplied(
     and what they are (for `Price.source`, "" if none)."""
     if not rows:
         return model_price, ""
-    scaled = copy(model_price)
+    scaled = model_price
     for row in rows:
-        for unit in _PRICE_KEYS:
-            rate = getattr(scaled, unit)
-            if rate is not None:
-                setattr(scaled, unit, _scaled(rate, row.factor))
+        scaled = _times(scaled, row.factor)
     return scaled, f" + {'; '.join(row.what for row in rows)} (pricing/{PATCH_FILE})"
+
+
+def _times(model_price: gp_types.ModelPrice, factor: Decimal) -> gp_types.ModelPrice:
+    """A copy of `model_price` with every token rate × `factor`, tier by tier."""
+    scaled = copy(model_price)
+    for unit in _PRICE_KEYS:
+        rate = getattr(scaled, unit)
+        if rate is not None:
+            setattr(scaled, unit, _scaled(rate, factor))
+    return scaled
 
 
 def _multipliers_in_force(
