@@ -317,8 +317,8 @@ def thread_hidden_prefix(start: Any, header: Any) -> int:
     when the thread is sent the session's system prompt (its event gives none of its own: the
     same head, as docs/log-format.md reads it), else 0 (its own system prompt is all its head
     the log shows)."""
-    if start is None or getattr(start, "hidden_prefix_tokens", None) is not None:
-        return hidden_prefix_of(start) if start is not None else hidden_prefix_of(header)
+    if getattr(start, "hidden_prefix_tokens", None) is not None:
+        return hidden_prefix_of(start)
     return hidden_prefix_of(header) if getattr(start, "system", None) is None else 0
 
 
