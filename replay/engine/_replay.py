@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
+from functools import cached_property
 from typing import Any
 
 from replay._errors import ReplayError
@@ -353,14 +354,18 @@ class _SessionFacts:
     def __init__(self, session: Session, history_blocks: bool = True) -> None:
         """`history_blocks=False` for facts one run uses alone (the unlogged-context fit,
         break-even's runs): its blocks are then made as the run reaches them, not all first."""
+        self._session = session
         self.answers = _responses(session)
         """Request event index → the assistant message that answered it, and its index."""
-        self.request_count = sum(isinstance(e, RequestMarker) for e in session.events)
-        """Requests of the log, every thread's."""
         self._responses: dict[int, AssistantItem | None] = {}
         self._outputs: dict[tuple[int, str], int] = {}
         self._head: dict[int, tuple[Any, Any]] = {}
         self._blocks = _history_blocks(session) if history_blocks else {}
+
+    @cached_property
+    def request_count(self) -> int:
+        """Requests of the log, every thread's (break-even's wording asks; a replay does not)."""
+        return sum(isinstance(e, RequestMarker) for e in self._session.events)
 
     def blocks(self, event: AssistantMessage, index: int) -> tuple[Block, ...]:
         """The blocks of the assistant message at event `index`: those of the history, shared
