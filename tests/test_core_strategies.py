@@ -13,6 +13,7 @@ import gen
 import pytest
 from conftest import RUN42
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from replay._errors import ReplayError
 from replay.engine import ReplayConfig, replay_session
@@ -33,6 +34,7 @@ from replay.strategies import (
     parse_name,
     resolve,
 )
+from replay.strategies.recorded import LoggedCompaction, surviving
 
 SMALL = [
     "baseline",
@@ -357,6 +359,37 @@ def test_recorded_shows_the_logged_summary_as_the_harness_sent_it(fields, shown)
     summaries = [(i.role, i.text) for i in records[0].view if isinstance(i, SummaryItem)]
     assert summaries == ([shown] if shown else [])
     assert all(i.event_index not in replaced for i in records[0].view if hasattr(i, "event_index"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 60), st.sets(st.integers(0, 60), max_size=8)),
+        max_size=8,
+        unique_by=lambda c: c[0],
+    )
+)
+def test_recorded_sends_the_summaries_no_later_compaction_replaced(drawn):
+    """`surviving` (one pass) keeps the summaries the pair-by-pair definition keeps: those whose
+    place no later compaction replaced."""
+    compactions = [
+        LoggedCompaction(summary="s", replaced=frozenset(r for r in replaced if r < at),
+                         event_index=at)
+        for at, replaced in sorted(drawn)
+    ]
+
+    def start(c: LoggedCompaction) -> int:
+        return min(c.replaced, default=c.event_index)
+
+    expected = [
+        c for c in compactions
+        if not any(
+            later.event_index > c.event_index and start(later) <= c.event_index
+            for later in compactions
+        )
+    ]
+    assert surviving(compactions) == expected
+    assert surviving(list(reversed(compactions))) == expected
 
 
 def test_structured_summary_has_the_five_sections():

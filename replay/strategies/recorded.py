@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Container, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
@@ -45,6 +46,12 @@ class LoggedCompaction:
     role: Literal["user", "assistant"] = "user"
     """Role of that message."""
 
+    @cached_property
+    def start(self) -> int:
+        """The lowest event index it replaced (its own when it names none): where its summary
+        sits."""
+        return min(self.replaced, default=self.event_index)
+
 
 def shown_cleared(items: Sequence[Item], cleared: Container[int]) -> list[Item]:
     """`items` with the tool results at these event indexes shown as the harness sent them once
@@ -55,6 +62,21 @@ def shown_cleared(items: Sequence[Item], cleared: Container[int]) -> list[Item]:
         else i
         for i in items
     ]
+
+
+def surviving(compactions: Sequence[LoggedCompaction]) -> list[LoggedCompaction]:
+    """The compactions whose summary is still sent: a later compaction that replaced the place
+    where an earlier summary sat has summarised that summary too. One pass from the last, with
+    the lowest position any later compaction replaced from (a pair-by-pair check was quadratic
+    in the compactions, each time one was added)."""
+    kept: list[LoggedCompaction] = []
+    lowest_later = None  # the lowest start of the compactions after the one looked at
+    for c in sorted(compactions, key=lambda c: c.event_index, reverse=True):
+        if lowest_later is None or lowest_later > c.event_index:
+            kept.append(c)
+        lowest_later = c.start if lowest_later is None else min(lowest_later, c.start)
+    kept.reverse()
+    return kept
 
 
 def recorded() -> object:
@@ -81,24 +103,15 @@ def recorded() -> object:
 
     def restart(compactions: list[LoggedCompaction]) -> None:
         nonlocal seen
+        if walked == compactions[: len(walked)]:  # the usual case: new compactions came after
+            added = compactions[len(walked) :]
+        else:
+            replaced.clear()
+            added = compactions
         walked[:] = compactions
-        replaced.clear()
-        for c in compactions:
+        for c in added:
             replaced.update(c.replaced)
-        # A later compaction that replaced the place where an earlier summary sat has
-        # summarised that summary too: only the surviving summaries are shown.
-        live = [
-            c
-            for c in compactions
-            if not any(
-                later.event_index > c.event_index
-                and min(later.replaced, default=later.event_index) <= c.event_index
-                for later in compactions
-            )
-        ]
-        pending[:] = sorted(
-            (min(c.replaced, default=c.event_index), c.event_index) for c in live if c.message
-        )
+        pending[:] = sorted((c.start, c.event_index) for c in surviving(compactions) if c.message)
         body.clear()
         seen = Seen()
 
