@@ -836,6 +836,61 @@ def test_rewound_branch_is_replayed_as_its_own_thread(tmp_path: Path) -> None:
     assert [r.thread for r in session.requests() if r.request_id == "req_x"] == ["main/branch-1"]
 
 
+def _rewound_after_unlogged_context(usages: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """A read whose answer the user rewound: `req_x` (the abandoned branch) and `req_y` (the
+    path kept) both answer a new prompt after `req_2`'s answer."""
+    words = " ".join(f"w{n % 97}" for n in range(6000))
+    read = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "/w/a"}}
+    return [
+        _user("u1", None, "01.000", "Read /w/a and tell me which word is most common."),
+        _assistant("a1", "u1", "02.000", "msg_1", "req_1", read, usages["req_1"]),
+        _user("r1", "a1", "03.000",
+              [{"type": "tool_result", "tool_use_id": "toolu_1", "content": words}]),
+        _assistant("a2", "r1", "04.000", "msg_2", "req_2",
+                   {"type": "text", "text": "They are about equally common."}, usages["req_2"]),
+        _user("b1", "a2", "05.000", "Give me the top three then."),
+        _assistant("b2", "b1", "06.000", "msg_x", "req_x",
+                   {"type": "text", "text": "w1, w2, w3."}, usages["req_x"]),
+        _user("m1", "a2", "07.000", "Which one is the least common?"),
+        _assistant("m2", "m1", "08.000", "msg_y", "req_y",
+                   {"type": "text", "text": "w96."}, usages["req_y"]),
+    ]
+
+
+def test_a_rewound_branch_reads_what_its_parent_cached_unlogged_context_included(
+    tmp_path: Path,
+) -> None:
+    """The branch re-sends its parent's history up to the fork, the context the log does not
+    hold included (here 40 tokens injected at `req_2`): it has the parent's hidden prefix and
+    its unlogged messages, and reads the parent's cache (it was simulated as a cold write of
+    the whole history: the branch measured its own hidden prefix, unlogged context included,
+    and lacked the parent's estimated message)."""
+    from replay.adapters._common import prompt_residuals
+    from replay.fidelity import fidelity_rows
+
+    blank = {r: _usage(3, 100, 0, 5) for r in ("req_1", "req_2", "req_x", "req_y")}
+    blank["req_1"] = _usage(3, 6000, 0, 20)
+    sizes = {r.request_id: r.simulated for r in
+             prompt_residuals(load(_write(tmp_path, _rewound_after_unlogged_context(blank))))}
+    prompt_2 = sizes["req_2"] + 40
+    usages = {
+        "req_1": blank["req_1"],
+        "req_2": _usage(3, prompt_2 - 6003, 6000, 10),
+        # Both later prompts hold the 40 tokens of req_2 and 25 injected with their own prompt.
+        "req_x": _usage(3, sizes["req_x"] + 65 - (prompt_2 - 3) - 3, prompt_2 - 3, 8),
+        "req_y": _usage(3, sizes["req_y"] + 65 - (prompt_2 - 3) - 3, prompt_2 - 3, 4),
+    }
+    session = load(_write(tmp_path, _rewound_after_unlogged_context(usages)), strict=True)
+    start = next(e for e in session.events if isinstance(e, ThreadStart))
+    assert start.hidden_prefix_tokens == session.header.hidden_prefix_tokens
+    rows = {r.request_id: r for r in fidelity_rows(session)}
+    assert rows["req_x"].thread == start.thread_id
+    for request in ("req_x", "req_y"):
+        row = rows[request]
+        assert abs(row.simulated_cache_read - row.recorded_cache_read) <= 128, row
+        assert row.simulated_cost_usd == pytest.approx(row.recorded_cost_usd, rel=Decimal("0.01"))
+
+
 def test_attachments_become_injected_text(tmp_path: Path) -> None:
     lines = claude_lines()
     lines.insert(

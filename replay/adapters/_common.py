@@ -956,13 +956,14 @@ def estimate_hidden_prefix(session: Session) -> None:
     with the engine's renderer and `replay.tokens.counter_for(model)`. H covers the system prompt,
     tool schemas and context injected before the first request (CLAUDE.md, environment, rendered
     reminders). Stored as `hidden_prefix_tokens` on the header (main thread) or on the
-    `ThreadStart` (other threads), with `hidden_prefix_from` = the request it was measured on.
-    Per-turn injected context after that is NOT folded in (see docs/adapters.md: residual).
+    `ThreadStart` (other threads), with `hidden_prefix_from` = the request it was measured on;
+    an abandoned branch takes its parent's (`_inherits_prefix`). Per-turn injected context after that is NOT folded in (see docs/adapters.md: residual).
     """
     header = session.header
     starts = {e.thread_id: e for e in session.events if isinstance(e, ThreadStart)}
     seen: set[str] = set()
     history: dict[str, list[Any]] = {}
+    branches: list[tuple[ThreadStart, RequestMarker, list[Any]]] = []
     for e in session.events:
         history.setdefault(e.thread, []).append(e)
         if not isinstance(e, RequestMarker) or e.thread in seen or usage_is_empty(e.usage):
@@ -971,14 +972,43 @@ def estimate_hidden_prefix(session: Session) -> None:
         target = header if e.thread == MAIN_THREAD else starts.get(e.thread)
         if target is None:
             continue
-        system = header.system
-        if isinstance(target, ThreadStart) and target.system is not None:
-            system = target.system
-        visible = rendered_prompt_tokens(history[e.thread], e, header, system)
-        target.hidden_prefix_tokens = max(0, e.usage.prompt_tokens - visible)
-        target.hidden_prefix_from = e.request_id
-        if target is header and "hidden_prefix" not in header.estimated:
-            header.estimated.append("hidden_prefix")
+        if _inherits_prefix(target):  # once the parents are measured
+            branches.append((target, e, list(history[e.thread])))
+            continue
+        _measure_hidden_prefix(target, e, history[e.thread], header)
+    for start, marker, events in branches:
+        parent = header if start.branch_of == MAIN_THREAD else starts.get(start.branch_of)
+        if parent is not None and parent.hidden_prefix_tokens is not None:
+            start.hidden_prefix_tokens = parent.hidden_prefix_tokens
+            start.hidden_prefix_from = getattr(parent, "hidden_prefix_from", None)
+        else:
+            _measure_hidden_prefix(start, marker, events, header)
+
+
+def _measure_hidden_prefix(target: Any, marker: RequestMarker, events: list[Any],
+                           header: SessionHeader) -> None:
+    """H of one thread: measured on its first request with usage (`marker`), `events` being
+    the thread's events up to it."""
+    system = header.system
+    if isinstance(target, ThreadStart) and target.system is not None:
+        system = target.system
+    visible = rendered_prompt_tokens(events, marker, header, system)
+    target.hidden_prefix_tokens = max(0, marker.usage.prompt_tokens - visible)
+    target.hidden_prefix_from = marker.request_id
+    if target is header and "hidden_prefix" not in header.estimated:
+        header.estimated.append("hidden_prefix")
+
+
+def _inherits_prefix(start: Any) -> bool:
+    """Quirk (an abandoned branch of a rewound tree): the branch re-sends its parent's history
+    up to the fork, head included, so it has its parent's hidden prefix. Measured on its own
+    first request it also took in the context injected unlogged before the fork, and the
+    first-message context split from it (`fit_heads`) came out another size than the parent's:
+    the branch's prompt parted from the parent's cached one right after the head, and its first
+    request was simulated as a cold write of the whole history."""
+    return isinstance(start, ThreadStart) and getattr(start, "branch_of", None) is not None and (
+        start.system is None
+    )
 
 
 @dataclass(frozen=True)

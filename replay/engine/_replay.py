@@ -249,6 +249,10 @@ class _Thread:
     not hold, added by the unlogged-context fit), in history order."""
     estimated_seen: int = 0
     """How many leading history items `estimated` covers (the history only grows)."""
+    branch_of: str | None = None
+    """An abandoned branch's parent thread, whose history up to the fork it re-sends."""
+    inherited: int = 0
+    """A branch: how many leading items of its parent's history it has gone past."""
 
     def estimated_indexes(self) -> list[int]:
         """`estimated`, brought up to date with the history's new items."""
@@ -258,6 +262,26 @@ class _Thread:
                 self.estimated.append(i.event_index)
         self.estimated_seen = len(history)
         return self.estimated
+
+
+def inherit_unlogged(branch: _Thread, parent: _Thread | None, original: int | None) -> None:
+    """Quirk (an abandoned branch of a rewound tree): the branch's history starts with copies of
+    its parent's events up to the fork, and it re-sent what the parent sent there, the context
+    the log does not hold included. Before the copy of the parent's event `original`, the branch
+    takes the parent's estimated messages that came before that event (the very items: they are
+    the same text), so that its prompt is the parent's cached one up to the fork rather than
+    parting from it at the first unlogged message."""
+    if parent is None or original is None:
+        return
+    history, at = parent.history, branch.inherited
+    while at < len(history) and getattr(history[at], "event_index", -1) < original:
+        item = history[at]
+        if isinstance(item, UserItem) and item.estimated_tokens and (
+            item not in parent.unlogged.dropped
+        ):
+            branch.history.append(item)
+        at += 1
+    branch.inherited = at
 
 
 def tokenizer_ratio(session: Session, model: str | None) -> float:
@@ -509,10 +533,16 @@ class _Run:
             return threads[name]
 
         event_ids: dict[str, int] = {}
+        originals: dict[str, int] | None = None  # every event's index, for a branch's copies
         for n, event in enumerate(session.events):
             if event.id is not None:
                 event_ids[event.id] = n
             state = thread_state(event.thread)
+            copied = getattr(event, "copied_from", None)
+            if copied is not None and state.branch_of is not None:
+                if originals is None:
+                    originals = {e.id: i for i, e in enumerate(session.events) if e.id}
+                inherit_unlogged(state, threads.get(state.branch_of), originals.get(copied))
             if isinstance(event, UserMessage):
                 state.history.append(UserItem(event.text, event_index=n, injected=event.injected))
             elif isinstance(event, AssistantMessage):
@@ -545,6 +575,7 @@ class _Run:
                 child.system = event.system if event.system is not None else header.system
                 child.model = event.model
                 child.hidden_tokens = round(thread_hidden_prefix(event, header) * self.resize)
+                child.branch_of = getattr(event, "branch_of", None)
                 self.unlogged.split_head(event.thread_id, child)
             elif isinstance(event, RequestMarker):
                 yield event.ts
