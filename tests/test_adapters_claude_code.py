@@ -1312,6 +1312,36 @@ def test_redacted_uuids_and_message_ids(tmp_path: Path) -> None:
     assert len({r.request_id for r in requests}) == 2
 
 
+def test_a_redacted_response_goes_on_past_the_tool_results_run_while_it_streamed(
+    tmp_path: Path,
+) -> None:
+    """Ids redacted, a response whose second tool call hangs off the first one's result (the
+    tool ran while the response streamed) is one request billed once; the request after the
+    results, billed another prompt, is the next one (the first was counted twice)."""
+    def tool(n: int) -> dict[str, Any]:
+        return {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash", "input": {"command": "ls"}}
+
+    def result(uuid: str, parent: str, ts: str, n: int) -> dict[str, Any]:
+        return _user(uuid, parent, ts, [{"type": "tool_result", "tool_use_id": f"toolu_{n}",
+                                         "content": f"file{n}.py"}])
+
+    first, second = _usage(3, 600, 1400, 40), _usage(3, 70, 2000, 9)
+    lines = [
+        _user("u1", None, "01.000", "List the files twice."),
+        _assistant("a1", "u1", "02.000", "REDACTED", "REDACTED", tool(1), first),
+        _line("p1", "a1", "02.500", "progress", data={"type": "bash_progress"}),
+        result("r1", "a1", "03.000", 1),
+        _assistant("a2", "r1", "04.000", "REDACTED", "REDACTED", tool(2), first),
+        result("r2", "a2", "05.000", 2),
+        _assistant("a3", "r2", "06.000", "REDACTED", "REDACTED",
+                   {"type": "text", "text": "Done."}, second),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    assert len(session.requests()) == 2
+    answer = next(e for e in session.events if isinstance(e, AssistantMessage))
+    assert [b.type for b in answer.blocks] == ["tool_call", "tool_call"]
+
+
 # --------------------------------------------------------------------------------------------------
 # A directory: one session (with its resumed and subagent files), never several
 

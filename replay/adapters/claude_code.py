@@ -140,6 +140,30 @@ _ATTACHMENT_TEXT = {
 }
 
 
+_STREAM_LOOKBACK = 64
+"""Lines back the search for a redacted response's earlier block looks (its tool results and
+progress lines sit between them)."""
+
+
+def _is_tool_result(obj: dict[str, Any]) -> bool:
+    """A user line holding tool results only."""
+    message = obj.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return obj.get("type") == "user" and isinstance(content, list) and bool(content) and all(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    )
+
+
+def _prompt_usage(obj: dict[str, Any]) -> tuple[Any, ...] | None:
+    """The prompt side of an assistant line's usage (None when it has none)."""
+    message = obj.get("message")
+    usage = message.get("usage") if isinstance(message, dict) else None
+    if not isinstance(usage, dict):
+        return None
+    keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    return tuple(usage.get(k) for k in keys)
+
+
 @dataclass
 class _Line:
     """One record of the chain, with what the adapter needs from it."""
@@ -594,16 +618,31 @@ class _Reader:
     def _fallback_message_id(self, line: _Line, index: int, number: int) -> str:
         if line.request_id and line.request_id != "REDACTED":
             return f"request:{line.request_id}"
-        previous = self.lines[-1] if self.lines else None
-        if (
-            previous is not None
-            and previous.kind == "assistant"
-            and previous.uuid == line.parent
-            and previous.message_id
-            and previous.message_id.startswith("redacted:")
+        previous = self._streamed_before(line)
+        if previous is not None and previous.message_id and (
+            previous.message_id.startswith("redacted:")
         ):
             return previous.message_id
         return f"redacted:{index}-{number}"
+
+    def _streamed_before(self, line: _Line) -> _Line | None:
+        """The assistant line `line` is the next streamed block of, when its ids are redacted:
+        its parent, or (a tool run while the response streamed) the assistant line above the
+        tool results and progress lines it hangs off, billed the same prompt (the lines of one
+        response all carry its usage; a new request after a tool result reads more)."""
+        recent = {ln.uuid: ln for ln in self.lines[-_STREAM_LOOKBACK:]}
+        parent = recent.get(line.parent) if line.parent else None
+        crossed = False
+        while parent is not None and parent.kind != "assistant":
+            if not (parent.kind == "progress" or _is_tool_result(parent.obj)):
+                return None
+            crossed = True
+            parent = recent.get(parent.parent) if parent.parent else None
+        if parent is None:
+            return None
+        if crossed and _prompt_usage(parent.obj) != _prompt_usage(line.obj):
+            return None
+        return parent
 
     # threads ------------------------------------------------------------------------------
     def assign_threads(self) -> dict[str, list[_Line]]:
