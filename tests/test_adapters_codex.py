@@ -532,11 +532,32 @@ def test_token_count_without_info_before_the_usage_is_a_rate_limit_update(
     session = load(_write(tmp_path, lines), strict=True)
     assert [r.usage.input_tokens for r in session.requests()] == [1000, 176]
     assert session.header.ignored_records["event_msg/token_count-without-info"] == 2
-    # The same before the session's first total (nothing counted before it).
+    # The same before the session's first total (nothing counted before it) …
     lines = codex_lines()
     lines.insert(8, _counts("01.250", None, None))
     session = load(_write(tmp_path, lines), strict=True)
     assert [r.usage.input_tokens for r in session.requests()] == [176, 276]
+    # … and before a first total that counts what came before the file (a rollout whose start
+    # is missing): the total cannot confirm it, no response since the null count does. It was
+    # a request of its own without usage, and the usage a made-up request's.
+    for line in lines:
+        total = line["payload"].get("info") and line["payload"]["info"]["total_token_usage"]
+        if total:
+            total["input_tokens"] += 50_000
+    session = load(_write(tmp_path, lines), strict=True)
+    assert [r.usage.input_tokens for r in session.requests()] == [176, 276]
+
+
+def test_a_garbled_running_total_keeps_the_usage_beside_it(tmp_path: Path) -> None:
+    lines = codex_lines()
+    count = next(line for line in lines if line["payload"].get("type") == "token_count")
+    count["payload"]["info"]["total_token_usage"] = "garbled"
+    path = _write(tmp_path, lines)
+    session = load(path)
+    assert [r.usage.input_tokens for r in session.requests()] == [176, 276]
+    assert len(session.skipped) == 1 and "total_token_usage" in str(session.skipped[0])
+    with pytest.raises(LogFormatError, match=r"expected `info\.total_token_usage` to be an obj"):
+        load(path, strict=True)
 
 
 def test_session_meta_is_deduplicated(tmp_path: Path) -> None:

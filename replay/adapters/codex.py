@@ -226,6 +226,9 @@ class _Reader:
         """A tool output came since the current response's last item: more output is a new
         response (the model read that output)."""
         self.last_total: str | None = None
+        self.last_count: str | None = None
+        """The previous token_count's `last_token_usage` (JSON), for a repeat whose total is
+        garbled."""
         self.totals: dict[str, Any] | None = None
         """The last `total_token_usage` logged (running sums: each request's usage is the
         difference)."""
@@ -334,9 +337,24 @@ class _Reader:
             self._without_usage(number, info)
             return
         self.token_events += 1
-        totals = get_dict(info, "total_token_usage")
-        total = dumps(totals)
         last = get_dict(info, "last_token_usage", required=True)
+        totals: dict[str, Any] | None
+        if isinstance(info.get("total_token_usage"), dict | None):
+            totals = get_dict(info, "total_token_usage")
+            total = dumps(totals)
+        else:
+            # A garbled running total does not lose the count beside it: the request keeps its
+            # `last`, and the responses whose usage was lost are not settled from the total.
+            self.issues.add(number, "expected `info.total_token_usage` to be an object",
+                            remedy="its `last_token_usage` is used, the total is not")
+            totals, total = None, f"unknown total, line {number}"
+        count, previous_count = dumps(last), self.last_count
+        self.last_count = count
+        if (totals is None or self.totals is None) and count == previous_count and (
+            self._awaiting() is None
+        ):
+            # A total garbled on one side: a repeat shows as the same `last`, no response since.
+            total = self.last_total
         try:
             usage = openai_usage(last)
         except Bad as bad:
@@ -429,7 +447,9 @@ class _Reader:
         self.usage_lost.add(marker.request_id)
         self.closed = True
 
-    def _new_total(self, totals: dict[str, Any], last: dict[str, Any], usage: Usage | None) -> None:
+    def _new_total(
+        self, totals: dict[str, Any] | None, last: dict[str, Any], usage: Usage | None
+    ) -> None:
         """Settle the responses whose usage was lost since the previous total: the new total
         minus the previous one minus this count's `last` (`usage`, None: the count is theirs) is
         their usage, when it is one request's."""
@@ -437,7 +457,16 @@ class _Reader:
         previous, self.totals = self.totals, totals
         if not lost:
             return
+        if totals is None:  # garbled: it shows nobody's usage
+            for one in lost:
+                self._settle(one, None)
+            return
         share = _difference(totals, previous or {}, last) if len(lost) == 1 else None
+        if previous is None and len(lost) == 1 and usage is not None and not usage_is_empty(usage):
+            # The file's first total counts what came before the file too: it cannot confirm
+            # that this count alone made it; that no response came since the count without
+            # usage has to do (it was a rate-limit update before its response's count).
+            share = {} if self.marker is lost[0].marker else None
         if share == {} and usage is not None:
             if usage_is_empty(usage):
                 self.lost = lost  # a context estimate: the total did not move, nothing to settle
