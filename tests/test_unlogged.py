@@ -11,6 +11,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_adapters_common import SAMPLES, needs_samples
 
 from replay.cache import Breakpoint
@@ -24,6 +26,7 @@ from replay.engine._unlogged import (
     UnloggedContext,
     place_last_marker,
     shrunk,
+    still_sent,
     transient,
 )
 from replay.fidelity import fidelity_rows, fidelity_summary
@@ -515,3 +518,34 @@ def test_a_strategy_without_claude_codes_compaction_is_not_sent_its_restored_fil
     rec = turns.filter(turns["strategy"] == "recorded")["prompt_tokens"].to_list()
     assert rec[first_after] < rec[first_after - 1] // 2  # the compaction
     assert 0 < base[first_after] - base[first_after - 1] < 2_500
+
+
+_POOL = [UserItem(f"message {n}", event_index=n) for n in range(24)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["append", "cut", "drop", "change"]),
+            st.lists(st.sampled_from(_POOL), min_size=1, max_size=4),
+            st.integers(0, 40),
+        ),
+        max_size=12,
+    )
+)
+def test_still_sent_filters_each_view_as_a_whole_filter_would(steps) -> None:
+    """`still_sent` works from where a view parts from the previous one: it gives what
+    filtering the whole view gives, whatever the views do (append, cut back, change an item
+    in place in the strategy's own list) and whenever a message is dropped."""
+    unlogged, view = ThreadUnlogged(), []
+    for kind, items, at in steps:
+        if kind == "append":
+            view = view + items
+        elif kind == "cut":
+            view = view[: at % (len(view) + 1)] + items
+        elif kind == "drop":
+            unlogged.dropped.add(items[0])
+        elif view:
+            view[at % len(view)] = items[0]  # the same list, changed since it was filtered
+        assert still_sent(unlogged, view) == [i for i in view if i not in unlogged.dropped]

@@ -65,10 +65,11 @@ fitted.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from itertools import compress
+from itertools import accumulate, compress
 from operator import not_
 from typing import TYPE_CHECKING, Any
 
@@ -80,7 +81,7 @@ from replay.log import MAIN_THREAD, RequestMarker, Session, ThreadStart
 from replay.prefix import prefix_diff
 from replay.render import Renderer
 from replay.render._request import SYSTEM, THINKING, TOOL, BlockTable, RenderedRequest
-from replay.strategies._view import Item, SummarizerCall, UserItem, View
+from replay.strategies._view import Item, SummarizerCall, UserItem, View, shared_prefix
 from replay.tokens import FittedCounter, TokenCounter, counter_for, fitted_counter
 
 if TYPE_CHECKING:
@@ -253,6 +254,8 @@ class ThreadUnlogged:
     """Fitting only: the unlogged messages of the previous request that may have been transient
     (its first-message context; its own residual): (keys, where the cache entry before them
     ends, tokens)."""
+    sent: _Sent | None = None
+    """The last view filtered by `still_sent` (its work for the next view)."""
 
 
 def as_sent(u: ThreadUnlogged, items: Sequence[Item]) -> list[Item]:
@@ -265,10 +268,39 @@ def as_sent(u: ThreadUnlogged, items: Sequence[Item]) -> list[Item]:
 
 
 def still_sent(u: ThreadUnlogged, items: Sequence[Item]) -> list[Item]:
-    """`items` without the unlogged messages the thread no longer sends."""
-    if u.dropped and items:  # items hash by identity: set lookups at C speed
+    """`items` without the unlogged messages the thread no longer sends. A view (a list) is
+    filtered from where it parts from the previous one (`u.sent`): filtering each whole view
+    made the replay quadratic in the history once a message was dropped."""
+    if not (u.dropped and items):
+        return items if isinstance(items, list) else list(items)
+    if not isinstance(items, list):  # a summarizer call's transcript, filtered once
         return list(compress(items, map(not_, map(u.dropped.__contains__, items))))
-    return items if isinstance(items, list) else list(items)
+    memo = u.sent
+    if memo is None or memo.dropped != len(u.dropped):
+        start, sent, kept = 0, [], array("q", [0])
+    else:
+        start = shared_prefix(memo.source, items)
+        sent, kept = memo.items[: memo.kept[start]], memo.kept[: start + 1]
+    flags = list(map(not_, map(u.dropped.__contains__, items[start:])))
+    sent.extend(compress(items[start:], flags))
+    kept.extend(accumulate(flags, initial=kept[-1]))
+    kept.pop(start + 1)  # (`accumulate` repeats its initial value first)
+    u.sent = _Sent(list(items), sent, kept, len(u.dropped))
+    return list(sent)
+
+
+@dataclass
+class _Sent:
+    """The last view `still_sent` filtered, for the next one (which mostly shares its start)."""
+
+    source: list[Item]
+    """A copy of that view (the strategy may change its own list later)."""
+    items: list[Item]
+    """Its items still sent."""
+    kept: array
+    """`kept[i]`: how many of `source[:i]` are still sent."""
+    dropped: int
+    """How many messages were dropped then (a new one filters the next view whole)."""
 
 
 def call_as_sent(u: ThreadUnlogged, call: SummarizerCall) -> SummarizerCall:
