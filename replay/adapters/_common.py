@@ -957,7 +957,8 @@ def estimate_hidden_prefix(session: Session) -> None:
     tool schemas and context injected before the first request (CLAUDE.md, environment, rendered
     reminders). Stored as `hidden_prefix_tokens` on the header (main thread) or on the
     `ThreadStart` (other threads), with `hidden_prefix_from` = the request it was measured on;
-    an abandoned branch takes its parent's (`_inherits_prefix`). Per-turn injected context after that is NOT folded in (see docs/adapters.md: residual).
+    an abandoned branch takes its parent's (`_inherits_prefix`). Per-turn injected context
+    after that is NOT folded in (see docs/adapters.md: residual).
     """
     header = session.header
     starts = {e.thread_id: e for e in session.events if isinstance(e, ThreadStart)}
