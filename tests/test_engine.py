@@ -624,3 +624,26 @@ def test_a_subagent_thread_is_sent_the_session_s_hidden_prefix_unless_it_has_its
     # the same two short messages and answers: the prompts differ by the head only
     assert sub.request.total - main.request.total == pytest.approx(hidden - 5000, abs=12 if
                                                                     own_system else 2)
+
+
+def test_progress_tells_how_far_a_strategy_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One strategy on a long log runs for minutes: a bar's `detail` hears its requests."""
+    from replay.engine import _replay
+
+    monkeypatch.setattr(_replay, "_TELL_EVERY", 0.0)
+    calls: list[tuple[str, int, int]] = []
+    details: list[str] = []
+
+    class Bar:
+        def __call__(self, name: str, done: int, total: int) -> None:
+            calls.append((name, done, total))
+
+        def detail(self, text: str) -> None:
+            details.append(text)
+
+    session = read_log(RUN42)
+    total = len(session.requests())
+    replay_session(session, "baseline,truncate-500", ReplayConfig(progress=Bar()))
+    assert calls == [("baseline", 0, 2), ("truncate-500", 1, 2), ("", 2, 2)]
+    expected = [f"request {n:,} / {total:,}" for n in range(total)]
+    assert details == expected + expected

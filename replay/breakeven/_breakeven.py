@@ -589,7 +589,7 @@ def strategy_rewrites(
     `breakeven_config`)."""
     with remembered_block_pairs():
         run = _Run(session, named, config)
-        yield Rewrites(run, run.run(), horizon)
+        yield Rewrites(run, run.run(getattr(config.progress, "detail", None)), horizon)
 
 
 def _replayed(detail: Callable[[str], None]) -> Callable[[int, int], None]:

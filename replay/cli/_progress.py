@@ -49,7 +49,8 @@ def progress_bar(label: str, quiet: bool = False, console: Console | None = None
 
 class _Bar:
     """`progress_bar`'s callback: the bar counts strategies; `detail` adds how far the current
-    one is (break-even's counterfactual requests), until the next strategy starts."""
+    one is (its requests, break-even's counterfactual requests), until the next strategy
+    starts."""
 
     def __init__(self, bar: Any, task: Any, label: str) -> None:
         self.bar, self.task, self.label = bar, task, label

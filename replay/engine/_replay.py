@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import gc
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -180,10 +181,11 @@ class ReplayConfig:
     """Provider-cache state kept across sessions (`replay batch`): None = a fresh cache."""
     progress: Any = None
     """Called as `progress(strategy_name, done, total)` before each strategy is replayed (and
-    once with `done == total` at the end): progress bars. Break-even also calls its
-    `detail(text)` method, when it has one, with how far a strategy's counterfactual replays
-    are (`1,234 / 5,678 counterfactual requests`): a strategy that rewrites in place at most
-    requests is most of the work on a long log."""
+    once with `done == total` at the end): progress bars. Its `detail(text)` method, when it
+    has one, is told how far the strategy's run is (`request 1,234 / 5,678`, a few times a
+    second), and by break-even how far its counterfactual replays are (`1,234 / 5,678
+    counterfactual requests`): a strategy that rewrites in place at most requests is most of
+    the work on a long log."""
     on_record: Callable[[RequestRecord], None] | None = None
     """Given each record, in order, as soon as its request is complete, instead of keeping it
     in the run's records (`run()` then returns none): a caller that only aggregates records
@@ -498,9 +500,19 @@ class _Run:
         """The context window strategies fit into and `over_window` is checked against."""
         return self.config.context_window or context_window(model)
 
-    def run(self) -> list[RequestRecord]:
-        for _ in self.steps():
-            pass
+    def run(self, detail: Callable[[str], None] | None = None) -> list[RequestRecord]:
+        """Replay every request. `detail`: a progress bar's detail line, told how many requests
+        are done a few times a second (one strategy on a long log takes minutes)."""
+        if detail is None:
+            for _ in self.steps():
+                pass
+            return self.records
+        total, told = self.facts.request_count, time.monotonic()
+        for done, _ in enumerate(self.steps()):
+            now = time.monotonic()
+            if now - told >= _TELL_EVERY:
+                detail(f"request {done:,} / {total:,}")
+                told = now
         return self.records
 
     def close(self) -> list[RequestRecord]:
@@ -1006,6 +1018,10 @@ def require_requests(session: Session) -> None:
         )
 
 
+_TELL_EVERY = 0.25
+"""Seconds between two progress reports of a strategy's requests."""
+
+
 def iter_replay(
     session: Session,
     strategies: str | Sequence[str] = "all",
@@ -1024,11 +1040,12 @@ def iter_replay(
     facts = _SessionFacts(session)
     share_answers_for(session)
     with _long_lived_gc():
+        detail = getattr(config.progress, "detail", None)
         for done, named in enumerate(resolved):
             if config.progress is not None:
                 config.progress(named.name, done, len(resolved))
             run = _Run(session, named, config, facts)
-            run.run()
+            run.run(detail)
             yield named, run.close()
             strategy_done(log_texts)
     if config.progress is not None:
