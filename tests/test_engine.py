@@ -13,7 +13,7 @@ from hypothesis import given, settings
 
 from replay import ReplayError, replay
 from replay.engine import SUMMARY_COLUMNS, TURN_COLUMNS, ReplayConfig, replay_session
-from replay.log import RequestMarker, read_log, write_log
+from replay.log import RequestMarker, Usage, read_log, write_log
 
 CONTRACT_SUMMARY = [
     "strategy",
@@ -641,9 +641,17 @@ def test_progress_tells_how_far_a_strategy_is(monkeypatch: pytest.MonkeyPatch) -
         def detail(self, text: str) -> None:
             details.append(text)
 
-    session = read_log(RUN42)
+    session = read_log(RUN42)  # no usage: nothing to fit
     total = len(session.requests())
     replay_session(session, "baseline,truncate-500", ReplayConfig(progress=Bar()))
     assert calls == [("baseline", 0, 2), ("truncate-500", 1, 2), ("", 2, 2)]
     expected = [f"request {n:,} / {total:,}" for n in range(total)]
-    assert details == expected + expected
+    assert details == expected * 2
+    # A log with usage: its unlogged context is fitted first, by a replay of its own.
+    calls.clear(), details.clear()
+    for event in session.events:
+        if isinstance(event, RequestMarker):
+            event.usage = Usage(input_tokens=3000, output_tokens=20)
+    replay_session(session, "baseline", ReplayConfig(progress=Bar()))
+    assert calls == [(_replay.FITTING, 0, 1), ("baseline", 0, 1), ("", 1, 1)]
+    assert details == expected * 2

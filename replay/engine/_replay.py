@@ -297,6 +297,11 @@ def tokenizer_ratio(session: Session, model: str | None) -> float:
     return 1.0 if source.family == target.family else target.factor / source.factor
 
 
+def has_usage(session: Session) -> bool:
+    """True when some request of the log carries the provider's usage (what a fit needs)."""
+    return any(isinstance(e, RequestMarker) and e.usage for e in session.events)
+
+
 def fit_unlogged_context(session: Session, config: ReplayConfig) -> UnloggedContext:
     """What the provider billed beyond what the log shows, fitted by replaying what the agent
     really sent against the recorded usage (`replay/engine/_unlogged.py`); empty when the log
@@ -304,7 +309,7 @@ def fit_unlogged_context(session: Session, config: ReplayConfig) -> UnloggedCont
     simulates (a run on another model converts the sizes: `UnloggedContext.resized`); measured
     in another model's tokenizer, the gap between the two would pass for context. (`--client`
     and `--ttl` still apply: they may describe the client the log itself ran.)"""
-    if not any(isinstance(e, RequestMarker) and e.usage for e in session.events):
+    if not has_usage(session):
         return UnloggedContext()
     fit_config = copy.copy(config)
     fit_config.provider = fit_config.model = None
@@ -317,7 +322,7 @@ def fit_unlogged_context(session: Session, config: ReplayConfig) -> UnloggedCont
     run = _Run(session, parse_name("recorded"), fit_config)
     fit = run.unlogged.fit
     fit.threads = fit_heads(session, run.unlogged.explicit_marker, run.unlogged.logged_head)
-    run.run()
+    run.run(getattr(config.progress, "detail", None))
     return fit
 
 
@@ -1018,6 +1023,8 @@ def require_requests(session: Session) -> None:
         )
 
 
+FITTING = "fitting the context the log does not hold"
+"""What a progress bar is told while `fit_unlogged_context` replays the log."""
 _TELL_EVERY = 0.25
 """Seconds between two progress reports of a strategy's requests."""
 
@@ -1034,8 +1041,10 @@ def iter_replay(
     require_requests(session)
     if config.pricer is None:
         config.pricer = Pricer()
-    config = with_unlogged_context(session, config)
     resolved = resolve(strategies)
+    if config.progress is not None and config.unlogged_context is None and has_usage(session):
+        config.progress(FITTING, 0, len(resolved))
+    config = with_unlogged_context(session, config)
     log_texts = _log_texts(session)
     facts = _SessionFacts(session)
     share_answers_for(session)
