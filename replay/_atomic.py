@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -85,6 +86,10 @@ def write_atomic(path: str | Path, data: bytes | str | Iterable[str]) -> None:
 
 
 def _replace(target: Path, payload: Iterable[bytes]) -> None:
+    if target.exists() and not os.access(target, os.W_OK):
+        # A rename into a writable folder would replace a file its owner made read-only, which
+        # `open()` refuses: refused the same.
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(target))
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:

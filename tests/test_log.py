@@ -724,6 +724,17 @@ def test_a_write_the_file_system_refuses_is_a_replay_error(tmp_path, monkeypatch
         _atomic.write_atomic(tmp_path / "out.json", "{}")
 
 
+def test_a_file_its_owner_made_read_only_is_not_replaced(tmp_path, monkeypatch):
+    """`open()` refuses to write it; a rename into the folder would not have (root may, as
+    with `open()`: the check is the system's `access`)."""
+    target = tmp_path / "out.json"
+    target.write_text("kept\n")
+    monkeypatch.setattr(_atomic.os, "access", lambda path, mode: Path(path) != target)
+    with pytest.raises(ReplayError, match=r"cannot write .*out\.json: Permission denied"):
+        _atomic.write_atomic(target, "{}")
+    assert target.read_text() == "kept\n" and _only(tmp_path) == ["out.json"]
+
+
 def test_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
     target = tmp_path / "out.jsonl"
 
