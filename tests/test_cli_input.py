@@ -239,3 +239,42 @@ def test_a_fifo_in_a_session_folder_is_not_waited_on(tmp_path) -> None:
         with contextlib.suppress(OSError):
             os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
     assert not hung and got == [1, 1, 2]
+
+
+@pytest.mark.parametrize("args", [["convert", "-"], ["-", "-s", "baseline", "--format", "json"]])
+def test_the_log_on_standard_input_is_not_written_over(tmp_path: Path, args: list[str]) -> None:
+    """`replay convert - -o LOG < LOG` would replace the log with the result."""
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(RUN42.read_bytes())
+    with log.open("rb") as stdin:
+        done = subprocess.run(
+            [sys.executable, "-m", "replay", *args, "-o", str(log), "-q"], cwd=ROOT, stdin=stdin,
+            capture_output=True, timeout=TIMEOUT,
+            env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)},
+        )
+    assert done.returncode == 2
+    assert done.stderr.decode() == (
+        f"error: -o {log} is the log being read on standard input: write the result elsewhere\n"
+    )
+    assert log.read_bytes() == RUN42.read_bytes()
+
+
+def test_an_output_in_replay_s_own_data_folder_is_refused(tmp_path: Path) -> None:
+    from replay._data import data_dir
+
+    target = data_dir() / f"not-replay-s-{os.getpid()}.json"  # (a new name: nothing to lose)
+    try:
+        done = _replay(RUN42, "-s", "baseline", "-o", target, "-q")
+        assert done.returncode == 2 and b"in replay's own data folder" in done.stderr
+        assert not target.exists()
+    finally:
+        target.unlink(missing_ok=True)
+
+
+def test_a_loop_of_links_is_a_user_error(tmp_path: Path) -> None:
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    for args in (["-s", "baseline", "-o", tmp_path / "a"], ["--strategy-file", tmp_path / "a"]):
+        done = _replay(RUN42, *args, "-q")
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.decode().startswith("error: ") and b"Traceback" not in done.stderr

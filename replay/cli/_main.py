@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from replay._data import data_dir
 from replay._errors import ReplayError
 
 FORMATS = ("table", "json", "csv", "parquet")
@@ -127,7 +128,17 @@ def refuse_overwriting_a_log(options: dict[str, Any]) -> None:
                 raise ReplayError(
                     f"{flag} {output} is a file being read ({source}): write the result elsewhere"
                 )
+        if "-" in logs and _is_standard_input(output):
+            raise ReplayError(
+                f"{flag} {output} is the log being read on standard input: write the result "
+                "elsewhere"
+            )
         target = Path(output)
+        if flag == "-o" and target.resolve().is_relative_to(data_dir().resolve()):
+            raise ReplayError(
+                f"-o {output} is in replay's own data folder ({data_dir()}): write the result "
+                "elsewhere"
+            )
         if target.is_file() and any(target.resolve().is_relative_to(f.resolve()) for f in folders):
             raise ReplayError(
                 f"{flag} {output} is in the log folder being read: write the result elsewhere"
@@ -139,6 +150,14 @@ def refuse_overwriting_a_log(options: dict[str, Any]) -> None:
         raise ReplayError(
             f"-o and --write-tokenizers both name {outputs[0]}: one would replace the other"
         )
+
+
+def _is_standard_input(output: Any) -> bool:
+    """True when `output` is the file behind standard input (`replay - -o LOG < LOG`)."""
+    try:
+        return os.path.samestat(os.fstat(sys.stdin.fileno()), os.stat(output))
+    except (OSError, ValueError, AttributeError):  # no such file yet, or no standard input
+        return False
 
 
 def _same_file(a: Any, b: Any) -> bool:
@@ -293,7 +312,7 @@ files replay writes by name report their name; standard output has none)."""
 def reported_errors() -> Iterator[None]:
     """The one place user and environment errors become one line on stderr and an exit code,
     never a traceback: a `ReplayError` or a path too long for the system (exit 2), Ctrl-C
-    (`interrupted`, 130), output that cannot
+    (`interrupted`, 130), a loop of symbolic links (exit 2), output that cannot
     be written for want of room (exit 1) and a reader that stopped reading (`| head`: silent,
     exit 1, as click does). Any other exception is a bug in replay: its traceback is the bug
     report."""
@@ -305,6 +324,13 @@ def reported_errors() -> Iterator[None]:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+    except RuntimeError as err:
+        if not str(err).startswith("Symlink loop"):
+            raise
+        # `Path.resolve()` of a path the user gave that loops (Python 3.11; later versions
+        # raise OSError ELOOP, reported below as the file system's error).
+        click.echo(f"error: {err}: a loop of symbolic links", err=True)
+        sys.exit(2)
     except OSError as err:
         if err.errno == errno.EPIPE:
             _drop_stdout()
