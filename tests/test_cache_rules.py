@@ -268,6 +268,19 @@ def test_override_changes_the_simulation():
     assert second({"anthropic.ttl_seconds_5m": 900}).outcome.cache_read == 2100
 
 
+@pytest.mark.parametrize(("provider", "model", "read"), [
+    ("anthropic", "claude-sonnet-4-5", 0),
+    ("deepseek", "deepseek-chat", 2100),  # (its units at the end of a request are not delayed)
+])
+def test_a_delay_past_the_calendar_means_never_ready(provider, model, read):
+    """A `ready_after_seconds` of ages (or a request near year 9999) ended in an OverflowError
+    traceback: what it delays is simply never ready."""
+    lab = CacheLab(provider, model, overrides={f"{provider}.ready_after_seconds": 1e20})
+    head = [lab.block("system", 2000), lab.block("user", 100)]
+    lab.send(head, at=0)
+    assert lab.send(head, at=600).outcome.cache_read == read
+
+
 def test_user_file_overlays_the_builtin_file(tmp_path):
     user = ProviderRules.model_validate({
         "provider": "openai", "reviewed": "2026-11-01",

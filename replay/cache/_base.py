@@ -495,8 +495,13 @@ class CacheSimulator(ABC):
     def ready_at(self, sim: SimRequest) -> datetime:
         t = sim.request.ts
         if self.rule(sim, "ready_at", "response-start") == "response-end" and sim.duration_s:
-            return t + timedelta(seconds=sim.duration_s)
-        return t + timedelta(seconds=float(self.rule(sim, "ready_after_seconds", 1.0)))
+            delay = sim.duration_s
+        else:
+            delay = float(self.rule(sim, "ready_after_seconds", 1.0))
+        try:
+            return t + timedelta(seconds=delay)
+        except OverflowError:  # past the calendar (year 9999), or a delay of ages: never ready
+            return datetime.max.replace(tzinfo=t.tzinfo)
 
     def ttl_choice(self, sim: SimRequest) -> bool:
         """Whether the client picks the TTL of what this request writes (5m or 1h, per

@@ -34,6 +34,8 @@ from replay.cache._rules import RuleBook
 from replay.cache._store import CachedPrompt, CacheStore
 from replay.cache.automatic import MAX_PROMPTS, PrefixMatcher, rebase_thread, response_end
 
+_ONE_SECOND = timedelta(seconds=1)
+"""The soonest a common-prefix unit can be used (by a later request)."""
 
 class DeepSeekUnitSimulator(CacheSimulator):
     provider = "deepseek"
@@ -111,7 +113,7 @@ class DeepSeekUnitSimulator(CacheSimulator):
             kept.append(
                 CachedPrompt(
                     req.block_ids, req.cum_tokens, last_use=t,
-                    ready_at=t + timedelta(seconds=max(1.0, (ready - t).total_seconds())),
+                    ready_at=t + _ONE_SECOND if ready - t < _ONE_SECOND else ready,
                     ttl=ttl, writer="", length=common,
                 )
             )
