@@ -594,3 +594,22 @@ def test_an_output_that_ends_in_a_slash_names_a_folder(invoke, tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     _one_line(invoke(RUN42, "-q", "-o", "newdir/"), ("'newdir/'", "expected a file name"))
     assert not (tmp_path / "newdir").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["bench", "-n", "5", "--write-log", "-"],
+        ["record-fixture", "-o", "-"],
+        ["calibrate", str(RUN42), "--write-tokenizers", "-"],
+        ["batch", str(RUN42), "-o", "-"],
+    ],
+)
+def test_a_dash_is_refused_where_it_would_name_a_file(invoke, tmp_path, monkeypatch, args):
+    """`-` is standard output only for the options that say so: these wrote a file named `-`
+    in the current folder (a dataset folder for `batch`)."""
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*args)
+    assert result.exit_code == 2
+    assert "needs a path: `-` (standard output) is not one here" in result.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -12,6 +12,7 @@ from replay.cli._main import (
     context_window_option,
     missing_folder,
     price_overrides,
+    refuse_dash,
     replay_options,
     user_errors,
 )
@@ -75,6 +76,8 @@ def _check_dataset_parent(
 ) -> Path | None:
     """The dataset folder is created if missing, but not its parents: a mistyped `-o` leaves
     no tree behind (as `check_output_folder` does for files)."""
+    if value is not None:
+        refuse_dash(ctx, param, value)
     why = None if value is None else missing_folder(value)
     if why is not None:
         click.echo(f"error: cannot write the dataset {value}: {why}", err=True)

@@ -89,6 +89,7 @@ def check_output_folder(ctx: click.Context, param: click.Parameter, value: Path 
     command line never creates one silently from a mistyped `-o`."""
     if value is None or value == "-":
         return value
+    refuse_dash(ctx, param, value)
     if value.name in ("", ".", ".."):  # `-o ""` arrives as `.`
         click.echo(f"error: cannot write {str(value)!r}: expected a file name", err=True)
         ctx.exit(2)
@@ -97,6 +98,16 @@ def check_output_folder(ctx: click.Context, param: click.Parameter, value: Path 
         click.echo(f"error: cannot write {value}: {why}", err=True)
         ctx.exit(2)
     return value
+
+
+def refuse_dash(ctx: click.Context, param: click.Parameter, value: Path) -> None:
+    """`-` is standard output only where the option says so (`OUTPUT_PATH`): elsewhere it
+    would be a file named `-` in the current folder."""
+    if str(value) == "-":
+        flag = max(param.opts, key=len)
+        click.echo(f"error: {flag} needs a path: `-` (standard output) is not one here",
+                   err=True)
+        ctx.exit(2)
 
 
 def missing_folder(value: Path) -> str | None:
