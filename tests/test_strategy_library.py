@@ -1216,8 +1216,8 @@ def test_plugins_without_a_plugin_says_none_is_loaded(clean_registry):
         del _base._REGISTRY[spec.family]
     # `replay batch` has no --strategy-file: the message says which commands have it
     with pytest.raises(ReplayError, match=r"^`plugins` names no strategy: no plug-in is loaded "
-                       r"\(load one with --strategy-file FILE in replay run, breakeven, whatif "
-                       r"or report, or install"):
+                       r"\(load one with --strategy-file FILE in replay run, breakeven, report "
+                       r"or plot, or install"):
         resolve("plugins")
     with pytest.raises(ReplayError, match="^no strategy given"):
         resolve("")

@@ -548,7 +548,7 @@ def resolve(
         if "plugins" in names:
             raise ReplayError(
                 "`plugins` names no strategy: no plug-in is loaded (load one with "
-                "--strategy-file FILE in replay run, breakeven, whatif or report, or install a "
+                "--strategy-file FILE in replay run, breakeven, report or plot, or install a "
                 "package with a `replay.strategies` entry point)"
             )
         raise ReplayError("no strategy given; try --strategies all")
