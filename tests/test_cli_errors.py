@@ -613,3 +613,20 @@ def test_a_dash_is_refused_where_it_would_name_a_file(invoke, tmp_path, monkeypa
     assert result.exit_code == 2
     assert "needs a path: `-` (standard output) is not one here" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["providers", "--at", ""], "error: --at '': expected a date as YYYY-MM-DD"),
+        (["run", str(RUN42), "-s", "baseline", "--client", ""], "unknown client profile ''"),
+        (["batch", str(RUN42), "-s", "baseline", "--client", ""], "unknown client profile ''"),
+        (["providers", "--schema", "--provider", "nosuch"],
+         "--schema prints the rule files' schema: --provider would change nothing"),
+    ],
+)
+def test_an_empty_or_ignored_value_is_an_error(invoke, args, error):
+    """An empty `--at` was today, an empty `--client` the log's own profile, and `--schema`
+    ignored the options that choose rules: each without a word."""
+    result = invoke(*args)
+    assert result.exit_code == 2 and error in result.stderr

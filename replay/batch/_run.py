@@ -550,7 +550,7 @@ def _check_routes(opts: BatchOptions) -> None:
     from replay.cache._route import CacheRouter
     from replay.cache._rules import load_rules_file
 
-    if opts.client:
+    if opts.client is not None:
         profile_for("", opts.client)
     if opts.provider:
         router = CacheRouter(load_rules_file(opts.cache_rules) if opts.cache_rules else None)

@@ -186,7 +186,7 @@ AGENT_PROFILES = {
 def profile_for(
     agent: str, override: str | None = None, agent_version: str | None = None
 ) -> ClientProfile:
-    name = override or AGENT_PROFILES.get((agent or "").lower(), "default")
+    name = AGENT_PROFILES.get((agent or "").lower(), "default") if override is None else override
     if name not in PROFILES:
         raise ReplayError(f"unknown client profile {name!r}; known: {', '.join(PROFILES)}")
     return PROFILES[name].bind(agent_version)

@@ -62,10 +62,16 @@ def providers_command(
     from replay.cache import json_schema_text, rules_in_force
 
     if schema:
+        given = (("--at", at), ("--provider", provider), ("--model", model),
+                 ("--cache-rules", cache_rules))
+        ignored = [flag for flag, value in given if value is not None]
+        if ignored:
+            raise ReplayError(f"--schema prints the rule files' schema: {', '.join(ignored)} "
+                              "would change nothing")
         report.write_output(json_schema_text(), output)
         return
     try:
-        day = date.fromisoformat(at) if at else datetime.now(UTC).date()
+        day = date.fromisoformat(at) if at is not None else datetime.now(UTC).date()
     except ValueError:
         raise ReplayError(f"--at {at!r}: expected a date as YYYY-MM-DD") from None
     document = rules_in_force(day, provider, model, cache_rules)
