@@ -630,3 +630,11 @@ def test_an_empty_or_ignored_value_is_an_error(invoke, args, error):
     ignored the options that choose rules: each without a word."""
     result = invoke(*args)
     assert result.exit_code == 2 and error in result.stderr
+
+
+def test_a_horizon_without_break_even_is_an_error(invoke, tmp_path):
+    result = invoke("report", RUN42, "-s", "baseline", "--no-breakeven", "--horizon", "5",
+                    "-o", tmp_path / "r.html")
+    assert result.exit_code == 2
+    assert "--horizon limits break-even, which --no-breakeven leaves out" in result.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -83,6 +83,8 @@ def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ..
     if not _html_target(output):
         # The page is HTML whatever the name says: `-o chart.png` would lie about it.
         raise ReplayError(f"-o {output}: the report is an HTML page: name it .html")
+    if horizon is not None and not breakeven:
+        raise ReplayError("--horizon limits break-even, which --no-breakeven leaves out")
 
     label = "replaying + break-even" if breakeven else "replaying"
     with progress_bar(label, quiet) as progress:
@@ -157,7 +159,7 @@ def _image_format(fmt: str | None, output: Path | str | None) -> str:
 @ttl_option
 @context_window_option
 @replay_options
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar, no notes.")
 @user_errors
 def plot_command(log: Path, metric: str, fmt: str | None, output: Path | str | None,
                  strategies: str, sets: tuple[str, ...], strategy_files: tuple[Path, ...],
