@@ -37,6 +37,7 @@ from replay.cache.automatic import MAX_PROMPTS, PrefixMatcher, rebase_thread, re
 _ONE_SECOND = timedelta(seconds=1)
 """The soonest a common-prefix unit can be used (by a later request)."""
 
+
 class DeepSeekUnitSimulator(CacheSimulator):
     provider = "deepseek"
     mechanism = "prefix-units"
