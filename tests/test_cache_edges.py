@@ -1,0 +1,302 @@
+"""Edges of the cache simulators and prices that no other test pinned: minimums met exactly, the
+TTL and lifetime boundaries, refreshes on read, lookback counts, lane state per thread, the
+slots and TTLs of breakpoints. Each of these tests failed on a deliberate one-line bug (a `<`
+for a `<=`, a refresh removed) that the rest of the suite let through (mutation audit, stop 46)."""
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from replay.cache import Breakpoint
+from replay.cache._store import CacheStore, Entry
+from replay.cache.openai import eligible_ends
+from replay.cache.testing import CacheLab
+from replay.prices import Buckets, Pricer
+from replay.prices._prices import parse_price_override
+from replay.render import BlockInfo
+
+SONNET = "claude-sonnet-4-5"
+TERRA = "gpt-5.6-terra"
+
+
+def base(lab):
+    return [lab.block("tool", 500), lab.block("system", 1500), lab.block("user", 200)]
+
+
+# ---------------------------------------------------------------- anthropic.py
+
+def test_marker_on_empty_text_moves_to_previous_block():
+    lab = CacheLab("anthropic", SONNET)
+    head = base(lab)
+    empty = len(lab.table.blocks)
+    lab.table.blocks.append(BlockInfo("text", "", True, 4, 4))  # only message overhead
+    lab._starts[empty] = True
+    r = lab.send([*head, empty], at=0, breakpoints=[Breakpoint(3)])
+    assert r.split == (0, 0, 2200, 4)
+
+
+def test_two_markers_on_one_block_keep_the_1h_ttl():
+    lab = CacheLab("anthropic", SONNET)
+    r = lab.send(base(lab), at=0, breakpoints=[Breakpoint(2, "5m"), Breakpoint(2, "1h")])
+    assert r.split == (0, 2200, 0, 0)
+
+
+def test_automatic_breakpoint_needs_a_free_slot():
+    lab = CacheLab("anthropic", SONNET)
+    ids = [*base(lab), lab.block("text", 100), lab.block("user", 300)]
+    bps = [Breakpoint(i) for i in range(4)] + [Breakpoint(4, automatic=True)]
+    r = lab.send(ids, at=0, breakpoints=bps)
+    assert r.split == (0, 0, 2300, 300)
+
+
+def test_only_marker_below_minimum_is_below_minimum():
+    lab = CacheLab("anthropic", SONNET)
+    head = base(lab)
+    lab.send(head, at=0, breakpoints=[Breakpoint(0)])  # 500-token tools marker only
+    r = lab.send([*head, lab.block("text", 100), lab.block("user", 100)], at=10,
+                 breakpoints=[Breakpoint(0)])
+    assert r.split == (0, 0, 0, 2400)
+    assert r.outcome.miss_kind == "below-minimum"
+
+
+# ---------------------------------------------------------------- _store.py
+
+def test_a_5m_rewrite_does_not_shorten_a_1h_entry():
+    lab = CacheLab("anthropic", SONNET)
+    head = base(lab)
+    lab.send(head, at=0, breakpoints=[Breakpoint(2, "1h")])
+    r2 = lab.send([*head, lab.block("user", 100)], at=600,
+                  breakpoints=[Breakpoint(2), Breakpoint(3)])
+    assert r2.outcome.cache_read == 2200
+    r3 = lab.send([*head, lab.block("user", 100)], at=1200, breakpoints=[Breakpoint(3)])
+    assert r3.outcome.cache_read == 2200  # 1h entry, idle 10 min
+
+
+def test_a_read_does_not_delay_readiness_for_other_threads():
+    lab = CacheLab("anthropic", SONNET)
+    head = base(lab)
+    lab.send(head, at=0)  # entries at 2,000 (system) and 2,200
+    lab.send([*head[:2], lab.block("user", 300)], at=100, thread="agent-1")  # re-puts system
+    r = lab.send([*head[:2], lab.block("user", 300)], at=100.5, thread="agent-2")
+    assert r.outcome.cache_read == 2000
+
+
+def test_own_prompt_readable_before_ready_after_seconds():
+    lab = CacheLab("openai", "gpt-4o", client="none")
+    system = lab.block("system", 2000)
+    lab.send([system, lab.block("user", 100)], at=0)
+    r = lab.send([system, lab.block("user", 100)], at=0.5)  # same thread
+    assert r.outcome.cache_read == 1920
+
+
+def test_store_snapshot_does_not_share_entries():
+    store = CacheStore()
+    t = datetime(2026, 1, 1, tzinfo=UTC)
+    store.put("s", "m", 1, Entry(100, 300.0, t, t))
+    snap = copy.deepcopy(store)
+    snap.get("s", "m", 1).ttl = 3600.0
+    assert store.get("s", "m", 1).ttl == 300.0
+
+
+def test_hard_cap_boundary_is_inclusive():
+    lab = CacheLab("openai", "gpt-4o", client="none")
+    prompt = [lab.block("system", 2000), lab.block("user", 100)]
+    for at in range(0, 3600, 500):
+        lab.send(prompt, at=at)
+    assert lab.send(prompt, at=3600).outcome.cache_read == 2048  # age 1h == cap: still live
+
+
+# ---------------------------------------------------------------- _base.py
+
+def test_prompt_of_exactly_the_minimum_is_not_below_it():
+    lab = CacheLab("anthropic", SONNET)
+    system = lab.block("system", 1000)
+    lab.send([system], at=0)
+    r = lab.send([system, lab.block("user", 24)], at=10)
+    assert r.split == (0, 0, 1024, 0)
+    assert r.outcome.miss_kind is None
+
+
+def test_prefix_lost_only_to_rounding_is_not_a_miss():
+    lab = CacheLab("openai", "gpt-4o", client="none")
+    x, u1 = lab.block("system", 1024), lab.block("user", 127)
+    lab.send([x, u1, lab.block("user", 500)], at=0, thread="a")
+    lab.send([x, lab.block("user", 300)], at=4000, thread="b")  # a's prompt has expired
+    r = lab.send([x, u1, lab.block("user", 50)], at=4002, thread="c")
+    assert r.outcome.cache_read == 1024
+    assert r.outcome.miss_kind is None  # the expired 1,151 would have cached 1,024 too
+
+
+def test_lane_state_is_per_thread():
+    lab = CacheLab("anthropic", "claude-haiku-4-5")
+    system, u1 = lab.block("system", 4000), lab.block("user", 200)
+    think = lab.block("thinking", 300)
+    call, result = lab.block("tool_call", 50, joins=True), lab.block("tool_result", 50)
+    lab.send([system, u1], at=0)
+    lab.send([system, u1, think, call, result], at=10)
+    lab.send([lab.block("user", 100)], at=15, thread="agent-1")
+    r3 = lab.send([system, u1, think, call, result, lab.block("text", 100),
+                   lab.block("user", 100)], at=20)
+    assert r3.outcome.miss_kind == "thinking-stripped"
+
+
+# ---------------------------------------------------------------- openai.py (GPT-5.6+)
+
+def test_only_the_last_tool_output_of_a_group_is_a_message_end():
+    kinds = ["tool", "system", "user", "tool_call", "tool_call", "tool_result", "tool_result"]
+    assert eligible_ends(kinds) == (1, [1, 2, 6])
+
+
+def test_twentieth_earlier_message_end_is_looked_up():
+    lab = CacheLab("openai", TERRA, client="codex")
+    system, u1 = lab.block("system", 2000), lab.block("user", 100)
+    lab.send([system, u1], at=0)
+    more = [lab.block("user", 10) for _ in range(20)]
+    # earlier ends: head, u1, 19 new ones = 21 → the latest 20 still include u1
+    assert lab.send([system, u1, *more], at=10).outcome.cache_read == 2100
+
+
+def test_boundary_of_exactly_1024_is_written_and_read():
+    lab = CacheLab("openai", TERRA, client="codex")
+    system, u1 = lab.block("system", 1000), lab.block("user", 24)
+    assert lab.send([system, u1], at=0).split == (0, 0, 1024, 0)
+    r2 = lab.send([system, u1, lab.block("text", 10), lab.block("user", 10)], at=10)
+    assert r2.split == (1024, 0, 20, 0)
+
+
+def test_latest_explicit_markers_are_written():
+    lab = CacheLab("openai", TERRA, client="none")
+    system = lab.block("system", 2000)
+    us = [lab.block("user", 10) for _ in range(5)]
+    lab.send([system, *us], at=0, breakpoints=[Breakpoint(i) for i in range(1, 6)])
+    r2 = lab.send([system, *us[:4], lab.block("user", 10)], at=10, breakpoints=[])
+    assert r2.outcome.cache_read == 2040  # the entry at u4 (one of the latest 3 explicit)
+
+
+def test_developer_block_is_always_looked_up():
+    lab = CacheLab("openai", TERRA, client="none")
+    system = lab.block("system", 2000)
+    lab.send([system, lab.block("user", 10)], at=0, breakpoints=[Breakpoint(0)])
+    more = [lab.block("user", 10) for _ in range(25)]
+    assert lab.send([system, *more], at=10, breakpoints=[]).outcome.cache_read == 2000
+
+
+def test_a_read_refreshes_the_entry():
+    lab = CacheLab("openai", TERRA, client="codex")
+    system, u1 = lab.block("system", 2000), lab.block("user", 100)
+    lab.send([system, u1], at=0)
+    assert lab.send([system, u1, lab.block("user", 10)], at=1200).outcome.cache_read == 2100
+    assert lab.send([system, u1, lab.block("user", 20)], at=2400).outcome.cache_read == 2100
+
+
+def test_no_explicit_boundary_on_an_assistant_block():
+    lab = CacheLab("openai", TERRA, client="none")
+    ids = [lab.block("system", 2000), lab.block("user", 100), lab.block("text", 50)]
+    assert lab.send(ids, at=0, breakpoints=[Breakpoint(2)]).split == (0, 0, 2100, 50)
+
+
+def test_first_two_explicit_markers_are_looked_up():
+    lab = CacheLab("openai", TERRA, client="none")
+    system, u1, u2 = lab.block("system", 2000), lab.block("user", 10), lab.block("user", 10)
+    lab.send([system, u1, u2], at=0, breakpoints=[Breakpoint(1), Breakpoint(2)])
+    ms = [lab.block("user", 10) for _ in range(60)]
+    bps = [Breakpoint(i) for i in range(1, 63)]
+    assert lab.send([system, u1, u2, *ms], at=10, breakpoints=bps).outcome.cache_read == 2020
+
+
+def test_latest_fifty_explicit_markers_are_looked_up():
+    lab = CacheLab("openai", TERRA, client="none")
+    system = lab.block("system", 2000)
+    ms = [lab.block("user", 10) for _ in range(60)]
+    lab.send([system, *ms[:11]], at=0, breakpoints=[])  # implicit entry at m11 (2,110)
+    bps = [Breakpoint(i) for i in range(1, 61)]  # 60 markers: latest 50 = m11..m60
+    assert lab.send([system, *ms], at=10, breakpoints=bps).outcome.cache_read == 2110
+
+
+# ---------------------------------------------------------------- automatic.py
+
+def test_1h_write_only_where_the_1h_ttl_exists():
+    lab = CacheLab("moonshotai", "kimi-k3", overrides={"moonshotai.ttl_1h_available": False})
+    r = lab.send([lab.block("system", 3000), lab.block("user", 100)], at=0,
+                 breakpoints=[Breakpoint(1, "1h")])
+    assert r.outcome.cache_write_1h == 0 and r.outcome.cache_write_5m > 0
+
+
+def test_requested_ttl_is_the_last_breakpoints():
+    lab = CacheLab("moonshotai", "kimi-k3")
+    r = lab.send([lab.block("system", 3000), lab.block("user", 100)], at=0,
+                 breakpoints=[Breakpoint(0, "1h"), Breakpoint(1, "5m")])
+    assert r.outcome.cache_write_1h == 0 and r.outcome.cache_write_5m > 0
+
+
+def test_a_read_refreshes_the_prompt_read():
+    lab = CacheLab("openai", "gpt-4o", client="none")
+    system, ua = lab.block("system", 2000), lab.block("user", 100)
+    lab.send([system, ua], at=0, thread="a")
+    lab.send([system, lab.block("user", 100)], at=400, thread="b")  # reads a's prompt
+    r = lab.send([system, ua, lab.block("user", 10)], at=900, thread="c")
+    assert r.outcome.cache_read == 2048
+
+
+def test_expired_prompt_still_names_the_miss():
+    lab = CacheLab("openai", "gpt-4o", client="none")
+    p = [lab.block("system", 2000), lab.block("user", 100)]
+    lab.send(p, at=0, thread="a")
+    lab.send([lab.block("system", 1500)], at=700, thread="b")
+    later = lab.send([*p, lab.block("user", 10)], at=710, thread="a")
+    assert later.outcome.miss_kind == "ttl-expired"
+
+
+def test_another_threads_longer_prompt_does_not_evict_mine():
+    lab = CacheLab("openai", "gpt-4o", client="none")
+    system, u1 = lab.block("system", 2000), lab.block("user", 100)
+    lab.send([system, u1], at=0, thread="a")
+    lab.send([system, u1, lab.block("user", 100)], at=10, thread="b")
+    r = lab.send([system, u1, lab.block("user", 50)], at=10.5, thread="a")
+    assert r.outcome.cache_read == 2048
+
+
+def test_output_unit_ends_with_the_first_assistant_message():
+    lab = CacheLab("deepseek", "deepseek-v4-flash")
+    system, u1 = lab.block("system", 1000), lab.block("user", 100)
+    lab.send([system, u1], at=0)
+    r = lab.send([system, u1, lab.block("text", 200), lab.block("text", 50),
+                  lab.block("user", 100)], at=10)
+    assert r.outcome.cache_read == 1300
+
+
+# ---------------------------------------------------------------- deepseek.py
+
+def test_a_hit_refreshes_the_unit():
+    lab = CacheLab("deepseek", "deepseek-v4-flash")
+    system, u1 = lab.block("system", 900), lab.block("user", 100)
+    lab.send([system, u1], at=0)
+    assert lab.send([system, u1, lab.block("user", 100)], at=7000).outcome.cache_read == 1000
+    assert lab.send([system, u1, lab.block("user", 100)], at=7300).outcome.cache_read == 1000
+
+
+# ---------------------------------------------------------------- gemini.py
+
+def test_explicit_cache_of_exactly_the_minimum_is_created():
+    lab = CacheLab("google", "gemini-2.5-flash", client="gemini-explicit")
+    r = lab.send([lab.block("system", 2048), lab.block("user", 10)], at=0)
+    assert r.split == (0, 0, 2048, 10)
+
+
+# ---------------------------------------------------------------- prices
+
+def test_no_cache_rates_invented_for_a_model_genai_prices_never_caches():
+    p = Pricer()
+    price = p.price(Buckets(cache_write_1h=1_000_000), model="claude-2.1", provider="anthropic",
+                    ts=datetime(2026, 1, 5, tzinfo=UTC))
+    assert price.total_usd == Decimal(8)
+
+
+def test_bucket_sum_keeps_5m_and_1h_apart():
+    assert Buckets(cache_write_5m=3) + Buckets(cache_write_1h=4) == Buckets(0, 0, 3, 4, 0)
+
+
+def test_zero_rates_are_allowed():
+    _, rate = parse_price_override("local-model=input:0,output:0")
+    assert rate.input == 0
