@@ -624,12 +624,24 @@ def test_tool_calls_render_as_the_model_wrote_them(tmp_path: Path) -> None:
 def test_fidelity_reports_the_128_token_share_and_the_explained_cost(tmp_path: Path) -> None:
     from replay.fidelity import fidelity_rows, fidelity_summary
 
-    rows = fidelity_rows(load(_write(tmp_path, codex_lines()), strict=True))
-    # Request 1 read 1,024 tokens nothing in this log wrote: a prefix cached before the log.
+    lines = codex_lines()
+    # 512 more tokens of hidden prefix on both requests, all of them cached (a step under the
+    # 1,024-token minimum reads nothing: the log's own sizes have none above it).
+    grown_total = {1200: 512, 2500: 1024}  # the running total after request 1, after request 2
+    for line in lines:
+        info = line["payload"].get("info")
+        if info:
+            last, total = info["last_token_usage"], info["total_token_usage"]
+            total["input_tokens"] += grown_total[total["input_tokens"]]
+            last["input_tokens"] += 512
+            last["cached_input_tokens"] += 512
+            total["cached_input_tokens"] += 512
+    rows = fidelity_rows(load(_write(tmp_path, lines), strict=True))
+    # Request 1 read 1,536 tokens nothing in this log wrote: a prefix cached before the log.
     assert not rows[0].read_within_128
     assert rows[0].unexplained.startswith("prefix cached before this log")
-    # Request 2: 896 simulated (512 × ⌊(1,200 + 128) / 512⌋ − 128) vs 1,024 billed: 128 off.
-    assert (rows[1].simulated_cache_read, rows[1].recorded_cache_read) == (896, 1024)
+    # Request 2: 1,408 simulated (512 × ⌊(1,712 + 128) / 512⌋ − 128) vs 1,536 billed: 128 off.
+    assert (rows[1].simulated_cache_read, rows[1].recorded_cache_read) == (1408, 1536)
     assert rows[1].read_within_128 and rows[1].unexplained is None
     summary = fidelity_summary(rows)
     assert summary["cache_read_within_128"] == 0.5

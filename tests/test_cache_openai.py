@@ -17,6 +17,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 
+import pytest
+
 from replay.cache.testing import CacheLab
 
 
@@ -343,3 +345,13 @@ def test_gpt_5_6_markers_find_their_block_after_thinking_is_stripped():
     lab.send([system, u1, thinking, text, u2, *later], at=0, breakpoints=[Breakpoint(4, "5m")])
     nxt = lab.send([system, u1, thinking, text, u2, lab.block("user", 1500)], at=10)
     assert nxt.outcome.cache_read == 2000 + 1500 + 100 + 1500  # read up to the marked u2
+
+
+@pytest.mark.parametrize(("shared", "read"), [(1000, 0), (1100, 0), (1407, 0), (1408, 1408)])
+def test_gpt_5_5_reads_no_step_below_the_minimum(shared: int, read: int) -> None:
+    """gpt-5.5's steps of 512 tokens after a hidden 128 put a step at 896 visible tokens: a
+    shared prefix of 1,100 read 896, under the 1,024 tokens no read is below."""
+    lab = CacheLab("openai", "gpt-5.5", client="none")
+    system = lab.block("system", shared)
+    lab.send([system, lab.block("user", 50)], at=0)
+    assert lab.send([system, lab.block("user", 50)], at=10).outcome.cache_read == read

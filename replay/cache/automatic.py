@@ -284,8 +284,11 @@ class AutomaticPrefixSimulator(CacheSimulator):
 
         cached = 0
         if total >= min_len and live_best >= min_len:
-            # Breakpoints sit every `step` tokens counted from a hidden prefix of `offset`.
+            # Breakpoints sit every `step` tokens counted from a hidden prefix of `offset`; the
+            # last one below the shared prefix may fall under the minimum, which no read is.
             cached = max(0, ((live_best + offset) // step) * step - offset)
+            if cached < min_len:
+                cached = 0
         lost = None
         if dead is not None and dead[0] > live_best:
             shared, p, other = dead
