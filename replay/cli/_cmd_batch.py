@@ -8,11 +8,11 @@ from pathlib import Path
 import click
 
 from replay.cli._main import (
+    NoDashPath,
     cli,
     context_window_option,
     missing_folder,
     price_overrides,
-    refuse_dash,
     replay_options,
     user_errors,
 )
@@ -76,8 +76,6 @@ def _check_dataset_parent(
 ) -> Path | None:
     """The dataset folder is created if missing, but not its parents: a mistyped `-o` leaves
     no tree behind (as `check_output_folder` does for files)."""
-    if value is not None:
-        refuse_dash(ctx, param, value)
     why = None if value is None else missing_folder(value)
     if why is not None:
         click.echo(f"error: cannot write the dataset {value}: {why}", err=True)
@@ -97,7 +95,7 @@ def _check_dataset_parent(
 @click.option(
     "-o",
     "--output",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=NoDashPath(file_okay=False, path_type=Path),
     callback=_check_dataset_parent,
     help="Parquet dataset folder to append to (and to keep the incremental cache in); "
     "created if missing, in a folder that must exist.",

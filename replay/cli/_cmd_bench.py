@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from replay.cli._main import check_output_folder, cli, output_options, user_errors
+from replay.cli._main import NoDashPath, check_output_folder, cli, output_options, user_errors
 
 _BENCH_ONLY = ("strategies", "naive_requests", "doubling", "memory", "workers", "fmt", "output")
 """Options of the benchmark run that `--write-log` (which writes the log and stops) ignores."""
@@ -100,7 +100,7 @@ def _finite(param: click.Parameter, value: float) -> float:
 )
 @click.option(
     "--write-log",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=NoDashPath(dir_okay=False, path_type=Path),
     callback=check_output_folder,
     help="Only write the synthetic session to this replay-log file, and stop.",
 )

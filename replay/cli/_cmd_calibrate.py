@@ -8,7 +8,14 @@ from pathlib import Path
 
 import click
 
-from replay.cli._main import LOG_PATH, check_output_folder, cli, output_options, user_errors
+from replay.cli._main import (
+    LOG_PATH,
+    NoDashPath,
+    check_output_folder,
+    cli,
+    output_options,
+    user_errors,
+)
 
 
 def _table(calibrations, title: str):
@@ -64,7 +71,7 @@ def _check_date(text: str) -> None:
 )
 @click.option(
     "--write-tokenizers",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=NoDashPath(dir_okay=False, path_type=Path),
     callback=check_output_folder,
     help="Also write a tokenizer file with the measured rows; apply it to any command with "
     "REPLAY_TOKENIZERS=FILE.",

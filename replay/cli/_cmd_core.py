@@ -14,6 +14,7 @@ from replay.cli._cmd_strategies import resolve_strategies, strategy_options
 from replay.cli._main import (
     LOG_PATH,
     OUTPUT_PATH,
+    NoDashPath,
     check_output_folder,
     cli,
     context_window_option,
@@ -201,7 +202,7 @@ def schema_command(output: Path | None) -> None:
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=NoDashPath(dir_okay=False, path_type=Path),
     default=Path("logs/run42.jsonl"),
     callback=check_output_folder,
     show_default=True,

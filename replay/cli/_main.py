@@ -76,6 +76,17 @@ class _DashPath(click.Path):
         return super().convert(value, param, ctx)
 
 
+class NoDashPath(click.Path):
+    """A path that `-` is not: the option writes a file (or a folder) by name, and `-` would be
+    one named `-` in the current folder, where every `OUTPUT_PATH` means standard output.
+    (`./-` still names that file.)"""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value == "-":
+            self.fail("needs a path: `-` (standard output) is not one here", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 LOG_PATH = _DashPath(path_type=Path)
 """The type of every LOG argument."""
 
@@ -89,7 +100,6 @@ def check_output_folder(ctx: click.Context, param: click.Parameter, value: Path 
     command line never creates one silently from a mistyped `-o`."""
     if value is None or value == "-":
         return value
-    refuse_dash(ctx, param, value)
     if value.name in ("", ".", ".."):  # `-o ""` arrives as `.`
         click.echo(f"error: cannot write {str(value)!r}: expected a file name", err=True)
         ctx.exit(2)
@@ -98,16 +108,6 @@ def check_output_folder(ctx: click.Context, param: click.Parameter, value: Path 
         click.echo(f"error: cannot write {value}: {why}", err=True)
         ctx.exit(2)
     return value
-
-
-def refuse_dash(ctx: click.Context, param: click.Parameter, value: Path) -> None:
-    """`-` is standard output only where the option says so (`OUTPUT_PATH`): elsewhere it
-    would be a file named `-` in the current folder."""
-    if str(value) == "-":
-        flag = max(param.opts, key=len)
-        click.echo(f"error: {flag} needs a path: `-` (standard output) is not one here",
-                   err=True)
-        ctx.exit(2)
 
 
 def missing_folder(value: Path) -> str | None:
