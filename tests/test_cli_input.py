@@ -260,9 +260,9 @@ def test_the_log_on_standard_input_is_not_written_over(tmp_path: Path, args: lis
 
 
 def test_an_output_in_replay_s_own_data_folder_is_refused(tmp_path: Path) -> None:
-    from replay._data import data_dir
-
-    target = data_dir() / f"not-replay-s-{os.getpid()}.json"  # (a new name: nothing to lose)
+    # The data folder of the checkout `_replay` runs (this process may import an installed
+    # copy, whose folder is another), under a new name: nothing to lose if it were written.
+    target = ROOT / "pricing" / f"not-replay-s-{os.getpid()}.json"
     try:
         done = _replay(RUN42, "-s", "baseline", "-o", target, "-q")
         assert done.returncode == 2 and b"in replay's own data folder" in done.stderr
