@@ -239,6 +239,8 @@ def test_tree_branches_are_threads(tmp_path: Path) -> None:
         "abandoned question",
     ]
     assert len([e for e in branch if getattr(e, "copied_from", None)]) == 3
+    # It re-sent the main path's head: it has its hidden prefix (not one measured on its own).
+    assert start.hidden_prefix_tokens == session.header.hidden_prefix_tokens is not None
     main_users = [
         e.text for e in session.events if e.thread == "main" and isinstance(e, UserMessage)
     ]
