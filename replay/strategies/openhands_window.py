@@ -35,11 +35,15 @@ def openhands_window() -> object:
     live = PairedView(lambda n, item: None if n in forgotten else item)
     head = HeadTokens()
 
-    def halve_on_overflow(history: Sequence[Item], ctx: StrategyContext) -> View:
-        live.sync(history)
+    def sent(history: Sequence[Item], ctx: StrategyContext) -> tuple[list[Item], int]:
+        """The view of what is remembered, and the tokens of the request sending it."""
         items = live.items()
         view = nonempty(items, history)
-        size = live.tokens(ctx) + head(ctx) if items else request_tokens(view, ctx)
+        return view, (live.tokens(ctx) + head(ctx) if items else request_tokens(view, ctx))
+
+    def halve_on_overflow(history: Sequence[Item], ctx: StrategyContext) -> View:
+        live.sync(history)
+        view, size = sent(history, ctx)
         if size <= ctx.context_window:
             return View(items=view)
         # Each refused call raises the overflow again and OpenHands condenses again: halved
@@ -56,8 +60,7 @@ def openhands_window() -> object:
             memory.forget(newly)
             live.update(history, newly)
             halvings += 1
-            view = nonempty(live.items(), history)
-            size = live.tokens(ctx) + head(ctx) if live.items() else request_tokens(view, ctx)
+            view, size = sent(history, ctx)
         times = "" if halvings == 1 else f" {halvings} times"
         return View(items=view, events=[RewriteEvent("drop", f"window halved{times} on overflow")])
 
