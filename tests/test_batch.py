@@ -1146,6 +1146,54 @@ def test_a_fork_starts_when_its_header_says_not_at_the_history_it_copied(tmp_pat
     assert started == datetime(2026, 1, 2, 10, 0, 10, tzinfo=UTC)
 
 
+def test_dates_asked_leave_the_rows_of_a_chain_as_they_are(tmp_path: Path):
+    # b follows a within the cache TTL: they share one cache. With --since between their
+    # starts, a gives no rows but is still replayed for what it left b to read; b's rows were
+    # those of b replayed alone (its copy of a's prompts read nothing a wrote).
+    logs = tmp_path / "logs"
+    a = variant(logs / "a.jsonl", "a", timedelta(0), stretch=600, system=LONG_SYSTEM)
+    variant(logs / "b.jsonl", "b", timedelta(seconds=120), stretch=600, system=LONG_SYSTEM)
+    opts = BatchOptions(strategies="baseline")
+    whole = run_batch([logs], opts, output=tmp_path / "whole", workers=1)
+    assert whole.shared_groups == 1
+    since = read_log(a).header.ts + timedelta(seconds=60)
+    ranged = run_batch([logs], opts, output=tmp_path / "ranged", workers=1, since=since)
+    assert status_of(ranged) == {"a.jsonl": "out of range", "b.jsonl": "replayed"}
+    assert (ranged.shared_groups, ranged.shared_sessions) == (1, 1)
+    b_whole = sessions(tmp_path / "whole").filter(pl.col("file").str.ends_with("b.jsonl"))
+    (b_ranged,) = sessions(tmp_path / "ranged").iter_rows(named=True)
+    assert b_ranged == b_whole.row(0, named=True)
+    assert b_ranged["shared_cache"] and b_ranged["cached_tokens"] > 0
+    # the same dates over the whole dataset: b is unchanged, a's rows stay
+    again = run_batch([logs], opts, output=tmp_path / "whole", workers=1, since=since)
+    assert status_of(again) == {"a.jsonl": "out of range", "b.jsonl": "unchanged"}
+    assert sessions(tmp_path / "whole").height == 2
+
+
+def test_a_fork_leaves_its_copies_out_when_its_parent_is_out_of_range(tmp_path: Path):
+    # The copied requests were billed in the parent, before --since: counted by neither the
+    # ranged batch nor twice in a dataset that holds the parent's rows from an earlier run.
+    parent, fork = _pi_fork_and_parent(tmp_path / "sessions")
+    opts = BatchOptions(strategies="baseline")
+    out = tmp_path / "ds"
+    run_batch([tmp_path / "sessions"], opts, output=out, workers=1)
+    since = datetime(2026, 1, 2, 10, 0, 5, tzinfo=UTC)
+    ranged = run_batch([tmp_path / "sessions"], opts, output=out, since=since, workers=1)
+    assert status_of(ranged) == {parent.name: "out of range", fork.name: "unchanged"}
+    assert sessions(out)["requests"].sum() == 3
+    fresh = run_batch([tmp_path / "sessions"], opts, output=tmp_path / "fresh", since=since,
+                      workers=1)
+    assert fresh.requests == 1 and fresh.totals["requests"].to_list() == [1]
+    assert sessions(tmp_path / "fresh")["copied_requests_dropped"].to_list() == [2]
+    # a parent last written long before --since is not read, and still found
+    old = datetime(2020, 1, 1, tzinfo=UTC).timestamp()
+    os.utime(parent, (old, old))
+    late = run_batch([tmp_path / "sessions"], opts, since=datetime(2021, 1, 1, tzinfo=UTC),
+                     workers=1)
+    assert late.files[0].message == "last modified before --since"
+    assert late.requests == 1
+
+
 def _closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

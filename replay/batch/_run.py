@@ -224,16 +224,35 @@ _OWN = "-own"
 """Part name suffix of a fork's rows without the requests copied from its parent."""
 
 
+def _in_range(tasks: list[GroupTask], outside: Collection[str]) -> list[GroupTask]:
+    """The tasks with a session inside --since/--until; in a chain, the sessions `outside` it
+    are kept as context only (`Member.context_only`): replayed, for what they leave in the
+    shared cache, without rows of their own."""
+    out = []
+    for task in tasks:
+        if all(m.path in outside for m in task.members):
+            continue
+        if task.shared:
+            task.members = [
+                replace(m, context_only=True) if m.path in outside else m for m in task.members
+            ]
+        out.append(task)
+    return out
+
+
 def _replay_group(task: GroupTask, member: Member) -> str:
     """What a session's rows depend on besides its bytes and the options, as the manifest keeps
     it: its chain, and whether its copied requests were left out (rows of another kind)."""
     return (task.group_id or "") + (_OWN if member.drop_copied else "")
 
 
-def _forks_with_parent(scans: Sequence[ScanResult], copies: dict[str, str]) -> set[str]:
+def _forks_with_parent(
+    scans: Sequence[ScanResult], copies: dict[str, str], unread: Collection[str] = ()
+) -> set[str]:
     """Paths of the forked sessions among `scans` whose parent session file is one of them (or
-    a byte-identical copy of one: `copies`, copy → first file; `adapters._once`)."""
-    files = {f for s in scans for f in s.files or (s.path,)}
+    a byte-identical copy of one: `copies`, copy → first file; `adapters._once`), or one of the
+    files not read for --since (`unread`)."""
+    files = {f for s in scans for f in s.files or (s.path,)} | set(unread)
     files |= {copy for copy, first in copies.items() if first in files}
     forks = ((s.path, s.info.parent) for s in scans if s.info and s.info.copied_requests)
     return forks_with_parent(forks, files)
@@ -265,14 +284,15 @@ def _fork_notes(scans: Sequence[ScanResult], forks: set[str]) -> list[str]:
         n = sum(s.info.copied_requests for s in dropped)  # type: ignore[union-attr]
         notes.append(
             f"{n:,} request(s) of {len(dropped)} forked session(s) were copied from a parent "
-            "session replayed in this batch (`copied_from_parent`): they are counted in the "
-            "parent's rows only, and left out of the fork's (column `copied_requests_dropped`)."
+            "session found in this batch, replayed or out of --since/--until "
+            "(`copied_from_parent`): they are counted in the parent's rows only, and left out "
+            "of the fork's (column `copied_requests_dropped`)."
         )
     if kept:
         n = sum(s.info.copied_requests for s in kept)  # type: ignore[union-attr]
         notes.append(
             f"{n:,} request(s) of {len(kept)} forked session(s) were copied from a parent "
-            "session not replayed in this batch (`copied_from_parent`): billed in that earlier "
+            "session not found in this batch (`copied_from_parent`): billed in that earlier "
             "session, they are counted here, the only record of them in this batch."
         )
     return notes
@@ -528,6 +548,8 @@ class _Phases:
     tick: Progress
     copies: dict[str, str] = field(default_factory=dict)
     """Byte-identical copies left out (status `duplicate`) → the file read instead."""
+    unread: set[str] = field(default_factory=set)
+    """Files not even read, last modified long before --since (still a fork's parent)."""
 
 
 def _with_tokenizers(opts: BatchOptions) -> BatchOptions:
@@ -567,15 +589,18 @@ def _scan_phase(phases: _Phases, paths: list[str], since: datetime | None) -> li
     force, statuses, tick = phases.force, phases.statuses, phases.tick
     scans: dict[str, ScanResult] = {}
     todo: list[str] = []
+    # Files last written before --since, and longer before it than a cache entry lives: their
+    # sessions cannot have started after it, nor left anything a later one reads.
+    unread_before = None if since is None else since.timestamp() - horizon_seconds(opts)
     for path in paths:
         try:
             st = os.stat(path)
         except OSError as err:
             statuses[path] = FileStatus(path, "failed", f"cannot read the file ({err.strerror})")
             continue
-        if since is not None and st.st_mtime < since.timestamp():
-            # Last written before --since: the session cannot have started after it.
+        if unread_before is not None and st.st_mtime < unread_before:
             statuses[path] = FileStatus(path, "out of range", "last modified before --since")
+            phases.unread.add(path)
             continue
         cached = None
         if dataset is not None and not force:
@@ -684,17 +709,18 @@ def _replay_phase(
 ) -> list[pl.DataFrame]:
     opts, rkey, dataset, runner = phases.opts, phases.rkey, phases.dataset, phases.runner
     force, statuses, tick = phases.force, phases.statuses, phases.tick
-    kept: list[ScanResult] = []
+    # Chains and forks are found among every session read, in range or not: a session's rows
+    # do not depend on the dates asked (`_in_range`).
+    outside: set[str] = set()
     for s in scans:
         start = _when(s.info.started_at)  # type: ignore[union-attr]
         if (since and start < since) or (until and start > until):
+            outside.add(s.path)
             for path in s.files or (s.path,):
                 statuses[path] = FileStatus(path, "out of range", f"started {start.isoformat()}")
-        else:
-            kept.append(s)
-    forks = _forks_with_parent(kept, phases.copies)
-    report.notes.extend(_fork_notes(kept, forks))
-    tasks = plan_groups(kept, opts, horizon_seconds(opts), rkey, forks)
+    forks = _forks_with_parent(scans, phases.copies, phases.unread)
+    report.notes.extend(_fork_notes([s for s in scans if s.path not in outside], forks))
+    tasks = _in_range(plan_groups(scans, opts, horizon_seconds(opts), rkey, forks), outside)
     partials: list[pl.DataFrame] = []
     unchanged_parts: list[str] = []
     todo: list[GroupTask] = []
@@ -704,6 +730,7 @@ def _replay_phase(
             found = [
                 dataset.unchanged(m.path, rkey, _replay_group(task, m), m.sha)
                 for m in task.members
+                if not m.context_only
             ]
             if all(p is not None for p in found):
                 parts = [p for ps in found for p in ps if p.startswith("sessions/")]  # type: ignore[union-attr]
@@ -712,20 +739,26 @@ def _replay_phase(
         else:
             unchanged_parts.extend(parts)
             for m in task.members:
-                statuses[m.path] = FileStatus(m.path, "unchanged")
+                if not m.context_only:
+                    statuses[m.path] = FileStatus(m.path, "unchanged")
     todo = _bundle(todo)
-    total = len(kept)
-    done = total - sum(len(t.members) for t in todo)
+    total = len(scans) - len(outside)
+    done = total - sum(not m.context_only for t in todo for m in t.members)
     tick("replay", done, total)
     requests = {
         m.path: m.info.requests - (m.info.copied_requests if m.drop_copied else 0)
         for t in todo
         for m in t.members
     }
+    context_ok: set[str] = set()  # sessions out of range replayed for their chain
     for task, outcomes in runner.imap(replay_group, todo, opts, _group_failure):
         members = {m.path: m for m in task.members}
         for outcome in outcomes:
             path = outcome.path
+            if members[path].context_only:
+                if outcome.status == OK:
+                    context_ok.add(path)
+                continue
             if outcome.status == OK:
                 statuses[path] = FileStatus(path, "replayed")
                 report.requests += requests.get(path, 0)
@@ -754,9 +787,10 @@ def _replay_phase(
     # The chains as replayed: a session that failed shared nothing, and one left alone in its
     # chain shared it with no other.
     for task in tasks:
-        done_ = [statuses.get(m.path) for m in task.members]
+        done_ = [statuses.get(m.path) for m in task.members if not m.context_only]
         ok = [st for st in done_ if st is not None and st.status in ("replayed", "unchanged")]
-        if task.shared and len(ok) > 1:
+        context = [m for m in task.members if m.path in context_ok]
+        if task.shared and ok and len(ok) + len(context) > 1:
             report.shared_groups += 1
             report.shared_sessions += len(ok)
     if unchanged_parts and dataset is not None:

@@ -110,6 +110,10 @@ class Member:
     drop_copied: bool = False
     """A forked session whose parent is replayed in the same batch: the requests it copied
     from the parent (`copied_from_parent`) are in the parent's rows, and left out of its own."""
+    context_only: bool = False
+    """Outside --since/--until, in a chain with a session inside: replayed for what it leaves in
+    the chain's shared cache (the other sessions' rows are those of a batch without the
+    filter), but gives no rows of its own."""
 
 
 @dataclass
@@ -508,6 +512,9 @@ def _replay_chain(task: GroupTask, opts: BatchOptions) -> list[FileOutcome]:
         state["pending"] -= 1
         if state["pending"] == 0:
             del live[position]
+            if task.members[position].context_only:
+                outcomes[position] = FileOutcome(task.members[position].path, OK)
+                return
             records = [r for run in state["runs"] for r in run.records]
             outcomes[position] = _outcome(
                 task.members[position], task, position, state["session"], records, opts
