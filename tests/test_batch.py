@@ -392,6 +392,61 @@ def test_unexpected_errors_are_reported_with_their_type(logdir: Path, monkeypatc
     assert report.counts["replayed"] == 3
 
 
+def test_a_failure_the_same_bytes_would_repeat_is_kept_and_its_chain_not_replayed(
+    tmp_path: Path,
+):
+    # zz has no price: it fails at every replay. Its chain partners' rows do not change, so a
+    # re-run replays none of them; a --price for it (other options) replays the chain.
+    logs = tmp_path / "logs"
+    for n in range(3):
+        variant(logs / f"c{n}.jsonl", f"c{n}", timedelta(seconds=60 * n), stretch=600)
+    variant(logs / "zz.jsonl", "zz", timedelta(seconds=200), stretch=600, model="nosuch-x")
+    out, opts = tmp_path / "ds", BatchOptions(strategies="baseline")
+    first = run_batch([logs], opts, output=out, workers=1)
+    assert first.counts["replayed"] == 3 and first.counts["failed"] == 1
+    why = next(f.message for f in first.files if f.status == "failed")
+    again = run_batch([logs], opts, output=out, workers=1)
+    assert status_of(again) == {"c0.jsonl": "unchanged", "c1.jsonl": "unchanged",
+                                "c2.jsonl": "unchanged", "zz.jsonl": "failed"}
+    assert next(f.message for f in again.files if f.status == "failed") == why
+    assert again.totals.equals(first.totals)
+    priced = dataclasses.replace(opts, prices=("nosuch-x=input:3,output:15",))
+    assert run_batch([logs], priced, output=out, workers=1).counts["replayed"] == 4
+
+
+def test_a_file_that_could_not_be_read_is_read_again_next_time(
+    logdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # Permissions fixed later leave the size and mtime as they were: the failure is no
+    # property of the file, and is not kept.
+    from replay.batch import _work
+
+    real = _work.file_sha256
+
+    def denied(path):
+        if path.endswith("c.jsonl"):
+            raise PermissionError(13, "Permission denied", path)
+        return real(path)
+
+    monkeypatch.setattr(_work, "file_sha256", denied)
+    out, opts = tmp_path / "ds", BatchOptions(strategies="baseline")
+    first = run_batch([logdir], opts, output=out, workers=1)
+    c = next(f for f in first.files if f.path.endswith("c.jsonl"))
+    assert (c.status, c.message) == ("failed", "cannot read the file (Permission denied)")
+    monkeypatch.setattr(_work, "file_sha256", real)
+    assert status_of(run_batch([logdir], opts, output=out, workers=1))["c.jsonl"] == "replayed"
+
+    def unreadable(member, *args):
+        raise PermissionError(13, "Permission denied", member.path)
+
+    monkeypatch.setattr(_work, "_replay_alone", unreadable)  # read at the scan, not after
+    later = datetime.now().timestamp() + 10
+    os.utime(logdir / "c.jsonl", (later, later))
+    assert status_of(run_batch([logdir], opts, output=out, workers=1))["c.jsonl"] == "failed"
+    monkeypatch.undo()
+    assert status_of(run_batch([logdir], opts, output=out, workers=1))["c.jsonl"] == "replayed"
+
+
 def test_duplicates_dates_and_globs(logdir: Path, tmp_path: Path):
     shutil.copy(logdir / "a.jsonl", logdir / "deep" / "copy-of-a.jsonl")
     report = run_batch([logdir], BatchOptions(strategies="baseline"), workers=1)

@@ -33,7 +33,7 @@ from typing import IO, Any, TypeVar
 from replay._atomic import write_atomic
 from replay._errors import ReplayError
 from replay.batch._options import BATCH_FORMAT
-from replay.batch._work import FileInfo, ScanResult
+from replay.batch._work import FAILED, FileInfo, ScanResult
 
 TABLES = ("sessions", "requests")
 CACHE_DIR = ".replay-batch"
@@ -224,6 +224,17 @@ class Dataset:
         if not parts or not all((self.root / p).exists() for p in parts):
             return None  # (none: another file's replay took them over, `_disown`)
         return parts
+
+    def failed(self, path: str, key: str, group: str, sha: str) -> str | None:
+        """Why the session named by `path` failed when it was replayed with the same options in
+        the same cache group, from the same bytes: it would fail alike (its failures that would
+        not, a file that could not be read, were never stored)."""
+        replay = (self.entries.get(path) or {}).get("replay")
+        if not replay or replay["status"] != FAILED or replay["key"] != key:
+            return None
+        if replay["group"] != group or replay.get("sha") != sha:
+            return None
+        return replay["message"] or "failed"
 
     def write_parts(self, path: str, part: str, tables: dict[str, bytes | None]) -> list[str]:
         """Write a file's parts atomically; returns their names relative to the dataset."""

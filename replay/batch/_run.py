@@ -240,6 +240,24 @@ def _in_range(tasks: list[GroupTask], outside: Collection[str]) -> list[GroupTas
     return out
 
 
+def _kept(dataset: Dataset, task: GroupTask, rkey: str) -> dict[str, list[str] | str] | None:
+    """What an earlier batch left of a task that need not be replayed again: per session, its
+    parts, or why it failed (it would fail alike, and replaying its chain for it would give
+    the others the same rows); None when a session of it must be replayed."""
+    kept: dict[str, list[str] | str] = {}
+    for m in task.members:
+        if m.context_only:
+            continue
+        group = _replay_group(task, m)
+        found = dataset.unchanged(m.path, rkey, group, m.sha)
+        if found is None:
+            found = dataset.failed(m.path, rkey, group, m.sha)
+        if found is None:
+            return None
+        kept[m.path] = found
+    return kept
+
+
 def _replay_group(task: GroupTask, member: Member) -> str:
     """What a session's rows depend on besides its bytes and the options, as the manifest keeps
     it: its chain, and whether its copied requests were left out (rows of another kind)."""
@@ -725,22 +743,19 @@ def _replay_phase(
     unchanged_parts: list[str] = []
     todo: list[GroupTask] = []
     for task in tasks:
-        parts = None
-        if dataset is not None and not force:
-            found = [
-                dataset.unchanged(m.path, rkey, _replay_group(task, m), m.sha)
-                for m in task.members
-                if not m.context_only
-            ]
-            if all(p is not None for p in found):
-                parts = [p for ps in found for p in ps if p.startswith("sessions/")]  # type: ignore[union-attr]
-        if parts is None:
+        kept = _kept(dataset, task, rkey) if dataset is not None and not force else None
+        if kept is None:
             todo.append(task)
-        else:
-            unchanged_parts.extend(parts)
-            for m in task.members:
-                if not m.context_only:
-                    statuses[m.path] = FileStatus(m.path, "unchanged")
+            continue
+        for m in task.members:
+            if m.context_only:
+                continue
+            found = kept[m.path]
+            if isinstance(found, str):
+                statuses[m.path] = FileStatus(m.path, "failed", found)
+            else:
+                statuses[m.path] = FileStatus(m.path, "unchanged")
+                unchanged_parts.extend(p for p in found if p.startswith("sessions/"))
     todo = _bundle(todo)
     total = len(scans) - len(outside)
     done = total - sum(not m.context_only for t in todo for m in t.members)

@@ -85,7 +85,8 @@ class ScanResult:
     message: str | None = None
     info: FileInfo | None = None
     transient: bool = False
-    """The worker died: not a property of the file, so not cached."""
+    """The worker died, or the file could not be read (permissions): not a property of its
+    bytes, so not cached."""
     fmt: str = ""
     """Log format detected from the content, even when the file could not be replayed on its
     own (a Claude Code subagent file with no request is still part of its session)."""
@@ -137,11 +138,20 @@ class FileOutcome:
     requests: bytes | None = None
     rows: int = 0
     transient: bool = False
-    """The worker died: not a property of the file, so not cached."""
+    """The worker died, or the file or memory failed it: not a property of its bytes and the
+    options, so not cached (a failure that is one is kept, not retried: `Dataset.failed`)."""
 
 
 def _utc(ts: datetime) -> datetime:
     return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+
+
+def failure(path: str, err: BaseException) -> FileOutcome:
+    """The outcome of a replay that raised `err`: one that the same bytes and options would
+    raise again is cached; a file that could not be read, or memory that ran out, is not."""
+    if isinstance(err, OSError):
+        return FileOutcome(path, FAILED, message=unreadable(err), transient=True)
+    return FileOutcome(path, FAILED, message=describe(err), transient=isinstance(err, MemoryError))
 
 
 def describe(err: BaseException) -> str:
@@ -211,7 +221,7 @@ def scan_file(path: str, opts: BatchOptions) -> ScanResult:
     try:
         st = os.stat(path)
     except OSError as err:
-        return ScanResult(path, 0, 0, FAILED, message=f"cannot read the file ({err.strerror})")
+        return ScanResult(path, 0, 0, FAILED, message=unreadable(err), transient=True)
     result = ScanResult(path, st.st_size, st.st_mtime_ns, FAILED)
     if not stat.S_ISREG(st.st_mode):  # a FIFO would wait for a writer: never opened
         result.status, result.message = SKIPPED, "not a regular file (a pipe or a device)"
@@ -224,9 +234,15 @@ def scan_file(path: str, opts: BatchOptions) -> ScanResult:
     except LogFormatError as err:
         result.status = SKIPPED if _unrecognised(path, err) else FAILED
         result.message = describe(err)
+    except OSError as err:  # fixed without touching the file (permissions): not cached
+        result.message, result.transient = unreadable(err), True
     except Exception as err:  # noqa: BLE001 - one bad file must not stop the batch
         result.message = describe(err)
     return result
+
+
+def unreadable(err: OSError) -> str:
+    return f"cannot read the file ({err.strerror or type(err).__name__})"
 
 
 def _format(path: str) -> str:
@@ -295,7 +311,10 @@ def group_folder(task: FolderTask, opts: BatchOptions) -> list[ScanResult]:
     except Exception as err:  # noqa: BLE001 - reported, not raised
         first = task.files[0]
         files = tuple(scans)
-        return [ScanResult(first.path, 0, 0, FAILED, message=describe(err), files=files)]
+        transient = isinstance(err, OSError)  # (a file made unreadable: not cached)
+        message = unreadable(err) if transient else describe(err)
+        return [ScanResult(first.path, 0, 0, FAILED, message=message, files=files,
+                           transient=transient)]
     out = []
     for group in groups:
         if len(group) < 2:
@@ -315,6 +334,8 @@ def group_folder(task: FolderTask, opts: BatchOptions) -> list[ScanResult]:
             session = _load(files[0], opts, files, task.fmt)
             result.info = _info(files[0], session, opts, task.fmt)
             result.status = OK
+        except OSError as err:  # fixed without touching the file (permissions): not cached
+            result.message, result.transient = unreadable(err), True
         except Exception as err:  # noqa: BLE001 - one bad session must not stop the batch
             result.message = describe(err)
         out.append(result)
@@ -501,7 +522,7 @@ def _replay_chain(task: GroupTask, opts: BatchOptions) -> list[FileOutcome]:
 
     def fail(position: int, err: BaseException) -> None:
         live.pop(position, None)
-        outcomes[position] = FileOutcome(task.members[position].path, FAILED, message=describe(err))
+        outcomes[position] = failure(task.members[position].path, err)
 
     def advance(position: int, strategy: int, steps: Any) -> None:
         state = live[position]
@@ -555,11 +576,11 @@ def replay_group(task: GroupTask, opts: BatchOptions) -> list[FileOutcome]:
         try:
             return _replay_chain(task, opts)
         except Exception as err:  # noqa: BLE001 - e.g. a bad --price: every file fails alike
-            return [FileOutcome(m.path, FAILED, message=describe(err)) for m in task.members]
+            return [failure(m.path, err) for m in task.members]
     outcomes = []
     for member in task.members:
         try:
             outcomes.append(_replay_alone(member, task, opts))
         except Exception as err:  # noqa: BLE001 - one bad file must not stop the batch
-            outcomes.append(FileOutcome(member.path, FAILED, message=describe(err)))
+            outcomes.append(failure(member.path, err))
     return outcomes
