@@ -105,6 +105,73 @@ def test_a_compaction_that_folds_the_new_step_re_bills_its_summary() -> None:
     assert row.rewrite_cost_usd > 0
 
 
+def _compacted_then_cleared(tmp_path, compaction: bool):
+    """Two file reads and two test runs, a logged compaction, then a third read that the
+    harness clears (`cleared_at`) three requests later, and more test runs."""
+    from replay.log import read_log
+
+    t0 = gen.BASE_TS
+    lines: list[dict] = [{
+        "type": "session", "format": "replay-log", "version": 1, "ts": t0.isoformat(),
+        "session_id": "s", "agent": "test", "provider": "anthropic",
+        "model": "claude-sonnet-4-5", "system": "You are a coding agent.",
+    }]
+    clock = iter(range(1, 10_000))
+
+    def add(**event):
+        lines.append({"ts": (t0 + timedelta(seconds=10 * next(clock))).isoformat(), **event})
+        return lines[-1]
+
+    def step(n: int, name: str, output: str | None):
+        add(type="request", request_id=f"r{n}")
+        blocks = [{"type": "text", "text": f"step {n}"}]
+        if output is not None:
+            blocks.append({"type": "tool_call", "id": f"c{n}", "name": name, "arguments": {}})
+        add(type="assistant", blocks=blocks, request_id=f"r{n}")
+        return add(type="tool_result", call_id=f"c{n}", tool_name=name, output=output) \
+            if output is not None else None
+
+    add(type="user", text="Fix the bug.")
+    step(0, "read_file", gen.filler(12_000, 1))
+    step(1, "read_file", gen.filler(12_000, 2))
+    step(2, "run_tests", "FAILED test_0")
+    step(3, "run_tests", "FAILED test_1")
+    if compaction:
+        add(type="compaction", summary="Read a.py and b.py; tests fail. " + gen.filler(1500, 3))
+    else:
+        next(clock)  # the same times either way
+    third = step(4, "read_file", gen.filler(12_000, 4))
+    step(5, "read_file", gen.filler(2_000, 5))
+    step(6, "run_tests", "FAILED again")
+    third["cleared_at"] = (t0 + timedelta(seconds=10 * next(clock))).isoformat()
+    for n in range(7, 11):
+        step(n, "run_tests", f"FAILED {n}")
+    step(11, "", None)
+    path = tmp_path / ("compacted.jsonl" if compaction else "never-compacted.jsonl")
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return read_log(path)
+
+
+def test_a_compaction_is_weighed_against_the_run_that_still_clears_later(tmp_path) -> None:
+    """"Without that rewrite" is the same run without the compaction: the harness's later
+    clearing happens in it too. Counting it in the compaction's saving (as well as in its own
+    row) credited the compaction with both."""
+    session = _compacted_then_cleared(tmp_path, compaction=True)
+    rows, _ = breakeven_session(session, "recorded")
+    compaction = next(r for r in rows if r.event == "compaction")
+    assert any(r.event == "prune" and r.request_index > compaction.request_index for r in rows)
+    assert compaction.horizon == 8  # to the end of the log
+    without = _compacted_then_cleared(tmp_path, compaction=False)
+
+    def cost_from(s, start):
+        records = _replay.replay_session(s, "recorded")
+        return sum((r.cost_usd for r in records if r.request_index >= start), Decimal(0))
+
+    expected = cost_from(without, 4) - cost_from(session, 4)
+    assert expected > 0
+    assert compaction.simulated_net_usd == expected
+
+
 def test_closed_form_by_hand_prune_on_claude() -> None:
     """One what-if prune (`older-than:1` at request 2) on a three-request Claude session."""
     a_out = "def total(items):\n" + gen.filler(1200, 3)

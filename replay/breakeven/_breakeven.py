@@ -15,7 +15,9 @@ Two answers side by side for each request where a strategy rewrote earlier conte
 place (a capped, stubbed or cleared tool result), the counterfactual puts the originals back in
 every later view. When it restructured the view (a summary, dropped messages), the counterfactual
 keeps the pre-rewrite view and appends what the history gained, until the strategy's next
-structural rewrite (which would have folded that text anyway) — the horizon.
+structural rewrite (which would have folded that text anyway) — the horizon; the strategy's
+rewrites in place meanwhile (a result it clears later) are made in the counterfactual too, or
+the compaction would be credited with their saving as well as their own rows.
 
 An in-place rewrite's horizon runs to the end of the log, and aging strategies rewrite at most
 requests: replaying every counterfactual made break-even grow with rewrites × requests at the
@@ -141,6 +143,24 @@ def _substituted(
     return done[:shared] + [subs.get(id(x), x) for x in view[shared:]]
 
 
+def _event_of(item: Item) -> int | None:
+    """The log event a tool result stands for (None for any other item)."""
+    return item.event_index if isinstance(item, ToolResultItem) else None
+
+
+def _rewritten_in_place(before: Sequence[Item], after: Sequence[Item]) -> dict[int, Item]:
+    """Tool results `after` holds in another version than `before` did (capped, stubbed or
+    cleared in place), by event: only the items after the views' shared prefix are walked."""
+    start = shared_prefix(before, after)
+    old = {_event_of(i): i for i in before[start:]}
+    old.pop(None, None)
+    return {
+        ev: item
+        for item in after[start:]
+        if (ev := _event_of(item)) in old and old[ev] is not item
+    }
+
+
 def _structural(prev: RequestRecord, rec: RequestRecord) -> bool:
     return _substitutions(prev.view, rec.view) is None
 
@@ -184,6 +204,7 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     cf_first_total = rec.request.total
     cf_first_read = 0
     items: list[Item] = []
+    later: dict[int, Item] = {}  # event → the version a later in-place rewrite put in its stead
     shift: Shift | None = None
     shifted: list[Decimal] = []
     derived_from = retry_at = stop
@@ -206,7 +227,11 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
             items = _substituted(subs, cur.view, seq[k - 1].view if k > i else None, items)
         else:
             assert prev is not None  # (`_rewrite_events`: a thread's first request has none)
+            if k > i:  # the strategy's later rewrites in place are made without this one too
+                later.update(_rewritten_in_place(seq[k - 1].view, cur.view))
             items = list(prev.view) + history[prev.history_len : cur.history_len]
+            if later:
+                items = [later.get(_event_of(x), x) for x in items]
         marker = markers[k]
         # The same head as the recorded request (a real log's hidden prefix, its version) and
         # its last marker where the usage put it: only the rewrite differs.
