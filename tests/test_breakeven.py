@@ -324,6 +324,32 @@ def test_closed_form_uses_the_rate_of_the_request_size_not_a_long_context_tier()
     assert row.saving_per_request_usd == row.removed_tokens * Decimal("0.0000003")
 
 
+def test_a_prune_below_the_long_context_line_saves_the_tier_on_every_token() -> None:
+    """Sonnet 4.5 bills every token of a prompt over 200k at the higher tier. A prune that
+    brings the prompt under the line saves that on the whole prompt, not only the read rate
+    of what it removed: the closed form counts it, and the disagreement names it."""
+    reads = [Turn(f"Read {n}.", [Call("read_file", {"path": f"m{n}.py"},
+                                      gen.filler(40_000, n))]) for n in range(15)]
+    turns = [*reads, *(Turn(f"Test {n}.", [Call("run_tests", {}, "FAILED")]) for n in range(14))]
+    session = build_session([*turns, Turn("Done.")], provider="anthropic", tools=[])
+    at = 16  # the second test run: the 15 reads are in its prompt
+    strategy = whatif_strategy(at, Selector.parse("older-than:15"), False)  # the first 2 reads
+    rows, records = breakeven_session(session, [strategy])
+    row = _only(rows)
+    sent = next(r for r in records if r.request_index == at).request.total
+    without = sent + row.removed_tokens
+    assert sent < 200_000 < without  # the prune crosses the line
+    read = _per_token("claude-sonnet-4-5", "anthropic", "cache_read")
+    assert read == Decimal("0.0000003")
+    # 0.60/M read above 200k against 0.30/M below
+    assert row.saving_per_request_usd == row.removed_tokens * read + without * read
+    assert "long-context tier" in row.disagreement
+    # ~8 requests (removed × read rate alone said ~125); the simulation, with the write
+    # premium, 10
+    assert row.breakeven_closed_form is not None and row.breakeven_closed_form < 10
+    assert row.breakeven_simulated is not None and row.breakeven_simulated <= 12
+
+
 def test_the_counterfactual_is_priced_under_the_recorded_call_s_price_variant() -> None:
     """A call billed under a price variant (here US-only inference, × 1.1 on every rate of
     Sonnet 4.6) prices its counterfactual under it too: every money field is × 1.1. The

@@ -4,7 +4,8 @@ Two answers side by side for each request where a strategy rewrote earlier conte
 
 - **closed form** (the cost article's model):
   rewrite cost ≈ surviving tokens after the first edit × (uncached rate − cache-read rate);
-  saving per later request ≈ removed tokens × cache-read rate;
+  saving per later request ≈ removed tokens × cache-read rate (where the prompt without the
+  rewrite is priced at a higher long-context tier, what that tier adds to reading it as well);
   break-even ≈ rewrite cost / saving (requests after the edit).
 - **simulated**: the same run without that one rewrite, through the same cache simulator and
   prices, from a copy of the cache as it stood before the edit; the cumulative cost difference is
@@ -77,7 +78,9 @@ class BreakEven:
     rewrite_cost_usd: Decimal
     """Closed form: surviving × (uncached rate − cache-read rate)."""
     saving_per_request_usd: Decimal
-    """Closed form: removed × cache-read rate."""
+    """Closed form: removed × cache-read rate; plus, where the prompt without the rewrite
+    falls in a higher long-context price tier (over 200k tokens), that prompt × the difference
+    of read rates between the tiers (a prune below the line makes every token cheaper)."""
     breakeven_closed_form: float | None
     """Requests after the edit until it pays back, by the closed form (None: never)."""
     breakeven_simulated: int | None
@@ -101,10 +104,11 @@ _GRAIN = 128
 edit is the closed form's assumption."""
 
 
-def _rate(run: _Run, record: RequestRecord, bucket: str) -> Decimal:
-    """USD per token of `bucket`, at the long-context tier of this request's prompt size (a
-    1M-token probe would price every request at the >200k tier of tiered models)."""
-    size = max(1, record.request.total)
+def _rate(run: _Run, record: RequestRecord, bucket: str, size: int | None = None) -> Decimal:
+    """USD per token of `bucket`, at the long-context tier of this request's prompt size, or of
+    a prompt of `size` tokens (a 1M-token probe would price every request at the >200k tier of
+    tiered models)."""
+    size = max(1, record.request.total if size is None else size)
     price = run.pricer.price(
         Buckets(**{bucket: size}),
         model=record.model,
@@ -292,11 +296,19 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
         surviving = max(0, rec.request.total - first_edit - gained)
     removed = max(0, cf_first_total - rec.request.total)
     rewrite_cost = surviving * (in_rate - read_rate)
-    saving = removed * read_rate
+    # Without the rewrite the prompt may sit in a higher long-context tier: each of its tokens
+    # costs more there, not only the removed ones.
+    tier_gap = _rate(run, rec, "cache_read", cf_first_total) - read_rate if removed else 0
+    saving = removed * read_rate + cf_first_total * tier_gap
     closed = float(rewrite_cost / saving) if saving > 0 else None
 
     summarizers = extra.get(rec.request_index, [])
     reasons = []
+    if tier_gap:
+        reasons.append(
+            f"long-context tier: {cf_first_total:,} tokens without the rewrite are priced at a "
+            f"higher rate than the {rec.request.total:,} sent (counted in the saving)"
+        )
     if rec.outcome.cache_write_5m or rec.outcome.cache_write_1h:
         reasons.append("cache-write premium")
     if summarizers:
