@@ -299,6 +299,28 @@ def test_quote_only_in_a_hidden_result_is_flagged() -> None:
     assert _check(history, list(history), grep) == []
 
 
+def test_text_the_system_prompt_shows_is_never_hidden() -> None:
+    """A strategy cuts a listing that names a path the system prompt names too: the agent
+    that reads that path saw it on every request, through the prompt no strategy edits."""
+    listing = "\n".join(f"src/module_{n}.py" for n in range(60)) + "\nconfig/settings_prod.yaml"
+    turns = [
+        Turn("Listing.", [Call("list_files", {"path": "."}, listing)]),
+        Turn("Reading.", [Call("read_file", {"path": "config/settings_prod.yaml"}, "debug: no")]),
+        Turn("Done."),
+    ]
+    told = build_session(turns, system="The settings live in config/settings_prod.yaml.")
+    hidden = build_session(turns, system="You are a coding agent.")
+    flagged = {
+        name: [
+            (a.kind, a.excerpt)
+            for r in replay.replay(s, "truncate-500").records for a in r.blind_actions
+        ]
+        for name, s in (("told", told), ("hidden", hidden))
+    }
+    assert flagged["hidden"] == [("hidden-quote", "config/settings_prod.yaml")]
+    assert flagged["told"] == []
+
+
 def test_plain_words_and_flags_of_a_command_are_no_quote() -> None:
     """A command's plain words and flags recur in any text (`commit`, `--oneline`, `printf`,
     `beyond`): only pieces that name something exact count, as in prose. A third of the

@@ -477,6 +477,7 @@ class _Run:
         self.pricer = config.pricer or Pricer()
         self.records: list[RequestRecord] = []
         self.evidence = EvidenceChecker()
+        self._heads: dict[str, str] = {}
         self.threads: dict[str, _Thread] = {}
         self.resize = tokenizer_ratio(session, config.model)
         """Tokens of the run's model per token of the log's, for what the log holds only as a
@@ -703,7 +704,8 @@ class _Run:
         else:
             output, estimated = 0, True
         blind = self.evidence.check(
-            state.history, view.items, response, request_index, marker.request_id, grown=True
+            state.history, view.items, response, request_index, marker.request_id, grown=True,
+            head=self._head_text(state.system),
         )
         record = self._simulate(
             kind="request",
@@ -739,6 +741,15 @@ class _Run:
             cache_write_1h_tokens=record.outcome.cache_write_1h,
             output_tokens=output,
         )
+
+    def _head_text(self, system: str) -> str:
+        """The text a request of a thread with `system` sends besides its messages: what the
+        evidence check counts as always shown."""
+        text = self._heads.get(system)
+        if text is None:
+            tools = (t.model_dump_json() for t in self.session.header.tools)
+            text = self._heads[system] = "\n".join([system, *tools])
+        return text
 
     def _summarizer(
         self,

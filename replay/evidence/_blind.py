@@ -788,9 +788,11 @@ class _Thread:
 class _Request:
     """The hidden-text test for one request; the view is synced only if a check needs it."""
 
-    def __init__(self, thread: _Thread, view: Sequence[Item]) -> None:
+    def __init__(self, thread: _Thread, view: Sequence[Item], head: str = "") -> None:
         self.thread = thread
         self._view: Sequence[Item] | None = view
+        self.head = head
+        """What the request sends besides its messages (system prompt, tool definitions)."""
 
     def hidden(self, text: str) -> bool:
         """True when `text` is in the history but not in the view.
@@ -801,7 +803,7 @@ class _Request:
         history = self.thread.history
         if not text or not history.holds(text):
             return False  # the history's index answers most of these without a search
-        return not self.view().shows(text, history)
+        return text not in self.head and not self.view().shows(text, history)
 
     def view(self) -> _ViewTrack:
         """The thread's view track, synced with this request's view."""
@@ -896,10 +898,13 @@ class EvidenceChecker:
         request_id: str,
         *,
         grown: bool = False,
+        head: str = "",
     ) -> list[BlindAction]:
         """The blind actions of `response`. `grown`: the caller only ever appends to `history`
         (the same list at every request, as the engine's), which then is not compared item by
-        item with what was indexed at the previous request (O(history) per request)."""
+        item with what was indexed at the previous request (O(history) per request). `head`:
+        the text the request sends besides its messages (system prompt, tool definitions),
+        which no strategy hides."""
         if response is None:
             return []
         prose = [b.text for b in response.blocks if b.type == "text" and b.text]
@@ -911,7 +916,7 @@ class EvidenceChecker:
         if thread is None or thread.source is not history:
             thread = self._threads[id(history)] = _Thread(history)
         thread.history.sync(history, grown)
-        request = _Request(thread, view)
+        request = _Request(thread, view, head)
         found: list[BlindAction] = []
         for call in response.tool_calls:
             name = call.name or ""
