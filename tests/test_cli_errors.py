@@ -467,6 +467,70 @@ def test_ctrl_c_while_batch_starts_its_workers(tmp_path):
     assert not [p for p in out.rglob("*.tmp")]
 
 
+def _busy_batch(tmp_path: Path) -> subprocess.Popen:
+    """`replay batch -w 2` over enough distinct logs to keep it busy for seconds, once both
+    of its workers run."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    lines = RUN42.read_text(encoding="utf-8").splitlines(keepends=True)
+    for n in range(24):
+        (logs / f"run{n}.jsonl").write_text("".join(lines[: len(lines) - n]), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "replay", "batch", str(logs), "-s", "all", "--workers", "2",
+         "-o", str(tmp_path / "out"), "-q"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while len(_workers(process.pid)) < 2 and process.poll() is None:
+        assert time.monotonic() < deadline, "no worker process started"
+        time.sleep(0.01)
+    return process
+
+
+def _gone(pids: list[int], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        alive = []
+        for pid in pids:
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state != "Z":
+                alive.append(pid)
+        if not alive:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_sigterm_stops_a_batch_and_its_workers(tmp_path):
+    """`kill PID` (SIGTERM to the batch alone, not its group) stops it as Ctrl-C does: its
+    workers are stopped too (they ran on, orphaned, for minutes) and it exits 143."""
+    process = _busy_batch(tmp_path)
+    workers = _workers(process.pid)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 143, stderr
+    assert stderr == "terminated\n"
+    assert _gone(workers, 30)
+    assert not list((tmp_path / "out").rglob("*.tmp"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_workers_of_a_killed_batch_exit(tmp_path):
+    """SIGKILL leaves the batch no chance to stop its workers: they notice and exit."""
+    process = _busy_batch(tmp_path)
+    workers = _workers(process.pid)
+    process.kill()
+    process.communicate(timeout=60)
+    assert _gone(workers, 30)
+
+
 def _sleep(seconds: float, opts: object) -> float:
     time.sleep(seconds)
     return seconds

@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -100,6 +101,27 @@ def _first_done(futures: Iterable[Future]) -> set[Future]:
             return done
 
 
+_PARENT_POLL_SECONDS = 1.0
+"""How often a worker checks that the process that started it is still there."""
+
+
+def _orphaned(parent: int) -> None:
+    """Exit once `parent` is gone (killed, or stopped before it could stop its pool): a worker
+    left alone would finish its tasks for nobody, holding its memory."""
+    while True:
+        time.sleep(_PARENT_POLL_SECONDS)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+def _worker_start(
+    parent: int, initializer: Callable[..., None] | None, initargs: tuple[Any, ...]
+) -> None:
+    threading.Thread(target=_orphaned, args=(parent,), daemon=True, name="parent-watch").start()
+    if initializer is not None:
+        initializer(*initargs)
+
+
 _MANAGER_JOIN_SECONDS = 5.0
 """How long an aborted pool's manager thread may take to notice its workers are gone."""
 
@@ -131,8 +153,8 @@ class PoolEngine(Engine):
             self._pool = ProcessPoolExecutor(
                 max_workers=self.workers,
                 mp_context=multiprocessing.get_context("spawn"),
-                initializer=initializer,
-                initargs=initargs,
+                initializer=_worker_start,
+                initargs=(os.getpid(), initializer, initargs),
             )
         return self._pool
 

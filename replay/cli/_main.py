@@ -6,6 +6,7 @@ import contextlib
 import errno
 import functools
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -332,6 +333,9 @@ def reported_errors() -> Iterator[None]:
     except ReplayError as err:
         click.echo(f"error: {err}", err=True)
         sys.exit(2)
+    except Terminated:
+        click.echo("terminated", err=True)
+        sys.exit(128 + signal.SIGTERM)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
@@ -415,7 +419,17 @@ def load_commands() -> None:
             importlib.import_module(f"replay.cli.{module}")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`kill`, a job or service manager): the command stops as on Ctrl-C — worker
+    processes stopped, outputs never half-written — instead of dying where it stood."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _terminate)
     with reported_errors():  # also Ctrl-C while the commands are imported
         try:
             load_commands()
