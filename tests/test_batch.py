@@ -447,6 +447,20 @@ def test_a_file_that_could_not_be_read_is_read_again_next_time(
     assert status_of(run_batch([logdir], opts, output=out, workers=1))["c.jsonl"] == "replayed"
 
 
+def test_a_log_whose_name_is_no_utf8_is_replayed(tmp_path: Path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    name = os.fsdecode(b"bad\xffname.jsonl")
+    try:
+        shutil.copy(RUN42, logs / name)
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this file system takes only UTF-8 names")
+    report = run_batch([logs], BatchOptions(strategies="baseline"), output=tmp_path / "ds",
+                       workers=1)
+    assert [f.status for f in report.files] == ["replayed"], report.files
+    assert sessions(tmp_path / "ds")["file"].to_list() == [str(logs / "bad\\xffname.jsonl")]
+
+
 def test_duplicates_dates_and_globs(logdir: Path, tmp_path: Path):
     shutil.copy(logdir / "a.jsonl", logdir / "deep" / "copy-of-a.jsonl")
     report = run_batch([logdir], BatchOptions(strategies="baseline"), workers=1)

@@ -154,6 +154,12 @@ def failure(path: str, err: BaseException) -> FileOutcome:
     return FileOutcome(path, FAILED, message=describe(err), transient=isinstance(err, MemoryError))
 
 
+def printable_path(path: str) -> str:
+    """`path` as text: a file name's bytes that are no UTF-8 (kept by Python as lone
+    surrogates, which no Parquet text column takes) written as `\\xNN`."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def describe(err: BaseException) -> str:
     """A one-line message: user-fixable errors as they are, anything else with its type."""
     if isinstance(err, ReplayError):
@@ -414,7 +420,7 @@ def _outcome(
     if copied:  # the parent's rows hold them
         records = [r for r in records if r.request_index not in copied]
     meta = {
-        "file": member.path,
+        "file": printable_path(member.path),
         "session_id": info.session_id,
         "agent": info.agent,
         "provider": ",".join(sorted({r.provider for r in records})),
