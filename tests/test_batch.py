@@ -447,6 +447,23 @@ def test_a_file_that_could_not_be_read_is_read_again_next_time(
     assert status_of(run_batch([logdir], opts, output=out, workers=1))["c.jsonl"] == "replayed"
 
 
+def test_a_folder_and_its_glob_find_the_same_logs_through_links(tmp_path: Path):
+    top, elsewhere = tmp_path / "top", tmp_path / "elsewhere"
+    variant(top / "y.jsonl", "y", timedelta(0))
+    variant(elsewhere / "x.jsonl", "x", timedelta(0))
+    try:
+        (top / "linked").symlink_to(elsewhere, target_is_directory=True)
+        (elsewhere / "loop").symlink_to(tmp_path, target_is_directory=True)
+    except OSError:
+        pytest.skip("no symbolic links here")
+    opts = BatchOptions(strategies="baseline")
+    folder = run_batch([top], opts, workers=1)
+    glob = run_batch([str(top / "**" / "*.jsonl")], opts, workers=1)
+    assert sorted(f.path for f in folder.files) == sorted(f.path for f in glob.files) == [
+        str((elsewhere / "x.jsonl").resolve()), str((top / "y.jsonl").resolve())
+    ]  # (paths resolved: a file reached through a link is named by its own path)
+
+
 def test_a_log_whose_name_is_no_utf8_is_replayed(tmp_path: Path):
     logs = tmp_path / "logs"
     logs.mkdir()

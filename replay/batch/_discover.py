@@ -21,15 +21,32 @@ _GLOB_CHARS = set("*?[")
 
 def _walk(root: Path, unlisted: dict[Path, str] | None) -> Iterator[Path]:
     """The files under the folder `root`, a target: `root` it cannot list is an error; a
-    folder below it, one noted in `unlisted` (`_cannot_list`)."""
+    folder below it, one noted in `unlisted` (`_cannot_list`). Links to folders are followed,
+    as a glob's `**` follows them, each folder listed once (a loop of links ends)."""
 
     def failed(err: OSError) -> None:
         folder = Path(err.filename)
         _cannot_list(folder, err, None if folder == root else unlisted)
 
-    for folder, dirs, files in os.walk(root, onerror=failed):
+    seen: set[tuple[int, int]] = set()
+
+    def first_visit(folder: str) -> bool:
+        try:
+            st = os.stat(folder)
+        except OSError:
+            return True  # os.walk reports it (`failed`)
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
+    first_visit(str(root))
+    for folder, dirs, files in os.walk(root, onerror=failed, followlinks=True):
         here = Path(folder)
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        dirs[:] = sorted(
+            d for d in dirs if not d.startswith(".") and first_visit(os.path.join(folder, d))
+        )
         for name in sorted(files):
             if not name.startswith("."):
                 yield here / name
