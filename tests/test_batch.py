@@ -464,6 +464,42 @@ def test_a_folder_and_its_glob_find_the_same_logs_through_links(tmp_path: Path):
     ]  # (paths resolved: a file reached through a link is named by its own path)
 
 
+def test_forget_missing_drops_the_rows_of_deleted_files_only(logdir: Path, tmp_path: Path):
+    out, opts = tmp_path / "ds", BatchOptions(strategies="baseline")
+    other = variant(tmp_path / "elsewhere" / "e.jsonl", "e", -DAY)
+    run_batch([logdir, other.parent], opts, output=out, workers=1)
+    assert sorted(sessions(out)["session_id"]) == ["a", "b", "c", "d", "e"]
+    (logdir / "c.jsonl").unlink()
+    other.unlink()
+    kept = run_batch([logdir], opts, output=out, workers=1)  # by default, rows stay
+    assert sorted(sessions(out)["session_id"]) == ["a", "b", "c", "d", "e"]
+    assert not any("no longer found" in n for n in kept.notes)
+    dropped = run_batch([str(logdir / "**" / "*.jsonl")], opts, output=out, workers=1,
+                        forget_missing=True)
+    # only under the targets: e's folder was not one of them this time
+    assert sorted(sessions(out)["session_id"]) == ["a", "b", "d", "e"]
+    assert any(n.startswith("1 file no longer found under the targets") for n in dropped.notes)
+    again = run_batch([logdir], opts, output=out, workers=1)  # the manifest forgot it too
+    assert again.counts["unchanged"] == 3
+    assert sorted(sessions(out)["session_id"]) == ["a", "b", "d", "e"]
+    with pytest.raises(ReplayError, match="needs -o DATASET"):
+        run_batch([logdir], opts, workers=1, forget_missing=True)
+
+
+def test_a_forgotten_file_stays_forgotten_after_an_interrupted_run(logdir: Path, tmp_path: Path):
+    from replay.batch._dataset import Dataset
+
+    out = tmp_path / "ds"
+    run_batch([logdir], BatchOptions(strategies="baseline"), output=out, workers=1)
+    dataset = Dataset(out).open()
+    path = str((logdir / "c.jsonl").resolve())
+    assert path in dataset.entries
+    dataset.forget(path)
+    dataset._journal.close()  # stopped before the manifest is rewritten: only the journal
+    dataset._lock.close()
+    assert path not in Dataset(out).open().entries
+
+
 def test_a_log_whose_name_is_no_utf8_is_replayed(tmp_path: Path):
     logs = tmp_path / "logs"
     logs.mkdir()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict
@@ -160,7 +161,10 @@ class Dataset:
                 except json.JSONDecodeError:
                     continue  # a line cut by an interrupted run
                 if isinstance(entry, dict) and entry.get("format") == BATCH_FORMAT:
-                    entries[entry["path"]] = entry
+                    if entry.get("forgotten"):
+                        entries.pop(entry["path"], None)
+                    else:
+                        entries[entry["path"]] = entry
         return entries
 
     def _compact(self) -> None:
@@ -304,6 +308,25 @@ class Dataset:
                 "sessions": [asdict(u) for u in sessions],
             }
         )
+
+    def missing_under(self, roots: list[Path]) -> list[str]:
+        """Files the manifest holds under `roots` that no longer exist."""
+        return sorted(
+            path
+            for path in self.entries
+            if not path.startswith(_FOLDER)
+            and any(Path(path).is_relative_to(root) for root in roots)
+            and not os.path.lexists(path)
+        )
+
+    @_writes
+    def forget(self, path: str) -> None:
+        """Drop a file's entry: its parts go at the end of the run."""
+        self.entries.pop(path, None)
+        if self._journal is not None:
+            line = {"format": BATCH_FORMAT, "path": path, "forgotten": True}
+            self._journal.write(json.dumps(line, sort_keys=True) + "\n")
+            self._journal.flush()
 
     @_writes
     def _put(self, entry: dict[str, Any]) -> None:

@@ -152,6 +152,20 @@ def _below(
             todo.append((path, deeper))
 
 
+def target_roots(targets: Iterable[str | Path]) -> list[Path]:
+    """The folders `targets` cover, resolved: a folder itself, a glob's folder before its first
+    wildcard (a file target covers no folder)."""
+    roots = []
+    for target in targets:
+        text = os.path.expanduser(str(target))
+        parts = Path(text).parts
+        fixed = next((n for n, part in enumerate(parts) if _GLOB_CHARS & set(part)), len(parts))
+        base = Path(*parts[:fixed]) if fixed else Path(".")
+        if base.is_dir():
+            roots.append(base.resolve())
+    return roots
+
+
 def discover(
     targets: Iterable[str | Path],
     exclude: Callable[[Path], bool] | None = None,

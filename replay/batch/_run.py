@@ -38,7 +38,7 @@ from replay._errors import ReplayError
 from replay.adapters._groups import GROUPED, session_folder
 from replay.adapters._once import forks_with_parent
 from replay.batch._dataset import Dataset, owns
-from replay.batch._discover import discover
+from replay.batch._discover import discover, target_roots
 from replay.batch._engines import Engine, make_engine
 from replay.batch._options import BatchOptions, horizon_seconds, replay_key, scan_key
 from replay.batch._work import (
@@ -468,6 +468,7 @@ def run_batch(
     since: datetime | None = None,
     until: datetime | None = None,
     force: bool = False,
+    forget_missing: bool = False,
     progress: Progress | None = None,
 ) -> BatchReport:
     """Replay every log under `targets` (folders, globs, files) and append the rows to the
@@ -475,7 +476,9 @@ def run_batch(
 
     Per-file problems never stop the batch: they are in `BatchReport.files`. With `output`,
     files unchanged since an earlier batch with the same options are not replayed again (unless
-    `force`). `engine`: `pool` (`workers` processes; 1 = in this process) or `ray`."""
+    `force`). `forget_missing`: drop the rows of files the dataset holds under the targets'
+    folders that no longer exist (kept by default: a log deleted after 30 days still counts).
+    `engine`: `pool` (`workers` processes; 1 = in this process) or `ray`."""
     from replay._api import TRAJECTORY_NOTE
     from replay.prices import parse_price_overrides
     from replay.report._table import counted
@@ -493,6 +496,8 @@ def run_batch(
             f"--since {_utc_minute(since)} is after --until {_utc_minute(until)}: no session "
             "can start in between"
         )
+    if forget_missing and output is None:
+        raise ReplayError("--forget-missing drops rows of a dataset: it needs -o DATASET")
     dataset = Dataset(output) if output is not None else None
     exclude = None
     if output is not None:  # its parts are no logs; a user's file under it may be one
@@ -514,6 +519,8 @@ def run_batch(
         if dataset is not None:
             dataset.open()
             report.dataset = dataset.root
+            if forget_missing:
+                report.notes.extend(_forget_missing(dataset, targets))
         phases = _Phases(opts, skey, rkey, dataset, runner, force, statuses, tick)
         try:
             scans = _scan_phase(phases, paths, since)
@@ -545,6 +552,20 @@ def run_batch(
             "and tools; overlapping or within the longest cache TTL): column `shared_cache`."
         )
     return report
+
+
+def _forget_missing(dataset: Dataset, targets: Sequence[str | Path]) -> list[str]:
+    """Forget the files under the targets' folders that are gone; a note naming them."""
+    from replay.report._table import counted
+
+    gone = dataset.missing_under(target_roots(targets))
+    for path in gone:
+        dataset.forget(path)
+    if not gone:
+        return []
+    shown = ", ".join(gone[:3]) + (f", and {len(gone) - 3:,} more" if len(gone) > 3 else "")
+    return [f"{counted(len(gone), 'file')} no longer found under the targets: their rows were "
+            f"dropped from the dataset (--forget-missing): {shown}."]
 
 
 @dataclass

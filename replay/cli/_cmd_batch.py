@@ -124,6 +124,12 @@ def _check_dataset_parent(
 @click.option("--until", metavar="DATE", help="Only sessions that started on or before DATE.")
 @click.option("--force", is_flag=True, help="Replay every file, ignoring the incremental cache.")
 @click.option(
+    "--forget-missing",
+    is_flag=True,
+    help="Drop the dataset's rows of files under the targets' folders that no longer exist "
+    "(by default they stay: a log the agent deleted still counts).",
+)
+@click.option(
     "--share-cache/--no-share-cache",
     default=True,
     show_default=True,
@@ -159,6 +165,7 @@ def batch_command(
     since: str | None,
     until: str | None,
     force: bool,
+    forget_missing: bool,
     share_cache: bool,
     context_window: int | None,
     ttl: str | None,
@@ -221,6 +228,7 @@ def batch_command(
             since=parse_when(since),
             until=parse_when(until, end=True),
             force=force,
+            forget_missing=forget_missing,
             progress=tick,
         )
     if fmt == "json":
