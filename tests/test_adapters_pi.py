@@ -17,6 +17,7 @@ from replay.log import (
     Compaction,
     RequestMarker,
     ThreadStart,
+    ToolCallBlock,
     ToolResult,
     UserMessage,
     write_log,
@@ -93,6 +94,35 @@ def test_requests_usage_and_cost(tmp_path: Path) -> None:
     thinking = next(e for e in session.events if isinstance(e, AssistantMessage)).blocks[0]
     assert thinking.thinking == "Use ls."
     assert session.header.ignored_records == {"model_change": 1}
+
+
+def test_a_call_id_a_model_reuses_every_turn_pairs_each_result_with_its_call(
+    tmp_path: Path,
+) -> None:
+    """Some models number their calls per response (`call_0` each turn): each result answers
+    the latest call of that id, none is dropped as a duplicate, and no placeholder is made."""
+    lines = pi_lines(3)
+    header, *entries = lines
+    call, result, answer = (json.loads(json.dumps(e)) for e in entries[2:5])
+    call["message"]["content"][1]["id"] = "call_0"
+    result["message"]["toolCallId"] = "call_0"
+    turn2 = [json.loads(json.dumps(e)) for e in (call, result)]
+    turn2[0]["message"]["content"][1]["arguments"] = {"command": "cat a.txt"}
+    turn2[1]["message"]["content"] = [{"type": "text", "text": "alpha"}]
+    body = [*entries[:2], call, result, *turn2, answer]
+    parent = None
+    for n, e in enumerate(body, start=1):
+        e["id"], e["parentId"] = f"{n:08x}", parent
+        parent = e["id"]
+    session = load(_write(tmp_path, [header, *body]), strict=True)
+    results = [e for e in session.events if isinstance(e, ToolResult)]
+    calls = [b for e in session.events if isinstance(e, AssistantMessage)
+             for b in e.blocks if isinstance(b, ToolCallBlock)]
+    assert [c.id for c in calls] == ["call_0", "call_0#2"]
+    assert [(r.call_id, r.output) for r in results] == [
+        ("call_0", "a.txt\nb.txt"), ("call_0#2", "alpha")
+    ]
+    assert not session.skipped
 
 
 def test_v1_files_are_migrated(tmp_path: Path) -> None:

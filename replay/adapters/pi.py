@@ -523,6 +523,10 @@ class _Thread:
         self.first_event: dict[str, int] = {}
         """Entry id → index of its first event in `events` (len(events) if it added none)."""
         self.calls: dict[str, str] = {}
+        self.waiting: dict[str, list[str]] = {}
+        """A tool call id as the log wrote it → the calls with it not answered yet, oldest
+        first. Quirk: some models number their calls per response (`call_0` every turn); the
+        ids are made unique (`call_0#2`), and a result names the log's id."""
         self.level: str | None = reader.initial_level
         """Thinking level in force at this point of the thread (file order)."""
         self.turn_level: str | None = reader.initial_level
@@ -570,6 +574,13 @@ class _Thread:
             if isinstance(dup, Compaction):
                 dup.replaces = [mapping[r] for r in dup.replaces if r in mapping]
             self.events.append(dup)
+        answered = {e.call_id for e in self.events if isinstance(e, ToolResult)}
+        for event in self.events:
+            if isinstance(event, AssistantMessage):
+                for b in event.blocks:
+                    if isinstance(b, ToolCallBlock) and b.id not in answered:
+                        key = getattr(b, "source_id", None) or b.id
+                        self.waiting.setdefault(key, []).append(b.id)
 
     def emit(self, entries: list[_Entry]) -> None:
         for e in entries:
@@ -615,13 +626,17 @@ class _Thread:
             self._assistant(entry, ts, m)
         elif role == "toolResult":
             source = get_str(m, "toolCallId")
-            cid = source if source in self.calls else None
+            waiting = self.waiting.get(source)
+            cid = waiting.pop(0) if waiting else source if source in self.calls else None
             if cid is None:
                 answered = {e.call_id for e in self.events if isinstance(e, ToolResult)}
                 pending = [c for c in self.calls if c not in answered]
                 if not pending:
                     raise Bad(f"expected a tool call before the result for {source!r}")
                 cid = pending[0]  # quirk (REDACTED / unknown ids): oldest unanswered call
+                for queue in self.waiting.values():
+                    if cid in queue:
+                        queue.remove(cid)
                 if source != "REDACTED":
                     self.reader.issues.add(
                         entry.number, f"expected a tool call {source!r}; paired with {cid!r}"
@@ -711,6 +726,7 @@ class _Thread:
                 if source and source != cid:
                     call.source_id = source
                 self.calls[cid] = call.name
+                self.waiting.setdefault(source or cid, []).append(cid)
                 blocks.append(call)
             else:
                 block = TextBlock(text=dumps(b))
