@@ -140,6 +140,29 @@ def test_token_count_after_tool_outputs_belongs_to_the_response_before(tmp_path:
     assert [b.name for b in first.blocks] == ["a", "b"]
 
 
+def test_a_call_id_reused_by_a_later_response_pairs_each_output_with_its_call(
+    tmp_path: Path,
+) -> None:
+    """A provider that numbers calls per response (`call_0` each time): each output answers
+    the call before it; none is dropped as a duplicate, none gets a placeholder."""
+    call = {"type": "function_call", "name": "exec_command", "call_id": "call_0"}
+    lines = codex_lines()[:5] + [
+        _item("01.000", {**call, "arguments": '{"cmd": "ls"}'}),
+        _item("01.010", {"type": "function_call_output", "call_id": "call_0", "output": "a.txt"}),
+        _tokens("01.100", 900, 0, 20, 900),
+        _item("02.000", {**call, "arguments": '{"cmd": "cat a.txt"}'}),
+        _item("02.010", {"type": "function_call_output", "call_id": "call_0", "output": "alpha"}),
+        _tokens("02.100", 950, 896, 5, 1850),
+        _item("03.000", {"type": "message", "role": "assistant",
+                         "content": [{"type": "output_text", "text": "ok"}]}),
+        _tokens("03.100", 990, 896, 5, 2840),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    results = [(e.call_id, e.output) for e in session.events if isinstance(e, ToolResult)]
+    assert results == [("call_0", "a.txt"), ("call_0#2", "alpha")]
+    assert len(session.requests()) == 3
+
+
 def test_changed_settings_and_lost_attempts_mark_the_next_request(tmp_path: Path) -> None:
     meta = dict(codex_lines()[0]["payload"])
     answer = {
