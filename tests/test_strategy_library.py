@@ -1344,6 +1344,19 @@ def test_openhands_window_halves_again_until_the_request_fits():
     assert [e.detail for e in view.events] == ["window halved 2 times on overflow"]
 
 
+def test_openhands_window_with_nothing_left_to_drop_reports_no_rewrite():
+    """One task message larger than the window: nothing can be dropped, so nothing was
+    rewritten (an event "window halved 0 times" counted a rewrite that changed nothing)."""
+    from replay.strategies._common import request_tokens
+
+    h = History().user("z " * 2000)
+    c = ctx(window=700)
+    assert request_tokens(h.items, c) > 700
+    view = view_of(build("openhands-window-on-overflow")(h.items, c))
+    assert view.items == h.items
+    assert view.events == []
+
+
 # --- what the log holds only as a size --------------------------------------------------------
 
 

@@ -61,6 +61,8 @@ def openhands_window() -> object:
             live.update(history, newly)
             halvings += 1
             view, size = sent(history, ctx)
+        if not halvings:  # nothing left to drop: sent as it is (`over_window` says it)
+            return View(items=view)
         times = "" if halvings == 1 else f" {halvings} times"
         return View(items=view, events=[RewriteEvent("drop", f"window halved{times} on overflow")])
 
