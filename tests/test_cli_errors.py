@@ -434,42 +434,9 @@ def _workers(pid: int) -> list[int]:
     return found
 
 
-@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
-def test_ctrl_c_while_batch_starts_its_workers(tmp_path):
-    """The terminal sends SIGINT to the whole process group: workers still importing replay
-    must not print tracebacks; the batch says `interrupted`, exits 130 and leaves no temporary
-    file in the dataset."""
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    lines = RUN42.read_text(encoding="utf-8").splitlines(keepends=True)
-    # Distinct contents (not duplicates of each other), and enough work (~8 s here) that the
-    # batch cannot end before the signal on a fast machine: the test must not hang on timing.
-    for n in range(24):
-        (logs / f"run{n}.jsonl").write_text("".join(lines[: len(lines) - n]), encoding="utf-8")
-    out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "replay", "batch", str(logs), "-s", "all", "--workers", "2",
-         "-o", str(out), "-q"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while not _workers(process.pid) and process.poll() is None:
-        assert time.monotonic() < deadline, "no worker process started"
-        time.sleep(0.005)
-    time.sleep(0.3)  # the workers are importing replay (a second or so)
-    os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C does: every process of the group
-    stdout, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130, stderr
-    assert stderr == "interrupted\n"
-    assert stdout == ""
-    assert not [p for p in out.rglob("*.tmp")]
-
-
-def _busy_batch(tmp_path: Path) -> subprocess.Popen:
-    """`replay batch -w 2` over enough distinct logs to keep it busy for seconds, once both
-    of its workers run."""
+def _busy_batch(tmp_path: Path, workers: int = 2) -> subprocess.Popen:
+    """`replay batch -w 2` over enough distinct logs to keep it busy for seconds (~8 s here:
+    the test must not hang on timing on a fast machine), once `workers` of its workers run."""
     logs = tmp_path / "logs"
     logs.mkdir()
     lines = RUN42.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -483,10 +450,26 @@ def _busy_batch(tmp_path: Path) -> subprocess.Popen:
         start_new_session=True,
     )
     deadline = time.monotonic() + 60
-    while len(_workers(process.pid)) < 2 and process.poll() is None:
+    while len(_workers(process.pid)) < workers and process.poll() is None:
         assert time.monotonic() < deadline, "no worker process started"
         time.sleep(0.01)
     return process
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_ctrl_c_while_batch_starts_its_workers(tmp_path):
+    """The terminal sends SIGINT to the whole process group: workers still importing replay
+    must not print tracebacks; the batch says `interrupted`, exits 130 and leaves no temporary
+    file in the dataset."""
+    process = _busy_batch(tmp_path, workers=1)
+    out = tmp_path / "out"
+    time.sleep(0.3)  # the workers are importing replay (a second or so)
+    os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C does: every process of the group
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert stderr == "interrupted\n"
+    assert stdout == ""
+    assert not [p for p in out.rglob("*.tmp")]
 
 
 def _gone(pids: list[int], seconds: float) -> bool:
