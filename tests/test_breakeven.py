@@ -1018,3 +1018,23 @@ def test_a_read_past_the_edit_is_named_where_the_two_answers_differ() -> None:
     assert (row.breakeven_closed_form, row.breakeven_simulated) == (5.75, 0)
     assert "4,010 past the edit: an earlier entry held part of the rewritten tail" in (
         row.disagreement)
+
+
+def test_closed_form_rates_are_those_of_the_prompt_the_provider_bills(invoke) -> None:
+    """Claude Code's client strips earlier thinking from the billed prompt: a request rendered
+    at 198k+ tokens is billed for 171,324, under Sonnet 4.5's 200k line. Its closed-form
+    rates were the >200k ones (2× too high)."""
+    from test_adapters_common import SAMPLES
+
+    logs = sorted((SAMPLES / "codex").glob("*a7_1156299398_0_full.jsonl"))
+    if not logs:
+        pytest.skip(f"real agent logs not found at {SAMPLES} (not checked in)")
+    result = invoke("breakeven", str(logs[0]), "-s", "age-truncate-500-keep-3", "--provider",
+                    "anthropic", "--model", "claude-sonnet-4-5", "--client", "claude-code",
+                    "--horizon", "10", "--format", "json")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output, parse_float=Decimal)["breakeven"]
+    row = next(r for r in rows if r["request_index"] == 194)
+    surviving, removed = row["surviving_tokens"], row["removed_tokens"]
+    assert row["rewrite_cost_usd"] == surviving * Decimal("0.0000027")
+    assert row["saving_per_request_usd"] == removed * Decimal("0.0000003")

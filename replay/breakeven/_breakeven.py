@@ -105,10 +105,10 @@ edit is the closed form's assumption."""
 
 
 def _rate(run: _Run, record: RequestRecord, bucket: str, size: int | None = None) -> Decimal:
-    """USD per token of `bucket`, at the long-context tier of this request's prompt size, or of
-    a prompt of `size` tokens (a 1M-token probe would price every request at the >200k tier of
-    tiered models)."""
-    size = max(1, record.request.total if size is None else size)
+    """USD per token of `bucket`, at the long-context tier of the prompt this request is billed
+    for (the thinking a provider strips is not in it), or of a prompt of `size` tokens (a
+    1M-token probe would price every request at the >200k tier of tiered models)."""
+    size = max(1, _billed(record) if size is None else size)
     price = run.pricer.price(
         Buckets(**{bucket: size}),
         model=record.model,
@@ -117,6 +117,11 @@ def _rate(run: _Run, record: RequestRecord, bucket: str, size: int | None = None
         context=record.price_context,
     )
     return price.input_usd / size
+
+
+def _billed(record: RequestRecord) -> int:
+    """Tokens of the prompt the provider bills: the rendered one, less what it strips."""
+    return record.request.total - record.outcome.dropped_tokens
 
 
 def _substitutions(before: Sequence[Item], after: Sequence[Item]) -> dict[int, Item] | None:
@@ -206,6 +211,7 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     paid_back: int | None = None
     saw_ttl = False
     cf_first_total = rec.request.total
+    cf_first_billed = _billed(rec)
     cf_first_read = 0
     items: list[Item] = []
     later: dict[int, Item] = {}  # event → the version a later in-place rewrite put in its stead
@@ -262,6 +268,7 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
         cf.records.clear()
         if k == i:
             cf_first_total = cf_rec.request.total
+            cf_first_billed = _billed(cf_rec)
             cf_first_read = cf_rec.outcome.cache_read
         strategy_cost = cur.cost_usd + sum(
             (s.cost_usd for s in extra.get(cur.request_index, []) if k == i), Decimal(0)
@@ -298,16 +305,16 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     rewrite_cost = surviving * (in_rate - read_rate)
     # Without the rewrite the prompt may sit in a higher long-context tier: each of its tokens
     # costs more there, not only the removed ones.
-    tier_gap = _rate(run, rec, "cache_read", cf_first_total) - read_rate if removed else 0
-    saving = removed * read_rate + cf_first_total * tier_gap
+    tier_gap = _rate(run, rec, "cache_read", cf_first_billed) - read_rate if removed else 0
+    saving = removed * read_rate + cf_first_billed * tier_gap
     closed = float(rewrite_cost / saving) if saving > 0 else None
 
     summarizers = extra.get(rec.request_index, [])
     reasons = []
     if tier_gap:
         reasons.append(
-            f"long-context tier: {cf_first_total:,} tokens without the rewrite are priced at a "
-            f"higher rate than the {rec.request.total:,} sent (counted in the saving)"
+            f"long-context tier: {cf_first_billed:,} tokens without the rewrite are priced at a "
+            f"higher rate than the {_billed(rec):,} sent (counted in the saving)"
         )
     if rec.outcome.cache_write_5m or rec.outcome.cache_write_1h:
         reasons.append("cache-write premium")
@@ -321,7 +328,7 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
             if wrote
             else "summary cost unknown: the log holds no call for its compaction"
         )
-    if cf_first_read < rec.request.total and cf_first_read <= first_edit:
+    if cf_first_read < _billed(rec) and cf_first_read <= first_edit:
         # The closed form assumes the surviving tokens would have been read from the cache.
         reasons.append(f"not cached past the edit even without it ({cf_first_read:,} read)")
     unread = first_edit - rec.outcome.cache_read
