@@ -999,3 +999,14 @@ def test_provider_for_model(model, provider):
 def test_provider_for_unknown_model_raises():
     with pytest.raises(ReplayError, match="provider"):
         provider_for_model("llama-4-maverick")
+
+
+def test_an_id_genai_prices_lists_but_cannot_match_is_not_suggested_back():
+    """genai-prices lists Bedrock's `regional.` ids, but its match rules take another form:
+    the hint said "did you mean" the very id it refused."""
+    model = "regional.anthropic.claude-sonnet-4-6-v1:0"
+    with pytest.raises(ReplayError) as info:
+        Pricer().price(Buckets(uncached=10, output=1), model=model, provider="aws", ts=OCT_20)
+    message = str(info.value)
+    assert "lists" in message and "does not match that id" in message
+    assert f"did you mean {model!r}" not in message and f"or {model!r}" not in message

@@ -91,10 +91,14 @@ def _lookup_hint(snapshot: Any, model: str, provider: str) -> str:
     ids = [
         m.id for p in snapshot.providers if p.id == provider for m in p.models
     ]
-    close = difflib.get_close_matches(model, ids, n=3, cutoff=0.85)
+    listed = ""
+    if model in ids:  # its match rule takes another form of the id
+        listed = f"genai-prices lists {model!r} but its rule for it does not match that id; "
+    close = [m for m in difflib.get_close_matches(model, ids, n=4, cutoff=0.85) if m != model]
     if close:
-        return f"did you mean {' or '.join(map(repr, close))}? Else {_price_hint(model)}"
-    return _price_hint(model)
+        guesses = " or ".join(map(repr, close[:3]))
+        return f"{listed}did you mean {guesses}? Else {_price_hint(model)}"
+    return listed + _price_hint(model)
 
 
 def _price_hint(model: str) -> str:
