@@ -298,6 +298,19 @@ def test_sliding_pin_first_pins_the_task_not_injected_instructions():
     assert "<permissions> sandbox off" not in users
 
 
+def test_sliding_pin_first_pins_the_first_prompt_not_a_later_one():
+    session = gen.build_session(
+        [gen.Turn(f"step {i}", [gen.Call("read_file", {"path": f"f{i}"}, f"out {i}")])
+         for i in range(5)] + [gen.Turn("done")]
+    )
+    users = [e for e in session.events if isinstance(e, UserMessage)]
+    later = UserMessage(ts=users[0].ts, text="also update the changelog")
+    session.events.insert(session.events.index(users[0]) + 1, later)
+    last = _replay(session, ["sliding-2-pin-first"])[-1]
+    pinned = [i.text for i in last.view if isinstance(i, UserItem)]
+    assert pinned[0] == users[0].text and later.text not in pinned
+
+
 def test_age_truncate_on_run42_rewrites_each_result_once():
     session = read_log(RUN42, strict=True)
     records = _replay(session, ["age-truncate-500-keep-3"])

@@ -681,6 +681,34 @@ def test_claudecode_microcompact_only_after_a_long_gap():
     assert outputs(cold).count(LITERAL_CLEARED) == 3 and cold.events
 
 
+def test_claudecode_microcompact_clears_the_oldest_and_keeps_the_5_newest():
+    h = History().user()
+    for n in range(7):
+        h.step(read(f"f{n}", f"content {n} " + "x" * 100))
+    cold = view_of(build("claudecode-microcompact-time-60m-keep-5")(
+        h.items, ctx(ts=T0, previous_ts=T0 - timedelta(minutes=61))
+    ))
+    assert outputs(cold) == [LITERAL_CLEARED] * 2 + [
+        f"content {n} " + "x" * 100 for n in range(2, 7)
+    ]
+
+
+def test_claudecode_autocompact_fires_at_window_less_20k_output_less_13k():
+    """200,000 − min(32,000 max output, 20,000) − 13,000 = 167,000 (the module's rule):
+    compacted from that reported usage on, not one token below."""
+    h = History().user()
+    for n in range(6):
+        h.step(read(f"f{n}", "x" * 100))
+    h.user("next")
+    strategy = build("claudecode-autocompact-13k")
+    fired = {
+        usage: len(view_of(strategy(h.items, ctx(usage=usage, model="claude-sonnet-4-5")))
+                   .summarizer_calls)
+        for usage in (166_999, 167_000)
+    }
+    assert fired == {166_999: 0, 167_000: 1}
+
+
 def test_claudecode_microcompact_clears_claude_code_s_list_by_name():
     """Claude Code's own tools: its list decides (TodoWrite is a write by its name, but its
     results are kept; Write's are cleared); another harness's tools go by kind."""
