@@ -1441,3 +1441,30 @@ def test_a_character_cap_hides_everything_past_its_limit(name):
     assert outputs[1] == "x" * 500 + "\n…[truncated 15 chars]" and "payload" not in outputs[1]
     assert outputs[2].startswith("x" * 500) and len(outputs[2]) < 2000
     assert outputs[3] == "x" * 10
+
+
+def test_reported_usage_is_the_previous_prompt_plus_its_output():
+    """What a harness reads from the last response: prompt (every bucket, or uncached + read
+    for opencode 1.x) plus output unless asked without it."""
+    import dataclasses
+
+    from replay.strategies._common import reported_tokens
+
+    usage = Usage(input_tokens=100, cache_read_tokens=20, cache_write_5m_tokens=7,
+                  output_tokens=50)
+    c = dataclasses.replace(ctx(), previous_usage=usage)
+    assert reported_tokens(c, []) == 177
+    assert reported_tokens(c, [], output=False) == 127
+    assert reported_tokens(c, [], cache_writes=False) == 170
+
+
+def test_sizes_a_log_holds_as_numbers_scale_to_the_replayed_model_s_tokens():
+    """A gpt-5 log (o200k tokens) replayed as Claude: its hidden prefix counts 1.199 Claude
+    tokens per token (docs/calibration.md), not 1 / 1.199."""
+    from replay.engine._replay import tokenizer_ratio
+    from replay.log import Session, SessionHeader
+
+    header = SessionHeader(ts=T0, session_id="s", agent="a", provider="openai", model="gpt-5")
+    session = Session(header=header, events=[])
+    assert tokenizer_ratio(session, "claude-sonnet-4-5") == pytest.approx(1.199)
+    assert tokenizer_ratio(session, "gpt-5.5") == 1.0
