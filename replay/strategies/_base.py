@@ -296,7 +296,15 @@ def registered() -> list[StrategySpec]:
     """Every family: built-ins in `all` order, then loaded plug-ins."""
     _load_builtin()
     specs = list(_REGISTRY.values())
-    return [s for s in specs if not s.is_plugin] + [s for s in specs if s.is_plugin]
+    # By module, not registration: a family module imported early (by a caller, a test)
+    # registered first and moved itself to the front of `all` and of the docs table.
+    order = {f"replay.strategies.{name}": n for name, n in zip(
+        BUILTIN_FAMILIES, range(len(BUILTIN_FAMILIES)), strict=True)}
+    builtins = sorted(
+        (s for s in specs if not s.is_plugin),
+        key=lambda s: order.get(getattr(s.build, "__module__", ""), len(order)),
+    )
+    return builtins + [s for s in specs if s.is_plugin]
 
 
 _TRUE = {"true", "yes", "on", "1"}
