@@ -70,25 +70,35 @@ def _sigint_held() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _sigint_deferred() -> Iterator[None]:
-    """Ctrl-C pressed inside the block raises KeyboardInterrupt once the block is done, not in
-    the middle of it. Blocking SIGINT in this thread (`_sigint_held`) does not stop Python from
-    raising it here: the kernel hands the signal to another thread, and the interpreter then
-    runs its handler in the main thread wherever it is. Raised while the pool starts a worker,
-    it left that worker started and unknown to the pool: never stopped, the command then hung
-    at exit. (Only the main thread can set a handler; elsewhere the block runs as it is.)"""
+    """Ctrl-C pressed (or SIGTERM received) inside the block raises KeyboardInterrupt (or
+    `Terminated`) once the block is done, not in the middle of it. Blocking SIGINT in this
+    thread (`_sigint_held`) does not stop Python from raising it here: the kernel hands the
+    signal to another thread, and the interpreter then runs its handler in the main thread
+    wherever it is. Raised while the pool starts a worker, it left that worker started and
+    unknown to the pool: never stopped, the command then hung at exit. (Only the main thread
+    can set a handler; elsewhere the block runs as it is.)"""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     pressed: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
-    if previous is None:  # a handler not set from Python
-        previous = signal.SIG_DFL
+    # SIGTERM too, where Python handles it (the CLI raises `Terminated` from it).
+    deferred = [signal.SIGINT]
+    if callable(signal.getsignal(signal.SIGTERM)):
+        deferred.append(signal.SIGTERM)
+    previous = {
+        signum: signal.signal(signum, lambda signum, frame: pressed.append(signum))
+        for signum in deferred
+    }
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-    if pressed and callable(previous):
-        previous(signal.SIGINT, None)  # the default handler raises KeyboardInterrupt
+        for signum, handler in previous.items():
+            # (None: a handler not set from Python)
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+    for signum in dict.fromkeys(pressed):
+        handler = previous[signum]
+        if callable(handler):
+            handler(signum, None)  # the default SIGINT handler raises KeyboardInterrupt
 
 
 def _first_done(futures: Iterable[Future]) -> set[Future]:
