@@ -19,6 +19,16 @@ import pytest
 from conftest import ROOT, RUN42
 
 
+@pytest.fixture(autouse=True)
+def ctrl_c_not_ignored():
+    """Ctrl-C as a terminal delivers it, even when the suite runs as a background job of a
+    script (the shell starts those with SIGINT ignored, which Python and every child it starts
+    then keep: no KeyboardInterrupt at all)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _one_line(result, needles: tuple[str, ...], code: int = 2) -> str:
     assert result.exit_code == code, (result.exit_code, result.stderr)
     return _check_line(result.stderr, needles)
