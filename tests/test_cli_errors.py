@@ -582,6 +582,24 @@ def test_ctrl_c_while_the_pool_starts_a_worker_is_raised_once_it_is_started():
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+def test_sigterm_while_the_pool_starts_a_worker_is_raised_once_it_is_started():
+    """The same for SIGTERM where the CLI handles it (`Terminated`)."""
+    from replay.batch._engines import _sigint_deferred
+    from replay.cli._main import Terminated, _terminate
+
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        reached = False
+        with pytest.raises(Terminated), _sigint_deferred():
+            signal.raise_signal(signal.SIGTERM)
+            time.sleep(0.05)  # the handler has run by now
+            reached = True
+        assert reached
+        assert signal.getsignal(signal.SIGTERM) is _terminate
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 # --- what is not a user error --------------------------------------------------------------------
 
 
