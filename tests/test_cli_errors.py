@@ -567,37 +567,31 @@ def test_an_aborted_pool_has_no_thread_left_for_the_exit_hook_to_race():
     assert time.monotonic() - started < 30  # the task was not waited for
 
 
-def test_ctrl_c_while_the_pool_starts_a_worker_is_raised_once_it_is_started():
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_signal_while_the_pool_starts_a_worker_is_raised_once_it_is_started(signum):
     """Raised in the middle of a worker's start, KeyboardInterrupt left a worker the pool did
     not know of, never stopped: the command hung at exit (1 run in 12 of a Ctrl-C at a random
-    time in `replay LOG --workers 2`)."""
-    from replay.batch._engines import _sigint_deferred
-
-    reached = False
-    with pytest.raises(KeyboardInterrupt), _sigint_deferred():
-        signal.raise_signal(signal.SIGINT)
-        time.sleep(0.05)  # the handler has run by now
-        reached = True
-    assert reached
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-
-
-def test_sigterm_while_the_pool_starts_a_worker_is_raised_once_it_is_started():
-    """The same for SIGTERM where the CLI handles it (`Terminated`)."""
+    time in `replay LOG --workers 2`). The same for SIGTERM, where the CLI raises `Terminated`
+    from it."""
     from replay.batch._engines import _sigint_deferred
     from replay.cli._main import Terminated, _terminate
 
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    handler, raised = (
+        (signal.default_int_handler, KeyboardInterrupt)
+        if signum == signal.SIGINT
+        else (_terminate, Terminated)
+    )
+    previous = signal.signal(signum, handler)
     try:
         reached = False
-        with pytest.raises(Terminated), _sigint_deferred():
-            signal.raise_signal(signal.SIGTERM)
+        with pytest.raises(raised), _sigint_deferred():
+            signal.raise_signal(signum)
             time.sleep(0.05)  # the handler has run by now
             reached = True
         assert reached
-        assert signal.getsignal(signal.SIGTERM) is _terminate
+        assert signal.getsignal(signum) is handler
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signum, previous)
 
 
 # --- what is not a user error --------------------------------------------------------------------
