@@ -89,6 +89,29 @@ class Issues:
 # Reading
 
 
+class WaitingCalls:
+    """Tool calls not answered yet, by the id the log wrote, oldest first. Quirk: some models
+    number their calls per response (`call_0` every turn); the ids are made unique
+    (`call_0#2`), and a result names the log's id: it answers the oldest call still waiting."""
+
+    def __init__(self) -> None:
+        self._by_source: dict[str, list[str]] = {}
+
+    def add(self, source: str, cid: str) -> None:
+        self._by_source.setdefault(source, []).append(cid)
+
+    def take(self, source: str | None) -> str | None:
+        """The call a result naming `source` answers (None: no call of that id waits)."""
+        queue = self._by_source.get(source or "")
+        return queue.pop(0) if queue else None
+
+    def drop(self, cid: str) -> None:
+        """`cid` was answered by a result paired another way (an unknown or redacted id)."""
+        for queue in self._by_source.values():
+            if cid in queue:
+                queue.remove(cid)
+
+
 def regular_files(paths: Iterable[Path]) -> list[Path]:
     """The regular files among `paths` (a folder's glob): a FIFO or a device found in a log
     folder is no log file, and opening one would wait for a writer."""

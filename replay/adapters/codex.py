@@ -62,6 +62,7 @@ from replay.adapters._common import (
     ToolResult,
     Usage,
     UserMessage,
+    WaitingCalls,
     binary_placeholder,
     clean,
     clean_json,
@@ -238,9 +239,7 @@ class _Reader:
         """Request ids of those responses: requests even without usage."""
         self.calls: dict[str, str] = {}
         self.source_calls: dict[str, str] = {}
-        self.waiting: dict[str, list[str]] = {}
-        """A call id as the rollout wrote it → its calls not answered yet, oldest first (a
-        provider that numbers calls per response reuses ids: they are made unique)."""
+        self.waiting = WaitingCalls()
         self.events: list[Any] = []
         self.token_events = 0
         self.items_seen: dict[bytes, int] = {}
@@ -621,22 +620,19 @@ class _Reader:
         self.calls[cid] = block.name
         if source:
             self.source_calls.setdefault(source, cid)
-            self.waiting.setdefault(source, []).append(cid)
+            self.waiting.add(source, cid)
         return block
 
     def _result(self, number: int, ts: Any, p: dict[str, Any]) -> None:
         source = get_str(p, "call_id")
-        waiting = self.waiting.get(source or "")
-        cid = waiting.pop(0) if waiting else self.source_calls.get(source or "")
+        cid = self.waiting.take(source) or self.source_calls.get(source or "")
         if cid is None or source == "REDACTED":
             answered = {e.call_id for e in self.events if isinstance(e, ToolResult)}
             pending = [c for c in self.calls if c not in answered]
             if not pending:
                 raise Bad(f"expected a tool call before the output for call {source!r}")
             cid = pending[0]  # quirk (redacted / unknown ids): the oldest unanswered call
-            for queue in self.waiting.values():
-                if cid in queue:
-                    queue.remove(cid)
+            self.waiting.drop(cid)
             if source != "REDACTED":
                 self.issues.add(number, f"expected a tool call {source!r}; paired with {cid!r}")
         if p.get("type") == "tool_search_output":

@@ -61,6 +61,7 @@ from replay.adapters._common import (
     ToolCallBlock,
     ToolResult,
     UserMessage,
+    WaitingCalls,
     binary_placeholder,
     clean,
     dumps,
@@ -523,10 +524,7 @@ class _Thread:
         self.first_event: dict[str, int] = {}
         """Entry id → index of its first event in `events` (len(events) if it added none)."""
         self.calls: dict[str, str] = {}
-        self.waiting: dict[str, list[str]] = {}
-        """A tool call id as the log wrote it → the calls with it not answered yet, oldest
-        first. Quirk: some models number their calls per response (`call_0` every turn); the
-        ids are made unique (`call_0#2`), and a result names the log's id."""
+        self.waiting = WaitingCalls()
         self.level: str | None = reader.initial_level
         """Thinking level in force at this point of the thread (file order)."""
         self.turn_level: str | None = reader.initial_level
@@ -579,8 +577,7 @@ class _Thread:
             if isinstance(event, AssistantMessage):
                 for b in event.blocks:
                     if isinstance(b, ToolCallBlock) and b.id not in answered:
-                        key = getattr(b, "source_id", None) or b.id
-                        self.waiting.setdefault(key, []).append(b.id)
+                        self.waiting.add(getattr(b, "source_id", None) or b.id, b.id)
 
     def emit(self, entries: list[_Entry]) -> None:
         for e in entries:
@@ -626,17 +623,14 @@ class _Thread:
             self._assistant(entry, ts, m)
         elif role == "toolResult":
             source = get_str(m, "toolCallId")
-            waiting = self.waiting.get(source)
-            cid = waiting.pop(0) if waiting else source if source in self.calls else None
+            cid = self.waiting.take(source) or (source if source in self.calls else None)
             if cid is None:
                 answered = {e.call_id for e in self.events if isinstance(e, ToolResult)}
                 pending = [c for c in self.calls if c not in answered]
                 if not pending:
                     raise Bad(f"expected a tool call before the result for {source!r}")
                 cid = pending[0]  # quirk (REDACTED / unknown ids): oldest unanswered call
-                for queue in self.waiting.values():
-                    if cid in queue:
-                        queue.remove(cid)
+                self.waiting.drop(cid)
                 if source != "REDACTED":
                     self.reader.issues.add(
                         entry.number, f"expected a tool call {source!r}; paired with {cid!r}"
@@ -726,7 +720,7 @@ class _Thread:
                 if source and source != cid:
                     call.source_id = source
                 self.calls[cid] = call.name
-                self.waiting.setdefault(source or cid, []).append(cid)
+                self.waiting.add(source or cid, cid)
                 blocks.append(call)
             else:
                 block = TextBlock(text=dumps(b))
