@@ -4,7 +4,8 @@ Rule: at Cline's truncation threshold (see `cline-truncate-keep-first-pair-half`
 read more than once in the live history keeps only its latest read; older reads become Cline's
 "[[NOTE] This file read has been removed …]" notice, for good. If that saved at least
 `saving` of the characters, nothing else happens; otherwise the history is also truncated as
-`cline-truncate` does.
+`cline-truncate` does. This is Cline's context management as shipped (≤ 2025): the two passes in
+the order ContextManager.ts runs them.
 
 Defaults: saving = 0.3. Cache class: freeze-once.
 
@@ -27,8 +28,8 @@ register(
         pattern=r"cline-dedup-file-reads",
         build=cline_dedup,
         cache_class="freeze-once",
-        rule="at the truncation threshold: older duplicate file reads → notice; truncate only if "
-        "that saved < 30 % of the characters",
+        rule="Cline as shipped: at the truncation threshold, older duplicate file reads → notice; "
+        "truncate (as cline-truncate) only if that saved < 30 % of the characters",
         defaults={"saving": 0.3},
         bounds={"saving": FRACTION},
         canonical=("cline-dedup-file-reads",),

@@ -8,6 +8,11 @@ deletion (a quarter is kept instead when even half would not fit), ending on an 
 message. The deleted range only grows; on the first truncation the first assistant message's
 first text becomes Cline's truncation notice. Tool results whose call was deleted go too.
 
+This is the truncation alone. Cline as shipped first replaces older duplicate file reads and
+truncates only when that saved less than 30 % of the characters: that is
+`cline-dedup-file-reads`. This one shows what the truncation costs by itself (on a session that
+re-reads files, it deletes messages where Cline would have stubbed the reads).
+
 Defaults: none (thresholds by window size). Cache class: freeze-once.
 
 Source: cline/cline src/core/context/context-management/ContextManager.ts,
@@ -157,7 +162,9 @@ register(
         build=cline_truncate,
         cache_class="freeze-once",
         rule="previous request >= maxAllowed (window - 27k/30k/40k) → keep the first pair, delete "
-        "half (or 3/4) of the later messages; notice in the first assistant message",
+        "half (or 3/4) of the later messages; notice in the first assistant message (the "
+        "truncation alone, without the duplicate-read pass Cline runs first: see "
+        "cline-dedup-file-reads)",
         defaults={"keep": "half"},
         bounds={"keep": Bounds(words=("half",))},
         canonical=("cline-truncate-keep-first-pair-half",),
