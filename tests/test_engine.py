@@ -237,6 +237,42 @@ def test_summarizer_call_can_read_the_main_threads_cache():
     assert any(s.outcome.cache_read > 0 for s in summarizer)
 
 
+def _aider_summaries(model: str):
+    from replay.bench import synthetic_session
+
+    session = synthetic_session(60, 0, provider="anthropic", model=model)
+    return [r for r in replay(session, ["aider-summarize-auto"]).records if r.kind == "summarizer"]
+
+
+def test_aider_summarizes_with_the_weak_model_aider_gives_the_main_one():
+    """Aider sends its summaries to the main model's weak model (Sonnet 4.5 → Haiku 4.5 in its
+    model settings): priced, and cached, as Haiku. A model Aider lists no weak model for is its
+    own summarizer."""
+    from replay.prices import Buckets, Pricer
+
+    summaries = _aider_summaries("claude-sonnet-4-5")
+    assert summaries and {r.model for r in summaries} == {"claude-haiku-4-5"}
+    for r in summaries:
+        o = r.outcome
+        buckets = Buckets(o.uncached, o.cache_read, o.cache_write_5m, o.cache_write_1h,
+                          r.output_tokens)
+        haiku = Pricer().price(buckets, model="claude-haiku-4-5", provider="anthropic", ts=r.ts)
+        assert r.cost_usd == haiku.total_usd and r.price_warning is None
+    assert {r.model for r in _aider_summaries("claude-opus-4-5")} == {"claude-opus-4-5"}
+
+
+def test_a_weak_model_without_a_price_is_priced_as_the_main_model_with_a_warning(monkeypatch):
+    from replay.strategies import aider_summarize
+
+    monkeypatch.setattr(aider_summarize, "weak_model", lambda model: "no-such-weak-model")
+    summaries = _aider_summaries("claude-sonnet-4-5")
+    assert summaries and {r.model for r in summaries} == {"claude-sonnet-4-5"}
+    assert {r.price_warning for r in summaries} == {
+        "the summarizer's model no-such-weak-model has no price on anthropic: its requests are "
+        "priced as claude-sonnet-4-5"
+    }
+
+
 def test_a_fresh_summarizer_call_is_sent_without_the_main_head():
     """A summarizer that does not reuse the main prefix (pi, opencode, Roo, OpenHands, Goose…)
     sends its own request: no tool definitions, no unlogged head (3,000 tokens here). One that

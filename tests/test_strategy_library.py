@@ -771,6 +771,24 @@ def test_aider_clips_the_summarizer_input_to_the_window_minus_512():
     assert "AAAA" not in first and "task" not in first
 
 
+@pytest.mark.parametrize(
+    "model, weak",
+    [
+        ("claude-sonnet-4-5-20250929", "claude-haiku-4-5"),
+        ("claude-3-7-sonnet-20250219", "claude-3-5-haiku-20241022"),
+        ("openai/gpt-5", "gpt-5-nano"),  # matched without its provider prefix
+        ("o3", "gpt-4.1-mini"),
+        ("claude-opus-4-5", None),  # Aider lists no weak model: the main model summarizes
+        ("gpt-5-nano", None),  # its own weak model
+    ],
+)
+def test_aider_sends_its_summaries_to_aiders_weak_model(model, weak):
+    h = History().user("task").step(text="A" * 40_000)
+    h.user("next question")
+    view = view_of(build("aider-summarize-auto")(h.items, ctx(window=32_000, model=model)))
+    assert [c.model for c in view.summarizer_calls] == [weak]
+
+
 def _sent(view: View) -> str:
     """Everything the view's summarizer calls were sent (before their instructions)."""
     from replay.strategies._common import item_text

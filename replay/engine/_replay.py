@@ -762,6 +762,7 @@ class _Run:
         renderer: Renderer,
     ) -> None:
         items = [*call.input_items, *call.unlogged, UserItem(call.instruction)]
+        model, warning = self._summarizer_model(call, model, provider, marker.ts)
         since = len(renderer.table)
         counter = renderer.table.counter
         output_tokens = counter.count(call.summary)
@@ -788,6 +789,7 @@ class _Run:
             hand_over=True,
             fork=self.lane + marker.thread,
         )
+        record.price_warning = warning or record.price_warning
         if not self.config.keep_blocks:
             record.request.release_blocks()
             # What only this call showed is packed: read again only if a later prompt is
@@ -795,6 +797,22 @@ class _Run:
             # thread's view were rendered before, and stay as they are).
             renderer.pack_items(items, since, renderer.walked_from)
             renderer.forget_thread(self.lane + f"{marker.thread}/summarizer")
+
+    def _summarizer_model(
+        self, call: SummarizerCall, model: str, provider: str, ts: datetime
+    ) -> tuple[str, str | None]:
+        """The model a summarizer call is sent to: the one the strategy names (Aider's weak
+        model) when the provider prices it, else the request's, with a warning saying so."""
+        if call.model is None or call.model == model:
+            return model, None
+        try:
+            self.pricer.model_price(model=call.model, provider=provider, ts=ts)
+        except ReplayError:
+            return model, (
+                f"the summarizer's model {call.model} has no price on {provider}: its requests "
+                f"are priced as {model}"
+            )
+        return call.model, None
 
     def _simulate(
         self,

@@ -530,6 +530,7 @@ def fresh_call(
     summary: str,
     style: str = "plain",
     result_chars: int | None = 2000,
+    model: str | None = None,
 ) -> SummarizerCall:
     """A summarizer request that does not share the main prefix (no main system prompt, tool
     definitions or unlogged head): the transcript serialized into one user message, then the
@@ -543,6 +544,7 @@ def fresh_call(
         summary=summary,
         reuse_main_prefix=False,
         unlogged=unlogged,
+        model=model,
     )
 
 

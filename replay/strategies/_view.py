@@ -210,6 +210,9 @@ class SummarizerCall:
     """A fresh call's messages known only by their size (context the log does not hold) among
     what its transcript serializes: a transcript cannot write them out, so they follow it as
     themselves, each at its estimated size (those the request no longer sends are left out)."""
+    model: str | None = None
+    """The model the harness sends this call to when it is not the request's own (Aider's weak
+    model); None: the request's model. The call is priced, and cached, as that model's."""
 
 
 @dataclass(frozen=True)

@@ -4,14 +4,18 @@ Rule: after each exchange (here: when the next user prompt arrives), if the fini
 ("done" history) exceed `max_tokens`, the largest tail under max_tokens / 2 is kept (its start
 moved back so the head ends with an assistant message and the tail never starts at a tool
 result) and the head is summarized by a fresh request to the weak model: the head's newest
-messages within the window − 512 tokens, serialized as `# USER` / `# ASSISTANT` blocks. The
+messages within its window − 512 tokens, serialized as `# USER` / `# ASSISTANT` blocks. The
 done history becomes the user message "I spoke to you previously about a number of things.\n"
 + summary, an assistant "Ok.", then the tail; this repeats (at most 3 levels) while it is still
 too big; a split too close to the start summarizes everything (unclipped, as Aider does).
 
 Defaults: max_tokens = auto = min(max(window / 16, 1,024), 8,192). Cache class: freeze-once
-(Aider also rebuilds its file and repo-map chunks when they change; not simulated here). The
-weak model's input limit is taken to be the request model's window.
+(Aider also rebuilds its file and repo-map chunks when they change; not simulated here).
+
+The weak model is Aider's for the request's model (`pricing/aider_weak_models.json`, from
+Aider's model settings: e.g. claude-sonnet-4-5 → claude-haiku-4-5, gpt-5 → gpt-5-nano); a
+model Aider lists no weak model for is its own, as in Aider. The summarizer requests are priced
+at the weak model's rates, and its window, when smaller, bounds what they are sent.
 
 Source: Aider-AI/aider aider/history.py (`ChatSummary.summarize_real`), models.py
 (max_chat_history_tokens), base_coder.py, prompts.py.
@@ -21,6 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from replay._data import load_json
+from replay.prices import context_window
 from replay.strategies._base import Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     Frozen,
@@ -44,11 +50,22 @@ from replay.strategies._view import (
 )
 
 
-def clip_to_input(items: Sequence[Item], ctx: StrategyContext) -> list[Item]:
-    """The newest `items` whose tokens add up to at most the window − 512: Aider clips the head
-    it summarizes to the summarizer's max input tokens − 512 (a message that would pass it ends
-    the clip, even if older ones would fit)."""
-    budget, total = ctx.context_window - 512, 0
+def weak_model(model: str) -> str:
+    """Aider's weak model for `model` (matched without a provider prefix); `model` itself when
+    Aider lists none."""
+    table = load_json("aider_weak_models.json")["weak_models"]
+    return table.get(model.rsplit("/", 1)[-1], model)
+
+
+def clip_to_input(items: Sequence[Item], ctx: StrategyContext, model: str) -> list[Item]:
+    """The newest `items` whose tokens add up to at most the summarizer `model`'s window − 512:
+    Aider clips the head it summarizes to the summarizer's max input tokens − 512 (a message
+    that would pass it ends the clip, even if older ones would fit). The window strategies are
+    given (`--context-window`) bounds it too."""
+    window = ctx.context_window
+    if model != ctx.model:
+        window = min(window, context_window(model))
+    budget, total = window - 512, 0
     start = len(items)
     while start > 0:
         total += item_tokens(items[start - 1], ctx)
@@ -68,11 +85,21 @@ def aider_summarize(max_tokens: int | str = "auto") -> object:
         """Summary messages for `items`; `clip`: only the newest that fit the summarizer's input
         are sent (Aider clips the head it splits off, not the whole history it summarizes when
         no split is possible)."""
+        weak = weak_model(ctx.model)
         if clip:
-            items = clip_to_input(items, ctx)
+            items = clip_to_input(items, ctx, weak)
         text, source = summaries.text(ctx, items, structured=False)
         # Aider sends each message whole (only the head as a whole is clipped).
-        calls.append(fresh_call(items, AIDER_INSTRUCTION, text, style="aider", result_chars=None))
+        calls.append(
+            fresh_call(
+                items,
+                AIDER_INSTRUCTION,
+                text,
+                style="aider",
+                result_chars=None,
+                model=None if weak == ctx.model else weak,
+            )
+        )
         return [
             SummaryItem(LITERAL_AIDER_PREFIX + text, source=source),  # type: ignore[arg-type]
             AssistantItem(blocks=(Block("text", text=LITERAL_AIDER_OK),)),
