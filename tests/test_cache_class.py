@@ -63,11 +63,12 @@ SCALED = {
     "gemini-compress": {"tool_budget": 2000},
     "gemini-mask-tool-out": {"protect": 2000, "minimum": 1000},
     "goose-tool-pair-summarize": {"cutoff": 4, "batch": 2},
+    # OpenHands counts events: a step of two calls is four (`_openhands.py`).
     "observation-mask": {"window": 6},
     "openhands-recent": {"max_events": 10},
-    "openhands-amortized": {"max_size": 12},
-    "openhands-llm-summary": {"max_size": 14, "keep_first": 2},
-    "openhands-llm-attention": {"max_size": 12},
+    "openhands-amortized": {"max_size": 20},
+    "openhands-llm-summary": {"max_size": 20, "keep_first": 2},
+    "openhands-llm-attention": {"max_size": 20},
     "openclaw-prune-cache-ttl": {"min_prunable": 5000},
     "prune": {"chars": 8000},
 }

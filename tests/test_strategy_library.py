@@ -1486,3 +1486,51 @@ def test_sizes_a_log_holds_as_numbers_scale_to_the_replayed_model_s_tokens():
     session = Session(header=header, events=[])
     assert tokenizer_ratio(session, "claude-sonnet-4-5") == pytest.approx(1.199)
     assert tokenizer_ratio(session, "gpt-5.5") == 1.0
+
+
+# --- OpenHands counts events ----------------------------------------------------------------
+
+
+def _parallel_steps(steps: int, calls: int) -> History:
+    h = History().user("task")
+    for s in range(steps):
+        h.step(*[("read_file", {"path": f"f{s}_{c}.py"}, f"body {s} {c}") for c in range(calls)])
+    return h
+
+
+def test_openhands_counts_each_parallel_call_and_the_system_prompt_as_events():
+    """Two answers of three parallel calls are 12 events (one per call, one per result), the
+    task one more, the system prompt (OpenHands' event 0) one more: 14 > 10. keep_first=1 keeps
+    only the system prompt; the newest 9 events cut into the first answer, kept whole. (Nine
+    items: counted as items, nothing was dropped.)"""
+    h = _parallel_steps(2, 3)
+    view = view_of(build("openhands-recent-keep-first-1-max-100", max_events=10)(h.items, ctx()))
+    assert view.items == h.items[1:]
+    assert [e.detail for e in view.events] == ["1 events forgotten"]
+    # Eleven events or more are within 14: nothing to drop.
+    view = view_of(build("openhands-recent-keep-first-1-max-100", max_events=14)(h.items, ctx()))
+    assert view.items == h.items and not view.events
+
+
+def test_openhands_amortized_forgets_by_events():
+    """Three answers of two calls: 1 + 1 + 12 = 14 events > 12. The newest 12 // 2 - 1 = 5 events
+    cut into the second answer (4 events each): kept whole, with the third; the task and the first
+    answer are forgotten."""
+    h = _parallel_steps(3, 2)
+    view = view_of(build("openhands-amortized-100", max_size=12)(h.items, ctx()))
+    assert view.items == h.items[4:]
+    assert [e.kind for e in view.events] == ["drop"]
+
+
+def test_event_index_counts_the_events_older_than_a_window_as_a_walk_does():
+    from replay.strategies._openhands import EventIndex, events_in
+
+    h = _parallel_steps(3, 3).user("more").step(text="done")
+    index = EventIndex()
+    for end in range(1, len(h.items) + 1):
+        history = h.items[:end]
+        index.sync(history)
+        assert index.total() == 1 + events_in(history)
+        for window in range(0, 25):
+            walked = sum(1 for n in range(end) if events_in(history[n:]) > window)
+            assert index.older_than(window) == walked, (end, window)

@@ -7,7 +7,8 @@ and result leave together). The masking boundary moves with every new event, so 
 rewrites the history about `window` events back.
 
 Defaults: window = 100 (OpenHands' config default; the condenser class defaults to 5).
-Cache class: churn. One history item counts as one event.
+Cache class: churn. Events are OpenHands' (`_openhands.py`): each tool call and each result
+one.
 
 Source: All-Hands-AI/OpenHands openhands/memory/condenser/impl/observation_masking_condenser.py,
 conversation_memory.py (`_filter_unmatched_tool_calls`).
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 
 from replay.strategies._base import AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import GrownView, strip_calls
+from replay.strategies._openhands import EventIndex
 from replay.strategies._prompts import LITERAL_OPENHANDS_MASKED
 from replay.strategies._view import (
     AssistantItem,
@@ -37,6 +39,7 @@ def observation_mask(window: int = 100) -> object:
     boundary = 0  # history[:boundary] was scanned for hidden results
     results: dict[str, list[int]] = {}  # call id → positions of its results
     callers: dict[str, list[int]] = {}  # call id → positions of the assistant items calling it
+    counted = EventIndex()
 
     def mask(item: ToolResultItem) -> UserItem:
         masked = masks.get(item.event_index)
@@ -70,7 +73,8 @@ def observation_mask(window: int = 100) -> object:
                     callers.setdefault(b.call_id, []).append(n)  # type: ignore[arg-type]
             view.append(shown(item))
         # The boundary only moves forward: results passing it hide their call id everywhere.
-        end = max(boundary, len(history) - window)
+        counted.sync(history)
+        end = max(boundary, counted.older_than(window))
         newly = {
             i.call_id
             for i in history[boundary:end]

@@ -5,8 +5,9 @@ events plus the newest `max_size / 2 − keep_first`; the forgotten range is rec
 so the view then grows append-only until it passes `max_size` again (a call and its result are
 forgotten together).
 
-Defaults: max_size = 100, keep_first = 1 (the class default is 0). One history item counts as
-one event. Cache class: freeze-once.
+Defaults: max_size = 100, keep_first = 1 (the class default is 0). Events are OpenHands'
+(`_openhands.py`): the system prompt is the first (all `keep_first` = 1 keeps), each tool call
+and each result one. Cache class: freeze-once.
 
 Source: All-Hands-AI/OpenHands openhands/memory/condenser/impl/amortized_forgetting_condenser.py.
 """
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 
 from replay.strategies._base import AT_LEAST_0, Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import Forgetting, PairedView, nonempty
+from replay.strategies._openhands import head_length, tail_length, view_events
 from replay.strategies._view import Item, RewriteEvent, View
 
 
@@ -28,11 +30,13 @@ def openhands_amortized(max_size: int = 100, keep_first: int = 1) -> object:
     def forget_in_batches(history: Sequence[Item], ctx: StrategyContext) -> View:
         live.sync(history)
         view = nonempty(live.items(), history)
-        if len(view) <= max_size:
+        if view_events(view) <= max_size:
             return View(items=view)
         positions = memory.remembered(len(history))
-        tail = max(1, max_size // 2 - keep_first)
-        newly = positions[keep_first : len(positions) - tail]
+        remembered = [history[n] for n in positions]
+        head = head_length(remembered, keep_first)
+        tail = tail_length(remembered[head:], max(1, max_size // 2 - keep_first))
+        newly = positions[head : len(positions) - tail]
         memory.forget(newly)
         live.update(history, newly)
         view = nonempty(live.items(), history)

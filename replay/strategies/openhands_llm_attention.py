@@ -10,8 +10,9 @@ edits, errors and test runs rank high, then recency — applied to whole steps (
 message with its tool results) so a call never loses its result. The ranking call is costed
 (input: the events; output: the list of ids).
 
-Defaults: max_size = 100, keep_first = 1. One history item counts as one event. Cache class:
-freeze-once.
+Defaults: max_size = 100, keep_first = 1. Events are OpenHands' (`_openhands.py`): the system
+prompt is the first (all `keep_first` = 1 keeps), each tool call and each result one. Cache
+class: freeze-once.
 
 Source: All-Hands-AI/OpenHands openhands/memory/condenser/impl/llm_attention_condenser.py.
 """
@@ -32,6 +33,7 @@ from replay.strategies._common import (
     nonempty,
     tool_kind,
 )
+from replay.strategies._openhands import events_of, head_length, view_events
 from replay.strategies._prompts import OPENHANDS_ATTENTION_INSTRUCTION
 from replay.strategies._view import AssistantItem, Item, RewriteEvent, ToolResultItem, View
 
@@ -75,20 +77,24 @@ def openhands_llm_attention(max_size: int = 100, keep_first: int = 1) -> object:
     def keep_ranked(history: Sequence[Item], ctx: StrategyContext) -> View:
         live.sync(history)
         view = nonempty(live.items(), history)
-        if len(view) <= max_size:
+        if view_events(view) <= max_size:
             return View(items=view)
         positions = memory.remembered(len(history))
-        rest = units(positions[keep_first:], history)
+        head = head_length([history[n] for n in positions], keep_first)
+        rest = units(positions[head:], history)
+        weight = [sum(events_of(history[n]) for n in unit) for unit in rest]
         budget = max(1, max_size // 2 - keep_first)
         order = sorted(
             range(len(rest)),
             key=lambda u: -importance(rest[u], history, u / max(1, len(rest) - 1)),
         )
         chosen: set[int] = set()
+        kept = 0  # events
         for u in order:
-            if len(chosen) + len(rest[u]) > budget and chosen:
+            if kept + weight[u] > budget and chosen:
                 continue
             chosen.update(rest[u])
+            kept += weight[u]
         newly = [n for unit in rest for n in unit if n not in chosen]
         memory.forget(newly)
         live.update(history, newly)
@@ -99,7 +105,7 @@ def openhands_llm_attention(max_size: int = 100, keep_first: int = 1) -> object:
         return View(
             items=nonempty(live.items(), history),
             summarizer_calls=[call],
-            events=[RewriteEvent("drop", f"kept {len(chosen)} ranked events")],
+            events=[RewriteEvent("drop", f"kept {kept} ranked events")],
         )
 
     return keep_ranked

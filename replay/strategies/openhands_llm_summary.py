@@ -7,7 +7,8 @@ request (OpenHands' state-summary prompt, the previous summary, and each forgott
 offset `keep_first`. The view then grows append-only until the next condensation.
 
 Defaults: max_size = 120, keep_first = 4 (the app's and SDK's default pipeline; the config
-defaults are 100 / 1). One history item counts as one event. Cache class: freeze-once.
+defaults are 100 / 1). Events are OpenHands' (`_openhands.py`): the system prompt is the
+first, each tool call and each result one, the summary one. Cache class: freeze-once.
 
 Source: All-Hands-AI/OpenHands openhands/memory/condenser/impl/llm_summarizing_condenser.py,
 server/session/session.py; software-agent-sdk llm_summarizing_condenser.py.
@@ -26,6 +27,7 @@ from replay.strategies._common import (
     repair_pairs,
     summary_item,
 )
+from replay.strategies._openhands import head_length, tail_length, view_events
 from replay.strategies._prompts import LITERAL_OPENHANDS_NO_SUMMARY, OPENHANDS_SUMMARY_INSTRUCTION
 from replay.strategies._view import Item, RewriteEvent, SummarizerCall, SummaryItem, UserItem, View
 
@@ -49,10 +51,12 @@ def openhands_llm_summary(max_size: int = 120, keep_first: int = 4) -> object:
 
     def summarize_middle(history: Sequence[Item], ctx: StrategyContext) -> View:
         view = state.view(history)
-        if len(view) <= max_size:
+        if view_events(view) <= max_size:
             return View(items=view)
-        tail_n = max(1, max_size // 2 - keep_first - 1)
-        head, middle, tail = view[:keep_first], view[keep_first:-tail_n], view[-tail_n:]
+        head_n = head_length(view, keep_first)
+        tail_n = tail_length(view[head_n:], max(1, max_size // 2 - keep_first - 1))
+        head, middle = view[:head_n], view[head_n : len(view) - tail_n]
+        tail = view[len(view) - tail_n :]
         if not middle:
             return View(items=view)
         text, source = summaries.text(ctx, middle)

@@ -5,8 +5,9 @@ events; everything in between is dropped (a call and its result leave together).
 window slides every request, so everything after the head is rewritten every time: the worst
 case for the cache.
 
-Defaults: keep_first = 1, max_events = 100 (the condenser class defaults to 10). One history
-item counts as one event. Cache class: churn.
+Defaults: keep_first = 1, max_events = 100 (the condenser class defaults to 10). Events are
+OpenHands' (`_openhands.py`): the system prompt is the first (all `keep_first` = 1 keeps), each
+tool call and each result one. Cache class: churn.
 
 Source: All-Hands-AI/OpenHands openhands/memory/condenser/impl/recent_events_condenser.py.
 """
@@ -17,22 +18,25 @@ from collections.abc import Sequence
 
 from replay.strategies._base import AT_LEAST_0, AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import AnsweredIds, nonempty, repair_pairs
+from replay.strategies._openhands import EventIndex, head_length, tail_length, view_events
 from replay.strategies._view import Item, RewriteEvent, View
 
 
 def openhands_recent(keep_first: int = 1, max_events: int = 100) -> object:
     answered = AnsweredIds()
+    counted = EventIndex()
 
     def recent_events(history: Sequence[Item], ctx: StrategyContext) -> View:
-        if len(history) <= max_events:
+        counted.sync(history)
+        total = counted.total()
+        if total <= max_events:
             return View(items=list(history))
-        tail = max(1, max_events - keep_first)
-        window = [*history[:keep_first], *history[-tail:]]
-        items = repair_pairs(window, history, answered.sync(history))
-        return View(
-            items=nonempty(items, history),
-            events=[RewriteEvent("drop", f"{len(history) - max_events} events forgotten")],
-        )
+        head = head_length(history, keep_first)
+        tail = tail_length(history[head:], max(1, max_events - keep_first))
+        window = [*history[:head], *history[len(history) - tail :]]
+        items = nonempty(repair_pairs(window, history, answered.sync(history)), history)
+        forgotten = total - view_events(items)
+        return View(items=items, events=[RewriteEvent("drop", f"{forgotten} events forgotten")])
 
     return recent_events
 

@@ -7,7 +7,8 @@ other events; leading observations whose call was dropped are dropped too, and h
 until the request fits (each refused call raises the overflow again). The forgotten events
 stay forgotten; the view grows append-only until the next overflow.
 
-Defaults: none. One history item counts as one event. Cache class: freeze-once.
+Defaults: none. Events are OpenHands' (`_openhands.py`): each tool call and each result one.
+Cache class: freeze-once.
 
 Source: All-Hands-AI/OpenHands openhands/memory/condenser/impl/conversation_window_condenser.py
 (controller: CondensationRequest on ContextWindowExceeded).
@@ -26,6 +27,7 @@ from replay.strategies._common import (
     nonempty,
     request_tokens,
 )
+from replay.strategies._openhands import events_in, tail_length
 from replay.strategies._view import Item, RewriteEvent, View
 
 
@@ -53,7 +55,8 @@ def openhands_window() -> object:
             positions = memory.remembered(len(history))
             first_user = next((n for n in positions if is_real_user(history[n])), None)
             others = [n for n in positions if n != first_user]
-            keep = set(others[-max(1, len(others) // 2) :])
+            rest = [history[n] for n in others]
+            keep = set(others[len(others) - tail_length(rest, max(1, events_in(rest) // 2)) :])
             newly = [n for n in others if n not in keep]
             if not newly:
                 break
