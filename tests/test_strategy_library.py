@@ -1534,3 +1534,175 @@ def test_event_index_counts_the_events_older_than_a_window_as_a_walk_does():
         for window in range(0, 25):
             walked = sum(1 for n in range(end) if events_in(history[n:]) > window)
             assert index.older_than(window) == walked, (end, window)
+
+# --- trigger boundaries and selection, to the token -------------------------------------------
+
+
+def _prompt_after_exchange() -> History:
+    """A finished exchange and a new prompt: the harness's pre-turn check sees only the usage
+    it was given (the new prompt is not counted, nothing else is pending)."""
+    return History().user("first").step(text="answer").user("next")
+
+
+@pytest.mark.parametrize("name", ["codex-compact-at-90pct", "codex-remote-compact-at-90pct"])
+def test_codex_compacts_when_usage_reaches_the_limit_exactly(name):
+    """Codex compacts once the tokens *reach* min(limit, 90% of the window): 244,800 of 272k."""
+    h = _prompt_after_exchange()
+    fired = {
+        usage: bool(view_of(build(name)(h.items, ctx(window=272_000, usage=usage))).events)
+        for usage in (244_799, 244_800)
+    }
+    assert fired == {244_799: False, 244_800: True}
+
+
+def test_codex_configured_limit_below_the_window_s_90pct_wins():
+    """limit = min(configured, 90% of the window): a 100k configuration compacts at 100,000 on
+    a 272k window (not at 244,800), and one above 90% of it is capped at 244,800."""
+    h = _prompt_after_exchange()
+
+    def fires(usage: int, limit: str) -> bool:
+        strategy = build("codex-compact-at-90pct", limit=limit)
+        return bool(view_of(strategy(h.items, ctx(window=272_000, usage=usage))).events)
+
+    assert not fires(99_999, "100000") and fires(100_000, "100000")
+    assert fires(244_800, "300000")
+
+
+def test_opencode_prune_needs_strictly_more_than_the_minimum():
+    """opencode prunes when the candidates add up to *more than* `minimum`: old0's 1,000 tokens
+    (4,000 chars) are not enough for a minimum of 1,000, and are for 999."""
+    h = _opencode_turns().user("turn 4")
+
+    def cleared(minimum: str) -> int:
+        strategy = build("opencode-prune-40k-20k", protect="1000", minimum=minimum)
+        return outputs(view_of(strategy(h.items, ctx()))).count(LITERAL_CLEARED)
+
+    assert (cleared("1000"), cleared("999")) == (0, 1)
+
+
+def test_pi_cut_stops_walking_back_once_keep_is_reached():
+    """pi walks back until the estimated sizes *reach* `keep`: the last entry alone (10 tokens)
+    reaches keep=10, so the cut is there; keep=11 takes the entry before it too."""
+    from replay.strategies.pi_compact import pi_cut
+
+    h = History().user("u" * 40).step(text="a" * 40).user("b" * 40)  # 10 tokens each
+    assert (pi_cut(h.items, 10), pi_cut(h.items, 11)) == (2, 1)
+
+
+def test_pi_compacts_only_above_window_minus_reserve():
+    """pi compacts when the usage *exceeds* window - reserve: 19,000 of 20,000 with a 1,000
+    reserve does not, 19,001 does."""
+    h = History().user("task")
+    for n in range(6):
+        h.step(read(f"f{n}.ts", "q" * 400), text=f"step {n}")
+    h.user("next prompt")
+    fired = {
+        usage: bool(
+            view_of(
+                build("pi-compact-16k-20k", reserve="1000", keep="150")(
+                    h.items, ctx(window=20_000, usage=usage)
+                )
+            ).events
+        )
+        for usage in (19_000, 19_001)
+    }
+    assert fired == {19_000: False, 19_001: True}
+
+
+def _four_bash_steps() -> History:
+    """10 + 4 x (2 + 1,000) = 4,018 tokens at chars/4, without framing."""
+    h = History().user("u" * 40)
+    for _ in range(4):
+        h.step(("bash", {}, "r" * 4000))  # the call `bash({})`: 2 tokens
+    return h
+
+
+def test_anthropic_clear_tool_uses_fires_only_above_the_trigger():
+    """Context editing clears when the input *exceeds* `trigger`: a 4,018-token request does
+    not at trigger 4,018, does at 4,017 (the oldest of 4 results; keep 3)."""
+    from replay.strategies._common import request_tokens
+
+    h = _four_bash_steps()
+    assert request_tokens(h.items, ctx()) == 4018
+
+    def cleared(trigger: str) -> int:
+        strategy = build("anthropic-clear-tool-uses-100k-keep-3", trigger=trigger)
+        return outputs(view_of(strategy(h.items, ctx()))).count("[tool result cleared]")
+
+    assert (cleared("4018"), cleared("4017")) == (0, 1)
+
+
+def test_anthropic_clear_at_least_is_met_by_exactly_that_many_tokens():
+    """Nothing is cleared only when the clearable results add up to *fewer* tokens than
+    `clear_at_least`: one clearable 1,000-token result meets 1,000, not 1,001."""
+    h = _four_bash_steps()
+
+    def cleared(at_least: str) -> int:
+        strategy = build(
+            "anthropic-clear-tool-uses-100k-keep-3", trigger="100", clear_at_least=at_least
+        )
+        return outputs(view_of(strategy(h.items, ctx()))).count("[tool result cleared]")
+
+    assert (cleared("1000"), cleared("1001")) == (1, 0)
+
+
+def test_goose_compaction_re_sends_the_last_user_prompt():
+    """After a compaction Goose re-sends the text of the *last* real user message, not the
+    first: [summary, continuation, last user text]."""
+    h = History().user("first task").step(text="done").user("second task").step(text="ok")
+    view = view_of(build("goose-compact-80pct")(h.items, ctx(window=40_000, usage=35_000)))
+    assert view.events and len(view.items) == 3
+    resent = view.items[2]
+    assert isinstance(resent, UserItem) and resent.text == "second task"
+
+
+def _text_turns(n: int) -> History:
+    """`n` items alternating user / text-only assistant (no pairs to repair): u0 a1 u2 …"""
+    h = History()
+    for k in range(n):
+        if k % 2 == 0:
+            h.user(f"u{k}")
+        else:
+            h.step(text=f"a{k}")
+    return h
+
+
+def test_openhands_recent_keeps_first_k_and_the_last_max_minus_k():
+    """keep_first=2, max_events=4 on the system prompt and 6 messages (7 events): the first two
+    events (the system prompt, message 0) and the last 4 - 2 = 2."""
+    h = _text_turns(6)
+    view = view_of(build("openhands-recent-keep-first-2-max-4")(h.items, ctx()))
+    assert view.items == [h.items[0], *h.items[4:]]
+
+
+def test_openhands_amortized_keeps_first_k_and_the_newest_half_max_minus_k():
+    """max_size=6, keep_first=2: the system prompt and 7 messages (8 events) are cut to the
+    first two events (the system prompt, message 0) and the newest 6 // 2 - 2 = 1; the 5
+    between are forgotten."""
+    h = _text_turns(7)
+    view = view_of(build("openhands-amortized-6-keep-first-2")(h.items, ctx()))
+    assert view.items == [h.items[0], h.items[6]]
+
+
+def test_prune_fires_only_when_the_view_passes_its_chars():
+    """prune-at-N prunes when the view has *more than* N characters: a 2,116-character view is
+    left alone at N = 2,116 and its oldest result stubbed at 2,115 (keep 1)."""
+    from replay.strategies._common import chars
+
+    h = History().user("u" * 100)
+    h.step(("bash", {}, "x" * 1000)).step(("bash", {}, "y" * 1000))  # `bash({})`: 8 chars each
+    assert chars(h.items) == 100 + 2 * (8 + 1000)
+
+    def stubbed(n: int) -> list[bool]:
+        view = view_of(build(f"prune-at-{n}-keep-1")(h.items, ctx()))
+        return [o.startswith("[pruned: bash result") for o in outputs(view)]
+
+    assert stubbed(2116) == [False, False] and stubbed(2115) == [True, False]
+
+
+def test_the_harness_estimate_rounds_characters_up():
+    """est = ceil(chars / 4): 5 characters are 2 tokens, 1 is 1, none is 0."""
+    from replay.strategies._common import est, item_est
+
+    assert [est("x" * n) for n in (0, 1, 4, 5)] == [0, 1, 1, 2]
+    assert item_est(ToolResultItem("c1", "bash", "x" * 4001)) == 1001
