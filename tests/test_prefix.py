@@ -131,6 +131,20 @@ def test_first_request_and_where_labels():
     assert diff.first_mismatch_token == shorter.total
 
 
+def test_message_index_of_a_rewritten_first_message_and_of_a_shortened_prompt():
+    """A rewrite in message 0 is reported in message 0 (a view item, not "no message"); a
+    prompt cut short, the old one's prefix, names the last message it kept."""
+    r = _renderer()
+    items = [UserItem("task"), AssistantItem((Block("text", text="ok"),)), UserItem("more")]
+    first = _render(r, items)
+    edited = _render(r, [UserItem("another task"), *items[1:]])
+    diff = prefix_diff(first, edited, r.table)
+    assert (diff.where, diff.message_index, diff.is_break) == ("message 0", 0, True)
+    shorter = _render(r, items[:2])
+    diff = prefix_diff(first, shorter, r.table)
+    assert (diff.where, diff.message_index, diff.is_break) == ("tail", 1, True)
+
+
 def test_mismatch_inside_a_block_counts_shared_tokens():
     r = _renderer()
     counter = r.table.counter

@@ -158,6 +158,33 @@ def test_parallel_results_share_one_message():
     assert req.positions.tolist() == [0, 1, 1, 1, 2, 2, 2]
 
 
+def test_one_text_of_another_kind_or_message_start_is_another_block():
+    """A block is its kind, whether it opens a message, and its text: the same words as a user
+    message and as the assistant's text, or as a tool result opening its message and one sent
+    after another, are different blocks (a prefix diff sees them differ; only the result that
+    opens the message pays the framing)."""
+    r = Renderer(counter_for("gpt-5"))
+    user = _render(r, [UserItem("same words")], system="", tools=[])
+    text = _render(r, [SummaryItem("same words", role="assistant")], system="", tools=[])
+    assert (user.kinds, text.kinds) == (["user"], ["text"])
+    assert user.block_ids[0] != text.block_ids[0]
+    calls = AssistantItem(
+        tuple(
+            Block("tool_call", call_id=f"c{i}", name="read_file", arguments={"path": f"f{i}"})
+            for i in range(2)
+        )
+    )
+    items = [UserItem("go"), calls] + [
+        ToolResultItem(f"c{i}", "read_file", "same") for i in range(2)
+    ]
+    req = _render(r, items, system="", tools=[])
+    first, second = (r.table.blocks[i] for i in req.block_ids.tolist()[-2:])
+    assert req.block_ids[-2] != req.block_ids[-1]
+    assert (first.starts_message, second.starts_message) == (True, False)
+    count = r.table.counter.count("same")
+    assert (first.tokens, second.tokens) == (count + r.table.counter.family.message_overhead, count)
+
+
 def test_a_non_item_is_rejected():
     r = Renderer(counter_for("gpt-5"))
     with pytest.raises(TypeError, match="not a view item"):
