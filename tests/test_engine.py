@@ -541,6 +541,33 @@ def test_a_prompt_of_exactly_the_context_window_is_not_over_it(monkeypatch):
         assert record.over_window is over, window
 
 
+def test_a_result_cleared_at_a_request_s_time_is_cleared_in_that_request():
+    """docs/log-format.md: the requests sent *at or after* a result's `cleared_at` saw it
+    cleared; `recorded` shows it whole before that instant and cleared from it on."""
+    from replay.log import ToolResult
+    from replay.strategies import ToolResultItem
+    from replay.strategies._prompts import LITERAL_CLEARED
+
+    turns = [
+        gen.Turn(f"step {n}", [gen.Call("read_file", {"path": f"f{n}"}, f"content {n}")])
+        for n in range(4)
+    ]
+    session = gen.build_session(turns, provider="anthropic")
+    marker = {e.request_id: e for e in session.events if isinstance(e, RequestMarker)}
+    first = next(e for e in session.events if isinstance(e, ToolResult))
+    first.cleared_at = marker["req-003"].ts
+    records = [
+        r
+        for r in replay_session(session, ["recorded"], ReplayConfig(keep_views=True))
+        if r.kind == "request"
+    ]
+    shown = {
+        r.request_id: [i.output for i in r.view if isinstance(i, ToolResultItem)][0]
+        for r in records[1:]
+    }
+    assert shown == {"req-002": "content 0", "req-003": LITERAL_CLEARED, "req-004": LITERAL_CLEARED}
+
+
 def test_microcompact_time_measures_the_gap_from_the_last_answer():
     """Claude Code measures its 60 minutes from the last assistant message: a request 63
     minutes after the previous one but 58 after its (long, streamed) answer clears nothing.
@@ -588,7 +615,8 @@ def test_thinking_logged_only_by_its_size_is_counted_in_the_output_too():
 def test_a_strategy_reads_the_previous_request_s_simulated_usage_bucket_by_bucket():
     """`ctx.previous_usage` (what a harness reads off the last response to decide whether to
     compact: opencode adds reads and writes) is the previous request's simulated usage, each
-    bucket where the simulation put it."""
+    bucket where the simulation put it, and the output of the response that answered it (a
+    harness's reported total is prompt + output)."""
     from replay.strategies import NamedStrategy, StrategySpec
 
     seen: dict[int, object] = {}
@@ -614,6 +642,7 @@ def test_a_strategy_reads_the_previous_request_s_simulated_usage_bucket_by_bucke
         assert (usage.input_tokens, usage.cache_read_tokens, usage.cache_write_5m_tokens,
                 usage.cache_write_1h_tokens) == (o.uncached, o.cache_read, o.cache_write_5m,
                                                  o.cache_write_1h)
+        assert usage.output_tokens == prev.output_tokens > 0
     assert any(r.outcome.cache_read for r in records) and any(
         r.outcome.cache_write_5m for r in records)  # both buckets are exercised
 

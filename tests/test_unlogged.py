@@ -446,6 +446,17 @@ def test_what_the_harness_sent_with_a_logged_compaction_only_goes_with_it() -> N
     assert grown == [0, 0] + [3000] * 5
 
 
+def test_a_logged_compaction_replaces_the_unlogged_context_among_the_events_it_names() -> None:
+    """A compaction that names the events it replaced also replaced the context the log does
+    not hold sent among them (fitted per request): `recorded` sends the 3,000 tokens fitted at
+    request 2 until the compaction, not after it."""
+    session, _, _ = _compacted_session()
+    second = _index(session, "main-r2")
+    fit = UnloggedContext(requests={(MAIN_THREAD, second): RequestFit(before=3000)})
+    with_it, without = _prompts(session, "recorded", fit), _prompts(session, "recorded", {})
+    assert [a - b for a, b in zip(with_it, without, strict=True)] == [0, 0, 3000, 3000, 0, 0, 0]
+
+
 def test_a_forked_summarizer_is_sent_the_view_as_the_request_sends_it() -> None:
     # An unlogged message no longer sent is out of the request's view: a summarizer call that
     # forks the main thread leaves it out too, or it would part from the cached main prefix
