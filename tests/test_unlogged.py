@@ -216,6 +216,44 @@ def test_a_message_gone_from_an_openai_prompt_is_found_from_the_billed_size() ->
     assert [r.simulated_prompt - r.recorded_prompt for r in plain][3:] == [400, 400, 400]
 
 
+def _openai_session() -> Session:
+    session = _session(_turns(MAIN_THREAD, 0, 6, T0), hidden=2000)
+    session.header.provider, session.header.model = "openai", "gpt-5"
+    return session
+
+
+def test_a_surplus_of_a_message_s_framing_or_less_is_no_unlogged_message() -> None:
+    # gpt-5 frames a message with 3 tokens: a request billed 3 tokens over its replay holds no
+    # message the log lacks (there would be nothing in it), one billed 4 over holds one.
+    fits = []
+    for extra in (3, 4):
+        session = _openai_session()
+        _bill(session, UnloggedContext())
+        second = _index(session, "main-r2")
+        session.events[second].usage.input_tokens += extra
+        fit = fit_unlogged_context(session, ReplayConfig())
+        fits.append(fit.requests.get((MAIN_THREAD, second)))
+    assert fits == [None, RequestFit(before=4)]
+
+
+def test_a_message_gone_is_found_beyond_a_shortfall_that_persists() -> None:
+    # Request 1 carried 400 unlogged tokens that request 4 no longer did. From request 2 on, the
+    # provider also bills 200 tokens less than the replay (no message of that size: a surplus
+    # the fit cannot remove). Request 4's new shortfall is the message's size only: it is found.
+    session = _openai_session()
+    first, fourth = _index(session, "main-r1"), _index(session, "main-r4")
+    truth = {
+        (MAIN_THREAD, first): RequestFit(before=400),
+        (MAIN_THREAD, fourth): RequestFit(drop=((first, "before"),)),
+    }
+    _bill(session, UnloggedContext(requests=truth))
+    for n in range(2, 6):
+        session.events[_index(session, f"main-r{n}")].usage.input_tokens -= 200
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert fit.requests[(MAIN_THREAD, first)].before == 400
+    assert fit.requests[(MAIN_THREAD, fourth)] == RequestFit(drop=((first, "before"),), shrunk=True)
+
+
 def test_a_shortfall_is_matched_to_a_message_of_its_size_only() -> None:
     def item(tokens: int) -> UserItem:
         return UserItem("x", injected=True, estimated_tokens=tokens - 4)
