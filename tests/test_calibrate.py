@@ -180,6 +180,41 @@ def test_pairs_that_are_not_only_logged_text_are_left_out() -> None:
     assert c.factor.value == pytest.approx(1.2, abs=0.005)
 
 
+def test_a_prompt_that_did_not_grow_is_left_out() -> None:
+    """A pair whose later prompt is billed the same as the earlier one (delta 0) measures no
+    growth: it is left out as "prompt did not grow", not fitted as a ratio of 0."""
+    session = synthetic_session(1.2, rounds=10)
+    markers = [e for e in session.events if isinstance(e, RequestMarker)]
+    markers[4].usage = markers[3].usage.model_copy()
+    found = calibration_pairs(session)
+    assert found.excluded == {"prompt did not grow": 1}
+    assert len(found.pairs) == 9 and all(p.delta > 0 for p in found.pairs)
+
+
+def test_a_response_the_harness_never_sent_back_is_not_counted() -> None:
+    """An aborted response (`in_context: false`) was billed but is no part of the next prompt:
+    its text adds nothing to the pair's appended tokens or messages, and its thinking does not
+    exclude the pair."""
+    session = synthetic_session(1.2, rounds=10)
+    plain = calibration_pairs(session).pairs
+    at = next(
+        n
+        for n, e in enumerate(session.events)
+        if isinstance(e, RequestMarker) and e.request_id == "r3"
+    )
+    aborted = AssistantMessage(
+        ts=session.events[at].ts,
+        blocks=[
+            ThinkingBlock(thinking="", signature="sig", estimated_tokens=80),
+            TextBlock(text="an answer cut short " * 20),
+        ],
+        request_id="r3",
+        in_context=False,
+    )
+    session.events.insert(at + 1, aborted)
+    assert calibration_pairs(session).pairs == plain
+
+
 def test_model_switch_and_families_are_kept_apart() -> None:
     a = synthetic_session(1.2, model="claude-sonnet-4-6", rounds=20)
     b = synthetic_session(1.6, model="claude-opus-4-8", rounds=20, seed=1)

@@ -232,6 +232,26 @@ def test_the_environment_variable_names_the_file(tmp_path: Path, monkeypatch) ->
         use_tokenizers(None)
 
 
+def test_a_user_row_of_a_new_family_is_tried_before_the_built_in_rows(tmp_path: Path) -> None:
+    """A row of a family the table lacks is tried first: the built-in `.*` catch-all (and the
+    `^claude-` row) would otherwise take every model it names."""
+    path = tmp_path / "mine.json"
+    framing = {"message_overhead": 4, "tool_call_overhead": 8}
+    rows = [
+        {"family": "my-claude", "pattern": "^claude-my-", "encoding": "o200k_base", "factor": 1.3},
+        {"family": "local", "pattern": "^local-", "encoding": "cl100k_base", "factor": 1.0},
+    ]
+    path.write_text(json.dumps({"families": [{**row, **framing} for row in rows]}))
+    use_tokenizers(path)
+    try:
+        assert family_for("claude-my-model").family == "my-claude"
+        assert family_for("local-llama").family == "local"
+        assert family_for("claude-sonnet-4-6").family == "claude"
+        assert family_for("mistral-large").family == "default"
+    finally:
+        use_tokenizers(None)
+
+
 def test_forgotten_texts_are_not_held_but_not_tokenized_again():
     counter = TokenCounter("gpt-5")
     kept, derived = "a text the log holds", "a summary a strategy wrote " * 20
