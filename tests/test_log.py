@@ -356,6 +356,42 @@ def test_a_request_before_any_message_of_its_thread_is_a_bad_line(tmp_path):
     assert len(read_log(path).requests()) == 2  # read as written: the lossless round trip
 
 
+def test_a_response_the_harness_never_sent_back_is_no_message_to_build_a_prompt_from(tmp_path):
+    """An assistant message with `in_context: false` (billed, never sent back) is not what a
+    request's prompt is built from: a request after only that has no message before it."""
+    aborted = (
+        '{"type":"assistant","ts":"2026-03-02T09:00:01Z","in_context":false,'
+        '"blocks":[{"type":"text","text":"cut short"}]}'
+    )
+    path = _write(tmp_path, HEADER, aborted, REQUEST.replace("r1", "r0"), USER, REQUEST)
+    session = read_log(path, check_pairs=True)
+    assert [(e.line, e.expected) for e in session.skipped] == [
+        (3, "expected a message of thread 'main' before request r0")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("in_context", "server_side"), [(False, False), (True, True)], ids=["aborted", "server-side"]
+)
+def test_calls_that_expect_no_result_are_not_due_at_the_next_request(
+    tmp_path, in_context, server_side
+):
+    """Only calls the model saw back and the client runs must be answered before the thread's
+    next request: a call of a response never sent back (`in_context: false`), or one the
+    provider ran (`server_side: true`), has no result, and gets no placeholder."""
+    call = dict(type="tool_call", id="c1", name="web_search", arguments={})
+    blocks = [call | {"server_side": server_side}, {"type": "text", "text": "found"}]
+    assistant = dict(type="assistant", ts="2026-03-02T09:00:03Z", request_id="r1")
+    assistant |= {"in_context": in_context, "blocks": blocks}
+    again = '{"type":"user","ts":"2026-03-02T09:00:04Z","text":"more"}'
+    second = '{"type":"request","ts":"2026-03-02T09:00:05Z","request_id":"r2"}'
+    path = _write(tmp_path, HEADER, USER, REQUEST, json.dumps(assistant), again, second)
+    session = read_log(path, check_pairs=True)
+    assert session.skipped == []
+    assert not any(isinstance(e, ToolResult) for e in session.events)
+    assert read_log(path, strict=True, check_pairs=True).skipped == []
+
+
 def test_a_line_written_twice_is_a_bad_line(tmp_path):
     """Event ids are unique in a file: the second line with one is skipped and counted (a
     strict read stops there), not replayed as one more request."""
