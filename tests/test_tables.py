@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RUN42 = str(ROOT / "logs" / "run42.jsonl")
 THREE = "baseline,truncate-500,compact-at-12000-structured"
 WIDTHS = (40, 60, 80, 100, 120)
-# A number as the tables print it: 41,123 · $0.0074 · -$0.0012 · 69.0% · 1.20E-05 · 4× · 0.063
+# A number as the tables print it: 41,123 · $0.0074 · -$0.0012 · 69.0% · $0.000012 · 4× · 0.063
 NUMBER = re.compile(r"-?\$?\d[\d,]*(?:\.\d+)?(?:E[-+]\d+)?[%×]?")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -209,3 +209,19 @@ def test_a_rich_without_its_private_layout_method_still_cuts_no_number(run42, mo
     text = _render(summary_table(result.summary, "run42"), 100)
     assert "…" not in text
     assert all(_usd(c) in text for c in result.summary["cost_usd"])
+
+
+@pytest.mark.parametrize(
+    "value, places, shown",
+    [
+        ("1234.56789", 4, "$1,234.5679"),
+        ("-0.0012", 4, "-$0.0012"),
+        ("0.0000006", 6, "$0.00000060"),  # below the last place: two significant digits
+        ("0.00001234", 4, "$0.000012"),
+        ("-0.00000123", 4, "-$0.0000012"),
+        ("0", 6, "$0.000000"),
+    ],
+)
+def test_money_below_the_last_place_is_a_plain_decimal(value, places, shown):
+    """Money in a table is never in scientific notation (a break-even table showed $6.00E-7)."""
+    assert _usd(Decimal(value), places) == shown

@@ -40,13 +40,14 @@ def counted(n: int, word: str, plural: str | None = None) -> str:
 
 
 def _usd(v: Decimal | None, places: int = 4) -> str:
-    """`$1,234.5678`, `-$0.0012` (the sign before the dollar), `$1.20E-05` below the last place."""
+    """`$1,234.5678`, `-$0.0012` (the sign before the dollar); below the last place, two
+    significant digits: `$0.000012` (money is not written in scientific notation)."""
     if v is None:
         return ""
     sign, v = ("-" if v < 0 else ""), abs(v)
     if v >= Decimal(1).scaleb(-places) or v == 0:
         return f"{sign}${v:,.{places}f}"
-    return f"{sign}${v:.2E}"
+    return f"{sign}${v:.{1 - v.adjusted()}f}"
 
 
 def _calls(n: int) -> str:
