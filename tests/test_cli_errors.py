@@ -707,3 +707,29 @@ def test_a_horizon_without_break_even_is_an_error(invoke, tmp_path):
     assert result.exit_code == 2
     assert "--horizon limits break-even, which --no-breakeven leaves out" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "name, starts", [("out.json", b"{"), ("out.csv", b"strategy,"), ("out.parquet", b"PAR1")]
+)
+def test_without_format_the_output_suffix_picks_it(invoke, tmp_path, name, starts):
+    """`-o out.json` writes JSON (a table written into out.json would be read as JSON)."""
+    out = tmp_path / name
+    result = invoke("run", RUN42, "-s", "baseline", "-o", out, "-q")
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes().startswith(starts)
+
+
+def test_a_format_the_output_suffix_contradicts_is_one_line_exit_2(invoke, tmp_path):
+    result = invoke("run", RUN42, "-s", "baseline", "--format", "csv", "-o", tmp_path / "x.json")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: --format csv but -o {tmp_path / 'x.json'} names a json file: drop --format, or "
+        "give a file name that agrees with it\n"
+    )
+    assert not (tmp_path / "x.json").exists()
+    # A suffix that names no format leaves the default, and agreeing ones are fine.
+    assert invoke("run", RUN42, "-s", "baseline", "-o", tmp_path / "t.txt", "-q").exit_code == 0
+    assert (tmp_path / "t.txt").read_text().lstrip().startswith(str(RUN42))
+    ok = invoke("run", RUN42, "-s", "baseline", "--format", "json", "-o", tmp_path / "y.JSON")
+    assert ok.exit_code == 0 and (tmp_path / "y.JSON").read_text().startswith("{")

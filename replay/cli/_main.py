@@ -179,10 +179,43 @@ def _same_file(a: Any, b: Any) -> bool:
         return False
 
 
+SUFFIX_FORMATS = {".json": "json", ".csv": "csv", ".parquet": "parquet", ".md": "markdown"}
+"""The format an `-o` file's suffix names, where `--format` is not given."""
+
+
+def format_for(fmt: str | None, output: Any, formats: tuple[str, ...]) -> str:
+    """`--format`, else the one `-o`'s suffix names (among `formats`), else the first of
+    `formats`. A `--format` that another format's suffix contradicts is a mistake: a table
+    written to `out.json` would be read as JSON."""
+    named = None
+    if output is not None and str(output) != "-":
+        named = SUFFIX_FORMATS.get(Path(str(output)).suffix.lower())
+        named = named if named in formats else None
+    if fmt is None:
+        return named or formats[0]
+    if named is not None and named != fmt:
+        raise ReplayError(
+            f"--format {fmt} but -o {output} names a {named} file: drop --format, or give a "
+            "file name that agrees with it"
+        )
+    return fmt
+
+
 def output_options(formats: tuple[str, ...] = FORMATS) -> Callable:
-    """`--format`, `-o/--output` and `--quiet`, shared by every command that prints results."""
+    """`--format`, `-o/--output` and `--quiet`, shared by every command that prints results.
+    Without `--format`, the format is the one `-o`'s suffix names, else the first of
+    `formats`."""
 
     def decorate(fn: Callable) -> Callable:
+        command = fn
+
+        @functools.wraps(command)
+        def with_format(*args: Any, **kwargs: Any) -> Any:
+            with reported_errors():
+                kwargs["fmt"] = format_for(kwargs.get("fmt"), kwargs.get("output"), formats)
+            return command(*args, **kwargs)
+
+        fn = with_format
         fn = click.option("--quiet", "-q", is_flag=True, help="Print nothing but the result.")(fn)
         fn = click.option(
             "-o",
@@ -192,13 +225,13 @@ def output_options(formats: tuple[str, ...] = FORMATS) -> Callable:
             help="Write the result to FILE (atomically) instead of standard output; its folder "
             "must exist.",
         )(fn)
+        suffixes = ", ".join(f"{k}" for k, v in SUFFIX_FORMATS.items() if v in formats)
         fn = click.option(
             "--format",
             "fmt",
             type=click.Choice(formats),
-            default=formats[0],
-            show_default=True,
-            help="Output format.",
+            help=f"Output format [default: {formats[0]}, or the one -o's suffix names: "
+            f"{suffixes}].",
         )(fn)
         return fn
 
