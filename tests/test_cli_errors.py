@@ -733,3 +733,23 @@ def test_a_format_the_output_suffix_contradicts_is_one_line_exit_2(invoke, tmp_p
     assert (tmp_path / "t.txt").read_text().lstrip().startswith(str(RUN42))
     ok = invoke("run", RUN42, "-s", "baseline", "--format", "json", "-o", tmp_path / "y.JSON")
     assert ok.exit_code == 0 and (tmp_path / "y.JSON").read_text().startswith("{")
+
+
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["run", RUN42, "-o", "{tmp}"], "-o {tmp}: is a folder, not a file"),
+        (["schema", "-o", "{tmp}"], "-o {tmp}: is a folder, not a file"),
+        (["run", RUN42, "--cache-rules", "{tmp}/x.json"], "--cache-rules {tmp}/x.json: no such "
+         "file"),
+        (["providers", "--cache-rules", "{tmp}"], "--cache-rules {tmp}: is a folder, not a file"),
+        (["record-fixture", "--fixture", "{tmp}/none"], "--fixture {tmp}/none: no such folder"),
+        (["record-fixture", "-o", "-"], "-o -: needs a path: `-` (standard output) is not one "
+         "here"),
+    ],
+)
+def test_a_path_an_option_cannot_use_is_one_line_exit_2(invoke, tmp_path, args, line):
+    """Not click's usage lines: the option was typed right, the file is what is wrong."""
+    result = invoke(*(str(a).replace("{tmp}", str(tmp_path)) for a in args))
+    assert result.exit_code == 2
+    assert result.stderr == "error: " + line.replace("{tmp}", str(tmp_path)) + "\n"

@@ -14,6 +14,7 @@ from replay.cli._cmd_strategies import resolve_strategies, strategy_options
 from replay.cli._main import (
     LOG_PATH,
     OUTPUT_PATH,
+    FilePath,
     NoDashPath,
     check_output_folder,
     cli,
@@ -210,7 +211,7 @@ def schema_command(output: Path | None) -> None:
 )
 @click.option(
     "--fixture",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    type=FilePath(exists=True, file_okay=False, path_type=Path),
     help="Fixture folder (default: logs/fixtures/tasklist, shipped with replay).",
 )
 @user_errors

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from replay.cli._main import cli, output_options, user_errors
+from replay.cli._main import FilePath, cli, output_options, user_errors
 
 
 @cli.command("providers")
@@ -30,7 +30,7 @@ from replay.cli._main import cli, output_options, user_errors
 )
 @click.option(
     "--cache-rules",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=FilePath(exists=True, dir_okay=False, path_type=Path),
     help="Layer your own rule file over the built-in ones (schema: docs/cache-rules.md).",
 )
 @click.option("--schema", is_flag=True, help="Print the JSON Schema of a rule file and exit.")

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from replay.cli._main import cli, output_options, user_errors
+from replay.cli._main import FilePath, cli, output_options, user_errors
 
 
 def strategy_options(fn: Callable) -> Callable:
@@ -19,7 +19,7 @@ def strategy_options(fn: Callable) -> Callable:
         "--strategy-file",
         "strategy_files",
         multiple=True,
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=FilePath(dir_okay=False, path_type=Path),
         help="Load plug-in strategies from a Python file (repeatable); run them by name, or all "
         "with `--strategies plugins` / `all,plugins`.",
     )(fn)
@@ -138,7 +138,7 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
     "--strategy-file",
     "strategy_files",
     multiple=True,
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FilePath(dir_okay=False, path_type=Path),
     help="Also list the plug-in strategies of this Python file (repeatable).",
 )
 @output_options(("table", "json", "markdown"))

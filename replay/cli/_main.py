@@ -10,7 +10,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -60,32 +60,62 @@ class _DefaultToRun(click.Group):
         sys.exit(2)
 
 
-class _DashPath(click.Path):
+def _one_line_exit(message: str, ctx: click.Context | None) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    if ctx is not None:
+        ctx.exit(2)
+    raise click.exceptions.Exit(2)
+
+
+_PATH_REASONS = (
+    (" does not exist.", "no such file or folder"),
+    (" is a directory.", "is a folder, not a file"),
+    (" is a file.", "is a file, not a folder"),
+    (" is not readable.", "cannot be read (permission denied)"),
+    (" is not writable.", "cannot be written (permission denied)"),
+)
+
+
+class FilePath(click.Path):
+    """A click.Path whose refusals are one `error:` line, exit 2, as every other file `replay`
+    cannot read or write (click would print its usage lines, meant for a mistyped option)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return self.checked(value, param, ctx)
+        except click.BadParameter as err:
+            reason = next((r for end, r in _PATH_REASONS if err.message.endswith(end)), None)
+            if reason == "no such file or folder" and not (self.file_okay and self.dir_okay):
+                reason = "no such file" if self.file_okay else "no such folder"
+            flag = f"{param.opts[0]} " if isinstance(param, click.Option) else ""
+            _one_line_exit(f"{flag}{value}: {reason or err.message}", ctx)
+
+    def checked(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return super().convert(value, param, ctx)
+
+
+class _DashPath(FilePath):
     """A LOG argument or an `-o FILE`: a `Path`, or the string `-` for standard input or output.
     `./-` stays a file named `-` (click.Path would make it `Path("-")`, the same as `-`)."""
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    def checked(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and value == "-":
             return value
         if not self.dir_okay and isinstance(value, str) and value.endswith(("/", os.sep)):
             # Path() drops the slash, and the file would be written as the folder's name.
-            click.echo(f"error: cannot write {value!r}: expected a file name, not a folder",
-                       err=True)
-            if ctx is not None:
-                ctx.exit(2)
-            raise click.exceptions.Exit(2)
-        return super().convert(value, param, ctx)
+            _one_line_exit(f"cannot write {value!r}: expected a file name, not a folder", ctx)
+        return super().checked(value, param, ctx)
 
 
-class NoDashPath(click.Path):
+class NoDashPath(FilePath):
     """A path that `-` is not: the option writes a file (or a folder) by name, and `-` would be
     one named `-` in the current folder, where every `OUTPUT_PATH` means standard output.
     (`./-` still names that file.)"""
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    def checked(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and value == "-":
             self.fail("needs a path: `-` (standard output) is not one here", param, ctx)
-        return super().convert(value, param, ctx)
+        return super().checked(value, param, ctx)
 
 
 LOG_PATH = _DashPath(path_type=Path)
@@ -304,7 +334,7 @@ def replay_options(fn: Callable) -> Callable:
             ),
             click.option(
                 "--cache-rules",
-                type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                type=FilePath(exists=True, dir_okay=False, path_type=Path),
                 help="Your own cache-rule file for the provider (schema: docs/cache-rules.md).",
             ),
             click.option(
