@@ -514,6 +514,27 @@ def test_detection_ignores_file_names(tmp_path: Path) -> None:
         assert detect(path) == fmt
 
 
+@pytest.mark.parametrize(
+    "packer, said",
+    [
+        ("gzip", "a gzip-compressed file: expected a coding-agent log; decompress it first "
+         "(`zcat {path} | replay -`)"),
+        ("bz2", "a bzip2-compressed file: expected a coding-agent log; decompress it first "
+         "(`bzcat {path} | replay -`)"),
+        ("lzma", "a xz-compressed file: expected a coding-agent log; decompress it first "
+         "(`xzcat {path} | replay -`)"),
+    ],
+)
+def test_a_compressed_log_is_named_as_such(tmp_path: Path, packer: str, said: str) -> None:
+    import importlib
+
+    path = tmp_path / "run.jsonl.packed"
+    path.write_bytes(importlib.import_module(packer).compress(Path(RUN42).read_bytes()))
+    with pytest.raises(LogFormatError) as err:
+        detect(path)
+    assert str(err.value) == f"{path}: " + said.format(path=path)
+
+
 def test_a_native_header_without_its_format_is_still_read_as_native(tmp_path: Path) -> None:
     """A lenient read takes a replay-log header that lost `format` (and --strict refuses it);
     it used to be detected as a pi header, and `convert` wrote a pi log with no events."""

@@ -1386,3 +1386,14 @@ def test_a_session_s_unlogged_context_is_fitted_once_for_every_strategy(tmp_path
                        workers=1)
     assert report.counts["replayed"] == 1
     assert len(fits) == 1
+
+
+def test_a_compressed_log_in_a_folder_is_skipped_with_its_hint(tmp_path: Path) -> None:
+    import gzip
+
+    (tmp_path / "run.jsonl").write_bytes(Path(RUN42).read_bytes())
+    (tmp_path / "old.jsonl.gz").write_bytes(gzip.compress(Path(RUN42).read_bytes()))
+    report = run_batch([tmp_path], BatchOptions(strategies="baseline"), workers=1)
+    assert status_of(report) == {"run.jsonl": "replayed", "old.jsonl.gz": "skipped"}
+    packed = next(f for f in report.files if f.path.endswith(".gz"))
+    assert "a gzip-compressed file" in packed.message and "zcat" in packed.message

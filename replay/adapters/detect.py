@@ -111,6 +111,16 @@ def _looks_like_opencode(head: bytes) -> bool:
     return isinstance(obj, dict) and "info" in obj and "messages" in obj
 
 
+_COMPRESSED = (
+    (b"\x1f\x8b", "gzip"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"BZh", "bzip2"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"PK\x03\x04", "zip"),
+)
+"""Magic numbers of the archives logs are kept in (a log is text; these never start one)."""
+
+
 def detect_file(path: Path) -> str:
     """The format of one file, or a `LogFormatError` saying what was expected."""
     try:
@@ -120,6 +130,14 @@ def detect_file(path: Path) -> str:
         raise LogFormatError(path, None, f"cannot read the file ({err.strerror})") from None
     if not head.strip():
         raise LogFormatError(path, None, "empty file: expected a coding-agent log")
+    packed = next((name for magic, name in _COMPRESSED if head.startswith(magic)), None)
+    if packed is not None:
+        tool = {"gzip": "zcat", "zstd": "zstdcat", "bzip2": "bzcat", "xz": "xzcat"}.get(packed)
+        how = f" (`{tool} {path} | replay -`)" if tool else ""
+        raise LogFormatError(
+            path, None, f"a {packed}-compressed file: expected a coding-agent log; decompress it "
+            f"first{how}"
+        )
     if _looks_like_opencode(head):
         return "opencode"
     totals = dict.fromkeys(FORMATS, 0)

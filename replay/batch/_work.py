@@ -175,6 +175,7 @@ _UNRECOGNISED_HINTS = (
     "empty log",
     "empty file",
     "expected utf-8",
+    "-compressed file",
 )
 
 
