@@ -1397,3 +1397,17 @@ def test_a_compressed_log_in_a_folder_is_skipped_with_its_hint(tmp_path: Path) -
     assert status_of(report) == {"run.jsonl": "replayed", "old.jsonl.gz": "skipped"}
     packed = next(f for f in report.files if f.path.endswith(".gz"))
     assert "a gzip-compressed file" in packed.message and "zcat" in packed.message
+
+
+@pytest.mark.parametrize(
+    "target, said",
+    [
+        ("-", "-: batch reads files and folders, not standard input; `replay run -` reads a log "
+         "from a pipe"),
+        ("nosuch-folder", "nosuch-folder: no such file, folder or glob match"),
+    ],
+)
+def test_a_target_batch_cannot_read_says_why(target: str, said: str) -> None:
+    with pytest.raises(ReplayError) as err:
+        run_batch([target], BatchOptions(strategies="baseline"), workers=1)
+    assert str(err.value) == said

@@ -202,6 +202,11 @@ def discover(
             )
         elif _GLOB_CHARS & set(text):
             matches = _glob(os.path.expanduser(text), missed)
+        elif text == "-":
+            raise ReplayError(
+                "-: batch reads files and folders, not standard input; `replay run -` reads a "
+                "log from a pipe"
+            )
         else:
             raise ReplayError(f"{text}: no such file, folder or glob match")
         count = excluded = 0
