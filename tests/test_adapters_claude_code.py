@@ -445,6 +445,27 @@ def test_inline_sidechain_is_its_own_thread_linked_to_the_task_call(tmp_path: Pa
     assert getattr(start, "hidden_prefix_tokens", None) is not None
 
 
+def test_two_task_calls_with_one_prompt_start_two_sidechains_each_linked_to_its_call(
+    tmp_path: Path,
+) -> None:
+    """Two Task calls with the same prompt: the first sidechain is the first call's, the
+    second the second's (both were linked to the first call)."""
+    lines = _sidechain_log()
+    second = dict(lines[1]["message"]["content"][0], id="toolu_task2")
+    lines.insert(2, _assistant("a1b", "a1", "01.050", "msg_1", "req_1", second,
+                               _usage(3, 500, 0, 40)))
+    lines.insert(4, _user("t1", None, "01.200", "Count the files.", isSidechain=True))
+    lines.insert(5, _assistant("t2", "t1", "02.100", "msg_t", "req_t",
+                               {"type": "text", "text": "Two."}, _usage(3, 400, 0, 5),
+                               isSidechain=True))
+    lines[-2]["message"]["content"].append(
+        {"type": "tool_result", "tool_use_id": "toolu_task2", "content": "Two."}
+    )
+    session = load(_write(tmp_path, lines))
+    starts = [e for e in session.events if isinstance(e, ThreadStart)]
+    assert [s.parent_call_id for s in starts] == ["toolu_task", "toolu_task2"]
+
+
 def _sidechain_with_a_tool_call(agent: str | None = None) -> list[dict[str, Any]]:
     """`_sidechain_log` whose subagent calls a tool before answering (two requests)."""
     lines = _sidechain_log()

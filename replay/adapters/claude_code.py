@@ -773,6 +773,8 @@ class _Reader:
             (e.model for e in states[MAIN_THREAD].events if isinstance(e, RequestMarker)),
             "claude-sonnet-4-5",
         )
+        # A call starts one sub-agent: two Task calls with the same prompt start two, in order.
+        taken = set(agent_call.values())
         for name, state in states.items():
             self.builder.thread(name).events = state.events
             if name == MAIN_THREAD or "/branch-" in name:
@@ -781,8 +783,13 @@ class _Reader:
             parent_call = agent_call.get(name.removeprefix("agent-"))
             if parent_call is None and first_user is not None:
                 for cid, (tool, args) in main_calls.items():
-                    if tool in ("Task", "Agent") and args.get("prompt") == first_user.text:
+                    if (
+                        tool in ("Task", "Agent")
+                        and cid not in taken
+                        and args.get("prompt") == first_user.text
+                    ):
                         parent_call = cid
+                        taken.add(cid)
                         break
             models = {e.model for e in state.events if isinstance(e, RequestMarker)}
             model = next(iter(models)) if len(models) == 1 else None
