@@ -535,6 +535,19 @@ def test_a_compressed_log_is_named_as_such(tmp_path: Path, packer: str, said: st
     assert str(err.value) == f"{path}: " + said.format(path=path)
 
 
+def test_a_first_line_longer_than_the_detection_sample_is_detected(tmp_path: Path) -> None:
+    """A 5 MB first line (a pasted image) passes the 4 MiB sample detection reads: it reads on
+    to the line's end, as the readers take lines up to 64 MiB."""
+    from replay.adapters.detect import SAMPLE_BYTES
+
+    lines = VALID["claude-code"]().split("\n")
+    first = json.loads(lines[0])
+    first["snapshot"] = {"blob": "x" * (SAMPLE_BYTES + 1_000_000)}
+    path = tmp_path / "long.jsonl"
+    path.write_text("\n".join([json.dumps(first), *lines[1:]]), encoding="utf-8")
+    assert detect(path) == "claude-code"
+
+
 def test_a_native_header_without_its_format_is_still_read_as_native(tmp_path: Path) -> None:
     """A lenient read takes a replay-log header that lost `format` (and --strict refuses it);
     it used to be detected as a pi header, and `convert` wrote a pi log with no events."""

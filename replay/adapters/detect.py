@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from replay._errors import LogFormatError
-from replay.adapters._common import listed
+from replay.adapters._common import MAX_LINE_BYTES, listed
 from replay.log._io import without_bom
 
 FORMATS = ("replay-log", "claude-code", "codex", "pi", "opencode")
@@ -125,7 +125,12 @@ def detect_file(path: Path) -> str:
     """The format of one file, or a `LogFormatError` saying what was expected."""
     try:
         with open(path, "rb") as handle:
-            head = without_bom(handle.read(SAMPLE_BYTES))
+            head = handle.read(SAMPLE_BYTES)
+            if len(head) == SAMPLE_BYTES and b"\n" not in head:
+                # A first line longer than the sample (a pasted image): read to its end, as
+                # the readers take lines up to MAX_LINE_BYTES.
+                head += handle.readline(MAX_LINE_BYTES - len(head) + 1)
+            head = without_bom(head)
     except OSError as err:
         raise LogFormatError(path, None, f"cannot read the file ({err.strerror})") from None
     if not head.strip():
