@@ -49,6 +49,7 @@ def convert_command(
     """
     from replay.adapters import read_any
     from replay.log import RequestMarker, ThreadStart, dumps_log, write_log
+    from replay.report._table import counted
 
     session = read_any(log, strict=strict, fmt=source_format)
     if output == "-":
@@ -63,13 +64,13 @@ def convert_command(
     if where == "-":  # `-o ./-`: a file named `-`
         where = "./-"
     message = (
-        f"wrote {where}: {session.header.agent} log, {requests} requests in {threads} "
-        f"thread(s), {len(session.events)} events"
+        f"wrote {where}: {session.header.agent} log, {counted(requests, 'request')} in "
+        f"{counted(threads, 'thread')}, {counted(len(session.events), 'event')}"
     )
     if session.skipped:
-        message += f"; {len(session.skipped)} line(s) skipped or repaired (first: "
+        message += f"; {counted(len(session.skipped), 'line')} skipped or repaired (first: "
         message += f"{session.skipped[0]}); use --strict to stop at the first one"
     hidden = getattr(session.header, "hidden_prefix_tokens", None)
     if hidden is not None:
-        message += f"; estimated hidden prefix {hidden} tokens"
+        message += f"; estimated hidden prefix {hidden:,} tokens"
     click.echo(message, err=True)
