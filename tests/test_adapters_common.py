@@ -931,7 +931,7 @@ def test_convert_command_errors_are_one_line(tmp_path: Path) -> None:
     assert f"{bad}:{len(VALID['codex']().splitlines())}:" in result.output
     assert not out.exists()
     lenient = runner.invoke(_cli(), ["convert", str(bad), "-o", str(out)])
-    assert lenient.exit_code == 0 and "1 line(s) skipped" in lenient.output
+    assert lenient.exit_code == 0 and "1 line skipped" in lenient.output
     wrong = runner.invoke(_cli(), ["convert", str(bad), "-o", str(out), "--from", "pi"])
     assert wrong.exit_code == 2 and "error:" in wrong.output and "Traceback" not in wrong.output
 
