@@ -1038,3 +1038,26 @@ def test_closed_form_rates_are_those_of_the_prompt_the_provider_bills(invoke) ->
     surviving, removed = row["surviving_tokens"], row["removed_tokens"]
     assert row["rewrite_cost_usd"] == surviving * Decimal("0.0000027")
     assert row["saving_per_request_usd"] == removed * Decimal("0.0000003")
+
+
+def test_the_closed_form_is_the_rounded_exact_quotient_of_the_figures_it_shows():
+    """0.0302454 / 0.000072 = 420.075 exactly: 420.08 (as a float quotient, 420.07499…, it was
+    rounded to 420.07). Every row: the quotient of its rewrite cost and saving, half up."""
+    from decimal import ROUND_HALF_UP
+
+    from test_breakeven_shift import _sample
+
+    from replay import load
+
+    path = _sample("pi", "large-session")
+    rows, _ = breakeven_session(load(path), ["observation-mask-keep-100"], horizon=5)
+    assert rows
+    for r in rows:
+        if r.saving_per_request_usd > 0:
+            exact = r.rewrite_cost_usd / r.saving_per_request_usd
+            assert r.breakeven_closed_form == float(exact.quantize(Decimal("0.01"), ROUND_HALF_UP))
+    tie = next(r for r in rows if r.request_index == 84)
+    assert (tie.rewrite_cost_usd, tie.saving_per_request_usd) == (
+        Decimal("0.0302454"), Decimal("0.000072")
+    )
+    assert tie.breakeven_closed_form == 420.08

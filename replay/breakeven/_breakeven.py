@@ -37,7 +37,7 @@ import copy
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from replay.breakeven import _shift
@@ -102,6 +102,8 @@ class BreakEven:
 _GRAIN = 128
 """Tokens of a cache read's granularity (OpenAI's prefix steps): a read this close below the
 edit is the closed form's assumption."""
+
+_HUNDREDTH = Decimal("0.01")
 
 
 def _rate(run: _Run, record: RequestRecord, bucket: str, size: int | None = None) -> Decimal:
@@ -307,7 +309,11 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     # costs more there, not only the removed ones.
     tier_gap = _rate(run, rec, "cache_read", cf_first_billed) - read_rate if removed else 0
     saving = removed * read_rate + cf_first_billed * tier_gap
-    closed = float(rewrite_cost / saving) if saving > 0 else None
+    # Rounded on the exact quotient of the two figures the row shows (a float of 420.075 is
+    # 420.07499…, and rounded to 420.07).
+    closed = (
+        float((rewrite_cost / saving).quantize(_HUNDREDTH, ROUND_HALF_UP)) if saving > 0 else None
+    )
 
     summarizers = extra.get(rec.request_index, [])
     reasons = []
@@ -367,7 +373,7 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
         surviving_tokens=surviving,
         rewrite_cost_usd=rewrite_cost,
         saving_per_request_usd=saving,
-        breakeven_closed_form=round(closed, 2) if closed is not None else None,
+        breakeven_closed_form=closed,
         breakeven_simulated=paid_back,
         simulated_net_usd=net,
         horizon=stop - i,
