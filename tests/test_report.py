@@ -672,3 +672,36 @@ def test_every_strategy_of_the_library_gets_its_own_colour() -> None:
     assert len(set(chosen.values())) == len(names)
     assert all(re.fullmatch(r"#[0-9a-f]{6}", c) for c in chosen.values())
     assert list(chosen.values())[: len(PALETTE)] == list(PALETTE)
+
+
+MONEY = [
+    "0.01845", "-0.01845", "0.0000006", "0.00001234", "-0.000000999", "0.00009999", "0.0001",
+    "0", "1234.56785", "0.99995", "12345678.9", "0.000072", "0.0302454", "5.85e-5",
+]
+
+
+@pytest.mark.parametrize("places", [4, 6])
+def test_the_page_writes_money_as_the_tables_do(places: int) -> None:
+    """report.js's fmtUsd, run by node on exact decimal strings and on floats, gives the
+    terminal's `_usd` text: halves up, grouped, no scientific notation."""
+    import shutil
+    import subprocess
+
+    from replay.report._table import _usd
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed (it runs the page's script)")
+    script = (ROOT / "replay" / "report" / "assets" / "report.js").read_text()
+    money = re.search(r"  function plainDigits.*?\n  function fmtUsd.*?\n  }\n", script, re.S)
+    assert money, "report.js lost its money functions"
+    program = money.group(0) + (
+        f"const values = {json.dumps(MONEY)};\n"
+        f"console.log(JSON.stringify(values.map((v) => [fmtUsd(v, {places}), "
+        f"fmtUsd(Number(v), {places})])));\n"
+    )
+    done = subprocess.run([node, "-e", program], capture_output=True, text=True, check=True)
+    for value, (exact, from_float) in zip(MONEY, json.loads(done.stdout), strict=True):
+        expected = _usd(Decimal(value), places)
+        assert (exact, from_float) == (expected, expected), value
+

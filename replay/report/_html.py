@@ -570,14 +570,14 @@ BREAKEVEN_COLUMNS = [
     ("removed_tokens", "removed", "int", "Tokens smaller than without the rewrite"),
     ("surviving_tokens", "surviving", "int",
      "Tokens after the first edit the previous request sent too (re-billed instead of read)"),
-    ("rewrite_cost_usd", "rewrite cost", "usd", "Closed form: surviving × (input − read rate)"),
-    ("saving_per_request_usd", "saving/req", "usd",
+    ("rewrite_cost_usd", "rewrite cost", "usd6", "Closed form: surviving × (input − read rate)"),
+    ("saving_per_request_usd", "saving/req", "usd6",
      "Closed form: removed × read rate (+ the long-context tier the rewrite leaves)"),
     ("breakeven_closed_form", "closed form", "never-float",
      "Requests to pay back (closed form); never: no saving per request"),
     ("breakeven_simulated", "simulated", "never-int",
      "Requests to pay back for good (simulated); never: negative at the end of the horizon"),
-    ("simulated_net_usd", "net (horizon)", "usd", "Simulated saving over the horizon"),
+    ("simulated_net_usd", "net (horizon)", "usd6", "Simulated saving over the horizon"),
     ("horizon", "horizon", "int",
      "Requests compared: to the next structural rewrite or the end of the log"),
     ("disagreement", "disagreement", "text", "Why the two answers may differ"),
@@ -587,7 +587,7 @@ BREAKEVEN_COLUMNS = [
 def _cell(value: Any, kind: str) -> Any:
     if value is None:
         return None
-    if isinstance(value, Decimal) or kind == "usd":
+    if isinstance(value, Decimal) or kind in ("usd", "usd6"):
         return _money(value)
     if isinstance(value, float) and value != value:  # NaN
         return None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 import polars as pl
 from rich.console import Console, RenderableType
@@ -41,13 +41,14 @@ def counted(n: int, word: str, plural: str | None = None) -> str:
 
 def _usd(v: Decimal | None, places: int = 4) -> str:
     """`$1,234.5678`, `-$0.0012` (the sign before the dollar); below the last place, two
-    significant digits: `$0.000012` (money is not written in scientific notation)."""
+    significant digits: `$0.000012` (money is not written in scientific notation). Halves are
+    rounded up, as the HTML report's `fmtUsd` does: $0.01845 is $0.0185 in both."""
     if v is None:
         return ""
     sign, v = ("-" if v < 0 else ""), abs(v)
-    if v >= Decimal(1).scaleb(-places) or v == 0:
-        return f"{sign}${v:,.{places}f}"
-    return f"{sign}${v:.{1 - v.adjusted()}f}"
+    if v < Decimal(1).scaleb(-places) and v != 0:
+        places = 1 - v.adjusted()
+    return f"{sign}${v.quantize(Decimal(1).scaleb(-places), ROUND_HALF_UP):,.{places}f}"
 
 
 def _calls(n: int) -> str:

@@ -33,12 +33,37 @@
   }
   const $ = (id) => document.getElementById(id);
   const fmtInt = (v) => (v === null || v === undefined) ? "" : Number(v).toLocaleString("en-US");
-  function fmtUsd(v) {
+  // Money as the terminal tables write it (replay/report/_table.py `_usd`): `places` decimals,
+  // halves rounded up on the decimal digits (the tables' cells are exact decimal strings; a
+  // float's shortest form gives back the decimal it was made from), thousands grouped, and
+  // below the last place two significant digits, never scientific notation.
+  function plainDigits(v) {
+    if (typeof v === "string" && !/e/i.test(v)) return v.replace(/^-/, "");
+    const s = String(Math.abs(Number(v)));
+    return /e/i.test(s) ? Math.abs(Number(v)).toFixed(20) : s;
+  }
+  function roundHalfUp(s, places) {
+    const [whole, frac = ""] = s.split(".");
+    if (frac.length <= places) return places ? whole + "." + frac.padEnd(places, "0") : whole;
+    const digits = (whole + frac.slice(0, places)).split("").map(Number);
+    if (frac.charCodeAt(places) >= 53) {  // "5" or more: up
+      let i = digits.length - 1;
+      for (; i >= 0 && digits[i] === 9; i--) digits[i] = 0;
+      if (i >= 0) digits[i] += 1; else digits.unshift(1);
+    }
+    const all = digits.join(""), cut = all.length - places;
+    return places ? all.slice(0, cut) + "." + all.slice(cut) : all;
+  }
+  function fmtUsd(v, places = 4) {
     if (v === null || v === undefined || v === "") return "";
-    const n = Number(v);
+    const n = Number(v), s = plainDigits(v);
     const sign = n < 0 ? "-$" : "$";
-    if (n !== 0 && Math.abs(n) < 0.0001) return sign + Math.abs(n).toExponential(2);
-    return sign + Math.abs(n).toFixed(4);
+    const [whole0, frac = ""] = s.split(".");
+    if (n !== 0 && /^0*$/.test(whole0) && /^0*$/.test(frac.slice(0, places))) {
+      places = frac.search(/[1-9]/) + 2;  // below the last place: two significant digits
+    }
+    const [whole, part] = roundHalfUp(s, places).split(".");
+    return sign + whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",") + (part === undefined ? "" : "." + part);
   }
   const fmtPct = (v) => (v === null || v === undefined) ? "" : (100 * v).toFixed(1) + "%";
 
@@ -140,6 +165,7 @@
     if (kind.startsWith("never-")) kind = kind.slice(6);
     if (kind === "int") return fmtInt(value);
     if (kind === "usd") return fmtUsd(value);
+    if (kind === "usd6") return fmtUsd(value, 6);
     if (kind === "ratio") return fmtPct(value);
     if (kind === "float") return Number(value).toLocaleString("en-US", { maximumFractionDigits: 2 });
     return String(value);
