@@ -705,3 +705,13 @@ def test_the_page_writes_money_as_the_tables_do(places: int) -> None:
         expected = _usd(Decimal(value), places)
         assert (exact, from_float) == (expected, expected), value
 
+
+def test_the_page_has_every_column_of_run_and_breakeven(result, document) -> None:
+    """docs/report.md: the summary has the columns of `replay run`, the break-even table the
+    rows of `replay breakeven` (storage cost only where something was stored)."""
+    from replay.breakeven._frame import BREAKEVEN_SCHEMA
+
+    shown = {c[0] for c in document["summary"]["columns"]}
+    missing = set(result.summary.columns) - shown
+    assert missing <= {"storage_cost_usd"} and not result.summary["storage_cost_usd"].sum()
+    assert {c[0] for c in document["breakeven"]["columns"]} == set(BREAKEVEN_SCHEMA)

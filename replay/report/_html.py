@@ -560,11 +560,15 @@ SUMMARY_COLUMNS = [
     ("stubbed-read", "stubbed read", "int", "Edited files shown only as a stub"),
     ("blind_mentions", "hidden mentions", "int",
      "Responses whose own text named something only hidden text held (not actions)"),
+    ("miss_causes", "miss causes", "text", "Why requests read less than they could, with counts"),
+    ("storage_cost_usd", "storage cost", "usd",
+     "Explicit-cache storage billed per hour (Gemini), included in cost"),
 ]
 
 BREAKEVEN_COLUMNS = [
     ("strategy", "strategy", "text", ""),
     ("request_index", "request", "int", "Request where the strategy rewrote context"),
+    ("thread", "thread", "text", "Thread of the request (main, or a sub-agent's)"),
     ("event", "event", "text", ""),
     ("first_edit_token", "first edit", "int", "First token of the prompt that changed"),
     ("removed_tokens", "removed", "int", "Tokens smaller than without the rewrite"),
@@ -580,6 +584,10 @@ BREAKEVEN_COLUMNS = [
     ("simulated_net_usd", "net (horizon)", "usd6", "Simulated saving over the horizon"),
     ("horizon", "horizon", "int",
      "Requests compared: to the next structural rewrite or the end of the log"),
+    ("summarizer_cost_usd", "summary cost", "usd6",
+     "Cost of the summarizer calls the rewrite needed"),
+    ("summarizer_cache_read", "summary cache read", "int",
+     "Tokens those calls read from the cache"),
     ("disagreement", "disagreement", "text", "Why the two answers may differ"),
 ]
 
@@ -616,8 +624,13 @@ def _summary_rows(summary: pl.DataFrame, breakeven: pl.DataFrame | None,
         for kind in ("hidden-edit-target", "hidden-quote", "stubbed-read"):
             row[kind] = blind.get(row["strategy"], {}).get(kind, 0)
         rows.append(row)
-    columns = [c for c in SUMMARY_COLUMNS if breakeven is not None or c[0] not in
-               ("rewrites", "paid_back", "median_breakeven", "rewrite_net_usd")]
+    stored = "storage_cost_usd" in summary.columns and bool(summary["storage_cost_usd"].sum())
+    columns = [
+        c for c in SUMMARY_COLUMNS
+        if (breakeven is not None
+            or c[0] not in ("rewrites", "paid_back", "median_breakeven", "rewrite_net_usd"))
+        and (stored or c[0] != "storage_cost_usd")
+    ]
     return [list(c) for c in columns], [[_cell(r.get(c[0]), c[2]) for c in columns] for r in rows]
 
 
