@@ -1471,3 +1471,34 @@ def test_a_transcript_file_reads_the_top_level_agent_files_of_its_session(
 def test_sample_directory_holds_five_sessions() -> None:
     with pytest.raises(LogFormatError, match="holds 5 unrelated sessions"):
         load(SAMPLES / "claude_code")
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "text", "text": "Done: two files."},
+        {"type": "tool_use", "id": "toolu_b", "name": "Bash", "input": {"command": "ls"}},
+    ],
+)
+def test_a_response_line_written_twice_under_a_new_uuid_is_read_once(tmp_path, block) -> None:
+    """The same streamed line again (same message.id and requestId, same content, a new uuid)
+    is one record: its block is not sent twice (a tool call twice got a made-up second call
+    and a placeholder result), and the duplicate is reported."""
+    usage = _usage(3, 500, 0, 20)
+    lines = [
+        _user("u1", None, "00.000", "List the files."),
+        _assistant("a1", "u1", "01.000", "msg_1", "req_1", block, usage),
+        _assistant("a1b", "a1", "01.100", "msg_1", "req_1", block, usage),
+    ]
+    if block["type"] == "tool_use":
+        result = [{"type": "tool_result", "tool_use_id": "toolu_b", "content": "a b"}]
+        lines.append(_user("r1", "a1b", "02.000", result))
+    session = load(_write(tmp_path, lines))
+    answers = [e for e in session.events if isinstance(e, AssistantMessage)]
+    assert [len(a.blocks) for a in answers] == [1]
+    assert [str(s) for s in session.skipped if "duplicate record" in str(s)] == [
+        f"{tmp_path / 's-1.jsonl'}:3: duplicate record: the content of line 2 of the same "
+        "response (message.id msg_1); read once"
+    ]
+    with pytest.raises(LogFormatError, match="duplicate record"):
+        load(_write(tmp_path, lines), strict=True)

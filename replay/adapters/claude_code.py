@@ -1044,9 +1044,25 @@ class _Reader:
 
     def _response(self, state: _ThreadState, group: list[_Line]) -> None:
         blocks: list[Any] = []
+        seen: dict[str, int] = {}  # each line's content → the first line that held it
         for ln in group:
             message = ln.obj["message"]
-            for n, b in enumerate(get_list(message, "content")):
+            content = get_list(message, "content")
+            # Quirk (a line written twice under a new uuid): a response's lines each stream
+            # their own blocks; one that repeats another line's content is the same record.
+            key = json.dumps(content, sort_keys=True) if content else None
+            if key is not None and key in seen:
+                self.issues.add(
+                    ln.number,
+                    f"duplicate record: the content of line {seen[key]} of the same response "
+                    f"(message.id {ln.message_id})",
+                    ln.path,
+                    remedy="read once",
+                )
+                continue
+            if key is not None:
+                seen[key] = ln.number
+            for n, b in enumerate(content):
                 block = self._block(state, b, f"{ln.number}-{n}")
                 if block is not None:
                     blocks.append(block)
