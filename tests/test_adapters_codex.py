@@ -202,6 +202,32 @@ def test_changed_settings_and_lost_attempts_mark_the_next_request(tmp_path: Path
     ]
 
 
+def test_a_token_count_written_twice_with_its_timestamp_is_a_duplicate_record(
+    tmp_path: Path,
+) -> None:
+    """The same line again (timestamp included) is one record, reported; it is not the
+    rate-limit repeat of a lost attempt (which comes at another time), so the next request
+    is not marked as one."""
+    answer = {"type": "message", "role": "assistant", "content": [{"type": "output_text",
+                                                                    "text": "ok"}]}
+    count = _tokens("01.100", 900, 0, 20, 900)
+    lines = codex_lines()[:5] + [
+        _item("01.000", {"type": "function_call", "name": "a", "call_id": "c1", "arguments": "{}"}),
+        _item("01.010", {"type": "function_call_output", "call_id": "c1", "output": "1"}),
+        count,
+        count,
+        _item("02.000", answer),
+        _tokens("02.100", 950, 896, 5, 1850),
+    ]
+    session = load(_write(tmp_path, lines))
+    assert [str(e).split(": ", 1)[1] for e in session.skipped] == [
+        "duplicate record: same token_count as line 8"
+    ]
+    assert not any(getattr(r, "unlogged_attempt", False) for r in session.requests())
+    with pytest.raises(LogFormatError, match="duplicate record: same token_count as line 8"):
+        load(_write(tmp_path, lines), strict=True)
+
+
 @pytest.mark.parametrize("repeats_the_total", [False, True])
 def test_zero_usage_after_compaction_is_not_a_request(
     tmp_path: Path, repeats_the_total: bool

@@ -293,17 +293,25 @@ class _Reader:
             if model:
                 self.model = model
         elif kind == "event_msg":
+            if get_str(payload, "type") == "token_count":
+                # Quirk (duplicated records): a count repeated with its timestamp is the same
+                # line written twice; a rate-limit repeat comes at another time.
+                self._once(obj, number, "token_count")
             self._event(number, ts, payload)
         elif kind == "compacted":
             self._compacted(number, ts, payload)
         else:
             # Quirk (duplicated records): a response item identical to an earlier one, timestamp
             # included, is the same item written twice, not a second item.
-            key = hashlib.blake2b(dumps(obj).encode("utf-8"), digest_size=16).digest()
-            if key in self.items_seen:
-                raise Bad(f"duplicate record: same response_item as line {self.items_seen[key]}")
-            self.items_seen[key] = number
+            self._once(obj, number, "response_item")
             self._item(number, ts, payload)
+
+    def _once(self, obj: dict[str, Any], number: int, what: str) -> None:
+        """Refuse a line identical to an earlier one, timestamp included."""
+        key = hashlib.blake2b(dumps(obj).encode("utf-8"), digest_size=16).digest()
+        if key in self.items_seen:
+            raise Bad(f"duplicate record: same {what} as line {self.items_seen[key]}")
+        self.items_seen[key] = number
 
     def _session_meta(self, payload: dict[str, Any]) -> None:
         sid = get_str(payload, "id")
