@@ -72,6 +72,10 @@ def test_log_is_shorthand_for_run(invoke):
     table_short = invoke(RUN42, "-s", "baseline", "-q")
     table_long = invoke("run", RUN42, "-s", "baseline", "-q")
     assert table_short.stdout == table_long.stdout and "baseline" in table_short.stdout
+    # run's options may come before the log, as after it.
+    first = invoke("-s", "baseline", "-q", RUN42)
+    assert first.exit_code == 0 and first.stdout == table_long.stdout
+    assert invoke("--version").stdout.startswith("replay, version")
 
 
 def test_strategies_all_prints_one_row_per_canonical_strategy(invoke):

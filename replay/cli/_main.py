@@ -20,6 +20,10 @@ from replay._errors import ReplayError
 FORMATS = ("table", "json", "csv", "parquet")
 
 
+_GROUP_OPTIONS = ("--help", "-h", "--version")
+"""The options of `replay` itself; any other option first is one of `run`'s."""
+
+
 class _DefaultToRun(click.Group):
     """`replay LOG ...` is shorthand for `replay run LOG ...` (`replay - ...` too: standard
     input)."""
@@ -35,6 +39,8 @@ class _DefaultToRun(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] == "-":
             args = ["run", *args]
+        elif args and args[0].startswith("-") and args[0] not in _GROUP_OPTIONS:
+            args = ["run", *args]  # `replay -s baseline LOG`: run's options before its LOG
         elif args and args[0] not in self.commands and not args[0].startswith("-"):
             self._refuse_mistyped_command(args[0])
             args = ["run", *args]
