@@ -715,3 +715,33 @@ def test_the_page_has_every_column_of_run_and_breakeven(result, document) -> Non
     missing = set(result.summary.columns) - shown
     assert missing <= {"storage_cost_usd"} and not result.summary["storage_cost_usd"].sum()
     assert {c[0] for c in document["breakeven"]["columns"]} == set(BREAKEVEN_SCHEMA)
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["report", "-s", "baseline"], "error: -o -: the report is an HTML page, not for the "
+         "terminal: give -o FILE.html, or pipe it"),
+        (["plot"], "give -o FILE (an image is not for the terminal)"),
+    ],
+)
+def test_a_page_or_an_image_is_not_written_to_a_terminal(args, said) -> None:
+    """`-o -` (or no -o) with a terminal on standard output: refused, nothing written to it."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "replay", args[0], str(ROOT / "logs" / "run42.jsonl"),
+             *args[1:], "-o", "-"],
+            stdout=follower, stderr=subprocess.PIPE, text=True, timeout=120,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert done.returncode == 2
+    assert said in done.stderr

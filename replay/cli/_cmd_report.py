@@ -83,6 +83,9 @@ def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ..
     if not _html_target(output):
         # The page is HTML whatever the name says: `-o chart.png` would lie about it.
         raise ReplayError(f"-o {output}: the report is an HTML page: name it .html")
+    if output == "-" and sys.stdout.isatty():
+        raise ReplayError("-o -: the report is an HTML page, not for the terminal: give -o "
+                          "FILE.html, or pipe it")
     if horizon is not None and not breakeven:
         raise ReplayError("--horizon limits break-even, which --no-breakeven leaves out")
 
