@@ -460,6 +460,8 @@ def _notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list
         notes.append(_ignored_ttl_note(ttl, tables.no_ttl_choice))
     if tables.no_breakpoint:
         notes.append(_no_breakpoint_note(tables.no_breakpoint))
+    if tables.no_cache:
+        notes.append(_no_cache_note(tables.no_cache))
     notes += _unnamed_rewrite_notes(tables)
     if tables.mentions:
         counts = ", ".join(f"{name} {n:,}" for name, n in tables.mentions.items())
@@ -629,6 +631,19 @@ def _no_breakpoint_note(routes: Mapping[str, set[int]]) -> str:
         "client profile put no cache breakpoint where the provider needs one (column "
         "`miss_causes`: no-breakpoint). If the harness you mean to run would mark the prompt, "
         "say which with --client (e.g. --client claude-code)."
+    )
+
+
+def _no_cache_note(models: Mapping[str, set[int]]) -> str:
+    """Requests simulated without any prompt cache: said, since a 0 % hit ratio would otherwise
+    read as the strategies' doing."""
+    requests = set().union(*models.values())
+    return (
+        f"{len(requests):,} request(s) were simulated without a prompt cache "
+        f"({', '.join(sorted(models))}): the cache rules in force say `mechanism: none` (no "
+        "prompt caching for that model, or not yet at that date), so every prompt token is "
+        "billed uncached. `replay providers --provider P --model M` shows the rules; "
+        "--cache-rules FILE gives your own."
     )
 
 

@@ -184,6 +184,25 @@ def test_a_client_that_sends_no_breakpoint_where_they_are_needed_is_a_note() -> 
     assert notes() == notes(client="claude-code") == []
 
 
+def test_a_model_simulated_without_a_prompt_cache_is_a_note() -> None:
+    """A model no cache rule covers (Google's default: mechanism none) reads 0 % cached: the
+    notes say why, once, whatever the strategies, and nothing when a cache was simulated."""
+    from conftest import RUN42
+
+    import replay
+    from replay.prices import parse_price_overrides
+
+    result = replay.replay(RUN42, "baseline,truncate-500", model="mymodel",
+                           prices=parse_price_overrides(["mymodel=input:1,output:2"]))
+    assert [n for n in result.notes if "without a prompt cache" in n] == [
+        "14 request(s) were simulated without a prompt cache (google / mymodel): the cache rules "
+        "in force say `mechanism: none` (no prompt caching for that model, or not yet at that "
+        "date), so every prompt token is billed uncached. `replay providers --provider P --model "
+        "M` shows the rules; --cache-rules FILE gives your own."
+    ]
+    assert not [n for n in replay.replay(RUN42, "baseline").notes if "prompt cache" in n]
+
+
 def test_request_times_going_backwards_are_a_note(invoke, tmp_path) -> None:
     """Times the cache simulation judges TTLs and readiness on: a clock set back is said."""
     lines = RUN42.read_text(encoding="utf-8").splitlines()

@@ -343,6 +343,9 @@ class ResultTables:
     no_breakpoint: dict[str, set[int]] = field(default_factory=dict)
     """Cache route → the recorded requests (`request_index`) that cached nothing because the
     client profile put no breakpoint on a provider that needs one (`NO_BREAKPOINT`)."""
+    no_cache: dict[str, set[int]] = field(default_factory=dict)
+    """`provider / model` → the recorded requests simulated without a prompt cache: the cache
+    rules in force say `mechanism: none` (a model or a date without prompt caching)."""
     evidence_rows: bool = False
     """Also keep one row per blind action or hidden mention as records are counted
     (`evidence`): an excerpt each, thousands on a long log with `all`, so only on request."""
@@ -399,6 +402,8 @@ class ResultTables:
             self.no_ttl_choice.setdefault(r.outcome.route, set()).add(r.request_index)
         if r.kind == "request" and r.outcome.miss_kind == NO_BREAKPOINT:
             self.no_breakpoint.setdefault(r.outcome.route, set()).add(r.request_index)
+        if r.kind == "request" and r.outcome.mechanism == "none":
+            self.no_cache.setdefault(f"{r.provider} / {r.model}", set()).add(r.request_index)
         if self.evidence_rows and r.blind_actions:
             self._evidence.extend(_evidence_rows(r))
         if self.per_turn:
@@ -417,7 +422,8 @@ class ResultTables:
         self.estimated_output = self.estimated_output and other.estimated_output
         for into, new in ((self.price_warnings, other.price_warnings),
                           (self.no_ttl_choice, other.no_ttl_choice),
-                          (self.no_breakpoint, other.no_breakpoint)):
+                          (self.no_breakpoint, other.no_breakpoint),
+                          (self.no_cache, other.no_cache)):
             for key, requests in new.items():
                 into.setdefault(key, set()).update(requests)
         self._evidence.extend(other._evidence)
