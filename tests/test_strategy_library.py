@@ -895,15 +895,18 @@ def test_roo_and_opencode_send_the_summary_as_the_assistant_s(name, head):
 
 def test_roo_condense_summarizes_what_it_folds_not_the_messages_it_keeps():
     """Roo summarizes getMessagesSinceLastSummary(messages.slice(0, -N_MESSAGES_TO_KEEP)): the
-    last `keep` messages stay as they are and are not sent to the summarizer (they were)."""
+    last `keep` API messages stay as they are and are not sent to the summarizer. The first of
+    them holds a tool result: its tool_use block is re-attached after the summary, without the
+    text of the message that made it (which is summarized: it was kept whole, and not sent)."""
     h = History().user()
     for n in range(12):
         h.step(read(f"f{n}", "x" * 3000), text=f"s{n}")
     view = view_of(build("roo-condense-keep-first-last-3")(h.items, ctx(window=10_000,
                                                                          usage=9_900)))
-    kept = view.items[2:]
-    sent = view.summarizer_calls[0].input_items
-    assert kept and sent == tuple(h.items[: len(h.items) - len(kept)])
+    calling = h.items[-4]  # [..., Assistant s10 + call, Result, Assistant s11 + call, Result]
+    assert view.items[0] == h.items[0] and isinstance(view.items[1], SummaryItem)
+    assert view.items[2].blocks == calling.tool_calls and view.items[3:] == h.items[-3:]
+    assert view.summarizer_calls[0].input_items == tuple(h.items[:-3])
 
 
 def test_anthropic_compaction_block_is_the_assistant_s():

@@ -5,7 +5,9 @@ items since (as roo-truncate's prev) reach `pct` % of the window (or exceed the 
 90 % of the window − max_tokens), a fresh request (Roo's own summary system prompt, the
 messages since the last summary but the last `keep`, and "Summarize the conversation so far…")
 writes a summary; the conversation sent becomes [first message, summary (assistant)] + the last
-`keep` API messages (the tool calls of kept results are kept with them).
+`keep` API messages. When the first kept message holds tool results, Roo re-attaches their
+tool_use blocks to the summary message; here they follow it as an assistant item of those calls
+alone (the text of the message that made them is summarized, not kept).
 
 Defaults: keep = 3 (N_MESSAGES_TO_KEEP), pct = 100 (the threshold is user-set, 5–100 %; its
 default is not verified), max_tokens = 8,192. Cache class: freeze-once.
@@ -30,6 +32,7 @@ from replay.strategies._common import (
     Frozen,
     SummarySource,
     message_groups,
+    replace_blocks,
     reported_tokens,
     since_last_assistant,
     summary_item,
@@ -37,6 +40,7 @@ from replay.strategies._common import (
 )
 from replay.strategies._prompts import ROO_INSTRUCTION
 from replay.strategies._view import (
+    AssistantItem,
     Item,
     RewriteEvent,
     SummarizerCall,
@@ -63,23 +67,30 @@ def roo_condense(keep: int = 3, pct: int = 100, max_tokens: int = 8192) -> objec
         groups = message_groups(view)
         if len(groups) <= keep + 1:
             return View(items=view)
-        start = groups[-keep][0]
-        while start > 0 and not valid_start(view, start):
-            start -= 1  # keep the call of a kept result with it
+        cut = groups[-keep][0]
+        calling = cut
+        while calling > 0 and not valid_start(view, calling):
+            calling -= 1  # the message that made the calls of kept results
         first_end = 1  # the first message: the leading user items
         while first_end < len(view) and isinstance(view[first_end], UserItem):
             first_end += 1
-        if start <= first_end:
+        if cut <= first_end:
             return View(items=view)
         last_summary = max((n for n, i in enumerate(view) if isinstance(i, SummaryItem)), default=0)
         # Roo summarizes the messages since the last summary but the `keep` last ones, which
-        # stay as they are (`messages.slice(0, -N_MESSAGES_TO_KEEP)`).
-        since = view[last_summary:start]
-        folded = view[first_end:start]
+        # stay as they are (`messages.slice(0, -N_MESSAGES_TO_KEEP)`), and re-attaches to the
+        # summary the tool_use blocks of the kept results: the calls alone, not their message.
+        since = view[last_summary:cut]
+        folded = view[first_end:cut]
+        calls = [
+            replace_blocks(i, i.tool_calls)
+            for i in view[calling:cut]
+            if isinstance(i, AssistantItem) and i.tool_calls
+        ]
         text, source = summaries.text(ctx, folded)
         call = SummarizerCall(tuple(since), ROO_INSTRUCTION, text, reuse_main_prefix=False)
-        head = [*view[:first_end], summary_item(text, folded, source, role="assistant")]
-        state.reset([*head, *view[start:]], history)
+        head = [*view[:first_end], summary_item(text, folded, source, role="assistant"), *calls]
+        state.reset([*head, *view[cut:]], history)
         return View(
             items=state.view(history),
             summarizer_calls=[call],
