@@ -1012,6 +1012,46 @@ def test_gemini_compress_budgets_the_whole_history_then_splits_it():
     assert isinstance(answer, AssistantItem) and answer.blocks[0].text == view.items[0].text
 
 
+def _two_tasks() -> History:
+    h = History().user("task one " + "a" * 400).step(read("a.py", "x" * 800), text="done a")
+    return h.user("task two " + "b" * 200).step(read("b.py", "y" * 200), text="done b")
+
+
+def test_gemini_compress_fires_at_half_the_limit_exactly():
+    """lastPromptTokens < 0.5 · limit is a no-op: 500 < 500.5 on a 1,001-token window (the
+    limit rounded down to 500 compressed), 501 is not."""
+    compress = build("gemini-compress-50pct-keep-30pct")
+    assert not view_of(compress(_two_tasks().items, ctx(window=1001, usage=500))).events
+    assert view_of(compress(_two_tasks().items, ctx(window=1001, usage=501))).events
+
+
+def test_gemini_compress_keeps_a_snapshot_as_large_as_what_it_replaces():
+    """Gemini CLI refuses a compression whose token count grew; one that did not shrink is kept
+    (a snapshot of exactly the replaced size was refused, and compression stopped for good)."""
+    from types import SimpleNamespace
+
+    from replay.strategies._common import items_tokens
+    from replay.strategies._prompts import LITERAL_GEMINI_ACK
+    from replay.strategies.gemini_compress import budget_tail, split_point
+
+    h = _two_tasks()
+    base = ctx(window=1000, usage=600)
+    tail = h.items[split_point(budget_tail(h.items, base, 50_000, 30), 0.3):]
+    before = items_tokens(h.items, base)
+
+    def tokens_with(chars: int) -> int:
+        snapshot = SummaryItem(f"<state_snapshot>\n{'s' * chars}\n</state_snapshot>")
+        ack = AssistantItem(blocks=(Block("text", text=LITERAL_GEMINI_ACK),))
+        return items_tokens([snapshot, ack, *tail], base)
+
+    same = next(n for n in range(4_000) if tokens_with(n) == before)
+    for chars, compressed in ((same, True), (same + 4, False)):
+        logged = [SimpleNamespace(summary="s" * chars)]  # the log's summary, reused as is
+        view = view_of(build("gemini-compress-50pct-keep-30pct")(
+            h.items, ctx(window=1000, usage=600, logged=logged)))
+        assert isinstance(view.items[0], SummaryItem) is compressed, chars
+
+
 def test_gemini_compress_splits_on_json_characters():
     """Gemini CLI weighs each message by its JSON (chatCompressionService.ts): a quote or a
     newline counts two characters, so an escape-heavy output weighs twice its text."""

@@ -128,7 +128,7 @@ def gemini_compress(
         view = state.view(history)
         usage = ctx.previous_usage
         last_prompt = usage.prompt_tokens if usage is not None else items_tokens(view, ctx)
-        if failed or last_prompt < ctx.context_window * threshold // 100:
+        if failed or last_prompt * 100 < ctx.context_window * threshold:  # exact: no rounding
             return View(items=view)
         # Gemini CLI shortens old tool outputs over the whole history first, then splits what
         # that leaves: the split point and both halves come from the shortened history.
@@ -156,7 +156,7 @@ def gemini_compress(
             AssistantItem(blocks=(Block("text", text=LITERAL_GEMINI_ACK),)),
             *tail,
         ]
-        if items_tokens(new, ctx) >= items_tokens(view, ctx):
+        if items_tokens(new, ctx) > items_tokens(view, ctx):  # only a larger result fails
             failed = True
             return View(items=view, summarizer_calls=calls)
         state.reset(new, history)
