@@ -8,9 +8,12 @@ batch rewrites history from the oldest newly summarized pair on: on a long tool 
 nearly every request, in the middle of the history.
 
 Defaults: cutoff = auto = clamp(window x 0.8 / 10,000, 10, 500), batch = auto =
-max(cutoff / 5, 3). Cache class: churn. "Current step" is read as the latest assistant
-message's calls; the summaries are deterministic one-liners (tool, arguments, output size and
-first line) standing in for the model's.
+max(cutoff / 5, 3). Cache class: churn. The research's "current-turn calls" are read as the
+latest assistant message's calls: Goose calls each pass of its agent loop (one model response
+and its tool calls) a turn, as its max-turns limit counts them without user input; read as
+"since the last user message", a long tool loop after one prompt would never summarize a pair.
+The summaries are deterministic one-liners (tool, arguments, output size and first line)
+standing in for the model's.
 
 Source: block/goose crates/goose/src/context_mgmt/mod.rs (tool-pair summarization; placement
 by timestamp UNVERIFIED).
