@@ -1749,3 +1749,23 @@ def test_the_harness_estimate_rounds_characters_up():
 
     assert [est("x" * n) for n in (0, 1, 4, 5)] == [0, 1, 1, 2]
     assert item_est(ToolResultItem("c1", "bash", "x" * 4001)) == 1001
+
+
+def test_codex_remote_compact_trims_only_what_codex_wrote_before_posting():
+    """compact_remote.rs pops the last item while the history overflows *and* it is
+    Codex-generated (a tool output): the model's last answer stops the trim (it was popped,
+    with the tool output before it)."""
+    h = History().user("task")
+    h.step(("bash", {"command": "ls"}, "o" * 2000), text="running")
+    h.step(text="Final answer: " + "z" * 6000)
+
+    def posted(items: list, window: int) -> tuple:
+        compact = build("codex-remote-compact-at-90pct")
+        view = view_of(compact([*items, UserItem("next prompt")], ctx(window=window, usage=1400)))
+        return view.summarizer_calls[0].input_items
+
+    assert posted(h.items, 1500) == tuple(h.items)
+    # A trailing tool output is Codex's own: popped with its call (a function_call item of its
+    # own in Codex) while the history overflows; the text beside the call is the model's.
+    first, text = posted(h.items[:3], 400)
+    assert first is h.items[0] and [b.text for b in text.blocks] == ["running"]

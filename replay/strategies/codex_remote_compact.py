@@ -6,8 +6,8 @@ compaction endpoint, which returns the real user messages plus one opaque (encry
 compaction item; the next requests send exactly that, then append. At a new prompt the history
 is compacted before the prompt is recorded, so the prompt follows the compaction item (as in
 `codex-compact-at-90pct`). Before posting, while the history overflows the window and its last
-item is harness-generated (not a real user message), that item is popped with its call/result
-partner.
+item is Codex-generated (a tool output or a harness message: not the model's nor the user's),
+that item is popped with its call/result partner.
 
 Defaults: pct = 90, limit = 0 (none configured). Cache class: freeze-once.
 
@@ -34,8 +34,14 @@ from replay.strategies._common import (
     summary_item,
 )
 from replay.strategies._prompts import SERVER_COMPACTION_INSTRUCTION
-from replay.strategies._view import Item, RewriteEvent, View
+from replay.strategies._view import Item, RewriteEvent, ToolResultItem, UserItem, View
 from replay.strategies.codex_compact import codex_limit, codex_tokens, compacted_until
+
+
+def codex_generated(item: Item) -> bool:
+    """An item Codex itself wrote into the history (a tool output, a harness message), which
+    it may trim before posting; the model's messages and the user's are not."""
+    return isinstance(item, ToolResultItem) or (isinstance(item, UserItem) and item.injected)
 
 
 def codex_remote_compact(pct: int = 90, limit: int = 0) -> object:
@@ -52,7 +58,7 @@ def codex_remote_compact(pct: int = 90, limit: int = 0) -> object:
         while (
             len(request) > 1
             and items_est(request) + est(ctx.system) > ctx.context_window
-            and not is_real_user(request[-1])
+            and codex_generated(request[-1])
         ):
             request = repair_pairs(request[:-1], request)
         text, source = summaries.text(ctx, request)
