@@ -512,6 +512,13 @@ def test_rules_in_force_is_what_the_cli_prints():
         rules_in_force(date(2026, 10, 20), provider="bedrock")
     with pytest.raises(ReplayError, match="provider 'aws': no cache rules for model 'gpt-5'"):
         rules_in_force(date(2026, 10, 20), provider="aws", model="gpt-5")
+    # With a model: the file its requests follow, not the provider's own when it routes the
+    # model elsewhere (Claude on Google follows anthropic's vertex variant).
+    routed = rules_in_force(date(2026, 10, 20), provider="google", model="claude-sonnet-4-5")
+    assert [p["provider"] for p in routed["providers"]] == ["anthropic"]
+    assert routed["resolved"]["route"] == "anthropic/vertex"
+    own = rules_in_force(date(2026, 10, 20), provider="google", model="gemini-2.5-flash")
+    assert [p["provider"] for p in own["providers"]] == ["google"]
 
 
 def test_providers_user_errors():

@@ -111,11 +111,13 @@ def _files_serving(
     key = provider.strip().lower()
     own = router.layers_for(key)
     if model is not None:
-        if own is not None:
-            return [own]
+        # The file the model's requests follow (Claude on Google: anthropic's `vertex`
+        # variant), not the provider's own when it routes the model elsewhere.
         try:
             return [router.route(provider, model).layers]
         except ReplayError:
+            if own is not None:
+                return [own]
             raise _unknown(router, provider, model) from None
     found = [own] if own is not None else []
     found += [f for f in router.rule_files if f is not own and _has_variant_for(f, key)]
