@@ -1769,3 +1769,18 @@ def test_codex_remote_compact_trims_only_what_codex_wrote_before_posting():
     # own in Codex) while the history overflows; the text beside the call is the model's.
     first, text = posted(h.items[:3], 400)
     assert first is h.items[0] and [b.text for b in text.blocks] == ["running"]
+
+
+@pytest.mark.parametrize("name", ["codex-compact-at-90pct", "codex-remote-compact-at-90pct"])
+def test_codex_limits_gpt_oss_by_its_own_96k_window(name):
+    """Codex's model info gives gpt-oss a 96,000-token window (the model has 131,072): its
+    auto-compact limit is 86,400, which 90,000 reported tokens pass; 90 % of 131,072 they do
+    not. A smaller window given to strategies still wins (95,000: a limit of 85,500)."""
+    h = History().user("task").step(read("a.py", "x" * 400), text="reading").user("next")
+
+    def compacts(model: str, usage: int, window: int = 131_072) -> bool:
+        context = ctx(window=window, usage=usage, model=model)
+        return bool(view_of(build(name)(h.items, context)).events)
+
+    assert compacts("gpt-oss-120b", 90_000) and not compacts("gpt-5", 90_000)
+    assert not compacts("gpt-oss-120b", 86_000) and compacts("gpt-oss-120b", 86_000, 95_000)

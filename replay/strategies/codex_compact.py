@@ -14,7 +14,8 @@ last). If the compaction request itself would overflow the window, the oldest it
 call/result partner) is dropped from it and it is retried ("trim from the beginning to preserve
 cache").
 
-Defaults: pct = 90 (gpt-5.x: 272,000 x 0.9 = 244,800), limit = 0 (no configured limit),
+Defaults: pct = 90 of the window Codex's model info gives (gpt-5.x: 272,000 x 0.9 = 244,800;
+gpt-oss: 96,000, not the model's 131,072), limit = 0 (no configured limit),
 keep_user_tokens = 20,000. Cache class: freeze-once (one rewrite + one summarizer call per
 compaction, append-only between).
 
@@ -100,8 +101,21 @@ def drop_oldest_until_fits(items: list[Item], ctx: StrategyContext, extra: str) 
     return items
 
 
+CODEX_WINDOWS = (("gpt-oss", 96_000),)
+"""Windows Codex's own model info gives below the model's (gpt-oss: 96,000 of its 131,072,
+research strategies.md: model_info.rs); its limits count against these."""
+
+
+def codex_window(ctx: StrategyContext) -> int:
+    """The context window Codex believes the model has: its model info's, where that is
+    smaller than the one replay gives strategies (`--context-window` may lower it further)."""
+    model = ctx.model.lower()
+    own = next((tokens for name, tokens in CODEX_WINDOWS if name in model), None)
+    return ctx.context_window if own is None else min(own, ctx.context_window)
+
+
 def codex_limit(ctx: StrategyContext, pct: int, limit: int) -> int:
-    window_limit = ctx.context_window * pct // 100
+    window_limit = codex_window(ctx) * pct // 100
     return min(limit, window_limit) if limit > 0 else window_limit
 
 

@@ -35,7 +35,12 @@ from replay.strategies._common import (
 )
 from replay.strategies._prompts import SERVER_COMPACTION_INSTRUCTION
 from replay.strategies._view import Item, RewriteEvent, ToolResultItem, UserItem, View
-from replay.strategies.codex_compact import codex_limit, codex_tokens, compacted_until
+from replay.strategies.codex_compact import (
+    codex_limit,
+    codex_tokens,
+    codex_window,
+    compacted_until,
+)
 
 
 def codex_generated(item: Item) -> bool:
@@ -57,7 +62,7 @@ def codex_remote_compact(pct: int = 90, limit: int = 0) -> object:
         request = list(compacted)
         while (
             len(request) > 1
-            and items_est(request) + est(ctx.system) > ctx.context_window
+            and items_est(request) + est(ctx.system) > codex_window(ctx)
             and codex_generated(request[-1])
         ):
             request = repair_pairs(request[:-1], request)
