@@ -394,6 +394,28 @@ def test_every_edit_form_is_checked(call: Block) -> None:
     assert actions[0].excerpt == TARGET.strip()
 
 
+def test_an_editor_tool_s_view_is_a_read() -> None:
+    """Anthropic's text editor (and `str_replace_editor`): `view` shows a file, though the
+    tool's name is a write's. Its read was never recorded, so an edit of text only the hidden
+    view showed was not flagged."""
+    editor = "str_replace_based_edit_tool"
+    numbered = "".join(f"{n:6}\t{line}\n" for n, line in enumerate(CALC.splitlines(), 1))
+    shown = f"Here's the result of running `cat -n` on src/calc.py:\n{numbered}"
+    history = [
+        UserItem("The tax is wrong.", event_index=0),
+        AssistantItem((_call("c1", editor, command="view", path="src/calc.py"),), event_index=1),
+        ToolResultItem("c1", editor, shown, event_index=2,
+                       arguments={"command": "view", "path": "src/calc.py"}),
+    ]
+    edit = _call("c2", editor, command="str_replace", path="src/calc.py", old_str=TARGET,
+                 new_str="    return price * qty * (1 + tax_rate)")
+    assert [(a.kind, a.path) for a in _check(history, history[:1], edit)] == [
+        ("hidden-edit-target", "src/calc.py")
+    ]
+    assert _check(history, history, edit) == []
+    assert _blind._file_text(shown, _blind._TAB_NUMBERED_LINE).endswith(CALC)
+
+
 def test_a_tool_named_like_a_write_that_edits_no_file_is_quote_checked() -> None:
     # `TodoWrite`, `write_stdin`: their names matched the write tools, so their arguments were
     # never checked at all.

@@ -54,6 +54,8 @@ _PATCH_KEYS = ("input", "patchText", "patch")
 _PATCH_FILE = re.compile(r"^\*\*\* (Update|Delete|Add) File: (.+)$", re.MULTILINE)
 # A Claude Code read numbers its lines (`    16→text`): the file's content is without them.
 _NUMBERED_LINE = re.compile(r"^ *\d+→", re.MULTILINE)
+# An editor tool's `view` numbers them as `cat -n` does (`     16\ttext`).
+_TAB_NUMBERED_LINE = re.compile(r"^ *\d+\t", re.MULTILINE)
 # A quoted phrase in a tool call's arguments (`grep "Preview theme"`): quoted as a whole.
 _PHRASE = re.compile(r"""(["'])([^"'\n]*\S[ \t]+\S[^"'\n]*)\1""")
 # The characters a JSON rendering escapes (as `\"`, `\\`, `\t`…; a newline too, but no line
@@ -174,15 +176,21 @@ def _edits_a_file(arguments: object) -> bool:
     )
 
 
-def _file_text(output: str) -> str:
-    """A read's output as the file's content: a Claude Code read's line numbers (`    16→`) and
-    the reminder it appends left out (a whole-file write diffed against them changed every
-    line, and "the lines around the change" became the whole file)."""
-    numbered = _NUMBERED_LINE.findall(output)
+def _file_text(output: str, numbering: re.Pattern[str] = _NUMBERED_LINE) -> str:
+    """A read's output as the file's content: a Claude Code read's line numbers (`    16→`),
+    or `numbering`'s, and the reminder it appends left out (a whole-file write diffed against
+    them changed every line, and "the lines around the change" became the whole file)."""
+    numbered = numbering.findall(output)
     if not numbered or 2 * len(numbered) < output.count("\n") + 1:
         return output
     text = output.split("<system-reminder>", 1)[0]
-    return _NUMBERED_LINE.sub("", text).rstrip("\n") + "\n"
+    return numbering.sub("", text).rstrip("\n") + "\n"
+
+
+def _views_a_file(arguments: object) -> bool:
+    """An editor tool's `view` (Anthropic's text editor, OpenHands' and SWE-agent's
+    `str_replace_editor`): a read, though the tool's name is a write's."""
+    return isinstance(arguments, dict) and arguments.get("command") == "view"
 
 
 def _short(text: str) -> str:
@@ -444,12 +452,12 @@ class _History:
             if call is None:
                 return
             name, path = call.name or "", path_of(call.arguments)
-            if (
-                path is not None
-                and _is_read(name)
-                and not _is_write(name)
-                and not reads_part_of_file(call.arguments)  # a range is not the file's content
-            ):
+            if path is None or reads_part_of_file(call.arguments):  # a range is not the file
+                return
+            if _views_a_file(call.arguments):  # its lines numbered as `cat -n` does
+                self.known[path] = _Content(_file_text(item.output, _TAB_NUMBERED_LINE), item,
+                                            item.output)
+            elif _is_read(name) and not _is_write(name):
                 self.known[path] = _Content(_file_text(item.output), item, item.output)
 
     def _add_assistant_part(self, text: str) -> None:
