@@ -743,6 +743,22 @@ def test_cline_thresholds_and_duplicate_reads():
     assert len(cut.items) < len(h.items)
 
 
+def test_an_editor_tool_s_view_is_a_read_and_its_edits_are_writes():
+    """Anthropic's text editor and `str_replace_editor` are named like writes; their `command`
+    says what a call does: `view` reads (Cline's dedup stubs the older views of a file)."""
+    from replay.strategies._common import tool_kind
+
+    editor = "str_replace_based_edit_tool"
+    assert [tool_kind(editor, {"command": c, "path": "a.ts"}) for c in
+            ("view", "str_replace", "create", "insert", "undo_edit")] == ["read"] + ["write"] * 4
+    assert tool_kind(editor) == "write" and tool_kind("bash", {"command": "view"}) == "shell"
+    h = History().user()
+    for n in range(6):
+        h.step((editor, {"command": "view", "path": "same.ts"}, "S" * 2000), text=f"s{n}")
+    view = view_of(build("cline-dedup-file-reads")(h.items, ctx(window=200_000, usage=170_000)))
+    assert outputs(view).count(LITERAL_CLINE_DUP_READ) == 5
+
+
 @pytest.mark.parametrize("name", ["cline-truncate-keep-first-pair-half", "cline-dedup-file-reads"])
 def test_cline_triggers_on_the_previous_request_s_tokens_only(name):
     h = History().user()

@@ -376,13 +376,25 @@ _KINDS: tuple[tuple[str, frozenset[str]], ...] = (
 )
 
 
-def tool_kind(name: str | None) -> str:
-    """`read`, `write`, `list`, `search`, `shell`, `test`, `web`, `browser` or `other`."""
+_EDITOR_COMMANDS = {"view": "read", "create": "write", "str_replace": "write", "insert": "write",
+                    "undo_edit": "write"}
+"""What an editor tool's `command` does (Anthropic's text editor, OpenHands' and SWE-agent's
+`str_replace_editor`): the tool's name is a write's, but `view` reads."""
+
+
+def tool_kind(name: str | None, arguments: object = None) -> str:
+    """`read`, `write`, `list`, `search`, `shell`, `test`, `web`, `browser` or `other`; with the
+    call's `arguments`, an editor tool's `command` decides (`view` is a read)."""
     words = {w.lower() for w in _WORDS.findall(name or "")}
-    for kind, keys in _KINDS:
-        if words & keys:
-            return kind
-    return "other"
+    kind = next((kind for kind, keys in _KINDS if words & keys), "other")
+    if kind in ("write", "other") and isinstance(arguments, dict):
+        return _EDITOR_COMMANDS.get(str(arguments.get("command")), kind)
+    return kind
+
+
+def result_kind(item: ToolResultItem) -> str:
+    """`tool_kind` of the call a tool result answers."""
+    return tool_kind(item.tool_name, item.arguments)
 
 
 def path_of(arguments: object) -> str | None:

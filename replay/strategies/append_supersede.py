@@ -19,7 +19,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import StrategyContext, StrategySpec, register
-from replay.strategies._common import ReplacedResults, path_of, reads_part_of_file, tool_kind
+from replay.strategies._common import (
+    ReplacedResults,
+    path_of,
+    reads_part_of_file,
+    result_kind,
+    tool_kind,
+)
 from replay.strategies._view import AssistantItem, Item, ToolResultItem, replace_output
 
 
@@ -43,13 +49,14 @@ def append_supersede() -> object:
                 for b in item.tool_calls:
                     path = path_of(b.arguments)
                     content = b.arguments.get("content") if isinstance(b.arguments, dict) else None
-                    if path and tool_kind(b.name) == "write" and isinstance(content, str):
+                    writes_file = tool_kind(b.name, b.arguments) == "write"
+                    if path and writes_file and isinstance(content, str):
                         writes[b.call_id or ""] = (path, content)
             elif isinstance(item, ToolResultItem) and item.call_id in writes:
                 path, content = writes.pop(item.call_id)
                 if not item.is_error:  # a write that failed wrote no version
                     versions.setdefault(path, []).append(content)
-            elif isinstance(item, ToolResultItem) and tool_kind(item.tool_name) == "read":
+            elif isinstance(item, ToolResultItem) and result_kind(item) == "read":
                 path = path_of(item.arguments)
                 if not path or item.is_error or reads_part_of_file(item.arguments):
                     continue  # a range of lines is not a version of the file: kept as it is

@@ -31,8 +31,8 @@ from replay.strategies._common import (
     forked_call,
     path_of,
     reported_tokens,
+    result_kind,
     summary_item,
-    tool_kind,
 )
 from replay.strategies._prompts import CLAUDE_CODE_INSTRUCTION, LITERAL_CLAUDE_CONTINUATION
 from replay.strategies._view import (
@@ -80,7 +80,7 @@ def recent_files(items: Sequence[Item]) -> list[tuple[str, str]]:
     for item in items:
         if not isinstance(item, ToolResultItem) or item.is_error:
             continue
-        kind, path, args = tool_kind(item.tool_name), path_of(item.arguments), item.arguments
+        kind, path, args = result_kind(item), path_of(item.arguments), item.arguments
         if not path:
             continue
         if kind == "read":

@@ -31,7 +31,7 @@ from replay.strategies._common import (
     path_of,
     replace_blocks,
     reported_tokens,
-    tool_kind,
+    result_kind,
 )
 from replay.strategies._prompts import LITERAL_CLINE_DUP_READ, LITERAL_CLINE_NOTICE
 from replay.strategies._view import (
@@ -132,7 +132,7 @@ class ClineContext:
         event indexes newly marked."""
         reads: dict[str, list[ToolResultItem]] = {}
         for item in view:
-            if isinstance(item, ToolResultItem) and tool_kind(item.tool_name) == "read":
+            if isinstance(item, ToolResultItem) and result_kind(item) == "read":
                 path = path_of(item.arguments)
                 if path and item.event_index not in self.duplicates:
                     reads.setdefault(path, []).append(item)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import AT_LEAST_1, StrategyContext, StrategySpec, register
-from replay.strategies._common import GrownView, ItemMemo, tool_kind
+from replay.strategies._common import GrownView, ItemMemo, result_kind
 from replay.strategies._view import Item, ToolResultItem, replace_output
 
 HINT = (
@@ -33,7 +33,7 @@ def cap_output(
     item: ToolResultItem, lines: int, max_bytes: int, line_chars: int, grep_matches: int
 ) -> str:
     text = item.output
-    kind = tool_kind(item.tool_name)
+    kind = result_kind(item)
     if kind == "read":
         text = "\n".join(
             ln

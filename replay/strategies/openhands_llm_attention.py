@@ -31,7 +31,7 @@ from replay.strategies._common import (
     is_real_user,
     item_text,
     nonempty,
-    tool_kind,
+    result_kind,
 )
 from replay.strategies._openhands import events_of, head_length, view_events
 from replay.strategies._prompts import OPENHANDS_ATTENTION_INSTRUCTION
@@ -62,7 +62,7 @@ def importance(unit: list[int], items: Sequence[Item], position: float) -> float
         if is_real_user(item):
             score += 3
         elif isinstance(item, ToolResultItem):
-            kind = tool_kind(item.tool_name)
+            kind = result_kind(item)
             score += {"write": 2.0, "test": 1.5}.get(kind, 0.0)
             if item.is_error or _ERROR.search(item_text(item)[:4000]):
                 score += 1.0

@@ -35,8 +35,8 @@ from replay.strategies._common import (
     item_est,
     path_of,
     reported_tokens,
+    result_kind,
     summary_item,
-    tool_kind,
     trigger_at_user_turn,
     valid_start,
 )
@@ -71,7 +71,7 @@ def file_lists(items: Sequence[Item]) -> str:
         if isinstance(item, ToolResultItem):
             path = path_of(item.arguments)
             if path:
-                (modified if tool_kind(item.tool_name) == "write" else read).append(path)
+                (modified if result_kind(item) == "write" else read).append(path)
     read = [p for p in dict.fromkeys(read) if p not in modified]
     out = ""
     if read:

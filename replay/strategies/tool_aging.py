@@ -21,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from replay.strategies._base import AT_LEAST_0, AT_LEAST_1, StrategyContext, StrategySpec, register
-from replay.strategies._common import GrownView, path_of, tool_kind
+from replay.strategies._common import GrownView, path_of, result_kind
 from replay.strategies._view import (
     Item,
     RewriteEvent,
@@ -33,7 +33,7 @@ from replay.strategies._view import (
 
 
 def aged(item: ToolResultItem, list_chars: int, other_chars: int) -> ToolResultItem:
-    kind = tool_kind(item.tool_name)
+    kind = result_kind(item)
     if kind == "read":
         if item.is_error:  # an error is not the file's content, and "read it again" is no help
             return item
