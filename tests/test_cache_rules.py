@@ -298,6 +298,26 @@ def test_user_file_overlays_the_builtin_file(tmp_path):
         book.get("min_cacheable_tokens", "gpt-5", OCT)
 
 
+def test_a_user_file_layered_over_a_builtin_one_may_name_its_variants(tmp_path):
+    """docs/cache-rules.md: a user file is layered over the built-in one, so a row may set a
+    rule of the built-in file's variant (Claude on Vertex) without declaring it again; a file
+    that replaces the built-in one must declare its variants."""
+    row = {"rule": "endpoint", "value": "regional", "since": "2024-01-01", "source": "contract",
+           "variant": "vertex"}
+    path = tmp_path / "anthropic.json"
+    path.write_text(json.dumps({"provider": "anthropic", "reviewed": "2026-12-01",
+                                "rules": [row]}))
+    router = CacheRouter(load_rules_file(path))
+    route = router.route("google", "claude-sonnet-4-5")
+    assert route.variant == "vertex"
+    at = datetime(2026, 10, 20, tzinfo=UTC)
+    assert router.price_factor("google", "claude-sonnet-4-5", at) == Decimal("1.1")  # regional
+    path.write_text(json.dumps({"provider": "anthropic", "reviewed": "2026-12-01",
+                                "replace": True, "rules": [row]}))
+    with pytest.raises(ReplayError, match="variant 'vertex' is not declared in `variants`"):
+        load_rules_file(path)
+
+
 def test_user_file_for_a_new_provider():
     user = ProviderRules.model_validate({
         "provider": "mistral", "reviewed": "2026-11-01",

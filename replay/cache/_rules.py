@@ -31,7 +31,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 
 from replay._data import data_dir
 from replay._errors import ReplayError
@@ -243,8 +250,9 @@ class ProviderRules(BaseModel):
     """The rules, specific model patterns before general ones."""
 
     @model_validator(mode="after")
-    def _check(self) -> ProviderRules:
-        names = {v.name for v in self.variants}
+    def _check(self, info: ValidationInfo) -> ProviderRules:
+        # A user file layered over a built-in one may name the variants that file declares.
+        names = {v.name for v in self.variants} | set((info.context or {}).get("variants", ()))
         patterns = [*self.models, *(v.models for v in self.variants if v.models)]
         patterns += [p.models for p in self.passthrough]
         for n, r in enumerate(self.rules):
@@ -380,10 +388,14 @@ class RuleBook:
         return bool(r and r.uncertain)
 
 
-def load_rules_file(path: str | Path) -> ProviderRules:
+def load_rules_file(path: str | Path, *, builtin: bool = False) -> ProviderRules:
+    """A rule file; a user's (`builtin` false) is layered over the built-in file of its
+    provider unless it says `replace`, so its rows may name that file's variants."""
     path = Path(path)
     try:
-        return ProviderRules.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        data = json.loads(path.read_text(encoding="utf-8"))
+        context = None if builtin else {"variants": _layered_variants(data)}
+        return ProviderRules.model_validate(data, context=context)
     except ValidationError as err:
         first = err.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
@@ -400,6 +412,17 @@ def load_rules_file(path: str | Path) -> ProviderRules:
         raise ReplayError(f"{path}: cannot read cache rules ({err})") from err
 
 
+def _layered_variants(data: Any) -> set[str]:
+    """The variants of the built-in file a user file is layered over."""
+    provider = data.get("provider") if isinstance(data, dict) else None
+    if not isinstance(provider, str) or data.get("replace"):
+        return set()
+    try:
+        return {v.name for v in builtin_rules(provider).variants}
+    except ReplayError:
+        return set()
+
+
 def builtin_rule_files() -> list[Path]:
     """The built-in rule files (`pricing/cache/*.json`, the schema aside), by name."""
     return sorted(p for p in (data_dir() / "cache").glob("*.json") if not p.name.startswith("_"))
@@ -410,7 +433,7 @@ def builtin_rules(provider: str) -> ProviderRules:
     """The built-in file of `provider` (by file name, provider id or alias)."""
     path = data_dir() / "cache" / f"{provider}.json"
     if path.exists() and not path.name.startswith("_"):
-        return load_rules_file(path)
+        return load_rules_file(path, builtin=True)
     for rules in all_builtin_rules():
         if rules.serves(provider):
             return rules
@@ -420,7 +443,7 @@ def builtin_rules(provider: str) -> ProviderRules:
 
 @cache
 def _all() -> tuple[ProviderRules, ...]:
-    return tuple(load_rules_file(p) for p in builtin_rule_files())
+    return tuple(load_rules_file(p, builtin=True) for p in builtin_rule_files())
 
 
 def all_builtin_rules() -> list[ProviderRules]:
