@@ -1411,3 +1411,20 @@ def test_a_target_batch_cannot_read_says_why(target: str, said: str) -> None:
     with pytest.raises(ReplayError) as err:
         run_batch([target], BatchOptions(strategies="baseline"), workers=1)
     assert str(err.value) == said
+
+
+def test_the_json_report_is_the_same_bytes_on_a_rerun_unless_timings_are_asked(
+    logdir: Path, invoke
+) -> None:
+    """The same files give the same report: the seconds a run took are in it only with
+    --timings."""
+    args = ("batch", logdir, "-s", "baseline", "--workers", "1", "--format", "json", "-q")
+    first, again = invoke(*args), invoke(*args)
+    assert first.exit_code == again.exit_code == 0
+    assert first.stdout == again.stdout and "seconds" not in json.loads(first.stdout)
+    timed = json.loads(invoke(*args, "--timings").stdout)
+    assert set(timed["seconds"]) == {"scan", "replay", "total"} and timed["requests_per_second"]
+    assert {k: v for k, v in timed.items() if k not in ("seconds", "files_per_second",
+                                                          "requests_per_second")} == json.loads(
+        first.stdout
+    )

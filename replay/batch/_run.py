@@ -134,32 +134,40 @@ class BatchReport:
     def problems(self) -> list[FileStatus]:
         return [f for f in self.files if f.status not in QUIET_STATUSES]
 
-    def document(self) -> dict[str, Any]:
-        """The report as JSON-ready data."""
+    def document(self, timings: bool = False) -> dict[str, Any]:
+        """The report as JSON-ready data; with `timings`, how long it took too (then no two
+        runs give the same bytes)."""
         from replay import report
 
-        replayed = self.counts["replayed"]
-        return {
+        doc: dict[str, Any] = {
             "dataset": str(self.dataset) if self.dataset else None,
             "engine": self.engine,
             "workers": self.workers,
             "files": self.counts,
             "shared_cache": {"groups": self.shared_groups, "sessions": self.shared_sessions},
             "requests": self.requests,
-            "seconds": {
-                "scan": round(self.scan_seconds, 3),
-                "replay": round(self.replay_seconds, 3),
-                "total": round(self.elapsed, 3),
-            },
-            "files_per_second": round(replayed / self.elapsed, 3) if self.elapsed else None,
-            "requests_per_second": round(self.requests / self.elapsed, 3)
-            if self.elapsed
-            else None,
+        }
+        if timings:
+            doc |= self.timings()
+        return doc | {
             "totals": report.frame_rows(self.totals),
             "problems": [
                 {"file": f.path, "status": f.status, "message": f.message} for f in self.problems
             ],
             "notes": self.notes,
+        }
+
+    def timings(self) -> dict[str, Any]:
+        """Seconds per pass, and files and requests replayed per second."""
+        per_second = (lambda n: round(n / self.elapsed, 3)) if self.elapsed else (lambda n: None)
+        return {
+            "seconds": {
+                "scan": round(self.scan_seconds, 3),
+                "replay": round(self.replay_seconds, 3),
+                "total": round(self.elapsed, 3),
+            },
+            "files_per_second": per_second(self.counts["replayed"]),
+            "requests_per_second": per_second(self.requests),
         }
 
 

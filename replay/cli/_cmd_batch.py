@@ -153,6 +153,12 @@ def _check_dataset_parent(
     help="Format of the final report (standard output).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notes.")
+@click.option(
+    "--timings",
+    is_flag=True,
+    help="With --format json: add the seconds each pass took and the files and requests "
+    "replayed per second (the report is then no longer the same byte for byte on a re-run).",
+)
 @user_errors
 def batch_command(
     targets: tuple[str, ...],
@@ -177,6 +183,7 @@ def batch_command(
     strict: bool,
     fmt: str,
     quiet: bool,
+    timings: bool,
 ) -> None:
     """Replay every log under folders or globs (any supported format, mixed) and append one row
     per session × strategy to a Parquet dataset.
@@ -232,7 +239,7 @@ def batch_command(
             progress=tick,
         )
     if fmt == "json":
-        out.write_output(out.to_json(result.document()), None)
+        out.write_output(out.to_json(result.document(timings=timings)), None)
     else:
         console = out.console()
         files, totals = _tables(result)
@@ -245,7 +252,7 @@ def batch_command(
         from replay.report._table import counted
 
         err = out.console(stderr=True)
-        doc = result.document()
+        doc = result.document(timings=True)
         files = doc["files"]
         err.print(
             f"{counted(files['replayed'], 'file')} replayed ({counted(result.requests, 'request')})"
