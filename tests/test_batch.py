@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import socket
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -647,7 +648,25 @@ def test_pool_survives_a_worker_that_dies():
         results = dict(
             pool.imap(crash_on_two, [1, 2, 3, 4], BatchOptions(), lambda t, m: f"failed: {m}")
         )
-    assert results == {1: 10, 2: "failed: the worker process died on this task", 3: 30, 4: 40}
+    assert results.pop(2).startswith("failed: the worker process died on this task")
+    assert results == {1: 10, 3: 30, 4: 40}
+
+
+def test_a_dead_worker_under_a_script_names_the_main_guard(monkeypatch):
+    """A script that calls replay with workers outside `if __name__ == "__main__":` kills every
+    worker it spawns (each imports the script and starts the replay again): the message says
+    so; run from the command line, it does not."""
+    import types
+
+    from replay.batch._engines import died
+    from replay.cli import main
+
+    script = types.ModuleType("__main__")
+    script.__file__, script.__spec__ = "/home/me/compare.py", None
+    monkeypatch.setitem(sys.modules, "__main__", script)
+    assert 'not under `if __name__ == "__main__":`' in died()
+    script.main = main  # the `replay` console script
+    assert died() == "the worker process died on this task"
 
 
 def test_ray_engine_writes_the_same_dataset_as_the_pool(logdir: Path, tmp_path: Path):

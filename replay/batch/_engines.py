@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -27,6 +28,26 @@ from replay.batch._options import BatchOptions
 TaskFn = Callable[[Any, BatchOptions], Any]
 Failure = Callable[[Any, str], Any]
 """Builds the result of a task whose worker died: (task, message) → result."""
+
+
+def died() -> str:
+    """Why a task failed when its worker process died; run from a script, the likely cause
+    (each spawned worker imports the script, which starts the replay again) is named."""
+    main = sys.modules.get("__main__")
+    script = getattr(main, "__file__", None) and getattr(main, "__spec__", None) is None
+    if script and getattr(main, "main", None) is not _cli_main():
+        return (
+            "the worker process died on this task (killed, out of memory, or a script whose "
+            "call with workers is not under `if __name__ == \"__main__\":`: each worker "
+            "process imports the script)"
+        )
+    return "the worker process died on this task"
+
+
+def _cli_main() -> Any:
+    from replay.cli import main
+
+    return main
 
 
 class Engine:
@@ -202,7 +223,7 @@ class PoolEngine(Engine):
                 except BrokenProcessPool:
                     broken = True
                     if id(task) in tried:
-                        yield task, failure(task, "the worker process died on this task")
+                        yield task, failure(task, died())
                     else:
                         tried.add(id(task))
                         suspects.append(task)
