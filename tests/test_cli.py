@@ -432,6 +432,15 @@ def test_no_command_writes_over_the_log_it_reads(invoke, tmp_path, args, through
     assert log.read_bytes() == RUN42.read_bytes()
 
 
+def test_a_log_named_dash_is_named_dot_slash_dash(invoke, tmp_path, monkeypatch):
+    """A file named `-` is `./-` in the message: `-` alone is standard output."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-").write_bytes(RUN42.read_bytes())
+    result = invoke("./-", "-s", "baseline", "-o", "./-")
+    assert result.exit_code == 2
+    assert result.stderr == "error: -o ./- is a file being read (./-): write the result elsewhere\n"
+
+
 def test_no_command_writes_over_another_file_it_reads(invoke, tmp_path, monkeypatch):
     """Not the log, but a cache-rule, plug-in or tokenizer file, or a file of a log folder."""
     rules = tmp_path / "rules.json"

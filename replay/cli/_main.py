@@ -158,6 +158,12 @@ def missing_folder(value: Path) -> str | None:
     return f"directory {value.parent} {what}"
 
 
+def _named(path: Any) -> str:
+    """A path as the user would write it: a file named `-` is `./-` (`-` is standard
+    output)."""
+    return "./-" if str(path) == "-" else str(path)
+
+
 def refuse_overwriting_a_log(options: dict[str, Any]) -> None:
     """An output (`-o`, `--write-tokenizers`) naming a file being read — a log, a file of a log
     folder, a cache-rule, plug-in or tokenizer file — or a link to one, would replace the input
@@ -174,7 +180,8 @@ def refuse_overwriting_a_log(options: dict[str, Any]) -> None:
         for source in read:
             if source is not None and _same_file(source, output):
                 raise ReplayError(
-                    f"{flag} {output} is a file being read ({source}): write the result elsewhere"
+                    f"{flag} {_named(output)} is a file being read ({_named(source)}): write the "
+                    "result elsewhere"
                 )
         if "-" in logs and _is_standard_input(output):
             raise ReplayError(
