@@ -752,6 +752,9 @@ def test_an_editor_tool_s_view_is_a_read_and_its_edits_are_writes():
     assert [tool_kind(editor, {"command": c, "path": "a.ts"}) for c in
             ("view", "str_replace", "create", "insert", "undo_edit")] == ["read"] + ["write"] * 4
     assert tool_kind(editor) == "write" and tool_kind("bash", {"command": "view"}) == "shell"
+    # A name that says nothing: the command still does.
+    assert tool_kind("editor") == "other"
+    assert [tool_kind("editor", {"command": c}) for c in ("view", "create")] == ["read", "write"]
     h = History().user()
     for n in range(6):
         h.step((editor, {"command": "view", "path": "same.ts"}, "S" * 2000), text=f"s{n}")
@@ -803,6 +806,23 @@ def test_aider_sends_its_summaries_to_aiders_weak_model(model, weak):
     h.user("next question")
     view = view_of(build("aider-summarize-auto")(h.items, ctx(window=32_000, model=model)))
     assert [c.model for c in view.summarizer_calls] == [weak]
+
+
+def test_aider_clips_the_summarizer_input_to_the_weak_model_s_smaller_window():
+    """o1's weak model is gpt-4o-mini (a 128,000-token window; o1's is 200,000): a 140,000-token
+    early answer is left out of what it is sent. o3's, gpt-4.1-mini, takes more than the window
+    strategies are given: that window bounds it, and the answer fits."""
+    h = History().user("task").step(text="A" * 560_000)
+    for n in range(6):
+        h.user(f"question {n}").step(text=f"answer {n} " + "b" * 4000)
+    h.user("next question")
+
+    def sent(model: str) -> str:
+        view = view_of(build("aider-summarize-auto")(h.items, ctx(window=200_000, model=model)))
+        return view.summarizer_calls[0].input_items[0].text
+
+    assert "question 0" in sent("o1") and "AAAA" not in sent("o1")
+    assert "question 0" in sent("o3") and "AAAA" in sent("o3")
 
 
 def _sent(view: View) -> str:
@@ -1039,6 +1059,10 @@ def test_gemini_compress_fires_at_half_the_limit_exactly():
     compress = build("gemini-compress-50pct-keep-30pct")
     assert not view_of(compress(_two_tasks().items, ctx(window=1001, usage=500))).events
     assert view_of(compress(_two_tasks().items, ctx(window=1001, usage=501))).events
+    # At the threshold itself it compresses: 500 of a 1,000-token window is not below half.
+    for usage, fires in ((499, False), (500, True)):
+        fresh = build("gemini-compress-50pct-keep-30pct")
+        assert bool(view_of(fresh(_two_tasks().items, ctx(1000, usage))).events) is fires, usage
 
 
 def test_gemini_compress_keeps_a_snapshot_as_large_as_what_it_replaces():
@@ -1594,6 +1618,80 @@ def test_event_index_counts_the_events_older_than_a_window_as_a_walk_does():
             walked = sum(1 for n in range(end) if events_in(history[n:]) > window)
             assert index.older_than(window) == walked, (end, window)
 
+def test_event_index_counts_another_history_afresh():
+    """A history that is not the one indexed grown (same length or longer, other items) is
+    counted from its start, not on top of the old counts."""
+    from replay.strategies._openhands import EventIndex, events_in
+
+    index = EventIndex()
+    index.sync(_parallel_steps(1, 3).items[:2])  # the task and an answer of three calls
+    other = History().user("a").step(text="b").user("c").items
+    index.sync(other)
+    assert index.total() == 1 + events_in(other) == 4
+
+
+def test_observation_mask_hides_the_results_older_than_the_window_in_events():
+    """Two answers of two calls: the task (1), the first answer's calls (2) and results (1, 1),
+    the second's (2, 1, 1): 9 events. A window of 5 leaves more than 5 events after the first
+    result only: it alone is masked (its call goes with it); a window of 4 masks both."""
+    h = _parallel_steps(2, 2)
+
+    def masked(window: int) -> list[bool]:
+        view = view_of(build(f"observation-mask-keep-{window}")(h.items, ctx()))
+        return [i.text == LITERAL_OPENHANDS_MASKED for i in view.items if isinstance(i, UserItem)]
+
+    assert masked(6) == [False]
+    assert masked(5) == [False, True]
+    assert masked(4) == [False, True, True]
+
+
+def test_openhands_recent_reports_the_events_it_forgot_not_the_items():
+    """Three answers of two calls (1 + 12 events, 14 with the system prompt), max 9: the newest
+    8 events are the last two answers; the task and the first answer (4 items, 5 events) go."""
+    h = _parallel_steps(3, 2)
+    view = view_of(build("openhands-recent-keep-first-1-max-100", max_events=9)(h.items, ctx()))
+    assert view.items == h.items[4:]
+    assert [e.detail for e in view.events] == ["5 events forgotten"]
+
+
+def test_openhands_llm_summary_counts_events_for_its_trigger_head_and_tail():
+    """Three answers of two calls: 14 events with the system prompt. max_size 14 is not passed;
+    at 13 (keep_first 1: the system prompt alone) the newest 13 // 2 - 1 - 1 = 4 events are the
+    last answer (its call events and results), and everything before it is summarized."""
+    h = _parallel_steps(3, 2)
+    name = "openhands-llm-summary-120-keep-4"
+    kept = view_of(build(name, max_size=14, keep_first=1)(h.items, ctx()))
+    assert kept.items == h.items and not kept.events
+    view = view_of(build(name, max_size=13, keep_first=1)(h.items, ctx()))
+    assert isinstance(view.items[0], SummaryItem) and view.items[1:] == h.items[7:]
+    assert len(view.summarizer_calls) == 1
+
+
+def test_openhands_llm_attention_ranks_whole_steps_within_an_event_budget():
+    """Three answers of two calls, max_size 13, keep_first 1 (the system prompt): a budget of
+    13 // 2 - 1 = 5 events. The task ranks first (1 event), then the newest answer (4 events:
+    exactly the budget left); the others would pass it."""
+    h = _parallel_steps(3, 2)
+    view = view_of(build("openhands-llm-attention-100", max_size=13)(h.items, ctx()))
+    assert view.items == [h.items[0], *h.items[7:]]
+    assert [e.detail for e in view.events] == ["kept 5 ranked events"]
+
+
+def test_openhands_window_halves_the_events_not_the_items():
+    """Three answers of two calls after the task: 9 items but 12 events. Half is 6 events: the
+    last answer (4) and a result of the second, so the second answer is kept whole with it."""
+    from replay.strategies._common import request_tokens
+
+    h = History().user("task")
+    for s in range(3):
+        h.step(*[read(f"f{s}_{c}.py", "x" * 400) for c in range(2)])
+    halved = [h.items[0], *h.items[4:]]
+    c = ctx(window=request_tokens(halved, ctx()))
+    assert request_tokens(h.items, c) > c.context_window
+    view = view_of(build("openhands-window-on-overflow")(h.items, c))
+    assert view.items == halved
+    assert [e.detail for e in view.events] == ["window halved on overflow"]
+
 # --- trigger boundaries and selection, to the token -------------------------------------------
 
 
@@ -1784,6 +1882,33 @@ def test_codex_remote_compact_trims_only_what_codex_wrote_before_posting():
     # A trailing tool output is Codex's own: popped with its call (a function_call item of its
     # own in Codex) while the history overflows; the text beside the call is the model's.
     first, text = posted(h.items[:3], 400)
+    assert first is h.items[0] and [b.text for b in text.blocks] == ["running"]
+
+
+def test_codex_remote_compact_never_trims_the_user_s_own_message():
+    """A real user message ends the trim (Codex pops only what it wrote: tool outputs, harness
+    messages); a harness message at the end is popped."""
+    h = History().user("task").step(text="answer").user("also " + "q" * 6000)
+
+    def posted(items: list) -> tuple:
+        compact = build("codex-remote-compact-at-90pct")
+        view = view_of(compact([*items, UserItem("next prompt")], ctx(window=400, usage=1400)))
+        return view.summarizer_calls[0].input_items
+
+    assert posted(h.items) == tuple(h.items)
+    harness = UserItem("<environment_context>" + "e" * 6000 + "</environment_context>",
+                       injected=True)
+    assert posted([*h.items[:2], harness]) == tuple(h.items[:2])
+
+
+def test_codex_remote_compact_trims_against_gpt_oss_s_own_96k_window():
+    """The trim before posting counts against the window Codex gives the model (gpt-oss:
+    96,000), not the model's 131,072: a 110,000-token tool output is popped with its call."""
+    h = History().user("task").step(("bash", {"command": "ls"}, "o" * 440_000), text="running")
+    c = ctx(window=131_072, usage=120_000, model="gpt-oss-120b")
+    compact = build("codex-remote-compact-at-90pct")
+    view = view_of(compact([*h.items, UserItem("next prompt")], c))
+    first, text = view.summarizer_calls[0].input_items
     assert first is h.items[0] and [b.text for b in text.blocks] == ["running"]
 
 
