@@ -416,6 +416,48 @@ def test_an_editor_tool_s_view_is_a_read() -> None:
     assert _blind._file_text(shown, _blind._TAB_NUMBERED_LINE).endswith(CALC)
 
 
+def test_a_whole_file_write_is_diffed_against_an_editor_view_without_its_numbers() -> None:
+    """An editor's `view` numbers its lines as `cat -n` does (`     16\t…`) under a header:
+    against those, every line of a `create` changed, and the lines around the change were the
+    whole file."""
+    editor = "str_replace_based_edit_tool"
+    lines = [f"line {i} of the module" for i in range(1, 41)]
+    numbered = "".join(f"{n:6}\t{t}\n" for n, t in enumerate(lines, 1))
+    shown = f"Here's the result of running `cat -n` on m.py:\n{numbered}"
+    history = [
+        UserItem("Change line 20.", event_index=0),
+        AssistantItem((_call("c1", editor, command="view", path="m.py"),), event_index=1),
+        ToolResultItem("c1", editor, shown, event_index=2,
+                       arguments={"command": "view", "path": "m.py"}),
+    ]
+    new = "\n".join(lines[:19] + ["line 20, changed"] + lines[20:]) + "\n"
+    write = _call("c2", editor, command="create", path="m.py", file_text=new)
+    (edit, *_) = _check(history, history[:2], write)
+    assert edit.kind == "hidden-edit-target"
+    around = edit.excerpt.splitlines()
+    assert around[-3:] == ["line 19 of the module", "line 20 of the module",
+                           "line 21 of the module"]
+    assert "line 10 of the module" not in around
+
+
+def test_a_result_of_a_tool_named_both_a_read_and_a_write_is_not_the_file_s_content() -> None:
+    """`edit_and_view` reads like a read and a write: its result (here a confirmation) is not
+    taken for the file's content, which stays the earlier read's."""
+    history = _history()
+    tool = _call("c3", "edit_and_view", path="src/calc.py", command="append")
+    history += [
+        AssistantItem((tool,), event_index=3),
+        ToolResultItem("c3", "edit_and_view", "Done: src/calc.py edited.", event_index=4,
+                       arguments=tool.arguments),
+    ]
+    view = [*history[:2], truncate_chars(history[2], 500), *history[3:]]
+    new = _rewritten(CALC, CALC.splitlines().index(TARGET), "    return price * qty * 1.2")
+    write = _call("c5", "write_file", path="src/calc.py", content=new)
+    actions = _check(history, view, write)
+    assert [a.kind for a in actions] == ["hidden-edit-target", "stubbed-read"]
+    assert TARGET.strip() in actions[0].excerpt.splitlines()
+
+
 def test_a_tool_named_like_a_write_that_edits_no_file_is_quote_checked() -> None:
     # `TodoWrite`, `write_stdin`: their names matched the write tools, so their arguments were
     # never checked at all.
