@@ -76,6 +76,8 @@ def test_log_is_shorthand_for_run(invoke):
     first = invoke("-s", "baseline", "-q", RUN42)
     assert first.exit_code == 0 and first.stdout == table_long.stdout
     assert invoke("--version").stdout.startswith("replay, version")
+    # -h is replay's own help (its commands), not run's.
+    assert invoke("-h").stdout == invoke("--help").stdout and "Commands:" in invoke("-h").stdout
 
 
 def test_strategies_all_prints_one_row_per_canonical_strategy(invoke):

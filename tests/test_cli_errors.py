@@ -733,6 +733,14 @@ def test_a_format_the_output_suffix_contradicts_is_one_line_exit_2(invoke, tmp_p
     assert (tmp_path / "t.txt").read_text().lstrip().startswith(str(RUN42))
     ok = invoke("run", RUN42, "-s", "baseline", "--format", "json", "-o", tmp_path / "y.JSON")
     assert ok.exit_code == 0 and (tmp_path / "y.JSON").read_text().startswith("{")
+    # A suffix picks its format in any case; one naming a format the command has not (`.md`:
+    # markdown, not one of run's) picks none.
+    assert invoke("run", RUN42, "-s", "baseline", "-o", tmp_path / "z.JSON", "-q").exit_code == 0
+    assert (tmp_path / "z.JSON").read_text().startswith("{")
+    assert invoke("run", RUN42, "-s", "baseline", "-o", tmp_path / "t.md", "-q").exit_code == 0
+    assert (tmp_path / "t.md").read_text().lstrip().startswith(str(RUN42))
+    md = invoke("run", RUN42, "-s", "baseline", "--format", "json", "-o", tmp_path / "j.md")
+    assert md.exit_code == 0 and (tmp_path / "j.md").read_text().startswith("{")
 
 
 @pytest.mark.parametrize(
