@@ -706,6 +706,31 @@ def test_the_page_writes_money_as_the_tables_do(places: int) -> None:
         assert (exact, from_float) == (expected, expected), value
 
 
+def test_the_page_writes_break_even_money_to_six_places() -> None:
+    """The break-even table's money columns (`usd6`) are written as `replay breakeven` writes
+    them: six places, the summary's (`usd`) four."""
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed (it runs the page's script)")
+    script = (ROOT / "replay" / "report" / "assets" / "report.js").read_text()
+    parts = [
+        re.search(r"  const fmtInt = .*?\n", script),
+        re.search(r"  function plainDigits.*?\n  function fmtUsd.*?\n  }\n", script, re.S),
+        re.search(r"  const fmtPct = .*?\n", script),
+        re.search(r"  function fmtCell.*?\n  }\n", script, re.S),
+    ]
+    assert all(parts), "report.js lost its cell formatting"
+    program = "".join(p.group(0) for p in parts) + (
+        'console.log(JSON.stringify([fmtCell("0.01234567", "usd6"), '
+        'fmtCell("0.01234567", "usd")]));\n'
+    )
+    done = subprocess.run([node, "-e", program], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == ["$0.012346", "$0.0123"]
+
+
 def test_the_page_has_every_column_of_run_and_breakeven(result, document) -> None:
     """docs/report.md: the summary has the columns of `replay run`, the break-even table the
     rows of `replay breakeven` (storage cost only where something was stored)."""
@@ -713,7 +738,7 @@ def test_the_page_has_every_column_of_run_and_breakeven(result, document) -> Non
 
     shown = {c[0] for c in document["summary"]["columns"]}
     missing = set(result.summary.columns) - shown
-    assert missing <= {"storage_cost_usd"} and not result.summary["storage_cost_usd"].sum()
+    assert missing == {"storage_cost_usd"} and not result.summary["storage_cost_usd"].sum()
     assert {c[0] for c in document["breakeven"]["columns"]} == set(BREAKEVEN_SCHEMA)
 
 

@@ -220,6 +220,10 @@ def test_a_rich_without_its_private_layout_method_still_cuts_no_number(run42, mo
         ("0.00001234", 4, "$0.000012"),
         ("-0.00000123", 4, "-$0.0000012"),
         ("0", 6, "$0.000000"),
+        ("0.0001", 4, "$0.0001"),  # the last place itself is not below it
+        ("0.01845", 4, "$0.0185"),  # halves up, as the page's fmtUsd
+        ("0.000012345", 4, "$0.000012"),
+        ("0.0000125", 4, "$0.000013"),
     ],
 )
 def test_money_below_the_last_place_is_a_plain_decimal(value, places, shown):
