@@ -1502,3 +1502,20 @@ def test_a_response_line_written_twice_under_a_new_uuid_is_read_once(tmp_path, b
     ]
     with pytest.raises(LogFormatError, match="duplicate record"):
         load(_write(tmp_path, lines), strict=True)
+
+
+def test_lines_of_a_response_without_content_are_no_duplicates_of_each_other(tmp_path) -> None:
+    """Two lines of one response that hold no block repeat no content: nothing is reported."""
+    usage = _usage(3, 500, 0, 20)
+    text = {"type": "text", "text": "Done."}
+    lines = [
+        _user("u1", None, "00.000", "List the files."),
+        _assistant("a1", "u1", "01.000", "msg_1", "req_1", text, usage),
+        _assistant("a1b", "a1", "01.100", "msg_1", "req_1", text, usage),
+        _assistant("a1c", "a1b", "01.200", "msg_1", "req_1", text, usage),
+    ]
+    for line in lines[2:]:
+        line["message"]["content"] = []
+    session = load(_write(tmp_path, lines))
+    assert [len(e.blocks) for e in session.events if isinstance(e, AssistantMessage)] == [1]
+    assert not [s for s in session.skipped if "duplicate record" in str(s)]

@@ -535,6 +535,19 @@ def test_a_compressed_log_is_named_as_such(tmp_path: Path, packer: str, said: st
     assert str(err.value) == f"{path}: " + said.format(path=path)
 
 
+def test_a_zipped_log_is_named_as_such(tmp_path: Path) -> None:
+    import zipfile
+
+    path = tmp_path / "run.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.write(RUN42, "run42.jsonl")
+    with pytest.raises(LogFormatError) as err:
+        detect(path)
+    assert str(err.value) == (
+        f"{path}: a zip-compressed file: expected a coding-agent log; decompress it first"
+    )
+
+
 def test_a_first_line_longer_than_the_detection_sample_is_detected(tmp_path: Path) -> None:
     """A 5 MB first line (a pasted image) passes the 4 MiB sample detection reads: it reads on
     to the line's end, as the readers take lines up to 64 MiB."""
