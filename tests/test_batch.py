@@ -1443,6 +1443,10 @@ def test_the_json_report_is_the_same_bytes_on_a_rerun_unless_timings_are_asked(
     assert first.stdout == again.stdout and "seconds" not in json.loads(first.stdout)
     timed = json.loads(invoke(*args, "--timings").stdout)
     assert set(timed["seconds"]) == {"scan", "replay", "total"} and timed["requests_per_second"]
+    assert timed["requests"] != timed["files"]["replayed"]
+    assert timed["requests_per_second"] / timed["files_per_second"] == pytest.approx(
+        timed["requests"] / timed["files"]["replayed"], rel=0.02
+    )
     assert {k: v for k, v in timed.items() if k not in ("seconds", "files_per_second",
                                                           "requests_per_second")} == json.loads(
         first.stdout
