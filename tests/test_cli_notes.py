@@ -201,6 +201,12 @@ def test_a_model_simulated_without_a_prompt_cache_is_a_note() -> None:
         "M` shows the rules; --cache-rules FILE gives your own."
     ]
     assert not [n for n in replay.replay(RUN42, "baseline").notes if "prompt cache" in n]
+    # Replayed on workers, each part's requests are merged into the note.
+    on_workers = replay.replay(RUN42, "baseline,truncate-500", model="mymodel", workers=2,
+                               prices=parse_price_overrides(["mymodel=input:1,output:2"]))
+    assert [n for n in on_workers.notes if "without a prompt cache" in n] == [
+        n for n in result.notes if "without a prompt cache" in n
+    ]
 
 
 def test_request_times_going_backwards_are_a_note(invoke, tmp_path) -> None:
