@@ -652,6 +652,18 @@ def test_pool_survives_a_worker_that_dies():
     assert results == {1: 10, 3: 30, 4: 40}
 
 
+def test_a_task_whose_worker_died_says_why_it_likely_did(monkeypatch):
+    """The pool's failure message is `died()`'s, which names a script's missing main guard."""
+    from replay.batch import _engines
+
+    monkeypatch.setattr(_engines, "died", lambda: "the worker process died (a script?)")
+    with _engines.PoolEngine(2) as pool:
+        results = dict(
+            pool.imap(crash_on_two, [1, 2, 3], BatchOptions(), lambda t, m: f"failed: {m}")
+        )
+    assert results[2] == "failed: the worker process died (a script?)"
+
+
 def test_a_dead_worker_under_a_script_names_the_main_guard(monkeypatch):
     """A script that calls replay with workers outside `if __name__ == "__main__":` kills every
     worker it spawns (each imports the script and starts the replay again): the message says
