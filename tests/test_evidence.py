@@ -413,7 +413,7 @@ def test_an_editor_tool_s_view_is_a_read() -> None:
         ("hidden-edit-target", "src/calc.py")
     ]
     assert _check(history, history, edit) == []
-    assert _blind._file_text(shown, _blind._TAB_NUMBERED_LINE).endswith(CALC)
+    assert _blind._viewed_text(shown) == CALC
 
 
 def test_a_whole_file_write_is_diffed_against_an_editor_view_without_its_numbers() -> None:
@@ -438,6 +438,10 @@ def test_a_whole_file_write_is_diffed_against_an_editor_view_without_its_numbers
     assert around[-3:] == ["line 19 of the module", "line 20 of the module",
                            "line 21 of the module"]
     assert "line 10 of the module" not in around
+    # The header above the numbered lines is no line of the file: writing the file back as
+    # it was is no edit of hidden text.
+    same = _call("c3", editor, command="create", path="m.py", file_text="\n".join(lines) + "\n")
+    assert _check(history, history[:2], same) == []
 
 
 def test_a_result_of_a_tool_named_both_a_read_and_a_write_is_not_the_file_s_content() -> None:

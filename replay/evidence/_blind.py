@@ -176,15 +176,26 @@ def _edits_a_file(arguments: object) -> bool:
     )
 
 
-def _file_text(output: str, numbering: re.Pattern[str] = _NUMBERED_LINE) -> str:
-    """A read's output as the file's content: a Claude Code read's line numbers (`    16→`),
-    or `numbering`'s, and the reminder it appends left out (a whole-file write diffed against
-    them changed every line, and "the lines around the change" became the whole file)."""
-    numbered = numbering.findall(output)
+def _file_text(output: str) -> str:
+    """A read's output as the file's content: a Claude Code read's line numbers (`    16→`) and
+    the reminder it appends left out (a whole-file write diffed against them changed every
+    line, and "the lines around the change" became the whole file)."""
+    numbered = _NUMBERED_LINE.findall(output)
     if not numbered or 2 * len(numbered) < output.count("\n") + 1:
         return output
     text = output.split("<system-reminder>", 1)[0]
-    return numbering.sub("", text).rstrip("\n") + "\n"
+    return _NUMBERED_LINE.sub("", text).rstrip("\n") + "\n"
+
+
+def _viewed_text(output: str) -> str:
+    """An editor `view`'s output as the file's content: its numbered lines without their
+    numbers (the header it writes above them, "Here's the result of running `cat -n` on …",
+    is no line of the file)."""
+    lines = output.splitlines()
+    numbered = [m for line in lines if (m := _TAB_NUMBERED_LINE.match(line))]
+    if not numbered or 2 * len(numbered) < len(lines):
+        return output
+    return "".join(m.string[m.end():] + "\n" for m in numbered)
 
 
 def _views_a_file(arguments: object) -> bool:
@@ -455,8 +466,7 @@ class _History:
             if path is None or reads_part_of_file(call.arguments):  # a range is not the file
                 return
             if _views_a_file(call.arguments):  # its lines numbered as `cat -n` does
-                self.known[path] = _Content(_file_text(item.output, _TAB_NUMBERED_LINE), item,
-                                            item.output)
+                self.known[path] = _Content(_viewed_text(item.output), item, item.output)
             elif _is_read(name) and not _is_write(name):
                 self.known[path] = _Content(_file_text(item.output), item, item.output)
 
