@@ -1925,3 +1925,18 @@ def test_codex_limits_gpt_oss_by_its_own_96k_window(name):
 
     assert compacts("gpt-oss-120b", 90_000) and not compacts("gpt-5", 90_000)
     assert not compacts("gpt-oss-120b", 86_000) and compacts("gpt-oss-120b", 86_000, 95_000)
+
+
+def test_openhands_llm_summary_counts_the_events_it_summarizes():
+    """Its rewrite says how many OpenHands events the summary replaced, not history items."""
+    from replay.strategies._openhands import events_in
+
+    h = _parallel_steps(3, 2)
+    view = view_of(build("openhands-llm-summary-120-keep-4", max_size=13, keep_first=1)(
+        h.items, ctx()))
+    middle = view.summarizer_calls[0].input_items  # one <EVENT> message per summarized item
+    summarized = [i for i in h.items if i not in view.items]
+    assert middle and [e.detail for e in view.events] == [
+        f"{events_in(summarized)} events → summary"
+    ]
+    assert events_in(summarized) > len(summarized)  # parallel calls: more events than items

@@ -27,7 +27,7 @@ from replay.strategies._common import (
     repair_pairs,
     summary_item,
 )
-from replay.strategies._openhands import head_length, tail_length, view_events
+from replay.strategies._openhands import events_in, head_length, tail_length, view_events
 from replay.strategies._prompts import LITERAL_OPENHANDS_NO_SUMMARY, OPENHANDS_SUMMARY_INSTRUCTION
 from replay.strategies._view import Item, RewriteEvent, SummarizerCall, SummaryItem, UserItem, View
 
@@ -74,7 +74,7 @@ def openhands_llm_summary(max_size: int = 120, keep_first: int = 4) -> object:
         return View(
             items=state.view(history),
             summarizer_calls=[call],
-            events=[RewriteEvent("compaction", f"{len(middle)} events → summary")],
+            events=[RewriteEvent("compaction", f"{events_in(middle)} events → summary")],
         )
 
     return summarize_middle
