@@ -268,7 +268,7 @@ def output_options(formats: tuple[str, ...] = FORMATS) -> Callable:
             help="Write the result to FILE (atomically) instead of standard output; its folder "
             "must exist.",
         )(fn)
-        suffixes = ", ".join(f"{k}" for k, v in SUFFIX_FORMATS.items() if v in formats)
+        suffixes = ", ".join(k for k, v in SUFFIX_FORMATS.items() if v in formats)
         fn = click.option(
             "--format",
             "fmt",
