@@ -394,19 +394,28 @@ def test_every_edit_form_is_checked(call: Block) -> None:
     assert actions[0].excerpt == TARGET.strip()
 
 
+EDITOR = "str_replace_based_edit_tool"
+
+
+def _viewed(text: str, path: str) -> tuple[list, str]:
+    """A history whose one read is an editor `view` of `path` (its lines numbered as `cat -n`
+    does, under a header), and that view's output."""
+    numbered = "".join(f"{n:6}\t{line}\n" for n, line in enumerate(text.splitlines(), 1))
+    shown = f"Here's the result of running `cat -n` on {path}:\n{numbered}"
+    return [
+        UserItem("Fix it.", event_index=0),
+        AssistantItem((_call("c1", EDITOR, command="view", path=path),), event_index=1),
+        ToolResultItem("c1", EDITOR, shown, event_index=2,
+                       arguments={"command": "view", "path": path}),
+    ], shown
+
+
 def test_an_editor_tool_s_view_is_a_read() -> None:
     """Anthropic's text editor (and `str_replace_editor`): `view` shows a file, though the
     tool's name is a write's. Its read was never recorded, so an edit of text only the hidden
     view showed was not flagged."""
-    editor = "str_replace_based_edit_tool"
-    numbered = "".join(f"{n:6}\t{line}\n" for n, line in enumerate(CALC.splitlines(), 1))
-    shown = f"Here's the result of running `cat -n` on src/calc.py:\n{numbered}"
-    history = [
-        UserItem("The tax is wrong.", event_index=0),
-        AssistantItem((_call("c1", editor, command="view", path="src/calc.py"),), event_index=1),
-        ToolResultItem("c1", editor, shown, event_index=2,
-                       arguments={"command": "view", "path": "src/calc.py"}),
-    ]
+    history, shown = _viewed(CALC, "src/calc.py")
+    editor = EDITOR
     edit = _call("c2", editor, command="str_replace", path="src/calc.py", old_str=TARGET,
                  new_str="    return price * qty * (1 + tax_rate)")
     assert [(a.kind, a.path) for a in _check(history, history[:1], edit)] == [
@@ -420,16 +429,9 @@ def test_a_whole_file_write_is_diffed_against_an_editor_view_without_its_numbers
     """An editor's `view` numbers its lines as `cat -n` does (`     16\t…`) under a header:
     against those, every line of a `create` changed, and the lines around the change were the
     whole file."""
-    editor = "str_replace_based_edit_tool"
+    editor = EDITOR
     lines = [f"line {i} of the module" for i in range(1, 41)]
-    numbered = "".join(f"{n:6}\t{t}\n" for n, t in enumerate(lines, 1))
-    shown = f"Here's the result of running `cat -n` on m.py:\n{numbered}"
-    history = [
-        UserItem("Change line 20.", event_index=0),
-        AssistantItem((_call("c1", editor, command="view", path="m.py"),), event_index=1),
-        ToolResultItem("c1", editor, shown, event_index=2,
-                       arguments={"command": "view", "path": "m.py"}),
-    ]
+    history, _ = _viewed("\n".join(lines) + "\n", "m.py")
     new = "\n".join(lines[:19] + ["line 20, changed"] + lines[20:]) + "\n"
     write = _call("c2", editor, command="create", path="m.py", file_text=new)
     (edit, *_) = _check(history, history[:2], write)
