@@ -203,8 +203,15 @@ def test_ctrl_c_stops_the_workers_of_a_replay(tmp_path):
     os.killpg(process.pid, signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
     assert (process.returncode, stderr, stdout) == (130, "interrupted\n", "")
-    for pid in started:
-        assert not Path(f"/proc/{pid}").exists() or b"zombie" in _state(pid)
+
+    def alive(pid: int) -> bool:
+        return Path(f"/proc/{pid}").exists() and b"zombie" not in _state(pid)
+
+    # A worker whose parent is gone exits within about a second; on a loaded machine later.
+    deadline = time.monotonic() + 15
+    while any(alive(pid) for pid in started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in started if alive(pid)]
 
 
 def _state(pid: int) -> bytes:
