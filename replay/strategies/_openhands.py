@@ -54,14 +54,15 @@ def head_length(items: Sequence[Item], keep_first: int) -> int:
     return n
 
 
-def tail_length(items: Sequence[Item], events: int) -> int:
-    """How many of the last `items` hold the newest `events` events, at least one item: a
-    step the cut falls in (an answer with its results) is kept whole."""
+def tail_length(items: Sequence[Item], events: int, after: int = 0) -> int:
+    """How many of the last `items` (none of the first `after`) hold the newest `events`
+    events, at least one item: a step the cut falls in (an answer with its results) is kept
+    whole. (A bound, not a slice: a history is not copied at every request.)"""
     start, total = len(items), 0
-    while start > 0 and total < events:
+    while start > after and total < events:
         start -= 1
         total += events_of(items[start])
-    while start > 0 and not valid_start(items, start):
+    while start > after and not valid_start(items, start):
         start -= 1
     return len(items) - start
 
@@ -73,15 +74,17 @@ class EventIndex:
     def __init__(self) -> None:
         self.before: list[int] = [0]
         """`before[n]`: the events of `history[:n]` (the system prompt's not included)."""
-        self._items: list[Item] = []
+        self._last: Item | None = None
+        """The last item counted: a history that does not hold it there is another one."""
 
     def sync(self, history: Sequence[Item]) -> None:
-        known = len(self._items)
-        if known > len(history) or (known and history[known - 1] is not self._items[-1]):
-            self.before, self._items, known = [0], [], 0  # another history
+        known = len(self.before) - 1
+        if known > len(history) or (known and history[known - 1] is not self._last):
+            self.before, known = [0], 0  # another history
         for item in history[known:]:
             self.before.append(self.before[-1] + events_of(item))
-            self._items.append(item)
+        if history:
+            self._last = history[-1]
 
     def total(self) -> int:
         """The events of the whole history, the system prompt's included."""

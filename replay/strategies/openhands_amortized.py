@@ -35,7 +35,7 @@ def openhands_amortized(max_size: int = 100, keep_first: int = 1) -> object:
         positions = memory.remembered(len(history))
         remembered = [history[n] for n in positions]
         head = head_length(remembered, keep_first)
-        tail = tail_length(remembered[head:], max(1, max_size // 2 - keep_first))
+        tail = tail_length(remembered, max(1, max_size // 2 - keep_first), after=head)
         newly = positions[head : len(positions) - tail]
         memory.forget(newly)
         live.update(history, newly)

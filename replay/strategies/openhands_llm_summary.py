@@ -54,7 +54,7 @@ def openhands_llm_summary(max_size: int = 120, keep_first: int = 4) -> object:
         if view_events(view) <= max_size:
             return View(items=view)
         head_n = head_length(view, keep_first)
-        tail_n = tail_length(view[head_n:], max(1, max_size // 2 - keep_first - 1))
+        tail_n = tail_length(view, max(1, max_size // 2 - keep_first - 1), after=head_n)
         head, middle = view[:head_n], view[head_n : len(view) - tail_n]
         tail = view[len(view) - tail_n :]
         if not middle:

@@ -32,7 +32,7 @@ def openhands_recent(keep_first: int = 1, max_events: int = 100) -> object:
         if total <= max_events:
             return View(items=list(history))
         head = head_length(history, keep_first)
-        tail = tail_length(history[head:], max(1, max_events - keep_first))
+        tail = tail_length(history, max(1, max_events - keep_first), after=head)
         window = [*history[:head], *history[len(history) - tail :]]
         items = nonempty(repair_pairs(window, history, answered.sync(history)), history)
         forgotten = total - view_events(items)
