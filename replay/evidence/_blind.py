@@ -36,7 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from replay.strategies._common import path_of, reads_part_of_file
+from replay.strategies._common import editor_kind, path_of, reads_part_of_file
 from replay.strategies._view import (
     AssistantItem,
     Block,
@@ -196,12 +196,6 @@ def _viewed_text(output: str) -> str:
     if not numbered or 2 * len(numbered) < len(lines):
         return output
     return "".join(m.string[m.end():] + "\n" for m in numbered)
-
-
-def _views_a_file(arguments: object) -> bool:
-    """An editor tool's `view` (Anthropic's text editor, OpenHands' and SWE-agent's
-    `str_replace_editor`): a read, though the tool's name is a write's."""
-    return isinstance(arguments, dict) and arguments.get("command") == "view"
 
 
 def _short(text: str) -> str:
@@ -465,7 +459,7 @@ class _History:
             name, path = call.name or "", path_of(call.arguments)
             if path is None or reads_part_of_file(call.arguments):  # a range is not the file
                 return
-            if _views_a_file(call.arguments):  # its lines numbered as `cat -n` does
+            if editor_kind(call.arguments) == "read":  # a view: lines numbered as `cat -n` does
                 self.known[path] = _Content(_viewed_text(item.output), item, item.output)
             elif _is_read(name) and not _is_write(name):
                 self.known[path] = _Content(_file_text(item.output), item, item.output)

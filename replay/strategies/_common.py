@@ -382,13 +382,20 @@ _EDITOR_COMMANDS = {"view": "read", "create": "write", "str_replace": "write", "
 `str_replace_editor`): the tool's name is a write's, but `view` reads."""
 
 
+def editor_kind(arguments: object) -> str | None:
+    """`read` or `write` for an editor tool's call by its `command`; None for another call."""
+    if not isinstance(arguments, dict):
+        return None
+    return _EDITOR_COMMANDS.get(str(arguments.get("command")))
+
+
 def tool_kind(name: str | None, arguments: object = None) -> str:
     """`read`, `write`, `list`, `search`, `shell`, `test`, `web`, `browser` or `other`; with the
     call's `arguments`, an editor tool's `command` decides (`view` is a read)."""
     words = {w.lower() for w in _WORDS.findall(name or "")}
     kind = next((kind for kind, keys in _KINDS if words & keys), "other")
-    if kind in ("write", "other") and isinstance(arguments, dict):
-        return _EDITOR_COMMANDS.get(str(arguments.get("command")), kind)
+    if kind in ("write", "other"):
+        return editor_kind(arguments) or kind
     return kind
 
 
