@@ -252,8 +252,7 @@ def batch_command(
         from replay.report._table import counted
 
         err = out.console(stderr=True)
-        doc = result.document(timings=True)
-        files = doc["files"]
+        files, rates = result.counts, result.timings()
         err.print(
             f"{counted(files['replayed'], 'file')} replayed ({counted(result.requests, 'request')})"
             + (
@@ -263,7 +262,7 @@ def batch_command(
             )
             + f" in {result.elapsed:.1f} s on {result.engine} × {result.workers}"
             + (
-                f": {doc['files_per_second']} files/s, {doc['requests_per_second']} requests/s"
+                f": {rates['files_per_second']} files/s, {rates['requests_per_second']} requests/s"
                 if result.elapsed and files["replayed"]
                 else ""
             )
