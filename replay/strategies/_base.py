@@ -298,8 +298,7 @@ def registered() -> list[StrategySpec]:
     specs = list(_REGISTRY.values())
     # By module, not registration: a family module imported early (by a caller, a test)
     # registered first and moved itself to the front of `all` and of the docs table.
-    order = {f"replay.strategies.{name}": n for name, n in zip(
-        BUILTIN_FAMILIES, range(len(BUILTIN_FAMILIES)), strict=True)}
+    order = {f"replay.strategies.{name}": n for n, name in enumerate(BUILTIN_FAMILIES)}
     builtins = sorted(
         (s for s in specs if not s.is_plugin),
         key=lambda s: order.get(getattr(s.build, "__module__", ""), len(order)),
