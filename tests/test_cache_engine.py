@@ -99,17 +99,27 @@ def test_codex_subagent_has_its_own_prompt_cache_key():
     assert "other-scope=1" in summary["miss_causes"][0]
 
 
-def test_gemini_explicit_storage_shows_in_the_cost():
+def test_gemini_explicit_creation_and_storage_show_in_the_cost():
     records, turns, summary = _run(_session(agent="replay-recorder", provider="google",
                                             model="gemini-2.5-flash", gaps=(0, 600)),
                                    client="gemini-explicit")
     first, second = records
+    created = first.outcome.created_tokens
+    assert created > 0 and second.outcome.created_tokens == 0
     assert first.outcome.storage_usd > 0 and second.outcome.storage_usd == 0
-    assert second.outcome.cache_read == first.outcome.cache_write_5m
-    price = Pricer().price(first.buckets, model=first.model, provider=first.provider, ts=first.ts)
-    assert first.cost_usd == price.total_usd + first.outcome.storage_usd
+    assert first.outcome.cache_read == second.outcome.cache_read == created
+    pricer = Pricer()
+    price = pricer.price(first.buckets, model=first.model, provider=first.provider, ts=first.ts)
+    creation = pricer.price(
+        Buckets(uncached=created), model=first.model, provider=first.provider, ts=first.ts
+    )
+    assert first.cost_usd == price.total_usd + creation.total_usd + first.outcome.storage_usd
+    assert first.input_cost_usd == price.input_usd + creation.input_usd
     assert turns["storage_cost_usd"][0] == first.outcome.storage_usd
+    assert turns["cache_created_tokens"].to_list() == [created, 0]
     assert summary["storage_cost_usd"][0] == first.outcome.storage_usd
+    assert summary["cache_created_tokens"][0] == created
+    assert summary["cost_usd"][0] == first.cost_usd + second.cost_usd
 
 
 def test_vertex_regional_factor_applies_to_the_record_cost():

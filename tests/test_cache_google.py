@@ -111,28 +111,45 @@ def test_gemini_2_0_has_no_implicit_caching():
 def test_explicit_cache_creation_reads_and_storage():
     lab = CacheLab("google", FLASH, client="gemini-explicit")
     system, u1 = lab.block("system", 3000), lab.block("user", 200)
-    # r1 creates the cache (system, 3,000 ≥ 2,048): the 3,000 are billed once at the input rate
-    # (reported as a write; Gemini has no write price) + 200 uncached:
-    # 3,200 × 0.3 = $0.00096. Storage 3,000 tokens × 1 h × $1.00/MTok/h = $0.003.
-    # Total $0.00396.
+    # r1 creates the cache (system, 3,000 ≥ 2,048) by a call of its own: the 3,000 are billed
+    # once at the input rate (3,000 × 0.3 = $0.0009), outside the request's buckets. The request
+    # then references it like any later one ("cached = cachedContent tokens on every referencing
+    # request"): 3,000 × 0.03 + 200 × 0.3 = $0.00015. Storage 3,000 tokens × 1 h × $1.00/MTok/h
+    # = $0.003. Total $0.00405.
     r1 = lab.send([system, u1], at=0)
-    assert r1.split == (0, 0, 3000, 200)
+    assert r1.split == (3000, 0, 0, 200)
+    assert r1.outcome.created_tokens == 3000
     assert r1.outcome.route == "google/explicit"
     assert r1.outcome.storage_usd == usd("3000")
-    assert "no cache-write price" in (r1.price.warning or "")
-    assert r1.cost == usd("3960")
+    assert r1.price.warning is None
+    assert r1.cost == usd("4050")
     # r2 after 30 min: read 3,000 + 400 uncached: 3,000 × 0.03 + 400 × 0.3 = 90 + 120 = $0.00021.
     a1, u2 = lab.block("text", 100), lab.block("user", 100)
     r2 = lab.send([system, u1, a1, u2], at=1800)
     assert r2.split == (3000, 0, 0, 400)
-    assert r2.outcome.storage_usd == 0
+    assert r2.outcome.storage_usd == 0 and r2.outcome.created_tokens == 0
     assert r2.cost == usd("210")
     # r3 after 61 min: the cache lived 1 h from creation (reads do not extend it): created again.
-    # 3,600 × 0.3 = $0.00108 + storage $0.003 = $0.00408.
+    # 3,000 × 0.3 (creation) + 3,000 × 0.03 + 600 × 0.3 + storage $0.003 = $0.00417.
     r3 = lab.send([system, u1, a1, u2, lab.block("text", 100), lab.block("user", 100)], at=3660)
-    assert r3.split == (0, 0, 3000, 600)
+    assert r3.split == (3000, 0, 0, 600)
+    assert r3.outcome.created_tokens == 3000
     assert r3.outcome.miss_kind == "ttl-expired"
-    assert r3.cost == usd("4080")
+    assert r3.cost == usd("4170")
+
+
+def test_explicit_cache_creation_is_a_call_of_its_own_with_its_own_tier():
+    """gemini-2.5-pro bills prompts over 200k tokens at its higher tier. A 250k request that
+    creates a 150k cache: the request's buckets at the >200k rates (150k read × $0.25 + 100k ×
+    $2.50 = $0.2875), the creation as a 150k prompt at the ≤200k input rate (× $1.25 =
+    $0.1875), storage 150k × 1 h × $4.50 = $0.675."""
+    lab = CacheLab("google", "gemini-2.5-pro", client="gemini-explicit")
+    sent = lab.send([lab.block("system", 150_000), lab.block("user", 100_000)], at=0)
+    assert sent.split == (150_000, 0, 0, 100_000)
+    assert sent.outcome.created_tokens == 150_000
+    assert sent.price.total_usd == Decimal("0.2875")
+    assert sent.outcome.storage_usd == Decimal("0.675")
+    assert sent.cost == Decimal("1.15")
 
 
 def test_explicit_storage_rate_changes_on_2027_01_01():

@@ -9,7 +9,8 @@ from 0 s to 2 h, model switches):
    model (or that prompt followed by the answer it produced), and are zero when no request of
    that model ran within the provider's longest lifetime;
 3. no token is billed twice: the input price is exactly Σ bucket × its rate (genai-prices'
-   rates, with its fallbacks), so every prompt token is billed at exactly one rate.
+   rates, with its fallbacks), so every prompt token is billed at exactly one rate; an explicit
+   cache created for the request (Gemini) is billed beside it once, at the input rate.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay.cache.testing import CacheLab
-from replay.prices import Pricer, parse_price_override
+from replay.prices import Buckets, Pricer, parse_price_override
 from replay.render._request import TEXT, THINKING, TOOL_CALL
 
 CONFIGS = [
@@ -181,15 +182,23 @@ def test_buckets_sum_cached_bounded_no_double_billing(config, head, steps):
              for m, _, p in sent_before if m == use),
             default=0,
         )
-        assert o.cache_read <= bound
+        # An explicit cache created for this request by a call of its own (Gemini
+        # cachedContents) is read by it: a prefix of this prompt, once.
+        assert o.created_tokens == 0 or (
+            o.mechanism == "explicit-context" and o.created_tokens == o.cache_read
+        )
+        assert o.cache_read <= max(bound, o.created_tokens)
         recent = [pt for m, pt, _ in sent_before if m == use and t - pt <= lifetime]
         if not recent:
-            assert o.cache_read == 0
+            assert o.cache_read == o.created_tokens
 
         # 3. every token at exactly one rate
         factor = o.price_factor
         assert sent.price.input_usd == expected_input_usd(lab, sent)
-        assert sent.cost == sent.price.total_usd * factor + o.storage_usd
+        created = lab.pricer.price(
+            Buckets(uncached=o.created_tokens), model=use, provider=provider, ts=req.ts
+        ).input_usd
+        assert sent.cost == (sent.price.total_usd + created) * factor + o.storage_usd
         sent_before.append((use, t, list(ids)))
 
 

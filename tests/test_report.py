@@ -738,8 +738,24 @@ def test_the_page_has_every_column_of_run_and_breakeven(result, document) -> Non
 
     shown = {c[0] for c in document["summary"]["columns"]}
     missing = set(result.summary.columns) - shown
-    assert missing == {"storage_cost_usd"} and not result.summary["storage_cost_usd"].sum()
+    assert missing == {"storage_cost_usd", "cache_created_tokens"}
+    assert not result.summary["storage_cost_usd"].sum()
+    assert not result.summary["cache_created_tokens"].sum()
     assert {c[0] for c in document["breakeven"]["columns"]} == set(BREAKEVEN_SCHEMA)
+
+
+def test_the_page_shows_an_explicit_cache_s_creation_and_storage() -> None:
+    """Sent to Gemini with an explicit cachedContents, the summary shows what creating and
+    storing it cost."""
+    gemini = replay(SAMPLE, ["baseline"], provider="google", model="gemini-2.5-flash",
+                    client="gemini-explicit",
+                    rule_overrides={"google.explicit.min_cacheable_tokens": 256})
+    page = report_document(gemini, None, log=str(SAMPLE))
+    keys = [c[0] for c in page["summary"]["columns"]]
+    assert set(gemini.summary.columns) <= set(keys)
+    (row,) = page["summary"]["rows"]
+    created = row[keys.index("cache_created_tokens")]
+    assert created == gemini.summary["cache_created_tokens"][0] > 0
 
 
 @pytest.mark.parametrize(

@@ -95,6 +95,10 @@ class CacheOutcome:
     storage_usd: Decimal = Decimal(0)
     """A provider storage fee charged with this request (Gemini explicit cachedContents:
     tokens × hours × rate), on top of the token price."""
+    created_tokens: int = 0
+    """Tokens of an explicit cache a separate call created for this request (Gemini
+    `cachedContents.create`), billed once at the input rate; in no bucket: the request itself
+    then reads them (`cache_read`)."""
     price_factor: Decimal = Decimal(1)
     """Multiplier on the genai-prices price (Vertex regional endpoints: 1.1)."""
     dropped_tokens: int = 0

@@ -4,11 +4,14 @@
 The client creates a `cachedContents` resource holding the prompt up to its first breakpoint
 (the profile puts it after the tools and system prompt) and references it from every request:
 
-- creation (no live cache for that prefix, or it expired): the cached tokens are billed once at
-  the plain input rate — reported as a cache write, which genai-prices bills as input for Gemini
-  models — plus **storage = tokens × TTL hours × rate** (`storage_usd_per_mtok_hour`), charged
-  up front on that request as `CacheOutcome.storage_usd` (the `storage_cost_usd` column);
-- later requests while it lives: the cached tokens at the cached rate; the rest uncached.
+- creation (no live cache for that prefix, or it expired): a call of its own before the request
+  bills the cached tokens once at the plain input rate (`CacheOutcome.created_tokens`, the
+  `cache_created_tokens` column, outside the request's buckets), plus **storage = tokens × TTL
+  hours × rate** (`storage_usd_per_mtok_hour`), charged up front on that request as
+  `CacheOutcome.storage_usd` (the `storage_cost_usd` column); the request then references the
+  new cache like any later one;
+- every request that references it, the first included: the cached tokens at the cached rate
+  ("cached = cachedContent tokens on every referencing request"); the rest uncached.
 
 The TTL (`explicit_ttl_seconds`, default 1 h) runs from creation; reads do not extend it (a
 client that updates the TTL is not modelled). Below the model's minimum the cache cannot be
@@ -84,10 +87,11 @@ class GeminiExplicitSimulator(CacheSimulator):
         store.put(sim.scope, req.model, key, fresh)
         return CacheOutcome(
             uncached=total - size,
-            cache_read=0,
-            cache_write_5m=size,
+            cache_read=size,
+            cache_write_5m=0,
             cache_write_1h=0,
             miss_cause=text,
             miss_kind=kind,
             storage_usd=storage,
+            created_tokens=size,
         )

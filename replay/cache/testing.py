@@ -30,7 +30,7 @@ from replay.cache._route import CacheRouter
 from replay.cache._rules import ProviderRules
 from replay.cache._store import CacheStore
 from replay.prefix import PrefixDiff, prefix_diff
-from replay.prices import Buckets, Price, Pricer
+from replay.prices import Price, Pricer, bill
 from replay.render import BlockInfo, BlockTable, RenderedRequest
 from replay.render._render import Renderer
 from replay.render._request import SYSTEM, TOOL
@@ -47,7 +47,7 @@ class Sent:
     outcome: CacheOutcome
     price: Price
     cost: Decimal
-    """Total USD: genai-prices × the outcome's price factor + its storage fee (as the engine)."""
+    """Total USD, as the engine bills it (`replay.prices.bill`)."""
 
     @property
     def split(self) -> tuple[int, int, int, int]:
@@ -163,18 +163,10 @@ class CacheLab:
         )
         outcome = self.router.simulate(sim, self.store)
         self.previous[thread] = req
-        buckets = Buckets(
-            outcome.uncached,
-            outcome.cache_read,
-            outcome.cache_write_5m,
-            outcome.cache_write_1h,
-            output,
+        charges = bill(
+            self.pricer, outcome, output, model=req.model, provider=req.provider, ts=req.ts
         )
-        price = self.pricer.price(buckets, model=req.model, provider=req.provider, ts=req.ts)
-        cost = price.total_usd
-        if outcome.price_factor != 1:
-            cost *= outcome.price_factor
-        return Sent(req, outcome, price, cost + outcome.storage_usd)
+        return Sent(req, outcome, charges.price, charges.cost_usd)
 
 
 __all__ = ["T0", "CacheLab", "Sent"]

@@ -51,7 +51,7 @@ from replay.log import (
     UserMessage,
 )
 from replay.prefix import PrefixDiff, prefix_diff
-from replay.prices import Buckets, Pricer, context_window
+from replay.prices import Buckets, Pricer, bill, context_window
 from replay.render import RenderedRequest, Renderer
 from replay.strategies import NamedStrategy, StrategyContext, parse_name, resolve
 from replay.strategies._base import View, as_view
@@ -885,20 +885,15 @@ class _Run:
             ),
             self.store,
         )
-        buckets = Buckets(
-            uncached=outcome.uncached,
-            cache_read=outcome.cache_read,
-            cache_write_5m=outcome.cache_write_5m,
-            cache_write_1h=outcome.cache_write_1h,
-            output=output_tokens,
+        charges = bill(
+            self.pricer,
+            outcome,
+            output_tokens,
+            model=model,
+            provider=provider,
+            ts=marker.ts,
+            context=marker.price_context,
         )
-        price = self.pricer.price(
-            buckets, model=model, provider=provider, ts=marker.ts, context=marker.price_context
-        )
-        cost, input_cost = price.total_usd, price.input_usd
-        if outcome.price_factor != 1:  # e.g. Vertex regional endpoints (+10%)
-            cost, input_cost = cost * outcome.price_factor, input_cost * outcome.price_factor
-        cost += outcome.storage_usd  # e.g. Gemini explicit-cache storage
         record = RequestRecord(
             strategy=self.named.name,
             kind=kind,
@@ -912,14 +907,14 @@ class _Run:
             diff=diff,
             outcome=outcome,
             output_tokens=output_tokens,
-            cost_usd=cost,
-            input_cost_usd=input_cost,
+            cost_usd=charges.cost_usd,
+            input_cost_usd=charges.input_cost_usd,
             # The prompt the provider bills: thinking it strips is not in the window either.
             over_window=request.total - outcome.dropped_tokens > self.window(model),
             view_items=len(items),
             events=list(events),
             view=list(items) if self.config.keep_views else [],
-            price_warning=price.warning,
+            price_warning=charges.price.warning,
             price_context=marker.price_context,
         )
         self.records.append(record)

@@ -47,6 +47,7 @@ TURN_COLUMNS = [
     "blind_mentions",
     "cost_usd",
     "storage_cost_usd",
+    "cache_created_tokens",
 ]
 
 SUMMARY_COLUMNS = [
@@ -69,6 +70,7 @@ SUMMARY_COLUMNS = [
     "blind_mentions",
     "miss_causes",
     "storage_cost_usd",
+    "cache_created_tokens",
 ]
 
 
@@ -155,6 +157,7 @@ def _turn_row(r: RequestRecord) -> dict:
         "blind_mentions": mentions(r),
         "cost_usd": r.cost_usd,
         "storage_cost_usd": o.storage_usd,
+        "cache_created_tokens": o.created_tokens,
     }
 
 
@@ -189,6 +192,7 @@ def _turns_from_rows(rows: list[dict]) -> pl.DataFrame:
         "blind_mentions": pl.Int64,
         "cost_usd": MONEY,
         "storage_cost_usd": MONEY,
+        "cache_created_tokens": pl.Int64,
     }
     return pl.DataFrame(rows, schema=schema, orient="row")
 
@@ -212,6 +216,7 @@ class _Acc:
     mentions: int = 0
     causes: dict[str, int] = field(default_factory=dict)
     storage: Decimal = Decimal(0)
+    created: int = 0
     unnamed: int = 0
     """Requests that rewrote earlier messages without a rewrite event (a plug-in that returns
     a list): break-even analyses only the rewrites a strategy names."""
@@ -222,6 +227,7 @@ def _add(accs: dict[str, _Acc], r: RequestRecord) -> None:
     o = r.outcome
     a.prompt += o.prompt
     a.storage += o.storage_usd
+    a.created += o.created_tokens
     a.cached += o.cache_read
     a.written += o.cache_write_5m + o.cache_write_1h
     a.uncached += o.uncached
@@ -277,6 +283,7 @@ def _summary_from(accs: dict[str, _Acc]) -> pl.DataFrame:
             "blind_mentions": a.mentions,
             "miss_causes": _causes(a.causes),
             "storage_cost_usd": a.storage,
+            "cache_created_tokens": a.created,
         }
         for name, a in accs.items()
     ]
@@ -300,6 +307,7 @@ def _summary_from(accs: dict[str, _Acc]) -> pl.DataFrame:
         "blind_mentions": pl.Int64,
         "miss_causes": pl.Utf8,
         "storage_cost_usd": MONEY,
+        "cache_created_tokens": pl.Int64,
     }
     return pl.DataFrame(rows, schema=schema, orient="row")
 

@@ -1,6 +1,7 @@
 """Request prices (genai-prices' bundled snapshot or `--price` overrides), context windows and
 provider guesses."""
 
+from replay.prices._bill import Bill, bill
 from replay.prices._prices import (
     PRICE_FORMAT,
     Buckets,
@@ -15,10 +16,12 @@ from replay.prices._prices import (
 
 __all__ = [
     "PRICE_FORMAT",
+    "Bill",
     "Buckets",
     "Price",
     "Pricer",
     "RateOverride",
+    "bill",
     "context_window",
     "parse_price_override",
     "parse_price_overrides",

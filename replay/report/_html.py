@@ -563,7 +563,12 @@ SUMMARY_COLUMNS = [
     ("miss_causes", "miss causes", "text", "Why requests read less than they could, with counts"),
     ("storage_cost_usd", "storage cost", "usd",
      "Explicit-cache storage billed per hour (Gemini), included in cost"),
+    ("cache_created_tokens", "cache created", "int",
+     "Tokens of explicit caches created by calls of their own (Gemini), billed at the input"
+     " rate and included in cost; the requests then read them (cached)"),
 ]
+EXPLICIT_CACHE_COLUMNS = ("storage_cost_usd", "cache_created_tokens")
+"""Columns shown only when an explicit cache was used."""
 
 BREAKEVEN_COLUMNS = [
     ("strategy", "strategy", "text", ""),
@@ -624,12 +629,14 @@ def _summary_rows(summary: pl.DataFrame, breakeven: pl.DataFrame | None,
         for kind in ("hidden-edit-target", "hidden-quote", "stubbed-read"):
             row[kind] = blind.get(row["strategy"], {}).get(kind, 0)
         rows.append(row)
-    stored = "storage_cost_usd" in summary.columns and bool(summary["storage_cost_usd"].sum())
+    explicit = any(
+        c in summary.columns and bool(summary[c].sum()) for c in EXPLICIT_CACHE_COLUMNS
+    )
     columns = [
         c for c in SUMMARY_COLUMNS
         if (breakeven is not None
             or c[0] not in ("rewrites", "paid_back", "median_breakeven", "rewrite_net_usd"))
-        and (stored or c[0] != "storage_cost_usd")
+        and (explicit or c[0] not in EXPLICIT_CACHE_COLUMNS)
     ]
     return [list(c) for c in columns], [[_cell(r.get(c[0]), c[2]) for c in columns] for r in rows]
 
