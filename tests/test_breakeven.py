@@ -1061,3 +1061,67 @@ def test_the_closed_form_is_the_rounded_exact_quotient_of_the_figures_it_shows()
         Decimal("0.0302454"), Decimal("0.000072")
     )
     assert tie.breakeven_closed_form == 420.08
+
+
+def _thinking_session(tmp_path, model: str):
+    """A file read (12,000 characters) after a response without thinking, a test run after one
+    that thinks, a new user turn (before which the provider may strip earlier thinking), and
+    four more steps: `age-truncate-500-keep-3` truncates the read's output at the fourth."""
+    from replay.log import read_log
+
+    t0 = gen.BASE_TS
+    lines: list[dict] = [{
+        "type": "session", "format": "replay-log", "version": 1, "ts": t0.isoformat(),
+        "session_id": "s", "agent": "test", "provider": "anthropic", "model": model,
+        "system": "You are a coding agent. " + gen.filler(6_000, 99),
+    }]
+    clock = iter(range(1, 10_000))
+
+    def add(**event):
+        lines.append({"ts": (t0 + timedelta(seconds=10 * next(clock))).isoformat(), **event})
+
+    def step(n: int, thinking: str | None, name: str, output: str) -> None:
+        add(type="request", request_id=f"r{n}")
+        blocks: list[dict] = [{"type": "thinking", "thinking": thinking, "signature": "s"}] \
+            if thinking else []
+        blocks.append({"type": "tool_call", "id": f"c{n}", "name": name, "arguments": {}})
+        add(type="assistant", blocks=blocks, request_id=f"r{n}")
+        add(type="tool_result", call_id=f"c{n}", tool_name=name, output=output)
+
+    add(type="user", text="Fix the bug.")
+    step(0, None, "read_file", gen.filler(12_000, 1))
+    step(1, gen.filler(6_000, 2), "run_tests", "FAILED test_0")
+    add(type="user", text="Look at the other file too.")
+    for n in range(2, 7):
+        step(n, None, "run_tests", f"FAILED test_{n} " + gen.filler(3_000, 10 + n))
+    add(type="request", request_id="r7")
+    add(type="assistant", blocks=[{"type": "text", "text": "Done."}], request_id="r7")
+    path = tmp_path / f"{model}.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return read_log(path)
+
+
+def test_the_closed_form_counts_the_tokens_the_provider_bills(tmp_path) -> None:
+    """Sonnet 4.5 strips earlier thinking at a new user turn; Sonnet 4.6 (same tokenizer, same
+    prices) keeps it. The same rewrites on both. Where the stripped thinking lies after the edit
+    (request 4), it is re-billed on 4.6 only: 4.5's surviving tokens are fewer by exactly what
+    it stripped (counted in the rendered prompt they were equal, and the rewrite cost counted
+    tokens nobody bills). Where it lies before the edit (request 6), the tokens billed before
+    the edit, which the cache reads are compared with, are fewer by it."""
+    rows, dropped = {}, {}
+    for model in ("claude-sonnet-4-5", "claude-sonnet-4-6"):
+        found, records = breakeven_session(_thinking_session(tmp_path, model),
+                                           ["age-truncate-500-keep-3"])
+        assert [r.request_index for r in found] == [4, 6, 7]
+        rows[model] = {r.request_index: r for r in found}
+        dropped[model] = next(r for r in records if r.request_index == 4).outcome.dropped_tokens
+    stripping, keeping = rows["claude-sonnet-4-5"], rows["claude-sonnet-4-6"]
+    stripped = dropped["claude-sonnet-4-5"]
+    assert stripped > 0 == dropped["claude-sonnet-4-6"]
+    assert stripping[4].first_edit_token == keeping[4].first_edit_token
+    assert keeping[4].surviving_tokens - stripping[4].surviving_tokens == stripped
+    assert stripping[4].removed_tokens == keeping[4].removed_tokens > 0
+    assert stripping[4].rewrite_cost_usd < keeping[4].rewrite_cost_usd
+    edit = stripping[6].first_edit_token
+    assert f"of the {edit - stripped:,} tokens billed before the edit" in stripping[6].disagreement
+    assert f"of the {edit:,} tokens billed before the edit" in keeping[6].disagreement

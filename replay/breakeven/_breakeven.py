@@ -40,8 +40,11 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+import numpy as np
+
 from replay.breakeven import _shift
 from replay.breakeven._shift import Shift
+from replay.cache._base import prompt_view
 from replay.engine._replay import (
     ReplayConfig,
     RequestRecord,
@@ -53,6 +56,7 @@ from replay.engine._results import RecordSink
 from replay.log import RequestMarker, Session
 from replay.prefix import remembered_block_pairs
 from replay.prices import Buckets, Pricer
+from replay.render import RenderedRequest
 from replay.strategies import NamedStrategy, resolve
 from replay.strategies._view import Item, SummaryItem, ToolResultItem, shared_prefix
 
@@ -67,14 +71,16 @@ class BreakEven:
     event: str
     """What the strategy did (`compaction`, `aging`, `prune`, `clear`, `drop`, `truncate`)."""
     first_edit_token: int
-    """First token position of the prompt that changed."""
+    """First token position of the prompt that changed (in the rendered prompt, as the
+    per-request `first_mismatch_token`)."""
     removed_tokens: int
-    """How much smaller the prompt is than the same request without the rewrite."""
+    """How much smaller the billed prompt is than the same request's without the rewrite
+    (thinking the provider strips is billed in neither)."""
     surviving_tokens: int
-    """Tokens after the first edit in the rewritten prompt (re-billed uncached or as writes
-    instead of read from the cache, a summary included), less what the history gained since
-    the previous request where the rewritten prompt still sends it: that is billed alike with
-    or without the rewrite (what a compaction folded into its summary is not)."""
+    """Billed tokens after the first edit in the rewritten prompt (re-billed uncached or as
+    writes instead of read from the cache, a summary included), less what the history gained
+    since the previous request where the rewritten prompt still sends it: that is billed alike
+    with or without the rewrite (what a compaction folded into its summary is not)."""
     rewrite_cost_usd: Decimal
     """Closed form: surviving × (uncached rate − cache-read rate)."""
     saving_per_request_usd: Decimal
@@ -212,7 +218,6 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     net = Decimal(0)
     paid_back: int | None = None
     saw_ttl = False
-    cf_first_total = rec.request.total
     cf_first_billed = _billed(rec)
     cf_first_read = 0
     items: list[Item] = []
@@ -269,7 +274,6 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
         state.previous = cf_rec.request
         cf.records.clear()
         if k == i:
-            cf_first_total = cf_rec.request.total
             cf_first_billed = _billed(cf_rec)
             cf_first_read = cf_rec.outcome.cache_read
         strategy_cost = cur.cost_usd + sum(
@@ -295,15 +299,19 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     in_rate = _rate(run, rec, "uncached")
     read_rate = _rate(run, rec, "cache_read")
     first_edit = rec.diff.first_mismatch_token
+    # Reads, rates and the sizes the closed form bills are those of the prompt the provider
+    # bills: thinking it strips (older Claude models) is in none of them.
+    stripped = _stripped_blocks(run, rec)
+    billed_edit = _billed_before(rec.request, stripped, first_edit)
     # The suffix the previous request sent: the closed form's "surviving tokens" are those the
     # cache would have read; what the history gained since, where the rewritten prompt still
     # sends it, is billed uncached either way (a compaction may fold part of it in a summary).
     surviving = 0  # a thread's first request: no request of its own cached anything before
     if prev is not None:
-        grown = max(0, cf_first_total - prev.request.total)
-        gained = _gained_tokens(history, prev, rec, grown)
-        surviving = max(0, rec.request.total - first_edit - gained)
-    removed = max(0, cf_first_total - rec.request.total)
+        grown = max(0, cf_first_billed - _billed(prev))
+        gained = _gained_tokens(history, prev, rec, grown, stripped)
+        surviving = max(0, _billed(rec) - billed_edit - gained)
+    removed = max(0, cf_first_billed - _billed(rec))
     rewrite_cost = surviving * (in_rate - read_rate)
     # Without the rewrite the prompt may sit in a higher long-context tier: each of its tokens
     # costs more there, not only the removed ones.
@@ -334,18 +342,18 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
             if wrote
             else "summary cost unknown: the log holds no call for its compaction"
         )
-    if cf_first_read < _billed(rec) and cf_first_read <= first_edit:
+    if cf_first_read < _billed(rec) and cf_first_read <= billed_edit:
         # The closed form assumes the surviving tokens would have been read from the cache.
         reasons.append(f"not cached past the edit even without it ({cf_first_read:,} read)")
-    unread = first_edit - rec.outcome.cache_read
+    unread = billed_edit - rec.outcome.cache_read
     if unread > _GRAIN and unread * 10 >= surviving:
         # The closed form counts the prefix before the edit read from the cache: a lookback
         # that did not reach an entry, or a minimum length, left part of it to be billed.
         reasons.append(
-            f"read {rec.outcome.cache_read:,} of the {first_edit:,} tokens before the edit "
-            "from the cache"
+            f"read {rec.outcome.cache_read:,} of the {billed_edit:,} tokens billed before the "
+            "edit from the cache"
         )
-    past = rec.outcome.cache_read - first_edit
+    past = rec.outcome.cache_read - billed_edit
     if past > _GRAIN:
         # The closed form bills the whole rewritten suffix uncached: an entry an earlier
         # request of the strategy wrote held part of it (a view that went back to it).
@@ -384,10 +392,15 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
 
 
 def _gained_tokens(
-    history: Sequence[Item], prev: RequestRecord, rec: RequestRecord, fallback: int
+    history: Sequence[Item],
+    prev: RequestRecord,
+    rec: RequestRecord,
+    fallback: int,
+    stripped: np.ndarray | None = None,
 ) -> int:
-    """Tokens of `rec`'s prompt that stand for what the history gained since `prev` (the
-    items, or a strategy's variant of them: the same event); `fallback` without its blocks."""
+    """Billed tokens of `rec`'s prompt that stand for what the history gained since `prev`
+    (the items, or a strategy's variant of them: the same event), the blocks `stripped` left
+    out; `fallback` without its blocks."""
     added = history[prev.history_len : rec.history_len]
     gained = {getattr(item, "event_index", -1) for item in added} - {-1}
     request, view = rec.request, rec.view
@@ -395,9 +408,34 @@ def _gained_tokens(
         return fallback
     return sum(
         int(t)
-        for t, n in zip(request.block_tokens, request.item_index, strict=True)
+        for j, (t, n) in enumerate(zip(request.block_tokens, request.item_index, strict=True))
         if 0 <= n < len(view) and getattr(view[n], "event_index", -1) in gained
+        and (stripped is None or not stripped[j])
     )
+
+
+def _stripped_blocks(run: _Run, rec: RequestRecord) -> np.ndarray | None:
+    """Which blocks of `rec`'s prompt the provider stripped before billing it (earlier
+    thinking, on models that strip it), as its simulator saw it; None when it stripped none
+    (or the blocks are gone)."""
+    request = rec.request
+    if not rec.outcome.dropped_tokens or request.released:
+        return None
+    view = prompt_view(request, True, run.renderer(rec.model).table)
+    if view.kept is None:
+        return None
+    stripped = np.ones(len(request.block_ids), dtype=bool)
+    stripped[view.kept] = False
+    return stripped
+
+
+def _billed_before(request: RenderedRequest, stripped: np.ndarray | None, position: int) -> int:
+    """Tokens of the billed prompt before token `position` of the rendered one."""
+    if stripped is None:
+        return position
+    tokens = request.block_tokens
+    before = np.clip(position - (request.cum_tokens - tokens), 0, tokens)
+    return int(before[~stripped].sum())
 
 
 @dataclass
