@@ -1125,3 +1125,21 @@ def test_the_closed_form_counts_the_tokens_the_provider_bills(tmp_path) -> None:
     edit = stripping[6].first_edit_token
     assert f"of the {edit - stripped:,} tokens billed before the edit" in stripping[6].disagreement
     assert f"of the {edit:,} tokens billed before the edit" in keeping[6].disagreement
+
+
+@pytest.mark.parametrize(
+    "cost, saving, closed",
+    [
+        ("0.0302454", "0.000072", 420.08),  # 420.075 exactly: half up (a float read 420.07)
+        ("0.0000125", "0.00001", 1.25),
+        ("0.00000125", "0.00001", 0.13),  # 0.125: half up, not to even
+        ("0.01", "0.03", 0.33),
+        ("0.5", "0", None),
+        ("0.5", "-0.1", None),
+        ("0", "0.1", 0.0),
+    ],
+)
+def test_the_closed_form_rounds_the_exact_quotient_half_up(cost, saving, closed) -> None:
+    from replay.breakeven._breakeven import closed_form
+
+    assert closed_form(Decimal(cost), Decimal(saving)) == closed

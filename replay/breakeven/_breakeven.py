@@ -317,11 +317,7 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     # costs more there, not only the removed ones.
     tier_gap = _rate(run, rec, "cache_read", cf_first_billed) - read_rate if removed else 0
     saving = removed * read_rate + cf_first_billed * tier_gap
-    # Rounded on the exact quotient of the two figures the row shows (a float of 420.075 is
-    # 420.07499…, and rounded to 420.07).
-    closed = (
-        float((rewrite_cost / saving).quantize(_HUNDREDTH, ROUND_HALF_UP)) if saving > 0 else None
-    )
+    closed = closed_form(rewrite_cost, saving)
 
     summarizers = extra.get(rec.request_index, [])
     reasons = []
@@ -389,6 +385,15 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
         summarizer_cache_read=sum(s.outcome.cache_read for s in summarizers),
         disagreement="; ".join(reasons),
     )
+
+
+def closed_form(rewrite_cost: Decimal, saving: Decimal) -> float | None:
+    """Requests until the rewrite pays back by the closed form, to two decimals (None: no
+    saving). Rounded half up on the exact quotient of the two figures the row shows: a float
+    quotient of 0.0302454 / 0.000072 = 420.075 is 420.07499…, and rounded to 420.07."""
+    if saving <= 0:
+        return None
+    return float((rewrite_cost / saving).quantize(_HUNDREDTH, ROUND_HALF_UP))
 
 
 def _gained_tokens(
