@@ -58,7 +58,7 @@ from replay.cache._base import PromptView, prompt_view
 from replay.cache._rules import utc_date
 from replay.cache.anthropic import last_cacheable
 from replay.engine._unlogged import nearest_end, place_last_marker
-from replay.prices import bill
+from replay.prices import charge
 from replay.render import first_difference
 from replay.render._request import IntsView
 from replay.strategies._view import Item, shared_prefix
@@ -522,7 +522,7 @@ class Shift:
             cache_write_5m=cf_written - cf_one_hour,
             cache_write_1h=cf_one_hour - cf_read,
         )
-        return bill(
+        return charge(
             self.run.pricer,
             counterfactual,
             cur.output_tokens,

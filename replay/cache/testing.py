@@ -30,7 +30,7 @@ from replay.cache._route import CacheRouter
 from replay.cache._rules import ProviderRules
 from replay.cache._store import CacheStore
 from replay.prefix import PrefixDiff, prefix_diff
-from replay.prices import Price, Pricer, bill
+from replay.prices import Price, Pricer, charge
 from replay.render import BlockInfo, BlockTable, RenderedRequest
 from replay.render._render import Renderer
 from replay.render._request import SYSTEM, TOOL
@@ -47,7 +47,7 @@ class Sent:
     outcome: CacheOutcome
     price: Price
     cost: Decimal
-    """Total USD, as the engine bills it (`replay.prices.bill`)."""
+    """Total USD, as the engine bills it (`replay.prices.charge`)."""
 
     @property
     def split(self) -> tuple[int, int, int, int]:
@@ -163,7 +163,7 @@ class CacheLab:
         )
         outcome = self.router.simulate(sim, self.store)
         self.previous[thread] = req
-        charges = bill(
+        charges = charge(
             self.pricer, outcome, output, model=req.model, provider=req.provider, ts=req.ts
         )
         return Sent(req, outcome, charges.price, charges.cost_usd)

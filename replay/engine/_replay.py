@@ -51,7 +51,7 @@ from replay.log import (
     UserMessage,
 )
 from replay.prefix import PrefixDiff, prefix_diff
-from replay.prices import Buckets, Pricer, bill, context_window
+from replay.prices import Buckets, Pricer, buckets_of, charge, context_window
 from replay.render import RenderedRequest, Renderer
 from replay.strategies import NamedStrategy, StrategyContext, parse_name, resolve
 from replay.strategies._base import View, as_view
@@ -123,14 +123,7 @@ class RequestRecord:
 
     @property
     def buckets(self) -> Buckets:
-        o = self.outcome
-        return Buckets(
-            uncached=o.uncached,
-            cache_read=o.cache_read,
-            cache_write_5m=o.cache_write_5m,
-            cache_write_1h=o.cache_write_1h,
-            output=self.output_tokens,
-        )
+        return buckets_of(self.outcome, self.output_tokens)
 
 
 @dataclass
@@ -885,7 +878,7 @@ class _Run:
             ),
             self.store,
         )
-        charges = bill(
+        charges = charge(
             self.pricer,
             outcome,
             output_tokens,

@@ -1,7 +1,7 @@
 """Request prices (genai-prices' bundled snapshot or `--price` overrides), context windows and
 provider guesses."""
 
-from replay.prices._bill import Bill, bill
+from replay.prices._charges import Charges, buckets_of, charge
 from replay.prices._prices import (
     PRICE_FORMAT,
     Buckets,
@@ -16,12 +16,13 @@ from replay.prices._prices import (
 
 __all__ = [
     "PRICE_FORMAT",
-    "Bill",
     "Buckets",
+    "Charges",
     "Price",
     "Pricer",
     "RateOverride",
-    "bill",
+    "buckets_of",
+    "charge",
     "context_window",
     "parse_price_override",
     "parse_price_overrides",

@@ -13,7 +13,7 @@ from replay.prices._prices import Buckets, Price, Pricer
 
 
 @dataclass(frozen=True, slots=True)
-class Bill:
+class Charges:
     """One request's charges, in USD (exact `Decimal`s)."""
 
     price: Price
@@ -27,7 +27,18 @@ class Bill:
     tokens, × `price_factor` (storage is not a token charge)."""
 
 
-def bill(
+def buckets_of(outcome: CacheOutcome, output: int) -> Buckets:
+    """The buckets of a request whose prompt the cache split as `outcome`."""
+    return Buckets(
+        uncached=outcome.uncached,
+        cache_read=outcome.cache_read,
+        cache_write_5m=outcome.cache_write_5m,
+        cache_write_1h=outcome.cache_write_1h,
+        output=output,
+    )
+
+
+def charge(
     pricer: Pricer,
     outcome: CacheOutcome,
     output: int,
@@ -36,17 +47,12 @@ def bill(
     provider: str,
     ts: datetime,
     context: Mapping[str, str] | None = None,
-) -> Bill:
+) -> Charges:
     """The charges of a request whose prompt the cache split as `outcome`, with `output`
     generated tokens, at the rates in force at `ts`."""
-    buckets = Buckets(
-        uncached=outcome.uncached,
-        cache_read=outcome.cache_read,
-        cache_write_5m=outcome.cache_write_5m,
-        cache_write_1h=outcome.cache_write_1h,
-        output=output,
+    price = pricer.price(
+        buckets_of(outcome, output), model=model, provider=provider, ts=ts, context=context
     )
-    price = pricer.price(buckets, model=model, provider=provider, ts=ts, context=context)
     cost, input_cost = price.total_usd, price.input_usd
     if outcome.created_tokens:
         # The creation is a call of its own (Gemini `cachedContents.create`), priced as a prompt
@@ -61,4 +67,4 @@ def bill(
         cost, input_cost = cost + created, input_cost + created
     if outcome.price_factor != 1:  # e.g. Vertex regional endpoints (+10%)
         cost, input_cost = cost * outcome.price_factor, input_cost * outcome.price_factor
-    return Bill(price, cost + outcome.storage_usd, input_cost)
+    return Charges(price, cost + outcome.storage_usd, input_cost)
