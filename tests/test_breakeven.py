@@ -905,7 +905,10 @@ def test_disagreement_names_a_prefix_the_rewritten_request_could_not_read(provid
     row = _only(rows)
     read = next(r.outcome.cache_read for r in records if r.request_index == at)
     assert row.first_edit_token > 1024
-    said = f"read {read:,} of the {row.first_edit_token:,} tokens before the edit from the cache"
+    said = (
+        f"read {read:,} of the {row.first_edit_token:,} tokens billed before the edit from the "
+        "cache"
+    )
     assert (said in row.disagreement) == named, row.disagreement
     assert (read == 0) == named
 

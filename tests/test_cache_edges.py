@@ -281,7 +281,7 @@ def test_a_hit_refreshes_the_unit():
 def test_explicit_cache_of_exactly_the_minimum_is_created():
     lab = CacheLab("google", "gemini-2.5-flash", client="gemini-explicit")
     r = lab.send([lab.block("system", 2048), lab.block("user", 10)], at=0)
-    assert r.split == (0, 0, 2048, 10)
+    assert r.split == (2048, 0, 0, 10) and r.outcome.created_tokens == 2048
 
 
 # ---------------------------------------------------------------- prices
