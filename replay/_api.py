@@ -463,6 +463,14 @@ def _notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list
     if tables.no_cache:
         notes.append(_no_cache_note(tables.no_cache))
     notes += _unnamed_rewrite_notes(tables)
+    same = tables.same_as_baseline
+    if same:
+        notes.append(
+            f"{len(same):,} {'strategy' if len(same) == 1 else 'strategies'} sent what "
+            "`baseline` sends, billed "
+            "alike at every request: on this log their rules never changed the context (a "
+            f"threshold not reached, nothing to clear): {', '.join(same)}."
+        )
     if tables.mentions:
         counts = ", ".join(f"{name} {n:,}" for name, n in tables.mentions.items())
         notes.append(

@@ -4,6 +4,7 @@ trajectory is held fixed, and that a log without requests has nothing to replay 
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 
 import genai_prices
@@ -265,3 +266,41 @@ def test_cache_rules_that_serve_no_request_are_a_note(invoke, name, tmp_path) ->
         ok = invoke(command, RUN42, *args, "--cache-rules", str(rules), *more)
         assert ok.exit_code == 0, ok.output
         assert "served no request" not in ok.stderr
+
+
+def test_strategies_that_never_changed_the_context_are_a_note() -> None:
+    """On run42 (41k tokens) the Codex compaction at 90 % of the window never fires: it bills
+    every request as `baseline`, and the note says so; truncate-500 and the compaction at
+    12,000 tokens change what is sent. The same on workers. A strategy that named a rewrite is
+    never listed, even where its requests billed alike."""
+    from dataclasses import replace
+
+    import replay
+    from replay.engine._results import ResultTables
+    from replay.strategies._view import RewriteEvent
+
+    names = "baseline,recorded,truncate-500,codex-compact-at-90pct,compact-at-12000-structured"
+    result = replay.replay(RUN42, names)
+    said = [n for n in result.notes if "sent what `baseline` sends" in n]
+    assert said == [
+        "1 strategy sent what `baseline` sends, billed alike at every request: on this log "
+        "their rules never changed the context (a threshold not reached, nothing to clear): "
+        "codex-compact-at-90pct."
+    ]
+    on_workers = replay.replay(RUN42, names, workers=2)
+    assert [n for n in on_workers.notes if "sent what `baseline` sends" in n] == said
+    assert not [n for n in replay.replay(RUN42, "truncate-500,codex-compact-at-90pct").notes
+                if "sent what" in n]
+
+    by_strategy: dict[str, list] = {}
+    for r in result.records:
+        by_strategy.setdefault(r.strategy, []).append(r)
+    named = [replace(r, strategy="named") for r in by_strategy["baseline"]]
+    named[5] = replace(named[5], events=[RewriteEvent("prune", "nothing to prune")])
+    dearer = [replace(r, strategy="dearer") for r in by_strategy["baseline"]]
+    dearer[-1] = replace(dearer[-1], cost_usd=dearer[-1].cost_usd + Decimal("0.000001"))
+    tables = ResultTables(per_turn=False)
+    for records in (by_strategy["baseline"], by_strategy["codex-compact-at-90pct"], named,
+                    dearer):
+        tables.add(records)
+    assert tables.same_as_baseline == ["codex-compact-at-90pct"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from hashlib import blake2b
 from typing import Protocol
 
 import polars as pl
@@ -220,11 +221,23 @@ class _Acc:
     unnamed: int = 0
     """Requests that rewrote earlier messages without a rewrite event (a plug-in that returns
     a list): break-even analyses only the rewrites a strategy names."""
+    acted: bool = False
+    """A request named a rewrite, or the strategy called a summarizer."""
+    trace: bytes = b""
+    """Digest of every request's thread, index, buckets and cost, in order: two strategies
+    with equal traces billed alike at every request (bytes, not `hash`: a worker's table
+    is compared with the parent's)."""
 
 
 def _add(accs: dict[str, _Acc], r: RequestRecord) -> None:
     a = accs.setdefault(r.strategy, _Acc())
     o = r.outcome
+    billed = (
+        r.kind, r.thread, r.request_index, o.uncached, o.cache_read, o.cache_write_5m,
+        o.cache_write_1h, o.created_tokens, r.output_tokens, str(r.cost_usd),
+    )
+    a.trace = blake2b(a.trace + repr(billed).encode(), digest_size=16).digest()
+    a.acted = a.acted or bool(r.events)
     a.prompt += o.prompt
     a.storage += o.storage_usd
     a.created += o.created_tokens
@@ -234,6 +247,7 @@ def _add(accs: dict[str, _Acc], r: RequestRecord) -> None:
     a.output += r.output_tokens
     a.cost += r.cost_usd
     if r.kind == "summarizer":
+        a.acted = True
         a.summarizer_calls += 1
         a.summarizer_cost += r.cost_usd
         # A summary the window could not hold fails in a real harness: counted. Its transcript
@@ -371,6 +385,19 @@ class ResultTables:
         """Strategy → requests where it rewrote earlier messages without naming the rewrite
         (no `RewriteEvent`), where there are any."""
         return {name: a.unnamed for name, a in self._accs.items() if a.unnamed}
+
+    @property
+    def same_as_baseline(self) -> list[str]:
+        """The strategies besides `baseline` (and `recorded`) that billed every request as
+        `baseline` did, without naming a rewrite or calling a summarizer: on this log their
+        rules never changed what was sent. Empty when `baseline` was not replayed."""
+        base = self._accs.get("baseline")
+        if base is None:
+            return []
+        return [
+            name for name, a in self._accs.items()
+            if name not in ("baseline", "recorded") and not a.acted and a.trace == base.trace
+        ]
 
     @property
     def mentions(self) -> dict[str, int]:
