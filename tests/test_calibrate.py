@@ -412,6 +412,52 @@ def test_calibrate_reads_standard_input(tmp_path: Path) -> None:
     assert document["families"] == families
 
 
+def test_a_stream_with_the_bytes_of_a_log_given_beside_is_read_once(tmp_path: Path) -> None:
+    """`cat LOG | replay calibrate - LOG`, `replay calibrate <(cat LOG) LOG`: a stream is hashed
+    as it is read (it cannot be read twice), and left out when a file given, or a stream read
+    before it, had its bytes; it counted every pair twice."""
+    import os
+
+    from replay.adapters import LeftOut, read_each_once
+
+    load_commands()
+    log = tmp_path / "billed.jsonl"
+    write_log(synthetic_session(1.42), log)
+    result = CliRunner().invoke(cli, ["calibrate", "-", str(log), "--format", "json"],
+                                input=log.read_bytes())
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["families"][0]["pairs"] == 40
+    assert document["read_once"] == [{"log": "-", "why": f"same bytes as {log}"}]
+    assert f"warning: -: same bytes as {log}; read once" in result.stderr
+
+    def fifo(name: str) -> Path:
+        path = tmp_path / name
+        os.mkfifo(path)
+        return path
+
+    def feed(path: Path) -> None:
+        import threading
+
+        threading.Thread(target=path.write_bytes, args=(log.read_bytes(),), daemon=True).start()
+
+    # A file's bytes are known before anything is read: the streams are the ones left out.
+    first, second = fifo("first"), fifo("second")
+    feed(first)
+    feed(second)
+    logs = read_each_once([first, second, log])
+    assert [p for p, _ in logs.sessions] == [log]
+    assert logs.left_out == [
+        LeftOut(first, f"same bytes as {log}"), LeftOut(second, f"same bytes as {log}")
+    ]
+    third, fourth = fifo("third"), fifo("fourth")
+    feed(third)
+    feed(fourth)
+    logs = read_each_once([third, fourth])
+    assert [p for p, _ in logs.sessions] == [third]
+    assert logs.left_out == [LeftOut(fourth, f"same bytes as {third}")]
+
+
 def _pi_chain(turns: int, *, start: int = 0, header_ts: str = "2026-01-02T09:59:59.000Z",
               **header: str) -> list[dict]:
     """A pi session of `turns` prompts, each answered in text, the prompt growing by 60 tokens

@@ -63,7 +63,7 @@ def file_sha256(path: str | Path) -> str:
 
 def _sha256(path: Path | str) -> str | None:
     """The SHA-256 of a regular file's bytes; None for anything else (a folder, a pipe,
-    standard input: read once by its reader, never hashed beforehand)."""
+    standard input: read once by its reader, hashed as it is read: `Session.stream_sha256`)."""
     if _is_stdin(path):
         return None
     try:
@@ -88,10 +88,13 @@ def _folder_sha256(folder: Path) -> str | None:
     return "folder:" + hashlib.sha256("".join(digests).encode()).hexdigest() if digests else None
 
 
-def _distinct(paths: Iterable[Path | str], left_out: list[LeftOut]) -> list[Path | str]:
+def _distinct(
+    paths: Iterable[Path | str], left_out: list[LeftOut], known: dict[str, str]
+) -> list[Path | str]:
     """`paths` without a path given twice, a file or folder with the bytes of one before it,
     or a file with the bytes of one a folder given reads (a file beside its copy inside the
-    folder: the folder reads it)."""
+    folder: the folder reads it). `known` gets the digest of each file kept or read in a
+    folder → why a stream with its bytes is left out (a stream is hashed as it is read)."""
     paths = list(paths)
     read_in: dict[str, Path] = {}
     for folder in filter(_is_folder, paths):
@@ -117,6 +120,8 @@ def _distinct(paths: Iterable[Path | str], left_out: list[LeftOut]) -> list[Path
         if sha is not None:
             first_copy[sha] = path
         kept.append(path)
+    known.update((sha, f"read in {folder}") for sha, folder in read_in.items())
+    known.update((sha, f"same bytes as {path}") for sha, path in first_copy.items())
     return kept
 
 
@@ -168,12 +173,19 @@ def read_each_once(paths: Iterable[Path | str], *, strict: bool = False) -> Logs
     from replay._api import load
 
     logs = Logs()
-    for unit in _units(_distinct(paths, logs.left_out), logs.left_out):
+    known: dict[str, str] = {}
+    for unit in _units(_distinct(paths, logs.left_out, known), logs.left_out):
         if unit.fmt:
             files = [Path(f) for f in unit.files]
             session = grouped_adapter(unit.fmt).read_session(files, strict=strict)
         else:
             session = load(unit.files[0], strict=strict)
+        sha = session.stream_sha256
+        if sha is not None:
+            if sha in known:
+                logs.left_out.append(LeftOut(unit.files[0], known[sha]))
+                continue
+            known[sha] = f"same bytes as {session.path}"
         logs.sessions.append((unit.files[0], session))
     return logs
 

@@ -9,7 +9,7 @@ removed; every message and `Session.path` name the stream as given, never the co
 
 from __future__ import annotations
 
-import shutil
+import hashlib
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -21,6 +21,8 @@ from replay._atomic import written_through
 from replay._errors import LogFormatError, ReplayError
 from replay.adapters.detect import SAMPLE_BYTES
 from replay.log import Session
+
+_CHUNK = 1 << 20
 
 STDIN = "-"
 """The log name that means standard input: the string `-` itself. A `Path("-")` (what `./-`
@@ -44,29 +46,36 @@ def label(path: str | Path) -> str:
 
 
 @contextmanager
-def _spooled(path: str | Path, head_check: Callable[[Path], object] | None) -> Iterator[Path]:
-    """A temporary copy of the stream, read once; removed on leaving. The copy keeps the
-    stream's file name: some readers take a session name from it. `head_check` is called on
-    the copy of the stream's first `SAMPLE_BYTES` (all that format detection reads) before the
-    rest is copied: a stream that is no log (`/dev/zero`, `yes |`) fails there, not after
-    filling the disk."""
+def _spooled(
+    path: str | Path, head_check: Callable[[Path], object] | None
+) -> Iterator[tuple[Path, str]]:
+    """A temporary copy of the stream, read once, and the SHA-256 of its bytes; removed on
+    leaving. The copy keeps the stream's file name: some readers take a session name from it.
+    `head_check` is called on the copy of the stream's first `SAMPLE_BYTES` (all that format
+    detection reads) before the rest is copied: a stream that is no log (`/dev/zero`, `yes |`)
+    fails there, not after filling the disk."""
     name = "stdin" if is_stdin(path) else Path(path).name
+    digest = hashlib.sha256()
     with tempfile.TemporaryDirectory(prefix="replay-stream-") as folder:
         copy = Path(folder) / name
         try:
             with copy.open("wb") as target, _opened(path) as source:
-                target.write(source.read(SAMPLE_BYTES))
+                head = source.read(SAMPLE_BYTES)
+                target.write(head)
+                digest.update(head)
                 if head_check is not None:
                     target.flush()
                     try:
                         head_check(copy)
                     except LogFormatError as err:
                         raise _renamed(err, copy, label(path)) from None
-                shutil.copyfileobj(source, target)
+                while chunk := source.read(_CHUNK):
+                    target.write(chunk)
+                    digest.update(chunk)
         except OSError as err:
             why = f"cannot read the file ({err.strerror})"
             raise LogFormatError(label(path), None, why) from None
-        yield copy
+        yield copy, digest.hexdigest()
 
 
 @contextmanager
@@ -93,7 +102,7 @@ def read_stream(
     """`read` of a copy of the stream `path`, read once, its messages naming `path`
     (`head_check`: see `_spooled`)."""
     name = label(path)
-    with _spooled(path, head_check) as copy:
+    with _spooled(path, head_check) as (copy, sha256):
         try:
             session = read(copy)
         except LogFormatError as err:
@@ -102,4 +111,5 @@ def read_stream(
             raise ReplayError(str(err).replace(str(copy), name)) from None
     session.path = name
     session.skipped = [_renamed(e, copy, name) for e in session.skipped]
+    session.stream_sha256 = sha256
     return session

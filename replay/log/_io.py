@@ -58,6 +58,10 @@ class Session:
     """Lines skipped (or kept but breaking an ordering rule, repaired) in lenient mode, each with
     its reason."""
 
+    stream_sha256: str | None = None
+    """SHA-256 of the bytes read, where the log came from a stream (standard input, a pipe):
+    they cannot be read again, so this is how a copy of it given beside is told."""
+
     def requests(self) -> list[Any]:
         from replay.log._events import RequestMarker
 
