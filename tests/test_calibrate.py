@@ -395,6 +395,26 @@ def test_a_file_a_folder_given_reads_too_is_read_once(tmp_path: Path) -> None:
     assert read_once == [{"log": str(copy), "why": f"read in {folder}"}]
 
 
+def test_skipped_lines_and_a_factor_of_few_pairs_are_warned(tmp_path: Path) -> None:
+    """A cut log (a capture that stopped) is read leniently, as every command reads it, and
+    says so; a factor measured on a handful of pairs has an interval that says little."""
+    load_commands()
+    log = tmp_path / "billed.jsonl"
+    write_log(synthetic_session(1.42, rounds=6), log)
+    text = log.read_text(encoding="utf-8")
+    log.write_text(text + text.splitlines()[-1][:30] + "\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["calibrate", str(log), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    pairs = json.loads(result.stdout)["families"][0]["pairs"]
+    assert 0 < pairs < 10
+    assert f"warning: {log}: 1 malformed line(s) skipped" in result.stderr
+    assert f"claude: measured on {pairs} pair(s) only" in result.stderr
+    many = tmp_path / "many.jsonl"
+    write_log(synthetic_session(1.42), many)
+    result = CliRunner().invoke(cli, ["calibrate", str(many), "--format", "json"])
+    assert result.exit_code == 0 and "warning" not in result.stderr, result.stderr
+
+
 def test_calibrate_reads_standard_input(tmp_path: Path) -> None:
     load_commands()
     log = tmp_path / "billed.jsonl"

@@ -17,6 +17,10 @@ from replay.cli._main import (
     user_errors,
 )
 
+FEW_PAIRS = 10
+"""Below this many pairs a family's factor is measured with a warning: a percentile bootstrap
+of a handful of ratios has about no coverage (of one ratio, zero width)."""
+
 
 def _table(calibrations, title: str):
     from rich.table import Table
@@ -102,6 +106,7 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
       REPLAY_TOKENIZERS=mine.json replay fidelity SESSION.jsonl
     """
     from replay import report
+    from replay._api import _skipped_note
     from replay._errors import ReplayError
     from replay.adapters import forks_among, read_each_once
     from replay.tokens import calibrate, calibration_dict, logs_label, write_tokenizer_file
@@ -119,6 +124,8 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     for left in read.left_out:
         warn(f"{left.path}: {left.why}; read once")
     for log, session in read.sessions:
+        if session.skipped:
+            warn(f"{log}: {_skipped_note(session)}")
         if not session.requests():
             warn(f"{log}: no request in this log; skipped")
             continue
@@ -142,6 +149,12 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
             "no pair of consecutive requests with recorded usage grew by logged items only "
             "(logs without usage, or every pair had compactions, thinking or injected context)"
         )
+    for c in calibrations:
+        if 0 < c.pairs < FEW_PAIRS:
+            warn(
+                f"{c.family}: measured on {c.pairs} pair(s) only: a bootstrap interval of so few "
+                "says little (one pair: none at all); give more logs"
+            )
     # Public tokenizers are counted exactly: their factor is 1 by definition, and what they
     # measure is the method's own bias (shown in the table, never suggested as a row).
     snippet = [c.tokenizer_row(date, logs_label(c)) for c in calibrations if c.documented.estimated]
