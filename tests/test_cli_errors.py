@@ -720,6 +720,41 @@ def test_without_format_the_output_suffix_picks_it(invoke, tmp_path, name, start
     assert out.read_bytes().startswith(starts)
 
 
+@pytest.mark.parametrize(
+    "args, name, writes",
+    [
+        (["whatif", RUN42, "--at", "8", "--prune", "tool:read_file"], "x.parquet", "table or json"),
+        (["whatif", RUN42, "--at", "8", "--prune", "tool:read_file"], "x.csv", "table or json"),
+        (["strategies"], "s.csv", "table, json or markdown"),
+        (["calibrate", RUN42], "c.parquet", "table or json"),
+        (["providers"], "p.csv", "table or json"),
+    ],
+)
+def test_a_data_file_a_command_does_not_write_is_refused(invoke, tmp_path, args, name, writes):
+    """`-o x.parquet` on a command without Parquet wrote a text table into it, for a program
+    to fail on; refused before any work, nothing written."""
+    out = tmp_path / name
+    result = invoke(*args, "-o", out)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: -o {out} names a {out.suffix[1:]} file, which this command does not write (it "
+        f"writes {writes}): give a file name that agrees with one\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_parquet_without_a_file_is_refused_before_the_replay(invoke):
+    """Refused at once, not after a breakeven of minutes: before the strategies are resolved,
+    before the log is read (run42 has no usage: `fidelity` would refuse it for that)."""
+    for args in (["breakeven", RUN42, "-s", "no-such-strategy"], ["fidelity", RUN42],
+                 ["run", RUN42, "-s", "no-such-strategy"]):
+        result = invoke(*args, "--format", "parquet")
+        assert result.exit_code == 2, (args, result.output)
+        assert result.stderr == (
+            "error: --format parquet needs -o FILE (Parquet is not for the terminal)\n"
+        )
+
+
 def test_a_format_the_output_suffix_contradicts_is_one_line_exit_2(invoke, tmp_path):
     result = invoke("run", RUN42, "-s", "baseline", "--format", "csv", "-o", tmp_path / "x.json")
     assert result.exit_code == 2

@@ -224,6 +224,8 @@ def _same_file(a: Any, b: Any) -> bool:
 
 SUFFIX_FORMATS = {".json": "json", ".csv": "csv", ".parquet": "parquet", ".md": "markdown"}
 """The format an `-o` file's suffix names, where `--format` is not given."""
+DATA_FORMATS = frozenset({"json", "csv", "parquet"})
+"""Formats a program reads back: a file named for one is never given a text table."""
 
 
 def format_for(fmt: str | None, output: Any, formats: tuple[str, ...]) -> str:
@@ -233,15 +235,28 @@ def format_for(fmt: str | None, output: Any, formats: tuple[str, ...]) -> str:
     named = None
     if output is not None and str(output) != "-":
         named = SUFFIX_FORMATS.get(Path(str(output)).suffix.lower())
+        if named in DATA_FORMATS and named not in formats:
+            # A program reading it as that format would fail on a text table.
+            raise ReplayError(
+                f"-o {output} names a {named} file, which this command does not write (it "
+                f"writes {_either(formats)}): give a file name that agrees with one"
+            )
         named = named if named in formats else None
-    if fmt is None:
-        return named or formats[0]
+    fmt = fmt or named or formats[0]
     if named is not None and named != fmt:
         raise ReplayError(
             f"--format {fmt} but -o {output} names a {named} file: drop --format, or give a "
             "file name that agrees with it"
         )
+    if fmt == "parquet" and output is None:
+        # Refused before the replay, not after it.
+        raise ReplayError("--format parquet needs -o FILE (Parquet is not for the terminal)")
     return fmt
+
+
+def _either(words: tuple[str, ...]) -> str:
+    """`table`, `table or json`, `table, json or markdown`."""
+    return " or ".join(filter(None, (", ".join(words[:-1]), words[-1])))
 
 
 def output_options(formats: tuple[str, ...] = FORMATS) -> Callable:
@@ -383,9 +398,7 @@ def emit(
         report.write_output(report.json_pieces(document), output)
     elif fmt == "csv":
         report.write_output(report.csv_pieces(frame), output)
-    elif fmt == "parquet":
-        if output is None:
-            raise click.UsageError("--format parquet needs -o FILE")
+    elif fmt == "parquet":  # (`format_for` refused it without -o)
         report.write_output(report.to_parquet_bytes(frame), output)
     else:
         report.print_table(table(), output)
