@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-from replay.cache import ProviderRules, RuleBook, builtin_rules, rows_in_force
+from replay.cache import Breakpoint, ProviderRules, RuleBook, builtin_rules, rows_in_force
+from replay.cache._store import CacheStore
+from replay.cache.testing import CacheLab
+from replay.prices import Pricer, parse_price_override
 
 OCT = datetime(2026, 10, 20, 12, tzinfo=UTC)
+V4 = "deepseek-v4-flash"
 
 
 def _row(**kw) -> dict:
@@ -21,6 +25,10 @@ def _file(*rows: dict, **kw) -> ProviderRules:
     return ProviderRules.model_validate(
         {"provider": "acme", "reviewed": "2026-11-01", "rules": list(rows), **kw}
     )
+
+
+def _override_pricer(model: str) -> Pricer:
+    return Pricer(dict([parse_price_override(f"{model}=input:1,output:2,cache_read:0.1")]))
 
 
 # ---------------------------------------------------------------- _rules.py
@@ -51,3 +59,66 @@ def test_an_overridden_rule_is_no_longer_uncertain():
     assert RuleBook(rules).uncertain("mechanism", "gpt-6-luna", OCT)
     forced = RuleBook(rules, {"openai.mechanism": "openai-breakpoints"})
     assert not forced.uncertain("mechanism", "gpt-6-luna", OCT)
+
+
+# ---------------------------------------------------------------- _route.py
+
+
+def test_a_provider_without_cache_key_isolation_shares_across_prompt_cache_keys():
+    """Only providers whose rules say `cache_key_isolates` split entries by the client's key:
+    DeepSeek has no such rule, so a Codex subagent (its own prompt_cache_key) reads what the main
+    thread left (the 64-token interval units inside its 1,000-token system prompt: 960)."""
+    lab = CacheLab("deepseek", V4, client="codex")
+    system = lab.block("system", 1000)
+    lab.send([system, lab.block("user", 100)], at=0)
+    sub = lab.send([system, lab.block("user", 100)], at=10, thread="agent-1")
+    assert sub.split == (960, 0, 0, 140)
+
+
+def test_requests_with_and_without_markers_each_get_their_mode_rules():
+    """Qwen: a request with cache markers follows the `explicit` variant, one without them the
+    implicit rules, in any order within one run (the router memoizes a rule book per mode)."""
+    lab = CacheLab("qwen", "qwen-plus", client="none")
+    lab.pricer = _override_pricer("qwen-plus")
+    head = [lab.block("system", 1500), lab.block("user", 100)]
+    plain = lab.send(head, at=0, breakpoints=[])
+    assert plain.outcome.mechanism == "automatic-prefix"
+    marked = lab.send(head, at=10, breakpoints=[Breakpoint(1)])
+    assert marked.outcome.mechanism == "explicit-breakpoints"
+    assert marked.outcome.route == "qwen/explicit"
+
+
+def test_two_modes_with_one_mechanism_keep_their_own_rules():
+    """A user file whose `breakpoints` variant keeps the mechanism but lowers the minimum: a
+    marked request is simulated under the variant's minimum, and in the variant's own scope,
+    even after an unmarked one."""
+    rows = [
+        _row(rule="mechanism", value="automatic-prefix"),
+        _row(rule="min_cacheable_tokens", value=1024),
+        _row(rule="min_cacheable_tokens", value=256, variant="marked"),
+        _row(rule="ttl_seconds", value=600),
+    ]
+    rules = _file(*rows, variants=[{"name": "marked", "when": "breakpoints"}])
+    lab = CacheLab("acme", "acme-1", client="none", rules=rules)
+    lab.pricer = _override_pricer("acme-1")
+    head = [lab.block("system", 300), lab.block("user", 100)]
+    lab.send(head, at=0, breakpoints=[])
+    assert lab.send(head, at=5, breakpoints=[]).split == (0, 0, 0, 400)  # 400 < 1,024
+    # The marked mode is a route of its own (`acme/marked`): it does not share the unmarked
+    # requests' entries, and reads its own under its own minimum.
+    first = lab.send(head, at=10, breakpoints=[Breakpoint(1)])
+    assert first.outcome.route == "acme/marked"
+    assert first.split == (0, 0, 0, 400)
+    assert lab.send(head, at=15, breakpoints=[Breakpoint(1)]).split == (400, 0, 0, 0)  # ≥ 256
+
+
+def test_a_router_simulates_in_the_store_it_is_given():
+    """`CacheRouter.simulate(sim, store)`: a router asked about another store (a snapshot, a
+    fresh one) reads and writes that store, not the one its simulators were first built on."""
+    lab = CacheLab("openai", "gpt-5", client="none")
+    head = [lab.block("system", 2000), lab.block("user", 100)]
+    lab.send(head, at=0)
+    assert lab.send(head, at=10).outcome.cache_read == 2048
+    lab.store = CacheStore()
+    assert lab.send(head, at=20).outcome.cache_read == 0  # the new store is empty
+    assert lab.send(head, at=30).outcome.cache_read == 2048  # and holds what r3 wrote
