@@ -10,10 +10,12 @@ from datetime import UTC, date, datetime
 
 from replay.cache import Breakpoint, ProviderRules, RuleBook, builtin_rules, rows_in_force
 from replay.cache._store import CacheStore
+from replay.cache.openai import eligible_ends
 from replay.cache.testing import CacheLab
 from replay.prices import Pricer, parse_price_override
 
 OCT = datetime(2026, 10, 20, 12, tzinfo=UTC)
+TERRA = "gpt-5.6-terra"
 V4 = "deepseek-v4-flash"
 
 
@@ -122,3 +124,67 @@ def test_a_router_simulates_in_the_store_it_is_given():
     lab.store = CacheStore()
     assert lab.send(head, at=20).outcome.cache_read == 0  # the new store is empty
     assert lab.send(head, at=30).outcome.cache_read == 2048  # and holds what r3 wrote
+
+
+# ---------------------------------------------------------------- openai.py (GPT-5.6+)
+
+
+def test_a_summary_ends_a_message():
+    assert eligible_ends(["system", "summary", "text", "user"]) == (0, [0, 1, 3])
+
+
+def test_the_third_explicit_marker_is_not_among_the_first_two_looked_up():
+    lab = CacheLab("openai", TERRA, client="none")
+    system = lab.block("system", 2000)
+    u = [lab.block("user", 10) for _ in range(3)]
+    # r1 writes the implicit boundary at u3 (2,030) only.
+    lab.send([system, *u], at=0, breakpoints=[])
+    more = [lab.block("user", 10) for _ in range(60)]
+    # r2 marks all 63 user messages: u3 is the third explicit one, not among the latest 50, and
+    # beyond the 20 earlier message ends: not looked up, so nothing is read.
+    bps = [Breakpoint(i) for i in range(1, 64)]
+    r2 = lab.send([system, *u, *more], at=10, breakpoints=bps)
+    assert r2.outcome.cache_read == 0
+
+
+def _terra(overrides: dict) -> tuple[CacheLab, int, list[int]]:
+    lab = CacheLab("openai", TERRA, client="none", overrides=overrides)
+    return lab, lab.block("system", 2000), [lab.block("user", 10) for _ in range(3)]
+
+
+def test_zero_latest_explicit_lookups_look_up_none():
+    lab, system, (u1, u2, u3) = _terra({"openai.lookup_latest_explicit": 0,
+                                        "openai.lookup_first_explicit": 0,
+                                        "openai.lookup_earlier_message_ends": 0})
+    lab.send([system, u1, u2], at=0, breakpoints=[])  # implicit entry at u2 (2,020)
+    # u2 is marked, but no explicit marker is looked up and no earlier message end either.
+    r2 = lab.send([system, u1, u2, u3], at=10, breakpoints=[Breakpoint(2)])
+    assert r2.outcome.cache_read == 0
+
+
+def test_zero_earlier_message_ends_look_up_none():
+    lab, system, (u1, u2, u3) = _terra({"openai.lookup_earlier_message_ends": 0})
+    lab.send([system, u1, u2], at=0, breakpoints=[])  # implicit entry at u2 (2,020)
+    assert lab.send([system, u1, u2, u3], at=10, breakpoints=[]).outcome.cache_read == 0
+    lab, system, (u1, u2, u3) = _terra({})
+    lab.send([system, u1, u2], at=0, breakpoints=[])
+    assert lab.send([system, u1, u2, u3], at=10, breakpoints=[]).outcome.cache_read == 2020
+
+
+def test_one_write_per_request_is_the_implicit_boundary_only():
+    lab, system, (u1, u2, u3) = _terra({"openai.max_writes": 1})
+    # Marker on u1, implicit boundary at u2: only u2 is written.
+    lab.send([system, u1, u2], at=0, breakpoints=[Breakpoint(1)])
+    assert lab.send([system, u1, u3], at=10, breakpoints=[]).outcome.cache_read == 0
+
+
+def test_at_most_four_writes_implicit_included():
+    lab = CacheLab("openai", TERRA, client="none")
+    system = lab.block("system", 2000)
+    u = [lab.block("user", 10) for _ in range(5)]
+    # Markers on u1..u4, implicit at u5: written u5 and the latest 3 markers (u2..u4), not u1.
+    lab.send([system, *u], at=0, breakpoints=[Breakpoint(i) for i in range(1, 5)])
+    assert lab.send([system, u[0], lab.block("user", 10)], at=10,
+                    breakpoints=[]).outcome.cache_read == 0
+    assert lab.send([system, *u[:2], lab.block("user", 10)], at=20,
+                    breakpoints=[]).outcome.cache_read == 2020
