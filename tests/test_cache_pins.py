@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime
 
 from replay.cache import Breakpoint, ProviderRules, RuleBook, builtin_rules, rows_in_force
 from replay.cache._store import CacheStore
+from replay.cache.automatic import MAX_PROMPTS
 from replay.cache.openai import eligible_ends
 from replay.cache.testing import CacheLab
 from replay.prices import Pricer, parse_price_override
@@ -188,3 +189,65 @@ def test_at_most_four_writes_implicit_included():
                     breakpoints=[]).outcome.cache_read == 0
     assert lab.send([system, *u[:2], lab.block("user", 10)], at=20,
                     breakpoints=[]).outcome.cache_read == 2020
+
+
+# ---------------------------------------------------------------- deepseek.py (V4)
+
+
+def test_a_common_prefix_unit_waits_a_second_even_after_a_fast_response():
+    lab = CacheLab("deepseek", V4)
+    system = lab.block("system", 1000)
+    lab.send([system, lab.block("user", 100)], at=0)
+    # r2 (a 0.2 s response) finds the 1,000-token common prefix: its unit is usable from a
+    # later request, at least a second later; half a second on, only the interval units (960).
+    lab.send([system, lab.block("user", 100)], at=10, duration_s=0.2)
+    assert lab.send([system, lab.block("user", 100)], at=10.5).split == (960, 0, 0, 140)
+    assert lab.send([system, lab.block("user", 100)], at=11.5).split == (1000, 0, 0, 100)
+
+
+def test_the_newest_units_are_kept_when_a_scope_holds_too_many():
+    lab = CacheLab("deepseek", V4)
+    prompts = [[lab.block("system", 100)] for _ in range(MAX_PROMPTS + 6)]
+    for n, prompt in enumerate(prompts):
+        lab.send(prompt, at=n)
+    assert lab.send(prompts[-1], at=len(prompts) + 10).split == (100, 0, 0, 0)
+
+
+# ---------------------------------------------------------------- automatic.py
+
+
+def test_the_newest_prompts_are_kept_when_a_scope_holds_too_many():
+    lab = CacheLab("openai", "gpt-5", client="none")
+    prompts = [[lab.block("system", 1100)] for _ in range(MAX_PROMPTS + 6)]
+    for n, prompt in enumerate(prompts):
+        lab.send(prompt, at=n)
+    assert lab.send(prompts[-1], at=len(prompts) + 10).outcome.cache_read == 1024  # 128 × 8
+
+
+def test_a_prefix_too_short_to_read_does_not_refresh_the_prompt():
+    lab = CacheLab("openai", "gpt-4o", client="none")  # in-memory retention: 10 min idle
+    system = lab.block("system", 500)
+    first = [system, lab.block("user", 1600)]
+    lab.send(first, at=0)
+    # r2 shares 500 tokens with it: under the 1,024 minimum, nothing read, nothing refreshed.
+    assert lab.send([system, lab.block("user", 600)], at=500).outcome.cache_read == 0
+    # 700 s after its write, its only use: expired.
+    late = lab.send(first, at=700)
+    assert late.outcome.cache_read == 0
+    assert late.outcome.miss_kind == "ttl-expired"
+
+
+def test_billed_automatic_writes_are_5m_unless_the_rules_say_1h_exists():
+    """docs/cache-rules.md: `ttl_1h_available` absent is false for `automatic-prefix`: a client
+    asking for 1h gets its writes billed (and kept) as 5m ones."""
+    rules = _file(
+        _row(rule="mechanism", value="automatic-prefix"),
+        _row(rule="min_cacheable_tokens", value=1024),
+        _row(rule="bills_writes", value=True),
+        _row(rule="ttl_seconds_5m", value=300),
+        _row(rule="ttl_seconds_1h", value=3600),
+    )
+    lab = CacheLab("acme", "acme-1", client="none", rules=rules)
+    lab.pricer = _override_pricer("acme-1")
+    head = [lab.block("system", 2000), lab.block("user", 100)]
+    assert lab.send(head, at=0, breakpoints=[Breakpoint(1, "1h")]).split == (0, 0, 2100, 0)
