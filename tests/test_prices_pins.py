@@ -1,17 +1,18 @@
 """Price edges that no other test pinned: the first and last day of dated price rows, the
-price contexts multipliers need, the precedence of `--price` names. Each test here failed on a
-deliberate one-line bug (a `<=` for a `<`, a key or a guard dropped) that the rest of the suite
-let through (mutation audit of replay.prices)."""
+price contexts multipliers need, the precedence of `--price` names, per-request fees, the rule
+multipliers a rate card is keyed on, the warnings of the calc_price fallback. Each test here
+failed on a deliberate one-line bug (a `<=` for a `<`, a key or a guard dropped) that the rest
+of the suite let through (mutation audit of replay.prices)."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime
 from decimal import Decimal
 
 import pytest
 from genai_prices import types as gp_types
 
-from replay.prices import Pricer, _prices, parse_price_override
+from replay.prices import Buckets, Pricer, _prices, parse_price_override
 from replay.prices._patches import PriceMultiplier, PricePatch
 
 D = Decimal
@@ -66,3 +67,45 @@ def test_an_exact_price_override_wins_over_a_wildcard():
     assert pricer.override_for("claude-sonnet-4-6-fast") is exact
     assert pricer.override_for("claude-sonnet-4-6-slow") is wildcard
 
+
+def test_a_per_request_fee_is_its_price_per_thousand_requests_on_the_fast_path():
+    """genai-prices' `requests_kcount` is USD per 1,000 requests: the card adds a thousandth of
+    it to each request's total, as calc_price does, without the calc_price fallback."""
+    prices = gp_types.ModelPrice(input_mtok=D(1), output_mtok=D(2), requests_kcount=D(3))
+    card = _prices._card_from_model_price(prices, source="test", model_ref="acme-1",
+                                          label="'acme-1'")
+    _prices._self_check(card, prices)
+    assert card.slow is None
+    b = Buckets(uncached=1_000_000, output=1_000_000)
+    assert card.amounts(b)[:3] == (D(1), D(2), D("3.003"))
+    expected = prices.calc_price(_prices._usage(b))
+    assert card.amounts(b)[2] == expected["total_price"]
+
+
+def test_the_1h_write_rate_follows_the_rule_date_within_one_genai_prices_period():
+    """Claude on Vertex has no genai-prices 1h rate; the rule files give 2 × input from
+    2025-05-22 (the 1h TTL). One Pricer asked about a day after, then a day before, answers
+    each day with its own rate (a rate card is keyed on the rule multipliers too)."""
+    pricer = Pricer()
+    b = Buckets(cache_write_1h=100_000)
+    after = pricer.price(b, model="claude-opus-4-1", provider="google",
+                         ts=datetime(2025, 5, 23, tzinfo=UTC))
+    assert after.input_usd == D("3.0")  # 100k × $15 × 2
+    before = pricer.price(b, model="claude-opus-4-1", provider="google",
+                          ts=datetime(2025, 5, 1, tzinfo=UTC))
+    assert before.input_usd == D("1.875")  # 100k × $18.75, genai-prices' 5m rate
+    assert before.warning is not None and "1h" in before.warning
+
+
+def test_the_calc_price_fallback_keeps_the_fallback_warnings(monkeypatch):
+    """A card whose arithmetic disagreed with genai-prices' prices with calc_price: its requests
+    still say which bucket had no rate of its own."""
+
+    def always_slow(card, model_price):
+        card.slow = _prices._slow_path(model_price)
+
+    monkeypatch.setattr(_prices, "_self_check", always_slow)
+    b = Buckets(uncached=1000, cache_write_5m=1000)
+    p = Pricer().price(b, model="gpt-5", provider="openai",
+                       ts=datetime(2026, 10, 20, tzinfo=UTC))
+    assert p.warning is not None and "no cache-write price" in p.warning
