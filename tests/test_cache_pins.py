@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
+import pytest
+
 from replay.cache import Breakpoint, ProviderRules, RuleBook, builtin_rules, rows_in_force
+from replay.cache._route import simulator_for
 from replay.cache._store import CacheStore
 from replay.cache.automatic import MAX_PROMPTS
 from replay.cache.openai import eligible_ends
@@ -37,10 +40,17 @@ def _override_pricer(model: str) -> Pricer:
 # ---------------------------------------------------------------- _rules.py
 
 
-def test_a_zero_decimal_rule_value_is_valid():
-    # "a non-negative decimal string": zero is one (a free storage tier, a 0 multiplier).
-    rules = _file(_row(rule="storage_usd_per_mtok_hour", value="0"))
-    assert RuleBook(rules).get("storage_usd_per_mtok_hour", "m", OCT) == "0"
+@pytest.mark.parametrize(("rule", "zero"), [
+    ("storage_usd_per_mtok_hour", "0"),  # "a non-negative decimal string"
+    ("ready_after_seconds", 0),  # "a non-negative number"
+])
+def test_a_zero_rule_value_is_valid(rule, zero):
+    rules = _file(_row(rule=rule, value=zero))
+    assert RuleBook(rules).get(rule, "m", OCT) == zero
+
+
+def test_a_builtin_file_is_found_by_an_alias():
+    assert builtin_rules("dashscope").provider == "qwen"
 
 
 def test_rows_in_force_take_effect_on_their_own_day_and_tie_like_the_rule_book():
@@ -127,6 +137,14 @@ def test_a_router_simulates_in_the_store_it_is_given():
     assert lab.send(head, at=30).outcome.cache_read == 2048  # and holds what r3 wrote
 
 
+def test_simulator_for_rules_replace_the_builtin_file():
+    """`simulator_for(provider, store, rules)`: "`rules` replaces `provider`'s built-in file"."""
+    user = _file(_row(), provider="openai")
+    bound = simulator_for("openai", CacheStore(), user)
+    (only,) = bound.router.layers_for("openai")
+    assert only.replace and only.rules == user.rules
+
+
 # ---------------------------------------------------------------- openai.py (GPT-5.6+)
 
 
@@ -211,6 +229,17 @@ def test_the_newest_units_are_kept_when_a_scope_holds_too_many():
     for n, prompt in enumerate(prompts):
         lab.send(prompt, at=n)
     assert lab.send(prompts[-1], at=len(prompts) + 10).split == (100, 0, 0, 0)
+
+
+def test_an_edited_prompt_s_answer_is_no_output_unit():
+    """The output unit of the previous request is seen only where the new prompt repeats that
+    prompt: after an edit of user 1 (same length), only the interval units inside the shared
+    system prompt match (960), not the edited prompt and its answer (1,300)."""
+    lab = CacheLab("deepseek", V4)
+    system = lab.block("system", 1000)
+    lab.send([system, lab.block("user", 100)], at=0)
+    edited = [system, lab.block("user", 100), lab.block("text", 200), lab.block("user", 100)]
+    assert lab.send(edited, at=10).split == (960, 0, 0, 440)
 
 
 # ---------------------------------------------------------------- automatic.py
