@@ -109,3 +109,38 @@ def test_the_calc_price_fallback_keeps_the_fallback_warnings(monkeypatch):
     p = Pricer().price(b, model="gpt-5", provider="openai",
                        ts=datetime(2026, 10, 20, tzinfo=UTC))
     assert p.warning is not None and "no cache-write price" in p.warning
+
+
+def test_of_two_price_patch_rows_in_force_the_later_one_wins():
+    first = _patch(prices={"input_mtok": "1", "output_mtok": "5"}, what="first")
+    later = _patch(prices={"input_mtok": "2"}, what="later")
+    patched, source = _prices._patched(gp_types.ModelPrice(input_mtok=D(9)), (first, later))
+    assert (patched.input_mtok, patched.output_mtok) == (D(2), D(5))
+    assert "first; later" in source
+
+
+def test_every_multiplier_row_in_force_scales_the_rates():
+    geo = _multiplier(factor="1.1", what="geo")
+    other = _multiplier(when={"speed": "fast"}, factor="2", what="fast")
+    prices = gp_types.ModelPrice(input_mtok=D(10), output_mtok=D(20))
+    scaled, source = _prices._multiplied(prices, (geo, other))
+    assert (scaled.input_mtok, scaled.output_mtok) == (D(22), D(44))
+    assert "geo; fast" in source
+
+
+def test_a_genai_prices_variant_not_yet_in_force_prices_nothing():
+    """A genai-prices price variant with a start date later than the request is not one of the
+    variants in force (so a replay multiplier on its keys still applies before that date)."""
+    variant = gp_types.PriceVariant(
+        when={"inference_geo": "us"},
+        prices=gp_types.ModelPrice(input_mtok=D(2)),
+        constraint=gp_types.StartDateConstraint(start_date=date(2026, 6, 1)),
+    )
+    info = gp_types.ModelInfo(id="acme-1", match=gp_types.ClauseEquals(equals="acme-1"),
+                              prices=gp_types.ModelPrice(input_mtok=D(1)),
+                              price_variants=[variant])
+    context = (("inference_geo", "us"),)
+    assert _prices._variants_in_force(info, datetime(2026, 5, 31, tzinfo=UTC), context) == ()
+    assert _prices._variants_in_force(info, datetime(2026, 6, 1, tzinfo=UTC), context) == (
+        variant,
+    )
