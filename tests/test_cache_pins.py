@@ -280,3 +280,22 @@ def test_billed_automatic_writes_are_5m_unless_the_rules_say_1h_exists():
     lab.pricer = _override_pricer("acme-1")
     head = [lab.block("system", 2000), lab.block("user", 100)]
     assert lab.send(head, at=0, breakpoints=[Breakpoint(1, "1h")]).split == (0, 0, 2100, 0)
+
+
+def test_a_user_passthrough_route_adds_to_the_built_in_ones():
+    """docs/cache-rules.md: a user file is layered, the built-in file answers the rest. A user
+    OpenRouter file with one route of its own took every built-in route away."""
+    from replay._errors import ReplayError
+    from replay.cache import CacheRouter
+
+    mine = ProviderRules.model_validate({
+        "provider": "openrouter", "reviewed": "2026-11-01",
+        "passthrough": [{"models": "^mistralai/", "to": "deepseek"}],
+    })
+    router = CacheRouter(mine)
+    assert router.route("openrouter", "anthropic/claude-sonnet-4.5").label == (
+        CacheRouter().route("openrouter", "anthropic/claude-sonnet-4.5").label
+    ) == "openrouter>anthropic"
+    assert router.route("openrouter", "mistralai/mistral-large").label == "openrouter>deepseek"
+    with pytest.raises(ReplayError, match=r"routes: \^mistralai/ → deepseek, .*anthropic"):
+        router.route("openrouter", "nobody/model-x")

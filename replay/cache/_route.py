@@ -130,17 +130,19 @@ class CacheRouter:
     def _route(self, provider: str, model: str, depth: int) -> Route:
         layers = self.layers_for(provider)
         if layers is not None and depth < 3:
-            for f in layers:
-                for p in f.passthrough:
-                    if re.search(p.models, model, re.IGNORECASE):
-                        inner = model.split("/", 1)[1] if "/" in model else model
-                        r = self._route(p.to, inner, depth + 1)
-                        return replace(r, label=f"{layers[-1].provider}>{r.label}")
-                if f.passthrough:
-                    raise ReplayError(
-                        f"{provider}: no passthrough route for model {model!r}; routes: "
-                        + ", ".join(f"{p.models} → {p.to}" for p in f.passthrough)
-                    )
+            # A user's routes first, then the built-in file's: a layer adds routes, it does
+            # not take the others away.
+            routes = [p for f in layers for p in f.passthrough]
+            for p in routes:
+                if re.search(p.models, model, re.IGNORECASE):
+                    inner = model.split("/", 1)[1] if "/" in model else model
+                    r = self._route(p.to, inner, depth + 1)
+                    return replace(r, label=f"{layers[-1].provider}>{r.label}")
+            if routes:
+                raise ReplayError(
+                    f"{provider}: no passthrough route for model {model!r}; routes: "
+                    + ", ".join(f"{p.models} → {p.to}" for p in routes)
+                )
         normalized = normalize_model(model)
         for cand in self._files:
             for f in cand:
