@@ -257,6 +257,20 @@ def test_cli_headline_is_part_of_the_result(tmp_path: Path) -> None:
     assert "cache reads within tolerance: 100.0%" in out.read_text(encoding="utf-8")
 
 
+def test_cli_headline_says_n_a_where_the_json_has_null(tmp_path: Path) -> None:
+    """One request: no pair for the naive rule to judge (null in the JSON). The line said 0.0 %,
+    as if the rule had failed every time."""
+    load_commands()
+    log = tmp_path / "one.jsonl"
+    write_log(_billed_session(turns=1), log)
+    document = json.loads(CliRunner().invoke(cli, ["fidelity", str(log), "--format", "json"])
+                          .stdout)
+    assert document["summary"]["naive_rule_within_tolerance"] is None
+    result = CliRunner().invoke(cli, ["fidelity", str(log), "-q"])
+    assert result.exit_code == 0, result.output
+    assert "(naive rule: n/a), within 128 tokens: 100.0% (naive rule: n/a)" in result.stdout
+
+
 def test_cli_log_without_usage_is_a_user_error(tmp_path: Path) -> None:
     load_commands()
     run42 = Path(__file__).resolve().parents[1] / "logs" / "run42.jsonl"

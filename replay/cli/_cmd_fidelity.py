@@ -100,16 +100,21 @@ def _headline(s: dict) -> str:
     """One line: the share of reads within tolerance (simulator and naive rule) and the cost
     error, the unexplained misses and how many reads the fit was sized from."""
     return (
-        f"cache reads within tolerance: {s['cache_read_within_tolerance']:.1%} "
-        f"(naive rule: {s['naive_rule_within_tolerance'] or 0:.1%}), within 128 tokens: "
-        f"{s['cache_read_within_128']:.1%} "
-        f"(naive rule: {s['naive_rule_within_128'] or 0:.1%}); "
+        f"cache reads within tolerance: {_share(s['cache_read_within_tolerance'])} "
+        f"(naive rule: {_share(s['naive_rule_within_tolerance'])}), within 128 tokens: "
+        f"{_share(s['cache_read_within_128'])} "
+        f"(naive rule: {_share(s['naive_rule_within_128'])}); "
         f"cost recorded ${s['recorded_cost_usd']:.4f} vs simulated "
-        f"${s['simulated_cost_usd']:.4f} (error {s['cost_error'] or 0:+.2%}, "
-        f"{s['cost_error_explained'] or 0:+.2%} on the requests the log explains); "
+        f"${s['simulated_cost_usd']:.4f} (error {_share(s['cost_error'], '+.2%')}, "
+        f"{_share(s['cost_error_explained'], '+.2%')} on the requests the log explains); "
         "more than 128 tokens off, unexplained by the log: "
         + (", ".join(f"{k} {v}" for k, v in s["unexplained"].items()) or "none")
         + (f"; reads the fit was sized from: {s['fitted_reads']} (the others: "
-           f"{s['predicted_reads_within_tolerance'] or 0:.1%} within tolerance)"
+           f"{_share(s['predicted_reads_within_tolerance'])} within tolerance)"
            if s["fitted_reads"] else "")
     )
+
+
+def _share(value: float | None, spec: str = ".1%") -> str:
+    """A share as the JSON's null reads: `n/a` (no pair to judge, no cost to compare with)."""
+    return "n/a" if value is None else format(value, spec)
