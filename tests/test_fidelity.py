@@ -271,6 +271,27 @@ def test_cli_headline_says_n_a_where_the_json_has_null(tmp_path: Path) -> None:
     assert "(naive rule: n/a), within 128 tokens: 100.0% (naive rule: n/a)" in result.stdout
 
 
+def test_cli_fidelity_elsewhere_than_the_log_is_a_note(tmp_path: Path) -> None:
+    """`--model`/`--provider` other than the log's compare a what-if with the usage the log's
+    own cache billed: said, since the figures then measure no simulator fidelity."""
+    load_commands()
+    log = tmp_path / "billed.jsonl"
+    write_log(_billed_session(), log)
+
+    def notes(*args: str) -> list[str]:
+        result = CliRunner().invoke(cli, ["fidelity", str(log), "--format", "json", *args])
+        assert result.exit_code == 0, result.output
+        return [n for n in json.loads(result.stdout)["notes"] if "simulated elsewhere" in n]
+
+    (said,) = notes("--model", "claude-opus-4-6")
+    assert said.startswith(
+        "With --model claude-opus-4-6 the requests are simulated elsewhere than where the log's "
+        "usage was billed (anthropic / claude-sonnet-4-6)"
+    )
+    assert notes("--model", "Claude-Sonnet-4-6", "--provider", "anthropic") == []
+    assert notes() == []
+
+
 def test_cli_log_without_usage_is_a_user_error(tmp_path: Path) -> None:
     load_commands()
     run42 = Path(__file__).resolve().parents[1] / "logs" / "run42.jsonl"

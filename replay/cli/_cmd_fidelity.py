@@ -60,6 +60,7 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
     notes = [_skipped_note(session)] if session.skipped else []
     notes += microcompact_notes(session)
     config = _config(provider, model, client, cache_rules, None, price_overrides(prices))
+    notes += _elsewhere_note(session, provider, model)
     rows = fidelity_rows(session, config)
     if not rows:
         raise ReplayError(f"{log}: no request in this log carries recorded usage")
@@ -113,6 +114,26 @@ def _headline(s: dict) -> str:
            f"{_share(s['predicted_reads_within_tolerance'])} within tolerance)"
            if s["fitted_reads"] else "")
     )
+
+
+def _elsewhere_note(session, provider: str | None, model: str | None) -> list[str]:
+    """`--provider`/`--model` other than the log's: the usage it is compared with was billed by
+    another cache (and is priced here at the forced model's rates)."""
+    header = session.header
+    moved = [
+        f"{flag} {value}"
+        for flag, value, own in (("--provider", provider, header.provider),
+                                 ("--model", model, header.model))
+        if value and value.strip().lower() != (own or "").lower()
+    ]
+    if not moved:
+        return []
+    return [
+        f"With {' '.join(moved)} the requests are simulated elsewhere than where the log's usage "
+        f"was billed ({header.provider} / {header.model}); that usage is priced here at the "
+        "simulated model's rates. This compares a what-if with the log, not the simulator with "
+        "what the provider did: run fidelity without them to measure that."
+    ]
 
 
 def _share(value: float | None, spec: str = ".1%") -> str:
