@@ -467,6 +467,23 @@ def test_providers_resolves_a_model():
 
 
 
+def test_providers_says_when_a_model_is_none_of_the_rules_families():
+    """Claude asked of openai resolves by openai's general rows; the simulating commands
+    refuse it (no price), `providers` said nothing of it."""
+    doc = json.loads(_cli("--provider", "openai", "--model", "claude-sonnet-4-5",
+                          "--format", "json").output)
+    assert doc["resolved"]["covered"] is False
+    assert doc["resolved"]["model_patterns"] == ["^gpt-", "^o[1-9]", "^codex"]
+    table = " ".join(_cli("--provider", "openai", "--model", "claude-sonnet-4-5").output.split())
+    assert ("note: claude-sonnet-4-5 matches none of the model families of openai's rules "
+            "(^gpt-, ^o[1-9], ^codex)") in table
+    for provider, model in (("openai", "gpt-5"), ("google", "claude-sonnet-4-5"),
+                            ("openrouter", "anthropic/claude-sonnet-4.5")):
+        result = _cli("--provider", provider, "--model", model, "--format", "json")
+        assert json.loads(result.output)["resolved"]["covered"] is True, (provider, model)
+        assert "matches none" not in _cli("--provider", provider, "--model", model).output
+
+
 def test_a_provider_served_by_a_variant_lists_without_a_model():
     """`aws` has no rule file of its own: Claude on Bedrock is a variant of anthropic's. It
     lists that file (a model was needed before); google lists its own, then Claude on Vertex."""

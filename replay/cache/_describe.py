@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -60,11 +61,16 @@ def _resolved(router: CacheRouter, provider: str, model: str, at: date) -> dict[
             if forced is not _MISSING:
                 row.update(value=forced, source="rule override", uncertain=False)
             rows.append(row)
+    patterns = [p for f in route.layers for p in f.models]
     return {
         "provider": provider,
         "model": model,
         "route": route.label,
         "rules_model": route.rules_model,
+        # A model the file names no family of (Claude asked of openai) is resolved all the
+        # same, by the file's general rows: said, since its requests would not go there.
+        "covered": not patterns or any(re.search(p, route.rules_model) for p in patterns),
+        "model_patterns": patterns,
         "rules": rows,
     }
 

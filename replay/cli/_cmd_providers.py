@@ -118,6 +118,13 @@ def _print_tables(document: dict[str, Any], output: Path | None) -> None:
         title = (f"{resolved['model']} via {resolved['route']} (rules model "
                  f"{resolved['rules_model']}) on {at}")
         parts.append(_rules_table(resolved["rules"], title, resolved=True, noted=noted))
+        if not resolved["covered"]:
+            parts.append(Text(
+                f"note: {resolved['rules_model']} matches none of the model families of "
+                f"{resolved['route']}'s rules ({', '.join(resolved['model_patterns'])}): those "
+                "are its general rows; is the model served there? (`replay providers --model "
+                "M` guesses its provider)"
+            ))
     report.print_table(Group(*parts), output, width=200)
 
 
