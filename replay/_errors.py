@@ -13,7 +13,8 @@ class LogFormatError(ReplayError):
     """A log line that cannot be read: names the file, the line and what was expected."""
 
     def __init__(self, path: str | Path, line: int | None, expected: str) -> None:
-        self.path = str(path)
+        # A file named `-` is `./-`: `-` alone means standard input.
+        self.path = "./-" if isinstance(path, Path) and str(path) == "-" else str(path)
         self.line = line
         self.expected = expected
         where = f"{self.path}:{line}" if line is not None else self.path

@@ -132,6 +132,18 @@ def test_dot_slash_dash_is_a_file_named_dash(invoke, tmp_path, monkeypatch) -> N
     assert converted.stdout_bytes == RUN42.read_bytes()
 
 
+def test_a_file_named_dash_is_dot_slash_dash_in_errors(invoke, tmp_path, monkeypatch) -> None:
+    """`replay ./-` of a missing or unreadable file named `-`: the message named `-`, which
+    means standard input."""
+    monkeypatch.chdir(tmp_path)
+    for args in (("./-",), ("breakeven", "./-")):
+        done = invoke(*args)
+        assert done.exit_code == 2 and done.stderr == "error: ./-: no such file\n"
+    (tmp_path / "-").write_text("{}\n")
+    done = invoke("./-")
+    assert done.exit_code == 2 and done.stderr.startswith("error: ./-:1: expected a "), done.stderr
+
+
 def test_output_dot_slash_dash_is_a_file_named_dash(invoke, tmp_path, monkeypatch) -> None:
     # `-o ./-` was the same Path("-") as `-o -`: the result went to standard output, no file.
     monkeypatch.chdir(tmp_path)

@@ -1226,8 +1226,12 @@ def test_bad_strategy_files_are_user_errors(tmp_path, clean_registry):
         _plugins.load_strategy_file(broken)
     empty = tmp_path / "empty.py"
     empty.write_text("X = 1\n")
-    with pytest.raises(ReplayError, match="neither"):
+    with pytest.raises(ReplayError, match=f"^--strategy-file {empty}: defines neither"):
         _plugins.load_strategy_file(empty)
+    with pytest.raises(ReplayError, match="^--strategy-file /dev/null: not a regular file"):
+        _plugins.load_strategy_file("/dev/null")
+    with pytest.raises(ReplayError, match=f"^--strategy-file {tmp_path}: is a folder"):
+        _plugins.load_strategy_file(tmp_path)
     wrong = tmp_path / "wrong.py"
     wrong.write_text("CACHE_CLASS = 'sometimes'\ndef strategy(history, ctx):\n    return history\n")
     with pytest.raises(ReplayError, match="CACHE_CLASS"):

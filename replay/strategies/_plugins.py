@@ -357,9 +357,21 @@ def load_strategy_file(path: str | Path) -> list[StrategySpec]:
     if resolved in _files:
         return _files[resolved]
     if not resolved.is_file():
-        raise ReplayError(f"--strategy-file {path}: no such file")
+        why = (
+            "is a folder, not a file" if resolved.is_dir()
+            else "not a regular file (a Python file is needed)" if resolved.exists()
+            else "no such file"
+        )
+        raise ReplayError(f"--strategy-file {path}: {why}")
     module = _import_file(resolved)
-    specs = spec_from_module(module, f"file:{path}", resolved.stem.replace("_", "-"))
+    origin = f"file:{path}"
+    try:
+        specs = spec_from_module(module, origin, resolved.stem.replace("_", "-"))
+    except ReplayError as err:  # named as the option that loads it, like its other errors
+        text = str(err)
+        if text.startswith(f"{origin}: "):
+            raise ReplayError(f"--strategy-file {path}: {text[len(origin) + 2:]}") from None
+        raise
     registered_here: list[StrategySpec] = []
     try:
         for spec in specs:
