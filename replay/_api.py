@@ -467,9 +467,8 @@ def _notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list
     if same:
         notes.append(
             f"{len(same):,} {'strategy' if len(same) == 1 else 'strategies'} sent what "
-            "`baseline` sends, billed "
-            "alike at every request: on this log their rules never changed the context (a "
-            f"threshold not reached, nothing to clear): {', '.join(same)}."
+            "`baseline` sends, billed alike at every request: on this log their rules never "
+            f"changed the context (a threshold not reached, nothing to clear): {', '.join(same)}."
         )
     if tables.mentions:
         counts = ", ".join(f"{name} {n:,}" for name, n in tables.mentions.items())
