@@ -1097,6 +1097,62 @@ def test_claude_code_subagent_and_resumed_files_are_one_session(
     assert sessions(tmp_path / "pooled").equals(rows)
 
 
+def test_a_deleted_first_file_of_a_session_leaves_it_counted_once(tmp_path: Path):
+    """Claude Code's clean-up deletes the older file of a resumed session: the rest, replayed
+    alone, holds the session; the rows kept for the deleted file counted it twice. Rows of a
+    deleted file whose session no other file holds stay (docs/batch.md)."""
+    logs = tmp_path / "project"
+    out = tmp_path / "ds"
+    opts = BatchOptions(strategies="baseline")
+    first, second = _resumed_session(logs, runs=2)
+    run_batch([logs], opts, output=out, workers=1)
+    assert sessions(out)["requests"].to_list() == [3]
+    first.unlink()
+    report = run_batch([logs], opts, output=out, workers=1)
+    assert status_of(report) == {"r-2.jsonl": "replayed"}
+    rows = sessions(out)
+    assert rows["file"].to_list() == [str(second)] and rows["requests"].to_list() == [3]
+    assert any(
+        f"{first} (now in {second})" in n and "counted once" in n for n in report.notes
+    ), report.notes
+    # A lone file deleted keeps its rows.
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    (lone / "run42.jsonl").write_bytes(RUN42.read_bytes())
+    run_batch([lone, logs], opts, output=out, workers=1)
+    (lone / "run42.jsonl").unlink()
+    report = run_batch([lone, logs], opts, output=out, workers=1)
+    assert sorted(sessions(out)["file"].to_list()) == sorted(
+        [str(second), str(lone / "run42.jsonl")]
+    )
+    assert not any("counted once" in n for n in report.notes)
+
+
+def test_a_file_renamed_while_its_cache_chain_changed_is_counted_once(tmp_path: Path):
+    """run42 and a shorter copy of it share a provider cache (a chain). run42 renamed while the
+    copy grew: the chain's digest, in the parts' names, changed, so the renamed file's part
+    was not the old one; the old name's rows stayed beside the new name's."""
+    logs, out = tmp_path / "in", tmp_path / "ds"
+    logs.mkdir()
+    lines = RUN42.read_text(encoding="utf-8").splitlines(keepends=True)
+    (logs / "run42.jsonl").write_text("".join(lines), encoding="utf-8")
+    half = len(lines) // 2
+    (logs / "trunc.jsonl").write_text("".join(lines[:half]), encoding="utf-8")
+    opts = BatchOptions(strategies="baseline")
+    run_batch([logs], opts, output=out, workers=1)
+    (logs / "run42.jsonl").rename(logs / "renamed42.jsonl")
+    with open(logs / "trunc.jsonl", "a", encoding="utf-8") as handle:
+        handle.write("".join(lines[half:half + 3]))
+    report = run_batch([logs], opts, output=out, workers=1)
+    rows = sessions(out)
+    assert rows["shared_cache"].all()
+    assert sorted(rows["file"].to_list()) == sorted(
+        [str(logs / "renamed42.jsonl"), str(logs / "trunc.jsonl")]
+    )
+    assert any(f"{logs / 'run42.jsonl'} (now in {logs / 'renamed42.jsonl'})" in n
+               for n in report.notes), report.notes
+
+
 def test_a_resumed_file_that_grows_or_appears_replays_its_session(tmp_path: Path):
     logs = tmp_path / "project"
     out = tmp_path / "ds"

@@ -260,10 +260,11 @@ class Dataset:
         message: str | None,
         parts: list[str],
         sha: str | None = None,
+        files: tuple[str, ...] = (),
     ) -> None:
         """Store a file's replay (parts it no longer references go at the end of the run);
-        `sha`: of the bytes replayed (every file of a session of several). A file read as part
-        of another file's session is stored with no parts: rows of its own replay go."""
+        `sha`: of the bytes replayed (every file of a session of several, `files`). A file read
+        as part of another file's session is stored with no parts: rows of its own replay go."""
         entry = dict(self.entries[path])
         entry["replay"] = {
             "key": key,
@@ -273,6 +274,8 @@ class Dataset:
             "parts": parts,
             "sha": sha,
         }
+        if files:
+            entry["replay"]["files"] = list(files)
         self._put(entry)
         self._disown(path, parts)
 
@@ -317,6 +320,50 @@ class Dataset:
             if not path.startswith(_FOLDER)
             and any(Path(path).is_relative_to(root) for root in roots)
             and not os.path.lexists(path)
+        )
+
+    def superseded(self) -> list[tuple[str, str]]:
+        """(file, holder) for each file the manifest holds rows of that no longer exists while
+        an existing file holds rows of the same session: another file of its session of several
+        (the first file of a resumed session deleted, the rest now replayed without it), or a
+        file of the same bytes (a file renamed where its part's name changed too: a
+        shared-cache chain that changed). Kept, the session counted twice. (A session id alone
+        is no proof: a resumed Codex rollout may keep its id, and hold only what followed.)"""
+        by_sha: dict[str, str] = {}
+        missing: list[str] = []
+        for path, entry in sorted(self.entries.items()):
+            if path.startswith(_FOLDER) or not self._holds_rows(path):
+                continue
+            if os.path.lexists(path):
+                by_sha.setdefault(entry["replay"].get("sha") or "", path)
+            else:
+                missing.append(path)
+        by_sha.pop("", None)
+        found = []
+        for path in missing:
+            replay = self.entries[path]["replay"]
+            others = [f for f in replay.get("files") or () if f != path]
+            holder = next((f for f in others if self._holds_session_of(f, path)), None)
+            holder = holder or by_sha.get(replay.get("sha") or "")
+            if holder is not None:
+                found.append((path, holder))
+        return found
+
+    def _holds_rows(self, path: str) -> bool:
+        return bool(((self.entries.get(path) or {}).get("replay") or {}).get("parts"))
+
+    def _holds_session_of(self, path: str, gone: str) -> bool:
+        """`path` exists and its rows, or those of the file it was read with, hold a session
+        (not `gone`'s own rows)."""
+        if not os.path.lexists(path):
+            return False
+        replay = (self.entries.get(path) or {}).get("replay") or {}
+        if replay.get("parts"):
+            return True
+        first = replay.get("message")
+        return (
+            replay.get("status") == "part of" and first not in (None, gone)
+            and os.path.lexists(first) and self._holds_rows(first)
         )
 
     @_writes

@@ -543,6 +543,8 @@ def run_batch(
             fallback = _fallback_note(combined)
             if fallback:
                 report.notes.append(fallback)
+            if dataset is not None:
+                report.notes.extend(_forget_superseded(dataset))
         finally:
             if dataset is not None:
                 dataset.close()
@@ -574,6 +576,23 @@ def _forget_missing(dataset: Dataset, targets: Sequence[str | Path]) -> list[str
     shown = ", ".join(gone[:3]) + (f", and {len(gone) - 3:,} more" if len(gone) > 3 else "")
     return [f"{counted(len(gone), 'file')} no longer found under the targets: their rows were "
             f"dropped from the dataset (--forget-missing): {shown}."]
+
+
+def _forget_superseded(dataset: Dataset) -> list[str]:
+    """Forget the files no longer found whose session another file holds now; a note naming
+    them."""
+    from replay.report._table import counted
+
+    gone = dataset.superseded()
+    for path, _ in gone:
+        dataset.forget(path)
+    if not gone:
+        return []
+    shown = ", ".join(f"{path} (now in {holder})" for path, holder in gone[:3]) + (
+        f", and {len(gone) - 3:,} more" if len(gone) > 3 else ""
+    )
+    return [f"{counted(len(gone), 'file')} no longer found held a session another file holds "
+            f"now: their rows were dropped, so that it is counted once: {shown}."]
 
 
 @dataclass
@@ -824,7 +843,7 @@ def _replay_phase(
                 member = members[path]
                 dataset.record_replay(
                     path, rkey, _replay_group(task, member), outcome.status, outcome.message,
-                    written, member.sha,
+                    written, member.sha, member.files,
                 )
             done += 1
             tick("replay", done, total)
