@@ -920,7 +920,9 @@ def test_the_closing_lines_of_a_batch_read_right(tmp_path: Path, invoke):
     assert "scan_parquet" not in result.stderr
     one = invoke("batch", logs, "-s", "baseline", "-o", tmp_path / "ds1", "-w", "1")
     assert "1 file replayed (14 requests)" in one.stderr  # not "1 files"
-    assert "read it with pl.scan_parquet(" in one.stderr
+    assert f"read it with replay.batch.scan('{tmp_path / 'ds1'}'), or pl.scan_parquet(" in (
+        one.stderr
+    )
 
 
 def test_a_dataset_in_a_missing_folder_is_a_user_error_that_creates_nothing(
@@ -1519,3 +1521,28 @@ def test_the_json_report_is_the_same_bytes_on_a_rerun_unless_timings_are_asked(
                                                           "requests_per_second")} == json.loads(
         first.stdout
     )
+
+
+def test_scan_reads_parts_an_older_replay_wrote_with_fewer_columns(tmp_path: Path):
+    """A newer replay adds a column (`cache_created_tokens`); the rows of a file it has not
+    replayed since keep the older columns. One glob over both fails; `scan` leaves the missing
+    column null in those rows."""
+    old_dir, new_dir, out = tmp_path / "old", tmp_path / "new", tmp_path / "ds"
+    for folder in (old_dir, new_dir):
+        folder.mkdir()
+        (folder / "run42.jsonl").write_bytes(RUN42.read_bytes())
+    (new_dir / "run42.jsonl").write_text(
+        RUN42.read_text(encoding="utf-8").replace('"session_id":"', '"session_id":"new-', 1),
+        encoding="utf-8",
+    )
+    opts = BatchOptions(strategies="baseline")
+    run_batch([old_dir], opts, output=out, workers=1)
+    (older,) = (out / "sessions").glob("*.parquet")
+    pl.read_parquet(older).drop("cache_created_tokens").write_parquet(older)  # as written before
+    run_batch([new_dir], opts, output=out, workers=1)
+    with pytest.raises(pl.exceptions.PolarsError):
+        pl.scan_parquet(out / "sessions" / "*.parquet").collect()
+    rows = scan(out).collect().sort("file")
+    assert rows["file"].to_list() == [str(new_dir / "run42.jsonl"), str(old_dir / "run42.jsonl")]
+    assert rows["cache_created_tokens"].to_list() == [0, None]
+    assert rows["cost_usd"].null_count() == 0

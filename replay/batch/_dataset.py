@@ -11,7 +11,8 @@ A part is named by the SHA-256 of the log's bytes, a digest of the replay option
 version) and, for sessions replayed through a shared cache, a digest of their cache group: the
 same input replayed the same way always lands in the same part, so a re-run replaces rather than
 duplicates. Parts are written atomically (temporary file + rename), so a reader never sees half a
-part. Scan lazily with `pl.scan_parquet(DATASET / "sessions" / "*.parquet")`.
+part. Scan lazily with `scan(DATASET)` (parts of an older replay may lack newer columns: it
+fills them with nulls), or `pl.scan_parquet(DATASET / "sessions" / "*.parquet")`.
 
 The manifest maps each file (absolute path) to its size, mtime, scan result and replayed parts.
 It is a journal: a line is appended when a file is done (an interrupted batch keeps what it
@@ -60,16 +61,25 @@ def _scan_from(data: dict[str, Any]) -> ScanResult:
 
 
 def scan(dataset: str | Path, table: str = "sessions"):
-    """The dataset's `sessions` (or `requests`) rows as a polars LazyFrame."""
+    """The dataset's `sessions` (or `requests`) rows as a polars LazyFrame; a column that
+    parts an older replay wrote lack is null in their rows."""
     import polars as pl
 
     if table not in TABLES:
         raise ReplayError(f"unknown table {table!r}; known: {', '.join(TABLES)}")
     folder = Path(dataset) / table
-    if not any(folder.glob("*.parquet")):
+    parts = sorted(folder.glob("*.parquet"))
+    if not parts:
         hint = " (replay batch ... --per-request writes them)" if table == "requests" else ""
         raise ReplayError(f"{dataset}: no `{table}` rows yet{hint}")
-    return pl.scan_parquet(folder / "*.parquet")
+    # Parts an older replay wrote may lack a column a newer one added (a file not replayed
+    # since: deleted, or outside the last run's targets); one glob over both fails. Each
+    # schema is scanned apart and the columns a part lacks are null.
+    by_schema: dict[tuple, list[Path]] = {}
+    for part in parts:
+        by_schema.setdefault(tuple(pl.read_parquet_schema(part).items()), []).append(part)
+    frames = [pl.scan_parquet(group) for group in by_schema.values()]
+    return frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
 
 
 def owns(root: Path, path: Path) -> bool:

@@ -196,7 +196,8 @@ def batch_command(
     time share the provider cache (column `shared_cache`). With -o, a re-run only replays files
     changed since (by path, size, mtime).
     With --strict, the exit code is 1 when any file failed. Read the dataset with
-    `pl.scan_parquet("DATASET/sessions/*.parquet")`; docs/batch.md has the details.
+    `replay.batch.scan("DATASET")`, or `pl.scan_parquet("DATASET/sessions/*.parquet")`;
+    docs/batch.md has the details.
 
     \b
     Example:
@@ -272,8 +273,10 @@ def batch_command(
             from pathlib import Path
 
             if any((Path(result.dataset) / "sessions").glob("*.parquet")):
-                scan = f"pl.scan_parquet('{result.dataset}/sessions/*.parquet')"
-                err.print(f"dataset: {result.dataset} (read it with {scan})")
+                # (`scan` also reads parts an older replay wrote, with fewer columns)
+                scan = f"replay.batch.scan('{result.dataset}')"
+                glob = f"pl.scan_parquet('{result.dataset}/sessions/*.parquet')"
+                err.print(f"dataset: {result.dataset} (read it with {scan}, or {glob})")
             else:  # polars cannot scan a glob of no file: no hint that fails
                 err.print(f"dataset: {result.dataset} (no session rows yet)")
     if strict and result.counts["failed"]:
