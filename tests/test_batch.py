@@ -879,6 +879,21 @@ def test_a_mistyped_provider_or_client_is_a_user_error_before_any_work(
     assert not out.exists()
 
 
+def test_an_invalid_cache_rule_file_is_a_user_error_before_any_work(
+    logdir: Path, tmp_path: Path, invoke
+):
+    """A --cache-rules file that exists but is no rule file: refused before the scan, no
+    dataset folder left behind (it was parsed first when the replay began)."""
+    rules = tmp_path / "rules.json"
+    rules.write_text('{"provider": "x"}\n', encoding="utf-8")
+    out = tmp_path / "ds"
+    result = invoke("batch", logdir, "-s", "baseline", "-o", out, "-w", "1",
+                    "--cache-rules", rules)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {rules}: invalid cache rules"), result.stderr
+    assert not out.exists()
+
+
 def test_the_chain_note_counts_the_sessions_that_were_replayed(tmp_path: Path):
     # b fails (no price for its model): a shared the cache with nobody. The note counted both.
     logs = tmp_path / "logs"

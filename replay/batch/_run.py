@@ -498,6 +498,10 @@ def run_batch(
     parse_price_overrides(opts.prices)  # so does a bad --price (every file would fail alike)
     if opts.cache_rules and not Path(opts.cache_rules).is_file():
         raise ReplayError(f"{opts.cache_rules}: no such cache-rule file")
+    if opts.cache_rules:  # an invalid file too: every file would fail alike, after the scan
+        from replay.cache._rules import load_rules_file
+
+        load_rules_file(opts.cache_rules)
     _check_routes(opts)  # a mistyped --provider or --client would fail every file alike
     if since is not None and until is not None and since > until:
         raise ReplayError(
