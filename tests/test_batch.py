@@ -1561,3 +1561,24 @@ def test_scan_reads_parts_an_older_replay_wrote_with_fewer_columns(tmp_path: Pat
     assert rows["file"].to_list() == [str(new_dir / "run42.jsonl"), str(old_dir / "run42.jsonl")]
     assert rows["cache_created_tokens"].to_list() == [0, None]
     assert rows["cost_usd"].null_count() == 0
+
+
+def test_a_file_name_that_is_no_utf8_is_written_as_in_the_dataset(tmp_path: Path, invoke):
+    """`tr\\xe9.jsonl` (Latin-1 bytes): the JSON report held the raw byte and was no JSON;
+    the report names it as the dataset's `file` column does."""
+    import os
+
+    logs = tmp_path / "in"
+    logs.mkdir()
+    raw = os.fsencode(logs) + b"/cut\xe9.jsonl"
+    with open(raw, "wb") as handle:
+        handle.write(RUN42.read_bytes()[:20000])  # a malformed last line: a note names it
+    with open(os.fsencode(logs) + b"/empty\xe9.jsonl", "wb"):
+        pass  # skipped: a problem row names it
+    out = tmp_path / "ds"
+    result = invoke("batch", logs, "-s", "baseline", "-w", "1", "-o", out, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout_bytes.decode("utf-8"))
+    assert [p["file"] for p in document["problems"]] == [f"{logs}/empty\\xe9.jsonl"]
+    assert any(f"{logs}/cut\\xe9.jsonl 1." in n for n in document["notes"]), document["notes"]
+    assert sessions(out)["file"].to_list() == [f"{logs}/cut\\xe9.jsonl"]

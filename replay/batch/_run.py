@@ -50,6 +50,7 @@ from replay.batch._work import (
     Member,
     ScanResult,
     group_folder,
+    printable_path,
     replay_group,
     scan_files,
 )
@@ -140,7 +141,7 @@ class BatchReport:
         from replay import report
 
         doc: dict[str, Any] = {
-            "dataset": str(self.dataset) if self.dataset else None,
+            "dataset": printable_path(str(self.dataset)) if self.dataset else None,
             "engine": self.engine,
             "workers": self.workers,
             "files": self.counts,
@@ -554,10 +555,14 @@ def run_batch(
                 dataset.close()
     for folder, why in unlisted.items():
         statuses[str(folder)] = FileStatus(str(folder), "failed", why)
+    # As text, like the dataset's `file` column: a name's bytes that are no UTF-8 as `\xNN`
+    # (kept raw, they made the JSON report invalid).
     report.files = [
-        statuses.get(p) or FileStatus(p, "failed", "not processed (the batch stopped early)")
+        _printable(statuses.get(p) or FileStatus(p, "failed", "not processed (the batch "
+                                                  "stopped early)"))
         for p in map(str, sorted([*map(Path, paths), *unlisted]))
     ]
+    report.notes = [printable_path(n) for n in report.notes]
     report.elapsed = time.perf_counter() - started
     if report.shared_groups:
         report.notes.append(
@@ -580,6 +585,11 @@ def _forget_missing(dataset: Dataset, targets: Sequence[str | Path]) -> list[str
     shown = ", ".join(gone[:3]) + (f", and {len(gone) - 3:,} more" if len(gone) > 3 else "")
     return [f"{counted(len(gone), 'file')} no longer found under the targets: their rows were "
             f"dropped from the dataset (--forget-missing): {shown}."]
+
+
+def _printable(status: FileStatus) -> FileStatus:
+    message = printable_path(status.message) if status.message else status.message
+    return FileStatus(printable_path(status.path), status.status, message)
 
 
 def _forget_superseded(dataset: Dataset) -> list[str]:
