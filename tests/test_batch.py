@@ -1582,3 +1582,18 @@ def test_a_file_name_that_is_no_utf8_is_written_as_in_the_dataset(tmp_path: Path
     assert [p["file"] for p in document["problems"]] == [f"{logs}/empty\\xe9.jsonl"]
     assert any(f"{logs}/cut\\xe9.jsonl 1." in n for n in document["notes"]), document["notes"]
     assert sessions(out)["file"].to_list() == [f"{logs}/cut\\xe9.jsonl"]
+
+
+def test_an_empty_target_and_a_link_to_a_device(tmp_path: Path, invoke, monkeypatch):
+    """`replay batch "$DIR"` with DIR unset read the current folder (Path("") is "."); a link
+    to a device was reported under the device's name, where the user cannot find it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run42.jsonl").write_bytes(RUN42.read_bytes())
+    result = invoke("batch", "", "-s", "baseline", "-w", "1")
+    assert result.exit_code == 2
+    assert result.stderr == "error: '': an empty name is no file, folder or glob\n"
+    (tmp_path / "devnull").symlink_to("/dev/null")
+    report = run_batch([tmp_path], BatchOptions(strategies="baseline"), workers=1)
+    assert [(p.path, p.status) for p in report.problems] == [
+        (str(tmp_path / "devnull"), "skipped")
+    ]

@@ -180,6 +180,8 @@ def discover(
     found: dict[Path, None] = {}
     for target in targets:
         text = str(target)
+        if not text.strip():  # Path("") is the current folder: an unset "$DIR" would read it
+            raise ReplayError(f"{text!r}: an empty name is no file, folder or glob")
         path = Path(os.path.expanduser(text))
         missed: dict[Path, str] | None = {} if unlisted is not None else None
         try:
@@ -211,8 +213,9 @@ def discover(
             raise ReplayError(f"{text}: no such file, folder or glob match")
         count = excluded = 0
         for m in matches:
-            # A broken link is reported under its own name, not its missing target's.
-            resolved = m.resolve() if m.exists() else m.absolute()
+            # A broken link, or one to a device, is reported under its own name, not its
+            # target's (a link to a log or a folder is resolved: read once however named).
+            resolved = m.resolve() if m.is_file() or m.is_dir() else m.absolute()
             if exclude is not None and exclude(resolved):
                 excluded += 1
                 continue
