@@ -276,7 +276,9 @@ def batch_command(
                 # (`scan` also reads parts an older replay wrote, with fewer columns)
                 scan = f"replay.batch.scan('{result.dataset}')"
                 glob = f"pl.scan_parquet('{result.dataset}/sessions/*.parquet')"
-                err.print(f"dataset: {result.dataset} (read it with {scan}, or {glob})")
+                # One line, not wrapped: the call is copied from it.
+                err.print(f"dataset: {result.dataset} (read it with {scan}, or {glob})",
+                          soft_wrap=True)
             else:  # polars cannot scan a glob of no file: no hint that fails
                 err.print(f"dataset: {result.dataset} (no session rows yet)")
     if strict and result.counts["failed"]:
