@@ -338,7 +338,7 @@ class Dataset:
         (the first file of a resumed session deleted, the rest now replayed without it), or a
         file of the same bytes (a file renamed where its part's name changed too: a
         shared-cache chain that changed). Kept, the session counted twice. (A session id alone
-        is no proof: a resumed Codex rollout may keep its id, and hold only what followed.)"""
+        is not taken as proof: two files of one id need not hold the same requests.)"""
         by_sha: dict[str, str] = {}
         missing: list[str] = []
         for path, entry in sorted(self.entries.items()):
