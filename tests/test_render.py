@@ -487,3 +487,100 @@ def test_a_view_rewritten_in_the_middle_walks_only_the_rewritten_item():
     assert r.walked == 0 and r.walked_from == 0
     _assert_same_blocks(req, _fresh(r, masked, system=f"{SYSTEM} (restarted)", tools=TOOLS,
                                     thread="main", model="gpt-5"))
+
+
+def test_a_list_prefix_reads_from_the_end_and_equals_only_its_own_length():
+    from replay.render._request import ListPrefix
+
+    items = ["tool", "system", "user", "text"]
+    prefix = ListPrefix(items, 3)
+    assert prefix[-1] == "user" and prefix[-3] == "tool"
+    with pytest.raises(IndexError):
+        prefix[-4]
+    with pytest.raises(IndexError):
+        prefix[3]  # held by the list, not by the prefix
+    assert prefix == items[:3] and prefix == tuple(items[:3])
+    assert prefix != items  # the longer list it is a view of is another sequence
+    assert prefix != items[:2]
+
+
+def _kept_then_copied(first: list, second: list, *, system=SYSTEM, tools=TOOLS):
+    """Render `first` then `second` in one thread; `second` as from scratch."""
+    r = Renderer(counter_for("gpt-5"))
+    r.render(first, system=system, tools=tools, index=0, request_id="a", thread="main", ts=TS,
+             model="gpt-5", provider="openai")
+    req = r.render(second, system=system, tools=tools, index=1, request_id="b", thread="main",
+                   ts=TS, model="gpt-5", provider="openai")
+    _assert_same_blocks(req, _fresh(r, second, system=system, tools=tools, thread="main",
+                                    model="gpt-5"))
+    return r, req
+
+
+def _turns(n: int) -> list:
+    return [UserItem(f"turn {k}") if k % 2 == 0 else AssistantItem((Block("text", text=f"ok {k}"),))
+            for k in range(n)]
+
+
+def test_a_copied_run_followed_by_the_old_view_s_first_thinking_block_holds_none():
+    """The old view's first thinking block is right after the run of items the new view copies:
+    it is not one of the copied blocks (the new view has no thinking block at all)."""
+    items = _turns(5)
+    thinking = AssistantItem((Block("thinking", text="hmm"), Block("text", text="done")))
+    old = [*items, thinking]
+    new = [UserItem("another first turn"), *items[1:], UserItem("no thinking here")]
+    r, req = _kept_then_copied(old, new)
+    assert r.walked == 2  # the run in between was copied
+    assert req.kind_index.first_thinking == -1
+
+
+def test_a_copied_run_from_the_start_of_a_headless_view_keeps_its_marks():
+    """With no tools and no system prompt a view's first item is block 0: a run copied from
+    there still carries its last user turn (block 0 is a block like any other)."""
+    items = [UserItem("only turn"), *[AssistantItem((Block("text", text=f"step {k}"),))
+                                      for k in range(4)]]
+    new = [AssistantItem((Block("text", text="said first"),)), *items]
+    r, req = _kept_then_copied(items, new, system="", tools=[])
+    assert r.walked == 1
+    assert req.kind_index.last_turn == 1
+    assert req.kind_index.last_user_role == 1
+
+
+def test_a_run_copied_from_the_middle_finds_its_marks_before_the_old_view_s_last():
+    """The old view's last user turn lies after the copied run: the new view's is searched
+    for inside the run (the last user turn it copies), not taken from the blocks before it."""
+    items = _turns(7)  # user, assistant, ..., user (6)
+    new = [UserItem("rewritten first turn"), *items[1:5],
+           AssistantItem((Block("text", text="new end"),))]
+    r, req = _kept_then_copied(items, new)
+    assert r.walked == 2
+    assert req.kinds[req.kind_index.last_turn] == "user"
+    assert int(req.item_index[req.kind_index.last_turn]) == 4
+
+
+def test_many_blocks_walked_at_once_keep_the_first_thinking_block_of_those_kept():
+    """An extension of more blocks than the Python loop takes is derived with numpy: the first
+    thinking block stays the one the kept blocks hold, not the first of the new ones."""
+    def thought(k):
+        return AssistantItem((Block("thinking", text=f"think {k}"), Block("text", text=f"do {k}")))
+
+    first = [UserItem("go"), thought(0)]
+    more = [item for k in range(1, 20) for item in (UserItem(f"next {k}"), thought(k))]
+    r, req = _kept_then_copied(first, [*first, *more])
+    assert r.walked == len(more) and r.walked_from == len(first)
+    assert req.kind_index.first_thinking == req.kinds.index("thinking")
+
+
+def test_a_view_that_starts_with_a_tool_result_copies_none_of_its_merged_blocks():
+    """A sliding window that begins with the second of two results: in the old view its block
+    was merged into the message of the result before it, here it opens the view's first
+    message (and the new view ends with a result, which is not before its first item)."""
+    call = AssistantItem(tuple(
+        Block("tool_call", call_id=f"c{k}", name="read_file", arguments={"n": k})
+        for k in range(6)
+    ))
+    results = [ToolResultItem(f"c{k}", "read_file", f"output {k}") for k in range(6)]
+    old = [UserItem("read them"), call, *results[:5]]
+    new = [*results[1:5], results[5]]
+    r, req = _kept_then_copied(old, new)
+    first = r.table.blocks[int(req.block_ids[len(TOOLS) + 1])]
+    assert first.kind == "tool_result" and first.starts_message
