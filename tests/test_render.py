@@ -584,3 +584,41 @@ def test_a_view_that_starts_with_a_tool_result_copies_none_of_its_merged_blocks(
     r, req = _kept_then_copied(old, new)
     first = r.table.blocks[int(req.block_ids[len(TOOLS) + 1])]
     assert first.kind == "tool_result" and first.starts_message
+
+
+def test_a_new_head_version_with_an_unlogged_part_changes_that_part_not_the_system_prompt():
+    """A restarted harness re-sends its head as other content of the same size: the unlogged
+    part's when there is one (the logged system prompt stays as it was, and cached)."""
+    from replay.prefix import prefix_diff
+
+    r = Renderer(counter_for("gpt-5"))
+    items = _conversation()
+
+    def head(version):
+        return r.render(items, system=SYSTEM, tools=TOOLS, index=version, request_id="r",
+                        thread="main", ts=TS, model="gpt-5", provider="openai",
+                        hidden_tokens=3000, head_version=version)
+
+    before, after = head(0), head(1)
+    system = list(before.kinds).index("system")
+    assert before.block_ids[system] == after.block_ids[system]
+    assert r.table.text_of(int(after.block_ids[system])) == SYSTEM
+    diff = prefix_diff(before, after, r.table)
+    assert diff.first_mismatch_block == system + 1  # the unlogged part
+    assert diff.where == "system" and after.total == before.total
+
+
+def test_prefix_keys_chained_after_a_longer_previous_request_are_the_request_s_own():
+    """`Renderer._prefix_keys` (the cache tests' request builder) reuses the keys of the
+    blocks a request shares with the previous one: no more than it has when it is shorter."""
+    from replay.render import Renderer as R
+
+    r = Renderer(counter_for("gpt-5"))
+    items = _conversation()
+    long = _render(r, items)
+    short = _fresh(r, items[:2], system=SYSTEM, tools=TOOLS, thread="main", model="gpt-5")
+    assert R._prefix_keys(short, long) == list(short.prefix_keys)
+    assert R._prefix_keys(long, short) == list(long.prefix_keys)
+    assert R._prefix_keys(long, None) == list(long.prefix_keys)
+    other = _fresh(r, items, system=SYSTEM, tools=TOOLS, thread="main", model="gpt-5-mini")
+    assert R._prefix_keys(other, long) == chain_keys("gpt-5-mini", None, long.block_ids.tolist())
