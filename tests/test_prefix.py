@@ -334,3 +334,61 @@ def test_prefix_matcher_equals_shared_with_over_a_request_stream(items, edits, d
             if p.anchor is not None:  # what it shares with its anchor is no longer held twice
                 assert p.anchor.ids(0, p.head).tolist() == ids[: p.head].tolist()
                 assert not np.shares_memory(p.block_ids, ids)
+
+
+def test_a_block_without_framing_never_shares_tokens_with_a_framed_one():
+    """A result merged into the message before it (no framing) replaced by a user turn (which
+    opens a message: framing first): the prompts part where the block starts, whatever text
+    the two hold."""
+    r = _renderer()
+    text = "line one of the file\nline two of the file\n"
+    call = AssistantItem(tuple(
+        Block("tool_call", call_id=c, name="read_file", arguments={"path": c}) for c in "ab"
+    ))
+    start = [UserItem("read both"), call, ToolResultItem("a", "read_file", "first")]
+    prev = _render(r, [*start, ToolResultItem("b", "read_file", text + "old")])
+    cur = _render(r, [*start, UserItem(text + "new")])
+    diff = prefix_diff(prev, cur, r.table)
+    block = diff.first_mismatch_block
+    assert r.table.blocks[int(prev.block_ids[block])].overhead == 0
+    assert r.table.blocks[int(cur.block_ids[block])].overhead > 0
+    assert diff.first_mismatch_token == cur.tokens_before(block) == _naive(r, prev, cur)
+
+
+def test_blocks_of_two_kinds_without_framing_share_their_common_text():
+    """Two blocks inside one assistant message (no framing either) of other kinds, text then
+    thinking: nothing marks the kind, so the tokens their texts share are shared."""
+    r = _renderer()
+    text = "first I will look at the parser and its tests\n"
+    opening = Block("text", text="Looking.")
+    prev = _render(r, [UserItem("go"), AssistantItem((opening, Block("text", text=text + "a")))])
+    cur = _render(r, [UserItem("go"),
+                      AssistantItem((opening, Block("thinking", text=text + "b")))])
+    diff = prefix_diff(prev, cur, r.table)
+    block = diff.first_mismatch_block
+    assert diff.first_mismatch_token == _naive(r, prev, cur)
+    shared = len(r.table.counter.raw_tokens(text))
+    assert diff.first_mismatch_token == cur.tokens_before(block) + shared > cur.tokens_before(block)
+
+
+def test_tokens_shared_inside_a_block_are_on_the_provider_s_scale():
+    """On a family with a calibration factor the first mismatch inside a block is the raw
+    tokens the texts share, scaled as block sizes are (framing as it is)."""
+    r = _renderer("claude-opus-4-7")
+    counter = r.table.counter
+    assert counter.factor != 1.0
+    head = "const task = store.get(Number(id)); // the id arrives as a string\n" * 6
+    model = "claude-opus-4-7"
+    prev = _render(r, [UserItem("read it"), ToolResultItem("c", "read_file", head + "old tail")],
+                   model=model)
+    cur = _render(r, [UserItem("read it"), ToolResultItem("c", "read_file", head + "new tail")],
+                  model=model)
+    diff = prefix_diff(prev, cur, r.table)
+    block = diff.first_mismatch_block
+    overhead = r.table.blocks[int(cur.block_ids[block])].overhead
+    raw = counter.shared_tokens(head + "old tail", head + "new tail")
+    assert raw >= len(counter.raw_tokens(head))
+    assert diff.first_mismatch_token == (
+        cur.tokens_before(block) + overhead + counter.scale_position(raw)
+    )
+    assert counter.scale_position(raw) != raw
