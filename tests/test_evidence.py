@@ -995,3 +995,147 @@ def test_evidence_rows_are_kept_only_when_asked_for_without_records() -> None:
     bare = replay.replay(RUN42, names, keep_records=False, per_turn=False)
     with pytest.raises(ReplayError, match="evidence=True"):
         bare.evidence  # noqa: B018
+
+
+# --- pinned by mutation testing -------------------------------------------------------------
+
+
+def _raised():
+    return [
+        UserItem("Go.", event_index=0),
+        AssistantItem((_call("c1", "run_tests"),), event_index=1),
+        ToolResultItem("c1", "run_tests", "raised InvalidTokenSignature", event_index=2),
+    ]
+
+
+def test_a_write_tool_s_input_that_is_no_patch_is_quote_checked() -> None:
+    """An `input` argument is a patch only when it names a file to update, add or delete: a
+    write tool's other input (`write_stdin`) is checked for quotes, as any call is."""
+    history = _raised()
+    stdin = _call("c2", "write_stdin", session_id=1, input="grep InvalidTokenSignature src\n")
+    assert [a.kind for a in _check(history, history[:2], stdin)] == ["hidden-quote"]
+
+
+def test_a_write_tool_with_a_content_but_no_path_is_quote_checked() -> None:
+    """A whole content changes a file only with the file's path: without one the call is no
+    edit, and its arguments are checked for quotes."""
+    history = _raised()
+    note = _call("c2", "write_note", content="InvalidTokenSignature comes from auth")
+    assert [a.kind for a in _check(history, history[:2], note)] == ["hidden-quote"]
+
+
+def test_a_patch_is_checked_against_its_first_updated_file() -> None:
+    """A patch that adds a file before it updates one, and updates another after: the edit is
+    of the first updated file (its read is the stub)."""
+    patch = f"""*** Begin Patch
+*** Add File: src/new_module.py
++print("new")
+*** Update File: src/calc.py
+@@ def price_with_tax(price, qty):
+-{TARGET}
++    return price * qty * (1 + tax_rate)
+*** Update File: docs/notes.md
+@@
+-old note
++new note
+*** End Patch"""
+    history = _history()
+    view = [*history[:2], truncate_chars(history[2], 500)]
+    actions = _check(history, view, _call("c2", "apply_patch", input=patch))
+    assert [(a.kind, a.path) for a in actions] == [
+        ("hidden-edit-target", "src/calc.py"),
+        ("stubbed-read", "src/calc.py"),
+    ]
+
+
+def test_a_patch_s_context_lines_are_old_text_it_needs() -> None:
+    """The context lines of a patch must be in the file as its removed lines must: one only
+    hidden text held is a hidden edit target even when the removed line is shown."""
+    patch = f"""*** Begin Patch
+*** Update File: src/calc.py
+@@
+-def helper_0(x):
+ {TARGET}
++def helper_zero(x):
+*** End Patch"""
+    history = _history()
+    view = [*history[:2], truncate_chars(history[2], 500)]
+    actions = _check(history, view, _call("c2", "apply_patch", input=patch))
+    assert [a.kind for a in actions] == ["hidden-edit-target", "stubbed-read"]
+    assert actions[0].excerpt == TARGET.strip()
+
+
+def test_an_empty_list_of_edits_with_a_whole_content_is_a_whole_file_write() -> None:
+    history = _history()
+    view = [*history[:2], truncate_chars(history[2], 500)]
+    new = _rewritten(CALC, CALC.splitlines().index(TARGET), "    return price * qty * 1.2")
+    write = _call("c2", "write_file", path="src/calc.py", content=new, edits=[])
+    assert [a.kind for a in _check(history, view, write)] == ["hidden-edit-target", "stubbed-read"]
+
+
+def test_an_excerpt_is_cut_only_past_its_limit() -> None:
+    limit = _blind._MAX_EXCERPT
+    assert _blind._short("x" * limit) == "x" * limit
+    assert _blind._short(" " + "y" * limit + "\n") == "y" * limit
+    cut = _blind._short("z" * (limit + 1))
+    assert cut == "z" * (limit - 1) + "…" and len(cut) == limit
+
+
+def test_a_read_that_failed_is_not_the_file_s_content() -> None:
+    """An error result (a read of a missing file) holds no content of the file: a whole-file
+    write is no change of the error's lines, hidden or not."""
+    error = "Error: ENOENT src/calc_v2.py\ncould not open the requested file for reading"
+    history = [
+        UserItem("Create the module.", event_index=0),
+        AssistantItem((_call("c1", "read_file", path="src/calc_v2.py"),), event_index=1),
+        ToolResultItem("c1", "read_file", error, is_error=True, event_index=2,
+                       arguments={"path": "src/calc_v2.py"}),
+    ]
+    write = _call("c2", "write_file", path="src/calc_v2.py", content="def price():\n    return 1\n")
+    assert _check(history, history[:2], write) == []
+
+
+def test_an_edit_whose_file_was_read_in_full_has_no_stubbed_read() -> None:
+    """The edit's old text came from a hidden result, but the file's read is in the view as it
+    was: a hidden edit target, with no stub to read again."""
+    line = "    return price * qty + tax_rate  # see TAX-118"
+    history = [
+        *_history(),
+        AssistantItem((_call("c3", "grep", pattern="TAX-118"),), event_index=3),
+        ToolResultItem("c3", "grep", f"src/calc.py:62:{line}", event_index=4),
+    ]
+    view = [*history[:4], ToolResultItem("c3", "grep", "[cleared]", event_index=4,
+                                         original_chars=len(line) + 15)]
+    edit = _call("c4", "edit_file", path="src/calc.py", old_string=line, new_string="x")
+    actions = _check(history, view, edit)
+    assert [(a.kind, a.path) for a in actions] == [("hidden-edit-target", "src/calc.py")]
+
+
+def test_a_piece_named_in_two_texts_of_one_response_is_one_mention() -> None:
+    history = [
+        UserItem("Rotate the key.", event_index=0),
+        AssistantItem((_call("c1", "read_file", path="conf.ini"),), event_index=1),
+        ToolResultItem("c1", "read_file", "key = ZEBRA_QUUX_4417", event_index=2,
+                       arguments={"path": "conf.ini"}),
+    ]
+    said = AssistantItem((Block("text", "The key is ZEBRA_QUUX_4417 here"),
+                          Block("text", "Rotating ZEBRA_QUUX_4417 now")))
+    found = EvidenceChecker().check(history, history[:2], said, 3, "req-4")
+    assert [(a.kind, a.excerpt) for a in found] == [(HIDDEN_MENTION, "ZEBRA_QUUX_4417")]
+
+
+def test_a_read_is_taken_for_numbered_lines_from_half_of_its_lines() -> None:
+    """Claude Code's numbered read (`    16→`) and an editor's `cat -n` view are recognised
+    when at least half of the output's lines are numbered; fewer, and the output is the
+    file's content as it is."""
+    half = "     1→alpha\n     2→beta\ngamma\ndelta"  # 2 numbered of 4 lines
+    assert _blind._file_text(half) == "alpha\nbeta\ngamma\ndelta\n"
+    fewer = "     1→alpha\nbeta\ngamma\ndelta"
+    assert _blind._file_text(fewer) == fewer
+    viewed = "Here's the result of running `cat -n` on a.py:\n     1\talpha\n     2\tbeta\nend"
+    assert _blind._viewed_text(viewed.replace("\nend", "")) == "alpha\nbeta\n"
+    two_of_four = "header\n     1\talpha\n     2\tbeta\nend"
+    assert _blind._viewed_text(two_of_four) == "alpha\nbeta\n"
+    assert _blind._viewed_text("header\n     1\talpha\nmore\nend") == (
+        "header\n     1\talpha\nmore\nend"
+    )
