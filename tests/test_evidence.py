@@ -1095,6 +1095,48 @@ def test_a_read_that_failed_is_not_the_file_s_content() -> None:
     assert _check(history, history[:2], write) == []
 
 
+def test_a_line_first_asked_about_before_the_history_held_it_is_found_once_it_does() -> None:
+    """The history's memo of where a line was searched for without success: the texts added
+    after it, the first one included, are searched at the next question."""
+    forget_shared_answers()
+    checker = EvidenceChecker()
+    history = _history()[:2]
+    edit = _call("c2", "edit_file", path="src/calc.py", old_string=TARGET, new_string="x")
+    response = AssistantItem((edit,))
+    assert checker.check(history, history[:1], response, 1, "r1", grown=True) == []
+    history.append(_history()[2])  # the read, holding the line, in the text right after
+    actions = checker.check(history, history[:2], response, 2, "r2", grown=True)
+    assert [a.kind for a in actions] == ["hidden-edit-target"]
+
+
+def test_the_history_s_tokens_match_a_piece_only_inside_one_token() -> None:
+    """The distinct tokens are searched joined by spaces: a piece that spans the end of one
+    token and the start of another (in whichever order the tokens were joined) is not held."""
+    forget_shared_answers()
+    history = _blind._History()
+    history.sync([UserItem("alpha_one beta_two")])
+    assert history.holds("alpha_one") and history.holds("a_two")
+    assert not history.holds("_onebeta") and not history.holds("_twoalpha")
+
+
+def test_a_history_changed_in_place_is_checked_against_a_view_indexed_again() -> None:
+    """A history list changed other than by growing is indexed again from scratch, and so is
+    the view checked against it: what the view's items hold is not read through the old
+    history's own messages (an item that was one of them no longer is)."""
+    forget_shared_answers()
+    line = "retry_budget = compute_budget(attempts)"
+    said = AssistantItem((Block("text", text=f"I will set {line}"),), event_index=1)
+    history = [UserItem("Go.", event_index=0), said]
+    checker = EvidenceChecker()
+    response = AssistantItem((_call("c9", "edit_file", path="a.py", old_string=line,
+                                    new_string="x"),))
+    assert checker.check(history, [said], response, 1, "r1") == []
+    history[1] = AssistantItem((Block("text", text="something else"),), event_index=1)
+    history.append(ToolResultItem("c1", "read_file", line, event_index=2))
+    # The view still holds the earlier message, which shows the line.
+    assert checker.check(history, [said], response, 2, "r2") == []
+
+
 def test_an_edit_whose_file_was_read_in_full_has_no_stubbed_read() -> None:
     """The edit's old text came from a hidden result, but the file's read is in the view as it
     was: a hidden edit target, with no stub to read again."""
@@ -1124,6 +1166,25 @@ def test_a_piece_named_in_two_texts_of_one_response_is_one_mention() -> None:
     assert [(a.kind, a.excerpt) for a in found] == [(HIDDEN_MENTION, "ZEBRA_QUUX_4417")]
 
 
+def test_an_item_the_view_held_twice_still_shows_its_text_once_one_copy_is_cut() -> None:
+    """A view may hold one item twice; cutting the second copy leaves the first, whose text is
+    shown (the agent's own message, looked up among the history's)."""
+    forget_shared_answers()
+    line = "retry_budget = compute_budget(attempts)"
+    said = AssistantItem((Block("text", text=f"I will set {line}"),), event_index=1)
+    result = ToolResultItem("c1", "run_tests", "2 failed", event_index=2)
+    history = [UserItem("Go.", event_index=0), said, result]
+    checker = EvidenceChecker()
+
+    def edit(old):
+        return AssistantItem((_call("c9", "edit_file", path="a.py", old_string=old,
+                                    new_string="x"),))
+
+    # The first check syncs the view holding the message twice (about another line).
+    assert checker.check(history, [*history[:2], said], edit("Go."), 1, "r1", grown=True) == []
+    assert checker.check(history, history[:2], edit(line), 2, "r2", grown=True) == []
+
+
 def test_a_read_is_taken_for_numbered_lines_from_half_of_its_lines() -> None:
     """Claude Code's numbered read (`    16→`) and an editor's `cat -n` view are recognised
     when at least half of the output's lines are numbered; fewer, and the output is the
@@ -1139,3 +1200,24 @@ def test_a_read_is_taken_for_numbered_lines_from_half_of_its_lines() -> None:
     assert _blind._viewed_text("header\n     1\talpha\nmore\nend") == (
         "header\n     1\talpha\nmore\nend"
     )
+
+
+def test_signatures_shared_with_a_shorter_history_still_sign_every_later_message() -> None:
+    """The signatures of the agent's messages are shared by every replay of a log: a replay
+    that asks about fewer messages than another has signed leaves the later signatures as
+    they are, and those of messages added after are each one's own."""
+    forget_shared_answers()
+    lines = [f"set retry_budget_{k} to compute_budget of attempts {k}" for k in range(14)]
+    said = [AssistantItem((Block("text", text=f"I will {ln}"),), event_index=k + 1)
+            for k, ln in enumerate(lines)]
+    start = UserItem("Go.", event_index=0)
+
+    def ask(checker, history, k):
+        result = ToolResultItem("c1", "run_tests", "2 failed", event_index=99)
+        edit = AssistantItem((_call("c9", "edit_file", path="a.py", old_string=lines[k],
+                                    new_string="x"),))
+        return checker.check([*history, result], history, edit, k, f"r{k}")
+
+    assert ask(EvidenceChecker(), [start, *said[:12]], 11) == []  # signs 12 messages
+    assert ask(EvidenceChecker(), [start, *said[:5]], 2) == []  # another replay, earlier on
+    assert ask(EvidenceChecker(), [start, *said], 13) == []  # two more messages signed
