@@ -392,3 +392,15 @@ def test_tokens_shared_inside_a_block_are_on_the_provider_s_scale():
         cur.tokens_before(block) + overhead + counter.scale_position(raw)
     )
     assert counter.scale_position(raw) != raw
+
+
+def test_contents_pack_from_the_minimum_length_on():
+    from replay.render._request import PACK_MIN_CHARS
+
+    r = _renderer()
+    at_min = r.table.intern("user", "a" * PACK_MIN_CHARS, True)
+    below = r.table.intern("user", "b" * (PACK_MIN_CHARS - 1), True)
+    assert r.table.pack(below) is None and r.table.blocks[below].text is not None
+    assert r.table.pack(at_min) == "a" * PACK_MIN_CHARS
+    assert r.table.blocks[at_min].text is None and r.table.text_of(at_min) == "a" * PACK_MIN_CHARS
+    assert r.table.pack(at_min) is None  # packed already
