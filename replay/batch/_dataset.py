@@ -352,12 +352,26 @@ class Dataset:
         found = []
         for path in missing:
             replay = self.entries[path]["replay"]
-            others = [f for f in replay.get("files") or () if f != path]
-            holder = next((f for f in others if self._holds_session_of(f, path)), None)
-            holder = holder or by_sha.get(replay.get("sha") or "")
+            others = [
+                f for f in replay.get("files") or ()
+                if f != path and self._copies(f, path) and self._holds_session_of(f, path)
+            ]
+            holder = others[0] if others else by_sha.get(replay.get("sha") or "")
             if holder is not None:
                 found.append((path, holder))
         return found
+
+    def _copies(self, path: str, gone: str) -> bool:
+        """Whether `path`, a file of `gone`'s session, holds `gone`'s requests: a resumed
+        file copies the earlier file's lines (it starts when that one did, with at least as
+        many requests); a subagent file or a subtask export holds its own thread only."""
+        mine = (self.entries.get(path) or {}).get("info") or {}
+        theirs = (self.entries.get(gone) or {}).get("info") or {}
+        if not mine or not theirs:
+            return False
+        return (
+            mine["started_at"] <= theirs["started_at"] and mine["requests"] >= theirs["requests"]
+        )
 
     def _holds_rows(self, path: str) -> bool:
         return bool(((self.entries.get(path) or {}).get("replay") or {}).get("parts"))
