@@ -463,12 +463,12 @@ def _notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list
     if tables.no_cache:
         notes.append(_no_cache_note(tables.no_cache))
     notes += _unnamed_rewrite_notes(tables)
-    same = tables.same_as_baseline
+    same = [name for name in tables.same_as_baseline if not _is_plugin(name)]
     if same:
         notes.append(
-            f"{len(same):,} {'strategy' if len(same) == 1 else 'strategies'} sent what "
-            "`baseline` sends, billed alike at every request: on this log their rules never "
-            f"changed the context (a threshold not reached, nothing to clear): {', '.join(same)}."
+            f"{len(same):,} {'strategy' if len(same) == 1 else 'strategies'} billed every "
+            "request exactly as `baseline` did and named no rewrite: on this log their rules "
+            f"did not fire (a threshold not reached, nothing to clear): {', '.join(same)}."
         )
     if tables.mentions:
         counts = ", ".join(f"{name} {n:,}" for name, n in tables.mentions.items())
@@ -480,18 +480,20 @@ def _notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list
     return notes
 
 
+def _is_plugin(name: str) -> bool:
+    """Whether `name` is a plug-in's strategy (its rules are not replay's to vouch for)."""
+    from replay.strategies import parse_name
+
+    try:
+        return parse_name(name).spec.is_plugin
+    except ReplayError:  # a one-off strategy (whatif) is no plug-in
+        return False
+
+
 def _unnamed_rewrite_notes(tables: ResultTables) -> list[str]:
     """Plug-ins that rewrote earlier messages without a `RewriteEvent`: break-even, which
     analyses the rewrites a strategy names, would say they never changed earlier context."""
-    from replay.strategies import parse_name
-
-    def plugin(name: str) -> bool:
-        try:
-            return parse_name(name).spec.is_plugin
-        except ReplayError:  # a one-off strategy (whatif) is no plug-in
-            return False
-
-    unnamed = {name: n for name, n in tables.unnamed_rewrites.items() if plugin(name)}
+    unnamed = {name: n for name, n in tables.unnamed_rewrites.items() if _is_plugin(name)}
     if not unnamed:
         return []
     counts = ", ".join(f"{name} at {n:,} request(s)" for name, n in unnamed.items())

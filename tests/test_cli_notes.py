@@ -268,29 +268,44 @@ def test_cache_rules_that_serve_no_request_are_a_note(invoke, name, tmp_path) ->
         assert "served no request" not in ok.stderr
 
 
-def test_strategies_that_never_changed_the_context_are_a_note() -> None:
+def test_strategies_that_never_changed_the_context_are_a_note(tmp_path, clean_registry) -> None:
     """On run42 (41k tokens) the Codex compaction at 90 % of the window never fires: it bills
     every request as `baseline`, and the note says so; truncate-500 and the compaction at
     12,000 tokens change what is sent. The same on workers. A strategy that named a rewrite is
-    never listed, even where its requests billed alike."""
+    never listed, even where its requests billed alike; nor a plug-in, which may rewrite text
+    into as many tokens (the bill cannot tell)."""
     from dataclasses import replace
 
     import replay
     from replay.engine._results import ResultTables
+    from replay.strategies import load_strategy_file
     from replay.strategies._view import RewriteEvent
 
-    names = "baseline,recorded,truncate-500,codex-compact-at-90pct,compact-at-12000-structured"
+    plugin = tmp_path / "mask_digits.py"
+    plugin.write_text(
+        "import re\n"
+        "from replay.strategies import ToolResultItem, replace_output\n"
+        "NAME = 'mask-digits'\n"
+        "def strategy(history, ctx):\n"
+        "    return [replace_output(i, re.sub('[0-9]', '7', i.output))\n"
+        "            if isinstance(i, ToolResultItem) else i for i in history]\n",
+        encoding="utf-8",
+    )
+    load_strategy_file(plugin)
+    names = ("baseline,recorded,truncate-500,codex-compact-at-90pct,compact-at-12000-structured,"
+             "mask-digits")
     result = replay.replay(RUN42, names)
-    said = [n for n in result.notes if "sent what `baseline` sends" in n]
+    said = [n for n in result.notes if "exactly as `baseline` did" in n]
     assert said == [
-        "1 strategy sent what `baseline` sends, billed alike at every request: on this log "
-        "their rules never changed the context (a threshold not reached, nothing to clear): "
+        "1 strategy billed every request exactly as `baseline` did and named no rewrite: on "
+        "this log their rules did not fire (a threshold not reached, nothing to clear): "
         "codex-compact-at-90pct."
     ]
+    assert "mask-digits" in result.tables.same_as_baseline  # (the bill alone cannot tell)
     on_workers = replay.replay(RUN42, names, workers=2)
-    assert [n for n in on_workers.notes if "sent what `baseline` sends" in n] == said
+    assert [n for n in on_workers.notes if "exactly as `baseline` did" in n] == said
     assert not [n for n in replay.replay(RUN42, "truncate-500,codex-compact-at-90pct").notes
-                if "sent what" in n]
+                if "exactly as" in n]
 
     by_strategy: dict[str, list] = {}
     for r in result.records:

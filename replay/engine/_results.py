@@ -389,14 +389,17 @@ class ResultTables:
     @property
     def same_as_baseline(self) -> list[str]:
         """The strategies besides `baseline` (and `recorded`) that billed every request as
-        `baseline` did, without naming a rewrite or calling a summarizer: on this log their
-        rules never changed what was sent. Empty when `baseline` was not replayed."""
+        `baseline` did (each bucket, the cost), without naming a rewrite, rewriting earlier
+        messages unnamed or calling a summarizer. Empty when `baseline` was not replayed. (The
+        trace holds the bill, not the text: a plug-in that rewrites text into as many tokens
+        would be listed too; `_api` names built-in strategies only.)"""
         base = self._accs.get("baseline")
         if base is None:
             return []
         return [
             name for name, a in self._accs.items()
-            if name not in ("baseline", "recorded") and not a.acted and a.trace == base.trace
+            if name not in ("baseline", "recorded")
+            and not a.acted and not a.unnamed and a.trace == base.trace
         ]
 
     @property
