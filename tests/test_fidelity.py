@@ -289,6 +289,7 @@ def test_cli_fidelity_elsewhere_than_the_log_is_a_note(tmp_path: Path) -> None:
         "usage was billed (anthropic / claude-sonnet-4-6)"
     )
     assert notes("--model", "Claude-Sonnet-4-6", "--provider", "anthropic") == []
+    assert notes("--model", "claude-sonnet-4.6") == []  # an alias of the same model
     assert notes() == []
 
 

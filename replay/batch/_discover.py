@@ -180,7 +180,7 @@ def discover(
     found: dict[Path, None] = {}
     for target in targets:
         text = str(target)
-        if not text.strip():  # Path("") is the current folder: an unset "$DIR" would read it
+        if text == "":  # Path("") is the current folder: an unset "$DIR" would read it
             raise ReplayError(f"{text!r}: an empty name is no file, folder or glob")
         path = Path(os.path.expanduser(text))
         missed: dict[Path, str] | None = {} if unlisted is not None else None

@@ -117,15 +117,24 @@ def _headline(s: dict) -> str:
 
 
 def _elsewhere_note(session, provider: str | None, model: str | None) -> list[str]:
-    """`--provider`/`--model` other than the log's: the usage it is compared with was billed by
-    another cache (and is priced here at the forced model's rates)."""
+    """`--provider`/`--model` other than those the log's requests ran on (an alias of the same
+    is the same): the usage it is compared with was billed by another cache (and is priced
+    here at the forced model's rates)."""
+    from replay.log import RequestMarker, ThreadStart
+
     header = session.header
-    moved = [
-        f"{flag} {value}"
-        for flag, value, own in (("--provider", provider, header.provider),
-                                 ("--model", model, header.model))
-        if value and value.strip().lower() != (own or "").lower()
+    ran = [(header.provider, header.model)] + [
+        (e.provider or header.provider, e.model)
+        for e in session.events
+        if isinstance(e, RequestMarker | ThreadStart) and getattr(e, "model", None)
     ]
+    moved = []
+    if provider and any(_provider_id(provider) != _provider_id(p) for p, _ in ran):
+        moved.append(f"--provider {provider}")
+    if model and any(
+        _model_id(model, provider or p, header.ts) != _model_id(m, p, header.ts) for p, m in ran
+    ):
+        moved.append(f"--model {model}")
     if not moved:
         return []
     return [
@@ -134,6 +143,25 @@ def _elsewhere_note(session, provider: str | None, model: str | None) -> list[st
         "simulated model's rates. This compares a what-if with the log, not the simulator with "
         "what the provider did: run fidelity without them to measure that."
     ]
+
+
+def _provider_id(provider: str) -> str:
+    """A provider as its rule file names it (`gemini` → `google`)."""
+    from replay.cache import CacheRouter
+
+    layers = CacheRouter().layers_for(provider.strip().lower())
+    return layers[-1].provider if layers else provider.strip().lower()
+
+
+def _model_id(model: str, provider: str, ts) -> str:
+    """A model as genai-prices names it (`claude-sonnet-4` → `claude-sonnet-4-20250514`)."""
+    from replay._errors import ReplayError
+    from replay.prices import Buckets, Pricer
+
+    try:
+        return Pricer().price(Buckets(uncached=1), model=model, provider=provider, ts=ts).model_ref
+    except ReplayError:
+        return model.strip().lower()
 
 
 def _share(value: float | None, spec: str = ".1%") -> str:
