@@ -1142,6 +1142,9 @@ def test_a_deleted_first_file_of_a_session_leaves_it_counted_once(tmp_path: Path
     report = run_batch([tmp_path / "sub"], opts, output=out, workers=1)
     assert sessions(out).filter(pl.col("file") == str(transcript))["requests"].to_list() == held
     assert not any("counted once" in n for n in report.notes)
+    # ... and the subagent file is not replayed alone: its thread is in those rows already.
+    assert status_of(report) == {"agent-abc.jsonl": "part of"}
+    assert not sessions(out).filter(pl.col("file").str.contains("agent-abc")).height
     # A lone file deleted keeps its rows.
     lone = tmp_path / "lone"
     lone.mkdir()

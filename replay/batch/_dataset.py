@@ -373,6 +373,19 @@ class Dataset:
             mine["started_at"] <= theirs["started_at"] and mine["requests"] >= theirs["requests"]
         )
 
+    def read_in_missing(self, path: str) -> str | None:
+        """The file no longer found whose session `path` was read in, and whose rows stay (a
+        subagent file whose transcript was deleted: the transcript's rows hold its thread
+        already; replayed alone, it would be counted twice). None otherwise, and for a file
+        that copies that one (a resumed file: it holds the session now, `superseded`)."""
+        replay = (self.entries.get(path) or {}).get("replay") or {}
+        first = replay.get("message")
+        if replay.get("status") != "part of" or not first or os.path.lexists(first):
+            return None
+        if not self._holds_rows(first) or self._copies(path, first):
+            return None
+        return first if path in (self.entries[first]["replay"].get("files") or ()) else None
+
     def _holds_rows(self, path: str) -> bool:
         return bool(((self.entries.get(path) or {}).get("replay") or {}).get("parts"))
 

@@ -771,6 +771,11 @@ def _session_phase(phases: _Phases, scans: list[ScanResult]) -> list[ScanResult]
             statuses[s.path] = FileStatus(s.path, "part of", f"read in the session of {first}")
             if dataset is not None:  # rows of an earlier replay of its own go
                 dataset.record_replay(s.path, rkey, "", "part of", first, [])
+        elif dataset is not None and unit is s and (gone := dataset.read_in_missing(s.path)):
+            statuses[s.path] = FileStatus(
+                s.path, "part of", f"read in the session of {gone} (no longer found: its rows "
+                "stay, and hold this file's)"
+            )
         elif unit.status != OK:
             statuses[s.path] = FileStatus(s.path, FAILED, unit.message)
             if dataset is not None and unit is not s and not unit.transient:
