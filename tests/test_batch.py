@@ -1608,3 +1608,51 @@ def test_an_empty_target_and_a_link_to_a_device(tmp_path: Path, invoke, monkeypa
     assert [(p.path, p.status) for p in report.problems] == [
         (str(tmp_path / "devnull"), "skipped")
     ]
+
+
+def test_a_file_of_another_size_is_read_again_even_with_its_old_mtime(tmp_path: Path):
+    """A file rewritten and given back its mtime (a copy tool keeping times, a restore) is
+    another file: its size says so, and its cached scan (the old hash) is not reused."""
+    logs, out = tmp_path / "logs", tmp_path / "ds"
+    log = variant(logs / "a.jsonl", "a", -DAY)
+    opts = BatchOptions(strategies="baseline")
+    run_batch([logs], opts, output=out, workers=1)
+    before = log.stat()
+    variant(log, "a-rewritten", -DAY)
+    os.utime(log, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert log.stat().st_size != before.st_size
+    assert log.stat().st_mtime_ns == before.st_mtime_ns
+    report = run_batch([logs], opts, output=out, workers=1)
+    assert status_of(report) == {"a.jsonl": "replayed"}
+    assert sessions(out)["session_id"].to_list() == ["a-rewritten"]
+
+
+def test_a_scan_made_under_strict_is_not_reused_by_a_lenient_batch(tmp_path: Path):
+    """`--strict` fails a file at the scan; a lenient batch over the same dataset reads it
+    again (the scan key holds `strict`) and replays it, its bad line skipped."""
+    logs, out = tmp_path / "logs", tmp_path / "ds"
+    log = variant(logs / "a.jsonl", "a", -DAY)
+    head, *rest = log.read_text(encoding="utf-8").splitlines(keepends=True)
+    log.write_text(head + "{not json\n" + "".join(rest), encoding="utf-8")
+    strict = run_batch([logs], BatchOptions(strategies="baseline", strict=True), output=out,
+                       workers=1)
+    assert status_of(strict) == {"a.jsonl": "failed"}
+    lenient = run_batch([logs], BatchOptions(strategies="baseline"), output=out, workers=1)
+    assert status_of(lenient) == {"a.jsonl": "replayed"}
+    assert sessions(out)["skipped_lines"].to_list() == [1]
+
+
+def test_a_provider_given_later_regroups_the_sessions_it_puts_in_one_scope(tmp_path: Path):
+    """The cache scope holds the provider (after `--provider`): cached scans of another
+    provider are not reused, or two overlapping sessions `--provider` puts in one scope were
+    kept apart."""
+    logs, out = tmp_path / "logs", tmp_path / "ds"
+    variant(logs / "a.jsonl", "a", timedelta(0), stretch=600, system=LONG_SYSTEM, **ANTHROPIC)
+    variant(logs / "b.jsonl", "b", timedelta(seconds=60), stretch=600, system=LONG_SYSTEM,
+            provider="openai", model="gpt-4o")
+    apart = run_batch([logs], BatchOptions(strategies="baseline"), output=out, workers=1)
+    assert apart.shared_groups == 0
+    one = BatchOptions(strategies="baseline", **ANTHROPIC)
+    together = run_batch([logs], one, output=out, workers=1)
+    assert together.shared_groups == 1 and together.shared_sessions == 2
+    assert sessions(out)["shared_cache"].to_list() == [True, True]
