@@ -1656,3 +1656,54 @@ def test_a_provider_given_later_regroups_the_sessions_it_puts_in_one_scope(tmp_p
     together = run_batch([logs], one, output=out, workers=1)
     assert together.shared_groups == 1 and together.shared_sessions == 2
     assert sessions(out)["shared_cache"].to_list() == [True, True]
+
+
+def test_forget_missing_covers_the_folders_of_every_target(logdir: Path, tmp_path: Path):
+    out, opts = tmp_path / "ds", BatchOptions(strategies="baseline")
+    other = variant(tmp_path / "elsewhere" / "e.jsonl", "e", -DAY)
+    run_batch([logdir, other.parent], opts, output=out, workers=1)
+    (logdir / "c.jsonl").unlink()
+    other.unlink()
+    report = run_batch([logdir, other.parent], opts, output=out, workers=1,
+                       forget_missing=True)
+    assert sorted(sessions(out)["session_id"]) == ["a", "b", "d"]
+    assert any(n.startswith("2 files no longer found under the targets") for n in report.notes)
+
+
+def test_request_rows_follow_their_files_latest_replay(logdir: Path, tmp_path: Path):
+    """`requests` parts are the file's too: a re-run leaves them out of the totals (session
+    rows only), and a replay under other options drops them with the sessions' parts."""
+    out = tmp_path / "ds"
+    opts = BatchOptions(strategies="baseline", per_request=True)
+    first = run_batch([logdir], opts, output=out, workers=1)
+    again = run_batch([logdir], opts, output=out, workers=1)
+    assert again.counts["unchanged"] == 4
+    assert again.totals.equals(first.totals)
+    both = BatchOptions(strategies=STRATEGIES, per_request=True)
+    run_batch([logdir], both, output=out, workers=1)
+    assert len(list((out / "requests").glob("*.parquet"))) == 4
+    assert requests(out).filter(kind="request").height == 4 * 2 * 14
+    run_batch([logdir], BatchOptions(strategies="baseline"), output=out, workers=1)
+    assert not list((out / "requests").glob("*.parquet"))
+
+
+def test_a_session_starting_on_a_bound_of_the_range_is_in_it(tmp_path: Path):
+    from replay.batch._work import scan_file
+
+    logs = tmp_path / "logs"
+    log = variant(logs / "a.jsonl", "a", -DAY)
+    start = datetime.fromisoformat(scan_file(str(log), BatchOptions()).info.started_at)
+    opts = BatchOptions(strategies="baseline")
+    for since, until in ((start, None), (None, start), (start, start)):
+        report = run_batch([logs], opts, workers=1, since=since, until=until)
+        assert status_of(report) == {"a.jsonl": "replayed"}, (since, until)
+    later = run_batch([logs], opts, workers=1, since=start + timedelta(microseconds=1))
+    assert status_of(later) == {"a.jsonl": "out of range"}
+
+
+def test_every_file_of_a_session_out_of_range_is_out_of_range(tmp_path: Path):
+    logs = tmp_path / "project"
+    _resumed_session(logs)
+    report = run_batch([logs], BatchOptions(strategies="baseline"), workers=1,
+                       until=datetime(2000, 1, 1, tzinfo=UTC))
+    assert status_of(report) == {"r-1.jsonl": "out of range", "r-2.jsonl": "out of range"}
