@@ -1707,3 +1707,41 @@ def test_every_file_of_a_session_out_of_range_is_out_of_range(tmp_path: Path):
     report = run_batch([logs], BatchOptions(strategies="baseline"), workers=1,
                        until=datetime(2000, 1, 1, tzinfo=UTC))
     assert status_of(report) == {"r-1.jsonl": "out of range", "r-2.jsonl": "out of range"}
+
+
+def test_a_part_deleted_from_the_dataset_is_written_again(logdir: Path, tmp_path: Path):
+    out, opts = tmp_path / "ds", BatchOptions(strategies="baseline")
+    run_batch([logdir], opts, output=out, workers=1)
+    before = sessions(out)
+    part = next(p for p in (out / "sessions").iterdir()
+                if pl.read_parquet(p)["session_id"][0] == "c")
+    part.unlink()
+    report = run_batch([logdir], opts, output=out, workers=1)
+    assert status_of(report)["c.jsonl"] == "replayed" and report.counts["unchanged"] == 3
+    assert sessions(out).equals(before)
+
+
+@pytest.mark.parametrize("version", ["_data_digest", "_prices_version", "replay_version"])
+def test_other_pricing_data_or_versions_replay_every_file_again(
+    logdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str
+):
+    from replay.batch import _options
+
+    out, opts = tmp_path / "ds", BatchOptions(strategies="baseline")
+    run_batch([logdir], opts, output=out, workers=1)
+    monkeypatch.setattr(_options, version, lambda: "another")
+    assert run_batch([logdir], opts, output=out, workers=1).counts["replayed"] == 4
+
+
+def test_a_cache_rule_file_edited_in_place_replays_every_file_again(
+    logdir: Path, tmp_path: Path
+):
+    """The options hold the content of `--cache-rules`, not its path."""
+    out, mine = tmp_path / "ds", tmp_path / "mine.json"
+    rules = json.loads((ROOT / "pricing" / "cache" / "deepseek.json").read_text())
+    mine.write_text(json.dumps(rules))
+    opts = BatchOptions(strategies="baseline", cache_rules=str(mine))
+    run_batch([logdir], opts, output=out, workers=1)
+    assert run_batch([logdir], opts, output=out, workers=1).counts["replayed"] == 0
+    mine.write_text(json.dumps(rules, indent=1))
+    assert run_batch([logdir], opts, output=out, workers=1).counts["replayed"] == 4
