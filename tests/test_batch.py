@@ -1745,3 +1745,17 @@ def test_a_cache_rule_file_edited_in_place_replays_every_file_again(
     assert run_batch([logdir], opts, output=out, workers=1).counts["replayed"] == 0
     mine.write_text(json.dumps(rules, indent=1))
     assert run_batch([logdir], opts, output=out, workers=1).counts["replayed"] == 4
+
+
+def test_a_lone_failure_kept_is_replayed_under_other_options(tmp_path: Path):
+    """A failure is kept for the options it failed under only: a --price for its model
+    replays the session alone (no chain partner to bring it along)."""
+    logs, out = tmp_path / "logs", tmp_path / "ds"
+    variant(logs / "zz.jsonl", "zz", -DAY, model="nosuch-x")
+    opts = BatchOptions(strategies="baseline")
+    assert status_of(run_batch([logs], opts, output=out, workers=1)) == {"zz.jsonl": "failed"}
+    assert status_of(run_batch([logs], opts, output=out, workers=1)) == {"zz.jsonl": "failed"}
+    priced = dataclasses.replace(opts, prices=("nosuch-x=input:3,output:15",))
+    report = run_batch([logs], priced, output=out, workers=1)
+    assert status_of(report) == {"zz.jsonl": "replayed"}
+    assert sessions(out)["session_id"].to_list() == ["zz"]
