@@ -1759,3 +1759,24 @@ def test_a_lone_failure_kept_is_replayed_under_other_options(tmp_path: Path):
     report = run_batch([logs], priced, output=out, workers=1)
     assert status_of(report) == {"zz.jsonl": "replayed"}
     assert sessions(out)["session_id"].to_list() == ["zz"]
+
+
+def test_a_failed_session_of_several_files_is_replayed_when_one_of_them_changes(
+    tmp_path: Path,
+):
+    """The failure kept for a session of several files holds for the bytes of all of them:
+    its first file unchanged, a resumed file edited replays it."""
+    logs, out = tmp_path / "project", tmp_path / "ds"
+    opts = BatchOptions(strategies="baseline")
+    _, second = _resumed_session(logs)
+    lines = _resumed_lines(2)
+    next(line for line in reversed(lines) if line.get("type") == "assistant")["message"][
+        "model"] = "nosuch-x"
+    second.write_text(jsonl(lines), encoding="utf-8")
+    failed = run_batch([logs], opts, output=out, workers=1)
+    assert status_of(failed) == {"r-1.jsonl": "failed", "r-2.jsonl": "part of"}
+    assert "nosuch-x" in next(f.message for f in failed.files if f.status == "failed")
+    second.write_text(jsonl(_resumed_lines(2)), encoding="utf-8")
+    report = run_batch([logs], opts, output=out, workers=1)
+    assert status_of(report) == {"r-1.jsonl": "replayed", "r-2.jsonl": "part of"}
+    assert sessions(out)["requests"].to_list() == [3]
