@@ -1780,3 +1780,30 @@ def test_a_failed_session_of_several_files_is_replayed_when_one_of_them_changes(
     report = run_batch([logs], opts, output=out, workers=1)
     assert status_of(report) == {"r-1.jsonl": "replayed", "r-2.jsonl": "part of"}
     assert sessions(out)["requests"].to_list() == [3]
+
+
+def test_a_copy_replayed_by_a_later_batch_takes_the_part_over(tmp_path: Path):
+    """A copy of a log in another folder, replayed by a later batch, rewrites the part the
+    original's entry names (same bytes, same options): that part holds the copy's rows now,
+    and the original's entry lets it go, or it outlived the copy's replay under other
+    options and the session was counted twice."""
+    first, second, out = tmp_path / "one", tmp_path / "two", tmp_path / "ds"
+    first.mkdir()
+    second.mkdir()
+    shutil.copy(RUN42, first / "b.jsonl")
+    shutil.copy(RUN42, second / "a.jsonl")
+    run_batch([first], BatchOptions(strategies="baseline"), output=out, workers=1)
+    run_batch([second], BatchOptions(strategies="baseline"), output=out, workers=1)
+    run_batch([second], BatchOptions(strategies=STRATEGIES), output=out, workers=1)
+    rows = sessions(out)
+    assert rows["file"].to_list() == [str(second / "a.jsonl")] * 2
+    assert rows["strategy"].to_list() == ["baseline", "truncate-500"]
+
+
+def test_hidden_files_and_folders_of_a_target_folder_are_left_out(tmp_path: Path):
+    logs = tmp_path / "logs"
+    variant(logs / "a.jsonl", "a", -DAY)
+    variant(logs / ".git" / "b.jsonl", "b", -DAY)
+    variant(logs / ".c.jsonl", "c", -DAY)
+    report = run_batch([logs], BatchOptions(strategies="baseline"), workers=1)
+    assert status_of(report) == {"a.jsonl": "replayed"}
