@@ -121,18 +121,21 @@ def _elsewhere_note(session, provider: str | None, model: str | None) -> list[st
     is the same): the usage it is compared with was billed by another cache (and is priced
     here at the forced model's rates)."""
     from replay.log import RequestMarker, ThreadStart
+    from replay.prices import Pricer
 
     header = session.header
-    ran = [(header.provider, header.model)] + [
+    ran = {(header.provider, header.model)} | {
         (e.provider or header.provider, e.model)
         for e in session.events
         if isinstance(e, RequestMarker | ThreadStart) and getattr(e, "model", None)
-    ]
+    }
     moved = []
     if provider and any(_provider_id(provider) != _provider_id(p) for p, _ in ran):
         moved.append(f"--provider {provider}")
+    pricer = Pricer()
     if model and any(
-        _model_id(model, provider or p, header.ts) != _model_id(m, p, header.ts) for p, m in ran
+        _model_id(pricer, model, provider or p, header.ts) != _model_id(pricer, m, p, header.ts)
+        for p, m in ran
     ):
         moved.append(f"--model {model}")
     if not moved:
@@ -153,13 +156,13 @@ def _provider_id(provider: str) -> str:
     return layers[-1].provider if layers else provider.strip().lower()
 
 
-def _model_id(model: str, provider: str, ts) -> str:
+def _model_id(pricer, model: str, provider: str, ts) -> str:
     """A model as genai-prices names it (`claude-sonnet-4` → `claude-sonnet-4-20250514`)."""
     from replay._errors import ReplayError
-    from replay.prices import Buckets, Pricer
+    from replay.prices import Buckets
 
     try:
-        return Pricer().price(Buckets(uncached=1), model=model, provider=provider, ts=ts).model_ref
+        return pricer.price(Buckets(uncached=1), model=model, provider=provider, ts=ts).model_ref
     except ReplayError:
         return model.strip().lower()
 
