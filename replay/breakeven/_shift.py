@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from itertools import accumulate
@@ -58,7 +58,7 @@ from replay.cache._base import PromptView, prompt_view
 from replay.cache._rules import utc_date
 from replay.cache.anthropic import last_cacheable
 from replay.engine._unlogged import nearest_end, place_last_marker
-from replay.prices import charge
+from replay.prices import Buckets, charge
 from replay.render import first_difference
 from replay.render._request import IntsView
 from replay.strategies._view import Item, shared_prefix
@@ -515,21 +515,21 @@ class Shift:
             self._stops(MARKER_MOVES)
         ):
             return None
-        counterfactual = replace(
-            o,
-            uncached=cf_total - cf_written,
-            cache_read=cf_read,
-            cache_write_5m=cf_written - cf_one_hour,
-            cache_write_1h=cf_one_hour - cf_read,
-        )
         return charge(
             self.run.pricer,
-            counterfactual,
+            o,
             cur.output_tokens,
             model=cur.model,
             provider=cur.provider,
             ts=cur.ts,
             context=cur.price_context,
+            buckets=Buckets(
+                uncached=cf_total - cf_written,
+                cache_read=cf_read,
+                cache_write_5m=cf_written - cf_one_hour,
+                cache_write_1h=cf_one_hour - cf_read,
+                output=cur.output_tokens,
+            ),
         ).cost_usd
 
     def _stop(self, why: str) -> None:

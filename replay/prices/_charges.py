@@ -47,12 +47,14 @@ def charge(
     provider: str,
     ts: datetime,
     context: Mapping[str, str] | None = None,
+    buckets: Buckets | None = None,
 ) -> Charges:
     """The charges of a request whose prompt the cache split as `outcome`, with `output`
-    generated tokens, at the rates in force at `ts`."""
-    price = pricer.price(
-        buckets_of(outcome, output), model=model, provider=provider, ts=ts, context=context
-    )
+    generated tokens, at the rates in force at `ts`. `buckets`: another split of the same
+    request's prompt (a counterfactual), billed with the outcome's fees."""
+    if buckets is None:
+        buckets = buckets_of(outcome, output)
+    price = pricer.price(buckets, model=model, provider=provider, ts=ts, context=context)
     cost, input_cost = price.total_usd, price.input_usd
     if outcome.created_tokens:
         # The creation is a call of its own (Gemini `cachedContents.create`), priced as a prompt
