@@ -120,6 +120,7 @@ def _elsewhere_note(session, provider: str | None, model: str | None) -> list[st
     """`--provider`/`--model` other than those the log's requests ran on (an alias of the same
     is the same): the usage it is compared with was billed by another cache (and is priced
     here at the forced model's rates)."""
+    from replay.cache import CacheRouter
     from replay.log import RequestMarker, ThreadStart
     from replay.prices import Pricer
 
@@ -130,7 +131,10 @@ def _elsewhere_note(session, provider: str | None, model: str | None) -> list[st
         if isinstance(e, RequestMarker | ThreadStart) and getattr(e, "model", None)
     }
     moved = []
-    if provider and any(_provider_id(provider) != _provider_id(p) for p, _ in ran):
+    router = CacheRouter()
+    if provider and any(
+        _provider_id(router, provider) != _provider_id(router, p) for p, _ in ran
+    ):
         moved.append(f"--provider {provider}")
     pricer = Pricer()
     if model and any(
@@ -148,11 +152,9 @@ def _elsewhere_note(session, provider: str | None, model: str | None) -> list[st
     ]
 
 
-def _provider_id(provider: str) -> str:
+def _provider_id(router, provider: str) -> str:
     """A provider as its rule file names it (`gemini` → `google`)."""
-    from replay.cache import CacheRouter
-
-    layers = CacheRouter().layers_for(provider.strip().lower())
+    layers = router.layers_for(provider.strip().lower())
     return layers[-1].provider if layers else provider.strip().lower()
 
 
