@@ -43,8 +43,7 @@ from typing import Any
 import numpy as np
 
 from replay.breakeven import _shift
-from replay.breakeven._shift import Shift
-from replay.cache._base import prompt_view
+from replay.breakeven._shift import Shift, simulated_view
 from replay.engine._replay import (
     ReplayConfig,
     RequestRecord,
@@ -426,7 +425,7 @@ def _stripped_blocks(run: _Run, rec: RequestRecord) -> np.ndarray | None:
     request = rec.request
     if not rec.outcome.dropped_tokens or request.released:
         return None
-    view = prompt_view(request, True, run.renderer(rec.model).table)
+    view = simulated_view(run, rec)
     if view.kept is None:
         return None
     stripped = np.ones(len(request.block_ids), dtype=bool)

@@ -126,6 +126,15 @@ class _Moves:
         return position + (self.shifted[n - 1] if n else 0)
 
 
+def simulated_view(run: Any, rec: Any) -> PromptView:
+    """The prompt of a record as its simulator saw it (thinking stripped where it was): the
+    lengths its outcome and entries are in."""
+    req = rec.request
+    if rec.outcome.dropped_tokens:
+        return prompt_view(req, True, run.renderer(rec.model).table)
+    return PromptView(req.block_ids, req.cum_tokens, req.kinds, req.positions, req.prefix_keys)
+
+
 class Shift:
     """The counterfactual of one in-place rewrite at request i, derived from the rewritten
     run's records once the entries only it could read have expired (module docstring). Fed
@@ -258,12 +267,7 @@ class Shift:
         for known, view in views:
             if known is req:
                 return view
-        if rec.outcome.dropped_tokens:
-            view = prompt_view(req, True, self.run.renderer(rec.model).table)
-        else:
-            view = PromptView(
-                req.block_ids, req.cum_tokens, req.kinds, req.positions, req.prefix_keys
-            )
+        view = simulated_view(self.run, rec)
         views.append((req, view))
         if len(views) > 3:  # a request and the one before it are asked about together
             del views[0]
@@ -343,8 +347,7 @@ class Shift:
             return req.block_ids
         hit = self.id_memo.get(("ids", id(req)))
         if hit is None:
-            view = prompt_view(req, True, self.run.renderer(rec.model).table)
-            hit = self.id_memo[("ids", id(req))] = view.ids
+            hit = self.id_memo[("ids", id(req))] = simulated_view(self.run, rec).ids
         return hit
 
     def _previous_view(self, rec: Any) -> list[Item] | None:
