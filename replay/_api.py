@@ -526,7 +526,7 @@ def _bill_notes(session: Session, tables: ResultTables, config: ReplayConfig) ->
         if billed.priced < billed.requests
         else ""
     )
-    whatif = _whatif_options(config)
+    whatif = _whatif_options(session, config)
     simulated = tables.cost("recorded")
     if whatif or simulated is None or partial or not billed.cost_usd:
         why = (
@@ -605,11 +605,19 @@ def _unused_rules_notes(tables: ResultTables, config: ReplayConfig) -> list[str]
     ]
 
 
-def _whatif_options(config: ReplayConfig) -> list[str]:
-    """The options that make `recorded` something the agent did not send or was not billed."""
+def _whatif_options(session: Session, config: ReplayConfig) -> list[str]:
+    """The options that make `recorded` something the agent did not send or was not billed
+    (`--provider`/`--model` only where they name another provider or model than the log ran
+    on: an alias of the same changes nothing)."""
+    from replay.fidelity import moved_options
+
+    moved = {
+        flag.split()[0]
+        for flag in moved_options(session, config.provider, config.model, config.pricer)
+    }
     chosen = {
-        "--provider": config.provider,
-        "--model": config.model,
+        "--provider": "--provider" in moved,
+        "--model": "--model" in moved,
         "--client": config.client,
         "--cache-rules": config.cache_rules,
         "--ttl": config.ttl,

@@ -383,6 +383,12 @@ def test_the_bill_is_not_compared_with_a_what_if_or_without_recorded() -> None:
     note = _bill_note(replay(session, ["recorded"], model="claude-haiku-4-5", ttl="1h").notes)
     assert "with --model, --ttl this replay prices a what-if" in note
     assert "claude-sonnet-4-6" in note  # the model the log was billed at
+    # An alias of the log's own provider and model is the log's run, not a what-if.
+    note = _bill_note(replay(session, ["recorded"], provider="Anthropic",
+                             model="claude-sonnet-4.6").notes)
+    assert "matches what the log's own usage costs" in note
+    note = _bill_note(replay(session, ["recorded"], provider="aws").notes)
+    assert "with --provider this replay prices a what-if" in note
     session.requests()[0].usage = None
     note = _bill_note(replay(session, ["recorded"]).notes)
     assert "5 of 6 requests carry usage" in note

@@ -120,53 +120,18 @@ def _elsewhere_note(session, provider: str | None, model: str | None) -> list[st
     """`--provider`/`--model` other than those the log's requests ran on (an alias of the same
     is the same): the usage it is compared with was billed by another cache (and is priced
     here at the forced model's rates)."""
-    from replay.cache import CacheRouter
-    from replay.log import RequestMarker, ThreadStart
-    from replay.prices import Pricer
+    from replay.fidelity import moved_options
 
-    header = session.header
-    ran = {(header.provider, header.model)} | {
-        (e.provider or header.provider, e.model)
-        for e in session.events
-        if isinstance(e, RequestMarker | ThreadStart) and getattr(e, "model", None)
-    }
-    moved = []
-    router = CacheRouter()
-    if provider and any(
-        _provider_id(router, provider) != _provider_id(router, p) for p, _ in ran
-    ):
-        moved.append(f"--provider {provider}")
-    pricer = Pricer()
-    if model and any(
-        _model_id(pricer, model, provider or p, header.ts) != _model_id(pricer, m, p, header.ts)
-        for p, m in ran
-    ):
-        moved.append(f"--model {model}")
+    moved = moved_options(session, provider, model)
     if not moved:
         return []
+    header = session.header
     return [
         f"With {' '.join(moved)} the requests are simulated elsewhere than where the log's usage "
         f"was billed ({header.provider} / {header.model}); that usage is priced here at the "
         "simulated model's rates. This compares a what-if with the log, not the simulator with "
         "what the provider did: run fidelity without them to measure that."
     ]
-
-
-def _provider_id(router, provider: str) -> str:
-    """A provider as its rule file names it (`gemini` → `google`)."""
-    layers = router.layers_for(provider.strip().lower())
-    return layers[-1].provider if layers else provider.strip().lower()
-
-
-def _model_id(pricer, model: str, provider: str, ts) -> str:
-    """A model as genai-prices names it (`claude-sonnet-4` → `claude-sonnet-4-20250514`)."""
-    from replay._errors import ReplayError
-    from replay.prices import Buckets
-
-    try:
-        return pricer.price(Buckets(uncached=1), model=model, provider=provider, ts=ts).model_ref
-    except ReplayError:
-        return model.strip().lower()
 
 
 def _share(value: float | None, spec: str = ".1%") -> str:

@@ -7,6 +7,8 @@ from replay.fidelity._fidelity import (
     fidelity_frame,
     fidelity_rows,
     fidelity_summary,
+    moved_options,
 )
 
-__all__ = ["Bill", "FidelityRow", "bill", "fidelity_frame", "fidelity_rows", "fidelity_summary"]
+__all__ = ["Bill", "FidelityRow", "bill", "fidelity_frame", "fidelity_rows", "fidelity_summary",
+           "moved_options"]

@@ -233,6 +233,47 @@ def bill(session: Session, pricer: Pricer, router: CacheRouter | None = None) ->
     return Bill(requests, priced, cost, tuple(sorted(models)))
 
 
+def moved_options(
+    session: Session, provider: str | None, model: str | None, pricer: Pricer | None = None
+) -> list[str]:
+    """`--provider NAME` / `--model NAME` where they name another provider or model than the
+    log's requests ran on: an alias of the same (`gemini` for `google`, `claude-sonnet-4.6`)
+    moves nothing, so the log's usage is still what the simulation is compared with."""
+    header = session.header
+    ran = {(header.provider, header.model)} | {
+        (e.provider or header.provider, e.model)
+        for e in session.events
+        if isinstance(e, RequestMarker | ThreadStart) and getattr(e, "model", None)
+    }
+    moved = []
+    router = CacheRouter()
+    if provider and any(
+        _provider_id(router, provider) != _provider_id(router, p) for p, _ in ran
+    ):
+        moved.append(f"--provider {provider}")
+    pricer = pricer or Pricer()
+    if model and any(
+        _model_id(pricer, model, provider or p, header.ts) != _model_id(pricer, m, p, header.ts)
+        for p, m in ran
+    ):
+        moved.append(f"--model {model}")
+    return moved
+
+
+def _provider_id(router: CacheRouter, provider: str) -> str:
+    """A provider as its rule file names it (`gemini` → `google`)."""
+    layers = router.layers_for(provider.strip().lower())
+    return layers[-1].provider if layers else provider.strip().lower()
+
+
+def _model_id(pricer: Pricer, model: str, provider: str, ts: datetime) -> str:
+    """A model as genai-prices names it (`claude-sonnet-4` → `claude-sonnet-4-20250514`)."""
+    try:
+        return pricer.price(Buckets(uncached=1), model=model, provider=provider, ts=ts).model_ref
+    except ReplayError:
+        return model.strip().lower()
+
+
 def _endpoint_factor(
     router: CacheRouter | None, provider: str, model: str, ts: datetime
 ) -> Decimal:
