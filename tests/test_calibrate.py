@@ -449,7 +449,7 @@ def test_a_stream_with_the_bytes_of_a_log_given_beside_is_read_once(tmp_path: Pa
     document = json.loads(result.stdout)
     assert document["families"][0]["pairs"] == 40
     assert document["read_once"] == [{"log": "-", "why": f"same bytes as {log}"}]
-    assert f"warning: -: same bytes as {log}; read once" in result.stderr
+    assert f"warning: <stdin>: same bytes as {log}; read once" in result.stderr
 
     def fifo(name: str) -> Path:
         path = tmp_path / name

@@ -109,6 +109,7 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     from replay._api import _skipped_note
     from replay._errors import ReplayError
     from replay.adapters import forks_among, read_each_once
+    from replay.adapters._stream import label
     from replay.tokens import calibrate, calibration_dict, logs_label, write_tokenizer_file
 
     _check_date(date)
@@ -122,15 +123,15 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     # twice: each record is read once.
     read = read_each_once(logs, strict=strict)
     for left in read.left_out:
-        warn(f"{left.path}: {left.why}; read once")
+        warn(f"{label(left.path)}: {left.why}; read once")
     for log, session in read.sessions:
         if session.skipped:
-            warn(f"{log}: {_skipped_note(session)}")
+            warn(f"{label(log)}: {_skipped_note(session)}")
         if not session.requests():
-            warn(f"{log}: no request in this log; skipped")
+            warn(f"{label(log)}: no request in this log; skipped")
             continue
         if not any(r.usage for r in session.requests()):
-            warn(f"{log}: no recorded usage in this log; skipped")
+            warn(f"{label(log)}: no recorded usage in this log; skipped")
             continue
         sessions.append(session)
     # A forked session given with its parent: the pairs it copied are counted once (as batch).
