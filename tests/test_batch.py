@@ -588,9 +588,17 @@ def test_a_target_holding_only_the_datasets_own_files_says_so(logdir: Path):
         with pytest.raises(ReplayError) as err:
             run_batch([target], opts, output=out, workers=1)
         assert str(err.value) == (
-            f"{target}: matches only the output dataset's own files (its Parquet parts and "
-            "cache), which are not logs"
+            f"{target}: matches only a batch dataset's own files (its Parquet parts and "
+            "cache), which are not logs; `replay.batch.scan(DATASET)` reads a dataset"
         )
+    # Given as input without -o (or beside another output), a dataset is no log either; a
+    # folder holding one and logs reads the logs only.
+    for target in (out, out / "sessions"):
+        for output in (None, logdir / "other"):
+            with pytest.raises(ReplayError, match="matches only a batch dataset's own files"):
+                run_batch([target], opts, output=output, workers=1)
+    both = run_batch([logdir], opts, output=None, workers=1)
+    assert not any("ds" in Path(f.path).parts for f in both.files)
 
 
 def test_a_date_range_that_is_empty_is_a_user_error(logdir: Path, tmp_path: Path, invoke):

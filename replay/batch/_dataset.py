@@ -90,6 +90,16 @@ def owns(root: Path, path: Path) -> bool:
     return path.suffix == ".parquet" and any(path.parent == root / t for t in TABLES)
 
 
+def any_dataset_owns(path: Path) -> bool:
+    """True for a Parquet part of any batch dataset (a table folder beside a dataset's cache
+    folder): a dataset found among the targets, or given as one, holds no log."""
+    return (
+        path.suffix == ".parquet"
+        and path.parent.name in TABLES
+        and (path.parent.parent / CACHE_DIR).is_dir()
+    )
+
+
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
 

@@ -225,8 +225,8 @@ def discover(
             unlisted.update((folder.resolve(), why) for folder, why in missed.items())
         if not count and not missed and excluded:
             raise ReplayError(
-                f"{text}: matches only the output dataset's own files (its Parquet parts and "
-                "cache), which are not logs"
+                f"{text}: matches only a batch dataset's own files (its Parquet parts and "
+                "cache), which are not logs; `replay.batch.scan(DATASET)` reads a dataset"
             )
         if not count and not missed and not path.is_dir():
             raise ReplayError(f"{text}: the pattern matches no file")

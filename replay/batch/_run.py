@@ -37,7 +37,7 @@ import polars as pl
 from replay._errors import ReplayError
 from replay.adapters._groups import GROUPED, session_folder
 from replay.adapters._once import forks_with_parent
-from replay.batch._dataset import Dataset, owns
+from replay.batch._dataset import Dataset, any_dataset_owns, owns
 from replay.batch._discover import discover, target_roots
 from replay.batch._engines import Engine, make_engine
 from replay.batch._options import BatchOptions, horizon_seconds, replay_key, scan_key
@@ -512,10 +512,10 @@ def run_batch(
     if forget_missing and output is None:
         raise ReplayError("--forget-missing drops rows of a dataset: it needs -o DATASET")
     dataset = Dataset(output) if output is not None else None
-    exclude = None
-    if output is not None:  # its parts are no logs; a user's file under it may be one
+    exclude = any_dataset_owns  # a dataset's parts are no logs; a user's file under it may be
+    if output is not None:
         root = Path(output).resolve()
-        exclude = functools.partial(owns, root)
+        exclude = functools.partial(_owned, root)
     unlisted: dict[Path, str] = {}  # folders found below a target that cannot be listed
     paths = [str(p) for p in discover(targets, exclude, unlisted)]
     skey, rkey = scan_key(opts), replay_key(opts)
@@ -644,6 +644,11 @@ def _with_tokenizers(opts: BatchOptions) -> BatchOptions:
     if opts.tokenizers != tokenizer_file_in_force():
         use_tokenizers(opts.tokenizers)
     return opts
+
+
+def _owned(root: Path, path: Path) -> bool:
+    """A file of the output dataset at `root` (its cache too) or a part of another dataset."""
+    return owns(root, path) or any_dataset_owns(path)
 
 
 def _check_routes(opts: BatchOptions) -> None:
