@@ -58,7 +58,9 @@ def charge(
     cost, input_cost = price.total_usd, price.input_usd
     if outcome.created_tokens:
         # The creation is a call of its own (Gemini `cachedContents.create`), priced as a prompt
-        # of that many tokens: its own tier on tiered models.
+        # of that many tokens: its own tier on tiered models. Its price's warning is not kept:
+        # plain input has a rate on every card, so it could only repeat the card's own note,
+        # which the request's price already carries.
         created = pricer.price(
             Buckets(uncached=outcome.created_tokens),
             model=model,
