@@ -127,6 +127,8 @@ def test_batch_replays_logs_counts_errors_and_writes_a_dataset(logdir: Path, tmp
     assert list(totals) == ["baseline", "truncate-500"]
     assert totals["baseline"]["sessions"] == 4
     assert totals["baseline"]["cost_usd"] == rows.filter(strategy="baseline")["cost_usd"].sum()
+    base = totals["baseline"]  # unrounded: the table rounds it once
+    assert base["hit_ratio"] == base["cached_tokens"] / base["prompt_tokens"]
     assert report.requests == 4 * 14
     # one part per replayed file, none for the failed or skipped ones
     assert len(list((out / "sessions").glob("*.parquet"))) == 4

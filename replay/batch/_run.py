@@ -432,7 +432,7 @@ def _totals(combined: pl.DataFrame | None, order: list[str]) -> pl.DataFrame:
         )
     total = combined.with_columns(
         hit_ratio=pl.when(pl.col("prompt_tokens") > 0)
-        .then((pl.col("cached_tokens") / pl.col("prompt_tokens")).round(4))
+        .then(pl.col("cached_tokens") / pl.col("prompt_tokens"))
         .otherwise(0.0)
     )
     rank = {name: n for n, name in enumerate(order)}

@@ -287,7 +287,7 @@ def _summary_from(accs: dict[str, _Acc]) -> pl.DataFrame:
             "output_tokens": a.output,
             "cost_usd": a.cost,
             "peak_prompt_tokens": a.peak,
-            "hit_ratio": round(a.cached / a.prompt, 4) if a.prompt else 0.0,
+            "hit_ratio": a.cached / a.prompt if a.prompt else 0.0,  # rounded where shown, once
             "prefix_breaks": a.breaks,
             "over_window": a.over,
             "summarizer_calls": a.summarizer_calls,
