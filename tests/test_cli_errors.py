@@ -728,17 +728,22 @@ def test_without_format_the_output_suffix_picks_it(invoke, tmp_path, name, start
         (["strategies"], "s.csv", "table, json or markdown"),
         (["calibrate", RUN42], "c.parquet", "table or json"),
         (["providers"], "p.csv", "table or json"),
+        (["convert", RUN42], "c.parquet", "replay-log JSONL"),
+        (["convert", RUN42], "c.csv", "replay-log JSONL"),
+        (["schema"], "s.csv", "json"),
+        (["record-fixture"], "f.parquet", "replay-log JSONL"),
     ],
 )
 def test_a_data_file_a_command_does_not_write_is_refused(invoke, tmp_path, args, name, writes):
-    """`-o x.parquet` on a command without Parquet wrote a text table into it, for a program
-    to fail on; refused before any work, nothing written."""
+    """`-o x.parquet` on a command without Parquet wrote a text table (or JSONL) into it, for a
+    program to fail on; refused before any work, nothing written."""
     out = tmp_path / name
     result = invoke(*args, "-o", out)
     assert result.exit_code == 2
+    either = "one" if " or " in writes else "it"
     assert result.stderr == (
         f"error: -o {out} names a {out.suffix[1:]} file, which this command does not write (it "
-        f"writes {writes}): give a file name that agrees with one\n"
+        f"writes {writes}): give a file name that agrees with {either}\n"
     )
     assert list(tmp_path.iterdir()) == []
 

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import click
 
-from replay.cli._main import LOG_PATH, OUTPUT_PATH, check_output_folder, cli, user_errors
+from replay.cli._main import (
+    LOG_PATH,
+    OUTPUT_PATH,
+    check_output_folder,
+    cli,
+    refuse_data_suffix,
+    user_errors,
+)
 
 _FORMATS = ("replay-log", "claude-code", "codex", "pi", "opencode")
 
@@ -51,6 +58,7 @@ def convert_command(
     from replay.log import RequestMarker, ThreadStart, dumps_log, write_log
     from replay.report._table import counted
 
+    refuse_data_suffix(output, "replay-log JSONL")
     session = read_any(log, strict=strict, fmt=source_format)
     if output == "-":
         click.echo(dumps_log(session.header, session.events), nl=False)

@@ -22,6 +22,7 @@ from replay.cli._main import (
     emit,
     output_options,
     price_overrides,
+    refuse_data_suffix,
     replay_options,
     ttl_option,
     user_errors,
@@ -196,6 +197,7 @@ def schema_command(output: Path | None) -> None:
     from replay._api import schema_text
     from replay.report import write_output
 
+    refuse_data_suffix(output, "json", ("json",))
     write_output(schema_text(), output)
 
 
@@ -224,5 +226,6 @@ def record_fixture_command(output: Path, fixture: Path | None) -> None:
     """
     from replay.fixture import record_fixture
 
+    refuse_data_suffix(output, "replay-log JSONL")
     session = record_fixture(output, fixture)
     click.echo(f"wrote {output}: {len(session.requests())} requests", err=True)

@@ -234,13 +234,7 @@ def format_for(fmt: str | None, output: Any, formats: tuple[str, ...]) -> str:
     written to `out.json` would be read as JSON."""
     named = None
     if output is not None and str(output) != "-":
-        named = SUFFIX_FORMATS.get(Path(str(output)).suffix.lower())
-        if named in DATA_FORMATS and named not in formats:
-            # A program reading it as that format would fail on a text table.
-            raise ReplayError(
-                f"-o {output} names a {named} file, which this command does not write (it "
-                f"writes {_either(formats)}): give a file name that agrees with one"
-            )
+        named = refuse_data_suffix(output, _either(formats), formats)
         named = named if named in formats else None
     fmt = fmt or named or formats[0]
     if named is not None and named != fmt:
@@ -252,6 +246,21 @@ def format_for(fmt: str | None, output: Any, formats: tuple[str, ...]) -> str:
         # Refused before the replay, not after it.
         raise ReplayError("--format parquet needs -o FILE (Parquet is not for the terminal)")
     return fmt
+
+
+def refuse_data_suffix(output: Any, writes: str, formats: tuple[str, ...] = ()) -> str | None:
+    """The format `-o`'s suffix names; an error where it names a data format (JSON, CSV,
+    Parquet) other than `formats`, what the command writes (`writes`, said in the error): a
+    program reading the file as that format would fail on it."""
+    if output is None or str(output) == "-":
+        return None
+    named = SUFFIX_FORMATS.get(Path(str(output)).suffix.lower())
+    if named in DATA_FORMATS and named not in formats:
+        raise ReplayError(
+            f"-o {output} names a {named} file, which this command does not write (it writes "
+            f"{writes}): give a file name that agrees with {'one' if len(formats) > 1 else 'it'}"
+        )
+    return named
 
 
 def _either(words: tuple[str, ...]) -> str:
