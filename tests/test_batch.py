@@ -1557,6 +1557,9 @@ def test_the_json_report_is_the_same_bytes_on_a_rerun_unless_timings_are_asked(
                                                           "requests_per_second")} == json.loads(
         first.stdout
     )
+    # The table has them on stderr already: --timings there changed nothing, silently.
+    table = invoke("batch", logdir, "-s", "baseline", "--timings", "-q")
+    assert table.exit_code == 2 and "--timings adds the seconds to the JSON report" in table.stderr
 
 
 def test_scan_reads_parts_an_older_replay_wrote_with_fewer_columns(tmp_path: Path):

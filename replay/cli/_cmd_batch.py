@@ -156,7 +156,7 @@ def _check_dataset_parent(
 @click.option(
     "--timings",
     is_flag=True,
-    help="With --format json: add the seconds each pass took and the files and requests "
+    help="With --format json (only): add the seconds each pass took and the files and requests "
     "replayed per second (the report is then no longer the same byte for byte on a re-run).",
 )
 @user_errors
@@ -209,6 +209,13 @@ def batch_command(
     from replay.batch import BatchOptions, parse_when, run_batch
 
     price_overrides(prices)  # a bad --price is a user error, before any work (as in `run`)
+    if timings and fmt != "json":
+        from replay._errors import ReplayError
+
+        raise ReplayError(
+            "--timings adds the seconds to the JSON report (--format json); the table's summary "
+            "line on standard error always has them"
+        )
     opts = BatchOptions(
         strategies=strategies,
         provider=provider,
