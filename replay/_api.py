@@ -474,7 +474,8 @@ def _notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list
         counts = ", ".join(f"{name} {n:,}" for name, n in tables.mentions.items())
         notes.append(
             "The agent's text named something that only hidden text held (column "
-            "`blind_mentions`; not counted as blind actions, since an agent often names a thing "
+            "`blind_mentions` of `replay run`; not counted as blind actions, since an agent often "
+            "names a thing "
             f"it then reads again): {counts}."
         )
     return notes
