@@ -1519,3 +1519,242 @@ def test_lines_of_a_response_without_content_are_no_duplicates_of_each_other(tmp
     session = load(_write(tmp_path, lines))
     assert [len(e.blocks) for e in session.events if isinstance(e, AssistantMessage)] == [1]
     assert not [s for s in session.skipped if "duplicate record" in str(s)]
+
+
+def test_a_repeated_response_with_one_line_of_its_own_is_a_request(tmp_path: Path) -> None:
+    # `_replayed`: a response is a copy only when every line of it repeats the first response
+    # with that message id; one line with a block that response lacks makes it another call.
+    lines = _sidechain_log()
+    copied = lines[1]["message"]["content"][0]
+    other = {"type": "text", "text": "Something else."}
+    usage = _usage(3, 400, 0, 9)
+    lines[3:3] = [
+        _assistant("c1", "s1", "01.200", "msg_1", "req_other", copied, usage, isSidechain=True),
+        _assistant("c2", "c1", "01.300", "msg_1", "req_other", other, usage, isSidechain=True),
+    ]
+    lines[5]["parentUuid"] = "c2"
+    session = load(_write(tmp_path, lines))
+    assert [r.request_id for r in session.requests()] == ["req_1", "req_other", "req_s", "req_2"]
+    other_answer = next(
+        e for e in session.events
+        if isinstance(e, AssistantMessage) and e.request_id == "req_other"
+    )
+    assert getattr(other_answer, "copied_from", None) is None
+
+
+def _parallel_calls(first_id: str, second_id: str, results: list[str]) -> list[dict[str, Any]]:
+    """One response with two tool calls (Read then Bash, logged ids `first_id`, `second_id`),
+    answered by one user line of results naming `results` in that order."""
+    read = {"type": "tool_use", "id": first_id, "name": "Read", "input": {"p": "a"}}
+    bash = {"type": "tool_use", "id": second_id, "name": "Bash", "input": {"c": "ls"}}
+    usage = _usage(3, 100, 0, 30)
+    return [
+        _user("u1", None, "00.000", "go"),
+        _assistant("a1", "u1", "01.000", "msg_1", "req_1", read, usage),
+        _assistant("a2", "a1", "01.500", "msg_1", "req_1", bash, usage),
+        _user(
+            "u2",
+            "a2",
+            "02.000",
+            [
+                {"type": "tool_result", "tool_use_id": source, "content": f"out-{n}"}
+                for n, source in enumerate(results, start=1)
+            ],
+        ),
+        _second_answer(),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("ids", "results"),
+    [
+        # Quirk (repeated ids): both calls logged as `toolu_1`; a result answers the oldest.
+        (("toolu_1", "toolu_1"), ["toolu_1", "toolu_1"]),
+        # Quirk (Entire redaction): results paired by order with the unanswered calls.
+        (("REDACTED", "REDACTED"), ["REDACTED", "REDACTED"]),
+    ],
+)
+def test_results_naming_no_single_call_answer_the_oldest_unanswered_one(
+    tmp_path: Path, ids: tuple[str, str], results: list[str]
+) -> None:
+    session = load(_write(tmp_path, _parallel_calls(*ids, results)))
+    calls = [
+        b.id
+        for e in session.events
+        if isinstance(e, AssistantMessage)
+        for b in e.blocks
+        if isinstance(b, ToolCallBlock)
+    ]
+    answers = [
+        (e.call_id, e.tool_name, e.output) for e in session.events if isinstance(e, ToolResult)
+    ]
+    assert answers == [(calls[0], "Read", "out-1"), (calls[1], "Bash", "out-2")]
+
+
+@pytest.mark.parametrize(("pre", "expected"), [(160000, 160000), (True, None), ("160000", None)])
+def test_a_compaction_s_pre_tokens_is_kept_only_when_it_is_a_count(
+    tmp_path: Path, pre: Any, expected: int | None
+) -> None:
+    lines = claude_lines()
+    lines.append(
+        {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "uuid": "cb",
+            "parentUuid": None,
+            "logicalParentUuid": "a3",
+            "sessionId": "s-1",
+            "timestamp": "2026-01-02T10:01:00Z",
+            "compactMetadata": {"trigger": "manual", "preTokens": pre},
+        }
+    )
+    session = load(_write(tmp_path, lines))
+    (compaction,) = [e for e in session.events if isinstance(e, Compaction)]
+    assert compaction.trigger == "manual"
+    assert compaction.tokens_before == expected
+
+
+def test_a_queued_task_notification_is_injected_text_not_a_typed_prompt(tmp_path: Path) -> None:
+    # Only a queued command of mode `prompt` is text the user typed; `task-notification` (a
+    # background task finishing: the 2.1.x samples) is written by the CLI.
+    lines = claude_lines()
+    lines.insert(
+        2,
+        {
+            "type": "attachment",
+            "uuid": "at1",
+            "parentUuid": "u1",
+            "sessionId": "s-1",
+            "timestamp": "2026-01-02T10:00:00.500Z",
+            "attachment": {
+                "type": "queued_command",
+                "prompt": "<task-notification>done</task-notification>",
+                "commandMode": "task-notification",
+            },
+        },
+    )
+    lines[3]["parentUuid"] = "at1"
+    session = load(_write(tmp_path, lines), strict=True)
+    (note,) = [e for e in session.events if getattr(e, "attachment", None) == "queued_command"]
+    assert note.text == "<task-notification>done</task-notification>"
+    assert note.injected is True and note.estimated_text is True
+
+
+def test_an_agent_call_starts_the_sidechain_with_its_prompt(tmp_path: Path) -> None:
+    # Claude Code 2.x renamed the Task tool `Agent`: without an agentId to tie them, the
+    # sidechain is still linked to the call whose prompt it starts with.
+    lines = _sidechain_log()
+    lines[1]["message"]["content"][0]["name"] = "Agent"
+    session = load(_write(tmp_path, lines), strict=True)
+    start = next(e for e in session.events if isinstance(e, ThreadStart))
+    assert start.parent_call_id == "toolu_task"
+
+
+def test_a_folder_reads_its_transcripts_oldest_first_whatever_their_names(tmp_path: Path) -> None:
+    # Quirk (resume / --continue): the later file continues the chain. Read first because
+    # its name sorts first, its turn hung off a line not read yet: a branch, not the end of
+    # the conversation.
+    _write(tmp_path, claude_lines(), "s-b.jsonl")
+    _write(tmp_path, _resumed_turn(), "s-a.jsonl")
+    session = load(tmp_path, strict=True)
+    assert [(r.request_id, r.thread) for r in session.requests()] == [
+        ("req_1", "main"),
+        ("req_2", "main"),
+        ("req_9", "main"),
+    ]
+    assert not any(isinstance(e, ThreadStart) for e in session.events)
+
+
+def test_a_meta_line_beside_the_active_path_stays_in_its_context(tmp_path: Path) -> None:
+    # A user line `isMeta` (text the CLI injects) off the leaf's ancestors is an artifact of
+    # how the log was written, like a tool result: on the active path, not a branch of its own
+    # (a branch without a request is not replayed: its text would be lost).
+    lines = claude_lines() + [
+        _user("m1", "a3", "05.000", "Caveat: injected by the CLI.", isMeta=True),
+        *_resumed_turn(),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    meta = [e for e in session.events if isinstance(e, UserMessage) and e.injected]
+    assert [(e.text, e.thread) for e in meta] == [("Caveat: injected by the CLI.", "main")]
+    assert [r.request_id for r in session.requests()] == ["req_1", "req_2", "req_9"]
+
+
+def test_a_rewound_branch_holding_only_an_api_error_is_not_replayed(tmp_path: Path) -> None:
+    # A branch's requests were billed; one whose only answer is an API error line billed
+    # nothing: no thread of its own.
+    lines = claude_lines() + [
+        _user("b1", "a3", "05.000", "Try this."),
+        _assistant(
+            "b2", "b1", "06.000", "msg_err", "req_err", {"type": "text", "text": "API Error"},
+            _usage(0, 0, 0, 0), isApiErrorMessage=True,
+        ),
+        *_resumed_turn(),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    assert {e.thread for e in session.events} == {"main"}
+    assert [r.request_id for r in session.requests()] == ["req_1", "req_2", "req_9"]
+
+
+def test_a_server_tool_call_waits_for_no_tool_result(tmp_path: Path) -> None:
+    # server_tool_use runs at Anthropic: its result is a block of the same response, no
+    # tool_result line follows, and the next request needs no placeholder for it.
+    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+              "input": {"query": "q"}}
+    found = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
+    usage = _usage(3, 100, 0, 30)
+    lines = [
+        _user("u1", None, "00.000", "search"),
+        _assistant("a1", "u1", "01.000", "msg_1", "req_1", search, usage),
+        _assistant("a2", "a1", "01.500", "msg_1", "req_1", found, usage),
+        _user("u2", "a2", "02.000", "thanks"),
+        _second_answer(),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    assert not session.skipped
+    assert not any(isinstance(e, ToolResult) for e in session.events)
+    call = next(
+        b for e in session.events if isinstance(e, AssistantMessage)
+        for b in e.blocks if isinstance(b, ToolCallBlock)
+    )
+    assert call.server_side is True
+
+
+def test_redacted_session_ids_tie_no_files_together(tmp_path: Path) -> None:
+    # Quirk (Entire redaction): `sessionId: "REDACTED"` in two unrelated transcripts is no
+    # evidence that they are one session.
+    _write(tmp_path, _other_session("REDACTED", "x"), "s-2.jsonl")
+    _write(tmp_path, _other_session("REDACTED", "y"), "s-3.jsonl")
+    with pytest.raises(LogFormatError, match="holds 2 unrelated sessions"):
+        load(tmp_path)
+
+
+def test_a_summary_without_a_boundary_is_a_compaction(tmp_path: Path) -> None:
+    # Quirk (older versions): the compaction summary message without a compact_boundary.
+    lines = claude_lines() + [
+        _user("sum", "a3", "05.000", "Summary: listed files.", isCompactSummary=True),
+        *_resumed_turn(),
+    ]
+    lines[-2]["parentUuid"] = "sum"
+    session = load(_write(tmp_path, lines), strict=True)
+    (compaction,) = [e for e in session.events if isinstance(e, Compaction)]
+    assert compaction.summary == "Summary: listed files."
+    assert not getattr(compaction, "summary_missing", False)
+    before = [
+        e.id
+        for e in session.events[: session.events.index(compaction)]
+        if isinstance(e, UserMessage | AssistantMessage | ToolResult)
+    ]
+    assert compaction.replaces == before
+
+
+
+def test_a_sidechain_starting_with_its_task_call_comes_after_that_call(tmp_path: Path) -> None:
+    # Threads are merged by time; at equal times the thread read first (the main one) goes
+    # first, so the sub-agent does not start before the call that started it.
+    lines = _sidechain_log()
+    lines[2]["timestamp"] = lines[1]["timestamp"]  # the sidechain's prompt, same millisecond
+    session = load(_write(tmp_path, lines), strict=True)
+    call = next(e for e in session.events if isinstance(e, AssistantMessage))
+    start = next(e for e in session.events if isinstance(e, ThreadStart))
+    assert call.ts == start.ts
+    assert session.events.index(call) < session.events.index(start)
