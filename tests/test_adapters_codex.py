@@ -553,8 +553,12 @@ def test_a_response_without_a_token_count_before_the_next_one_is_a_request(
             ],
             4,
         ),
+        # A running total that shrank (here its cached count) shows no request's usage.
+        ([_counts("03.100", _C, (3300, 1000, 60, 17))], 3),
+        # Nor one that grew by more reasoning than output (reasoning is part of the output).
+        ([_counts("03.100", _C, (3300, 1920, 60, 40))], 3),
     ],
-    ids=["no-later-total", "total-without-it", "two-lost"],
+    ids=["no-later-total", "total-without-it", "two-lost", "total-shrank", "reasoning-over-output"],
 )
 def test_token_count_without_usage_not_derivable_keeps_the_request_without_usage(
     tmp_path: Path, after: list[dict[str, Any]], requests: int
@@ -771,3 +775,199 @@ def test_real_sample_fidelity(prefix: str, within_128: float, prompt_error: floa
     assert all(r.read_within_128 or r.miss_cause or r.unexplained for r in rows)
     # Each sample has one retry: a repeated token_count, then a read of the whole prompt.
     assert summary["unexplained"].get("retried request") == 1
+
+
+def test_a_git_state_change_alone_marks_no_request(tmp_path: Path) -> None:
+    # The git state of a re-written session_meta is not in the prompt: no unlogged change.
+    meta = dict(codex_lines()[0]["payload"])
+    answer = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "ok"}],
+    }
+    lines = codex_lines()[:5] + [
+        _item("01.000", answer),
+        _tokens("01.100", 900, 0, 20, 900),
+        _item("03.000", dict(meta, git={"branch": "b"}), "session_meta"),
+        _item(
+            "03.001",
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "n"}]},
+        ),
+        _item("04.000", answer),
+        _tokens("04.100", 990, 896, 5, 1890),
+    ]
+    requests = load(_write(tmp_path, lines), strict=True).requests()
+    assert [getattr(r, "unlogged_change", None) for r in requests] == [None, None]
+
+
+@pytest.mark.parametrize("typed_events", [True, False])
+def test_a_user_role_text_no_human_typed_is_injected(tmp_path: Path, typed_events: bool) -> None:
+    # When the rollout logs what the human typed (`event_msg` user_message), any other
+    # user-role text is the harness's; an older rollout without those events has only its
+    # prefixes to tell.
+    lines = codex_lines()
+    lines.insert(3, _message("00.002", "user", "Context the harness adds."))
+    if not typed_events:
+        lines = [line for line in lines if line["payload"].get("type") != "user_message"]
+    session = load(_write(tmp_path, lines), strict=True)
+    users = {e.text: e.injected for e in session.events if isinstance(e, UserMessage)}
+    assert users["Context the harness adds."] is typed_events
+    assert users["List the files."] is False
+
+
+def test_a_prompt_typed_twice_keeps_both_places_through_a_compaction(tmp_path: Path) -> None:
+    # A replacement history repeating two equal prompts keeps both in place, each once.
+    lines = codex_lines() + [
+        _message("03.000", "user", "List the files."),
+        _item("03.001", {"type": "user_message", "message": "List the files."}, "event_msg"),
+        _message("03.500", "assistant", "Same as before."),
+        _tokens("03.600", 1400, 1024, 5, 3900),
+        _item(
+            "04.000",
+            {
+                "message": "",
+                "replacement_history": [
+                    _message("", "user", text)["payload"]
+                    for text in ("List the files.", "List the files.", "SUMMARY")
+                ],
+            },
+            "compacted",
+        ),
+        _tokens("04.100", 0, 0, 0, 3900),
+        _message("05.000", "assistant", "Two."),
+        _tokens("05.100", 600, 0, 2, 4500),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    c = next(e for e in session.events if isinstance(e, Compaction))
+    kept = [
+        e.text
+        for e in session.events[: session.events.index(c)]
+        if isinstance(e, UserMessage) and e.id not in c.replaces
+    ]
+    assert kept == ["List the files.", "List the files."]
+    fresh = [e.text for e in session.events if getattr(e, "from_replacement_history", False)]
+    assert fresh == ["SUMMARY"]
+
+
+def test_redacted_call_ids_pair_outputs_with_the_oldest_unanswered_call(tmp_path: Path) -> None:
+    def call(ts: str, name: str) -> dict[str, Any]:
+        return _item(
+            ts, {"type": "function_call", "name": name, "call_id": "REDACTED", "arguments": "{}"}
+        )
+
+    def output(ts: str, text: str) -> dict[str, Any]:
+        return _item(ts, {"type": "function_call_output", "call_id": "REDACTED", "output": text})
+
+    lines = codex_lines()[:5] + [
+        call("01.000", "first"),
+        call("01.001", "second"),
+        output("01.010", "out-1"),
+        output("01.011", "out-2"),
+        _tokens("01.100", 900, 0, 20, 900),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    results = [(e.tool_name, e.output) for e in session.events if isinstance(e, ToolResult)]
+    assert results == [("first", "out-1"), ("second", "out-2")]
+
+
+@pytest.mark.parametrize(
+    ("output", "failed"),
+    [
+        ({"content": "ok"}, False),  # no `success`: not a failure
+        ({"content": "ok", "success": True}, False),
+        ({"content": "no such file", "success": False}, True),
+    ],
+)
+def test_an_older_output_object_fails_only_when_success_is_false(
+    tmp_path: Path, output: dict[str, Any], failed: bool
+) -> None:
+    lines = codex_lines()
+    lines[7]["payload"]["output"] = output
+    session = load(_write(tmp_path, lines), strict=True)
+    result = next(e for e in session.events if isinstance(e, ToolResult))
+    assert (result.output, result.is_error) == (output["content"], failed)
+
+
+def test_an_unanswered_response_ends_at_the_next_prompt(tmp_path: Path) -> None:
+    # A response without a token_count (the turn was aborted) ends when the user types again:
+    # the next answer is a response of its own, after that prompt, not more of the aborted one.
+    lines = codex_lines()[:5] + [
+        _message("01.000", "assistant", "Starting"),
+        _message("02.000", "user", "Stop, do this instead."),
+        _message("03.000", "assistant", "Done."),
+        _tokens("03.100", 900, 0, 20, 900),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    order = [
+        (type(e).__name__, e.text if isinstance(e, UserMessage) else None)
+        for e in session.events
+        if isinstance(e, UserMessage | AssistantMessage)
+    ]
+    assert order[-3:] == [
+        ("AssistantMessage", None),
+        ("UserMessage", "Stop, do this instead."),
+        ("AssistantMessage", None),
+    ]
+    aborted, answer = [e for e in session.events if isinstance(e, AssistantMessage)]
+    assert aborted.request_id is None and aborted.usage_missing is True
+    assert [b.text for b in answer.blocks] == ["Done."]
+    assert [r.usage.input_tokens for r in session.requests()] == [900]
+
+
+def test_a_response_item_written_twice_with_its_timestamp_is_a_duplicate_record(
+    tmp_path: Path,
+) -> None:
+    lines = codex_lines()
+    lines.insert(7, lines[6])  # the function_call line again
+    session = load(_write(tmp_path, lines))
+    assert [str(e).split(": ", 1)[1] for e in session.skipped] == [
+        "duplicate record: same response_item as line 7"
+    ]
+    calls = [
+        b for e in session.events if isinstance(e, AssistantMessage)
+        for b in e.blocks if isinstance(b, ToolCallBlock)
+    ]
+    assert [c.id for c in calls] == ["call_1"]
+
+
+def test_tool_namespaces_come_from_their_group_or_the_tool(tmp_path: Path) -> None:
+    lines = codex_lines()
+    lines[0]["payload"]["dynamic_tools"] = [
+        {"name": "flat", "namespace": "mcp_a", "description": "d", "inputSchema": {}},
+        {"type": "namespace", "name": "mcp_b", "tools": [{"name": "inner", "parameters": {}}]},
+        {"name": "plain", "description": "p"},
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    assert [(t.name, getattr(t, "namespace", None)) for t in session.header.tools] == [
+        ("flat", "mcp_a"),
+        ("inner", "mcp_b"),
+        ("plain", None),
+    ]
+
+
+def test_a_session_meta_of_another_rollout_changes_nothing(tmp_path: Path) -> None:
+    lines = codex_lines()
+    other = dict(lines[0]["payload"], id="rollout-0", cwd="/elsewhere", memory_mode="enabled")
+    lines.insert(6, _item("00.900", other, "session_meta"))
+    session = load(_write(tmp_path, lines), strict=True)
+    assert session.header.cwd == "/w"
+    assert session.header.ignored_records["session_meta/other-id"] == 1
+    assert not any(getattr(r, "unlogged_change", None) for r in session.requests())
+
+
+def test_usage_lost_before_the_file_s_first_total_is_not_derived_from_it(
+    tmp_path: Path,
+) -> None:
+    # The first running total in a file counts what came before it too (a resumed rollout):
+    # the response whose count lost its `last_token_usage` keeps no usage rather than all of it.
+    lines = codex_lines()[:5] + [
+        _item("01.000", {"type": "function_call", "name": "a", "call_id": "c1", "arguments": "{}"}),
+        _item("01.010", {"type": "function_call_output", "call_id": "c1", "output": "1"}),
+        _counts("01.100", None, (5000, 4000, 300, 20)),
+        _message("02.000", "assistant", "done"),
+        _counts("02.100", _C, (6200, 5024, 310, 20)),
+    ]
+    session = load(_write(tmp_path, lines))
+    first, second = session.requests()
+    assert first.usage is None and first.usage_missing is True
+    assert second.usage.input_tokens == _C[0] - _C[1]
