@@ -206,15 +206,18 @@ def test_v1_compaction_first_kept_entry_index(tmp_path: Path) -> None:
     ]
 
 
-def test_aborted_zero_usage_responses_are_not_requests_nor_context(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", ["aborted", "error"])
+def test_aborted_zero_usage_responses_are_not_requests_nor_context(
+    tmp_path: Path, stop: str
+) -> None:
     lines = pi_lines()
     lines.append(_entry(6, 5, message={"role": "user", "content": "again"}))
-    lines.append(_entry(7, 6, message=_assistant("", 0, stop="aborted", usage=False)))
+    lines.append(_entry(7, 6, message=_assistant("", 0, stop=stop, usage=False)))
     lines.append(_entry(8, 7, message={"role": "user", "content": "again!"}))
     lines.append(_entry(9, 8, message=_assistant("ok", 2600)))
     session = load(_write(tmp_path, lines), strict=True)
     assert len(session.requests()) == 3
-    assert session.header.ignored_records["assistant/aborted-unbilled"] == 1
+    assert session.header.ignored_records[f"assistant/{stop}-unbilled"] == 1
 
 
 def test_a_zero_usage_answer_is_a_request_without_usage(tmp_path: Path) -> None:
@@ -722,3 +725,134 @@ def test_real_restarts_and_thinking_changes(
         )
         following = next(e for e in session.events[typed:] if isinstance(e, RequestMarker))
         assert hasattr(following, "system_changed"), text
+
+
+def test_a_branch_holding_only_an_unbilled_failure_is_not_replayed(tmp_path: Path) -> None:
+    lines = pi_lines()
+    lines.append(_entry(6, 4, message={"role": "user", "content": "abandoned question"}))
+    aborted = _assistant("", 0, stop="aborted")
+    del aborted["usage"]  # read as never billed
+    lines.append(_entry(7, 6, message=aborted))
+    lines.append(_entry(8, 5, message={"role": "user", "content": "main question"}))
+    lines.append(_entry(9, 8, message=_assistant("main answer", 2600)))
+    session = load(_write(tmp_path, lines))
+    assert {e.thread for e in session.events} == {"main"}
+    assert len(session.requests()) == 3
+
+
+def test_a_branch_starts_with_the_thinking_level_in_force_at_its_fork(tmp_path: Path) -> None:
+    lines = pi_lines()
+    lines.append(_level(6, 5, "high"))
+    lines.append(_user(7, 6, "abandoned question"))
+    lines.append(_entry(8, 7, message=_reply(2540, 30)))
+    lines.append(_user(9, 6, "main question"))
+    lines.append(_entry(10, 9, message=_reply(2540, 30)))
+    session = load(_write(tmp_path, lines), strict=True)
+    levels = sorted(
+        (r.thread, r.request_id, getattr(r, "thinking_level", None)) for r in session.requests()
+    )
+    assert [(thread, level) for thread, _, level in levels] == [
+        ("branch-1", "high"),
+        ("main", None),
+        ("main", None),
+        ("main", "high"),
+    ]
+
+
+def test_a_request_start_after_its_entry_was_written_is_not_trusted(tmp_path: Path) -> None:
+    # `message.timestamp` is when the request started; one later than the entry (written at
+    # the end of the response) is wrong: the request starts after the event before it.
+    lines = pi_lines()
+    lines.append(_user(6, 5, "next"))
+    lines.append(_entry(7, 6, message=_reply(2540, 30, at=1767348069000)))  # 10:01:09
+    session = load(_write(tmp_path, lines), strict=True)
+    last = session.requests()[-1]
+    assert last.ts.isoformat() == "2026-01-02T10:01:06+00:00"
+    assert last.duration_ms == 1000
+
+
+def test_a_thinking_level_change_without_a_level_keeps_the_one_in_force(tmp_path: Path) -> None:
+    lines = pi_lines()
+    lines.append(_level(6, 5, "high"))
+    lines.append(_entry(7, 6, kind="thinking_level_change"))  # no `thinkingLevel`
+    lines.append(_user(8, 7, "next"))
+    lines.append(_entry(9, 8, message=_reply(2540, 30)))
+    session = load(_write(tmp_path, lines), strict=True)
+    assert getattr(session.requests()[-1], "thinking_level", None) == "high"
+
+
+def test_a_rewrite_that_reads_exactly_the_hidden_head_is_a_restart(tmp_path: Path) -> None:
+    # "Reads nothing beyond the hidden head" includes reading all of it (the tools and the
+    # system prompt up to its start time, cached by the previous process).
+    lines = _restart_lines()
+    hidden = load(_write(tmp_path, lines), strict=True).header.hidden_prefix_tokens
+    assert 0 < hidden < 2500
+    lines[-1]["message"]["usage"]["cacheRead"] = hidden
+    session = load(_write(tmp_path, lines, "exact.jsonl"), strict=True)
+    assert session.header.hidden_prefix_tokens == hidden
+    assert session.requests()[-1].system_changed.startswith("new pi process (inferred)")
+    lines[-1]["message"]["usage"]["cacheRead"] = hidden + 1
+    beyond = load(_write(tmp_path, lines, "beyond.jsonl"), strict=True)
+    assert not hasattr(beyond.requests()[-1], "system_changed")
+
+
+def test_a_v1_compaction_keeps_the_entry_it_names_first(tmp_path: Path) -> None:
+    # `firstKeptEntryIndex` 4 is the tool result: kept, with what follows; only the entries
+    # before it are replaced by the summary.
+    lines = pi_lines(version=1)
+    lines.append(_v1_compaction(firstKeptEntryIndex=4))
+    session = load(_write(tmp_path, lines), strict=True)
+    c = next(e for e in session.events if isinstance(e, Compaction))
+    kept = [
+        type(e).__name__
+        for e in session.events[: session.events.index(c)]
+        if isinstance(e, UserMessage | AssistantMessage | ToolResult) and e.id not in c.replaces
+    ]
+    assert kept == ["ToolResult", "AssistantMessage"]
+
+
+def test_injected_text_since_the_last_request_is_no_sign_of_a_restart(tmp_path: Path) -> None:
+    # Only a message the user typed (or a `!cmd`) shows that a new process may have started;
+    # text an extension injects (`custom_message`) is written by the running one.
+    lines = _restart_lines()
+    typed = lines[-2]
+    lines[-2] = _entry(6, 5, kind="custom_message", customType="note", content="injected",
+                       display=False)
+    lines[-2]["timestamp"] = typed["timestamp"]
+    session = load(_write(tmp_path, lines), strict=True)
+    assert not hasattr(session.requests()[-1], "system_changed")
+
+
+def test_results_naming_an_id_two_waiting_calls_share_answer_them_in_call_order(
+    tmp_path: Path,
+) -> None:
+    # Two calls of one response logged under the same id: the first result answers the first.
+    lines = pi_lines(3)
+    header, *entries = lines
+    call, result, answer = (json.loads(json.dumps(e)) for e in entries[2:5])
+    first = call["message"]["content"][1]
+    first["id"] = "call_0"
+    second = dict(first, name="read", arguments={"path": "a.txt"})
+    call["message"]["content"].append(second)
+    result["message"]["toolCallId"] = "call_0"
+    result2 = json.loads(json.dumps(result))
+    result2["message"].update(toolName="read", content=[{"type": "text", "text": "alpha"}])
+    body = [*entries[:2], call, result, result2, answer]
+    parent = None
+    for n, e in enumerate(body, start=1):
+        e["id"], e["parentId"] = f"{n:08x}", parent
+        parent = e["id"]
+    session = load(_write(tmp_path, [header, *body]), strict=True)
+    calls = [(b.id, b.name) for e in session.events if isinstance(e, AssistantMessage)
+             for b in e.blocks if isinstance(b, ToolCallBlock)]
+    results = [(e.call_id, e.output) for e in session.events if isinstance(e, ToolResult)]
+    assert calls == [("call_0", "bash"), ("call_0#2", "read")]
+    assert results == [("call_0", "a.txt\nb.txt"), ("call_0#2", "alpha")]
+
+
+def test_a_session_starts_no_later_than_its_first_event(tmp_path: Path) -> None:
+    lines = pi_lines()
+    lines[0]["timestamp"] = "2026-01-02T11:00:00.000Z"  # after every entry (a damaged clock)
+    session = load(_write(tmp_path, lines), strict=True)
+    assert session.header.ts == session.events[0].ts
+    assert session.header.ts.isoformat() == "2026-01-02T10:00:00+00:00"
