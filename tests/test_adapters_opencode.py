@@ -315,6 +315,11 @@ def test_summary_message_is_a_compaction(tmp_path: Path) -> None:
     assert c.message is None and c.message_role == "assistant"  # sent as it is, the assistant's
     assert len(c.replaces) == 4  # user, 2 responses, 1 tool result: every earlier context event
     assert len(session.requests()) == 3  # the summarising call was billed too
+    assert [getattr(r, "compaction_call", False) for r in session.requests()] == [
+        False,
+        False,
+        True,
+    ]
 
 
 _LOST = "expected `tokens` (an object: the request's usage)"
@@ -493,3 +498,124 @@ def test_line_numbers_counted_on_equal_counting_from_the_start(text, positions) 
     for pos in sorted(positions) + positions:
         pos = min(pos, len(text))
         assert line_of(pos) == text.count("\n", 0, pos) + 1
+
+
+def _user_message(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    sid = opencode_doc()["info"]["id"]
+    return {
+        "info": {
+            "role": "user",
+            "id": "msg_u9",
+            "sessionID": sid,
+            "time": {"created": 1767348004000},
+        },
+        "parts": parts,
+    }
+
+
+@pytest.mark.parametrize(
+    ("parts", "text", "injected"),
+    [
+        # A part the user turned off (`ignored`) is not sent.
+        (
+            [{"type": "text", "text": "sent"}, {"type": "text", "text": "off", "ignored": True}],
+            "sent",
+            False,
+        ),
+        # Text opencode adds itself (`synthetic`) is injected, unless the user typed some too.
+        ([{"type": "text", "text": "added", "synthetic": True}], "added", True),
+        (
+            [
+                {"type": "text", "text": "added", "synthetic": True},
+                {"type": "text", "text": "typed"},
+            ],
+            "added\ntyped",
+            False,
+        ),
+    ],
+)
+def test_user_parts_ignored_and_synthetic(
+    tmp_path: Path, parts: list[dict[str, Any]], text: str, injected: bool
+) -> None:
+    doc = opencode_doc()
+    doc["messages"].append(_user_message([dict(p, id=f"prt_9{n}") for n, p in enumerate(parts)]))
+    session = load(_write(tmp_path, doc), strict=True)
+    last = [e for e in session.events if type(e).__name__ == "UserMessage"][-1]
+    assert (last.text, last.injected) == (text, injected)
+
+
+def test_a_task_message_without_tokens_or_steps_is_history(tmp_path: Path) -> None:
+    # Quirk: the `task` message opencode writes for a `/command` subtask, in an export without
+    # step parts nor tokens: history, not a request whose usage was lost.
+    doc = opencode_doc()
+    task = copy.deepcopy(doc["messages"][2])
+    task["info"].update(id="msg_task", time={"created": 1767348004100})
+    del task["info"]["tokens"]
+    task["parts"] = [
+        {
+            "type": "tool",
+            "id": "prt_t1",
+            "callID": "call_t",
+            "tool": "task",
+            "state": {
+                "status": "completed",
+                "input": {"prompt": "Review."},
+                "output": "LGTM",
+                "time": {"start": 1767348004200, "end": 1767348009000},
+            },
+        }
+    ]
+    doc["messages"].append(task)
+    session = load(_write(tmp_path, doc), strict=True)
+    assert len(session.requests()) == 2
+    result = [e for e in session.events if isinstance(e, ToolResult)][-1]
+    assert (result.tool_name, result.output) == ("task", "LGTM")
+
+
+def test_a_later_step_is_sent_after_the_events_of_the_step_before(tmp_path: Path) -> None:
+    # One assistant message holding two steps: the second request is sent once the first
+    # step's tool result is in, not when the message was created.
+    doc = opencode_doc()
+    first, second = doc["messages"][1], doc["messages"][2]
+    first["parts"] += [dict(p, id=f"{p['id']}b") for p in second["parts"]]
+    first["info"]["time"]["completed"] = 1767348003000
+    del doc["messages"][2]
+    session = load(_write(tmp_path, doc), strict=True)
+    one, two = session.requests()
+    result = next(e for e in session.events if isinstance(e, ToolResult))
+    assert one.ts.isoformat() == "2026-01-02T10:00:00.100000+00:00"
+    assert two.ts == result.ts
+    # The first step's answer came before its tool ran; the last one ends with the message.
+    answers = [e for e in session.events if isinstance(e, AssistantMessage)]
+    assert [a.ts.isoformat() for a in answers] == [
+        "2026-01-02T10:00:00.100000+00:00",
+        "2026-01-02T10:00:03+00:00",
+    ]
+
+
+def test_anthropic_thinking_metadata_marks_the_route_whatever_the_provider_id(
+    tmp_path: Path,
+) -> None:
+    # A Claude model through an aggregator (provider id `openrouter`, model id with a prefix):
+    # the reasoning part's `anthropic` metadata says it is Claude's thinking text.
+    signed = {"text": THOUGHT, "metadata": {"anthropic": {"signature": "sig=="}}}
+    doc = _anthropic_doc(signed)
+    for message in doc["messages"][1:]:
+        message["info"].update(modelID="anthropic/claude-sonnet-4.5", providerID="openrouter")
+    session = load(_write(tmp_path, doc), strict=True)
+    message = next(e for e in session.events if isinstance(e, AssistantMessage))
+    thinking = message.blocks[0]
+    assert thinking.thinking == THOUGHT and thinking.signature == "sig=="
+
+
+def test_a_session_exported_twice_is_read_once(tmp_path: Path) -> None:
+    # Quirk: a later export of the same session repeats the earlier one's messages.
+    doc = opencode_doc()
+    _write(tmp_path, doc, "early.json")
+    later = copy.deepcopy(doc)
+    later["messages"].append(_user_message([{"type": "text", "text": "more", "id": "prt_91"}]))
+    _write(tmp_path, later, "later.json")
+    session = load(tmp_path, strict=True)
+    assert len(session.requests()) == 2
+    texts = [e.text for e in session.events if type(e).__name__ == "UserMessage"]
+    assert texts == ["List the files.", "more"]
