@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from conftest import RUN42
+from hypothesis import given
+from hypothesis import strategies as st
 
 import replay
 from replay import load
@@ -1113,3 +1115,100 @@ def test_a_folder_of_logs_of_several_formats_is_refused(tmp_path: Path, first: s
             assert f"{fmt}: {name}{SUFFIX.get(fmt, '.jsonl')}" in message
     run = CliRunner().invoke(_cli(), ["run", str(tmp_path), "-s", "baseline"])
     assert run.exit_code == 2 and run.stderr.startswith("error: ") and "2 formats" in run.stderr
+
+
+@given(
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+    st.one_of(st.none(), st.integers(0, 2 * 10**6)),
+)
+def test_anthropic_write_buckets_add_up_to_the_logged_write(inp, read, created, h1) -> None:
+    # However the TTL split reads (absent, short, or over the total), the prompt is
+    # input + cache read + cache creation, in disjoint non-negative buckets.
+    from replay.adapters._common import anthropic_usage
+
+    u = {"input_tokens": inp, "cache_read_input_tokens": read,
+         "cache_creation_input_tokens": created, "output_tokens": 1}
+    if h1 is not None:
+        u["cache_creation"] = {"ephemeral_1h_input_tokens": h1}
+    usage = anthropic_usage(u)
+    assert usage.cache_write_5m_tokens >= 0 and usage.cache_write_1h_tokens >= 0
+    assert usage.cache_write_5m_tokens + usage.cache_write_1h_tokens == created
+    assert usage.prompt_tokens == inp + read + created
+    assert usage.cache_write_1h_tokens == min(h1 or 0, created)
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "expected"),
+    [
+        # An aggregator is priced as the model's maker when the model says who that is …
+        ("openrouter", "claude-sonnet-4-5", "anthropic"),
+        ("openrouter", "gpt-5", "openai"),
+        # … and stays itself otherwise.
+        ("openrouter", "anthropic/claude-sonnet-4.5", "openrouter"),
+        ("claude", "anything", "anthropic"),
+        (None, "deepseek-chat", "deepseek"),
+        (None, None, "anthropic"),
+    ],
+)
+def test_provider_for_maps_aggregators_to_the_model_s_maker(provider, model, expected) -> None:
+    from replay.adapters._common import provider_for
+
+    assert provider_for(provider, model) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ('{"a": 1}', {"a": 1}),
+        ("[1, 2]", {"_raw": [1, 2]}),  # JSON, not an object: kept whole
+        ('"ls"', {"_raw": "ls"}),
+        ("not json", {"_raw": "not json"}),
+        (None, {}),
+        (7, {"_raw": 7}),
+    ],
+)
+def test_tool_arguments_that_are_no_object_are_kept_under_raw(raw, expected) -> None:
+    from replay.adapters._common import parse_arguments
+
+    assert parse_arguments(raw) == expected
+
+
+def test_openai_usage_without_a_reasoning_count_leaves_it_unknown() -> None:
+    from replay.adapters._common import openai_usage
+
+    usage = openai_usage({"input_tokens": 10, "cached_input_tokens": 4, "output_tokens": 3})
+    assert (usage.input_tokens, usage.cache_read_tokens, usage.output_tokens) == (6, 4, 3)
+    assert usage.reasoning_tokens is None  # not logged: unknown, not zero
+    logged = openai_usage({"input_tokens": 10, "output_tokens": 3, "reasoning_output_tokens": 0})
+    assert logged.reasoning_tokens == 0
+
+
+def test_a_usage_is_empty_only_with_neither_prompt_nor_output() -> None:
+    from replay.adapters._common import usage_is_empty
+    from replay.log import Usage
+
+    assert usage_is_empty(None) and usage_is_empty(Usage())
+    assert not usage_is_empty(Usage(output_tokens=5))
+    assert not usage_is_empty(Usage(cache_read_tokens=5))
+
+
+def test_a_cut_export_holding_only_its_info_is_still_an_opencode_export(tmp_path: Path) -> None:
+    path = tmp_path / "export.json"
+    path.write_text('{\n  "info": {\n    "id": "ses_1",\n', encoding="utf-8")
+    assert detect(path) == "opencode"
+
+
+def test_a_subagent_file_s_session_folder_is_where_its_transcript_lies(tmp_path: Path) -> None:
+    # `<project>/<sessionId>/subagents/agent-*.jsonl`: one session with `<project>/<sessionId>
+    # .jsonl` when that transcript is there; else its own `<sessionId>/` folder.
+    from replay.adapters._groups import session_folder
+
+    agent = tmp_path / "s-1" / "subagents" / "agent-a1.jsonl"
+    agent.parent.mkdir(parents=True)
+    agent.write_text("{}\n", encoding="utf-8")
+    assert session_folder("claude-code", agent) == str(tmp_path / "s-1")
+    (tmp_path / "s-1.jsonl").write_text("{}\n", encoding="utf-8")
+    assert session_folder("claude-code", agent) == str(tmp_path)
+    assert session_folder("opencode", agent) == str(agent.parent)
