@@ -815,6 +815,38 @@ def test_a_user_role_text_no_human_typed_is_injected(tmp_path: Path, typed_event
     assert users["List the files."] is False
 
 
+def test_a_prompt_sent_with_an_image_is_typed_and_survives_an_older_compaction(
+    tmp_path: Path,
+) -> None:
+    # The user_message event logs the typed text only; the message also holds the image block.
+    # Read as injected, the prompt was left out of the history rebuilt after a `compacted`
+    # that has only a summary (found by the adapters' mutation pass).
+    image = {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
+    second = _message("03.000", "user", "Now count them.")
+    second["payload"]["content"].append(image)
+    lines = codex_lines() + [
+        second,
+        _item("03.001", {"type": "user_message", "message": "Now count them."}, "event_msg"),
+        _message("03.500", "assistant", "Counting."),
+        _tokens("03.600", 1400, 1024, 5, 3900),
+        _item("04.000", {"message": "SUMMARY"}, "compacted"),
+        _tokens("04.100", 0, 0, 0, 3900),
+        _message("05.000", "assistant", "Two."),
+        _tokens("05.100", 600, 0, 2, 4500),
+    ]
+    lines[3]["payload"]["content"].append(image)
+    session = load(_write(tmp_path, lines), strict=True)
+    prompts = [e for e in session.events if isinstance(e, UserMessage) and not e.injected]
+    assert [e.text.split("\n")[0] for e in prompts] == ["List the files.", "Now count them."]
+    compaction = next(e for e in session.events if isinstance(e, Compaction))
+    assert prompts[1].id not in compaction.replaces
+    # A harness text that only shares a line with a typed prompt is still the harness's.
+    lines.insert(3, _message("00.002", "user", "Context the harness adds.\nNow count them."))
+    session = load(_write(tmp_path, lines), strict=True)
+    users = {e.text: e.injected for e in session.events if isinstance(e, UserMessage)}
+    assert users["Context the harness adds.\nNow count them."] is True
+
+
 def test_a_prompt_typed_twice_keeps_both_places_through_a_compaction(tmp_path: Path) -> None:
     # A replacement history repeating two equal prompts keeps both in place, each once.
     lines = codex_lines() + [

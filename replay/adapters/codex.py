@@ -181,6 +181,22 @@ def _content_text(content: Any) -> tuple[str, bool]:
     return "\n".join(parts), estimated
 
 
+def _typed_texts(content: Any) -> list[str]:
+    """What of a message's content a human may have typed: its text blocks, alone and joined
+    (an image or a file sent with a prompt is a block of its own, which the `user_message`
+    event that logs the typed text leaves out)."""
+    if not isinstance(content, list):
+        return []
+    texts = [
+        get_str(c, "text", "")
+        for c in content
+        if isinstance(c, dict)
+        and get_str(c, "type") in ("input_text", "text")
+        and binary_placeholder(c) is None
+    ]
+    return [*texts, "\n".join(texts)] if len(texts) > 1 else texts
+
+
 def _output_text(output: Any) -> tuple[str, bool, bool]:
     """A tool output as text, whether it reports failure, and whether a placeholder stands in
     for part of it."""
@@ -552,7 +568,8 @@ class _Reader:
             if role not in ("user", "developer", "system"):
                 raise Bad(f"unknown message role {role!r}")
             self.closed = True  # a new input message always starts a new response after it
-            event = UserMessage(ts=ts, text=text, injected=self._injected(role, text))
+            injected = self._injected(role, text, p.get("content"))
+            event = UserMessage(ts=ts, text=text, injected=injected)
             if role != "user":
                 event.role = role
             if estimated:
@@ -569,12 +586,13 @@ class _Reader:
             return
         raise Bad(f"unknown Codex response_item type {kind!r}")
 
-    def _injected(self, role: str, text: str) -> bool:
+    def _injected(self, role: str, text: str, content: Any = None) -> bool:
         if role != "user":
             return True
-        if text.strip() in self.human_texts:
-            return False
-        return text.lstrip().startswith(_INJECTED_PREFIXES) or bool(self.human_texts)
+        typed = self.human_texts
+        if text.strip() in typed or any(t.strip() in typed for t in _typed_texts(content)):
+            return False  # (a prompt sent with an image matches by its text blocks)
+        return text.lstrip().startswith(_INJECTED_PREFIXES) or bool(typed)
 
     def _output_block(self, number: int, p: dict[str, Any]) -> Any:
         kind = p["type"]
@@ -728,7 +746,8 @@ class _Reader:
                 kept.add(context[spot].id)
                 after = spot
                 continue
-            event = UserMessage(ts=ts, text=text, injected=self._injected(role, text))
+            injected = self._injected(role, text, item.get("content"))
+            event = UserMessage(ts=ts, text=text, injected=injected)
             if role != "user":
                 event.role = role
             event.from_replacement_history = True
