@@ -1150,6 +1150,11 @@ def test_anthropic_write_buckets_add_up_to_the_logged_write(inp, read, created, 
         ("claude", "anything", "anthropic"),
         (None, "deepseek-chat", "deepseek"),
         (None, None, "anthropic"),
+        ("openrouter", "mistral-large", "openrouter"),  # no maker known: the aggregator
+        ("opencode", "o4-mini", "openai"),
+        ("opencode", "o3", "openai"),
+        ("github-copilot", "gemini-2.5-pro", "google"),
+        ("openai", "claude-sonnet-4-5", "openai"),  # a named provider is kept
     ],
 )
 def test_provider_for_maps_aggregators_to_the_model_s_maker(provider, model, expected) -> None:
@@ -1212,3 +1217,135 @@ def test_a_subagent_file_s_session_folder_is_where_its_transcript_lies(tmp_path:
     (tmp_path / "s-1.jsonl").write_text("{}\n", encoding="utf-8")
     assert session_folder("claude-code", agent) == str(tmp_path)
     assert session_folder("opencode", agent) == str(agent.parent)
+
+
+# --------------------------------------------------------------------------------------------------
+# Usage mapping and the small rules every adapter shares (pinned by a mutation pass)
+
+
+def test_anthropic_usage_leaves_what_the_ttl_split_does_not_cover_in_the_5m_bucket() -> None:
+    from replay.adapters._common import anthropic_usage
+
+    def buckets(created: int, split: dict[str, int] | None) -> tuple[int, int, int]:
+        raw: dict[str, Any] = {"input_tokens": 4, "cache_read_input_tokens": 900,
+                               "cache_creation_input_tokens": created, "output_tokens": 7}
+        if split is not None:
+            raw["cache_creation"] = split
+        u = anthropic_usage(raw)
+        assert u.prompt_tokens == 4 + 900 + created  # whatever the split says
+        return u.cache_write_5m_tokens, u.cache_write_1h_tokens, u.output_tokens
+
+    assert buckets(100, None) == (100, 0, 7)  # older logs: the total, billed at the 5m rate
+    assert buckets(100, {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 70}) == (
+        30, 70, 7
+    )
+    # A 1h figure above the total is capped at it: no bucket goes negative.
+    assert buckets(100, {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 150}) == (
+        0, 100, 7
+    )
+
+
+def test_anthropic_price_context_names_only_priced_variants() -> None:
+    from replay.adapters._common import anthropic_price_context, anthropic_usage
+
+    def context(**raw: Any) -> dict[str, str] | None:
+        return anthropic_price_context(anthropic_usage({"input_tokens": 1, **raw}))
+
+    for geo in ("", "not_available", "global"):  # the default routing is no variant
+        assert context(inference_geo=geo, service_tier="standard") is None
+    assert context(inference_geo="us") == {"inference_geo": "us"}
+    assert context(speed="fast", inference_geo="global") == {"speed": "fast"}
+    assert context(speed="standard") is None
+
+
+def test_openai_usage_takes_a_fully_cached_prompt_and_refuses_more_cached_than_sent() -> None:
+    from replay.adapters._common import Bad, openai_usage
+
+    u = openai_usage({"input_tokens": 1280, "cached_input_tokens": 1280, "output_tokens": 9,
+                      "reasoning_output_tokens": 4})
+    assert (u.input_tokens, u.cache_read_tokens, u.output_tokens, u.reasoning_tokens) == (
+        0, 1280, 9, 4
+    )
+    with pytest.raises(Bad, match="cached_input_tokens 1281 > input_tokens 1280"):
+        openai_usage({"input_tokens": 1280, "cached_input_tokens": 1281})
+
+
+def test_opencode_usage_reads_reasoning_as_part_of_the_output_up_to_all_of_it() -> None:
+    from replay.adapters._common import opencode_usage
+
+    def out(output: int, reasoning: int) -> tuple[int, int | None]:
+        u = opencode_usage({"input": 1, "output": output, "reasoning": reasoning}, None)
+        return u.output_tokens, u.reasoning_tokens
+
+    assert out(50, 20) == (50, 20)
+    assert out(50, 50) == (50, 50)  # all of the output was reasoning: still counted once
+    assert out(50, 60) == (110, 60)  # more reasoning than output: the output left it out
+
+
+def test_a_redacted_or_repeated_request_id_gets_a_unique_generated_one(tmp_path: Path) -> None:
+    from replay.adapters._common import Issues, SessionBuilder
+
+    builder = SessionBuilder(tmp_path / "log.jsonl", Issues(tmp_path / "log.jsonl", False))
+    ids = [builder.request_id(w) for w in ("req_1", "REDACTED", "req_1", None, "REDACTED")]
+    assert ids == ["req_1", "req-2", "req_1#2", "req-4", "req-5"]
+    assert "REDACTED" not in "".join(ids)
+
+
+def test_a_result_naming_a_reused_call_id_answers_the_oldest_call_still_waiting() -> None:
+    from replay.adapters._common import WaitingCalls
+
+    waiting = WaitingCalls()
+    for cid in ("call_0", "call_0#2", "call_0#3"):
+        waiting.add("call_0", cid)
+    waiting.drop("call_0#2")  # answered by a result paired another way
+    assert [waiting.take("call_0") for _ in range(3)] == ["call_0", "call_0#3", None]
+    assert waiting.take(None) is None
+
+
+def test_thinking_without_text_is_sized_from_reasoning_tokens_split_evenly() -> None:
+    from replay.adapters._common import estimate_thinking
+    from replay.log import TextBlock, ThinkingBlock, Usage
+
+    def sizes(usage: Usage, n: int) -> list[tuple[int | None, str | None]]:
+        blocks = [ThinkingBlock(thinking="", signature=f"s{i}") for i in range(n)]
+        message = AssistantMessage(
+            ts="2026-01-02T10:00:00Z", blocks=[*blocks, TextBlock(text="ok")]
+        )
+        estimate_thinking(message, usage, "gpt-5")
+        return [(b.estimated_tokens, b.estimated_from) for b in blocks]
+
+    # Reported reasoning is the size, even where the output would give another figure.
+    assert sizes(Usage(input_tokens=1, output_tokens=900, reasoning_tokens=10), 3) == [
+        (4, "reasoning_tokens"), (3, "reasoning_tokens"), (3, "reasoning_tokens")
+    ]
+    assert sizes(Usage(input_tokens=1, output_tokens=900, reasoning_tokens=11), 3) == [
+        (4, "reasoning_tokens"), (4, "reasoning_tokens"), (3, "reasoning_tokens")
+    ]
+    # Without it: the output less the visible blocks, never below zero.
+    (size, source), = sizes(Usage(input_tokens=1, output_tokens=1), 1)
+    assert (size, source) == (0, "output_tokens - visible blocks")
+
+
+def test_tool_arguments_that_are_no_json_object_are_wrapped() -> None:
+    from replay.adapters._common import parse_arguments
+
+    assert parse_arguments('{"path": "a"}') == {"path": "a"}
+    assert parse_arguments("[1, 2]") == {"_raw": [1, 2]}
+    assert parse_arguments(["x"]) == {"_raw": ["x"]}
+    assert parse_arguments("ls -la") == {"_raw": "ls -la"}
+    assert parse_arguments(None) == {}
+
+
+def test_a_binary_placeholder_names_the_payload_s_type_and_size() -> None:
+    from replay.adapters._common import binary_placeholder
+
+    data = "QUJD" * 10
+    anthropic = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                             "data": data}}
+    assert binary_placeholder(anthropic) == "[image image/png 40 base64 chars]"
+    assert binary_placeholder({"type": "image", "data": data, "mimeType": "image/jpeg"}) == (
+        "[image image/jpeg 40 base64 chars]"
+    )
+    url = {"type": "input_image", "image_url": f"data:image/webp;base64,{data}"}
+    assert binary_placeholder(url) == "[input_image image/webp 40 base64 chars]"
+    assert binary_placeholder({"type": "text", "text": data}) is None
