@@ -857,6 +857,54 @@ def test_rewound_branch_is_replayed_as_its_own_thread(tmp_path: Path) -> None:
     assert [r.thread for r in session.requests() if r.request_id == "req_x"] == ["main/branch-1"]
 
 
+def test_an_abandoned_branch_that_only_got_an_api_error_is_no_thread(tmp_path: Path) -> None:
+    """A prompt answered only by a locally written error (`<synthetic>`), then rewound and
+    edited: nothing was billed on that branch, so it is not replayed."""
+    lines = claude_lines()
+    lines += [
+        _user("b1", "u2", "20.000", "Actually, count them."),
+        _assistant("b2", "b1", "21.000", "msg_syn", "req_syn",
+                   {"type": "text", "text": "API Error: 529"}, _usage(0, 0, 0, 0),
+                   model="<synthetic>"),
+        _user("m1", "a3", "30.000", "Thanks."),
+        _assistant("m2", "m1", "31.000", "msg_Y", "req_y", {"type": "text", "text": "Welcome."},
+                   _usage(3, 20, 3050, 2)),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    assert {e.thread for e in session.events} == {"main"}
+    assert not any(isinstance(e, ThreadStart) for e in session.events)
+    assert sorted(r.request_id for r in session.requests()) == ["req_1", "req_2", "req_y"]
+    texts = [e.text for e in session.events if isinstance(e, UserMessage)]
+    assert "Actually, count them." not in texts
+
+
+def test_a_server_tool_call_waits_for_no_tool_result(tmp_path: Path) -> None:
+    """`server_tool_use` (web search) runs at Anthropic: its result is a block of the same
+    response, no `tool_result` line follows, and nothing is repaired before the next request."""
+    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+              "input": {"query": "replay"}}
+    found = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+             "content": [{"type": "web_search_result", "url": "https://x.test", "title": "X"}]}
+    lines = [
+        _user("u1", None, "00.000", "Search for replay."),
+        _assistant("a1", "u1", "01.000", "msg_1", "req_1", search, _usage(3, 100, 1000, 20)),
+        _assistant("a2", "a1", "02.000", "msg_1", "req_1", found, _usage(3, 100, 1000, 20)),
+        _assistant("a3", "a2", "03.000", "msg_1", "req_1", {"type": "text", "text": "Found X."},
+                   _usage(3, 100, 1000, 20)),
+        _user("u2", "a3", "04.000", "Thanks."),
+        _assistant("a4", "u2", "05.000", "msg_2", "req_2", {"type": "text", "text": "Welcome."},
+                   _usage(4, 20, 1100, 3)),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    assert session.skipped == []
+    assert not any(isinstance(e, ToolResult) for e in session.events)
+    (call,) = [b for e in session.events if isinstance(e, AssistantMessage) for b in e.blocks
+               if isinstance(b, ToolCallBlock)]
+    assert (call.name, call.server_side) == ("web_search", True)
+    assert unpaired_before_request(session) == []
+    assert [r.request_id for r in session.requests()] == ["req_1", "req_2"]
+
+
 def _rewound_after_unlogged_context(usages: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """A read whose answer the user rewound: `req_x` (the abandoned branch) and `req_y` (the
     path kept) both answer a new prompt after `req_2`'s answer."""
