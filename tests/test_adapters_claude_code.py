@@ -792,6 +792,20 @@ def test_resumed_copies_under_new_uuids_are_deduplicated(tmp_path: Path, retimed
     assert not any(e.thread != "main" for e in session.events)
 
 
+def test_transcripts_are_read_oldest_first_whatever_their_names(tmp_path: Path) -> None:
+    # The resumed file sorts first by name: read first, its retimed copies would stand for
+    # the lines they copy (and the original's root prompt would not be matched as a copy).
+    folder = _resumed_under_new_uuids(tmp_path, _resumed_turn(), retimed=True)
+    (folder / "s-1.jsonl").rename(folder / "z-started-first.jsonl")
+    session = load(folder, strict=True)
+    assert [r.request_id for r in session.requests()] == ["req_1", "req_2", "req_9"]
+    texts = [e.text for e in session.events if isinstance(e, UserMessage)]
+    assert texts == ["List the files, please.", "And hidden files?"]
+    first = session.requests()[0]
+    assert first.ts.strftime("%H:%M") == "10:00"  # the original's time, not the copy's
+    assert session.path == str(folder)
+
+
 def test_a_preserved_segment_naming_copies_names_their_originals(tmp_path: Path) -> None:
     boundary = {
         "type": "system",
@@ -993,6 +1007,25 @@ def test_attachments_become_injected_text(tmp_path: Path) -> None:
     users = [e for e in session.events if isinstance(e, UserMessage)]
     assert [u.text for u in users] == ["List the files, please.", "also count them"]
     assert users[1].estimated_text is True and users[1].injected is False
+
+
+def test_a_todo_attachment_is_injected_as_its_list_and_an_empty_one_is_ignored(
+    tmp_path: Path,
+) -> None:
+    todos = [{"content": "Count the files", "status": "in_progress"}]
+    lines = claude_lines()
+    for n, (uuid, parent, content) in enumerate((("at1", "u1", todos), ("at2", "at1", []))):
+        lines.insert(2 + n, {
+            "type": "attachment", "uuid": uuid, "parentUuid": parent, "sessionId": "s-1",
+            "timestamp": f"2026-01-02T10:00:00.{5 + n}00Z",
+            "attachment": {"type": "todo", "content": content, "itemCount": len(content)},
+        })
+    lines[4]["parentUuid"] = "at2"
+    session = load(_write(tmp_path, lines), strict=True)
+    (todo,) = [e for e in session.events if isinstance(e, UserMessage) and e.injected]
+    assert json.loads(todo.text) == todos
+    assert todo.estimated_text is True and todo.attachment == "todo"
+    assert session.header.ignored_records["attachment/todo"] == 1
 
 
 def test_tool_result_list_content_with_images(tmp_path: Path) -> None:
