@@ -1003,3 +1003,136 @@ def test_usage_lost_before_the_file_s_first_total_is_not_derived_from_it(
     first, second = session.requests()
     assert first.usage is None and first.usage_missing is True
     assert second.usage.input_tokens == _C[0] - _C[1]
+
+
+# --------------------------------------------------------------------------------------------------
+# Rules pinned by a mutation pass
+
+
+def test_user_text_nobody_typed_is_injected_once_typed_texts_are_known(tmp_path: Path) -> None:
+    lines = codex_lines()
+    lines.insert(4, _message("00.0035", "user", "Remember: answer briefly."))
+    session = load(_write(tmp_path, lines), strict=True)
+    users = {e.text: e.injected for e in session.events if isinstance(e, UserMessage)}
+    # event_msg user_message says what the human typed: the other user text was injected.
+    assert users == {"<permissions instructions>none": True, "List the files.": False,
+                     "Remember: answer briefly.": True}
+    # An older rollout without user_message events: only the known prefixes tell.
+    lines = [x for x in lines if x["payload"].get("type") != "user_message"]
+    session = load(_write(tmp_path, lines), strict=True)
+    users = {e.text: e.injected for e in session.events if isinstance(e, UserMessage)}
+    assert users == {"<permissions instructions>none": True, "List the files.": False,
+                     "Remember: answer briefly.": False}
+
+
+def test_a_session_meta_rewrite_that_changes_only_git_marks_nothing(tmp_path: Path) -> None:
+    meta = dict(codex_lines()[0]["payload"])
+    lines = codex_lines() + [
+        _item("03.000", dict(meta, git={"branch": "b", "commit_hash": "abc"}), "session_meta"),
+        _message("03.001", "user", "next"),
+        _message("04.000", "assistant", "ok"),
+        _tokens("04.100", 990, 0, 5, 3490),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    assert [getattr(r, "unlogged_change", None) for r in session.requests()] == [None] * 3
+    assert session.header.ignored_records["session_meta/repeat"] == 1
+
+
+def test_a_prompt_typed_twice_stays_twice_in_a_compacted_history(tmp_path: Path) -> None:
+    def typed(ts: str, text: str) -> list[dict[str, Any]]:
+        return [_message(ts, "user", text),
+                _item(ts, {"type": "user_message", "message": text}, "event_msg")]
+
+    history = ["List the files.", "Go on.", "List the files."]
+    lines = codex_lines() + [
+        *typed("03.000", "Go on."),
+        _message("03.500", "assistant", "Went on."),
+        _tokens("03.600", 1400, 1024, 5, 3900),
+        *typed("03.700", "List the files."),
+        _message("03.800", "assistant", "Still two."),
+        _tokens("03.900", 1500, 1024, 5, 5400),
+        _item("04.000", {"message": "", "replacement_history": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]}
+            for t in history
+        ]}, "compacted"),
+        _tokens("04.100", 0, 0, 0, 5400),  # the context estimate
+        _message("05.000", "assistant", "Two."),
+        _tokens("05.100", 600, 0, 2, 6000),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    c = next(e for e in session.events if isinstance(e, Compaction))
+    kept = [
+        e.text
+        for e in session.events[: session.events.index(c)]
+        if isinstance(e, UserMessage) and e.id not in c.replaces
+    ]
+    assert kept == history  # each repeat kept in its own place, in order
+    assert not any(getattr(e, "from_replacement_history", False) for e in session.events)
+    sent = [i.text for i in _last_view(session) if isinstance(i, UserItem)]
+    assert [t for t in sent if t in history] == history
+
+
+def test_an_older_tool_output_without_success_is_no_failure(tmp_path: Path) -> None:
+    lines = codex_lines()[:5] + [
+        _item("01.000", {"type": "function_call", "name": "a", "call_id": "c1", "arguments": "{}"}),
+        _item("01.001", {"type": "function_call", "name": "b", "call_id": "c2", "arguments": "{}"}),
+        _item("01.010", {"type": "function_call_output", "call_id": "c1",
+                         "output": {"content": "fine"}}),
+        _item("01.020", {"type": "function_call_output", "call_id": "c2",
+                         "output": {"content": "bad", "success": False}}),
+        _tokens("01.100", 900, 0, 20, 900),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    results = [(e.tool_name, e.output, e.is_error) for e in session.events
+               if isinstance(e, ToolResult)]
+    assert results == [("a", "fine", False), ("b", "bad", True)]
+
+
+def test_redacted_call_ids_pair_outputs_with_calls_in_order(tmp_path: Path) -> None:
+    call = {"type": "function_call", "call_id": "REDACTED", "arguments": "{}"}
+    lines = codex_lines()[:5] + [
+        _item("01.000", {**call, "name": "a"}),
+        _item("01.001", {**call, "name": "b"}),
+        _item("01.010", {"type": "function_call_output", "call_id": "REDACTED", "output": "A"}),
+        _item("01.020", {"type": "function_call_output", "call_id": "REDACTED", "output": "B"}),
+        _tokens("01.100", 900, 0, 20, 900),
+        _message("02.000", "assistant", "ok"),
+        _tokens("02.100", 950, 896, 5, 1850),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    calls = {b.id: b.name for e in session.events if isinstance(e, AssistantMessage)
+             for b in e.blocks if isinstance(b, ToolCallBlock)}
+    results = [(calls[e.call_id], e.output) for e in session.events if isinstance(e, ToolResult)]
+    assert results == [("a", "A"), ("b", "B")]
+    assert unpaired_before_request(session) == []
+
+
+def test_a_rebuilt_history_opens_with_the_context_injected_before_the_first_prompt(
+    tmp_path: Path,
+) -> None:
+    # Context injected later (a new turn's environment) is no initial context: it is not
+    # re-sent after an older compaction, nor is it a prompt.
+    lines = codex_lines() + [
+        _message("03.000", "user", "<environment_context>cwd=/w2</environment_context>"),
+        _message("03.100", "user", "Now count them."),
+        _item("03.101", {"type": "user_message", "message": "Now count them."}, "event_msg"),
+        _message("03.500", "assistant", "Done."),
+        _tokens("03.600", 1400, 1024, 5, 3900),
+        _item("04.000", {"message": "SUMMARY"}, "compacted"),
+        _tokens("04.100", 0, 0, 0, 3900),  # the context estimate
+        _message("05.000", "assistant", "Two."),
+        _tokens("05.100", 600, 0, 2, 4500),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    sent = [i.text for i in _last_view(session) if isinstance(i, UserItem)]
+    assert sent == ["<permissions instructions>none", "List the files.", "Now count them.",
+                    "SUMMARY"]
+
+
+def test_without_base_instructions_the_system_prompt_is_labelled_estimated(
+    tmp_path: Path,
+) -> None:
+    lines = codex_lines()
+    del lines[0]["payload"]["base_instructions"]
+    header = load(_write(tmp_path, lines), strict=True).header
+    assert header.system == "" and header.estimated[:2] == ["system", "tools"]
