@@ -460,6 +460,59 @@ def test_a_request_started_before_the_previous_one_is_another_process(tmp_path: 
     assert hasattr(session.requests()[-1], "system_changed")
 
 
+def _late_rewrite(start_ms: int, read: int = 0) -> list[dict[str, Any]]:
+    """pi_lines (its last request sent at 10:00:03), a typed message, and a request sent at
+    `start_ms` that reads `read` tokens and re-writes the rest."""
+    lines = pi_lines()
+    lines.append(_user(6, 5, "next", ts="2026-01-02T10:05:01.000Z"))
+    lines.append(_entry(7, 6, message=_reply(read, 2600, at=start_ms)))
+    lines[-1]["timestamp"] = "2026-01-02T10:05:05.000Z"
+    return lines
+
+
+def test_a_rewrite_300_s_after_the_previous_request_is_past_the_cache_lifetime(
+    tmp_path: Path,
+) -> None:
+    last_sent = 1767348003000  # the previous request's start (10:00:03)
+    for delay_ms, restart in ((299_999, True), (300_000, False)):
+        session = load(_write(tmp_path, _late_rewrite(last_sent + delay_ms)), strict=True)
+        assert hasattr(session.requests()[-1], "system_changed") is restart, delay_ms
+
+
+def test_a_rewrite_reading_exactly_the_hidden_head_is_a_restart(tmp_path: Path) -> None:
+    at = 1767348003000 + 60_000
+    hidden = load(_write(tmp_path, _late_rewrite(at)), strict=True).header.hidden_prefix_tokens
+    assert hidden > 0
+    for read, restart in ((hidden, True), (hidden + 1, False)):
+        session = load(_write(tmp_path, _late_rewrite(at, read)), strict=True)
+        assert hasattr(session.requests()[-1], "system_changed") is restart, read
+
+
+def test_injected_context_is_no_user_action_that_restarts_pi(tmp_path: Path) -> None:
+    lines = _restart_lines()
+    typed = lines[-2]
+    lines[-2] = _entry(6, 5, kind="custom_message", customType="note", display=True,
+                       content="extension context")
+    lines[-2]["timestamp"] = typed["timestamp"]
+    session = load(_write(tmp_path, lines), strict=True)
+    assert [e.injected for e in session.events if isinstance(e, UserMessage)][-1] is True
+    assert not hasattr(session.requests()[-1], "system_changed")
+
+
+def test_a_response_timed_after_its_entry_starts_at_the_event_before_it(
+    tmp_path: Path,
+) -> None:
+    """A `message.timestamp` later than the entry written at the response's end (clock skew):
+    the request start falls back to the event before it, never after its own answer."""
+    lines = pi_lines()
+    lines[5]["message"]["timestamp"] = 1767348009000  # 10:00:09, the entry says 10:00:04
+    session = load(_write(tmp_path, lines), strict=True)
+    last = session.requests()[-1]
+    result = next(e for e in session.events if isinstance(e, ToolResult))
+    assert last.ts == result.ts  # 10:00:02.500
+    assert last.duration_ms == 1500
+
+
 # --------------------------------------------------------------------------------------------------
 # Bad input
 
