@@ -22,7 +22,14 @@ from test_adapters_common import (
 from replay import load, read_log, write_log
 from replay._errors import LogFormatError
 from replay.engine import ReplayConfig, replay_session
-from replay.log import AssistantMessage, Compaction, ThinkingBlock, ThreadStart, ToolResult
+from replay.log import (
+    AssistantMessage,
+    Compaction,
+    ThinkingBlock,
+    ThreadStart,
+    ToolResult,
+    UserMessage,
+)
 from replay.strategies._prompts import LITERAL_CLEARED
 
 
@@ -619,3 +626,65 @@ def test_a_session_exported_twice_is_read_once(tmp_path: Path) -> None:
     assert len(session.requests()) == 2
     texts = [e.text for e in session.events if type(e).__name__ == "UserMessage"]
     assert texts == ["List the files.", "more"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Rules pinned by a mutation pass
+
+
+def test_ignored_text_parts_are_not_sent_and_synthetic_ones_are_injected(tmp_path: Path) -> None:
+    doc = opencode_doc()
+    parts = doc["messages"][0]["parts"]
+    parts.append({"type": "text", "id": "prt_1b", "text": "draft", "ignored": True})
+    doc["messages"].insert(2, {
+        "info": {"role": "user", "id": "msg_u2", "sessionID": "ses_test1",
+                 "time": {"created": 1767348002050}},
+        "parts": [{"type": "text", "id": "prt_1c", "text": "Called the Read tool",
+                   "synthetic": True}],
+    })
+    session = load(_write(tmp_path, doc), strict=True)
+    users = [(e.text, e.injected) for e in session.events if isinstance(e, UserMessage)]
+    assert users == [("List the files.", False), ("Called the Read tool", True)]
+
+
+def test_an_interrupted_step_without_tokens_is_history_not_a_request(tmp_path: Path) -> None:
+    doc = opencode_doc()
+    doc["messages"].append({
+        "info": {"role": "assistant", "id": "msg_a3", "sessionID": "ses_test1",
+                 "modelID": "gpt-5.3-codex", "providerID": "opencode",
+                 "time": {"created": 1767348004000}},
+        "parts": [{"type": "step-start", "id": "prt_9"},
+                  {"type": "text", "id": "prt_10", "text": "Let me"}],
+    })
+    session = load(_write(tmp_path, doc), strict=True)
+    assert session.skipped == [] and len(session.requests()) == 2
+    last = [e for e in session.events if isinstance(e, AssistantMessage)][-1]
+    assert last.blocks[0].text == "Let me"
+    assert last.request_id is None and last.usage_missing is True
+
+
+def test_anthropic_reasoning_metadata_is_thinking_on_any_route(tmp_path: Path) -> None:
+    # Claude through an aggregator whose model id does not name the maker first: the part's
+    # Anthropic metadata says it is the thinking sent back, not a summary.
+    doc = opencode_doc()
+    info, parts = doc["messages"][1]["info"], doc["messages"][1]["parts"]
+    info.update(modelID="anthropic/claude-sonnet-4.5", providerID="openrouter")
+    parts[1]["metadata"] = {"anthropic": {"signature": "sig=="}}
+    session = load(_write(tmp_path, doc), strict=True)
+    thinking = next(e for e in session.events if isinstance(e, AssistantMessage)).blocks[0]
+    assert isinstance(thinking, ThinkingBlock)
+    assert (thinking.thinking, thinking.signature) == ("**Listing files**", "sig==")
+    assert not hasattr(thinking, "summary")
+
+
+def test_a_later_step_is_sent_after_the_tool_results_of_the_step_before(tmp_path: Path) -> None:
+    doc = opencode_doc()
+    first, second = doc["messages"][1:3]
+    first["parts"] += second["parts"]  # one message, two steps
+    first["info"]["time"]["completed"] = second["info"]["time"]["completed"]
+    del doc["messages"][2]
+    session = load(_write(tmp_path, doc), strict=True)
+    one, two = session.requests()
+    result = next(e for e in session.events if isinstance(e, ToolResult))
+    assert one.ts.timestamp() * 1000 == 1767348000100  # the message's creation
+    assert two.ts == result.ts  # the first step's tool result (1767348001500)
