@@ -1349,3 +1349,37 @@ def test_a_binary_placeholder_names_the_payload_s_type_and_size() -> None:
     url = {"type": "input_image", "image_url": f"data:image/webp;base64,{data}"}
     assert binary_placeholder(url) == "[input_image image/webp 40 base64 chars]"
     assert binary_placeholder({"type": "text", "text": data}) is None
+
+
+def test_a_json_line_with_messages_but_no_info_is_no_opencode_export(tmp_path: Path) -> None:
+    # An API request dump on one line: `messages`, no `info`.
+    request = {"model": "gpt-5", "messages": [{"role": "user", "content": "hi"}]}
+    with pytest.raises(LogFormatError, match="the content matches none of them"):
+        detect(write(tmp_path, "opencode", json.dumps(request), name="request"))
+    info = {"info": {"id": "ses_1"}, "messages": []}
+    assert detect(write(tmp_path, "opencode", json.dumps(info), name="export")) == "opencode"
+
+
+def test_records_detection_does_not_know_do_not_stop_the_vote(tmp_path: Path) -> None:
+    # A Claude Code transcript opening with metadata records of types the detector does not
+    # score (newer CLI versions add them): the lines after them still decide.
+    lines = [{"type": "pr-link", "url": "https://x.test/1"},
+             {"type": "worktree-state", "state": {}},
+             {"type": "tag", "tag": "t"}] + claude_lines()
+    assert detect(write(tmp_path, "claude-code", jsonl(lines))) == "claude-code"
+
+
+def test_a_subagent_file_belongs_to_the_folder_of_its_transcript(tmp_path: Path) -> None:
+    from replay.adapters._groups import session_folder
+
+    project = tmp_path / "project"
+    agent = project / "s-1" / "subagents" / "agent-a.jsonl"
+    agent.parent.mkdir(parents=True)
+    agent.write_text("{}\n", encoding="utf-8")
+    # Without its transcript the session folder `s-1/` stands alone …
+    assert session_folder("claude-code", agent) == str(project / "s-1")
+    # … with it, the project folder holding `s-1.jsonl` is where the session's files lie.
+    (project / "s-1.jsonl").write_text("{}\n", encoding="utf-8")
+    assert session_folder("claude-code", agent) == str(project)
+    assert session_folder("opencode", agent) == str(agent.parent)
+    assert session_folder("claude-code", project / "s-1.jsonl") == str(project)
