@@ -1136,3 +1136,26 @@ def test_without_base_instructions_the_system_prompt_is_labelled_estimated(
     del lines[0]["payload"]["base_instructions"]
     header = load(_write(tmp_path, lines), strict=True).header
     assert header.system == "" and header.estimated[:2] == ["system", "tools"]
+
+
+def test_a_tool_output_written_again_later_is_dropped_and_reported(tmp_path: Path) -> None:
+    output = {"type": "function_call_output", "call_id": "c1", "output": "1"}
+    lines = codex_lines()[:5] + [
+        _item("01.000", {"type": "function_call", "name": "a", "call_id": "c1", "arguments": "{}"}),
+        _item("01.010", output),
+        _item("01.020", output),  # the same output again, at another time
+        _tokens("01.100", 900, 0, 20, 900),
+        _message("02.000", "assistant", "ok"),
+        _tokens("02.100", 950, 896, 5, 1850),
+    ]
+    path = _write(tmp_path, lines)
+    session = load(path)
+    assert [(e.call_id, e.output) for e in session.events if isinstance(e, ToolResult)] == [
+        ("c1", "1")
+    ]
+    assert [str(e) for e in session.skipped] == [
+        f"{path}:8: expected one tool result per call: call id 'c1' was already answered on "
+        "line 7; this one was dropped"
+    ]
+    with pytest.raises(LogFormatError, match="already answered on line 7"):
+        load(path, strict=True)

@@ -1383,3 +1383,18 @@ def test_a_subagent_file_belongs_to_the_folder_of_its_transcript(tmp_path: Path)
     assert session_folder("claude-code", agent) == str(project)
     assert session_folder("opencode", agent) == str(agent.parent)
     assert session_folder("claude-code", project / "s-1.jsonl") == str(project)
+
+
+def test_a_first_prompt_smaller_than_its_visible_part_leaves_no_negative_hidden_prefix(
+    tmp_path: Path,
+) -> None:
+    from replay.adapters._common import prompt_residuals
+
+    lines = claude_lines()
+    for x in lines:
+        if x.get("type") == "assistant" and x["message"]["id"] == "msg_A":
+            x["message"]["usage"] = {"input_tokens": 1, "output_tokens": 60}
+    session = load(write(tmp_path, "claude-code", jsonl(lines)), strict=True)
+    assert session.requests()[0].usage.prompt_tokens == 1
+    assert session.header.hidden_prefix_tokens == 0  # the tokenizer over-counts: not negative
+    assert prompt_residuals(session)[0].residual < 0

@@ -688,3 +688,35 @@ def test_a_later_step_is_sent_after_the_tool_results_of_the_step_before(tmp_path
     result = next(e for e in session.events if isinstance(e, ToolResult))
     assert one.ts.timestamp() * 1000 == 1767348000100  # the message's creation
     assert two.ts == result.ts  # the first step's tool result (1767348001500)
+
+
+def test_a_result_pruned_at_a_request_s_own_time_counts_as_cleared_in_its_residual(
+    tmp_path: Path,
+) -> None:
+    from replay.adapters._common import prompt_residuals
+
+    sent = 1767348007000  # the third request: the first of the second loop
+
+    def simulated(compacted: int) -> list[int]:
+        doc = opencode_doc()
+        state = doc["messages"][1]["parts"][2]["state"]
+        state["output"] = "a-file-name.txt\n" * 300
+        later = copy.deepcopy(doc["messages"])
+        state["time"]["compacted"] = compacted
+        for n, message in enumerate(later):
+            message["info"]["id"] += "_2"
+            message["info"]["time"] = {"created": sent + 1000 * (n - 1),
+                                       "completed": sent + 500 + 1000 * (n - 1)}
+            for part in message["parts"]:
+                part["id"] += "_2"
+                if "callID" in part:
+                    part["callID"] += "_2"
+        doc["messages"] += later
+        session = load(_write(tmp_path, doc), strict=True)
+        assert session.requests()[2].ts.timestamp() * 1000 == sent
+        return [r.simulated for r in prompt_residuals(session)]
+
+    before, at, after = simulated(sent - 1000), simulated(sent), simulated(sent + 1000)
+    assert at == before  # pruned when the request was sent: it read the placeholder
+    assert after[2] > at[2]  # pruned later: it still read the whole output
+    assert after[:2] == at[:2]

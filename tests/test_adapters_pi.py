@@ -513,6 +513,27 @@ def test_a_response_timed_after_its_entry_starts_at_the_event_before_it(
     assert last.duration_ms == 1500
 
 
+def test_a_summary_a_later_compaction_replaced_is_not_in_the_residual(tmp_path: Path) -> None:
+    from replay.adapters._common import prompt_residuals
+
+    def simulated(first_summary: str) -> list[int]:
+        lines = pi_lines()
+        lines += [
+            _entry(6, 5, kind="compaction", summary=first_summary, tokensBefore=2600),
+            _user(7, 6, "go on"),
+            _entry(8, 7, message=_reply(100, 300)),
+            _entry(9, 8, kind="compaction", summary="Second summary.", tokensBefore=900),
+            _user(10, 9, "and then?"),
+            _entry(11, 10, message=_reply(100, 200)),
+        ]
+        session = load(_write(tmp_path, lines), strict=True)
+        return [r.simulated for r in prompt_residuals(session)]
+
+    short, long = simulated("First summary."), simulated("First summary. " * 400)
+    assert long[2] > short[2]  # the request after the first compaction read its summary
+    assert long[3] == short[3]  # the one after the second read only the second's
+
+
 # --------------------------------------------------------------------------------------------------
 # Bad input
 
