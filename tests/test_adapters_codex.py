@@ -557,8 +557,13 @@ def test_a_response_without_a_token_count_before_the_next_one_is_a_request(
         ([_counts("03.100", _C, (3300, 1000, 60, 17))], 3),
         # Nor one that grew by more reasoning than output (reasoning is part of the output).
         ([_counts("03.100", _C, (3300, 1920, 60, 40))], 3),
+        # What the total grew by besides C is no request's usage: output without input …
+        ([_counts("03.100", _C, (2200, 1024, 40, 5))], 3),
+        # … or less cached input than C's own count says (totals that disagree)
+        ([_counts("03.100", _C, (2700, 924, 40, 5))], 3),
     ],
-    ids=["no-later-total", "total-without-it", "two-lost", "total-shrank", "reasoning-over-output"],
+    ids=["no-later-total", "total-without-it", "two-lost", "total-shrank", "reasoning-over-output",
+         "no-input-growth", "cached-shrank"],
 )
 def test_token_count_without_usage_not_derivable_keeps_the_request_without_usage(
     tmp_path: Path, after: list[dict[str, Any]], requests: int
