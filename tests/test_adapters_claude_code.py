@@ -1776,30 +1776,6 @@ def test_a_rewound_branch_holding_only_an_api_error_is_not_replayed(tmp_path: Pa
     assert [r.request_id for r in session.requests()] == ["req_1", "req_2", "req_9"]
 
 
-def test_a_server_tool_call_waits_for_no_tool_result(tmp_path: Path) -> None:
-    # server_tool_use runs at Anthropic: its result is a block of the same response, no
-    # tool_result line follows, and the next request needs no placeholder for it.
-    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
-              "input": {"query": "q"}}
-    found = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
-    usage = _usage(3, 100, 0, 30)
-    lines = [
-        _user("u1", None, "00.000", "search"),
-        _assistant("a1", "u1", "01.000", "msg_1", "req_1", search, usage),
-        _assistant("a2", "a1", "01.500", "msg_1", "req_1", found, usage),
-        _user("u2", "a2", "02.000", "thanks"),
-        _second_answer(),
-    ]
-    session = load(_write(tmp_path, lines), strict=True)
-    assert not session.skipped
-    assert not any(isinstance(e, ToolResult) for e in session.events)
-    call = next(
-        b for e in session.events if isinstance(e, AssistantMessage)
-        for b in e.blocks if isinstance(b, ToolCallBlock)
-    )
-    assert call.server_side is True
-
-
 def test_redacted_session_ids_tie_no_files_together(tmp_path: Path) -> None:
     # Quirk (Entire redaction): `sessionId: "REDACTED"` in two unrelated transcripts is no
     # evidence that they are one session.
