@@ -254,6 +254,28 @@ def test_a_billed_aborted_response_is_a_request_but_not_context(tmp_path: Path) 
     assert len(session.requests()) == 4
 
 
+def test_a_branch_forked_at_an_entry_without_an_event_copies_up_to_it(tmp_path: Path) -> None:
+    # The user switched model (entry 2, no event), asked, then went back to ask another
+    # question: the branch's parent is the model_change. It copies the path up to there, not
+    # the main path's next response, whose tool call it would then wait on (found by the
+    # adapters' mutation pass: a strict read refused the log).
+    header, first, model_change, *rest = pi_lines()
+    other = _entry(6, 2, message={"role": "user", "content": "Other question."})
+    answer = _entry(7, 6, message=_assistant("Other answer.", 2400))
+    session = load(_write(tmp_path, [header, first, model_change, other, answer, *rest]),
+                   strict=True)
+    assert session.skipped == []
+    start = next(e for e in session.events if isinstance(e, ThreadStart))
+    branch = [e for e in session.events if e.thread == start.thread_id]
+    assert [type(e).__name__ for e in branch if getattr(e, "copied_from", None)] == [
+        "UserMessage"
+    ]
+    assert [e.text for e in branch if isinstance(e, UserMessage)] == [
+        "List the files.",
+        "Other question.",
+    ]
+
+
 def test_tree_branches_are_threads(tmp_path: Path) -> None:
     lines = pi_lines()
     # A branch from entry 4 (tool result) that the user left, then the main path.

@@ -548,13 +548,14 @@ class _Thread:
         import copy
 
         end = len(main.events)
-        after = [i for eid, i in main.first_event.items() if eid == fork]
-        if after:
-            fork_index = after[0]
-            # every event produced by entries up to the fork
-            end = next(
-                (i for eid, i in main.first_event.items() if i > fork_index), len(main.events)
-            )
+        entries = list(main.first_event)  # in file order
+        if fork in main.first_event:
+            # Every event produced by entries up to the fork: up to the next entry's first. (Not
+            # the first index past the fork's: an entry that adds no event, a model_change, shares
+            # its index with the next entry, whose events are not the branch's.)
+            after = entries.index(fork) + 1
+            if after < len(entries):
+                end = main.first_event[entries[after]]
         mapping: dict[str, str] = {}
         for event in main.events[:end]:
             if isinstance(event, RequestMarker | ThreadStart):
