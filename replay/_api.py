@@ -475,8 +475,7 @@ def _notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list
         notes.append(
             "The agent's text named something that only hidden text held (column "
             "`blind_mentions` of `replay run`; not counted as blind actions, since an agent often "
-            "names a thing "
-            f"it then reads again): {counts}."
+            f"names a thing it then reads again): {counts}."
         )
     return notes
 
