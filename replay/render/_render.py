@@ -377,18 +377,20 @@ def _reused_runs(last: _Layout, new: list[Item], start: int) -> list[tuple[int, 
     where: dict[int, int] | None = None
     misses = 0
     n = start
+    # Asked `in` before `index`: a miss of `list.index` formats the item's repr (a whole tool
+    # output) into its error message.
+    searched = old[start:]
     while n < len(new):
         if where is not None:
             j = where.get(id(new[n]))
-        else:
+        elif new[n] in searched:
             # A few items are looked for in the old view by a scan in C (items compare by
             # identity); a view with more new items gets a map of the old one.
-            try:
-                j = old.index(new[n], start)
-            except ValueError:
-                j, misses = None, misses + 1
-                if misses == _SCANS:
-                    where = dict(zip(map(id, old[start:]), range(start, len(old)), strict=True))
+            j = start + searched.index(new[n])
+        else:
+            j, misses = None, misses + 1
+            if misses == _SCANS:
+                where = dict(zip(map(id, searched), range(start, len(old)), strict=True))
         if j is None:
             n += 1
             continue
