@@ -391,6 +391,17 @@ class _SessionFacts:
         """Requests of the log, every thread's (break-even's wording asks; a replay does not)."""
         return sum(isinstance(e, RequestMarker) for e in self._session.events)
 
+    @cached_property
+    def copies(self) -> dict[int, str]:
+        """Event index → the id of the event it copies (`copied_from`, an extra field some
+        adapters set), for the events that have one: looking up a missing extra field on a
+        pydantic event is slow, and every run walks every event."""
+        return {
+            n: copied
+            for n, event in enumerate(self._session.events)
+            if (copied := getattr(event, "copied_from", None)) is not None
+        }
+
     def blocks(self, event: AssistantMessage, index: int) -> tuple[Block, ...]:
         """The blocks of the assistant message at event `index`: those of the history, shared
         by the runs (each makes its own items of them) and by the recorded responses, so a tool
@@ -545,11 +556,12 @@ class _Run:
 
         event_ids: dict[str, int] = {}
         originals: dict[str, int] | None = None  # every event's index, for a branch's copies
+        copies = self.facts.copies
         for n, event in enumerate(session.events):
             if event.id is not None:
                 event_ids[event.id] = n
             state = thread_state(event.thread)
-            copied = getattr(event, "copied_from", None)
+            copied = copies.get(n) if copies else None
             if copied is not None and state.branch_of is not None:
                 if originals is None:
                     originals = {e.id: i for i, e in enumerate(session.events) if e.id}
