@@ -290,11 +290,20 @@ _MISSING: Any = object()
 def utc_date(ts: datetime | date) -> date:
     """The UTC date of a timestamp (naive = UTC, as in genai-prices); a date as it is. Rules
     and prices take effect on UTC dates: 2026-02-19 03:00+05:30 is still 2026-02-18."""
+    global _last_day
     if not isinstance(ts, datetime):
         return ts
-    if ts.tzinfo is None:
-        return ts.date()
-    return ts.astimezone(UTC).date()
+    # The rules and prices of one request ask for the date of the same timestamp object a few
+    # times each (`astimezone` is most of the cost): the last answer is kept.
+    if ts is _last_day[0]:
+        return _last_day[1]
+    day = ts.date() if ts.tzinfo is None else ts.astimezone(UTC).date()
+    _last_day = (ts, day)
+    return day
+
+
+_last_day: tuple[datetime | None, date | None] = (None, None)
+"""The timestamp `utc_date` was last asked about, and its date."""
 
 
 def _rank(r: Rule, variant: str | None, order: int) -> tuple:
