@@ -424,6 +424,25 @@ def test_structured_summary_has_the_five_sections():
     assert "read: f0" in summary.text
 
 
+_ERROR_TEXT_PARTS = [
+    "a", " ", "error", "FAIL", "not ok", "NoT oK", "✖", "ExPeCtEd", "exception", "asser", "t",
+    "\n", "\r", "\r\n", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029",
+    "K", "\u212a", "ſ", "İ",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_ERROR_TEXT_PARTS), max_size=40).map("".join), st.integers(0, 14))
+def test_error_lines_are_the_matching_lines_of_splitlines(text, room):
+    """The summaries' error lines, found from the pattern's matches, are the first `room`
+    lines of `splitlines` the pattern matches (every line break `splitlines` knows, ASCII
+    texts and others)."""
+    from replay.strategies._summary import _ERROR_LINE, _error_lines
+
+    expected = [line for line in text.splitlines() if _ERROR_LINE.search(line)][:room]
+    assert _error_lines(text, room) == expected
+
+
 # ---------------------------------------------------------------------------------------------
 # Registry
 
