@@ -206,7 +206,14 @@ class AnthropicSimulator(CacheSimulator):
         return outcome
 
     def price_factor(self, sim: SimRequest) -> Decimal:
-        return endpoint_price_factor(self.rules, sim.model, sim.request.ts)
+        """`endpoint_price_factor` from the rules the simulator keeps for the request's model
+        and day (`rule`): asked once per simulated request."""
+        if self.rule(sim, "endpoint", "global") == "global":
+            return _ONE
+        return Decimal(str(self.rule(sim, "regional_price_multiplier", "1")))
+
+
+_ONE = Decimal(1)
 
 
 def endpoint_price_factor(book: RuleBook, model: str, ts: datetime) -> Decimal:
