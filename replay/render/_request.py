@@ -335,6 +335,11 @@ def _flags(starts_message: bool, sized_only: bool) -> int:
     return STARTS_MESSAGE * bool(starts_message) | SIZED_ONLY * bool(sized_only)
 
 
+_HEADERS: dict[tuple[str, int, object, type], bytes] = {}
+"""The bytes `BlockTable.intern` hashes before a block's text, by what they are made of: made
+once, not once per block."""
+
+
 class BlockTable:
     """Interns block contents: digest → small integer id, with its token count computed once.
 
@@ -369,9 +374,14 @@ class BlockTable:
     ) -> int:
         # A block of fixed size (a thinking block whose text was not logged) is only known by
         # its size: two of different sizes are different blocks.
-        digest = text_digest(
-            text, f"{kind}\x00{int(starts_message)}\x00{fixed_tokens or ''}\x00".encode()
-        )
+        size = fixed_tokens or ""
+        header = (kind, int(starts_message), size, type(size))  # (5.0 == 5, but not as text)
+        prefix = _HEADERS.get(header)
+        if prefix is None:
+            if len(_HEADERS) >= 4096:  # bounded, whatever the logs
+                _HEADERS.clear()
+            prefix = _HEADERS[header] = f"{kind}\x00{header[1]}\x00{size}\x00".encode()
+        digest = text_digest(text, prefix)
         block_id = self._ids.get(digest)
         if block_id is None:
             family = self.counter.family

@@ -225,8 +225,11 @@ def text_digest(text: str, prefix: bytes = b"") -> bytes:
     """16-byte BLAKE2b of `prefix` then `text` in UTF-8 (`utf8_parts`: no whole copy of a long
     text): the key of a text no longer held (`DigestCounts`) and of a block (`BlockTable`)."""
     hasher = hashlib.blake2b(prefix, digest_size=16)
-    for part in utf8_parts(text):
-        hasher.update(part)
+    if len(text) <= UTF8_PART_CHARS:  # (most texts: `utf8_parts`' one part, without its generator)
+        hasher.update(text.encode("utf-8", "surrogatepass"))
+    else:
+        for part in utf8_parts(text):
+            hasher.update(part)
     return hasher.digest()
 
 
