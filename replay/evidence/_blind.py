@@ -180,6 +180,8 @@ def _file_text(output: str) -> str:
     """A read's output as the file's content: a Claude Code read's line numbers (`    16→`) and
     the reminder it appends left out (a whole-file write diffed against them changed every
     line, and "the lines around the change" became the whole file)."""
+    if "→" not in output:  # no numbered line: found at C speed (most reads of most logs)
+        return output
     numbered = _NUMBERED_LINE.findall(output)
     if not numbered or 2 * len(numbered) < output.count("\n") + 1:
         return output
@@ -191,6 +193,8 @@ def _viewed_text(output: str) -> str:
     """An editor `view`'s output as the file's content: its numbered lines without their
     numbers (the header it writes above them, "Here's the result of running `cat -n` on …",
     is no line of the file)."""
+    if "\t" not in output:  # no numbered line
+        return output
     lines = output.splitlines()
     numbered = [m for line in lines if (m := _TAB_NUMBERED_LINE.match(line))]
     if not numbered or 2 * len(numbered) < len(lines):
