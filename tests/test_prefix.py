@@ -222,6 +222,40 @@ def test_views_of_a_chain_table_share_blocks_and_packed_texts():
     ]
 
 
+def test_a_packed_block_keeps_its_id_and_lets_its_text_go():
+    # Block ids are keyed by text; a packed block by digest, so that no key holds its text.
+    import gc
+    import weakref
+
+    from replay.engine._chain import ChainTable
+    from replay.render._request import PACK_MIN_CHARS
+
+    class Text(str):  # a str that can be watched (same hash and equality as its value)
+        pass
+
+    r = _renderer()
+    counter = r.table.counter
+    chain = ChainTable(counter)
+    for table in (r.table, chain.view(counter)):
+        content = "x" * PACK_MIN_CHARS + f" {id(table)}"
+        text = Text(content)
+        sized = table.intern("thinking", "", False, 7)
+        block = table.intern("user", text, True)
+        other_kind = table.intern("assistant", content, True)
+        watch = weakref.ref(text)
+        assert table.pack(block) == content
+        counter.release(content)  # (what `Renderer.pack_items` does)
+        del text
+        gc.collect()
+        assert watch() is None  # not kept alive by the table's keys
+        assert table.intern("user", content, True) == block
+        assert table.intern("assistant", content, True) == other_kind
+        assert table.intern("user", content, False) not in (block, other_kind)
+        assert table.intern("thinking", "", False, 7) == sized
+        assert table.intern("thinking", "", False, 8) != sized
+        assert table.text_of(block) == content
+
+
 def test_summary_items_and_merged_results_render_as_expected():
     r = _renderer()
     call = AssistantItem(

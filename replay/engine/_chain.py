@@ -13,9 +13,10 @@ every session).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from replay.render._request import BlockInfos, BlockTable
+from replay.render._request import BlockInfos, BlockTable, _BlockIds
 
 
 class ChainTable(BlockTable):
@@ -25,8 +26,8 @@ class ChainTable(BlockTable):
 
     def __init__(self, counter: Any) -> None:
         super().__init__(counter)
-        self._fitted_ids: dict[int, dict[bytes, int]] = {}
-        """Fitted count → digest → id, for the texts some session's fit sized (`intern`)."""
+        self._fitted_ids: dict[int, _BlockIds] = {}
+        """Fitted count → block ids, for the texts some session's fit sized (`intern`)."""
 
     def view(self, counter: Any) -> ChainTable:
         """The same blocks and ids, counted with `counter` where a text is new."""
@@ -47,12 +48,17 @@ class ChainTable(BlockTable):
             return super().intern(kind, text, starts_message, fixed_tokens)
         # Interned (and counted, by the session's counter: `fitted`) among the blocks of that
         # count only. The list of blocks is shared, so the id is new across the chain.
-        ids = self._ids
-        self._ids = self._fitted_ids.setdefault(fitted, {})
+        ids, fitted_ids = self._ids, self._fitted_ids.get(fitted)
+        if fitted_ids is None:
+            fitted_ids = self._fitted_ids[fitted] = _BlockIds()
+        self._ids = fitted_ids
         try:
             return super().intern(kind, text, starts_message)
         finally:
             self._ids = ids
+
+    def _id_maps(self) -> Iterable[_BlockIds]:
+        return (self._ids, *self._fitted_ids.values())
 
 
 __all__ = ["ChainTable"]

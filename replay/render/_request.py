@@ -336,12 +336,41 @@ def _flags(starts_message: bool, sized_only: bool) -> int:
 
 
 _HEADERS: dict[tuple[str, int, object, type], bytes] = {}
-"""The bytes `BlockTable.intern` hashes before a block's text, by what they are made of: made
-once, not once per block."""
+"""What `_block_prefix` made, by what it is made of: made once, not once per block."""
+
+
+def _block_prefix(kind: str, starts_message: bool, fixed_tokens: int | None) -> bytes:
+    """What tells a block's content apart besides its text: its kind, whether it starts a
+    message, and the size of a block known only by its size (two of different sizes are
+    different blocks)."""
+    size = fixed_tokens or ""
+    header = (kind, int(starts_message), size, type(size))  # (5.0 == 5, but not as text)
+    prefix = _HEADERS.get(header)
+    if prefix is None:
+        if len(_HEADERS) >= 4096:  # bounded, whatever the logs
+            _HEADERS.clear()
+        prefix = _HEADERS[header] = f"{kind}\x00{header[1]}\x00{size}\x00".encode()
+    return prefix
+
+
+class _BlockIds:
+    """A table's block ids by content: by prefix (`_block_prefix`) and text, and by digest
+    (`text_digest` of prefix and text) for packed blocks, whose text the table no longer holds.
+
+    Keyed by the text itself rather than by its digest: a string hashes once in its life (the
+    log's texts are the same objects in every strategy's table), where a digest of it was
+    computed again in each table (~2.5% of `--strategies all`); and the key is a reference to
+    the text the table holds anyway, not a digest object of its own."""
+
+    __slots__ = ("by_text", "packed")
+
+    def __init__(self) -> None:
+        self.by_text: dict[bytes, dict[str, int]] = {}
+        self.packed: dict[bytes, int] = {}
 
 
 class BlockTable:
-    """Interns block contents: digest → small integer id, with its token count computed once.
+    """Interns block contents: content → small integer id, with its token count computed once.
 
     What it knows of each block is kept in columns indexed by block id (`blocks` reads them as
     `BlockInfo`s): a strategy's table holds every distinct block it sent, ~11k at 2,000
@@ -349,7 +378,7 @@ class BlockTable:
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
-        self._ids: dict[bytes, int] = {}
+        self._ids = _BlockIds()
         self.kinds: list[str] = []
         """`BlockInfo.kind` of each block (one of the kind constants, shared)."""
         self.texts: list[str | None] = []
@@ -374,15 +403,14 @@ class BlockTable:
     ) -> int:
         # A block of fixed size (a thinking block whose text was not logged) is only known by
         # its size: two of different sizes are different blocks.
-        size = fixed_tokens or ""
-        header = (kind, int(starts_message), size, type(size))  # (5.0 == 5, but not as text)
-        prefix = _HEADERS.get(header)
-        if prefix is None:
-            if len(_HEADERS) >= 4096:  # bounded, whatever the logs
-                _HEADERS.clear()
-            prefix = _HEADERS[header] = f"{kind}\x00{header[1]}\x00{size}\x00".encode()
-        digest = text_digest(text, prefix)
-        block_id = self._ids.get(digest)
+        prefix = _block_prefix(kind, starts_message, fixed_tokens)
+        ids = self._ids
+        same_prefix = ids.by_text.get(prefix)
+        if same_prefix is None:
+            same_prefix = ids.by_text[prefix] = {}
+        block_id = same_prefix.get(text)
+        if block_id is None and ids.packed and len(text) >= PACK_MIN_CHARS:
+            block_id = ids.packed.get(text_digest(text, prefix))
         if block_id is None:
             family = self.counter.family
             overhead = family.message_overhead if starts_message else 0
@@ -395,8 +423,27 @@ class BlockTable:
             self.tokens.append(body + overhead)
             self.overheads.append(overhead)
             self.flags.append(_flags(starts_message, fixed_tokens is not None))
-            self._ids[digest] = block_id
+            same_prefix[text] = block_id
         return block_id
+
+    def _id_maps(self) -> Iterable[_BlockIds]:
+        """Every map of block ids the table interns in."""
+        return (self._ids,)
+
+    def _key_by_digest(self, block_id: int, text: str) -> None:
+        """Find a block about to be packed by its digest from now on: a key of its text would
+        keep the text alive."""
+        flags = self.flags[block_id]
+        body = self.tokens[block_id] - self.overheads[block_id]
+        prefix = _block_prefix(
+            self.kinds[block_id], bool(flags & STARTS_MESSAGE), body if flags & SIZED_ONLY else None
+        )
+        for ids in self._id_maps():
+            same_prefix = ids.by_text.get(prefix)
+            if same_prefix is not None and same_prefix.get(text) == block_id:
+                del same_prefix[text]
+                ids.packed[text_digest(text, prefix)] = block_id
+                return
 
     def pack(self, block_id: int) -> str | None:
         """Keep a long block's content compressed (zlib, `PACK_LEVEL`), for
@@ -418,6 +465,7 @@ class BlockTable:
                 dictionary += data[: PACK_DICT_BYTES - len(dictionary)]
         out.append(packer.flush())
         self._packed[block_id] = b"".join(out)
+        self._key_by_digest(block_id, text)
         self.texts[block_id] = None
         return text
 
