@@ -35,7 +35,11 @@ class _Model(BaseModel):
     def model_post_init(self, context: Any) -> None:
         # The discriminator must be written even when it was left at its default, or the
         # line could not be read back (`exclude_unset` would drop it).
-        if "type" in type(self).model_fields:
+        cls = type(self)
+        typed = _TYPED.get(cls)
+        if typed is None:  # (`model_fields` is slow to read on a class: once per class)
+            typed = _TYPED[cls] = "type" in cls.model_fields
+        if typed:
             self.model_fields_set.add("type")
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -48,6 +52,9 @@ class _Model(BaseModel):
             object.__setattr__(self, "__pydantic_extra__", {})
         super().__setattr__(name, value)
 
+
+_TYPED: dict[type, bool] = {}
+"""Whether a model class has a `type` field (`_Model.model_post_init`, at every model made)."""
 
 _NO_EXTRA: dict[str, Any] = {}
 """The extra fields of every model read without any (`share_fields_sets`): pydantic gives each
