@@ -15,6 +15,8 @@ import json
 import math
 import os
 import re
+from array import array
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -245,10 +247,13 @@ class DigestCounts:
 
     def __init__(self) -> None:
         self._pending: dict[bytes, int] = {}
-        self._high = np.empty(0, dtype=np.uint64)
+        # Arrays of machine ints rather than numpy's: a lookup bisects them and reads Python
+        # ints from them (numpy's `searchsorted` with a scalar and its element reads cost a few
+        # µs of conversions per lookup, most of it); `compact` sorts them with numpy.
+        self._high = array("Q")
         """First 8 bytes of each digest (big-endian), sorted with `_low` as tie-breaker."""
-        self._low = np.empty(0, dtype=np.uint64)
-        self._counts = np.empty(0, dtype=np.int64)
+        self._low = array("Q")
+        self._counts = array("q")
 
     def __len__(self) -> int:
         return len(self._pending) + len(self._counts)
@@ -260,16 +265,15 @@ class DigestCounts:
         hit = self._pending.get(digest)
         if hit is not None or not len(self._counts):
             return hit
-        # As a numpy uint64: a Python int would be searched as int64, and numpy would first
-        # convert the whole column to float64 to compare (a pass over it at every lookup).
-        high = np.uint64(int.from_bytes(digest[:8], "big"))
-        start = int(self._high.searchsorted(high, "left"))
-        stop = int(self._high.searchsorted(high, "right"))
-        if start < stop:
+        highs = self._high
+        high = int.from_bytes(digest[:8], "big")
+        i = bisect_left(highs, high)
+        if i < len(highs) and highs[i] == high:
             low = int.from_bytes(digest[8:], "big")
-            for i in range(start, stop):
-                if int(self._low[i]) == low:
-                    return int(self._counts[i])
+            while i < len(highs) and highs[i] == high:
+                if self._low[i] == low:
+                    return self._counts[i]
+                i += 1
         return None
 
     def compact(self) -> None:
@@ -278,18 +282,21 @@ class DigestCounts:
             return
         digests = b"".join(self._pending)
         fresh = np.frombuffer(digests, dtype=">u8").astype(np.uint64).reshape(-1, 2)
-        high = np.concatenate([self._high, fresh[:, 0]])
-        low = np.concatenate([self._low, fresh[:, 1]])
-        counts = np.concatenate(
-            [self._counts, np.fromiter(self._pending.values(), np.int64, len(self._pending))]
-        )
+        high = np.concatenate([np.frombuffer(self._high, dtype=np.uint64), fresh[:, 0]])
+        low = np.concatenate([np.frombuffer(self._low, dtype=np.uint64), fresh[:, 1]])
+        counts = np.concatenate([
+            np.frombuffer(self._counts, dtype=np.int64),
+            np.fromiter(self._pending.values(), np.int64, len(self._pending)),
+        ])
         self._pending = {}
         order = np.lexsort((low, high))
         high, low, counts = high[order], low[order], counts[order]
         # A text forgotten again (seen anew by a later strategy) has the same count: once.
         keep = np.ones(len(high), dtype=bool)
         keep[1:] = (high[1:] != high[:-1]) | (low[1:] != low[:-1])
-        self._high, self._low, self._counts = high[keep], low[keep], counts[keep]
+        self._high = array("Q", high[keep].tobytes())
+        self._low = array("Q", low[keep].tobytes())
+        self._counts = array("q", counts[keep].tobytes())
 
 
 TOKEN_CACHE_IDS = 1 << 16
