@@ -136,6 +136,7 @@ def test_out_of_range_values_of_every_builtin_parameter_exit_2_in_one_line(invok
         ("openai-responses-compact-0pct", "must be ≥ 1 or Npct with 0 < N ≤ 100"),
         ("compact-at-12000-structured[style=terse]", "one of: structured, freeform"),
         ("aider-summarize-auto[max_tokens=-3]", "aider-summarize.max_tokens must be ≥ 1 or auto"),
+        ("roo-truncate-keep-first-half[fraction=0]", "roo-truncate.fraction must be 0 < x ≤ 1"),
     ],
 )
 def test_audit_cases_are_refused_with_the_range(name, message):
