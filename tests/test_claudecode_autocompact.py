@@ -56,3 +56,23 @@ def test_a_failed_call_changes_nothing_and_a_write_replaces_the_content() -> Non
     assert recent_files(items) == [("b.py", "b\n"), ("a.py", "x = 1\n")]
     items.append(_result("Write", {"file_path": "a.py", "content": "new\n"}))
     assert recent_files(items)[0] == ("a.py", "new\n")
+
+
+def test_a_file_of_exactly_the_per_file_budget_is_re_attached() -> None:
+    """Each file is re-attached while it holds at most `file_tokens` (5,000) tokens: 5,000
+    fits, 5,001 leaves only a note to read it again."""
+    import math
+    from datetime import UTC, datetime
+
+    from replay.strategies._base import StrategyContext
+    from replay.strategies.claudecode_autocompact import restored_files
+
+    ctx = StrategyContext(request_index=0, ts=datetime(2026, 3, 1, tzinfo=UTC), model="claude",
+                          context_window=200_000, count_tokens=lambda s: math.ceil(len(s) / 4))
+    items = [
+        _result("Read", {"file_path": "fits.py"}, "f" * 20_000),  # 5,000 tokens
+        _result("Read", {"file_path": "over.py"}, "o" * 20_001),  # 5,001 tokens
+    ]
+    over, fits = (i.text for i in restored_files(items, ctx, 5, 5000, 50_000))
+    assert fits.startswith("Called the Read tool") and fits.endswith("f" * 20_000)
+    assert over.startswith("The file over.py was read before compaction (too large")
