@@ -1793,6 +1793,19 @@ def test_anthropic_clear_tool_uses_fires_only_above_the_trigger():
     assert (cleared("4018"), cleared("4017")) == (0, 1)
 
 
+def test_anthropic_clear_tool_uses_counted_trigger_fires_only_above_the_count():
+    """With `trigger_tool_uses` set, context editing clears when the prompt holds *more* tool
+    uses than it (the docs' `tool_uses` trigger): 4 results do not trigger at 4, do at 3 (the
+    oldest cleared; keep 3), whatever the token size."""
+    h = _four_bash_steps()
+
+    def cleared(uses: str) -> int:
+        strategy = build("anthropic-clear-tool-uses-100k-keep-3", trigger_tool_uses=uses)
+        return outputs(view_of(strategy(h.items, ctx()))).count("[tool result cleared]")
+
+    assert (cleared("4"), cleared("3")) == (0, 1)
+
+
 def test_anthropic_clear_at_least_is_met_by_exactly_that_many_tokens():
     """Nothing is cleared only when the clearable results add up to *fewer* tokens than
     `clear_at_least`: one clearable 1,000-token result meets 1,000, not 1,001."""
