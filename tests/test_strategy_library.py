@@ -693,6 +693,33 @@ def test_claudecode_microcompact_clears_the_oldest_and_keeps_the_5_newest():
     ]
 
 
+def test_claudecode_microcompact_fires_at_exactly_the_gap():
+    """The rule is `>= gap`: exactly 60 minutes since the last response clears."""
+    h = History().user()
+    for n in range(6):
+        h.step(read(f"f{n}", "x" * 100))
+    strategy = build("claudecode-microcompact-time-60m-keep-5")
+    cold = view_of(strategy(h.items, ctx(ts=T0, previous_ts=T0 - timedelta(minutes=60))))
+    assert outputs(cold).count(LITERAL_CLEARED) == 1 and cold.events
+
+
+def test_claudecode_microcompact_measures_the_gap_from_the_newest_answer():
+    """The gap runs from the later of the previous request and its answer: a request sent
+    90 minutes ago whose answer was logged 30 minutes ago leaves a warm cache, nothing cleared."""
+    from dataclasses import replace
+
+    h = History().user()
+    for n in range(6):
+        h.step(read(f"f{n}", "x" * 100))
+    strategy = build("claudecode-microcompact-time-60m-keep-5")
+    at = replace(
+        ctx(ts=T0, previous_ts=T0 - timedelta(minutes=90)),
+        last_answer_ts=T0 - timedelta(minutes=30),
+    )
+    view = view_of(strategy(h.items, at))
+    assert LITERAL_CLEARED not in outputs(view) and not view.events
+
+
 def test_claudecode_autocompact_fires_at_window_less_20k_output_less_13k():
     """200,000 − min(32,000 max output, 20,000) − 13,000 = 167,000 (the module's rule):
     compacted from that reported usage on, not one token below."""
