@@ -905,6 +905,22 @@ def test_roo_truncate_keeps_the_first_message_and_drops_an_even_count():
     assert isinstance(view.items[1], AssistantItem)  # API messages 1..k (k even) deleted
 
 
+def test_roo_truncate_fires_above_90pct_less_max_tokens_and_deletes_an_even_count():
+    """prev = usage + tokens of the new message; truncated only when prev > 0.9·window −
+    8,192 (100,000 → 81,808). Then k = floor((15 − 1) · 0.5) = 7 API messages, made even
+    (6): messages 1..6 go, message 0 and the rest stay."""
+    h = History().user()
+    for n in range(7):
+        h.step(read(f"f{n}", "x"), text=f"s{n}")  # 15 API messages; the new one: 1 token
+
+    def run(usage: int) -> View:
+        return view_of(build("roo-truncate-keep-first-half")(h.items, ctx(100_000, usage)))
+
+    assert run(81_807).items == h.items and not run(81_807).events  # prev = 81,808: not over
+    truncated = run(81_808)
+    assert truncated.items == [h.items[0], *h.items[7:]] and truncated.events
+
+
 def test_opencode_tail_caps_only_the_default_reserve():
     """reserved = cfg.reserved or min(20000, maxOut) (spec l.99): a set value is not capped at
     the output limit; the default is."""
