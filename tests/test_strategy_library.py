@@ -1901,6 +1901,17 @@ def test_openhands_amortized_keeps_first_k_and_the_newest_half_max_minus_k():
     assert view.items == [h.items[0], h.items[6]]
 
 
+def test_openhands_amortized_forgets_only_above_max_size():
+    """Forgetting runs when the view holds *more* than max_size events: 6 events (the system
+    prompt and 5 messages) stay whole at max 6, 7 are cut."""
+    strategy = build("openhands-amortized-6-keep-first-2")
+    six = _text_turns(5)
+    assert view_of(strategy(six.items, ctx())).items == six.items
+    seven = _text_turns(6)
+    cut = view_of(build("openhands-amortized-6-keep-first-2")(seven.items, ctx()))
+    assert len(cut.items) < len(seven.items) and cut.events
+
+
 def test_prune_fires_only_when_the_view_passes_its_chars():
     """prune-at-N prunes when the view has *more than* N characters: a 2,116-character view is
     left alone at N = 2,116 and its oldest result stubbed at 2,115 (keep 1)."""
