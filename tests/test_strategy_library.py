@@ -1066,6 +1066,22 @@ def test_gemini_mask_protects_the_newest_outputs():
     assert "Output too large. Full output available at:" in outs[0]
 
 
+@pytest.mark.parametrize("minimum, masked", [("3000", True), ("3001", False)])
+def test_gemini_mask_needs_at_least_the_minimum_and_never_masks_a_skill(minimum, masked):
+    """Past the protected 2,000 tokens, three 1,000-token outputs are prunable: they are masked
+    when they reach `minimum` (>=), not below it. A skill's output is exempt either way."""
+    h = History().user().step(("skill", {"name": "s"}, "S" * 4000))
+    for n in range(5):
+        h.step(("bash", {"command": str(n)}, f"{n}" * 4000))
+    h.step(("bash", {"command": "now"}, "N" * 4000))
+    strategy = build("gemini-mask-tool-out-50k-30k", protect="2000", minimum=minimum)
+    outs = outputs(view_of(strategy(h.items, ctx())))
+    assert [o.startswith("<tool_output_masked>") for o in outs] == [
+        False, masked, masked, masked, False, False, False
+    ]
+    assert outs[0] == "S" * 4000
+
+
 def test_gemini_compress_budgets_the_whole_history_then_splits_it():
     def dump(lines: int) -> str:
         return "\n".join(f"line {n} " + "x" * 90 for n in range(lines))  # ~100 chars a line
