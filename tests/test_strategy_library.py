@@ -1082,6 +1082,26 @@ def test_gemini_mask_needs_at_least_the_minimum_and_never_masks_a_skill(minimum,
     assert outs[0] == "S" * 4000
 
 
+def test_openhands_browser_mask_hides_all_but_the_newest_browser_pages():
+    """Browser observations except the newest N show only "Visited URL {url}\\nContent omitted";
+    other tools' results (a web fetch included) are left alone."""
+    h = History().user()
+    h.step(("browser", {"url": "https://a.example"}, "page a " * 50))
+    h.step(("web_fetch", {"url": "https://w.example"}, "fetched " * 50))
+    h.step(("browser", {"url": "https://b.example"}, "page b " * 50))
+    h.step(("browser", {"url": "https://c.example"}, "page c " * 50))
+    view = view_of(build("openhands-browser-mask-1")(h.items, ctx()))
+    assert outputs(view) == [
+        "Visited URL https://a.example\nContent omitted",
+        "fetched " * 50,
+        "Visited URL https://b.example\nContent omitted",
+        "page c " * 50,
+    ]
+    assert view.events
+    two = view_of(build("openhands-browser-mask-2")(h.items, ctx()))
+    assert outputs(two)[1:] == ["fetched " * 50, "page b " * 50, "page c " * 50]
+
+
 def test_gemini_compress_budgets_the_whole_history_then_splits_it():
     def dump(lines: int) -> str:
         return "\n".join(f"line {n} " + "x" * 90 for n in range(lines))  # ~100 chars a line
