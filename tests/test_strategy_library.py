@@ -396,6 +396,37 @@ def test_opencode_tool_caps_apply_at_storage_with_a_pagination_hint():
     assert "bytes truncated" in wide and len(wide) < 52_000
 
 
+def test_opencode_tool_caps_keep_exactly_2000_lines_and_50_kib():
+    """Both limits are inclusive and a KB is 1,024 bytes: 2,000 lines and 51,200 bytes are
+    stored whole; one line or one byte more is cut."""
+    h = History().user().step(
+        ("bash", {"command": "a"}, "\n".join("1" * 2000)),
+        ("bash", {"command": "b"}, "\n".join("1" * 2001)),
+        ("bash", {"command": "c"}, "w" * 51_200),
+        ("bash", {"command": "d"}, "w" * 51_201),
+    )
+    lines, more_lines, kib, more_bytes = outputs(
+        view_of(build("opencode-tool-trunc-2000l-50kb")(h.items, ctx()))
+    )
+    assert lines == "\n".join("1" * 2000) and kib == "w" * 51_200
+    assert "...1 lines truncated..." in more_lines
+    assert "...51201 bytes truncated..." in more_bytes
+
+
+def test_opencode_grep_keeps_exactly_100_matches():
+    """grep shows at most 100 matches: 100 stay whole, a 101st is cut with the notice."""
+    hits = [f"src/f{n}.ts:1: match" for n in range(101)]
+    h = History().user().step(
+        ("grep", {"pattern": "match"}, "\n".join(hits[:100])),
+        ("grep", {"pattern": "match"}, "\n".join(hits)),
+    )
+    exact, over = outputs(view_of(build("opencode-tool-trunc-2000l-50kb")(h.items, ctx())))
+    assert exact == "\n".join(hits[:100])
+    assert over == "\n".join(hits[:100]) + (
+        "\n\n(Results truncated. Consider a more specific path or pattern.)"
+    )
+
+
 def test_pi_never_cuts_at_a_tool_result_and_waits_for_a_prompt():
     h = History().user("task")
     for n in range(6):
