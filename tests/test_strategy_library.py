@@ -275,6 +275,17 @@ def test_codex_middle_truncation_marker_and_budget():
     assert outputs(again) == outputs(view)
 
 
+def test_codex_tool_trunc_heads_a_cut_test_run_with_its_line_count_too():
+    """A test runner's output is exec output as well: cut, it starts with the line count;
+    a cut read does not."""
+    h = History().user().step(
+        ("run_tests", {"command": "pytest"}, "ok\n" * 6000), read("a.ts", "y\n" * 7000)
+    )
+    tests, file = outputs(view_of(build("codex-tool-trunc-10k")(h.items, ctx())))
+    assert tests.startswith("Total output lines: 6000\n\n")
+    assert file.startswith("y\n") and "chars truncated" in file
+
+
 def test_codex_compaction_keeps_recent_user_messages_and_prefixes_the_summary():
     h = History().user("first request " * 10)
     for n in range(3):
