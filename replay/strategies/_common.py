@@ -589,13 +589,6 @@ def summary_item(
     return SummaryItem(text=text, replaces=indexes, source=source, role=role)  # type: ignore[arg-type]
 
 
-def head_tail(text: str, head: int, tail: int, marker: str) -> str:
-    """First `head` and last `tail` characters around `marker`."""
-    if len(text) <= head + tail:
-        return text
-    return text[:head] + marker + (text[-tail:] if tail else "")
-
-
 class Seen:
     """How much of a thread's history a strategy instance has already processed.
 
