@@ -1205,20 +1205,6 @@ def test_a_cut_export_holding_only_its_info_is_still_an_opencode_export(tmp_path
     assert detect(path) == "opencode"
 
 
-def test_a_subagent_file_s_session_folder_is_where_its_transcript_lies(tmp_path: Path) -> None:
-    # `<project>/<sessionId>/subagents/agent-*.jsonl`: one session with `<project>/<sessionId>
-    # .jsonl` when that transcript is there; else its own `<sessionId>/` folder.
-    from replay.adapters._groups import session_folder
-
-    agent = tmp_path / "s-1" / "subagents" / "agent-a1.jsonl"
-    agent.parent.mkdir(parents=True)
-    agent.write_text("{}\n", encoding="utf-8")
-    assert session_folder("claude-code", agent) == str(tmp_path / "s-1")
-    (tmp_path / "s-1.jsonl").write_text("{}\n", encoding="utf-8")
-    assert session_folder("claude-code", agent) == str(tmp_path)
-    assert session_folder("opencode", agent) == str(agent.parent)
-
-
 # --------------------------------------------------------------------------------------------------
 # Usage mapping and the small rules every adapter shares (pinned by a mutation pass)
 
