@@ -14,6 +14,7 @@ from replay.cli._main import (
     missing_folder,
     price_overrides,
     replay_options,
+    say,
     user_errors,
 )
 
@@ -78,7 +79,7 @@ def _check_dataset_parent(
     no tree behind (as `check_output_folder` does for files)."""
     why = None if value is None else missing_folder(value)
     if why is not None:
-        click.echo(f"error: cannot write the dataset {value}: {why}", err=True)
+        say(f"error: cannot write the dataset {value}: {why}")
         ctx.exit(2)
     return value
 
@@ -279,14 +280,16 @@ def batch_command(
         if result.dataset:
             from pathlib import Path
 
+            from replay._printable import printable
+
             if any((Path(result.dataset) / "sessions").glob("*.parquet")):
                 # (`scan` also reads parts an older replay wrote, with fewer columns)
                 scan = f"replay.batch.scan('{result.dataset}')"
                 glob = f"pl.scan_parquet('{result.dataset}/sessions/*.parquet')"
                 # One line, not wrapped: the call is copied from it.
-                err.print(f"dataset: {result.dataset} (read it with {scan}, or {glob})",
+                err.print(printable(f"dataset: {result.dataset} (read it with {scan}, or {glob})"),
                           soft_wrap=True)
             else:  # polars cannot scan a glob of no file: no hint that fails
-                err.print(f"dataset: {result.dataset} (no session rows yet)")
+                err.print(printable(f"dataset: {result.dataset} (no session rows yet)"))
     if strict and result.counts["failed"]:
         sys.exit(1)

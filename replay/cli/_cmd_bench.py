@@ -6,7 +6,14 @@ from pathlib import Path
 
 import click
 
-from replay.cli._main import NoDashPath, check_output_folder, cli, output_options, user_errors
+from replay.cli._main import (
+    NoDashPath,
+    check_output_folder,
+    cli,
+    output_options,
+    say,
+    user_errors,
+)
 
 _BENCH_ONLY = ("strategies", "naive_requests", "doubling", "memory", "workers", "fmt", "output")
 """Options of the benchmark run that `--write-log` (which writes the log and stops) ignores."""
@@ -154,7 +161,7 @@ def bench_command(
             size_scale=size_scale,
         )
         if not quiet:
-            click.echo(f"wrote {write_log}: {len(session.requests())} requests", err=True)
+            say(f"wrote {write_log}: {len(session.requests())} requests")
         _warn_if_unreplayable(session, write_log)
         return
     from rich.text import Text
@@ -190,4 +197,4 @@ def _warn_if_unreplayable(session, path: Path) -> None:
     try:
         replay(prefix_session(session, 2), "baseline", per_turn=False, keep_records=False)
     except ReplayError as err:
-        click.echo(f"warning: {path}: replaying it as it is fails: {err}", err=True)
+        say(f"warning: {path}: replaying it as it is fails: {err}")

@@ -14,6 +14,7 @@ from replay.cli._main import (
     check_output_folder,
     cli,
     output_options,
+    say,
     user_errors,
 )
 
@@ -116,7 +117,7 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
 
     def warn(message: str) -> None:  # `-q`: nothing but the result
         if not quiet:
-            click.echo(f"warning: {message}", err=True)
+            say(f"warning: {message}")
 
     sessions = []
     # A log given twice, copied (a backup) or copied into a resumed file would count its pairs

@@ -12,6 +12,7 @@ from replay.cli._main import (
     check_output_folder,
     cli,
     refuse_data_suffix,
+    say,
     user_errors,
 )
 
@@ -81,4 +82,4 @@ def convert_command(
     hidden = getattr(session.header, "hidden_prefix_tokens", None)
     if hidden is not None:
         message += f"; estimated hidden prefix {hidden:,} tokens"
-    click.echo(message, err=True)
+    say(message)

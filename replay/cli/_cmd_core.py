@@ -24,6 +24,7 @@ from replay.cli._main import (
     price_overrides,
     refuse_data_suffix,
     replay_options,
+    say,
     ttl_option,
     user_errors,
     workers_option,
@@ -168,10 +169,11 @@ def print_notes(notes: list[str]) -> None:
     from rich.text import Text
 
     from replay import report
+    from replay._printable import printable
 
     err = report.console(stderr=True)  # (no markup: a note may quote the log)
     for note in notes:
-        err.print(Text.assemble(("note:", "dim"), f" {note}"))
+        err.print(Text.assemble(("note:", "dim"), f" {printable(note)}"))
 
 
 def print_notes_beside(notes: list[str], fmt: str, quiet: bool) -> None:
@@ -228,4 +230,4 @@ def record_fixture_command(output: Path, fixture: Path | None) -> None:
 
     refuse_data_suffix(output, "replay-log JSONL")
     session = record_fixture(output, fixture)
-    click.echo(f"wrote {output}: {len(session.requests())} requests", err=True)
+    say(f"wrote {output}: {len(session.requests())} requests")

@@ -18,6 +18,7 @@ from replay.cli._main import (
     horizon_option,
     price_overrides,
     replay_options,
+    say,
     ttl_option,
     user_errors,
     workers_option,
@@ -108,7 +109,7 @@ def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ..
 
         strategies = counted(len(document["strategies"]), "strategy", "strategies")
         requests = counted(len(document["requests"]), "request")
-        click.echo(f"wrote {where} ({_size(len(page))}: {strategies} × {requests})", err=True)
+        say(f"wrote {where} ({_size(len(page))}: {strategies} × {requests})")
 
 
 def _html_target(output: Path | str) -> bool:

@@ -16,6 +16,7 @@ import click
 
 from replay._data import data_dir
 from replay._errors import ReplayError
+from replay._printable import printable
 
 FORMATS = ("table", "json", "csv", "parquet")
 
@@ -57,17 +58,20 @@ class _DefaultToRun(click.Group):
             return
         close = difflib.get_close_matches(word, sorted(self.commands), n=1)
         if close:
-            click.echo(
-                f"error: no such file or command {word!r}; did you mean {close[0]!r}?", err=True
-            )
+            say(f"error: no such file or command {word!r}; did you mean {close[0]!r}?")
         else:
-            click.echo(f"error: {word}: no such file, nor a command (`replay --help` lists them)",
-                       err=True)
+            say(f"error: {word}: no such file, nor a command (`replay --help` lists them)")
         sys.exit(2)
 
 
+def say(message: str) -> None:
+    """`message` on standard error, `printable`: it may quote a file name or the log, whose
+    control characters must not reach the terminal as escape sequences."""
+    click.echo(printable(message), err=True)
+
+
 def _one_line_exit(message: str, ctx: click.Context | None) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
+    say(f"error: {message}")
     if ctx is not None:
         ctx.exit(2)
     raise click.exceptions.Exit(2)
@@ -138,11 +142,11 @@ def check_output_folder(ctx: click.Context, param: click.Parameter, value: Path 
     if value is None or value == "-":
         return value
     if value.name in ("", ".", ".."):  # `-o ""` arrives as `.`
-        click.echo(f"error: cannot write {str(value)!r}: expected a file name", err=True)
+        say(f"error: cannot write {str(value)!r}: expected a file name")
         ctx.exit(2)
     why = missing_folder(value)
     if why is not None:
-        click.echo(f"error: cannot write {value}: {why}", err=True)
+        say(f"error: cannot write {value}: {why}")
         ctx.exit(2)
     return value
 
@@ -429,20 +433,20 @@ def reported_errors() -> Iterator[None]:
     try:
         yield
     except ReplayError as err:
-        click.echo(f"error: {err}", err=True)
+        say(f"error: {err}")
         sys.exit(2)
     except Terminated:
-        click.echo("terminated", err=True)
+        say("terminated")
         sys.exit(128 + signal.SIGTERM)
     except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
+        say("interrupted")
         sys.exit(130)
     except RuntimeError as err:
         if not str(err).startswith("Symlink loop"):
             raise
         # `Path.resolve()` of a path the user gave that loops (Python 3.11; later versions
         # raise OSError ELOOP, reported below as the file system's error).
-        click.echo(f"error: {err}: a loop of symbolic links", err=True)
+        say(f"error: {err}: a loop of symbolic links")
         sys.exit(2)
     except OSError as err:
         if err.errno == errno.EPIPE:
@@ -451,13 +455,12 @@ def reported_errors() -> Iterator[None]:
         if err.errno == errno.ENAMETOOLONG:  # a path the user typed: no file can have it
             name = "a path" if err.filename is None else os.fsdecode(err.filename)
             shown = name if len(name) <= 80 else f"{name[:60]}…{name[-10:]}"
-            click.echo(f"error: {shown}: file name too long ({len(name):,} characters)",
-                       err=True)
+            say(f"error: {shown}: file name too long ({len(name):,} characters)")
             sys.exit(2)
         if err.errno not in _FULL or err.filename is not None:
             raise
         _drop_stdout()
-        click.echo(f"error: cannot write output: {err.strerror}", err=True)
+        say(f"error: cannot write output: {err.strerror}")
         sys.exit(1)
 
 

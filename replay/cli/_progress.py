@@ -14,6 +14,8 @@ from typing import Any
 
 from rich.console import Console
 
+from replay._printable import printable
+
 Progress = Callable[[str, int, int], None]
 """`progress(strategy, done, total)`: the engine's hook (see `ReplayConfig.progress`)."""
 
@@ -57,11 +59,11 @@ class _Bar:
         self.description = label
 
     def __call__(self, name: str, done: int, total: int) -> None:
-        self.description = f"{self.label}: {name}" if name else self.label
+        self.description = f"{self.label}: {printable(name)}" if name else self.label
         self.bar.update(self.task, total=total, completed=done, description=self.description)
 
     def detail(self, text: str) -> None:
-        self.bar.update(self.task, description=f"{self.description} · {text}")
+        self.bar.update(self.task, description=f"{self.description} · {printable(text)}")
 
 
 @contextmanager

@@ -23,6 +23,8 @@ from rich.padding import Padding
 from rich.table import Column, Table
 from rich.text import Text
 
+from replay._printable import printable
+
 NARROWEST_NAME = 10
 """What a name (a `fold` column) may fold down to when the columns always shown do not fit
 otherwise."""
@@ -47,7 +49,7 @@ class Fitted:
         hint: str = HINT,
         noted: set[str] | None = None,
     ) -> None:
-        self.table = table
+        self.table = _printable_cells(table)
         self.hide = hide
         self.fold = dict(fold or {})
         self.wrap = dict(wrap or {})
@@ -66,6 +68,18 @@ class Fitted:
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement.get(console, options, self.table)
+
+
+def _printable_cells(table: Table) -> Table:
+    """`table` with its title, caption and text cells `printable`: they hold file names and log
+    text (model ids, tool names), which must not reach the terminal as control sequences."""
+    if isinstance(table.title, str):
+        table.title = printable(table.title)
+    if isinstance(table.caption, str):
+        table.caption = printable(table.caption)
+    for column in table.columns:
+        column._cells = [printable(c) if isinstance(c, str) else c for c in column._cells]
+    return table
 
 
 def fit(

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from replay._printable import printable
 from replay.report._charts import MARKER_SHAPES as MARKER_KINDS
 from replay.report._charts import METRICS, colors, marker_parts, series_rows, strategy_order
 from replay.strategies._view import shared_prefix
@@ -682,7 +683,7 @@ def render_html(document: dict[str, Any]) -> str:
     specs = {metric: vega_spec(metric, document["strategies"], n) for metric in METRICS}
     page = _asset("report.html")
     escape = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
-    title = "".join(escape.get(c, c) for c in document["title"])
+    title = "".join(escape.get(c, c) for c in printable(document["title"]))
     parts = {
         "{{title}}": title,
         "{{style}}": _asset("report.css"),
