@@ -4,6 +4,7 @@ terminal), everything else kept."""
 
 from __future__ import annotations
 
+import io
 import re
 import shutil
 from pathlib import Path
@@ -61,3 +62,18 @@ def test_page_title_escapes_the_file_name(invoke, tmp_path: Path) -> None:
     title = re.search(r"<title>(.*?)</title>", page.read_text(encoding="utf-8"), re.S).group(1)
     assert "\\x1b]0;pwned\\x07b\\u202e.jsonl" in title and not UNSAFE.search(title)
 
+
+def test_progress_bar_shows_a_strategy_name_with_brackets() -> None:
+    """The bar's text is no markup: `[messages=4]` was read as a style tag and dropped."""
+    from rich.console import Console
+
+    from replay.cli._progress import progress_bar
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=120)
+    with progress_bar("replaying", console=console) as progress:
+        assert progress is not None
+        progress("sliding-10[messages=4]", 1, 2)
+        progress.detail("[/x] request 3\x1b[2J")
+    shown = console.file.getvalue()
+    assert "sliding-10[messages=4]" in shown
+    assert "[/x] request 3\\x1b[2J" in shown

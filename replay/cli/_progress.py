@@ -39,7 +39,8 @@ def progress_bar(label: str, quiet: bool = False, console: Console | None = None
 
     with rp.Progress(
         rp.SpinnerColumn(),
-        rp.TextColumn("{task.description}"),
+        # No markup: `sliding-10[messages=4]` is a strategy, not a style tag.
+        rp.TextColumn("{task.description}", markup=False),
         rp.BarColumn(),
         rp.MofNCompleteColumn(),
         rp.TimeElapsedColumn(),
@@ -79,7 +80,7 @@ def phase_bars(unit: str, quiet: bool = False, console: Console | None = None
     from rich import progress as rp
 
     with rp.Progress(
-        rp.TextColumn("{task.description:<7}"),
+        rp.TextColumn("{task.description:<7}", markup=False),
         rp.BarColumn(),
         rp.MofNCompleteColumn(),
         rp.TextColumn(unit),
