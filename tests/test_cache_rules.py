@@ -531,6 +531,8 @@ def test_providers_all_and_schema(tmp_path):
     out = tmp_path / "schema.json"
     assert _cli("--schema", "-o", str(out)).exit_code == 0
     assert out.read_text() == json_schema_text()
+    # `--format json` says what `--schema` prints anyway.
+    assert _cli("--schema", "--format", "json").output == json_schema_text()
 
 
 def test_rules_in_force_is_what_the_cli_prints():

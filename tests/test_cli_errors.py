@@ -691,7 +691,9 @@ def test_a_dash_is_refused_where_it_would_name_a_file(invoke, tmp_path, monkeypa
         (["run", str(RUN42), "-s", "baseline", "--client", ""], "unknown client profile ''"),
         (["batch", str(RUN42), "-s", "baseline", "--client", ""], "unknown client profile ''"),
         (["providers", "--schema", "--provider", "nosuch"],
-         "--schema prints the rule files' schema: --provider would change nothing"),
+         "--schema prints the rule files' JSON schema: --provider would change nothing"),
+        (["providers", "--schema", "--format", "table"],
+         "--schema prints the rule files' JSON schema: --format table would change nothing"),
     ],
 )
 def test_an_empty_or_ignored_value_is_an_error(invoke, args, error):

@@ -62,11 +62,14 @@ def providers_command(
     from replay.cache import json_schema_text, rules_in_force
 
     if schema:
+        # The schema is JSON: a `--format table` given (not the default) would be ignored.
+        table_given = click.get_current_context().get_parameter_source("fmt") not in (
+            None, click.core.ParameterSource.DEFAULT) and fmt == "table"
         given = (("--at", at), ("--provider", provider), ("--model", model),
-                 ("--cache-rules", cache_rules))
+                 ("--cache-rules", cache_rules), ("--format table", table_given or None))
         ignored = [flag for flag, value in given if value is not None]
         if ignored:
-            raise ReplayError(f"--schema prints the rule files' schema: {', '.join(ignored)} "
+            raise ReplayError(f"--schema prints the rule files' JSON schema: {', '.join(ignored)} "
                               "would change nothing")
         report.write_output(json_schema_text(), output)
         return
