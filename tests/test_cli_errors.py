@@ -803,3 +803,22 @@ def test_a_path_an_option_cannot_use_is_one_line_exit_2(invoke, tmp_path, args, 
     result = invoke(*(str(a).replace("{tmp}", str(tmp_path)) for a in args))
     assert result.exit_code == 2
     assert result.stderr == "error: " + line.replace("{tmp}", str(tmp_path)) + "\n"
+
+
+@pytest.mark.parametrize("name", ["totals.csv", "report.JSON", "rows.parquet"])
+def test_batch_refuses_a_file_name_for_its_dataset_folder(invoke, tmp_path, monkeypatch, name):
+    """`batch -o totals.csv` made a dataset folder named totals.csv."""
+    monkeypatch.chdir(tmp_path)
+    result = invoke("batch", RUN42, "-s", "baseline", "-o", name)
+    assert result.exit_code == 2
+    _check_line(result.stderr, (f"-o {name} names a", "batch writes a dataset folder"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_batch_appends_to_a_dataset_folder_named_like_a_file(invoke, tmp_path, monkeypatch):
+    """A folder that exists already is a dataset, whatever its name says."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs.parquet").mkdir()
+    result = invoke("batch", RUN42, "-s", "baseline", "-o", "runs.parquet", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert list((tmp_path / "runs.parquet" / "sessions").glob("*.parquet"))

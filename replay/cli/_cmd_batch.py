@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from replay.cli._main import (
+    SUFFIX_FORMATS,
     NoDashPath,
     cli,
     context_window_option,
@@ -80,6 +81,13 @@ def _check_dataset_parent(
     why = None if value is None else missing_folder(value)
     if why is not None:
         say(f"error: cannot write the dataset {value}: {why}")
+        ctx.exit(2)
+    named = None if value is None else SUFFIX_FORMATS.get(value.suffix.lower())
+    if named is not None and not value.is_dir():
+        # `-o totals.csv` expected a file; it got a folder of that name.
+        say(f"error: -o {value} names a {named} file, but batch writes a dataset folder "
+            "(Parquet parts): give a folder name (the report is --format json on standard "
+            "output)")
         ctx.exit(2)
     return value
 
