@@ -428,3 +428,21 @@ def test_a_token_trigger_fires_at_the_first_request_billed_above_it(provider, fa
     records = replay_session(session, [name], ReplayConfig())
     fired = [r.request_index for r in records if r.kind == "request" and r.events]
     assert fired[0] == 40, (fired, baseline[38:42])
+
+
+@pytest.mark.parametrize(
+    "family", ["anthropic-compact-{t}", "anthropic-clear-tool-uses-{t}-keep-1"]
+)
+def test_a_token_trigger_equal_to_a_billed_prompt_does_not_fire_at_it(family) -> None:
+    """Anthropic's server-side triggers fire when the input *exceeds* the trigger: set to
+    exactly request 40's billed prompt, they first fire at request 41."""
+    from replay.engine import ReplayConfig, replay_session
+
+    turns = [gen.Turn(f"step {i}", [gen.Call("run", {"n": i}, f"ok {i}")]) for i in range(60)]
+    session = gen.build_session([*turns, gen.Turn("done")], provider="anthropic")
+    baseline = [r.outcome.prompt for r in replay_session(session, ["baseline"], ReplayConfig())
+                if r.kind == "request"]
+    assert baseline[41] > baseline[40]
+    records = replay_session(session, [family.format(t=baseline[40])], ReplayConfig())
+    fired = [r.request_index for r in records if r.kind == "request" and r.events]
+    assert fired[0] == 41, (fired, baseline[38:42])
