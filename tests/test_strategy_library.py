@@ -1281,6 +1281,24 @@ def test_goose_pairs_and_openclaw_warm_cache():
     assert touched(0) >= touched(1) >= touched(3) > 0
 
 
+def test_goose_auto_cutoff_and_batch_follow_the_window():
+    """Auto cutoff = clamp(window x 0.8 / 10,000, 10, 500) visible calls (200k: 16; 1M: 80) and
+    auto batch = max(cutoff / 5, 3) (3; 16): nothing is summarized up to the cutoff, then the
+    oldest min(excess, batch) pairs. The last step's call is the current turn's: not counted."""
+
+    def summarized(steps: int, window: int) -> int:
+        h = History().user()
+        for n in range(steps):
+            h.step(read(f"f{n}", "x"))
+        strategy = build("goose-tool-pair-summarize")
+        return len(view_of(strategy(h.items, ctx(window=window))).summarizer_calls)
+
+    assert summarized(17, 200_000) == 0  # 16 visible calls: at the cutoff
+    assert summarized(18, 200_000) == 1  # 17: one over
+    assert summarized(40, 200_000) == 3  # 39: 23 over, a batch of 3
+    assert summarized(121, 1_000_000) == 16  # 120: 40 over, a batch of 16
+
+
 # --- plug-ins ---------------------------------------------------------------------------------
 
 
@@ -1949,6 +1967,15 @@ def test_goose_compaction_re_sends_the_last_user_prompt():
     assert view.events and len(view.items) == 3
     resent = view.items[2]
     assert isinstance(resent, UserItem) and resent.text == "second task"
+
+
+def test_goose_compacts_only_above_its_threshold():
+    """Goose compacts when usage / window *exceeds* 80 % (`total_tokens / ctx > 0.8`): 32,000
+    tokens of a 40,000 window are not a compaction yet, 32,001 are."""
+    h = History().user("first task").step(text="done").user("second task")
+    for usage, compacts in ((32_000, False), (32_001, True)):
+        view = view_of(build("goose-compact-80pct")(h.items, ctx(window=40_000, usage=usage)))
+        assert bool(view.events) is compacts, usage
 
 
 def _text_turns(n: int) -> History:
