@@ -1299,6 +1299,42 @@ def test_goose_auto_cutoff_and_batch_follow_the_window():
     assert summarized(121, 1_000_000) == 16  # 120: 40 over, a batch of 16
 
 
+def _big_reads(steps: int) -> History:
+    h = History().user()
+    for n in range(steps):
+        h.step(read(f"f{n}", "y" * 20_000))
+    return h
+
+
+def test_openclaw_cache_is_cold_at_exactly_the_ttl():
+    """OpenClaw skips pruning only while the last call is *less* than `ttl` ago (`now −
+    last_anthropic_call < ttl: no-op`): at exactly 5 minutes the cache counts as cold."""
+    h = _big_reads(10)
+
+    def pruned(idle: timedelta) -> bool:
+        context = ctx(window=20_000, previous_ts=T0 - idle, model="claude-sonnet-4-5")
+        return bool(view_of(build("openclaw-prune-cache-ttl-5m")(h.items, context)).events)
+
+    assert not pruned(timedelta(minutes=5) - timedelta(seconds=1))
+    assert pruned(timedelta(minutes=5))
+
+
+def test_openclaw_prunes_before_the_oldest_of_exactly_keep_assistants_messages():
+    """The cutoff is the `keep_assistants`-th newest assistant message: with exactly three, the
+    results between the first user message and the oldest of them are prunable — here an
+    orphan result (one a lenient read keeps), soft-trimmed; the three answered ones are not."""
+    h = History().user()
+    h.items.append(ToolResultItem("lost", "read_file", "z" * 20_000, event_index=1,
+                                  arguments={"path": "lost.py"}))
+    for n in range(3):
+        h.step(read(f"f{n}", "y" * 20_000))
+    context = ctx(window=20_000, previous_ts=T0 - timedelta(minutes=6), model="claude-sonnet-4-5")
+    view = view_of(build("openclaw-prune-cache-ttl-5m")(h.items, context))
+    assert view.events
+    trimmed, *answered = outputs(view)
+    assert "[Tool result trimmed" in trimmed and answered == ["y" * 20_000] * 3
+
+
 # --- plug-ins ---------------------------------------------------------------------------------
 
 
