@@ -859,6 +859,19 @@ def test_aider_clips_the_summarizer_input_to_the_window_minus_512():
     assert "AAAA" not in first and "task" not in first
 
 
+def test_aider_auto_max_is_capped_at_8192_tokens():
+    """max_chat_history_tokens = min(max(window / 16, 1,024), 8,192): on a 200k window (12,500
+    / 16) the cap holds, so a 6,000-token done history is left whole and a 10,000-token one is
+    summarized."""
+
+    def summarized(answer_chars: int) -> bool:
+        h = History().user("task").step(text="a" * answer_chars).user("next question")
+        view = view_of(build("aider-summarize-auto")(h.items, ctx(window=200_000)))
+        return bool(view.summarizer_calls)
+
+    assert not summarized(24_000) and summarized(40_000)
+
+
 @pytest.mark.parametrize(
     "model, weak",
     [
