@@ -844,6 +844,23 @@ def test_cline_triggers_on_the_previous_request_s_tokens_only(name):
     assert view_of(build(name)(h.items, ctx(window=200_000, usage=160_000))).events
 
 
+def test_cline_deletes_three_quarters_only_when_half_the_usage_is_over_the_limit():
+    """keep = "quarter" if total / 2 > maxAllowed else "half": at 170,000 tokens (200k window,
+    maxAllowed 160,000) Cline deletes half of the 23 messages after the first pair, rounded to
+    an even count (10: messages 2..11, ending on an assistant message, whose result goes with
+    it); only past 320,000 does it delete three quarters (16: messages 2..17, and a result)."""
+    h = History().user()
+    for n in range(12):
+        h.step(read(f"f{n}.ts", "x" * 400), text=f"s{n}")  # 25 API messages, one item each
+
+    def left(usage: int) -> int:
+        view = view_of(build("cline-truncate-keep-first-pair-half")(h.items, ctx(usage=usage)))
+        assert view.events
+        return len(view.items)
+
+    assert (left(170_000), left(320_000), left(320_001)) == (14, 14, 8)
+
+
 def test_aider_clips_the_summarizer_input_to_the_window_minus_512():
     h = History().user("task").step(text="A" * 150_000)  # one early answer of 37,500 tokens
     for n in range(6):
