@@ -968,6 +968,16 @@ def test_opencode_v1_overflow_leaves_cache_writes_out():
         assert bool(view.summarizer_calls) is compacts
 
 
+def test_opencode_v1_caps_the_output_reserve_at_32k():
+    """usable = window − min(max output, 32,000): a model with a 64,000-token output limit
+    still reserves only 32,000 of a 200k window, so 168,000 tokens do not overflow and
+    168,001 do."""
+    h = History().user("fix it").step(read("a.py", "x" * 400), text="reading").user("next")
+    for usage, compacts in ((150_000, False), (168_000, False), (168_001, True)):
+        view = view_of(build("opencode-compact-v1", output_max="64000")(h.items, ctx(usage=usage)))
+        assert bool(view.summarizer_calls) is compacts, usage
+
+
 def test_roo_truncate_keeps_the_first_message_and_drops_an_even_count():
     h = History().user()
     for n in range(8):
