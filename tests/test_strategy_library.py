@@ -1020,6 +1020,20 @@ def test_opencode_tail_caps_only_the_default_reserve():
     assert not compacts(183_000, output_max="8000") and compacts(184_000, output_max="8000")
 
 
+def test_opencode_tail_budget_is_a_quarter_of_the_usable_context():
+    """B = clamp(25 % of usable, 2,000, 15,000): on a 64k window usable = 64,000 − 32,000 −
+    20,000 = 12,000, so B = 3,000 tokens: four ~705-token turns are kept whole (a fifth, or
+    its answer alone, would pass B)."""
+    h = History()
+    for n in range(8):
+        h.user(f"question {n}").step(text=f"answer {n} " + "a" * 2800)
+    view = view_of(build("opencode-compact-tail-prepend")(h.items, ctx(window=64_000,
+                                                                        usage=12_000)))
+    assert view.events
+    kept = view.items[2:-1]  # [marker, summary] + tail + "Continue…"
+    assert kept == h.items[-8:]
+
+
 @pytest.mark.parametrize("name", ["roo-truncate-keep-first-half", "roo-condense-keep-first-last-3"])
 def test_roo_counts_the_new_message_instead_of_estimating_it(name):
     """Roo's prev = totalTokens + tok(last message), a token count (spec l.181): with a
