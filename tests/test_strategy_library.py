@@ -1047,6 +1047,34 @@ def test_roo_counts_the_new_message_instead_of_estimating_it(name):
     assert view_of(build(name)(h.items, context)).events
 
 
+def test_roo_condense_fires_at_exactly_its_threshold():
+    """Roo condenses when 100 · prev / window ≥ the threshold: at 50 % of a 100k window (far
+    under the truncation limit, 81,808) 50,000 tokens condense, 49,999 do not."""
+    h = History().user()
+    for n in range(12):
+        h.step(read(f"f{n}", "x" * 300), text=f"s{n}")
+    h.step(text="done")  # no message since the last response: prev = its usage
+
+    def condensed(usage: int) -> bool:
+        strategy = build("roo-condense-keep-first-last-3-at-50pct")
+        return bool(view_of(strategy(h.items, ctx(window=100_000, usage=usage))).events)
+
+    assert (condensed(49_999), condensed(50_000)) == (False, True)
+
+
+def test_roo_condense_has_nothing_to_fold_with_keep_plus_one_messages():
+    """Roo refuses to condense `keep` + 1 API messages: messages.slice(0, −3) is the first
+    message alone, which it keeps. Here that message holds a tool result too (an orphan a
+    lenient read keeps): it is not summarized away."""
+    h = History().user()
+    h.items.append(ToolResultItem("lost", "read_file", "z" * 400, event_index=1,
+                                  arguments={"path": "lost.py"}))
+    h.step(read("a.py", "x" * 400), text="read a").step(text="done")  # 4 API messages
+    view = view_of(build("roo-condense-keep-first-last-3")(h.items, ctx(window=10_000,
+                                                                        usage=9_900)))
+    assert view.items == h.items and not view.events
+
+
 @pytest.mark.parametrize(
     "name, head",
     [
