@@ -2151,6 +2151,22 @@ def test_prune_fires_only_when_the_view_passes_its_chars():
     assert stubbed(2116) == [False, False] and stubbed(2115) == [True, False]
 
 
+@pytest.mark.parametrize("mode", ["rotating", "chained"])
+def test_compact_chain_fires_only_when_the_view_passes_its_chars(mode):
+    """compact-rotating/chained-at-N fold when the view has *more than* N characters: a view of
+    exactly N is left alone, at N − 1 it is folded."""
+    from replay.strategies._common import chars
+
+    h = History().user("u" * 100).step(("bash", {}, "x" * 1000), text="t")
+    h.step(("bash", {}, "y" * 1000), text="t")
+    size = chars(h.items)
+
+    def folded(n: int) -> bool:
+        return bool(view_of(build(f"compact-{mode}-at-{n}")(h.items, ctx())).events)
+
+    assert (folded(size), folded(size - 1)) == (False, True)
+
+
 def test_the_harness_estimate_rounds_characters_up():
     """est = ceil(chars / 4): 5 characters are 2 tokens, 1 is 1, none is 0."""
     from replay.strategies._common import est, item_est
