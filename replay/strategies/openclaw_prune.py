@@ -1,7 +1,7 @@
 """`openclaw-prune-cache-ttl-5m`: OpenClaw's cache-TTL-aware session pruning.
 
 Rule: pruning only runs for Claude models (the mode is stated on the session's last Anthropic
-call: it is made for Anthropic's cache), and only when the last model call is older than `ttl`
+call: it is made for Anthropic's cache), and only when the last model call is `ttl` or more ago
 (the provider's cache has expired, so rewriting costs nothing extra); while the cache is warm,
 nothing changes. Then, with W = window x 4 characters and the prunable results those between the
 first user message and the third-newest assistant message: below 30 % of W nothing happens;
@@ -149,8 +149,8 @@ register(
         pattern=r"openclaw-prune-cache-ttl-(?P<ttl>\d+)m",
         build=openclaw_prune,
         cache_class="freeze-once",
-        rule="Claude models only, when the cache is cold (last call > ttl ago): soft-trim big "
-        "old tool results, hard-clear oldest while the context is >= 50% of the window",
+        rule="Claude models only, when the cache is cold (last call ttl or more ago): soft-trim "
+        "big old tool results, hard-clear oldest while the context is >= 50% of the window",
         defaults={
             "ttl": 5,
             "keep_assistants": 3,
