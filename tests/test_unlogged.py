@@ -598,3 +598,118 @@ def test_still_sent_filters_each_view_as_a_whole_filter_would(steps) -> None:
         elif view:
             view[at % len(view)] = items[0]  # the same list, changed since it was filtered
         assert still_sent(unlogged, view) == [i for i in view if i not in unlogged.dropped]
+
+
+# -- the head split and the warm start (`fit_heads`) --
+
+
+def _billed(request_id: str, read: int, write: int = 0, uncached: int = 600,
+            thread: str = MAIN_THREAD, n: int = 0) -> RequestMarker:
+    return RequestMarker(ts=T0 + timedelta(seconds=20 * n), request_id=request_id, thread=thread,
+                         usage=Usage(input_tokens=uncached, cache_read_tokens=read,
+                                     cache_write_5m_tokens=write, output_tokens=5))
+
+
+def _heads(events: list, hidden: int = 5000, logged: int = 0, explicit: bool = True) -> dict:
+    from replay.engine._unlogged import fit_heads
+
+    return fit_heads(_session(events, hidden), lambda m: explicit, lambda system, model: logged)
+
+
+def _sub(name: str, hidden: int | None = None, system: str | None = None) -> ThreadStart:
+    start = ThreadStart(ts=T0, thread_id=name, system=system)
+    if hidden is not None:
+        start.hidden_prefix_tokens = hidden
+    return start
+
+
+def test_a_subagent_s_hidden_prefix_is_its_own_or_the_session_s_when_it_shares_its_head() -> None:
+    """`thread_hidden_prefix`: the thread event's own (0 included), else the session's when the
+    thread is sent the session's system prompt, else 0."""
+    from replay.engine._unlogged import thread_hidden_prefix
+
+    header = _session([], hidden=4000).header
+    assert thread_hidden_prefix(_sub("a"), header) == 4000
+    assert thread_hidden_prefix(_sub("a", hidden=700), header) == 700
+    assert thread_hidden_prefix(_sub("a", hidden=0), header) == 0  # said: none
+    assert thread_hidden_prefix(_sub("a", system="You are a subagent."), header) == 0
+
+
+def test_no_head_is_fitted_without_a_hidden_prefix_or_marker_positions() -> None:
+    """Only threads with a hidden prefix, on caches that show marker positions, are split."""
+    events = [_billed("r0", 0, 3000, 2600), _billed("r1", 5600, n=1)]
+    assert _heads(events) == {MAIN_THREAD: ThreadFit((3000,), 2000)}
+    assert _heads(events, hidden=0) == {}
+    assert _heads([_billed("r0", 100)], hidden=0) == {}  # a cached logged head is no warm start
+    assert _heads(events, explicit=False) == {}
+
+
+def test_a_write_that_stops_inside_the_hidden_prefix_shows_where_the_head_ends() -> None:
+    """A first request's write (not only a read) that stops inside the hidden prefix is a
+    marker of the head."""
+    events = [_billed("r0", 0, 3000, 2600), _billed("r1", 5600, n=1)]
+    assert _heads(events) == {MAIN_THREAD: ThreadFit((3000,), 2000)}
+
+
+def test_reads_within_the_tolerance_of_the_hidden_prefix_s_end_show_no_head() -> None:
+    """A read or write inside the hidden prefix counts as the head's end only up to the
+    smallest hidden prefix of the group minus the read tolerance (beyond: the whole prefix,
+    give or take the logged text's count)."""
+    def head(reveal: int) -> tuple[int, ...]:
+        events = [_billed("r0", 0, 3000, 2600), _billed("r1", reveal, 0, 1200, n=1)]
+        return _heads(events)[MAIN_THREAD].head
+
+    assert head(5000 - 256) == (4744,)  # at the limit: a head
+    assert head(5000 - 255) == (3000,)
+    assert head(4900) == (3000,)
+
+
+def test_reads_are_placed_after_the_logged_head() -> None:
+    """Positions in the usage count the logged tools + system prompt first: the head and the
+    warm start are what lies beyond them."""
+    events = [_billed("r0", 3500, 0, 2200), _billed("r1", 5800, n=1)]
+    assert _heads(events, logged=500) == {MAIN_THREAD: ThreadFit((3000,), 2000, 3000, 500)}
+
+
+def test_a_warm_start_near_the_whole_hidden_prefix() -> None:
+    """No read inside the hidden prefix: a first read within the tolerance of the whole of it
+    warms it whole, or, when at least `TAIL_MIN` short of it, up to where it stops (the rest is
+    first-message context)."""
+    def fit(read: int) -> ThreadFit:
+        return _heads([_billed("r0", read, 0, 900), _billed("r1", 5600, n=1)])[MAIN_THREAD]
+
+    assert fit(4990) == ThreadFit((5000,), warm=5000)
+    assert fit(4968) == ThreadFit((4968,), 32, 4968)  # TAIL_MIN (32) short: split there
+    assert fit(4800) == ThreadFit((4800,), 200, 4800)
+
+
+def test_a_warm_read_near_the_head_warms_the_whole_head() -> None:
+    """A first read within the tolerance of the head found by later reads warms all of it."""
+    events = [_billed("r0", 2900, 0, 2700), _billed("r1", 3000, 0, 3000, n=1)]
+    assert _heads(events) == {MAIN_THREAD: ThreadFit((3000,), 2000, 3000)}
+
+
+def test_only_the_first_thread_of_a_head_starts_warm() -> None:
+    """Threads sharing a head share its split; what was cached before the log is found by the
+    first of them to send a request."""
+    events = [_billed("r0", 3000, 0, 2600), _sub("agent-a"),
+              _billed("a0", 3000, 0, 2600, thread="agent-a", n=1)]
+    assert _heads(events) == {MAIN_THREAD: ThreadFit((3000,), 2000, 3000),
+                              "agent-a": ThreadFit((3000,), 2000, 0)}
+
+
+def test_threads_share_a_head_only_with_the_same_system_prompt_and_a_size_within_tolerance():
+    """Threads are grouped by (system prompt, model) and a hidden prefix within the read
+    tolerance of the larger (inclusive); the group's head is revealed by any of them, up to
+    its smallest hidden prefix less the tolerance."""
+    def fits(sub: ThreadStart, sub_read: int = 5800) -> dict:
+        events = [_billed("r0", 0, 3000, 2600), sub,
+                  _billed("a0", sub_read, 0, 600, thread="agent-a", n=1)]
+        return _heads(events)
+
+    assert fits(_sub("agent-a", hidden=5256)) == {MAIN_THREAD: ThreadFit((3000,), 2000),
+                                                  "agent-a": ThreadFit((3000,), 2256)}
+    assert "agent-a" not in fits(_sub("agent-a", hidden=5257))
+    assert "agent-a" not in fits(_sub("agent-a", hidden=5000, system="You are a subagent."))
+    # 4,800 is inside agent-a's 5,200 by more than the tolerance, not inside main's 5,000.
+    assert fits(_sub("agent-a", hidden=5200), sub_read=4800)[MAIN_THREAD].head == (3000,)
