@@ -713,3 +713,73 @@ def test_threads_share_a_head_only_with_the_same_system_prompt_and_a_size_within
     assert "agent-a" not in fits(_sub("agent-a", hidden=5000, system="You are a subagent."))
     # 4,800 is inside agent-a's 5,200 by more than the tolerance, not inside main's 5,000.
     assert fits(_sub("agent-a", hidden=5200), sub_read=4800)[MAIN_THREAD].head == (3000,)
+
+
+# -- marker placement, transient and shrunk messages --
+
+
+def test_read_tolerance_is_two_percent_of_the_prompt_at_least_256_tokens() -> None:
+    """The fidelity tolerance: max(2 % of the prompt, 256 tokens)."""
+    from replay.engine._unlogged import read_tolerance
+
+    assert [read_tolerance(p) for p in (0, 1_000, 12_800, 20_000)] == [256, 256, 256, 400]
+
+
+def test_a_marker_is_moved_among_the_message_blocks_only() -> None:
+    """`place_last_marker`: a last marker on the first message block moved back into the head
+    is dropped (the head marker stays); one moved onto an earlier marker's block is dropped
+    (no duplicate); with no earlier marker, one moved into the head is dropped too."""
+    req = _request([1000, 300, 40, 500, 200], [SYSTEM, USER, TEXT, USER, USER])
+    assert place_last_marker([Breakpoint(0, "1h"), Breakpoint(1, "1h")], req, 1040) == [
+        Breakpoint(0, "1h")
+    ]
+    assert place_last_marker([Breakpoint(4, "1h")], req, 1100) == []
+    assert place_last_marker([Breakpoint(2, "1h"), Breakpoint(4, "1h")], req, 700) == [
+        Breakpoint(2, "1h")
+    ]
+
+
+def test_the_nearest_block_end_takes_the_later_on_a_tie() -> None:
+    """`nearest_end`: halfway between two block ends, the marker lands on the later."""
+    from replay.engine._unlogged import nearest_end
+
+    cum = np.cumsum([1000, 300, 40, 500, 200])
+    assert nearest_end(cum, 1, 1150.0) == 1
+    assert nearest_end(cum, 1, 1149.0) == 0
+
+
+def test_a_read_close_to_where_the_previous_request_wrote_dropped_nothing() -> None:
+    """`transient`: a read within the tolerance of the previous request's end read (nearly) all
+    of it; among several entries within tolerance of the read, the nearest is the one."""
+    near = ThreadUnlogged(end=15_100, starts=[(((5, "before"),), 15_000, 3_000)])
+    assert transient(near, 15_000, 20_000) == ()
+    two = ThreadUnlogged(end=30_000, starts=[(((5, "before"),), 15_000, 3_000),
+                                              ((CONTEXT,), 15_300, 3_000)])
+    assert transient(two, 15_250, 20_000) == (CONTEXT,)
+    assert transient(two, 15_050, 20_000) == ((5, "before"),)
+
+
+def test_a_residual_split_around_the_marker_is_transient_as_a_whole() -> None:
+    """Request 2 carried 200 unlogged tokens before its marker and 700 after it, request 3
+    neither: their size together (not the share before the marker, within the tolerance) makes
+    them transient."""
+    session = _session(_turns(MAIN_THREAD, 0, 6, T0), hidden=4000)
+    second, third = _index(session, "main-r2"), _index(session, "main-r3")
+    both = ((second, "before"), (second, "after"))
+    truth = UnloggedContext(requests={
+        (MAIN_THREAD, second): RequestFit(before=200, after=700, tail=700),
+        (MAIN_THREAD, third): RequestFit(drop=both),
+    })
+    _bill(session, truth)
+    fit = fit_unlogged_context(session, ReplayConfig())
+    carried = fit.requests[(MAIN_THREAD, second)]
+    assert carried.before + carried.after == 900
+    assert fit.requests[(MAIN_THREAD, third)].drop == both
+
+
+def test_a_shortfall_of_shrink_min_tokens_is_noise() -> None:
+    """`shrunk`: a prompt billed `SHRINK_MIN` (64) tokens short is noise; 65 short is not."""
+    message = UserItem("x", injected=True, estimated_tokens=64)
+    state = ThreadUnlogged(items={(3, "before"): message})
+    assert shrunk(state, [message], 64, 4) is None
+    assert shrunk(state, [message], 65, 4) == (3, "before")
