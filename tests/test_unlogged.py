@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_adapters_common import SAMPLES, needs_samples
@@ -783,3 +784,207 @@ def test_a_shortfall_of_shrink_min_tokens_is_noise() -> None:
     state = ThreadUnlogged(items={(3, "before"): message})
     assert shrunk(state, [message], 64, 4) is None
     assert shrunk(state, [message], 65, 4) == (3, "before")
+
+
+# -- the residual and the signed fit (`_measure`, `_scale`, `_first_tail`) --
+
+
+def _table_request(table, blocks: list[tuple]) -> RenderedRequest:
+    """A request of the blocks `(kind, text, starts_message[, fixed tokens])` interned in
+    `table`."""
+    ids = np.array([table.intern(*b) for b in blocks])
+    tokens = np.array([table.tokens[i] for i in ids])
+    kinds = [table.kinds[i] for i in ids]
+    return RenderedRequest(
+        index=0, request_id="r", thread="main", ts=T0, model="claude-sonnet-4-6",
+        provider="anthropic", block_ids=ids, block_tokens=tokens, cum_tokens=np.cumsum(tokens),
+        item_index=np.arange(len(ids)), kinds=kinds, positions=np.arange(len(ids)),
+    )
+
+
+def test_only_new_logged_texts_may_be_sized_down() -> None:
+    """`new_texts`: the blocks a request sends first (from `since` on), with their body (the
+    count without framing); not the head, thinking, blocks known only by their size, nor texts
+    fitted already."""
+    from replay.engine._unlogged import new_texts
+    from replay.render import BlockTable
+    from replay.render._request import THINKING, TOOL_RESULT
+    from replay.tokens import counter_for
+
+    table = BlockTable(counter_for("claude-sonnet-4-6"))
+    old = (USER, "an older message " + WORDS, True)
+    table.intern(*old)
+    since = len(table)
+    new = (USER, "a new message " + WORDS * 2, True)
+    result = (TOOL_RESULT, "a tool output " + WORDS * 3, True)
+    request = _table_request(table, [
+        (SYSTEM, "You are an agent. " + WORDS, True), old, new,
+        (THINKING, "thinking it over " + WORDS, True),
+        (USER, "[context not in the log: ~500 tokens]", True, 500),
+        (TEXT, "a text fitted already " + WORDS, True), result,
+    ])
+    positions, bodies = new_texts(table, request, since, {"a text fitted already " + WORDS: 9})
+    assert positions.tolist() == [2, 6]
+    assert bodies.tolist() == [int(request.block_tokens[n]) - 4 for n in (2, 6)]
+
+
+def test_a_text_sent_twice_is_sized_once_and_taken_off_twice() -> None:
+    """`scale_new_texts`: a block at two places of the request keeps the share of its first;
+    the request gives up its correction at each place."""
+    from replay.engine._unlogged import scale_new_texts
+    from replay.render import BlockTable
+    from replay.tokens import counter_for
+
+    table = BlockTable(counter_for("claude-sonnet-4-6"))
+    text = "the same tool output " + WORDS * 4
+    request = _table_request(table, [(SYSTEM, "You are an agent.", True), (USER, text, True),
+                                     (USER, "between", True), (USER, text, True)])
+    block = int(request.block_ids[1])
+    body = table.tokens[block] - table.overheads[block]
+    counts: dict[str, int] = {}
+    taken = scale_new_texts(table, request, np.array([1, 3]), np.array([0.5, 0.9]), counts)
+    assert counts == {text: round(body * 0.5)}
+    assert table.tokens[block] == table.overheads[block] + round(body * 0.5)
+    assert taken == 2 * (body - round(body * 0.5))
+
+
+def test_texts_sized_down_shift_the_block_ends_in_proportion() -> None:
+    """`scaled_ends`: a deficit taken off new bodies in proportion to their size moves every
+    later block end by what the bodies before it gave up."""
+    from replay.engine._unlogged import scaled_ends
+
+    req = _request([1000, 300, 40, 500, 200], [SYSTEM, USER, TEXT, USER, USER])
+    ends = scaled_ends(req, np.array([1, 3]), np.array([300, 500]), 80)
+    assert ends.tolist() == [1000, 1270, 1310, 1760, 1960]
+
+
+def test_a_residual_that_covers_the_tail_places_no_marker() -> None:
+    """`marker_split`: when the residual after the marker is at least the billed tail, the
+    tail is that residual: no split (None); a tail one token longer is split."""
+    from replay.engine._unlogged import marker_split
+
+    req = _request([1000, 300, 40, 500, 200], [SYSTEM, USER, TEXT, USER, USER])
+    pos, bodies = np.array([3, 4]), np.array([496, 196])
+    assert marker_split(req, pos, bodies, 0, 200, 200, 4) is None
+    assert marker_split(req, pos, bodies, 0, 200, 201, 4) is not None
+
+
+def test_the_residual_is_placed_after_the_marker() -> None:
+    """`marker_split`: the residual (300 billed beyond the replay) follows the logged text,
+    so a 500-token tail puts the marker 200 tokens before the logged end, at block 3's end
+    (where the bill puts it: no excess)."""
+    from replay.engine._unlogged import MarkerSplit, marker_split
+
+    req = _request([1000, 300, 40, 500, 200], [SYSTEM, USER, TEXT, USER, USER])
+    pos, bodies = np.array([3, 4]), np.array([496, 196])
+    assert marker_split(req, pos, bodies, 0, 300, 500, 4) == MarkerSplit(3, 0)
+
+
+def test_kept_shares_follow_the_marker_split_within_bounds() -> None:
+    """`kept_shares`: an excess within the message framing says nothing (the deficit goes in
+    proportion, none: all kept); the texts after the marker give up at most all they have; a
+    share is never below zero."""
+    from replay.engine._unlogged import MarkerSplit, kept_shares
+
+    pos, bodies = np.array([1, 3]), np.array([300, 500])
+    assert kept_shares(pos, bodies, 0, MarkerSplit(2, 4), 4) is None
+    shares = kept_shares(pos, bodies, 800, MarkerSplit(2, 100), 4)
+    assert shares.tolist() == pytest.approx([2 / 3, 0.0])
+    assert kept_shares(np.array([1]), np.array([100]), 150, None, 4).tolist() == [0.0]
+
+
+def _moved_to_input(session: Session, request_id: str, tokens: int, extra: int = 0) -> int:
+    """Bill `tokens` of a request's cache write uncached instead (`extra`: billed on top, as
+    cache writes), returning its event index."""
+    n = _index(session, request_id)
+    usage = session.events[n].usage
+    usage.cache_write_5m_tokens += extra - tokens
+    usage.input_tokens += tokens
+    return n
+
+
+def test_an_exact_tokenizer_s_shortfall_is_not_scaled() -> None:
+    """OpenAI's tokenizer is exact: a request billed short of its replay (no message of that
+    size to drop) sizes no text down; it is carried as a shortfall."""
+    session = _openai_session()
+    _bill(session, UnloggedContext())
+    session.events[_index(session, "main-r3")].usage.input_tokens -= 300
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert not any(fit.counts.values()) and fit.scaled() == {}
+
+
+def test_an_uncached_tail_of_tail_min_tokens_is_a_tail() -> None:
+    """A request billed `TAIL_MIN` (32) tokens after the client's last marker has an uncached
+    tail; 31 are framing."""
+    tails = []
+    for tokens in (31, 32):
+        session = _session(_turns(MAIN_THREAD, 0, 5, T0), hidden=4000)
+        _bill(session, UnloggedContext())
+        third = _moved_to_input(session, "main-r3", tokens)
+        fit = fit_unlogged_context(session, ReplayConfig())
+        tails.append(fit.requests.get((MAIN_THREAD, third), RequestFit()).tail)
+    assert tails == [0, 32]
+
+
+def test_a_residual_share_before_the_marker_of_framing_or_less_goes_after_it() -> None:
+    """A residual a few tokens longer than the uncached tail is one message after the marker:
+    the share before it would be framing only."""
+    session = _session(_turns(MAIN_THREAD, 0, 5, T0), hidden=4000)
+    _bill(session, UnloggedContext())
+    third = _moved_to_input(session, "main-r3", 302, extra=304)
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert fit.requests[(MAIN_THREAD, third)] == RequestFit(after=304, tail=302)
+
+
+def test_only_a_residual_after_a_compaction_is_the_compaction_s_context() -> None:
+    """`RequestFit.compaction` marks what the harness sent with a logged compaction: the first
+    request after one billed with its last message uncached (the marker before it) but no
+    residual carries none."""
+    from replay.tokens import counter_for
+
+    session, _, after = _compacted_session()
+    _bill(session, UnloggedContext())
+    last = counter_for("claude-sonnet-4-6").count(session.events[after - 1].text) + 4
+    _moved_to_input(session, "main-r4", last)
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert fit.requests[(MAIN_THREAD, after)] == RequestFit(tail=last)
+
+
+def test_a_shortfall_the_texts_could_not_absorb_does_not_size_later_texts_down() -> None:
+    """A request billed shorter than all its new texts leaves a shortfall that persists
+    (a surplus of the replay): later requests billed short by as much size nothing down."""
+    session = _session(_turns(MAIN_THREAD, 0, 6, T0), hidden=4000)
+    _bill(session, UnloggedContext())
+    for n in range(2, 6):
+        session.events[_index(session, f"main-r{n}")].usage.cache_read_tokens -= 2000
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert list(fit.scaled()) == [(MAIN_THREAD, _index(session, "main-r2"))]
+
+
+def test_a_later_request_s_tail_inside_its_last_message_sizes_nothing_down() -> None:
+    """Only a thread's first request, whose hidden prefix was sized as the bill minus the log,
+    gives the texts after the marker's excess to the hidden prefix."""
+    session = _session(_turns(MAIN_THREAD, 0, 5, T0), hidden=4000)
+    _bill(session, UnloggedContext())
+    third = _moved_to_input(session, "main-r3", 300)
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert fit.grown == {} and not any(fit.counts.values())
+    assert fit.requests[(MAIN_THREAD, third)] == RequestFit(tail=300)
+
+
+def test_a_first_request_s_texts_after_the_marker_give_up_its_excess() -> None:
+    """On a thread's first request, when the texts after the client's marker render more
+    than the billed tail, those texts (not the one the marker follows) are sized down to it
+    and the hidden prefix grows by as much."""
+    texts = ["first " + WORDS * 30, "second " + WORDS * 30]
+    events = [UserMessage(ts=T0, text=t, id=f"u{k}") for k, t in enumerate(texts)]
+    events += [RequestMarker(ts=T0, request_id="main-r0", duration_ms=4000),
+               AssistantMessage(ts=T0, blocks=[TextBlock(text="done")], request_id="main-r0")]
+    events += _turns(MAIN_THREAD, 1, 2, T0 + timedelta(seconds=20))
+    session = _session(events, hidden=4000)
+    _bill(session, UnloggedContext())
+    _moved_to_input(session, "main-r0", 300)
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert list(fit.counts["claude"]) == [texts[1]]
+    assert fit.counts["claude"][texts[1]] == pytest.approx(300 - 4, abs=2)
+    assert fit.grown[MAIN_THREAD] > 100
