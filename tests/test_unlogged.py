@@ -988,3 +988,122 @@ def test_a_first_request_s_texts_after_the_marker_give_up_its_excess() -> None:
     assert list(fit.counts["claude"]) == [texts[1]]
     assert fit.counts["claude"][texts[1]] == pytest.approx(300 - 4, abs=2)
     assert fit.grown[MAIN_THREAD] > 100
+
+
+# -- a fitted context applied: its sizes, the cache seeded, a compaction's context --
+
+
+def test_a_plain_dict_of_residuals_keeps_only_the_nonzero_ones() -> None:
+    """`UnloggedContext.of` a {(thread, event): tokens} dict: a zero is no fitted message (an
+    all-zero dict is an empty, falsy context)."""
+    key = (MAIN_THREAD, 4)
+    assert not UnloggedContext.of({key: 0})
+    assert UnloggedContext.of({key: 0, (MAIN_THREAD, 7): 300}).requests == {
+        (MAIN_THREAD, 7): RequestFit(before=300)
+    }
+
+
+def test_residuals_count_the_share_after_the_marker_too() -> None:
+    """`residuals()` (what the fidelity rows report as fitted residual) is before + after."""
+    fit = UnloggedContext(requests={(MAIN_THREAD, 3): RequestFit(after=150, tail=150),
+                                    (MAIN_THREAD, 5): RequestFit(before=40, after=10),
+                                    (MAIN_THREAD, 6): RequestFit(tail=90)})
+    assert fit.residuals() == {(MAIN_THREAD, 3): 150, (MAIN_THREAD, 5): 50}
+
+
+def test_a_fitted_context_resized_converts_every_size_but_the_counts() -> None:
+    """On another tokenizer every fitted size is converted (head, context, warm, logged; before,
+    after, tail; grown); the fitted text counts are per family and stay."""
+    counts = {"claude": {"text": 7}}
+    fit = UnloggedContext(
+        threads={MAIN_THREAD: ThreadFit((3000, 1000), 600, 3000, 200)},
+        requests={(MAIN_THREAD, 3): RequestFit(before=100, after=50, tail=80, scaled=30)},
+        grown={MAIN_THREAD: 40}, counts=counts,
+    )
+    half = fit.resized(0.5)
+    assert half.threads == {MAIN_THREAD: ThreadFit((1500, 500), 300, 1500, 100)}
+    assert half.requests == {(MAIN_THREAD, 3): RequestFit(before=50, after=25, tail=40,
+                                                          scaled=30)}
+    assert half.grown == {MAIN_THREAD: 20} and half.counts is counts
+
+
+def test_fitted_messages_are_sized_framing_included() -> None:
+    """An unlogged message, and a first-message context, fitted at N tokens render N tokens:
+    the family's message framing is part of the size."""
+    from replay.engine._unlogged import context_item, unlogged_item
+    from replay.tokens import counter_for
+
+    counter = counter_for("claude-sonnet-4-6")
+    overhead = counter.family.message_overhead
+    assert overhead > 0
+    assert unlogged_item(500, 3, counter).estimated_tokens == 500 - overhead
+    assert context_item(1500, counter).estimated_tokens == 1500 - overhead
+
+
+def test_a_forked_summarizer_call_opens_with_the_first_message_context() -> None:
+    """A call that reuses the main prefix is sent the view as the request sends it: after the
+    thread's first-message context. A fresh call is sent without it."""
+    from replay.engine._unlogged import call_as_sent
+    from replay.strategies._view import SummarizerCall
+
+    context = UserItem("[first-message context]", injected=True, estimated_tokens=1500)
+    said = (UserItem("fix it", event_index=0), UserItem("done", event_index=2))
+    u = ThreadUnlogged(context=context)
+    forked = SummarizerCall(input_items=said, instruction="Summarize.", summary="s")
+    assert call_as_sent(u, forked).input_items == (context, *said)
+    fresh = SummarizerCall(input_items=said, instruction="Summarize.", summary="s",
+                           reuse_main_prefix=False)
+    assert call_as_sent(u, fresh).input_items == said
+
+
+def test_a_head_without_first_message_context_sends_none() -> None:
+    """A hidden prefix fitted as all head (no first-message context) adds no message."""
+    session = _session(_turns(MAIN_THREAD, 0, 4, T0), hidden=4000)
+    whole = UnloggedContext(threads={MAIN_THREAD: ThreadFit((4000,))})
+    assert _prompts(session, "baseline", whole) == _prompts(session, "baseline", {})
+
+
+def test_a_grown_hidden_prefix_grows_its_first_message_context_or_its_head() -> None:
+    """`UnloggedContext.grown` adds its tokens to every request of the thread: to the
+    first-message context when the head is split, else to the hidden prefix."""
+    session = _session(_turns(MAIN_THREAD, 0, 4, T0), hidden=4000)
+    split = {MAIN_THREAD: ThreadFit((3000,), 1000)}
+    for threads in (split, {}):
+        plain = _prompts(session, "baseline", UnloggedContext(threads=threads))
+        grown = _prompts(session, "baseline",
+                         UnloggedContext(threads=threads, grown={MAIN_THREAD: 300}))
+        assert [a - b for a, b in zip(grown, plain, strict=True)] == [300] * 4, threads
+
+
+def test_the_cache_is_seeded_once_and_only_with_what_was_cached_before_the_log() -> None:
+    """A warm start seeds the cache with the warm part of the head before the thread's first
+    request only (an hour later the entry has expired: nothing seeds it again); a cold head
+    seeds nothing, not even the logged system prompt."""
+    events = _turns(MAIN_THREAD, 0, 2, T0)
+    events[3:] = _turns(MAIN_THREAD, 1, 1, T0 + timedelta(hours=1))
+    session = _session(events, hidden=4000)
+    session.header.system = "You are a coding agent. " + WORDS * 150
+
+    def reads(fit: ThreadFit) -> list[int]:
+        config = ReplayConfig(unlogged_context=UnloggedContext(threads={MAIN_THREAD: fit}))
+        return [r.outcome.cache_read for r in replay_session(session, ["recorded"], config)
+                if r.kind == "request"]
+
+    warm = reads(ThreadFit((3000,), 1000, 3000))
+    assert warm[0] > 3000 and warm[1] == 0
+    assert reads(ThreadFit((3000,), 1000)) == [0, 0]
+
+
+def test_a_view_without_the_compaction_drops_its_uncached_share_from_the_tail_too() -> None:
+    """The share of a compaction's restored context after the marker leaves the uncached tail
+    with it: a strategy that did not make the compaction places its markers as without it."""
+    session, compaction, after = _compacted_session()
+    fit = UnloggedContext(requests={(MAIN_THREAD, after): RequestFit(
+        before=3000, after=500, tail=500, compaction=compaction)})
+
+    def outcomes(context: UnloggedContext | dict) -> list:
+        records = replay_session(session, ["baseline"], ReplayConfig(unlogged_context=context))
+        return [(r.outcome.cache_read, r.outcome.cache_write_5m, r.outcome.uncached)
+                for r in records if r.kind == "request"]
+
+    assert outcomes(fit) == outcomes({})
