@@ -653,3 +653,157 @@ def test_cli_refuses_one_path_for_the_report_and_the_tokenizer_file(tmp_path: Pa
                                       "-o", str(tmp_path / "." / "both.json")])
     assert result.exit_code == 2
     assert "both name" in result.stderr and not both.exists()
+
+
+# -- the pairs measured (calibrate mutation pass) --
+
+
+def _billed_at(prompt: int) -> Usage:
+    return Usage(cache_read_tokens=max(prompt - 50, 0), input_tokens=min(prompt, 50),
+                 output_tokens=10)
+
+
+def _log(*gaps: list, model: str = "claude-sonnet-4-6", prompts: list[int] | None = None,
+         head: list | None = None) -> Session:
+    """A log whose requests are separated by `gaps` (lists of events), the n-th request billed
+    `prompts[n]` (default: growing by 100)."""
+    prompts = prompts or [1000 + 100 * n for n in range(len(gaps) + 1)]
+    events: list = [*(head or []), UserMessage(ts=T0, text="start " + WORDS[0])]
+    for n, prompt in enumerate(prompts):
+        if n:
+            events += gaps[n - 1]
+        events.append(RequestMarker(ts=T0 + timedelta(seconds=n), request_id=f"r{n}",
+                                    usage=None if prompt is None else _billed_at(prompt)))
+    return Session(header=SessionHeader(ts=T0, agent="test", provider="anthropic", model=model),
+                   events=events)
+
+
+def _reply(text: str = "the answer is here", **kwargs) -> AssistantMessage:
+    return AssistantMessage(ts=T0, blocks=[TextBlock(text=text)], **kwargs)
+
+
+def test_a_request_billed_no_prompt_has_no_usage() -> None:
+    """A request whose usage bills a prompt of 0 tokens is no measure: both pairs it ends or
+    opens are left out as without usage, and its model is not counted as seen."""
+    session = _log([_reply()], [_reply()], [_reply()], prompts=[1000, 0, 1200, 1300])
+    session.requests()[1].model = "claude-opus-4-5"  # r1: billed nothing
+    found = calibration_pairs(session)
+    assert found.excluded == {"no usage on one of the two requests": 2}
+    assert len(found.pairs) == 1
+    assert found.models == {"claude": {"claude-sonnet-4-6"}}
+
+
+def test_a_response_never_sent_back_still_answers_the_request() -> None:
+    """A gap holding an aborted response (`in_context: false`) and the user's next message is
+    a pair: the response was logged, and only the message was appended."""
+    message = UserMessage(ts=T0, text="no, do it the other way")
+    found = calibration_pairs(_log([_reply(in_context=False), message]))
+    (pair,) = found.pairs
+    assert (pair.messages, pair.tool_calls) == (1, 0)
+    assert pair.tokens == len(TokenCounter("claude-sonnet-4-6", factor=1.0).raw_tokens(
+        message.text))
+
+
+def test_a_request_without_a_logged_response_is_left_out() -> None:
+    """Two requests with only a user message between them (the response was not logged)."""
+    found = calibration_pairs(_log([UserMessage(ts=T0, text="try again")]))
+    assert found.excluded == {"response not logged": 1} and found.pairs == []
+
+
+def test_a_pair_must_append_one_token_at_least() -> None:
+    """A pair whose appended items count no token measures only framing: left out as
+    "nothing appended"; one token is enough."""
+    empty = calibration_pairs(_log([_reply("")]))
+    assert empty.excluded == {"nothing appended": 1}
+    one = calibration_pairs(_log([_reply("ok")]))
+    assert [p.tokens for p in one.pairs] == [1]
+
+
+def test_reconstructed_messages_and_results_are_left_out() -> None:
+    """A user message or tool result the adapter reconstructed (`estimated`, `estimated_text`)
+    is not logged text: its pair is left out as injected or reconstructed."""
+    call = ToolCallBlock(id="c1", name="Read", arguments={"path": "a.py"})
+    gaps = [
+        [_reply(), UserMessage(ts=T0, text="[image]", estimated=True)],
+        [_reply(), UserMessage(ts=T0, text="[pdf]", estimated_text=True)],
+        [AssistantMessage(ts=T0, blocks=[call]),
+         ToolResult(ts=T0, call_id="c1", tool_name="Read", output="[image]", estimated=True)],
+        [AssistantMessage(ts=T0, blocks=[call]),
+         ToolResult(ts=T0, call_id="c1", tool_name="Read", output="[pdf]",
+                    estimated_text=True)],
+    ]
+    found = calibration_pairs(_log(*gaps))
+    assert found.excluded == {"injected or reconstructed context": 4} and found.pairs == []
+
+
+def test_thinking_in_a_response_never_sent_back_strips_nothing() -> None:
+    """On a model that drops earlier thinking at a new user turn, only thinking the harness
+    sent back makes a later user turn's pair unmeasurable."""
+    aborted = AssistantMessage(ts=T0, in_context=False, blocks=[
+        ThinkingBlock(thinking="", signature="sig", estimated_tokens=80)])
+    turn = UserMessage(ts=T0, text="and now the tests")
+    session = _log([aborted, _reply()], [_reply(), turn], model="claude-haiku-4-5")
+    found = calibration_pairs(session)
+    assert found.excluded == {} and len(found.pairs) == 2
+
+
+def test_a_thread_s_requests_are_counted_with_its_model() -> None:
+    """Requests of a subagent that name no model run on the model its `thread` event names
+    (their tokenizer family too)."""
+    from replay.log import ThreadStart
+
+    sub = "agent-1"
+    events = [ThreadStart(ts=T0, thread_id=sub, model="claude-opus-4-8")]
+    for n in range(3):
+        events += [UserMessage(ts=T0, thread=sub, text=f"look at file {n}"),
+                   RequestMarker(ts=T0, thread=sub, request_id=f"s{n}",
+                                 usage=_billed_at(1000 + 100 * n)),
+                   _reply(thread=sub)]
+    session = Session(header=SessionHeader(ts=T0, agent="test", provider="anthropic",
+                                           model="claude-sonnet-4-6"), events=events)
+    found = calibration_pairs(session)
+    assert {(p.model, p.family) for p in found.pairs} == {("claude-opus-4-8",
+                                                           "claude-new-tokenizer")}
+
+
+def test_a_provider_without_cache_rules_strips_no_thinking() -> None:
+    """`_Thinking`: a provider the cache rules do not know keeps what it is sent."""
+    from replay.tokens._calibrate import _Thinking
+
+    assert _Thinking().strips("no-such-provider", "some-model", T0) is False
+
+
+def test_the_logs_that_gave_a_family_pairs_are_named() -> None:
+    """`CalibrationPairs.logs`: family → labels of the logs with at least one pair."""
+    assert calibration_pairs(_log([_reply()]), "a.jsonl").logs == {"claude": {"a.jsonl"}}
+    assert calibration_pairs(_log([UserMessage(ts=T0, text="x")]), "b.jsonl").logs == {}
+
+
+def test_a_pair_s_ratio_leaves_the_documented_framing_out() -> None:
+    from replay.tokens._calibrate import CalibrationPair
+
+    pair = CalibrationPair(log="a", thread="main", request_id="r1", model="m", family="claude",
+                           delta=136, tokens=100, messages=2, tool_calls=1, framing=20)
+    assert pair.ratio == pytest.approx(1.16)
+
+
+def test_pairs_of_several_logs_add_up_with_their_exclusions() -> None:
+    """`CalibrationPairs.extend` adds the other's pairs, exclusions (in all and per family),
+    models and logs."""
+    first = calibration_pairs(synthetic_session(1.2, rounds=10, exclusions=False), "a")
+    second = calibration_pairs(_log([UserMessage(ts=T0, text="x")]), "b")
+    first.extend(second)
+    assert first.excluded == {"response not logged": 1}
+    assert first.excluded_by_family == {"claude": {"response not logged": 1}}
+    assert len(first.pairs) == 10 and first.logs == {"claude": {"a"}}
+    assert first.models == {"claude": {"claude-sonnet-4-6"}}
+
+
+def test_a_family_s_exclusions_are_its_own() -> None:
+    """`calibrate`: each family counts the pairs left out of its own logs only."""
+    a = synthetic_session(1.2, rounds=20, exclusions=True)
+    b = synthetic_session(1.6, model="claude-opus-4-8", rounds=20, seed=1)
+    by_family = {c.family: c for c in calibrate([a, b], resamples=20)}
+    assert by_family["claude-new-tokenizer"].excluded == {}
+    assert by_family["claude-new-tokenizer"].candidates == 20
+    assert sum(by_family["claude"].excluded.values()) == 5
