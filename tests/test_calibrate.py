@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 import random
 import shutil
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
@@ -37,6 +39,7 @@ from replay.tokens import (
     calibrate,
     calibration_pairs,
     family_for,
+    fit_family,
     tokenizer_file,
     use_tokenizers,
 )
@@ -807,3 +810,141 @@ def test_a_family_s_exclusions_are_its_own() -> None:
     assert by_family["claude-new-tokenizer"].excluded == {}
     assert by_family["claude-new-tokenizer"].candidates == 20
     assert sum(by_family["claude"].excluded.values()) == 5
+
+
+# -- the fit: trimming, framing, per-log factors, the rows written --
+
+
+def _pairs_at(ratios: list[float], shapes: list[tuple[int, int]] | None = None) -> list:
+    """Pairs of 1,000 tokens, no framing, at the given per-pair ratios."""
+    from replay.tokens._calibrate import CalibrationPair
+
+    shapes = shapes or [(2, 1)] * len(ratios)
+    return [CalibrationPair(log="a", thread="main", request_id=f"r{n}", model="claude-sonnet-4-6",
+                            family="claude", delta=round(1000 * r), tokens=1000, messages=m,
+                            tool_calls=c, framing=0)
+            for n, (r, (m, c)) in enumerate(zip(ratios, shapes, strict=True))]
+
+
+def test_trimming_keeps_what_is_within_its_bound_and_rounding() -> None:
+    """`_trim`: when nearly every pair agrees, the robust deviation is at least 1 % of the
+    median (a pair 2 % off at 4 deviations is kept, 5 % off is not); a ratio exactly at the
+    bound is kept; ratios that all agree on 0 are all kept."""
+    from replay.tokens._calibrate import _trim
+
+    assert _trim(np.array([1.0] * 9 + [1.02]), 4.0).all()
+    assert _trim(np.array([1.0] * 9 + [1.05]), 4.0).tolist() == [True] * 9 + [False]
+    assert _trim(np.array([1.0] * 9 + [2.0]), 100.0).all()  # |2 - 1| = 100 x 1 %
+    assert _trim(np.zeros(5), 4.0).all()
+
+
+def test_outliers_are_trimmed_at_four_robust_deviations_by_default() -> None:
+    """`fit_family` trims per-pair ratios more than 4 robust deviations from the median."""
+    c = fit_family("claude", _pairs_at([1.0] * 20 + [1.035]), resamples=20)
+    assert c.trimmed == 0
+    c = fit_family("claude", _pairs_at([1.0] * 20 + [1.045]), resamples=20)
+    assert c.trimmed == 1
+
+
+def test_framing_per_call_needs_ten_pairs_off_the_commonest_shape_and_ten_pairs_fit() -> None:
+    """`_framing_fit`: the framing is fitted from 10 pairs on; per tool call apart from per
+    message when at least 10 pairs differ from the commonest (messages, tool calls) shape, and
+    the two are not in the same proportion in every pair (else per message only)."""
+    from replay.tokens._calibrate import _framing_fit
+
+    def fit(shapes: list[tuple[int, int]]):
+        messages = np.array([m for m, _ in shapes], dtype=float)
+        calls = np.array([c for _, c in shapes], dtype=float)
+        tokens = np.arange(300, 300 + 61 * len(shapes), 61, dtype=float)
+        delta = np.round(1.2 * tokens) + 5 * messages + 40 * calls
+        draws = np.random.default_rng(0).integers(0, len(shapes), size=(50, len(shapes)))
+        return _framing_fit(delta, tokens, messages, calls, draws)
+
+    varied = fit([(2, 1)] * 20 + [(3, 1)] * 5 + [(2, 2)] * 5)
+    assert varied is not None and varied.per_tool_call is not None
+    assert varied.per_tool_call.value == pytest.approx(40, abs=0.5)
+    assert fit([(2, 1)] * 20 + [(3, 1)] * 4 + [(2, 2)] * 5).per_tool_call is None
+    collinear = fit([(2, 1)] * 20 + [(4, 2)] * 10)
+    assert collinear is not None and collinear.per_tool_call is None
+    assert fit([(2, 1)] * 10) is not None
+    assert fit([(2, 1)] * 9) is None
+
+
+def test_a_framing_split_most_resamples_cannot_tell_is_not_reported() -> None:
+    """Framing per tool call apart from per message is reported only when at least half the
+    bootstrap resamples can fit it: here only two pairs together tell the three unknowns
+    apart (every other pair is a multiple of the same row), so it is per message only."""
+    from replay.tokens._calibrate import _framing_fit
+
+    rows = [(2000, 2, 1)] * 20 + [(4000, 4, 2)] * 10 + [(3000, 2, 1), (3000, 3, 1)]
+    tokens, messages, calls = (np.array(col, dtype=float) for col in zip(*rows, strict=True))
+    delta = np.round(1.2 * tokens) + 5 * messages + 40 * calls
+    draws = np.random.default_rng(0).integers(0, len(rows), size=(200, len(rows)))
+    both = sum({30, 31} <= set(d.tolist()) for d in draws)
+    assert both < len(draws) // 2  # the resamples holding both pairs
+    fit = _framing_fit(delta, tokens, messages, calls, draws)
+    assert fit is not None and fit.per_tool_call is None
+
+
+def test_a_family_fitted_from_its_pairs_alone_names_their_models() -> None:
+    """`fit_family` without `models`: the models of its pairs."""
+    assert fit_family("claude", _pairs_at([1.0] * 3), resamples=10).models == (
+        "claude-sonnet-4-6",)
+
+
+def test_each_log_s_factor_is_its_ratio_of_sums() -> None:
+    """`by_log`: the factor of each log alone is Σ content / Σ tokens over its pairs, like the
+    family's (a mean of per-pair ratios weighs a small pair as much as a large one)."""
+    from replay.tokens._calibrate import CalibrationPair
+
+    pairs = [CalibrationPair(log=log, thread="main", request_id=f"r{n}",
+                             model="claude-sonnet-4-6", family="claude", delta=delta,
+                             tokens=tokens, messages=1, tool_calls=0, framing=0)
+             for n, (log, delta, tokens) in enumerate([("a", 1200, 1000), ("a", 5200, 4000),
+                                                       ("b", 1250, 1000)])]
+    c = fit_family("claude", pairs, resamples=10)
+    assert c.trimmed == 0
+    assert [(f.log, f.pairs) for f in c.by_log] == [("a", 2), ("b", 1)]
+    assert [f.factor for f in c.by_log] == pytest.approx([1.28, 1.25])  # a: 6,400 / 5,000
+    assert "per-log factors 1.25-1.28" in c.measured_text("2026-11-29", "a, b")
+    alone = fit_family("claude", pairs[:2], resamples=10)
+    assert "per-log" not in alone.measured_text("2026-11-29", "a")
+
+
+def test_an_unmeasured_family_keeps_the_documented_factor() -> None:
+    """A family with no usable pair gives the row of the table in force, marked not measured."""
+    from replay.tokens._counter import family_named
+
+    row = fit_family("claude", []).tokenizer_row("2026-11-29")
+    assert row["factor"] == family_named("claude").factor != 1.0
+    assert row["measured"].startswith("not measured (2026-11-29)")
+
+
+def test_up_to_six_logs_are_named() -> None:
+    """`logs_label`: the logs a family was measured on, by name up to six, else their count."""
+    from replay.tokens._calibrate import logs_label
+
+    def label(logs: int) -> str:
+        pairs = [replace(p, log=f"log{n % logs}") for n, p in enumerate(_pairs_at([1.0] * 7))]
+        return logs_label(fit_family("claude", pairs, resamples=10))
+
+    assert label(6) == "log0, log1, log2, log3, log4, log5"
+    assert label(7) == "7 logs"
+
+
+def test_a_public_tokenizer_s_family_gets_no_tokenizer_row() -> None:
+    """Families whose tokenizer is public (OpenAI) are measured as a check of the method and
+    left out of the tokenizer file."""
+    pairs = [replace(p, family="gpt-4o-and-later", model="gpt-5") for p in _pairs_at([1.0] * 5)]
+    c = fit_family("gpt-4o-and-later", pairs, resamples=10)
+    assert c.factor is not None
+    assert tokenizer_file([c], "2026-11-29")["families"] == []
+
+
+def test_an_interval_reaching_below_zero_is_written_with_to() -> None:
+    """`Estimate.text`: "low-high" unless low is negative ("-27.4-55.4" reads as two
+    negatives); a low of exactly 0 keeps the dash."""
+    from replay.tokens._calibrate import Estimate
+
+    assert Estimate(1.0, 0.0, 2.0).text(1) == "1.0 (0.0-2.0)"
+    assert Estimate(1.0, -0.5, 2.0).text(1) == "1.0 (-0.5 to 2.0)"
