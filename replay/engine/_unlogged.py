@@ -157,10 +157,11 @@ class RequestFit:
     """Tokens the fit took off the texts first sent at this request (billed short of its
     replay): their fitted counts (`UnloggedContext.counts`)."""
     compaction: int | None = None
-    """Event index of the logged compaction this request is its thread's first after (None:
-    none). Its unlogged tokens are what the harness sent with that compaction (Claude Code
-    re-attaches recent files, ~25k tokens on the entire-bmad sample): only a view that applied
-    it carries them, one that still holds an event it replaced drops them for good."""
+    """Event index of the logged compaction this request is its thread's first after, when the
+    fit gave it unlogged tokens (None: none, or no residual to attribute). Those tokens are what
+    the harness sent with that compaction (Claude Code re-attaches recent files, ~25k tokens on
+    the entire-bmad sample): only a view that applied it carries them, one that still holds an
+    event it replaced drops them for good."""
 
 
 @dataclass
