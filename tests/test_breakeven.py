@@ -1146,3 +1146,83 @@ def test_the_closed_form_rounds_the_exact_quotient_half_up(cost, saving, closed)
     from replay.breakeven._breakeven import closed_form
 
     assert closed_form(Decimal(cost), Decimal(saving)) == closed
+
+
+# --- the closed form's surviving tokens and saving (pinned by a mutation pass) ---------------
+
+
+def _growing(at: int, extra: str) -> NamedStrategy:
+    """From request `at` on, the first tool result is sent with `extra` appended (in place)."""
+    from replay.strategies._view import ToolResultItem, replace_output
+
+    def build() -> object:
+        grown: dict = {}
+
+        def grow(history, ctx):
+            items = list(history)
+            if ctx.request_index == at or grown:
+                first = next(n for n, i in enumerate(items) if isinstance(i, ToolResultItem))
+                grown.setdefault("item", replace_output(items[first], items[first].output + extra))
+                items[first] = grown["item"]
+            events = [RewriteEvent("truncate", "grown")] if ctx.request_index == at else []
+            return View(items, [], events)
+
+        return grow
+
+    spec = StrategySpec(family="grow", pattern="grow", build=build, cache_class="freeze-once",
+                        rule="grow")
+    return NamedStrategy("grow", spec, {})
+
+
+def test_a_rewrite_that_grows_the_prompt_over_the_tier_line_saves_nothing_by_the_closed_form():
+    """The closed form's saving is removed tokens × read rate, plus the long-context tier the
+    prompt without the rewrite is in where that tier is higher. A rewrite that makes the prompt
+    larger removed nothing (0), and the prompt without it is in the lower tier: the saving is
+    0, never, and no note says the prompt without it is "priced at a higher rate"."""
+    reads = [Turn(f"Read {n}.", [Call("read_file", {"path": f"m{n}.py"}, gen.filler(40_000, n))])
+             for n in range(14)]
+    session = build_session([*reads, Turn("Done.")], provider="anthropic", tools=[])
+    rows, records = breakeven_session(session, ["baseline", _growing(14, gen.filler(20_000, 99))])
+    row = _only(rows)
+    sent, without = (next(r.request.total for r in records
+                          if r.request_index == 14 and r.strategy == name)
+                     for name in ("grow", "baseline"))
+    assert without < 200_000 < sent  # the rewrite crosses the line
+    assert row.removed_tokens == 0
+    assert row.saving_per_request_usd == 0 and row.breakeven_closed_form is None
+    assert "long-context tier" not in row.disagreement
+
+
+def test_an_edit_that_keeps_only_what_the_history_gained_re_bills_nothing() -> None:
+    """`messages:0-4` at request 3 drops everything but the step the history gained since
+    request 2 (the answer and its result, now items 0 and 1 of the view): every token after
+    the edit is billed uncached with or without it, so nothing survives to be re-billed."""
+    turns = [Turn(f"Step {i}.", [Call("read_file", {"path": f"f{i}.py"}, gen.filler(900, i))])
+             for i in range(3)]
+    for provider in ("anthropic", "openai"):
+        session = build_session([*turns, Turn("Done.")], provider=provider, tools=[])
+        edit = whatif_strategy(3, Selector.parse("messages:0-4"), False)
+        rows, records = breakeven_session(session, [edit])
+        row = _only(rows)
+        sent = next(r for r in records if r.request_index == 3)
+        assert [type(i).__name__ for i in sent.view] == ["AssistantItem", "ToolResultItem"]
+        assert row.removed_tokens > 0
+        assert row.surviving_tokens == 0, provider
+        assert row.rewrite_cost_usd == 0 and row.breakeven_closed_form == 0.0
+
+
+def test_thinking_stripped_from_what_the_history_gained_leaves_the_surviving_tokens(tmp_path):
+    """At request 2 of the thinking session the history gained an answer that thinks, then a
+    user turn: Sonnet 4.5 strips that thinking from the billed prompt, 4.6 keeps it. Pruning
+    the read's result there re-bills the placeholder alone on both (9 tokens, the framing
+    shared): the stripped thinking is in neither the billed prompt nor what it gained, and is
+    not taken off twice."""
+    surviving = {}
+    for model in ("claude-sonnet-4-5", "claude-sonnet-4-6"):
+        edit = whatif_strategy(2, Selector.parse("tool:read_file"), False)
+        rows, records = breakeven_session(_thinking_session(tmp_path, model), [edit])
+        stripped = next(r for r in records if r.request_index == 2).outcome.dropped_tokens
+        assert (stripped > 0) == (model == "claude-sonnet-4-5")
+        surviving[model] = _only(rows).surviving_tokens
+    assert TokenCounter("claude-sonnet-4-5").count(PLACEHOLDER) == 9
+    assert surviving == {"claude-sonnet-4-5": 9, "claude-sonnet-4-6": 9}
