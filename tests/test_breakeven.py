@@ -1226,3 +1226,97 @@ def test_thinking_stripped_from_what_the_history_gained_leaves_the_surviving_tok
         surviving[model] = _only(rows).surviving_tokens
     assert TokenCounter("claude-sonnet-4-5").count(PLACEHOLDER) == 9
     assert surviving == {"claude-sonnet-4-5": 9, "claude-sonnet-4-6": 9}
+
+
+# --- the run without a rewrite still makes the strategy's later ones -------------------------
+
+
+def _summarizing(at: dict[int, int]) -> NamedStrategy:
+    """At each request `r` of `at`, history item `at[r]` (a tool result) is replaced in place,
+    from then on, by the summary a summarizer call wrote of it."""
+    from replay.strategies._view import SummarizerCall, replace_output
+
+    name = "summarize-at-" + "-".join(map(str, at))
+
+    def build() -> object:
+        done: dict = {}
+
+        def summarize(history, ctx):
+            calls, events = [], []
+            if ctx.request_index in at:
+                n = at[ctx.request_index]
+                done[n] = replace_output(history[n], f"summary of item {n}")
+                calls = [SummarizerCall((history[n],), "Summarize this output.", done[n].output)]
+                events = [RewriteEvent("truncate", f"summarized item {n}")]
+            return View([done.get(n, i) for n, i in enumerate(history)], calls, events)
+
+        return summarize
+
+    spec = StrategySpec(family="summarize", pattern=name, build=build, cache_class="churn",
+                        rule="summarize")
+    return NamedStrategy(name, spec, {})
+
+
+def test_a_later_rewrite_s_summarizer_call_is_in_both_runs() -> None:
+    """The run without a rewrite still makes the strategy's later rewrites, their summarizer
+    calls included: only the rewrite's own call is charged to it. Prompts stay below OpenAI's
+    1,024-token minimum (nothing cached), so the run without the rewrite at 2 is exactly the
+    strategy that makes only the one at 4, and the row's net is the difference of the two runs'
+    costs from request 2 on, summarizer calls included."""
+    turns = [Turn(f"Step {i}.", [Call("read_file", {"path": f"f{i}.py"}, gen.filler(300, i))])
+             for i in range(5)]
+    session = build_session([*turns, Turn("Done.")], provider="openai", tools=[])
+    both, later = _summarizing({2: 2, 4: 4}), _summarizing({4: 4})
+    rows, records = breakeven_session(session, [both, later])
+    assert max(r.request.total for r in records) < 1024
+    row = next(r for r in rows if r.strategy == both.name and r.request_index == 2)
+    assert row.horizon == 4  # requests 2..5, to the end of the log
+
+    def cost(name: str) -> Decimal:
+        return sum((r.cost_usd for r in records if r.strategy == name and r.request_index >= 2),
+                   Decimal(0))
+
+    assert [r.request_index for r in records if r.kind == "summarizer"] == [2, 4, 4]
+    assert row.simulated_net_usd == cost(later.name) - cost(both.name)
+
+
+def _compacted_keeping_the_last_step(compaction: bool):
+    """Seven read steps; the harness clears step 3's result from request 5 on; with
+    `compaction`, the log compacts before request 4 everything but step 3 (its call and
+    result stay after the summary), so the clearing is a rewrite in place right after it."""
+    from replay.log import Compaction, ToolResult
+
+    turns = [Turn(f"Step {i}.", [Call("read_file", {"path": f"src/f{i}.js"},
+                                      gen.filler(3000, i))]) for i in range(7)]
+    session = build_session([*turns, Turn("Done.")], provider="anthropic")
+    markers = {e.request_id: n for n, e in enumerate(session.events)
+               if isinstance(e, RequestMarker)}
+    results = [n for n, e in enumerate(session.events) if isinstance(e, ToolResult)]
+    third = session.events[results[3]]
+    session.events[results[3]] = third.model_copy(
+        update={"cleared_at": session.events[markers["req-006"]].ts})
+    if compaction:
+        at, kept = markers["req-005"], markers["req-004"]
+        replaced = [e.id for e in session.events[:kept] if not isinstance(e, RequestMarker)]
+        session.events.insert(at, Compaction(ts=session.events[at].ts, replaces=replaced,
+                                             summary="SUMMARY " + gen.filler(800, 9)))
+    return session
+
+
+def test_a_compaction_is_weighed_against_the_run_that_clears_at_its_next_request() -> None:
+    """As above, with the harness's clearing at the very request after the compaction: the
+    run without the compaction clears there too, and the compaction's net is the difference
+    of the two runs from request 4 on (it counted the clearing's saving as its own)."""
+    session = _compacted_keeping_the_last_step(compaction=True)
+    rows, _ = breakeven_session(session, "recorded")
+    assert [(r.request_index, r.event) for r in rows] == [(4, "compaction"), (5, "prune")]
+    compaction = rows[0]
+
+    def cost_from(s, start):
+        records = _replay.replay_session(s, "recorded")
+        return sum((r.cost_usd for r in records if r.request_index >= start), Decimal(0))
+
+    expected = cost_from(_compacted_keeping_the_last_step(compaction=False), 4) - cost_from(
+        session, 4)
+    assert compaction.horizon == 4 and expected > 0
+    assert compaction.simulated_net_usd == expected
