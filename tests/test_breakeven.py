@@ -1320,3 +1320,127 @@ def test_a_compaction_is_weighed_against_the_run_that_clears_at_its_next_request
         session, 4)
     assert compaction.horizon == 4 and expected > 0
     assert compaction.simulated_net_usd == expected
+
+
+# --- what disagreement names, at its thresholds ----------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_an_edit_of_what_the_request_adds_was_not_cached_past_it_either(provider) -> None:
+    """A what-if that clears fetch_b's result at request 6, the request that first sends it:
+    the run without the edit read exactly up to the edit (the previous request's prompt), so
+    the closed form's "read from the cache" assumption fails, and the row says so."""
+    from replay.breakeven._breakeven import breakeven_edit
+
+    session = _head_tail_session(provider)
+    edit = whatif_strategy(6, Selector.parse("tool:fetch_b"), False)
+    rows, records = breakeven_edit(session, resolve("recorded")[0], edit, 6)
+    row = _only(rows)
+    recorded_read = next(r.outcome.cache_read for r in records
+                         if r.strategy == "recorded" and r.request_index == 6)
+    assert recorded_read == row.first_edit_token > 0  # read up to the edit, not past it
+    assert f"not cached past the edit even without it ({recorded_read:,} read)" in (
+        row.disagreement)
+
+
+def _read_before_the_edit_session(middle_chars: int):
+    """A 256-token prefix (below Anthropic's minimum: never cached) before fetch_a's result,
+    then a read of `middle_chars`: what-if `tool:fetch_a` at request 3."""
+    turns = [Turn("Fetching.", [Call("fetch_a", {"id": "1"}, gen.filler(2000, 11))]),
+             Turn("Reading.", [Call("read_file", {"path": "m.py"}, gen.filler(middle_chars, 3))]),
+             Turn("Again.", [Call("read_file", {"path": "n.py"}, "x = 1\n")]),
+             Turn("Done.")]
+    return build_session(turns, provider="anthropic", tools=[], system=gen.filler(600, 7))
+
+
+@pytest.mark.parametrize(
+    ("middle_chars", "tenths", "named"),
+    [(2000, ">", True), (7250, "=", True), (7252, "<", False)],
+)
+def test_an_unread_prefix_is_named_from_a_tenth_of_the_surviving_tokens(middle_chars, tenths,
+                                                                        named) -> None:
+    """The rewritten request read none of the 256 tokens before the edit: named where they are
+    at least a tenth of the surviving tokens (the closed form's error is then that large), not
+    where the surviving suffix dwarfs them."""
+    edit = whatif_strategy(3, Selector.parse("tool:fetch_a"), False)
+    rows, records = breakeven_session(_read_before_the_edit_session(middle_chars), [edit])
+    row = _only(rows)
+    assert next(r.outcome.cache_read for r in records if r.request_index == 3) == 0
+    unread = row.first_edit_token
+    assert unread == 256
+    sign = (unread * 10 > row.surviving_tokens) - (unread * 10 < row.surviving_tokens)
+    assert sign == {">": 1, "=": 0, "<": -1}[tenths], (unread, row.surviving_tokens)
+    said = "read 0 of the 256 tokens billed before the edit from the cache"
+    assert (said in row.disagreement) == named, row.disagreement
+
+
+def _toggling() -> NamedStrategy:
+    """Caps the first tool result to its first line at request 2 only: request 3 sends it whole
+    again (a rewrite in place back to what request 1 sent and cached)."""
+    from replay.strategies._view import ToolResultItem, replace_output
+
+    def build() -> object:
+        capped: dict = {}
+
+        def toggle(history, ctx):
+            items = list(history)
+            if ctx.request_index == 2:
+                n = next(n for n, i in enumerate(items) if isinstance(i, ToolResultItem))
+                line = items[n].output.split("\n")[0]
+                items[n] = capped.setdefault("item", replace_output(items[n], line + "\n[cut]"))
+            events = [RewriteEvent("truncate", "toggled")] if ctx.request_index in (2, 3) else []
+            return View(items, [], events)
+
+        return toggle
+
+    spec = StrategySpec(family="toggle", pattern="toggle", build=build, cache_class="churn",
+                        rule="toggle")
+    return NamedStrategy("toggle", spec, {})
+
+
+@pytest.mark.parametrize(("chars", "named"), [(200, False), (1500, True)])
+def test_a_read_past_the_edit_is_named_beyond_128_tokens(chars, named) -> None:
+    """Request 3 reads request 1's entry, which holds the result it restores: past its edit.
+    The closed form bills that uncached; the row names it where it is more than 128 tokens
+    (OpenAI's step: less is within what the closed form can be read to)."""
+    turns = [Turn("Reading.", [Call("read_file", {"path": "a.py"},
+                                    "def a():\n" + gen.filler(chars, 3))]),
+             Turn("More.", [Call("read_file", {"path": "b.py"}, gen.filler(600, 4))]),
+             Turn("Again.", [Call("read_file", {"path": "c.py"}, gen.filler(600, 5))]),
+             Turn("Done.")]
+    session = build_session(turns, provider="anthropic", tools=[], system=gen.filler(6000, 7))
+    rows, records = breakeven_session(session, [_toggling()])
+    row = next(r for r in rows if r.request_index == 3)
+    read = next(r.outcome.cache_read for r in records if r.request_index == 3)
+    past = read - row.first_edit_token
+    assert past > 0 and (past > 128) == named, past
+    assert ("past the edit: an earlier entry held part of the rewritten tail" in
+            row.disagreement) == named
+
+
+def test_a_rewrite_is_said_cut_by_a_later_one_only_where_it_did_not_pay_back(run42_json) -> None:
+    """"A later rewrite ended the comparison" and "log ended before payback" explain a row
+    that never paid back: sliding-10's drops at 5 and 6 pay back at once, before the next drop
+    ends their comparison, and say neither."""
+    rows = run42_json["breakeven"]
+    end = len(read_log(RUN42).requests())
+    cut = [r for r in rows if r["request_index"] + r["horizon"] < end]
+    assert any(r["breakeven_simulated"] is not None for r in cut)
+    for r in rows:
+        said_cut = "a later rewrite ended the comparison" in r["disagreement"]
+        said_end = "ended before payback" in r["disagreement"]
+        never = r["breakeven_simulated"] is None
+        assert said_cut == (never and r in cut), r
+        assert said_end == (never and r not in cut), r
+
+
+def test_a_one_hour_cache_write_is_a_cache_write_premium() -> None:
+    """With `--ttl 1h` the edited request writes at the 1-hour rate only (2× the input rate,
+    against 1.25× for 5 minutes): the closed form ignores that premium as well, and says so."""
+    edit = whatif_strategy(AT, Selector.parse("tool:fetch_b"), False)
+    for ttl in ("5m", "1h"):
+        rows, records = breakeven_session(_head_tail_session("anthropic"), [edit],
+                                          ReplayConfig(ttl=ttl))
+        sent = next(r for r in records if r.request_index == AT).outcome
+        assert (sent.cache_write_1h > 0, sent.cache_write_5m > 0) == (ttl == "1h", ttl == "5m")
+        assert "cache-write premium" in _only(rows).disagreement, ttl
