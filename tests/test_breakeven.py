@@ -1444,3 +1444,26 @@ def test_a_one_hour_cache_write_is_a_cache_write_premium() -> None:
         sent = next(r for r in records if r.request_index == AT).outcome
         assert (sent.cache_write_1h > 0, sent.cache_write_5m > 0) == (ttl == "1h", ttl == "5m")
         assert "cache-write premium" in _only(rows).disagreement, ttl
+
+
+def test_the_break_even_frame_keeps_each_row_s_values_exactly() -> None:
+    """The DataFrame of the rows (`replay.breakeven(...)`, the report): money stays
+    decimal, the closed form is the float the row holds (420.08, not a 32-bit float's
+    420.0799…), and counts are 64-bit integers like every count column of the library."""
+    import polars as pl
+
+    from replay.breakeven._frame import breakeven_frame
+
+    row = _breakeven.BreakEven(
+        strategy="s", request_index=84, thread="main", event="aging", first_edit_token=51,
+        removed_tokens=420, surviving_tokens=9, rewrite_cost_usd=Decimal("0.0302454"),
+        saving_per_request_usd=Decimal("0.000072"), breakeven_closed_form=420.08,
+        breakeven_simulated=3, simulated_net_usd=Decimal("-0.00042750"), horizon=7,
+        summarizer_cost_usd=Decimal(0), summarizer_cache_read=0, disagreement="",
+    )
+    frame = breakeven_frame([row])
+    assert frame.row(0, named=True)["breakeven_closed_form"] == 420.08
+    assert frame.row(0, named=True)["rewrite_cost_usd"] == Decimal("0.0302454")
+    ints = ["request_index", "first_edit_token", "removed_tokens", "surviving_tokens",
+            "breakeven_simulated", "horizon", "summarizer_cache_read"]
+    assert all(frame.schema[name] == pl.Int64 for name in ints)
