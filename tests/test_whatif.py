@@ -100,7 +100,10 @@ def test_prune_older_than() -> None:
     ("selector", "why"),
     [
         ("tool:nosuch", "no result of tool 'nosuch' (tools: read_file, run_tests)"),
+        ("tool:read", "no result of tool 'read' (tools: read_file, run_tests)"),  # whole names
         ("messages:7-9", "items are numbered 0..6"),
+        # more than there are results (a slice to -K would have cleared the first ones)
+        ("older-than:5", "only 3 tool results, none older than 5"),
     ],
 )
 def test_a_selector_that_matches_nothing_is_an_error(selector, why) -> None:
