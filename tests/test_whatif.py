@@ -168,6 +168,33 @@ def test_whatif_prune_edits_once_and_then_appends() -> None:
     assert [(r.strategy, r.request_index) for r in rows] == [(edit.name, 3)]
 
 
+def test_an_item_is_named_by_its_event_from_one_view_to_the_next() -> None:
+    """An edit names what it cleared or dropped by log event, event 0 (the task) included: two
+    objects standing for the same event are the same item to it (a view may be rebuilt)."""
+    from replay.breakeven._whatif import _key
+
+    assert _key(UserItem("fix it", event_index=0)) == _key(UserItem("fix it", event_index=0))
+    one, other = UserItem("x"), UserItem("x")
+    assert _key(one) != _key(other)  # no event: the object itself
+
+
+def test_whatif_compact_s_summary_names_the_events_it_replaced() -> None:
+    """Compacting at request 3 replaces the task (event 0) and steps 0 and 1 (their answers
+    and results, events 2-3 and 5-6; 1, 4 and 7 are request markers), not the current step (8-9).
+    After the log's own compaction, the agent's summary is replaced with what it replaced."""
+    edit = whatif_strategy(3, None, True)
+    _, records = breakeven_session(_session(), [edit])
+    summary = _requests_of(records, edit.name)[3].view[0]
+    assert isinstance(summary, SummaryItem) and summary.replaces == (0, 2, 3, 5, 6)
+    edit = whatif_strategy(8, None, True)
+    _, records = breakeven_session(_compacted_session(), ["recorded", edit])
+    ref, mine = _requests_of(records, "recorded")[8].view, _requests_of(records, edit.name)[8].view
+    agents, rest = ref[0], ref[1:-2]  # the last two items are the current step
+    assert isinstance(agents, SummaryItem) and agents.replaces
+    expected = (*agents.replaces, *(i.event_index for i in rest))
+    assert mine[0].replaces == expected
+
+
 def test_whatif_compact_replaces_the_history_with_one_summary() -> None:
     edit = whatif_strategy(3, None, True)
     assert edit.name == "whatif-compact-at-3"
