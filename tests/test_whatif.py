@@ -16,8 +16,16 @@ from test_adapters_common import SAMPLES
 from replay._api import whatif
 from replay._errors import ReplayError
 from replay.breakeven import breakeven_session
+from replay.breakeven._breakeven import breakeven_edit
 from replay.breakeven._whatif import PLACEHOLDER, Selector, _prune, whatif_strategy
-from replay.strategies import AssistantItem, Block, SummaryItem, ToolResultItem, UserItem
+from replay.strategies import (
+    AssistantItem,
+    Block,
+    SummaryItem,
+    ToolResultItem,
+    UserItem,
+    resolve,
+)
 
 RUN42_REQUESTS = 14
 
@@ -592,3 +600,18 @@ def test_whatif_compact_summarises_the_agent_s_summary_too() -> None:
     assert isinstance(edited[0], SummaryItem) and edited[0].source == "extractive"
     assert _outputs(edited[1:]) == _outputs(ref[8].view[-2:])
     assert _outputs(mine[9].view)[:3] == _outputs(edited)
+
+
+def test_the_edit_s_row_runs_to_the_end_of_its_thread_past_a_later_logged_compaction() -> None:
+    """The edit's counterfactual is the run it edits, to the end of the thread: a later
+    compaction of the log's, a structural rewrite of both runs, does not end the comparison
+    there (a strategy's own compaction does end its rewrites' comparisons). From request 3 on:
+    7 requests, and the net is the whole difference between the two runs."""
+    edit = whatif_strategy(3, Selector.parse("older-than:1"), False)
+    rows, records = breakeven_edit(_compacted_session(), resolve("recorded")[0], edit, 3)
+    [row] = rows
+    ref, mine = _requests_of(records, "recorded"), _requests_of(records, edit.name)
+    assert len(ref) == len(mine) == 10 and mine[4].events  # the log's compaction at 4
+    assert row.horizon == 10 - 3
+    assert "a later rewrite ended the comparison" not in row.disagreement
+    assert row.simulated_net_usd == sum(r.cost_usd for r in ref) - sum(r.cost_usd for r in mine)
