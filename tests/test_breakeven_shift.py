@@ -3,18 +3,24 @@ counterfactuals replayed request by request, row for row, wherever the derivatio
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+import gen
 import pytest
+from gen import Call, Turn, build_session
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replay.bench import synthetic_session
 from replay.breakeven import _shift
 from replay.breakeven._breakeven import breakeven_config, strategy_rewrites
+from replay.engine import _replay
 from replay.engine._replay import ReplayConfig
 from replay.log import RequestMarker, Session
-from replay.strategies import resolve
+from replay.strategies import NamedStrategy, resolve
+from replay.strategies._base import StrategySpec
+from replay.strategies._view import RewriteEvent, ToolResultItem, View, replace_output
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
 
@@ -31,10 +37,10 @@ IN_PLACE = (
 )
 
 
-def _rows(session: Session, name: str, config: ReplayConfig, derive: bool,
+def _rows(session: Session, name: str | NamedStrategy, config: ReplayConfig, derive: bool,
           horizon: int | None = None) -> tuple[list, int]:
     """Break-even rows of one strategy, and how many counterfactual requests were derived."""
-    named = resolve(name)[0]
+    named = resolve([name])[0]
     before = _shift.ENABLED
     _shift.ENABLED = derive
     try:
@@ -45,7 +51,7 @@ def _rows(session: Session, name: str, config: ReplayConfig, derive: bool,
         _shift.ENABLED = before
 
 
-def _same(session: Session, name: str, config: ReplayConfig | None = None,
+def _same(session: Session, name: str | NamedStrategy, config: ReplayConfig | None = None,
           horizon: int | None = None) -> int:
     config = config or ReplayConfig()
     derived_rows, derived = _rows(session, name, config, True, horizon)
@@ -207,3 +213,55 @@ def test_real_logs_give_the_replayed_rows(
     seen = _stops(monkeypatch)
     _same(load(_sample(folder, stem)), name)
     assert fires is None or fires in seen
+
+
+def _editing(edits: dict[int, Callable[[str], str]]) -> NamedStrategy:
+    """At each request `r` of `edits`, the first tool result of its thread is sent as
+    `edits[r]` of its output, in place, and kept so."""
+
+    def build() -> object:
+        edited: dict = {}
+
+        def edit(history, ctx):
+            items = list(history)
+            events = []
+            if ctx.request_index in edits or edited:
+                n = next(n for n, i in enumerate(items) if isinstance(i, ToolResultItem))
+                if ctx.request_index in edits:
+                    output = edits[ctx.request_index](history[n].output)
+                    edited["item"] = replace_output(items[n], output)
+                    events = [RewriteEvent("truncate", "edited")]
+                items[n] = edited["item"]
+            return View(items, [], events)
+
+        return edit
+
+    spec = StrategySpec(family="edit", pattern="edit", build=build, cache_class="freeze-once",
+                        rule="edit")
+    return NamedStrategy("edit", spec, {})
+
+
+def _capping(caps: dict[int, int]) -> NamedStrategy:
+    """At each request `r` of `caps`, the first tool result capped to `caps[r]` characters."""
+    return _editing({r: (lambda output, n=n: output[:n]) for r, n in caps.items()})
+
+
+def test_a_rewrite_whose_comparison_another_thread_interleaves_is_replayed() -> None:
+    """The counterfactual replays its own thread only; the rewritten run's records also hold
+    what another thread did to the cache. Here a subagent, after ten idle minutes, writes the
+    entry of the system prompt that main reads at its next request (8); without the subagent's
+    request, the replayed counterfactual finds it expired. Derived from the records, that
+    request would read it: the rows are the replayed ones."""
+    sub = [Turn("Sub 0.", [Call("read_file", {"path": "lib/s.py"}, gen.filler(500, 20))],
+                gap_s=600), Turn("Sub done.")]
+    turns = [Turn(f"Step {i}.", [Call("read_file", {"path": f"f{i}.py"}, gen.filler(2000, i))],
+                  gap_s=600 if i == 3 else 2.0) for i in range(4)]
+    turns += [Turn("Step 4.", [Call("task", {"prompt": "look around"}, "found", subagent=sub)]),
+              *(Turn(f"Step {i}.", [Call("read_file", {"path": f"f{i}.py"},
+                                         gen.filler(2000, i))]) for i in (5, 6)),
+              Turn("Done.")]
+    session = build_session(turns, provider="anthropic", tools=[], system=gen.filler(6000, 7))
+    records = _replay.replay_session(session, "baseline")
+    after_sub = next(r for r in records if r.request_index == 7)
+    assert after_sub.thread == "main" and after_sub.outcome.cache_read > 0  # the subagent's entry
+    _same(session, _capping({2: 40}))
