@@ -265,3 +265,32 @@ def test_a_rewrite_whose_comparison_another_thread_interleaves_is_replayed() -> 
     after_sub = next(r for r in records if r.request_index == 7)
     assert after_sub.thread == "main" and after_sub.outcome.cache_read > 0  # the subagent's entry
     _same(session, _capping({2: 40}))
+
+
+def test_a_result_capped_again_later_is_no_longer_put_back() -> None:
+    """A result capped at request 2 and capped shorter at 4: from 4 on both runs send the
+    shorter version (the run without the first cap still makes the second), so the first
+    cap's counterfactual has nothing left to put back there; the rows are the replayed ones."""
+    turns = [Turn(f"Step {i}.", [Call("read_file", {"path": f"f{i}.py"}, gen.filler(2000, i))])
+             for i in range(6)]
+    session = build_session([*turns, Turn("Done.")], provider="anthropic", tools=[])
+    _same(session, _capping({2: 600, 4: 40}))
+
+
+def test_a_rewrite_that_starts_below_the_minimum_length_is_replayed() -> None:
+    """A result that starts below Sonnet's 1,024-token minimum grows at request 2 (a cap's
+    note can be longer than what it cut), from ~30 tokens to ~200: the rewritten prompts go
+    over the minimum (written, then read), the prompts without the rewrite stay under it
+    (nothing cached). Derived from the rewritten run's records, the counterfactual would be
+    cached as well; the minimum-length guard looks at where the result starts, not where it
+    ends, and the rows are the replayed ones."""
+    turns = [Turn("Reading.", [Call("read_file", {"path": "a.py"}, "x = 1\n" * 12)])]
+    turns += [Turn(f"Step {i}.", [Call("run", {"n": i}, "ok")]) for i in range(1, 4)]
+    session = build_session([*turns, Turn("Done.")], provider="anthropic", tools=[],
+                            system=gen.filler(2000, 7))
+    grow = _editing({2: lambda output: output + gen.filler(600, 8)})
+    records = {r.strategy: r for r in _replay.replay_session(session, ["baseline", grow])
+               if r.request_index == 4}
+    assert records["baseline"].request.total < 1024 < records["edit"].request.total
+    assert records["baseline"].outcome.cache_read == 0 < records["edit"].outcome.cache_read
+    _same(session, grow)
