@@ -294,3 +294,26 @@ def test_a_rewrite_that_starts_below_the_minimum_length_is_replayed() -> None:
     assert records["baseline"].request.total < 1024 < records["edit"].request.total
     assert records["baseline"].outcome.cache_read == 0 < records["edit"].outcome.cache_read
     _same(session, grow)
+
+
+def test_a_client_that_marks_nothing_derives_the_whole_prompt_uncached() -> None:
+    """With `--client none` nothing is cached on Anthropic: every request is billed uncached in
+    both runs, and the derived counterfactual is the rewritten run's prompt moved by what the
+    originals add, at the uncached rate, as the replay prices it."""
+    session = synthetic_session(40, seed=2)
+    assert _same(session, "age-truncate-500-keep-3", ReplayConfig(client="none")) > 0
+
+
+@pytest.mark.parametrize(
+    "config",
+    [ReplayConfig(provider="google", model="claude-sonnet-4-5"),  # Claude on Vertex
+     ReplayConfig(rule_overrides={"anthropic.min_tokens_per_checkpoint": True})],
+    ids=["vertex", "per-checkpoint-minimum"],
+)
+def test_only_the_plain_anthropic_route_without_per_checkpoint_minimums_is_derived(config):
+    """(Module docstring: per-checkpoint minimums, as on Bedrock, are not handled: only the
+    plain `anthropic` route is.) Claude served elsewhere, or a rule file that gives the direct
+    API per-checkpoint minimums, is replayed request by request."""
+    session = synthetic_session(40, seed=2)
+    assert _same(session, "tool-aging-keep-3") > 0  # derived on the plain route
+    assert _same(session, "tool-aging-keep-3", config) == 0
