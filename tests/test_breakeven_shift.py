@@ -317,3 +317,54 @@ def test_only_the_plain_anthropic_route_without_per_checkpoint_minimums_is_deriv
     session = synthetic_session(40, seed=2)
     assert _same(session, "tool-aging-keep-3") > 0  # derived on the plain route
     assert _same(session, "tool-aging-keep-3", config) == 0
+
+
+def test_the_highest_block_id_sent_before_a_rewrite_can_be_one_an_earlier_prompt_held() -> None:
+    """`known_ids` is the highest block id any prompt before the rewrite sent: a block with a
+    higher id is one no earlier prompt held (no entry can end past it), but the block with that
+    very id was sent, and where an earlier prompt held it at that place, an entry can. Where
+    that is unknown (an earlier prompt's blocks released), it may have been."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    earlier = SimpleNamespace(request=SimpleNamespace(block_ids=np.array([0, 3, 5])),
+                              outcome=SimpleNamespace(dropped_tokens=0))
+    shift = object.__new__(_shift.Shift)
+    shift.known_ids, shift.earlier, shift._held, shift.id_memo = 5, [earlier], {}, {}
+    assert shift._held_before(2, 5)  # sent at 2 by the earlier prompt
+    assert not shift._held_before(1, 5)  # sent, but elsewhere
+    assert not shift._held_before(2, 6)  # never sent
+    released = SimpleNamespace(request=SimpleNamespace(block_ids=None),
+                               outcome=SimpleNamespace(dropped_tokens=0))
+    shift.known_ids, shift.earlier, shift._held = -1, [earlier, released], {}
+    assert shift._held_before(1, 7)  # an earlier prompt's blocks are gone: it may have
+
+
+@pytest.mark.parametrize("log", ["synthetic", "claude-code-2.1"])
+def test_the_breakpoint_lengths_of_a_request_hold_where_it_wrote(log: str) -> None:
+    """`Shift` checks writes (and which reads a write refreshed) against the lengths where a
+    request's breakpoints end, a superset of those it wrote: a request that wrote to the cache
+    wrote up to one of them. On Anthropic's automatic marker alone (`--client automatic`), and
+    on Claude Code 2.1 with its unlogged context fitted (the client's last marker moved by the
+    unlogged tail)."""
+    from replay import load
+
+    if log == "synthetic":
+        session, config = synthetic_session(30, seed=2), ReplayConfig(client="automatic")
+    else:
+        session, config = load(_sample("claude_code", "91_03598e5336")), ReplayConfig()
+    named = resolve("baseline")[0]
+    with strategy_rewrites(session, named, breakeven_config(session, config), None) as rw:
+        shift = object.__new__(_shift.Shift)
+        shift.run, shift._views = rw.run, []
+        wrote = [r for r in rw.records if r.kind == "request" and not r.request.released
+                 and r.outcome.cache_write_5m + r.outcome.cache_write_1h]
+        assert wrote
+        moved = 0
+        for r in wrote:
+            o = r.outcome
+            assert o.cache_read + o.cache_write_1h + o.cache_write_5m in (
+                shift._breakpoint_lengths(r)), r.request_index
+            moved += bool(r.rendered_with is not None and r.rendered_with.unlogged_tail)
+        assert moved or log == "synthetic"
