@@ -368,3 +368,12 @@ def test_the_breakpoint_lengths_of_a_request_hold_where_it_wrote(log: str) -> No
                 shift._breakpoint_lengths(r)), r.request_index
             moved += bool(r.rendered_with is not None and r.rendered_with.unlogged_tail)
         assert moved or log == "synthetic"
+
+
+def test_the_entries_only_the_counterfactual_holds_reach_past_the_first_edited_result() -> None:
+    """`prune-at-12000-keep-3` clears several results at once (up to 16 here). The entries from
+    before a rewrite that only its counterfactual can match are those reaching past the first
+    result it edited, not only past the last: counting only the latter, a derivation began
+    while one of the others was still live, and a row differed (a session the property test
+    above found, once in many runs)."""
+    _same(synthetic_session(33, seed=150, size_scale=0.1), "prune-at-12000-keep-3")
