@@ -566,12 +566,6 @@ def _start(view: PromptView, block: int, req: Any) -> int:
     return int(view.cum[j]) - int(req.block_tokens[block])
 
 
-def _before(view: PromptView, block: int) -> int:
-    """The length of the prompt in `view` before (original) block `block`."""
-    j = block if view.kept is None else int(view.kept.searchsorted(block))
-    return int(view.cum[j - 1]) if j else 0
-
-
 def _blocks_of(item_index: np.ndarray, position: int) -> tuple[int, int]:
     """The blocks `[first, end)` of view item `position` (owners ascend; -1 for the head)."""
     first, end = item_index.searchsorted((position, position + 1), side="left").tolist()
