@@ -1075,6 +1075,26 @@ def test_roo_condense_has_nothing_to_fold_with_keep_plus_one_messages():
     assert view.items == h.items and not view.events
 
 
+def test_roo_condense_falls_back_to_truncation_when_there_is_nothing_to_fold():
+    """With keep = 5, six API messages leave nothing between the first and the last five:
+    condensing fails, and over the truncation limit (10,000 · 0.9 − 8,192 = 808) Roo deletes
+    the oldest half of the rest instead, an even count: floor(5 · 0.5) = 2 → 2, messages 1-2
+    (a call and its result). Under the limit (the 5 % threshold alone) nothing changes."""
+    h = History().user()
+    h.step(read("a.py", "x" * 400), text="read a").step(read("b.py", "y" * 400), text="read b")
+    h.step(text="done")  # [user], [a + call], [result], [b + call], [result], [done]
+
+    def run(usage: int) -> View:
+        strategy = build("roo-condense-keep-first-last-5-at-5pct")
+        return view_of(strategy(h.items, ctx(window=10_000, usage=usage)))
+
+    under = run(700)  # 700 ≥ 5 % of 10,000, ≤ 808
+    assert under.items == h.items and not under.events
+    over = run(900)
+    assert over.items == [h.items[0], *h.items[3:]] and not over.summarizer_calls
+    assert [e.kind for e in over.events] == ["drop"]
+
+
 @pytest.mark.parametrize(
     "name, head",
     [

@@ -31,6 +31,13 @@ def roo_allowed(window: int, max_tokens: int) -> int:
     return int(window * 0.9) - max_tokens
 
 
+def roo_deleted(messages: int, fraction: float = 0.5) -> int:
+    """How many API messages after the first `truncateConversation` deletes: the fraction of
+    the rest, rounded down to an even count (so user and assistant turns stay paired)."""
+    k = int((messages - 1) * fraction)
+    return k - k % 2
+
+
 def roo_truncate(max_tokens: int = 8192, fraction: float = 0.5) -> object:
     removed: set[int] = set()  # API-message indexes (of the full history) deleted
     groups = MessageGroups()
@@ -45,8 +52,7 @@ def roo_truncate(max_tokens: int = 8192, fraction: float = 0.5) -> object:
         if prev <= roo_allowed(ctx.context_window, max_tokens):
             return View(items=view)
         kept = [g for g in range(len(groups.groups)) if g not in removed]
-        k = int((len(kept) - 1) * fraction)
-        k -= k % 2
+        k = roo_deleted(len(kept), fraction)
         if k <= 0:
             return View(items=view)
         removed.update(kept[1 : k + 1])
