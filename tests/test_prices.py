@@ -749,6 +749,22 @@ def test_a_model_priced_twice_is_refused(invoke):
     assert result.exit_code == 2 and result.stderr.startswith("error: --price ")
 
 
+def test_a_model_priced_twice_in_another_case_is_refused():
+    """Overrides match model names case-insensitively, so `Claude-X` and `claude-x` are one
+    model: two prices for it are refused, from the CLI's texts and from the API's mapping
+    (until 2026-12-06 the later one won silently)."""
+    from replay.prices import parse_price_overrides
+
+    one, two = "Claude-X=input:1,output:1", "claude-x=input:9,output:9"
+    with pytest.raises(ReplayError, match=re.escape(f"--price {two!r}: model 'claude-x' is "
+                                                    "given a price twice (as 'Claude-X')")):
+        parse_price_overrides([one, two])
+    rate = RateOverride(input=D(1), output=D(1))
+    for names in (("Claude-X", "claude-x"), ("claude-*", " Claude-* ")):
+        with pytest.raises(ReplayError, match="has a price already"):
+            Pricer(dict.fromkeys(names, rate))
+
+
 @pytest.mark.parametrize(
     "text",
     [

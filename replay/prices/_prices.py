@@ -217,12 +217,16 @@ _OVERRIDE_KEYS = ("input", "output", "cache_read", "cache_write", "cache_write_1
 
 def parse_price_overrides(texts: Iterable[str]) -> dict[str, RateOverride]:
     """Several `--price` values → overrides by model; a model given twice is refused (which of
-    two prices would be meant?)."""
+    two prices would be meant?), also spelled in another case: names match case-insensitively."""
     out: dict[str, RateOverride] = {}
+    given: dict[str, str] = {}  # lowercased name → as given
     for text in texts:
         model, rates = parse_price_override(text)
-        if model in out:
-            raise ReplayError(f"--price {text!r}: model {model!r} is given a price twice")
+        first = given.get(model.lower())
+        if first is not None:
+            same = "" if first == model else f" (as {first!r})"
+            raise ReplayError(f"--price {text!r}: model {model!r} is given a price twice{same}")
+        given[model.lower()] = model
         out[model] = rates
     return out
 
@@ -718,6 +722,8 @@ class Pricer:
             if not isinstance(rate, RateOverride):
                 raise TypeError(f"override for {name!r} must be a RateOverride, got {rate!r}")
             key = name.strip().lower()
+            if key in self._exact or any(key == p for p, _ in self._patterns):
+                raise ReplayError(f"price override {name!r}: that model has a price already")
             if any(ch in key for ch in "*?["):
                 self._patterns.append((key, rate))
             else:
