@@ -793,6 +793,25 @@ def test_parse_price_override_malformed(text):
     assert PRICE_FORMAT in str(info.value)
 
 
+def test_parse_price_override_takes_rates_from_0_to_a_million_and_keys_in_any_case():
+    """A rate is "a number from 0 to 1,000,000 (USD per MTok)", both ends included: a local model
+    is free, and a rate key is a word of PRICE_FORMAT whatever its case."""
+    _, free = parse_price_override("local-llm=input:0,output:0,cache_read:0")
+    assert free == RateOverride(D(0), D(0), cache_read=D(0))
+    p = Pricer({"local-llm": free}).price(
+        Buckets(uncached=1_000, cache_read=1_000, output=1_000), model="local-llm",
+        provider="unknown", ts=OCT_20,
+    )
+    assert amounts(p) == (D(0), D(0), D(0)) and p.warning is None
+    _, top = parse_price_override("m=input:1000000,output:$1000000")
+    assert (top.input, top.output) == (D(1_000_000), D(1_000_000))
+    for text in ("m=input:1000000.01,output:1", "m=input:1,output:1000001"):
+        with pytest.raises(ReplayError, match="must be a number from 0 to 1,000,000"):
+            parse_price_override(text)
+    _, rate = parse_price_override("m=Input:1,OUTPUT:2,Cache_Read:0.5")
+    assert rate == RateOverride(D(1), D(2), cache_read=D("0.5"))
+
+
 def test_override_wins_over_genai_prices_and_ignores_provider():
     _, rate = parse_price_override("claude-sonnet-4-6=input:1,output:2,cache_read:0.5")
     pricer = Pricer({"Claude-Sonnet-4-6": rate})
