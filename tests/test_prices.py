@@ -177,6 +177,27 @@ def test_openai_pre_5_6_writes_are_plain_input_with_a_warning():
     assert pricer.price(Buckets(1_000), model="gpt-5", provider="openai", ts=OCT_20).warning is None
 
 
+def test_1h_writes_on_a_model_without_any_write_price_are_plain_input_and_say_only_that():
+    """gpt-5 has no cache-write price: 1h writes, like 5m ones, are billed as plain input
+    ($1.25/MTok), and the warning names that gap only (they are not at a 5m write rate)."""
+    pricer = Pricer()
+    p = pricer.price(Buckets(cache_write_1h=1_000_000), model="gpt-5", provider="openai",
+                     ts=OCT_20)
+    assert p.input_usd == D("1.25")
+    assert p.warning == (
+        f"'gpt-5' (openai) (genai-prices {genai_prices.__version__} snapshot): no cache-write "
+        "price, cache writes billed as plain input"
+    )
+    # Under a price variant genai-prices does not price, the variant's note comes first and the
+    # missing rate is still named after it.
+    fast = pricer.price(Buckets(cache_write_1h=1_000_000), model="gpt-5", provider="openai",
+                        ts=OCT_20, context={"speed": "fast"})
+    assert fast.input_usd == D("1.25")
+    assert fast.warning == (
+        "no speed=fast price for 'gpt-5' (openai), billed at its standard prices; " + p.warning
+    )
+
+
 def test_gpt_5_6_has_write_price():
     b = Buckets(uncached=1_000, cache_read=50_000, cache_write_5m=4_000, output=100)
     p = Pricer().price(b, model="gpt-5.6-terra", provider="openai", ts=OCT_20)
