@@ -237,6 +237,18 @@ def test_1h_write_rate_genai_prices_lacks_comes_from_the_rule_files(
     )
 
 
+def test_a_model_genai_prices_gives_no_cache_rate_gets_no_1h_write_rate_from_the_rules():
+    """Claude 2 on the Claude API is never cached: genai-prices has no cache rate for it, and
+    the 1h write multiplier of pricing/cache/anthropic.json must not price it as if it were.
+    Its writes are plain input ($8/MTok), as genai-prices bills them."""
+    b = Buckets(uncached=1_000, cache_write_1h=1_000_000)
+    p = Pricer().price(b, model="claude-2", provider="anthropic", ts=OCT_20)
+    assert p.input_usd == 1_001_000 * D(8) / 1_000_000
+    assert p.source == f"genai-prices {genai_prices.__version__} snapshot"
+    assert p.warning is not None and "no cache-write price" in p.warning
+    assert amounts(p) == reference(b, "claude-2", "anthropic", OCT_20)
+
+
 def test_1h_write_rate_unknown_to_the_rules_keeps_the_5m_rate_with_a_warning():
     # Before the 1h TTL (2025-05-22) the rule files have no 1h multiplier: genai-prices' fallback.
     ts = datetime(2025, 5, 1, tzinfo=UTC)
