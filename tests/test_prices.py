@@ -296,6 +296,23 @@ def test_tier_cliff_on_total_input_equals_calc_price(model, provider, ts, start)
     assert over.output_usd > at.output_usd
 
 
+def test_two_tier_cliffs_are_priced_on_the_fast_path_at_each_tier_s_rate():
+    """genai-prices' qwen/qwen3-coder-flash on OpenRouter (from 2026-10-19) has two input tiers:
+    $0.195 up to 32k total input, $0.325 above 32k, $0.52 above 128k (output $0.975 / $1.625 /
+    $2.6). Each cliff applies above its own start; the card needs no calc_price fallback."""
+    pricer = Pricer()
+    model, provider = "qwen/qwen3-coder-flash", "openrouter"
+    for tokens, rate in ((32_000, "0.195"), (32_001, "0.325"), (128_000, "0.325"),
+                         (128_001, "0.52"), (300_000, "0.52")):
+        b = Buckets(uncached=tokens)
+        p = pricer.price(b, model=model, provider=provider, ts=OCT_20)
+        assert p.input_usd == tokens * D(rate) / 1_000_000, tokens
+        assert amounts(p) == reference(b, model, provider, OCT_20)
+    b = Buckets(uncached=100_000, cache_read=28_001, output=1_000_000)
+    assert pricer.price(b, model=model, provider=provider, ts=OCT_20).output_usd == D("2.6")
+    assert pricer._routes[(model, provider, ())].card_at(OCT_20).slow is None
+
+
 def test_sonnet_4_5_cliff_exact_values():
     pricer = Pricer()
     at = pricer.price(
