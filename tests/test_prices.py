@@ -524,6 +524,24 @@ def test_a_deepseek_peak_hour_costs_twice_that_day_s_off_peak_price(model, day):
     assert amounts(again) == amounts(peak)  # the second peak window, from the memo
 
 
+def test_a_deepseek_peak_price_says_replay_changed_it_only_where_it_did():
+    """pricing/price_patches.json: genai-prices' v4-pro peak rows are 2x its latest off-peak
+    price ($1.32 = 2 x $0.66 input, from 2026-08-17): there replay changes nothing and says
+    nothing; on 2026-05-04 the peak is 2x that day's $0.435 = $0.87, which replay sets."""
+    pricer = Pricer()
+    b = Buckets(uncached=1_000_000)
+    latest = pricer.price(b, model="deepseek-v4-pro", provider="deepseek",
+                          ts=datetime(2026, 10, 20, 2, tzinfo=UTC))
+    assert latest.input_usd == D("1.32")
+    assert latest.source == f"genai-prices {genai_prices.__version__} snapshot"
+    earlier = pricer.price(b, model="deepseek-v4-pro", provider="deepseek",
+                           ts=datetime(2026, 5, 4, 2, tzinfo=UTC))
+    assert earlier.input_usd == D("0.87")
+    assert earlier.source.endswith(
+        " + peak price = 2 × that day's off-peak (pricing/price_patches.json)"
+    )
+
+
 def test_a_deepseek_off_peak_hour_under_a_price_context_stays_off_peak():
     """A request billed under a price context (here one DeepSeek does not price) gets
     genai-prices' variant copy, not its off-peak row object: the peak factor was applied at an
