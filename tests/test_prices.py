@@ -692,6 +692,21 @@ def test_inference_geo_us_on_an_older_claude_is_standard_with_a_note():
     assert eu.warning is not None and "no inference_geo=eu price" in eu.warning
 
 
+def test_a_price_context_prices_and_notes_the_same_whatever_the_order_of_its_entries():
+    """A price context is a set of entries (sorted pairs, `PriceContext`): the order a log
+    happens to give them in changes neither the price nor its note."""
+    pricer = Pricer()
+    sonnet = {"model": "claude-sonnet-4-6", "provider": "anthropic", "ts": OCT_20}
+    one = pricer.price(ALL_BUCKETS, **sonnet, context={"speed": "fast", "inference_geo": "eu"})
+    two = pricer.price(ALL_BUCKETS, **sonnet, context={"inference_geo": "eu", "speed": "fast"})
+    assert one == two
+    assert one.warning == (
+        "no inference_geo=eu, speed=fast price for 'claude-sonnet-4-6' (anthropic), billed at "
+        "its standard prices (US-only inference (inference_geo us) × 1.1 on Claude 4.6+, "
+        "pricing/price_patches.json)"
+    )
+
+
 def test_fast_mode_and_inference_geo_us_stack():
     """Fast mode has its own base (genai-prices' `speed: fast` variant); US-only inference
     multiplies it by 1.1."""
