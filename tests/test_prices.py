@@ -707,6 +707,25 @@ def test_a_price_context_prices_and_notes_the_same_whatever_the_order_of_its_ent
     )
 
 
+def test_price_rows_apply_to_the_models_of_their_own_provider_only():
+    """A row of pricing/price_patches.json names a provider: the Vertex Sonnet 4.6 tier before
+    2026-03-13 is not another provider's price for its own `claude-sonnet-4-6` (genai-prices:
+    quicksilverpro $2.40 flat), and US-only inference × 1.1 is the Claude API's, not Vertex's
+    (the multiplier row's note: "Direct API only")."""
+    pricer = Pricer()
+    b = Buckets(uncached=300_000)
+    march = datetime(2026, 3, 1, tzinfo=UTC)
+    other = pricer.price(b, model="claude-sonnet-4-6", provider="quicksilverpro", ts=march)
+    assert other.input_usd == D("0.72")  # 300k × $2.40
+    assert amounts(other) == reference(b, "claude-sonnet-4-6", "quicksilverpro", march)
+    vertex = {"model": "claude-sonnet-4-6", "provider": "google", "ts": OCT_20}
+    us = pricer.price(ALL_BUCKETS, **vertex, context={"inference_geo": "us"})
+    assert amounts(us) == amounts(pricer.price(ALL_BUCKETS, **vertex))
+    assert us.warning is not None and us.warning.startswith(
+        "no inference_geo=us price for 'claude-sonnet-4-6' (google), billed at its standard"
+    )
+
+
 def test_fast_mode_and_inference_geo_us_stack():
     """Fast mode has its own base (genai-prices' `speed: fast` variant); US-only inference
     multiplies it by 1.1."""
