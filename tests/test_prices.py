@@ -1114,6 +1114,25 @@ def test_context_window(model, tokens):
     assert context_window(model) == tokens
 
 
+@pytest.mark.parametrize("tokens", [0, -1, 1.5, "200000"])
+def test_a_context_window_row_must_be_a_positive_count_of_tokens(monkeypatch, tokens):
+    from replay.prices import _prices
+
+    def windows(name):
+        assert name == "context_windows.json"
+        return {"windows": [{"pattern": ".", "tokens": tokens, "source": "test"}]}
+
+    monkeypatch.setattr(_prices, "load_json", windows)
+    _prices._window_rows.cache_clear()
+    context_window.cache_clear()
+    try:
+        with pytest.raises(ReplayError, match="row 0 is invalid"):
+            context_window("some-model")
+    finally:
+        _prices._window_rows.cache_clear()
+        context_window.cache_clear()
+
+
 @pytest.mark.parametrize(
     ("model", "provider"),
     [
