@@ -1166,3 +1166,64 @@ def test_an_id_genai_prices_lists_but_cannot_match_is_not_suggested_back():
     message = str(info.value)
     assert "lists" in message and "does not match that id" in message
     assert f"did you mean {model!r}" not in message and f"or {model!r}" not in message
+
+
+# -- charges: a request's price with its cache outcome's fees --------------------------------------
+
+
+def test_charges_add_the_created_cache_at_its_own_tier_the_regional_factor_and_storage():
+    """`Charges.cost_usd` = (the request's price + the created explicit cache's tokens at the
+    input rate, priced as a prompt of their own) × `price_factor`, + storage, which no factor
+    scales; `input_cost_usd` is the token part of it. Gemini 2.5 Pro (genai-prices): input
+    $1.25 / read $0.125 / output $10, above 200k total input $2.50 / $0.25 / $15."""
+    from replay.cache import CacheOutcome
+    from replay.prices import charge
+
+    outcome = CacheOutcome(uncached=60_000, cache_read=150_000, cache_write_5m=0,
+                           cache_write_1h=0, created_tokens=150_000, storage_usd=D("0.5"),
+                           price_factor=D("1.1"))
+    c = charge(Pricer(), outcome, 10_000, model="gemini-2.5-pro", provider="google", ts=OCT_20)
+    # the request, 210k tokens, above the cliff: 60k × $2.50 + 150k × $0.25, 10k × $15
+    assert amounts(c.price) == (D("0.1875"), D("0.15"), D("0.3375"))
+    # the creation, 150k tokens, below it: 150k × $1.25 = $0.1875
+    assert c.input_cost_usd == (D("0.1875") + D("0.1875")) * D("1.1") == D("0.4125")
+    assert c.cost_usd == (D("0.3375") + D("0.1875")) * D("1.1") + D("0.5") == D("1.0775")
+
+
+def test_charges_bill_a_counterfactual_split_with_the_outcome_s_fees_at_the_input_rate():
+    """`buckets`: another split of the same prompt, billed with the outcome's fees (its created
+    cache at the plain input rate, not a write rate; its factor, whatever it is)."""
+    from replay.cache import CacheOutcome
+    from replay.prices import buckets_of, charge
+
+    rate = RateOverride(input=D(1), output=D(2), cache_read=D("0.1"), cache_write=D("1.25"),
+                        cache_write_1h=D(2))
+    pricer = Pricer({"m": rate})
+    outcome = CacheOutcome(uncached=1_000_000, cache_read=2_000_000, cache_write_5m=3_000_000,
+                           cache_write_1h=4_000_000, created_tokens=1_000_000,
+                           storage_usd=D("0.25"), price_factor=D("0.5"))
+    assert buckets_of(outcome, 5) == Buckets(1_000_000, 2_000_000, 3_000_000, 4_000_000, 5)
+    args = {"model": "m", "provider": "any", "ts": OCT_20}
+    own = charge(pricer, outcome, 1_000_000, **args)
+    # $1 + $0.2 + $3.75 + $8 in, $2 out; the creation $1 (input rate)
+    assert amounts(own.price) == (D("12.95"), D(2), D("14.95"))
+    assert own.input_cost_usd == (D("12.95") + 1) * D("0.5")
+    assert own.cost_usd == (D("14.95") + 1) * D("0.5") + D("0.25")
+    other = Buckets(uncached=10_000_000, output=1_000_000)
+    cf = charge(pricer, outcome, 1_000_000, buckets=other, **args)
+    assert amounts(cf.price) == (D(10), D(2), D(12))
+    assert cf.cost_usd == (D(12) + 1) * D("0.5") + D("0.25")
+
+
+def test_charges_price_the_request_and_its_created_cache_under_its_price_context():
+    """A request billed under `inference_geo: us` on Claude 4.6+ (× 1.1, price_patches.json):
+    its tokens and the cache created for it alike."""
+    from replay.cache import CacheOutcome
+    from replay.prices import charge
+
+    outcome = CacheOutcome(uncached=1_000_000, cache_read=0, cache_write_5m=0, cache_write_1h=0,
+                           created_tokens=1_000_000)
+    args = {"model": "claude-sonnet-4-6", "provider": "anthropic", "ts": OCT_20}
+    us = charge(Pricer(), outcome, 0, context={"inference_geo": "us"}, **args)
+    assert us.price.input_usd == D(3) * D("1.1")  # 1M × $3 × 1.1
+    assert us.input_cost_usd == us.cost_usd == 2 * D(3) * D("1.1")
