@@ -144,3 +144,13 @@ def test_a_genai_prices_variant_not_yet_in_force_prices_nothing():
     assert _prices._variants_in_force(info, datetime(2026, 6, 1, tzinfo=UTC), context) == (
         variant,
     )
+
+
+def test_a_multiplier_row_applies_only_on_the_dates_it_is_in_force():
+    """`_multipliers_in_force` keeps a row the context selects on `day` only if the row is in
+    force that day (`since` included, `until` excluded)."""
+    row = _multiplier(since="2026-03-01", until="2026-04-01")
+    context = (("inference_geo", "us"),)
+    assert _prices._multipliers_in_force((row,), date(2026, 2, 28), context, ()) == ()
+    assert _prices._multipliers_in_force((row,), date(2026, 3, 1), context, ()) == (row,)
+    assert _prices._multipliers_in_force((row,), date(2026, 4, 1), context, ()) == ()
