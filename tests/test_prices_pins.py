@@ -154,3 +154,40 @@ def test_a_multiplier_row_applies_only_on_the_dates_it_is_in_force():
     assert _prices._multipliers_in_force((row,), date(2026, 2, 28), context, ()) == ()
     assert _prices._multipliers_in_force((row,), date(2026, 3, 1), context, ()) == (row,)
     assert _prices._multipliers_in_force((row,), date(2026, 4, 1), context, ()) == ()
+
+
+_RATES = {"input_mtok": D(1), "cache_read_mtok": D("0.1"), "cache_write_mtok": D("1.25"),
+          "cache_write_1h_mtok": D(2), "output_mtok": D(5)}
+_TIERED = gp_types.TieredPrices(base=D(1), tiers=[gp_types.Tier(start=1000, price=D(2))])
+
+
+@pytest.mark.parametrize(
+    ("unit", "rate"),
+    [
+        # above the cliff only
+        ("input_mtok", gp_types.TieredPrices(base=D(1), tiers=[gp_types.Tier(start=1000,
+                                                                          price=D(3))])),
+        ("output_mtok", D(6)),
+        ("cache_read_mtok", D("0.2")),
+        ("cache_write_mtok", D("1.5")),
+        ("cache_write_1h_mtok", D(3)),
+    ],
+)
+def test_a_card_that_disagrees_with_genai_prices_falls_back_to_its_arithmetic(unit, rate):
+    """Module docstring: each card is checked against genai-prices' arithmetic on probe
+    requests (both sides of every cliff, every bucket and the output non-zero) and a card that
+    disagrees falls back to that arithmetic. A card built from other rates than the prices it
+    is checked against, differing in one unit only, is caught whichever the unit."""
+    built = gp_types.ModelPrice(**{**_RATES, "input_mtok": _TIERED})
+    card = _prices._card_from_model_price(built, source="test", model_ref="acme-1",
+                                          label="'acme-1'")
+    _prices._self_check(card, built)
+    assert card.slow is None
+    truth = gp_types.ModelPrice(**{**_RATES, "input_mtok": _TIERED, unit: rate})
+    _prices._self_check(card, truth)
+    assert card.slow is not None
+    b = Buckets(uncached=1_500, cache_read=100, cache_write_5m=100, cache_write_1h=100,
+                output=100)
+    expected = truth.calc_price(_prices._usage(b))
+    assert card.slow(b) == (expected["input_price"], expected["output_price"],
+                            expected["total_price"])
