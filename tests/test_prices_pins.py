@@ -191,3 +191,100 @@ def test_a_card_that_disagrees_with_genai_prices_falls_back_to_its_arithmetic(un
     expected = truth.calc_price(_prices._usage(b))
     assert card.slow(b) == (expected["input_price"], expected["output_price"],
                             expected["total_price"])
+
+
+_TIER = {"base": "3", "tiers": [{"start": 200000, "price": "6"}]}
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"prices": {"input_mtok": 0.6}}, "decimal string"),  # a JSON number may lose digits
+        ({"prices": {"input_mtok": "-1"}}, "greater than or equal to 0"),
+        ({"prices": {"input_mtok": "NaN"}}, "finite"),
+        ({"prices": {"input_mtok": "Infinity"}}, "finite"),
+        ({"prices": {}}, "at least 1"),
+        ({"prices": {"input_mtoks": "1"}}, "input_mtok"),  # not one of genai-prices' keys
+        ({"prices": {"input_mtok": {"base": "3", "tiers": []}}}, "at least 1"),
+        ({"prices": {"input_mtok": {**_TIER, "tiers": [{"start": 0, "price": "6"}]}}},
+         "greater than 0"),
+        ({"prices": {"input_mtok": {**_TIER, "tiers": [{"start": 9, "price": "6"},
+                                                       {"start": 9, "price": "7"}]}}},
+         "tier starts must increase"),
+        ({"prices": {"input_mtok": {**_TIER, "tiers": [{"start": 9, "price": "6"},
+                                                       {"start": 8, "price": "7"}]}}},
+         "tier starts must increase"),
+        ({"untill": "2026-03-13"}, "Extra inputs"),  # a typo would leave the row undated
+    ],
+)
+def test_a_price_patch_row_refuses_what_would_misprice(change, why):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=why):
+        _patch(**change)
+
+
+def test_a_price_patch_rate_may_be_zero_and_keeps_its_decimal_digits():
+    row = _patch(prices={"cache_read_mtok": "0", "input_mtok": "0.30000000000000004",
+                         "output_mtok": _TIER})
+    rates = row.genai_prices()
+    assert rates["cache_read_mtok"] == D(0)
+    assert rates["input_mtok"] == D("0.30000000000000004")
+    tiered = rates["output_mtok"]
+    assert isinstance(tiered, gp_types.TieredPrices)
+    assert (tiered.base, [(t.start, t.price) for t in tiered.tiers]) == (D(3), [(200_000, D(6))])
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"when": {}}, "at least 1"),  # all() of no entries: it would select every request
+        ({"factor": "0"}, "greater than 0"),
+        ({"factor": 1.1}, "decimal string"),
+        ({"factor": "Infinity"}, "finite"),
+    ],
+)
+def test_a_multiplier_row_refuses_what_would_misprice(change, why):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=why):
+        _multiplier(**change)
+
+
+def test_an_invalid_price_patch_file_names_the_file_and_the_place(monkeypatch):
+    from replay._errors import ReplayError
+    from replay.prices import _patches
+
+    data = {"description": "d", "reviewed": "2026-12-05", "peak_days": [], "multipliers": [],
+            "prices": [{"provider": "acme", "models": ["acme-1"], "what": "w", "source": "s",
+                        "prices": {"input_mtok": 0.6}}]}
+    monkeypatch.setattr(_patches, "load_json", lambda name: data)
+    _patches.price_patches.cache_clear()
+    try:
+        with pytest.raises(ReplayError) as info:
+            _patches.price_patches()
+        message = str(info.value)
+        assert message.startswith(f"{_patches.data_dir() / 'price_patches.json'}: invalid at ")
+        assert "`prices.0.prices.input_mtok" in message and "decimal string" in message
+        data["surplus"] = True
+        data["prices"][0]["prices"]["input_mtok"] = "0.6"
+        _patches.price_patches.cache_clear()
+        with pytest.raises(ReplayError, match="invalid at `surplus`"):
+            _patches.price_patches()
+    finally:
+        _patches.price_patches.cache_clear()
+
+
+def test_a_peak_days_row_takes_its_factor_as_a_decimal_string():
+    from pydantic import ValidationError
+
+    from replay.prices._patches import PeakDays
+
+    row = {"provider": "acme", "models": ["acme-1"], "days": ["Mon"], "factor": "2",
+           "source": "https://x"}
+    assert PeakDays.model_validate(row).factor == D(2)
+    for factor, why in ((2, "decimal string"), ("0", "greater than 0")):
+        with pytest.raises(ValidationError, match=why):
+            PeakDays.model_validate({**row, "factor": factor})
+    with pytest.raises(ValidationError, match="Mon"):
+        PeakDays.model_validate({**row, "days": ["Monday"]})
