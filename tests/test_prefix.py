@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import gen
@@ -12,7 +13,11 @@ from hypothesis import strategies as st
 from replay.cache._store import CachedPrompt
 from replay.cache.automatic import PrefixMatcher, shared_with
 from replay.log import ToolDef
-from replay.prefix import materialize_tokens, naive_first_mismatch, prefix_diff
+from replay.prefix import (
+    materialize_tokens,
+    naive_first_mismatch,
+    prefix_diff,
+)
 from replay.render import Renderer
 from replay.render._request import KindIndex
 from replay.strategies import AssistantItem, Block, SummaryItem, ToolResultItem, UserItem
@@ -438,3 +443,17 @@ def test_contents_pack_from_the_minimum_length_on():
     assert r.table.pack(at_min) == "a" * PACK_MIN_CHARS
     assert r.table.blocks[at_min].text is None and r.table.text_of(at_min) == "a" * PACK_MIN_CHARS
     assert r.table.pack(at_min) is None  # packed already
+
+
+def test_prompts_that_are_not_views_of_the_renderer_s_columns_are_diffed_block_by_block():
+    """Requests with no lineage (copies made with `dataclasses.replace`, as tools and tests do)
+    are not known to extend one another: a rewritten message is still a break."""
+    r = _renderer()
+    items = [UserItem("task"), AssistantItem((Block("text", text="ok"),)), UserItem("more")]
+    first = replace(_render(r, items))
+    edited = replace(_render(r, [items[0], AssistantItem((Block("text", text="okay"),)),
+                                 items[2]]))
+    assert first._lineage is None and edited._lineage is None
+    diff = prefix_diff(first, edited, r.table)
+    assert (diff.where, diff.message_index, diff.is_break) == ("message 1", 1, True)
+    assert diff.first_mismatch_token == _naive(r, first, edited) < first.total
