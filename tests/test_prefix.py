@@ -457,3 +457,19 @@ def test_prompts_that_are_not_views_of_the_renderer_s_columns_are_diffed_block_b
     diff = prefix_diff(first, edited, r.table)
     assert (diff.where, diff.message_index, diff.is_break) == ("message 1", 1, True)
     assert diff.first_mismatch_token == _naive(r, first, edited) < first.total
+
+
+def test_the_first_difference_is_named_after_the_new_prompt_s_message():
+    """The block where the prompts part is labelled with the item of the NEW prompt it belongs
+    to: here the old prompt had a second text block in message 1 where the new one starts
+    message 2."""
+    r = _renderer()
+    prev = _render(r, [UserItem("task"), AssistantItem((Block("text", text="ok"),
+                                                        Block("text", text="and more"))),
+                       UserItem("next")])
+    cur = _render(r, [UserItem("task"), AssistantItem((Block("text", text="ok"),)),
+                      UserItem("and more, next")])
+    diff = prefix_diff(prev, cur, r.table)
+    block = diff.first_mismatch_block
+    assert (int(prev.item_index[block]), int(cur.item_index[block])) == (1, 2)
+    assert (diff.where, diff.message_index) == ("message 2", 2)
