@@ -14,9 +14,11 @@ from replay.cache._store import CachedPrompt
 from replay.cache.automatic import PrefixMatcher, shared_with
 from replay.log import ToolDef
 from replay.prefix import (
+    common_block_tokens,
     materialize_tokens,
     naive_first_mismatch,
     prefix_diff,
+    remembered_block_pairs,
 )
 from replay.render import Renderer
 from replay.render._request import KindIndex
@@ -473,3 +475,21 @@ def test_the_first_difference_is_named_after_the_new_prompt_s_message():
     block = diff.first_mismatch_block
     assert (int(prev.item_index[block]), int(cur.item_index[block])) == (1, 2)
     assert (diff.where, diff.message_index) == ("message 2", 2)
+
+
+def test_the_block_pair_memo_answers_each_pair_with_its_own_shared_tokens():
+    """Within `remembered_block_pairs` each pair of blocks keeps its own answer: two pairs whose
+    ids add up to the same number share nothing."""
+    r = _renderer()
+    table = r.table
+    texts = ("alpha beta gamma", "alpha beta delta", "alpha zeta", "alpha beta gamma delta")
+    a, b, c, d = (table.intern("user", text, True) for text in texts)
+    assert a + d == b + c
+    plain = common_block_tokens(table, a, d), common_block_tokens(table, b, c)
+    overhead = table.blocks[a].overhead
+    # "alpha beta gamma" | "alpha beta gamma delta"; "alpha beta delta" | "alpha zeta"
+    assert plain == (overhead + len(table.counter.raw_tokens("alpha beta gamma")),
+                     overhead + len(table.counter.raw_tokens("alpha")))
+    with remembered_block_pairs():
+        assert (common_block_tokens(table, a, d), common_block_tokens(table, b, c)) == plain
+        assert (common_block_tokens(table, b, c), common_block_tokens(table, a, d)) == plain[::-1]
