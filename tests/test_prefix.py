@@ -493,3 +493,34 @@ def test_the_block_pair_memo_answers_each_pair_with_its_own_shared_tokens():
     with remembered_block_pairs():
         assert (common_block_tokens(table, a, d), common_block_tokens(table, b, c)) == plain
         assert (common_block_tokens(table, b, c), common_block_tokens(table, a, d)) == plain[::-1]
+
+
+def test_the_reference_never_matches_across_block_boundaries_that_differ():
+    """`materialize_tokens`: the first element of each block is tagged with every block before
+    it, so the naive reference parts where the fast diff does: "hello" + " world" in two blocks
+    against "hello world" in one (same tokens), and a text block against a thinking block of
+    the same text inside one message (no framing) followed by the same block."""
+    r = _renderer()
+    split = _render(r, [UserItem("go"), AssistantItem((Block("text", text="hello"),
+                                                       Block("text", text=" world"))),
+                        UserItem("next")])
+    joined = _render(r, [UserItem("go"), AssistantItem((Block("text", text="hello world"),)),
+                         UserItem("next")])
+    assert r.table.counter.raw_tokens("hello world")[:1] == r.table.counter.raw_tokens("hello")
+    diff = prefix_diff(split, joined, r.table)
+    assert diff.first_mismatch_token == _naive(r, split, joined)
+    block = diff.first_mismatch_block
+    overhead = r.table.blocks[int(joined.block_ids[block])].overhead
+    assert diff.first_mismatch_token == joined.tokens_before(block) + overhead + 1
+
+    opening = Block("text", text="Looking.")
+    said = _render(r, [UserItem("go"), AssistantItem((opening, Block("text", text="same words"),
+                                                      Block("text", text="after that"))),
+                       UserItem("next")])
+    thought = _render(r, [UserItem("go"),
+                          AssistantItem((opening, Block("thinking", text="same words"),
+                                         Block("text", text="after that"))),
+                          UserItem("next")])
+    diff = prefix_diff(said, thought, r.table)
+    assert diff.first_mismatch_token == _naive(r, said, thought)
+    assert diff.first_mismatch_token == thought.tokens_before(diff.first_mismatch_block + 1)
