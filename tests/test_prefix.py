@@ -524,3 +524,14 @@ def test_the_reference_never_matches_across_block_boundaries_that_differ():
     diff = prefix_diff(said, thought, r.table)
     assert diff.first_mismatch_token == _naive(r, said, thought)
     assert diff.first_mismatch_token == thought.tokens_before(diff.first_mismatch_block + 1)
+
+
+def test_an_empty_prompt_materializes_to_no_tokens():
+    r = _renderer()
+    empty = _render(r, [], system="", tools=[])
+    some = _render(r, [UserItem("task")])
+    assert len(empty.block_ids) == 0
+    assert materialize_tokens(empty, r.table).shape == (0,)
+    assert naive_first_mismatch(materialize_tokens(empty, r.table),
+                                materialize_tokens(some, r.table)) == 0
+    assert prefix_diff(empty, some, r.table).first_mismatch_token == 0
