@@ -938,6 +938,20 @@ def test_override_for_unknown_model_missing_cache_rates_fall_back_with_warning()
     assert p.warning is not None and "cache-read" in p.warning and "1h" in p.warning
 
 
+def test_an_override_without_cache_rates_warns_only_for_the_buckets_it_bills_otherwise():
+    """A missing cache rate is a warning when its bucket is non-zero (`Price.warning`: "a
+    non-zero bucket had no rate of its own"); a request that reads nothing has no gap."""
+    pricer = Pricer({"local-llm": RateOverride(input=D(1), output=D(2))})
+    args = {"model": "local-llm", "provider": "unknown", "ts": OCT_20}
+    plain = pricer.price(Buckets(uncached=1_000_000, output=1_000_000), **args)
+    assert amounts(plain) == (D(1), D(2), D(3)) and plain.warning is None
+    read = pricer.price(Buckets(uncached=1_000_000, cache_read=1_000_000), **args)
+    assert read.input_usd == D(2)
+    assert read.warning == (
+        "'local-llm' (override): no cache-read price, cache reads billed at the input rate"
+    )
+
+
 def test_rate_override_validates():
     with pytest.raises(ReplayError):
         RateOverride(D(-1), D(1))
