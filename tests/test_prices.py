@@ -542,6 +542,20 @@ def test_a_deepseek_peak_price_says_replay_changed_it_only_where_it_did():
     )
 
 
+def test_a_weekend_off_peak_hour_is_genai_prices_own_price_and_says_nothing():
+    """On a Saturday (UTC) replay changes only the peak hours (to the off-peak price); at an
+    off-peak hour genai-prices' price is the off-peak one already: nothing to name."""
+    pricer = Pricer()
+    b = Buckets(uncached=1_000_000)
+    noon = pricer.price(b, model="deepseek-v4-pro", provider="deepseek",
+                        ts=datetime(2026, 10, 24, 12, tzinfo=UTC))
+    assert noon.input_usd == D("0.66")
+    assert noon.source == f"genai-prices {genai_prices.__version__} snapshot"
+    peak_hour = pricer.price(b, model="deepseek-v4-pro", provider="deepseek",
+                             ts=datetime(2026, 10, 24, 2, tzinfo=UTC))
+    assert peak_hour.input_usd == D("0.66") and "Sat/Sun" in peak_hour.source
+
+
 def test_a_deepseek_off_peak_hour_under_a_price_context_stays_off_peak():
     """A request billed under a price context (here one DeepSeek does not price) gets
     genai-prices' variant copy, not its off-peak row object: the peak factor was applied at an
