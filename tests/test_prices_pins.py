@@ -288,3 +288,21 @@ def test_a_peak_days_row_takes_its_factor_as_a_decimal_string():
             PeakDays.model_validate({**row, "factor": factor})
     with pytest.raises(ValidationError, match="Mon"):
         PeakDays.model_validate({**row, "days": ["Monday"]})
+
+
+def test_a_genai_prices_variant_applies_only_when_every_entry_of_it_matches():
+    """As genai-prices' own `get_prices`: a variant's `when` entries must all be in the
+    request's price context."""
+    variant = gp_types.PriceVariant(
+        when={"speed": "fast", "inference_geo": "us"},
+        prices=gp_types.ModelPrice(input_mtok=D(2)),
+    )
+    info = gp_types.ModelInfo(id="acme-1", match=gp_types.ClauseEquals(equals="acme-1"),
+                              prices=gp_types.ModelPrice(input_mtok=D(1)),
+                              price_variants=[variant])
+    ts = datetime(2026, 10, 20, tzinfo=UTC)
+    assert _prices._variants_in_force(info, ts, (("speed", "fast"),)) == ()
+    both = (("inference_geo", "us"), ("speed", "fast"))
+    assert _prices._variants_in_force(info, ts, both) == (variant,)
+    assert info.get_prices(ts, {"speed": "fast"}).input_mtok == D(1)  # genai-prices agrees
+    assert info.get_prices(ts, dict(both)).input_mtok == D(2)
