@@ -14,6 +14,7 @@ from replay.cache._store import CachedPrompt
 from replay.cache.automatic import PrefixMatcher, shared_with
 from replay.log import ToolDef
 from replay.prefix import (
+    PrefixDiff,
     common_block_tokens,
     materialize_tokens,
     naive_first_mismatch,
@@ -535,3 +536,10 @@ def test_an_empty_prompt_materializes_to_no_tokens():
     assert naive_first_mismatch(materialize_tokens(empty, r.table),
                                 materialize_tokens(some, r.table)) == 0
     assert prefix_diff(empty, some, r.table).first_mismatch_token == 0
+
+
+def test_a_prompt_cut_to_nothing_shares_nothing_and_names_no_message():
+    r = _renderer()
+    some = _render(r, [UserItem("task")])
+    empty = _render(r, [], system="", tools=[])
+    assert prefix_diff(some, empty, r.table) == PrefixDiff(0, None, None, "tail", True)
