@@ -543,3 +543,24 @@ def test_a_prompt_cut_to_nothing_shares_nothing_and_names_no_message():
     some = _render(r, [UserItem("task")])
     empty = _render(r, [], system="", tools=[])
     assert prefix_diff(some, empty, r.table) == PrefixDiff(0, None, None, "tail", True)
+
+
+def test_blocks_known_only_by_their_size_part_right_after_their_framing():
+    """Redacted thinking (logged by its size only) of 50 and of 60 tokens: no text to share, so
+    the prompts part right after the block's framing, in the naive reference too (its opaque
+    ids name the block's content)."""
+    r = _renderer()
+
+    def sized(tokens):
+        return _render(r, [UserItem("go"),
+                           AssistantItem((Block("thinking", estimated_tokens=tokens),
+                                          Block("text", text="done"))),
+                           UserItem("next")])
+
+    small, large = sized(50), sized(60)
+    diff = prefix_diff(small, large, r.table)
+    block = diff.first_mismatch_block
+    overhead = r.table.blocks[int(large.block_ids[block])].overhead
+    assert overhead > 0
+    assert diff.first_mismatch_token == large.tokens_before(block) + overhead
+    assert _naive(r, small, large) == diff.first_mismatch_token
