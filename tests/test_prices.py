@@ -79,6 +79,16 @@ def test_buckets_prompt_and_add():
     assert Buckets() + Buckets() == Buckets()
 
 
+def test_buckets_store_numpy_ints_as_python_ints():
+    """Numpy ints (token counts from arrays) are accepted and kept as plain ints: the Decimal
+    arithmetic and the frames take Python ints."""
+    import numpy as np
+
+    b = Buckets(uncached=np.int64(5), cache_read=np.int32(7), output=np.uint16(3))
+    assert (b.uncached, b.cache_read, b.output) == (5, 7, 3)
+    assert {type(b.uncached), type(b.cache_read), type(b.output)} == {int}
+
+
 def test_buckets_reject_negative_and_non_integers():
     with pytest.raises(ValueError, match="cache_read"):
         Buckets(cache_read=-1)
