@@ -976,6 +976,21 @@ def test_an_override_without_cache_rates_warns_only_for_the_buckets_it_bills_oth
     )
 
 
+def test_overrides_match_names_as_shell_wildcards_and_report_those_that_priced_nothing():
+    """`--price` names are matched case-insensitively, as exact names or shell wildcards (`*`,
+    `?`, `[...]`); `unused_overrides` names every one, exact or wildcard, that no model of the
+    replay uses."""
+    rate = RateOverride(input=D(1), output=D(2))
+    pricer = Pricer({"Exact-Model": rate, "claude-[ab]": rate, "gpt-?": rate, "vendor/*": rate,
+                     "unused-exact": rate, "unused-*": rate})
+    for model in ("exact-model", " EXACT-MODEL ", "claude-a", "Claude-B", "gpt-5", "vendor/x"):
+        assert pricer.override_for(model) is rate, model
+    for model in ("claude-c", "claude-ab", "gpt-55", "exact-model-2"):
+        assert pricer.override_for(model) is None, model
+    models = ["Exact-Model", "claude-a", "gpt-5", "vendor/x"]
+    assert sorted(pricer.unused_overrides(models)) == ["unused-*", "unused-exact"]
+
+
 def test_rate_override_validates():
     with pytest.raises(ReplayError):
         RateOverride(D(-1), D(1))
