@@ -1167,6 +1167,36 @@ def test_context_window(model, tokens):
     assert context_window(model) == tokens
 
 
+@pytest.mark.parametrize(
+    ("model", "tokens"),
+    [
+        # context_windows.json: patterns are searched case-insensitively anywhere in the id,
+        # "so `anthropic/claude-...` and Bedrock ids match too"
+        ("anthropic/claude-sonnet-4.6", 1_000_000),
+        ("us.anthropic.claude-sonnet-4-6-v1:0", 1_000_000),
+        ("Claude-Opus-4-7", 1_000_000),
+        ("openai/GPT-4o", 128_000),
+    ],
+)
+def test_context_window_patterns_are_searched_case_insensitively(model, tokens):
+    assert context_window(model) == tokens
+
+
+def test_a_context_window_row_must_name_its_source(monkeypatch):
+    from replay.prices import _prices
+
+    rows = {"windows": [{"pattern": ".", "tokens": 1000, "source": None}]}
+    monkeypatch.setattr(_prices, "load_json", lambda name: rows)
+    _prices._window_rows.cache_clear()
+    context_window.cache_clear()
+    try:
+        with pytest.raises(ReplayError, match="row 0 is invalid"):
+            context_window("some-model")
+    finally:
+        _prices._window_rows.cache_clear()
+        context_window.cache_clear()
+
+
 @pytest.mark.parametrize("tokens", [0, -1, 1.5, "200000"])
 def test_a_context_window_row_must_be_a_positive_count_of_tokens(monkeypatch, tokens):
     from replay.prices import _prices
