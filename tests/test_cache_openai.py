@@ -355,3 +355,36 @@ def test_gpt_5_5_reads_no_step_below_the_minimum(shared: int, read: int) -> None
     system = lab.block("system", shared)
     lab.send([system, lab.block("user", 50)], at=0)
     assert lab.send([system, lab.block("user", 50)], at=10).outcome.cache_read == read
+
+
+def test_gpt_5_6_developer_block_is_only_the_initial_one():
+    # "the initial developer block": a system block after the first message does not extend it
+    # (nor is it a message end); the head stays block 0, then user 1 and user 2 are ends.
+    from replay.cache.openai import eligible_ends
+
+    assert eligible_ends(["system", "user", "system", "user"]) == (0, [0, 1, 3])
+
+
+def test_gpt_5_6_parallel_request_does_not_see_an_entry_not_yet_ready():
+    # An entry is readable once the writing request's response begins (ready_after_seconds 1.0
+    # in pricing/cache/openai.json); another thread 0.5 s later writes again, 1.5 s later reads.
+    lab = CacheLab("openai", TERRA, client="codex")
+    system, u1 = lab.block("system", 2000), lab.block("user", 500)
+    lab.send([system, u1], at=0)
+    early = lab.send([system, u1], at=0.5, thread="agent-1")
+    assert early.split == (0, 0, 2500, 0)
+    assert early.outcome.miss_kind == "not-ready"
+    late = lab.send([system, u1], at=1.5, thread="agent-2")
+    assert late.split == (2500, 0, 0, 0)
+
+
+def test_gpt_5_6_reports_the_reasoning_stripped_at_a_user_turn():
+    # strips_thinking (gpt-5*): the reasoning of an earlier turn leaves the prompt at a new user
+    # turn. 2,000 + 1,500 + 100 + 200 = 3,800 billed, all written at the implicit boundary (u2);
+    # the 300 reasoning tokens are reported as dropped.
+    lab = CacheLab("openai", TERRA, client="codex")
+    ids = [lab.block("system", 2000), lab.block("user", 1500), lab.block("thinking", 300),
+           lab.block("text", 100), lab.block("user", 200)]
+    r = lab.send(ids, at=0)
+    assert r.split == (0, 0, 3800, 0)
+    assert r.outcome.dropped_tokens == 300
