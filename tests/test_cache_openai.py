@@ -211,6 +211,62 @@ def test_reasoning_leaves_at_a_user_turn_not_at_context_fitted_from_usage():
     assert r2.outcome.miss_kind == "thinking-stripped"
 
 
+def test_a_request_that_is_a_prefix_of_a_cached_prompt_reads_it():
+    # A retry from an earlier point: the request is all prefix of the cached prompt, so the
+    # longest common prefix is the whole request, 2,100 → 128 × ⌊2,100 / 128⌋ = 2,048 cached.
+    lab = CacheLab("openai", "gpt-5", client="none")
+    system, u1 = lab.block("system", 2000), lab.block("user", 100)
+    lab.send([system, u1, lab.block("text", 100), lab.block("user", 100)], at=0)
+    assert lab.send([system, u1], at=10).split == (2048, 0, 0, 52)
+
+
+def test_an_expired_prompt_of_another_scope_is_no_miss_cause():
+    # Codex keys isolate conversations. The main thread's prompt is 30m01s idle (> 30 min TTL):
+    # gone in any scope, so the subagent's first request is a plain cold start.
+    lab = CacheLab("openai", "gpt-5", client="codex")
+    system = lab.block("system", 2000)
+    lab.send([system, lab.block("user", 100)], at=0)
+    sub = lab.send([system, lab.block("user", 100)], at=1801, thread="agent-1")
+    assert sub.split == (0, 0, 0, 2100)
+    assert sub.outcome.miss_kind == "cold-start"
+
+
+def test_an_expired_prompt_offering_no_more_than_a_live_one_is_no_miss_cause():
+    lab = CacheLab("openai", "gpt-5", client="none")
+    system = lab.block("system", 1000)
+    lab.send([system, lab.block("user", 100)], at=0)  # P1
+    lab.send([system, lab.block("user", 100)], at=1000)  # P2: shares 1,000 < 1,024, reads 0
+    # At 2,000 s P1 is expired (idle 2,000 s > 30 min) and P2 live; each shares the same 1,000
+    # tokens: expiry lost nothing, the miss is the edit of message 1.
+    r = lab.send([system, lab.block("user", 100)], at=2000)
+    assert r.split == (0, 0, 0, 1100)
+    assert r.outcome.miss_kind == "prefix-edited"
+
+
+def test_reasoning_stripped_within_the_rounding_step_is_no_miss():
+    # gpt-5 strips earlier reasoning at a new user turn. r1 = 2,000 + 48 + 30 (reasoning of the
+    # turn, kept) = 2,078. r2 drops those 30 and reads 128 × ⌊2,048 / 128⌋ = 2,048: the previous
+    # prompt ended within one 128-token step of that, so stripping cost no read.
+    lab = CacheLab("openai", "gpt-5", client="none")
+    system, u1, think = lab.block("system", 2000), lab.block("user", 48), lab.block("thinking", 30)
+    lab.send([system, u1, think], at=0)
+    r2 = lab.send([system, u1, think, lab.block("text", 10), lab.block("user", 50)], at=10)
+    assert r2.outcome.dropped_tokens == 30
+    assert r2.split == (2048, 0, 0, 60)
+    assert r2.outcome.miss_kind is None
+
+
+def test_retention_rules_leave_the_client_no_ttl_choice():
+    # `ttl_choice`: only where writes are billed as the client asks (no `retention`). Even with
+    # billed writes and a 1h TTL declared, gpt-5's 24h retention decides the lifetime: the
+    # 2,100-token write is in the default bucket and the client chose nothing.
+    lab = CacheLab("openai", "gpt-5", client="none",
+                   overrides={"openai.bills_writes": True, "openai.ttl_1h_available": True})
+    r = lab.send([lab.block("system", 2000), lab.block("user", 100)], at=0)
+    assert r.split == (0, 0, 2100, 0)
+    assert r.outcome.ttl_choice is False
+
+
 # -- GPT-5.6 and later ----------------------------------------------------------------------------
 
 TERRA = "gpt-5.6-terra"
