@@ -253,6 +253,18 @@ def test_the_newest_prompts_are_kept_when_a_scope_holds_too_many():
     assert lab.send(prompts[-1], at=len(prompts) + 10).outcome.cache_read == 1024  # 128 × 8
 
 
+def test_a_scope_holds_max_prompts_and_drops_the_oldest_first():
+    lab = CacheLab("openai", "gpt-5", client="none")
+    prompts = [[lab.block("system", 1100)] for _ in range(MAX_PROMPTS + 1)]
+    for n, prompt in enumerate(prompts[:MAX_PROMPTS]):
+        lab.send(prompt, at=n)
+    # MAX_PROMPTS held: the oldest is still readable (128 × 8 of its 1,100); read again, it
+    # becomes the newest, so the next new prompt pushes out the second one instead.
+    assert lab.send(prompts[0], at=100).outcome.cache_read == 1024
+    lab.send(prompts[MAX_PROMPTS], at=101)
+    assert lab.send(prompts[1], at=102).outcome.cache_read == 0
+
+
 def test_a_prefix_too_short_to_read_does_not_refresh_the_prompt():
     lab = CacheLab("openai", "gpt-4o", client="none")  # in-memory retention: 10 min idle
     system = lab.block("system", 500)
