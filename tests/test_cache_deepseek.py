@@ -115,3 +115,27 @@ def test_parallel_request_and_model_switch():
     assert switched.split == (0, 0, 0, 1100)
     assert switched.outcome.miss_kind == "model-switch"
     assert switched.cost == usd("726")
+
+
+def test_the_common_prefix_unit_is_the_longest_prefix_shared():
+    lab = CacheLab("deepseek", V4)
+    system, x = lab.block("system", 1000), lab.block("user", 100)
+    lab.send([system, x, lab.block("user", 100)], at=0)  # A: 1,200
+    lab.send([system, lab.block("user", 100)], at=10)  # B: shares 1,000 with A
+    # r3 shares 1,100 with A and 1,000 with B, containing neither: its common-prefix unit is
+    # at the longest, 1,100 (usable from a later request, once built: 5 s).
+    lab.send([system, x, lab.block("user", 100)], at=20)
+    r4 = lab.send([system, x, lab.block("user", 100)], at=30)
+    assert r4.split == (1100, 0, 0, 100)
+
+
+def test_tokens_lost_only_to_the_64_token_units_are_no_miss():
+    # Last message edited: the 1,000 shared tokens hit only the units every 64 tokens inside
+    # them, 960. The previous prompt (1,020) ends within one unit interval of that read, so
+    # nothing more is a miss (as OpenAI's tokens lost to its 128-token rounding).
+    lab = CacheLab("deepseek", V4)
+    system = lab.block("system", 1000)
+    lab.send([system, lab.block("user", 20)], at=0)
+    r2 = lab.send([system, lab.block("user", 20)], at=10)
+    assert r2.split == (960, 0, 0, 60)
+    assert r2.outcome.miss_kind is None
