@@ -21,6 +21,7 @@ from decimal import Decimal
 import pytest
 
 from replay._errors import ReplayError
+from replay.cache import Breakpoint
 from replay.cache.testing import CacheLab
 
 FLASH = "gemini-2.5-flash"
@@ -199,3 +200,33 @@ def test_implicit_parallel_and_model_switch():
     assert switched.split == (0, 0, 0, 3100)
     assert switched.outcome.miss_kind == "model-switch"
     assert switched.cost == usd("3875")
+
+
+def test_explicit_cache_holds_the_prompt_up_to_the_first_breakpoint():
+    # "the prompt up to its first breakpoint", whatever order the markers come in: 2,048.
+    lab = CacheLab("google", FLASH, client="gemini-explicit")
+    ids = [lab.block("system", 2048), lab.block("user", 3000), lab.block("user", 10)]
+    r = lab.send(ids, at=0, breakpoints=[Breakpoint(1), Breakpoint(0)])
+    assert r.split == (2048, 0, 0, 3010)
+    assert r.outcome.created_tokens == 2048
+
+
+def test_explicit_requests_keep_earlier_reasoning():
+    # google.json has no strips_thinking rule: the earlier turn's 100 reasoning tokens stay in
+    # the prompt and are billed uncached after the 2,048 cached.
+    lab = CacheLab("google", FLASH, client="gemini-explicit")
+    ids = [lab.block("system", 2048), lab.block("user", 10), lab.block("thinking", 100),
+           lab.block("text", 10), lab.block("user", 10)]
+    r = lab.send(ids, at=0)
+    assert r.split == (2048, 0, 0, 130)
+    assert r.outcome.dropped_tokens == 0
+
+
+def test_explicit_request_without_a_boundary_names_it():
+    lab = CacheLab("google", FLASH, client="gemini-explicit")
+    ids = [lab.block("system", 2048), lab.block("user", 10)]
+    lab.send(ids, at=0, breakpoints=[])
+    r = lab.send(ids, at=10, breakpoints=[])
+    assert r.split == (0, 0, 0, 2058)
+    assert r.outcome.miss_kind == "no-breakpoint"
+    assert r.outcome.miss_cause == "no cachedContents boundary"
