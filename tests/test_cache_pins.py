@@ -11,7 +11,7 @@ from datetime import UTC, date, datetime
 import pytest
 
 from replay.cache import Breakpoint, ProviderRules, RuleBook, builtin_rules, rows_in_force
-from replay.cache._route import simulator_for
+from replay.cache._route import builtin_book, simulator_for
 from replay.cache._store import CacheStore
 from replay.cache.automatic import MAX_PROMPTS
 from replay.cache.openai import eligible_ends
@@ -143,6 +143,68 @@ def test_simulator_for_rules_replace_the_builtin_file():
     bound = simulator_for("openai", CacheStore(), user)
     (only,) = bound.router.layers_for("openai")
     assert only.replace and only.rules == user.rules
+
+
+def test_a_provider_is_served_in_any_case_and_through_a_variant():
+    from replay.cache import CacheRouter
+
+    router = CacheRouter()
+    assert router.serves(" OpenAI ") and router.serves("gemini")  # an id in any case, an alias
+    assert router.serves("aws")  # named only by anthropic.json's bedrock variant
+    assert not router.serves("acme")
+    assert router.route(" OpenAI ", "gpt-5").label == "openai"
+
+
+def test_a_provider_variant_matches_the_normalized_model_id():
+    # anthropic.json's vertex variant (provider google, models ^claude) sees the model id as
+    # rule patterns do: lower case, without its vendor prefix.
+    from replay.cache import CacheRouter
+
+    router = CacheRouter()
+    assert router.route("google", "anthropic/claude-sonnet-4.5").label == "anthropic/vertex"
+    assert router.route("google", "Claude-Sonnet-4-5").label == "anthropic/vertex"
+    assert router.route("google", "gemini-2.5-flash").label == "google"
+
+
+def test_passthrough_routes_ignore_case_and_chain():
+    from replay.cache import CacheRouter
+
+    assert CacheRouter().route("openrouter", "OpenAI/GPT-5").label == "openrouter>openai"
+    mine = ProviderRules.model_validate({
+        "provider": "acme", "reviewed": "2026-11-01",
+        "passthrough": [{"models": "^or/", "to": "openrouter"}],
+    })
+    assert CacheRouter(mine).route("acme", "or/openai/gpt-5").label == "acme>openrouter>openai"
+
+
+def test_one_router_simulates_each_mechanism_with_its_own_simulator():
+    # openai.json: gpt-5 is automatic-prefix (no write fee), gpt-5.6 openai-breakpoints (billed
+    # writes): the same route and variant, two simulators.
+    lab = CacheLab("openai", "gpt-5", client="none")
+    assert lab.send([lab.block("system", 2000), lab.block("user", 100)], at=0).split == (
+        0, 0, 0, 2100
+    )
+    r = lab.send([lab.block("system", 2000), lab.block("user", 100)], at=10, model=TERRA)
+    assert r.outcome.mechanism == "openai-breakpoints"
+    assert r.split == (0, 0, 2100, 0)
+
+
+def test_builtin_book_reads_the_provider_variant_s_rules():
+    # anthropic.json: Fable 5 caches from 512 tokens, from 1,024 on Bedrock (provider aws).
+    for provider, minimum in (("anthropic", 512), ("aws", 1024)):
+        found = builtin_book(provider, "claude-fable-5")
+        assert found is not None
+        book, model = found
+        assert book.get("min_cacheable_tokens", model, OCT) == minimum, provider
+
+
+def test_the_outcome_says_whether_the_client_picked_the_ttl():
+    # Anthropic: 5m or 1h per breakpoint once the 1-hour TTL exists; OpenAI's rules set it.
+    lab = CacheLab("anthropic", "claude-sonnet-4-5")
+    assert lab.send([lab.block("system", 2000), lab.block("user", 10)], at=0).outcome.ttl_choice
+    lab = CacheLab("openai", "gpt-5", client="none")
+    r = lab.send([lab.block("system", 2000), lab.block("user", 10)], at=0)
+    assert r.outcome.ttl_choice is False
 
 
 # ---------------------------------------------------------------- openai.py (GPT-5.6+)
