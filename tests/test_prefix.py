@@ -564,3 +564,28 @@ def test_blocks_known_only_by_their_size_part_right_after_their_framing():
     assert overhead > 0
     assert diff.first_mismatch_token == large.tokens_before(block) + overhead
     assert _naive(r, small, large) == diff.first_mismatch_token
+
+
+def test_prefix_matcher_remembers_each_pair_of_differing_blocks_apart():
+    """The tokens two differing blocks share are memoized per pair: a held prompt compared with
+    two requests that part from it at different blocks gets each one's own count."""
+    r = _renderer()
+    held = _render(r, [UserItem("alpha beta gamma delta epsilon zeta eta theta")])
+    near = _render(r, [UserItem("alpha beta gamma delta epsilon other words here")])
+    far = _render(r, [UserItem("alpha completely different text follows here")])
+    p = CachedPrompt(held.block_ids, held.cum_tokens, last_use=TS, ready_at=TS, ttl=300)
+    matcher = PrefixMatcher()
+    got = [matcher.shared(p, req, r.table) for req in (near, far, near)]
+    assert got == [shared_with(p, req, r.table) for req in (near, far, near)]
+    assert got[0] > got[1]
+
+
+def test_prefix_matcher_shares_no_more_than_a_partial_unit_holds():
+    """A partial unit (DeepSeek's common-prefix unit, `length`) holds only its first `length`
+    tokens: a request repeating the whole prompt shares those, not the prompt's."""
+    r = _renderer()
+    req = _render(r, [UserItem("alpha beta gamma delta epsilon zeta eta theta")])
+    length = int(req.cum_tokens[-1]) - 3
+    p = CachedPrompt(req.block_ids, req.cum_tokens, last_use=TS, ready_at=TS, ttl=300,
+                     length=length)
+    assert PrefixMatcher().shared(p, req, r.table) == length
