@@ -139,3 +139,20 @@ def test_tokens_lost_only_to_the_64_token_units_are_no_miss():
     r2 = lab.send([system, lab.block("user", 20)], at=10)
     assert r2.split == (960, 0, 0, 60)
     assert r2.outcome.miss_kind is None
+
+
+def test_another_scope_s_expired_unit_is_no_miss_cause():
+    # Two sessions (two cache scopes) over one store. A unit of the other scope names the miss
+    # while it lives; past its 2 h it could not have been read anywhere: a plain cold start.
+    def first_of_other_session(gap: float):
+        lab = CacheLab("deepseek", V4)
+        other = CacheLab("deepseek", V4, session_id="other")
+        other.store, other.table = lab.store, lab.table
+        head = [lab.block("system", 1000), lab.block("user", 100)]
+        lab.send(head, at=0)
+        return other.send(head, at=gap)
+
+    assert first_of_other_session(10).outcome.miss_kind == "other-scope"
+    late = first_of_other_session(7201)
+    assert late.split == (0, 0, 0, 1100)
+    assert late.outcome.miss_kind == "cold-start"
