@@ -230,3 +230,31 @@ def test_explicit_request_without_a_boundary_names_it():
     assert r.split == (0, 0, 0, 2058)
     assert r.outcome.miss_kind == "no-breakpoint"
     assert r.outcome.miss_cause == "no cachedContents boundary"
+
+
+def test_explicit_cache_is_not_referenced_before_it_is_ready():
+    # ready_after_seconds (1.0 in google.json, every mode): another thread 0.5 s after the
+    # creation cannot reference it yet and creates its own; 1.5 s after, it reads.
+    lab = CacheLab("google", FLASH, client="gemini-explicit")
+    ids = [lab.block("system", 2048), lab.block("user", 10)]
+    lab.send(ids, at=0)
+    early = lab.send(ids, at=0.5, thread="agent-1")
+    assert early.outcome.created_tokens == 2048
+    assert early.outcome.miss_kind == "not-ready"
+    late = lab.send(ids, at=1.5, thread="agent-2")
+    assert late.split == (2048, 0, 0, 10)
+    assert late.outcome.created_tokens == 0
+
+
+def test_explicit_cache_read_names_a_longer_cache_that_expired():
+    # README `misses`: a request that read less than an earlier request had cached for it.
+    # r1 cached 2,058 (marker on user 1), r2 2,048 (marker on the system prompt); at 3,700 s
+    # r3 reads the live 2,048 while the 2,058-token cache, created at 0, is past its 1 h.
+    lab = CacheLab("google", FLASH, client="gemini-explicit")
+    ids = [lab.block("system", 2048), lab.block("user", 10), lab.block("user", 10)]
+    lab.send(ids, at=0, breakpoints=[Breakpoint(1)])
+    lab.send(ids, at=3000, breakpoints=[Breakpoint(0)])
+    r = lab.send(ids, at=3700, breakpoints=[Breakpoint(0)])
+    assert r.split == (2048, 0, 0, 20)
+    assert r.outcome.created_tokens == 0
+    assert r.outcome.miss_kind == "ttl-expired"
