@@ -444,3 +444,42 @@ def test_gpt_5_6_reports_the_reasoning_stripped_at_a_user_turn():
     r = lab.send(ids, at=0)
     assert r.split == (0, 0, 3800, 0)
     assert r.outcome.dropped_tokens == 300
+
+
+def test_gpt_5_6_prompt_below_1024_is_never_written():
+    # Writes need ≥ 1,024 tokens: a 1,000-token prompt is all uncached, twice; the second time
+    # it is below the minimum.
+    lab = CacheLab("openai", TERRA, client="codex")
+    prompt = [lab.block("system", 900), lab.block("user", 100)]
+    assert lab.send(prompt, at=0).split == (0, 0, 0, 1000)
+    again = lab.send(prompt, at=10)
+    assert again.split == (0, 0, 0, 1000)
+    assert again.outcome.miss_kind == "below-minimum"
+
+
+def test_gpt_5_6_a_top_level_automatic_marker_is_no_explicit_breakpoint():
+    # Breakpoint.automatic is Anthropic's top-level cache_control; only the implicit boundary
+    # (user 1, 2,100) is written, nothing at the system prompt for r2 to read.
+    from replay.cache import Breakpoint
+
+    lab = CacheLab("openai", TERRA, client="none")
+    system = lab.block("system", 2000)
+    lab.send([system, lab.block("user", 100)], at=0, breakpoints=[Breakpoint(0, automatic=True)])
+    assert lab.send([system, lab.block("user", 100)], at=10, breakpoints=[]).split == (
+        0, 0, 2100, 0
+    )
+
+
+def test_gpt_5_6_reasoning_stays_before_context_fitted_from_usage():
+    # A user block known only by its size is not a user turn: the turn's 300 reasoning tokens
+    # stay billed (2,000 + 100 + 300 + 50 + 200 + 40 = 2,690, all written).
+    from dataclasses import replace
+
+    lab = CacheLab("openai", TERRA, client="codex")
+    fitted = lab.block("user", 40)
+    lab.table.blocks[fitted] = replace(lab.table.blocks[fitted], sized_only=True)
+    ids = [lab.block("system", 2000), lab.block("user", 100), lab.block("thinking", 300),
+           lab.block("tool_call", 50), lab.block("tool_result", 200), fitted]
+    r = lab.send(ids, at=0)
+    assert r.outcome.dropped_tokens == 0
+    assert r.split == (0, 0, 2690, 0)
