@@ -267,6 +267,18 @@ def test_retention_rules_leave_the_client_no_ttl_choice():
     assert r.outcome.ttl_choice is False
 
 
+def test_a_response_is_cached_after_its_own_thread_s_previous_prompt():
+    # gpt-5.3-codex caches the response after the thread's previous prompt, per thread: another
+    # thread's request in between does not hide it. 128 × ⌊(2,100 + 760) / 128⌋ = 2,816.
+    lab = CacheLab("openai", "gpt-5.3-codex", client="none")
+    prompt = [lab.block("system", 2000), lab.block("user", 100)]
+    lab.send(prompt, at=0)
+    lab.send([lab.block("system", 1500), lab.block("user", 100)], at=5, thread="agent-1")
+    answer = [lab.block("text", 700), lab.block("tool_call", 60, joins=True)]
+    nxt = lab.send([*prompt, *answer, lab.block("tool_result", 300)], at=20)
+    assert nxt.outcome.cache_read == 2816
+
+
 # -- GPT-5.6 and later ----------------------------------------------------------------------------
 
 TERRA = "gpt-5.6-terra"
