@@ -133,3 +133,14 @@ def test_k3_takes_a_forced_ttl_from_a_client_without_breakpoints(tmp_path):
         writes_1h = turns["cache_write_1h_tokens"].to_list()
         assert (writes_1h[0] > 0) == (ttl == "1h")
         assert (turns["cached_tokens"][1] > 0) == read  # 20 minutes idle: only 1h survives
+
+
+def test_k3_without_markers_writes_with_the_client_profile_s_ttl():
+    # requested_ttl: the last breakpoint's, else a forced one, else the profile's for the
+    # thread. Claude Code 2.1 asks 1h on its main thread, 5m elsewhere: with no marker sent,
+    # the 1,100-token prompt is written 1h on main, 5m on a subagent.
+    lab = CacheLab("moonshotai", "kimi-k3", client="claude-code", agent_version="2.1.0")
+    prompt = [lab.block("system", 1000), lab.block("user", 100)]
+    assert lab.send(prompt, at=0, breakpoints=[]).split == (0, 1100, 0, 0)
+    other = [lab.block("system", 1000), lab.block("user", 100)]
+    assert lab.send(other, at=1, thread="agent-1", breakpoints=[]).split == (0, 0, 1100, 0)
