@@ -156,3 +156,19 @@ def test_another_scope_s_expired_unit_is_no_miss_cause():
     late = first_of_other_session(7201)
     assert late.split == (0, 0, 0, 1100)
     assert late.outcome.miss_kind == "cold-start"
+
+
+def test_the_longest_unit_out_of_reach_names_the_miss():
+    # Thread a's unit (1,200) is still being built (5 s) when thread c asks 2 s later; another
+    # session's unit (1,100) is live but in its own scope. Both are out of reach: the longer
+    # one, not ready, is the cause.
+    lab = CacheLab("deepseek", V4)
+    other = CacheLab("deepseek", V4, session_id="other")
+    other.store, other.table = lab.store, lab.table
+    system, u1 = lab.block("system", 1000), lab.block("user", 100)
+    other.send([system, u1], at=0)
+    u2 = lab.block("user", 100)
+    lab.send([system, u1, u2], at=0, thread="a")
+    r = lab.send([system, u1, u2, lab.block("user", 100)], at=2, thread="c")
+    assert r.split == (0, 0, 0, 1300)
+    assert r.outcome.miss_kind == "not-ready"
