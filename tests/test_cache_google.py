@@ -244,6 +244,10 @@ def test_explicit_cache_is_not_referenced_before_it_is_ready():
     late = lab.send(ids, at=1.5, thread="agent-2")
     assert late.split == (2048, 0, 0, 10)
     assert late.outcome.created_tokens == 0
+    # The cache agent-1 created at 0.5 s replaced the first: it lives 1 h from its creation.
+    last = lab.send(ids, at=3600.3, thread="agent-3")
+    assert last.split == (2048, 0, 0, 10)
+    assert last.outcome.created_tokens == 0
 
 
 def test_explicit_cache_read_names_a_longer_cache_that_expired():
