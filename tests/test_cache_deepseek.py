@@ -172,3 +172,16 @@ def test_the_longest_unit_out_of_reach_names_the_miss():
     r = lab.send([system, u1, u2, lab.block("user", 100)], at=2, thread="c")
     assert r.split == (0, 0, 0, 1300)
     assert r.outcome.miss_kind == "not-ready"
+
+
+def test_a_unit_out_of_reach_is_credited_only_its_64_token_units():
+    # Thread a's unit (1,200) is not ready yet for thread c, which shares 1,050 tokens with it:
+    # what it could have hit there is the units every 64 tokens inside them, 1,024. c hits the
+    # live 980-token unit instead; 1,024 is within one interval (63) of that: no miss.
+    lab = CacheLab("deepseek", V4)
+    system, head = lab.block("system", 980), lab.block("user", 70)
+    lab.send([system], at=0, thread="y")
+    lab.send([system, head, lab.block("user", 150)], at=10, thread="a")
+    r = lab.send([system, head, lab.block("user", 100)], at=12, thread="c")
+    assert r.split == (980, 0, 0, 170)
+    assert r.outcome.miss_kind is None
