@@ -166,6 +166,18 @@ def test_a_provider_variant_matches_the_normalized_model_id():
     assert router.route("google", "gemini-2.5-flash").label == "google"
 
 
+def test_a_provider_variant_without_models_serves_all_the_file_s_models():
+    # pricing/cache/_schema.json: a variant's `models` is optional (null by default); without
+    # it, a provider variant serves whatever model that provider sends.
+    from replay.cache import CacheRouter
+
+    mine = ProviderRules.model_validate({
+        "provider": "anthropic", "reviewed": "2026-11-01",
+        "variants": [{"name": "azure", "when": "provider", "provider": "azure"}],
+    })
+    assert CacheRouter(mine).route("azure", "claude-sonnet-4-5").label == "anthropic/azure"
+
+
 def test_passthrough_routes_ignore_case_and_chain():
     from replay.cache import CacheRouter
 
