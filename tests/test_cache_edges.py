@@ -230,6 +230,14 @@ def test_requested_ttl_is_the_last_breakpoints():
     assert r.outcome.cache_write_1h == 0 and r.outcome.cache_write_5m > 0
 
 
+def test_a_marker_s_ttl_wins_over_the_client_profile_s():
+    # requested_ttl: the last breakpoint's first; the `none` profile's own TTL is 5m.
+    lab = CacheLab("moonshotai", "kimi-k3", client="none")
+    r = lab.send([lab.block("system", 3000), lab.block("user", 100)], at=0,
+                 breakpoints=[Breakpoint(1, "1h")])
+    assert r.split == (0, 3100, 0, 0)
+
+
 def test_a_read_refreshes_the_prompt_read():
     lab = CacheLab("openai", "gpt-4o", client="none")
     system, ua = lab.block("system", 2000), lab.block("user", 100)
