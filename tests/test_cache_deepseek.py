@@ -93,6 +93,19 @@ def test_idle_gap_under_and_over_the_assumed_two_hours():
     assert over.outcome.miss_cause == "TTL expired (idle 2h00m01s > TTL 2h00m)"
 
 
+def test_an_expired_unit_still_names_the_miss_after_another_request():
+    """The unit expired at 2 h; a request of another thread in between (its own prompt, 7,201 s)
+    does not make the resend's miss a mystery: it is still the TTL's (until 2026-12-06 every
+    request dropped expired units, and the resend read 0 with no cause)."""
+    lab = CacheLab("deepseek", V4)
+    head = [lab.block("system", 1000), lab.block("user", 100)]
+    lab.send(head, at=0)
+    lab.send([lab.block("system", 500)], at=7201, thread="b")
+    again = lab.send(head, at=7300)
+    assert again.split == (0, 0, 0, 1100)
+    assert again.outcome.miss_cause == "TTL expired (idle 2h01m40s > TTL 2h00m)"
+
+
 def test_cache_control_markers_are_ignored():
     lab = CacheLab("deepseek", V4, client="claude-code", agent_version="2.1.0")
     head = [lab.block("system", 1000), lab.block("user", 100)]

@@ -162,6 +162,12 @@ class CachedPrompt:
     def idle(self, t: datetime) -> float:
         return (t - self.last_use).total_seconds()
 
+    def remembered(self, t: datetime) -> bool:
+        """Still held at `t`, live or not: an expired prompt is kept a while (four TTLs, at
+        least a day, since its last use) to name the miss of a request that would have read it,
+        whatever other requests came in between."""
+        return self.idle(t) <= max(self.ttl * 4, 86400)
+
 
 _BIT = np.array([1 << k for k in range(8)], dtype=np.uint8)
 """The bit of a length within its byte of `LengthIndex.bits`, by `length % 8`."""

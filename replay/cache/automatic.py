@@ -344,7 +344,7 @@ class AutomaticPrefixSimulator(CacheSimulator):
                 and p.size <= len(req.block_ids)
                 and self.matcher.blocks(p, req.block_ids) == p.size
             )
-            and (t - p.last_use).total_seconds() <= max(p.ttl * 4, 86400)
+            and p.remembered(t)
         ]
         written = CachedPrompt(
             req.block_ids,

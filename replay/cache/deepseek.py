@@ -107,8 +107,9 @@ class DeepSeekUnitSimulator(CacheSimulator):
         if best_unit is not None and hit:
             best_unit.last_use = max(best_unit.last_use, t)
         ready = self.ready_at(sim)
-        # Units persist independently of each other (a longer one does not replace a shorter).
-        kept = [u for u in units if not u.expired(t)]
+        # Units persist independently of each other (a longer one does not replace a shorter);
+        # expired ones are remembered a while, only to name a later miss.
+        kept = [u for u in units if u.remembered(t)]
         # 2. A common-prefix unit, usable by later requests only.
         if common > hit:
             kept.append(
