@@ -66,6 +66,21 @@ def test_max_breakpoints_zero_caches_nothing_one_keeps_the_latest():
     assert splits == [(0, 0, 0, 2600), (2200, 0, 400, 0), (2200, 0, 400, 0)]
 
 
+def test_five_markers_keep_the_latest_four():
+    """At most 4 breakpoints a request (`max_breakpoints` 4, pricing/cache/anthropic.json): with
+    five markers the simulator keeps the latest four (the API would refuse the request), so the
+    earliest one writes no entry."""
+    lab = CacheLab("anthropic", MODEL)
+    ids = [*base(lab), lab.block("text", 100), lab.block("user", 300), lab.block("text", 100)]
+    # Markers on blocks 1..5 (2,000 / 2,200 / 2,300 / 2,600 / 2,700 tokens): blocks 2..5 write.
+    r1 = lab.send(ids, at=0, breakpoints=[Breakpoint(i) for i in range(1, 6)])
+    assert r1.split == (0, 0, 2700, 0)
+    # r2, same prompt, one marker on the system block: its window (blocks 1 and 0) holds no
+    # entry, since r1 dropped that marker. Write 2,000, the 700 after it uncached.
+    r2 = lab.send(ids, at=10, breakpoints=[Breakpoint(1)])
+    assert r2.split == (0, 0, 2000, 700)
+
+
 # -- lookback -------------------------------------------------------------------------------------
 
 
