@@ -233,6 +233,21 @@ def test_prefix_just_at_the_minimum_is_cached():
     assert (r1.cost, r2.cost) == (usd("3840"), usd("307.2"))
 
 
+def test_live_entry_behind_markers_all_below_the_minimum_is_named():
+    """A request whose every marker is below the minimum reads nothing, but a live entry of its
+    prefix exists: the miss is `beyond-lookback` ("a live entry exists but no breakpoint's
+    lookback reaches it", docs/cache-rules.md), not `below-minimum` (the prompt itself is long
+    enough)."""
+    lab = CacheLab("anthropic", MODEL)
+    head = base(lab)
+    lab.send(head, at=0)  # entries at 2,000 (system) and 2,200 (user 1)
+    # r2, same prompt, one marker on the tools (500 < 1,024): dropped, nothing read or written.
+    r2 = lab.send(head, at=10, breakpoints=[Breakpoint(0)])
+    assert r2.split == (0, 0, 0, 2200)
+    assert r2.outcome.miss_kind == "beyond-lookback"
+    assert r2.outcome.miss_cause == "no breakpoint reaches it (all below the minimum)"
+
+
 # -- TTL ------------------------------------------------------------------------------------------
 
 
