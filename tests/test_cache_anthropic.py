@@ -357,6 +357,15 @@ def test_mixed_1h_and_5m_breakpoints():
     assert r2.cost == usd("3225")
 
 
+def test_a_1h_marker_on_the_same_block_as_a_5m_one_wins_in_either_order():
+    """Two markers on one block write one entry, with the longer TTL whichever comes first
+    (the store keeps the longer TTL on a re-write, `CacheStore.put`). 2,200 × $6 = $0.0132."""
+    lab = CacheLab("anthropic", MODEL)
+    r = lab.send(base(lab), at=0, breakpoints=[Breakpoint(2, "1h"), Breakpoint(2, "5m")])
+    assert r.split == (0, 2200, 0, 0)
+    assert r.cost == usd("13200")
+
+
 # -- parallel requests ----------------------------------------------------------------------------
 
 
