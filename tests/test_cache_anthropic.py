@@ -366,6 +366,23 @@ def test_a_1h_marker_on_the_same_block_as_a_5m_one_wins_in_either_order():
     assert r.cost == usd("13200")
 
 
+def test_automatic_1h_breakpoint_is_5m_where_the_1h_ttl_does_not_exist():
+    """Without the 1-hour TTL (`ttl_1h_available` false, here by override) a 1h breakpoint is
+    written as 5m (`AnthropicSimulator.ttl_choice`), the top-level automatic one included: billed
+    at the 5m rate, and gone after 5 minutes."""
+    lab = CacheLab("anthropic", MODEL, overrides={"anthropic.ttl_1h_available": False})
+    head = base(lab)
+    auto = [Breakpoint(2, "1h", automatic=True)]
+    # r1: the automatic breakpoint lands on user 1 (2,200): 5m write. 2,200 × 3.75 = $0.00825.
+    r1 = lab.send(head, at=0, breakpoints=auto)
+    assert r1.split == (0, 0, 2200, 0)
+    assert r1.cost == usd("8250")
+    # r2 after 10 minutes: the 5m entry expired; written again.
+    r2 = lab.send(head, at=600, breakpoints=auto)
+    assert r2.split == (0, 0, 2200, 0)
+    assert r2.outcome.miss_kind == "ttl-expired"
+
+
 # -- parallel requests ----------------------------------------------------------------------------
 
 
