@@ -383,6 +383,22 @@ def test_automatic_1h_breakpoint_is_5m_where_the_1h_ttl_does_not_exist():
     assert r2.outcome.miss_kind == "ttl-expired"
 
 
+def test_expired_entry_far_back_in_a_long_prompt_is_named():
+    """The miss cause names an expired entry even more than 32 blocks before the prompt's end,
+    where the walk only visits blocks at whose length some entry was written (`LengthIndex`):
+    each entry is indexed by its own prefix length, not the writing request's total."""
+    lab = CacheLab("anthropic", MODEL)
+    tools, system, u1 = base(lab)
+    lab.send([tools, system, u1], at=0)  # entries at 2,000 (system) and 2,200 (user 1)
+    # r2 400 s later: user 1 replaced (200 tokens) and 40 blocks appended (2,600 in all). Both
+    # entries expired; the longest prefix still held is the system one, 41 blocks from the end.
+    # An expired entry comes before the edit (explain's order): ttl-expired, idle 400 s.
+    r2 = lab.send([tools, system, lab.block("user", 200), *_appended(lab, 40)], at=400)
+    assert r2.split == (0, 0, 2600, 0)
+    assert r2.outcome.miss_kind == "ttl-expired"
+    assert r2.outcome.miss_cause == "TTL expired (idle 6m40s > TTL 5m)"
+
+
 # -- parallel requests ----------------------------------------------------------------------------
 
 
