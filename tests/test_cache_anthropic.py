@@ -545,6 +545,51 @@ def test_haiku_strips_earlier_thinking_at_a_new_user_turn():
     assert r3.cost == usd("795")
 
 
+def test_stripping_thinking_never_sent_before_is_not_a_miss():
+    """Thinking stripped at a new user turn is named only when the request read less than the
+    lane's previous prompt: here the stripped block was never sent, and the read covers all of
+    the previous prompt (4,200), so there is no miss. Haiku 4.5: $0.10 read, $1.25 5m write."""
+    lab = CacheLab("anthropic", "claude-haiku-4-5")
+    system, u1 = lab.block("system", 4000), lab.block("user", 200)
+    lab.send([system, u1], at=0)  # writes 4,200
+    think = lab.block("thinking", 300)
+    call, result = lab.block("tool_call", 50, joins=True), lab.block("tool_result", 50)
+    # The thinking block (300) before the new user turn is dropped: 4,500 billed. Read 4,200,
+    # write 300. Cost 4,200 × 0.1 + 300 × 1.25 = 420 + 375 = $0.000795.
+    r2 = lab.send([system, u1, think, call, result, lab.block("text", 100),
+                   lab.block("user", 100)], at=10)
+    assert r2.split == (4200, 0, 300, 0)
+    assert r2.outcome.dropped_tokens == 300
+    assert r2.outcome.miss_kind is None
+    assert r2.cost == usd("795")
+
+
+def test_thinking_stripped_once_is_not_named_again():
+    """The strip is named on the request where more thinking is dropped than on the lane's
+    previous one; the next request drops the same block and is not a `thinking-stripped`
+    miss, even when it reads less than its predecessor."""
+    lab = CacheLab("anthropic", "claude-haiku-4-5")
+    system, u1 = lab.block("system", 4000), lab.block("user", 200)
+    think = lab.block("thinking", 300)
+    call, result = lab.block("tool_call", 50, joins=True), lab.block("tool_result", 50)
+    a2, u2 = lab.block("text", 100), lab.block("user", 100)
+    lab.send([system, u1], at=0)  # writes 4,200
+    lab.send([system, u1, think, call, result], at=10)  # reads 4,200, writes 4,600
+    # r3, a new user turn, strips the thinking (4,500 billed); its one marker is on user 1
+    # (4,200), which it reads: less than r2's 4,600 because of the strip.
+    r3 = lab.send([system, u1, think, call, result, a2, u2], at=20, breakpoints=[Breakpoint(1)])
+    assert r3.split == (4200, 0, 0, 300)
+    assert r3.outcome.miss_kind == "thinking-stripped"
+    # r4 appends 200: the same block is dropped (300). The last marker walks back to user 1
+    # (r3 wrote nothing after it): read 4,200, write 500, less than r3's 4,500, but the cause
+    # is r3's missing marker, not a new strip.
+    r4 = lab.send([system, u1, think, call, result, a2, u2, lab.block("text", 100),
+                   lab.block("user", 100)], at=30)
+    assert r4.split == (4200, 0, 500, 0)
+    assert r4.outcome.dropped_tokens == 300
+    assert r4.outcome.miss_kind is None
+
+
 def test_sonnet_4_6_keeps_thinking():
     lab = CacheLab("anthropic", "claude-sonnet-4-6")
     system, u1 = lab.block("system", 4000), lab.block("user", 200)
