@@ -139,6 +139,19 @@ def test_explicit_cache_creation_reads_and_storage():
     assert r3.cost == usd("4170")
 
 
+def test_explicit_cache_is_read_exactly_one_hour_after_its_creation():
+    """The cachedContents lifetime (`explicit_ttl_seconds` 3600, a hard cap from creation) is
+    inclusive like every TTL (caching.md: live while `t − last_use ≤ ttl`): at 3,600 s the
+    cache is still read, not created again. 3,000 × 0.03 + 400 × 0.3 = $0.00021."""
+    lab = CacheLab("google", FLASH, client="gemini-explicit")
+    system, u1 = lab.block("system", 3000), lab.block("user", 200)
+    lab.send([system, u1], at=0)
+    r2 = lab.send([system, u1, lab.block("text", 100), lab.block("user", 100)], at=3600)
+    assert r2.split == (3000, 0, 0, 400)
+    assert r2.outcome.created_tokens == 0
+    assert r2.cost == usd("210")
+
+
 def test_explicit_cache_creation_is_a_call_of_its_own_with_its_own_tier():
     """gemini-2.5-pro bills prompts over 200k tokens at its higher tier. A 250k request that
     creates a 150k cache: the request's buckets at the >200k rates (150k read × $0.25 + 100k ×

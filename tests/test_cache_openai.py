@@ -120,6 +120,16 @@ def test_in_memory_idle_gap_under_and_over_10_minutes():
     assert _gap("gpt-4o", 601).outcome.miss_cause == "TTL expired (idle 10m01s > TTL 10m)"
 
 
+def test_in_memory_idle_gap_of_exactly_10_minutes_is_live():
+    """A prompt is live while `t − last_use ≤ ttl` (caching.md, simulation rules): read exactly
+    10 minutes (600 s, `ttl_seconds_in_memory`) after it was written. Same split and cost as
+    599 s: 2,048 cached, 252 uncached, $0.00319."""
+    at = _gap("gpt-4o", 600)
+    assert at.split == (2048, 0, 0, 252)
+    assert at.outcome.miss_cause is None
+    assert at.cost == usd("3190")
+
+
 def test_in_memory_hard_cap_of_one_hour():
     lab = CacheLab("openai", "gpt-4o", client="none")
     prompt = [lab.block("system", 2000), lab.block("user", 100)]
