@@ -171,6 +171,18 @@ def test_parallel_request_does_not_see_a_prompt_not_yet_ready():
     assert late.split == (1920, 0, 0, 180)
 
 
+def test_parallel_request_reads_a_prompt_once_its_response_began():
+    """Readable by other threads once `ready_at ≤ t` (caching.md: `ready_at` = the writer's
+    start + 1 s by default, `ready_after_seconds`): a subagent starting exactly 1 s after the
+    writer reads the shared 2,000 → 1,920 cached."""
+    lab = CacheLab("openai", "gpt-5", client="none")
+    system = lab.block("system", 2000)
+    lab.send([system, lab.block("user", 100)], at=0)
+    edge = lab.send([system, lab.block("user", 100)], at=1.0, thread="agent-1")
+    assert edge.split == (1920, 0, 0, 180)
+    assert edge.outcome.miss_kind is None
+
+
 def test_model_switch_is_a_separate_cache():
     lab = CacheLab("openai", "gpt-5", client="none")
     head = [lab.block("system", 2000), lab.block("user", 100)]
