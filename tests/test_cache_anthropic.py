@@ -306,6 +306,36 @@ def test_an_entry_read_through_the_lookback_is_refreshed():
     assert r3.outcome.miss_kind == "prefix-edited"
 
 
+def test_an_entry_written_again_after_it_expired_is_read():
+    """A write over an expired entry replaces it with a fresh one (`CacheStore.put`)."""
+    lab = CacheLab("anthropic", MODEL)
+    head = base(lab)
+    lab.send(head, at=0)
+    # r2 at 301 s: both entries expired; 2,200 written again from t=301.
+    assert lab.send(head, at=301).split == (0, 0, 2200, 0)
+    # r3 at 320 s: reads the new 2,200 entry (idle 19 s). 2,200 × 0.3 = $0.00066.
+    r3 = lab.send(head, at=320)
+    assert r3.split == (2200, 0, 0, 0)
+    assert r3.cost == usd("660")
+
+
+def test_a_breakpoint_on_a_live_entry_refreshes_it():
+    """Every breakpoint writes or refreshes its entry from the request's start (step 4 of the
+    module docstring of replay/cache/anthropic.py), also one the request did not read."""
+    lab = CacheLab("anthropic", MODEL)
+    head = base(lab)
+    lab.send(head, at=0)  # entries at 2,000 (system) and 2,200 (user 1)
+    # r2 at 200 s reads 2,200 (last breakpoint) and re-writes the system entry (its marker):
+    # both refreshed to t=200.
+    r2 = lab.send([*head, lab.block("text", 100), lab.block("user", 300)], at=200)
+    assert r2.split == (2200, 0, 400, 0)
+    # r3 at 450 s replaces user 1: only the system entry matches, idle 250 s since r2: live.
+    # Read 2,000, write 200. (Unrefreshed it would be 450 s idle: expired.)
+    r3 = lab.send([*head[:2], lab.block("user", 200)], at=450)
+    assert r3.split == (2000, 0, 200, 0)
+    assert r3.outcome.miss_kind == "prefix-edited"
+
+
 def test_one_hour_entry_read_after_40_minutes():
     # Claude Code 2.1.x asks for 1h on the main thread.
     lab = CacheLab("anthropic", MODEL, client="claude-code", agent_version="2.1.3")
