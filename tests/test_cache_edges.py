@@ -5,7 +5,7 @@ for a `<=`, a refresh removed) that the rest of the suite let through (mutation 
 from __future__ import annotations
 
 import copy
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from replay.cache import Breakpoint
@@ -105,6 +105,39 @@ def test_hard_cap_boundary_is_inclusive():
     for at in range(0, 3600, 500):
         lab.send(prompt, at=at)
     assert lab.send(prompt, at=3600).outcome.cache_read == 2048  # age 1h == cap: still live
+
+
+T = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _at(seconds: float) -> datetime:
+    return T + timedelta(seconds=seconds)
+
+
+def test_an_entry_with_no_reader_named_is_ready_by_time_only():
+    entry = Entry(100, 300.0, T, _at(1))  # no writer named either
+    assert not entry.ready(_at(0.5)) and entry.ready(_at(1))
+
+
+def test_a_live_entry_is_ready_and_not_expired():
+    entry = Entry(100, 300.0, T, _at(1), writer="main")
+    assert entry.live(_at(300)) and entry.live(_at(0.5), "main")
+    assert not entry.live(_at(0.5), "sub")  # not ready for another thread
+    assert not entry.live(_at(301))  # expired, though ready
+
+
+def test_an_entry_kept_warm_still_expires_at_its_hard_cap():
+    """`max_lifetime`: seconds since `created`, whatever the last use."""
+    entry = Entry(100, 300.0, _at(3500), T, created=T, max_lifetime=3600.0)
+    assert not entry.expired(_at(3600)) and entry.expired(_at(3601))
+
+
+def test_created_is_the_first_write_and_kept_by_a_refresh():
+    store = CacheStore()
+    first = store.put("s", "m", 1, Entry(100, 300.0, T, _at(1)))
+    assert first.created == T
+    store.put("s", "m", 1, Entry(100, 300.0, _at(200), _at(201)))
+    assert (first.created, first.last_use) == (T, _at(200))
 
 
 # ---------------------------------------------------------------- _base.py
