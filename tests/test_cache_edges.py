@@ -8,8 +8,10 @@ import copy
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+import numpy as np
+
 from replay.cache import Breakpoint
-from replay.cache._store import CacheStore, Entry
+from replay.cache._store import CachedPrompt, CacheStore, Entry
 from replay.cache.openai import eligible_ends
 from replay.cache.testing import CacheLab
 from replay.prices import Buckets, Pricer
@@ -138,6 +140,40 @@ def test_created_is_the_first_write_and_kept_by_a_refresh():
     assert first.created == T
     store.put("s", "m", 1, Entry(100, 300.0, _at(200), _at(201)))
     assert (first.created, first.last_use) == (T, _at(200))
+
+
+def _anchored() -> tuple[CachedPrompt, CachedPrompt]:
+    """A prompt of blocks 1..5 (10 tokens each) held as its first 2 blocks taken from a newer
+    prompt of blocks 1, 2, 9."""
+    newer = CachedPrompt(np.array([1, 2, 9]), np.array([10, 20, 30]), T, T, 300.0)
+    older = CachedPrompt(np.array([1, 2, 3, 4, 5]), np.array([10, 20, 30, 40, 50]), T, T, 300.0)
+    older.rebase(newer, 2)
+    return older, newer
+
+
+def test_an_anchored_prompt_slices_blocks_start_to_stop():
+    older, _ = _anchored()
+    assert (older.head, older.size, older.total) == (2, 5, 50)
+    assert older.ids(0, 1).tolist() == [1]
+    assert older.ids(1, 4).tolist() == [2, 3, 4]
+    assert older.cums(0, 2).tolist() == [10, 20]
+    assert older.ids().tolist() == [1, 2, 3, 4, 5]
+
+
+def test_a_store_snapshot_shares_no_prompt_and_keeps_what_extra_names():
+    """`CacheStore.__deepcopy__`: prompts and their arrays are copied (an anchor once, the
+    snapshot's own copy), and `extra` names the same copies as `prompts`."""
+    older, newer = _anchored()
+    store = CacheStore()
+    store.prompts[("s", "m")] = [older, newer]
+    store.extra[("last", "s")] = newer
+    snap = copy.deepcopy(store)
+    s_older, s_newer = snap.prompts[("s", "m")]
+    assert s_newer is not newer and s_older.anchor is s_newer
+    assert snap.extra[("last", "s")] is s_newer
+    assert not np.shares_memory(s_newer.block_ids, newer.block_ids)
+    assert not np.shares_memory(s_older.cum_tokens, older.cum_tokens)
+    assert s_older.ids().tolist() == [1, 2, 3, 4, 5]
 
 
 # ---------------------------------------------------------------- _base.py
