@@ -460,6 +460,23 @@ def test_a_thread_always_reads_its_own_previous_entries():
     assert r2.split == (2200, 0, 200, 0)
 
 
+def test_a_summarizer_call_counts_in_the_thread_that_made_it():
+    """A strategy's summarizer call (thread `main/...`) runs in its thread's lane
+    (`SimRequest.lane`): the thread's next request reads what it wrote at once, before the
+    1 s readiness; another thread does not."""
+    lab = CacheLab("anthropic", MODEL)
+    head = base(lab)
+    assert lab.send(head, at=0, thread="main/summary").split == (0, 0, 2200, 0)
+    # main 0.5 s later: read 2,200, write 200.
+    r = lab.send([*head, lab.block("text", 100), lab.block("user", 100)], at=0.5)
+    assert r.split == (2200, 0, 200, 0)
+    # agent-1 at 0.6 s: the summarizer's response has not begun for it. Write 2,400.
+    other = lab.send([*head, lab.block("text", 100), lab.block("user", 100)], at=0.6,
+                     thread="agent-1")
+    assert other.split == (0, 0, 2400, 0)
+    assert other.outcome.miss_kind == "not-ready"
+
+
 # -- model switch, edits --------------------------------------------------------------------------
 
 
