@@ -500,6 +500,19 @@ def test_model_switch_and_back():
     assert r3.cost == usd("2535")
 
 
+def test_back_from_a_model_switch_reading_all_of_the_previous_prompt_is_no_miss():
+    """A model switch is the cause only when the request read less than the prompt it shares
+    with the previous request (`edit_cause`); here it reads all of it."""
+    lab = CacheLab("anthropic", MODEL)
+    prompt = [*base(lab), lab.block("text", 100), lab.block("user", 300)]
+    lab.send(prompt, at=0)  # sonnet entries at 2,000 and 2,600
+    assert lab.send(prompt, at=10, model="claude-opus-4-1").split == (0, 0, 2600, 0)
+    # Back on sonnet, appending 100: reads sonnet's 2,600, all of opus' prompt. Write 100.
+    r3 = lab.send([*prompt, lab.block("text", 50), lab.block("user", 50)], at=20)
+    assert r3.split == (2600, 0, 100, 0)
+    assert r3.outcome.miss_kind is None
+
+
 def test_prefix_edited_by_the_strategy():
     lab = CacheLab("anthropic", MODEL)
     tools, system, u1 = base(lab)

@@ -7,13 +7,16 @@ from __future__ import annotations
 import copy
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from types import SimpleNamespace
 
 import numpy as np
 
 from replay.cache import Breakpoint
+from replay.cache._base import edit_cause
 from replay.cache._store import CachedPrompt, CacheStore, Entry
 from replay.cache.openai import eligible_ends
 from replay.cache.testing import CacheLab
+from replay.prefix import PrefixDiff
 from replay.prices import Buckets, Pricer
 from replay.prices._prices import parse_price_override
 from replay.render import BlockInfo
@@ -177,6 +180,17 @@ def test_a_store_snapshot_shares_no_prompt_and_keeps_what_extra_names():
 
 
 # ---------------------------------------------------------------- _base.py
+
+def test_a_model_switch_sharing_no_token_is_named_even_when_nothing_is_read():
+    """The engine gives a switch across tokenizer families a diff sharing 0 tokens; a request
+    that then reads 0 still read less than the previous prompt: `model-switch`."""
+    sim = SimpleNamespace(
+        previous=SimpleNamespace(model="claude-sonnet-4-5"),
+        request=SimpleNamespace(model="gpt-5"),
+        diff=PrefixDiff(0, 0, None, "model switch", True),
+    )
+    assert edit_cause(sim, 0) == ("model-switch", "model switch (claude-sonnet-4-5 → gpt-5)")
+
 
 def test_prompt_of_exactly_the_minimum_is_not_below_it():
     lab = CacheLab("anthropic", SONNET)
