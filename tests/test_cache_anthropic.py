@@ -527,6 +527,36 @@ def test_prefix_edited_by_the_strategy():
     assert r2.cost == usd("2287.5")
 
 
+def test_a_shortened_prompt_names_its_last_message():
+    lab = CacheLab("anthropic", MODEL)
+    head = base(lab)
+    lab.send([*head, lab.block("text", 100), lab.block("user", 300)], at=0)  # 2,000 and 2,600
+    # r2 drops the last two messages: it ends at message 0 (user 1, 2,200), where r1 wrote no
+    # entry. Read 2,000 (system), write 200.
+    r2 = lab.send(head, at=10)
+    assert r2.split == (2000, 0, 200, 0)
+    assert r2.outcome.miss_kind == "prefix-edited"
+    assert r2.outcome.miss_cause == "prompt shortened at message 0"
+
+
+def test_an_edit_also_names_a_live_entry_beyond_the_lookback():
+    """The strategy's edit is the cause, and the longer live prefix nothing reached is named
+    after it (`explain`)."""
+    lab = CacheLab("anthropic", MODEL)
+    head, tail = base(lab), _appended(lab, 25)
+    # r1 (2,450): markers on the system (2,000), block 5 (2,230) and the last block (2,450).
+    lab.send([*head, *tail], at=0, breakpoints=[Breakpoint(1), Breakpoint(5), Breakpoint(27)])
+    # r2 replaces the last message (message 25) and appends 10 blocks (2,550). Its last marker
+    # (block 37) reaches back to block 18: the live 2,230 entry is out of reach; the system
+    # marker reads 2,000. Write 550.
+    r2 = lab.send([*head, *tail[:-1], lab.block("user", 10), *_appended(lab, 10)], at=10)
+    assert r2.split == (2000, 0, 550, 0)
+    assert r2.outcome.miss_kind == "prefix-edited"
+    assert r2.outcome.miss_cause == (
+        "prefix edited at message 25; beyond lookback (20 positions, tool runs collapsed)"
+    )
+
+
 def test_tool_and_system_changes_are_named():
     lab = CacheLab("anthropic", MODEL)
     tools, system, u1 = base(lab)
