@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from replay.cache import Breakpoint
-from replay.cache._base import edit_cause
+from replay.cache._base import duration_text, edit_cause, expired_text
 from replay.cache._store import CachedPrompt, CacheStore, Entry
 from replay.cache.openai import eligible_ends
 from replay.cache.testing import CacheLab
@@ -180,6 +180,20 @@ def test_a_store_snapshot_shares_no_prompt_and_keeps_what_extra_names():
 
 
 # ---------------------------------------------------------------- _base.py
+
+def test_durations_are_rounded_to_the_second():
+    assert [duration_text(x) for x in (59.4, 59.6, 60, 61, 3600, 3661)] == [
+        "59s", "1m", "1m", "1m01s", "1h00m", "1h01m01s"
+    ]
+
+
+def test_an_entry_past_both_its_ttl_and_its_cap_is_named_by_its_idle_gap():
+    """The cap is named only when the entry was still within its TTL."""
+    entry = Entry(100, 600.0, T, T, created=T, max_lifetime=3600.0)
+    assert expired_text(entry, _at(4000)) == "TTL expired (idle 1h06m40s > TTL 10m)"
+    entry.last_use = _at(3500)
+    assert expired_text(entry, _at(4000)) == "TTL expired (age 1h06m40s > max lifetime 1h00m)"
+
 
 def test_a_model_switch_sharing_no_token_is_named_even_when_nothing_is_read():
     """The engine gives a switch across tokenizer families a diff sharing 0 tokens; a request
