@@ -477,6 +477,20 @@ def test_a_summarizer_call_counts_in_the_thread_that_made_it():
     assert other.outcome.miss_kind == "not-ready"
 
 
+def test_another_workspace_s_entry_is_named_by_its_whole_scope():
+    """Anthropic isolates caches per workspace (`isolation`, pricing/cache/anthropic.json):
+    the same prompt in another session's scope reads nothing, and the miss names the scope the
+    entry lives in, route and session (`scope_label`: no cache key to shorten it to)."""
+    lab = CacheLab("anthropic", MODEL)
+    head = base(lab)
+    lab.send(head, at=0)
+    lab.session_id = "other"
+    r = lab.send(head, at=10, thread="agent-1")
+    assert r.split == (0, 0, 2200, 0)
+    assert r.outcome.miss_kind == "other-scope"
+    assert r.outcome.miss_cause == "different cache scope (anthropic|anthropic:session)"
+
+
 # -- model switch, edits --------------------------------------------------------------------------
 
 
