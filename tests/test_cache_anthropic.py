@@ -248,6 +248,30 @@ def test_live_entry_behind_markers_all_below_the_minimum_is_named():
     assert r2.outcome.miss_cause == "no breakpoint reaches it (all below the minimum)"
 
 
+def test_a_marker_below_the_minimum_writes_no_entry():
+    """A breakpoint shorter than the minimum is dropped (caching.md, simulation rule 2): it
+    writes no entry that a later lookback could find."""
+    lab = CacheLab("anthropic", MODEL)
+    tools, system, u1 = base(lab)
+    # r1: markers on the tools (500 < 1,024: dropped) and user 1 (2,200: written).
+    r1 = lab.send([tools, system, u1], at=0, breakpoints=[Breakpoint(0), Breakpoint(2)])
+    assert r1.split == (0, 0, 2200, 0)
+    # r2 changes the system prompt: the last marker walks back over blocks 2, 1 and 0; none
+    # holds an entry of this prefix (the tools one was never written). Write 2,200.
+    r2 = lab.send([tools, lab.block("system", 1500), u1], at=10)
+    assert r2.split == (0, 0, 2200, 0)
+    assert r2.outcome.miss_kind == "system-changed"
+
+
+def test_a_1h_marker_below_the_minimum_bills_no_1h_write():
+    """B = the last 1h breakpoint after A (caching.md, mixed-TTL billing) among those kept: a
+    1h marker below the minimum is dropped first. All 2,200 are a 5m write: $0.00825."""
+    lab = CacheLab("anthropic", MODEL)
+    r = lab.send(base(lab), at=0, breakpoints=[Breakpoint(0, "1h"), Breakpoint(2, "5m")])
+    assert r.split == (0, 0, 2200, 0)
+    assert r.cost == usd("8250")
+
+
 # -- TTL ------------------------------------------------------------------------------------------
 
 
