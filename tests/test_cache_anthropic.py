@@ -630,6 +630,18 @@ def test_top_level_automatic_breakpoint():
     assert r2.split == (1700, 0, 200, 0)
 
 
+def test_top_level_automatic_breakpoint_with_a_1h_ttl():
+    """The top-level `cache_control` carries its TTL like any marker (caching.md: "ttl?"):
+    1h, it writes a 1h entry. 2,200 × $6 = $0.0132; read back 40 minutes later."""
+    lab = CacheLab("anthropic", MODEL)
+    head = base(lab)
+    auto = [Breakpoint(2, "1h", automatic=True)]
+    r1 = lab.send(head, at=0, breakpoints=auto)
+    assert r1.split == (0, 2200, 0, 0)
+    assert r1.cost == usd("13200")
+    assert lab.send(head, at=40 * 60, breakpoints=auto).split == (2200, 0, 0, 0)
+
+
 def test_automatic_breakpoint_did_not_exist_before_february_2026():
     lab = CacheLab("anthropic", MODEL, client="automatic", t0=datetime(2026, 1, 15, tzinfo=UTC))
     prompt = base(lab)
