@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from replay.cache import Breakpoint
-from replay.cache._base import duration_text, edit_cause, expired_text
+from replay.cache._base import duration_text, edit_cause, entry_state, expired_text
 from replay.cache._store import CachedPrompt, CacheStore, Entry
 from replay.cache.openai import eligible_ends
 from replay.cache.testing import CacheLab
@@ -193,6 +193,19 @@ def test_an_entry_past_both_its_ttl_and_its_cap_is_named_by_its_idle_gap():
     assert expired_text(entry, _at(4000)) == "TTL expired (idle 1h06m40s > TTL 10m)"
     entry.last_use = _at(3500)
     assert expired_text(entry, _at(4000)) == "TTL expired (age 1h06m40s > max lifetime 1h00m)"
+
+
+def test_an_entry_expired_before_it_was_ready_is_named_expired():
+    """`entry_state` checks the lifetime first (`explain`: expired, then not ready): an entry
+    whose writer's response began only after its TTL (readiness at the response end, a long
+    response) is `ttl-expired` for another thread."""
+    entry = Entry(100, 300.0, T, _at(1000), writer="main")
+    assert entry_state(entry, _at(400), "sub") == (
+        "ttl-expired", "TTL expired (idle 6m40s > TTL 5m)"
+    )
+    assert entry_state(entry, _at(200), "sub") == (
+        "not-ready", "written by a parallel request not yet ready"
+    )
 
 
 def test_a_model_switch_sharing_no_token_is_named_even_when_nothing_is_read():
