@@ -30,7 +30,10 @@ from replay.cache import (
     load_rules_file,
     normalize_model,
 )
+from replay.cache._base import SimRequest
+from replay.cache.anthropic import AnthropicSimulator
 from replay.cache.testing import CacheLab
+from replay.prefix import PrefixDiff
 from replay.prices import Pricer, parse_price_override
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -176,6 +179,18 @@ def test_rows_are_chosen_by_the_utc_date_of_an_offset_timestamp():
     lab.send([lab.block("system", 3000), lab.block("user", 100)], at=0)
     later = lab.send([lab.block("system", 3000), lab.block("user", 100)], at=4 * 3600)
     assert later.split == (0, 0, 3100, 0)  # 07:00+05:30 = 01:30 UTC on 02-19: a 5m write
+
+
+def test_a_simulators_rule_cache_keeps_defaults_of_different_types_apart():
+    """`CacheSimulator.rule` remembers lookups per model and day, keyed by the default too:
+    a default of 1 is not one of True (equal and of equal hash in Python)."""
+    lab = CacheLab("anthropic", "claude-sonnet-4-5")
+    req = lab.request([lab.block("system", 3000)], at=0)
+    sim = SimRequest(req, [], "s", PrefixDiff(0, None, None, "first", False), None, lab.table)
+    simulator = AnthropicSimulator(RuleBook(builtin_rules("anthropic")))
+    assert simulator.rule(sim, "no_such_rule", True) is True
+    got = simulator.rule(sim, "no_such_rule", 1)
+    assert got == 1 and type(got) is int
 
 
 def test_a_variant_row_beats_a_later_generic_row():
