@@ -104,6 +104,20 @@ def test_breakpoint_beyond_the_lookback_window():
     assert r2.cost == usd("2287.5")
 
 
+def test_a_threads_first_request_names_an_entry_beyond_its_lookback():
+    """A live entry no breakpoint reaches is the cause before "first request" (`explain`'s
+    order): a subagent's first request, with main's 2,200 entry 25 positions back, is a
+    `beyond-lookback` miss, not a cold start. It reads main's system entry (2,000), writes 450.
+    Cost 2,000 × 0.3 + 450 × 3.75 = $0.0022875."""
+    lab = CacheLab("anthropic", MODEL)
+    head = base(lab)
+    lab.send(head, at=0)  # main: entries at 2,000 and 2,200
+    r = lab.send([*head, *_appended(lab, 25)], at=10, thread="agent-1")
+    assert r.split == (2000, 0, 450, 0)
+    assert r.outcome.miss_kind == "beyond-lookback"
+    assert r.cost == usd("2287.5")
+
+
 def test_breakpoint_just_within_the_lookback_window():
     lab = CacheLab("anthropic", MODEL)
     head = base(lab)
