@@ -488,6 +488,17 @@ def test_parallel_requests_in_two_threads():
     assert s2.cost == usd("1725")
 
 
+def test_an_entry_ready_past_the_calendar_is_never_ready_for_other_threads():
+    """Readiness past year 9999 cannot be represented: such an entry is never ready
+    (`CacheSimulator.ready_at`), not ready at once."""
+    lab = CacheLab("anthropic", MODEL, t0=datetime(9999, 12, 31, 23, 59, 58, tzinfo=UTC))
+    head = base(lab)
+    lab.send(head, at=1.5)  # ready at start + 1 s: past 9999-12-31 23:59:59.999999
+    r = lab.send(head, at=1.8, thread="agent-1")
+    assert r.split == (0, 0, 2200, 0)
+    assert r.outcome.miss_kind == "not-ready"
+
+
 def test_a_thread_always_reads_its_own_previous_entries():
     lab = CacheLab("anthropic", MODEL)
     head = base(lab)
