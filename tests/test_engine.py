@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from decimal import Decimal
 
 import gen
@@ -12,8 +13,17 @@ from conftest import RUN42
 from hypothesis import given, settings
 
 from replay import ReplayError, replay
-from replay.engine import SUMMARY_COLUMNS, TURN_COLUMNS, ReplayConfig, replay_session
+from replay.cache import CacheOutcome
+from replay.engine import (
+    SUMMARY_COLUMNS,
+    TURN_COLUMNS,
+    ReplayConfig,
+    replay_session,
+    turns_frame,
+)
 from replay.log import RequestMarker, Usage, read_log, write_log
+from replay.prefix import PrefixDiff
+from replay.strategies import RewriteEvent
 
 CONTRACT_SUMMARY = [
     "strategy",
@@ -720,3 +730,35 @@ def test_progress_tells_how_far_a_strategy_is(monkeypatch: pytest.MonkeyPatch) -
     replay_session(session, "baseline", ReplayConfig(progress=Bar()))
     assert calls == [(_replay.FITTING, 0, 1), ("baseline", 0, 1), ("", 1, 1)]
     assert details == expected * 2
+
+
+def _hand_made(n: int = 4) -> list:
+    """`n` baseline records of a small log, to be rewritten by hand (`dataclasses.replace`)
+    into the buckets, diffs, kinds and costs a results test needs."""
+    session = gen.build_session([gen.Turn(f"step {i}") for i in range(n)],
+                                provider="anthropic", model="claude-sonnet-4-5")
+    records = replay_session(session, "baseline", ReplayConfig())
+    assert len(records) == n and all(r.kind == "request" for r in records)
+    return records
+
+
+def test_a_per_request_row_carries_each_bucket_the_diff_and_the_named_rewrites():
+    r = _hand_made(1)[0]
+    r = replace(
+        r,
+        over_window=False,
+        outcome=CacheOutcome(uncached=10, cache_read=20, cache_write_5m=3, cache_write_1h=7),
+        diff=PrefixDiff(first_mismatch_token=25, first_mismatch_block=4, message_index=2,
+                        where="message 2", is_break=True),
+        events=[RewriteEvent("prune", "3 tool results"), RewriteEvent("compaction")],
+    )
+    row = turns_frame([r]).row(0, named=True)
+    assert (row["prompt_tokens"], row["cached_tokens"], row["uncached_tokens"]) == (40, 20, 10)
+    assert (row["cache_write_tokens"], row["cache_write_5m_tokens"],
+            row["cache_write_1h_tokens"]) == (10, 3, 7)
+    assert (row["first_mismatch_token"], row["first_mismatch_message"],
+            row["diverged_at"]) == (25, 2, "message 2")
+    assert row["rewrites"] == "prune: 3 tool results; compaction"
+    assert row["over_window"] is False  # a flag per request, a count in the summary
+    assert turns_frame([replace(r, events=[])])["rewrites"].to_list() == [None]
+
