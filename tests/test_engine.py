@@ -19,8 +19,10 @@ from replay.engine import (
     TURN_COLUMNS,
     ReplayConfig,
     replay_session,
+    summary_frame,
     turns_frame,
 )
+from replay.engine._results import ResultTables
 from replay.log import RequestMarker, Usage, read_log, write_log
 from replay.prefix import PrefixDiff
 from replay.strategies import RewriteEvent
@@ -762,3 +764,63 @@ def test_a_per_request_row_carries_each_bucket_the_diff_and_the_named_rewrites()
     assert row["over_window"] is False  # a flag per request, a count in the summary
     assert turns_frame([replace(r, events=[])])["rewrites"].to_list() == [None]
 
+
+def _diff(where: str = "tail", message: int | None = None, shared: int = 0) -> PrefixDiff:
+    return PrefixDiff(first_mismatch_token=shared, first_mismatch_block=None,
+                      message_index=message, where=where, is_break=message is not None)
+
+
+def test_the_summary_sums_every_call_but_counts_only_requests_as_requests():
+    """Totals take the summarizer call in; `requests`, the peak, the prefix breaks and the
+    misses are the agent's requests only (README "Output columns"); a thread's cold start is
+    no miss, a cause without a kind counts as `other`; money stays exact to 1e-18."""
+    r0, r1, r2, r3, r4, r5 = _hand_made(6)
+    tiny = Decimal("0.000000000000000001")
+    records = [
+        replace(r0, diff=_diff("first"), output_tokens=1, cost_usd=Decimal(1),
+                outcome=CacheOutcome(100, 0, 0, 0, miss_cause="cold start",
+                                     miss_kind="cold-start")),
+        replace(r1, output_tokens=2, cost_usd=Decimal(2),
+                outcome=CacheOutcome(10, 180, 10, 0, miss_cause="TTL expired",
+                                     miss_kind="ttl-expired", storage_usd=Decimal("0.5"),
+                                     created_tokens=30)),
+        replace(r2, kind="summarizer", diff=_diff("message 1", 1), over_window=True,
+                output_tokens=40, cost_usd=Decimal(4),
+                outcome=CacheOutcome(500, 0, 0, 0, storage_usd=Decimal("0.125"))),
+        replace(r3, diff=_diff("message 3", 3), events=[], output_tokens=8,
+                cost_usd=Decimal(8),
+                outcome=CacheOutcome(20, 60, 0, 20, miss_cause="an unnamed cause",
+                                     storage_usd=Decimal("0.25"))),
+        replace(r4, diff=_diff("message 2", 2), events=[RewriteEvent("prune")],
+                output_tokens=16, cost_usd=Decimal(16),
+                outcome=CacheOutcome(50, 0, 0, 0, miss_cause="TTL expired",
+                                     miss_kind="ttl-expired")),
+        replace(r5, output_tokens=32, cost_usd=tiny,
+                outcome=CacheOutcome(40, 0, 0, 0, miss_cause="another model",
+                                     miss_kind="model-switch")),
+    ]
+    records = [replace(r, blind_actions=[]) for r in records]
+    assert summary_frame(records).row(0, named=True) == {
+        "strategy": "baseline",
+        "requests": 5,
+        "prompt_tokens": 990,
+        "cached_tokens": 240,
+        "cache_write_tokens": 30,
+        "uncached_tokens": 720,
+        "output_tokens": 99,
+        "cost_usd": Decimal(31) + tiny,
+        "peak_prompt_tokens": 200,  # r1's, not the summarizer's 500 nor the last one's 40
+        "hit_ratio": 240 / 990,  # created tokens are in no bucket of the prompt
+        "prefix_breaks": 2,
+        "over_window": 1,
+        "summarizer_calls": 1,
+        "summarizer_cost_usd": Decimal(4),
+        "misses": 4,
+        "blind_actions": 0,
+        "blind_mentions": 0,
+        "miss_causes": "ttl-expired=2, model-switch=1, other=1",
+        "storage_cost_usd": Decimal("0.875"),
+        "cache_created_tokens": 30,
+    }
+    assert turns_frame(records)["cost_usd"].to_list()[-1] == tiny
+    assert ResultTables.of(records).unnamed_rewrites == {"baseline": 1}  # r3, not r4 (named)
