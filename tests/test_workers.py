@@ -273,6 +273,28 @@ def test_tables_merged_strategy_by_strategy_equal_one_table_of_them_all():
         assert getattr(merged, attr) == getattr(whole, attr), attr
 
 
+def test_a_merged_table_estimates_output_only_where_both_tables_did():
+    """`estimated_output` holds while every recorded request's output size is a count of the
+    logged response: a worker's table with provider usage makes the merged table say no, in
+    either order."""
+    from replay import load
+    from replay.engine import replay_session
+    from replay.engine._results import ResultTables
+
+    records = replay_session(load(RUN42), ["baseline", "truncate-500"])
+
+    def table(name: str, estimated: bool) -> ResultTables:
+        part = ResultTables(per_turn=False)
+        part.add([dataclasses.replace(r, request=dataclasses.replace(
+            r.request, estimated_output=estimated)) for r in records if r.strategy == name])
+        return part
+
+    for first, second in ((True, False), (False, True), (True, True)):
+        merged = table("baseline", first)
+        merged.merge(table("truncate-500", second))
+        assert merged.estimated_output is (first and second), (first, second)
+
+
 def _synthetic(tmp_path: Path, requests: int) -> Path:
     from replay.bench._synthetic import synthetic_session
     from replay.log import write_log
