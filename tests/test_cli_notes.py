@@ -138,6 +138,24 @@ def test_fidelity_notes_skipped_lines_and_refuses_a_log_without_requests(
     assert result.exit_code == 2 and "the log has no requests" in result.stderr
 
 
+def test_a_summarizer_call_without_a_ttl_choice_adds_no_request_to_the_ttl_note() -> None:
+    """`no_ttl_choice` lists the recorded requests whose cache offered no TTL choice: a call
+    the strategy added (a summarizer's) at a request that had the choice adds nothing."""
+    from dataclasses import replace
+
+    import replay
+    from replay.engine._results import ResultTables
+
+    records = replay.replay(RUN42, "baseline").records
+    chose = [replace(r, outcome=replace(r.outcome, ttl_choice=True)) for r in records]
+    call = replace(chose[3], kind="summarizer",
+                   outcome=replace(chose[3].outcome, ttl_choice=False))
+    assert ResultTables.of([*chose[:3], call, *chose[3:]]).no_ttl_choice == {}
+    chose[3] = replace(chose[3], outcome=call.outcome)  # the request itself had none: noted
+    route, index = chose[3].outcome.route, chose[3].request_index
+    assert ResultTables.of(chose).no_ttl_choice == {route: {index}}
+
+
 def test_a_price_that_fell_back_is_a_note() -> None:
     """genai-prices has no cache-read price for kimi-k2: its reads are billed at the input
     rate, and the notes say so (with how many requests) rather than pricing silently."""
