@@ -156,6 +156,33 @@ def test_a_summarizer_call_without_a_ttl_choice_adds_no_request_to_the_ttl_note(
     assert ResultTables.of(chose).no_ttl_choice == {route: {index}}
 
 
+def test_a_summarizer_call_adds_no_request_to_the_notes_on_recorded_requests() -> None:
+    """The notes on recorded requests (no breakpoint, no prompt cache, output sizes counted
+    from the log) take the agent's requests only: a summarizer call at a request, sent
+    without a breakpoint, without a cache, with a measured output, changes none of them."""
+    from dataclasses import replace
+
+    import replay
+    from replay.engine._results import ResultTables
+
+    records = replay.replay(RUN42, "baseline").records
+    assert all(r.outcome.miss_kind != "no-breakpoint" and r.outcome.mechanism != "none"
+               for r in records)
+    estimated = [replace(r, request=replace(r.request, estimated_output=True))
+                 for r in records]
+    call = replace(estimated[3], kind="summarizer",
+                   request=replace(estimated[3].request, estimated_output=False),
+                   outcome=replace(estimated[3].outcome, miss_kind="no-breakpoint",
+                                   mechanism="none"))
+    tables = ResultTables.of([*estimated[:3], call, *estimated[3:]])
+    assert (tables.no_breakpoint, tables.no_cache, tables.estimated_output) == ({}, {}, True)
+    request = replace(call, kind="request")  # the same, as a recorded request: noted
+    tables = ResultTables.of([*estimated[:3], request, *estimated[4:]])
+    assert tables.no_breakpoint == {request.outcome.route: {request.request_index}}
+    assert tables.no_cache == {f"{request.provider} / {request.model}": {request.request_index}}
+    assert tables.estimated_output is False
+
+
 def test_a_price_that_fell_back_is_a_note() -> None:
     """genai-prices has no cache-read price for kimi-k2: its reads are billed at the input
     rate, and the notes say so (with how many requests) rather than pricing silently."""
