@@ -824,3 +824,18 @@ def test_the_summary_sums_every_call_but_counts_only_requests_as_requests():
     }
     assert turns_frame(records)["cost_usd"].to_list()[-1] == tiny
     assert ResultTables.of(records).unnamed_rewrites == {"baseline": 1}  # r3, not r4 (named)
+
+
+def test_a_changed_system_prompt_is_a_prefix_break_but_no_unnamed_rewrite():
+    """A request whose tools or system prompt changed breaks the prefix (`prefix_breaks`), but
+    rewrote no earlier message: only a break at a message with no rewrite event is unnamed."""
+    r0, r1, r2 = _hand_made(3)
+    system = PrefixDiff(first_mismatch_token=12, first_mismatch_block=1, message_index=None,
+                        where="system", is_break=True)
+    records = [r0, replace(r1, diff=system, events=[]),
+               replace(r2, diff=_diff("message 1", 1), events=[]),
+               replace(r2, strategy="tidy", diff=_diff(), events=[])]
+    assert summary_frame(records)["prefix_breaks"].to_list() == [2, 0]
+    tables = ResultTables.of(records)
+    assert tables.unnamed_rewrites == {"baseline": 1}  # "tidy" has none: not listed
+    assert tables.mentions == {}  # no hidden mention anywhere: nothing listed
