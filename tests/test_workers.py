@@ -273,6 +273,24 @@ def test_tables_merged_strategy_by_strategy_equal_one_table_of_them_all():
         assert getattr(merged, attr) == getattr(whole, attr), attr
 
 
+def test_a_merge_keeps_the_rows_counted_record_by_record_before_it():
+    """Rows counted one record at a time (`add_record`, a strategy not yet closed) come first
+    in `turns`, then the merged table's: as if the worker's records had been added after."""
+    from replay import load
+    from replay.engine import replay_session
+    from replay.engine._results import ResultTables
+
+    records = replay_session(load(RUN42), ["baseline", "truncate-500"])
+    tables = ResultTables()
+    for r in records:
+        if r.strategy == "baseline":
+            tables.add_record(r)
+    part = ResultTables()
+    part.add([r for r in records if r.strategy == "truncate-500"])
+    tables.merge(part)
+    assert tables.turns()["strategy"].to_list() == [r.strategy for r in records]
+
+
 def test_a_merged_table_estimates_output_only_where_both_tables_did():
     """`estimated_output` holds while every recorded request's output size is a count of the
     logged response: a worker's table with provider usage makes the merged table say no, in
