@@ -29,17 +29,20 @@ T0 = datetime(2026, 10, 20, 12, 0, tzinfo=UTC)
 WORDS = "the quick brown fox jumps over the lazy dog while tests run green again "
 
 
-def _billed_session(turns: int = 6) -> Session:
+def _billed_session(
+    turns: int = 6, provider: str = "anthropic", model: str = "claude-sonnet-4-6"
+) -> Session:
     """An Anthropic log whose usage follows the rules exactly: each request reads the previous
-    prompt and writes its new tail (one breakpoint moved to the newest message)."""
+    prompt and writes its new tail (one breakpoint moved to the newest message). Another
+    `provider` and `model`: a log billed as that provider's rules cache it."""
     header = SessionHeader(
-        ts=T0, agent="test", provider="anthropic", model="claude-sonnet-4-6",
+        ts=T0, agent="test", provider=provider, model=model,
         system="You are a coding agent. " + WORDS * 60,
     )
     events: list = []
     from replay.tokens import counter_for
 
-    count = counter_for("claude-sonnet-4-6")
+    count = counter_for(model)
     for n in range(turns):
         ts = T0 + timedelta(seconds=30 * n)
         text = f"step {n}: " + WORDS * (20 + 5 * n)
@@ -435,3 +438,40 @@ def test_cli_notes_a_price_fallback(tmp_path: Path) -> None:
         "(anthropic), billed at its standard prices."
     ]
     assert "price_warning" not in document["requests"][0]  # a note, not a column
+
+
+def _read_short(d: int, provider: str = "anthropic", model: str = "claude-sonnet-4-6"):
+    """The row of request 4 of a rule-following log billed `d` tokens less cache read (an
+    Anthropic request re-writes them, an OpenAI one bills them uncached)."""
+    session = _billed_session(provider=provider, model=model)
+    usage = session.requests()[4].usage
+    usage.cache_read_tokens -= d
+    if provider == "anthropic":
+        usage.cache_write_5m_tokens += d
+    else:
+        usage.input_tokens += d
+    return fidelity_rows(session)[4]
+
+
+def test_the_read_tolerance_includes_its_bounds() -> None:
+    # Request 4's prompt is under 12,800 tokens: a tolerance of 256 tokens.
+    assert _read_short(0).recorded_prompt < 12800
+    assert (_read_short(128).read_within_tolerance, _read_short(128).read_within_128) == (
+        True, True
+    )
+    row = _read_short(129)
+    assert (row.read_within_tolerance, row.read_within_128) == (True, False)
+    assert row.unexplained is None  # an Anthropic read has max(2 %, 256) tokens of slack
+    row = _read_short(256)
+    assert row.read_within_tolerance and row.unexplained is None
+    row = _read_short(257)
+    assert not row.read_within_tolerance
+    assert row.unexplained.startswith("routing/eviction")
+
+
+def test_an_openai_family_read_is_explained_within_128_tokens_only() -> None:
+    row = _read_short(128, "openai", "gpt-5")
+    assert row.read_within_128 and row.unexplained is None
+    row = _read_short(129, "openai", "gpt-5")
+    assert row.read_within_tolerance and not row.read_within_128
+    assert row.unexplained.startswith("routing/eviction")
