@@ -19,6 +19,7 @@ from replay.log import (
     Session,
     SessionHeader,
     TextBlock,
+    ThreadStart,
     Usage,
     UserMessage,
     write_log,
@@ -310,7 +311,6 @@ def test_the_bill_prices_each_request_at_the_model_its_log_names() -> None:
     log's), whatever a replay forces; a request without usage is counted, not priced."""
     from replay.fidelity import bill
     from replay.fidelity._fidelity import recorded_buckets
-    from replay.log import ThreadStart
     from replay.prices import Pricer
 
     session = _billed_session(4)
@@ -475,3 +475,27 @@ def test_an_openai_family_read_is_explained_within_128_tokens_only() -> None:
     row = _read_short(129, "openai", "gpt-5")
     assert row.read_within_tolerance and not row.read_within_128
     assert row.unexplained.startswith("routing/eviction")
+
+
+def test_the_naive_rule_reads_what_the_previous_request_of_its_thread_read_and_wrote() -> None:
+    session = _billed_session(4)
+    sub = "sub-1"
+    ts = session.requests()[-1].ts + timedelta(seconds=5)
+    session.events += [
+        ThreadStart(ts=ts, thread_id=sub),
+        UserMessage(ts=ts, thread=sub, text="look around " + WORDS * 40),
+        RequestMarker(ts=ts, thread=sub, request_id="s0",
+                      usage=Usage(input_tokens=900, cache_write_5m_tokens=3000,
+                                  output_tokens=40)),
+        AssistantMessage(ts=ts, thread=sub, blocks=[TextBlock(text="seen")], request_id="s0"),
+    ]
+    rows = fidelity_rows(session)
+    main = [r for r in rows if r.thread != sub]
+    # read(n) + write(n) of the previous request: in a rule-following bill, the whole prompt.
+    assert main[0].naive_read is None
+    assert [r.naive_read for r in main[1:]] == [
+        r.recorded_cache_read + r.recorded_cache_write for r in main[:-1]
+    ]
+    assert [r.naive_read for r in main[1:]] == [r.recorded_cache_read for r in main[1:]]
+    # A subagent's first request has no previous request of its own: nothing to predict from.
+    assert rows[-1].thread == sub and rows[-1].naive_read is None
