@@ -499,3 +499,69 @@ def test_the_naive_rule_reads_what_the_previous_request_of_its_thread_read_and_w
     assert [r.naive_read for r in main[1:]] == [r.recorded_cache_read for r in main[1:]]
     # A subagent's first request has no previous request of its own: nothing to predict from.
     assert rows[-1].thread == sub and rows[-1].naive_read is None
+
+
+# --------------------------------------------------------------------------------------------------
+# The label of a read the log cannot explain (`_unexplained`), case by case
+
+def _label(read: int, simulated_read: int, earlier: list[tuple[int, int]], *,
+           prompt: int = 5000, simulated_prompt: int = 5000, **kw) -> str:
+    """The label of a billed `read` of a `prompt`-token request (tolerance 256 tokens up to
+    12,800) that the simulation read `simulated_read` of."""
+    from replay.fidelity._fidelity import _unexplained
+
+    usage = Usage(input_tokens=prompt - read, cache_read_tokens=read)
+    return _unexplained(simulated_read, usage, earlier, simulated_prompt, **kw)
+
+
+def test_what_the_adapter_saw_outside_the_log_comes_first_where_it_fits() -> None:
+    change = "model changed before this request"
+    assert _label(0, 3000, [(0, 3000)], change=change) == (
+        f"prompt prefix changed outside the log: {change}"
+    )
+    # Before a billed prompt of another size (500 tokens more here).
+    assert _label(1000, 2000, [(0, 3000)], simulated_prompt=4500, change=change).startswith(
+        "prompt prefix changed outside the log"
+    )
+    # A longer read than simulated is not what a changed prefix does: the next rule names it.
+    assert _label(3000, 0, [], change=change).startswith("prefix cached before this log")
+    # A lost attempt explains a longer read only, also before the prompt size.
+    retried = "retried request: an attempt the log lost had cached this prompt"
+    assert _label(3000, 0, [(0, 3000)], attempt=True) == retried
+    assert _label(3000, 2000, [(0, 3000)], simulated_prompt=4500, attempt=True) == retried
+    assert _label(1000, 3000, [(0, 3000)], attempt=True).startswith("routing/eviction")
+
+
+def test_a_billed_prompt_of_another_size_explains_reads_up_to_twice_the_gap_off() -> None:
+    # 500 tokens more billed than simulated: a read up to 2 × 500 + 128 tokens off is that.
+    label = _label(1000, 2128, [(0, 3000)], simulated_prompt=4500)
+    assert label == "prompt size: the provider billed 500 tokens more than the log shows"
+    assert _label(1000, 2129, [(0, 3000)], simulated_prompt=4500).startswith("routing/eviction")
+    label = _label(1000, 1728, [(0, 3000)], simulated_prompt=5300)
+    assert label == "prompt size: the provider billed 300 tokens fewer than the log shows"
+    # A gap within the 128-token step is no size question.
+    assert _label(1000, 1300, [(0, 3000)], simulated_prompt=4872).startswith("routing/eviction")
+    assert _label(1000, 1300, [(0, 3000)], simulated_prompt=4871).startswith("prompt size")
+
+
+def test_a_longer_read_is_retention_after_a_ttl_miss_else_a_prefix_the_log_lacks() -> None:
+    from replay.cache._base import TTL_EXPIRED
+
+    assert _label(3000, 0, [(0, 3000)], miss_kind=TTL_EXPIRED).startswith("retention: ")
+    assert _label(3000, 0, [(0, 3000)]).startswith(
+        "the provider read more than simulated: prefix shared"
+    )
+    assert _label(3000, 0, []).startswith("prefix cached before this log")
+
+
+def test_a_stale_read_is_an_earlier_entry_within_16_tokens() -> None:
+    # Previous request: read 2,400, wrote up to 3,000; those before it ended at 1,000 and 2,000.
+    earlier = [(0, 1000), (1000, 2000), (2400, 3000)]
+    for read in (2400 - 16, 2400 + 16, 2000 - 16, 2000 + 16, 1000):
+        assert _label(read, 3000, earlier).startswith("stale entry: "), read
+    for read in (2400 - 17, 2400 + 17, 2000 + 17, 1500):
+        assert _label(read, 3000, earlier).startswith("routing/eviction: "), read
+    # Within the tolerance of the previous write it is not stale (a read of 2,800 > 3,000 - 256,
+    # even though an earlier request's entry ends there).
+    assert _label(2800, 3300, [(0, 2800), (2600, 3000)]).startswith("routing/eviction: ")
+    assert _label(2700, 3300, [(0, 2700), (2600, 3000)]).startswith("stale entry: ")
