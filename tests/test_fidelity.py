@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from replay.cli._main import cli, load_commands
 from replay.engine import ReplayConfig
-from replay.fidelity import fidelity_rows, fidelity_summary
+from replay.fidelity import FidelityRow, fidelity_rows, fidelity_summary
 from replay.log import (
     AssistantMessage,
     RequestMarker,
@@ -565,3 +565,53 @@ def test_a_stale_read_is_an_earlier_entry_within_16_tokens() -> None:
     # even though an earlier request's entry ends there).
     assert _label(2800, 3300, [(0, 2800), (2600, 3000)]).startswith("routing/eviction: ")
     assert _label(2700, 3300, [(0, 2700), (2600, 3000)]).startswith("stale entry: ")
+
+
+def _row(index: int, read: int, sim_read: int, naive: int | None, *, prompt: int = 5000,
+         thread: str = "main", cost: str = "1", sim_cost: str = "1", **kw) -> FidelityRow:
+    """A row of a `prompt`-token request (tolerance 256) whose read the simulation put at
+    `sim_read`, the naive rule at `naive`."""
+    off = abs(sim_read - read)
+    return FidelityRow(
+        request_id=f"r{index}", request_index=index, thread=thread, model="claude-sonnet-4-6",
+        recorded_prompt=prompt, simulated_prompt=kw.pop("sim_prompt", prompt),
+        recorded_cache_read=read, simulated_cache_read=sim_read,
+        recorded_cache_write=0, simulated_cache_write=0,
+        recorded_cost_usd=Decimal(cost), simulated_cost_usd=Decimal(sim_cost),
+        miss_cause=None, read_within_tolerance=off <= 256, read_within_128=off <= 128,
+        unexplained=kw.pop("unexplained", None), naive_read=naive, **kw,
+    )
+
+
+def test_the_naive_rule_is_scored_on_the_requests_it_predicts_at_both_tolerances() -> None:
+    rows = [
+        # The first request of each thread: nothing for the rule to add to (the simulator
+        # missing one is no mark against it on the rule's requests).
+        _row(0, 2000, 0, None),
+        _row(1, 3000, 3000, 3000 - 256),  # naive: 256 off, within tolerance, not within 128
+        _row(2, 4000, 4000, 4000 + 128),  # naive: 128 off, within both
+        _row(3, 4000, 4000, 4000 - 257),  # naive: 257 off, within neither
+        _row(0, 0, 0, None, thread="sub"),
+    ]
+    summary = fidelity_summary(rows)
+    assert summary["naive_rule_within_tolerance"] == round(2 / 3, 4)
+    assert summary["naive_rule_within_128"] == round(1 / 3, 4)
+    assert summary["simulator_on_naive_requests"] == 1.0
+    assert summary["cache_read_within_tolerance"] == 0.8
+
+
+def test_the_cost_error_is_signed_and_relative_to_the_bill() -> None:
+    rows = [
+        _row(0, 0, 0, None, cost="2", sim_cost="1.5"),
+        _row(1, 3000, 0, 3000, cost="2", sim_cost="1",
+             unexplained="routing/eviction: the provider read less than its rules allow"),
+    ]
+    summary = fidelity_summary(rows)
+    assert summary["cost_error"] == -0.375  # (2.5 - 4) / 4: the simulation is below the bill
+    assert summary["cost_error_explained"] == -0.25  # (1.5 - 2) / 2: the explained row alone
+    assert summary["unexplained"] == {"routing/eviction": 1}
+
+
+def test_the_prompt_error_is_the_mean_of_absolute_differences() -> None:
+    rows = [_row(0, 0, 0, None, sim_prompt=5100), _row(1, 3000, 3000, 3000, sim_prompt=4800)]
+    assert fidelity_summary(rows)["mean_abs_prompt_error_tokens"] == 150.0
