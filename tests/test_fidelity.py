@@ -104,6 +104,9 @@ def test_unlogged_context_is_fitted_from_the_usage() -> None:
     rows = fidelity_rows(session)
     assert [r.simulated_prompt for r in rows] == [r.recorded_prompt for r in rows]
     assert all(r.read_within_tolerance for r in rows)
+    # Added where it first appears (request 2), carried by the later ones, counted once.
+    assert [r.fitted_residual for r in rows] == [0, 0, 3000, 0, 0, 0]
+    assert fidelity_summary(rows)["fitted_residual_tokens"] == 3000
 
 
 def test_a_read_the_rules_cannot_explain_is_labelled_not_hidden() -> None:
@@ -615,3 +618,27 @@ def test_the_cost_error_is_signed_and_relative_to_the_bill() -> None:
 def test_the_prompt_error_is_the_mean_of_absolute_differences() -> None:
     rows = [_row(0, 0, 0, None, sim_prompt=5100), _row(1, 3000, 3000, 3000, sim_prompt=4800)]
     assert fidelity_summary(rows)["mean_abs_prompt_error_tokens"] == 150.0
+
+
+def test_a_head_the_adapter_inferred_from_the_usage_is_fitted_not_predicted() -> None:
+    # pi: a restart seen only as a re-written head is sized from the request's own usage.
+    session = _billed_session()
+    marker = session.requests()[3]
+    marker.system_changed, marker.system_change_inferred = "process restarted", True
+    rows = fidelity_rows(session)
+    assert rows[3].fitted == "head re-sent: process restarted"
+    assert [r.request_index for r in rows if r.fitted] == [3]
+    summary = fidelity_summary(rows)
+    assert summary["fitted_reads"] == 1
+    assert summary["predicted_reads_within_tolerance"] == 1.0
+
+
+def test_a_fitted_read_is_not_scored_as_a_prediction() -> None:
+    rows = [
+        _row(0, 3000, 0, None, fitted="warm start: 3,000 tokens of the head were cached"),
+        _row(1, 3000, 3000, 3000),
+        _row(2, 4000, 4000, 4000),
+    ]
+    summary = fidelity_summary(rows)
+    assert (summary["fitted_reads"], summary["cache_read_within_tolerance"]) == (1, 0.6667)
+    assert summary["predicted_reads_within_tolerance"] == 1.0
