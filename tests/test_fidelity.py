@@ -642,3 +642,18 @@ def test_a_fitted_read_is_not_scored_as_a_prediction() -> None:
     summary = fidelity_summary(rows)
     assert (summary["fitted_reads"], summary["cache_read_within_tolerance"]) == (1, 0.6667)
     assert summary["predicted_reads_within_tolerance"] == 1.0
+
+
+def test_one_hour_writes_count_in_the_write_and_the_prompt() -> None:
+    # The same rule-following bill written with the 1-hour TTL, replayed at that TTL.
+    session = _billed_session()
+    for marker in session.requests():
+        usage = marker.usage
+        usage.cache_write_1h_tokens, usage.cache_write_5m_tokens = usage.cache_write_5m_tokens, 0
+    rows = fidelity_rows(session, ReplayConfig(ttl="1h"))
+    assert [r.recorded_cache_write for r in rows] == [
+        m.usage.cache_write_1h_tokens for m in session.requests()
+    ]
+    assert [r.simulated_cache_write for r in rows] == [r.recorded_cache_write for r in rows]
+    assert [r.simulated_prompt for r in rows] == [m.usage.prompt_tokens for m in session.requests()]
+    assert fidelity_summary(rows)["cost_error"] == 0.0
