@@ -657,3 +657,23 @@ def test_one_hour_writes_count_in_the_write_and_the_prompt() -> None:
     assert [r.simulated_cache_write for r in rows] == [r.recorded_cache_write for r in rows]
     assert [r.simulated_prompt for r in rows] == [m.usage.prompt_tokens for m in session.requests()]
     assert fidelity_summary(rows)["cost_error"] == 0.0
+
+
+def test_a_price_fallback_on_the_recorded_usage_alone_is_reported() -> None:
+    # Request 1 was billed 1-hour writes, the simulation writes for 5 minutes; the price table
+    # has no 1-hour write rate: the recorded cost needed the fallback, the simulated one did not.
+    from replay.prices import Pricer, parse_price_override
+
+    session = _billed_session(3)
+    usage = session.requests()[1].usage
+    usage.cache_write_1h_tokens, usage.cache_write_5m_tokens = usage.cache_write_5m_tokens, 0
+    pricer = Pricer(dict([parse_price_override(
+        "claude-sonnet-4-6=input:3,output:15,cache_read:0.3,cache_write:3.75"
+    )]))
+    rows = fidelity_rows(session, ReplayConfig(pricer=pricer))
+    assert rows[1].simulated_cache_write == usage.cache_write_1h_tokens
+    assert rows[1].price_warning.endswith(
+        "no 1h cache-write price, 1h writes billed at the 5m write rate"
+    )
+    assert rows[1].recorded_cost_usd == rows[1].simulated_cost_usd  # at the 5m write rate
+    assert [r.price_warning for r in rows[::2]] == [None, None]
