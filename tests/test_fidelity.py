@@ -677,3 +677,22 @@ def test_a_price_fallback_on_the_recorded_usage_alone_is_reported() -> None:
     )
     assert rows[1].recorded_cost_usd == rows[1].simulated_cost_usd  # at the 5m write rate
     assert [r.price_warning for r in rows[::2]] == [None, None]
+
+
+
+def test_a_read_that_stops_where_the_head_ends_is_fitted_within_the_tolerance() -> None:
+    # The fit put the head (system prompt + tools) at 1,000 logged + 2,000 hidden tokens: a
+    # read within max(2 %, 256) tokens of 3,000 is where the fit found it, not a prediction.
+    from replay.engine._unlogged import ThreadFit, UnloggedContext
+    from replay.fidelity._fidelity import _fitted
+
+    def fitted(read: int, hidden: int = 2000, logged: int = 1000) -> str | None:
+        fit = UnloggedContext(threads={"main": ThreadFit((hidden,), logged=logged)})
+        usage = Usage(input_tokens=5000 - read, cache_read_tokens=read)
+        return _fitted(fit, "main", 7, usage, first=False)
+
+    for read in (3000 - 256, 3000, 3000 + 256):
+        assert fitted(read).startswith("head: the system prompt + tools (3,000 tokens)"), read
+    assert fitted(3000 - 257) is None and fitted(3000 + 257) is None
+    # A read of nothing stops at no head, however short the head is.
+    assert fitted(0, hidden=100, logged=0) is None
