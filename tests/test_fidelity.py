@@ -581,7 +581,8 @@ def _row(index: int, read: int, sim_read: int, naive: int | None, *, prompt: int
         recorded_cache_read=read, simulated_cache_read=sim_read,
         recorded_cache_write=0, simulated_cache_write=0,
         recorded_cost_usd=Decimal(cost), simulated_cost_usd=Decimal(sim_cost),
-        miss_cause=None, read_within_tolerance=off <= 256, read_within_128=off <= 128,
+        miss_cause=kw.pop("miss_cause", None),
+        read_within_tolerance=off <= 256, read_within_128=off <= 128,
         unexplained=kw.pop("unexplained", None), naive_read=naive, **kw,
     )
 
@@ -595,12 +596,14 @@ def test_the_naive_rule_is_scored_on_the_requests_it_predicts_at_both_tolerances
         _row(2, 4000, 4000, 4000 + 128),  # naive: 128 off, within both
         _row(3, 4000, 4000, 4000 - 257),  # naive: 257 off, within neither
         _row(0, 0, 0, None, thread="sub"),
+        # Its previous request cached nothing (below the cache minimum): the rule says 0.
+        _row(1, 0, 0, 0, thread="sub"),
     ]
     summary = fidelity_summary(rows)
-    assert summary["naive_rule_within_tolerance"] == round(2 / 3, 4)
-    assert summary["naive_rule_within_128"] == round(1 / 3, 4)
+    assert summary["naive_rule_within_tolerance"] == 0.75
+    assert summary["naive_rule_within_128"] == 0.5
     assert summary["simulator_on_naive_requests"] == 1.0
-    assert summary["cache_read_within_tolerance"] == 0.8
+    assert summary["cache_read_within_tolerance"] == round(5 / 6, 4)
 
 
 def test_the_cost_error_is_signed_and_relative_to_the_bill() -> None:
@@ -608,10 +611,13 @@ def test_the_cost_error_is_signed_and_relative_to_the_bill() -> None:
         _row(0, 0, 0, None, cost="2", sim_cost="1.5"),
         _row(1, 3000, 0, 3000, cost="2", sim_cost="1",
              unexplained="routing/eviction: the provider read less than its rules allow"),
+        # Outside the tolerance for a cause the simulator gives (its own miss): explained.
+        _row(2, 3000, 0, 3000, cost="1", sim_cost="2", miss_cause="ttl-expired"),
     ]
     summary = fidelity_summary(rows)
-    assert summary["cost_error"] == -0.375  # (2.5 - 4) / 4: the simulation is below the bill
-    assert summary["cost_error_explained"] == -0.25  # (1.5 - 2) / 2: the explained row alone
+    assert summary["cost_error"] == -0.1  # (4.5 - 5) / 5: the simulation is below the bill
+    # (3.5 - 3) / 3: the rows whose read the log explains, the simulator's own misses included.
+    assert summary["cost_error_explained"] == round(0.5 / 3, 4)
     assert summary["unexplained"] == {"routing/eviction": 1}
 
 
