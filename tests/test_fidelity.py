@@ -702,3 +702,20 @@ def test_a_read_that_stops_where_the_head_ends_is_fitted_within_the_tolerance() 
     assert fitted(3000 - 257) is None and fitted(3000 + 257) is None
     # A read of nothing stops at no head, however short the head is.
     assert fitted(0, hidden=100, logged=0) is None
+
+
+def test_a_transient_message_found_from_the_read_is_fitted_one_from_the_size_is_not() -> None:
+    # The fit dropped an unlogged message of the previous request at request 7: found from where
+    # this read stops (fitted), or from the billed prompt size (the read stays a prediction).
+    from replay.engine._unlogged import RequestFit, UnloggedContext
+    from replay.fidelity._fidelity import _fitted
+
+    usage = Usage(input_tokens=2000, cache_read_tokens=3000)
+
+    def fitted(**request_fit) -> str | None:
+        fit = UnloggedContext(requests={("main", 7): RequestFit(**request_fit)})
+        return _fitted(fit, "main", 7, usage, first=False)
+
+    assert fitted(drop=((5, "x"),)).startswith("transient context: ")
+    assert fitted(drop=((5, "x"),), shrunk=True) is None
+    assert fitted() is None
