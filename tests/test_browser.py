@@ -340,3 +340,33 @@ def test_a_subagents_prompts_are_a_line_of_their_own(browser, tmp_path):
     assert lines == 2  # one cumulative cost per strategy
     assert prompt_lines == 2 * 2 * 2  # strategies × threads × (prompt, cached)
     assert not browser.errors()
+
+
+def test_bidirectional_marks_in_log_text_are_shown_not_obeyed(browser, tmp_path):
+    """A U+202E in a message would show the text after it reversed (`txt.exe` as `exe.txt`):
+    the page writes such marks as `\\u202e`, as the terminal output does."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import gen
+
+    from replay.report import html_report
+
+    sneaky = "open invoice_\u202etxt.exe please"
+    turns = [
+        gen.Turn(sneaky, [gen.Call("read_file", {"path": "a\u2066.py"}, "x = 1\u202c\n")]),
+        gen.Turn("done"),
+    ]
+    path = tmp_path / "bidi.html"
+    path.write_text(html_report(gen.build_session(turns, provider="anthropic"), "baseline",
+                                breakeven=False), encoding="utf-8")
+    _load(browser, path.as_uri() + "#strategy=baseline&request=2")
+    # Unchanged items are collapsed: their text is in the page, hidden until clicked.
+    shown = browser.evaluate("document.getElementById('nav-body').textContent")
+    assert "open invoice_\\u202etxt.exe please" in shown
+    assert "x = 1\\u202c" in shown
+    assert not {"\u202e", "\u2066", "\u202c"} & set(shown)
+    # The data behind the page keeps the text as logged.
+    assert browser.evaluate("JSON.parse(document.getElementById('replay-data').textContent)"
+                            ".texts.some(t => t.includes('\u202e'))")
+    assert not browser.errors()

@@ -19,16 +19,21 @@
   const FOLD_MIN = 6;       // unchanged runs longer than this are folded
 
   // ---------- small DOM helpers (text only, never HTML from the log) ----------
+  // Bidirectional marks in log text would reorder what the page shows after them (a U+202E
+  // can make `gnp.exe` read `exe.png`): shown as `\u202e`, as replay/_printable.py does on a
+  // terminal. Only the display changes; the data keeps them, and searches run on the data.
+  const BIDI = /[\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  const shown = (s) => String(s).replace(BIDI, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
     if (attrs) for (const [k, v] of Object.entries(attrs)) {
       if (v === undefined || v === null || v === false) continue;
       if (k === "class") node.className = v;
-      else if (k === "text") node.textContent = v;
+      else if (k === "text") node.textContent = shown(v);
       else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
       else node.setAttribute(k, v === true ? "" : v);
     }
-    for (const c of children) if (c !== null && c !== undefined) node.append(c);
+    for (const c of children) if (c !== null && c !== undefined) node.append(typeof c === "string" ? shown(c) : c);
     return node;
   }
   const $ = (id) => document.getElementById(id);
@@ -68,12 +73,12 @@
   const fmtPct = (v) => (v === null || v === undefined) ? "" : (100 * v).toFixed(1) + "%";
 
   // ---------- header ----------
-  $("title").textContent = doc.title;
+  $("title").textContent = shown(doc.title);
   $("meta").textContent = [
     doc.agent && ("agent " + doc.agent), doc.providers.join(", "), doc.models.join(", "),
     doc.strategies.length + " strategies", "log " + doc.span.join(" → "),
-  ].filter(Boolean).join(" · ");
-  $("recommendation").textContent = doc.recommendation || "";
+  ].filter(Boolean).map(shown).join(" · ");
+  $("recommendation").textContent = shown(doc.recommendation || "");
   for (const note of doc.notes) $("notes").append(el("li", { text: note }));
 
   // ---------- charts ----------
@@ -96,7 +101,7 @@
       const table = el("table");
       for (const [k, v] of Object.entries(value)) table.append(el("tr", null, el("td", { text: k }), el("td", { text: String(v) })));
       tooltip.append(table);
-    } else tooltip.textContent = String(value);
+    } else tooltip.textContent = shown(value);
     tooltip.hidden = false;
     const x = Math.min(event.clientX + 14, window.innerWidth - tooltip.offsetWidth - 8);
     const y = Math.min(event.clientY + 14, window.innerHeight - tooltip.offsetHeight - 8);
@@ -318,7 +323,7 @@
   function highlight(text, fragments) {
     // Text nodes with <mark> around every occurrence of a fragment.
     const frag = document.createDocumentFragment();
-    if (!fragments.length) { frag.append(text); return frag; }
+    if (!fragments.length) { frag.append(shown(text)); return frag; }
     const hits = [];
     for (const f of fragments) {
       let at = text.indexOf(f);
@@ -328,10 +333,10 @@
     let pos = 0;
     for (const [s, e] of hits) {
       if (s < pos) continue;
-      frag.append(text.slice(pos, s), el("mark", { text: text.slice(s, e) }));
+      frag.append(shown(text.slice(pos, s)), el("mark", { text: text.slice(s, e) }));
       pos = e;
     }
-    frag.append(text.slice(pos));
+    frag.append(shown(text.slice(pos)));
     return frag;
   }
   function usesFragment(text, fragments) {
@@ -427,7 +432,7 @@
     const current = $("nav-current");
     current.dataset.strategy = state.strategy;
     current.dataset.request = String(state.request);
-    current.textContent = state.strategy + " · request " + state.request + " (" + rq[RQ.id] + ")" + (doc.threads.length > 1 ? " · thread " + thread : "");
+    current.textContent = state.strategy + " · request " + state.request + " (" + shown(rq[RQ.id]) + ")" + (doc.threads.length > 1 ? " · thread " + thread : "");
 
     const facts = $("nav-facts");
     facts.textContent = "";
