@@ -409,3 +409,156 @@ def test_shared_tokens_of_texts_parting_at_their_first_character():
             assert counter.shared_tokens(b, a) == whole
         common_first = ("丁 x", "丂 x") if model == "gpt-4" else ("丂 x", "丄 x")
         assert counter.shared_tokens(*common_first) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Tokenizer files: what a row may hold (docs/calibration.md), and which file is in force
+
+_ROW = {"family": "edge", "pattern": "^edge-", "encoding": "o200k_base", "factor": 1.0,
+        "message_overhead": 4, "tool_call_overhead": 8}
+_CUT = "1" + "0" * 58 + "…"  # 10**400 as the file spells it, cut to 60 characters
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ([], "a tokenizer file is an object with a `families` list"),
+        ({"families": {}}, "a tokenizer file is an object with a `families` list"),
+        ({"families": [5]}, "families[0] lacks family, pattern, encoding, factor, "
+                            "message_overhead, tool_call_overhead"),
+        ({"families": [{"family": "x"}]}, "families[0] lacks pattern, encoding, factor, "
+                                          "message_overhead, tool_call_overhead"),
+        ({"families": [_ROW | {"factor": True}]},
+         "families[0].factor must be a number from 0.1 to 10, got true"),
+        ({"families": [_ROW | {"factor": 10**400}]},
+         f"families[0].factor must be a number from 0.1 to 10, got {_CUT}"),
+        ({"families": [_ROW, _ROW | {"factor": 10.001}]},
+         "families[1].factor must be a number from 0.1 to 10, got 10.001"),
+        ({"families": [_ROW | {"message_overhead": 4.5}]},
+         "families[0].message_overhead must be a whole number from 0 to 1000, got 4.5"),
+        ({"families": [_ROW | {"tool_call_overhead": -1}]},
+         "families[0].tool_call_overhead must be a whole number from 0 to 1000, got -1"),
+        ({"families": [_ROW | {"tool_call_overhead": 1001}]},
+         "families[0].tool_call_overhead must be a whole number from 0 to 1000, got 1001"),
+        ({"families": [_ROW | {"family": ""}]},
+         'families[0].family must be a non-empty string, got ""'),
+        ({"families": [_ROW | {"pattern": 5}]},
+         "families[0].pattern must be a regular expression (Python syntax) on the model id, "
+         "got 5"),
+        ({"families": [_ROW | {"encoding": "x" * 58}]},  # 60 characters as JSON: shown whole
+         f'families[0].encoding must be one of o200k_base, cl100k_base, got "{"x" * 58}"'),
+        ({"families": [_ROW | {"estimated": "yes"}]},
+         'families[0].estimated must be true or false, got "yes"'),
+    ],
+    ids=["list", "families-object", "row-not-object", "row-lacks-keys", "factor-bool",
+         "factor-huge-int", "factor-above-10", "overhead-fraction", "tool-overhead-negative",
+         "tool-overhead-above-1000", "family-empty", "pattern-not-string", "encoding-unknown",
+         "estimated-string"],
+)
+def test_a_bad_tokenizer_file_names_the_row_the_key_and_the_rule(
+    tmp_path: Path, document: object, message: str
+) -> None:
+    """docs/calibration.md: a bad row is an error naming the file and the key (`mine.json:
+    families[0].factor must be a number from 0.1 to 10, got 1e+300`), the value as the file
+    spells it; each row needs its six keys, in the rules the docs give."""
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ReplayError) as err:
+        use_tokenizers(path)
+    assert str(err.value) == f"{path}: {message}"
+    assert family_for("claude-sonnet-4-6").family == "claude"
+
+
+def test_a_tokenizer_file_row_at_the_bounds_loads(tmp_path: Path) -> None:
+    """A factor from 0.1 to 10 and framing from 0 to 1000 are accepted, bounds included
+    (docs/calibration.md); `estimated`, when given, is what the row says."""
+    rows = [
+        _ROW | {"family": "low", "pattern": "^low-", "factor": 0.1, "message_overhead": 0,
+                "tool_call_overhead": 0, "estimated": False},
+        _ROW | {"family": "high", "pattern": "^high-", "factor": 10, "message_overhead": 1000,
+                "tool_call_overhead": 1000},
+    ]
+    path = tmp_path / "edges.json"
+    path.write_text(json.dumps({"families": rows}))
+    use_tokenizers(path)
+    try:
+        low, high = family_for("low-model"), family_for("high-model")
+        assert (low.family, low.factor, low.message_overhead, low.tool_call_overhead) == (
+            "low", 0.1, 0, 0)
+        assert (high.family, high.factor, high.message_overhead, high.tool_call_overhead) == (
+            "high", 10.0, 1000, 1000)
+        assert low.estimated is False  # given: kept
+        assert high.estimated is True  # a user's row is a measure unless it says otherwise
+        assert "user file" in high.source
+    finally:
+        use_tokenizers(None)
+
+
+def test_the_tokenizer_file_set_in_code_wins_over_the_environment(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """`tokenizer_file_in_force`: `use_tokenizers`, else `REPLAY_TOKENIZERS`, else None (the
+    built-in table), an empty variable included."""
+    from replay.tokens import tokenizer_file_in_force
+
+    env, mine = tmp_path / "env.json", tmp_path / "mine.json"
+    env.write_text(json.dumps({"families": [_ROW]}))
+    mine.write_text(json.dumps({"families": [_ROW]}))
+    monkeypatch.setenv(TOKENIZERS_ENV, "")
+    try:
+        use_tokenizers(None)
+        assert tokenizer_file_in_force() is None
+        monkeypatch.setenv(TOKENIZERS_ENV, str(env))
+        assert tokenizer_file_in_force() == str(env)
+        use_tokenizers(mine)
+        assert tokenizer_file_in_force() == str(mine)
+    finally:
+        monkeypatch.delenv(TOKENIZERS_ENV)
+        use_tokenizers(None)
+    assert tokenizer_file_in_force() is None
+
+
+def test_another_tokenizer_file_resets_the_shared_counters(tmp_path: Path) -> None:
+    """`use_tokenizers` resets the shared counters: they count with the new row's factor."""
+    text = "A tokenizer calibration test sentence with some code: x = f(y) + 1;\n" * 7
+    exact = TokenCounter("gpt-5").count(text)
+    assert counter_for("claude-sonnet-4-6").count(text) == math.ceil(exact * 1.199)
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps({"families": [_ROW | {"family": "claude", "pattern": "^claude-",
+                                                     "factor": 1.5}]}))
+    use_tokenizers(path)
+    try:
+        assert counter_for("claude-sonnet-4-6").factor == 1.5
+        assert counter_for("claude-sonnet-4-6").count(text) == math.ceil(exact * 1.5)
+    finally:
+        use_tokenizers(None)
+    assert counter_for("claude-sonnet-4-6").factor == 1.199
+
+
+def test_a_pattern_matches_the_model_id_as_given_too(tmp_path: Path) -> None:
+    """`family_for`: a row matches the id as given or its normal form (lower case): a pattern
+    written for the id's own spelling still matches it."""
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps({"families": [_ROW | {"family": "local", "pattern": "^Local-"}]}))
+    use_tokenizers(path)
+    try:
+        assert family_for("Local-Llama-70B").family == "local"
+    finally:
+        use_tokenizers(None)
+
+
+def test_family_named_and_the_tables_framing():
+    """Each family's framing tokens per message and per tool call (pricing/tokenizers.json),
+    by model id and by family name."""
+    from replay.tokens import family_named
+
+    framing = {"gpt-5": (3, 8), "gpt-4": (3, 8), "claude-sonnet-4-5": (4, 12),
+               "claude-opus-4-7": (4, 12), "gemini-2.5-flash": (4, 8), "llama-3.1-70b": (4, 8)}
+    for model, expected in framing.items():
+        family = family_for(model)
+        assert (family.message_overhead, family.tool_call_overhead) == expected, model
+        assert family_named(family.family) == family
+    assert family_named("gemini").family == "gemini"
+    with pytest.raises(ReplayError, match="^no tokenizer family is called 'nope'$"):
+        family_named("nope")
+
