@@ -562,3 +562,69 @@ def test_family_named_and_the_tables_framing():
     with pytest.raises(ReplayError, match="^no tokenizer family is called 'nope'$"):
         family_named("nope")
 
+
+def test_text_digest_is_blake2b_of_the_prefix_then_the_utf8_text():
+    """`text_digest`: 16-byte BLAKE2b of `prefix` then the text in UTF-8 (a long text too,
+    encoded in parts; lone surrogates as `surrogatepass` writes them)."""
+    from replay.tokens import text_digest
+    from replay.tokens._counter import UTF8_PART_CHARS
+
+    def blake(data: bytes) -> bytes:
+        return hashlib.blake2b(data, digest_size=16).digest()
+
+    assert text_digest("abc") == blake(b"abc")
+    assert text_digest("abc", b"p:") == blake(b"p:abc") != text_digest("abc")
+    long = ("a…\U0001f600\ud800 é" * UTF8_PART_CHARS)[: 3 * UTF8_PART_CHARS + 5]
+    whole = long.encode("utf-8", "surrogatepass")
+    assert text_digest(long) == blake(whole)
+    assert text_digest(long, b"p:") == blake(b"p:" + whole)
+
+
+def test_a_large_text_with_no_cut_in_its_first_piece_encodes_as_a_whole():
+    """`_pieces` cuts only after a newline followed by a character that starts a piece: with
+    none in the first window, the first such cut after it, not the first newline (`\\n\\n`
+    is one token)."""
+    from replay.tokens._counter import LARGE_TEXT_CHARS, _pieces
+
+    text = "a" * 20000 + "\n\nb" + " c" * 30000
+    assert len(text) >= LARGE_TEXT_CHARS
+    assert _pieces(text) == ["a" * 20000 + "\n\n", "b" + " c" * 30000]
+    for model in ("gpt-5", "gpt-4"):
+        counter = TokenCounter(model)
+        whole = counter._encoding.encode_ordinary(text)
+        assert counter._encode(text).tolist() == whole
+
+
+@pytest.mark.parametrize("model", ["gpt-5", "gpt-4"])
+def test_shared_tokens_past_windows_that_encode_alike(model):
+    """Lone surrogates encode as U+FFFD: two texts parting at their first character may
+    encode alike, past the windows around it; the answer is still the first mismatch of the
+    whole encodings (here none: the shorter's length)."""
+    from replay.tokens._counter import _first_mismatch
+
+    counter = TokenCounter(model)
+    a, b = "\ud800\nAx", "\udc00\nAx"
+    whole_a = np.array(counter._encoding.encode_ordinary(a))
+    whole_b = np.array(counter._encoding.encode_ordinary(b))
+    assert counter.shared_tokens(a, b) == _first_mismatch(whole_a, whole_b) == len(whole_a)
+
+
+def test_shared_tokens_encode_only_what_they_need():
+    """Both ids cached: nothing encoded; first characters that differ, one ASCII: nothing
+    encoded (their first tokens differ); long texts parting near their end: the two windows
+    around where they part and the text before them, never the whole texts."""
+    counter = TokenCounter("gpt-5")
+    head = "".join(f"line {n} of the file\n" for n in range(500))
+    a, b = head + "tail one", head + "tail two"
+    assert counter.shared_tokens("abc", "ébc") == 0
+    assert counter.shared_tokens("ébc", "abc") == 0
+    assert counter.encode_calls == 0
+    shared = counter.shared_tokens(a, b)
+    assert counter.encode_calls == 3  # two windows and the text before them
+    assert not counter._tokens  # the whole texts were not encoded
+    ids_a, ids_b = counter.raw_tokens(a), counter.raw_tokens(b)
+    calls = counter.encode_calls
+    assert counter.shared_tokens(a, b) == shared
+    assert counter.encode_calls == calls
+    assert shared == next(n for n, (x, y) in enumerate(zip(ids_a, ids_b, strict=False)) if x != y)
+
