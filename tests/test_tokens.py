@@ -628,3 +628,73 @@ def test_shared_tokens_encode_only_what_they_need():
     assert counter.encode_calls == calls
     assert shared == next(n for n, (x, y) in enumerate(zip(ids_a, ids_b, strict=False)) if x != y)
 
+
+def test_token_ids_stay_in_a_least_recently_used_cache_bounded_by_token_count():
+    """`raw_tokens`: ids are kept up to `token_cache` ids, the least recently used dropped
+    first; `forget` empties the cache, which then holds as many ids as before."""
+    probe = TokenCounter("gpt-5")
+    texts = [f"text {n} " * 5 for n in range(3)]
+    size = len(probe.raw_tokens(texts[0]))
+    assert [len(probe.raw_tokens(t)) for t in texts] == [size] * 3
+    counter = TokenCounter("gpt-5", token_cache=2 * size)
+
+    def encodes(text: str) -> int:
+        before = counter.encode_calls
+        counter.raw_tokens(text)
+        return counter.encode_calls - before
+
+    assert [encodes(texts[0]), encodes(texts[1])] == [1, 1]
+    assert [encodes(texts[0]), encodes(texts[1])] == [0, 0]  # exactly full: both kept
+    assert encodes(texts[0]) == 0  # texts[1] is now the least recently used
+    assert encodes(texts[2]) == 1
+    assert [encodes(texts[0]), encodes(texts[1])] == [0, 1]  # texts[1] was dropped
+    counter.forget(lambda text: True)
+    assert [encodes(texts[0]), encodes(texts[1])] == [1, 1]
+    assert [encodes(texts[0]), encodes(texts[1])] == [0, 0]
+
+
+def test_releasing_a_text_never_counted_keeps_nothing():
+    counter = TokenCounter("gpt-5")
+    counter.release("a text never counted")
+    assert len(counter._forgotten) == 0
+    counter.forget(lambda text: True)  # (compacts the forgotten counts)
+    assert counter.count("a text never counted") == len(counter.raw_tokens("a text never counted"))
+
+
+def test_forget_counts_forgets_on_every_shared_counter_and_compacts():
+    """`forget_counts`: `forget` on every shared counter; what it forgot is compacted then
+    (between strategies), still found by digest."""
+    from replay.tokens._counter import forget_counts
+
+    text = "a summary one strategy derived, counted by two families " * 3
+    counters = [counter_for("gpt-5"), counter_for("claude-sonnet-4-5")]
+    counts = [counter.count(text) for counter in counters]
+    forget_counts(lambda t: t != text)
+    for counter, n in zip(counters, counts, strict=True):
+        assert text not in counter._counts
+        assert not counter._forgotten._pending
+        calls = counter.encode_calls
+        assert counter.count(text) == n and counter.encode_calls == calls
+
+
+def test_a_position_counts_the_whole_provider_tokens_before_it():
+    """`scale_position`: an offset inside a text, on the provider's scale, counts the whole
+    tokens before it (100 tiktoken ids x 1.199: 119 tokens, the 120th is not whole); a count
+    is rounded up (`scale`)."""
+    claude = TokenCounter("claude-sonnet-4-5")
+    assert claude.factor == 1.199
+    assert (claude.scale_position(100), claude.scale(100)) == (119, 120)
+    assert (claude.scale_position(0), claude.scale(0)) == (0, 0)
+
+
+def test_counting_a_non_ascii_text_leaves_no_utf8_copy_attached_to_it():
+    """`_encode`: tiktoken reads a str through its UTF-8 form, which CPython keeps attached to
+    the str; a counted text (held by the log) is encoded through a copy, so it stays its
+    size."""
+    import sys
+
+    text = "é" * 500 + " a tool output with an accent"
+    size = sys.getsizeof(text)
+    counter = TokenCounter("gpt-5")
+    assert counter.count(text) > 0
+    assert sys.getsizeof(text) == size
