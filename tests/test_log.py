@@ -921,3 +921,41 @@ def test_run42_and_converted_logs_follow_the_ordering_rules():
     from replay import load
 
     assert load(RUN42, strict=True).skipped == []
+
+
+def _assistant(ts: str, *calls: tuple[str, str], **fields) -> str:
+    blocks = [{"type": "tool_call", "id": i, "name": name, "arguments": {}} for i, name in calls]
+    return json.dumps({"type": "assistant", "ts": ts, "blocks": blocks, **fields})
+
+
+def _result(ts: str, call_id: str, tool_name: str, **fields) -> str:
+    return json.dumps({"type": "tool_result", "ts": ts, "call_id": call_id,
+                       "tool_name": tool_name, "output": "x", **fields})
+
+
+def test_a_call_never_sent_back_is_still_answered_once_by_a_result_that_is_a_message(tmp_path):
+    """docs/log-format.md: a `tool_result` follows the `assistant` event holding its call and
+    answers it once, the response sent back or not (`in_context: false`: the call is only not
+    due at the next request); a `tool_result` is a message a request's prompt is built from."""
+    aborted = _assistant("2026-03-02T09:00:01Z", ("c1", "read_file"), in_context=False)
+    result = _result("2026-03-02T09:00:02Z", "c1", "read_file")
+    request = '{"type":"request","ts":"2026-03-02T09:00:03Z","request_id":"r1"}'
+    path = _write(tmp_path, HEADER, aborted, result, request, result)
+    session = read_log(path, check_pairs=True)
+    assert [(e.line, e.expected) for e in session.skipped] == [
+        (5, "expected one tool_result per call: call id 'c1' was already answered on line 3")
+    ]
+    assert [r.request_id for r in session.requests()] == ["r1"]
+
+
+def test_a_result_for_a_server_side_call_answers_no_call(tmp_path):
+    """A `server_side` call ran at the provider: no `tool_result` follows it
+    (docs/log-format.md), so one naming it matches no call (reported at its line)."""
+    assistant = json.loads(_assistant("2026-03-02T09:00:03Z", ("ws1", "web_search")))
+    assistant["blocks"][0]["server_side"] = True
+    result = _result("2026-03-02T09:00:04Z", "ws1", "web_search")
+    path = _write(tmp_path, HEADER, USER, REQUEST, json.dumps(assistant), result)
+    session = read_log(path, check_pairs=True)
+    assert [e.line for e in session.skipped] == [5]
+    assert "call id 'ws1' matches no earlier tool_call of thread 'main'" in str(session.skipped[0])
+
