@@ -959,3 +959,36 @@ def test_a_result_for_a_server_side_call_answers_no_call(tmp_path):
     assert [e.line for e in session.skipped] == [5]
     assert "call id 'ws1' matches no earlier tool_call of thread 'main'" in str(session.skipped[0])
 
+
+def test_placeholders_answer_every_unanswered_call_in_call_order_in_its_thread(tmp_path):
+    """Each call unanswered at its thread's next request is reported there and gets an empty
+    error result (`synthetic: "missing tool result"`) inserted before the request, in call
+    order, in the call's thread, at the request's time (docs/log-format.md); a result logged
+    later answers a call already answered."""
+    sub = {"thread": "sub"}
+    lines = [
+        HEADER,
+        '{"type":"thread","ts":"2026-03-02T09:00:01Z","thread_id":"sub"}',
+        '{"type":"user","ts":"2026-03-02T09:00:02Z","text":"look","thread":"sub"}',
+        '{"type":"request","ts":"2026-03-02T09:00:03Z","request_id":"r1","thread":"sub"}',
+        _assistant("2026-03-02T09:00:04Z", ("c2", "grep"), ("c1", "read_file"), **sub),
+        '{"type":"request","ts":"2026-03-02T09:00:05Z","request_id":"r2","thread":"sub"}',
+        _result("2026-03-02T09:00:06Z", "c1", "read_file", **sub),
+    ]
+    path = _write(tmp_path, *lines)
+    session = read_log(path, check_pairs=True)
+    added = "a placeholder error result was added"
+    assert [(e.line, e.expected) for e in session.skipped] == [
+        (6, f"expected a tool_result for call 'c2' (grep, line 5) before request r2; {added}"),
+        (6, f"expected a tool_result for call 'c1' (read_file, line 5) before request r2; {added}"),
+        (7, "expected one tool_result per call: call id 'c1' was already answered on line 6"),
+    ]
+    second = session.requests()[1]
+    placeholders = session.events[4:6]
+    assert session.events[6] is second
+    assert [(p.call_id, p.tool_name, p.thread, p.output, p.is_error, p.synthetic, p.ts)
+            for p in placeholders] == [
+        (call, name, "sub", "", True, "missing tool result", second.ts)
+        for call, name in [("c2", "grep"), ("c1", "read_file")]
+    ]
+
