@@ -992,3 +992,15 @@ def test_placeholders_answer_every_unanswered_call_in_call_order_in_its_thread(t
         for call, name in [("c2", "grep"), ("c1", "read_file")]
     ]
 
+
+def test_a_compaction_names_the_first_of_the_ids_it_replaces_that_name_nothing(tmp_path):
+    compaction = (
+        '{"type":"compaction","ts":"2026-03-02T09:00:03Z","summary":"s",'
+        '"replaces":["e2","e8","e9"]}'
+    )
+    user = USER.replace('"type":"user",', '"type":"user","id":"e2",')
+    session = read_log(_write(tmp_path, HEADER, user, REQUEST, compaction), check_pairs=True)
+    assert [(e.line, e.expected) for e in session.skipped] == [
+        (4, "expected `replaces` to name earlier events: 2 of its ids name none (first: 'e8'); "
+            "they are ignored")
+    ]
