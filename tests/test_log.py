@@ -1004,3 +1004,28 @@ def test_a_compaction_names_the_first_of_the_ids_it_replaces_that_name_nothing(t
         (4, "expected `replaces` to name earlier events: 2 of its ids name none (first: 'e8'); "
             "they are ignored")
     ]
+
+
+def test_each_thread_pairs_its_own_calls_and_needs_its_own_message(tmp_path):
+    """docs/log-format.md: a `tool_result` answers a call of the same thread, and a `request`
+    follows a message of its thread: another thread's call or message does not count."""
+    sub = {"thread": "sub"}
+    lines = [
+        HEADER,
+        USER,
+        REQUEST,
+        _assistant("2026-03-02T09:00:03Z", ("c1", "read_file"), request_id="r1"),
+        '{"type":"thread","ts":"2026-03-02T09:00:04Z","thread_id":"sub"}',
+        '{"type":"request","ts":"2026-03-02T09:00:05Z","request_id":"r2","thread":"sub"}',
+        '{"type":"user","ts":"2026-03-02T09:00:06Z","text":"look","thread":"sub"}',
+        _result("2026-03-02T09:00:07Z", "c1", "read_file", **sub),
+        _result("2026-03-02T09:00:08Z", "c1", "read_file"),
+        '{"type":"request","ts":"2026-03-02T09:00:09Z","request_id":"r3"}',
+    ]
+    session = read_log(_write(tmp_path, *lines), check_pairs=True)
+    assert [(e.line, e.expected) for e in session.skipped] == [
+        (6, "expected a message of thread 'sub' before request r2"),
+        (8, "expected a tool_result to answer a tool call: call id 'c1' matches no earlier "
+            "tool_call of thread 'sub'"),
+    ]
+    assert [r.request_id for r in session.requests()] == ["r1", "r3"]
