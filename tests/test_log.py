@@ -1029,3 +1029,13 @@ def test_each_thread_pairs_its_own_calls_and_needs_its_own_message(tmp_path):
             "tool_call of thread 'sub'"),
     ]
     assert [r.request_id for r in session.requests()] == ["r1", "r3"]
+
+
+def test_an_orphan_result_answers_nothing_even_when_repeated(tmp_path):
+    """A result whose call id matches no call answers nothing: a second one naming that id is
+    an orphan too, reported at its line, not a second answer."""
+    orphan = _result("2026-03-02T09:00:03Z", "c9", "read_file")
+    session = read_log(_write(tmp_path, HEADER, USER, orphan, orphan, REQUEST), check_pairs=True)
+    unknown = ("expected a tool_result to answer a tool call: call id 'c9' matches no earlier "
+               "tool_call of thread 'main'")
+    assert [(e.line, e.expected) for e in session.skipped] == [(3, unknown), (4, unknown)]
