@@ -622,3 +622,14 @@ def test_prefix_keys_chained_after_a_longer_previous_request_are_the_request_s_o
     assert R._prefix_keys(long, None) == list(long.prefix_keys)
     other = _fresh(r, items, system=SYSTEM, tools=TOOLS, thread="main", model="gpt-5-mini")
     assert R._prefix_keys(other, long) == chain_keys("gpt-5-mini", None, long.block_ids.tolist())
+
+
+def test_first_difference_is_the_first_differing_index_or_none_for_a_prefix():
+    from replay.render import first_difference
+
+    ids = np.array([4, 7, 9, 1], dtype=np.int64)
+    assert first_difference(ids, np.array([4, 8, 9, 2], dtype=np.int64)) == 1  # not 3
+    assert first_difference(ids, ids[:2]) is None and first_difference(ids[:2], ids) is None
+    empty = np.array([], dtype=np.int64)
+    assert first_difference(empty, ids) is None and first_difference(ids, empty) is None
+    assert first_difference(ids, ids.copy()) is None
