@@ -633,3 +633,22 @@ def test_first_difference_is_the_first_differing_index_or_none_for_a_prefix():
     empty = np.array([], dtype=np.int64)
     assert first_difference(empty, ids) is None and first_difference(ids, empty) is None
     assert first_difference(ids, ids.copy()) is None
+
+
+def test_a_long_first_view_and_a_long_extension_grow_the_columns_keeping_their_blocks():
+    """A view of more blocks than twice the columns' capacity, rendered in one go, then a
+    thread extended in place far past it: the buffers grow and the blocks written before
+    stay (an earlier request keeps its own)."""
+    r = Renderer(counter_for("gpt-5"))
+    long = [UserItem(f"message {k}") for k in range(150)]
+    req = _render(r, long)
+    assert len(req.block_ids) == len(TOOLS) + 1 + 150
+    _assert_same_blocks(req, _fresh(r, long, system=SYSTEM, tools=TOOLS, thread="other",
+                                    model="gpt-5"))
+    r = Renderer(counter_for("gpt-5"))
+    short = [UserItem("go"), AssistantItem((Block("text", text="ok"),))]
+    first = _render(r, short)
+    longer = _render(r, [*short, *long])
+    for req, view in ((first, short), (longer, [*short, *long])):
+        _assert_same_blocks(req, _fresh(r, view, system=SYSTEM, tools=TOOLS, thread="other",
+                                        model="gpt-5"))
