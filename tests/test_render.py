@@ -652,3 +652,65 @@ def test_a_long_first_view_and_a_long_extension_grow_the_columns_keeping_their_b
     for req, view in ((first, short), (longer, [*short, *long])):
         _assert_same_blocks(req, _fresh(r, view, system=SYSTEM, tools=TOOLS, thread="other",
                                         model="gpt-5"))
+
+
+def test_a_run_copied_after_new_items_takes_no_mark_from_before_the_run_in_the_old_view():
+    """The copied run holds no user turn; the old view's is before the run (and its last one
+    after it): the new view's last user turn is the new first turn, not a block the old one's
+    position maps to."""
+    steps = [AssistantItem((Block("text", text=f"step {k}"),)) for k in range(5)]
+    old = [UserItem("first turn"), *steps, UserItem("last turn")]
+    new = [UserItem("another first turn"), AssistantItem((Block("text", text="extra"),)),
+           *steps, AssistantItem((Block("text", text="end"),))]
+    r, req = _kept_then_copied(old, new)
+    assert r.walked == 3  # the run of steps was copied
+    assert req.kind_index.last_turn == req.kind_index.last_user_role == len(TOOLS) + 1
+
+
+def test_many_blocks_appended_without_a_user_turn_keep_the_marks_of_those_kept():
+    """More blocks than the Python loop takes, none a user turn: the last user turn (and
+    user-role block) is still the one the kept blocks hold."""
+    first = [UserItem("go")]
+    more = [AssistantItem((Block("text", text=f"step {k}"),)) for k in range(40)]
+    r, req = _kept_then_copied(first, [*first, *more])
+    assert r.walked == len(more)
+    index = req.kind_index
+    assert index.last_turn == index.last_user_role == len(TOOLS) + 1
+    assert index.last_non_thinking == len(req.kinds) - 1
+
+
+def test_a_run_copied_from_block_0_of_a_headless_view_keeps_its_first_thinking_block():
+    """No tools, no system prompt: the old view's first block is its first thinking block; a
+    run copied from there after a new first item still holds it."""
+    thought = AssistantItem((Block("thinking", text="plan"), Block("text", text="start")))
+    items = [thought, *[UserItem(f"turn {k}") for k in range(4)]]
+    new = [UserItem("said first"), *items]
+    r, req = _kept_then_copied(items, new, system="", tools=[])
+    assert r.walked == 1
+    assert req.kind_index.first_thinking == 1
+
+
+def test_a_run_copied_up_to_the_old_view_s_last_turn_ends_before_it():
+    """The old view's last user turn is the block right after the copied run: the new view's
+    is the last one inside the run, not the block that follows the run here."""
+    items = _turns(7)  # user, assistant, ..., user (6)
+    new = [UserItem("rewritten first turn"), *items[1:6],
+           AssistantItem((Block("text", text="new end"),))]
+    r, req = _kept_then_copied(items, new)
+    assert r.walked == 2
+    assert int(req.item_index[req.kind_index.last_turn]) == 4
+    assert int(req.item_index[req.kind_index.last_user_role]) == 4
+
+
+def test_a_copied_run_s_first_thinking_block_is_its_first_not_its_last():
+    """The old view's first thinking block is before the run copied; the run holds two: the
+    new view's first thinking block is the first of those."""
+    def thought(k):
+        return AssistantItem((Block("thinking", text=f"think {k}"), Block("text", text=f"do {k}")))
+
+    old = [thought(0), UserItem("u1"), thought(2), UserItem("u3"), thought(4), UserItem("u5")]
+    new = [UserItem("new first"), *old[1:]]
+    r, req = _kept_then_copied(old, new)
+    assert r.walked == 1
+    assert int(req.item_index[req.kind_index.first_thinking]) == 2
+    assert req.kinds[req.kind_index.first_thinking] == "thinking"
