@@ -714,3 +714,14 @@ def test_a_copied_run_s_first_thinking_block_is_its_first_not_its_last():
     assert r.walked == 1
     assert int(req.item_index[req.kind_index.first_thinking]) == 2
     assert req.kinds[req.kind_index.first_thinking] == "thinking"
+
+
+def test_many_blocks_appended_after_none_find_their_first_thinking_block_in_place():
+    """More blocks than the Python loop takes, the first thinking block among them (none in
+    the blocks kept): its position counts the blocks before it."""
+    first = [UserItem("go")]
+    more = [AssistantItem((Block("text", text=f"step {k}"),)) for k in range(36)]
+    more.append(AssistantItem((Block("thinking", text="now think"), Block("text", text="done"))))
+    r, req = _kept_then_copied(first, [*first, *more])
+    assert r.walked == len(more)
+    assert req.kind_index.first_thinking == len(TOOLS) + 1 + 1 + 36
