@@ -725,3 +725,51 @@ def test_many_blocks_appended_after_none_find_their_first_thinking_block_in_plac
     r, req = _kept_then_copied(first, [*first, *more])
     assert r.walked == len(more)
     assert req.kind_index.first_thinking == len(TOOLS) + 1 + 1 + 36
+
+
+def test_the_hidden_prefix_is_one_block_of_exactly_its_size_per_part_after_the_system_prompt():
+    """docs/adapters.md: `hidden_tokens=N` adds one fixed-size `system` block of exactly N
+    tokens right after the system prompt (one block per part for a tuple of sizes); a part of
+    0 is no block (a harness that logs its whole prompt leaves it out)."""
+    from replay.render._render import HIDDEN_PREFIX_TEXT
+
+    r = Renderer(counter_for("gpt-5"))
+    items = [UserItem("go")]
+
+    def head(hidden):
+        return r.render(items, system=SYSTEM, tools=TOOLS, index=0, request_id="r",
+                        thread="main", ts=TS, model="gpt-5", provider="openai",
+                        hidden_tokens=hidden)
+
+    plain = _render(r, items)
+    one = head(3000)
+    assert list(one.kinds) == ["tool", "tool", "system", "system", "user"]
+    assert one.block_tokens.tolist()[3] == 3000
+    assert one.block_tokens.tolist()[:3] == plain.block_tokens.tolist()[:3]
+    assert r.table.text_of(int(one.block_ids[3])) == HIDDEN_PREFIX_TEXT
+    assert one.total == plain.total + 3000
+    parts = head((1000, 0, 2000))
+    assert list(parts.kinds) == ["tool", "tool", "system", "system", "system", "user"]
+    assert parts.block_tokens.tolist()[3:5] == [1000, 2000]
+    assert parts.kind_index.head_end == 4 and one.kind_index.head_end == 3
+    assert head(0).block_ids.tolist() == plain.block_ids.tolist()
+
+
+def test_a_new_head_version_without_an_unlogged_part_resends_the_system_prompt_same_size():
+    """A restarted harness re-sends its head as other content of the same size: with no
+    unlogged part, the logged system prompt's (version 0 is the prompt as logged)."""
+    from replay.prefix import prefix_diff
+
+    r = Renderer(counter_for("gpt-5"))
+    items = _conversation()
+
+    def head(version):
+        return r.render(items, system=SYSTEM, tools=TOOLS, index=version, request_id="r",
+                        thread="main", ts=TS, model="gpt-5", provider="openai",
+                        head_version=version)
+
+    before, after = head(0), head(1)
+    assert r.table.text_of(int(before.block_ids[2])) == SYSTEM
+    assert before.block_ids[2] != after.block_ids[2]
+    assert before.block_tokens.tolist() == after.block_tokens.tolist()
+    assert prefix_diff(before, after, r.table).first_mismatch_block == 2
