@@ -773,3 +773,15 @@ def test_a_new_head_version_without_an_unlogged_part_resends_the_system_prompt_s
     assert before.block_ids[2] != after.block_ids[2]
     assert before.block_tokens.tolist() == after.block_tokens.tolist()
     assert prefix_diff(before, after, r.table).first_mismatch_block == 2
+
+
+def test_the_request_carries_its_recorded_output_and_whether_it_was_estimated():
+    r = Renderer(counter_for("gpt-5"))
+    req = r.render([UserItem("go")], system=SYSTEM, tools=TOOLS, index=3, request_id="r3",
+                   thread="sub", ts=TS, model="gpt-5", provider="openai", output_tokens=250,
+                   estimated_output=False)
+    assert (req.index, req.request_id, req.thread, req.ts) == (3, "r3", "sub", TS)
+    assert (req.model, req.provider) == ("gpt-5", "openai")
+    assert (req.output_tokens, req.estimated_output) == (250, False)
+    default = _render(r, [UserItem("go")])
+    assert (default.output_tokens, default.estimated_output) == (0, True)
