@@ -785,3 +785,26 @@ def test_the_request_carries_its_recorded_output_and_whether_it_was_estimated():
     assert (req.output_tokens, req.estimated_output) == (250, False)
     default = _render(r, [UserItem("go")])
     assert (default.output_tokens, default.estimated_output) == (0, True)
+
+
+def test_a_user_message_known_only_by_its_size_counts_that_size():
+    """`UserItem.estimated_tokens`: a message known only by its size (context the log does
+    not hold) bills that size (plus its message framing), whatever its placeholder text."""
+    r = Renderer(counter_for("gpt-5"))
+    req = _render(r, [UserItem("[injected context]", estimated_tokens=1234)], system="",
+                  tools=[])
+    info = r.table.blocks[int(req.block_ids[0])]
+    overhead = r.table.counter.family.message_overhead
+    assert (info.tokens, info.overhead, info.sized_only) == (1234 + overhead, overhead, True)
+    assert req.total == 1234 + overhead
+
+
+def test_an_empty_assistant_turn_still_frames_a_message():
+    r = Renderer(counter_for("gpt-5"))
+    req = _render(r, [UserItem("go"), AssistantItem(()), UserItem("again")], system="",
+                  tools=[])
+    assert list(req.kinds) == ["user", "text", "user"]
+    assert req.item_index.tolist() == [0, 1, 2]
+    info = r.table.blocks[int(req.block_ids[1])]
+    overhead = r.table.counter.family.message_overhead
+    assert (info.text, info.starts_message, info.tokens) == ("", True, overhead)
