@@ -808,3 +808,33 @@ def test_an_empty_assistant_turn_still_frames_a_message():
     info = r.table.blocks[int(req.block_ids[1])]
     overhead = r.table.counter.family.message_overhead
     assert (info.text, info.starts_message, info.tokens) == ("", True, overhead)
+
+
+def test_a_view_list_changed_by_the_caller_after_rendering_renders_as_changed():
+    """Without `hand_over` the renderer keeps a copy of the view: a caller that changes its list
+    in place and renders it again gets the changed view's blocks."""
+    r = Renderer(counter_for("gpt-5"))
+    view = _conversation()
+    _render(r, view)
+    view[3] = UserItem("A different last message.")
+    req = _render(r, view)
+    _assert_same_blocks(req, _fresh(r, view, system=SYSTEM, tools=TOOLS, thread="main",
+                                    model="gpt-5"))
+    assert r.table.text_of(int(req.block_ids[-1])) == "A different last message."
+
+
+def test_items_rendered_by_two_renderers_take_each_renderer_s_own_blocks():
+    """An item keeps the first renderer's blocks on itself; another renderer (another block
+    table, other ids) renders it with its own table's ids, then and later."""
+    items = _conversation()
+    first = Renderer(counter_for("gpt-5"))
+    _render(first, items)
+    second = Renderer(counter_for("gpt-5"))
+    _render(second, [UserItem("something else first")], system="other", tools=[])
+    for _ in range(2):
+        req = _render(second, items)
+        texts = [second.table.text_of(int(i)) for i in req.block_ids[3:]]
+        assert texts[0] == "Fix the failing test." and texts[-1] == "Also keep the style."
+        second.forget_thread("main")
+    again = _render(first, items)
+    assert [first.table.text_of(int(i)) for i in again.block_ids[3:]] == texts
