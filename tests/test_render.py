@@ -838,3 +838,28 @@ def test_items_rendered_by_two_renderers_take_each_renderer_s_own_blocks():
         second.forget_thread("main")
     again = _render(first, items)
     assert [first.table.text_of(int(i)) for i in again.block_ids[3:]] == texts
+
+
+def test_packing_items_compresses_the_blocks_they_added_from_since_on():
+    """`pack_items(items, since, start)`: the long contents of the blocks `items[start:]`
+    added to the table (ids from `since` on) are packed and read back the same; older blocks,
+    short ones and those of the items before `start` are not."""
+    from replay.render._request import PACK_MIN_CHARS
+
+    r = Renderer(counter_for("gpt-5"))
+    old = "an old transcript line\n" * 40
+    base = [UserItem("summarize"), UserItem(old)]
+    _render(r, base)
+    since = len(r.table)
+    long = ["new transcript line {k}\n" * 40 for k in range(2)]
+    items = [*base, UserItem(long[0]), ToolResultItem("c", "read_file", long[1]), UserItem("ok")]
+    req = _render(r, items)
+    assert all(len(t) >= PACK_MIN_CHARS for t in (old, *long))
+    new_ids = [int(i) for i in req.block_ids[-3:]]
+    assert new_ids[0] == since
+    r.pack_items(items, since, start=3)  # the first new item rendered before: not packed
+    assert [r.table.texts[i] is None for i in new_ids] == [False, True, False]
+    r.pack_items(items, since)
+    assert [r.table.texts[i] is None for i in new_ids] == [True, True, False]
+    assert r.table.texts[int(req.block_ids[-4])] == old  # added before `since`
+    assert [r.table.text_of(i) for i in new_ids[:2]] == long
