@@ -863,3 +863,17 @@ def test_packing_items_compresses_the_blocks_they_added_from_since_on():
     assert [r.table.texts[i] is None for i in new_ids] == [True, True, False]
     assert r.table.texts[int(req.block_ids[-4])] == old  # added before `since`
     assert [r.table.text_of(i) for i in new_ids[:2]] == long
+
+
+def test_a_tool_definition_block_is_its_three_fields_defaults_included():
+    """docs/log-format.md: a tool is `{name, description, input_schema}` as the request's
+    `tools` list sends it; one logged without a schema still sends an empty one."""
+    import json
+
+    r = Renderer(counter_for("gpt-5"))
+    req = _render(r, [UserItem("go")])
+    sent = [json.loads(r.table.text_of(int(i))) for i in req.block_ids[:2]]
+    assert sent == [
+        {"name": "read_file", "description": "Read a file.", "input_schema": {"type": "object"}},
+        {"name": "run_tests", "description": "Run the tests.", "input_schema": {}},
+    ]
