@@ -877,3 +877,16 @@ def test_a_tool_definition_block_is_its_three_fields_defaults_included():
         {"name": "read_file", "description": "Read a file.", "input_schema": {"type": "object"}},
         {"name": "run_tests", "description": "Run the tests.", "input_schema": {}},
     ]
+
+
+def test_a_thread_sent_with_other_tool_definitions_renders_them():
+    r = Renderer(counter_for("gpt-5"))
+    items = _conversation()
+    _render(r, items)
+    fewer = [TOOLS[1]]
+    req = _render(r, items, tools=fewer)
+    assert list(req.kinds[:2]) == ["tool", "system"]
+    _assert_same_blocks(req, _fresh(r, items, system=SYSTEM, tools=fewer, thread="main",
+                                    model="gpt-5"))
+    again = _render(r, items)
+    assert list(again.kinds[:3]) == ["tool", "tool", "system"]
