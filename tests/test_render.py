@@ -890,3 +890,20 @@ def test_a_thread_sent_with_other_tool_definitions_renders_them():
                                     model="gpt-5"))
     again = _render(r, items)
     assert list(again.kinds[:3]) == ["tool", "tool", "system"]
+
+
+def test_a_thread_extends_its_own_view_when_the_fork_shares_no_more_of_it():
+    """`fork`: another thread's last view is used only when it shares more of the new view than
+    the thread's own; as much, and the thread extends its own buffer in place."""
+    r = Renderer(counter_for("gpt-5"))
+    items = _conversation()
+
+    def send(thread, view, fork=None):
+        return r.render(view, system=SYSTEM, tools=TOOLS, index=0, request_id="r",
+                        thread=thread, ts=TS, model="gpt-5", provider="openai", fork=fork)
+
+    send("main", items)
+    sub = send("sub", items, fork="main")
+    send("main", [*items, UserItem("main goes on")])
+    more = send("sub", [*items, UserItem("sub goes on")], fork="main")
+    assert np.shares_memory(more.block_ids, sub.block_ids)
