@@ -907,3 +907,25 @@ def test_a_thread_extends_its_own_view_when_the_fork_shares_no_more_of_it():
     send("main", [*items, UserItem("main goes on")])
     more = send("sub", [*items, UserItem("sub goes on")], fork="main")
     assert np.shares_memory(more.block_ids, sub.block_ids)
+
+
+def test_packing_items_lets_the_token_memo_drop_their_texts():
+    """`pack_items` releases the packed texts from the token memo too: nothing keeps a
+    packed transcript alive once the renderer forgets the view."""
+    import gc
+    import weakref
+
+    class Text(str):  # a str that can be watched (same hash and equality as its value)
+        pass
+
+    r = Renderer(counter_for("gpt-5"))
+    text = Text("a long summarizer transcript line\n" * 40)
+    watch = weakref.ref(text)
+    since = len(r.table)
+    items = [UserItem("summarize"), UserItem(text)]
+    _render(r, items)
+    r.pack_items(items, since)
+    r.forget_thread("main")
+    del text, items
+    gc.collect()
+    assert watch() is None
