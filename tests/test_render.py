@@ -929,3 +929,16 @@ def test_packing_items_lets_the_token_memo_drop_their_texts():
     del text, items
     gc.collect()
     assert watch() is None
+
+
+def test_a_summary_sent_as_the_user_s_is_the_last_user_turn():
+    """`KindIndex`: the last user turn is the last user or summary block, and a summary is a
+    user-role block; one sent as the assistant's text is neither."""
+    r = Renderer(counter_for("gpt-5"))
+    steps = [UserItem("go"), AssistantItem((Block("text", text="done"),))]
+    req = _render(r, [*steps, SummaryItem("what happened", role="user")], system="", tools=[])
+    assert list(req.kinds) == ["user", "text", "summary"]
+    assert (req.kind_index.last_turn, req.kind_index.last_user_role) == (2, 2)
+    assert (KindIndex.of(req.kinds).last_turn, KindIndex.of(req.kinds).last_user_role) == (2, 2)
+    req = _render(r, [*steps, SummaryItem("what I did", role="assistant")], system="", tools=[])
+    assert (req.kind_index.last_turn, req.kind_index.last_user_role) == (0, 0)
