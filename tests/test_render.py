@@ -942,3 +942,12 @@ def test_a_summary_sent_as_the_user_s_is_the_last_user_turn():
     assert (KindIndex.of(req.kinds).last_turn, KindIndex.of(req.kinds).last_user_role) == (2, 2)
     req = _render(r, [*steps, SummaryItem("what I did", role="assistant")], system="", tools=[])
     assert (req.kind_index.last_turn, req.kind_index.last_user_role) == (0, 0)
+
+
+def test_a_view_rendered_with_new_tool_definition_objects_renders_those():
+    """Tool definitions are told apart by object: ones freed after a request do not lend their
+    identity (and blocks) to new ones."""
+    r = Renderer(counter_for("gpt-5"))
+    for k in range(30):
+        req = _render(r, [UserItem("go")], tools=[ToolDef(name=f"tool_{k}", description=f"{k}")])
+        assert r.table.text_of(int(req.block_ids[0])).count(f'"tool_{k}"') == 1
