@@ -951,3 +951,18 @@ def test_a_view_rendered_with_new_tool_definition_objects_renders_those():
     for k in range(30):
         req = _render(r, [UserItem("go")], tools=[ToolDef(name=f"tool_{k}", description=f"{k}")])
         assert r.table.text_of(int(req.block_ids[0])).count(f'"tool_{k}"') == 1
+
+
+def test_a_list_prefix_slices_pickles_and_compares_as_its_own_elements():
+    """A `ListPrefix` is a view of the first n elements: its slices stop there, it pickles
+    as a plain list of them, and two prefixes of one list compare by their own lengths."""
+    import pickle
+
+    from replay.render._request import ListPrefix
+
+    items = ["tool", "system", "user", "text"]
+    prefix = ListPrefix(items, 3)
+    assert prefix[1:] == ["system", "user"] and prefix[:] == items[:3]
+    back = pickle.loads(pickle.dumps(prefix))
+    assert type(back) is list and back == items[:3]
+    assert prefix == ListPrefix(items, 3) and prefix != ListPrefix(items, 4)
