@@ -966,3 +966,16 @@ def test_a_list_prefix_slices_pickles_and_compares_as_its_own_elements():
     back = pickle.loads(pickle.dumps(prefix))
     assert type(back) is list and back == items[:3]
     assert prefix == ListPrefix(items, 3) and prefix != ListPrefix(items, 4)
+
+
+def test_array_views_compare_by_their_elements_and_read_them_as_python_values():
+    from replay.render._request import IntsView, KindNames
+
+    ints = IntsView(np.array([5, 6, 7], dtype=np.int64))
+    assert ints == IntsView(np.array([5, 6, 7], dtype=np.int64))
+    assert ints != IntsView(np.array([5, 6, 8], dtype=np.int64))
+    assert ints == [5, 6, 7] and ints != [5, 6] and ints != [5, 6, 7, 8]
+    assert type(ints[0]) is int and ints[1:] == [6, 7]
+    kinds = KindNames(np.array([0, 1, 2, 7], dtype=np.int8))
+    assert kinds[0] == "tool" and kinds[-1] == "tool_result"
+    assert kinds == ["tool", "system", "user", "tool_result"] and kinds != ["tool", "system"]
