@@ -979,3 +979,24 @@ def test_array_views_compare_by_their_elements_and_read_them_as_python_values():
     kinds = KindNames(np.array([0, 1, 2, 7], dtype=np.int8))
     assert kinds[0] == "tool" and kinds[-1] == "tool_result"
     assert kinds == ["tool", "system", "user", "tool_result"] and kinds != ["tool", "system"]
+
+
+def test_kind_index_of_kinds_built_elsewhere():
+    """`KindIndex.of`, field by field as documented: the head's last block, the last user or
+    summary block, the last user-role block (tool results included), the last block that is
+    not thinking, the first thinking block; -1 for none."""
+    kinds = ["tool", "system", "user", "thinking", "text", "tool_call", "tool_call",
+             "tool_result", "tool_result", "thinking"]
+    index = KindIndex.of(kinds)
+    assert index.codes.tolist() == [0, 1, 2, 5, 4, 6, 6, 7, 7, 5]
+    assert (index.head_end, index.last_turn, index.last_user_role) == (1, 2, 8)
+    assert (index.last_non_thinking, index.first_thinking) == (8, 3)
+    assert not index.thinking_before_turn
+    none = KindIndex.of(["text", "tool_call"])
+    assert (none.head_end, none.last_turn, none.last_user_role, none.first_thinking) == (
+        -1, -1, -1, -1
+    )
+    assert none.last_non_thinking == 1 and not none.thinking_before_turn
+    assert KindIndex.of(["tool", "system"]).head_end == 1
+    assert KindIndex.of(["thinking", "user"]).thinking_before_turn
+    assert not KindIndex.of(["user", "text"]).thinking_before_turn  # no thinking block at all
