@@ -1000,3 +1000,16 @@ def test_kind_index_of_kinds_built_elsewhere():
     assert KindIndex.of(["tool", "system"]).head_end == 1
     assert KindIndex.of(["thinking", "user"]).thinking_before_turn
     assert not KindIndex.of(["user", "text"]).thinking_before_turn  # no thinking block at all
+
+
+def test_a_request_s_total_message_ends_and_tokens_before_on_small_views():
+    r = Renderer(counter_for("gpt-5"))
+    empty = _render(r, [], system="", tools=[])
+    assert empty.total == 0 and len(empty.block_ids) == 0 and empty.message_ends() == []
+    one = _render(r, [UserItem("only")], system="", tools=[])
+    assert one.message_ends() == [0] and one.tokens_before(0) == 0
+    two = _render(r, [UserItem("a"), AssistantItem((Block("text", text="b"),
+                                                     Block("text", text="c")))],
+                  system="", tools=[])
+    assert two.message_ends() == [0, 2]
+    assert two.tokens_before(2) == int(two.block_tokens[0] + two.block_tokens[1])
