@@ -1013,3 +1013,32 @@ def test_a_request_s_total_message_ends_and_tokens_before_on_small_views():
                   system="", tools=[])
     assert two.message_ends() == [0, 2]
     assert two.tokens_before(2) == int(two.block_tokens[0] + two.block_tokens[1])
+
+
+def test_a_block_of_the_minimum_packed_length_packs_and_keeps_its_id():
+    """`PACK_MIN_CHARS`: shorter contents are not packed; one that long is, and interning it
+    again (as it was or known only by its size) finds the same block by its digest."""
+    import gc
+    import weakref
+
+    from replay.render._request import PACK_MIN_CHARS
+
+    class Text(str):  # a str that can be watched (same hash and equality as its value)
+        pass
+
+    r = Renderer(counter_for("gpt-5"))
+    t = r.table
+    content = "y" * PACK_MIN_CHARS
+    assert t.pack(t.intern("user", "z" * (PACK_MIN_CHARS - 1), True)) is None
+    block = t.intern("user", content, True)
+    assert t.pack(block) == content and t.texts[block] is None
+    assert t.intern("user", content, True) == block and t.text_of(block) == content
+    text = Text("w" * PACK_MIN_CHARS)
+    watch = weakref.ref(text)
+    sized = t.intern("user", text, True, 300)
+    assert t.pack(sized) == text
+    del text
+    gc.collect()
+    assert watch() is None  # not kept alive by the table's keys
+    assert t.intern("user", "w" * PACK_MIN_CHARS, True, 300) == sized
+    assert t.intern("user", "w" * PACK_MIN_CHARS, True, 301) != sized
