@@ -1042,3 +1042,22 @@ def test_a_block_of_the_minimum_packed_length_packs_and_keeps_its_id():
     assert watch() is None  # not kept alive by the table's keys
     assert t.intern("user", "w" * PACK_MIN_CHARS, True, 300) == sized
     assert t.intern("user", "w" * PACK_MIN_CHARS, True, 301) != sized
+
+
+def test_prefix_keys_are_equal_only_for_equal_prefixes_of_one_model():
+    """`prefix_keys[i]`: the chained hash of blocks 0..i, and of the model the keys are chained
+    for: a prompt that differs at its first block differs at every key after it, and the same
+    prompt for another model shares no key."""
+    r = Renderer(counter_for("gpt-5"))
+    tail = [AssistantItem((Block("text", text="same reply"),)), UserItem("same next turn")]
+    one = _fresh(r, [UserItem("first"), *tail], system="", tools=[], thread="a", model="gpt-5")
+    two = _fresh(r, [UserItem("second"), *tail], system="", tools=[], thread="b", model="gpt-5")
+    assert one.block_ids.tolist()[1:] == two.block_ids.tolist()[1:]
+    assert all(a != b for a, b in zip(one.prefix_keys, two.prefix_keys, strict=True))
+    same = _fresh(r, [UserItem("first"), *tail[:1]], system="", tools=[], thread="c",
+                  model="gpt-5")
+    assert list(same.prefix_keys) == list(one.prefix_keys)[:2]
+    mini = _fresh(r, [UserItem("first"), *tail], system="", tools=[], thread="a",
+                  model="gpt-5-mini")
+    assert mini.block_ids.tolist() == one.block_ids.tolist()
+    assert not set(mini.prefix_keys) & set(one.prefix_keys)
