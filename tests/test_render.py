@@ -1061,3 +1061,16 @@ def test_prefix_keys_are_equal_only_for_equal_prefixes_of_one_model():
                   model="gpt-5-mini")
     assert mini.block_ids.tolist() == one.block_ids.tolist()
     assert not set(mini.prefix_keys) & set(one.prefix_keys)
+
+
+def test_a_tool_call_that_opens_its_message_pays_the_framing_and_the_call_syntax():
+    """A message pays its framing once and a tool call pays its syntax on top: a call that
+    opens the assistant's message pays both."""
+    r = Renderer(counter_for("gpt-5"))
+    call = Block("tool_call", call_id="c1", name="run_tests", arguments={})
+    req = _render(r, [UserItem("go"), AssistantItem((call,))], system="", tools=[])
+    info = r.table.blocks[int(req.block_ids[1])]
+    fam = r.table.counter.family
+    assert info.kind == "tool_call" and info.starts_message
+    assert info.overhead == fam.message_overhead + fam.tool_call_overhead
+    assert info.tokens == info.overhead + r.table.counter.count(info.text)
