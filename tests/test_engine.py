@@ -839,3 +839,33 @@ def test_a_changed_system_prompt_is_a_prefix_break_but_no_unnamed_rewrite():
     tables = ResultTables.of(records)
     assert tables.unnamed_rewrites == {"baseline": 1}  # "tidy" has none: not listed
     assert tables.mentions == {}  # no hidden mention anywhere: nothing listed
+
+
+# --- what the engine hands strategies and records (engine mutation pass) --------------------
+
+
+def _four_reads(provider: str = "anthropic"):
+    turns = [gen.Turn(f"step {n}", [gen.Call("read_file", {"path": f"f{n}"}, f"content {n}")])
+             for n in range(4)]
+    return gen.build_session(turns, provider=provider)
+
+
+def test_a_logged_compaction_replaces_only_the_events_it_names():
+    """docs/log-format.md: a `compaction`'s `replaces` names the events it replaced (Claude
+    Code's preserved messages are kept out of it, docs/adapters.md): the task it does not name
+    stays in `recorded`'s view, before the summary."""
+    from replay.log import Compaction
+    from replay.strategies import SummaryItem, UserItem
+
+    session = _four_reads()
+    at = next(n for n, e in enumerate(session.events)
+              if isinstance(e, RequestMarker) and e.request_id == "req-004")
+    named = [e.id for e in session.events[1:at] if not isinstance(e, RequestMarker)]
+    session.events.insert(at, Compaction(ts=session.events[at].ts, summary="SUMMARY",
+                                         replaces=named))
+    record = next(r for r in replay_session(session, ["recorded"], ReplayConfig(keep_views=True))
+                  if r.request_id == "req-004")
+    assert [(type(i), getattr(i, "event_index", None)) for i in record.view] == [
+        (UserItem, 0), (SummaryItem, None)]
+    assert record.view[0].text == "Fix the failing test." and record.view[1].text == "SUMMARY"
+
