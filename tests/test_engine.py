@@ -869,3 +869,32 @@ def test_a_logged_compaction_replaces_only_the_events_it_names():
         (UserItem, 0), (SummaryItem, None)]
     assert record.view[0].text == "Fix the failing test." and record.view[1].text == "SUMMARY"
 
+
+def test_a_branch_takes_its_parents_estimated_messages_before_the_copied_event():
+    """`inherit_unlogged`: before the copy of the parent's event `original`, an abandoned branch
+    takes the estimated messages (context the log does not hold) the parent had before that
+    event, the very items, but none the parent stopped sending; each once."""
+    from replay.engine._replay import _Thread, inherit_unlogged
+    from replay.strategies import UserItem
+
+    def estimated(index: int) -> UserItem:
+        return UserItem(f"[context {index}]", event_index=index, injected=True,
+                        estimated_tokens=100)
+
+    parent, branch = _Thread(strategy=None), _Thread(strategy=None)
+    early, dropped, late = estimated(3), estimated(6), estimated(9)
+    parent.history = [UserItem("task", event_index=0), early, UserItem("more", event_index=4),
+                      dropped, UserItem("again", event_index=7), late]
+    parent.unlogged.dropped.add(dropped)
+    inherit_unlogged(branch, parent, None)  # a copy of an event the log does not hold
+    inherit_unlogged(branch, None, 4)  # no parent thread
+    assert branch.history == [] and branch.inherited == 0
+    inherit_unlogged(branch, parent, 4)
+    assert branch.history == [early] and branch.history[0] is early
+    assert branch.inherited == 2  # up to the parent's event 4
+    inherit_unlogged(branch, parent, 4)  # the next copy of the same stretch takes nothing again
+    assert branch.history == [early]
+    inherit_unlogged(branch, parent, 7)
+    assert branch.history == [early] and branch.inherited == 4  # the dropped one is not sent
+    inherit_unlogged(branch, parent, 10)
+    assert branch.history == [early, late] and branch.inherited == 6
