@@ -898,3 +898,90 @@ def test_a_branch_takes_its_parents_estimated_messages_before_the_copied_event()
     assert branch.history == [early] and branch.inherited == 4  # the dropped one is not sent
     inherit_unlogged(branch, parent, 10)
     assert branch.history == [early, late] and branch.inherited == 6
+
+
+def _probe(seen: list):
+    """A strategy that sends everything and keeps what the engine told it at each request."""
+    from replay.strategies import NamedStrategy, StrategySpec
+
+    def build() -> object:
+        def rule(history, ctx):
+            seen.append((list(history), ctx))
+            return list(history)
+
+        return rule
+
+    spec = StrategySpec(family="probe", pattern="probe", build=build, cache_class="append-only",
+                        rule="sends everything, records what it was told")
+    return NamedStrategy("probe", spec, {})
+
+
+def test_a_strategy_is_told_its_thread_s_model_head_and_times():
+    """`StrategyContext` (replay/strategies/_base.py), per request: the model (the request's
+    own, else its thread's, else the session's), the context window (`ReplayConfig`'s when
+    set), its thread's system prompt and hidden prefix (docs/log-format.md: a `thread` event's
+    own where given), the start of the thread's previous request and the time of its newest
+    answer, an answer the harness never sent back (`in_context: false`) included, though the
+    history holds no such answer."""
+    from datetime import timedelta
+
+    from replay.log import (
+        AssistantMessage,
+        Session,
+        SessionHeader,
+        TextBlock,
+        ThreadStart,
+        UserMessage,
+    )
+    from replay.strategies import AssistantItem
+    from replay.tokens import family_for
+
+    t0 = gen.BASE_TS
+
+    def at(seconds: int):
+        return t0 + timedelta(seconds=seconds)
+
+    def answer(thread: str, rid: str, seconds: int, **fields) -> AssistantMessage:
+        return AssistantMessage(ts=at(seconds), thread=thread, request_id=rid,
+                                blocks=[TextBlock(text=f"answer {rid}")], **fields)
+
+    header = SessionHeader(ts=t0, provider="anthropic", model="claude-sonnet-4-5",
+                           system="You are an agent.", hidden_prefix_tokens=5000)
+    events = [
+        UserMessage(ts=at(0), text="task"),
+        RequestMarker(ts=at(1), request_id="r0"),
+        answer("main", "r0", 3),
+        ThreadStart(ts=at(5), thread_id="sub", system="You review code.",
+                    hidden_prefix_tokens=700, model="claude-haiku-4-5"),
+        UserMessage(ts=at(6), thread="sub", text="review"),
+        RequestMarker(ts=at(7), thread="sub", request_id="r1"),
+        answer("sub", "r1", 9),
+        UserMessage(ts=at(20), text="more"),
+        RequestMarker(ts=at(21), request_id="r2"),
+        answer("main", "r2", 23, in_context=False),
+        UserMessage(ts=at(30), text="again"),
+        RequestMarker(ts=at(31), request_id="r3"),
+        answer("main", "r3", 33),
+        UserMessage(ts=at(40), thread="sub", text="review again"),
+        RequestMarker(ts=at(41), thread="sub", request_id="r4", model="claude-opus-4-5"),
+        answer("sub", "r4", 43),
+    ]
+    seen: list = []
+    records = replay_session(Session(header=header, events=events), [_probe(seen)],
+                             ReplayConfig(context_window=100_000))
+    told = [(c.request_index, c.ts, c.model, c.context_window, c.system, c.hidden_tokens,
+             c.previous_ts, c.last_answer_ts) for _, c in seen]
+    main, sub = "You are an agent.", "You review code."
+    assert told == [
+        (0, at(1), "claude-sonnet-4-5", 100_000, main, 5000, None, None),
+        (1, at(7), "claude-haiku-4-5", 100_000, sub, 700, None, None),
+        (2, at(21), "claude-sonnet-4-5", 100_000, main, 5000, at(1), at(3)),
+        (3, at(31), "claude-sonnet-4-5", 100_000, main, 5000, at(21), at(23)),
+        (4, at(41), "claude-opus-4-5", 100_000, sub, 700, at(7), at(9)),
+    ]
+    assert [r.model for r in records] == [c[2] for c in told]
+    answers = [sum(isinstance(i, AssistantItem) for i in history) for history, _ in seen]
+    assert answers == [0, 0, 1, 1, 1]  # r2's answer was never sent back
+    overhead = family_for("claude-sonnet-4-5")
+    assert {(c.message_overhead, c.tool_call_overhead) for _, c in seen} == {
+        (overhead.message_overhead, overhead.tool_call_overhead)}
