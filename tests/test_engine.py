@@ -985,3 +985,37 @@ def test_a_strategy_is_told_its_thread_s_model_head_and_times():
     overhead = family_for("claude-sonnet-4-5")
     assert {(c.message_overhead, c.tool_call_overhead) for _, c in seen} == {
         (overhead.message_overhead, overhead.tool_call_overhead)}
+
+
+def test_a_record_keeps_its_view_history_size_rewrites_and_the_store_before_a_rewrite():
+    """`RequestRecord`: `view_items` and `view` (with `keep_views`) are what the strategy sent,
+    `history_len` the thread's messages so far, `events` its rewrites; with `snapshot_stores`,
+    `store_before` only where it rewrote, and `rendered_with` the head it was sent with (its
+    version bumped where the adapter saw the head change: `system_changed`). Per-block arrays
+    stay with `keep_blocks` (the default)."""
+    from replay.log import AssistantMessage, ToolResult, UserMessage
+
+    session = _with_hidden_head(gen.deterministic_session(), {3: {"system_changed": "restart"}})
+    messages, before = 0, []
+    for e in session.events:
+        if isinstance(e, UserMessage | AssistantMessage | ToolResult):
+            messages += 1
+        elif isinstance(e, RequestMarker):
+            before.append(messages)
+    config = ReplayConfig(keep_views=True, snapshot_stores=True)
+    records = replay_session(session, ["sliding-10", "age-truncate-500-keep-3"], config)
+    assert [r.kind for r in records] == ["request"] * 24
+    for name in ("sliding-10", "age-truncate-500-keep-3"):
+        mine = [r for r in records if r.strategy == name]
+        assert [r.history_len for r in mine] == before
+        assert any(r.events for r in mine) and not all(r.events for r in mine)
+        for r in mine:
+            assert r.view and r.view_items == len(r.view) <= r.history_len
+            assert (r.store_before is not None) == bool(r.events)
+            assert r.request.block_ids is not None and len(r.request.block_ids) > 0
+        assert [(w.system, w.hidden_tokens, w.head_version)
+                for w in (r.rendered_with for r in mine)] == [
+            (gen.SYSTEM, 3000, 0)] * 3 + [(gen.SYSTEM, 3000, 1)] * 9
+    sliding = [r for r in records if r.strategy == "sliding-10"]
+    assert sliding[-1].view_items < sliding[-1].history_len  # it let the oldest go
+    assert {e.kind for r in sliding for e in r.events} == {"drop"}
