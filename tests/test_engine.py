@@ -1019,3 +1019,35 @@ def test_a_record_keeps_its_view_history_size_rewrites_and_the_store_before_a_re
     sliding = [r for r in records if r.strategy == "sliding-10"]
     assert sliding[-1].view_items < sliding[-1].history_len  # it let the oldest go
     assert {e.kind for r in sliding for e in r.events} == {"drop"}
+
+
+def _billed(session, input_tokens: int = 20_000):
+    """`session` with the provider's usage on every request (what the unlogged fit needs)."""
+    for event in session.events:
+        if isinstance(event, RequestMarker):
+            event.usage = Usage(input_tokens=input_tokens, output_tokens=20)
+    return session
+
+
+def test_the_unlogged_context_is_fitted_as_billed_on_a_cache_of_its_own():
+    """`fit_unlogged_context`: fitted on the log's own provider and model whatever the run
+    simulates, on a cache of its own (`SharedCache`: a batch's shared cache is left alone),
+    and its run is no record of the replay (`on_record` hears the strategy's requests only).
+    `unlogged_context={}` means none: nothing is fitted."""
+    from replay.engine._replay import SharedCache, fit_unlogged_context, with_unlogged_context
+
+    session = _billed(gen.deterministic_session())
+    fitted = fit_unlogged_context(session, ReplayConfig())
+    assert fitted and fitted.residuals()  # 20,000 billed tokens: more than the log shows
+    assert fit_unlogged_context(session, ReplayConfig(provider="openai", model="gpt-5")) == fitted
+    shared = SharedCache(scope="account")
+    assert fit_unlogged_context(session, ReplayConfig(shared_cache=shared)) == fitted
+    assert shared.stores == {} and shared.tables == {}
+    none = ReplayConfig(unlogged_context={})
+    assert with_unlogged_context(session, none) is none
+    left = ReplayConfig()
+    assert with_unlogged_context(session, left).unlogged_context == fitted
+    assert left.unlogged_context is None  # the caller's config is not changed
+    heard = []
+    assert replay_session(session, ["baseline"], ReplayConfig(on_record=heard.append)) == []
+    assert [(r.strategy, r.kind) for r in heard] == [("baseline", "request")] * 12
