@@ -1051,3 +1051,28 @@ def test_the_unlogged_context_is_fitted_as_billed_on_a_cache_of_its_own():
     heard = []
     assert replay_session(session, ["baseline"], ReplayConfig(on_record=heard.append)) == []
     assert [(r.strategy, r.kind) for r in heard] == [("baseline", "request")] * 12
+
+
+def test_output_tokens_are_the_usage_s_else_counted_from_the_recorded_answer():
+    """A request's output is the provider's `output_tokens` when its usage gives some; else the
+    recorded answer counted (an estimate, as the notes say), and 0 for a request no answer
+    followed (still an estimate)."""
+    from replay.log import AssistantMessage
+
+    def session():
+        s = gen.build_session([gen.Turn(f"step {n} " + "word " * 40) for n in range(3)],
+                              provider="anthropic")
+        assert isinstance(s.events[-1], AssistantMessage)
+        del s.events[-1]  # the last request was never answered
+        return s
+
+    counted = [(r.output_tokens, r.request.estimated_output)
+               for r in replay_session(session(), ["baseline"])]
+    assert counted[0][0] > 40 and counted[1][0] > 40 and counted[2] == (0, True)
+    billed = session()
+    markers = [e for e in billed.events if isinstance(e, RequestMarker)]
+    markers[0].usage = Usage(input_tokens=100, output_tokens=7)
+    markers[1].usage = Usage(input_tokens=100, output_tokens=0)  # none reported: counted
+    records = replay_session(billed, ["baseline"], ReplayConfig(unlogged_context={}))
+    assert [(r.output_tokens, r.request.estimated_output) for r in records] == [
+        (7, False), counted[1], (0, True)]
