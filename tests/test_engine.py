@@ -1076,3 +1076,40 @@ def test_output_tokens_are_the_usage_s_else_counted_from_the_recorded_answer():
     records = replay_session(billed, ["baseline"], ReplayConfig(unlogged_context={}))
     assert [(r.output_tokens, r.request.estimated_output) for r in records] == [
         (7, False), counted[1], (0, True)]
+
+
+def test_the_answer_to_a_request_follows_docs_log_format_ordering_rules():
+    """docs/log-format.md "Ordering rules": the assistant's `request_id` names the request it
+    answers; without one, the next assistant event of the same thread answers its thread's
+    request; one naming no request answers its thread's last request; a repeated id names the
+    latest request with it."""
+    from replay.engine._replay import _responses
+    from replay.log import AssistantMessage, Session, SessionHeader, TextBlock, UserMessage
+
+    t = gen.BASE_TS
+
+    def request(rid: str, thread: str = "main") -> RequestMarker:
+        return RequestMarker(ts=t, request_id=rid, thread=thread)
+
+    def answer(rid: str | None, thread: str = "main") -> AssistantMessage:
+        return AssistantMessage(ts=t, request_id=rid, thread=thread,
+                                blocks=[TextBlock(text="ok")])
+
+    events = [
+        UserMessage(ts=t, text="task"),  # 0
+        request("a"),  # 1
+        request("b"),  # 2
+        answer("a"),  # 3: names a, though b is its thread's latest
+        request("c"),  # 4
+        request("s", thread="sub"),  # 5
+        answer(None),  # 6: main's next answer: c's
+        answer(None, thread="sub"),  # 7: s's
+        request("d"),  # 8
+        answer("no-such-request"),  # 9: falls back to its thread's last request, d
+        request("e"),  # 10
+        request("e"),  # 11
+        answer("e"),  # 12: the latest request named e
+    ]
+    session = Session(header=SessionHeader(ts=t), events=events)
+    assert {request: at for request, (at, _) in _responses(session).items()} == {
+        1: 3, 4: 6, 5: 7, 8: 9, 11: 12}
