@@ -1113,3 +1113,21 @@ def test_the_answer_to_a_request_follows_docs_log_format_ordering_rules():
     session = Session(header=SessionHeader(ts=t), events=events)
     assert {request: at for request, (at, _) in _responses(session).items()} == {
         1: 3, 4: 6, 5: 7, 8: 9, 11: 12}
+
+
+def test_a_log_whose_header_names_no_model_replays_on_the_model_asked_for():
+    """`tokenizer_ratio` converts sizes from the log's model (its header's) to the run's: 1.0
+    without a run model (docstring), and nothing to convert from when the header names none
+    (the requests name their models): such a log replays on `--model`."""
+    from replay.engine._replay import tokenizer_ratio
+
+    session = gen.build_session([gen.Turn("step 0"), gen.Turn("done")], provider="openai")
+    assert tokenizer_ratio(session, None) == 1.0
+    session.header.model = None
+    for event in session.events:
+        if isinstance(event, RequestMarker):
+            event.model = "gpt-5"
+    assert tokenizer_ratio(session, "claude-sonnet-4-5") == 1.0
+    config = ReplayConfig(provider="anthropic", model="claude-sonnet-4-5")
+    records = replay_session(session, ["baseline"], config)
+    assert [r.model for r in records] == ["claude-sonnet-4-5"] * 2
