@@ -1131,3 +1131,14 @@ def test_a_log_whose_header_names_no_model_replays_on_the_model_asked_for():
     config = ReplayConfig(provider="anthropic", model="claude-sonnet-4-5")
     records = replay_session(session, ["baseline"], config)
     assert [r.model for r in records] == ["claude-sonnet-4-5"] * 2
+
+
+def test_the_head_is_versioned_where_a_logged_thinking_level_changes():
+    """`_head_changes`: a thinking level that differs from the thread's last logged one re-sends
+    the head as other content; the first level logged, a request that logs none, and the same
+    level again change nothing (`rendered_with.head_version`)."""
+    marks = {2: {"thinking_level": "low"}, 5: {"thinking_level": "high"},
+             8: {"thinking_level": "high"}, 9: {"thinking_level": "low"}}
+    session = _with_hidden_head(gen.deterministic_session(), marks)
+    records = replay_session(session, ["baseline"], ReplayConfig(snapshot_stores=True))
+    assert [r.rendered_with.head_version for r in records] == [0] * 5 + [1] * 4 + [2] * 3
