@@ -1142,3 +1142,43 @@ def test_the_head_is_versioned_where_a_logged_thinking_level_changes():
     session = _with_hidden_head(gen.deterministic_session(), marks)
     records = replay_session(session, ["baseline"], ReplayConfig(snapshot_stores=True))
     assert [r.rendered_with.head_version for r in records] == [0] * 5 + [1] * 4 + [2] * 3
+
+
+def test_a_fresh_summarizer_call_sends_its_transcript_its_unlogged_messages_and_instruction():
+    """A strategy's `SummarizerCall` is a record of its own before its request's: thread
+    `<thread>/summarizer`, id `<request id>:summarizer`; a fresh one sends its input, then the
+    messages known only by their size (`unlogged`, each at its estimated size), then the
+    instruction, without the main head (no system prompt, tools or 3,000-token unlogged head);
+    its output is the summary counted in the model's tokens, an estimate."""
+    from replay.strategies import NamedStrategy, StrategySpec, UserItem
+    from replay.strategies._view import SummarizerCall, View
+    from replay.tokens import counter_for
+
+    summary = "The agent read two files and found the bug in the parser. " * 3
+    unlogged = UserItem("[context not in the log]", injected=True, estimated_tokens=500)
+
+    def build() -> object:
+        def rule(history, ctx):
+            if ctx.request_index != 1:
+                return list(history)
+            call = SummarizerCall(input_items=(UserItem("transcript " * 20),),
+                                  instruction="Summarize.", summary=summary,
+                                  reuse_main_prefix=False, unlogged=(unlogged,))
+            return View(list(history), summarizer_calls=[call])
+
+        return rule
+
+    spec = StrategySpec(family="probe", pattern="probe", build=build, cache_class="append-only",
+                        rule="sends everything, one summarizer call at the second request")
+    session = gen.build_session([gen.Turn(f"step {n}") for n in range(3)], provider="anthropic")
+    session.header.hidden_prefix_tokens = 3000
+    records = replay_session(session, [NamedStrategy("probe", spec, {})], ReplayConfig())
+    assert [(r.kind, r.request_index) for r in records] == [
+        ("request", 0), ("summarizer", 1), ("request", 1), ("request", 2)]
+    call = records[1]
+    assert (call.thread, call.request_id) == ("main/summarizer", "req-002:summarizer")
+    assert call.view_items == 3
+    assert not {"tool", "system"} & set(call.request.kinds)
+    assert 500 < call.request.total < 1000  # the estimated message, but no 3,000-token head
+    assert call.output_tokens == counter_for(call.model).count(summary)
+    assert call.request.estimated_output
