@@ -1182,3 +1182,25 @@ def test_a_fresh_summarizer_call_sends_its_transcript_its_unlogged_messages_and_
     assert 500 < call.request.total < 1000  # the estimated message, but no 3,000-token head
     assert call.output_tokens == counter_for(call.model).count(summary)
     assert call.request.estimated_output
+
+
+def test_a_request_is_priced_under_the_variant_the_log_says_it_was_billed_under():
+    """docs/log-format.md: a `request`'s `price_context` is the price variant it was billed
+    under (Claude's fast mode: `{"speed": "fast"}`): the record is priced, and says it was,
+    under that variant, at the request's date."""
+    from replay.prices import Pricer
+
+    fast = {"speed": "fast"}
+    session = gen.build_session([gen.Turn(f"step {n}") for n in range(2)], provider="anthropic",
+                                model="claude-opus-4-8")
+    session.requests()[1].price_context = fast
+    records = replay_session(session, ["baseline"])
+    assert [r.price_context for r in records] == [None, fast]
+    pricer = Pricer()
+    for r in records:
+        args = {"model": r.model, "provider": r.provider, "ts": r.ts}
+        price = pricer.price(r.buckets, **args, context=r.price_context)
+        assert (r.cost_usd, r.input_cost_usd) == (price.total_usd, price.input_usd)
+    standard = pricer.price(records[1].buckets, model="claude-opus-4-8", provider="anthropic",
+                              ts=records[1].ts)
+    assert records[1].cost_usd > standard.total_usd  # fast mode costs more
