@@ -1202,5 +1202,5 @@ def test_a_request_is_priced_under_the_variant_the_log_says_it_was_billed_under(
         price = pricer.price(r.buckets, **args, context=r.price_context)
         assert (r.cost_usd, r.input_cost_usd) == (price.total_usd, price.input_usd)
     standard = pricer.price(records[1].buckets, model="claude-opus-4-8", provider="anthropic",
-                              ts=records[1].ts)
+                          ts=records[1].ts)
     assert records[1].cost_usd > standard.total_usd  # fast mode costs more
