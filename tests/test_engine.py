@@ -1204,3 +1204,43 @@ def test_a_request_is_priced_under_the_variant_the_log_says_it_was_billed_under(
     standard = pricer.price(records[1].buckets, model="claude-opus-4-8", provider="anthropic",
                           ts=records[1].ts)
     assert records[1].cost_usd > standard.total_usd  # fast mode costs more
+
+
+def test_hidden_prefixes_are_converted_to_the_replayed_model_s_tokens():
+    """Sizes the log holds only as numbers are in its own model's tokens (`tokenizer_ratio`:
+    a gpt-5 log replayed as Claude counts 1.199 Claude tokens per token, docs/calibration.md):
+    the session's hidden prefix and a thread's own alike. A thread whose `thread` event gives
+    an empty system prompt is sent that one, with no hidden prefix (docs/log-format.md)."""
+    from datetime import timedelta
+
+    from replay.log import (
+        AssistantMessage,
+        Session,
+        SessionHeader,
+        TextBlock,
+        ThreadStart,
+        UserMessage,
+    )
+
+    t0 = gen.BASE_TS
+
+    def turn(thread: str, n: int) -> list:
+        ts = t0 + timedelta(seconds=10 * n)
+        return [UserMessage(ts=ts, thread=thread, text=f"task {n}"),
+                RequestMarker(ts=ts, thread=thread, request_id=f"r{n}"),
+                AssistantMessage(ts=ts, thread=thread, request_id=f"r{n}",
+                                 blocks=[TextBlock(text="ok")])]
+
+    header = SessionHeader(ts=t0, provider="openai", model="gpt-5", system="You are an agent.",
+                           hidden_prefix_tokens=2000)
+    events = [*turn("main", 0),
+              ThreadStart(ts=t0, thread_id="own", hidden_prefix_tokens=1000), *turn("own", 1),
+              ThreadStart(ts=t0, thread_id="bare", system=""), *turn("bare", 2)]
+    session = Session(header=header, events=events)
+    for model, ratio in (("gpt-5", 1.0), ("claude-sonnet-4-5", 1.199)):
+        seen: list = []
+        config = ReplayConfig(model=model, provider="anthropic" if ratio != 1 else None)
+        replay_session(session, [_probe(seen)], config)
+        told = [(c.system, c.hidden_tokens) for _, c in seen]
+        assert told == [("You are an agent.", round(2000 * ratio)),
+                        ("You are an agent.", round(1000 * ratio)), ("", 0)], model
