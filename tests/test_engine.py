@@ -1244,3 +1244,28 @@ def test_hidden_prefixes_are_converted_to_the_replayed_model_s_tokens():
         told = [(c.system, c.hidden_tokens) for _, c in seen]
         assert told == [("You are an agent.", round(2000 * ratio)),
                         ("You are an agent.", round(1000 * ratio)), ("", 0)], model
+
+
+def test_a_strategy_s_history_holds_the_log_s_messages_as_they_are():
+    """The history a strategy is given: every message of the thread so far, in order, with its
+    event index; a user message keeps its `injected` flag, a tool result its error flag and
+    the arguments of the call it answers (what a strategy names a pruned result by)."""
+    from replay.log import UserMessage
+    from replay.strategies import AssistantItem, ToolResultItem, UserItem
+
+    turns = [gen.Turn("Running.", [gen.Call("run_tests", {"n": "all"}, "1 failed", True)],
+                      followup="<system-reminder>tests are red</system-reminder>"),
+             gen.Turn("Done.")]
+    session = gen.build_session(turns, provider="anthropic")
+    reminder = next(e for e in session.events
+                    if isinstance(e, UserMessage) and e.text.startswith("<system"))
+    reminder.injected = True
+    seen: list = []
+    replay_session(session, [_probe(seen)])
+    history = seen[-1][0]
+    assert [(type(i), i.event_index) for i in history] == [
+        (UserItem, 0), (AssistantItem, 2), (ToolResultItem, 3), (UserItem, 4)]
+    task, _, result, followup = history
+    assert (task.injected, followup.injected) == (False, True)
+    assert (result.call_id, result.tool_name, result.output, result.is_error,
+            result.arguments) == ("call-001", "run_tests", "1 failed", True, {"n": "all"})
