@@ -1269,3 +1269,32 @@ def test_a_strategy_s_history_holds_the_log_s_messages_as_they_are():
     assert (task.injected, followup.injected) == (False, True)
     assert (result.call_id, result.tool_name, result.output, result.is_error,
             result.arguments) == ("call-001", "run_tests", "1 failed", True, {"n": "all"})
+
+
+@pytest.mark.parametrize("client", ["default", "automatic"])
+def test_a_forced_ttl_writes_every_cache_entry_with_that_ttl(client):
+    """`ReplayConfig.ttl` ("what if we had used 1h caching") forces every breakpoint's TTL,
+    the top-level automatic one included: on Claude, every write is then a 1-hour write."""
+    session = gen.deterministic_session()
+    plain = replay_session(session, ["baseline"], ReplayConfig(client=client))
+    hour = replay_session(session, ["baseline"], ReplayConfig(client=client, ttl="1h"))
+    written = sum(r.outcome.cache_write_5m for r in plain)
+    assert written > 0 and sum(r.outcome.cache_write_1h for r in plain) == 0
+    assert sum(r.outcome.cache_write_5m for r in hour) == 0
+    assert sum(r.outcome.cache_write_1h for r in hour) > 0
+    assert all(r.cost_usd > 0 for r in hour)
+
+
+def test_a_forced_ttl_leaves_the_automatic_marker_automatic():
+    """pricing/cache/anthropic.json: before 2026-02-19 Anthropic had no top-level automatic
+    caching, only explicit markers: a client that sends only the automatic one caches nothing
+    then, `--ttl 1h` or not (forcing the TTL does not make it an explicit marker)."""
+    from datetime import UTC, datetime
+
+    turns = [gen.Turn(f"step {n} " + "word " * 600) for n in range(3)]
+    session = gen.build_session(turns, provider="anthropic",
+                                start=datetime(2025, 6, 2, 9, 0, tzinfo=UTC))
+    for ttl in (None, "1h"):
+        records = replay_session(session, ["baseline"], ReplayConfig(client="automatic", ttl=ttl))
+        assert all(r.outcome.cache_read == r.outcome.cache_write_5m == r.outcome.cache_write_1h
+                   == 0 for r in records), ttl
