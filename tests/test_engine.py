@@ -1298,3 +1298,36 @@ def test_a_forced_ttl_leaves_the_automatic_marker_automatic():
         records = replay_session(session, ["baseline"], ReplayConfig(client="automatic", ttl=ttl))
         assert all(r.outcome.cache_read == r.outcome.cache_write_5m == r.outcome.cache_write_1h
                    == 0 for r in records), ttl
+
+
+def test_another_thread_reads_an_entry_only_once_the_logged_response_ended():
+    """docs/cache-rules.md "Readiness": on DeepSeek (`ready_at: response-end`) an entry becomes
+    readable by other threads after the request's logged duration (`duration_ms`): a subagent
+    sent 20 s into a 60 s request reads nothing of it; 90 s in, it reads the shared head."""
+    from datetime import UTC, datetime, timedelta
+
+    from replay.log import AssistantMessage, Session, SessionHeader, TextBlock, ThreadStart
+    from replay.log import UserMessage as User
+
+    t0 = datetime(2026, 10, 20, 12, 0, tzinfo=UTC)
+
+    def sub_read(after_s: int) -> int:
+        at = t0 + timedelta(seconds=after_s)
+        header = SessionHeader(ts=t0, provider="deepseek", model="deepseek-v4-flash",
+                               system=gen.filler(6000, 1), tools=gen.TOOLS)
+        events = [
+            User(ts=t0, text="main task"),
+            RequestMarker(ts=t0, request_id="r0", duration_ms=60_000),
+            AssistantMessage(ts=t0 + timedelta(seconds=60), request_id="r0",
+                             blocks=[TextBlock(text="ok")]),
+            ThreadStart(ts=at, thread_id="sub"),
+            User(ts=at, thread="sub", text="sub task"),
+            RequestMarker(ts=at, thread="sub", request_id="r1"),
+            AssistantMessage(ts=at, thread="sub", request_id="r1",
+                             blocks=[TextBlock(text="ok")]),
+        ]
+        records = replay_session(Session(header=header, events=events), ["baseline"])
+        return records[1].outcome.cache_read
+
+    assert sub_read(20) == 0
+    assert sub_read(90) > 1000
