@@ -1331,3 +1331,42 @@ def test_another_thread_reads_an_entry_only_once_the_logged_response_ended():
 
     assert sub_read(20) == 0
     assert sub_read(90) > 1000
+
+
+def _quotes_a_dropped_path() -> list:
+    """Turns whose 8th request reads a path only an early tool result (which `sliding-4-pin-first`
+    no longer sends there) named: a hidden quote."""
+    turns = [gen.Turn("Reading notes.", [gen.Call("read_file", {"path": "notes.txt"},
+                                                  "the config lives in src/settings_loader.py")])]
+    turns += [gen.Turn(f"step {n}", [gen.Call("read_file", {"path": f"f{n}.txt"}, f"content {n}")])
+              for n in range(6)]
+    return [*turns, gen.Turn("Now the config.", [gen.Call("read_file", {
+        "path": "src/settings_loader.py"}, "x = 1")]), gen.Turn("done")]
+
+
+def test_text_the_head_sends_is_never_hidden_evidence():
+    """The evidence check counts what a request sends besides its messages as always shown:
+    the tool definitions, and its own thread's system prompt (a subagent's, not the session's):
+    a path they name is no hidden quote even where the message that named it was dropped."""
+    from replay.log import ThreadStart, ToolDef
+
+    def blind(session) -> list[tuple[str, int, str]]:
+        return [(r.thread, r.request_index, b.kind)
+                for r in replay_session(session, ["sliding-4-pin-first"]) for b in r.blind_actions]
+
+    plain = gen.build_session(_quotes_a_dropped_path(), provider="anthropic")
+    assert blind(plain) == [("main", 7, "hidden-quote")]
+    tool = ToolDef(name="load_settings", description="Loads src/settings_loader.py.",
+                   input_schema={"type": "object"})
+    with_tool = gen.build_session(_quotes_a_dropped_path(), provider="anthropic",
+                                  tools=[*gen.TOOLS, tool])
+    assert blind(with_tool) == []
+    delegated = [gen.Turn("Delegating.", [gen.Call("task", {"prompt": "go"}, "found",
+                                                   subagent=_quotes_a_dropped_path())]),
+                 gen.Turn("done")]
+    sub = gen.build_session(delegated, provider="anthropic")
+    thread = "sub-call-001"
+    assert blind(sub) == [(thread, 8, "hidden-quote")]
+    start = next(e for e in sub.events if isinstance(e, ThreadStart))
+    start.system = gen.SYSTEM + " The settings are in src/settings_loader.py."
+    assert blind(sub) == []
