@@ -1370,3 +1370,49 @@ def test_text_the_head_sends_is_never_hidden_evidence():
     start = next(e for e in sub.events if isinstance(e, ThreadStart))
     start.system = gen.SYSTEM + " The settings are in src/settings_loader.py."
     assert blind(sub) == []
+
+
+def test_an_abandoned_branch_re_sends_its_parents_unlogged_context_up_to_the_fork():
+    """docs/adapters.md: an abandoned branch starts with copies (`copied_from`) of its parent's
+    history up to the fork; it re-sent what the parent sent there, the context the log does
+    not hold included (`inherit_unlogged`): its prompt is the parent's cached one up to the
+    fork, the parent's estimated message in its place."""
+    from datetime import timedelta
+
+    from replay.log import AssistantMessage, Session, SessionHeader, TextBlock, ThreadStart
+    from replay.log import UserMessage as User
+
+    t0, branch = gen.BASE_TS, "main/branch-1"
+
+    def at(seconds: int):
+        return t0 + timedelta(seconds=seconds)
+
+    def answer(text: str, seconds: int, thread: str = "main", **fields) -> AssistantMessage:
+        return AssistantMessage(ts=at(seconds), thread=thread, blocks=[TextBlock(text=text)],
+                                **fields)
+
+    task = "task " + gen.filler(3000, 1)
+    events = [
+        User(ts=at(0), text=task, id="u0"),
+        RequestMarker(ts=at(1), request_id="r0"),  # event 1: 800 unlogged tokens sent here
+        answer("first answer", 2, request_id="r0", id="a0"),
+        User(ts=at(3), text="next", id="u1"),
+        RequestMarker(ts=at(4), request_id="r1"),
+        answer("second answer", 5, request_id="r1"),
+        ThreadStart(ts=at(6), thread_id=branch, branch_of="main"),
+        User(ts=at(6), thread=branch, text=task, copied_from="u0"),
+        answer("first answer", 6, thread=branch, copied_from="a0"),
+        User(ts=at(6), thread=branch, text="next", copied_from="u1"),
+        User(ts=at(7), thread=branch, text="another way"),
+        RequestMarker(ts=at(8), thread=branch, request_id="r2"),
+        answer("ok", 9, thread=branch, request_id="r2"),
+    ]
+    header = SessionHeader(ts=t0, provider="anthropic", model="claude-sonnet-4-5",
+                           system=gen.SYSTEM)
+    config = ReplayConfig(unlogged_context={("main", 1): 800}, keep_views=True)
+    _, parent, fork = replay_session(Session(header=header, events=events), ["baseline"], config)
+    estimated = parent.view[1]
+    assert estimated.estimated_tokens and estimated.event_index == 1
+    assert [getattr(i, "event_index", None) for i in fork.view] == [7, 1, 8, 9, 10]
+    assert fork.view[1] is estimated
+    assert fork.outcome.cache_read == parent.request.total
