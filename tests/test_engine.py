@@ -1416,3 +1416,54 @@ def test_an_abandoned_branch_re_sends_its_parents_unlogged_context_up_to_the_for
     assert [getattr(i, "event_index", None) for i in fork.view] == [7, 1, 8, 9, 10]
     assert fork.view[1] is estimated
     assert fork.outcome.cache_read == parent.request.total
+
+
+def test_a_logged_compaction_replaces_the_unlogged_context_sent_among_its_events():
+    """Context the log does not hold, sent at a request (an estimated message), goes with the
+    logged events around it: a compaction whose `replaces` names the events on both sides of
+    it replaces it too, at the second compaction as at the first (`recorded`)."""
+    from datetime import timedelta
+
+    from replay.log import AssistantMessage, Compaction, Session, SessionHeader, TextBlock
+    from replay.log import UserMessage as User
+    from replay.strategies import SummaryItem, UserItem
+
+    t0 = gen.BASE_TS
+
+    def at(seconds: int):
+        return t0 + timedelta(seconds=seconds)
+
+    def answer(rid: str, seconds: int, id: str) -> AssistantMessage:
+        return AssistantMessage(ts=at(seconds), request_id=rid, id=id,
+                                blocks=[TextBlock(text=f"answer {rid}")])
+
+    events = [
+        User(ts=at(0), text="task", id="u0"),
+        RequestMarker(ts=at(1), request_id="r0"),
+        answer("r0", 2, "a0"),
+        User(ts=at(3), text="next", id="u1"),
+        RequestMarker(ts=at(4), request_id="r1"),
+        answer("r1", 5, "a1"),
+        Compaction(ts=at(6), summary="S1", replaces=["u0", "a0", "u1", "a1"], id="c1"),
+        RequestMarker(ts=at(7), request_id="r2"),  # right after it: its message comes first
+        answer("r2", 8, "a2"),
+        User(ts=at(9), text="more", id="u3"),
+        RequestMarker(ts=at(10), request_id="r3"),
+        answer("r3", 11, "a3"),
+        Compaction(ts=at(12), summary="S2", replaces=["c1", "a2", "u3", "a3"], id="c2"),
+        User(ts=at(13), text="last", id="u4"),
+        RequestMarker(ts=at(14), request_id="r4"),
+        answer("r4", 15, "a4"),
+    ]
+    header = SessionHeader(ts=t0, provider="anthropic", model="claude-sonnet-4-5",
+                           system=gen.SYSTEM)
+    unlogged = {("main", n): 300 for n, e in enumerate(events) if isinstance(e, RequestMarker)}
+    records = replay_session(Session(header=header, events=events), ["recorded"],
+                             ReplayConfig(unlogged_context=unlogged, keep_views=True))
+    views = {r.request_id: [(type(i), getattr(i, "event_index", None)) for i in r.view]
+             for r in records}
+    estimated = [i for r in records for i in r.view if isinstance(i, UserItem)
+                 and i.estimated_tokens]
+    assert {i.event_index for i in estimated} == {1, 4, 7, 10, 14}
+    assert views["r2"] == [(SummaryItem, None), (UserItem, 7)]
+    assert views["r4"] == [(SummaryItem, None), (UserItem, 13), (UserItem, 14)]
