@@ -1467,3 +1467,12 @@ def test_a_logged_compaction_replaces_the_unlogged_context_sent_among_its_events
     assert {i.event_index for i in estimated} == {1, 4, 7, 10, 14}
     assert views["r2"] == [(SummaryItem, None), (UserItem, 7)]
     assert views["r4"] == [(SummaryItem, None), (UserItem, 13), (UserItem, 14)]
+
+
+def test_a_hidden_prefix_in_parts_is_as_big_as_its_parts_together():
+    """A thread's hidden prefix is one size, or the parts the unlogged-context fit split its
+    head into (`ThreadFit.head`): a strategy is told their sum (`_total`)."""
+    from replay.engine._replay import _total
+
+    assert _total(700) == 700
+    assert _total((1200, 300, 5)) == 1505
