@@ -1476,3 +1476,19 @@ def test_a_hidden_prefix_in_parts_is_as_big_as_its_parts_together():
 
     assert _total(700) == 700
     assert _total((1200, 300, 5)) == 1505
+
+
+def test_a_replay_leaves_a_caller_s_own_gc_freeze_alone():
+    """`_long_lived_gc` freezes the log's objects only when nothing is frozen yet: a caller
+    that froze its own keeps them frozen through and after the replay."""
+    import gc
+
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        replay_session(gen.deterministic_session(), ["baseline"])
+        # still frozen (some of those objects may have been freed meanwhile, never unfrozen)
+        assert 0 < gc.get_freeze_count() <= frozen
+    finally:
+        gc.unfreeze()
