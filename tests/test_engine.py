@@ -1492,3 +1492,17 @@ def test_a_replay_leaves_a_caller_s_own_gc_freeze_alone():
         assert 0 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
+
+
+def test_the_provider_and_model_asked_for_override_every_request_s_own():
+    """`ReplayConfig.provider` / `.model` override the provider and model of every request,
+    those its log line names included; without them, the line's own win over the header's."""
+    session = gen.build_session([gen.Turn("step 0"), gen.Turn("done")], provider="openai")
+    first = session.requests()[0]
+    first.provider, first.model = "anthropic", "claude-sonnet-4-5"
+    records = replay_session(session, ["baseline"])
+    assert [(r.provider, r.model) for r in records] == [
+        ("anthropic", "claude-sonnet-4-5"), ("openai", "gpt-5")]
+    config = ReplayConfig(provider="openai", model="gpt-5.5")
+    records = replay_session(session, ["baseline"], config)
+    assert [(r.provider, r.model) for r in records] == [("openai", "gpt-5.5")] * 2
