@@ -1506,3 +1506,22 @@ def test_the_provider_and_model_asked_for_override_every_request_s_own():
     config = ReplayConfig(provider="openai", model="gpt-5.5")
     records = replay_session(session, ["baseline"], config)
     assert [(r.provider, r.model) for r in records] == [("openai", "gpt-5.5")] * 2
+
+
+def test_a_thread_no_thread_event_opened_is_sent_the_session_s_head():
+    """docs/log-format.md: a thread no `thread` event opened is replayed as one of its own, with
+    the session's system prompt, and so with its hidden prefix too."""
+    from replay.log import AssistantMessage, Session, SessionHeader, TextBlock, UserMessage
+
+    t = gen.BASE_TS
+    header = SessionHeader(ts=t, provider="anthropic", model="claude-sonnet-4-5",
+                           system="You are an agent.", hidden_prefix_tokens=5000)
+    events = [
+        UserMessage(ts=t, thread="stray", text="task"),
+        RequestMarker(ts=t, thread="stray", request_id="r0"),
+        AssistantMessage(ts=t, thread="stray", request_id="r0", blocks=[TextBlock(text="ok")]),
+    ]
+    seen: list = []
+    records = replay_session(Session(header=header, events=events), [_probe(seen)])
+    assert [(c.system, c.hidden_tokens) for _, c in seen] == [("You are an agent.", 5000)]
+    assert records[0].thread == "stray" and records[0].request.total > 5000
