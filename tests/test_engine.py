@@ -1525,3 +1525,40 @@ def test_a_thread_no_thread_event_opened_is_sent_the_session_s_head():
     records = replay_session(Session(header=header, events=events), [_probe(seen)])
     assert [(c.system, c.hidden_tokens) for _, c in seen] == [("You are an agent.", 5000)]
     assert records[0].thread == "stray" and records[0].request.total > 5000
+
+
+def test_the_uncached_tail_moves_only_the_recorded_request_s_last_marker():
+    """A recorded request whose usage shows an uncached tail has its last cache marker moved
+    back by it (`Unlogged.markers`: the client's markers "for a recorded request"); a
+    summarizer call made at that request is none: its markers stay where the client puts
+    them."""
+    from replay.engine._unlogged import RequestFit, UnloggedContext
+    from replay.strategies import NamedStrategy, StrategySpec
+    from replay.strategies._view import SummarizerCall, View
+
+    def build() -> object:
+        def rule(history, ctx):
+            if ctx.request_index != 1:
+                return list(history)
+            call = SummarizerCall(input_items=tuple(history), instruction="Summarize.",
+                                  summary="A summary.")
+            return View(list(history), summarizer_calls=[call])
+
+        return rule
+
+    spec = StrategySpec(family="probe", pattern="probe", build=build, cache_class="append-only",
+                        rule="sends everything, one forked summarizer call at the second request")
+    probe = NamedStrategy("probe", spec, {})
+    session = gen.build_session([gen.Turn(f"step {n} " + "word " * 800) for n in range(3)],
+                                provider="anthropic")
+    second = session.events.index(session.requests()[1])
+
+    def outcomes(tail: int) -> list[tuple[str, int]]:
+        fit = UnloggedContext(requests={("main", second): RequestFit(tail=tail)})
+        records = replay_session(session, [probe], ReplayConfig(unlogged_context=fit))
+        return [(r.kind, r.outcome.uncached) for r in records]
+
+    plain, tailed = outcomes(0), outcomes(800)
+    assert [kind for kind, _ in plain] == ["request", "summarizer", "request", "request"]
+    assert plain[1] == tailed[1]  # the summarizer call: unchanged
+    assert tailed[2][1] > plain[2][1]  # the recorded request: its tail uncached
