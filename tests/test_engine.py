@@ -1562,3 +1562,25 @@ def test_the_uncached_tail_moves_only_the_recorded_request_s_last_marker():
     assert [kind for kind, _ in plain] == ["request", "summarizer", "request", "request"]
     assert plain[1] == tailed[1]  # the summarizer call: unchanged
     assert tailed[2][1] > plain[2][1]  # the recorded request: its tail uncached
+
+
+def test_a_request_with_nothing_to_send_is_an_error_naming_it():
+    """A request built in memory with no message of its thread before it, or one a strategy
+    left empty, has no prompt: the replay stops with an error naming the request (and the
+    strategy), not a zero-token request."""
+    from replay.log import AssistantMessage, Session, SessionHeader, TextBlock, UserMessage
+    from replay.strategies import NamedStrategy, StrategySpec
+
+    t = gen.BASE_TS
+    header = SessionHeader(ts=t, provider="anthropic", model="claude-sonnet-4-5")
+    bare = Session(header=header, path="bare.jsonl", events=[
+        RequestMarker(ts=t, request_id="r1"),
+        AssistantMessage(ts=t, request_id="r1", blocks=[TextBlock(text="ok")]),
+    ])
+    with pytest.raises(ReplayError, match=r"^bare\.jsonl: request r1 has no message before it$"):
+        replay_session(bare, ["baseline"])
+    spec = StrategySpec(family="empty", pattern="empty", build=lambda: lambda history, ctx: [],
+                        cache_class="append-only", rule="sends nothing")
+    session = Session(header=header, events=[UserMessage(ts=t, text="task"), *bare.events])
+    with pytest.raises(ReplayError, match=r"^strategy 'empty' sent an empty request at r1$"):
+        replay_session(session, [NamedStrategy("empty", spec, {})])
