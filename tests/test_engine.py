@@ -1584,3 +1584,21 @@ def test_a_request_with_nothing_to_send_is_an_error_naming_it():
     session = Session(header=header, events=[UserMessage(ts=t, text="task"), *bare.events])
     with pytest.raises(ReplayError, match=r"^strategy 'empty' sent an empty request at r1$"):
         replay_session(session, [NamedStrategy("empty", spec, {})])
+
+
+def test_a_logged_compaction_naming_no_events_replaces_everything_before_it():
+    """docs/log-format.md: a `compaction` whose `replaces` is absent or empty replaced
+    everything before it in its thread: `recorded` sends the summary, then what came after."""
+    from replay.log import Compaction, UserMessage
+    from replay.strategies import SummaryItem, UserItem
+
+    session = _four_reads()
+    at = next(n for n, e in enumerate(session.events)
+              if isinstance(e, RequestMarker) and e.request_id == "req-004")
+    ts = session.events[at].ts
+    session.events[at:at] = [Compaction(ts=ts, summary="SUMMARY"),
+                             UserMessage(ts=ts, text="go on")]
+    record = next(r for r in replay_session(session, ["recorded"], ReplayConfig(keep_views=True))
+                  if r.request_id == "req-004")
+    assert [(type(i), getattr(i, "text", None)) for i in record.view] == [
+        (SummaryItem, "SUMMARY"), (UserItem, "go on")]
