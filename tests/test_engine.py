@@ -1602,3 +1602,37 @@ def test_a_logged_compaction_naming_no_events_replaces_everything_before_it():
                   if r.request_id == "req-004")
     assert [(type(i), getattr(i, "text", None)) for i in record.view] == [
         (SummaryItem, "SUMMARY"), (UserItem, "go on")]
+
+
+def test_every_text_the_log_holds_is_kept_counted_between_strategies():
+    """`_log_texts`: every text the log holds (the system prompts, messages, tool outputs,
+    answers' text and thinking, logged summaries): their token counts are kept from one
+    strategy to the next, unlike what a strategy derived from them."""
+    from replay.engine._replay import _log_texts
+    from replay.log import (
+        AssistantMessage,
+        Compaction,
+        Session,
+        SessionHeader,
+        TextBlock,
+        ThinkingBlock,
+        ThreadStart,
+        ToolCallBlock,
+        ToolResult,
+        UserMessage,
+    )
+
+    t = gen.BASE_TS
+    events = [
+        UserMessage(ts=t, text="task"),
+        AssistantMessage(ts=t, blocks=[ThinkingBlock(thinking="let me see"),
+                                       TextBlock(text="reading"),
+                                       ToolCallBlock(id="c1", name="read_file", arguments={})]),
+        ToolResult(ts=t, call_id="c1", tool_name="read_file", output="file body"),
+        Compaction(ts=t, summary="the summary"),
+        ThreadStart(ts=t, thread_id="sub", system="You review code."),
+        ThreadStart(ts=t, thread_id="sub2"),
+    ]
+    session = Session(header=SessionHeader(ts=t, system="You are an agent."), events=events)
+    assert _log_texts(session) - {""} == {"You are an agent.", "task", "let me see", "reading",
+                                          "file body", "the summary", "You review code."}
