@@ -1221,3 +1221,23 @@ def test_signatures_shared_with_a_shorter_history_still_sign_every_later_message
     assert ask(EvidenceChecker(), [start, *said[:12]], 11) == []  # signs 12 messages
     assert ask(EvidenceChecker(), [start, *said[:5]], 2) == []  # another replay, earlier on
     assert ask(EvidenceChecker(), [start, *said], 13) == []  # two more messages signed
+
+
+def test_each_phrase_a_command_quotes_is_found_whole() -> None:
+    """Two phrases quoted in one command are two phrases, not the text between their quotes."""
+    command = 'grep -n "Preview theme" a.ts | grep -v "Dark mode toggle"'
+    assert _blind._phrases([command]) == ["Preview theme", "Dark mode toggle"]
+    assert _blind._phrases(["echo 'Save draft' && echo 'Save draft'"]) == ["Save draft"]
+
+
+def test_a_phrase_quoted_twice_in_one_call_is_one_quote() -> None:
+    history = [
+        UserItem("Where is it?", event_index=0),
+        AssistantItem((_call("c1", "read_file", path="a.ts"),), event_index=1),
+        ToolResultItem("c1", "read_file", "// Preview theme switch\nexport {}", event_index=2,
+                       arguments={"path": "a.ts"}),
+    ]
+    grep = _call("c2", "bash", command='grep -n "Preview theme" a.ts; grep -c "Preview theme" b')
+    assert [(a.kind, a.excerpt) for a in _check(history, history[:2], grep)] == [
+        ("hidden-quote", "Preview theme")
+    ]

@@ -56,8 +56,9 @@ _PATCH_FILE = re.compile(r"^\*\*\* (Update|Delete|Add) File: (.+)$", re.MULTILIN
 _NUMBERED_LINE = re.compile(r"^ *\d+→", re.MULTILINE)
 # An editor tool's `view` numbers them as `cat -n` does (`     16\ttext`).
 _TAB_NUMBERED_LINE = re.compile(r"^ *\d+\t", re.MULTILINE)
-# A quoted phrase in a tool call's arguments (`grep "Preview theme"`): quoted as a whole.
-_PHRASE = re.compile(r"""(["'])([^"'\n]*\S[ \t]+\S[^"'\n]*)\1""")
+# A quoted phrase in a tool call's arguments (`grep "Preview theme"`): quoted as a whole, with no
+# quote inside (two phrases quoted in one command are two, not the text between them).
+_PHRASE = re.compile(r"""(["'])([^"'\n]*[^"'\s][ \t]+[^"'\s][^"'\n]*)\1""")
 # The characters a JSON rendering escapes (as `\"`, `\\`, `\t`…; a newline too, but no line
 # holds one): a string argument holding one is not found as it is in its call's rendered text.
 _ESCAPED = re.compile(r'["\\\x00-\x09\x0b-\x1f]')
