@@ -1241,3 +1241,54 @@ def test_a_phrase_quoted_twice_in_one_call_is_one_quote() -> None:
     assert [(a.kind, a.excerpt) for a in _check(history, history[:2], grep)] == [
         ("hidden-quote", "Preview theme")
     ]
+
+
+
+def _write_of_target(name="write_file", key="content"):
+    new = _rewritten(CALC, CALC.splitlines().index(TARGET), "    return price * qty * 1.2")
+    return _call("c2", name, path="src/calc.py", **{key: new})
+
+
+@pytest.mark.parametrize("name", ["view", "cat_file", "open_file"])
+def test_a_tool_named_as_a_read_shows_the_file_s_content(name: str) -> None:
+    """`view`, `cat`, `open` name reads as `read` does: the result is the file's last known
+    content, against which a whole-file write's changed lines are found."""
+    history = [
+        UserItem("The tax is wrong.", event_index=0),
+        AssistantItem((_call("c1", name, path="src/calc.py"),), event_index=1),
+        ToolResultItem("c1", name, CALC, event_index=2, arguments={"path": "src/calc.py"}),
+    ]
+    actions = _check(history, history[:2], _write_of_target())
+    assert [(a.kind, a.excerpt.splitlines()) for a in actions] == [
+        ("hidden-edit-target", ["def price_with_tax(price, qty):", TARGET.strip()])
+    ]
+
+
+@pytest.mark.parametrize("key", ["content", "file_text", "text", "contents"])
+def test_every_content_key_is_a_whole_file_write(key: str) -> None:
+    history = _history()
+    view = [*history[:2], truncate_chars(history[2], 500)]
+    actions = _check(history, view, _write_of_target(key=key))
+    assert [a.kind for a in actions] == ["hidden-edit-target", "stubbed-read"]
+    assert actions[0].excerpt.splitlines() == ["def price_with_tax(price, qty):", TARGET.strip()]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        _call("c2", "edit", path="src/calc.py", oldText=TARGET, newText="x"),  # pi
+        _call("c2", "edit_file", path="src/calc.py", old_text=TARGET, new_text="x"),
+        _call("c2", "replace_in_file", path="src/calc.py", search=TARGET, replace="x"),
+        _call("c2", "apply_patch", patch=PATCH),
+    ],
+    ids=["oldText", "old_text", "search", "patch-key"],
+)
+def test_every_old_text_key_is_an_edit_target(call: Block) -> None:
+    history = _history()
+    view = [*history[:2], truncate_chars(history[2], 500)]
+    actions = _check(history, view, call)
+    assert [(a.kind, a.path) for a in actions] == [
+        ("hidden-edit-target", "src/calc.py"),
+        ("stubbed-read", "src/calc.py"),
+    ]
+    assert actions[0].excerpt == TARGET.strip()
