@@ -1292,3 +1292,56 @@ def test_every_old_text_key_is_an_edit_target(call: Block) -> None:
         ("stubbed-read", "src/calc.py"),
     ]
     assert actions[0].excerpt == TARGET.strip()
+
+
+
+def test_a_quoted_single_word_is_no_phrase() -> None:
+    """A phrase is words quoted together; one plain word quoted is still a plain word."""
+    history = [
+        UserItem("Summarize.", event_index=0),
+        AssistantItem((_call("c1", "run_tests"),), event_index=1),
+        ToolResultItem("c1", "run_tests", "everything straightforward here", event_index=2),
+    ]
+    grep = _call("c2", "bash", command='grep -rn "straightforward" src')
+    assert _check(history, history[:2], grep) == []
+
+
+def test_a_path_named_by_its_slash_alone_is_a_quote() -> None:
+    """A word with a slash inside names something exact (a path), as one with a digit, an
+    underscore or a dot does."""
+    history = [
+        UserItem("Where is it?", event_index=0),
+        AssistantItem((_call("c1", "list_files", dir="."),), event_index=1),
+        ToolResultItem("c1", "list_files", "lib/helpers\nREADME", event_index=2),
+    ]
+    ls = _call("c2", "bash", command="ls lib/helpers")
+    assert [(a.kind, a.excerpt) for a in _check(history, history[:2], ls)] == [
+        ("hidden-quote", "lib/helpers")
+    ]
+
+
+def test_a_quoted_phrase_is_measured_without_the_spaces_around_it() -> None:
+    """`" Save now "` is the 8-character phrase `Save now`: under the 10-character threshold."""
+    history = [
+        UserItem("Where is it?", event_index=0),
+        AssistantItem((_call("c1", "read_file", path="a.ts"),), event_index=1),
+        ToolResultItem("c1", "read_file", "// Save now button\nexport {}", event_index=2,
+                       arguments={"path": "a.ts"}),
+    ]
+    grep = _call("c2", "bash", command='grep -n " Save now " a.ts')
+    assert _check(history, history[:2], grep) == []
+    assert _blind._phrases(['grep -n " Save draft " a.ts']) == ["Save draft"]
+
+
+def test_a_mention_lists_each_hidden_name_once_in_order() -> None:
+    history = [
+        UserItem("Rotate the keys.", event_index=0),
+        AssistantItem((_call("c1", "read_file", path="conf.ini"),), event_index=1),
+        ToolResultItem("c1", "read_file", "a = ZEBRA_QUUX_4417\nb = YAK_SHAVE_9921", event_index=2,
+                       arguments={"path": "conf.ini"}),
+    ]
+    said = AssistantItem((Block("text", "Rotating YAK_SHAVE_9921, then ZEBRA_QUUX_4417 too"),))
+    found = EvidenceChecker().check(history, history[:2], said, 3, "req-4")
+    assert [(a.kind, a.excerpt) for a in found] == [
+        (HIDDEN_MENTION, "YAK_SHAVE_9921, ZEBRA_QUUX_4417")
+    ]
