@@ -1345,3 +1345,83 @@ def test_a_mention_lists_each_hidden_name_once_in_order() -> None:
     assert [(a.kind, a.excerpt) for a in found] == [
         (HIDDEN_MENTION, "YAK_SHAVE_9921, ZEBRA_QUUX_4417")
     ]
+
+
+
+@pytest.mark.parametrize("line", ["root = 'C:\\work\\tmp_dir'", "name\tvalue_total = 1"],
+                         ids=["backslash", "tab"])
+def test_a_line_json_escapes_is_shown_in_the_agent_s_write(line: str) -> None:
+    """A backslash or a tab is escaped in the call's rendered JSON, as a quote is: the agent's
+    own earlier write still shows the line."""
+    content = f"{line}\nother = 2\n"
+    history = [
+        UserItem("Set the root.", event_index=0),
+        AssistantItem((_call("c1", "write", path="conf.py", content=content),), event_index=1),
+        ToolResultItem("c1", "write", "ok", event_index=2),
+        AssistantItem((_call("c3", "read_file", path="conf.py"),), event_index=3),
+        ToolResultItem("c3", "read_file", content, event_index=4, arguments={"path": "conf.py"}),
+    ]
+    edit = _call("c2", "edit", path="conf.py", oldText=line, newText="root = 1")
+    assert _check(history, history, edit) == []
+    view = [*history[:4], truncate_chars(history[4], 5)]  # the read cut, the write shown
+    assert _check(history, view, edit) == []
+
+
+def test_a_write_tool_whose_content_is_no_text_is_quote_checked() -> None:
+    """A content that is no string (a list) is no whole content: the call changes no file the
+    checker can diff, and its arguments are checked for quotes as any call's."""
+    history = _raised()
+    note = _call("c2", "write_file", path="notes.md",
+                 content=["InvalidTokenSignature comes from auth"])
+    assert [a.kind for a in _check(history, history[:2], note)] == ["hidden-quote"]
+
+
+def test_a_write_tool_that_names_a_path_alone_is_quote_checked() -> None:
+    """A path with neither old text, patch nor content changes nothing the checker can see:
+    the call is checked for quotes, and its path came only from a hidden listing."""
+    history = [
+        UserItem("Back up the settings.", event_index=0),
+        AssistantItem((_call("c1", "list_files", dir="config"),), event_index=1),
+        ToolResultItem("c1", "list_files", "config/settings_prod.yaml\n", event_index=2),
+    ]
+    backup = _call("c2", "create_backup", path="config/settings_prod.yaml")
+    assert [(a.kind, a.path, a.excerpt) for a in _check(history, history[:2], backup)] == [
+        ("hidden-quote", "config/settings_prod.yaml", "config/settings_prod.yaml")
+    ]
+
+
+def test_a_call_of_another_tool_with_a_path_and_a_text_is_no_content_of_the_file() -> None:
+    """Only a write tool's content is the file's: a search naming the file and some text
+    leaves the last whole read as the file's content."""
+    history = _history()
+    search = _call("c3", "search_file", path="src/calc.py", text="tax_rate")
+    history += [
+        AssistantItem((search,), event_index=3),
+        ToolResultItem("c3", "search_file", "1 match", event_index=4, arguments=search.arguments),
+    ]
+    view = [*history[:2], truncate_chars(history[2], 500), *history[3:]]
+    actions = _check(history, view, _write_of_target())
+    assert [a.kind for a in actions] == ["hidden-edit-target", "stubbed-read"]
+    assert actions[0].excerpt.splitlines() == ["def price_with_tax(price, qty):", TARGET.strip()]
+
+
+def test_an_edit_by_old_text_leaves_the_last_read_as_the_file_s_content() -> None:
+    """An edit names no whole content: a whole-file write after it is diffed against the
+    last read (the last full content the history shows)."""
+    history = _history()
+    edit = _call("c3", "edit_file", path="src/calc.py", old_string="    return x + 1",
+                 new_string="    return x + 1  # one")
+    history += [
+        AssistantItem((edit,), event_index=3),
+        ToolResultItem("c3", "edit_file", "ok", event_index=4, arguments=edit.arguments),
+    ]
+    view = [*history[:2], truncate_chars(history[2], 500), *history[3:]]
+    actions = _check(history, view, _write_of_target())
+    assert [a.kind for a in actions] == ["hidden-edit-target", "stubbed-read"]
+    assert TARGET.strip() in actions[0].excerpt.splitlines()
+
+
+def test_a_read_with_fewer_than_half_of_its_lines_numbered_is_taken_as_it_is() -> None:
+    """One numbered line of three (the last one unterminated) is fewer than half."""
+    one_of_three = "     1→alpha\nbeta\ngamma"
+    assert _blind._file_text(one_of_three) == one_of_three
