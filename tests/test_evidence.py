@@ -1425,3 +1425,67 @@ def test_a_read_with_fewer_than_half_of_its_lines_numbered_is_taken_as_it_is() -
     """One numbered line of three (the last one unterminated) is fewer than half."""
     one_of_three = "     1→alpha\nbeta\ngamma"
     assert _blind._file_text(one_of_three) == one_of_three
+
+
+
+def test_answers_about_one_history_do_not_serve_another_of_the_same_length() -> None:
+    """Answers are shared by the history's fingerprint (its texts), not by its length alone:
+    a log that never showed a name does not flag it because another log of as many texts
+    did."""
+    forget_shared_answers()
+    grep = _call("c2", "grep", pattern="InvalidTokenSignature")
+    showed = _raised()
+    assert [a.kind for a in _check(showed, showed[:2], grep)] == ["hidden-quote"]
+    never = [*showed[:2], ToolResultItem("c1", "run_tests", "all tests passed", event_index=2)]
+    assert _check(never, never[:2], grep) == []
+
+
+def test_a_history_that_shrank_is_indexed_again() -> None:
+    """A history changed other than by growing at the end is indexed again from scratch:
+    what only its removed items held is no longer in it."""
+    forget_shared_answers()
+    history = _blind._History()
+    start = UserItem("Go.", event_index=0)
+    history.sync([start, UserItem("gamma_delta_token", event_index=1)])
+    assert history.holds("gamma_delta_token")
+    history.sync([start])
+    assert not history.holds("gamma_delta_token") and history.holds("Go.")
+
+
+def test_a_grown_history_whose_last_item_changed_is_indexed_again() -> None:
+    """`grown` spares the comparison of the first items, not of the last one indexed."""
+    forget_shared_answers()
+    history = _blind._History()
+    start = UserItem("Go.", event_index=0)
+    history.sync([start, UserItem("alpha_beta_old", event_index=1)], grown=True)
+    history.sync([start, UserItem("alpha_beta_new", event_index=1)], grown=True)
+    assert history.holds("alpha_beta_new") and not history.holds("alpha_beta_old")
+
+
+def test_the_agent_s_last_message_shows_a_name_the_view_keeps() -> None:
+    """The view keeps the agent's last message, which named the key: naming it again is no
+    mention of hidden text, though an earlier message of the agent was dropped."""
+    forget_shared_answers()
+    history = [
+        UserItem("Rotate the key.", event_index=0),
+        AssistantItem((Block("text", "Looking."),), event_index=1),
+        AssistantItem((Block("text", "The key is ZEBRA_QUUX_4417."),), event_index=2),
+    ]
+    said = AssistantItem((Block("text", "Rotating ZEBRA_QUUX_4417 now."),))
+    assert EvidenceChecker().check(history, [history[0], history[2]], said, 3, "r3") == []
+    assert [a.kind for a in EvidenceChecker().check(history, history[:2], said, 3, "r3")] == [
+        HIDDEN_MENTION
+    ]
+
+
+def test_a_name_the_previous_view_showed_is_hidden_once_its_result_is_cut() -> None:
+    """One checker across requests: the result that showed a name at one request is cut at
+    the next (the same position, another object): the name is hidden there."""
+    forget_shared_answers()
+    history = [*_raised(), UserItem("Again.", event_index=3)]
+    checker = EvidenceChecker()
+    grep = AssistantItem((_call("c2", "grep", pattern="InvalidTokenSignature"),))
+    assert checker.check(history, history[:3], grep, 1, "r1", grown=True) == []
+    cut = [*history[:2], truncate_chars(history[2], 5), history[3]]
+    found = checker.check(history, cut, grep, 2, "r2", grown=True)
+    assert [(a.kind, a.excerpt) for a in found] == [("hidden-quote", "InvalidTokenSignature")]
