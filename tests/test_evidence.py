@@ -1243,7 +1243,6 @@ def test_a_phrase_quoted_twice_in_one_call_is_one_quote() -> None:
     ]
 
 
-
 def _write_of_target(name="write_file", key="content"):
     new = _rewritten(CALC, CALC.splitlines().index(TARGET), "    return price * qty * 1.2")
     return _call("c2", name, path="src/calc.py", **{key: new})
@@ -1292,7 +1291,6 @@ def test_every_old_text_key_is_an_edit_target(call: Block) -> None:
         ("stubbed-read", "src/calc.py"),
     ]
     assert actions[0].excerpt == TARGET.strip()
-
 
 
 def test_a_quoted_single_word_is_no_phrase() -> None:
@@ -1345,7 +1343,6 @@ def test_a_mention_lists_each_hidden_name_once_in_order() -> None:
     assert [(a.kind, a.excerpt) for a in found] == [
         (HIDDEN_MENTION, "YAK_SHAVE_9921, ZEBRA_QUUX_4417")
     ]
-
 
 
 @pytest.mark.parametrize("line", ["root = 'C:\\work\\tmp_dir'", "name\tvalue_total = 1"],
@@ -1427,7 +1424,6 @@ def test_a_read_with_fewer_than_half_of_its_lines_numbered_is_taken_as_it_is() -
     assert _blind._file_text(one_of_three) == one_of_three
 
 
-
 def test_answers_about_one_history_do_not_serve_another_of_the_same_length() -> None:
     """Answers are shared by the history's fingerprint (its texts), not by its length alone:
     a log that never showed a name does not flag it because another log of as many texts
@@ -1489,3 +1485,49 @@ def test_a_name_the_previous_view_showed_is_hidden_once_its_result_is_cut() -> N
     cut = [*history[:2], truncate_chars(history[2], 5), history[3]]
     found = checker.check(history, cut, grep, 2, "r2", grown=True)
     assert [(a.kind, a.excerpt) for a in found] == [("hidden-quote", "InvalidTokenSignature")]
+
+
+_MODULE = [f"line {i} of the module" for i in range(1, 41)]
+
+
+def _module_write(changed: dict[int, str], call_id: str = "c2") -> Block:
+    lines = [changed.get(i, line) for i, line in enumerate(_MODULE, 1)]
+    return _call(call_id, "write_file", path="m.py", content="\n".join(lines) + "\n")
+
+
+def _module_read():
+    return [
+        UserItem("Change the module.", event_index=0),
+        AssistantItem((_call("c1", "read_file", path="m.py"),), event_index=1),
+        ToolResultItem("c1", "read_file", "\n".join(_MODULE) + "\n", event_index=2,
+                       arguments={"path": "m.py"}),
+    ]
+
+
+def test_a_line_around_two_changes_is_listed_once() -> None:
+    """Lines 20 and 22 changed: the old lines changed with one line of context on each side,
+    line 21 (the context of both) once."""
+    history = _module_read()
+    write = _module_write({20: "line twenty", 22: "line twenty-two"})
+    (edit,) = _check(history, history[:2], write)
+    assert edit.excerpt.splitlines() == [f"line {i} of the module" for i in range(19, 24)]
+
+
+def test_each_whole_file_write_is_diffed_on_its_own() -> None:
+    """Two writes of the same file from the same content: each one's changed lines are its
+    own (what is remembered of a diff is keyed by both texts)."""
+    forget_shared_answers()
+    history = _module_read()
+    (first,) = _check(history, history[:2], _module_write({20: "line twenty"}))
+    (second,) = _check(history, history[:2], _module_write({30: "line thirty"}, "c3"))
+    assert first.excerpt.splitlines() == [f"line {i} of the module" for i in (19, 20, 21)]
+    assert second.excerpt.splitlines() == [f"line {i} of the module" for i in (29, 30, 31)]
+
+
+def test_forgetting_shared_answers_forgets_the_lines_each_write_changed() -> None:
+    forget_shared_answers()
+    history = _module_read()
+    assert _check(history, history[:2], _module_write({20: "line twenty"}))
+    assert _blind._CHANGES
+    forget_shared_answers()
+    assert not _blind._CHANGES and _blind._changes_chars == 0
