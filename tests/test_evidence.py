@@ -1531,3 +1531,36 @@ def test_forgetting_shared_answers_forgets_the_lines_each_write_changed() -> Non
     assert _blind._CHANGES
     forget_shared_answers()
     assert not _blind._CHANGES and _blind._changes_chars == 0
+
+
+def test_a_view_without_the_agent_s_messages_hides_a_name_once_its_result_is_cut() -> None:
+    """As above, with views that keep none of the agent's messages (searched whole): the text
+    of the result the previous view showed is no longer the view's."""
+    forget_shared_answers()
+    history = [*_raised(), UserItem("Again.", event_index=3)]
+    checker = EvidenceChecker()
+    grep = AssistantItem((_call("c2", "grep", pattern="InvalidTokenSignature"),))
+    shown = [history[0], history[2], history[3]]
+    assert checker.check(history, shown, grep, 1, "r1", grown=True) == []
+    cut = [history[0], truncate_chars(history[2], 5), history[3]]
+    found = checker.check(history, cut, grep, 2, "r2", grown=True)
+    assert [(a.kind, a.excerpt) for a in found] == [("hidden-quote", "InvalidTokenSignature")]
+
+
+def test_a_history_whose_earlier_item_changed_in_place_is_indexed_again() -> None:
+    """Not `grown`: the history is compared item by item, and an earlier message replaced in
+    place no longer holds what it said."""
+    forget_shared_answers()
+    line = "retry_budget = compute_budget(attempts)"
+    result = ToolResultItem("c1", "run_tests", "2 failed", event_index=2)
+    history = [UserItem("Go.", event_index=0),
+               AssistantItem((Block("text", text=f"I will set {line}"),), event_index=1), result]
+    checker = EvidenceChecker()
+    edit = AssistantItem((_call("c9", "edit_file", path="a.py", old_string=line,
+                                new_string="x"),))
+    view = [history[0], result]
+    assert [a.kind for a in checker.check(history, view, edit, 1, "r1")] == [
+        "hidden-edit-target"
+    ]
+    history[1] = AssistantItem((Block("text", text="something else"),), event_index=1)
+    assert checker.check(history, view, edit, 2, "r2") == []
