@@ -1564,3 +1564,35 @@ def test_a_history_whose_earlier_item_changed_in_place_is_indexed_again() -> Non
     ]
     history[1] = AssistantItem((Block("text", text="something else"),), event_index=1)
     assert checker.check(history, view, edit, 2, "r2") == []
+
+
+@pytest.mark.parametrize(
+    ("said", "named"),
+    [
+        ("Rotated ZEBRA_QUUX_4417.", "ZEBRA_QUUX_4417"),  # a name ends the sentence
+        ("Then I fixed src/api.js. Done", "src/api.js"),
+        ("Rotated ZEBRA_QUUX_4417; done", "ZEBRA_QUUX_4417"),
+    ],
+)
+def test_a_name_that_ends_a_sentence_is_found_without_the_full_stop(said, named) -> None:
+    """The full stop after a name closes the sentence; it is not part of the name the hidden
+    text held (`ZEBRA_QUUX_4417  # …`, not `ZEBRA_QUUX_4417.`)."""
+    history = [
+        UserItem("Rotate the key.", event_index=0),
+        AssistantItem((_call("c1", "read_file", path="conf.ini"),), event_index=1),
+        ToolResultItem("c1", "read_file", "key = ZEBRA_QUUX_4417  # in src/api.js too",
+                       event_index=2, arguments={"path": "conf.ini"}),
+    ]
+    response = AssistantItem((Block("text", said),))
+    found = EvidenceChecker().check(history, history[:2], response, 3, "req-4")
+    assert [(a.kind, a.excerpt) for a in found] == [(HIDDEN_MENTION, named)]
+    commit = _call("c2", "bash", command=f"git commit -m 'Rotate {named}.'")
+    assert [(a.kind, a.excerpt) for a in _check(history, history[:2], commit)] == [
+        ("hidden-quote", named)
+    ]
+
+
+def test_a_path_ending_in_two_dots_keeps_them() -> None:
+    assert list(_blind._quotables("cd ../build/.. then src/api.js.")) == [
+        "../build/..", "src/api.js"
+    ]

@@ -28,7 +28,7 @@ import re
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import compress, islice, repeat
 from operator import contains
@@ -223,12 +223,23 @@ def _last_containing(
     return next(compress(range(n - 1, stop - 1, -1), flags), None)
 
 
+def _quotables(text: str) -> Iterator[str]:
+    """The quotable pieces of `text`, without the full stop that ends a sentence after a name
+    (`… in src/api.js.`): the name is what another text holds. A path's `..` stays."""
+    for piece in _QUOTABLE.findall(text):
+        if piece.endswith(".") and not piece.endswith(".."):
+            piece = piece[:-1]
+            if not _QUOTABLE.fullmatch(piece):
+                continue
+        yield piece
+
+
 def _hidden_pieces(texts: Iterable[str], request: _Request, distinctive: bool = False) -> list[str]:
     """The quotable pieces of `texts` that only hidden text holds, each once, in order
     (`distinctive`: only those that name something exact, for the agent's prose)."""
     hidden: list[str] = []
     for text in texts:
-        for piece in dict.fromkeys(_QUOTABLE.findall(text)):
+        for piece in dict.fromkeys(_quotables(text)):
             if (not distinctive or _DISTINCTIVE.search(piece)) and request.hidden(piece) and (
                 piece not in hidden
             ):
