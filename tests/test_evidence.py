@@ -1596,3 +1596,10 @@ def test_a_path_ending_in_two_dots_keeps_them() -> None:
     assert list(_blind._quotables("cd ../build/.. then src/api.js.")) == [
         "../build/..", "src/api.js"
     ]
+
+
+def test_a_read_ending_in_a_newline_has_no_extra_line() -> None:
+    """The newline after the last line ends it: two numbered lines of four are half of them."""
+    half = "     1→alpha\n     2→beta\ngamma\ndelta\n"
+    assert _blind._file_text(half) == "alpha\nbeta\ngamma\ndelta\n"
+    assert _blind._file_text("     1→alpha\nbeta\ngamma\n") == "     1→alpha\nbeta\ngamma\n"

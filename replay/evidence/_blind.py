@@ -184,7 +184,8 @@ def _file_text(output: str) -> str:
     if "→" not in output:  # no numbered line: found at C speed (most reads of most logs)
         return output
     numbered = _NUMBERED_LINE.findall(output)
-    if not numbered or 2 * len(numbered) < output.count("\n") + 1:
+    lines = output.count("\n") + (not output.endswith("\n"))  # a final newline ends a line
+    if not numbered or 2 * len(numbered) < lines:
         return output
     text = output.split("<system-reminder>", 1)[0]
     return _NUMBERED_LINE.sub("", text).rstrip("\n") + "\n"
