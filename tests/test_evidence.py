@@ -1603,3 +1603,13 @@ def test_a_read_ending_in_a_newline_has_no_extra_line() -> None:
     half = "     1→alpha\n     2→beta\ngamma\ndelta\n"
     assert _blind._file_text(half) == "alpha\nbeta\ngamma\ndelta\n"
     assert _blind._file_text("     1→alpha\nbeta\ngamma\n") == "     1→alpha\nbeta\ngamma\n"
+
+
+def test_quoted_strings_pair_left_to_right() -> None:
+    """A quoted word closes its own quotes: the unquoted text up to the next quoted string is no
+    phrase (`' -print -exec sed -n '`), and a phrase may hold the other kind of quote."""
+    command = "find . -name 'trial-meta.json' -print -exec sed -n '1,5p' {} \\;"
+    assert _blind._phrases([command]) == []
+    assert _blind._phrases(['grep -rn "agent_message" x | head -1); printf "%s" "$f"']) == []
+    assert _blind._phrases(['git commit -m "don\'t drop the cache"']) == ["don't drop the cache"]
+    assert _blind._phrases(["""echo it's "the unbalanced one" """]) == ["the unbalanced one"]

@@ -56,9 +56,11 @@ _PATCH_FILE = re.compile(r"^\*\*\* (Update|Delete|Add) File: (.+)$", re.MULTILIN
 _NUMBERED_LINE = re.compile(r"^ *\d+→", re.MULTILINE)
 # An editor tool's `view` numbers them as `cat -n` does (`     16\ttext`).
 _TAB_NUMBERED_LINE = re.compile(r"^ *\d+\t", re.MULTILINE)
-# A quoted phrase in a tool call's arguments (`grep "Preview theme"`): quoted as a whole, with no
-# quote inside (two phrases quoted in one command are two, not the text between them).
-_PHRASE = re.compile(r"""(["'])([^"'\n]*[^"'\s][ \t]+[^"'\s][^"'\n]*)\1""")
+# Quoted strings of a tool call's arguments, paired left to right (`grep -n 'x' -r "Preview theme"`:
+# `'x'` and `"Preview theme"`, never the unquoted text between two of them); a phrase is one whose
+# words a space or tab separates (`_SPACED`), quoted as a whole.
+_QUOTED = re.compile(r""""([^"\n]*)"|'([^'\n]*)'""")
+_SPACED = re.compile(r"\S[ \t]+\S")
 # The characters a JSON rendering escapes (as `\"`, `\\`, `\t`…; a newline too, but no line
 # holds one): a string argument holding one is not found as it is in its call's rendered text.
 _ESCAPED = re.compile(r'["\\\x00-\x09\x0b-\x1f]')
@@ -253,9 +255,9 @@ def _phrases(strings: Iterable[str]) -> list[str]:
     name something exact even when their words do not."""
     found: dict[str, None] = {}
     for text in strings:
-        for _, phrase in _PHRASE.findall(text):
-            phrase = phrase.strip()
-            if len(phrase) >= 10:
+        for double, single in _QUOTED.findall(text):
+            phrase = (double or single).strip()
+            if len(phrase) >= 10 and _SPACED.search(phrase):
                 found.setdefault(phrase, None)
     return list(found)
 
