@@ -379,8 +379,13 @@ PATCH = f"""*** Begin Patch
         _call("c2", "MultiEdit", file_path="src/calc.py",  # Claude Code
               edits=[{"old_string": TARGET, "new_string": "x"}]),
         _call("c2", "edit", filePath="src/calc.py", oldString=TARGET, newString="x"),
+        _call("c2", "edit", path="src/calc.py", oldText=TARGET, newText="x"),  # pi
+        _call("c2", "edit_file", path="src/calc.py", old_text=TARGET, new_text="x"),
+        _call("c2", "replace_in_file", path="src/calc.py", search=TARGET, replace="x"),
+        _call("c2", "apply_patch", patch=PATCH),
     ],
-    ids=["codex-patch", "opencode-patch", "multiedit", "oldString"],
+    ids=["codex-patch", "opencode-patch", "multiedit", "oldString", "oldText", "old_text",
+         "search", "patch-key"],
 )
 def test_every_edit_form_is_checked(call: Block) -> None:
     # None of these named its old text where the checker looked: they were never flagged.
@@ -1270,27 +1275,6 @@ def test_every_content_key_is_a_whole_file_write(key: str) -> None:
     actions = _check(history, view, _write_of_target(key=key))
     assert [a.kind for a in actions] == ["hidden-edit-target", "stubbed-read"]
     assert actions[0].excerpt.splitlines() == ["def price_with_tax(price, qty):", TARGET.strip()]
-
-
-@pytest.mark.parametrize(
-    "call",
-    [
-        _call("c2", "edit", path="src/calc.py", oldText=TARGET, newText="x"),  # pi
-        _call("c2", "edit_file", path="src/calc.py", old_text=TARGET, new_text="x"),
-        _call("c2", "replace_in_file", path="src/calc.py", search=TARGET, replace="x"),
-        _call("c2", "apply_patch", patch=PATCH),
-    ],
-    ids=["oldText", "old_text", "search", "patch-key"],
-)
-def test_every_old_text_key_is_an_edit_target(call: Block) -> None:
-    history = _history()
-    view = [*history[:2], truncate_chars(history[2], 500)]
-    actions = _check(history, view, call)
-    assert [(a.kind, a.path) for a in actions] == [
-        ("hidden-edit-target", "src/calc.py"),
-        ("stubbed-read", "src/calc.py"),
-    ]
-    assert actions[0].excerpt == TARGET.strip()
 
 
 def test_a_quoted_single_word_is_no_phrase() -> None:
