@@ -47,7 +47,9 @@ def test_selector_parse(text, kind, value) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["", "bogus", "older-than:", "older-than:x", "messages:3", "messages:a-b", "tool:"]
+    "text",
+    ["", "bogus", "older-than:", "older-than:x", "older-than:-", "older-than:+", "messages:3",
+     "messages:a-b", "tool:"],
 )
 def test_bad_selector(text) -> None:
     with pytest.raises(ReplayError, match="bad --prune selector"):
@@ -58,6 +60,7 @@ def test_bad_selector(text) -> None:
     ("text", "message"),
     [
         ("older-than:-3", "K must be ≥ 0 (got -3)"),
+        ("older-than:-1", "K must be ≥ 0 (got -1)"),
         ("older-than:1.5", "K must be a whole number ≥ 0"),
         ("messages:5-2", "empty range, A must be ≤ B (messages:2-5?)"),
     ],
@@ -581,6 +584,18 @@ def test_whatif_after_a_logged_compaction_edits_the_compacted_run() -> None:
         assert m.outcome.prompt < r.outcome.prompt
         assert not any(isinstance(i, SummaryItem) for i in m.view)
     assert max(m.outcome.prompt for m in mine) <= max(r.outcome.prompt for r in ref)
+
+
+def test_whatif_keeps_the_recorded_run_s_own_rewrite_at_the_request_it_edits() -> None:
+    """At request 2 the harness cleared request 1's result (a logged prune of `recorded`): the
+    edited request reports both that rewrite and the edit made there."""
+    edit = whatif_strategy(2, Selector.parse("older-than:0"), False)
+    _, records = breakeven_session(_compacted_session(), ["recorded", edit])
+    ref, mine = _requests_of(records, "recorded"), _requests_of(records, edit.name)
+    logged = ("prune", "logged prune: cleared 1 tool results")
+    assert [(e.kind, e.detail) for e in ref[2].events] == [logged]
+    assert [(e.kind, e.detail) for e in mine[2].events] == [
+        logged, ("prune", "cleared 1 tool results older than 0")]
 
 
 def test_whatif_compact_where_the_agent_compacted_is_an_error() -> None:
