@@ -1082,7 +1082,7 @@ def test_the_answer_to_a_request_follows_docs_log_format_ordering_rules():
     """docs/log-format.md "Ordering rules": the assistant's `request_id` names the request it
     answers; without one, the next assistant event of the same thread answers its thread's
     request; one naming no request answers its thread's last request; a repeated id names the
-    latest request with it."""
+    latest request with it; a request's answer is the first that answers it."""
     from replay.engine._replay import _responses
     from replay.log import AssistantMessage, Session, SessionHeader, TextBlock, UserMessage
 
@@ -1109,6 +1109,7 @@ def test_the_answer_to_a_request_follows_docs_log_format_ordering_rules():
         request("e"),  # 10
         request("e"),  # 11
         answer("e"),  # 12: the latest request named e
+        answer("e"),  # 13: a second answer to e: the first (12) stays its answer
     ]
     session = Session(header=SessionHeader(ts=t), events=events)
     assert {request: at for request, (at, _) in _responses(session).items()} == {
