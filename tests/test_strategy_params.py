@@ -12,8 +12,8 @@ from conftest import ROOT, RUN42
 
 import replay
 from replay._errors import ReplayError
-from replay.strategies import parse_name, registered
-from replay.strategies._base import Bounds, StrategySpec
+from replay.strategies import parse_name, registered, resolve
+from replay.strategies._base import Bounds, StrategySpec, coerce_param, split_names
 
 
 def _builtin_params() -> list[tuple[StrategySpec, str]]:
@@ -91,10 +91,35 @@ def test_every_builtin_parameter_declares_its_bounds():
         (Bounds(low=1, words=("auto",)), "≥ 1 or auto"),
         (Bounds(words=("structured", "freeform")), "one of: structured, freeform"),
         (Bounds(low=1, pct=True), "≥ 1 or Npct with 0 < N ≤ 100"),
+        (Bounds(low=0, low_open=True), "> 0"),
+        (Bounds(high=100, high_open=True), "< 100"),
+        (Bounds(high=5), "≤ 5"),
+        (Bounds(low=0, high=100, low_open=True, high_open=True), "0 < x < 100"),
+        (Bounds(low=40_000), "≥ 40_000"),  # as names write numbers
+        (Bounds(low=0.5), "≥ 0.5"),
+        (Bounds(), "any value"),
     ],
 )
 def test_bounds_describe_themselves(bounds, text):
     assert bounds.describe() == text
+
+
+@pytest.mark.parametrize(
+    ("bounds", "inside", "outside"),
+    [
+        (Bounds(low=0, high=100, low_open=True, high_open=True), [0.5, 99], [0, 100]),
+        (Bounds(low=0, high=1), [0, 1], [-0.01, 1.01]),
+        (Bounds(low=1, pct=True), [1, "1pct", "100pct"], [0, "0pct", "101pct", "xpct"]),
+        (Bounds(low=0), [0, "8k"], [True, False, -1]),  # a boolean is no number
+        (Bounds(words=("structured", "freeform")), ["freeform"], [1, "auto"]),
+    ],
+)
+def test_bounds_accept_what_they_describe(bounds, inside, outside):
+    for value in inside:
+        bounds.check(value)
+    for value in outside:
+        with pytest.raises(ValueError):
+            bounds.check(value)
 
 
 def test_out_of_range_values_of_every_builtin_parameter_exit_2_in_one_line(invoke):
@@ -150,6 +175,106 @@ def test_a_list_inside_brackets_is_written_with_plus():
     with pytest.raises(ReplayError, match=re.escape(
             "override 'read': expected param=value (a list inside brackets is written a+b")):
         parse_name("opencode-prune-40k-20k[protected=skill,read]")
+
+
+def _typed_spec() -> StrategySpec:
+    """A family whose parameters have one default of each type a value is read by."""
+
+    def build(chars=500, share=0.5, keep=(), strict=False, limit=None, *, note="x"):
+        return lambda history, ctx: list(history)
+
+    return StrategySpec(family="typed", pattern="typed", build=build, cache_class="churn", rule="",
+                        defaults={"chars": 800}, kilo={"chars": 1024})
+
+
+def test_a_family_s_parameters_are_its_build_s_with_its_defaults_winning():
+    assert _typed_spec().parameters() == {
+        "chars": 800, "share": 0.5, "keep": (), "strict": False, "limit": None, "note": "x"}
+
+
+@pytest.mark.parametrize(
+    ("param", "raw", "value"),
+    [
+        ("chars", "40_000", 40_000),  # the module docstring's forms of an int
+        ("chars", "2k", 2048),  # the family's own unit
+        ("chars", "1.5k", 1536),
+        ("share", "90%", 0.9),
+        ("share", "0.25", 0.25),
+        ("keep", "skill+todo", ("skill", "todo")),
+        ("keep", "skill, todo", ("skill", "todo")),
+        ("strict", "Yes", True),
+        ("strict", "off", False),
+        ("limit", "none", None),
+        ("limit", "true", True),
+        ("limit", "1", 1),  # a digit is a number, not a boolean
+        ("limit", "3k", 3000),
+        ("limit", "1.5k", 1500),  # a whole number is an int
+        ("limit", "0.25", 0.25),
+        ("limit", "auto", "auto"),
+        ("note", "free text", "free text"),
+    ],
+)
+def test_values_are_read_by_the_type_of_the_parameter_s_default(param, raw, value):
+    read = coerce_param(_typed_spec(), param, raw)
+    assert read == value and type(read) is type(value)
+
+
+@pytest.mark.parametrize(
+    ("param", "raw", "message"),
+    [
+        ("chars", "1.5", "typed.chars='1.5': expected an integer"),
+        ("strict", "maybe", "typed.strict='maybe': expected true or false"),
+        ("share", "x%", "typed.share='x%': expected a number"),
+        ("share", "lots", "typed.share='lots': expected a number"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_refused_naming_it(param, raw, message):
+    with pytest.raises(ReplayError, match=re.escape(message)):
+        coerce_param(_typed_spec(), param, raw)
+
+
+def test_a_name_s_label_lists_what_its_brackets_changed_in_order():
+    """Every row names exactly what ran: changed parameters sorted by name, a value equal to
+    the name's own left out."""
+    parsed = parse_name("opencode-prune-40k-20k[protected=skill+read,minimum=10k]")
+    assert parsed.name == "opencode-prune-40k-20k[minimum=10000,protected=skill+read]"
+    assert parse_name("truncate-500[chars=500]").name == "truncate-500"
+
+
+def test_a_word_a_parameter_does_not_accept_is_refused_as_such():
+    """A number outside the range "is out of range"; a word no range holds "is not accepted"."""
+    with pytest.raises(ReplayError, match=re.escape(
+            "strategy 'compact-at-12000-structured[style=short]': style=short is not accepted; "
+            "compact-at.style must be one of: structured, freeform")):
+        parse_name("compact-at-12000-structured[style=short]")
+
+
+@pytest.mark.parametrize("bad", ["=5", " =5"])
+def test_an_override_without_a_parameter_name_is_refused(bad):
+    with pytest.raises(ReplayError, match=re.escape("expected param=value")):
+        parse_name(f"truncate-500[{bad}]")
+
+
+def test_names_split_on_commas_outside_brackets():
+    assert split_names("a,,b[x=1,y=2], ,c") == ["a", "b[x=1,y=2]", "c"]
+    assert split_names("x]y,a[b,c]") == ["x]y", "a[b,c]"]  # a stray `]` opens nothing
+
+
+def test_only_ascii_digits_make_a_number_in_a_name():
+    with pytest.raises(ReplayError, match="unknown strategy"):
+        parse_name("truncate-٥٠٠")
+
+
+def test_two_names_of_one_strategy_run_once_as_the_first():
+    assert [s.name for s in resolve("truncate-1k,truncate-1000,truncate-500")] == [
+        "truncate-1k", "truncate-500"]
+    first, second = parse_name("truncate-500"), parse_name("truncate-500")
+    assert resolve([first, second])[0] is first
+
+
+def test_an_unknown_name_suggests_the_closest_ones():
+    with pytest.raises(ReplayError, match=re.escape("(did you mean 'truncate-500' or ")):
+        parse_name("trunkate-500")
 
 
 def test_a_non_number_still_says_a_number_is_expected():
