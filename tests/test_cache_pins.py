@@ -6,11 +6,21 @@ Split = (read, 1h write, 5m write, uncached)."""
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import UTC, date, datetime
 
 import pytest
 
-from replay.cache import Breakpoint, ProviderRules, RuleBook, builtin_rules, rows_in_force
+from replay._errors import ReplayError
+from replay.cache import (
+    Breakpoint,
+    ProviderRules,
+    RuleBook,
+    builtin_rules,
+    load_rules_file,
+    rows_in_force,
+)
 from replay.cache._route import builtin_book, simulator_for
 from replay.cache._store import CacheStore
 from replay.cache.automatic import MAX_PROMPTS
@@ -72,6 +82,58 @@ def test_an_overridden_rule_is_no_longer_uncertain():
     assert RuleBook(rules).uncertain("mechanism", "gpt-6-luna", OCT)
     forced = RuleBook(rules, {"openai.mechanism": "openai-breakpoints"})
     assert not forced.uncertain("mechanism", "gpt-6-luna", OCT)
+
+
+def _load(tmp_path, data) -> ProviderRules:
+    path = tmp_path / "acme.json"
+    path.write_bytes(data if isinstance(data, bytes) else json.dumps(data).encode())
+    return load_rules_file(path)
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"models": ["gpt-(("]}, "bad model pattern 'gpt-(('"),
+    ({"variants": [{"name": "v", "when": "provider", "provider": "p", "models": "(("}]},
+     "bad model pattern '(('"),
+    ({"passthrough": [{"models": "^a/((", "to": "openai"}]}, "bad model pattern '^a/(('"),
+    ({"variants": [{"name": "v", "when": "provider"}]}, "`when: provider` needs `provider`"),
+])
+def test_every_model_pattern_and_provider_variant_of_a_file_is_checked(tmp_path, fields, message):
+    # ProviderRules: the file's `models`, its variants' and its passthrough routes' are Python
+    # regexes; a `when: provider` variant names the provider it serves.
+    with pytest.raises(ReplayError, match=re.escape(message)):
+        _load(tmp_path, {"provider": "acme", "reviewed": "2026-11-01", **fields})
+
+
+def test_rule_file_errors_name_the_file_and_what_is_wrong(tmp_path):
+    path = tmp_path / "acme.json"
+    with pytest.raises(ReplayError) as err:
+        _load(tmp_path, {"provider": "acme", "reviewed": "2026-11-01",
+                         "rules": [_row(rule="ttl_second")]})
+    assert str(err.value).startswith(
+        f"{path}: invalid cache rules: rules[0] (ttl_second): unknown rule name; known: "
+    )
+    with pytest.raises(ReplayError, match=r"invalid cache rules at `provider`"):
+        _load(tmp_path, {"provider": ["openai"], "reviewed": "2026-11-01"})
+    with pytest.raises(ReplayError, match=r"cannot read cache rules \(expected UTF-8 JSON"):
+        _load(tmp_path, b'{"provider": "acme\xff"}')
+    with pytest.raises(ReplayError, match=r"acme\.json: cannot read cache rules"):
+        _load(tmp_path, b"[" * 100_000)  # nested too deep for the JSON decoder
+    with pytest.raises(ReplayError, match=r"missing\.json: cannot read cache rules"):
+        load_rules_file(tmp_path / "missing.json")
+
+
+def test_a_user_file_for_a_provider_without_a_builtin_file_loads(tmp_path):
+    # docs/cache-rules.md: `--cache-rules` "describes a provider `replay` does not know".
+    rules = _load(tmp_path, {"provider": "mistral", "reviewed": "2026-11-01",
+                             "rules": [_row(rule="min_cacheable_tokens", value=512)]})
+    assert RuleBook(rules).get("min_cacheable_tokens", "mistral-large", OCT) == 512
+
+
+def test_builtin_rules_skip_the_schema_and_list_the_known_providers():
+    # `builtin_rule_files`: pricing/cache/*.json, the schema aside, by name.
+    known = "anthropic, deepseek, google, moonshotai, openai, openrouter, qwen, x-ai"
+    with pytest.raises(ReplayError, match=re.escape(f"provider '_schema'; known: {known}")):
+        builtin_rules("_schema")
 
 
 # ---------------------------------------------------------------- _route.py
