@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, date, datetime
+import time
+from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
@@ -22,6 +23,7 @@ from replay.cache import (
     rows_in_force,
 )
 from replay.cache._route import builtin_book, simulator_for
+from replay.cache._rules import utc_date
 from replay.cache._store import CacheStore
 from replay.cache.automatic import MAX_PROMPTS
 from replay.cache.openai import eligible_ends
@@ -134,6 +136,71 @@ def test_builtin_rules_skip_the_schema_and_list_the_known_providers():
     known = "anthropic, deepseek, google, moonshotai, openai, openrouter, qwen, x-ai"
     with pytest.raises(ReplayError, match=re.escape(f"provider '_schema'; known: {known}")):
         builtin_rules("_schema")
+
+
+def test_naive_timestamps_are_utc_whatever_the_local_zone(monkeypatch):
+    # `utc_date`: "naive = UTC, as in genai-prices". 20:00 on 02-18 is 02-18 (the automatic
+    # breakpoint's GA is 02-19) even where the machine's clock is five hours behind UTC.
+    monkeypatch.setenv("TZ", "EST5")
+    time.tzset()
+    try:
+        naive = datetime(2026, 2, 18, 20)
+        assert utc_date(naive) == date(2026, 2, 18)
+        book = RuleBook(builtin_rules("anthropic"))
+        assert book.get("automatic_breakpoint", "claude-sonnet-4-6", naive) is False
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_a_provider_variant_override_beats_a_provider_override():
+    # docs/cache-rules.md: keyed `rule`, `provider.rule` or `provider.variant.rule` (most
+    # specific wins).
+    overrides = {"anthropic.ttl_seconds_5m": 2, "anthropic.bedrock.ttl_seconds_5m": 3}
+    book = RuleBook(builtin_rules("anthropic"), overrides, "bedrock")
+    assert book.get("ttl_seconds_5m", "claude-sonnet-4-5", OCT) == 3
+    assert book.with_variant("vertex").get("ttl_seconds_5m", "claude-sonnet-4-5", OCT) == 2
+
+
+def test_a_missing_rule_names_the_variant_and_the_utc_date():
+    book = RuleBook(builtin_rules("anthropic"), variant="bedrock")
+    ist = datetime(2020, 1, 1, 3, tzinfo=timezone(timedelta(hours=5, minutes=30)))
+    with pytest.raises(ReplayError, match=re.escape(
+        "no `mechanism` cache rule for anthropic/bedrock model 'claude-sonnet-4-5' on 2019-12-31"
+    )):
+        book.get("mechanism", "claude-sonnet-4-5", ist)
+
+
+def test_only_rows_marked_uncertain_are_uncertain():
+    rules = _file(_row(), _row(rule="min_cacheable_tokens", value=1024, uncertain=True))
+    book = RuleBook(rules)
+    assert book.uncertain("ttl_seconds", "m", OCT) is False
+    assert book.uncertain("min_cacheable_tokens", "m", OCT) is True
+    assert book.uncertain("max_writes", "m", OCT) is False  # no row at all
+
+
+def test_rows_in_force_keep_one_row_per_series_in_file_order():
+    """`rows_in_force`: for each (rule, models, variant) series its latest row, in file order."""
+    rules = _file(
+        _row(value=300),
+        _row(value=900, models="^big"),
+        _row(value=600, variant="v"),
+        _row(value=450, since="2026-02-01"),
+        variants=[{"name": "v", "when": "profile"}],
+    )
+    assert [r.value for r in rows_in_force(rules, date(2026, 3, 1))] == [900, 600, 450]
+
+
+def test_a_rule_book_needs_a_file_and_keeps_its_layers_and_overrides_per_variant():
+    with pytest.raises(ReplayError, match="at least one rule file"):
+        RuleBook([])
+    user = _file(_row(value=111), provider="openai")
+    book = RuleBook([user, builtin_rules("openai")], {"openai.retention": "in_memory"})
+    other = book.with_variant("explicit")
+    assert other.variant == "explicit"
+    assert other.get("ttl_seconds", "gpt-5", OCT) == 111  # the user's layer
+    assert other.get("retention", "gpt-5", OCT) == "in_memory"  # the override (built-in: 24h)
+    assert other.get("min_cacheable_tokens", "gpt-5", OCT) == 1024  # the built-in layer
 
 
 # ---------------------------------------------------------------- _route.py
