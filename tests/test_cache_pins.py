@@ -65,6 +65,14 @@ def test_a_builtin_file_is_found_by_an_alias():
     assert builtin_rules("dashscope").provider == "qwen"
 
 
+def test_a_rule_file_s_variant_is_found_by_name():
+    # docs/cache-rules.md: anthropic.json's variant `bedrock` is Claude on Bedrock (`aws`).
+    rules = builtin_rules("anthropic")
+    assert rules.variant("bedrock").provider == "aws"
+    assert rules.variant("vertex").provider == "google"
+    assert rules.variant("azure") is None
+
+
 def test_rows_in_force_take_effect_on_their_own_day_and_tie_like_the_rule_book():
     """`replay providers --at D` lists a row whose `since` is D, and of two rows of one series
     that take effect the same day, the first in the file: the row `RuleBook.get` answers."""
@@ -114,6 +122,8 @@ def test_rule_file_errors_name_the_file_and_what_is_wrong(tmp_path):
     assert str(err.value).startswith(
         f"{path}: invalid cache rules: rules[0] (ttl_second): unknown rule name; known: "
     )
+    with pytest.raises(ReplayError, match=r"acme\.json: invalid cache rules"):
+        _load(tmp_path, [])  # JSON, but not an object
     with pytest.raises(ReplayError, match=r"invalid cache rules at `provider`"):
         _load(tmp_path, {"provider": ["openai"], "reviewed": "2026-11-01"})
     with pytest.raises(ReplayError, match=r"cannot read cache rules \(expected UTF-8 JSON"):

@@ -89,6 +89,7 @@ def _row(**kw) -> dict:
         (_row(rule="ttl_second"), "unknown rule name"),
         (_row(rule="min_cacheable_tokens", value="1024"), "non-negative integer"),
         (_row(rule="mechanism", value="magic"), "must be one of"),
+        (_row(rule="mechanism", value=None), "must be one of"),
         (_row(rule="read_multiplier", value=0.1), "decimal string"),
         # RULE_TYPES: booleans are not integers or numbers, nothing is negative or infinite
         (_row(rule="refresh_on_read", value=1), "must be true or false"),
