@@ -213,6 +213,17 @@ def test_a_rule_book_needs_a_file_and_keeps_its_layers_and_overrides_per_variant
     assert other.get("min_cacheable_tokens", "gpt-5", OCT) == 1024  # the built-in layer
 
 
+def test_a_user_file_named_by_an_alias_answers_to_the_builtin_provider_s_overrides():
+    # RuleBook: the provider is the base (built-in) file's, the last layer: a user file for
+    # `dashscope` layers over qwen.json, and overrides are keyed `qwen.rule` (docs: provider id).
+    user = _file(_row(value=111), provider="dashscope")
+    book = RuleBook([user, builtin_rules("qwen")], {"qwen.ttl_seconds": 42})
+    assert book.provider == "qwen" and book.file is builtin_rules("qwen")
+    assert book.get("ttl_seconds", "qwen-plus", OCT) == 42
+    with pytest.raises(ReplayError, match="no `max_writes` cache rule for qwen model"):
+        book.get("max_writes", "qwen-plus", OCT)
+
+
 # ---------------------------------------------------------------- _route.py
 
 
