@@ -108,6 +108,12 @@ def test_the_automatic_marker_asks_for_the_profile_s_ttl():
         (1, "1h", True)
     ]
     assert [b.ttl for b in mine.breakpoints(req, "agent-1")] == ["5m"]
+    # with markers of its own too: the automatic one (on the last block) comes last
+    both = ClientProfile("both", "a marker on block 0, and automatic", place=lambda r: [0],
+                         automatic=True)
+    assert [(b.block, b.automatic) for b in both.breakpoints(req, "main")] == [
+        (0, False), (1, True)
+    ]
 
 
 def test_codex_cache_key_is_the_conversation():
