@@ -42,6 +42,11 @@ def test_claude_code_uses_1h_on_the_main_thread_from_2_1(version, main_ttl):
     assert profile.ttl("c1|s1|main") == main_ttl
     assert profile.ttl("c1|s1|main/summarizer") == main_ttl
     assert profile.ttl("c1|s1|agent-7") == "5m"
+    # A strategy name may hold a slash (a bracket value): the lane is still the thread's.
+    named = "s0|opencode-prune-40k-20k[protected=mcp/fs]|"
+    assert profile.ttl(named + "main") == main_ttl
+    assert profile.ttl(named + "main/summarizer") == main_ttl
+    assert profile.ttl(named + "agent-7") == "5m"
 
 
 def _request(lab: CacheLab):
@@ -122,4 +127,7 @@ def test_codex_cache_key_is_the_conversation():
     assert codex.key_for("main/summarizer", "s1") == "s1:main"
     assert codex.key_for("agent-2", "s1") == "s1:agent-2"
     assert codex.key_for("main/summarizer") == "main"  # no session id: the thread alone
+    named = "s0|opencode-prune-40k-20k[protected=mcp/fs]|"  # a batch lane, a slash in its name
+    assert codex.key_for(named + "main/summarizer", "s1") == f"s1:{named}main"
+    assert codex.key_for(named + "agent-2", "s1") == f"s1:{named}agent-2"
     assert profile_for("claude-code").key_for("main", "s1") is None

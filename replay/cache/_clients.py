@@ -105,8 +105,8 @@ class ClientProfile:
         return bound
 
     def ttl(self, thread: str) -> Ttl:
-        lane = thread.split("/")[0].rsplit("|", 1)[-1]  # `session|main` in batch replays
-        return self.main_ttl if lane == MAIN_THREAD else self.other_ttl
+        thread_name = _lane(thread).rpartition("|")[2]
+        return self.main_ttl if thread_name == MAIN_THREAD else self.other_ttl
 
     def breakpoints(self, req: RenderedRequest, thread: str) -> list[Breakpoint]:
         """Breakpoints for a request of a thread (ignored by automatic-prefix providers)."""
@@ -122,8 +122,16 @@ class ClientProfile:
         """The `prompt_cache_key` it sends for a request of `thread`, if any."""
         if self.cache_key != "conversation":
             return None
-        lane = thread.split("/")[0]
+        lane = _lane(thread)
         return f"{session_id}:{lane}" if session_id else lane
+
+
+def _lane(thread: str) -> str:
+    """The conversation a request's cache thread belongs to: `main/summarizer` is `main`'s. In
+    batch replays the thread follows its lane (`s0|STRATEGY|main`), whose strategy name may
+    hold a slash of its own (`[protected=mcp/fs]`): only the thread's part is cut there."""
+    head, bar, thread_name = thread.rpartition("|")
+    return head + bar + thread_name.split("/")[0]
 
 
 PROFILES: dict[str, ClientProfile] = {
