@@ -264,6 +264,58 @@ def test_a_packed_block_keeps_its_id_and_lets_its_text_go():
         assert table.text_of(block) == content
 
 
+def test_a_chain_table_interns_a_fitted_text_apart_for_each_count():
+    """engine/_chain.py: a text some session's fit sized is interned under its fitted count.
+    Sessions that fitted it to one count share its block; one that fitted another count, or
+    none, gets another block (its length differs); a block of fixed size ignores the fit; and
+    after a fitted text, every other text is interned in the chain's shared ids again."""
+    from replay.engine._chain import ChainTable
+    from replay.tokens._overrides import FittedCounter
+
+    counter = _renderer().table.counter
+    chain = ChainTable(counter)
+    text = " ".join(f"word_{k}" for k in range(50))
+    plain = chain.view(counter)
+    fit_7, also_7 = (chain.view(FittedCounter(counter, {text: 7})) for _ in range(2))
+    fit_9 = chain.view(FittedCounter(counter, {text: 9}))
+    unfitted, seven, nine = (t.intern("user", text, True) for t in (plain, fit_7, fit_9))
+    assert also_7.intern("user", text, True) == seven
+    assert len({unfitted, seven, nine}) == 3
+    overhead = chain.blocks[seven].overhead
+    assert [chain.blocks[b].tokens - overhead for b in (seven, nine)] == [7, 9]
+    assert chain.blocks[unfitted].tokens - overhead == counter.count(text)
+    assert fit_7.intern("user", "another text", True) == plain.intern("user", "another text", True)
+    assert fit_9.intern("thinking", text, False, 5) == plain.intern("thinking", text, False, 5)
+
+
+def test_a_packed_fitted_block_keeps_its_id_and_lets_its_text_go():
+    """A block interned under a fitted count is re-keyed by digest when packed, as any other
+    (`_id_maps`): no key holds its text."""
+    import gc
+    import weakref
+
+    from replay.engine._chain import ChainTable
+    from replay.render._request import PACK_MIN_CHARS
+    from replay.tokens._overrides import FittedCounter
+
+    class Text(str):  # a str that can be watched (same hash and equality as its value)
+        pass
+
+    counter = _renderer().table.counter
+    content = "y" * PACK_MIN_CHARS + " fitted"
+    fitted = ChainTable(counter).view(FittedCounter(counter, {content: 11}))
+    text = Text("y" * PACK_MIN_CHARS + " fitted")
+    block = fitted.intern("user", text, True)
+    watch = weakref.ref(text)
+    assert fitted.pack(block) == content
+    counter.release(content)
+    del text
+    gc.collect()
+    assert watch() is None
+    assert fitted.intern("user", content, True) == block
+    assert fitted.text_of(block) == content
+
+
 def test_summary_items_and_merged_results_render_as_expected():
     r = _renderer()
     call = AssistantItem(
