@@ -272,10 +272,14 @@ def test_missing_header(tmp_path):
     [
         ('{"type":"user","ts":"2026-03-02T09:00:01Z","text":"hi"', "expected a JSON object"),
         ("[1, 2]", "expected a JSON object, got list"),
+        ('"a string"', "expected a JSON object, got str"),
+        ("12", "expected a JSON object, got int"),
         ('{"type":"telemetry","ts":"2026-03-02T09:00:01Z"}', "expected `type` to be one of"),
         ('{"ts":"2026-03-02T09:00:01Z","text":"no type"}', "expected `type` to be one of"),
         ('{"type":"user","ts":"2026-03-02T09:00:01Z","text":5}', "invalid `user` event"),
         ('{"type":"user","text":"no ts"}', "field required at `user.ts`"),
+        # the first of its errors (`ts` comes before `text`), not the last
+        ('{"type":"user","text":5}', "invalid `user` event: field required at `user.ts`"),
         (
             '{"type":"tool_result","ts":"2026-03-02T09:00:01Z","call_id":"c","tool_name":"t",'
             '"output":"o","is_error":"maybe"}',
@@ -341,6 +345,76 @@ def test_bad_line_strict_names_file_line_and_expectation(tmp_path, bad, expected
     assert err.path == str(path) and err.line == 3
     assert str(err).startswith(f"{path}:3: ")
     assert expected in str(err)
+
+
+@pytest.mark.parametrize(
+    ("bad", "expected"),
+    [
+        ('{"type":"user","ts":"2026-03-02T09:00:01Z","text":"hi"',
+         "expected a JSON object (Expecting ',' delimiter)"),
+        ('{"type":"user","ts":"2026-03-02T09:00:01Z","n":' + "9" * 5000 + "}",
+         "expected a JSON object (Exceeds the limit (4300 digits) for integer string conversion)"),
+    ],
+    ids=["unclosed", "long-integer"],
+)
+def test_a_line_that_is_no_json_says_why_at_the_file_s_line_only(tmp_path, bad, expected):
+    """`FILE:LINE: what was expected` (docs/log-format.md): not the decoder's position in the
+    line (`line 1 column 52`, which is no line of the file), nor the advice after the first
+    clause of Python's message, which is for programmers (`first_clause`)."""
+    path = _write(tmp_path, HEADER, USER, bad, REQUEST)
+    assert str(_error(path)) == f"{path}:3: {expected}"
+
+
+def test_an_unknown_type_is_told_the_known_ones_in_alphabetical_order(tmp_path):
+    path = _write(tmp_path, HEADER, '{"type":"telemetry","ts":"2026-03-02T09:00:01Z"}')
+    assert str(_error(path)) == (
+        f"{path}:2: expected `type` to be one of assistant, compaction, request, session, "
+        "thread, tool_result, user, got 'telemetry'"
+    )
+
+
+@pytest.mark.parametrize("first", ["[1, 2]", '"session"', "null"])
+def test_a_first_line_that_is_no_object_is_no_header_even_leniently(tmp_path, first):
+    path = _write(tmp_path, first, HEADER, USER, REQUEST)
+    err = _error(path, strict=False)
+    assert str(err) == f"{path}:1: expected a `session` header line of a replay-log file"
+
+
+def test_only_a_leading_byte_order_mark_is_dropped(tmp_path):
+    """docs/log-format.md: a leading byte order mark is accepted and dropped; one at the start
+    of a later line is no part of the file's start, and that line is no JSON."""
+    bom = "\ufeff".encode()
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(bom + f"{HEADER}\n{USER}\n{REQUEST}\n".encode())
+    session = read_log(path, strict=True)
+    assert session.header.version == FORMAT_VERSION
+    assert [type(e) for e in session.events] == [UserMessage, RequestMarker]
+    path.write_bytes(f"{HEADER}\n".encode() + bom + f"{USER}\n{REQUEST}\n".encode())
+    assert str(_error(path)).startswith(f"{path}:2: expected a JSON object (")
+    assert [e.line for e in read_log(path).skipped] == [2]
+
+
+def test_a_validation_error_without_a_field_names_no_place():
+    """`describe_invalid` says where the first error is (`at `field``) only when it has a
+    place: an error of the whole value has none."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from replay.log._io import describe_invalid
+
+    with pytest.raises(ValidationError) as info:
+        TypeAdapter(int).validate_python("many")
+    said = describe_invalid(info.value)
+    assert said.startswith("input should be a valid integer") and " at `" not in said
+
+
+def test_loads_json_reads_utf8_bytes_as_json_loads_does():
+    from replay.log._io import loads_json
+
+    text = '{"a": "caf\u00e9", "b": [1, 2.5, null]}'
+    assert loads_json(text.encode("utf-8")) == json.loads(text.encode("utf-8"))
+    assert loads_json(text) == {"a": "caf\u00e9", "b": [1, 2.5, None]}
+    with pytest.raises(ValueError, match="NaN is not a JSON value"):
+        loads_json(b'{"a": NaN}')
 
 
 def test_a_request_before_any_message_of_its_thread_is_a_bad_line(tmp_path):
@@ -593,6 +667,7 @@ def test_a_compaction_replacing_events_the_log_lacks_is_reported(tmp_path):
             "they are ignored")
     ]
     assert len(session.events) == 3  # the line is kept (counted, not skipped)
+    assert session.requests() == [session.events[1]]  # a compaction is no request
     with pytest.raises(LogFormatError, match=r":4: expected `replaces` to name earlier events"):
         read_log(path, strict=True, check_pairs=True)
 
@@ -626,6 +701,10 @@ def test_wrong_format_name_is_refused(tmp_path):
     assert "format" in str(_error(path))
 
 
+_CLEARED = ('{"type":"tool_result","ts":"2026-03-02T09:00:02Z","call_id":"c","tool_name":"t",'
+            '"output":"o","cleared_at":%s}')
+
+
 @pytest.mark.parametrize(
     ("lines", "expected"),
     [
@@ -646,6 +725,13 @@ def test_wrong_format_name_is_refused(tmp_path):
          "1772442001"),
         ((HEADER, USER.replace('"2026-03-02T09:00:01Z"', '"1772442001"')),
          ":2: expected `ts` as an ISO-8601 date-time, got '1772442001'"),
+        # Unix seconds in a string in any form a lenient read takes
+        *(((HEADER, USER.replace('"2026-03-02T09:00:01Z"', f'"{seconds}"')),
+           f":2: expected `ts` as an ISO-8601 date-time, got '{seconds}'")
+          for seconds in ("1772442001.5", "1772442001.", "1.772442001e9", "+1772442001", "-1")),
+        ((HEADER, USER, _CLEARED % '"2026-03-03"'),
+         ":3: expected `cleared_at` as an ISO-8601 date-time (like 2026-03-02T09:00:01Z), got "
+         "'2026-03-03'"),
     ],
 )
 def test_strict_converts_no_value_of_another_json_type(tmp_path, lines, expected):
@@ -674,13 +760,14 @@ def test_invalid_utf8_names_the_line(tmp_path):
     path.write_bytes(
         (HEADER + "\n" + USER + "\n").encode()
         + '{"type":"user","ts":"2026-03-02T09:00:01Z","text":"caf\xe9"}\n'.encode("latin-1")
+        + (REQUEST + "\n").encode()
     )
     err = _error(path)
     assert str(err).startswith(f"{path}:3: ")
     assert "UTF-8" in str(err)
     lenient = read_log(path)
     assert [e.line for e in lenient.skipped] == [3]
-    assert [type(e) for e in lenient.events] == [UserMessage]
+    assert [type(e) for e in lenient.events] == [UserMessage, RequestMarker]  # read on
 
 
 # ---------------------------------------------------------------------------------------------
@@ -991,6 +1078,12 @@ def test_placeholders_answer_every_unanswered_call_in_call_order_in_its_thread(t
         (call, name, "sub", "", True, "missing tool result", second.ts)
         for call, name in [("c2", "grep"), ("c1", "read_file")]
     ]
+    assert placeholders[0].model_fields_set is placeholders[1].model_fields_set  # read alike
+    with pytest.raises(LogFormatError) as err:  # stops at the first, in call order
+        read_log(path, strict=True, check_pairs=True)
+    assert str(err.value) == (
+        f"{path}:6: expected a tool_result for call 'c2' (grep, line 5) before request r2"
+    )
 
 
 def test_a_compaction_names_the_first_of_the_ids_it_replaces_that_name_nothing(tmp_path):
