@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import gen
@@ -113,6 +113,26 @@ def test_ids_and_texts_that_recur_are_read_once_per_distinct_value(tmp_path):
     assert first.output is second.output and third.output == "other text"
     assert call.blocks[0].arguments["path"] is again.blocks[0].arguments["path"]
     assert first.id is None and call.blocks[0].id != again.blocks[0].id
+
+
+def test_models_texts_and_nested_models_that_recur_are_read_once(tmp_path):
+    """`_NAMES`: models, providers, tool names in calls, user texts and compaction summaries that
+    recur are one string each; a request's usage shares its fields set as blocks do."""
+    request = ('{"type":"request","ts":"2026-03-02T09:00:0%dZ","request_id":"r%d",'
+               '"model":"claude-sonnet-4-5","provider":"anthropic","usage":{"input_tokens":%d}}')
+    call = ('{"type":"assistant","ts":"2026-03-02T09:00:0%dZ","blocks":[{"type":"tool_call",'
+            '"id":"c%d","name":"grep"}]}')
+    again = '{"type":"user","ts":"2026-03-02T09:00:0%dZ","text":"again"}'
+    compaction = '{"type":"compaction","ts":"2026-03-02T09:00:0%dZ","summary":"so far"}'
+    lines = [again % 1, request % (2, 1, 3), call % (3, 1), again % 4, request % (5, 2, 4),
+             call % (6, 2), compaction % 7, compaction % 8]
+    path = _write(tmp_path, HEADER, *lines)
+    user, first, one, user2, second, two, squash, squash2 = read_log(path).events
+    assert first.model is second.model and first.provider is second.provider
+    assert one.blocks[0].name is two.blocks[0].name and user.text is user2.text
+    assert squash.summary is squash2.summary
+    assert first.usage.model_fields_set is second.usage.model_fields_set
+    assert (first.usage.input_tokens, second.usage.input_tokens) == (3, 4)
 
 
 def test_a_time_without_an_offset_is_utc(tmp_path):
@@ -742,6 +762,41 @@ def test_strict_converts_no_value_of_another_json_type(tmp_path, lines, expected
     assert not read_log(path).skipped
 
 
+def test_a_cleared_at_without_an_offset_is_utc(tmp_path):
+    """docs/log-format.md: a time without an offset is read as UTC (`_aware`), `cleared_at` as
+    `ts`: it is compared with the requests' times."""
+    path = _write(tmp_path, HEADER, USER, _CLEARED % '"2026-03-02T09:00:05"')
+    result = read_log(path, strict=True).events[1]
+    assert result.cleared_at == datetime(2026, 3, 2, 9, 0, 5, tzinfo=UTC)
+
+
+def test_fields_a_line_leaves_out_read_as_documented():
+    """docs/log-format.md and the models' docstrings: a user message is the human's unless
+    `injected`, a response was sent back unless `in_context: false`, a call runs at the client
+    unless `server_side`, a result is no failure unless `is_error`, a thinking block without
+    text is `''`, a compaction without `replaces` replaced everything before it (as an empty
+    list does) and its summary is sent in a `user` message by default."""
+    ts = {"ts": "2026-03-02T09:00:01Z"}
+    user = parse_event(ts | {"type": "user", "text": "hi"}, "f", 2)
+    answer = parse_event(
+        ts | {"type": "assistant",
+              "blocks": [{"type": "thinking", "signature": "s"},
+                         {"type": "tool_call", "id": "c", "name": "t"}]},
+        "f", 3,
+    )
+    result = parse_event(
+        ts | {"type": "tool_result", "call_id": "c", "tool_name": "t", "output": "o"}, "f", 4
+    )
+    compaction = parse_event(ts | {"type": "compaction", "summary": "s"}, "f", 5)
+    assert user.injected is False and user.thread == "main"
+    assert answer.in_context is True and answer.request_id is None
+    assert (answer.blocks[0].thinking, answer.blocks[0].estimated_tokens) == ("", None)
+    assert answer.blocks[1].server_side is False and answer.blocks[1].arguments == {}
+    assert result.is_error is False and result.synthetic is None and result.cleared_at is None
+    assert compaction.replaces == [] and compaction.message_role == "user"
+    assert compaction.message is None
+
+
 def test_a_type_that_is_no_string_names_its_line(tmp_path):
     path = _write(tmp_path, HEADER, USER.replace('"user"', '["user"]'))
     assert ":2: expected `type` to be one of " in str(_error(path))
@@ -1132,3 +1187,59 @@ def test_an_orphan_result_answers_nothing_even_when_repeated(tmp_path):
     unknown = ("expected a tool_result to answer a tool call: call id 'c9' matches no earlier "
                "tool_call of thread 'main'")
     assert [(e.line, e.expected) for e in session.skipped] == [(3, unknown), (4, unknown)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Token counts (docs/log-format.md: every one an integer from 0 to 10¹², and so is the prompt)
+
+_TOKEN_FIELDS = {
+    **{
+        f"request.usage.{name}": (
+            {"type": "request", "request_id": "r"},
+            lambda n, name=name: {"usage": {name: n}},
+        )
+        for name in ("input_tokens", "cache_read_tokens", "cache_write_5m_tokens",
+                     "cache_write_1h_tokens", "output_tokens", "reasoning_tokens")
+    },
+    "assistant.blocks.0.thinking.estimated_tokens": (
+        {"type": "assistant"},
+        lambda n: {"blocks": [{"type": "thinking", "estimated_tokens": n}]},
+    ),
+    "session.hidden_prefix_tokens": ({"type": "session"}, lambda n: {"hidden_prefix_tokens": n}),
+    "thread.hidden_prefix_tokens": (
+        {"type": "thread", "thread_id": "s"},
+        lambda n: {"hidden_prefix_tokens": n},
+    ),
+}
+
+
+@pytest.mark.parametrize("where", sorted(_TOKEN_FIELDS))
+def test_every_token_count_is_an_integer_from_0_to_10_to_the_12(where):
+    base, field = _TOKEN_FIELDS[where]
+    line = {"ts": "2026-03-02T09:00:01Z", **base}
+    for n in (0, 10**12):
+        parse_event(line | field(n), "log.jsonl", 2)
+    for n, expected in [(-1, "greater than or equal to 0"),
+                        (10**12 + 1, "less than or equal to 1000000000000")]:
+        with pytest.raises(LogFormatError) as err:
+            parse_event(line | field(n), "log.jsonl", 2)
+        assert str(err.value).endswith(f"{expected} at `{where}`")
+
+
+_BUCKETS = ("input_tokens", "cache_read_tokens", "cache_write_5m_tokens", "cache_write_1h_tokens")
+
+
+@pytest.mark.parametrize("bucket", _BUCKETS)
+def test_a_prompt_adds_up_to_at_most_10_to_the_12_tokens_output_apart(bucket):
+    """prompt = input + cache read + both cache writes (docs/log-format.md), each bucket
+    counted: at most 10¹² tokens, one more is a bad line; the output is not the prompt's."""
+    request = {"type": "request", "ts": "2026-03-02T09:00:01Z", "request_id": "r"}
+    full = dict.fromkeys(_BUCKETS, 250_000_000_000) | {"output_tokens": 10**12}
+    assert parse_event(request | {"usage": full}, "log.jsonl", 2).usage.prompt_tokens == 10**12
+    with pytest.raises(LogFormatError) as err:
+        parse_event(request | {"usage": full | {bucket: 250_000_000_001}}, "log.jsonl", 2)
+    assert str(err.value) == (
+        "log.jsonl:2: invalid `request` event: expected the prompt's buckets (input, cache read, "
+        "cache writes) to add up to at most 1,000,000,000,000 tokens, not 1,000,000,000,001 at "
+        "`request.usage`"
+    )
