@@ -752,6 +752,9 @@ _CLEARED = ('{"type":"tool_result","ts":"2026-03-02T09:00:02Z","call_id":"c","to
         ((HEADER, USER, _CLEARED % '"2026-03-03"'),
          ":3: expected `cleared_at` as an ISO-8601 date-time (like 2026-03-02T09:00:01Z), got "
          "'2026-03-03'"),
+        # `_NUMBER`: Unix seconds in a string are a time to a lenient read only, `cleared_at` too
+        ((HEADER, USER, _CLEARED % '"1772442001"'),
+         ":3: expected `cleared_at` as an ISO-8601 date-time, got '1772442001'"),
     ],
 )
 def test_strict_converts_no_value_of_another_json_type(tmp_path, lines, expected):

@@ -96,12 +96,13 @@ def parse_event(obj: Any, path: str | Path, line: int, *, strict_text: str | Non
         raise LogFormatError(path, line, f"expected `type` to be one of {known}, got {kind!r}")
     if strict_text is not None and kind == "session" and "format" not in obj:
         raise LogFormatError(path, line, f"expected `format: {FORMAT_NAME}` in the session header")
-    ts = obj.get("ts")
-    if strict_text is not None and isinstance(ts, str) and _NUMBER.fullmatch(ts):
-        # pydantic's strict JSON mode still reads a number in a string as Unix seconds.
-        raise LogFormatError(
-            path, line, f"expected `ts` as an ISO-8601 date-time, got {ts!r}"
-        )
+    for name in ("ts", "cleared_at") if kind == "tool_result" else ("ts",):
+        moment = obj.get(name)
+        if strict_text is not None and isinstance(moment, str) and _NUMBER.fullmatch(moment):
+            # pydantic's strict JSON mode still reads a number in a string as Unix seconds.
+            raise LogFormatError(
+                path, line, f"expected `{name}` as an ISO-8601 date-time, got {moment!r}"
+            )
     try:
         event = _EVENT.validate_python(obj)
         if strict_text is not None:
