@@ -276,6 +276,8 @@ def test_empty_file(tmp_path):
     path.write_text("")
     err = _error(path, strict=False)
     assert str(path) in str(err) and "empty log" in str(err)
+    assert err.line is None  # the whole file's error, at no line
+    assert str(err) == f"{path}: empty log: expected a `session` header line"
     blank = _write(tmp_path, "", "  ", name="blank.jsonl")
     assert "empty log" in str(_error(blank, strict=False))
 
@@ -298,6 +300,12 @@ def test_missing_header(tmp_path):
         ('{"ts":"2026-03-02T09:00:01Z","text":"no type"}', "expected `type` to be one of"),
         ('{"type":"user","ts":"2026-03-02T09:00:01Z","text":5}', "invalid `user` event"),
         ('{"type":"user","text":"no ts"}', "field required at `user.ts`"),
+        (  # the summary is sent as the user's message or the assistant's
+            '{"type":"compaction","ts":"2026-03-02T09:00:01Z","summary":"s",'
+            '"message_role":"system"}',
+            "invalid `compaction` event: input should be 'user' or 'assistant' at "
+            "`compaction.message_role`",
+        ),
         # the first of its errors (`ts` comes before `text`), not the last
         ('{"type":"user","text":5}', "invalid `user` event: field required at `user.ts`"),
         (
@@ -714,6 +722,7 @@ def test_newer_version_is_refused(tmp_path):
     path = _write(tmp_path, HEADER.replace('"version":1', '"version":2'), USER)
     err = _error(path, strict=False)
     assert ":1: " in str(err) and "version" in str(err)
+    assert str(err) == f"{path}:1: expected replay-log version <= 1, got 2 (upgrade replay)"
 
 
 def test_wrong_format_name_is_refused(tmp_path):
@@ -765,12 +774,31 @@ def test_strict_converts_no_value_of_another_json_type(tmp_path, lines, expected
     assert not read_log(path).skipped
 
 
-def test_a_cleared_at_without_an_offset_is_utc(tmp_path):
-    """docs/log-format.md: a time without an offset is read as UTC (`_aware`), `cleared_at` as
-    `ts`: it is compared with the requests' times."""
-    path = _write(tmp_path, HEADER, USER, _CLEARED % '"2026-03-02T09:00:05"')
-    result = read_log(path, strict=True).events[1]
+def test_a_time_without_an_offset_is_utc_whatever_the_machine_s_zone(tmp_path, monkeypatch):
+    """docs/log-format.md: a time without an offset is read as UTC (`_aware`), not as the
+    machine's local time; `cleared_at` as `ts`: it is compared with the requests' times."""
+    import time
+
+    naive = USER.replace("09:00:01Z", "09:00:01")
+    path = _write(tmp_path, HEADER, naive, _CLEARED % '"2026-03-02T09:00:05"')
+    monkeypatch.setenv("TZ", "EST+5")  # five hours west of UTC
+    time.tzset()
+    try:
+        user, result = read_log(path, strict=True).events
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert user.ts == datetime(2026, 3, 2, 9, 0, 1, tzinfo=UTC)
     assert result.cleared_at == datetime(2026, 3, 2, 9, 0, 5, tzinfo=UTC)
+
+
+def test_an_unknown_field_named_like_a_time_is_kept_as_written_even_strictly(tmp_path):
+    """docs/log-format.md: fields an event does not know are kept and written back unchanged;
+    only a tool result has a `cleared_at`."""
+    user = USER[:-1] + ',"cleared_at":"1772442001"}'
+    session = read_log(_write(tmp_path, HEADER, user), strict=True)
+    assert session.events[0].model_extra == {"cleared_at": "1772442001"}
+    assert json.loads(dump_event(session.events[0])) == json.loads(user)
 
 
 def test_fields_a_line_leaves_out_read_as_documented():
@@ -778,7 +806,8 @@ def test_fields_a_line_leaves_out_read_as_documented():
     `injected`, a response was sent back unless `in_context: false`, a call runs at the client
     unless `server_side`, a result is no failure unless `is_error`, a thinking block without
     text is `''`, a compaction without `replaces` replaced everything before it (as an empty
-    list does) and its summary is sent in a `user` message by default."""
+    list does) and its summary is sent in a `user` message by default; what a log does not
+    hold (a request's usage, a compaction's size before) is None, not a made-up value."""
     ts = {"ts": "2026-03-02T09:00:01Z"}
     user = parse_event(ts | {"type": "user", "text": "hi"}, "f", 2)
     answer = parse_event(
@@ -791,13 +820,15 @@ def test_fields_a_line_leaves_out_read_as_documented():
         ts | {"type": "tool_result", "call_id": "c", "tool_name": "t", "output": "o"}, "f", 4
     )
     compaction = parse_event(ts | {"type": "compaction", "summary": "s"}, "f", 5)
+    request = parse_event(ts | {"type": "request", "request_id": "r"}, "f", 6)
+    assert (request.usage, request.model, request.provider) == (None, None, None)  # unknown
     assert user.injected is False and user.thread == "main"
     assert answer.in_context is True and answer.request_id is None
     assert (answer.blocks[0].thinking, answer.blocks[0].estimated_tokens) == ("", None)
     assert answer.blocks[1].server_side is False and answer.blocks[1].arguments == {}
     assert result.is_error is False and result.synthetic is None and result.cleared_at is None
     assert compaction.replaces == [] and compaction.message_role == "user"
-    assert compaction.message is None
+    assert (compaction.message, compaction.tokens_before, compaction.trigger) == (None,) * 3
 
 
 def test_a_type_that_is_no_string_names_its_line(tmp_path):
@@ -810,6 +841,8 @@ def test_directory_and_missing_file(tmp_path):
     missing = tmp_path / "nope.jsonl"
     err = _error(missing)
     assert str(missing) in str(err) and "no such file" in str(err)
+    assert (err.line, str(err)) == (None, f"{missing}: no such file")
+    assert str(_error(tmp_path)) == f"{tmp_path}: expected a log file, got a directory"
     assert isinstance(err, ReplayError)
 
 
@@ -823,6 +856,7 @@ def test_invalid_utf8_names_the_line(tmp_path):
     err = _error(path)
     assert str(err).startswith(f"{path}:3: ")
     assert "UTF-8" in str(err)
+    assert str(err) == f"{path}:3: expected UTF-8 text (invalid continuation byte)"
     lenient = read_log(path)
     assert [e.line for e in lenient.skipped] == [3]
     assert [type(e) for e in lenient.events] == [UserMessage, RequestMarker]  # read on
