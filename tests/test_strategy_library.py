@@ -3,6 +3,7 @@ plug-ins (file and entry point), and the `strategies` command."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import math
@@ -2270,3 +2271,73 @@ def test_openhands_llm_summary_counts_the_events_it_summarizes():
         f"{events_in(summarized)} events → summary"
     ]
     assert events_in(summarized) > len(summarized)  # parallel calls: more events than items
+
+
+# --- shared building blocks (_common.py) ----------------------------------------------------
+
+
+def test_sized_only_is_the_size_of_what_the_log_holds_only_by_its_size():
+    """Thinking whose text the log lacks and a whole message known by its size count that
+    size; logged text counts nothing here."""
+    from replay.strategies._common import sized_only
+
+    thinking = AssistantItem(
+        blocks=(Block("thinking", estimated_tokens=900), Block("thinking", text="t",
+                                                                estimated_tokens=50))
+    )
+    assert sized_only(thinking) == 900
+    assert sized_only(UserItem("[context not in the log]", estimated_tokens=700)) == 700
+    assert sized_only(UserItem("hello")) == 0
+    assert sized_only(ToolResultItem("c1", "bash", "out")) == 0
+
+
+def test_an_assistant_item_is_counted_block_by_block_with_each_counter():
+    """Block by block (no seam between blocks), thinking with its text counted, thinking known
+    only by its size left to `sized_only`; the count kept on the item is the counter's own, so
+    another counter counts afresh."""
+    from replay.strategies._common import count_item
+
+    item = AssistantItem(
+        blocks=(
+            Block("thinking", text="hmm"),
+            Block("thinking", estimated_tokens=40),
+            Block("text", text="ok!"),
+            Block("tool_call", call_id="c1", name="ls", arguments={}),
+        )
+    )
+    assert count_item(item, len) == 3 + 3 + len("ls({})") + 40
+    assert count_item(item, lambda s: 1) == 3 + 40
+
+
+def test_the_head_is_hidden_prefix_system_message_and_sorted_tool_definitions():
+    """Hidden prefix + system prompt (a message: its framing) + one block per tool definition,
+    its JSON with sorted keys as the renderer counts it; `tools=False` leaves the tools out."""
+    from replay.log import ToolDef
+    from replay.strategies._common import head_tokens
+
+    seen: list[str] = []
+
+    def count(text: str) -> int:
+        seen.append(text)
+        return len(text)
+
+    tool = ToolDef(name="t", description="d", input_schema={"type": "object"})
+    c = StrategyContext(request_index=0, ts=T0, model="gpt-5", context_window=200_000,
+                        count_tokens=count, system="sys prompt", tools=(tool,),
+                        hidden_tokens=5, message_overhead=3)
+    text = '{"description": "d", "input_schema": {"type": "object"}, "name": "t"}'
+    assert head_tokens(c) == 5 + 10 + 3 + len(text)
+    assert text in seen
+    assert head_tokens(c, tools=False) == 5 + 10 + 3
+
+
+def test_before_any_usage_the_reported_size_is_the_whole_counted_request():
+    """No usage yet: the counted size of the view, as `request_tokens` counts it (its framing,
+    the system prompt and the hidden prefix included)."""
+    from replay.strategies._common import reported_tokens
+
+    c = dataclasses.replace(ctx(), system="sys prompt", hidden_tokens=1000,
+                            message_overhead=3)
+    view = [UserItem("x" * 40)]
+    # hidden + system ("sys prompt": 3 tokens at chars/4) and its framing + the message's
+    assert reported_tokens(c, view) == 1000 + (3 + 3) + (10 + 3)
