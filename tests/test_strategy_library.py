@@ -2341,3 +2341,133 @@ def test_before_any_usage_the_reported_size_is_the_whole_counted_request():
     view = [UserItem("x" * 40)]
     # hidden + system ("sys prompt": 3 tokens at chars/4) and its framing + the message's
     assert reported_tokens(c, view) == 1000 + (3 + 3) + (10 + 3)
+
+
+def test_a_history_that_opens_with_the_assistant_s_message_has_its_last_step_at_0():
+    """`last_assistant` searches down to index 0 (-1 only when there is none)."""
+    from replay.strategies._common import last_assistant, last_step, since_last_assistant
+
+    answer = AssistantItem(blocks=(Block("tool_call", call_id="c1", name="ls", arguments={}),))
+    result = ToolResultItem("c1", "ls", "a.py")
+    assert last_assistant([answer, result]) == 0
+    assert since_last_assistant([answer, result]) == [result]
+    assert last_step([answer, result]) == [answer, result]
+    assert last_assistant([UserItem("go"), result]) == -1
+
+
+def test_stripping_calls_keeps_the_rest_of_the_item_and_its_event_index():
+    """`strip_calls`: the item without the dropped calls (its event index kept), the item
+    itself when none of its calls is dropped, None when nothing is left; the same drop gives
+    the same object."""
+    from replay.strategies._common import strip_calls
+
+    calls = tuple(
+        Block("tool_call", call_id=c, name="ls", arguments={"d": c}) for c in ("c1", "c2")
+    )
+    item = AssistantItem(blocks=(Block("text", text="two calls"), *calls), event_index=7)
+    kept = strip_calls(item, {"c2", "other"})
+    assert kept.blocks == item.blocks[:2] and kept.event_index == 7
+    assert strip_calls(item, {"c2"}) is kept
+    assert strip_calls(item, {"other"}) is item and strip_calls(item, set()) is item
+    bare = AssistantItem(blocks=calls, event_index=8)
+    assert strip_calls(bare, {"c1", "c2"}) is None
+
+
+def test_replacing_blocks_with_equal_ones_gives_the_item_itself():
+    """Equal blocks: the item itself (unchanged is the same object); other blocks: a new
+    item with the event index kept, the same object for the same edit, another for another
+    edit, raw arguments told apart beyond the text they render."""
+    from replay.strategies._common import replace_blocks
+
+    item = AssistantItem(blocks=(Block("text", text="a"), Block("text", text="b")), event_index=4)
+    assert replace_blocks(item, (Block("text", text="a"), Block("text", text="b"))) is item
+    edited = replace_blocks(item, (Block("text", text="a"),))
+    assert edited is not item and edited.blocks == (Block("text", text="a"),)
+    assert edited.event_index == 4
+    assert replace_blocks(item, (Block("text", text="a"),)) is edited
+
+    def patch(extra: int) -> Block:
+        return Block("tool_call", call_id="p", name="apply_patch",
+                     arguments={"input": "*** patch", "extra": extra}, arguments_format="raw")
+
+    one, two = replace_blocks(item, (patch(1),)), replace_blocks(item, (patch(2),))
+    assert one.blocks[0].rendered() == two.blocks[0].rendered() == "apply_patch(*** patch)"
+    assert (one.blocks[0].arguments["extra"], two.blocks[0].arguments["extra"]) == (1, 2)
+
+
+def test_repairing_pairs_drops_orphan_results_and_calls_whose_result_was_left_out():
+    """A result whose call is not kept goes; a call whose logged result is not kept goes; a
+    call not answered in the history yet stays (its result is still to come)."""
+    from replay.strategies._common import AnsweredIds, repair_pairs
+
+    def call(cid: str) -> Block:
+        return Block("tool_call", call_id=cid, name="ls", arguments={"d": cid})
+
+    first = AssistantItem(blocks=(call("c1"), call("c2")), event_index=1)
+    old = AssistantItem(blocks=(call("c0"),), event_index=0)
+    r0, r1, r2 = (ToolResultItem(c, "ls", c) for c in ("c0", "c1", "c2"))
+    pending = AssistantItem(blocks=(call("c3"),), event_index=5)
+    user = UserItem("go")
+    history = [user, old, r0, first, r1, r2, pending]
+    kept = [user, r0, first, r2, pending]
+    out = repair_pairs(kept, history)
+    assert len(out) == 4 and out[0] is user and out[2] is r2 and out[3] is pending
+    assert [b.call_id for b in out[1].tool_calls] == ["c2"] and out[1].event_index == 1
+    ids = AnsweredIds()
+    assert repair_pairs(kept, history, ids.sync(history)) == out
+
+
+def _step(cid: str, event_index: int = -1) -> tuple[AssistantItem, ToolResultItem]:
+    call = Block("tool_call", call_id=cid, name="ls", arguments={"d": cid})
+    return AssistantItem(blocks=(call,), event_index=event_index), ToolResultItem(cid, "ls", cid)
+
+
+def test_an_empty_rule_result_falls_back_to_the_last_user_message_else_the_last_step():
+    from replay.strategies._common import nonempty
+
+    (a1, r1), (a2, r2) = _step("c1"), _step("c2")
+    first, last = UserItem("first"), UserItem("last", injected=True)
+    kept = [r2]
+    assert nonempty(kept, [first, a1, r1]) is kept
+    assert nonempty([], [first, a1, r1, last, a2, r2]) == [last]
+    assert nonempty([], [a1, r1, a2, r2]) == [a2, r2]
+
+
+def test_a_kept_suffix_never_starts_inside_a_call_s_results():
+    """Not at a result, nor at a message between a call and its results; anywhere else
+    (before the next assistant message, or with no result after it) it may."""
+    from replay.strategies._common import valid_start
+
+    (a1, r1), (a2, r2) = _step("c1"), _step("c2")
+    steer = UserItem("also check b.py")
+    items = [UserItem("go"), a1, steer, r1, UserItem("next"), a2, r2]
+    assert [valid_start(items, n) for n in range(len(items) + 1)] == [
+        True, True, False, False, True, True, False, True
+    ]
+    assert valid_start([UserItem("only")], 0)
+
+
+def test_message_groups_join_a_run_of_user_role_items_only():
+    from replay.strategies._common import MessageGroups, message_groups
+
+    (a1, r1), (a2, r2) = _step("c1"), _step("c2")
+    items = [UserItem("go"), a1, r1, UserItem("steer"), a2, a2, r2]
+    expected = [[0], [1], [2, 3], [4], [5], [6]]
+    assert message_groups(items) == expected
+    groups = MessageGroups()
+    groups.sync(items[:3])
+    assert groups.sync(items) == expected and groups.group_of == [0, 1, 2, 2, 3, 4, 5]
+
+
+def test_the_between_prompts_trigger_needs_a_real_prompt_after_an_exchange():
+    from replay.strategies._common import is_real_user, trigger_at_user_turn
+
+    a1, r1 = _step("c1")
+    injected = UserItem("<system-reminder>", injected=True)
+    assert is_real_user(UserItem("go")) and not is_real_user(injected)
+    assert not is_real_user(r1)
+    assert trigger_at_user_turn([UserItem("go"), a1, r1, UserItem("next")])
+    assert not trigger_at_user_turn([UserItem("go")])
+    assert not trigger_at_user_turn([UserItem("go"), a1, r1, injected])
+    assert not trigger_at_user_turn([UserItem("go"), a1, r1])
+    assert not trigger_at_user_turn([])
