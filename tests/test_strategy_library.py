@@ -2471,3 +2471,59 @@ def test_the_between_prompts_trigger_needs_a_real_prompt_after_an_exchange():
     assert not trigger_at_user_turn([UserItem("go"), a1, r1, injected])
     assert not trigger_at_user_turn([UserItem("go"), a1, r1])
     assert not trigger_at_user_turn([])
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [("offset", 10), ("limit", 5), ("view_range", [1, 20]), ("start_line", 3), ("end_line", 9),
+     ("line_range", "1-5")],
+)
+def test_each_harness_s_range_argument_makes_a_read_partial(key, value):
+    """offset/limit (Claude Code, pi, opencode, Gemini CLI), view_range (OpenHands, Goose),
+    start_line/end_line and line_range (Roo)."""
+    from replay.strategies._common import reads_part_of_file
+
+    assert reads_part_of_file({"path": "a.py", key: value})
+    assert not reads_part_of_file({"path": "a.py", key: None})
+    assert not reads_part_of_file({"path": "a.py"}) and not reads_part_of_file("a.py")
+
+
+def test_a_result_s_kind_is_its_call_s_with_the_editor_command():
+    from replay.strategies._common import result_kind
+
+    view = ToolResultItem("c1", "str_replace_editor", "1\tx", arguments={"command": "view"})
+    edit = ToolResultItem("c2", "str_replace_editor", "ok", arguments={"command": "create"})
+    assert (result_kind(view), result_kind(edit)) == ("read", "write")
+
+
+@pytest.mark.parametrize(
+    "command, kind",
+    [("view", "read"), ("create", "write"), ("str_replace", "write"), ("insert", "write"),
+     ("undo_edit", "write"), ("list", None)],
+)
+def test_an_editor_s_command_says_what_it_does(command, kind):
+    """Every command of Anthropic's text editor and `str_replace_editor`; another command
+    (or no arguments) says nothing, and a tool named like no kind stays `other`."""
+    from replay.strategies._common import editor_kind, tool_kind
+
+    assert editor_kind({"command": command, "path": "a.py"}) == kind
+    assert tool_kind("editor", {"command": command}) == (kind or "other")
+    assert editor_kind(None) is None and editor_kind(["view"]) is None
+
+
+@pytest.mark.parametrize(
+    "name, kind",
+    [
+        ("Read", "read"), ("MultiEdit", "write"), ("Bash", "shell"), ("Glob", "list"),
+        ("LS", "list"), ("Grep", "search"), ("WebFetch", "web"), ("URLFetch", "web"),
+        ("read_file", "read"), ("run_shell_command", "shell"), ("execute_bash", "shell"),
+        ("apply_patch", "write"), ("pytest", "test"), ("browser_navigate", "browser"),
+        ("todo", "other"), (None, "other"),
+    ],
+)
+def test_tool_names_are_split_into_words_at_underscores_and_case_changes(name, kind):
+    """CamelCase words and capitalized acronyms are words of their own (`URLFetch` is `URL`
+    and `Fetch`), so one keyword list covers every harness's naming."""
+    from replay.strategies._common import tool_kind
+
+    assert tool_kind(name) == kind
