@@ -2527,3 +2527,61 @@ def test_tool_names_are_split_into_words_at_underscores_and_case_changes(name, k
     from replay.strategies._common import tool_kind
 
     assert tool_kind(name) == kind
+
+
+def test_transcripts_cut_only_longer_results_label_errors_only_and_skip_sized_messages():
+    """A result of exactly `result_chars` is sent whole; opencode's error label is for a failed
+    tool's result only; a message known only by its size is left out (its text is a
+    placeholder); pi writes arguments as JSON.stringify does (non-ASCII as is)."""
+    from replay.strategies._common import transcript
+
+    a1, r1 = _step("c1")
+    exact = ToolResultItem("c1", "ls", "R" * 2000)
+    unlogged = UserItem("[context not in the log: ~700 tokens]", estimated_tokens=700)
+    assert transcript([UserItem("go"), a1, exact, unlogged], "opencode") == (
+        "Here is the conversation so far:\n\n<conversation>\n[User]: go\n\n"
+        '[Assistant tool call]: ls({"d": "c1"})\n\n'
+        f"[Tool result]: {'R' * 2000}\n</conversation>"
+    )
+    call = Block("tool_call", call_id="c2", name="read", arguments={"path": "café.py"})
+    assert transcript([AssistantItem(blocks=(call,))], "pi") == (
+        '<conversation>\n[Assistant tool calls]: read(path="café.py")\n</conversation>'
+    )
+
+
+def test_a_logged_summary_is_used_once_then_the_stand_in_takes_over():
+    """Each logged summary is used once, newest first: two logged by the same request give
+    one compaction the newest, and the next one an extractive stand-in."""
+    from types import SimpleNamespace
+
+    from replay.strategies._common import SummarySource
+
+    logged = [SimpleNamespace(summary="older"), SimpleNamespace(summary="newer")]
+    c, items = ctx(logged=logged), [UserItem("fix the parser in src/app.py")]
+    source = SummarySource()
+    assert source.text(c, items) == ("newer", "logged")
+    assert source.text(c, items)[1] == "extractive"
+    # the stand-in: five sections (Task Overview … Context to Preserve), or prose without them
+    assert "Task Overview" in SummarySource().text(ctx(), items)[0]
+    assert "Task Overview" not in SummarySource().text(ctx(), items, structured=False)[0]
+
+
+def test_summarizer_calls_say_what_they_share_with_the_main_request():
+    """A fresh call sends the transcript as one injected user message and its sized-only
+    messages as themselves; a forked call re-sends the view, with or without the tools; a
+    summary item records the event indexes it replaces and the role it is sent as."""
+    from replay.strategies._common import forked_call, fresh_call, summary_item, transcript
+
+    unlogged = UserItem("[context not in the log]", estimated_tokens=700)
+    a1, r1 = _step("c1", event_index=2)
+    items = [UserItem("go", event_index=0), unlogged, a1, r1]
+    fresh = fresh_call(items, "Summarize.", "S", style="goose", model="weak")
+    (body,) = fresh.input_items
+    assert body.injected and body.text == transcript(items, "goose")
+    assert fresh.unlogged == (unlogged,) and not fresh.reuse_main_prefix
+    assert fresh.model == "weak" and fresh.instruction == "Summarize." and fresh.summary == "S"
+    forked = forked_call(items, "Summarize.", "S", with_tools=False)
+    assert forked.input_items == tuple(items) and forked.reuse_main_prefix
+    assert not forked.with_tools and forked_call(items, "i", "s").with_tools
+    summary = summary_item("S", [items[0], a1, r1], source="logged", role="assistant")
+    assert (summary.replaces, summary.source, summary.role) == ((0, 2, -1), "logged", "assistant")
