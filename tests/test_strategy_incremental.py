@@ -32,13 +32,24 @@ from replay.strategies import (
     parse_name,
 )
 from replay.strategies._common import (
+    AgingView,
+    AnsweredIds,
+    CharSums,
     Forgetting,
+    Frozen,
     GrownView,
+    HeadTokens,
     PairedView,
+    ResultPositions,
     Seen,
     TokenSums,
+    chars,
+    framed_tokens,
+    head_tokens,
     item_text,
     item_tokens,
+    repair_pairs,
+    request_tokens,
 )
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -446,3 +457,164 @@ def test_a_token_trigger_equal_to_a_billed_prompt_does_not_fire_at_it(family) ->
     records = replay_session(session, [family.format(t=baseline[40])], ReplayConfig())
     fired = [r.request_index for r in records if r.kind == "request" and r.events]
     assert fired[0] == 41, (fired, baseline[38:42])
+
+
+# --- the incremental building blocks, directly ---------------------------------------------
+
+
+def test_seen_starts_over_when_the_last_item_seen_is_another_object() -> None:
+    """Same first item, as long or longer, but another object where the last item seen was:
+    not the history seen before grown by appending."""
+    first, second, third = UserItem("a"), UserItem("b"), UserItem("c")
+    seen = Seen()
+    assert seen.sync([first, second]) == 0
+    assert seen.sync([first, UserItem("b"), third]) == 0
+    items = [first, second, third]
+    seen.sync(items[:2])
+    assert seen.sync(items) == 2
+
+
+def _quarter(text: str) -> int:
+    return math.ceil(len(text) / 4)
+
+
+def _ctx(count=_quarter, message_overhead: int = 3, tool_call_overhead: int = 2, **kw):
+    return StrategyContext(
+        request_index=0, ts=T0, model="gpt-5",
+        context_window=200_000, count_tokens=count,
+        message_overhead=message_overhead, tool_call_overhead=tool_call_overhead, **kw,
+    )
+
+
+def _pairs(*ids: str) -> list:
+    """A user message, then per id an assistant message calling it and its result."""
+    items: list = [UserItem("go", event_index=0)]
+    for cid in ids:
+        call = Block("tool_call", call_id=cid, name="ls", arguments={"d": cid})
+        items.append(AssistantItem(blocks=(call,), event_index=len(items)))
+        items.append(ToolResultItem(cid, "ls", f"out {cid}", event_index=len(items)))
+    return items
+
+
+def test_grown_view_set_counts_what_it_leaves_out() -> None:
+    items = _pairs("c1")
+    view = GrownView()
+    view.sync(items)
+    for item in items:
+        view.append(item)
+    view.set(1, None)
+    assert view.items() == [items[0], items[2]] and view.left_out == 1
+    view.set(1, items[1])
+    assert view.items() == items and view.left_out == 0
+
+
+def test_result_positions_and_answered_ids_start_over_on_another_history() -> None:
+    one, other = _pairs("c1", "c2"), _pairs("c9")
+    positions, answered = ResultPositions(), AnsweredIds()
+    positions.sync(one)
+    assert positions.of([2, 4]) == [2, 4] and answered.sync(one) == {"c1", "c2"}
+    positions.sync(other)
+    assert positions.of([2, 4]) == [2] and answered.sync(other) == {"c9"}
+
+
+def test_aging_view_ages_each_item_once_and_only_past_keep() -> None:
+    """Fewer matching items than `keep`: none is old. Items only age: raising `keep` later
+    ages nothing again, and lowering it back ages only the ones not aged yet."""
+    aging = AgingView(lambda item: isinstance(item, ToolResultItem))
+    items = _pairs("c1", "c2", "c3", "c4")  # results at 2, 4, 6, 8
+    assert aging.sync(items[:7], keep=5) == ([], 0)
+    assert aging.sync(items, keep=2) == ([2, 4], 2)
+    assert aging.sync(items, keep=3) == ([], 1)
+    assert aging.sync(items, keep=2) == ([], 2)
+    assert aging.sync(items, keep=1) == ([6], 3)
+
+
+def test_paired_view_repairs_pairs_as_the_rule_changes_what_it_keeps() -> None:
+    """Dropping a result hides its call (a message left without a call is left out);
+    keeping it again shows both; a call not answered yet stays; the token count follows."""
+    dropped: set[int] = set()
+    view = PairedView(lambda n, item: None if n in dropped else item)
+    items = _pairs("c1", "c2")
+    pending = AssistantItem(
+        blocks=(Block("tool_call", call_id="c3", name="ls", arguments={}),), event_index=5
+    )
+    history = [*items, pending]
+    c = _ctx()
+    view.sync(history)
+    assert view.items() == history and view.tokens(c) == framed_tokens(history, c)
+    dropped.add(2)
+    view.update(history, [2])
+    expected = [items[0], items[3], items[4], pending]
+    assert view.items() == expected
+    assert expected == repair_pairs([i for n, i in enumerate(history) if n != 2], history)
+    assert view.tokens(c) == framed_tokens(expected, c)
+    other = _ctx(count=len)
+    assert view.tokens(other) == framed_tokens(expected, other)
+    dropped.clear()
+    view.update(history, [2])
+    assert view.items() == history and view.tokens(other) == framed_tokens(history, other)
+
+
+def test_memoized_sizes_follow_a_change_of_counter_framing_or_tools() -> None:
+    items = _pairs("c1", "c2")
+    tools = (ToolDef(name="t", description="d"),)
+    contexts = [
+        _ctx(system="sys", tools=tools),
+        _ctx(system="sys", tools=tools, message_overhead=7),
+        _ctx(system="sys", tools=tools, message_overhead=7, tool_call_overhead=9),
+        _ctx(count=len, system="sys", tools=tools, message_overhead=7, tool_call_overhead=9),
+        _ctx(count=len, system="sys", tools=(*tools, ToolDef(name="u")), message_overhead=7,
+             tool_call_overhead=9),
+    ]
+    head, sums = HeadTokens(), TokenSums()
+    for c in contexts:
+        assert head(c) == head_tokens(c)
+        assert sums.sync(items, c)[-1] == framed_tokens(items, c)
+
+
+def _parallel() -> list:
+    """user, one message calling c1 and c2, their two results, a message calling c3, its
+    result."""
+    calls = tuple(Block("tool_call", call_id=c, name="ls", arguments={"d": c}) for c in "ab")
+    c3 = Block("tool_call", call_id="c", name="ls", arguments={"d": "c"})
+    return [
+        UserItem("go", event_index=0),
+        AssistantItem(blocks=calls, event_index=1),
+        ToolResultItem("a", "ls", "out a", event_index=2),
+        ToolResultItem("b", "ls", "out b", event_index=3),
+        AssistantItem(blocks=(c3,), event_index=4),
+        ToolResultItem("c", "ls", "out c", event_index=5),
+    ]
+
+
+def test_prefix_sums_resumed_after_a_result_frame_the_next_result_with_it() -> None:
+    """A result right after another is sent in the same message (no framing of its own),
+    also when the sums resume between the two; the character sums past the end are 0."""
+    items, c = _parallel(), _ctx()
+    sums = TokenSums()
+    sums.sync(items[:3], c)
+    assert sums.sync(items, c)[-1] == framed_tokens(items, c)
+    char_sums = CharSums()
+    assert char_sums.since(items, 2) == chars(items[2:])
+    assert char_sums.since(items, len(items) + 2) == 0
+
+
+def test_a_frozen_head_sizes_its_view_as_the_view_is_sent() -> None:
+    """`tokens` / `request_tokens` / `chars` of the frozen view: a result after the head is
+    framed after the head's last item, not the history's; a head grown from the last one
+    measured (chained summaries) is sized as a whole."""
+    history, c = _parallel(), _ctx(system="sys", hidden_tokens=11)
+    frozen = Frozen()
+    frozen.reset([SummaryItem("summary of the start")], history[:3])
+    view = frozen.view(history)
+    assert view[1] is history[3]
+    assert frozen.tokens(history, c) == framed_tokens(view, c)
+    assert frozen.request_tokens(history, c) == request_tokens(view, c)
+    assert frozen.chars(history) == chars(view)
+    # A head ending in a result: the result after it is sent in the same message.
+    summary = SummaryItem("summary")
+    frozen.reset([summary, history[2]], history[:3])
+    assert frozen.tokens(history, c) == framed_tokens(frozen.view(history), c)
+    frozen.reset([summary, history[2], history[3], UserItem("more")], history[:4])
+    assert frozen.tokens(history, c) == framed_tokens(frozen.view(history), c)
+    assert frozen.chars(history) == chars(frozen.view(history))
