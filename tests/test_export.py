@@ -4,9 +4,11 @@ written."""
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -21,9 +23,13 @@ from replay.report._export import (
     _stringify_money,
     _stringify_times,
     csv_pieces,
+    frame_rows,
     json_pieces,
     lazy_rows,
+    to_csv,
     to_json,
+    to_parquet_bytes,
+    write_output,
 )
 
 
@@ -169,3 +175,65 @@ def test_the_terminal_table_is_made_only_for_the_terminal(invoke, monkeypatch, t
             assert result.exit_code == 0, result.output
     with pytest.raises(AssertionError, match="a table was made"):
         invoke("run", RUN42, "-s", "baseline", "--per-turn")
+
+
+def test_negative_money_is_a_json_number_with_every_digit() -> None:
+    """Money is written as an exact JSON number, a saving below zero included (`-0.0012`, not
+    a string and not through float)."""
+    assert to_json({"usd": Decimal("-0.00120")}) == '{\n  "usd": -0.0012\n}\n'
+    assert to_json({"usd": Decimal("100.00")}) == '{\n  "usd": 100\n}\n'  # not 1E+2
+
+
+def test_tuples_and_nested_tables_are_json_lists() -> None:
+    """A tuple is a list, with its money exact; a table below the first level is a list of its
+    rows too (only first-level tables are written a batch at a time)."""
+    frame = pl.DataFrame({"i": [1, 2]})
+    assert json.loads(to_json({"pair": (Decimal("1.50"), 2)})) == {"pair": [1.5, 2]}
+    assert json.loads(to_json({"run": {"rows": lazy_rows(frame)}})) == {
+        "run": {"rows": [{"i": 1}, {"i": 2}]}
+    }
+    assert json.loads(to_json([lazy_rows(frame)])) == [[{"i": 1}, {"i": 2}]]
+    assert frame_rows(frame) == [{"i": 1}, {"i": 2}]
+
+
+def test_csv_times_are_written_as_the_json_writes_them() -> None:
+    """Times in CSV as in the JSON, UTC with `Z` (`2026-11-01T10:00:00Z`), money with every
+    digit."""
+    frame = pl.DataFrame(
+        {"at": [datetime(2026, 11, 1, 10, tzinfo=UTC)], "usd": [Decimal("0.0120")]},
+        schema={"at": pl.Datetime("us", "UTC"), "usd": pl.Decimal(20, 6)},
+    )
+    assert to_csv(frame) == "at,usd\n2026-11-01T10:00:00Z,0.012\n"
+
+
+def test_csv_is_converted_2048_rows_at_a_time() -> None:
+    # docs/performance.md: "2,048 rows converted and written at a time".
+    assert FrameRows.BATCH == 2048
+    assert len(lazy_rows(pl.DataFrame({"i": list(range(5))}))) == 5
+
+
+def test_parquet_bytes_read_back_as_the_frame() -> None:
+    frame = pl.DataFrame({"i": [1, 2], "usd": [Decimal("0.10"), Decimal("-2.5")]},
+                         schema={"i": pl.Int64, "usd": pl.Decimal(20, 6)})
+    assert pl.read_parquet(io.BytesIO(to_parquet_bytes(frame))).equals(frame)
+
+
+def test_a_dash_is_standard_output_but_a_path_named_dash_is_a_file(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    """`write_output`: no path or the string `-` is standard output (text, bytes or pieces); a
+    `Path("-")` (`-o ./-`) is a file named `-`."""
+    monkeypatch.chdir(tmp_path)
+    write_output("text\n", "-")
+    write_output("none\n", None)
+    write_output(iter(["a", "b\n"]), "-")
+    assert capsys.readouterr().out == "text\nnone\nab\n"
+    assert not (tmp_path / "-").exists()
+    write_output(iter(["x", "y"]), Path("-"))
+    assert (tmp_path / "-").read_text() == "xy"
+    assert capsys.readouterr().out == ""
+
+
+def test_bytes_go_to_standard_output_as_they_are(capsysbinary) -> None:
+    write_output(b"PAR1\x00\xff", None)
+    assert capsysbinary.readouterr().out == b"PAR1\x00\xff"
