@@ -16,15 +16,28 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from rich.cells import cell_len
-from rich.console import Console
+from rich.console import Console, Group
 from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
 from test_calibrate import synthetic_session
 from test_fidelity import _billed_session
 
 from replay.cli import cli
 from replay.cli._main import load_commands
 from replay.log import write_log
-from replay.report._table import _usd, summary_table, turns_table
+from replay.report._fit import Fitted, fit
+from replay.report._table import (
+    SUMMARY_HIDDEN_FIRST,
+    TURNS_HIDDEN_FIRST,
+    _usd,
+    closed_form_text,
+    console,
+    counted,
+    print_table,
+    summary_table,
+    turns_table,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN42 = str(ROOT / "logs" / "run42.jsonl")
@@ -229,3 +242,244 @@ def test_a_rich_without_its_private_layout_method_still_cuts_no_number(run42, mo
 def test_money_below_the_last_place_is_a_plain_decimal(value, places, shown):
     """Money in a table is never in scientific notation (a break-even table showed $6.00E-7)."""
     assert _usd(Decimal(value), places) == shown
+
+
+def _summary_row(strategy: str, cost: str, **fields) -> dict:
+    return {"strategy": strategy, "requests": 3, "prompt_tokens": 41_123, "cached_tokens": 30_000,
+            "cache_write_tokens": 1_000, "uncached_tokens": 10_123, "output_tokens": 900,
+            "cost_usd": Decimal(cost), "peak_prompt_tokens": 20_000, "hit_ratio": 0.69,
+            "prefix_breaks": 0, "over_window": 0, "blind_actions": 0, "summarizer_calls": 0,
+            "summarizer_cost_usd": Decimal(0)} | fields
+
+
+def _cells(fitted, header: str) -> list:
+    """The cells of the column `header` as they were added (str or rich Text)."""
+    [column] = [c for c in fitted.table.columns if c.header == header]
+    return list(column.cells)
+
+
+def test_summary_cells_mark_the_cheapest_and_the_summarizer_share() -> None:
+    """The cheapest cost is bold green; over window and blind actions are red when not zero;
+    a strategy that made summarizer calls gets a line with their count and their share of the
+    cost, one that made none does not."""
+    import polars as pl
+
+    summary = pl.DataFrame([
+        _summary_row("compact", "0.0125", summarizer_calls=1,
+                     summarizer_cost_usd=Decimal("0.0034"), over_window=2, blind_actions=1),
+        _summary_row("baseline", "0.0100"),
+        _summary_row("window", "0.0200", summarizer_calls=3, summarizer_cost_usd=Decimal("0.001")),
+    ])
+    fitted = summary_table(summary, "t")
+    names = [c.plain if hasattr(c, "plain") else c for c in _cells(fitted, "strategy")]
+    assert names == ["compact", "  └ summarizer (1 call)", "baseline", "window",
+                     "  └ summarizer (3 calls)"]
+    costs = _cells(fitted, "cost (USD)")
+    assert [c.plain for c in costs] == ["$0.0125", "incl. $0.0034", "$0.0100", "$0.0200",
+                                        "incl. $0.0010"]
+    cheapest = [c.plain for c in costs if [str(s.style) for s in c.spans] == ["bold green"]]
+    assert cheapest == ["$0.0100"]
+    assert _cells(fitted, "hit ratio")[0] == "69.0%"
+    assert _cells(fitted, "requests")[:2] == ["3", ""]
+    for header in ("over window", "blind actions"):
+        cells = _cells(fitted, header)
+        assert [str(cells[i].style) for i in (0, 2, 3)] == ["red", "", ""]
+    assert fitted.hide == SUMMARY_HIDDEN_FIRST and fitted.fold == {"strategy": 20}
+
+
+def _documented_order(table: str) -> list[str]:
+    """docs/report.md's "left out first → last" for `table`."""
+    for line in (ROOT / "docs" / "report.md").read_text().splitlines():
+        if line.startswith(f"| {table} "):
+            return line.split("|")[2].strip().split(", ")
+    raise AssertionError(table)
+
+
+def test_the_columns_are_hidden_in_the_documented_order() -> None:
+    assert list(SUMMARY_HIDDEN_FIRST) == _documented_order("summary (`replay run`, `whatif`)")
+    documented = _documented_order("per request (`--per-turn`)")
+    assert [h.split(" (")[0] for h in TURNS_HIDDEN_FIRST] == documented
+
+
+def _turn_row(**fields) -> dict:
+    return {"strategy": "baseline", "request_index": 7, "kind": "request", "prompt_tokens": 1_234,
+            "cached_tokens": 1_000, "cache_write_tokens": 0, "uncached_tokens": 234,
+            "output_tokens": 50, "first_mismatch_token": None, "diverged_at": None,
+            "miss_cause": None, "cost_usd": Decimal("0.00001234")} | fields
+
+
+def test_per_request_cells() -> None:
+    """`#` is the row's request index; a missing value is an empty cell; the break-even column
+    (`event: closed form / simulated`, `never` for none) only with break-even rows."""
+    import polars as pl
+
+    plain = turns_table(pl.DataFrame([_turn_row()]), "t")
+    assert [c.header for c in plain.table.columns][-1] == "cost (USD)"
+    assert _cells(plain, "#") == ["7"]
+    assert _cells(plain, "first mismatch") == _cells(plain, "miss cause") == [""]
+    assert _cells(plain, "cost (USD)") == ["$0.000012"]
+    assert {c.header: c.justify for c in plain.table.columns
+            if c.justify == "left"}.keys() == {"strategy", "kind", "diverged at", "miss cause"}
+    assert plain.wrap == {"miss cause": 16, "break-even (closed / simulated)": 16}
+    rows = [
+        _turn_row(event=None, breakeven_closed_form=None, breakeven_simulated=None),
+        _turn_row(event="", breakeven_closed_form=None, breakeven_simulated=None),
+        _turn_row(event="truncate", breakeven_closed_form=1_000_000.0, breakeven_simulated=None),
+        _turn_row(event="compact", breakeven_closed_form=None, breakeven_simulated=3),
+    ]
+    with_breakeven = turns_table(pl.DataFrame(rows), "t")
+    assert _cells(with_breakeven, "break-even (closed / simulated)") == [
+        "", "", "truncate: 1,000,000 / never", "compact: never / 3"]
+
+
+@pytest.mark.parametrize(
+    "closed, shown",
+    [(None, "never"), (10604.25, "10,604.25"), (1e6, "1,000,000"), (2.5, "2.5"), (3.0, "3"),
+     (0.004, "0"), (-0.004, "0"), (-1.25, "-1.25")],
+)
+def test_a_closed_form_break_even_has_two_decimals_at_most(closed, shown) -> None:
+    assert closed_form_text(closed) == shown
+
+
+def test_counted_words() -> None:
+    assert [counted(1, "file"), counted(0, "file"), counted(1_234, "request")] == [
+        "1 file", "0 files", "1,234 requests"]
+    assert [counted(1, "strategy", "strategies"), counted(3, "strategy", "strategies")] == [
+        "1 strategy", "3 strategies"]
+
+
+def test_a_piped_table_is_240_columns_and_its_brackets_are_data(tmp_path, monkeypatch) -> None:
+    """Piped or written to a file, a table is 240 columns wide (docs/report.md), and a cell such
+    as `sliding-10[messages=4]` is printed as it is, not read as a style tag."""
+    monkeypatch.setenv("TTY_COMPATIBLE", "0")
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert console().width == 240
+    out = io.StringIO()
+    piped = console()
+    piped.file = out
+    piped.print("sliding-10[messages=4] [bold]x[/bold]")
+    assert out.getvalue() == "sliding-10[messages=4] [bold]x[/bold]\n"
+    path = tmp_path / "t.txt"
+    print_table(Text("[dim]" + "x" * 230), path)
+    assert path.read_text() == "[dim]" + "x" * 230 + "\n"
+
+
+def _names(title: str | None = None, caption: str | None = None, hide=(), noted=None) -> Fitted:
+    """A name that folds (26 letters, no space) and a cost that must stay whole."""
+    table = Table(title=title, caption=caption)
+    table.add_column("name")
+    table.add_column("cost", justify="right")
+    table.add_row("abcdefghijklmnopqrstuvwxyz", "$1,234.5678")
+    table.add_row("short", "$0.0100", style="red")
+    return Fitted(table, hide=hide, fold={"name": 20}, noted=noted)
+
+
+def _lines(text: str) -> list[str]:
+    return [line.rstrip() for line in text.splitlines()]
+
+
+def test_names_fold_down_to_ten_characters_then_rows_become_records() -> None:
+    """Names fold down to 10 characters when the columns do not fit otherwise (28 columns: 10 +
+    11 + padding and rules); one column narrower, each row is a record, `header  value`, the
+    value as wide as the terminal but its header's, a blank line between rows."""
+    assert _lines(_render(_names(), 28))[3:6] == [
+        "│ abcdefghij │ $1,234.5678 │", "│ klmnopqrst │             │",
+        "│ uvwxyz     │             │"]
+    assert _lines(_render(_names(), 27)) == [
+        "name  abcdefghijklmnopqrstu", "      vwxyz", "cost  $1,234.5678", "",
+        "name  short", "cost  $0.0100"]
+
+
+def test_records_show_every_column_under_the_title_and_above_the_caption() -> None:
+    """As records, no column is hidden (and no note): a record has room for every one; the
+    title comes first, the caption last, and each record keeps its row's style."""
+    fitted = _names("T", "C", hide=("cost",))
+    assert _lines(_render(fitted, 13)) == [
+        "T", "", "name  abcdefg", "      hijklmn", "      opqrstu", "      vwxyz",
+        "cost  $1,234.", "      5678", "", "name  short", "cost  $0.0100", "", "C"]
+    console = Console(width=13, file=io.StringIO())
+    shown, hidden = fit(fitted.table, console, console.options, fitted)
+    assert hidden == []
+    records = [r for r in shown.renderables if isinstance(r, Table)]
+    assert [str(r.rows[0].style) for r in records] == ["None", "red"]
+
+
+def test_a_note_is_printed_once_for_the_tables_that_share_it() -> None:
+    """At 20 columns `cost` is hidden, with a note; tables sharing `noted` print it once, and
+    so does one table printed twice."""
+    noted: set[str] = set()
+    text = _render(Group(_names(hide=("cost",), noted=noted),
+                         _names(hide=("cost",), noted=noted)), 20)
+    assert " ".join(text.split()).count("note: hidden to fit 20 columns: cost (a wider") == 1
+    once = _names(hide=("cost",))
+    assert _render(Group(once, once), 20).count("note: hidden") == 1
+    assert _render(Group(_names(hide=("cost",)), _names(hide=("cost",))), 20).count(
+        "note: hidden") == 2
+
+
+def test_titles_captions_and_cells_are_printable() -> None:
+    """A log's text cannot reach the terminal as control sequences (docs/report.md)."""
+    table = Table(title="a\x1b[2Jb", caption="c\u202ed")
+    table.add_column("name")
+    table.add_row("e\x1bf")
+    fitted = Fitted(table)
+    assert (fitted.table.title, fitted.table.caption) == ("a\\x1b[2Jb", "c\\u202ed")
+    assert list(fitted.table.columns[0].cells) == ["e\\x1bf"]
+
+
+def test_the_box_and_padding_widths() -> None:
+    """The box: two edges and a rule between columns (none without a box); padding: a space on
+    each side by default."""
+    from rich import box
+
+    from replay.report._fit import _padding, _rules
+
+    assert [_rules(Table(), 3), _rules(Table(show_edge=False), 3), _rules(Table(box=None), 3)] == [
+        4, 2, 0]
+    assert [_rules(Table.grid(), 3), _rules(Table(box=box.SIMPLE, show_edge=True), 1)] == [0, 2]
+    assert [_padding(Table()), _padding(Table(padding=(0, 2, 0, 1))), _padding(Table.grid())] == [
+        2, 3, 0]
+
+
+def test_shrinking_narrows_the_widest_first_and_never_below_a_floor() -> None:
+    from replay.report._fit import _shrink
+
+    assert _shrink([10, 3], [2, 2], 8, [0, 1]) == [5, 3]
+    assert _shrink([6, 6], [2, 2], 12, [0, 1]) == [6, 6]  # fits already
+    assert _shrink([6, 6], [5, 6], 8, [0, 1]) == [5, 6]  # floors first: may not fit
+    assert _shrink([6, 9], [2, 2], 8, [0]) == [2, 9]  # only among those given
+
+
+def test_a_columns_floor_and_span() -> None:
+    """The floor: the longest word; a name (`fold`) down to its fold width; a text column
+    (`wrap`) at least its wrap width or its widest cell. The span: longest word, widest cell
+    (headers included) and widest cell but the header."""
+    from rich.table import Column
+
+    from replay.report._fit import _floor, _Span, _span
+
+    spec = Fitted(Table(), fold={"name": 20}, wrap={"cause": 16})
+    assert [_floor("name", _Span(5, 30, 30), spec), _floor("name", _Span(5, 12, 12), spec)] == [
+        20, 12]
+    assert [_floor("cause", _Span(5, 30, 30), spec), _floor("cause", _Span(5, 9, 9), spec),
+            _floor("cause", _Span(18, 30, 30), spec), _floor("cost", _Span(7, 30, 9), spec)] == [
+        16, 9, 18, 7]
+    console = Console(width=20)
+    column = Column(header="long header", _cells=["7", "12 345"])
+    assert _span(console, console.options, column) == _Span(6, 11, 6)
+    assert _span(console, console.options, Column(header="ab")) == _Span(2, 2, 0)
+
+
+def test_columns_are_hidden_only_until_the_table_fits() -> None:
+    """Hiding stops as soon as the table fits: at 46 columns, leaving out `a` makes room (name
+    20 + cost 11 + b 5, padding 6, rules 4), so `b` stays; one column less, `b` goes too."""
+    table = Table()
+    for header in ("name", "cost", "a", "b"):
+        table.add_column(header)
+    table.add_row("abcdefghijklmnopqrstuvwxyz", "$1,234.5678", "1,111", "2,222")
+    fitted = Fitted(table, hide=("a", "b"), fold={"name": 20})
+    at_46 = _render(fitted, 46)
+    assert "note: hidden to fit 46 columns: a (a wider" in " ".join(at_46.split())
+    assert "2,222" in at_46 and "1,111" not in at_46
+    fitted.noted.clear()
+    assert "note: hidden to fit 45 columns: a, b (" in " ".join(_render(fitted, 45).split())
