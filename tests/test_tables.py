@@ -19,7 +19,6 @@ from rich.cells import cell_len
 from rich.console import Console, Group
 from rich.measure import Measurement
 from rich.table import Table
-from rich.text import Text
 from test_calibrate import synthetic_session
 from test_fidelity import _billed_session
 
@@ -285,6 +284,8 @@ def test_summary_cells_mark_the_cheapest_and_the_summarizer_share() -> None:
         cells = _cells(fitted, header)
         assert [str(cells[i].style) for i in (0, 2, 3)] == ["red", "", ""]
     assert fitted.hide == SUMMARY_HIDDEN_FIRST and fitted.fold == {"strategy": 20}
+    # Only names fold: rich's own layout never wraps a strategy name.
+    assert [c.header for c in fitted.table.columns if c.no_wrap] == ["strategy"]
 
 
 def _documented_order(table: str) -> list[str]:
@@ -325,9 +326,11 @@ def test_per_request_cells() -> None:
         _turn_row(event=None, breakeven_closed_form=None, breakeven_simulated=None),
         _turn_row(event="", breakeven_closed_form=None, breakeven_simulated=None),
         _turn_row(event="truncate", breakeven_closed_form=1_000_000.0, breakeven_simulated=None),
-        _turn_row(event="compact", breakeven_closed_form=None, breakeven_simulated=3),
+        _turn_row(event="compact", breakeven_closed_form=None, breakeven_simulated=3,
+                  cost_usd=Decimal("0.01234567")),
     ]
     with_breakeven = turns_table(pl.DataFrame(rows), "t")
+    assert _cells(with_breakeven, "cost (USD)")[2:] == ["$0.000012", "$0.0123"]
     assert _cells(with_breakeven, "break-even (closed / simulated)") == [
         "", "", "truncate: 1,000,000 / never", "compact: never / 3"]
 
@@ -360,7 +363,7 @@ def test_a_piped_table_is_240_columns_and_its_brackets_are_data(tmp_path, monkey
     piped.print("sliding-10[messages=4] [bold]x[/bold]")
     assert out.getvalue() == "sliding-10[messages=4] [bold]x[/bold]\n"
     path = tmp_path / "t.txt"
-    print_table(Text("[dim]" + "x" * 230), path)
+    print_table("[dim]" + "x" * 230, path)
     assert path.read_text() == "[dim]" + "x" * 230 + "\n"
 
 
@@ -483,3 +486,18 @@ def test_columns_are_hidden_only_until_the_table_fits() -> None:
     assert "2,222" in at_46 and "1,111" not in at_46
     fitted.noted.clear()
     assert "note: hidden to fit 45 columns: a, b (" in " ".join(_render(fitted, 45).split())
+
+
+def test_headers_wrap_first_then_text_then_names() -> None:
+    """Narrowing for room: a header wraps down to its cells first (one line), then text cells
+    wrap (lines on every row), and a name folds last. 57 columns leave 47 for the three
+    (padding 6, rules 4): the name keeps its 26, the header wraps to its word `header` (6), the
+    text takes the 15 left."""
+    table = Table()
+    for header in ("name", "a long header here", "cause"):
+        table.add_column(header)
+    table.add_row("abcdefghijklmnopqrstuvwxyz", "1,111", "one two three four five")
+    fitted = Fitted(table, fold={"name": 20})
+    console = Console(width=57)
+    shown, hidden = fit(fitted.table, console, console.options, fitted)
+    assert ([c.width for c in shown.columns], hidden) == ([26, 6, 15], [])
