@@ -541,7 +541,8 @@ def test_duplicates_dates_and_globs(logdir: Path, tmp_path: Path):
 @pytest.mark.parametrize(
     "pattern",
     ["*", "**", "**/*.jsonl", "*/*.jsonl", ".*/**/*", "a/**/*.json*", "*/b/*", "**/c/*",
-     "d/*", "a/[0-9].jsonl", "?/*", "**/.*", "a/.*", "a/1.jsonl/*", "**/", "nope/*"],
+     "d/*", "a/[0-9].jsonl", "?/*", "**/.*", "a/.*", "a/1.jsonl/*", "**/", "nope/*",
+     "*/1.jsonl", "**/3.json", "*/**", "d/*/**", "*/*/2.jsonl", "*/1.jsonl/**", "*/*.JSONL"],
 )
 def test_a_glob_target_matches_the_files_glob_matches(tmp_path: Path, pattern: str):
     """Batch lists the folders a glob goes through itself (to report one it cannot list):
@@ -557,8 +558,9 @@ def test_a_glob_target_matches_the_files_glob_matches(tmp_path: Path, pattern: s
         (tmp_path / name).touch()
     (tmp_path / "d" / "link").symlink_to(tmp_path / "a" / "b")
     (tmp_path / "a" / "b" / "c" / "loop").symlink_to(tmp_path / "a")  # glob: until too long
-    text = str(tmp_path / pattern)
-    want = {Path(m).resolve() for m in glob.glob(text, recursive=True) if Path(m).is_file()}
+    text = f"{tmp_path}/{pattern}"  # (not `tmp_path / pattern`: it drops a final /)
+    # (a file glob names as a folder, `a/1.jsonl/`, is not one: `Path` would drop the /)
+    want = {Path(m).resolve() for m in glob.glob(text, recursive=True) if os.path.isfile(m)}
     assert {m.resolve() for m in _glob(text, {})} == want
 
 
@@ -1820,3 +1822,92 @@ def test_hidden_files_and_folders_of_a_target_folder_are_left_out(tmp_path: Path
     variant(logs / ".c.jsonl", "c", -DAY)
     report = run_batch([logs], BatchOptions(strategies="baseline"), workers=1)
     assert status_of(report) == {"a.jsonl": "replayed"}
+
+
+def _refuse_listing(monkeypatch: pytest.MonkeyPatch, denied: Path) -> None:
+    """Listing `denied` fails as if it were another user's folder (the tests may run as root,
+    for whom permissions never fail)."""
+    real = os.scandir
+
+    def scandir(path=".", *args, **kwargs):
+        if Path(os.fsdecode(path)).absolute() == denied:
+            raise PermissionError(13, "Permission denied", os.fsdecode(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+
+
+def test_discover_names_each_file_once_resolved_and_sorted(tmp_path: Path, monkeypatch):
+    """Folders, files and globs, `~` and relative names too, give resolved paths, sorted and
+    without duplicates, whatever order the targets came in."""
+    from replay.batch._discover import discover
+
+    for name in ("b/x.jsonl", "a/y.jsonl", "a/z.jsonl"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).touch()
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path / "b")
+    found = discover(["~/b", "../a/z.jsonl", "~/a/*.jsonl", tmp_path / "b" / "x.jsonl"])
+    root = tmp_path.resolve()
+    assert found == [root / "a" / "y.jsonl", root / "a" / "z.jsonl", root / "b" / "x.jsonl"]
+
+
+def test_the_roots_of_targets_are_their_folders_resolved(tmp_path: Path, monkeypatch):
+    """What `--forget-missing` looks under: a folder target, a glob's folder before its first
+    wildcard (the current folder when it starts with one); a file target covers no folder."""
+    from replay.batch._discover import target_roots
+
+    (tmp_path / "logs" / "sub").mkdir(parents=True)
+    (tmp_path / "logs" / "a.jsonl").touch()
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    targets = ["logs", "~/logs/sub", "logs/a.jsonl", "logs/*/x.jsonl", "*.jsonl", "nope/*"]
+    root = tmp_path.resolve()
+    assert target_roots(targets) == [root / "logs", root / "logs" / "sub", root / "logs", root]
+
+
+def test_a_folder_discover_cannot_list_below_a_target(tmp_path: Path, monkeypatch):
+    """Noted in `unlisted` (resolved, with why) and the rest walked, however the target was
+    named; a target that matched nothing else is no typo then. Without `unlisted`, an error."""
+    from replay.batch._discover import discover
+
+    logs = tmp_path / "logs"
+    (logs / "private").mkdir(parents=True)
+    (logs / "private" / "a.jsonl").touch()
+    (logs / "b.jsonl").touch()
+    private = (logs / "private").resolve()
+    _refuse_listing(monkeypatch, private)
+    monkeypatch.chdir(tmp_path)
+    why = {private: "cannot read the folder (Permission denied)"}
+    for target, want in (("logs", [logs.resolve() / "b.jsonl"]), ("logs/*/*.jsonl", [])):
+        unlisted: dict[Path, str] = {}
+        assert discover([target], unlisted=unlisted) == want
+        assert unlisted == why
+        with pytest.raises(ReplayError) as err:
+            discover([target])
+        assert str(err.value) == f"{Path(target.split('/*')[0]) / 'private'}: " + why[private]
+    unlisted = {}
+    assert discover(["logs"], exclude=lambda p: p.name == "b.jsonl", unlisted=unlisted) == []
+    assert unlisted == why
+
+
+def test_parse_when_reads_a_day_or_a_moment_in_utc_unless_it_has_an_offset():
+    from datetime import time
+
+    from replay.batch import parse_when
+
+    assert parse_when(None) is None and parse_when(None, end=True) is None
+    day = datetime(2026, 5, 1, tzinfo=UTC)
+    assert parse_when("2026-05-01") == day
+    assert parse_when("2026-05-01", end=True) == datetime.combine(day, time.max, tzinfo=UTC)
+    assert parse_when("2026-05-01T09:30") == datetime(2026, 5, 1, 9, 30, tzinfo=UTC)
+    assert parse_when("2026-05-01T09:30", end=True) == datetime(2026, 5, 1, 9, 30, tzinfo=UTC)
+    east = parse_when("2026-05-01T09:30+02:00")
+    assert east == datetime(2026, 5, 1, 7, 30, tzinfo=UTC)
+    assert east.utcoffset() == timedelta(hours=2)
+    with pytest.raises(ReplayError) as err:
+        parse_when("May 1")
+    assert str(err.value) == (
+        "'May 1' is not a date: use YYYY-MM-DD or an ISO date-time (2026-05-01T09:30)"
+    )
+
