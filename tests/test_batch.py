@@ -1911,3 +1911,178 @@ def test_parse_when_reads_a_day_or_a_moment_in_utc_unless_it_has_an_offset():
         "'May 1' is not a date: use YYYY-MM-DD or an ISO date-time (2026-05-01T09:30)"
     )
 
+
+def _scanned(path: str | Path, size: int = 10, mtime_ns: int = 20) -> ScanResult:
+    """A file's scan as a batch stores it (a recognised log of one session)."""
+    info = FileInfo("s", "claude-code", "anthropic", "claude-sonnet-4-5",
+                    "2026-05-01T09:00:00+00:00", "2026-05-01T09:30:00+00:00", 3, "scope",
+                    fmt="claude-code")
+    return ScanResult(str(path), size, mtime_ns, "ok", "sha", None, info, fmt="claude-code")
+
+
+def test_the_files_a_dataset_owns_are_its_cache_and_its_tables_parquet_files(tmp_path: Path):
+    """Its cache folder, or a Parquet file of one of its tables; any other file under the
+    dataset may be a log. Any dataset: a Parquet file in a table folder beside a cache folder."""
+    from replay.batch._dataset import any_dataset_owns, owns
+
+    root = tmp_path / "ds"
+    for folder in (".replay-batch", "sessions/sub", "requests", "other"):
+        (root / folder).mkdir(parents=True)
+    assert owns(root, root / ".replay-batch" / "manifest.jsonl")
+    assert owns(root, root / "sessions" / "part-x.parquet")
+    assert owns(root, root / "requests" / "part-x.parquet")
+    for mine in ("sessions/run.jsonl", "sessions/sub/x.parquet", "other/x.parquet", "run.jsonl"):
+        assert not owns(root, root / mine), mine
+    assert any_dataset_owns(root / "sessions" / "part-x.parquet")
+    assert any_dataset_owns(root / "requests" / "part-x.parquet")
+    for mine in ("sessions/run.jsonl", "other/x.parquet", "sessions/sub/x.parquet"):
+        assert not any_dataset_owns(root / mine), mine
+    (tmp_path / "plain" / "sessions").mkdir(parents=True)  # no cache folder: no dataset
+    assert not any_dataset_owns(tmp_path / "plain" / "sessions" / "part-x.parquet")
+
+
+def test_scan_knows_two_tables_and_says_when_one_has_no_rows(tmp_path: Path):
+    with pytest.raises(ReplayError, match=r"^unknown table 'turns'; known: sessions, requests$"):
+        scan(tmp_path, "turns")
+    with pytest.raises(ReplayError) as err:
+        scan(tmp_path)
+    assert str(err.value) == f"{tmp_path}: no `sessions` rows yet"
+    with pytest.raises(ReplayError) as err:
+        scan(tmp_path, "requests")
+    assert str(err.value).endswith("(replay batch ... --per-request writes them)")
+
+
+def test_a_dataset_is_a_folder_one_batch_at_a_time_writes(tmp_path: Path):
+    from replay.batch._dataset import Dataset
+
+    (tmp_path / "file").touch()
+    with pytest.raises(ReplayError, match="the dataset must be a folder, got a file"):
+        Dataset(tmp_path / "file")
+    first = Dataset(tmp_path / "ds").open()
+    with pytest.raises(ReplayError, match="another `replay batch` is writing this dataset"):
+        Dataset(tmp_path / "ds").open()
+    first.close()
+    Dataset(tmp_path / "ds").open().close()  # the lock goes with the batch
+    under_a_file = tmp_path / "file" / "ds"
+    with pytest.raises(ReplayError) as err:  # the system's words and the file, no traceback
+        Dataset(under_a_file).open()
+    assert str(err.value) == (
+        f"cannot write the dataset {under_a_file}: Not a directory ({under_a_file / 'sessions'})"
+    )
+
+
+def test_the_manifest_journal_is_read_back_and_rewritten_one_line_a_file(tmp_path: Path):
+    """A line is appended when a file is done; lines cut by an interrupted run, or of another
+    batch format, are passed over (not the lines after them); the end of a run rewrites the
+    manifest compactly."""
+    from replay.batch._dataset import Dataset
+    from replay.batch._options import BATCH_FORMAT
+
+    dataset = Dataset(tmp_path / "ds").open()
+    for name in ("b", "a", "c"):
+        dataset.record_scan(_scanned(f"/logs/{name}.jsonl"), "key")
+    dataset.forget("/logs/c.jsonl")
+    journal = dataset.manifest_path.read_text(encoding="utf-8").splitlines()
+    assert len(journal) == 4
+    older = json.loads(journal[0]) | {"format": BATCH_FORMAT - 1, "path": "/logs/old.jsonl"}
+    later = json.loads(journal[0]) | {"path": "/logs/d.jsonl"}
+    with open(dataset.manifest_path, "a", encoding="utf-8") as handle:
+        handle.write(f'{{"format": {BATCH_FORMAT}, "path": "/logs/cut.js\n')
+        handle.write(json.dumps(older) + "\n[1, 2]\n" + json.dumps(later) + "\n")
+    dataset._journal.close()  # stopped before the manifest is rewritten: only the journal
+    dataset._lock.close()
+    again = Dataset(tmp_path / "ds").open()
+    want = ["/logs/a.jsonl", "/logs/b.jsonl", "/logs/d.jsonl"]
+    assert sorted(again.entries) == want
+    for name in ("part-old.parquet", "mine.parquet"):  # no entry names either
+        (tmp_path / "ds" / "sessions" / name).write_bytes(b"rows")
+    again.close()
+    assert [p.name for p in (tmp_path / "ds" / "sessions").iterdir()] == ["mine.parquet"]
+    lines = again.manifest_path.read_text(encoding="utf-8").splitlines()
+    assert sorted(json.loads(line)["path"] for line in lines) == want
+
+
+def test_a_cached_scan_is_reused_for_the_same_size_mtime_and_options_only(tmp_path: Path):
+    from replay.batch._dataset import Dataset
+
+    dataset = Dataset(tmp_path / "ds")
+    result = _scanned("/logs/a.jsonl", size=10, mtime_ns=20)
+    dataset.record_scan(result, "key")
+    assert dataset.cached_scan("/logs/a.jsonl", 10, 20, "key") == result
+    for size, mtime_ns, key in ((11, 20, "key"), (10, 21, "key"), (10, 20, "other")):
+        assert dataset.cached_scan("/logs/a.jsonl", size, mtime_ns, key) is None
+    assert dataset.cached_scan("/logs/b.jsonl", 10, 20, "key") is None
+
+
+def test_a_replay_or_failure_is_reused_for_the_same_options_group_and_bytes_only(
+    tmp_path: Path,
+):
+    from replay.batch._dataset import Dataset
+
+    dataset = Dataset(tmp_path / "ds").open()
+    log = "/logs/a.jsonl"
+    dataset.record_scan(_scanned(log), "scan")
+    for tables in ({"sessions": b"rows", "requests": None}, {"sessions": None, "requests": b"r"}):
+        assert dataset.write_parts(log, "part-x", tables) == [
+            f"{t}/part-x.parquet" for t, data in tables.items() if data is not None
+        ]
+    parts = ["sessions/part-x.parquet", "requests/part-x.parquet"]
+    same, others = ("opts", "group", "sha"), [("o", "group", "sha"), ("opts", "g", "sha"),
+                                              ("opts", "group", "other")]
+    dataset.record_replay(log, *same[:2], "ok", None, parts, sha="sha")
+    assert dataset.unchanged(log, *same) == parts
+    assert dataset.failed(log, *same) is None
+    assert all(dataset.unchanged(log, *other) is None for other in others)
+    (tmp_path / "ds" / parts[1]).unlink()
+    assert dataset.unchanged(log, *same) is None  # written again
+    dataset.record_replay(log, *same[:2], "failed", "no price for m", [], sha="sha")
+    assert dataset.unchanged(log, *same) is None
+    assert dataset.failed(log, *same) == "no price for m"
+    assert all(dataset.failed(log, *other) is None for other in others)
+    dataset.record_replay(log, *same[:2], "failed", None, [], sha="sha")
+    assert dataset.failed(log, *same) == "failed"
+    dataset.close()
+
+
+def test_a_part_another_files_replay_wrote_again_is_that_files_alone(tmp_path: Path):
+    """Parts are named by content: the file whose replay wrote one last holds it; the other
+    entry keeps its other parts."""
+    from replay.batch._dataset import Dataset
+
+    dataset = Dataset(tmp_path / "ds")
+    for log in ("/logs/a.jsonl", "/logs/b.jsonl"):
+        dataset.record_scan(_scanned(log), "scan")
+    both = ["sessions/part-x.parquet", "requests/part-x.parquet"]
+    dataset.record_replay("/logs/a.jsonl", "opts", "g", "ok", None, both, sha="sha")
+    dataset.record_replay("/logs/b.jsonl", "opts", "g", "ok", None, both[:1], sha="sha")
+    assert dataset.entries["/logs/a.jsonl"]["replay"]["parts"] == both[1:]
+    assert dataset.entries["/logs/b.jsonl"]["replay"]["parts"] == both[:1]
+    (tmp_path / "ds" / "sessions").mkdir(parents=True)
+    dataset.write_parts("/logs/b.jsonl", "part-x", {"sessions": b"rows"})
+    assert dataset.unchanged("/logs/b.jsonl", "opts", "g", "sha") == both[:1]
+    dataset.record_replay("/logs/a.jsonl", "opts", "g", "ok", None, both[:1], sha="sha")
+    assert dataset.entries["/logs/b.jsonl"]["replay"]["parts"] == []
+    assert dataset.unchanged("/logs/b.jsonl", "opts", "g", "sha") is None  # its rows: a's now
+
+
+def test_missing_under_names_files_gone_from_under_any_root(tmp_path: Path):
+    """A broken link is still there (reported as failed under its own name), a session of
+    several files is no file, and a file outside the roots is not looked for."""
+    from replay.batch._dataset import Dataset
+
+    logs, other = tmp_path / "logs", tmp_path / "other"
+    logs.mkdir()
+    (logs / "here.jsonl").touch()
+    (logs / "link.jsonl").symlink_to(tmp_path / "nowhere")
+    dataset = Dataset(tmp_path / "ds")
+    for path in ("logs/here.jsonl", "logs/gone.jsonl", "logs/link.jsonl", "other/gone.jsonl",
+                 "gone.jsonl"):
+        dataset.record_scan(_scanned(tmp_path / path), "scan")
+    sessions = [_scanned(logs / "here.jsonl")]
+    dataset.record_sessions(str(logs), "key", sessions)
+    assert dataset.missing_under([logs, other]) == [
+        str(logs / "gone.jsonl"), str(other / "gone.jsonl")
+    ]
+    assert dataset.cached_sessions(str(logs), "key") == sessions
+    assert dataset.cached_sessions(str(logs), "other") is None
+    assert dataset.cached_sessions(str(other), "key") is None
