@@ -2086,3 +2086,85 @@ def test_missing_under_names_files_gone_from_under_any_root(tmp_path: Path):
     assert dataset.cached_sessions(str(logs), "key") == sessions
     assert dataset.cached_sessions(str(logs), "other") is None
     assert dataset.cached_sessions(str(other), "key") is None
+
+
+def test_a_gone_file_is_superseded_by_a_file_that_copies_its_session_or_bytes(tmp_path: Path):
+    """A resumed file copies the gone file's lines (starts when it did, with at least as many
+    requests) and holds rows: it holds the session now; a file that starts later, has fewer
+    requests, no scan or no rows does not. Else a file of the same bytes does."""
+    from replay.batch._dataset import Dataset
+
+    dataset = Dataset(tmp_path / "ds")
+
+    def put(name: str, *, start: str = "09:00", requests: int = 3, parts: bool = True,
+            sha: str | None = None, files: tuple[str, ...] = (), info: bool = True,
+            of: str | None = None) -> str:
+        path = str(tmp_path / name)
+        if not name.startswith("gone"):
+            Path(path).touch()
+        scanned = _scanned(path)
+        at = f"2026-05-01T{start}:00+00:00"
+        scanned.info = dataclasses.replace(scanned.info, started_at=at, requests=requests)
+        dataset.record_scan(scanned if info else dataclasses.replace(scanned, info=None), "k")
+        status = "part of" if of else "ok" if parts else "failed"
+        dataset.record_replay(path, "opts", "g", status, of,
+                              [f"sessions/{name}.parquet"] if parts and not of else [],
+                              sha=name if sha is None else sha, files=files)
+        return path
+
+    resumed = put("resumed")  # as many requests as the gone file, from its start
+    later, fewer = put("later", start="09:10", requests=9), put("fewer", requests=2)
+    unscanned, rowless = put("unscanned", info=False), put("rowless", parts=False)
+    put("no-sha", sha="")
+    # read with another file: held by that file's rows, while they stay
+    via = put("via", of=resumed)
+    via_gone, via_rowless = put("via-gone", of=put("gone-first")), put("via-rowless", of=rowless)
+    gone = {
+        other: put(f"gone-{n}", files=(str(tmp_path / f"gone-{n}"), other))
+        for n, other in enumerate((resumed, later, fewer, unscanned, rowless, via, via_gone,
+                                   via_rowless, str(tmp_path / "gone-copy")))
+    }
+    put("gone-copy")
+    twin = put("gone-twin", sha="resumed")
+    put("gone-no-sha", sha="")
+    assert dataset.superseded() == [(gone[resumed], resumed), (gone[via], via),
+                                    (twin, resumed)]
+
+
+def test_a_file_read_in_a_gone_files_session_is_held_by_that_files_rows(tmp_path: Path):
+    """A subagent file whose transcript is gone: the transcript's rows hold its thread while
+    they stay, name it among their files and the file does not copy the transcript."""
+    from replay.batch._dataset import Dataset
+
+    dataset = Dataset(tmp_path / "ds")
+
+    def put(name: str, status: str, first: str | None = None, files: tuple[str, ...] = (),
+            start: str = "09:10", requests: int = 1) -> str:
+        path = str(tmp_path / name)
+        if not name.startswith("gone"):
+            Path(path).touch()
+        scanned = _scanned(path)
+        at = f"2026-05-01T{start}:00+00:00"
+        scanned.info = dataclasses.replace(scanned.info, started_at=at, requests=requests)
+        dataset.record_scan(scanned, "k")
+        parts = [f"sessions/{name}.parquet"] if status == "ok" else []
+        dataset.record_replay(path, "opts", "g", status, first, parts, sha=name, files=files)
+        return path
+
+    names = ("sub", "resumed", "unlisted")
+    gone = put("gone", "ok", files=tuple(str(tmp_path / n) for n in ("gone", *names[:2])),
+               start="09:00", requests=3)
+    here = put("here", "ok", files=(str(tmp_path / "here"), str(tmp_path / "sub-of-here")),
+               start="09:00", requests=3)
+    rowless = put("gone-rowless", "failed", files=(str(tmp_path / "gone-rowless"),
+                                                   str(tmp_path / "sub-of-rowless")),
+                  start="09:00", requests=3)
+    sub, resumed = put("sub", "part of", gone), put("resumed", "part of", gone, start="09:00",
+                                                    requests=3)
+    unlisted = put("unlisted", "part of", gone)
+    assert dataset.read_in_missing(sub) == gone
+    assert dataset.read_in_missing(resumed) is None  # it holds the session now
+    assert dataset.read_in_missing(unlisted) is None
+    assert dataset.read_in_missing(put("sub-of-here", "part of", here)) is None
+    assert dataset.read_in_missing(put("sub-of-rowless", "part of", rowless)) is None
+    assert dataset.read_in_missing(here) is None
