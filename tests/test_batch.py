@@ -2002,6 +2002,26 @@ def test_the_manifest_journal_is_read_back_and_rewritten_one_line_a_file(tmp_pat
     assert sorted(json.loads(line)["path"] for line in lines) == want
 
 
+def test_a_line_cut_by_an_interrupted_run_does_not_swallow_the_next_run_s_first_entry(
+        tmp_path: Path):
+    """An interrupted run can leave the manifest's last line without its newline: the next
+    run's first entry must not be appended onto it (one broken line, that entry lost if this
+    run is interrupted too)."""
+    from replay.batch._dataset import Dataset
+
+    dataset = Dataset(tmp_path / "ds").open()
+    dataset.record_scan(_scanned("/logs/a.jsonl"), "key")
+    with open(dataset.manifest_path, "a", encoding="utf-8") as handle:
+        handle.write('{"format": 1, "path": "/logs/cut.js')  # no newline: the run stopped
+    dataset._journal.close()
+    dataset._lock.close()
+    again = Dataset(tmp_path / "ds").open()
+    again.record_scan(_scanned("/logs/b.jsonl"), "key")
+    again._journal.close()  # interrupted again, before the manifest is rewritten
+    again._lock.close()
+    assert sorted(Dataset(tmp_path / "ds").open().entries) == ["/logs/a.jsonl", "/logs/b.jsonl"]
+
+
 def test_a_cached_scan_is_reused_for_the_same_size_mtime_and_options_only(tmp_path: Path):
     from replay.batch._dataset import Dataset
 

@@ -142,6 +142,8 @@ class Dataset:
         self.meta.mkdir(parents=True, exist_ok=True)
         self._take_lock()
         self.entries = self._read_manifest()
+        if self._last_line_cut():  # appended onto, the next entry would break with it
+            self._compact()
         self._journal = open(self.manifest_path, "a", encoding="utf-8")  # noqa: SIM115
         return self
 
@@ -186,6 +188,16 @@ class Dataset:
                     else:
                         entries[entry["path"]] = entry
         return entries
+
+    def _last_line_cut(self) -> bool:
+        """True when the manifest's last line lacks its newline: an interrupted run was
+        writing it."""
+        try:
+            with open(self.manifest_path, "rb") as handle:
+                handle.seek(-1, os.SEEK_END)
+                return handle.read(1) != b"\n"
+        except OSError:  # no manifest, or an empty one
+            return False
 
     def _compact(self) -> None:
         lines = [json.dumps(e, sort_keys=True) for _, e in sorted(self.entries.items())]
