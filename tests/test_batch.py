@@ -1920,6 +1920,18 @@ def _scanned(path: str | Path, size: int = 10, mtime_ns: int = 20) -> ScanResult
     return ScanResult(str(path), size, mtime_ns, "ok", "sha", None, info, fmt="claude-code")
 
 
+def _scanned_at(folder: Path, name: str, start: str, requests: int) -> ScanResult:
+    """`_scanned` of the file `name` in `folder`, started at `start` (HH:MM) with `requests`
+    requests; the file exists unless its name starts with `gone`."""
+    path = folder / name
+    if not name.startswith("gone"):
+        path.touch()
+    scanned = _scanned(path)
+    at = f"2026-05-01T{start}:00+00:00"
+    scanned.info = dataclasses.replace(scanned.info, started_at=at, requests=requests)
+    return scanned
+
+
 def test_the_files_a_dataset_owns_are_its_cache_and_its_tables_parquet_files(tmp_path: Path):
     """Its cache folder, or a Parquet file of one of its tables; any other file under the
     dataset may be a log. Any dataset: a Parquet file in a table folder beside a cache folder."""
@@ -2119,12 +2131,8 @@ def test_a_gone_file_is_superseded_by_a_file_that_copies_its_session_or_bytes(tm
     def put(name: str, *, start: str = "09:00", requests: int = 3, parts: bool = True,
             sha: str | None = None, files: tuple[str, ...] = (), info: bool = True,
             of: str | None = None) -> str:
-        path = str(tmp_path / name)
-        if not name.startswith("gone"):
-            Path(path).touch()
-        scanned = _scanned(path)
-        at = f"2026-05-01T{start}:00+00:00"
-        scanned.info = dataclasses.replace(scanned.info, started_at=at, requests=requests)
+        scanned = _scanned_at(tmp_path, name, start, requests)
+        path = scanned.path
         dataset.record_scan(scanned if info else dataclasses.replace(scanned, info=None), "k")
         status = "part of" if of else "ok" if parts else "failed"
         dataset.record_replay(path, "opts", "g", status, of,
@@ -2160,12 +2168,8 @@ def test_a_file_read_in_a_gone_files_session_is_held_by_that_files_rows(tmp_path
 
     def put(name: str, status: str, first: str | None = None, files: tuple[str, ...] = (),
             start: str = "09:10", requests: int = 1) -> str:
-        path = str(tmp_path / name)
-        if not name.startswith("gone"):
-            Path(path).touch()
-        scanned = _scanned(path)
-        at = f"2026-05-01T{start}:00+00:00"
-        scanned.info = dataclasses.replace(scanned.info, started_at=at, requests=requests)
+        scanned = _scanned_at(tmp_path, name, start, requests)
+        path = scanned.path
         dataset.record_scan(scanned, "k")
         parts = [f"sessions/{name}.parquet"] if status == "ok" else []
         dataset.record_replay(path, "opts", "g", status, first, parts, sha=name, files=files)
