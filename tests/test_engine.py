@@ -23,7 +23,23 @@ from replay.engine import (
     turns_frame,
 )
 from replay.engine._results import ResultTables
-from replay.log import RequestMarker, Usage, read_log, write_log
+from replay.log import (
+    AssistantMessage,
+    Compaction,
+    RequestMarker,
+    Session,
+    SessionHeader,
+    TextBlock,
+    ThinkingBlock,
+    ThreadStart,
+    ToolCallBlock,
+    ToolDef,
+    ToolResult,
+    Usage,
+    UserMessage,
+    read_log,
+    write_log,
+)
 from replay.prefix import PrefixDiff
 from replay.strategies import RewriteEvent
 
@@ -381,8 +397,6 @@ def test_over_window_counts_requests_past_the_context_window():
 def test_over_window_is_judged_on_the_prompt_the_provider_bills():
     """Reasoning of an earlier turn leaves a gpt-5.5 prompt at the new user message: the
     rendered prompt passes the 272k window, the billed one does not."""
-    from replay.log import AssistantMessage, ThinkingBlock
-
     turns = [gen.Turn("thought a lot", followup="now the next step"), gen.Turn("done")]
     session = gen.build_session(turns, provider="openai", model="gpt-5.5")
     first = next(e for e in session.events if isinstance(e, AssistantMessage))
@@ -556,7 +570,6 @@ def test_a_prompt_of_exactly_the_context_window_is_not_over_it(monkeypatch):
 def test_a_result_cleared_at_a_request_s_time_is_cleared_in_that_request():
     """docs/log-format.md: the requests sent *at or after* a result's `cleared_at` saw it
     cleared; `recorded` shows it whole before that instant and cleared from it on."""
-    from replay.log import ToolResult
     from replay.strategies import ToolResultItem
     from replay.strategies._prompts import LITERAL_CLEARED
 
@@ -586,8 +599,6 @@ def test_microcompact_time_measures_the_gap_from_the_last_answer():
     The gap used to be taken from the previous request's start."""
     from datetime import timedelta
 
-    from replay.log import AssistantMessage
-
     turns = [gen.Turn(f"step {n}", [gen.Call("read_file", {"path": f"f{n}"}, "x" * 400)])
              for n in range(8)]
     turns.append(gen.Turn("done", gap_s=58 * 60))
@@ -607,8 +618,6 @@ def test_microcompact_time_measures_the_gap_from_the_last_answer():
 def test_thinking_logged_only_by_its_size_is_counted_in_the_output_too():
     """A log without usage: a thinking block known by its size (signature only) was counted in
     later prompts but not in the output of the response that wrote it."""
-    from replay.log import AssistantMessage, ThinkingBlock
-
     turns = [gen.Turn(f"step {n}", [gen.Call("read_file", {"path": f"f{n}"}, "x" * 40)])
              for n in range(2)]
 
@@ -670,16 +679,6 @@ def test_a_subagent_thread_is_sent_the_session_s_hidden_prefix_unless_it_has_its
     where they differ from the header's. A thread that gave neither was sent no hidden prefix:
     its requests were billed ~5,000 tokens short."""
     from datetime import timedelta
-
-    from replay.log import (
-        AssistantMessage,
-        RequestMarker,
-        Session,
-        SessionHeader,
-        TextBlock,
-        ThreadStart,
-        UserMessage,
-    )
 
     t0 = gen.BASE_TS
     header = SessionHeader(ts=t0, provider="anthropic", model="claude-sonnet-4-5",
@@ -854,7 +853,6 @@ def test_a_logged_compaction_replaces_only_the_events_it_names():
     """docs/log-format.md: a `compaction`'s `replaces` names the events it replaced (Claude
     Code's preserved messages are kept out of it, docs/adapters.md): the task it does not name
     stays in `recorded`'s view, before the summary."""
-    from replay.log import Compaction
     from replay.strategies import SummaryItem, UserItem
 
     session = _four_reads()
@@ -925,14 +923,6 @@ def test_a_strategy_is_told_its_thread_s_model_head_and_times():
     history holds no such answer."""
     from datetime import timedelta
 
-    from replay.log import (
-        AssistantMessage,
-        Session,
-        SessionHeader,
-        TextBlock,
-        ThreadStart,
-        UserMessage,
-    )
     from replay.strategies import AssistantItem
     from replay.tokens import family_for
 
@@ -993,8 +983,6 @@ def test_a_record_keeps_its_view_history_size_rewrites_and_the_store_before_a_re
     `store_before` only where it rewrote, and `rendered_with` the head it was sent with (its
     version bumped where the adapter saw the head change: `system_changed`). Per-block arrays
     stay with `keep_blocks` (the default)."""
-    from replay.log import AssistantMessage, ToolResult, UserMessage
-
     session = _with_hidden_head(gen.deterministic_session(), {3: {"system_changed": "restart"}})
     messages, before = 0, []
     for e in session.events:
@@ -1057,8 +1045,6 @@ def test_output_tokens_are_the_usage_s_else_counted_from_the_recorded_answer():
     """A request's output is the provider's `output_tokens` when its usage gives some; else the
     recorded answer counted (an estimate, as the notes say), and 0 for a request no answer
     followed (still an estimate)."""
-    from replay.log import AssistantMessage
-
     def session():
         s = gen.build_session([gen.Turn(f"step {n} " + "word " * 40) for n in range(3)],
                               provider="anthropic")
@@ -1084,7 +1070,6 @@ def test_the_answer_to_a_request_follows_docs_log_format_ordering_rules():
     request; one naming no request answers its thread's last request; a repeated id names the
     latest request with it; a request's answer is the first that answers it."""
     from replay.engine._replay import _responses
-    from replay.log import AssistantMessage, Session, SessionHeader, TextBlock, UserMessage
 
     t = gen.BASE_TS
 
@@ -1214,15 +1199,6 @@ def test_hidden_prefixes_are_converted_to_the_replayed_model_s_tokens():
     an empty system prompt is sent that one, with no hidden prefix (docs/log-format.md)."""
     from datetime import timedelta
 
-    from replay.log import (
-        AssistantMessage,
-        Session,
-        SessionHeader,
-        TextBlock,
-        ThreadStart,
-        UserMessage,
-    )
-
     t0 = gen.BASE_TS
 
     def turn(thread: str, n: int) -> list:
@@ -1251,7 +1227,6 @@ def test_a_strategy_s_history_holds_the_log_s_messages_as_they_are():
     """The history a strategy is given: every message of the thread so far, in order, with its
     event index; a user message keeps its `injected` flag, a tool result its error flag and
     the arguments of the call it answers (what a strategy names a pruned result by)."""
-    from replay.log import UserMessage
     from replay.strategies import AssistantItem, ToolResultItem, UserItem
 
     turns = [gen.Turn("Running.", [gen.Call("run_tests", {"n": "all"}, "1 failed", True)],
@@ -1307,7 +1282,6 @@ def test_another_thread_reads_an_entry_only_once_the_logged_response_ended():
     sent 20 s into a 60 s request reads nothing of it; 90 s in, it reads the shared head."""
     from datetime import UTC, datetime, timedelta
 
-    from replay.log import AssistantMessage, Session, SessionHeader, TextBlock, ThreadStart
     from replay.log import UserMessage as User
 
     t0 = datetime(2026, 10, 20, 12, 0, tzinfo=UTC)
@@ -1349,8 +1323,6 @@ def test_text_the_head_sends_is_never_hidden_evidence():
     """The evidence check counts what a request sends besides its messages as always shown:
     the tool definitions, and its own thread's system prompt (a subagent's, not the session's):
     a path they name is no hidden quote even where the message that named it was dropped."""
-    from replay.log import ThreadStart, ToolDef
-
     def blind(session) -> list[tuple[str, int, str]]:
         return [(r.thread, r.request_index, b.kind)
                 for r in replay_session(session, ["sliding-4-pin-first"]) for b in r.blind_actions]
@@ -1380,7 +1352,6 @@ def test_an_abandoned_branch_re_sends_its_parents_unlogged_context_up_to_the_for
     fork, the parent's estimated message in its place."""
     from datetime import timedelta
 
-    from replay.log import AssistantMessage, Session, SessionHeader, TextBlock, ThreadStart
     from replay.log import UserMessage as User
 
     t0, branch = gen.BASE_TS, "main/branch-1"
@@ -1425,7 +1396,6 @@ def test_a_logged_compaction_replaces_the_unlogged_context_sent_among_its_events
     it replaces it too, at the second compaction as at the first (`recorded`)."""
     from datetime import timedelta
 
-    from replay.log import AssistantMessage, Compaction, Session, SessionHeader, TextBlock
     from replay.log import UserMessage as User
     from replay.strategies import SummaryItem, UserItem
 
@@ -1512,8 +1482,6 @@ def test_the_provider_and_model_asked_for_override_every_request_s_own():
 def test_a_thread_no_thread_event_opened_is_sent_the_session_s_head():
     """docs/log-format.md: a thread no `thread` event opened is replayed as one of its own, with
     the session's system prompt, and so with its hidden prefix too."""
-    from replay.log import AssistantMessage, Session, SessionHeader, TextBlock, UserMessage
-
     t = gen.BASE_TS
     header = SessionHeader(ts=t, provider="anthropic", model="claude-sonnet-4-5",
                            system="You are an agent.", hidden_prefix_tokens=5000)
@@ -1569,7 +1537,6 @@ def test_a_request_with_nothing_to_send_is_an_error_naming_it():
     """A request built in memory with no message of its thread before it, or one a strategy
     left empty, has no prompt: the replay stops with an error naming the request (and the
     strategy), not a zero-token request."""
-    from replay.log import AssistantMessage, Session, SessionHeader, TextBlock, UserMessage
     from replay.strategies import NamedStrategy, StrategySpec
 
     t = gen.BASE_TS
@@ -1590,7 +1557,6 @@ def test_a_request_with_nothing_to_send_is_an_error_naming_it():
 def test_a_logged_compaction_naming_no_events_replaces_everything_before_it():
     """docs/log-format.md: a `compaction` whose `replaces` is absent or empty replaced
     everything before it in its thread: `recorded` sends the summary, then what came after."""
-    from replay.log import Compaction, UserMessage
     from replay.strategies import SummaryItem, UserItem
 
     session = _four_reads()
@@ -1610,18 +1576,6 @@ def test_every_text_the_log_holds_is_kept_counted_between_strategies():
     answers' text and thinking, logged summaries): their token counts are kept from one
     strategy to the next, unlike what a strategy derived from them."""
     from replay.engine._replay import _log_texts
-    from replay.log import (
-        AssistantMessage,
-        Compaction,
-        Session,
-        SessionHeader,
-        TextBlock,
-        ThinkingBlock,
-        ThreadStart,
-        ToolCallBlock,
-        ToolResult,
-        UserMessage,
-    )
 
     t = gen.BASE_TS
     events = [
