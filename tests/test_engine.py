@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import timedelta
 from decimal import Decimal
 
 import gen
@@ -597,8 +598,6 @@ def test_microcompact_time_measures_the_gap_from_the_last_answer():
     """Claude Code measures its 60 minutes from the last assistant message: a request 63
     minutes after the previous one but 58 after its (long, streamed) answer clears nothing.
     The gap used to be taken from the previous request's start."""
-    from datetime import timedelta
-
     turns = [gen.Turn(f"step {n}", [gen.Call("read_file", {"path": f"f{n}"}, "x" * 400)])
              for n in range(8)]
     turns.append(gen.Turn("done", gap_s=58 * 60))
@@ -668,6 +667,15 @@ def test_a_strategy_reads_the_previous_request_s_simulated_usage_bucket_by_bucke
         r.outcome.cache_write_5m for r in records)  # both buckets are exercised
 
 
+def _turn_of(thread: str, n: int) -> list:
+    """One short turn of `thread` at 10·n seconds: a task, its request `rN` and an "ok" answer."""
+    ts = gen.BASE_TS + timedelta(seconds=10 * n)
+    return [UserMessage(ts=ts, thread=thread, text=f"task {n}"),
+            RequestMarker(ts=ts, thread=thread, request_id=f"r{n}"),
+            AssistantMessage(ts=ts, thread=thread, request_id=f"r{n}",
+                             blocks=[TextBlock(text="ok")])]
+
+
 @pytest.mark.parametrize(
     ("thread_fields", "hidden"),
     [({}, 5000), ({"hidden_prefix_tokens": 700}, 700), ({"system": "You review code."}, 0)],
@@ -678,21 +686,12 @@ def test_a_subagent_thread_is_sent_the_session_s_hidden_prefix_unless_it_has_its
     """docs/log-format.md: a `thread` event's `system` and `hidden_prefix_tokens` are given
     where they differ from the header's. A thread that gave neither was sent no hidden prefix:
     its requests were billed ~5,000 tokens short."""
-    from datetime import timedelta
-
     t0 = gen.BASE_TS
     header = SessionHeader(ts=t0, provider="anthropic", model="claude-sonnet-4-5",
                            system="You are an agent.", hidden_prefix_tokens=5000)
 
-    def turn(thread: str, n: int) -> list:
-        ts = t0 + timedelta(seconds=10 * n)
-        return [UserMessage(ts=ts, thread=thread, text=f"task {n}"),
-                RequestMarker(ts=ts, thread=thread, request_id=f"r{n}"),
-                AssistantMessage(ts=ts, thread=thread, request_id=f"r{n}",
-                                 blocks=[TextBlock(text="ok")])]
-
     start = ThreadStart(ts=t0 + timedelta(seconds=5), thread_id="sub", **thread_fields)
-    session = Session(header=header, events=[*turn("main", 0), start, *turn("sub", 1)])
+    session = Session(header=header, events=[*_turn_of("main", 0), start, *_turn_of("sub", 1)])
     records = [r for r in replay_session(session, ["baseline"], ReplayConfig())
                if r.kind == "request"]
     main, sub = records
@@ -921,8 +920,6 @@ def test_a_strategy_is_told_its_thread_s_model_head_and_times():
     own where given), the start of the thread's previous request and the time of its newest
     answer, an answer the harness never sent back (`in_context: false`) included, though the
     history holds no such answer."""
-    from datetime import timedelta
-
     from replay.strategies import AssistantItem
     from replay.tokens import family_for
 
@@ -1197,22 +1194,13 @@ def test_hidden_prefixes_are_converted_to_the_replayed_model_s_tokens():
     a gpt-5 log replayed as Claude counts 1.199 Claude tokens per token, docs/calibration.md):
     the session's hidden prefix and a thread's own alike. A thread whose `thread` event gives
     an empty system prompt is sent that one, with no hidden prefix (docs/log-format.md)."""
-    from datetime import timedelta
-
     t0 = gen.BASE_TS
-
-    def turn(thread: str, n: int) -> list:
-        ts = t0 + timedelta(seconds=10 * n)
-        return [UserMessage(ts=ts, thread=thread, text=f"task {n}"),
-                RequestMarker(ts=ts, thread=thread, request_id=f"r{n}"),
-                AssistantMessage(ts=ts, thread=thread, request_id=f"r{n}",
-                                 blocks=[TextBlock(text="ok")])]
 
     header = SessionHeader(ts=t0, provider="openai", model="gpt-5", system="You are an agent.",
                            hidden_prefix_tokens=2000)
-    events = [*turn("main", 0),
-              ThreadStart(ts=t0, thread_id="own", hidden_prefix_tokens=1000), *turn("own", 1),
-              ThreadStart(ts=t0, thread_id="bare", system=""), *turn("bare", 2)]
+    events = [*_turn_of("main", 0),
+              ThreadStart(ts=t0, thread_id="own", hidden_prefix_tokens=1000), *_turn_of("own", 1),
+              ThreadStart(ts=t0, thread_id="bare", system=""), *_turn_of("bare", 2)]
     session = Session(header=header, events=events)
     for model, ratio in (("gpt-5", 1.0), ("claude-sonnet-4-5", 1.199)):
         seen: list = []
@@ -1350,8 +1338,6 @@ def test_an_abandoned_branch_re_sends_its_parents_unlogged_context_up_to_the_for
     history up to the fork; it re-sent what the parent sent there, the context the log does
     not hold included (`inherit_unlogged`): its prompt is the parent's cached one up to the
     fork, the parent's estimated message in its place."""
-    from datetime import timedelta
-
     from replay.log import UserMessage as User
 
     t0, branch = gen.BASE_TS, "main/branch-1"
@@ -1394,8 +1380,6 @@ def test_a_logged_compaction_replaces_the_unlogged_context_sent_among_its_events
     """Context the log does not hold, sent at a request (an estimated message), goes with the
     logged events around it: a compaction whose `replaces` names the events on both sides of
     it replaces it too, at the second compaction as at the first (`recorded`)."""
-    from datetime import timedelta
-
     from replay.log import UserMessage as User
     from replay.strategies import SummaryItem, UserItem
 
