@@ -124,11 +124,13 @@ def _below(
     *,
     files: bool,
 ) -> Iterator[Path]:
-    """What `**` matches in `folder`: itself and every folder below it (with `files`, every
-    file too), hidden ones left out. A folder reached through links is listed once (glob would
-    follow a loop of links until the path is too long). `unlisted` is for `folder` itself,
-    `deeper` for the folders below it."""
-    yield folder
+    """What `**` matches in `folder`: itself and every folder below it (with `files`, the
+    pattern's last part, every file too but not `folder` itself, which glob names `folder/`,
+    even when it is a file), hidden ones left out. A folder reached through links is listed
+    once (glob would follow a loop of links until the path is too long). `unlisted` is for
+    `folder` itself, `deeper` for the folders below it."""
+    if not files:
+        yield folder
     seen: set[tuple[int, int]] = set()
     todo: list[tuple[Path, dict[Path, str] | None]] = [(folder, unlisted)]
     while todo:
