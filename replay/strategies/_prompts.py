@@ -130,15 +130,25 @@ OPENCODE_SUFFIX_INSTRUCTION = (
 )
 
 PI_INSTRUCTION = (
-    "You summarize conversations between a user and a coding assistant. Do not continue the "
-    "conversation or answer anything in it; output only the summary.\n\n"
-    "Summarize the conversation above as a checkpoint another model will resume from, in this "
-    "format:\n## Goal\n## Constraints & Preferences\n## Progress\n### Done\n### In Progress\n"
-    "### Blocked\n## Key Decisions\n## Next Steps\n## Critical Context\n"
-    "One short list per section, '(none)' when empty. Keep exact file paths, function names and "
-    "error messages."
+    "You summarize conversations between a user and a coding assistant, in a fixed structure. "
+    "Do not continue the conversation, and do not answer any question asked in it: your only "
+    "output is the summary.\n\n"
+    "Summarize the conversation above as a checkpoint: another model will take up the work "
+    "from your summary alone. Follow this format exactly:\n\n"
+    "## Goal\n[What the user wants done; several items if the session moved between tasks.]\n\n"
+    "## Constraints & Preferences\n- [Each requirement, limit or preference the user stated]\n"
+    "- [Or \"(none)\" when they stated none]\n\n"
+    "## Progress\n### Done\n- [x] [Each finished task or change]\n\n"
+    "### In Progress\n- [ ] [The work under way]\n\n"
+    "### Blocked\n- [What stops progress, if anything]\n\n"
+    "## Key Decisions\n- **[Decision]**: [Why, in a line]\n\n"
+    "## Next Steps\n1. [What comes next, in order]\n\n"
+    "## Critical Context\n- [Data, examples or references the work cannot go on without]\n"
+    "- [Or \"(none)\" when there are none]\n\n"
+    "Keep every section short. Copy file paths, function names and error messages exactly."
 )
-"""~300 tokens with pi's system prompt (utils.ts + compaction.ts SUMMARIZATION_PROMPT)."""
+"""Own wording of pi's summarizer system prompt and SUMMARIZATION_PROMPT (utils.ts,
+compaction.ts; research strategies.md), written to their length: ~250 tokens with o200k."""
 
 CLAUDE_CODE_INSTRUCTION = (
     "Your job now is to write a detailed summary of this conversation so far. The summary will "
