@@ -6,8 +6,8 @@ Two kinds, kept apart on purpose:
   placeholder for a cleared result, the line that introduces a summary). They are the behaviour
   being simulated, so they are reproduced exactly, each with its source.
 - `*_INSTRUCTION`: summary prompts. A replay needs them only for their size (they are the tail of
-  the summarizer request), so these are this project's own wording, written to the same sections
-  and roughly the same length as the harness's prompt (noted per text).
+  the summarizer request), so these are this project's own wording, written to the same
+  sections, and to the harness prompt's length where the research gives it (Claude Code, pi).
 """
 
 from __future__ import annotations
