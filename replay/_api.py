@@ -462,7 +462,7 @@ def _notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list
         notes.append(_no_breakpoint_note(tables.no_breakpoint))
     if tables.no_cache:
         notes.append(_no_cache_note(tables.no_cache))
-    notes += _unnamed_rewrite_notes(tables)
+    notes += _unnamed_rewrite_notes(tables) + _foreign_api_notes(tables)
     same = [name for name in tables.same_as_baseline if not _is_plugin(name)]
     if same:
         notes.append(
@@ -488,6 +488,43 @@ def _is_plugin(name: str) -> bool:
         return parse_name(name).spec.is_plugin
     except ReplayError:  # a one-off strategy (whatif) is no plug-in
         return False
+
+
+_APIS = {
+    "anthropic": "Anthropic's Messages API (Claude models)",
+    "openai": "OpenAI's Responses API",
+}
+
+
+def _offers(api: str, tables: ResultTables) -> bool:
+    """Whether a model of the run is served by `api` (Claude on Bedrock and Vertex counts: the
+    research does not say which of Anthropic's server-side features they lack)."""
+    if api == "anthropic":
+        return any(m.startswith("claude") for m in tables.models)
+    return api in tables.providers
+
+
+def _foreign_api_notes(tables: ResultTables) -> list[str]:
+    """Strategies that acted and simulate a provider's server-side mechanism the run's models
+    do not have: what they bill is a harness running the same rule itself."""
+    from replay.strategies import parse_name
+
+    foreign: dict[str, list[str]] = {}
+    for name in tables.acted:
+        try:
+            api = parse_name(name).spec.api
+        except ReplayError:  # a one-off strategy (whatif)
+            continue
+        if api and not _offers(api, tables):
+            foreign.setdefault(api, []).append(name)
+    models = ", ".join(sorted(tables.models))
+    return [
+        f"{', '.join(names)} "
+        f"{'simulates a mechanism' if len(names) == 1 else 'simulate mechanisms'} of "
+        f"{_APIS[api]}, which this run's models ({models}) do not have: the bill is that of a "
+        "harness applying the same rule to its requests itself."
+        for api, names in sorted(foreign.items())
+    ]
 
 
 def _unnamed_rewrite_notes(tables: ResultTables) -> list[str]:

@@ -364,3 +364,36 @@ def test_strategies_that_never_changed_the_context_are_a_note(tmp_path, clean_re
                     dearer):
         tables.add(records)
     assert tables.same_as_baseline == ["codex-compact-at-90pct"]
+
+
+def test_a_server_side_mechanism_of_another_providers_api_is_a_note() -> None:
+    """Anthropic's context editing is a feature of its Messages API for Claude models, OpenAI's
+    Responses compaction of OpenAI's API (research strategies.md: "Anthropic API (server)",
+    "OpenAI Responses API"; Codex's remote compaction: "Codex CLI, OpenAI provider"). Replayed
+    on another provider's model, such a strategy bills its rule as a harness would apply it
+    itself, and the notes say so; a strategy whose rule never fired is not named."""
+    import gen
+
+    import replay
+
+    turns = [
+        gen.Turn(f"step {i}", [gen.Call("read_file", {"path": f"f{i}"}, gen.filler(8000, i))])
+        for i in range(10)
+    ] + [gen.Turn("done")]
+    names = ("baseline,anthropic-clear-tool-uses-10k-keep-1,openai-responses-compact-10k,"
+             "codex-remote-compact-at-90pct,truncate-500")
+
+    def notes(provider: str, model: str) -> list[str]:
+        result = replay.replay(gen.build_session(turns, provider=provider, model=model), names)
+        return [n for n in result.notes if "mechanism" in n]
+
+    assert notes("openai", "gpt-4o") == [
+        "anthropic-clear-tool-uses-10k-keep-1 simulates a mechanism of Anthropic's Messages API "
+        "(Claude models), which this run's models (gpt-4o) do not have: the bill is that of a "
+        "harness applying the same rule to its requests itself."
+    ]
+    assert notes("anthropic", "claude-sonnet-4-5") == [
+        "openai-responses-compact-10k simulates a mechanism of OpenAI's Responses API, which "
+        "this run's models (claude-sonnet-4-5) do not have: the bill is that of a harness "
+        "applying the same rule to its requests itself."
+    ]

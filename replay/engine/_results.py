@@ -403,6 +403,11 @@ class ResultTables:
         ]
 
     @property
+    def acted(self) -> list[str]:
+        """The strategies that named a rewrite or called a summarizer at some request."""
+        return [name for name, a in self._accs.items() if a.acted]
+
+    @property
     def mentions(self) -> dict[str, int]:
         """Strategy → `hidden-mention`s of its responses, where there are any."""
         return {name: a.mentions for name, a in self._accs.items() if a.mentions}

@@ -197,6 +197,10 @@ class StrategySpec:
     """Per-parameter accepted values; a value outside them is refused when the name is parsed
     (every built-in parameter declares them; a plug-in's parameters without bounds are passed
     through as given)."""
+    api: str = ""
+    """For a mechanism a provider runs on its side, whose API offers it: `anthropic` (the
+    Messages API, Claude models) or `openai` (the Responses API). Empty for a harness's own
+    rule, which a client can run against any provider."""
 
     @property
     def is_plugin(self) -> bool:

@@ -72,6 +72,7 @@ def anthropic_clear_thinking(keep: int | str = 1) -> object:
 register(
     StrategySpec(
         family="anthropic-clear-thinking",
+        api="anthropic",
         pattern=r"anthropic-clear-thinking-keep-(?P<keep>\d+|all)",
         build=anthropic_clear_thinking,
         cache_class="freeze-once",

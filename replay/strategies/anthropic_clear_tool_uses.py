@@ -124,6 +124,7 @@ def anthropic_clear_tool_uses(
 register(
     StrategySpec(
         family="anthropic-clear-tool-uses",
+        api="anthropic",
         pattern=r"anthropic-clear-tool-uses-(?P<trigger>\d+k?)-keep-(?P<keep>\d+)",
         build=anthropic_clear_tool_uses,
         cache_class="churn-tail",

@@ -54,6 +54,7 @@ def anthropic_compact(trigger: int = 150000) -> object:
 register(
     StrategySpec(
         family="anthropic-compact",
+        api="anthropic",
         pattern=r"anthropic-compact-(?P<trigger>\d+k?)",
         build=anthropic_compact,
         cache_class="freeze-once",

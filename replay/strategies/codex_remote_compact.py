@@ -86,6 +86,7 @@ def codex_remote_compact(pct: int = 90, limit: int = 0) -> object:
 register(
     StrategySpec(
         family="codex-remote-compact",
+        api="openai",
         pattern=r"codex-remote-compact-at-(?P<pct>\d+)pct",
         build=codex_remote_compact,
         cache_class="freeze-once",

@@ -59,6 +59,7 @@ def openai_responses_compact(threshold: int | str = "90pct") -> object:
 register(
     StrategySpec(
         family="openai-responses-compact",
+        api="openai",
         pattern=r"openai-responses-compact-(?P<threshold>\d+pct|\d+k?)",
         build=openai_responses_compact,
         cache_class="freeze-once",
