@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from replay._api import BILL_TOLERANCE
 from replay.cli._main import cli, load_commands
 from replay.engine import ReplayConfig
 from replay.fidelity import FidelityRow, fidelity_rows, fidelity_summary
@@ -378,6 +379,45 @@ def test_a_replay_says_how_close_recorded_lands_to_the_bill() -> None:
     assert f"{abs(summary['cost_error']):.1%} below" in note
     assert f"${summary['recorded_cost_usd']:.4f}" in note
     assert "replay fidelity LOG" in note
+
+
+def test_the_bill_note_says_which_way_the_simulation_misses_and_whether_it_is_close() -> None:
+    """Below the bill: a provider that served older prefixes than its rules allow; above it: a
+    cache kept longer than documented. Within 2 % (the session cost target) the note says the
+    simulation reproduces the bill, and from 0.1 % on it says by how much."""
+    from replay import replay
+
+    below = _billed_session()
+    marker = below.requests()[4]
+    marker.usage.cache_write_5m_tokens += marker.usage.cache_read_tokens
+    marker.usage.cache_read_tokens = 0
+    note = _bill_note(replay(below, ["recorded"]).notes)
+    assert "below" in note and "OpenAI, for one, serves some requests from an older prefix" in note
+
+    above = _billed_session()
+    marker = above.requests()[4]
+    marker.usage.cache_read_tokens += marker.usage.cache_write_5m_tokens
+    marker.usage.cache_write_5m_tokens = 0
+    note = _bill_note(replay(above, ["recorded"]).notes)
+    error = fidelity_summary(fidelity_rows(above))["cost_error"]
+    assert error > BILL_TOLERANCE
+    assert f"{error:.1%} above" in note and "a cache kept past its documented TTL" in note
+
+    close = _billed_session()
+    marker = close.requests()[4]  # a few reads billed as writes: the bill rises by ~0.5 %
+    billed = fidelity_summary(fidelity_rows(close))["recorded_cost_usd"]
+    moved = int(billed * Decimal("0.005") / Decimal("3.45e-6"))  # write $3.75 − read $0.30
+    marker.usage.cache_read_tokens -= moved
+    marker.usage.cache_write_5m_tokens += moved
+    error = fidelity_summary(fidelity_rows(close))["cost_error"]
+    assert -BILL_TOLERANCE < error < -0.001
+    note = _bill_note(replay(close, ["recorded"]).notes)
+    assert f"is {abs(error):.1%} below" in note
+    assert note.endswith("on this log the cache simulation reproduces the bill.")
+    # Rule overrides change what `recorded` is billed under: a what-if too.
+    overridden = replay(_billed_session(), ["recorded"],
+                        rule_overrides={"anthropic.ttl_seconds_5m": 3600}).notes
+    assert "with rule overrides this replay prices a what-if" in _bill_note(overridden)
 
 
 def test_the_bill_is_not_compared_with_a_what_if_or_without_recorded() -> None:
