@@ -677,6 +677,16 @@ def test_recommendation_edge_cases() -> None:
     assert recommendation_line(None) == (
         "No strategy without evidence-loss flags or prompts over the window to recommend."
     )
+    # Which of the two: a reference was replayed (every strategy flagged), or none was.
+    assert recommendation_line(None, all_blind) == recommendation_line(None)
+    for without in (no_reference, _summary([("x", "0.5", 0), ("y", "0.6", 0)])):
+        assert recommendation_line(None, without) == (
+            "No recommendation: add `recorded` or `baseline` to compare against."
+        )
+    only_recorded = _summary([("recorded", "1.00", 1)])
+    assert recommendation_line(recommendation(only_recorded), only_recorded) == (
+        recommendation_line(None)
+    )
     nothing_beats = recommendation(_summary([("baseline", "1.00", 0), ("x", "0.50", 1)]))
     assert nothing_beats["strategy"] == "baseline" and nothing_beats["saving_usd"] == 0
     assert "no strategy without flags beats baseline" in recommendation_line(nothing_beats)
