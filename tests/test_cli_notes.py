@@ -276,6 +276,28 @@ def test_request_times_going_backwards_are_a_note(invoke, tmp_path) -> None:
     assert not any("go backwards" in n for n in json.loads(plain.stdout)["notes"])
 
 
+def test_only_a_time_before_the_threads_previous_request_goes_backwards() -> None:
+    """Requests sent at the same time (parallel calls) are no clock set back; of several
+    going backwards, the note counts them all and names the first."""
+    from datetime import timedelta
+
+    import gen
+
+    from replay._api import clock_notes
+
+    session = gen.build_session([gen.Turn(f"step {i}") for i in range(6)])
+    requests = session.requests()
+    requests[2].ts = requests[1].ts
+    assert clock_notes(session) == []
+    requests[3].ts = requests[2].ts - timedelta(seconds=1.5)
+    requests[5].ts = requests[4].ts - timedelta(seconds=40)
+    (note,) = clock_notes(session)
+    assert note.startswith(
+        f"Request times go backwards 2 time(s) within a thread (first: request #3 "
+        f"({requests[3].request_id}), 1.5 s before its thread's previous request)"
+    )
+
+
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_a_price_override_that_prices_nothing_is_a_note(invoke, name) -> None:
     """A `--price` for a model the log does not use (an alias, a typo) left list prices in
@@ -391,6 +413,19 @@ def test_a_server_side_mechanism_of_another_providers_api_is_a_note() -> None:
         "anthropic-clear-tool-uses-10k-keep-1 simulates a mechanism of Anthropic's Messages API "
         "(Claude models), which this run's models (gpt-4o) do not have: the bill is that of a "
         "harness applying the same rule to its requests itself."
+    ]
+    from replay._api import _offers
+    from replay.engine._results import ResultTables
+
+    mixed = ResultTables(per_turn=False)
+    mixed.models |= {"gpt-4o", "claude-haiku-4-5"}  # a Claude model runs some requests
+    assert _offers("anthropic", mixed) and not _offers("openai", mixed)
+    names += ",anthropic-clear-tool-uses-10k-keep-2"
+    assert notes("openai", "gpt-4o") == [
+        "anthropic-clear-tool-uses-10k-keep-1, anthropic-clear-tool-uses-10k-keep-2 simulate "
+        "mechanisms of Anthropic's Messages API (Claude models), which this run's models "
+        "(gpt-4o) do not have: the bill is that of a harness applying the same rule to its "
+        "requests itself."
     ]
     assert notes("anthropic", "claude-sonnet-4-5") == [
         "openai-responses-compact-10k simulates a mechanism of OpenAI's Responses API, which "
