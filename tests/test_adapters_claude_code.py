@@ -1815,3 +1815,23 @@ def test_a_sidechain_starting_with_its_task_call_comes_after_that_call(tmp_path:
     start = next(e for e in session.events if isinstance(e, ThreadStart))
     assert call.ts == start.ts
     assert session.events.index(call) < session.events.index(start)
+
+
+def test_a_microcompact_is_sized_only_where_the_prompt_fell() -> None:
+    """The cleared results are sized by how far the prompt fell below the previous request's
+    prompt + output; a prompt that did not fall gives no size (it is not "~0 tokens")."""
+    from datetime import UTC, datetime
+
+    from replay.log import RequestMarker, Usage
+
+    ts = datetime(2026, 11, 1, tzinfo=UTC)
+    before = RequestMarker(ts=ts, request_id="a",
+                           usage=Usage(input_tokens=1_000, output_tokens=50))
+    after = RequestMarker(ts=ts, request_id="b", usage=Usage(input_tokens=1_050))
+    assert replay_api._prompt_fall(before, after) == (
+        "tool results the log does not identify (of a size the prompts do not show)"
+    )
+    after.usage.input_tokens = 1_049
+    assert replay_api._prompt_fall(before, after).startswith(
+        "~1 tokens of tool results the log does not identify"
+    )

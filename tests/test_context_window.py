@@ -78,6 +78,16 @@ def test_the_note_names_an_automatic_compaction_far_below_the_window() -> None:
                         None) == []
     assert window_notes(_with_auto_compaction(None), ["claude-sonnet-4-6"], None) == []
     assert window_notes(gen.deterministic_session(), ["claude-sonnet-4-6"], None) == []
+    # Half the window is not under half; with several models, the smallest window is the
+    # one in force; of several compactions, the largest tells the window the agent ran.
+    assert _compacted(_with_auto_compaction(100_000), ["claude-sonnet-4-5"], None) == []
+    assert _compacted(_with_auto_compaction(99_999), ["claude-sonnet-4-5"], None) != []
+    assert _compacted(session, ["claude-sonnet-4-6", "claude-sonnet-4-5"], None) == []
+    twice = _with_auto_compaction(150_000)
+    first = next(e for e in twice.events if isinstance(e, Compaction))
+    earlier = first.model_copy(update={"tokens_before": 50_000})
+    twice.events.insert(twice.events.index(first), earlier)
+    assert _compacted(twice, ["claude-sonnet-4-5"], None) == []
 
 
 def test_a_window_given_is_named_where_it_is_not_the_models_own() -> None:
