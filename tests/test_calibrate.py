@@ -509,11 +509,9 @@ def _pi_chain(turns: int, *, start: int = 0, header_ts: str = "2026-01-02T09:59:
     return lines
 
 
-def test_a_forks_copied_pairs_count_once_when_its_parent_is_given_too(tmp_path: Path) -> None:
-    """A forked pi session copies its parent's history: the pairs that end at a request it
-    copied (`copied_from_parent`) are the parent's, counted there only (as batch counts the
-    copied requests in the parent's rows only)."""
-    load_commands()
+def _pi_fork(tmp_path: Path) -> tuple[Path, Path]:
+    """A pi session of 4 turns and a fork of it that copies its first 3 turns, then one turn of
+    its own: (parent, fork)."""
     parent = tmp_path / "2026-01-02T09-59-59-000Z_pi-1.jsonl"
     parent.write_text("".join(json.dumps(x) + "\n" for x in _pi_chain(4)), encoding="utf-8")
     # Forked at 10:00:25, after 3 turns: copies them, then one turn of its own.
@@ -526,6 +524,15 @@ def test_a_forks_copied_pairs_count_once_when_its_parent_is_given_too(tmp_path: 
     own[1]["parentId"] = own[0]["id"]
     fork = tmp_path / "2026-01-02T10-00-25-000Z_pi-2.jsonl"
     fork.write_text("".join(json.dumps(x) + "\n" for x in copied + own), encoding="utf-8")
+    return parent, fork
+
+
+def test_a_forks_copied_pairs_count_once_when_its_parent_is_given_too(tmp_path: Path) -> None:
+    """A forked pi session copies its parent's history: the pairs that end at a request it
+    copied (`copied_from_parent`) are the parent's, counted there only (as batch counts the
+    copied requests in the parent's rows only)."""
+    load_commands()
+    parent, fork = _pi_fork(tmp_path)
 
     def pairs(*logs: Path) -> tuple[dict, str]:
         result = CliRunner().invoke(cli, ["calibrate", *map(str, logs), "--format", "json"])
@@ -948,3 +955,39 @@ def test_an_interval_reaching_below_zero_is_written_with_to() -> None:
 
     assert Estimate(1.0, 0.0, 2.0).text(1) == "1.0 (0.0-2.0)"
     assert Estimate(1.0, -0.5, 2.0).text(1) == "1.0 (-0.5 to 2.0)"
+
+
+def test_calibrate_lists_the_models_seen_with_usage_in_families_order() -> None:
+    """`calibrate`: a family's models are those seen with usage, in a pair or not (here a
+    switch to another model of the family), and the families come in name order (as the table
+    of docs/calibration.md lists them)."""
+    session = _log([_reply()], [_reply()], [_reply()])
+    session.requests()[3].model = "claude-haiku-4-5"
+    (c,) = calibrate([session], resamples=10)
+    assert c.models == ("claude-haiku-4-5", "claude-sonnet-4-6")
+    assert c.pairs == 2 and c.excluded == {"model switch": 1}
+    opus = _log([_reply()], model="claude-opus-4-8")
+    assert [c.family for c in calibrate([opus, session], resamples=10)] == [
+        "claude", "claude-new-tokenizer"]
+
+
+def test_calibrate_fits_each_family_with_the_options_given() -> None:
+    """`calibrate(trim_mads=, resamples=, seed=)` is `fit_family` with those options on the
+    pairs `calibration_pairs` finds."""
+    session = synthetic_session(1.3, rounds=20, outliers=1)
+    found = calibration_pairs(session)
+    for options in ({"trim_mads": 1e9, "resamples": 30, "seed": 5}, {"resamples": 40, "seed": 7}):
+        (c,) = calibrate([session], **options)
+        assert c == fit_family("claude", found.pairs, excluded=found.excluded,
+                               models=found.models["claude"], **options)
+        assert c.trimmed == (0 if "trim_mads" in options else 1)
+
+
+def test_calibrate_finds_the_forks_among_its_sessions(tmp_path: Path) -> None:
+    """`calibrate` without `forks` finds the forks whose parent is given too as `replay batch`
+    finds them (`forks_among`): their copied pairs count in the parent only."""
+    from replay import load
+
+    parent, fork = _pi_fork(tmp_path)
+    (c,) = calibrate([load(parent), load(fork)], resamples=10)
+    assert c.pairs == 4 and c.excluded["request copied from a parent log given too"] == 2
