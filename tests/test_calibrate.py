@@ -957,6 +957,96 @@ def test_an_interval_reaching_below_zero_is_written_with_to() -> None:
     assert Estimate(1.0, -0.5, 2.0).text(1) == "1.0 (-0.5 to 2.0)"
 
 
+def test_pairs_of_logs_of_one_family_add_up() -> None:
+    """`CalibrationPairs.extend` adds the exclusions of a family both hold (in all and per
+    family) and unites their models and logs, keeping the first's."""
+    def one(model: str, label: str):
+        return calibration_pairs(_log([_reply()], [UserMessage(ts=T0, text="x")], model=model),
+                                 label)
+
+    found = one("claude-sonnet-4-6", "a")
+    found.extend(one("claude-haiku-4-5", "b"))
+    assert found.excluded == {"response not logged": 2}
+    assert found.excluded_by_family == {"claude": {"response not logged": 2}}
+    assert found.models == {"claude": {"claude-sonnet-4-6", "claude-haiku-4-5"}}
+    assert found.logs == {"claude": {"a", "b"}}
+    assert [p.log for p in found.pairs] == ["a", "b"]
+
+
+def test_a_pair_is_labelled_with_its_log_s_file_name_and_its_later_request() -> None:
+    """`CalibrationPair.log` is the log's file name (its label by default) and `request_id` the
+    id of the later request of the pair."""
+    session = _log([_reply()], [_reply()])
+    session.path = "/somewhere/logs/a.jsonl"
+    found = calibration_pairs(session)
+    assert [(p.log, p.request_id) for p in found.pairs] == [("a.jsonl", "r1"), ("a.jsonl", "r2")]
+
+
+def test_a_request_that_names_its_model_runs_on_it() -> None:
+    """The model a request names is its own, whatever its thread's `thread` event names (only
+    requests that name none run on the thread's)."""
+    from replay.log import ThreadStart
+
+    session = _log([_reply()], head=[ThreadStart(ts=T0, thread_id="main",
+                                                 model="claude-opus-4-8")])
+    for marker in session.requests():
+        marker.model = "claude-sonnet-4-6"
+    (pair,) = calibration_pairs(session).pairs
+    assert (pair.model, pair.family) == ("claude-sonnet-4-6", "claude")
+
+
+def _stripping_log(**kwargs) -> Session:
+    """r0; a response with thinking (r1, left out for it); a response and a new user turn (r2)
+    on a model that strips earlier thinking at a new user turn (Haiku, pricing/cache)."""
+    thinking = AssistantMessage(ts=T0, blocks=[
+        ThinkingBlock(thinking="", signature="sig", estimated_tokens=80), TextBlock(text="hm")])
+    turn = UserMessage(ts=T0, text="and now the tests")
+    return _log([thinking], [_reply(), turn], model="claude-haiku-4-5", **kwargs)
+
+
+def test_thinking_stripped_at_a_new_user_turn_leaves_the_pair_out() -> None:
+    """A new user turn on a model that strips earlier thinking shrinks the prompt by a size the
+    log does not hold: left out; the provider that served the request decides (a provider
+    without cache rules strips nothing)."""
+    found = calibration_pairs(_stripping_log())
+    assert found.excluded == {"thinking block (size not in the log)": 1,
+                              "thinking stripped at a new user turn": 1}
+    session = _stripping_log()
+    session.header.provider = "no-such-provider"
+    for marker in session.requests():
+        marker.provider = "anthropic"
+    assert calibration_pairs(session).excluded == found.excluded
+    for marker in session.requests():
+        marker.provider = "no-such-provider"
+    assert calibration_pairs(session).excluded == {"thinking block (size not in the log)": 1}
+
+
+def test_only_a_thread_s_own_thinking_is_stripped_from_it() -> None:
+    """Thinking a subagent thread sent back is not in the main thread's prompt: the main
+    thread's new user turn strips nothing."""
+    sub = AssistantMessage(ts=T0, thread="agent-1", blocks=[
+        ThinkingBlock(thinking="", signature="sig", estimated_tokens=80), TextBlock(text="hm")])
+    turn = UserMessage(ts=T0, text="and now the tests")
+    found = calibration_pairs(_log([sub, _reply()], [_reply(), turn], model="claude-haiku-4-5"))
+    assert found.excluded == {} and len(found.pairs) == 2
+
+
+def test_tool_results_share_a_message_only_when_consecutive() -> None:
+    """`CalibrationPair.messages`: a run of tool results is one message; results parted by a
+    response are two."""
+    def call(n: int) -> AssistantMessage:
+        return AssistantMessage(ts=T0, blocks=[ToolCallBlock(id=f"c{n}", name="Read",
+                                                             arguments={"path": f"{n}.py"})])
+
+    def result(n: int) -> ToolResult:
+        return ToolResult(ts=T0, call_id=f"c{n}", tool_name="Read", output=f"contents of {n}")
+
+    (pair,) = calibration_pairs(_log([call(1), result(1), call(2), result(2)])).pairs
+    assert (pair.messages, pair.tool_calls) == (4, 2)
+    (pair,) = calibration_pairs(_log([call(1), call(2), result(1), result(2)])).pairs
+    assert (pair.messages, pair.tool_calls) == (3, 2)
+
+
 def test_calibrate_lists_the_models_seen_with_usage_in_families_order() -> None:
     """`calibrate`: a family's models are those seen with usage, in a pair or not (here a
     switch to another model of the family), and the families come in name order (as the table
@@ -991,3 +1081,15 @@ def test_calibrate_finds_the_forks_among_its_sessions(tmp_path: Path) -> None:
     parent, fork = _pi_fork(tmp_path)
     (c,) = calibrate([load(parent), load(fork)], resamples=10)
     assert c.pairs == 4 and c.excluded["request copied from a parent log given too"] == 2
+
+
+def test_the_thinking_rule_is_the_one_in_force_at_the_later_request() -> None:
+    """`strips_thinking` starts 2025-02-24 for Haiku (pricing/cache/anthropic.json): a new user
+    turn billed that day strips earlier thinking even when the request before it was billed the
+    day before."""
+    session = _stripping_log()
+    eve = datetime(2025, 2, 23, 23, 59, 40, tzinfo=UTC)  # r2 at midnight
+    for n, marker in enumerate(session.requests()):
+        marker.ts = eve + timedelta(seconds=10 * n)
+    assert calibration_pairs(session).excluded == {"thinking block (size not in the log)": 1,
+                                                   "thinking stripped at a new user turn": 1}
