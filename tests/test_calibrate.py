@@ -1073,6 +1073,80 @@ def test_calibrate_fits_each_family_with_the_options_given() -> None:
         assert c.trimmed == (0 if "trim_mads" in options else 1)
 
 
+def test_the_bootstrap_is_seeded() -> None:
+    """The interval is a seeded bootstrap: the same seed gives it again, another seed another
+    interval around the same factor."""
+    pairs = _pairs_at([1.0 + n / 100 for n in range(30)])
+    first, again, other = (fit_family("claude", pairs, resamples=50, seed=s).factor
+                           for s in (0, 0, 1))
+    assert first == again
+    assert other.value == first.value and (other.low, other.high) != (first.low, first.high)
+
+
+def test_the_interval_is_a_95_percent_bootstrap_of_the_ratio_of_sums() -> None:
+    """`factor`: Σ content / Σ tokens with a 95% interval from resampling pairs. On 40 pairs of
+    equal size with ratios 1.00 to 1.39 the resampled factor is about normal, its standard error
+    the ratios' standard deviation over √40; pairs of unequal size weigh by their size, and the
+    interval is around that ratio of sums, not around the mean ratio."""
+    ratios = np.array([1.0 + n / 100 for n in range(40)])
+    c = fit_family("claude", _pairs_at(ratios.tolist()), trim_mads=1e9, resamples=4000)
+    se = ratios.std() / np.sqrt(40)
+    assert c.factor.value == pytest.approx(ratios.mean())
+    assert c.factor.low == pytest.approx(ratios.mean() - 1.96 * se, abs=0.003)
+    assert c.factor.high == pytest.approx(ratios.mean() + 1.96 * se, abs=0.003)
+    big = [replace(p, tokens=10_000, delta=10_000) for p in _pairs_at([1.0] * 20)]
+    small = [replace(p, tokens=100, delta=200) for p in _pairs_at([2.0] * 20)]
+    c = fit_family("claude", big + small, resamples=200)
+    assert c.trimmed == 0
+    assert c.factor.value == pytest.approx(204_000 / 202_000)
+    assert c.factor.low <= c.factor.value <= c.factor.high < 1.5
+
+
+def test_a_single_term_fit_weighted_by_one_over_tokens_is_the_ratio_of_sums() -> None:
+    """`_wls` weighs each pair by 1/tokens: fitting `delta = f·tokens` alone minimises
+    Σ (delta − f·tokens)² / tokens, whose solution is f = Σ delta / Σ tokens (by 1/tokens² it
+    would be the mean ratio, unweighted Σ tokens·delta / Σ tokens²)."""
+    from replay.tokens._calibrate import _wls
+
+    tokens = np.array([1000.0, 4000.0])
+    (f,) = _wls(np.array([1200.0, 5200.0]), tokens[:, None], tokens)
+    assert f == pytest.approx(6400 / 5000)
+
+
+def test_a_framing_split_half_the_resamples_can_fit_is_reported() -> None:
+    """Framing per tool call is reported when at least half the bootstrap resamples can fit
+    it: with two resamples, all pairs (identifiable) and one pair drawn 30 times (not), it is."""
+    from replay.tokens._calibrate import _framing_fit
+
+    shapes = [(2, 1)] * 20 + [(3, 1)] * 5 + [(2, 2)] * 5
+    messages = np.array([m for m, _ in shapes], dtype=float)
+    calls = np.array([c for _, c in shapes], dtype=float)
+    tokens = np.arange(300, 300 + 61 * len(shapes), 61, dtype=float)
+    delta = 1.2 * tokens + 5 * messages + 40 * calls
+    draws = np.array([list(range(len(shapes))), [0] * len(shapes)])
+    fit = _framing_fit(delta, tokens, messages, calls, draws)
+    assert fit is not None and fit.per_tool_call is not None
+    assert fit.per_tool_call.value == pytest.approx(40)
+
+
+def test_trimming_scales_with_the_size_of_a_negative_median_too() -> None:
+    """`_trim`: the floor of the robust deviation is 1 % of the median's size, whatever its
+    sign (a median below 0: most pairs grew by less than the documented framing)."""
+    from replay.tokens._calibrate import _trim
+
+    assert _trim(np.array([-1.0] * 9 + [-1.05]), 4.0).tolist() == [True] * 9 + [False]
+
+
+def test_the_robust_deviation_is_1_4826_mads() -> None:
+    """`_trim`: 4 robust deviations of 1.4826·MAD. Ratios 1 ± 0.1 (MAD 0.1) keep a ratio 0.59
+    off the median (≤ 4 × 0.14826) and trim one 0.6 off."""
+    from replay.tokens._calibrate import _trim
+
+    base = [0.9] * 5 + [1.0] * 5 + [1.1] * 5
+    assert _trim(np.array([*base, 1.59]), 4.0).all()
+    assert not _trim(np.array([*base, 1.6]), 4.0)[-1]
+
+
 def test_calibrate_finds_the_forks_among_its_sessions(tmp_path: Path) -> None:
     """`calibrate` without `forks` finds the forks whose parent is given too as `replay batch`
     finds them (`forks_among`): their copied pairs count in the parent only."""
