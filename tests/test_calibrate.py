@@ -1147,6 +1147,51 @@ def test_the_robust_deviation_is_1_4826_mads() -> None:
     assert not _trim(np.array([*base, 1.6]), 4.0)[-1]
 
 
+def test_the_measured_text_says_framing_pairs_trimmed_spread_and_fit() -> None:
+    """`measured_text` (the `measured` of pricing/tokenizers.json): the documented framing
+    (4/message, 12/tool call for `claude`), the logs it names, pairs used and outliers trimmed,
+    the quartiles in order, and the fitted framing with its term per tool call."""
+    from replay.tokens._calibrate import Estimate, FramingFit
+
+    c = fit_family("claude", _pairs_at([1.0, 1.1, 1.2, 1.3, 1.4]), resamples=10)
+    fitted = FramingFit(Estimate(1.1, 1.0, 1.2), Estimate(9.8, 3.2, 17.9),
+                        Estimate(57.2, 43.2, 65.3))
+    c = replace(c, trimmed=2, framing=fitted)
+    text = c.tokenizer_row("2026-11-29", "b.jsonl")["measured"]
+    assert text.startswith("replay calibrate, 2026-11-29, on b.jsonl (models claude-sonnet-4-6)")
+    assert "minus the documented framing (4/message, 12/tool call)" in text
+    assert "over 5 pairs (2 outliers trimmed)" in text
+    assert "per-pair ratio quartiles 1.10/1.20/1.30" in text
+    assert text.endswith(
+        "factor 1.100 (1.000-1.200), 9.8 (3.2-17.9) tokens per message, 57.2 (43.2-65.3) per "
+        "tool call")
+
+
+def test_an_unmeasured_family_is_estimated_and_left_out_of_a_tokenizer_file() -> None:
+    """A family without a usable pair: its row keeps `estimated: true`, and the tokenizer file
+    leaves it out (it has nothing measured to replace the built-in row with)."""
+    c = fit_family("claude", [])
+    assert c.tokenizer_row("2026-11-29")["estimated"] is True
+    assert tokenizer_file([c], "2026-11-29")["families"] == []
+
+
+def test_a_tokenizer_file_not_written_names_the_row_refused(tmp_path: Path) -> None:
+    """`write_tokenizer_file` names the row it refuses by its index, as the reader does
+    (docs/calibration.md: `families[0].factor must be ...`), and writes nothing."""
+    from replay._errors import ReplayError
+    from replay.tokens._calibrate import write_tokenizer_file
+
+    good = fit_family("claude", _pairs_at([1.2] * 3), resamples=10)
+    bad = fit_family("claude-new-tokenizer", [
+        replace(p, family="claude-new-tokenizer", model="claude-opus-4-8")
+        for p in _pairs_at([12.0] * 3)], resamples=10)
+    path = tmp_path / "mine.json"
+    with pytest.raises(ReplayError, match=r"not written: families\[1\]\.factor must be a number "
+                       r"from 0\.1 to 10, got 12\.0 \(family 'claude-new-tokenizer'"):
+        write_tokenizer_file([good, bad], "2026-11-29", path)
+    assert not path.exists()
+
+
 def test_calibrate_finds_the_forks_among_its_sessions(tmp_path: Path) -> None:
     """`calibrate` without `forks` finds the forks whose parent is given too as `replay batch`
     finds them (`forks_among`): their copied pairs count in the parent only."""
