@@ -1212,3 +1212,37 @@ def test_the_thinking_rule_is_the_one_in_force_at_the_later_request() -> None:
         marker.ts = eve + timedelta(seconds=10 * n)
     assert calibration_pairs(session).excluded == {"thinking block (size not in the log)": 1,
                                                    "thinking stripped at a new user turn": 1}
+
+
+def test_the_json_of_a_family_holds_every_number() -> None:
+    """`calibration_dict` (`replay calibrate --format json`, docs/calibration.md): every number
+    of a family's calibration, the documented row of the table in force, and each interval as
+    value, low and high."""
+    from replay.tokens._calibrate import Estimate, FramingFit, calibration_dict
+    from replay.tokens._counter import family_named
+
+    pairs = _pairs_at([1.0, 1.0, 1.0, 1.2, 1.2, 5.0])  # 5.0: trimmed
+    pairs[4] = replace(pairs[4], log="b")
+    c = fit_family("claude", pairs, excluded={"model switch": 2}, resamples=50)
+    fitted = FramingFit(Estimate(1.1, 1.0, 1.2), Estimate(9.8, 3.2, 17.9),
+                        Estimate(57.2, 43.2, 65.3))
+    d = calibration_dict(replace(c, framing=fitted))
+    doc = family_named("claude")
+    assert (d["family"], d["models"], d["excluded"]) == (
+        "claude", ["claude-sonnet-4-6"], {"model switch": 2})
+    assert (d["candidates"], d["pairs"], d["trimmed"]) == (8, 5, 1)
+    assert d["documented"] == {"factor": doc.factor, "message_overhead": 4,
+                               "tool_call_overhead": 12}
+    assert c.factor.low < c.factor.high
+    assert d["factor"] == {"value": c.factor.value, "low": c.factor.low, "high": c.factor.high}
+    assert d["factor"]["value"] == pytest.approx(5.4 / 5)
+    assert d["ratio_quartiles"] == pytest.approx([1.0, 1.0, 1.2])
+    assert [(f["log"], f["pairs"]) for f in d["by_log"]] == [("a", 4), ("b", 1)]
+    assert [f["factor"] for f in d["by_log"]] == pytest.approx([4.2 / 4, 1.2])
+    assert d["framing_fit"] == {
+        "factor": {"value": 1.1, "low": 1.0, "high": 1.2},
+        "per_message": {"value": 9.8, "low": 3.2, "high": 17.9},
+        "per_tool_call": {"value": 57.2, "low": 43.2, "high": 65.3},
+    }
+    empty = calibration_dict(fit_family("claude", []))
+    assert (empty["factor"], empty["ratio_quartiles"], empty["framing_fit"]) == (None, None, None)
