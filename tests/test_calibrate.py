@@ -1149,16 +1149,19 @@ def test_the_robust_deviation_is_1_4826_mads() -> None:
 
 def test_the_measured_text_says_framing_pairs_trimmed_spread_and_fit() -> None:
     """`measured_text` (the `measured` of pricing/tokenizers.json): the documented framing
-    (4/message, 12/tool call for `claude`), the logs it names, pairs used and outliers trimmed,
-    the quartiles in order, and the fitted framing with its term per tool call."""
+    (4/message, 12/tool call for `claude`), the logs and every model it names, pairs used and
+    outliers trimmed, the quartiles in order, and the fitted framing with its term per tool
+    call."""
     from replay.tokens._calibrate import Estimate, FramingFit
 
-    c = fit_family("claude", _pairs_at([1.0, 1.1, 1.2, 1.3, 1.4]), resamples=10)
+    c = fit_family("claude", _pairs_at([1.0, 1.1, 1.2, 1.3, 1.4]),
+                   models=["claude-haiku-4-5"], resamples=10)
     fitted = FramingFit(Estimate(1.1, 1.0, 1.2), Estimate(9.8, 3.2, 17.9),
                         Estimate(57.2, 43.2, 65.3))
     c = replace(c, trimmed=2, framing=fitted)
     text = c.tokenizer_row("2026-11-29", "b.jsonl")["measured"]
-    assert text.startswith("replay calibrate, 2026-11-29, on b.jsonl (models claude-sonnet-4-6)")
+    assert text.startswith("replay calibrate, 2026-11-29, on b.jsonl (models claude-haiku-4-5, "
+                           "claude-sonnet-4-6)")
     assert "minus the documented framing (4/message, 12/tool call)" in text
     assert "over 5 pairs (2 outliers trimmed)" in text
     assert "per-pair ratio quartiles 1.10/1.20/1.30" in text
