@@ -716,6 +716,76 @@ def test_threads_share_a_head_only_with_the_same_system_prompt_and_a_size_within
     assert fits(_sub("agent-a", hidden=5200), sub_read=4800)[MAIN_THREAD].head == (3000,)
 
 
+def test_a_thread_no_event_opened_is_sent_the_session_s_hidden_prefix() -> None:
+    """A thread whose requests no `thread` event opened is sent the session's head, as the
+    engine does: its reads inside the session's hidden prefix split it."""
+    events = [_billed("x0", 0, 3000, 2600, thread="agent-x"),
+              _billed("x1", 5600, thread="agent-x", n=1)]
+    assert _heads(events) == {"agent-x": ThreadFit((3000,), 2000)}
+
+
+def test_a_thread_with_an_empty_system_prompt_of_its_own_does_not_share_the_session_s_head():
+    """An empty `system` is the thread's own system prompt (the engine sends it as such): the
+    thread shares no head with the session's, even with a hidden prefix of the same size."""
+    def fits(system: str | None) -> dict:
+        from replay.engine._unlogged import fit_heads
+
+        events = [_billed("r0", 0, 3000, 2600), _sub("agent-a", hidden=5000, system=system),
+                  _billed("a0", 5800, 0, 600, thread="agent-a", n=1)]
+        session = _session(events, 5000)
+        session.header.system = "You are a coding agent."
+        return fit_heads(session, lambda m: True, lambda system, model: 0)
+
+    assert fits(None)["agent-a"] == ThreadFit((3000,), 2000)
+    assert "agent-a" not in fits("")
+
+
+def test_threads_of_large_hidden_prefixes_share_a_head_within_the_tolerance_of_the_larger():
+    """Grouping uses the read tolerance of the larger hidden prefix: 20,000 and 20,405 tokens
+    are within 2 % of 20,405 (408), not of 20,000 (400)."""
+    events = [_billed("r0", 0, 15_000, 5600), _sub("agent-a", hidden=20_405),
+              _billed("a0", 21_000, 0, 600, thread="agent-a", n=1)]
+    assert _heads(events, hidden=20_000)["agent-a"] == ThreadFit((15_000,), 5405)
+
+
+def test_a_warm_read_is_matched_within_the_tolerance_of_its_own_prompt() -> None:
+    """The first read is compared with the head within the read tolerance of its request's
+    prompt: a read 500 tokens short of a 3,000-token head, on a 30,000-token prompt (tolerance
+    600), warmed the whole head; 256 tokens short on a small prompt too (inclusive), 257 not."""
+    def fit(read: int, uncached: int) -> ThreadFit:
+        events = [_billed("r0", read, 0, uncached), _billed("r1", 3000, 0, 3000, n=1)]
+        return _heads(events)[MAIN_THREAD]
+
+    assert fit(2500, 27_500) == ThreadFit((3000,), 2000, 3000)
+    assert fit(2744, 600) == ThreadFit((3000,), 2000, 3000)
+    assert fit(2743, 600) == ThreadFit((2743, 257), 2000, 2743)
+
+
+def test_a_cold_first_request_is_no_warm_start_however_small_the_hidden_prefix() -> None:
+    """A first request that read nothing found nothing cached, even when its hidden prefix is
+    within the read tolerance of zero."""
+    for hidden in (200, 20):
+        assert _heads([_billed("r0", 0, hidden, 600)], hidden=hidden) == {}, hidden
+
+
+def test_a_one_hour_write_inside_the_hidden_prefix_shows_where_the_head_ends() -> None:
+    """A first request's write end counts both TTLs' writes."""
+    first = RequestMarker(ts=T0, request_id="r0", usage=Usage(
+        input_tokens=2600, cache_write_1h_tokens=3000, output_tokens=5))
+    assert _heads([first, _billed("r1", 5600, n=1)]) == {MAIN_THREAD: ThreadFit((3000,), 2000)}
+
+
+def test_threads_of_another_model_share_no_head() -> None:
+    """A subagent sent the session's system prompt and hidden prefix size on another model
+    has a head of its own (a head is per system prompt and model)."""
+    start = ThreadStart(ts=T0, thread_id="agent-a", model="claude-opus-4-6")
+    events = [_billed("r0", 0, 3000, 2600), start,
+              _billed("a0", 5800, 0, 600, thread="agent-a", n=1)]
+    assert "agent-a" not in _heads(events)
+    start.model = None
+    assert _heads(events)["agent-a"] == ThreadFit((3000,), 2000)
+
+
 # -- marker placement, transient and shrunk messages --
 
 
