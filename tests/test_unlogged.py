@@ -856,6 +856,44 @@ def test_a_shortfall_of_shrink_min_tokens_is_noise() -> None:
     assert shrunk(state, [message], 65, 4) == (3, "before")
 
 
+def test_a_moved_marker_lands_on_the_nearest_block_end_and_keeps_its_kind() -> None:
+    """`place_last_marker`: 721 tokens before the end (2,040) is 1,319, 19 tokens after block
+    1's end (1,300) and 21 before block 2's (1,340): the marker lands after block 1. The moved
+    marker keeps its TTL and whether it is the automatic one."""
+    req = _request([1000, 300, 40, 500, 200], [SYSTEM, USER, TEXT, USER, USER])
+    marks = [Breakpoint(0, "1h"), Breakpoint(4, "5m", automatic=True)]
+    assert place_last_marker(marks, req, 721) == [Breakpoint(0, "1h"),
+                                                  Breakpoint(1, "5m", automatic=True)]
+
+
+def test_a_transient_message_is_found_within_the_read_tolerance_inclusive() -> None:
+    """`transient` (tolerance 256 on a 10,000-token prompt): a read 256 tokens from the entry
+    before a message counts as stopping there, 257 does not; a message of exactly the
+    tolerance is noise; a read within the tolerance of where the previous request wrote read
+    all of it; a read of nothing (the cache missed) shows no message gone."""
+    entry = (((5, "before"),), 15_000, 3_000)
+    state = ThreadUnlogged(end=20_000, starts=[entry])
+    assert transient(state, 15_256, 10_000) == ((5, "before"),)
+    assert transient(state, 15_257, 10_000) == ()
+    noise = ThreadUnlogged(end=20_000, starts=[(((5, "before"),), 15_000, 256)])
+    assert transient(noise, 15_000, 10_000) == ()
+    assert transient(ThreadUnlogged(end=15_256, starts=[entry]), 15_000, 10_000) == ()
+    assert transient(ThreadUnlogged(end=15_257, starts=[entry]), 15_000, 10_000) == (
+        (5, "before"),)
+    head = ThreadUnlogged(end=20_000, starts=[((CONTEXT,), 200, 3_000)])
+    assert transient(head, 0, 10_000) == ()
+    assert transient(head, 100, 10_000) == (CONTEXT,)
+
+
+def test_a_shortfall_matches_a_message_up_to_shrink_slack_tokens_longer() -> None:
+    """`shrunk`: a message `SHRINK_SLACK` (128) tokens longer than the shortfall, framing
+    included, is the one gone; 129 longer is not."""
+    fits = UserItem("x", injected=True, estimated_tokens=224)
+    longer = UserItem("x", injected=True, estimated_tokens=225)
+    assert shrunk(ThreadUnlogged(items={(3, "before"): fits}), [fits], 100, 4) == (3, "before")
+    assert shrunk(ThreadUnlogged(items={(3, "before"): longer}), [longer], 100, 4) is None
+
+
 # -- the residual and the signed fit (`_measure`, `_scale`, `_first_tail`) --
 
 
