@@ -1001,6 +1001,69 @@ def test_kept_shares_follow_the_marker_split_within_bounds() -> None:
     assert kept_shares(np.array([1]), np.array([100]), 150, None, 4).tolist() == [0.0]
 
 
+def test_the_first_block_a_request_sends_may_be_sized_down_unless_it_has_no_body() -> None:
+    """`new_texts`: the block interned at `since` is sent first too; a tool schema is head, and
+    a message with no body (framing only) has nothing to size down."""
+    from replay.engine._unlogged import new_texts
+    from replay.render import BlockTable
+    from replay.render._request import TOOL
+    from replay.tokens import counter_for
+
+    table = BlockTable(counter_for("claude-sonnet-4-6"))
+    since = len(table)
+    request = _table_request(table, [
+        (USER, "the first message " + WORDS, True), (TOOL, "a tool schema " + WORDS, True),
+        (USER, "", True), (USER, "the second message " + WORDS, True),
+    ])
+    positions, _ = new_texts(table, request, since, {})
+    assert positions.tolist() == [0, 3]
+
+
+def test_a_marker_moved_before_every_message_lands_on_the_head_s_last_block() -> None:
+    """`nearest_end`: a target before the head's last block end lands on that block, never
+    inside the head."""
+    from replay.engine._unlogged import nearest_end
+
+    cum = np.cumsum([1000, 300, 40, 500, 200])
+    assert nearest_end(cum, 2, 10.0) == 1
+
+
+def test_a_residual_of_framing_or_less_explains_no_tail() -> None:
+    """`marker_split`: a request billed 4 tokens (gpt/Claude message framing) beyond its replay
+    holds no residual after the marker: a 4-token tail is still split (at the last block,
+    nothing over-counted)."""
+    from replay.engine._unlogged import MarkerSplit, marker_split
+
+    req = _request([1000, 300, 40, 500, 200], [SYSTEM, USER, TEXT, USER, USER])
+    pos, bodies = np.array([3, 4]), np.array([496, 196])
+    assert marker_split(req, pos, bodies, 0, 4, 4, 4) == MarkerSplit(4, 0)
+    assert marker_split(req, pos, bodies, 0, 5, 5, 4) is None
+
+
+def test_a_marker_s_excess_is_measured_in_the_request_s_own_counts() -> None:
+    """`marker_split`: the new texts sized down by an 80-token deficit (block ends 1,000, 1,270,
+    1,310, 1,760, 1,960) place a 500-token tail's marker after block 2; what the blocks up to
+    it render (1,340) is compared with where the bill puts the marker in the request's own
+    positions (2,040 - 80 - 500 = 1,460)."""
+    from replay.engine._unlogged import MarkerSplit, marker_split
+
+    req = _request([1000, 300, 40, 500, 200], [SYSTEM, USER, TEXT, USER, USER])
+    split = marker_split(req, np.array([1, 3]), np.array([300, 500]), 80, -80, 500, 4)
+    assert split == MarkerSplit(2, -120)
+
+
+def test_kept_shares_give_the_texts_after_the_marker_the_rest_of_the_deficit() -> None:
+    """`kept_shares`: with a 300-token deficit and 100 over-counted before the marker, the text
+    before it gives up 100 of 300, those after it the other 200 of 500; an excess of all the
+    text before the marker takes all of it (and the deficit it covers leaves nothing after)."""
+    from replay.engine._unlogged import MarkerSplit, kept_shares
+
+    pos, bodies = np.array([1, 3]), np.array([300, 500])
+    assert kept_shares(pos, bodies, 300, MarkerSplit(2, 100), 4).tolist() == pytest.approx(
+        [2 / 3, 0.6])
+    assert kept_shares(pos, bodies, 300, MarkerSplit(2, 300), 4).tolist() == [0.0, 1.0]
+
+
 def _moved_to_input(session: Session, request_id: str, tokens: int, extra: int = 0) -> int:
     """Bill `tokens` of a request's cache write uncached instead (`extra`: billed on top, as
     cache writes), returning its event index."""
