@@ -70,13 +70,11 @@ def _session(events: list, hidden: int) -> Session:
     return Session(header=header, events=events)
 
 
-def _bill(session: Session, truth: UnloggedContext) -> Session:
-    """Fill every request's usage with what the rules bill when `truth` holds."""
-    records = [
-        r
-        for r in replay_session(session, ["recorded"], ReplayConfig(unlogged_context=truth))
-        if r.kind == "request"
-    ]
+def _bill(session: Session, truth: UnloggedContext, ttl: str | None = None) -> Session:
+    """Fill every request's usage with what the rules bill when `truth` holds (`ttl`: the
+    client's markers' TTL, when forced)."""
+    config = ReplayConfig(unlogged_context=truth, ttl=ttl)
+    records = [r for r in replay_session(session, ["recorded"], config) if r.kind == "request"]
     markers = {(e.thread, e.request_id): e for e in session.events if isinstance(e, RequestMarker)}
     for r in records:
         o = r.outcome
@@ -1159,6 +1157,130 @@ def test_a_first_request_s_texts_after_the_marker_give_up_its_excess() -> None:
     assert list(fit.counts["claude"]) == [texts[1]]
     assert fit.counts["claude"][texts[1]] == pytest.approx(300 - 4, abs=2)
     assert fit.grown[MAIN_THREAD] > 100
+
+
+def test_a_first_message_context_the_next_request_did_not_send_again_is_dropped() -> None:
+    """The first request sent 500 tokens of first-message context after a 3,000-token head
+    that request 1 did not send as it was (it read the head only, and was billed as much less):
+    the context is dropped from request 1 on."""
+    session = _session(_turns(MAIN_THREAD, 0, 5, T0), hidden=3500)
+    second = _index(session, "main-r1")
+    truth = UnloggedContext(threads={MAIN_THREAD: ThreadFit((3000,), 500)},
+                            requests={(MAIN_THREAD, second): RequestFit(drop=(CONTEXT,))})
+    _bill(session, truth)
+    assert session.events[second].usage.cache_read_tokens == 3000
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert fit.threads == truth.threads
+    assert fit.requests[(MAIN_THREAD, second)].drop == (CONTEXT,)
+    rows = _exact(session)
+    assert rows[1].fitted.startswith("transient")
+
+
+def test_a_transient_message_is_found_after_a_one_hour_write() -> None:
+    """Where the previous request's marker wrote counts its 1-hour writes: a client that marks
+    with a 1-hour TTL still shows a transient message."""
+    session = _session(_turns(MAIN_THREAD, 0, 6, T0), hidden=4000)
+    truth, second, third = _sent_once(session, 900)
+    _bill(session, truth, ttl="1h")
+    assert session.events[second].usage.cache_write_1h_tokens > 0
+    fit = fit_unlogged_context(session, ReplayConfig(ttl="1h"))
+    assert fit.requests[(MAIN_THREAD, third)].drop == ((second, "before"),)
+
+
+def test_a_prompt_with_marker_positions_is_not_searched_for_a_message_gone_by_its_size() -> None:
+    """Anthropic shows marker positions: a 200-token message that request 3 no longer sent
+    (within the read tolerance, so the read does not show it) is not found from the billed size
+    (shrunk prompts are for caches without marker positions)."""
+    session = _session(_turns(MAIN_THREAD, 0, 6, T0), hidden=4000)
+    truth, second, third = _sent_once(session, 200)
+    _bill(session, truth)
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert fit.requests[(MAIN_THREAD, second)].before == 200
+    assert fit.requests.get((MAIN_THREAD, third), RequestFit()).drop == ()
+
+
+def test_a_message_gone_leaves_what_the_request_added_instead_as_its_residual() -> None:
+    """Request 3 no longer sent request 2's 400 unlogged tokens but 100 new ones: billed 300
+    short, within `SHRINK_SLACK` of the message, which is dropped; the 100 tokens it carried
+    instead are its residual."""
+    session = _openai_session()
+    truth, second, third = _sent_once(session, 400)
+    truth.requests[(MAIN_THREAD, third)] = RequestFit(before=100, drop=((second, "before"),))
+    _bill(session, truth)
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert fit.requests[(MAIN_THREAD, third)] == RequestFit(
+        before=100, drop=((second, "before"),), shrunk=True)
+    _exact(session)
+
+
+def test_a_first_request_without_a_hidden_prefix_gives_its_tail_to_nothing() -> None:
+    """Only a hidden prefix sized as the bill minus the log takes what the texts after the
+    marker give up: without one, a first request's marker before its last text sizes nothing
+    down."""
+    texts = ["first " + WORDS * 80, "second " + WORDS * 30]  # cacheable without a head
+    events = [UserMessage(ts=T0, text=t, id=f"u{k}") for k, t in enumerate(texts)]
+    events += [RequestMarker(ts=T0, request_id="main-r0", duration_ms=4000),
+               AssistantMessage(ts=T0, blocks=[TextBlock(text="done")], request_id="main-r0")]
+    events += _turns(MAIN_THREAD, 1, 2, T0 + timedelta(seconds=20))
+    session = _session(events, hidden=0)
+    _bill(session, UnloggedContext())
+    assert session.events[2].usage.cache_write_5m_tokens > 1024
+    first = _moved_to_input(session, "main-r0", 400)  # the marker after the first text
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert fit.grown == {} and not any(fit.counts.values())
+    assert fit.requests[(MAIN_THREAD, first)] == RequestFit(tail=400)
+
+
+def test_a_residual_share_before_the_marker_of_exactly_the_framing_goes_after_it() -> None:
+    """A residual 4 tokens (Claude's message framing) longer than the uncached tail is still
+    one message after the marker."""
+    session = _session(_turns(MAIN_THREAD, 0, 5, T0), hidden=4000)
+    _bill(session, UnloggedContext())
+    third = _moved_to_input(session, "main-r3", 302, extra=306)
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert fit.requests[(MAIN_THREAD, third)] == RequestFit(after=306, tail=302)
+
+
+def test_a_residual_after_the_second_logged_compaction_is_that_compaction_s_context() -> None:
+    """`RequestFit.compaction` names the compaction the request is its thread's first after:
+    the latest one."""
+    events = _turns(MAIN_THREAD, 0, 3, T0)
+    later = T0 + timedelta(minutes=2)
+    events.append(Compaction(ts=later, summary="First summary. " + WORDS * 20,
+                             replaces=[e.id for e in events if e.id], id="c1", trigger="auto"))
+    events += _turns(MAIN_THREAD, 3, 2, later)
+    latest = T0 + timedelta(minutes=4)
+    events.append(Compaction(ts=latest, summary="Second summary. " + WORDS * 20,
+                             replaces=[e.id for e in events if e.id], id="c2", trigger="auto"))
+    events += _turns(MAIN_THREAD, 5, 2, latest)
+    session = _session(events, hidden=4000)
+    second = [n for n, e in enumerate(session.events) if isinstance(e, Compaction)][1]
+    after = _index(session, "main-r5")
+    _bill(session, UnloggedContext(requests={(MAIN_THREAD, after): RequestFit(before=3000)}))
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert fit.requests[(MAIN_THREAD, after)] == RequestFit(before=3000, compaction=second)
+
+
+def test_a_cache_without_a_thinking_rule_bills_earlier_thinking() -> None:
+    """Gemini's rules say nothing of stripping earlier thinking: a prompt billed with it holds
+    no unlogged context (the billed size keeps every thinking block)."""
+    from replay.log import ThinkingBlock
+
+    events: list = []
+    for n in range(3):
+        ts = T0 + timedelta(seconds=20 * n)
+        events += [
+            UserMessage(ts=ts, text=f"step {n}: " + WORDS * 20, id=f"u{n}"),
+            RequestMarker(ts=ts, request_id=f"r{n}", duration_ms=4000),
+            AssistantMessage(ts=ts, request_id=f"r{n}", id=f"a{n}", blocks=[
+                ThinkingBlock(thinking=f"thinking {n}: " + WORDS * 30),
+                TextBlock(text=f"done {n}")]),
+        ]
+    session = _session(events, hidden=2000)
+    session.header.provider, session.header.model = "google", "gemini-2.5-pro"
+    _bill(session, UnloggedContext())
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert fit.residuals() == {} and not any(fit.counts.values())
 
 
 # -- a fitted context applied: its sizes, the cache seeded, a compaction's context --
