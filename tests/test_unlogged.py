@@ -1296,6 +1296,14 @@ def test_a_plain_dict_of_residuals_keeps_only_the_nonzero_ones() -> None:
     }
 
 
+def test_a_context_is_fitted_when_it_holds_any_part_but_an_empty_count_table() -> None:
+    """A fitted context is truthy when anything was fitted: a grown hidden prefix alone is
+    one; a tokenizer family with no fitted count is not."""
+    assert UnloggedContext(grown={MAIN_THREAD: 300})
+    assert not UnloggedContext(counts={"claude": {}})
+    assert UnloggedContext(counts={"claude": {"text": 7}})
+
+
 def test_residuals_count_the_share_after_the_marker_too() -> None:
     """`residuals()` (what the fidelity rows report as fitted residual) is before + after."""
     fit = UnloggedContext(requests={(MAIN_THREAD, 3): RequestFit(after=150, tail=150),
@@ -1400,3 +1408,42 @@ def test_a_view_without_the_compaction_drops_its_uncached_share_from_the_tail_to
                 for r in records if r.kind == "request"]
 
     assert outcomes(fit) == outcomes({})
+
+
+def test_marker_positions_are_read_from_the_request_s_own_provider() -> None:
+    """Whether a request's usage shows marker positions follows its own provider (a request
+    routed to Anthropic in a log whose header says OpenAI), else the session's."""
+    from replay.engine._replay import _Run
+    from replay.strategies import parse_name
+
+    session = _openai_session()
+    run = _Run(session, parse_name("recorded"), ReplayConfig(unlogged_context={}))
+    claude = RequestMarker(ts=T0, request_id="r", provider="anthropic", model="claude-sonnet-4-6")
+    assert run.unlogged.explicit_marker(claude)
+    assert not run.unlogged.explicit_marker(RequestMarker(ts=T0, request_id="r"))
+
+
+def test_a_grown_head_without_first_message_context_grows_its_last_part() -> None:
+    """Grown tokens go to the last part of a head split in two: the part cached before the log
+    is still read whole on the first request."""
+    events = _turns(MAIN_THREAD, 0, 2, T0)
+    session = _session(events, hidden=5000)
+    session.header.system = "You are a coding agent. " + WORDS * 150
+    warm = ThreadFit((3000, 2000), 0, 3000)
+
+    def first_read(grown: dict) -> int:
+        fit = UnloggedContext(threads={MAIN_THREAD: warm}, grown=grown)
+        records = replay_session(session, ["recorded"], ReplayConfig(unlogged_context=fit))
+        return next(r.outcome.cache_read for r in records if r.kind == "request")
+
+    assert first_read({MAIN_THREAD: 300}) == first_read({}) > 3000
+
+
+def test_a_hidden_prefix_cached_whole_before_the_log_is_seeded() -> None:
+    """A warm start that read the whole hidden prefix (no first-message context split off)
+    seeds the cache with all of it: the first request reads it."""
+    session = _session(_turns(MAIN_THREAD, 0, 2, T0), hidden=4000)
+    session.header.system = "You are a coding agent. " + WORDS * 150
+    fit = UnloggedContext(threads={MAIN_THREAD: ThreadFit((4000,), warm=4000)})
+    records = replay_session(session, ["recorded"], ReplayConfig(unlogged_context=fit))
+    assert next(r.outcome.cache_read for r in records if r.kind == "request") > 4000
