@@ -1157,6 +1157,7 @@ def test_a_first_request_s_texts_after_the_marker_give_up_its_excess() -> None:
     assert list(fit.counts["claude"]) == [texts[1]]
     assert fit.counts["claude"][texts[1]] == pytest.approx(300 - 4, abs=2)
     assert fit.grown[MAIN_THREAD] > 100
+    assert fit.residuals() == {}  # what they gave up stays in the prompt, in the hidden prefix
 
 
 def test_a_first_message_context_the_next_request_did_not_send_again_is_dropped() -> None:
@@ -1283,6 +1284,35 @@ def test_a_cache_without_a_thinking_rule_bills_earlier_thinking() -> None:
     assert fit.residuals() == {} and not any(fit.counts.values())
 
 
+def _thinking_turns(count: int) -> list:
+    """`count` turns whose answers carry reasoning (what OpenAI strips from later prompts)."""
+    from replay.log import ThinkingBlock
+
+    events: list = []
+    for n in range(count):
+        ts = T0 + timedelta(seconds=20 * n)
+        events += [
+            UserMessage(ts=ts, text=f"step {n}: " + WORDS * 20, id=f"u{n}"),
+            RequestMarker(ts=ts, request_id=f"main-r{n}", duration_ms=4000),
+            AssistantMessage(ts=ts, request_id=f"main-r{n}", id=f"a{n}", blocks=[
+                ThinkingBlock(thinking=f"thinking {n}: " + WORDS * 30),
+                TextBlock(text=f"done {n}")]),
+        ]
+    return events
+
+
+def test_a_prompt_is_compared_with_its_replay_as_the_provider_bills_it() -> None:
+    """gpt-5 drops earlier turns' reasoning from the prompt it bills: the residual is measured
+    against the replay without it (400 unlogged tokens at request 2, nothing else)."""
+    session = _session(_thinking_turns(5), hidden=2000)
+    session.header.provider, session.header.model = "openai", "gpt-5"
+    second = _index(session, "main-r2")
+    _bill(session, UnloggedContext(requests={(MAIN_THREAD, second): RequestFit(before=400)}))
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert fit.residuals() == {(MAIN_THREAD, second): 400}
+
+
+
 # -- a fitted context applied: its sizes, the cache seeded, a compaction's context --
 
 
@@ -1355,6 +1385,38 @@ def test_a_forked_summarizer_call_opens_with_the_first_message_context() -> None
     fresh = SummarizerCall(input_items=said, instruction="Summarize.", summary="s",
                            reuse_main_prefix=False)
     assert call_as_sent(u, fresh).input_items == said
+
+
+def test_a_fresh_summarizer_call_is_sent_without_the_messages_no_longer_sent() -> None:
+    """A call that does not reuse the main prefix leaves out the unlogged messages the thread
+    no longer sends, from its input and from what follows its transcript at its size."""
+    from replay.engine._unlogged import call_as_sent
+    from replay.strategies._view import SummarizerCall
+
+    said = UserItem("fix it", event_index=0)
+    gone = UserItem("[context not in the log]", event_index=1, injected=True, estimated_tokens=900)
+    kept = UserItem("[context not in the log]", event_index=3, injected=True, estimated_tokens=500)
+    u = ThreadUnlogged(dropped={gone})
+    fresh = SummarizerCall(input_items=(said, gone), instruction="Summarize.", summary="s",
+                           reuse_main_prefix=False, unlogged=(gone, kept))
+    sent = call_as_sent(u, fresh)
+    assert sent.input_items == (said,) and sent.unlogged == (kept,)
+
+
+def test_an_uncached_tail_moves_only_its_own_request_s_marker() -> None:
+    """A tail fitted at request 3 moves that request's marker only: request 4 (no fit of its
+    own) is marked at its end again, and bills nothing uncached."""
+    session = _session(_turns(MAIN_THREAD, 0, 6, T0), hidden=4000)
+    third = _index(session, "main-r3")
+
+    def uncached(fit: UnloggedContext | dict) -> list[int]:
+        records = replay_session(session, ["recorded"], ReplayConfig(unlogged_context=fit))
+        return [r.outcome.uncached for r in records if r.kind == "request"]
+
+    moved = uncached(UnloggedContext(requests={(MAIN_THREAD, third): RequestFit(tail=600)}))
+    plain = uncached({})
+    assert moved[3] > plain[3] + 500  # its last message, uncached
+    assert moved[4:] == plain[4:]
 
 
 def test_a_head_without_first_message_context_sends_none() -> None:
