@@ -1188,6 +1188,18 @@ def test_a_transient_message_is_found_after_a_one_hour_write() -> None:
     assert fit.requests[(MAIN_THREAD, third)].drop == ((second, "before"),)
 
 
+def test_a_request_without_usage_is_not_fitted() -> None:
+    """A request the log gives no usage for is replayed as it is: nothing is measured or
+    dropped there."""
+    session = _session(_turns(MAIN_THREAD, 0, 6, T0), hidden=4000)
+    truth, second, third = _sent_once(session, 900)
+    _bill(session, truth)
+    session.events[third].usage = None
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert fit.requests[(MAIN_THREAD, second)].before == 900
+    assert (MAIN_THREAD, third) not in fit.requests
+
+
 def test_a_prompt_with_marker_positions_is_not_searched_for_a_message_gone_by_its_size() -> None:
     """Anthropic shows marker positions: a 200-token message that request 3 no longer sent
     (within the read tolerance, so the read does not show it) is not found from the billed size
