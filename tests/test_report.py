@@ -786,3 +786,76 @@ def test_a_page_or_an_image_is_not_written_to_a_terminal(args, said) -> None:
         os.close(leader)
     assert done.returncode == 2
     assert said in done.stderr
+
+
+def _chart_record(strategy: str, index: int, *, kind: str = "request", cost: str = "0.01",
+                  prompt: int = 1_000, read: int = 0, write_5m: int = 0, write_1h: int = 0,
+                  miss: str | None = None, events: tuple = ()):
+    """What the chart builders read of a `RequestRecord`, and nothing else."""
+    from types import SimpleNamespace
+
+    outcome = SimpleNamespace(prompt=prompt, cache_read=read, cache_write_5m=write_5m,
+                              cache_write_1h=write_1h,
+                              uncached=prompt - read - write_5m - write_1h, miss_cause=miss)
+    return SimpleNamespace(strategy=strategy, request_index=index, kind=kind, thread="main",
+                           cost_usd=Decimal(cost), outcome=outcome, events=list(events))
+
+
+def test_chart_rows_follow_the_strategies_order_and_count_a_summary_at_its_request() -> None:
+    """Rows come strategy by strategy in the order they were replayed (not by name), request
+    by request; a summarizer call's cost joins the cumulative cost at the request that made
+    it; written counts both TTLs; the hit ratio is cached / prompt to four places."""
+    from replay.report._charts import series_rows, strategy_order
+
+    records = [
+        _chart_record("zeta", 1, read=300, write_1h=200),
+        _chart_record("zeta", 0, read=0, write_5m=700),
+        _chart_record("alpha", 0),
+        _chart_record("alpha", 1, cost="0.02", read=333, prompt=999),
+        _chart_record("alpha", 1, kind="summarizer", cost="0.5"),
+    ]
+    assert strategy_order(records) == ["zeta", "alpha"]
+    rows = series_rows(records)
+    assert [(row["s"], row["i"]) for row in rows] == [
+        ("zeta", 0), ("zeta", 1), ("alpha", 0), ("alpha", 1)
+    ]
+    assert [row["cost"] for row in rows] == [0.01, 0.02, 0.01, 0.53]
+    assert [row["written"] for row in rows] == [700, 200, 0, 0]
+    assert rows[-1]["hit"] == 0.3333
+
+
+def test_chart_markers_name_each_rewrite_once_and_draw_misses_first() -> None:
+    """Misses (not a cold start) first, rewrites after them (drawn on top at the same request);
+    a compaction among the rewrites is the compaction marker; each kind is named once, each
+    event's detail after its kind (none: the kind alone); a marker carries its row's numbers."""
+    from replay.report._charts import MARKER_SHAPES, marker_rows, series_rows
+    from replay.strategies._view import RewriteEvent
+
+    records = [
+        _chart_record("s", 0, miss="cold start"),
+        _chart_record("s", 1, read=250, miss="prefix changed",
+                      events=(RewriteEvent("prune", "2 results"), RewriteEvent("prune"))),
+        _chart_record("s", 2, read=100, miss="ttl expired",
+                      events=(RewriteEvent("clear"), RewriteEvent("compaction", "summary"))),
+    ]
+    marks = marker_rows(records, series_rows(records))
+    assert [(m["m"], m["i"]) for m in marks] == [
+        ("miss", 1), ("miss", 2), ("rewrite", 1), ("compaction", 2)
+    ]
+    assert {m["m"] for m in marks} <= set(MARKER_SHAPES)
+    assert (marks[2]["what"], marks[2]["cause"]) == ("prune", "prune: 2 results; prune")
+    assert (marks[3]["what"], marks[3]["cause"]) == ("clear, compaction",
+                                                     "clear; compaction: summary")
+    assert [m["hit"] for m in marks] == [0.25, 0.1, 0.25, 0.1]
+
+
+def test_colours_past_the_palette_alternate_light_and_dark() -> None:
+    import colorsys
+
+    from replay.report._charts import PALETTE, colors
+
+    extra = list(colors([f"s{n}" for n in range(len(PALETTE) + 4)]).values())[len(PALETTE):]
+    lightness = [
+        colorsys.rgb_to_hls(*(int(c[i:i + 2], 16) / 255 for i in (1, 3, 5)))[1] for c in extra
+    ]
+    assert all(abs(a - b) > 0.1 for a, b in zip(lightness, lightness[1:], strict=False))
