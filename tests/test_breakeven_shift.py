@@ -377,3 +377,289 @@ def test_the_entries_only_the_counterfactual_holds_reach_past_the_first_edited_r
     while one of the others was still live, and a row differed (a session the property test
     above found, once in many runs)."""
     _same(synthetic_session(33, seed=150, size_scale=0.1), "prune-at-12000-keep-3")
+
+
+# --------------------------------------------------------------------------------------------------
+# The derivation's parts, one at a time, on small hand-made inputs
+
+
+def test_a_boundary_moves_by_what_the_substituted_blocks_ending_at_or_before_it_add() -> None:
+    """(`_Moves`) Substituted blocks ending at 100 (+10 tokens) and 300 (+20): a boundary before
+    100 stays, one at 100 or past it moves by 10, one at 300 or past it by 30."""
+    moves = _shift._Moves([2, 5], [10, 20], [100, 300])
+    assert [moves(p) for p in (0, 99, 100, 101, 299, 300, 1000)] == [
+        0, 99, 110, 111, 309, 330, 1030
+    ]
+    assert _shift._Moves([], [], [])(500) == 500  # nothing substituted: nothing moves
+
+
+def test_an_original_of_one_block_is_single() -> None:
+    import numpy as np
+
+    one = _shift._Original(ids=np.array([7]), delta=np.array([120]))
+    assert (one.single, one.id, one.first_delta) == (True, 7, 120)
+    two = _shift._Original(ids=np.array([7, 8]), delta=np.array([120, 5]))
+    assert (two.single, two.id, two.first_delta) == (False, 7, 120)
+
+
+def test_the_blocks_of_an_item_are_those_it_owns() -> None:
+    """Owners ascend, -1 for the head: item 1 owns blocks 3 and 4, item 2 none."""
+    import numpy as np
+
+    owners = np.array([-1, -1, 0, 1, 1, 3])
+    assert [_shift._blocks_of(owners, p) for p in (0, 1, 2, 3)] == [
+        (2, 3), (3, 5), (5, 5), (5, 6)
+    ]
+
+
+def test_a_kept_block_starts_where_the_kept_blocks_before_it_end() -> None:
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    req = SimpleNamespace(block_tokens=np.array([10, 5, 20, 7, 30]))
+    whole = SimpleNamespace(cum=np.cumsum(req.block_tokens), kept=None)
+    assert [_shift._start(whole, b, req) for b in (0, 2, 4)] == [0, 15, 42]
+    # Blocks 1 and 3 stripped (thinking): block 2 starts at 10, block 4 at 30.
+    stripped = SimpleNamespace(cum=np.array([10, 30, 60]), kept=np.array([0, 2, 4]))
+    assert [_shift._start(stripped, b, req) for b in (0, 2, 4)] == [0, 10, 30]
+
+
+def test_the_last_marker_lands_on_the_block_end_nearest_the_tail_in_both_prompts() -> None:
+    """(`_same_marker`, as `place_last_marker` moves it: the block end nearest `tail` tokens
+    before the end, among the head's last block and the message blocks, ties to the later.)"""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    req = SimpleNamespace(kind_index=SimpleNamespace(head_end=1),
+                          cum_tokens=np.array([100, 200, 300, 400, 500, 600]))
+    # 450 tokens in: ends 400 and 500 are as near, the later wins; +100 in block 2 moves the
+    # target and the ends after it alike (550: 500 and 600, again the later, block 4).
+    assert _shift._same_marker(req, [2], [100], 150)
+    # +300 in the last block: the target (750) is nearer its end (900) than 500.
+    assert not _shift._same_marker(req, [5], [300], 150)
+    # A target in the head lands on the head's last block (1) in both.
+    short = SimpleNamespace(kind_index=SimpleNamespace(head_end=1),
+                            cum_tokens=np.array([100, 200, 300, 400]))
+    assert _shift._same_marker(short, [3], [100], 350)
+
+
+def test_a_prompt_shorter_than_the_place_did_not_hold_a_block_there() -> None:
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    earlier = SimpleNamespace(request=SimpleNamespace(block_ids=np.array([0, 3, 5])),
+                              outcome=SimpleNamespace(dropped_tokens=0))
+    shift = object.__new__(_shift.Shift)
+    shift.known_ids, shift.earlier, shift._held, shift.id_memo = 5, [earlier], {}, {}
+    assert not shift._held_before(3, 5)
+    assert not shift._held_before(4, 5)
+
+
+def test_the_previous_view_is_that_of_the_request_before_in_the_sequence() -> None:
+    from types import SimpleNamespace
+
+    first, second, other = (SimpleNamespace(view=[n]) for n in range(3))
+    shift = object.__new__(_shift.Shift)
+    shift.seq, shift._index = [first, second], {id(first): 0, id(second): 1}
+    assert shift._previous_view(second) is first.view
+    assert shift._previous_view(first) is None  # the first request has none
+    assert shift._previous_view(other) is None  # not in the sequence
+
+
+def _entry(tokens: int, expired: bool):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(tokens=tokens, expired=lambda t, e=expired: e)
+
+
+def _ready_shift(entries: dict, prefixes_of_last: list[int]) -> _shift.Shift:
+    """A `Shift` whose unmatched entries are `entries` (key → entry; a key's third part is its
+    prefix) and whose counterfactual's last request has the prefix keys `prefixes_of_last`."""
+    import numpy as np
+
+    shift = object.__new__(_shift.Shift)
+    shift.ok, shift.unmatched = True, list(entries)
+    shift._prefixes = np.array([key[2] for key in entries], dtype=np.int64)
+    shift.store = type("Store", (), {"entries": entries})()
+    shift.cf_last = object()
+    shift._keys = lambda rec: np.array(prefixes_of_last, dtype=np.int64)
+    return shift
+
+
+def test_ready_waits_for_the_unmatched_prefixes_of_the_last_request_to_expire() -> None:
+    """(`ready`) Every unmatched entry that is a prefix of the counterfactual's last request
+    must have expired; `longest` is the longest of those, `dormant` the longest of the others
+    (expired or not)."""
+    from datetime import UTC, datetime
+
+    t = datetime(2026, 1, 1, tzinfo=UTC)
+    entries = {
+        ("s", "m", 11): _entry(3000, True),
+        ("s", "m", 12): _entry(1000, True),
+        ("s", "m", 21): _entry(5000, False),
+        ("s", "m", 22): _entry(4000, True),
+    }
+    shift = _ready_shift(entries, [11, 12, 30])
+    assert shift.ready(t)
+    assert (shift.longest, shift.dormant) == (3000, 5000)
+    entries[("s", "m", 12)] = _entry(1000, False)  # a prefix still live
+    assert not _ready_shift(entries, [11, 12, 30]).ready(t)
+    none = _ready_shift({("s", "m", 21): _entry(5000, False)}, [11])
+    assert none.ready(t) and (none.longest, none.dormant) == (-1, 5000)
+    none.ok = False
+    assert not none.ready(t)
+
+
+def _costing(plan: list[bool]) -> tuple[_shift.Shift, list, list]:
+    """A `Shift` over requests 0..len(plan)-1 whose `_cost` is priced (True) or stops (False)
+    at each, recording (request, previous, longest, saw_ttl) of each call."""
+    from decimal import Decimal
+    from types import SimpleNamespace
+
+    causes = {2: "TTL expired (idle 6m > TTL 5m)", 3: "strategy changed the prefix"}
+    seq = [SimpleNamespace(n=n, outcome=SimpleNamespace(miss_cause=causes.get(n)))
+           for n in range(len(plan))]
+    calls: list = []
+    shift = object.__new__(_shift.Shift)
+    shift.seq, shift.longest, shift.failures, shift.ok = seq, 7, 0, True
+    shift._before, shift._positions = ["x"], [1]
+
+    def cost(cur, previous, longest, saw_ttl):
+        calls.append((cur.n, previous.n, longest, saw_ttl))
+        return Decimal(cur.n) if plan[cur.n] else None
+
+    shift._cost = cost
+    return shift, seq, calls
+
+
+def test_costs_are_derived_request_after_request_and_know_when_a_ttl_expired() -> None:
+    """(`costs`) Each request with the one before it and the `longest` of `ready`; a `TTL
+    expired` cause seen at a request holds for every later one."""
+    from decimal import Decimal
+
+    shift, _, calls = _costing([True] * 6)
+    assert shift.costs(1, 6, False) == ([Decimal(n) for n in range(1, 6)], 6)
+    assert calls == [(1, 0, 7, False), (2, 1, 7, False), (3, 2, 7, True), (4, 3, 7, True),
+                     (5, 4, 7, True)]
+    shift, _, calls = _costing([True] * 6)
+    shift.costs(3, 5, True)
+    assert [c[3] for c in calls] == [True, True]
+    assert shift.ok and shift.failures == 0
+
+
+def test_a_derivation_that_stops_at_once_six_times_is_given_up() -> None:
+    """(`_TRIES`) A stop at a later request returns what was derived before it and is no
+    failure; a stop at the first request is one, and the sixth ends the watch."""
+    from decimal import Decimal
+
+    shift, _, _ = _costing([True, True, True, False, True])
+    assert shift.costs(1, 5, False) == ([Decimal(1), Decimal(2)], 3)
+    assert (shift.ok, shift.failures) == (True, 0)
+    assert (shift._before, shift._positions) == ([], [])  # found again from scratch next time
+    shift, _, _ = _costing([True, False, True])
+    for n in range(1, 6):
+        assert shift.costs(1, 3, False) == ([], 1)
+        assert (shift.ok, shift.failures) == (True, n)
+    assert shift.costs(1, 3, False) == ([], 1)
+    assert (shift.ok, shift.failures) == (False, 6)
+
+
+def _derive(**kw):
+    """The derived cost of one request of six blocks (1,000, 500, 500, 2,000, 1,000 and 1,000
+    tokens) whose fourth block (3, ending at 4,000) is a substituted one 1,000 tokens longer in
+    the counterfactual; the rewritten run read 1,500, wrote for an hour to 4,000 and for five
+    minutes to 5,000. `kw` sets the derivation's state (`watch`, `dormant`, `change`, `held`,
+    `written`, `minimum`, `tail`, `longest`, `saw_ttl`): (the cost or None, why it stopped)."""
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from replay.cache._base import CacheOutcome
+    from replay.prices import Pricer
+
+    tokens = np.array([1000, 500, 500, 2000, 1000, 1000])
+    cum = np.cumsum(tokens)
+    view = SimpleNamespace(cum=cum, kept=None, ids=np.arange(10, 16))
+    req = SimpleNamespace(block_tokens=tokens, cum_tokens=cum,
+                          kind_index=SimpleNamespace(head_end=1))
+    tail = kw.get("tail", 0)
+    cur = SimpleNamespace(
+        outcome=CacheOutcome(uncached=1000, cache_read=1500, cache_write_5m=1000,
+                             cache_write_1h=2500),
+        request=req, output_tokens=50, model="claude-sonnet-4-5", provider="anthropic",
+        ts=datetime(2026, 3, 1, tzinfo=UTC), price_context=None,
+        rendered_with=SimpleNamespace(unlogged_tail=tail) if tail else None,
+    )
+    shift = object.__new__(_shift.Shift)
+    shift.run, shift.stopped, shift.first_start = SimpleNamespace(pricer=Pricer()), "", 2000
+    shift.watch, shift.dormant = kw.get("watch", set()), kw.get("dormant", -1)
+    shift._usable = lambda rec: True
+    shift._moves = lambda rec: _shift._Moves([3], [1000], [4000])
+    shift._view = lambda rec: view
+    shift._min_length = lambda rec: kw.get("minimum", 1024)
+    shift._change = lambda cur, previous: kw.get("change")
+    shift._held_before = lambda at, block: kw.get("held", True)
+    shift._written = lambda rec: kw.get("written", set())
+    cost = shift._cost(cur, None, kw.get("longest", -1), kw.get("saw_ttl", False))
+    return cost, shift.stopped
+
+
+def test_a_derived_request_is_billed_its_buckets_with_each_boundary_moved() -> None:
+    """(Module docstring) The counterfactual's buckets are the request's with each boundary
+    moved by what the substituted blocks before it add: the read (1,500) stays, the one-hour
+    writes' end (4,000) and the five-minute writes' end (5,000) move by 1,000, as the prompt's
+    end; billed as Anthropic splits them (research/caching.md: read = A, 1h write = B − A,
+    5m write = C − B, the rest uncached)."""
+    from datetime import UTC, datetime
+
+    from replay.prices import Buckets, Pricer
+
+    expected = Pricer().price(
+        Buckets(uncached=1000, cache_read=1500, cache_write_5m=1000, cache_write_1h=3500,
+                output=50),
+        model="claude-sonnet-4-5", provider="anthropic", ts=datetime(2026, 3, 1, tzinfo=UTC),
+    ).total_usd
+    assert _derive() == (expected, "")
+
+
+def test_a_derived_request_stops_where_a_guard_says() -> None:
+    """Each guard of the module docstring at its bounds (the substituted block starts at 2,000
+    and moves what ends at or after 4,000 by 1,000; the read is 1,500)."""
+    # The minimum cacheable length: the first substituted block must start at it or past it.
+    assert _derive(minimum=2000)[0] is not None
+    assert _derive(minimum=2001) == (None, _shift.EDIT_BEFORE_MINIMUM)
+    # A change before an unmatched entry's end (its blocks held before the rewrite): block 4
+    # starts at 4,000, at 5,000 in the counterfactual.
+    change = (4, 4, False)
+    assert _derive(change=change, dormant=5001) == (None, _shift.REWRITTEN_BEFORE_UNMATCHED)
+    assert _derive(change=change, dormant=5000)[0] is not None  # the entry ends before it
+    assert _derive(change=change, dormant=5001, held=False)[0] is not None
+    assert _derive(change=(0, 0, False), dormant=1000) == (
+        None, _shift.REWRITTEN_BEFORE_UNMATCHED
+    )  # a change at the first block is before every entry's end
+    # An entry whose copies differ in age is never the read again; one shorter than the read
+    # is a miss the counterfactual alone may name, until a TTL expiry was seen.
+    assert _derive(watch={1500}) == (None, _shift.READS_OLDER_ENTRY)
+    assert _derive(watch={1500}, saw_ttl=True) == (None, _shift.READS_OLDER_ENTRY)
+    assert _derive(watch={1499})[0] is not None
+    assert _derive(watch={1501, 900}) == (None, _shift.READS_OLDER_ENTRY)
+    assert _derive(watch={1501}, saw_ttl=True)[0] is not None
+    # An expired unmatched entry: the read must lie beyond it while no TTL expiry was seen,
+    # and no breakpoint may write where one lies (past the first edit, up to the longest).
+    assert _derive(longest=1500) == (None, _shift.EXPIRED_PAST_READ)
+    assert _derive(longest=1500, saw_ttl=True)[0] is not None
+    assert _derive(longest=1499)[0] is not None
+    assert _derive(longest=5500, saw_ttl=True, written={4500}) == (
+        None, _shift.WRITES_OVER_UNMATCHED
+    )
+    assert _derive(longest=5499, saw_ttl=True, written={4500})[0] is not None
+    assert _derive(longest=5500, saw_ttl=True, written={2000, 6000})[0] is not None
+    # The client's last marker, moved back by the unlogged tail, must land on the same block.
+    # 2,600 tokens in: end 2,000 is nearer than 4,000; 3,600 in the counterfactual, where
+    # block 3 ends at 5,000, nearer than 2,000.
+    assert _derive(tail=1400)[0] is not None  # 4,600 and 5,600: block 4's end in both
+    assert _derive(tail=3400) == (None, _shift.MARKER_MOVES)
