@@ -759,3 +759,57 @@ def test_a_transient_message_found_from_the_read_is_fitted_one_from_the_size_is_
     assert fitted(drop=((5, "x"),)).startswith("transient context: ")
     assert fitted(drop=((5, "x"),), shrunk=True) is None
     assert fitted() is None
+
+
+def test_what_the_adapter_saw_outside_the_log_reaches_the_row() -> None:
+    """The marker's `unlogged_change` and `unlogged_attempt` (set by the Codex adapter) and the
+    simulation's miss kind name a read outside the tolerance (`_unexplained`, case by case
+    above), not only when called directly."""
+    change = "model changed before this request"
+    session = _billed_session()
+    marker = session.requests()[4]
+    marker.unlogged_change = change
+    usage = marker.usage
+    usage.cache_read_tokens -= 1000  # read shorter, the rest re-written
+    usage.cache_write_5m_tokens += 1000
+    row = fidelity_rows(session)[4]
+    assert row.unexplained == f"prompt prefix changed outside the log: {change}"
+
+    session = _billed_session()
+    marker = session.requests()[4]
+    marker.unlogged_attempt = True
+    usage = marker.usage
+    assert usage.cache_write_5m_tokens > 300
+    usage.cache_read_tokens += 300  # read longer: a lost attempt had written part of it
+    usage.cache_write_5m_tokens -= 300
+    row = fidelity_rows(session)[4]
+    assert row.unexplained == "retried request: an attempt the log lost had cached this prompt"
+
+
+def test_a_read_after_the_ttl_expired_is_labelled_retention() -> None:
+    """Ten idle minutes before request 4: the 5-minute rule expires the prefix, the provider
+    (here) still read it; the row says so rather than blaming a prefix the log lacks."""
+    session = _billed_session()
+    fourth = session.events.index(session.requests()[4]) - 1  # its user message
+    for event in session.events[fourth:]:
+        event.ts += timedelta(minutes=10)
+    row = fidelity_rows(session)[4]
+    assert row.simulated_cache_read == 0 and row.miss_cause.startswith("TTL expired")
+    assert row.unexplained.startswith("retention: the provider kept the prefix longer")
+
+
+def test_a_price_fallback_on_the_simulated_cost_alone_is_reported() -> None:
+    """The other way round: billed 5-minute writes, simulated at the 1-hour TTL, on a price
+    table without a 1-hour write rate: the simulated cost needed the fallback."""
+    from replay.prices import Pricer, parse_price_override
+
+    session = _billed_session(3)
+    pricer = Pricer(dict([parse_price_override(
+        "claude-sonnet-4-6=input:3,output:15,cache_read:0.3,cache_write:3.75"
+    )]))
+    rows = fidelity_rows(session, ReplayConfig(pricer=pricer, ttl="1h"))
+    assert rows[1].recorded_cache_write == session.requests()[1].usage.cache_write_5m_tokens > 0
+    assert rows[1].simulated_cache_write > 0
+    assert rows[1].price_warning.endswith(
+        "no 1h cache-write price, 1h writes billed at the 5m write rate"
+    )
