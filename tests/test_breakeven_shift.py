@@ -663,3 +663,40 @@ def test_a_derived_request_stops_where_a_guard_says() -> None:
     # block 3 ends at 5,000, nearer than 2,000.
     assert _derive(tail=1400)[0] is not None  # 4,600 and 5,600: block 4's end in both
     assert _derive(tail=3400) == (None, _shift.MARKER_MOVES)
+
+
+def test_the_originals_are_the_substituted_items_blocks_in_both_renderings() -> None:
+    """(`_originals`) Each substituted item's block ids in the rewritten prompt and what its
+    blocks have more in the counterfactual; `first_start` is where the first of them starts.
+    No derivation where an item has no blocks or other blocks in the other rendering, where
+    a request's blocks were released or the views differ in length."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    def originals(cf_owners=(-1, 0, 1, 1, 2), owners=(-1, 0, 1, 1, 2), cf_items=3,
+                  released=False, subbed=(1, 2)):
+        tokens = np.array([100, 50, 20, 30, 40])
+        act = SimpleNamespace(released=released, item_index=np.array(owners),
+                              block_ids=np.array([10, 11, 12, 13, 14]), block_tokens=tokens)
+        cf = SimpleNamespace(released=False, item_index=np.array(cf_owners),
+                             block_tokens=tokens + np.array([0, 0, 200, 0, 5]))
+        view = [object(), object(), object()]
+        rec = SimpleNamespace(request=act, view=view)
+        shift = object.__new__(_shift.Shift)
+        shift.subs, shift.originals = {id(view[p]): None for p in subbed}, {}
+        shift._view = lambda r: SimpleNamespace(cum=np.cumsum(tokens), kept=None)
+        ok = shift._originals(rec, [None] * cf_items, SimpleNamespace(request=cf))
+        return ok, shift, view
+
+    ok, shift, view = originals()
+    assert ok and shift.first_start == 150  # item 1 starts at 100 + 50, item 2 at 200
+    one, two = shift.originals[id(view[1])], shift.originals[id(view[2])]
+    assert (one.ids.tolist(), one.delta.tolist()) == ([12, 13], [200, 0])
+    assert (two.ids.tolist(), two.delta.tolist()) == ([14], [5])
+    assert originals(subbed=(2,))[1].first_start == 200
+    assert not originals(subbed=())[0]  # nothing substituted at the rewrite
+    assert not originals(cf_owners=(-1, 0, 1, 2, 2))[0]  # one block where the other has two
+    assert not originals(owners=(-1, 0, 2, 2, 2), cf_owners=(-1, 0, 2, 2, 2), subbed=(1,))[0]
+    assert not originals(cf_items=2)[0]
+    assert not originals(released=True)[0]
