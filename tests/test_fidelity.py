@@ -813,3 +813,32 @@ def test_a_price_fallback_on_the_simulated_cost_alone_is_reported() -> None:
     assert rows[1].price_warning.endswith(
         "no 1h cache-write price, 1h writes billed at the 5m write rate"
     )
+
+
+def test_the_bill_prices_a_call_at_its_own_model_and_provider_before_its_threads() -> None:
+    """(`bill`: the call's own model, else its thread's, else the log's; the provider the call
+    names, else the log's.) A subagent started on Haiku whose call names Opus on Vertex
+    (`google`) is billed at Opus, at Vertex's regional endpoint (+10 %) where the rules say so;
+    the log's own calls on `anthropic` are not."""
+    from replay.cache import CacheRouter
+    from replay.fidelity import bill
+    from replay.fidelity._fidelity import recorded_buckets
+    from replay.prices import Pricer
+
+    session = _billed_session(2)
+    ts = session.requests()[-1].ts + timedelta(seconds=5)
+    usage = Usage(input_tokens=900, cache_write_5m_tokens=3000, output_tokens=40)
+    session.events += [
+        ThreadStart(ts=ts, thread_id="sub-1", model="claude-haiku-4-5"),
+        UserMessage(ts=ts, thread="sub-1", text="look around " + WORDS * 40),
+        RequestMarker(ts=ts, thread="sub-1", request_id="s0", model="claude-opus-4-5",
+                      provider="google", usage=usage),
+    ]
+    pricer = Pricer()
+    router = CacheRouter(None, {"anthropic.vertex.endpoint": "regional"})
+    billed = bill(session, pricer, router)
+    assert billed.models == ("claude-opus-4-5", "claude-sonnet-4-6")
+    main = bill(Session(header=session.header, events=session.events[:-3]), pricer, router)
+    opus = pricer.price(recorded_buckets(usage), model="claude-opus-4-5", provider="google",
+                        ts=ts).total_usd
+    assert billed.cost_usd == main.cost_usd + opus * Decimal("1.1")
