@@ -700,3 +700,75 @@ def test_the_originals_are_the_substituted_items_blocks_in_both_renderings() -> 
     assert not originals(owners=(-1, 0, 2, 2, 2), cf_owners=(-1, 0, 2, 2, 2), subbed=(1,))[0]
     assert not originals(cf_items=2)[0]
     assert not originals(released=True)[0]
+
+
+def test_where_a_prompt_first_differs_from_the_previous_one_as_simulated() -> None:
+    """(`_change`) Without thinking stripped, the request's own diff; with it stripped from
+    either prompt, the first block where their simulated ids differ, given as the request's
+    block and its index in the simulated prompt (None when one is a prefix of the other)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    def change(dropped: int, previous_dropped: int, ids, previous_ids, kept=None,
+               mismatch: int | None = 9):
+        views = {
+            "cur": SimpleNamespace(ids=np.array(ids), kept=kept),
+            "previous": SimpleNamespace(ids=np.array(previous_ids), kept=None),
+        }
+        cur = SimpleNamespace(name="cur", outcome=SimpleNamespace(dropped_tokens=dropped),
+                              diff=SimpleNamespace(first_mismatch_block=mismatch))
+        previous = SimpleNamespace(name="previous",
+                                   outcome=SimpleNamespace(dropped_tokens=previous_dropped))
+        shift = object.__new__(_shift.Shift)
+        shift._view = lambda rec: views[rec.name]
+        return shift._change(cur, previous)
+
+    assert change(0, 0, [1, 2, 3], [1, 2, 4]) == (9, 9, False)
+    assert change(0, 0, [1, 2, 3], [1, 2, 4], mismatch=None) is None
+    assert change(5, 0, [1, 2, 3], [1, 2, 4]) == (2, 2, True)
+    assert change(0, 5, [1, 2, 3], [1, 7, 3]) == (1, 1, True)
+    assert change(5, 5, [1, 2], [1, 2, 4]) is None
+    # The request's blocks 1 and 3 stripped: its simulated block 2 is its block 4.
+    assert change(5, 0, [1, 2, 3], [1, 2, 4], kept=np.array([0, 2, 4])) == (4, 2, True)
+
+
+def test_a_read_no_breakpoint_refreshed_is_watched() -> None:
+    """(`_watch`, `observe`) A replayed request whose read differs from the counterfactual's
+    (its boundaries moved) and that no breakpoint of it wrote is watched; a read of nothing,
+    or of a length a breakpoint of it ends at, is not. A counterfactual request whose blocks
+    were released ends the derivation."""
+    from types import SimpleNamespace
+
+    moved = _shift._Moves([3], [1000], [4000])
+
+    def observing(moves: _shift._Moves | None = moved) -> _shift.Shift:
+        shift = object.__new__(_shift.Shift)
+        shift.ok, shift.watch = True, set()
+        shift._before, shift._positions = ["x"], [1]
+        shift._usable = lambda rec: True
+        shift._moves = lambda rec: moves
+        shift._written = lambda rec: {1000, 6000}
+        return shift
+
+    def rec(read: int):
+        return SimpleNamespace(outcome=SimpleNamespace(cache_read=read))
+
+    def cf(read: int, released: bool = False):
+        return SimpleNamespace(outcome=SimpleNamespace(cache_read=read),
+                               request=SimpleNamespace(released=released))
+
+    shift = observing()
+    for read, cf_read in ((4000, 5000), (1000, 1000), (0, 0), (1000, 500), (0, 300)):
+        shift.observe(rec(read), cf(cf_read))
+    assert shift.watch == set() and shift.ok
+    shift.observe(rec(4000), cf(4000))
+    shift.observe(rec(3000), cf(2000))
+    assert shift.watch == {3000, 4000}
+    assert shift.cf_last.outcome.cache_read == 2000
+    shift = observing(moves=None)  # the items rendered otherwise: found again from scratch
+    shift.observe(rec(4000), cf(4000))
+    assert (shift.watch, shift._before, shift._positions) == ({4000}, [], [])
+    shift = observing()
+    shift.observe(rec(4000), cf(5000, released=True))
+    assert not shift.ok
