@@ -772,3 +772,104 @@ def test_a_read_no_breakpoint_refreshed_is_watched() -> None:
     shift = observing()
     shift.observe(rec(4000), cf(5000, released=True))
     assert not shift.ok
+
+
+def _moving(originals: dict, kept=None) -> tuple[_shift.Shift, Callable]:
+    """A `Shift` whose substituted items are the keys of `originals` (item → (block ids,
+    extra tokens) at the rewrite), and a maker of requests: `request(view, blocks)` renders
+    `view` (a head block, then each item's blocks, `blocks[item]`, else one block), 100 tokens
+    a block, the blocks `kept` as simulated (None: all)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    shift = object.__new__(_shift.Shift)
+    shift.subs = {id(item): item for item in originals}
+    shift.originals = {
+        id(item): _shift._Original(ids=np.array(ids), delta=np.array(delta))
+        for item, (ids, delta) in originals.items()
+    }
+    shift._before, shift._positions, shift._index, shift.id_memo = [], [], {}, {}
+
+    def request(view: list, blocks: dict) -> SimpleNamespace:
+        owners, ids = [-1], [5]
+        for p, item in enumerate(view):
+            for block in blocks.get(item, [1000 + p]):
+                owners.append(p)
+                ids.append(block)
+        cum = 100 * np.arange(1, len(ids) + 1)
+        simulated = SimpleNamespace(cum=cum, kept=None)
+        if kept is not None:
+            simulated = SimpleNamespace(cum=100 * np.arange(1, len(kept) + 1), kept=kept)
+        return SimpleNamespace(view=view, simulated=simulated, request=SimpleNamespace(
+            item_index=np.array(owners), block_ids=np.array(ids)))
+
+    shift._view = lambda rec: rec.simulated
+    return shift, request
+
+
+def _moved(moves: _shift._Moves | None) -> tuple | None:
+    return None if moves is None else (moves.blocks, moves.deltas, moves.ends)
+
+
+def test_the_substituted_blocks_are_found_in_each_later_request() -> None:
+    """(`_moves`) Where the substituted items' blocks are in a later request, and where each
+    ends, followed from request to request (positions before the first changed item kept,
+    the rest found again); None where one is not rendered as at the rewrite (other blocks, or
+    another number of them)."""
+    a, b, c, d, e = (object() for _ in range(5))
+    shift, request = _moving({b: ([21], [100]), d: ([41], [300])})
+    rendered = {b: [21], d: [41]}
+    # Head block 0; a 1, b 2 (ends at 300), c 3, d 4 (ends at 500).
+    assert _moved(shift._moves(request([a, b, c, d], rendered))) == ([2, 4], [100, 300],
+                                                                     [300, 500])
+    assert _moved(shift._moves(request([a, b, c, d, e], rendered))) == ([2, 4], [100, 300],
+                                                                        [300, 500])
+    # c dropped: d is now the first changed item (block 3, ending at 400).
+    assert _moved(shift._moves(request([a, b, d, e], rendered))) == ([2, 3], [100, 300],
+                                                                     [300, 400])
+    # c back before d: d moves to position 3 again.
+    assert _moved(shift._moves(request([a, b, c, d], rendered))) == ([2, 4], [100, 300],
+                                                                     [300, 500])
+    assert shift._moves(request([a, b, c, d], {b: [99], d: [41]})) is None  # b rendered otherwise
+    shift, request = _moving({b: ([21], [100]), d: ([41], [300])})
+    assert shift._moves(request([a, b, c, d], {b: [21, 22], d: [41]})) is None  # in two blocks
+    shift, request = _moving({b: ([21], [100]), d: ([41], [300])})
+    assert shift._moves(request([a, b, c, d], {b: [], c: [21], d: [41]})) is None  # b has none
+    shift, request = _moving({b: ([21], [100]), d: ([41], [300])})
+    assert shift._moves(request([a, b, c, d], {d: [41], b: [21], c: []})) is not None
+    assert shift._moves(request([a, b, c, d], {b: [21], d: []})) is None  # d last, no blocks
+    shift, request = _moving({b: ([21], [100])})
+    assert _moved(shift._moves(request([a, c], {}))) == ([], [], [])  # none of them sent
+
+
+def test_the_substituted_blocks_are_found_however_many_and_however_rendered() -> None:
+    """(`_moves`) Items of several blocks, more items than the one-at-a-time path takes, and
+    blocks stripped from the simulated prompt: the same answer."""
+    import numpy as np
+
+    a, b, c, d = (object() for _ in range(4))
+    shift, request = _moving({b: ([21], [100]), d: ([41, 42], [300, 7])})
+    assert _moved(shift._moves(request([a, b, c, d], {b: [21], d: [41, 42]}))) == (
+        [2, 4, 5], [100, 300, 7], [300, 500, 600])
+    shift, request = _moving({b: ([21], [100]), d: ([41, 42], [300, 7])})
+    assert shift._moves(request([a, b, c, d], {b: [21], d: [41, 43]})) is None
+    shift, request = _moving({b: ([21], [100]), d: ([41, 42], [300, 7])})
+    assert shift._moves(request([a, b, c, d], {b: [21], d: [41, 42, 43]})) is None
+    # Ten one-block items, every other one substituted.
+    items = [object() for _ in range(20)]
+    subs = {item: ([500 + n], [n]) for n, item in enumerate(items) if n % 2}
+    shift, request = _moving(subs)
+    blocks = {item: ids for item, (ids, _) in subs.items()}
+    odd = list(range(1, 20, 2))
+    assert _moved(shift._moves(request(items, blocks))) == (
+        [n + 1 for n in odd], odd, [100 * (n + 2) for n in odd])
+    shift, request = _moving(subs)
+    assert shift._moves(request(items, {**blocks, items[19]: [519, 520]})) is None
+    # a's block (1) stripped from the simulated prompt: block k ends at 100 k, not 100 (k + 1).
+    for many in (False, True):
+        originals = subs if many else {b: ([21], [100])}
+        view, rendered = (items, blocks) if many else ([a, b], {b: [21]})
+        shift, request = _moving(originals, kept=np.array([0, *range(2, len(view) + 1)]))
+        moves = shift._moves(request(view, rendered))
+        assert moves.ends == [100 * block for block in moves.blocks], many
