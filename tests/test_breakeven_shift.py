@@ -873,3 +873,23 @@ def test_the_substituted_blocks_are_found_however_many_and_however_rendered() ->
         shift, request = _moving(originals, kept=np.array([0, *range(2, len(view) + 1)]))
         moves = shift._moves(request(view, rendered))
         assert moves.ends == [100 * block for block in moves.blocks], many
+
+
+def test_with_the_automatic_marker_alone_a_request_breaks_at_one_length() -> None:
+    """(`_breakpoint_lengths`) `--client automatic` sends only Anthropic's top-level marker, on
+    the last cacheable block: one length a request, the end of what it wrote where it wrote."""
+    session, config = synthetic_session(30, seed=2), ReplayConfig(client="automatic")
+    named = resolve("baseline")[0]
+    with strategy_rewrites(session, named, breakeven_config(session, config), None) as rw:
+        shift = object.__new__(_shift.Shift)
+        shift.run, shift._views = rw.run, []
+        requests = [r for r in rw.records if r.kind == "request" and not r.request.released]
+        wrote = 0
+        for r in requests:
+            lengths = shift._breakpoint_lengths(r)
+            assert len(lengths) == 1, r.request_index
+            o = r.outcome
+            if o.cache_write_5m + o.cache_write_1h:
+                assert lengths == {o.cache_read + o.cache_write_1h + o.cache_write_5m}
+                wrote += 1
+        assert wrote
