@@ -842,3 +842,35 @@ def test_the_bill_prices_a_call_at_its_own_model_and_provider_before_its_threads
     opus = pricer.price(recorded_buckets(usage), model="claude-opus-4-5", provider="google",
                         ts=ts).total_usd
     assert billed.cost_usd == main.cost_usd + opus * Decimal("1.1")
+
+
+def test_a_provider_or_model_moves_the_log_if_any_request_ran_elsewhere() -> None:
+    """(`moved_options`) A log whose requests ran on two providers (or models): naming one of
+    them still moves the others' requests; an alias of the log's own is no move."""
+    from replay.fidelity import moved_options
+
+    session = _billed_session(3)
+    session.requests()[2].provider, session.requests()[2].model = "google", "claude-sonnet-4-6"
+    assert moved_options(session, "anthropic", None) == ["--provider anthropic"]
+    assert moved_options(session, "Anthropic", None) == ["--provider Anthropic"]
+    session = _billed_session(3)
+    assert moved_options(session, "anthropic", None) == []
+    assert moved_options(session, " Anthropic ", None) == []
+    session.requests()[2].model = "claude-opus-4-5"
+    assert moved_options(session, None, "claude-sonnet-4-6") == ["--model claude-sonnet-4-6"]
+    assert moved_options(session, "aws", "claude-sonnet-4-6") == [
+        "--provider aws", "--model claude-sonnet-4-6"
+    ]
+
+
+def test_names_without_rules_or_prices_are_compared_without_case_or_spaces() -> None:
+    """(`moved_options`) A provider no rule file serves and a model genai-prices does not
+    know are compared as names: another case or surrounding spaces move nothing."""
+    from replay.fidelity import moved_options
+
+    session = _billed_session(2)
+    session.header.provider, session.header.model = "acme", "acme-coder-1"
+    assert moved_options(session, " ACME ", " Acme-Coder-1 ") == []
+    assert moved_options(session, "acme2", "acme-coder-2") == [
+        "--provider acme2", "--model acme-coder-2"
+    ]
