@@ -874,3 +874,15 @@ def test_names_without_rules_or_prices_are_compared_without_case_or_spaces() -> 
     assert moved_options(session, "acme2", "acme-coder-2") == [
         "--provider acme2", "--model acme-coder-2"
     ]
+
+
+def test_a_model_named_as_the_named_provider_names_it_is_no_move() -> None:
+    """(`moved_options`) `--model` is looked up at the provider `--provider` names:
+    `anthropic/claude-sonnet-4.6`, a name genai-prices resolves at `google` (not at
+    `anthropic`), is the log's claude-sonnet-4-6 there; only the provider moved."""
+    from replay.fidelity import moved_options
+
+    session = _billed_session(2)
+    assert moved_options(session, "google", "anthropic/claude-sonnet-4.6") == [
+        "--provider google"
+    ]
