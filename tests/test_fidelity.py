@@ -886,3 +886,39 @@ def test_a_model_named_as_the_named_provider_names_it_is_no_move() -> None:
     assert moved_options(session, "google", "anthropic/claude-sonnet-4.6") == [
         "--provider google"
     ]
+
+
+def test_a_shorter_read_after_a_ttl_miss_is_no_retention() -> None:
+    """Retention explains a longer read than the rules allow after their TTL; a shorter one,
+    whatever the miss, is routing or eviction."""
+    from replay.cache._base import TTL_EXPIRED
+
+    assert _label(1000, 3000, [(0, 3000)], miss_kind=TTL_EXPIRED).startswith("routing/eviction")
+
+
+def test_openai_reasoning_models_are_of_the_strict_family() -> None:
+    """(`_strict_family`) OpenAI's tokenizer families, not model names with `gpt` in them: o3
+    and o4-mini count cached tokens in 128-token steps too; Claude does not."""
+    from replay.fidelity._fidelity import _strict_family
+
+    assert _strict_family("o3") and _strict_family("o4-mini") and _strict_family("gpt-5")
+    assert not _strict_family("claude-sonnet-4-6")
+
+
+def test_the_bill_of_a_provider_without_cache_rules_is_at_the_list_price() -> None:
+    """(`bill`) A provider genai-prices prices but no rule file serves (Mistral): the replay
+    says so where it matters; the bill is the list price."""
+    from replay.cache import CacheRouter
+    from replay.fidelity import bill
+    from replay.prices import Pricer
+
+    session = _billed_session(2)
+    session.header.provider, session.header.model = "mistral", "mistral-large-latest"
+    pricer = Pricer()
+    billed = bill(session, pricer, CacheRouter())
+    assert billed is not None and billed.cost_usd == bill(session, pricer).cost_usd > 0
+
+
+def test_the_prompt_error_is_rounded_to_a_tenth_of_a_token() -> None:
+    rows = [_row(0, 0, 0, None, sim_prompt=5100), _row(1, 0, 0, 0), _row(2, 0, 0, 0)]
+    assert fidelity_summary(rows)["mean_abs_prompt_error_tokens"] == 33.3
