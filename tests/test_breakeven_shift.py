@@ -893,3 +893,39 @@ def test_with_the_automatic_marker_alone_a_request_breaks_at_one_length() -> Non
                 assert lengths == {o.cache_read + o.cache_write_1h + o.cache_write_5m}
                 wrote += 1
         assert wrote
+
+
+def test_the_unmatched_entries_are_those_from_before_the_rewrite_past_its_first_edit() -> None:
+    """(`Shift.unmatched`) The entries of the counterfactual's store, in any scope, for the
+    request's model, written before the rewrite (or at an unknown time) and longer than where
+    the first substituted item starts: only the counterfactual can match those."""
+    from datetime import UTC, datetime, timedelta
+    from types import SimpleNamespace
+
+    class Found(_shift.Shift):
+        def _originals(self, rec, cf_items, cf_record) -> bool:
+            self.first_start = 2000
+            return True
+
+        def _usable(self, rec) -> bool:
+            return True
+
+    t = datetime(2026, 3, 1, tzinfo=UTC)
+    before = t - timedelta(seconds=1)
+    entries = {
+        ("org", "model-id", 1): SimpleNamespace(tokens=2000, created=before),  # ends at the edit
+        ("org", "model-id", 2): SimpleNamespace(tokens=2001, created=before),
+        ("org", "model-id", 3): SimpleNamespace(tokens=5000, created=t),  # written at the rewrite
+        ("org", "model-id", 4): SimpleNamespace(tokens=5000, created=None),
+        ("org", "other-model", 5): SimpleNamespace(tokens=5000, created=before),
+        ("key", "model-id", 6): SimpleNamespace(tokens=5000, created=before),
+    }
+    rec = SimpleNamespace(model="m", ts=t, request=SimpleNamespace(model="model-id"),
+                          outcome=SimpleNamespace(cache_read=0))
+    cf = SimpleNamespace(outcome=SimpleNamespace(cache_read=0))
+    shift = Found(None, [rec], 0, {}, [], cf, SimpleNamespace(entries=entries))
+    assert shift.ok
+    assert shift.unmatched == [("org", "model-id", 2), ("org", "model-id", 4),
+                               ("key", "model-id", 6)]
+    assert shift._prefixes.tolist() == [2, 4, 6]
+    assert shift.watch == set() and (shift.longest, shift.dormant) == (-1, -1)
