@@ -922,3 +922,10 @@ def test_the_bill_of_a_provider_without_cache_rules_is_at_the_list_price() -> No
 def test_the_prompt_error_is_rounded_to_a_tenth_of_a_token() -> None:
     rows = [_row(0, 0, 0, None, sim_prompt=5100), _row(1, 0, 0, 0), _row(2, 0, 0, 0)]
     assert fidelity_summary(rows)["mean_abs_prompt_error_tokens"] == 33.3
+
+
+def test_a_read_the_tolerance_below_the_previous_write_is_not_stale() -> None:
+    """The tolerance includes its bounds here too: a read 256 tokens short of the previous
+    request's write (3,000) is within it, even where an earlier entry ends."""
+    assert _label(2744, 3300, [(0, 2744), (2600, 3000)]).startswith("routing/eviction: ")
+    assert _label(2743, 3300, [(0, 2743), (2600, 3000)]).startswith("stale entry: ")
