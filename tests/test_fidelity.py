@@ -929,3 +929,14 @@ def test_a_read_the_tolerance_below_the_previous_write_is_not_stale() -> None:
     request's write (3,000) is within it, even where an earlier entry ends."""
     assert _label(2744, 3300, [(0, 2744), (2600, 3000)]).startswith("routing/eviction: ")
     assert _label(2743, 3300, [(0, 2743), (2600, 3000)]).startswith("stale entry: ")
+
+
+def test_a_provider_alias_in_another_case_is_the_same_provider() -> None:
+    """(`moved_options`) `Gemini` names the log's `google` (the alias of the rule file that
+    serves it), whatever its case or surrounding spaces."""
+    from replay.fidelity import moved_options
+
+    session = _billed_session(2)
+    session.header.provider = "google"
+    assert moved_options(session, " Gemini ", None) == []
+    assert moved_options(session, "OpenAI", None) == ["--provider OpenAI"]
