@@ -940,3 +940,10 @@ def test_a_provider_alias_in_another_case_is_the_same_provider() -> None:
     session.header.provider = "google"
     assert moved_options(session, " Gemini ", None) == []
     assert moved_options(session, "OpenAI", None) == ["--provider OpenAI"]
+
+
+def test_the_summary_sums_the_fitted_residual_and_scaled_tokens_apart() -> None:
+    rows = [_row(0, 0, 0, None, fitted_residual=100, fitted_scaled=7),
+            _row(1, 0, 0, 0, fitted_residual=20, fitted_scaled=3)]
+    summary = fidelity_summary(rows)
+    assert (summary["fitted_residual_tokens"], summary["fitted_scaled_tokens"]) == (120, 10)
