@@ -445,6 +445,19 @@ def test_inline_sidechain_is_its_own_thread_linked_to_the_task_call(tmp_path: Pa
     assert getattr(start, "hidden_prefix_tokens", None) is not None
 
 
+def test_a_subagent_on_another_model_replays_with_its_bill(tmp_path: Path) -> None:
+    """A sidechain on its own model opens its thread on that model; replaying `recorded`
+    compares the log's bill, each request at its own model (it failed with an
+    AttributeError: the bill note read a provider that thread starts do not have)."""
+    lines = _sidechain_log()
+    lines[3]["message"]["model"] = "claude-haiku-4-5"
+    session = load(_write(tmp_path, lines), strict=True)
+    start = next(e for e in session.events if isinstance(e, ThreadStart))
+    assert start.model == "claude-haiku-4-5"
+    notes = replay(session, ["recorded"]).notes
+    assert any("the log's own usage costs" in n for n in notes), notes
+
+
 def test_two_task_calls_with_one_prompt_start_two_sidechains_each_linked_to_its_call(
     tmp_path: Path,
 ) -> None:

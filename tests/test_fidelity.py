@@ -863,6 +863,24 @@ def test_a_provider_or_model_moves_the_log_if_any_request_ran_elsewhere() -> Non
     ]
 
 
+def test_a_subagent_on_its_own_model_and_a_request_naming_only_its_provider() -> None:
+    """A thread opened on its own model (Claude Code's subagent on Haiku) made every replay
+    with `recorded` fail (`ThreadStart` has no provider); a request naming its provider but
+    not its model ran on that provider, with its thread's model."""
+    from replay import replay
+    from replay.fidelity import moved_options
+
+    session = _billed_session(3)
+    session.events.insert(0, ThreadStart(ts=T0, thread_id="sub", model="claude-haiku-4-5"))
+    assert "matches what the log's own usage costs" in _bill_note(
+        replay(session, ["recorded"]).notes
+    )
+    assert moved_options(session, "anthropic", None) == []
+    session.requests()[2].provider = "google"  # Claude on Vertex
+    assert moved_options(session, "anthropic", None) == ["--provider anthropic"]
+    assert moved_options(session, None, "claude-sonnet-4.6") == []
+
+
 def test_names_without_rules_or_prices_are_compared_without_case_or_spaces() -> None:
     """(`moved_options`) A provider no rule file serves and a model genai-prices does not
     know are compared as names: another case or surrounding spaces move nothing."""

@@ -24,7 +24,7 @@ to estimates.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -201,26 +201,16 @@ def bill(session: Session, pricer: Pricer, router: CacheRouter | None = None) ->
     for it (whatever model a replay forces), or None when no request carries usage. `router`:
     the cache rules of the replay, whose endpoint (Vertex regional: +10%) the bill is priced
     at too."""
-    header = session.header
-    thread_models: dict[str, str | None] = {}
     requests = priced = 0
     cost = Decimal(0)
     models: set[str] = set()
-    for event in session.events:
-        if isinstance(event, ThreadStart):
-            thread_models[event.thread_id] = event.model
-            continue
-        if not isinstance(event, RequestMarker):
-            continue
+    for event, provider, model in _requests_ran(session):
         requests += 1
         usage = event.usage
         if usage is None:
             continue
-        # As the engine resolves it: the call's own model, else its thread's, else the log's.
-        model = event.model or thread_models.get(event.thread) or header.model
         priced += 1
         models.add(model)
-        provider = event.provider or header.provider
         cost += pricer.price(
             recorded_buckets(usage),
             model=model,
@@ -233,6 +223,19 @@ def bill(session: Session, pricer: Pricer, router: CacheRouter | None = None) ->
     return Bill(requests, priced, cost, tuple(sorted(models)))
 
 
+def _requests_ran(session: Session) -> Iterator[tuple[RequestMarker, str, str]]:
+    """Each request with the provider and model it ran on, as the engine resolves them: the
+    call's own, else (the model) its thread's, else the log's."""
+    header = session.header
+    thread_models: dict[str, str | None] = {}
+    for event in session.events:
+        if isinstance(event, ThreadStart):
+            thread_models[event.thread_id] = event.model
+        elif isinstance(event, RequestMarker):
+            model = event.model or thread_models.get(event.thread) or header.model
+            yield event, event.provider or header.provider, model
+
+
 def moved_options(
     session: Session, provider: str | None, model: str | None, pricer: Pricer | None = None
 ) -> list[str]:
@@ -241,9 +244,7 @@ def moved_options(
     moves nothing, so the log's usage is still what the simulation is compared with."""
     header = session.header
     ran = {(header.provider, header.model)} | {
-        (e.provider or header.provider, e.model)
-        for e in session.events
-        if isinstance(e, RequestMarker | ThreadStart) and getattr(e, "model", None)
+        (provider, model) for _, provider, model in _requests_ran(session)
     }
     moved = []
     router = CacheRouter()
