@@ -1095,14 +1095,15 @@ def test_an_uncached_tail_of_tail_min_tokens_is_a_tail() -> None:
     assert tails == [0, 32]
 
 
-def test_a_residual_share_before_the_marker_of_framing_or_less_goes_after_it() -> None:
-    """A residual a few tokens longer than the uncached tail is one message after the marker:
-    the share before it would be framing only."""
+@pytest.mark.parametrize("extra", [304, 306])
+def test_a_residual_share_before_the_marker_of_framing_or_less_goes_after_it(extra: int) -> None:
+    """A residual a few tokens longer than the uncached tail, up to 4 more (Claude's message
+    framing), is one message after the marker: the share before it would be framing only."""
     session = _session(_turns(MAIN_THREAD, 0, 5, T0), hidden=4000)
     _bill(session, UnloggedContext())
-    third = _moved_to_input(session, "main-r3", 302, extra=304)
+    third = _moved_to_input(session, "main-r3", 302, extra=extra)
     fit = fit_unlogged_context(session, ReplayConfig())
-    assert fit.requests[(MAIN_THREAD, third)] == RequestFit(after=304, tail=302)
+    assert fit.requests[(MAIN_THREAD, third)] == RequestFit(after=extra, tail=302)
 
 
 def test_only_a_residual_after_a_compaction_is_the_compaction_s_context() -> None:
@@ -1242,16 +1243,6 @@ def test_a_first_request_without_a_hidden_prefix_gives_its_tail_to_nothing() -> 
     fit = fit_unlogged_context(session, ReplayConfig())
     assert fit.grown == {} and not any(fit.counts.values())
     assert fit.requests[(MAIN_THREAD, first)] == RequestFit(tail=400)
-
-
-def test_a_residual_share_before_the_marker_of_exactly_the_framing_goes_after_it() -> None:
-    """A residual 4 tokens (Claude's message framing) longer than the uncached tail is still
-    one message after the marker."""
-    session = _session(_turns(MAIN_THREAD, 0, 5, T0), hidden=4000)
-    _bill(session, UnloggedContext())
-    third = _moved_to_input(session, "main-r3", 302, extra=306)
-    fit = fit_unlogged_context(session, ReplayConfig())
-    assert fit.requests[(MAIN_THREAD, third)] == RequestFit(after=306, tail=302)
 
 
 def test_a_residual_after_the_second_logged_compaction_is_that_compaction_s_context() -> None:
