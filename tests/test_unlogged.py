@@ -1268,19 +1268,7 @@ def test_a_residual_after_the_second_logged_compaction_is_that_compaction_s_cont
 def test_a_cache_without_a_thinking_rule_bills_earlier_thinking() -> None:
     """Gemini's rules say nothing of stripping earlier thinking: a prompt billed with it holds
     no unlogged context (the billed size keeps every thinking block)."""
-    from replay.log import ThinkingBlock
-
-    events: list = []
-    for n in range(3):
-        ts = T0 + timedelta(seconds=20 * n)
-        events += [
-            UserMessage(ts=ts, text=f"step {n}: " + WORDS * 20, id=f"u{n}"),
-            RequestMarker(ts=ts, request_id=f"r{n}", duration_ms=4000),
-            AssistantMessage(ts=ts, request_id=f"r{n}", id=f"a{n}", blocks=[
-                ThinkingBlock(thinking=f"thinking {n}: " + WORDS * 30),
-                TextBlock(text=f"done {n}")]),
-        ]
-    session = _session(events, hidden=2000)
+    session = _session(_thinking_turns(3), hidden=2000)
     session.header.provider, session.header.model = "google", "gemini-2.5-pro"
     _bill(session, UnloggedContext())
     fit = fit_unlogged_context(session, ReplayConfig())
