@@ -1142,15 +1142,20 @@ def test_a_later_request_s_tail_inside_its_last_message_sizes_nothing_down() -> 
     assert fit.requests[(MAIN_THREAD, third)] == RequestFit(tail=300)
 
 
+def _first_request_sends(texts: list[str]) -> list:
+    """A first request that sends `texts` as user messages of their own, then two turns."""
+    events = [UserMessage(ts=T0, text=t, id=f"u{k}") for k, t in enumerate(texts)]
+    events += [RequestMarker(ts=T0, request_id="main-r0", duration_ms=4000),
+               AssistantMessage(ts=T0, blocks=[TextBlock(text="done")], request_id="main-r0")]
+    return events + _turns(MAIN_THREAD, 1, 2, T0 + timedelta(seconds=20))
+
+
 def test_a_first_request_s_texts_after_the_marker_give_up_its_excess() -> None:
     """On a thread's first request, when the texts after the client's marker render more
     than the billed tail, those texts (not the one the marker follows) are sized down to it
     and the hidden prefix grows by as much."""
     texts = ["first " + WORDS * 30, "second " + WORDS * 30]
-    events = [UserMessage(ts=T0, text=t, id=f"u{k}") for k, t in enumerate(texts)]
-    events += [RequestMarker(ts=T0, request_id="main-r0", duration_ms=4000),
-               AssistantMessage(ts=T0, blocks=[TextBlock(text="done")], request_id="main-r0")]
-    events += _turns(MAIN_THREAD, 1, 2, T0 + timedelta(seconds=20))
+    events = _first_request_sends(texts)
     session = _session(events, hidden=4000)
     _bill(session, UnloggedContext())
     _moved_to_input(session, "main-r0", 300)
@@ -1232,10 +1237,7 @@ def test_a_first_request_without_a_hidden_prefix_gives_its_tail_to_nothing() -> 
     marker give up: without one, a first request's marker before its last text sizes nothing
     down."""
     texts = ["first " + WORDS * 80, "second " + WORDS * 30]  # cacheable without a head
-    events = [UserMessage(ts=T0, text=t, id=f"u{k}") for k, t in enumerate(texts)]
-    events += [RequestMarker(ts=T0, request_id="main-r0", duration_ms=4000),
-               AssistantMessage(ts=T0, blocks=[TextBlock(text="done")], request_id="main-r0")]
-    events += _turns(MAIN_THREAD, 1, 2, T0 + timedelta(seconds=20))
+    events = _first_request_sends(texts)
     session = _session(events, hidden=0)
     _bill(session, UnloggedContext())
     assert session.events[2].usage.cache_write_5m_tokens > 1024
