@@ -363,6 +363,53 @@ def test_generator_compacts_past_the_limit():
     assert all(set(c.replaces) <= ids and c.replaces for c in compactions)
 
 
+def test_generator_needs_at_least_one_request():
+    with pytest.raises(ValueError, match="at least 1"):
+        synthetic_session(0)
+
+
+@pytest.fixture(scope="module")
+def long_run():
+    """Long enough for the rare events of the documented mix (a 2-3% chance per call) to show."""
+    return synthetic_session(3000, 0)
+
+
+def _calls(session):
+    return {
+        b.id: b
+        for e in session.events
+        if isinstance(e, AssistantMessage)
+        for b in e.blocks
+        if isinstance(b, ToolCallBlock)
+    }
+
+
+def test_generator_parallel_calls_are_lookups(long_run):
+    """1-3 calls per message, parallel lookups ~40% of the time; writes and test runs go alone."""
+    per_message = [
+        [b.name for b in e.blocks if isinstance(b, ToolCallBlock)]
+        for e in long_run.events
+        if isinstance(e, AssistantMessage)
+    ]
+    assert {len(names) for names in per_message} == {1, 2, 3}
+    parallel = [names for names in per_message if len(names) > 1]
+    assert 0.3 < len(parallel) / len(per_message) < 0.5
+    assert {n for names in parallel for n in names} == {"read_file", "grep", "list_files"}
+
+
+def test_generator_markers_time_the_model_call_and_name_the_response(long_run):
+    """A request's `duration_ms` is the time its response took; the response carries its id."""
+    marker = None
+    for e in long_run.events:
+        if isinstance(e, RequestMarker):
+            marker = e
+        elif isinstance(e, AssistantMessage):
+            assert e.request_id == marker.request_id
+            took = (e.ts - marker.ts).total_seconds() * 1000
+            assert marker.duration_ms <= took < marker.duration_ms + 1
+            assert 1000 <= marker.duration_ms <= 120_000
+
+
 @pytest.fixture
 def exact_claude(tmp_path):
     """Claude counted at factor 1.0: the naive reference materializes tiktoken ids, so it holds
