@@ -410,6 +410,63 @@ def test_generator_markers_time_the_model_call_and_name_the_response(long_run):
             assert 1000 <= marker.duration_ms <= 120_000
 
 
+def test_generator_tool_output_sizes_follow_the_documented_mix(long_run):
+    """docs/performance.md: grep median ~0.5k with hundreds of matches (up to ~40k) now and
+    then, a pytest report of median ~1.3k with verbose failure dumps of 20-40k, a ~0.5k
+    listing, and re-reads as ranges of 20-150 lines."""
+    calls = _calls(long_run)
+    results = [e for e in long_run.events if isinstance(e, ToolResult)]
+
+    def sizes(tool):
+        return sorted(len(r.output) for r in results if r.tool_name == tool)
+
+    grep, tests, listing = sizes("grep"), sizes("run_tests"), sizes("list_files")
+    assert 300 < grep[len(grep) // 2] < 800 and 10_000 < grep[-1] < 50_000
+    assert 800 < tests[len(tests) // 2] < 2000 and 20_000 < tests[-1] < 45_000
+    assert 300 < listing[len(listing) // 2] < 800
+    limits = [
+        calls[r.call_id].arguments.get("limit") for r in results if r.tool_name == "read_file"
+    ]
+    ranged = [n for n in limits if n is not None]
+    assert ranged and all(20 <= n <= 150 for n in ranged)
+
+
+def test_generator_size_scale_scales_the_files():
+    """`size_scale` multiplies every tool-output size: a tenth of the ~2.3k median read."""
+    session = synthetic_session(200, 0, size_scale=0.1)
+    reads = sorted(
+        len(e.output)
+        for e in session.events
+        if isinstance(e, ToolResult) and e.tool_name == "read_file"
+    )
+    assert reads[len(reads) // 2] < 500 and reads[-1] <= 5_000
+
+
+def test_generator_test_runs_end_with_a_pytest_summary(long_run):
+    """Each `run_tests` output is a pytest report: its summary counts what it collected."""
+    import re
+
+    runs = [e.output for e in long_run.events if isinstance(e, ToolResult)
+            and e.tool_name == "run_tests"]
+    failing = 0
+    for out in runs:
+        lines = out.splitlines()
+        collected = int(re.fullmatch(r"collected (\d+) items", lines[4]).group(1))
+        m = re.fullmatch(r"=+ (?:(\d+) failed, )?(\d+) passed in \d+\.\d\ds =+", lines[-1])
+        assert m, lines[-1]
+        failed = int(m.group(1) or 0)
+        assert failed + int(m.group(2)) == collected
+        assert sum(x.startswith("FAILED ") for x in lines) == failed
+        failing += failed > 0
+    assert 0 < failing < len(runs)
+
+
+def test_generator_user_follows_up_now_and_then(long_run):
+    """docs/performance.md: user follow-ups on ~1.7% of requests (51 of 3,000)."""
+    follow_ups = [e for e in long_run.events[1:] if isinstance(e, UserMessage)]
+    assert 35 <= len(follow_ups) <= 70
+
+
 @pytest.fixture
 def exact_claude(tmp_path):
     """Claude counted at factor 1.0: the naive reference materializes tiktoken ids, so it holds
