@@ -467,6 +467,26 @@ def test_generator_user_follows_up_now_and_then(long_run):
     assert 35 <= len(follow_ups) <= 70
 
 
+def test_generator_reads_a_file_it_just_wrote_mostly_as_a_range(long_run):
+    """A file unchanged since the agent last *wrote* it is read again as a range 9 times in 10,
+    like one it last read."""
+    calls = _calls(long_run)
+    last: dict[str, str] = {}
+    after_write = ranged = 0
+    for e in long_run.events:
+        if isinstance(e, AssistantMessage):
+            for b in e.blocks:
+                if isinstance(b, ToolCallBlock) and b.name == "write_file":
+                    last[b.arguments["path"]] = "write"
+        elif isinstance(e, ToolResult) and e.tool_name == "read_file":
+            args = calls[e.call_id].arguments
+            if last.get(args["path"]) == "write":
+                after_write += 1
+                ranged += "offset" in args
+            last[args["path"]] = "read"
+    assert after_write > 20 and ranged > 0.8 * after_write
+
+
 @pytest.fixture
 def exact_claude(tmp_path):
     """Claude counted at factor 1.0: the naive reference materializes tiktoken ids, so it holds
