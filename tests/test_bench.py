@@ -487,6 +487,44 @@ def test_generator_reads_a_file_it_just_wrote_mostly_as_a_range(long_run):
     assert after_write > 20 and ranged > 0.8 * after_write
 
 
+def test_generator_compaction_replaces_everything_before_it_and_restarts_the_estimate():
+    """The module docstring: when the agent's own context, estimated at 3.5 characters per token
+    plus message framing, would pass the limit, an automatic compaction replaces everything
+    before it and the estimate restarts from the summary."""
+    limit = 20_000
+    session = synthetic_session(200, 2, max_context_tokens=limit)
+    header = session.header
+    fixed = len(header.system) + sum(len(t.model_dump_json()) for t in header.tools)
+    framing = 50  # tokens per message or tool definition, generous
+
+    def lowest(e):
+        if isinstance(e, UserMessage):
+            return len(e.text)
+        if isinstance(e, ToolResult):
+            return len(e.output)
+        return sum(len(b.model_dump_json()) for b in e.blocks)
+
+    def highest(events):
+        return sum(len(e.model_dump_json()) for e in events) / 3.5 + framing * len(events)
+
+    summary, segment, compactions = "", [], 0
+    for e in session.events:
+        if not isinstance(e, Compaction):
+            segment.append(e)
+            continue
+        compactions += 1
+        held = [x for x in segment if not isinstance(x, RequestMarker)]
+        assert e.replaces == [x.id for x in held] and e.trigger == "auto"
+        low = (fixed + len(summary) + sum(lowest(x) for x in held)) / 3.5
+        high = (fixed + len(summary)) / 3.5 + framing * (len(header.tools) + 1) + highest(held)
+        assert limit < e.tokens_before and low <= e.tokens_before <= high
+        # the check before the last request still found the context within the limit
+        last = max(n for n, x in enumerate(segment) if isinstance(x, RequestMarker))
+        assert e.tokens_before - highest(segment[last + 1 :]) <= limit
+        summary, segment = e.summary, []
+    assert compactions >= 3
+
+
 @pytest.fixture
 def exact_claude(tmp_path):
     """Claude counted at factor 1.0: the naive reference materializes tiktoken ids, so it holds
