@@ -571,6 +571,7 @@ def test_naive_reference_equals_fast_path(provider, model, exact_claude):
 def test_written_log_replays_like_the_session(tmp_path):
     path = tmp_path / "s.jsonl"
     session = write_synthetic_log(path, 30, 0)
+    assert session.path == str(path)
     a = replay_session(session, "baseline,sliding-10", ReplayConfig(pricer=Pricer()))
     b = replay_session(read_log(path), "baseline,sliding-10", ReplayConfig(pricer=Pricer()))
     assert [(r.request.total, r.cost_usd) for r in a] == [(r.request.total, r.cost_usd) for r in b]
