@@ -859,3 +859,124 @@ def test_colours_past_the_palette_alternate_light_and_dark() -> None:
         colorsys.rgb_to_hls(*(int(c[i:i + 2], 16) / 255 for i in (1, 3, 5)))[1] for c in extra
     ]
     assert all(abs(a - b) > 0.1 for a, b in zip(lightness, lightness[1:], strict=False))
+
+
+def test_items_carry_the_flags_and_labels_the_page_reads() -> None:
+    """report.js titles an item from its row `[kind, text, label, event, tokens, original,
+    flags]`: flag 1 "(shortened from N chars)", 2 "(injected)", 4 "(error)"; a tool result is
+    labelled with its tool."""
+    from replay.report._html import _Interner
+    from replay.strategies import ToolResultItem, UserItem
+
+    interner = _Interner()
+
+    def row(item) -> list:
+        kind, text, label, event, _tokens, original, flags = interner.items[interner.item(item)]
+        return [kind, interner.texts[text], interner.texts[label], event, original, flags]
+
+    assert row(ToolResultItem(call_id="c", tool_name="bash", output="[stub]", is_error=True,
+                              event_index=3, original_chars=120)) == [
+        "t", "[stub]", "bash", 3, 120, 1 | 4]
+    assert row(ToolResultItem(call_id="c", tool_name="read", output="ok", event_index=4)) == [
+        "t", "ok", "read", 4, 0, 0]
+    assert row(UserItem("go on", event_index=5, injected=True)) == ["u", "go on", "", 5, 0, 2]
+    assert row(UserItem("go on", event_index=6)) == ["u", "go on", "", 6, 0, 0]
+
+
+def test_views_are_runs_of_ids_and_cost_append_only_strategies_a_few_numbers(document) -> None:
+    """Module docstring: a view is the shared prefix's length, then `[start, count, ...]` runs
+    of consecutive item ids, "so append-only strategies cost a few numbers per request"."""
+    from replay.report._html import _ranges
+
+    assert _ranges([3, 4, 5, 9, 10, 2, 7]) == [3, 3, 9, 2, 2, 1, 7, 1]
+    assert _ranges([]) == []
+    baseline = document["records"][document["strategies"].index("baseline")]
+    assert all(len(rec[1]) == 3 for rec in baseline)  # [shared, start, count]
+
+
+@pytest.mark.parametrize(
+    ("where", "block", "token", "expected"),
+    [
+        ("first", None, 0, None),  # nothing before it to differ from
+        ("tools", None, 0, -1),
+        ("system", None, 3, -1),
+        ("message 1", 1, 0, 7),  # the block the diff names
+        ("tail", None, 10, 7),  # token 10 is the first of the second block (ends 10, 20)
+        ("tail", None, 9, 5),
+        ("tail", None, 20, None),  # past the last block: no item differs
+    ],
+)
+def test_the_first_mismatch_names_the_view_item_of_its_block(where, block, token,
+                                                             expected) -> None:
+    """`mm`: the view item of the first mismatch (-1: tools/system; null: none)."""
+    from types import SimpleNamespace
+
+    from replay.report._html import _mismatch_item
+
+    record = SimpleNamespace(
+        diff=SimpleNamespace(where=where, first_mismatch_block=block,
+                             first_mismatch_token=token),
+        request=SimpleNamespace(cum_tokens=[10, 20], block_ids=["a", "b"], item_index=[5, 7]),
+    )
+    assert _mismatch_item(record) == expected
+
+
+def test_requests_carry_their_id_thread_and_utc_time(result, document) -> None:
+    """`requests` rows (`REQUEST_FIELDS`): the request's id, thread, model and time, written
+    in UTC with a `Z` as the JSON export writes times."""
+    from datetime import datetime
+
+    rq = {name: n for n, name in enumerate(document["requestFields"])}
+    rows = {row[rq["i"]]: row for row in document["requests"]}
+    sent = {r.request_index: r for r in result.records if r.kind == "request"}
+    assert set(rows) == set(sent)
+    for i, row in rows.items():
+        assert row[rq["id"]] == sent[i].request_id
+        assert document["threads"][row[rq["thread"]]] == sent[i].thread
+        assert document["requestModels"][row[rq["model"]]] == sent[i].model
+        assert row[rq["ts"]].endswith("Z")
+        assert datetime.fromisoformat(row[rq["ts"]]) == sent[i].ts
+    # The log's span, not the time of writing: the same log gives the same page.
+    events = result.session.events
+    assert [datetime.fromisoformat(t) for t in document["span"]] == [
+        events[0].ts.replace(microsecond=0), events[-1].ts.replace(microsecond=0)]
+
+
+def test_an_item_s_tokens_are_its_count_where_it_first_appeared(result, document) -> None:
+    """docs/report.md: the cards show "an item's count where it first appeared" (baseline,
+    the first strategy, sends every item of the history first)."""
+    views = _decoded_views(document, "baseline")
+    expected: dict[int, int] = {}
+    for record in sorted((r for r in result.records
+                          if r.strategy == "baseline" and r.kind == "request"),
+                         key=lambda r: r.request_index):
+        view = views[record.request_index]
+        counts = [0] * len(view)
+        for position, tokens in zip(record.request.item_index, record.request.block_tokens,
+                                    strict=True):
+            if position >= 0:
+                counts[position] += int(tokens)
+        for n, tokens in zip(view, counts, strict=True):
+            expected.setdefault(n, tokens)
+    assert expected and {n: document["items"][n][4] for n in expected} == expected
+
+
+def test_rows_count_summarizer_calls_and_requests_over_the_window(result, document) -> None:
+    """`summ`: [summarizer calls, their cost] at the request that needed them; `over`: the
+    request was over the model's context window."""
+    fields = {name: n for n, name in enumerate(document["recordFields"])}
+    strategy = "compact-at-12000-structured"
+    rows = document["records"][document["strategies"].index(strategy)]
+    calls: dict[int, list] = {}
+    for r in result.records:
+        if r.strategy == strategy and r.kind == "summarizer":
+            calls.setdefault(r.request_index, []).append(r.cost_usd)
+    assert calls
+    for row in rows:
+        costs = calls.get(row[fields["i"]], [])
+        assert row[fields["summ"]][0] == len(costs)
+        assert row[fields["summ"]][1] == pytest.approx(float(sum(costs, Decimal(0))))
+    small = replay(SAMPLE, "baseline", keep_views=True, context_window=3000)
+    over = [row[fields["over"]] for row in report_document(small)["records"][0]]
+    assert over == [bool(r.over_window) for r in small.records if r.kind == "request"]
+    assert any(over) and not all(over)
