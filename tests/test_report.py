@@ -980,3 +980,25 @@ def test_rows_count_summarizer_calls_and_requests_over_the_window(result, docume
     over = [row[fields["over"]] for row in report_document(small)["records"][0]]
     assert over == [bool(r.over_window) for r in small.records if r.kind == "request"]
     assert any(over) and not all(over)
+
+
+@pytest.mark.parametrize(
+    ("kind", "excerpt", "expected"),
+    [
+        # Quotes and mentions are pieces joined by ", " (`_short` of `", ".join(hidden)`),
+        # shortened with "…"; pieces under 3 characters would light up anywhere.
+        ("hidden-quote", "ERR_42, src/api.js, ab, abc…", ["ERR_42", "src/api.js", "abc"]),
+        ("hidden-mention", "Preview theme, x, renderPage", ["Preview theme", "renderPage"]),
+        # An edit's hidden old text, line by line.
+        ("hidden-edit-target", "def f(x):\n    return x, 1\n\n}\n", ["def f(x):",
+                                                                  "return x, 1"]),
+        # A stubbed read's excerpt is the stub the view showed, not hidden text.
+        ("stubbed-read", "[output truncated: 4000 chars]", []),
+    ],
+)
+def test_blind_fragments_are_the_hidden_pieces_to_highlight(kind, excerpt, expected) -> None:
+    from replay.evidence._blind import BlindAction
+    from replay.report._html import _fragments
+
+    action = BlindAction(1, "r1", "edit", kind, None, excerpt)
+    assert _fragments(action) == expected
