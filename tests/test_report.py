@@ -1002,3 +1002,40 @@ def test_blind_fragments_are_the_hidden_pieces_to_highlight(kind, excerpt, expec
 
     action = BlindAction(1, "r1", "edit", kind, None, excerpt)
     assert _fragments(action) == expected
+
+
+def test_the_page_title_is_escaped_and_printable(document) -> None:
+    """docs/report.md: the page's `<title>` writes a log's bidirectional marks as `\\u202e`;
+    markup in a log name is text."""
+    page = render_html({**document, "title": 'a & b "<i>" \u202e'})
+    assert '<title>a &amp; b &quot;&lt;i&gt;&quot; \\u202e</title>' in page
+
+
+def test_a_template_without_a_placeholder_is_refused(document, monkeypatch) -> None:
+    from replay.report import _html
+
+    real = _html._asset
+    monkeypatch.setattr(_html, "_asset", lambda name: real(name).replace("{{app}}", "")
+                        if name == "report.html" else real(name))
+    with pytest.raises(RuntimeError, match="lacks {{app}}"):
+        render_html(document)
+
+
+def test_data_keeps_line_separators_out_of_the_script(document) -> None:
+    """The data's JSON escapes `<` (no `</script>`, no `<!--`) and U+2028/U+2029, and decodes
+    back to the same text."""
+    from replay.report._html import _json_for_script
+
+    value = {"t": "</script><!-- \u2028\u2029 & >"}
+    text = _json_for_script(value)
+    assert "<" not in text and "\u2028" not in text and "\u2029" not in text
+    assert json.loads(text) == value
+
+
+def test_a_runtime_holding_a_closing_script_tag_stays_in_its_element(document,
+                                                                     monkeypatch) -> None:
+    from replay.report import _charts
+
+    monkeypatch.setattr(_charts, "vega_runtime", lambda: "var s = '</script><b>';")
+    page = render_html(document)
+    assert "</script><b>" not in page and page.count("</script>") == 4
