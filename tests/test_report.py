@@ -1039,3 +1039,75 @@ def test_a_runtime_holding_a_closing_script_tag_stays_in_its_element(document,
     monkeypatch.setattr(_charts, "vega_runtime", lambda: "var s = '</script><b>';")
     page = render_html(document)
     assert "</script><b>" not in page and page.count("</script>") == 4
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("0.0100", "0.01"), ("0E-8", "0"), ("1.5E+2", "150"), ("-0.00", "0"), ("12.3400", "12.34")],
+)
+def test_money_cells_are_the_json_export_s_decimal_strings(value, expected) -> None:
+    """Money stays exact in the page: the JSON export's plain decimal string (no exponent, no
+    trailing zeros), whatever the column."""
+    from replay.report._html import _cell
+
+    assert _cell(Decimal(value), "usd") == expected
+    assert _cell(Decimal(value), "int") == expected
+
+
+def test_cells_are_json_the_page_can_read() -> None:
+    """A money column is a decimal string even when the frame held a float; a NaN (which JSON
+    cannot carry: the data is written with `allow_nan=False`) is an empty cell."""
+    from replay.report._html import _cell
+
+    assert _cell(0.5, "usd") == "0.5"
+    assert _cell(2.0, "usd6") == "2"
+    assert _cell(float("nan"), "ratio") is None
+    assert _cell(None, "usd") is None
+    assert _cell(0.25, "ratio") == 0.25
+
+
+def test_without_break_even_the_summary_has_no_break_even_columns(result, document) -> None:
+    """`--no-breakeven`: no break-even table and none of its summary columns; the blind
+    actions by kind are counted either way, 0 where a strategy hid nothing (baseline)."""
+    page = report_document(result, None, log=str(SAMPLE))
+    assert page["breakeven"] is None
+    columns = [c[0] for c in page["summary"]["columns"]]
+    assert not {"rewrites", "paid_back", "median_breakeven", "rewrite_net_usd"} & set(columns)
+    for doc in (page, document):
+        keys = [c[0] for c in doc["summary"]["columns"]]
+        rows = {row[0]: dict(zip(keys, row, strict=True)) for row in doc["summary"]["rows"]}
+        for kind in ("hidden-edit-target", "hidden-quote", "stubbed-read"):
+            assert rows["baseline"][kind] == 0
+
+
+def test_the_span_is_the_log_s_first_and_last_time_in_utc() -> None:
+    """The page's `span`: the log's first and last timestamp (its header's when it has no
+    event), in UTC to the second, so the same log gives the same page wherever it is made."""
+    from datetime import UTC, datetime, timedelta, timezone
+    from types import SimpleNamespace
+
+    from replay.report._html import _span
+
+    paris = timezone(timedelta(hours=2))
+    events = [SimpleNamespace(ts=datetime(2026, 5, 1, 12, 0, 1, 900_000, tzinfo=paris)),
+              SimpleNamespace(ts=datetime(2026, 5, 1, 12, 30, tzinfo=paris)),
+              SimpleNamespace(ts=datetime(2026, 5, 2, 1, 15, 7, tzinfo=paris))]
+    header = SimpleNamespace(ts=datetime(2026, 4, 30, 23, 0, tzinfo=UTC))
+    assert _span(SimpleNamespace(events=events, header=header)) == [
+        "2026-05-01T10:00:01Z", "2026-05-01T23:15:07Z"]
+    assert _span(SimpleNamespace(events=[], header=header)) == [
+        "2026-04-30T23:00:00Z", "2026-04-30T23:00:00Z"]
+
+
+def test_the_page_lists_models_and_providers_in_a_fixed_order(result) -> None:
+    """The same log gives the same page: the models and providers (held as sets) are written
+    sorted, not in a set's order."""
+    from replay.report._html import _Document
+
+    made = _Document(result.session)
+    made.add(result.records)
+    made.tables.models = {f"m-{c}" for c in "hcfadgbe"}
+    made.tables.providers = {"p-z", "p-a"}
+    page = made.build(result.summary, [])
+    assert page["models"] == [f"m-{c}" for c in "abcdefgh"]
+    assert page["providers"] == ["p-a", "p-z"]
