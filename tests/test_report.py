@@ -1111,3 +1111,79 @@ def test_the_page_lists_models_and_providers_in_a_fixed_order(result) -> None:
     page = made.build(result.summary, [])
     assert page["models"] == [f"m-{c}" for c in "abcdefgh"]
     assert page["providers"] == ["p-a", "p-z"]
+
+
+def test_rows_carry_the_shared_prefix_system_tokens_and_output(result, document) -> None:
+    """`view` starts with the length of the prefix shared with the thread's previous view;
+    `sys`: the tokens of the tool definitions and system prompt (blocks of no view item);
+    `out`: the output tokens."""
+    fields = {name: n for n, name in enumerate(document["recordFields"])}
+    rows = document["records"][document["strategies"].index("baseline")]
+    views = _decoded_views(document, "baseline")
+    sent = {r.request_index: r for r in result.records
+            if r.strategy == "baseline" and r.kind == "request"}
+    for prev, row in zip(rows, rows[1:], strict=False):
+        assert row[fields["view"]][0] == len(views[prev[fields["i"]]])  # append-only
+    for row in rows:
+        request = sent[row[fields["i"]]].request
+        assert row[fields["sys"]] == sum(int(t) for n, t in zip(
+            request.item_index, request.block_tokens, strict=True) if n < 0) > 0
+        assert row[fields["out"]] == sent[row[fields["i"]]].output_tokens
+
+
+def test_misses_are_marked_before_rewrites(document) -> None:
+    """`marks`: every miss first, then the rewrites, drawn on top of a miss at the same
+    request."""
+    kinds = [document["markKinds"][m] for m in document["marks"]["m"]]
+    misses = kinds.count("miss")
+    assert 0 < misses < len(kinds)
+    assert kinds[:misses] == ["miss"] * misses
+
+
+def test_blind_actions_are_counted_by_strategy_and_kind() -> None:
+    from types import SimpleNamespace
+
+    from replay.report._html import _blind_kinds
+
+    def record(strategy: str, *kinds: str) -> SimpleNamespace:
+        return SimpleNamespace(strategy=strategy,
+                               blind_actions=[SimpleNamespace(kind=k) for k in kinds])
+
+    records = [record("a", "hidden-quote", "stubbed-read"), record("a", "hidden-quote"),
+               record("b"), record("c", "hidden-edit-target")]
+    assert _blind_kinds(records) == {"a": {"hidden-quote": 2, "stubbed-read": 1},
+                                     "c": {"hidden-edit-target": 1}}
+
+
+def test_a_part_numbered_for_another_log_is_refused(result) -> None:
+    """`merge`: a part whose histories are numbered otherwise is a bug, not merged."""
+    import dataclasses
+
+    from replay.engine._results import ResultTables
+    from replay.report._html import _Document, document_part
+
+    records = [r for r in result.records if r.strategy == "baseline"]
+    part = document_part(result.session, records)
+    texts, items = part.base
+    with pytest.raises(RuntimeError, match="numbered"):
+        _Document(result.session).merge(dataclasses.replace(part, base=(texts + 1, items)),
+                                        ResultTables(per_turn=False))
+
+
+@pytest.mark.parametrize("used", ["storage_cost_usd", "cache_created_tokens"])
+def test_either_sign_of_an_explicit_cache_shows_both_of_its_columns(used) -> None:
+    """docs/report.md: the summary has the explicit cache's storage cost and created tokens
+    where one was used (either is a sign of it), and neither otherwise."""
+    import polars as pl
+
+    from replay.report._html import EXPLICIT_CACHE_COLUMNS, _summary_rows
+
+    def shown(**values) -> set[str]:
+        summary = pl.DataFrame({"strategy": ["s"], "storage_cost_usd": [Decimal(0)],
+                                "cache_created_tokens": [0]} | values)
+        columns, _rows = _summary_rows(summary, None, {})
+        return {c[0] for c in columns} & set(EXPLICIT_CACHE_COLUMNS)
+
+    assert shown() == set()
+    value = Decimal("0.01") if used == "storage_cost_usd" else 512
+    assert shown(**{used: [value]}) == set(EXPLICIT_CACHE_COLUMNS)
