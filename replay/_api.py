@@ -20,7 +20,7 @@ from replay.engine._results import ResultTables
 from replay.engine._unlogged import UnloggedContext
 from replay.log import Compaction, Event, RequestMarker, Session
 from replay.prices import Pricer, RateOverride
-from replay.strategies import resolve
+from replay.strategies import StrategySpec, resolve
 
 TRAJECTORY_NOTE = (
     "Offline replay keeps the recorded trajectory fixed: every response and tool call is what "
@@ -480,14 +480,20 @@ def _notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list
     return notes
 
 
-def _is_plugin(name: str) -> bool:
-    """Whether `name` is a plug-in's strategy (its rules are not replay's to vouch for)."""
+def _spec_of(name: str) -> StrategySpec | None:
+    """The family of strategy `name`; None for a one-off strategy (whatif), which has none."""
     from replay.strategies import parse_name
 
     try:
-        return parse_name(name).spec.is_plugin
-    except ReplayError:  # a one-off strategy (whatif) is no plug-in
-        return False
+        return parse_name(name).spec
+    except ReplayError:
+        return None
+
+
+def _is_plugin(name: str) -> bool:
+    """Whether `name` is a plug-in's strategy (its rules are not replay's to vouch for)."""
+    spec = _spec_of(name)
+    return spec is not None and spec.is_plugin
 
 
 _APIS = {
@@ -507,14 +513,10 @@ def _offers(api: str, tables: ResultTables) -> bool:
 def _foreign_api_notes(tables: ResultTables) -> list[str]:
     """Strategies that acted and simulate a provider's server-side mechanism the run's models
     do not have: what they bill is a harness running the same rule itself."""
-    from replay.strategies import parse_name
-
     foreign: dict[str, list[str]] = {}
     for name in tables.acted:
-        try:
-            api = parse_name(name).spec.api
-        except ReplayError:  # a one-off strategy (whatif)
-            continue
+        spec = _spec_of(name)
+        api = spec.api if spec is not None else ""
         if api and not _offers(api, tables):
             foreign.setdefault(api, []).append(name)
     models = ", ".join(sorted(tables.models))
