@@ -1670,7 +1670,8 @@ def test_strategies_command_json_rows(tmp_path, clean_registry):
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
     assert all(
-        set(r) == {"name", "family", "cache_class", "defaults", "rule", "source"} for r in rows
+        set(r) == {"name", "family", "cache_class", "defaults", "rule", "source", "api"}
+        for r in rows
     )
     names = [r["name"] for r in rows]
     assert names[: len(canonical_names())] == canonical_names() and names[-1] == "my-last-n"
@@ -1678,6 +1679,16 @@ def test_strategies_command_json_rows(tmp_path, clean_registry):
     assert (
         pi["defaults"] == {"reserve": 16384, "keep": 20000} and pi["cache_class"] == "freeze-once"
     )
+    # The five server-side families name their API (docs/strategies.md); harness rules none.
+    apis = {r["name"]: r["api"] for r in rows if r["api"]}
+    assert apis == {
+        "anthropic-clear-tool-uses-100k-keep-3": "anthropic",
+        "anthropic-clear-thinking-keep-1": "anthropic",
+        "anthropic-compact-150k": "anthropic",
+        "openai-responses-compact-90pct": "openai",
+        "codex-remote-compact-at-90pct": "openai",
+    }
+    assert pi["api"] is None
 
 
 def test_cli_parse_sets():

@@ -92,7 +92,8 @@ def strategy_rows() -> list[dict[str, Any]]:
     """One row per name `all` / `plugins` run (families without canonical names: the family).
 
     `defaults` are the parameters that name runs with (`compact-at-12000-freeform` has
-    `style=freeform`, not its family's first default); unset optional ones are left out."""
+    `style=freeform`, not its family's first default); unset optional ones are left out. `api`
+    names the provider API of a server-side mechanism (`anthropic`, `openai`), else None."""
     from replay.strategies import parse_name, registered
 
     rows = []
@@ -111,6 +112,7 @@ def strategy_rows() -> list[dict[str, Any]]:
                     },
                     "rule": spec.rule,
                     "source": spec.source,
+                    "api": spec.api or None,
                 }
             )
     return rows
