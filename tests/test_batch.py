@@ -2193,3 +2193,25 @@ def test_a_file_read_in_a_gone_files_session_is_held_by_that_files_rows(tmp_path
     assert dataset.read_in_missing(put("sub-of-here", "part of", here)) is None
     assert dataset.read_in_missing(put("sub-of-rowless", "part of", rowless)) is None
     assert dataset.read_in_missing(here) is None
+
+
+def test_the_scan_lists_the_models_a_session_s_threads_ran_on(tmp_path: Path):
+    """A thread opened on its own model (a subagent on Haiku) whose requests do not repeat it
+    ran on that model, as `replay run` bills it: the scan lists it beside the header's."""
+    from replay.batch._work import scan_file
+    from replay.log import ThreadStart, UserMessage
+
+    base = read_log(RUN42)
+    base.header.provider, base.header.model = "anthropic", "claude-sonnet-4-5"
+    t = base.events[-1].ts
+    base.events += [
+        ThreadStart(ts=t, thread_id="sub", model="claude-haiku-4-5"),
+        UserMessage(ts=t, thread="sub", text="Count the files."),
+        RequestMarker(ts=t, thread="sub", request_id="sub-1"),
+    ]
+    for e in base.requests():
+        e.model = e.provider = None
+    log = tmp_path / "sub.jsonl"
+    write_log(base, log)
+    info = scan_file(str(log), BatchOptions()).info
+    assert info is not None and info.model == "claude-haiku-4-5,claude-sonnet-4-5"

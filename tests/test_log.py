@@ -1280,3 +1280,23 @@ def test_a_prompt_adds_up_to_at_most_10_to_the_12_tokens_output_apart(bucket):
         "cache writes) to add up to at most 1,000,000,000,000 tokens, not 1,000,000,000,001 at "
         "`request.usage`"
     )
+
+
+def test_each_request_runs_on_its_own_model_else_its_thread_s_else_the_header_s(tmp_path):
+    """`Session.requests_ran`: the model a request ran on is its own, else its thread's (a
+    subagent on another model), else the header's; its provider its own, else the header's."""
+    head = json.loads(HEADER) | {"provider": "anthropic", "model": "claude-sonnet-4-5"}
+    sub = '{"type":"thread","ts":"2026-03-02T09:00:03Z","thread_id":"sub",' \
+        '"model":"claude-haiku-4-5"}'
+    lines = [json.dumps(head), USER, REQUEST, sub]
+    for n, extra in enumerate(({}, {"model": "claude-opus-4-5", "provider": "google"}), 2):
+        lines.append(json.dumps({"type": "user", "ts": f"2026-03-02T09:00:0{2 * n}Z",
+                                 "thread": "sub", "text": "go"}))
+        lines.append(json.dumps({"type": "request", "ts": f"2026-03-02T09:00:0{2 * n + 1}Z",
+                                 "thread": "sub", "request_id": f"r{n}"} | extra))
+    session = read_log(_write(tmp_path, *lines), strict=True)
+    assert [(m.request_id, p, model) for m, p, model in session.requests_ran()] == [
+        ("r1", "anthropic", "claude-sonnet-4-5"),
+        ("r2", "anthropic", "claude-haiku-4-5"),
+        ("r3", "google", "claude-opus-4-5"),
+    ]

@@ -270,7 +270,7 @@ def _info(path: str, session: Any, opts: BatchOptions, fmt: str) -> FileInfo:
     times = [_utc(header.ts)] + [_utc(e.ts) for e in session.events]
     # A forked session started when its header says, after the history it copied.
     started = _utc(header.ts) if parent_file(header) else min(times)
-    models = sorted({r.model or header.model for r in requests}) if not opts.model else [
+    models = sorted({model for _, _, model in session.requests_ran()}) if not opts.model else [
         opts.model
     ]
     provider = opts.provider or header.provider

@@ -24,7 +24,7 @@ to estimates.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -38,7 +38,7 @@ from replay.engine import ReplayConfig, replay_session
 from replay.engine._replay import with_unlogged_context
 from replay.engine._results import MONEY
 from replay.engine._unlogged import UnloggedContext, read_tolerance
-from replay.log import RequestMarker, Session, ThreadStart, Usage
+from replay.log import RequestMarker, Session, Usage
 from replay.prices import Buckets, Pricer
 from replay.tokens import family_for
 
@@ -204,7 +204,7 @@ def bill(session: Session, pricer: Pricer, router: CacheRouter | None = None) ->
     requests = priced = 0
     cost = Decimal(0)
     models: set[str] = set()
-    for event, provider, model in _requests_ran(session):
+    for event, provider, model in session.requests_ran():
         requests += 1
         usage = event.usage
         if usage is None:
@@ -223,19 +223,6 @@ def bill(session: Session, pricer: Pricer, router: CacheRouter | None = None) ->
     return Bill(requests, priced, cost, tuple(sorted(models)))
 
 
-def _requests_ran(session: Session) -> Iterator[tuple[RequestMarker, str, str]]:
-    """Each request with the provider and model it ran on, as the engine resolves them: the
-    call's own, else (the model) its thread's, else the log's."""
-    header = session.header
-    thread_models: dict[str, str | None] = {}
-    for event in session.events:
-        if isinstance(event, ThreadStart):
-            thread_models[event.thread_id] = event.model
-        elif isinstance(event, RequestMarker):
-            model = event.model or thread_models.get(event.thread) or header.model
-            yield event, event.provider or header.provider, model
-
-
 def moved_options(
     session: Session, provider: str | None, model: str | None, pricer: Pricer | None = None
 ) -> list[str]:
@@ -244,7 +231,7 @@ def moved_options(
     moves nothing, so the log's usage is still what the simulation is compared with."""
     header = session.header
     ran = {(header.provider, header.model)} | {
-        (provider, model) for _, provider, model in _requests_ran(session)
+        (provider, model) for _, provider, model in session.requests_ran()
     }
     moved = []
     router = CacheRouter()

@@ -67,6 +67,19 @@ class Session:
 
         return [e for e in self.events if isinstance(e, RequestMarker)]
 
+    def requests_ran(self) -> Iterator[tuple[Any, str, str]]:
+        """Each request marker with the provider and model it ran on, as the engine resolves
+        them: the call's own, else (the model) its thread's, else the header's."""
+        from replay.log._events import RequestMarker, ThreadStart
+
+        thread_models: dict[str, str | None] = {}
+        for event in self.events:
+            if isinstance(event, ThreadStart):
+                thread_models[event.thread_id] = event.model
+            elif isinstance(event, RequestMarker):
+                model = event.model or thread_models.get(event.thread) or self.header.model
+                yield event, event.provider or self.header.provider, model
+
 
 def describe_invalid(err: ValidationError) -> str:
     """What a record's first validation error says, and where (`at `field``)."""

@@ -178,16 +178,14 @@ def calibration_pairs(
     counters: dict[str, TokenCounter] = {}
     thinking = _Thinking()
     gaps: dict[str, _Gap] = {}
-    thread_model: dict[str, str] = {}
+    ran = {id(marker): (provider, model) for marker, provider, model in session.requests_ran()}
     had_thinking: set[str] = set()
     for event in session.events:
         if isinstance(event, ThreadStart):
-            if event.model:
-                thread_model[event.thread_id] = event.model
             continue
         gap = gaps.get(event.thread)
         if isinstance(event, RequestMarker):
-            model = event.model or thread_model.get(event.thread) or header.model
+            provider, model = ran[id(event)]
             family = family_for(model).family
             if event.usage is not None and event.usage.prompt_tokens > 0:
                 out.models.setdefault(family, set()).add(model)
@@ -195,7 +193,6 @@ def calibration_pairs(
                 if family not in counters:  # raw tiktoken counts: the factor is what is measured
                     counters[family] = TokenCounter(model, factor=1.0)
                 counter = counters[family]
-                provider = event.provider or header.provider
                 strips = thinking.strips(provider, model, event.ts)
                 if copied_elsewhere and getattr(event, "copied_from_parent", False):
                     out.exclude(family, COPIED)
