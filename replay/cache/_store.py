@@ -19,8 +19,35 @@ from typing import Any
 import numpy as np
 
 
+class _Lifetime:
+    """How long a cached prefix lives: `ttl` from its last use, capped at `max_lifetime` from
+    its first write; live when also `ready` for the reader."""
+
+    __slots__ = ()  # Entry stays slotted
+    last_use: datetime
+    ttl: float
+    created: datetime | None
+    max_lifetime: float | None
+
+    def ready(self, t: datetime, reader: str = "") -> bool:
+        raise NotImplementedError
+
+    def expired(self, t: datetime) -> bool:
+        if (t - self.last_use).total_seconds() > self.ttl:
+            return True
+        if self.max_lifetime is not None and self.created is not None:
+            return (t - self.created).total_seconds() > self.max_lifetime
+        return False
+
+    def live(self, t: datetime, reader: str = "") -> bool:
+        return self.ready(t, reader) and not self.expired(t)
+
+    def idle(self, t: datetime) -> float:
+        return (t - self.last_use).total_seconds()
+
+
 @dataclass(slots=True)
-class Entry:
+class Entry(_Lifetime):
     """A cache entry: a prefix the provider holds. Slotted: a strategy's store keeps every
     entry it ever wrote (expired ones name `ttl-expired` misses), thousands on long logs."""
 
@@ -49,22 +76,9 @@ class Entry:
             return True
         return bool(reader) and (reader == self.writer or reader in self.rewriters)
 
-    def expired(self, t: datetime) -> bool:
-        if (t - self.last_use).total_seconds() > self.ttl:
-            return True
-        if self.max_lifetime is not None and self.created is not None:
-            return (t - self.created).total_seconds() > self.max_lifetime
-        return False
-
-    def live(self, t: datetime, reader: str = "") -> bool:
-        return self.ready(t, reader) and not self.expired(t)
-
-    def idle(self, t: datetime) -> float:
-        return (t - self.last_use).total_seconds()
-
 
 @dataclass
-class CachedPrompt:
+class CachedPrompt(_Lifetime):
     """A whole prompt held by an automatic-prefix cache (matched by longest common prefix).
 
     A thread's older prompts are held as where they part from its latest one (`rebase`): a
@@ -148,19 +162,6 @@ class CachedPrompt:
 
     def ready(self, t: datetime, reader: str = "") -> bool:
         return self.ready_at <= t or (bool(reader) and reader == self.writer)
-
-    def expired(self, t: datetime) -> bool:
-        if (t - self.last_use).total_seconds() > self.ttl:
-            return True
-        if self.max_lifetime is not None and self.created is not None:
-            return (t - self.created).total_seconds() > self.max_lifetime
-        return False
-
-    def live(self, t: datetime, reader: str = "") -> bool:
-        return self.ready(t, reader) and not self.expired(t)
-
-    def idle(self, t: datetime) -> float:
-        return (t - self.last_use).total_seconds()
 
     def remembered(self, t: datetime) -> bool:
         """Still held at `t`, live or not: an expired prompt is kept a while (four TTLs, at
