@@ -603,6 +603,84 @@ def _bill_notes(session: Session, tables: ResultTables, config: ReplayConfig) ->
     ]
 
 
+@dataclass
+class FidelityResult:
+    """`recorded` simulated against the log's own usage, request by request."""
+
+    rows: list[Any]
+    """One `replay.fidelity.FidelityRow` per request with recorded usage."""
+    notes: list[str] = field(default_factory=list)
+    """What a reader must know to trust the comparison (skipped lines, a forced provider or
+    model, pricing fallbacks…)."""
+
+    @cached_property
+    def frame(self) -> pl.DataFrame:
+        """The rows (columns: README "Fidelity")."""
+        from replay.fidelity import fidelity_frame
+
+        return fidelity_frame(self.rows)
+
+    @cached_property
+    def summary(self) -> dict[str, Any]:
+        """Headline numbers: reads within tolerance and within 128 tokens (simulator and naive
+        rule), the session cost error, the misses the log leaves unexplained."""
+        from replay.fidelity import fidelity_summary
+
+        return fidelity_summary(self.rows)
+
+
+def fidelity(
+    log: str | Path | Session,
+    *,
+    provider: str | None = None,
+    model: str | None = None,
+    client: str | None = None,
+    cache_rules: str | Path | None = None,
+    prices: Mapping[str, RateOverride] | None = None,
+    strict: bool = False,
+) -> FidelityResult:
+    """Replay `recorded` (the log's own history, compactions and client breakpoints) and put
+    each request's simulated prompt, cache read, cache write and cost next to the usage the
+    provider reported (`replay fidelity LOG`). Raises `ReplayError` when no request of the log
+    carries usage."""
+    from replay.fidelity import fidelity_rows
+
+    session = _session_with_requests(log, strict)
+    # The trajectory note does not apply: fidelity replays only what the agent really sent.
+    notes = [_skipped_note(session)] if session.skipped else []
+    notes += microcompact_notes(session)
+    config = _config(provider, model, client, cache_rules, None, prices)
+    notes += _elsewhere_notes(session, provider, model)
+    rows = fidelity_rows(session, config)
+    if not rows:
+        where = (session.path or "the log") if isinstance(log, Session) else log
+        raise ReplayError(f"{where}: no request in this log carries recorded usage")
+    warnings: dict[str, set[int]] = {}
+    for r in rows:
+        if r.price_warning:
+            warnings.setdefault(r.price_warning, set()).add(r.request_index)
+    notes += price_warning_notes(warnings)
+    return FidelityResult(rows, notes)
+
+
+def _elsewhere_notes(session: Session, provider: str | None, model: str | None) -> list[str]:
+    """`provider`/`model` other than those the log's requests ran on (an alias of the same is
+    the same): the usage it is compared with was billed by another cache (and is priced here
+    at the forced model's rates)."""
+    from replay.fidelity import moved_options
+
+    moved = moved_options(session, provider, model)
+    if not moved:
+        return []
+    header = session.header
+    return [
+        f"With {' '.join(moved)} the requests are simulated elsewhere than where the log's usage "
+        f"was billed ({header.provider} / {header.model}); that usage is priced here at the "
+        "simulated model's rates. This compares a what-if with the log, not the simulator with "
+        "what the provider did: run fidelity without them to measure that."
+    ]
+
+
 def price_warning_notes(warnings: dict[str, set[int]]) -> list[str]:
     """One note per pricing fallback: the rate the price table lacks, and on how many
     requests."""

@@ -965,3 +965,29 @@ def test_the_summary_sums_the_fitted_residual_and_scaled_tokens_apart() -> None:
             _row(1, 0, 0, 0, fitted_residual=20, fitted_scaled=3)]
     summary = fidelity_summary(rows)
     assert (summary["fitted_residual_tokens"], summary["fitted_scaled_tokens"]) == (120, 10)
+
+
+def test_the_python_verb_gives_what_the_cli_prints(tmp_path: Path) -> None:
+    """`replay.fidelity.fidelity(log)` is `replay fidelity LOG` from Python: the same rows,
+    summary and notes (here the note of a forced model), and the same error without usage."""
+    from replay._errors import ReplayError
+    from replay.fidelity import FidelityResult, fidelity
+
+    load_commands()
+    log = tmp_path / "billed.jsonl"
+    write_log(_billed_session(), log)
+    result = fidelity(log, model="claude-opus-4-6")
+    assert isinstance(result, FidelityResult)
+    printed = CliRunner().invoke(
+        cli, ["fidelity", str(log), "--model", "claude-opus-4-6", "--format", "json"]
+    )
+    document = json.loads(printed.stdout)
+    assert result.notes == document["notes"] and any(
+        "simulated elsewhere" in n for n in result.notes
+    )
+    assert json.loads(json.dumps(result.summary, default=float)) == document["summary"]
+    assert result.frame.height == len(document["requests"]) == len(result.rows)
+    assert result.frame["request_id"].to_list() == [r["request_id"] for r in document["requests"]]
+    run42 = Path(__file__).resolve().parents[1] / "logs" / "run42.jsonl"
+    with pytest.raises(ReplayError, match=f"^{run42}: no request in this log carries"):
+        fidelity(run42)

@@ -41,36 +41,13 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
     from rich.table import Table
 
     from replay import report
-    from replay._api import (
-        _config,
-        _skipped_note,
-        load,
-        microcompact_notes,
-        price_warning_notes,
-    )
-    from replay._errors import ReplayError
+    from replay._api import fidelity
     from replay.cli._cmd_core import print_notes_beside
-    from replay.engine._replay import require_requests
-    from replay.fidelity import fidelity_frame, fidelity_rows, fidelity_summary
     from replay.report._fit import Fitted
 
-    session = load(log, strict=strict)
-    require_requests(session)
-    # The trajectory note does not apply: fidelity replays only what the agent really sent.
-    notes = [_skipped_note(session)] if session.skipped else []
-    notes += microcompact_notes(session)
-    config = _config(provider, model, client, cache_rules, None, price_overrides(prices))
-    notes += _elsewhere_note(session, provider, model)
-    rows = fidelity_rows(session, config)
-    if not rows:
-        raise ReplayError(f"{log}: no request in this log carries recorded usage")
-    warnings: dict[str, set[int]] = {}
-    for r in rows:
-        if r.price_warning:
-            warnings.setdefault(r.price_warning, set()).add(r.request_index)
-    notes += price_warning_notes(warnings)
-    frame = fidelity_frame(rows)
-    summary = fidelity_summary(rows)
+    result = fidelity(log, provider=provider, model=model, client=client,
+                      cache_rules=cache_rules, prices=price_overrides(prices), strict=strict)
+    rows, notes, frame, summary = result.rows, result.notes, result.frame, result.summary
     # The headline is part of the result: printed under the table, on standard output or in -o
     # FILE like the rows, whatever -q says (JSON has it as `summary`).
     table = Table(title=f"{log} · fidelity (recorded vs simulated)", title_justify="left",
@@ -114,24 +91,6 @@ def _headline(s: dict) -> str:
            f"{_share(s['predicted_reads_within_tolerance'])} within tolerance)"
            if s["fitted_reads"] else "")
     )
-
-
-def _elsewhere_note(session, provider: str | None, model: str | None) -> list[str]:
-    """`--provider`/`--model` other than those the log's requests ran on (an alias of the same
-    is the same): the usage it is compared with was billed by another cache (and is priced
-    here at the forced model's rates)."""
-    from replay.fidelity import moved_options
-
-    moved = moved_options(session, provider, model)
-    if not moved:
-        return []
-    header = session.header
-    return [
-        f"With {' '.join(moved)} the requests are simulated elsewhere than where the log's usage "
-        f"was billed ({header.provider} / {header.model}); that usage is priced here at the "
-        "simulated model's rates. This compares a what-if with the log, not the simulator with "
-        "what the provider did: run fidelity without them to measure that."
-    ]
 
 
 def _share(value: float | None, spec: str = ".1%") -> str:
