@@ -5,8 +5,13 @@ Public API (everything else is internal):
 - `load(path)` reads a log into a `Session`;
 - `replay(log, strategies)` replays it and returns a `ReplayResult` with polars frames
   (`.summary`, `.turns`);
+- `whatif(log, at=N, prune=... | compact=True)` prices one edit against the run as recorded;
 - `schema()` is the JSON Schema of the native log format;
 - `strategies.resolve(names)` / `strategies.register(spec)` for strategy names and plug-ins.
+
+The other commands' verbs live in their rooms (whose names they share):
+`replay.breakeven.breakeven(log, strategies)`, `replay.fidelity.fidelity(log)`,
+`replay.report.html_report(log)`, `replay.batch.run_batch(targets, BatchOptions(...))`.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from replay._api import TRAJECTORY_NOTE, ReplayResult, load, replay, schema
+    from replay._api import TRAJECTORY_NOTE, ReplayResult, load, replay, schema, whatif
     from replay._errors import LogFormatError, ReplayError
     from replay.log import Session, read_log, write_log
 
@@ -25,6 +30,7 @@ _EXPORTS = {
     "load": "replay._api",
     "replay": "replay._api",
     "schema": "replay._api",
+    "whatif": "replay._api",
     "LogFormatError": "replay._errors",
     "ReplayError": "replay._errors",
     "Session": "replay.log",
@@ -58,5 +64,6 @@ __all__ = [
     "read_log",
     "replay",
     "schema",
+    "whatif",
     "write_log",
 ]

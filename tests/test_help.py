@@ -116,3 +116,20 @@ def test_the_public_names_resolve_on_first_use() -> None:
     assert set(replay.__all__) <= set(dir(replay))
     with pytest.raises(AttributeError):
         replay.no_such_name  # noqa: B018
+
+
+def test_each_command_has_its_verb_in_python() -> None:
+    """`replay whatif`, `breakeven` and `fidelity` are verbs from Python too: `whatif` at the
+    top; the other two in their rooms, whose names they share (`replay.breakeven` is the
+    package, so `replay.breakeven(log)` cannot be the verb)."""
+    import replay
+    import replay._api as api
+    from replay.breakeven import breakeven
+    from replay.fidelity import FidelityResult, fidelity
+
+    assert replay.whatif is api.whatif and breakeven is api.breakeven
+    assert fidelity is api.fidelity and FidelityResult is api.FidelityResult
+    with pytest.raises(AttributeError):
+        replay.breakeven.no_such_name  # noqa: B018
+    with pytest.raises(AttributeError):
+        replay.fidelity.no_such_name  # noqa: B018
