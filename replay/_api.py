@@ -75,6 +75,17 @@ class ReplayResult:
         return self.tables.evidence()
 
     @property
+    def recommendation(self) -> dict[str, Any] | None:
+        """The cheapest strategy without evidence-loss flags or prompts over the window, and
+        its saving against `recorded` (else `baseline`): `recommendation(self.summary)`."""
+        return recommendation(self.summary)
+
+    @property
+    def recommendation_line(self) -> str:
+        """That recommendation as `replay run` prints it under its table."""
+        return recommendation_line(self.recommendation, self.summary)
+
+    @property
     def models(self) -> list[str]:
         """Every model a simulated request used, sorted."""
         assert self.tables is not None

@@ -739,6 +739,17 @@ def test_run_json_and_line_recommend_the_cheapest_unflagged(run42_doc, invoke) -
         " ".join(table.stderr.split())
     )
 
+    # From Python: the same recommendation and line, on the result.
+    import replay
+
+    result = replay.replay(RUN42, "baseline,truncate-500,append-supersede")
+    assert result.recommendation["strategy"] == "append-supersede"
+    assert result.recommendation["reference"] == "baseline"
+    assert result.recommendation_line in " ".join(table.stderr.split())
+    assert replay.replay(RUN42, "truncate-500").recommendation_line == (
+        "No recommendation: add `recorded` or `baseline` to compare against."
+    )
+
 
 # --- the incremental checker against a straightforward one -----------------------------------
 #
