@@ -507,7 +507,7 @@ def _is_plugin(name: str) -> bool:
     return spec is not None and spec.is_plugin
 
 
-_APIS = {
+APIS = {
     "anthropic": "Anthropic's Messages API (Claude models)",
     "openai": "OpenAI's Responses API",
 }
@@ -534,7 +534,7 @@ def _foreign_api_notes(tables: ResultTables) -> list[str]:
     return [
         f"{', '.join(names)} "
         f"{'simulates a mechanism' if len(names) == 1 else 'simulate mechanisms'} of "
-        f"{_APIS[api]}, which this run's models ({models}) do not have: the bill is that of a "
+        f"{APIS[api]}, which this run's models ({models}) do not have: the bill is that of a "
         "harness applying the same rule to its requests itself."
         for api, names in sorted(foreign.items())
     ]

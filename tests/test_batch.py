@@ -2215,3 +2215,35 @@ def test_the_scan_lists_the_models_a_session_s_threads_ran_on(tmp_path: Path):
     write_log(base, log)
     info = scan_file(str(log), BatchOptions()).info
     assert info is not None and info.model == "claude-haiku-4-5,claude-sonnet-4-5"
+
+
+def test_a_server_side_mechanism_on_sessions_without_it_is_said(tmp_path: Path):
+    """As `replay run` says of a rule that fired (docs/strategies.md), a batch names the
+    server-side mechanisms it simulated on sessions whose models their API does not serve
+    (Claude models for Anthropic's, provider openai for OpenAI's), counted over every file,
+    replayed or unchanged."""
+    logs = tmp_path / "logs"
+    variant(logs / "gpt.jsonl", "gpt", -DAY * 2, provider="openai", model="gpt-5")
+    variant(logs / "gpt2.jsonl", "gpt2", -DAY, provider="openai", model="gpt-5-mini")
+    variant(logs / "claude.jsonl", "claude", -DAY * 3, **ANTHROPIC)
+    strategies = "baseline,anthropic-compact-150k,anthropic-clear-thinking-keep-1," \
+        "openai-responses-compact-90pct"
+    opts = BatchOptions(strategies=strategies)
+    out = tmp_path / "ds"
+    for _ in range(2):  # the second batch replays nothing: the note comes from the dataset
+        report = run_batch([logs], opts, output=out, workers=1)
+        foreign = [n for n in report.notes if "do not have" in n]
+        assert foreign == [
+            "anthropic-clear-thinking-keep-1, anthropic-compact-150k simulate mechanisms of "
+            "Anthropic's Messages API (Claude models), which the models of 2 sessions of this "
+            "batch (gpt-5, gpt-5-mini) do not have: their rows are the bill of a harness "
+            "applying the same rule to its requests itself.",
+            "openai-responses-compact-90pct simulates a mechanism of OpenAI's Responses API, "
+            "which the models of 1 session of this batch (claude-sonnet-4-5) do not have: their "
+            "rows are the bill of a harness applying the same rule to its requests itself.",
+        ]
+    assert status_of(report) == dict.fromkeys(["claude.jsonl", "gpt.jsonl", "gpt2.jsonl"],
+                                              "unchanged")
+    only_claude = run_batch([logs / "claude.jsonl"], BatchOptions(
+        strategies="baseline,anthropic-compact-150k"), workers=1)
+    assert not [n for n in only_claude.notes if "do not have" in n]

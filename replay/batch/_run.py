@@ -399,14 +399,24 @@ _SUMS = [
 ]
 
 
-def _partial(rows: pl.LazyFrame) -> pl.DataFrame:
-    """Session rows → one row per strategy of sums (what the totals are built from)."""
+def _partial(rows: pl.LazyFrame, apis: dict[str, str]) -> pl.DataFrame:
+    """Session rows → one row per strategy of sums (what the totals are built from), and the
+    sessions on which a strategy simulated a server-side mechanism their models do not have
+    (`apis`: strategy → the API offering it, `StrategySpec.api`)."""
+    api = pl.col("strategy").replace_strict(apis, default="", return_dtype=pl.Utf8)
+    # As `replay run` tells them: Claude models for Anthropic's API, provider openai for OpenAI's.
+    foreign = ((api == "anthropic") & ~pl.col("model").str.contains(r"(^|,)claude")) | (
+        (api == "openai") & ~pl.col("provider").str.contains(r"(^|,)openai(,|$)")
+    )
     return (
-        rows.group_by("strategy")
+        rows.with_columns(_foreign=foreign)
+        .group_by("strategy")
         .agg(
             pl.len().cast(pl.Int64).alias("sessions"),
             *(pl.col(c).sum() for c in _SUMS),
             pl.col("price_fallback").drop_nulls().unique().alias("price_fallback"),
+            pl.col("_foreign").sum().cast(pl.Int64).alias("foreign_api_sessions"),
+            pl.col("model").filter(pl.col("_foreign")).unique().alias("foreign_api_models"),
         )
         .collect()
     )
@@ -420,6 +430,8 @@ def _combine(partials: list[pl.DataFrame]) -> pl.DataFrame:
             pl.col("sessions").sum(),
             *(pl.col(c).sum() for c in _SUMS),
             pl.col("price_fallback").explode().drop_nulls().unique(),
+            pl.col("foreign_api_sessions").sum(),
+            pl.col("foreign_api_models").explode().drop_nulls().unique(),
         )
     )
 
@@ -462,6 +474,37 @@ def _fallback_note(combined: pl.DataFrame | None) -> str | None:
     )
 
 
+def _foreign_api_notes(combined: pl.DataFrame | None, apis: dict[str, str]) -> list[str]:
+    """Strategies simulating a provider's server-side mechanism on sessions whose models do not
+    have it, from the `_combine`d partials: what their rows bill is a harness running the same
+    rule itself (`replay run` says so of a rule that fired; here, of every such session)."""
+    from replay._api import APIS
+    from replay.report._table import counted
+
+    if combined is None:
+        return []
+    notes = []
+    for api in sorted(set(apis.values())):
+        rows = combined.filter(
+            pl.col("strategy").is_in([n for n, a in apis.items() if a == api])
+            & (pl.col("foreign_api_sessions") > 0)
+        ).sort("strategy")
+        if rows.is_empty():
+            continue
+        names = rows["strategy"].to_list()
+        sessions = int(rows["foreign_api_sessions"].max())  # type: ignore[arg-type]
+        models = sorted({m for ms in rows["foreign_api_models"].to_list() for j in ms
+                         for m in j.split(",")})
+        notes.append(
+            f"{', '.join(names)} "
+            f"{'simulates a mechanism' if len(names) == 1 else 'simulate mechanisms'} of "
+            f"{APIS[api]}, which the models of {counted(sessions, 'session')} of this batch "
+            f"({', '.join(models)}) do not have: their rows are the bill of a harness applying "
+            "the same rule to its requests itself."
+        )
+    return notes
+
+
 def _utc_minute(moment: datetime) -> str:
     return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
 
@@ -495,7 +538,9 @@ def run_batch(
 
     opts = _with_tokenizers(opts or BatchOptions())
     started = time.perf_counter()
-    order = [n.name for n in resolve(opts.strategies)]  # unknown names fail here, before work
+    named = resolve(opts.strategies)  # unknown names fail here, before work
+    order = [n.name for n in named]
+    apis = {n.name: n.spec.api for n in named if n.spec.api}
     parse_price_overrides(opts.prices)  # so does a bad --price (every file would fail alike)
     if opts.cache_rules and not Path(opts.cache_rules).is_file():
         raise ReplayError(f"{opts.cache_rules}: no such cache-rule file")
@@ -534,7 +579,7 @@ def run_batch(
             report.dataset = dataset.root
             if forget_missing:
                 report.notes.extend(_forget_missing(dataset, targets))
-        phases = _Phases(opts, skey, rkey, dataset, runner, force, statuses, tick)
+        phases = _Phases(opts, skey, rkey, dataset, runner, force, statuses, tick, apis)
         try:
             scans = _scan_phase(phases, paths, since)
             report.notes.extend(_skipped_lines_notes(scans))
@@ -548,6 +593,7 @@ def run_batch(
             fallback = _fallback_note(combined)
             if fallback:
                 report.notes.append(fallback)
+            report.notes.extend(_foreign_api_notes(combined, apis))
             if dataset is not None:
                 report.notes.extend(_forget_superseded(dataset))
         finally:
@@ -626,6 +672,8 @@ class _Phases:
     statuses: dict[str, FileStatus]
     """What happened to each file so far, by path."""
     tick: Progress
+    apis: dict[str, str] = field(default_factory=dict)
+    """Strategy → the provider API whose server-side mechanism it simulates."""
     copies: dict[str, str] = field(default_factory=dict)
     """Byte-identical copies left out (status `duplicate`) → the file read instead."""
     unread: set[str] = field(default_factory=set)
@@ -851,7 +899,7 @@ def _replay_phase(
                 report.requests += requests.get(path, 0)
                 if outcome.sessions is not None:
                     rows = pl.read_parquet(io.BytesIO(outcome.sessions))
-                    partials.append(_partial(rows.lazy()))
+                    partials.append(_partial(rows.lazy(), phases.apis))
                     if len(partials) > 256:  # keep the running totals small
                         partials = [_combine(partials)]
             else:
@@ -881,5 +929,6 @@ def _replay_phase(
             report.shared_groups += 1
             report.shared_sessions += len(ok)
     if unchanged_parts and dataset is not None:
-        partials.append(_partial(pl.scan_parquet([dataset.root / p for p in unchanged_parts])))
+        parts = pl.scan_parquet([dataset.root / p for p in unchanged_parts])
+        partials.append(_partial(parts, phases.apis))
     return partials
