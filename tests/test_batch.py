@@ -1385,6 +1385,28 @@ def test_a_forks_copied_requests_count_once_when_its_parent_is_in_the_batch(
     assert any("counted here" in n for n in alone.notes)
 
 
+@pytest.mark.parametrize("share", [False, True], ids=["alone", "shared-cache"])
+def test_a_fork_with_no_request_of_its_own_keeps_its_rows(tmp_path: Path, share: bool):
+    # A fork that made no request after its copied history (branched, then left): its copies
+    # are in the parent's rows, and its own rows, one per session × strategy (docs/batch.md),
+    # say it left them out. Without them the session vanished from the dataset, "replayed".
+    from test_adapters_common import jsonl
+
+    parent, fork = _pi_fork_and_parent(tmp_path / "sessions")
+    lines = fork.read_text(encoding="utf-8").splitlines()[:-2]  # its own user turn and reply
+    fork.write_text(jsonl([json.loads(line) for line in lines]), encoding="utf-8")
+    opts = BatchOptions(strategies=STRATEGIES, share_cache=share)
+    report = run_batch([tmp_path / "sessions"], opts, output=tmp_path / "ds", workers=1)
+    assert status_of(report) == {parent.name: "replayed", fork.name: "replayed"}
+    mine = sessions(tmp_path / "ds").filter(pl.col("file") == str(fork))
+    assert mine["strategy"].sort().to_list() == sorted(STRATEGIES.split(","))
+    assert mine["requests"].to_list() == [0, 0]
+    assert mine["copied_requests_dropped"].to_list() == [2, 2]
+    assert mine["cost_usd"].sum() == 0
+    assert report.totals["sessions"].to_list() == [2, 2]
+    assert report.totals["requests"].to_list() == [2, 2]
+
+
 def test_a_fork_starts_when_its_header_says_not_at_the_history_it_copied(tmp_path: Path):
     parent, fork = _pi_fork_and_parent(tmp_path / "sessions")
     opts = BatchOptions(strategies="baseline")

@@ -417,15 +417,18 @@ def _outcome(
     from replay.engine import summary_frame, turns_frame
 
     info = member.info
+    strategies = list(dict.fromkeys(r.strategy for r in records))
+    every = records
     copied = _copied(session) if member.drop_copied else set()
     if copied:  # the parent's rows hold them
         records = [r for r in records if r.request_index not in copied]
+    used = records or every  # a fork with no request of its own: the models it ran
     meta = {
         "file": printable_path(member.path),
         "session_id": info.session_id,
         "agent": info.agent,
-        "provider": ",".join(sorted({r.provider for r in records})),
-        "model": ",".join(sorted({r.model for r in records})),
+        "provider": ",".join(sorted({r.provider for r in used})),
+        "model": ",".join(sorted({r.model for r in used})),
         "started_at": datetime.fromisoformat(info.started_at),
         "ended_at": datetime.fromisoformat(info.ended_at),
         "shared_cache": task.shared,
@@ -448,7 +451,10 @@ def _outcome(
         head = [pl.Series(c, [meta[c]] * frame.height, dtype=types[c]) for c in columns]
         return pl.concat([pl.DataFrame(head), frame], how="horizontal")
 
-    summary = with_fallbacks(with_meta(summary_frame(records), SESSION_META), records)
+    # Every strategy has its row, even one a fork's copies left with no request (zeros).
+    summary = with_fallbacks(
+        with_meta(summary_frame(records, strategies), SESSION_META), records
+    )
     outcome = FileOutcome(member.path, OK, sessions=_parquet(summary), rows=summary.height)
     if opts.per_request:
         outcome.requests = _parquet(with_meta(turns_frame(records), REQUEST_META))

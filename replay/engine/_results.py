@@ -267,9 +267,13 @@ def _add(accs: dict[str, _Acc], r: RequestRecord) -> None:
     a.mentions += mentions(r)
 
 
-def summary_frame(records: Sequence[RequestRecord]) -> pl.DataFrame:
-    """One row per strategy. Totals include summarizer calls; their share is broken out."""
-    accs: dict[str, _Acc] = {}
+def summary_frame(
+    records: Sequence[RequestRecord], strategies: Sequence[str] = ()
+) -> pl.DataFrame:
+    """One row per strategy. Totals include summarizer calls; their share is broken out.
+    `strategies` get a row even when no record is theirs (zeros, in that order first): a
+    forked session's rows in a batch without the requests it copied may have none left."""
+    accs: dict[str, _Acc] = {name: _Acc() for name in strategies}
     for r in records:
         _add(accs, r)
     return _summary_from(accs)
