@@ -1009,6 +1009,29 @@ def test_no_progress_bar_on_a_stderr_that_is_no_terminal(logdir: Path, tmp_path:
     assert "scan" in screen.getvalue() and "2/2 files" in screen.getvalue()
 
 
+def test_the_bars_of_the_group_and_replay_passes_count_folders_and_sessions(
+    tmp_path: Path, invoke, monkeypatch
+):
+    # The group pass runs once per folder of two or more Claude Code files, the replay once
+    # per session (docs/batch.md, "Engines"): both bars said "1/1 files" for the 3 files of
+    # one resumed session in one folder.
+    import io
+
+    from rich.console import Console
+
+    import replay.cli._progress as progress
+
+    _resumed_session(tmp_path / "logs" / "p-a", runs=3)
+    screen = io.StringIO()
+    terminal = Console(file=screen, force_terminal=True, color_system=None, width=200)
+    monkeypatch.setattr(progress, "_terminal", lambda quiet, console: terminal)
+    result = invoke("batch", tmp_path / "logs", "-s", "baseline", "-w", "1")
+    assert result.exit_code == 0, result.output
+    bars = screen.getvalue()
+    assert "3/3 files" in bars and "1/1 folders" in bars and "1/1 sessions" in bars
+    assert "1/1 files" not in bars
+
+
 # --------------------------------------------------------------------------------------------------
 # Sessions of several files (Claude Code subagent and resumed files, opencode subtask exports)
 

@@ -240,8 +240,11 @@ def batch_command(
     )
     from replay.cli._progress import phase_bars
 
-    # One bar per pass (scan, replay), on a terminal only: a pipe or a file gets no fragments.
-    with phase_bars("files", quiet, out.console(stderr=True)) as tick:
+    # One bar per pass (scan, group, replay), on a terminal only: a pipe or a file gets no
+    # fragments. The scan reads files; the group pass, folders of Claude Code (or opencode)
+    # files; the replay, sessions (one of several files counts once).
+    units = {"group": "folders", "replay": "sessions"}
+    with phase_bars("files", quiet, out.console(stderr=True), units) as tick:
         result = run_batch(
             targets,
             opts,

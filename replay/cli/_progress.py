@@ -68,11 +68,12 @@ class _Bar:
 
 
 @contextmanager
-def phase_bars(unit: str, quiet: bool = False, console: Console | None = None
-               ) -> Iterator[Progress | None]:
+def phase_bars(unit: str, quiet: bool = False, console: Console | None = None,
+               units: dict[str, str] | None = None) -> Iterator[Progress | None]:
     """Yield `progress(phase, done, total)` drawing one bar per phase (added at the phase's first
     call, left on screen with its counts), or None when no bar should show: the same rule as
-    `progress_bar` (`_terminal`). `unit` names what is counted."""
+    `progress_bar` (`_terminal`). `unit` names what is counted, `units` what a phase counts
+    instead (batch's `group` pass counts folders, not files)."""
     console = _terminal(quiet, console)
     if console is None:
         yield None
@@ -83,7 +84,7 @@ def phase_bars(unit: str, quiet: bool = False, console: Console | None = None
         rp.TextColumn("{task.description:<7}", markup=False),
         rp.BarColumn(),
         rp.MofNCompleteColumn(),
-        rp.TextColumn(unit),
+        rp.TextColumn("{task.fields[unit]}", markup=False),
         rp.TimeElapsedColumn(),
         rp.TimeRemainingColumn(),
         console=console,
@@ -92,7 +93,8 @@ def phase_bars(unit: str, quiet: bool = False, console: Console | None = None
 
         def update(phase: str, done: int, total: int) -> None:
             if phase not in tasks:
-                tasks[phase] = bar.add_task(phase, total=total)
+                counted = (units or {}).get(phase, unit)
+                tasks[phase] = bar.add_task(phase, total=total, unit=counted)
             bar.update(tasks[phase], completed=done, total=total)
 
         yield update
