@@ -3,6 +3,7 @@ the incremental cache, and provider caches shared across sessions."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import os
@@ -951,6 +952,13 @@ def test_the_closing_lines_of_a_batch_read_right(tmp_path: Path, invoke):
     assert f"read it with replay.batch.scan('{tmp_path / 'ds1'}'), or pl.scan_parquet(" in (
         one.stderr
     )
+    # the calls are copied from that line: a folder named with a ' is quoted as Python does
+    quoted = invoke("batch", logs, "-s", "baseline", "-o", tmp_path / "it's", "-w", "1")
+    line = next(x for x in quoted.stderr.splitlines() if x.startswith("dataset:"))
+    calls = line.partition("(read it with ")[2].removesuffix(")").split(", or ")
+    assert [ast.literal_eval(c.partition("(")[2].removesuffix(")")) for c in calls] == [
+        str(tmp_path / "it's"), str(tmp_path / "it's" / "sessions" / "*.parquet")
+    ]
 
 
 def test_a_dataset_in_a_missing_folder_is_a_user_error_that_creates_nothing(

@@ -295,8 +295,9 @@ def batch_command(
 
             if any((Path(result.dataset) / "sessions").glob("*.parquet")):
                 # (`scan` also reads parts an older replay wrote, with fewer columns)
-                scan = f"replay.batch.scan('{result.dataset}')"
-                glob = f"pl.scan_parquet('{result.dataset}/sessions/*.parquet')"
+                # Quoted as Python quotes them: a name with a ' (`it's`) is still a call.
+                scan = f"replay.batch.scan({str(result.dataset)!r})"
+                glob = f"pl.scan_parquet({f'{result.dataset}/sessions/*.parquet'!r})"
                 # One line, not wrapped: the call is copied from it.
                 err.print(printable(f"dataset: {result.dataset} (read it with {scan}, or {glob})"),
                           soft_wrap=True)
