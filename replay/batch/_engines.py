@@ -199,43 +199,45 @@ class PoolEngine(Engine):
     def imap(
         self, fn: TaskFn, tasks: Iterable[Any], opts: BatchOptions, failure: Failure
     ) -> Iterator[tuple[Any, Any]]:
-        pending = iter(tasks)
-        suspects: list[Any] = []
+        # Tasks are told apart by their rank, not `id()`: a task done and freed leaves its id
+        # to the next one, which a later broken pool then failed without its retry.
+        pending = enumerate(tasks)
+        suspects: list[tuple[int, Any]] = []
         tried: set[int] = set()
-        running: dict[Future, Any] = {}
+        running: dict[Future, tuple[int, Any]] = {}
         limit = 2 * self.workers
         while True:
             if suspects:
                 if not running:  # a task that was in flight when the pool broke runs alone
-                    task = suspects.pop(0)
-                    running[self._submit(fn, task, opts)] = task
+                    rank, task = suspects.pop(0)
+                    running[self._submit(fn, task, opts)] = rank, task
             else:
-                while len(running) < limit and (task := next(pending, None)) is not None:
-                    running[self._submit(fn, task, opts)] = task
+                while len(running) < limit and (item := next(pending, None)) is not None:
+                    running[self._submit(fn, item[1], opts)] = item
             if not running:
                 return
             done = _first_done(running)
             broken = False
             for future in done:
-                task = running.pop(future)
+                rank, task = running.pop(future)
                 try:
                     result = future.result()
                 except BrokenProcessPool:
                     broken = True
-                    if id(task) in tried:
+                    if rank in tried:
                         yield task, failure(task, died())
                     else:
-                        tried.add(id(task))
-                        suspects.append(task)
+                        tried.add(rank)
+                        suspects.append((rank, task))
                     continue
                 except Exception as err:  # noqa: BLE001 - e.g. a task that cannot be pickled
                     yield task, failure(task, f"{type(err).__name__}: {err}")
                     continue
                 yield task, result
             if broken:
-                for task in running.values():
-                    tried.add(id(task))
-                    suspects.append(task)
+                for rank, task in running.values():
+                    tried.add(rank)
+                    suspects.append((rank, task))
                 running.clear()
                 self._pool.shutdown(wait=False, cancel_futures=True)  # type: ignore[union-attr]
                 self._pool = None
