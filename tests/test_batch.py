@@ -1294,6 +1294,52 @@ def test_a_resumed_file_that_grows_or_appears_replays_its_session(tmp_path: Path
     assert sessions(out)["requests"].to_list() == [5]
 
 
+@pytest.mark.parametrize("backup", ["a-backup", "z-backup"])
+def test_a_copy_of_a_resumed_sessions_first_file_elsewhere_is_a_duplicate(
+    tmp_path: Path, backup: str
+):
+    # A backup of the first file of a resumed session, in another folder: a byte-identical
+    # copy, counted once (docs/batch.md, `duplicate`), the session read whole in its own
+    # folder. Named first (`a-backup`), the copy was the one kept: replayed alone, while the
+    # resumed file, grouped without it, held its requests again.
+    logs = tmp_path / "logs"
+    first, resumed = _resumed_session(logs / "p-a")
+    (logs / backup).mkdir()
+    copy = logs / backup / "r-1.jsonl"
+    shutil.copy(first, copy)
+    alone = run_batch([logs / "p-a"], BatchOptions(strategies="baseline"), workers=1)
+    report = run_batch([logs], BatchOptions(strategies="baseline"), workers=1)
+    statuses = {Path(f.path).relative_to(logs).as_posix(): (f.status, f.message)
+                for f in report.files}
+    assert statuses == {
+        f"{backup}/r-1.jsonl": ("duplicate", f"same bytes as {first}"),
+        "p-a/r-1.jsonl": ("replayed", None),
+        "p-a/r-2.jsonl": ("part of", f"read in the session of {first}"),
+    }
+    assert report.requests == alone.requests == 3
+    assert report.totals.equals(alone.totals)
+
+
+def test_a_backup_of_a_session_that_was_resumed_since_is_a_duplicate(tmp_path: Path):
+    # A backup folder (named first) of a session's two files, taken before it was resumed a
+    # second time: each file a copy of one of the live session's, which holds them all. Kept
+    # first by name, the backup's files made a session and the live folder's third file, read
+    # without them, held their requests again.
+    logs = tmp_path / "logs"
+    live = _resumed_session(logs / "p-a", runs=3)
+    (logs / "a-backup").mkdir()
+    for path in live[:2]:
+        shutil.copy(path, logs / "a-backup" / path.name)
+    alone = run_batch([logs / "p-a"], BatchOptions(strategies="baseline"), workers=1)
+    report = run_batch([logs], BatchOptions(strategies="baseline"), workers=1)
+    got = {Path(f.path).relative_to(logs).as_posix(): f.status for f in report.files}
+    assert got == {"a-backup/r-1.jsonl": "duplicate", "a-backup/r-2.jsonl": "duplicate",
+                   "p-a/r-1.jsonl": "replayed", "p-a/r-2.jsonl": "part of",
+                   "p-a/r-3.jsonl": "part of"}
+    assert report.requests == alone.requests
+    assert report.totals.equals(alone.totals)
+
+
 def test_opencode_subtask_exports_are_one_session(tmp_path: Path):
     from test_adapters_common import opencode_doc, opencode_subtask
 

@@ -752,25 +752,62 @@ def _scan_phase(phases: _Phases, paths: list[str], since: datetime | None) -> li
             done += 1
         tick("scan", done, len(paths))
     ok = []
-    first_copy: dict[str, str] = {}
+    first_copy: dict[tuple[str, str], str] = {}
     for path in paths:
         s = scans.get(path)
         if s is None:
             continue
+        # A copy of a file that may be read with others (`GROUPED`) is told apart only within
+        # its folder here; one in another folder is grouped there too, and told apart by the
+        # sessions it is in (`_copied_sessions`): kept first by its name alone, a backup of a
+        # resumed session's first file replayed it apart, and the session counted it twice.
+        where = session_folder(s.fmt, path) if s.fmt in GROUPED else ""
         if s.status == FAILED and s.fmt in GROUPED and s.sha and not s.transient:
             ok.append(s)  # it may be read with its session: `_session_phase` decides
         elif s.status != OK:
             statuses[path] = FileStatus(path, s.status, s.message)
-        elif s.sha in first_copy:
-            statuses[path] = FileStatus(path, "duplicate", f"same bytes as {first_copy[s.sha]}")
-            phases.copies[path] = first_copy[s.sha]
-            if dataset is not None and path in dataset.entries:  # counted once: rows of an
-                # earlier replay of its own go
-                dataset.record_replay(path, phases.rkey, "", "duplicate", first_copy[s.sha], [])
+        elif (s.sha, where) in first_copy:
+            _duplicate(phases, path, first_copy[(s.sha, where)])  # type: ignore[index]
         else:
-            first_copy[s.sha] = path  # type: ignore[index]
+            first_copy[(s.sha, where)] = path  # type: ignore[index]
             ok.append(s)
     return ok
+
+
+def _duplicate(phases: _Phases, path: str, first: str) -> None:
+    """`path` is a byte-identical copy of `first`: counted once, there."""
+    phases.statuses[path] = FileStatus(path, "duplicate", f"same bytes as {first}")
+    phases.copies[path] = first
+    dataset = phases.dataset
+    if dataset is not None and path in dataset.entries:  # rows of an earlier replay of its
+        # own go
+        dataset.record_replay(path, phases.rkey, "", "duplicate", first, [])
+
+
+def _copied_sessions(units: list[ScanResult], sha_of: dict[str, str]) -> dict[str, str]:
+    """Files of `units` (sessions of `GROUPED` formats, in path order) that are copies of files
+    of another session holding all of theirs → the file they copy. A session is such a copy
+    when every file of it has a byte-identical copy in one other session that holds more files
+    (a backup of a resumed session's first file, its transcript without the files that resume
+    it), or the same files and is named first. The copies are counted once, in that one."""
+    files = {u.path: u.files or (u.path,) for u in units}
+    shas = {u.path: frozenset(sha_of[f] for f in files[u.path]) for u in units}
+    having: dict[str, set[str]] = defaultdict(set)
+    for u in units:
+        for sha in shas[u.path]:
+            having[sha].add(u.path)
+    copies: dict[str, str] = {}
+    for u in units:
+        mine = shas[u.path]
+        others = set.intersection(*(having[sha] for sha in mine)) - {u.path}
+        holders = [v for v in others if shas[v] > mine or (shas[v] == mine and v < u.path)]
+        if not holders:
+            continue
+        # the largest, first named: no other session holds it, so it is replayed
+        holder = min(holders, key=lambda v: (-len(shas[v]), v))
+        theirs = {sha_of[f]: f for f in files[holder]}
+        copies.update((f, theirs[sha_of[f]]) for f in files[u.path])
+    return copies
 
 
 def _folder_key(task: FolderTask, skey: str) -> tuple[str, str]:
@@ -835,7 +872,11 @@ def _session_phase(phases: _Phases, scans: list[ScanResult]) -> list[ScanResult]
                 dataset.record_replay(s.path, rkey, "", FAILED, unit.message, [], unit.sha)
         else:
             out.append(unit)
-    return out
+    sha_of = {s.path: s.sha for s in scans if s.sha is not None}
+    copies = _copied_sessions([u for u in out if u.fmt in GROUPED], sha_of)
+    for path, first in copies.items():
+        _duplicate(phases, path, first)
+    return [u for u in out if u.path not in copies]
 
 
 def _replay_phase(
