@@ -1396,6 +1396,31 @@ def test_two_exports_of_one_opencode_session_are_read_once(tmp_path: Path):
     assert status_of(report) == {"a.json": "replayed", "b.json": "part of"}
 
 
+def test_a_price_that_matched_no_model_is_a_note_as_in_run(tmp_path: Path, invoke):
+    # README: "a note names an override that matched no model of the run". A batch said
+    # nothing: a mistyped model name left genai-prices' rates in every row, silently.
+    logs = tmp_path / "logs"
+    variant(logs / "a.jsonl", "a", -DAY)  # gemini-2.5-flash
+    variant(logs / "b.jsonl", "b", -DAY * 2, **ANTHROPIC)
+    typo = "claude-sonet-4*=input:1,output:2"
+    used = "gemini-2.5-flash=input:1,output:2"
+    note = (
+        "--price claude-sonet-4* matched no model of the batch's sessions (claude-sonnet-4-5, "
+        "gemini-2.5-flash): those rates priced nothing. Name the model as the logs do, or with "
+        "a wildcard (e.g. 'claude-sonnet-4*')."
+    )
+    opts = BatchOptions(strategies="baseline", prices=(typo, used))
+    out = tmp_path / "ds"
+    for run in ("replayed", "unchanged"):  # the models of rows kept count too
+        report = run_batch([logs], opts, output=out, workers=1)
+        assert set(status_of(report).values()) == {run}
+        assert [n for n in report.notes if "--price" in n] == [note]
+    right = BatchOptions(strategies="baseline", prices=(used,))
+    assert not [n for n in run_batch([logs], right, workers=1).notes if "--price" in n]
+    shown = invoke("batch", str(logs), "-s", "baseline", "--price", typo, "-w", "1")
+    assert "note: --price claude-sonet-4* matched no model" in shown.stderr
+
+
 def test_a_price_that_fell_back_is_a_column_and_a_note(tmp_path: Path, invoke):
     """genai-prices has no cache-read price for kimi-k2: `replay run` says so in a note; a
     batch says it in the session rows and in its report, also when the file is unchanged."""

@@ -594,6 +594,7 @@ def run_batch(
             if fallback:
                 report.notes.append(fallback)
             report.notes.extend(_foreign_api_notes(combined, apis))
+            report.notes.extend(_unused_price_notes(opts, phases.models))
             if dataset is not None:
                 report.notes.extend(_forget_superseded(dataset))
         finally:
@@ -678,6 +679,9 @@ class _Phases:
     """Byte-identical copies left out (status `duplicate`) → the file read instead."""
     unread: set[str] = field(default_factory=set)
     """Files not even read, last modified long before --since (still a fork's parent)."""
+    models: set[str] = field(default_factory=set)
+    """The models of the ok sessions' rows (replayed now or unchanged): what a `--price` had
+    to match."""
 
 
 def _with_tokenizers(opts: BatchOptions) -> BatchOptions:
@@ -940,6 +944,7 @@ def _replay_phase(
                 report.requests += requests.get(path, 0)
                 if outcome.sessions is not None:
                     rows = pl.read_parquet(io.BytesIO(outcome.sessions))
+                    phases.models |= _models(rows["model"])
                     partials.append(_partial(rows.lazy(), phases.apis))
                     if len(partials) > 256:  # keep the running totals small
                         partials = [_combine(partials)]
@@ -970,6 +975,31 @@ def _replay_phase(
             report.shared_groups += 1
             report.shared_sessions += len(ok)
     if unchanged_parts and dataset is not None:
-        parts = pl.scan_parquet([dataset.root / p for p in unchanged_parts])
-        partials.append(_partial(parts, phases.apis))
+        kept = pl.scan_parquet([dataset.root / p for p in unchanged_parts])
+        partials.append(_partial(kept, phases.apis))
+        phases.models |= _models(kept.select(pl.col("model").unique()).collect()["model"])
     return partials
+
+
+def _models(column: pl.Series) -> set[str]:
+    """The models a `model` column names (each row's, comma-separated)."""
+    return {m for value in column.drop_nulls().to_list() for m in value.split(",") if m}
+
+
+def _unused_price_notes(opts: BatchOptions, models: set[str]) -> list[str]:
+    """A `--price` that matched no model of the batch's sessions: the user believes their
+    rates are in the figures (`replay run` says it too)."""
+    if not opts.prices or not models:
+        return []
+    from replay.prices import Pricer, parse_price_overrides
+
+    unused = Pricer(parse_price_overrides(opts.prices)).unused_overrides(models)
+    if not unused:
+        return []
+    shown = sorted(models)
+    listed = ", ".join(shown[:5]) + (f", and {len(shown) - 5:,} more" if len(shown) > 5 else "")
+    return [
+        f"--price {', '.join(unused)} matched no model of the batch's sessions ({listed}): "
+        "those rates priced nothing. Name the model as the logs do, or with a wildcard (e.g. "
+        "'claude-sonnet-4*')."
+    ]
