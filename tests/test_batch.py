@@ -1421,6 +1421,36 @@ def test_a_price_that_matched_no_model_is_a_note_as_in_run(tmp_path: Path, invok
     assert "note: --price claude-sonet-4* matched no model" in shown.stderr
 
 
+def test_requests_without_a_cache_breakpoint_are_a_note_as_in_run(tmp_path: Path, invoke):
+    # README: `--client` "a note says when it marks nothing where the provider needs marks: a
+    # Codex log on Anthropic". A batch said nothing: every request of those rows was billed
+    # without a cache read, silently.
+    logs = tmp_path / "logs"
+    variant(logs / "a.jsonl", "a", -DAY)
+    variant(logs / "b.jsonl", "b", -DAY * 2)
+    codex = {"provider": "anthropic", "model": "claude-sonnet-4-5", "client": "codex"}
+    lone = replay(logs / "a.jsonl", "baseline", **codex)
+    (said,) = [n for n in lone.notes if "no cache breakpoint" in n]
+    assert said.startswith("13 request(s) (anthropic) cached nothing")
+    note = (
+        "26 request(s) of 2 session(s) cached nothing: the client profile put no cache "
+        "breakpoint where the provider needs one (column `miss_causes`: no-breakpoint). If the "
+        "harness you mean to run would mark the prompt, say which with --client (e.g. --client "
+        "claude-code)."
+    )
+    opts = BatchOptions(strategies=STRATEGIES, **codex)
+    out = tmp_path / "ds"
+    for run in ("replayed", "unchanged"):  # rows kept count too
+        report = run_batch([logs], opts, output=out, workers=1)
+        assert set(status_of(report).values()) == {run}
+        assert [n for n in report.notes if "no cache breakpoint" in n] == [note]
+    marked = BatchOptions(strategies=STRATEGIES, provider="anthropic", model="claude-sonnet-4-5")
+    assert not [n for n in run_batch([logs], marked, workers=1).notes if "breakpoint" in n]
+    shown = invoke("batch", str(logs), "-s", "baseline", "--provider", "anthropic", "--model",
+                   "claude-sonnet-4-5", "--client", "codex", "-w", "1")
+    assert "note: 26 request(s) of 2 session(s) cached nothing" in shown.stderr
+
+
 def test_a_price_that_fell_back_is_a_column_and_a_note(tmp_path: Path, invoke):
     """genai-prices has no cache-read price for kimi-k2: `replay run` says so in a note; a
     batch says it in the session rows and in its report, also when the file is unchanged."""

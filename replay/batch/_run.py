@@ -54,6 +54,7 @@ from replay.batch._work import (
     replay_group,
     scan_files,
 )
+from replay.cache._base import NO_BREAKPOINT
 
 Progress = Callable[[str, int, int], None]
 """Called as (phase, done, total) while a phase (`scan`, `replay`) advances."""
@@ -595,6 +596,7 @@ def run_batch(
                 report.notes.append(fallback)
             report.notes.extend(_foreign_api_notes(combined, apis))
             report.notes.extend(_unused_price_notes(opts, phases.models))
+            report.notes.extend(_no_breakpoint_note(phases.no_breakpoint))
             if dataset is not None:
                 report.notes.extend(_forget_superseded(dataset))
         finally:
@@ -682,6 +684,9 @@ class _Phases:
     models: set[str] = field(default_factory=set)
     """The models of the ok sessions' rows (replayed now or unchanged): what a `--price` had
     to match."""
+    no_breakpoint: dict[str, int] = field(default_factory=dict)
+    """Session file → its requests that cached nothing for want of a cache breakpoint (the
+    most of any strategy's), for the ok sessions that had any."""
 
 
 def _with_tokenizers(opts: BatchOptions) -> BatchOptions:
@@ -945,6 +950,7 @@ def _replay_phase(
                 if outcome.sessions is not None:
                     rows = pl.read_parquet(io.BytesIO(outcome.sessions))
                     phases.models |= _models(rows["model"])
+                    phases.no_breakpoint |= _no_breakpoint(rows.lazy())
                     partials.append(_partial(rows.lazy(), phases.apis))
                     if len(partials) > 256:  # keep the running totals small
                         partials = [_combine(partials)]
@@ -978,7 +984,33 @@ def _replay_phase(
         kept = pl.scan_parquet([dataset.root / p for p in unchanged_parts])
         partials.append(_partial(kept, phases.apis))
         phases.models |= _models(kept.select(pl.col("model").unique()).collect()["model"])
+        phases.no_breakpoint |= _no_breakpoint(kept)
     return partials
+
+
+def _no_breakpoint(rows: pl.LazyFrame) -> dict[str, int]:
+    """Session file → its requests that cached nothing because the client put no breakpoint
+    where the provider needs one (`miss_causes`: `no-breakpoint=N`, the most of any strategy),
+    for the sessions that had any."""
+    count = (
+        pl.col("miss_causes").str.extract(rf"(?:^|, ){NO_BREAKPOINT}=(\d+)", 1).cast(pl.Int64)
+    )
+    found = rows.group_by("file").agg(count.max().alias("n")).filter(pl.col("n") > 0).collect()
+    return dict(zip(found["file"].to_list(), found["n"].to_list(), strict=True))
+
+
+def _no_breakpoint_note(no_breakpoint: dict[str, int]) -> list[str]:
+    """Requests the client profile sent without a cache breakpoint to a cache that needs one
+    (a Codex log on Anthropic): they cached nothing, which makes them dear, silently; `replay
+    run` says it too."""
+    if not no_breakpoint:
+        return []
+    return [
+        f"{sum(no_breakpoint.values()):,} request(s) of {len(no_breakpoint):,} session(s) "
+        "cached nothing: the client profile put no cache breakpoint where the provider needs "
+        "one (column `miss_causes`: no-breakpoint). If the harness you mean to run would mark "
+        "the prompt, say which with --client (e.g. --client claude-code)."
+    ]
 
 
 def _models(column: pl.Series) -> set[str]:
