@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -448,15 +448,7 @@ def _notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list
         notes.append(
             "No provider usage in the log: output tokens are counted from the logged responses."
         )
-    from replay.tokens import family_for
-
-    families = {family_for(m) for m in tables.models}
-    for fam in sorted(families, key=lambda f: f.family):
-        if fam.estimated:
-            notes.append(
-                f"Token counts for {fam.family} models are estimates: {fam.encoding} "
-                f"× {fam.factor} ({fam.source})."
-            )
+    notes += tokenizer_estimate_notes(tables.models)
     copied = getattr(session.header, "copied_requests", 0)
     if copied:
         notes.append(
@@ -489,6 +481,20 @@ def _notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list
             f"names a thing it then reads again): {counts}."
         )
     return notes
+
+
+def tokenizer_estimate_notes(models: Iterable[str]) -> list[str]:
+    """One note per tokenizer family of `models` whose counts are estimates (a private
+    tokenizer approximated by a tiktoken encoding × a calibrated factor), saying how."""
+    from replay.tokens import family_for
+
+    families = {family_for(m) for m in models}
+    return [
+        f"Token counts for {fam.family} models are estimates: {fam.encoding} × {fam.factor} "
+        f"({fam.source})."
+        for fam in sorted(families, key=lambda f: f.family)
+        if fam.estimated
+    ]
 
 
 def _spec_of(name: str) -> StrategySpec | None:

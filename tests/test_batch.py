@@ -2429,3 +2429,16 @@ def test_a_server_side_mechanism_on_sessions_without_it_is_said(tmp_path: Path):
     only_claude = run_batch([logs / "claude.jsonl"], BatchOptions(
         strategies="baseline,anthropic-compact-150k"), workers=1)
     assert not [n for n in only_claude.notes if "do not have" in n]
+
+
+def test_token_counts_of_a_private_tokenizer_are_said_to_be_estimates(tmp_path: Path):
+    """As `replay run` says: the sessions' models whose tokenizer is private (Gemini, Claude:
+    pricing/tokenizers.json) are counted with an estimate, named once per family."""
+    logs = tmp_path / "logs"
+    variant(logs / "gemini.jsonl", "g", -DAY * 2)  # run42 ran on Gemini
+    variant(logs / "claude.jsonl", "c", -DAY, **ANTHROPIC)
+    variant(logs / "gpt.jsonl", "o", -DAY * 3, provider="openai", model="gpt-5")
+    report = run_batch([logs], BatchOptions(strategies="baseline"), workers=1)
+    said = [n.split(":")[0] for n in report.notes if " are estimates: " in n]
+    assert said == ["Token counts for claude models are estimates",
+                    "Token counts for gemini models are estimates"]

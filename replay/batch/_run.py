@@ -532,7 +532,7 @@ def run_batch(
     `force`). `forget_missing`: drop the rows of files the dataset holds under the targets'
     folders that no longer exist (kept by default: a log deleted after 30 days still counts).
     `engine`: `pool` (`workers` processes; 1 = in this process) or `ray`."""
-    from replay._api import TRAJECTORY_NOTE
+    from replay._api import TRAJECTORY_NOTE, tokenizer_estimate_notes
     from replay.prices import parse_price_overrides
     from replay.report._table import counted
     from replay.strategies import resolve
@@ -596,6 +596,7 @@ def run_batch(
                 report.notes.append(fallback)
             report.notes.extend(_foreign_api_notes(combined, apis))
             report.notes.extend(_unused_price_notes(opts, phases.models))
+            report.notes.extend(tokenizer_estimate_notes(phases.models))
             report.notes.extend(_no_breakpoint_note(phases.no_breakpoint))
             if dataset is not None:
                 report.notes.extend(_forget_superseded(dataset))
