@@ -582,7 +582,7 @@ def _bill_notes(session: Session, tables: ResultTables, config: ReplayConfig) ->
         if billed.priced < billed.requests
         else ""
     )
-    whatif = _whatif_options(session, config)
+    whatif = _whatif_options(session, tables, config)
     simulated = tables.cost("recorded")
     if whatif or simulated is None or partial or not billed.cost_usd:
         why = (
@@ -739,22 +739,26 @@ def _unused_rules_notes(tables: ResultTables, config: ReplayConfig) -> list[str]
     ]
 
 
-def _whatif_options(session: Session, config: ReplayConfig) -> list[str]:
+def _whatif_options(session: Session, tables: ResultTables, config: ReplayConfig) -> list[str]:
     """The options that make `recorded` something the agent did not send or was not billed
     (`--provider`/`--model` only where they name another provider or model than the log ran
-    on: an alias of the same changes nothing)."""
+    on: an alias of the same changes nothing; `--client` only where it names another profile
+    than the log's agent gets; `--ttl` only where some request's cache offers a TTL choice)."""
+    from replay.cache._clients import AGENT_PROFILES
     from replay.fidelity import moved_options
 
     moved = {
         flag.split()[0]
         for flag in moved_options(session, config.provider, config.model, config.pricer)
     }
+    own_profile = AGENT_PROFILES.get((session.header.agent or "").lower(), "default")
+    ignored = set().union(*tables.no_ttl_choice.values())
     chosen = {
         "--provider": "--provider" in moved,
         "--model": "--model" in moved,
-        "--client": config.client,
+        "--client": config.client is not None and config.client != own_profile,
         "--cache-rules": config.cache_rules,
-        "--ttl": config.ttl,
+        "--ttl": config.ttl is not None and len(ignored) < len(session.requests()),
         "rule overrides": config.rule_overrides,
     }
     return [flag for flag, value in chosen.items() if value]

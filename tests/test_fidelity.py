@@ -440,6 +440,27 @@ def test_the_bill_is_not_compared_with_a_what_if_or_without_recorded() -> None:
     assert "5 of 6 requests carry usage" in note
 
 
+def test_options_that_change_nothing_are_not_a_what_if() -> None:
+    """`--ttl` on a cache without a TTL choice is ignored on every request (its own note says
+    so), and `--client` naming the profile the log's agent gets anyway changes nothing either:
+    `recorded` is still the run the log billed, so the note compares it with the bill instead
+    of calling it a what-if."""
+    from replay import replay
+
+    openai = _billed_session(provider="openai", model="gpt-5.5")
+    notes = replay(openai, ["recorded"], ttl="1h").notes
+    assert any(n.startswith("--ttl 1h was ignored on 6 request(s)") for n in notes)
+    assert "matches what the log's own usage costs" in _bill_note(notes)
+    # The log's agent is `test`: it gets the `default` profile without --client.
+    note = _bill_note(replay(_billed_session(), ["recorded"], client="default").notes)
+    assert "matches what the log's own usage costs" in note
+    # A TTL that applies, or another profile, is a what-if.
+    note = _bill_note(replay(_billed_session(), ["recorded"], ttl="1h").notes)
+    assert "with --ttl this replay prices a what-if" in note
+    note = _bill_note(replay(_billed_session(), ["recorded"], client="claude-code").notes)
+    assert "with --client this replay prices a what-if" in note
+
+
 def test_the_bill_is_priced_at_the_endpoint_the_rules_name() -> None:
     """Vertex's regional endpoints cost +10% (`anthropic.vertex.endpoint=regional`): the
     simulation priced it, but the log's usage was priced at the global list price, so a bill
