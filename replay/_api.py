@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -712,13 +713,21 @@ def _unused_price_notes(tables: ResultTables, config: ReplayConfig) -> list[str]
     if config.pricer is None:
         return []
     unused = config.pricer.unused_overrides(tables.models)
-    if not unused:
-        return []
-    return [
+    notes = [
         f"--price {', '.join(unused)} matched no model of this replay "
         f"({', '.join(sorted(tables.models))}): those rates priced nothing. Name the model as "
         "the log does, or with a wildcard (e.g. 'claude-sonnet-4*')."
-    ]
+    ] if unused else []
+    # A wildcard that matches, but whose every model another override prices first.
+    for pattern, winners in config.pricer.shadowed_overrides(tables.models).items():
+        matched = sorted(m for m in tables.models
+                         if fnmatch.fnmatchcase(m.strip().lower(), pattern))
+        notes.append(
+            f"--price {pattern} priced nothing: --price {', '.join(winners)} applies to every "
+            f"model it matches ({', '.join(matched)}) first (an exact name wins over a "
+            "wildcard, an earlier wildcard over a later one)."
+        )
+    return notes
 
 
 def _unused_rules_notes(tables: ResultTables, config: ReplayConfig) -> list[str]:

@@ -315,6 +315,20 @@ def test_a_price_override_that_prices_nothing_is_a_note(invoke, name) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_a_price_override_another_one_shadows_is_a_note(invoke, name) -> None:
+    """A wildcard `--price` whose every model an exact name prices instead (or an earlier
+    wildcard) priced nothing, and nothing said so: it does match the model."""
+    command, *args = COMMANDS[name]
+    shadowed = invoke(command, RUN42, *args, "--price", "gemini-*=input:1,output:1",
+                      "--price", "gemini-2.5-flash=input:2,output:2")
+    assert shadowed.exit_code == 0, shadowed.output
+    assert (
+        "--price gemini-* priced nothing: --price gemini-2.5-flash applies to every model it "
+        "matches (gemini-2.5-flash)"
+    ) in " ".join(shadowed.stderr.split())
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_cache_rules_that_serve_no_request_are_a_note(invoke, name, tmp_path) -> None:
     """Anthropic rules on a Gemini log changed nothing without a word."""
     from conftest import ROOT

@@ -991,6 +991,22 @@ def test_overrides_match_names_as_shell_wildcards_and_report_those_that_priced_n
     assert sorted(pricer.unused_overrides(models)) == ["unused-*", "unused-exact"]
 
 
+def test_an_override_another_one_shadows_for_every_model_priced_nothing():
+    """An exact name wins over a wildcard, and the first of two matching wildcards wins: the
+    other one matches a model but applies to none (`shadowed_overrides`), so its rates priced
+    nothing, which the user is told as for a name that matches nothing."""
+    cheap, dear = RateOverride(input=D(1), output=D(2)), RateOverride(input=D(3), output=D(4))
+    pricer = Pricer({"claude*": cheap, "claude-sonnet-4-6": dear})
+    assert pricer.override_for("claude-sonnet-4-6") is dear
+    assert pricer.unused_overrides(["claude-sonnet-4-6"]) == []
+    assert pricer.shadowed_overrides(["claude-sonnet-4-6"]) == {"claude*": ["claude-sonnet-4-6"]}
+    assert pricer.shadowed_overrides(["claude-sonnet-4-6", "claude-opus-4-5"]) == {}
+    pricer = Pricer({"claude-*": cheap, "claude-sonnet-*": dear})
+    assert pricer.override_for("claude-sonnet-4-6") is cheap
+    assert pricer.shadowed_overrides(["claude-sonnet-4-6"]) == {"claude-sonnet-*": ["claude-*"]}
+    assert pricer.shadowed_overrides(["gpt-5"]) == {}
+
+
 def test_rate_override_validates():
     with pytest.raises(ReplayError):
         RateOverride(D(-1), D(1))

@@ -779,25 +779,42 @@ class Pricer:
 
     def override_for(self, model: str) -> RateOverride | None:
         """The override that applies to `model`, if any."""
+        name = self._override_name(model)
+        if name is None:
+            return None
+        return self._exact[name] if name in self._exact else dict(self._patterns)[name]
+
+    def _override_name(self, model: str) -> str | None:
+        """The override (as given, lowercased) that applies to `model`: its exact name first,
+        else the first wildcard that matches it."""
         key = model.strip().lower()
-        rate = self._exact.get(key)
-        if rate is not None:
-            return rate
-        for pattern, rate in self._patterns:
-            if fnmatch.fnmatchcase(key, pattern):
-                return rate
-        return None
+        if key in self._exact:
+            return key
+        return next((p for p, _ in self._patterns if fnmatch.fnmatchcase(key, p)), None)
 
     def has_override(self, model: str) -> bool:
         return self.override_for(model) is not None
 
     def unused_overrides(self, models: Iterable[str]) -> list[str]:
-        """The overrides (as given, lowercased) that apply to none of `models`: a name the log
+        """The overrides (as given, lowercased) that match none of `models`: a name the log
         does not use (an alias, a typo) leaves genai-prices' rates in force."""
         keys = {m.strip().lower() for m in models}
         unused = [name for name in self._exact if name not in keys]
         unused += [p for p, _ in self._patterns if not any(fnmatch.fnmatchcase(k, p) for k in keys)]
         return unused
+
+    def shadowed_overrides(self, models: Iterable[str]) -> dict[str, list[str]]:
+        """The wildcard overrides that match some of `models` but apply to none of them, each
+        with the overrides that price those models instead (an exact name wins over a wildcard,
+        an earlier wildcard over a later one): their rates priced nothing either."""
+        keys = {m.strip().lower() for m in models}
+        applied = {key: self._override_name(key) for key in keys}
+        shadowed: dict[str, list[str]] = {}
+        for pattern, _ in self._patterns:
+            matched = sorted(k for k in keys if fnmatch.fnmatchcase(k, pattern))
+            if matched and all(applied[k] != pattern for k in matched):
+                shadowed[pattern] = sorted({str(applied[k]) for k in matched})
+        return shadowed
 
     # -- building routes -------------------------------------------------------------------------
 
