@@ -535,6 +535,16 @@ def test_providers_for_a_model_shows_only_its_provider():
     assert doc["resolved"]["model"] == "claude-sonnet-4-6"
 
 
+def test_providers_guesses_a_model_genai_prices_lacks_from_the_rule_files_families():
+    """`--model` guesses the provider (the help says so): genai-prices has no Qwen provider
+    (docs/cache-rules.md), but `qwen.json` covers `^qwen` models, so `qwen-plus` is Qwen's."""
+    result = _cli("--model", "qwen-plus", "--at", "2026-10-20", "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert [p["provider"] for p in doc["providers"]] == ["qwen"]
+    assert doc["resolved"]["model"] == "qwen-plus"
+
+
 def test_providers_for_a_model_no_provider_serves_names_its_own_option():
     result = _cli("--model", "nosuch-model")
     assert result.exit_code == 2

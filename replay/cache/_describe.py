@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from replay._errors import ReplayError
+from replay._model_ids import normalize_model
 from replay.cache._route import CacheRouter
 from replay.cache._rules import _MISSING, ProviderRules, Rule, load_rules_file, rows_in_force
 
@@ -75,6 +76,20 @@ def _resolved(router: CacheRouter, provider: str, model: str, at: date) -> dict[
     }
 
 
+def _provider_by_family(router: CacheRouter, model: str) -> str | None:
+    """The one provider whose rule files name a model family `model` belongs to (`^qwen`:
+    Qwen, which genai-prices does not know), or None when none or several do."""
+    normalized = normalize_model(model)
+    found = {
+        layers[-1].provider
+        for layers in router.rule_files
+        for f in layers
+        for pattern in f.models
+        if re.search(pattern, normalized)
+    }
+    return found.pop() if len(found) == 1 else None
+
+
 def rules_in_force(
     at: date,
     provider: str | None = None,
@@ -94,9 +109,11 @@ def rules_in_force(
         try:
             provider = provider_for_model(model)
         except ReplayError:  # its hint (a --price) is no option of this command
-            raise ReplayError(
-                f"cannot tell which provider serves model {model!r}; name it with --provider"
-            ) from None
+            provider = _provider_by_family(router, model)
+            if provider is None:
+                raise ReplayError(
+                    f"cannot tell which provider serves model {model!r}; name it with --provider"
+                ) from None
     if provider is not None:
         files = _files_serving(router, provider, model)
     document: dict[str, Any] = {
