@@ -819,6 +819,11 @@ def test_unknown_or_unpriced_model_raises_with_price_hint(model, provider):
         ("gpt-5", "google", "genai-prices has it from 'openai': pass --provider openai"),
         ("claude-sonnet-4-6", "no-such-provider", "pass --provider anthropic"),
         ("claude-sonet-4-5", "anthropic", "did you mean 'claude-sonnet-4-5'"),
+        # Bedrock lists Claude by its own ids: the one at the provider asked for comes first
+        ("claude-sonnet-4-5", "aws", "genai-prices lists it at 'aws' as "
+         "'global.anthropic.claude-sonnet-4-5-20250929-v1:0' or "
+         "'regional.anthropic.claude-sonnet-4-5-20250929-v1:0': pass --model "
+         "global.anthropic.claude-sonnet-4-5-20250929-v1:0 (or --provider anthropic)"),
     ],
 )
 def test_a_model_of_another_provider_or_a_typo_gets_the_hint_that_fixes_it(model, provider,

@@ -86,11 +86,23 @@ def _lookup_hint(snapshot: Any, model: str, provider: str) -> str:
         elsewhere, _ = snapshot.find_provider_model(model, None, None, None)
     except LookupError:
         elsewhere = None
-    if elsewhere is not None and elsewhere.id != provider:
-        return f"genai-prices has it from {elsewhere.id!r}: pass --provider {elsewhere.id}"
     ids = [
         m.id for p in snapshot.providers if p.id == provider for m in p.models
     ]
+    # Bedrock's and Vertex's ids hold the model's own, dated and versioned
+    # (`global.anthropic.claude-sonnet-4-5-20250929-v1:0`, `claude-sonnet-4-5@20250929`).
+    part = re.compile(rf"(^|[./:]){re.escape(model)}([-@]\d{{8}})?(-v\d+(:\d+)?)?$")
+    variants = sorted(m for m in ids if m != model and part.search(m))
+    moved = elsewhere is not None and elsewhere.id != provider
+    if variants:
+        return (
+            f"genai-prices lists it at {provider!r} as "
+            f"{' or '.join(map(repr, variants[:3]))}: pass --model {variants[0]}"
+            + (f" (or --provider {elsewhere.id})" if moved else "")
+            + f". Else {_price_hint(model)}"
+        )
+    if moved:
+        return f"genai-prices has it from {elsewhere.id!r}: pass --provider {elsewhere.id}"
     listed = ""
     if model in ids:  # its match rule takes another form of the id
         listed = f"genai-prices lists {model!r} but its rule for it does not match that id; "
