@@ -2442,3 +2442,26 @@ def test_token_counts_of_a_private_tokenizer_are_said_to_be_estimates(tmp_path: 
     said = [n.split(":")[0] for n in report.notes if " are estimates: " in n]
     assert said == ["Token counts for claude models are estimates",
                     "Token counts for gemini models are estimates"]
+
+
+def test_half_written_parts_of_a_killed_batch_are_cleaned_up(tmp_path: Path):
+    """A batch killed while it wrote a part or the manifest leaves `write_atomic`'s temporary
+    file behind; the next batch, which holds the dataset's lock, removes them (and nothing
+    else)."""
+    from replay.batch._dataset import CACHE_DIR
+
+    logs, out = tmp_path / "logs", tmp_path / "ds"
+    variant(logs / "a.jsonl", "a", -DAY)
+    opts = BatchOptions(strategies="baseline")
+    run_batch([logs], opts, output=out, workers=1)
+    stale = [out / "sessions" / ".part-0a1b2c.parquet.k3j9x_.tmp",
+             out / "requests" / ".part-0a1b2c.parquet.u81mq2.tmp",
+             out / CACHE_DIR / ".manifest.jsonl.p0o9i8.tmp"]
+    kept = [out / "sessions" / "my-notes.tmp", out / CACHE_DIR / "notes.txt"]
+    for path in stale + kept:
+        path.write_bytes(b"PAR1 half")
+    report = run_batch([logs], opts, output=out, workers=1)
+    assert status_of(report) == {"a.jsonl": "unchanged"}
+    assert [p.exists() for p in stale] == [False] * 3
+    assert all(p.exists() for p in kept)
+    assert sessions(out).height == 1

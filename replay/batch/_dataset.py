@@ -215,6 +215,12 @@ class Dataset:
             for part in (self.root / table).glob("part-*.parquet"):
                 if f"{table}/{part.name}" not in refs:
                     part.unlink(missing_ok=True)
+            # Half-written parts of a batch killed while writing (`write_atomic`'s temporary
+            # files): under the lock no other batch is writing one.
+            for tmp in (self.root / table).glob(".part-*.parquet.*.tmp"):
+                tmp.unlink(missing_ok=True)
+        for tmp in self.meta.glob(".manifest.jsonl.*.tmp"):
+            tmp.unlink(missing_ok=True)
 
     # --- scan cache --------------------------------------------------------------------------
 
