@@ -1249,3 +1249,22 @@ def test_the_json_of_a_family_holds_every_number() -> None:
     }
     empty = calibration_dict(fit_family("claude", []))
     assert (empty["factor"], empty["ratio_quartiles"], empty["framing_fit"]) == (None, None, None)
+
+
+def test_logs_of_one_file_name_in_other_folders_are_measured_apart() -> None:
+    """Entire stores every session as `<id>/<n>/full.jsonl`: logs given with the same file name
+    are still "each log alone" in `by_log` (docs/calibration.md), named by the end of their
+    path that tells them apart, and the `measured` text names each."""
+    from replay.tokens._calibrate import logs_label
+
+    cheap = _log([_reply()], [_reply()], prompts=[1000, 1010, 1020])
+    dear = _log([_reply()], [_reply()], prompts=[1000, 1030, 1060])
+    cheap.path, dear.path = "entire/91/full.jsonl", "entire/cb/full.jsonl"
+    other = _log([_reply()], [_reply()])
+    other.path = "elsewhere/other.jsonl"
+    (c,) = calibrate([cheap, dear, other], resamples=10)
+    assert [(f.log, f.pairs) for f in c.by_log] == [
+        ("91/full.jsonl", 2), ("cb/full.jsonl", 2), ("other.jsonl", 2)]
+    factors = {f.log: f.factor for f in c.by_log}
+    assert factors["91/full.jsonl"] < factors["cb/full.jsonl"]
+    assert logs_label(c) == "91/full.jsonl, cb/full.jsonl, other.jsonl"

@@ -511,6 +511,30 @@ def fit_family(
     )
 
 
+def log_labels(sessions: Sequence[Session]) -> list[str]:
+    """A label per session: its file name, or, where another session has that name (Entire
+    stores every session as `<id>/<n>/full.jsonl`), the end of its path that tells it apart.
+    Each log keeps its own `by_log` factor; one label for two logs would merge them."""
+    parts = [Path(s.path).parts if s.path else () for s in sessions]
+    fallback = [s.header.session_id or "log" for s in sessions]
+    depth = [1] * len(sessions)
+
+    def label(n: int) -> str:
+        return "/".join(parts[n][-depth[n]:]) if parts[n] else fallback[n]
+
+    while True:
+        seen: dict[str, list[int]] = {}
+        for n in range(len(sessions)):
+            seen.setdefault(label(n), []).append(n)
+        longer = [n for same in seen.values() if len(same) > 1 for n in same
+                  if depth[n] < len(parts[n])]
+        if not longer:
+            break
+        for n in longer:
+            depth[n] += 1
+    return [label(n) for n in range(len(sessions))]
+
+
 def calibrate(
     sessions: Iterable[Session],
     *,
@@ -530,8 +554,8 @@ def calibrate(
     if forks is None:
         forks = forks_among(sessions)
     found = CalibrationPairs()
-    for session in sessions:
-        found.extend(calibration_pairs(session, copied_elsewhere=session.path in forks))
+    for session, label in zip(sessions, log_labels(sessions), strict=True):
+        found.extend(calibration_pairs(session, label, copied_elsewhere=session.path in forks))
     families = sorted(set(found.models) | {p.family for p in found.pairs})
     return [
         fit_family(
