@@ -1268,3 +1268,15 @@ def test_logs_of_one_file_name_in_other_folders_are_measured_apart() -> None:
     factors = {f.log: f.factor for f in c.by_log}
     assert factors["91/full.jsonl"] < factors["cb/full.jsonl"]
     assert logs_label(c) == "91/full.jsonl, cb/full.jsonl, other.jsonl"
+
+
+def test_the_interval_does_not_depend_on_the_order_the_logs_are_given_in() -> None:
+    """The same logs give the same calibration in any order (a shell's glob order follows the
+    locale): the seeded bootstrap draws from their pairs in the order of the logs' labels."""
+    sessions = [synthetic_session(1.2 + k / 20, noise=0.2, rounds=12, seed=k) for k in range(3)]
+    for k, session in enumerate(sessions):
+        session.path = f"logs/{'cab'[k]}.jsonl"
+    (given,) = calibrate(sessions, resamples=200)
+    (back,) = calibrate(sessions[::-1], resamples=200)
+    assert given.factor == back.factor and given.framing == back.framing
+    assert given.by_log == back.by_log

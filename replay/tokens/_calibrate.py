@@ -554,7 +554,10 @@ def calibrate(
     if forks is None:
         forks = forks_among(sessions)
     found = CalibrationPairs()
-    for session, label in zip(sessions, log_labels(sessions), strict=True):
+    # In the order of their labels: the seeded bootstrap draws pairs by position, and the same
+    # logs must give the same interval in any order (a shell's glob order follows the locale).
+    labelled = sorted(zip(log_labels(sessions), sessions, strict=True), key=lambda x: x[0])
+    for label, session in labelled:
         found.extend(calibration_pairs(session, label, copied_elsewhere=session.path in forks))
     families = sorted(set(found.models) | {p.family for p in found.pairs})
     return [
