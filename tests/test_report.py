@@ -362,7 +362,7 @@ def test_chart_specs(result, metric) -> None:
     from replay.report import metric_chart
 
     spec = metric_chart(result, metric).to_dict()
-    assert len(spec["layer"]) == 3  # lines, hover rules, markers
+    assert len(spec["layer"]) == 4  # lines, dots of one-request series, hover rules, markers
     assert spec["params"][0]["name"] == "hidden"
     from replay.report._charts import series_rows, vega_spec
 
@@ -388,6 +388,25 @@ def test_render_chart_png_and_svg(result) -> None:
 
     assert render_chart(result, "cost", "png", scale=1).startswith(PNG)
     assert render_chart(result, "hit-ratio", "svg").lstrip().startswith("<svg")
+
+
+@pytest.mark.parametrize("metric", ["prompt", "cost", "hit-ratio"])
+def test_a_series_of_one_request_is_drawn(tmp_path, metric) -> None:
+    """A log of one request (or a thread that made one call) still shows its point: a line
+    through one point has no length and draws nothing, so each strategy's lone point is a dot
+    (the chart of `replay plot` and of the page: both are `metric_chart`)."""
+    from replay.report._charts import render_chart
+
+    lines = SAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)
+    answer = next(n for n, line in enumerate(lines) if '"type":"assistant"' in line)
+    one = tmp_path / "one.jsonl"
+    one.write_text("".join(lines[: answer + 1]), encoding="utf-8")
+    svg = render_chart(replay(one, "baseline,truncate-500"), metric, "svg")
+    dots = re.findall(r'aria-label="request: 0; [^"]*strategy: ([\w-]+)"[^>]*'
+                      r'aria-roledescription="circle"', svg)
+    assert set(dots) == {"baseline", "truncate-500"}
+    two = replay(SAMPLE, "baseline,truncate-500")  # lines of 14 requests need no dot
+    assert 'aria-roledescription="circle"' not in render_chart(two, metric, "svg")
 
 
 def test_missing_extra_is_a_clear_error(monkeypatch, result) -> None:

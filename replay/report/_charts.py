@@ -227,6 +227,17 @@ def metric_chart(
         lines = base.mark_line(strokeWidth=1.6).encode(
             x=x, y=alt.Y(f"{field}:Q", axis=y_axis), color=color, **split
         )
+    # A series of one request (a log of one request, a subagent thread that made one call) is
+    # a line of no length, which draws nothing: its point gets a dot.
+    lone = base.transform_joinaggregate(
+        points="count()", groupby=["s"] if metric == "cost" else ["s", "t"]
+    ).transform_filter("datum.points === 1")
+    if metric == "prompt":
+        lone = lone.transform_fold(["prompt", "cached"], as_=["part", "tokens"])
+    dots = lone.mark_circle(size=40, opacity=1).encode(
+        x=x, y=alt.Y("tokens:Q" if metric == "prompt" else f"{field}:Q", axis=y_axis),
+        color=color,
+    )
     # One invisible rule per request, as wide as a request, carries a tooltip with the value of
     # every strategy shown there (one mark per request keeps long logs fast to draw).
     hover = (
@@ -269,7 +280,7 @@ def metric_chart(
         )
     )
     return (
-        alt.layer(lines, hover, markers)
+        alt.layer(lines, dots, hover, markers)
         .add_params(hidden)
         .properties(title=TITLES[metric], width=width, height=height)
         .resolve_scale(color="shared")
