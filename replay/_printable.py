@@ -23,3 +23,10 @@ def printable(text: str) -> str:
     """`text` with its control characters, bidirectional marks and lone surrogates written as
     `\\xNN` / `\\uNNNN`; everything else, tabs and newlines included, as it is."""
     return _UNSAFE.sub(_escaped, text)
+
+
+def printable_json(text: str) -> str:
+    """JSON text (rows printed to be pasted) with what `printable` escapes written as JSON
+    escapes, `\\uNNNN`: shown, it cannot reorder or clear the terminal; read back, it is the
+    same text."""
+    return _UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)

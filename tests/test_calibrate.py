@@ -1280,3 +1280,22 @@ def test_the_interval_does_not_depend_on_the_order_the_logs_are_given_in() -> No
     (back,) = calibrate(sessions[::-1], resamples=200)
     assert given.factor == back.factor and given.framing == back.framing
     assert given.by_log == back.by_log
+
+
+def test_a_log_name_s_bidirectional_marks_are_escaped_in_the_rows_printed(tmp_path) -> None:
+    """docs/report.md: text from a file name is shown with its bidirectional marks and control
+    characters escaped (a U+202E would show the rest of the line reversed). The rows printed
+    under the table are JSON to paste: escaped the JSON way, they hold the same text;
+    `--format json` keeps the text as it is."""
+    load_commands()
+    runner = CliRunner()
+    name = "evil\u202egol\x85.jsonl"
+    write_log(synthetic_session(1.42), tmp_path / name)
+    log = str(tmp_path / name)
+    shown = runner.invoke(cli, ["calibrate", log, "--date", "2026-11-29", "-q"])
+    assert shown.exit_code == 0, shown.output
+    assert "\u202e" not in shown.stdout and "\x85" not in shown.stdout
+    rows = json.loads(shown.stdout.split("rows for pricing/tokenizers.json")[1].split("\n", 1)[1])
+    assert f"on {name} (models" in rows[0]["measured"]
+    kept = runner.invoke(cli, ["calibrate", log, "--format", "json", "--date", "2026-11-29"])
+    assert f"on {name} (models" in json.loads(kept.stdout)["tokenizers"][0]["measured"]

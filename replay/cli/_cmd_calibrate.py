@@ -109,6 +109,7 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     from replay import report
     from replay._api import _skipped_note
     from replay._errors import ReplayError
+    from replay._printable import printable_json
     from replay.adapters import forks_among, read_each_once
     from replay.adapters._stream import label
     from replay.tokens import calibrate, calibration_dict, logs_label, write_tokenizer_file
@@ -192,7 +193,7 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     text = buffer.export_text()
     if snippet:
         text += "rows for pricing/tokenizers.json (factor, measured, estimated):\n"
-        text += json.dumps(snippet, indent=2, ensure_ascii=False) + "\n"
+        text += printable_json(json.dumps(snippet, indent=2, ensure_ascii=False)) + "\n"
     else:
         text += "no row for pricing/tokenizers.json: the families measured count exactly\n"
     report.write_output(text, output)
