@@ -1299,3 +1299,31 @@ def test_a_log_name_s_bidirectional_marks_are_escaped_in_the_rows_printed(tmp_pa
     assert f"on {name} (models" in rows[0]["measured"]
     kept = runner.invoke(cli, ["calibrate", log, "--format", "json", "--date", "2026-11-29"])
     assert f"on {name} (models" in json.loads(kept.stdout)["tokenizers"][0]["measured"]
+
+
+def test_a_converted_copy_of_a_log_is_read_once(tmp_path: Path) -> None:
+    """`replay calibrate LOG converted.jsonl`: the `replay convert` copy holds the same session
+    (its id and requests) in other bytes; read twice, every pair counted twice and narrowed
+    the interval."""
+    from test_batch import _subagent_session
+
+    from replay.adapters import LeftOut, read_each_once
+
+    transcript = _subagent_session(tmp_path / "p")
+    converted = tmp_path / "converted.jsonl"
+    load_commands()
+    done = CliRunner().invoke(cli, ["convert", str(transcript), "-o", str(converted)])
+    assert done.exit_code == 0, done.output
+    logs = read_each_once([transcript, converted])
+    assert [p for p, _ in logs.sessions] == [transcript]
+    assert logs.left_out == [
+        LeftOut(converted, f"the same session as {transcript} (its id and requests)")
+    ]
+    # Another session of the same requests' ids (a copy whose id was changed) is not the same.
+    other = read_each_once([transcript]).sessions[0][1]
+    other.header.session_id = "another"
+    changed = tmp_path / "other.jsonl"
+    write_log(other, changed)
+    assert [p for p, _ in read_each_once([transcript, changed]).sessions] == [
+        transcript, changed
+    ]

@@ -26,8 +26,8 @@ class LeftOut:
     path: Path | str
     """As given (`-`: standard input)."""
     why: str
-    """What it repeats: `given twice`, `same bytes as FILE`, `read in FOLDER`, `read in the
-    session of FILE`."""
+    """What it repeats: `given twice`, `same bytes as FILE`, `the same session as FILE (…)`,
+    `read in FOLDER`, `read in the session of FILE`."""
 
 
 @dataclass
@@ -168,8 +168,9 @@ def _units(paths: list[Path | str], left_out: list[LeftOut]) -> list[_Unit]:
 def read_each_once(paths: Iterable[Path | str], *, strict: bool = False) -> Logs:
     """Read `paths` (files or folders, as `replay.load` reads each; `-` standard input),
     leaving out a path given twice, a file or folder with the same bytes as one given before
-    it, and a file a folder given reads too, and reading the files of one session
-    (`session_groups` of their adapter, within a folder) together as one."""
+    it, a log of the same session as one read before it (its id and requests' ids: a
+    `replay convert` copy), and a file a folder given reads too, and reading the files of one
+    session (`session_groups` of their adapter, within a folder) together as one."""
     from replay._api import load
 
     logs = Logs()
@@ -186,8 +187,24 @@ def read_each_once(paths: Iterable[Path | str], *, strict: bool = False) -> Logs
                 logs.left_out.append(LeftOut(unit.files[0], known[sha]))
                 continue
             known[sha] = f"same bytes as {session.path}"
+        same = _same_session_key(session)
+        if same is not None:
+            if same in known:
+                logs.left_out.append(LeftOut(unit.files[0], known[same]))
+                continue
+            known[same] = f"the same session as {unit.files[0]} (its id and requests)"
         logs.sessions.append((unit.files[0], session))
     return logs
+
+
+def _same_session_key(session: Any) -> str | None:
+    """What tells one session in another form (`replay convert`'s copy of a log): its id and
+    its requests' ids, in order. None without a session id or requests to compare."""
+    ids = [r.request_id for r in session.requests()]
+    if not session.header.session_id or not ids:
+        return None
+    digest = hashlib.sha256("\n".join([session.header.session_id, *ids]).encode())
+    return "session:" + digest.hexdigest()
 
 
 def parent_file(header: Any) -> str:
