@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from conftest import ROOT, RUN42
@@ -432,3 +433,125 @@ def test_a_strategy_is_split_when_its_counterfactuals_pay_for_the_shares(steps, 
     shared = _Shared(None, None, None, [], per_turn=False, evidence_rows=False, breakeven=True,
                      workers=workers)
     assert _shares(steps, requests, shared) == expected
+
+
+@pytest.fixture
+def in_process_pool(monkeypatch):
+    """`PoolEngine` as `_merged` uses it, made in this process: each pool's parts given back
+    last first, `2 × workers` tasks at a time (the tasks `PoolEngine.imap` keeps in flight), as
+    workers that finish in any order would. Says the worker counts of the pools started
+    (`.started`) and the tasks they were given (`.drawn`)."""
+    import itertools
+
+    from replay.batch import _engines
+    from replay.engine import _parallel
+
+    pools = SimpleNamespace(started=[], drawn=[])
+
+    class InProcess:
+        def __init__(self, workers, initializer, initargs):
+            pools.started.append(workers)
+            self.workers = workers
+            initializer(*initargs)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            for worker in _parallel._WORKER:
+                worker.gc.close()  # its frozen log, unfrozen
+            _parallel._WORKER.clear()
+
+        def imap(self, fn, tasks, opts, failure):
+            tasks = iter(tasks)
+            while batch := list(itertools.islice(tasks, 2 * self.workers)):
+                pools.drawn += batch
+                yield from reversed([(task, fn(task, opts)) for task in batch])
+
+    monkeypatch.setattr(_engines, "PoolEngine", InProcess)
+    monkeypatch.setattr(_parallel, "_WORKER", [])
+    return pools
+
+
+def test_parts_that_finish_last_first_come_in_the_strategies_order(in_process_pool):
+    """`replay_parts` is `iter_replay` on workers: each strategy's rows in the resolved order
+    whichever finished first, a process per strategy at most, the progress bar told each
+    strategy's name as it completes (`ReplayConfig.progress`), and the per-request rows sent
+    back only when they are kept."""
+    from replay.engine import ReplayConfig, replay_session
+    from replay.engine._parallel import replay_parts
+    from replay.engine._results import ResultTables
+    from replay.log import read_log
+
+    session = read_log(RUN42)
+    names = ["baseline", "truncate-500", "sliding-10"]
+    calls: list[tuple[str, int, int]] = []
+    config = ReplayConfig(progress=lambda *call: calls.append(call))
+    merged = ResultTables(evidence_rows=True)
+    for part in replay_parts(session, names, config, 4, evidence_rows=True):
+        merged.merge(part.tables)
+    whole = ResultTables(evidence_rows=True)
+    whole.add(replay_session(session, names))
+    assert merged.summary()["strategy"].to_list() == names
+    assert merged.summary().equals(whole.summary())
+    assert merged.turns().equals(whole.turns())
+    assert merged.evidence().equals(whole.evidence())
+    assert in_process_pool.started == [3]  # not 4: "a replay has one per task"
+    assert [done for _, done, _ in calls] == [0, 1, 2, 3, 3]
+    assert sorted(name for name, _, _ in calls[1:-1]) == sorted(names)
+    # Per-request rows are kept only when asked for (`_Shared.per_turn`): none are sent back.
+    parts = list(replay_parts(session, names, ReplayConfig(), 2, per_turn=False))
+    assert [part.tables.per_turn for part in parts] == [False] * 3
+
+
+def test_break_even_shares_that_finish_last_first_make_the_rows_of_one_process(
+        in_process_pool):
+    """Each strategy's first task runs on a worker (only a lone strategy's runs here), every
+    process may take a share of one strategy's break-even (the pool is not cut to the number of
+    strategies), and shares that finish in any order are put back in the strategy's order."""
+    from replay.breakeven import breakeven_session
+    from replay.engine._parallel import breakeven_parts
+    from replay.log import read_log
+
+    session = read_log(RUN42)
+    names = "recorded,age-truncate-500-keep-3"
+    rows, _ = breakeven_session(session, names)
+    parts = list(breakeven_parts(session, names, None, 3, share_steps=0, share_min_steps=0))
+    assert [row for part in parts for row in part.breakeven] == rows
+    assert in_process_pool.started == [3]
+    assert [t.index for t in in_process_pool.drawn if not t.shares] == [0, 1]
+    assert sorted(t.share for t in in_process_pool.drawn if t.shares) == [0, 1, 2]
+
+
+def test_the_queue_draws_the_tasks_in_order_and_a_strategy_s_shares_first():
+    """(`_Queue`: the tasks as `imap` draws them; a strategy's further shares put first as soon
+    as its first task says how many.)"""
+    from replay.engine._parallel import _Queue, _Task
+
+    tasks = [_Task(n, f"s{n}", "f") for n in range(3)]
+    queue = _Queue(tasks)
+    assert next(queue) is tasks[0] and queue.left()
+    shares = [dataclasses.replace(tasks[0], share=k, shares=2) for k in range(2)]
+    queue.first(shares)
+    drawn = list(queue)
+    assert sorted(drawn[:2], key=lambda t: t.share) == shares
+    assert drawn[2:] == tasks[1:]
+    assert not queue.left()
+
+
+def test_a_strategy_that_failed_in_a_share_has_no_further_part():
+    """`_whole`: a share of a strategy that failed already is not wanted, failed or not (the
+    strategy's error is its one part)."""
+    from replay.engine._parallel import Part, _Queue, _Strategy, _Task, _whole
+
+    first = _Task(0, "s", "f")
+    queue = _Queue([])
+    strategies: dict[int, _Strategy] = {}
+    assert _whole(first, Part(0, shares=3), strategies, queue) is None
+    shares = list(queue)
+    assert sorted((t.share, t.shares) for t in shares) == [(0, 3), (1, 3), (2, 3)]
+    failed = Part(0, error="boom")
+    assert _whole(shares[0], failed, strategies, queue) is failed
+    assert _whole(shares[1], Part(0, error="again"), strategies, queue) is None
+    assert _whole(shares[2], Part(0, breakeven=[(0, "row")], shares=3), strategies,
+                  queue) is None
