@@ -555,3 +555,25 @@ def test_a_strategy_that_failed_in_a_share_has_no_further_part():
     assert _whole(shares[1], Part(0, error="again"), strategies, queue) is None
     assert _whole(shares[2], Part(0, breakeven=[(0, "row")], shares=3), strategies,
                   queue) is None
+
+
+@pytest.mark.parametrize(("share_steps", "shares"), [(1, 2), (2, 1)])
+def test_a_strategy_is_split_by_its_counterfactuals_per_request_of_its_run(share_steps, shares):
+    """Its rewrites go into two shares when all their counterfactuals replay at least
+    `share_steps` requests per request of the strategy's run (every request it replays, not
+    only those it rewrote) for each share: run42's `tool-aging-keep-3` replays 14 requests and
+    its 6 rewrites' counterfactuals 34, enough for two shares at 1 per request (≥ 2 × 14), not
+    at 2 (< 2 × 28)."""
+    from replay.breakeven._breakeven import breakeven_config, strategy_rewrites
+    from replay.engine._parallel import _Shared, _task, _Worker
+    from replay.log import read_log
+    from replay.strategies import resolve
+
+    session = read_log(RUN42)
+    config = breakeven_config(session, None)
+    [named] = resolve("tool-aging-keep-3")
+    with strategy_rewrites(session, named, config, None) as rewrites:
+        assert (len(rewrites.records), len(rewrites.steps), sum(rewrites.steps)) == (14, 6, 34)
+    shared = _Shared(session, config, None, [], per_turn=False, evidence_rows=False,
+                     breakeven=True, workers=2, share_steps=share_steps, share_min_steps=0)
+    assert _Worker(shared).run(_task(0, named)).shares == shares
