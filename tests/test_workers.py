@@ -577,3 +577,31 @@ def test_a_strategy_is_split_by_its_counterfactuals_per_request_of_its_run(share
     shared = _Shared(session, config, None, [], per_turn=False, evidence_rows=False,
                      breakeven=True, workers=2, share_steps=share_steps, share_min_steps=0)
     assert _Worker(shared).run(_task(0, named)).shares == shares
+
+
+def test_a_strategy_goes_to_a_worker_by_family_only_when_its_registry_has_that_spec():
+    """(`_task`: by family when a worker's registry will have it, else the strategy itself.)"""
+    from replay.engine._parallel import _task
+    from replay.strategies import NamedStrategy, StrategySpec, resolve
+
+    [builtin] = resolve("truncate-500")
+    task = _task(0, builtin)
+    assert (task.built, task.family, task.params) == (None, builtin.spec.family, builtin.params)
+    one_off = NamedStrategy("code-last-two", StrategySpec(build=_build_last_two, **LAST_TWO), {})
+    task = _task(1, one_off)
+    assert task.built is one_off and task.strategy() is one_off
+
+
+def test_a_with_records_a_worker_cannot_import_is_a_replay_error():
+    """`_Shared.with_records` is pickled by name: a local function cannot go to a worker, which
+    is said as the one-line error, before any work."""
+    from replay._errors import ReplayError
+    from replay.engine._parallel import breakeven_parts
+    from replay.log import read_log
+
+    def local(session, records):
+        return len(records)
+
+    with pytest.raises(ReplayError, match=r"^--workers: the log or the options cannot be sent "
+                                          r"to a worker process \(.*\); use --workers 1$"):
+        breakeven_parts(read_log(RUN42), "recorded,baseline", None, 2, with_records=local)
