@@ -605,3 +605,86 @@ def test_a_with_records_a_worker_cannot_import_is_a_replay_error():
     with pytest.raises(ReplayError, match=r"^--workers: the log or the options cannot be sent "
                                           r"to a worker process \(.*\); use --workers 1$"):
         breakeven_parts(read_log(RUN42), "recorded,baseline", None, 2, with_records=local)
+
+
+def test_a_horizon_is_followed_on_workers_as_in_one_process(invoke):
+    _same(invoke, "breakeven", RUN42, "-s", "recorded,age-truncate-500-keep-3", "--horizon", "2",
+          "--format", "json")
+
+
+def test_workers_count_with_the_tokenizer_file_the_program_set(tmp_path):
+    """`use_tokenizers` in the calling program is not inherited by a spawned process (the
+    environment variable is): a worker is handed the file in force and counts with it."""
+    import json
+
+    from replay import replay
+    from replay.tokens import tokenizer_rows, use_tokenizers
+
+    names = "baseline,truncate-500"
+    built_in = replay(RUN42, names)
+    row = next(r for r in tokenizer_rows() if r["family"] == "gemini")  # run42's model
+    path = tmp_path / "tokenizers.json"
+    path.write_text(json.dumps({"families": [{**row, "factor": 2.0}]}), encoding="utf-8")
+    use_tokenizers(path)
+    try:
+        one = replay(RUN42, names)
+        two = replay(RUN42, names, workers=2)
+    finally:
+        use_tokenizers(None)
+    assert one.summary["prompt_tokens"][0] > 1.9 * built_in.summary["prompt_tokens"][0]
+    assert two.summary.equals(one.summary)
+
+
+@needs_samples
+def test_replay_parts_replay_with_the_unlogged_context_iter_replay_fits(in_process_pool):
+    """On a log with usage (an unlogged system prompt and tools to fit): the workers replay
+    with the context the parent fitted once, as `iter_replay` does in one process."""
+    from replay import load
+    from replay.engine import ReplayConfig, replay_session
+    from replay.engine._parallel import replay_parts
+    from replay.engine._replay import fit_unlogged_context
+    from replay.engine._results import ResultTables
+
+    session = load(SAMPLE)
+    assert fit_unlogged_context(session, ReplayConfig()).requests  # (the case is exercised)
+    names = ["recorded", "baseline"]
+    merged = ResultTables()
+    for part in replay_parts(session, names, ReplayConfig(), 2):
+        merged.merge(part.tables)
+    whole = ResultTables()
+    whole.add(replay_session(session, names))
+    assert merged.summary().equals(whole.summary())
+    assert merged.turns().equals(whole.turns())
+
+
+def test_what_fails_for_every_strategy_fails_before_any_worker_starts(in_process_pool,
+                                                                     tmp_path, monkeypatch):
+    """A log without requests ("the same error for every command") and a bad tokenizer file
+    ("fails here, not in every worker"): the one error, and no pool started."""
+    import json
+
+    from replay._errors import ReplayError
+    from replay.engine import ReplayConfig
+    from replay.engine._parallel import replay_parts
+    from replay.log import RequestMarker, read_log
+    from replay.tokens import use_tokenizers
+
+    session = read_log(RUN42)
+    names = "baseline,truncate-500"
+    silent = dataclasses.replace(
+        session, events=[e for e in session.events if not isinstance(e, RequestMarker)])
+    with pytest.raises(ReplayError, match="the log has no requests"):
+        list(replay_parts(silent, names, ReplayConfig(), 2))
+    path = tmp_path / "tokenizers.json"
+    row = {"family": "gemini", "pattern": "^gemini-", "encoding": "nope", "factor": 1.2,
+           "message_overhead": 4, "tool_call_overhead": 12}
+    path.write_text(json.dumps({"families": [row]}), encoding="utf-8")
+    monkeypatch.setenv("REPLAY_TOKENIZERS", str(path))
+    use_tokenizers(None)  # forget the rows looked up before
+    try:
+        with pytest.raises(ReplayError, match=r"families\[0\]\.encoding"):
+            list(replay_parts(session, names, ReplayConfig(), 2))
+    finally:
+        monkeypatch.delenv("REPLAY_TOKENIZERS")
+        use_tokenizers(None)
+    assert in_process_pool.started == []
