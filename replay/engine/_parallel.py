@@ -72,9 +72,9 @@ class _Shared:
     """The processes of the run: at most that many shares of one strategy's break-even."""
     share_steps: int = SHARE_STEPS
     """Break-even: a strategy's rewrites are shared out among processes when their
-    counterfactuals replay more than this many requests per request of its run, per share…"""
+    counterfactuals replay at least this many requests per request of its run, per share…"""
     share_min_steps: int = SHARE_MIN_STEPS
-    """…and more than this many requests per share."""
+    """…and at least this many requests per share."""
     with_records: Callable[[Session, list[RequestRecord]], Any] | None = None
     """Break-even: what else to make of a strategy's records (the report's part of the page,
     `replay.report._html.document_part`), in the process that has them; sent back with the
