@@ -425,6 +425,10 @@ def test_one_strategy_with_two_workers_is_replayed_here(monkeypatch):
     (88_315, 439, 8, 8),
     (30_873, 439, 8, 3),    # its anthropic-clear-tool-uses-100k-keep-3: ≥ 10,000 per share
     (2_751, 439, 8, 1),     # observation-mask-keep-100: little more than its run
+    (20_000, 100, 2, 2),    # exactly 10,000 per share: at least the minimum (SHARE_MIN_STEPS)
+    (19_999, 100, 2, 1),
+    (24_000, 1_500, 2, 2),  # exactly 8 per request of the run per share (SHARE_STEPS)
+    (23_999, 1_500, 2, 1),
 ])
 def test_a_strategy_is_split_when_its_counterfactuals_pay_for_the_shares(steps, requests,
                                                                          workers, expected):
