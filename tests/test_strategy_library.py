@@ -1495,6 +1495,30 @@ def test_strategy_file_function_and_class(tmp_path, clean_registry):
     assert parse_name("counting-strategy").instantiate().calls == 0  # fresh per thread
 
 
+EMPTIES_ITS_INPUT = '''
+def strategy(history, ctx):
+    view = list(history)
+    history.clear()  # the plug-in's own business: it must not reach the next request
+    return view
+'''
+
+
+def test_a_plugin_that_empties_its_input_does_not_change_the_history(tmp_path, clean_registry):
+    """`history` is the thread's full history at every request (docs/strategies.md): a plug-in
+    that empties the list it was given, then sends what it held, sends every message, as
+    `baseline` does. It used to get the engine's own list: each request then saw only the
+    messages logged since the previous one."""
+    import replay
+
+    path = tmp_path / "empties_input.py"
+    path.write_text(EMPTIES_ITS_INPUT)
+    _plugins.load_strategy_file(path)
+    summary = replay.replay(RUN42, "baseline,empties-input", keep_records=False).summary
+    rows = {r["strategy"]: r for r in summary.iter_rows(named=True)}
+    for column in ("prompt_tokens", "cached_tokens", "cost_usd", "prefix_breaks"):
+        assert rows["empties-input"][column] == rows["baseline"][column], column
+
+
 def test_bad_strategy_files_are_user_errors(tmp_path, clean_registry):
     with pytest.raises(ReplayError, match="no such file"):
         _plugins.load_strategy_file(tmp_path / "missing.py")

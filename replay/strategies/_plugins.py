@@ -180,7 +180,9 @@ class _Guarded:
 
     def __call__(self, history: Sequence[Any], ctx: StrategyContext) -> Any:
         try:
-            result = self.strategy(history, ctx)
+            # A copy: the engine's own list is the thread's history, kept from request to
+            # request; a plug-in that popped or sorted it in place changed every later request.
+            result = self.strategy(list(history), ctx)
         except ReplayError:
             raise
         except (Exception, SystemExit) as err:  # `sys.exit()` too: it would end replay silently
