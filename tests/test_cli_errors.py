@@ -160,6 +160,20 @@ def test_a_view_holding_no_items_is_a_plugin_error(invoke, tmp_path, clean_regis
     _one_line(_run_plugin(invoke, path), ("'view-badly'", "a View holding str"))
 
 
+@pytest.mark.parametrize(("returned", "what"), [("[]", "a list"), ("View(items=[])", "a View")])
+def test_a_plugin_that_sends_nothing_names_its_file(invoke, tmp_path, clean_registry, returned,
+                                                    what):
+    # Was `error: strategy 'sends-nothing' sent an empty request at req-001`: no file, no line.
+    source = (
+        "from replay.strategies import View\n\ndef strategy(history, ctx):\n"
+        f"    return {returned}\n"
+    )
+    path = _plugin(tmp_path, "sends_nothing", source)
+    line = _one_line(_run_plugin(invoke, path), ("'sends-nothing'", f"returned {what} holding "
+                                                 "no item on request 0"))
+    assert line.startswith(f"error: {path}:3: ")
+
+
 # --- bad REPLAY_TOKENIZERS files -----------------------------------------------------------------
 
 ROW = {"family": "gemini", "pattern": "^gemini-", "encoding": "o200k_base", "factor": 1.2,

@@ -216,6 +216,8 @@ def _not_a_view(result: Any) -> str | None:
         items, outer = result, f"a {type(result).__name__}"
     else:
         return "None" if result is None else type(result).__name__
+    if not items:  # a request sends at least one message
+        return f"{outer} holding no item"
     bad = next((item for item in items if not isinstance(item, _ITEMS)), None)
     return None if bad is None else f"{outer} holding {type(bad).__name__}"
 
