@@ -203,6 +203,38 @@ def test_a_rerun_with_other_replay_code_reads_and_replays_every_file_again(
     assert run_batch([logdir], opts, output=out, workers=1).counts["replayed"] == 4
 
 
+KEEP_LAST = """\
+\"\"\"Keep the first message and the last N items.\"\"\"
+NAME = "batch-keep-last"
+
+def strategy(history, ctx, n=20):
+    return list(history) if len(history) <= n + 1 else [history[0], *history[-n:]]
+"""
+
+
+def test_workers_load_the_plugin_files_loaded_here_and_reruns_follow_their_code(
+    logdir: Path, tmp_path: Path, clean_registry
+):
+    """A plug-in file loaded with `load_strategy_file` runs in the batch as in `replay.replay`:
+    spawned workers used to lack it (every file failed: unknown strategy), and an edited
+    plug-in left its old rows in the dataset (the options digest ignored its code)."""
+    from replay.strategies import load_strategy_file
+
+    plugin = tmp_path / "keep_last.py"
+    plugin.write_text(KEEP_LAST, encoding="utf-8")
+    load_strategy_file(plugin)
+    opts = BatchOptions(strategies="baseline,batch-keep-last")
+    serial = run_batch([logdir], opts, workers=1)
+    out = tmp_path / "ds"
+    pooled = run_batch([logdir], opts, output=out, engine="pool", workers=2)
+    assert pooled.counts["failed"] == serial.counts["failed"] == 1  # broken.jsonl alone
+    assert pooled.totals.equals(serial.totals)
+
+    assert run_batch([logdir], opts, output=out, workers=1).counts["replayed"] == 0
+    plugin.write_text(KEEP_LAST.replace("n=20", "n=3"), encoding="utf-8")  # other code
+    assert run_batch([logdir], opts, output=out, workers=1).counts["replayed"] == 4
+
+
 @pytest.fixture
 def doubled_gemini(tmp_path: Path):
     """A user tokenizer file that counts Gemini tokens (run42's model) twice; the built-in table

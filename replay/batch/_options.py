@@ -51,6 +51,10 @@ class BatchOptions:
     """Path of a user tokenizer file (schema of `pricing/tokenizers.json`) every worker counts
     with; `run_batch` fills in the one in force where it starts (`use_tokenizers`,
     `REPLAY_TOKENIZERS`), which spawned workers and Ray tasks would not otherwise see."""
+    plugin_files: tuple[str, ...] = ()
+    """Strategy plug-in files (`load_strategy_file`, as given) every worker loads before it
+    resolves the strategies; `run_batch` fills in those loaded where it starts, which spawned
+    workers and Ray tasks would not otherwise have."""
 
 
 @cache
@@ -112,11 +116,13 @@ def _code_digest() -> str:
 
 def replay_key(opts: BatchOptions) -> str:
     """What a file's replayed rows depend on, besides the file and its cache group: every
-    option, the content of the user's cache-rule and tokenizer files and of the built-in data
-    files, replay's own code, and the versions of replay and of the prices."""
+    option, the content of the user's cache-rule, tokenizer and plug-in files and of the
+    built-in data files, replay's own code, and the versions of replay and of the prices."""
     fields = asdict(opts)
     fields["cache_rules"] = _file_digest(opts.cache_rules)
     fields["tokenizers"] = _file_digest(opts.tokenizers)
+    # Their code, not their paths: an edited plug-in gives other rows.
+    fields["plugin_files"] = [_file_digest(path) for path in opts.plugin_files]
     versions = [replay_version(), _code_digest(), _prices_version(), _data_digest()]
     return _digest(["replay", BATCH_FORMAT, *versions, fields])
 

@@ -537,7 +537,7 @@ def run_batch(
     from replay.report._table import counted
     from replay.strategies import resolve
 
-    opts = _with_tokenizers(opts or BatchOptions())
+    opts = _with_plugin_files(_with_tokenizers(opts or BatchOptions()))
     started = time.perf_counter()
     named = resolve(opts.strategies)  # unknown names fail here, before work
     order = [n.name for n in named]
@@ -688,6 +688,19 @@ class _Phases:
     no_breakpoint: dict[str, int] = field(default_factory=dict)
     """Session file → its requests that cached nothing for want of a cache breakpoint (the
     most of any strategy's), for the ok sessions that had any."""
+
+
+def _with_plugin_files(opts: BatchOptions) -> BatchOptions:
+    """`opts` naming the plug-in files every worker loads: those it names (loaded here too,
+    so that a bad one fails before any work), else those loaded here (`load_strategy_file`)."""
+    from replay.strategies import load_strategy_file
+    from replay.strategies._plugins import loaded_files
+
+    if not opts.plugin_files:
+        return replace(opts, plugin_files=tuple(str(p) for p in loaded_files()))
+    for path in opts.plugin_files:
+        load_strategy_file(path)
+    return opts
 
 
 def _with_tokenizers(opts: BatchOptions) -> BatchOptions:

@@ -364,7 +364,10 @@ def _setup(opts: BatchOptions) -> tuple[Any, list[Any]]:
         if opts.tokenizers != tokenizer_file_in_force():
             use_tokenizers(opts.tokenizers)
         from replay.prices import parse_price_overrides
-        from replay.strategies import resolve
+        from replay.strategies import load_strategy_file, resolve
+
+        for path in opts.plugin_files:  # (loaded once per path: the main process's are kept)
+            load_strategy_file(path)
 
         prices = parse_price_overrides(opts.prices)
         config = _config(
