@@ -235,6 +235,41 @@ def test_workers_load_the_plugin_files_loaded_here_and_reruns_follow_their_code(
     assert run_batch([logdir], opts, output=out, workers=1).counts["replayed"] == 4
 
 
+def test_a_rerun_follows_the_code_of_a_plugin_package(
+    logdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_registry
+):
+    """A plug-in from a package (or registered by the calling program) that was upgraded or
+    edited since gives other rows: its files are replayed again (they were left as they were,
+    priced by the old code)."""
+    import importlib
+
+    from replay.strategies import StrategySpec, register
+
+    package = tmp_path / "site" / "batch_plugin_pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    rule = package / "rule.py"
+    rule.write_text("KEEP = 20\n", encoding="utf-8")
+    (package / "spec.py").write_text(
+        "from batch_plugin_pkg import rule\n\n"
+        "def build():\n"
+        "    return lambda history, ctx: [history[0], *history[1:][-rule.KEEP:]]\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    spec = importlib.import_module("batch_plugin_pkg.spec")
+    register(StrategySpec(family="batch-pkg-keep", pattern="batch-pkg-keep", build=spec.build,
+                          cache_class="churn", rule="keep the last items"))
+    opts = BatchOptions(strategies="baseline,batch-pkg-keep")
+    out = tmp_path / "ds"
+    assert run_batch([logdir], opts, output=out, workers=1).counts["replayed"] == 4
+    assert run_batch([logdir], opts, output=out, workers=1).counts["replayed"] == 0
+    rule.write_text("KEEP = 3\n", encoding="utf-8")  # a module of the package, not the spec's
+    assert run_batch([logdir], opts, output=out, workers=1).counts["replayed"] == 4
+    for name in ("batch_plugin_pkg.spec", "batch_plugin_pkg.rule", "batch_plugin_pkg"):
+        sys.modules.pop(name, None)
+
+
 @pytest.fixture
 def doubled_gemini(tmp_path: Path):
     """A user tokenizer file that counts Gemini tokens (run42's model) twice; the built-in table

@@ -123,8 +123,44 @@ def replay_key(opts: BatchOptions) -> str:
     fields["tokenizers"] = _file_digest(opts.tokenizers)
     # Their code, not their paths: an edited plug-in gives other rows.
     fields["plugin_files"] = [_file_digest(path) for path in opts.plugin_files]
+    fields["plugin_code"] = _plugin_code(opts.strategies)
     versions = [replay_version(), _code_digest(), _prices_version(), _data_digest()]
     return _digest(["replay", BATCH_FORMAT, *versions, fields])
+
+
+def _plugin_code(strategies: str) -> list[tuple[str, str]]:
+    """Digest of the code of each plug-in among `strategies` that is no file (those are
+    `plugin_files`): an installed package's or the calling program's. A package upgraded or
+    edited in place, or a script that changed, replays its strategies with other code."""
+    import inspect
+
+    from replay.strategies import resolve
+
+    code: dict[str, str] = {}
+    for named in resolve(strategies):
+        spec = named.spec
+        if not spec.is_plugin or spec.origin.startswith("file:"):
+            continue
+        try:  # the function itself: a notebook's cell has no file to read
+            source = inspect.getsource(spec.build)
+        except (OSError, TypeError):
+            source = ""
+        top = (getattr(spec.build, "__module__", None) or "").split(".")[0]
+        code[spec.origin] = _digest([source, _module_files_digest(top)])
+    return sorted(code.items())
+
+
+def _module_files_digest(name: str) -> str:
+    """Digest of the files of module `name`: every module of a package, else its one file."""
+    import sys
+
+    module = sys.modules.get(name)
+    roots = [Path(p) for p in getattr(module, "__path__", None) or []]
+    file = getattr(module, "__file__", None)
+    files = sorted(p for root in roots for p in root.rglob("*.py") if p.is_file())
+    if not roots and file:
+        files = [Path(file)]
+    return _digest([[str(p), _file_digest(str(p))] for p in files])
 
 
 def horizon_seconds(opts: BatchOptions) -> float:
