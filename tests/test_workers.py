@@ -117,6 +117,40 @@ def test_a_strategy_a_worker_cannot_import_is_refused_before_any_work(clean_regi
         replay(RUN42, "baseline,code-last-two", workers=2)
 
 
+GUARDED_BUILD = """\
+import replay
+from replay.strategies import StrategySpec, register
+
+if __name__ == "__main__":
+    def build():  # at the top level of the script, but the workers never run this block
+        return lambda history, ctx: list(history)
+
+    register(StrategySpec(family="guarded", pattern="guarded", build=build,
+                          cache_class="churn", rule="everything"))
+    try:
+        replay.replay({log!r}, "baseline,guarded", workers=2)
+    except replay.ReplayError as err:
+        print(err)
+"""
+
+
+def test_a_build_function_a_worker_cannot_find_is_the_strategy_s_error(tmp_path):
+    """A build function defined under a script's main guard is pickled by reference, but the
+    workers, which import the script without running that block, do not have it: the strategy
+    is named with the advice, without a traceback from each worker (they used to print one, and
+    the error blamed a worker that died, or a call outside the main guard)."""
+    script = tmp_path / "guarded.py"
+    script.write_text(GUARDED_BUILD.format(log=str(RUN42)), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout.startswith("strategy 'guarded' cannot be loaded in a worker process "
+                                  "(AttributeError: "), done.stdout
+    assert "outside `if __name__ == \"__main__\":`" in done.stdout
+
+
 def test_a_piped_log_is_replayed_by_two_workers():
     args = ["-", "-s", "baseline,truncate-500,recorded", "--format", "json"]
     one = _replay(*args, "--workers", "1", stdin=RUN42.read_bytes())

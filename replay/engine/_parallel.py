@@ -94,8 +94,11 @@ class _Task:
     """Its family in the registry."""
     params: dict[str, Any] = field(default_factory=dict)
     """Its parameters as resolved."""
-    built: NamedStrategy | None = None
-    """The strategy itself, when its spec is not the registry's (made by the caller)."""
+    built: bytes | None = None
+    """The strategy itself, pickled, when its spec is not the registry's (made by the caller):
+    unpickled in the worker's `run`, so that a build function the worker cannot import (one
+    defined under a script's `if __name__ == "__main__":`) is this strategy's error, not a
+    worker that dies with a traceback."""
     share: int = 0
     """Break-even: which share of the strategy's rewrites to analyse."""
     shares: int = 0
@@ -104,7 +107,7 @@ class _Task:
 
     def strategy(self) -> NamedStrategy:
         if self.built is not None:
-            return self.built
+            return _unpickled(self.name, self.built)
         from replay.strategies._base import registered
 
         spec = next((s for s in registered() if s.family == self.family), None)
@@ -237,14 +240,28 @@ def _task(index: int, named: NamedStrategy) -> _Task:
     if not in_code and any(s is named.spec for s in registered()):
         return _Task(index, named.name, family, dict(named.params))
     try:
-        pickle.dumps(named, protocol=pickle.HIGHEST_PROTOCOL)
+        built = pickle.dumps(named, protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, TypeError, AttributeError) as err:
         raise ReplayError(
             f"strategy {named.name!r} cannot be sent to a worker process ({type(err).__name__}: "
             f"{err}): define its build function at the top level of a module, or load it with "
             "--strategy-file, or use --workers 1"
         ) from None
-    return _Task(index, named.name, family, built=named)
+    return _Task(index, named.name, family, built=built)
+
+
+def _unpickled(name: str, built: bytes) -> NamedStrategy:
+    """A strategy sent pickled (`_task`): its build function is imported by reference, which
+    fails where the worker's copy of its module lacks it."""
+    try:
+        return pickle.loads(built)
+    except Exception as err:  # (AttributeError, ImportError… : whatever the import raised)
+        raise ReplayError(
+            f"strategy {name!r} cannot be loaded in a worker process ({type(err).__name__}: "
+            f"{err}): define its build function at the top level of a module the workers "
+            "import (in a script, outside `if __name__ == \"__main__\":`), or load it with "
+            "--strategy-file, or use --workers 1"
+        ) from None
 
 
 def _payload(shared: _Shared) -> bytes:
