@@ -1553,6 +1553,11 @@ def test_bad_strategy_files_are_user_errors(tmp_path, clean_registry):
         # any name a built-in pattern accepts
         ("NAME = 'sliding-7-pin-first'\ndef strategy(history, ctx):\n    return history\n",
          "name 'sliding-7-pin-first' is taken by the built-in family 'sliding'"),
+        # a word of strategy lists: `-s all` ran the built-ins, never the plug-in named so
+        ("NAME = 'all'\ndef strategy(history, ctx):\n    return history\n",
+         "name 'all' is a word of strategy lists (`all`: the built-ins)"),
+        ("NAME = 'plugins'\ndef strategy(history, ctx):\n    return history\n",
+         "name 'plugins' is a word of strategy lists (`plugins`: every loaded plug-in)"),
         # a pattern that swallows a built-in's canonical name
         ("from replay.strategies import StrategySpec\n"
          "SPEC = StrategySpec(family='mine', pattern=r'sliding-\\d+', cache_class='churn',\n"

@@ -274,11 +274,21 @@ def register(spec: StrategySpec) -> StrategySpec:
     return spec
 
 
+LIST_WORDS = {"all": "`all`: the built-ins", "plugins": "`plugins`: every loaded plug-in"}
+"""Words a strategy list expands (`resolve`): no strategy may be named so."""
+
+
 def _refuse_builtin_clash(plugin: StrategySpec) -> None:
     """A plug-in may not take a built-in's family, names or pattern: built-ins are matched
     first, so such a plug-in would never run while the results carried its name."""
     where = f"plug-in {plugin.origin}"
     names = dict.fromkeys((*plugin.canonical, plugin.family))
+    for name in names:
+        if name in LIST_WORDS:  # `all` would run the built-ins instead of it
+            raise ReplayError(
+                f"{where}: name {name!r} is a word of strategy lists ({LIST_WORDS[name]}); "
+                "give the plug-in another name"
+            )
     for builtin in (s for s in _REGISTRY.values() if not s.is_plugin):
         if plugin.family == builtin.family:
             raise ReplayError(f"{where}: {plugin.family!r} is a built-in strategy family")
