@@ -160,6 +160,35 @@ def test_a_view_holding_no_items_is_a_plugin_error(invoke, tmp_path, clean_regis
     _one_line(_run_plugin(invoke, path), ("'view-badly'", "a View holding str"))
 
 
+@pytest.mark.parametrize(
+    ("returned", "what"),
+    [
+        ("View(items=list(history), summarizer_calls=['oops'])",
+         "a View whose summarizer_calls hold str"),
+        ("View(items=list(history), summarizer_calls=[SummarizerCall(input_items=('s',), "
+         "instruction='i', summary='s')])", "a SummarizerCall whose input_items hold str"),
+        ("View(items=list(history), summarizer_calls=[SummarizerCall(input_items=tuple(history), "
+         "instruction=None, summary=None)])", "a SummarizerCall whose instruction is NoneType"),
+        ("View(items=list(history), events=['oops'])", "a View whose events hold str"),
+        ("[*history[:-1], UserItem(text=None)]", "a list holding a UserItem whose text is "
+         "NoneType"),
+        ("[*history[:-1], AssistantItem(blocks=('x',))]", "a list holding an AssistantItem whose "
+         "blocks hold str"),
+    ],
+)
+def test_a_view_with_broken_parts_is_a_plugin_error(invoke, tmp_path, clean_registry,
+                                                    returned, what):
+    """A View's summarizer calls and events, and new items, are checked as its items are: each
+    of these was a traceback from the renderer or the cache simulation."""
+    source = (
+        f"from replay.strategies import *\n\ndef strategy(history, ctx):\n    return {returned}\n"
+    )
+    path = _plugin(tmp_path, "breaks_parts", source)
+    line = _one_line(_run_plugin(invoke, path), ("'breaks-parts'", f"returned {what}",
+                                                 " on request 0: expected "))
+    assert line.startswith(f"error: {path}:3: ")
+
+
 @pytest.mark.parametrize(("returned", "what"), [("[]", "a list"), ("View(items=[])", "a View")])
 def test_a_plugin_that_sends_nothing_names_its_file(invoke, tmp_path, clean_registry, returned,
                                                     what):

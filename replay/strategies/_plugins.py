@@ -60,7 +60,16 @@ from typing import TYPE_CHECKING, Any
 
 from replay._errors import ReplayError
 from replay.strategies._base import CACHE_CLASSES, Bounds, StrategySpec, register
-from replay.strategies._view import AssistantItem, SummaryItem, ToolResultItem, UserItem, View
+from replay.strategies._view import (
+    AssistantItem,
+    Block,
+    RewriteEvent,
+    SummarizerCall,
+    SummaryItem,
+    ToolResultItem,
+    UserItem,
+    View,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -187,12 +196,12 @@ class _Guarded:
             raise
         except (Exception, SystemExit) as err:  # `sys.exit()` too: it would end replay silently
             raise _plugin_error(self.named, err, f"on request {ctx.request_index}") from err
-        wrong = _not_a_view(result)
+        wrong = _not_a_view(result, history)
         if wrong:
             origin = self.named.spec.origin
             raise ReplayError(
                 f"{_called_at(self.strategy)}: plug-in strategy {self.named.name!r} returned "
-                f"{wrong} on request {ctx.request_index}: {_EXPECTED}{_of(origin)}"
+                f"{wrong[0]} on request {ctx.request_index}: {wrong[1]}{_of(origin)}"
             )
         return result
 
@@ -206,20 +215,97 @@ def _called_at(strategy: Any) -> str:
     return _defined_at(call if isinstance(call, FunctionType) else strategy)
 
 
-def _not_a_view(result: Any) -> str | None:
-    """What is wrong with a strategy's result, or None for a view or a list of items."""
+def _not_a_view(result: Any, history: Sequence[Any]) -> tuple[str, str] | None:
+    """What is wrong with a strategy's result and what was expected, or None for a view or a
+    list of items. Items of `history` are sound; a new one (a derived item, a summary, a
+    summarizer call's input) is checked field by field, as a wrong one would crash the
+    renderer."""
     if isinstance(result, View):
         items, outer = result.items, "a View"
         if not isinstance(items, list | tuple):
-            return f"a View of {type(items).__name__}"
+            return f"a View of {type(items).__name__}", _EXPECTED
     elif isinstance(result, list | tuple):
         items, outer = result, f"a {type(result).__name__}"
     else:
-        return "None" if result is None else type(result).__name__
+        return "None" if result is None else type(result).__name__, _EXPECTED
     if not items:  # a request sends at least one message
-        return f"{outer} holding no item"
-    bad = next((item for item in items if not isinstance(item, _ITEMS)), None)
-    return None if bad is None else f"{outer} holding {type(bad).__name__}"
+        return f"{outer} holding no item", _EXPECTED
+    known = {id(item) for item in history}
+    wrong = _not_items(items, known)
+    if wrong:
+        return f"{outer} holding {wrong}", _EXPECTED
+    if isinstance(result, View):
+        return _not_calls(result.summarizer_calls, known) or _not_events(result.events)
+    return None
+
+
+def _not_items(items: Any, known: set[int]) -> str | None:
+    """The first item of `items` that is no sound history item, described."""
+    for item in items:
+        if id(item) in known:
+            continue
+        if not isinstance(item, _ITEMS):
+            return type(item).__name__
+        wrong = _bad_fields(item)
+        if wrong:
+            return f"an {type(item).__name__} whose {wrong}" if isinstance(
+                item, AssistantItem) else f"a {type(item).__name__} whose {wrong}"
+    return None
+
+
+def _bad_fields(item: Any) -> str | None:
+    """The field of a new item whose value the renderer cannot use, described."""
+    texts = {"text": item.text} if isinstance(item, UserItem | SummaryItem) else {}
+    if isinstance(item, ToolResultItem):
+        texts = {"output": item.output, "call_id": item.call_id, "tool_name": item.tool_name}
+    for name, value in texts.items():
+        if not isinstance(value, str):
+            return f"{name} is {type(value).__name__} (expected str)"
+    if isinstance(item, AssistantItem):
+        if not isinstance(item.blocks, tuple | list):
+            return f"blocks are {type(item.blocks).__name__} (expected a tuple of Block)"
+        for block in item.blocks:
+            if not isinstance(block, Block):
+                return f"blocks hold {type(block).__name__} (expected Block)"
+            if block.type not in ("text", "thinking", "tool_call") or not isinstance(
+                block.text, str
+            ):
+                return f"blocks hold Block(type={block.type!r}, text={type(block.text).__name__})"
+    return None
+
+
+_CALLS = (
+    "expected a list of SummarizerCall (from replay.strategies) with str instruction and summary"
+)
+
+
+def _not_calls(calls: Any, known: set[int]) -> tuple[str, str] | None:
+    """What is wrong with a View's summarizer calls, or None."""
+    if not isinstance(calls, list | tuple):
+        return f"a View whose summarizer_calls are {type(calls).__name__}", _CALLS
+    for call in calls:
+        if not isinstance(call, SummarizerCall):
+            return f"a View whose summarizer_calls hold {type(call).__name__}", _CALLS
+        for name in ("instruction", "summary"):
+            value = getattr(call, name)
+            if not isinstance(value, str):
+                return f"a SummarizerCall whose {name} is {type(value).__name__}", _CALLS
+        if not isinstance(call.input_items, list | tuple):
+            return (f"a SummarizerCall whose input_items are {type(call.input_items).__name__}",
+                    _EXPECTED)
+        wrong = _not_items(call.input_items, known)
+        if wrong:
+            return f"a SummarizerCall whose input_items hold {wrong}", _EXPECTED
+    return None
+
+
+def _not_events(events: Any) -> tuple[str, str] | None:
+    """What is wrong with a View's rewrite events, or None."""
+    expected = "expected a list of RewriteEvent (from replay.strategies)"
+    if not isinstance(events, list | tuple):
+        return f"a View whose events are {type(events).__name__}", expected
+    bad = next((e for e in events if not isinstance(e, RewriteEvent)), None)
+    return None if bad is None else (f"a View whose events hold {type(bad).__name__}", expected)
 
 
 def _plugin_error(named: NamedStrategy, err: BaseException, when: str) -> ReplayError:
