@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from replay._api import TRAJECTORY_NOTE, ReplayResult, load, replay, schema, whatif
-    from replay._errors import LogFormatError, ReplayError
+    from replay._errors import LogFormatError, PluginWarning, ReplayError
     from replay.log import Session, read_log, write_log
 
 _EXPORTS = {
@@ -32,6 +32,7 @@ _EXPORTS = {
     "schema": "replay._api",
     "whatif": "replay._api",
     "LogFormatError": "replay._errors",
+    "PluginWarning": "replay._errors",
     "ReplayError": "replay._errors",
     "Session": "replay.log",
     "read_log": "replay.log",
@@ -57,6 +58,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "TRAJECTORY_NOTE",
     "LogFormatError",
+    "PluginWarning",
     "ReplayError",
     "ReplayResult",
     "Session",

@@ -9,6 +9,11 @@ class ReplayError(Exception):
     """A problem with the user's input or options; the message says what to change."""
 
 
+class PluginWarning(UserWarning):
+    """An installed strategy plug-in that could not be loaded (skipped, so that it does not
+    break every command): `replay` prints it as one `warning: …` line."""
+
+
 class LogFormatError(ReplayError):
     """A log line that cannot be read: names the file, the line and what was expected."""
 

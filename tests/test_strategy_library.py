@@ -1645,6 +1645,38 @@ def test_entry_point_plugins(tmp_path, monkeypatch, clean_registry):
     sys.modules.pop("fake_replay_plugin", None)
 
 
+def test_a_broken_plugin_package_is_one_warning_line_naming_its_code(tmp_path):
+    """`replay` says once, in one line, which installed plug-in it skipped and where its code
+    failed. It printed Python's warning form, naming the line of replay that loads plug-ins,
+    once more per worker process, and without the error's type."""
+    import os
+    import subprocess
+
+    from conftest import ROOT
+
+    pkg = tmp_path / "broken_replay_plugin"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("X = 1\nraise RuntimeError('nope')\n")
+    dist = tmp_path / "broken_replay_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-replay-plugin\n"
+                                   "Version: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        "[replay.strategies]\nbad = broken_replay_plugin:SPECS\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "replay", str(RUN42), "-s", "baseline,truncate-500", "-q",
+         "--workers", "2"],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        "warning: strategy plug-in 'bad' (broken_replay_plugin:SPECS) not loaded: "
+        f"{pkg / '__init__.py'}:2: RuntimeError: nope"
+    ]
+
+
 def _keep_everything(**params):
     return lambda history, ctx: list(history)
 

@@ -17,12 +17,13 @@ import socket
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from replay._errors import ReplayError
+from replay._errors import PluginWarning, ReplayError
 from replay.batch._options import BatchOptions
 
 TaskFn = Callable[[Any, BatchOptions], Any]
@@ -149,6 +150,8 @@ def _worker_start(
     parent: int, initializer: Callable[..., None] | None, initargs: tuple[Any, ...]
 ) -> None:
     threading.Thread(target=_orphaned, args=(parent,), daemon=True, name="parent-watch").start()
+    # The process that started the pool has said so already: not once more per worker.
+    warnings.filterwarnings("ignore", category=PluginWarning)
     if initializer is not None:
         initializer(*initargs)
 

@@ -8,6 +8,7 @@ import functools
 import os
 import signal
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
@@ -529,8 +530,24 @@ def _terminate(signum: int, frame: object) -> None:
     raise Terminated
 
 
+def _show_warning(message: Warning | str, category: type[Warning], *args: Any,
+                  **kwargs: Any) -> None:
+    """A broken installed plug-in in one line, as replay's errors are (not Python's form, which
+    names the line of replay that loads plug-ins); other warnings as Python shows them."""
+    from replay._errors import PluginWarning
+
+    if issubclass(category, PluginWarning):
+        print(f"warning: {message}", file=sys.stderr)
+    else:
+        _python_show_warning(message, category, *args, **kwargs)
+
+
+_python_show_warning = warnings.showwarning
+
+
 def main() -> None:
     signal.signal(signal.SIGTERM, _terminate)
+    warnings.showwarning = _show_warning
     with reported_errors():  # also Ctrl-C while the commands are imported
         try:
             load_commands()

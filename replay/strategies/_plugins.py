@@ -50,6 +50,7 @@ import importlib.util
 import inspect
 import re
 import sys
+import sysconfig
 import traceback
 import warnings
 from collections.abc import Iterable
@@ -58,7 +59,7 @@ from pathlib import Path
 from types import FunctionType, ModuleType
 from typing import TYPE_CHECKING, Any
 
-from replay._errors import ReplayError
+from replay._errors import PluginWarning, ReplayError
 from replay.strategies._base import CACHE_CLASSES, Bounds, StrategySpec, register
 from replay.strategies._view import (
     AssistantItem,
@@ -504,6 +505,19 @@ def _specs_from_object(obj: Any, origin: str) -> list[StrategySpec]:
     raise ReplayError(f"{origin}: loads a {type(obj).__name__}, not a StrategySpec")
 
 
+def _package_line(err: BaseException) -> str | None:
+    """`path:line` of the innermost frame of `err` in the plug-in package's code: neither
+    replay's nor the standard library's (which loads entry points), nor a frozen module's."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
+    frames = [
+        f for f in traceback.extract_tb(err.__traceback__)
+        if not f.filename.startswith("<")
+        and not Path(f.filename).resolve().is_relative_to(_OWN)
+        and not Path(f.filename).resolve().is_relative_to(stdlib)
+    ]
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else None
+
+
 def load_entry_points(force: bool = False) -> list[StrategySpec]:
     """Register the strategies of installed packages (entry-point group `replay.strategies`).
     A broken plug-in is skipped with a warning instead of breaking every command."""
@@ -520,8 +534,12 @@ def load_entry_points(force: bool = False) -> list[StrategySpec]:
                 register(spec)
             loaded.extend(specs)
         except (Exception, SystemExit) as err:  # a third-party package: warn, keep going
+            where = _package_line(err)
             warnings.warn(
-                f"strategy plug-in {ep.name!r} ({ep.value}) not loaded: {err}", stacklevel=2
+                f"strategy plug-in {ep.name!r} ({ep.value}) not loaded: "
+                f"{where + ': ' if where else ''}{_described(err)}",
+                PluginWarning,
+                stacklevel=2,
             )
     return loaded
 
