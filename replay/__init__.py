@@ -42,7 +42,15 @@ _EXPORTS = {
 while it starts) does not wait for polars, pydantic and the tokenizer to load."""
 
 
+_ROOMS = frozenset({"batch", "breakeven", "fidelity", "report", "strategies"})
+"""The packages whose verbs the docs call as `replay.batch.run_batch(…)`,
+`replay.report.html_report(…)`, `replay.strategies.register(…)`: imported on first use too, so
+that `import replay` is all such a call needs."""
+
+
 def __getattr__(name: str) -> Any:
+    if name in _ROOMS:
+        return importlib.import_module(f"replay.{name}")  # (the import sets the attribute)
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'replay' has no attribute {name!r}")
@@ -52,7 +60,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+    return sorted({*globals(), *_EXPORTS, *_ROOMS})
 
 
 __all__ = [

@@ -46,3 +46,23 @@ def test_readme_main_command_prints_every_canonical_strategy(replay_exe):
     }
     missing = [name for name in canonical_names() if name not in rows]
     assert not missing, f"no table row for {missing}"
+
+
+def test_the_verbs_readme_names_are_reached_from_import_replay_alone():
+    """README "From Python" and `replay`'s docstring call `replay.report.html_report(LOG)`,
+    `replay.batch.run_batch(…)`, `replay.batch.scan(…)`, `strategies.register(spec)`: after a
+    bare `import replay` these were AttributeErrors (the packages were not imported)."""
+    import os
+    import sys
+
+    calls = (
+        "replay.report.html_report", "replay.batch.run_batch", "replay.batch.scan",
+        "replay.batch.BatchOptions", "replay.strategies.register", "replay.strategies.resolve",
+        "replay.breakeven.breakeven", "replay.fidelity.fidelity",
+    )
+    code = f"import replay\nfor f in ({', '.join(calls)},):\n    assert callable(f), f\n"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr
