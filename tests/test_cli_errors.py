@@ -189,6 +189,22 @@ def test_a_view_with_broken_parts_is_a_plugin_error(invoke, tmp_path, clean_regi
     assert line.startswith(f"error: {path}:3: ")
 
 
+def test_what_a_plugin_prints_goes_to_stderr_not_into_the_output(invoke, tmp_path,
+                                                                 clean_registry):
+    """A debugging `print` in a plug-in (at import, when built, on a request) went to standard
+    output, ahead of the JSON: `replay … --format json | jq` could not read it."""
+    source = (
+        "print('loading')\n\nclass Strategy:\n    def __init__(self):\n        print('built')\n\n"
+        "    def __call__(self, history, ctx):\n        print('request', ctx.request_index)\n"
+        "        return list(history)\n"
+    )
+    path = _plugin(tmp_path, "prints_a_lot", source)
+    result = _run_plugin(invoke, path, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["summary"][0]["strategy"] == "prints-a-lot"
+    assert result.stderr.splitlines()[:3] == ["loading", "built", "request 0"]
+
+
 @pytest.mark.parametrize(("returned", "what"), [("[]", "a list"), ("View(items=[])", "a View")])
 def test_a_plugin_that_sends_nothing_names_its_file(invoke, tmp_path, clean_registry, returned,
                                                     what):

@@ -45,6 +45,7 @@ file and line where known): a mistake in the user's code, not a crash of replay.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import inspect
@@ -95,12 +96,19 @@ def _import_file(path: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        with _stdout_to_stderr():
+            spec.loader.exec_module(module)
     except (Exception, SystemExit) as err:  # the user's code: report it, never a traceback
         sys.modules.pop(name, None)
         where = _raised_at(err, str(path)) or str(path)
         raise ReplayError(f"--strategy-file {where}: {_described(err)}") from err
     return module
+
+
+def _stdout_to_stderr() -> contextlib.AbstractContextManager[Any]:
+    """While a plug-in's code runs: what it prints (a debugging `print`) goes to standard error,
+    as replay's notes do, so standard output stays the result (`--format json | jq`)."""
+    return contextlib.redirect_stdout(sys.stderr)
 
 
 _OWN = Path(__file__).resolve().parents[1]
@@ -192,7 +200,8 @@ class _Guarded:
         try:
             # A copy: the engine's own list is the thread's history, kept from request to
             # request; a plug-in that popped or sorted it in place changed every later request.
-            result = self.strategy(list(history), ctx)
+            with _stdout_to_stderr():
+                result = self.strategy(list(history), ctx)
         except ReplayError:
             raise
         except (Exception, SystemExit) as err:  # `sys.exit()` too: it would end replay silently
@@ -320,7 +329,8 @@ def _plugin_error(named: NamedStrategy, err: BaseException, when: str) -> Replay
 def build_guarded(named: NamedStrategy) -> Any:
     """Build a plug-in's strategy for one thread, guarded (`_Guarded`)."""
     try:
-        strategy = named.spec.build(**named.params)
+        with _stdout_to_stderr():
+            strategy = named.spec.build(**named.params)
     except ReplayError:
         raise
     except (Exception, SystemExit) as err:
@@ -529,7 +539,8 @@ def load_entry_points(force: bool = False) -> list[StrategySpec]:
     for ep in metadata.entry_points(group=GROUP):
         origin = f"entry-point:{ep.name}"
         try:
-            specs = _specs_from_object(ep.load(), origin)
+            with _stdout_to_stderr():
+                specs = _specs_from_object(ep.load(), origin)
             for spec in specs:
                 register(spec)
             loaded.extend(specs)
