@@ -1558,6 +1558,16 @@ def test_bad_strategy_files_are_user_errors(tmp_path, clean_registry):
          "name 'all' is a word of strategy lists (`all`: the built-ins)"),
         ("NAME = 'plugins'\ndef strategy(history, ctx):\n    return history\n",
          "name 'plugins' is a word of strategy lists (`plugins`: every loaded plug-in)"),
+        # names `plugins` would run that its own pattern refuses: "unknown strategy 'mine'"
+        ("from replay.strategies import StrategySpec\n"
+         "SPEC = StrategySpec(family='mine', pattern=r'mine-(?P<n>\\d+)', cache_class='churn',\n"
+         "                    rule='x', build=lambda n=3: (lambda history, ctx: list(history)))\n",
+         "its family name (it has no canonical) 'mine' does not match its own pattern"),
+        ("from replay.strategies import StrategySpec\n"
+         "SPEC = StrategySpec(family='mine', pattern=r'mine-(?P<n>\\d+)', cache_class='churn',\n"
+         "                    rule='x', build=lambda n=3: (lambda history, ctx: list(history)),\n"
+         "                    canonical=('mine-3', 'mine-x'))\n",
+         "its canonical name 'mine-x' does not match its own pattern"),
         # a pattern that swallows a built-in's canonical name
         ("from replay.strategies import StrategySpec\n"
          "SPEC = StrategySpec(family='mine', pattern=r'sliding-\\d+', cache_class='churn',\n"

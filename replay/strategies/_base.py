@@ -263,6 +263,7 @@ def register(spec: StrategySpec) -> StrategySpec:
     if spec.is_plugin:
         _load_builtin()
         _refuse_builtin_clash(spec)
+        _refuse_unrunnable_names(spec)
         earlier = _REGISTRY.get(spec.family)
         if earlier is not None and earlier.origin != spec.origin:
             # The later one would run under the name the user meant for the first.
@@ -276,6 +277,21 @@ def register(spec: StrategySpec) -> StrategySpec:
 
 LIST_WORDS = {"all": "`all`: the built-ins", "plugins": "`plugins`: every loaded plug-in"}
 """Words a strategy list expands (`resolve`): no strategy may be named so."""
+
+
+def _refuse_unrunnable_names(plugin: StrategySpec) -> None:
+    """The names `plugins` runs (`plugin_names`: its canonical names, else its family) must be
+    names its own pattern accepts: `-s plugins` failed on them as unknown strategies, and
+    `replay strategies` listed names that could not run."""
+    pattern = _name_pattern(plugin.pattern)
+    for name in plugin.canonical or (plugin.family,):
+        if not pattern.fullmatch(name):
+            what = "canonical name" if plugin.canonical else "family name (it has no canonical)"
+            raise ReplayError(
+                f"plug-in {plugin.origin}: its {what} {name!r} does not match its own pattern "
+                f"{plugin.pattern!r}, so it cannot run by that name; give it canonical names "
+                "the pattern accepts"
+            )
 
 
 def _refuse_builtin_clash(plugin: StrategySpec) -> None:
