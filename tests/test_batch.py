@@ -232,7 +232,11 @@ def test_workers_load_the_plugin_files_loaded_here_and_reruns_follow_their_code(
 
     assert run_batch([logdir], opts, output=out, workers=1).counts["replayed"] == 0
     plugin.write_text(KEEP_LAST.replace("n=20", "n=3"), encoding="utf-8")  # other code
-    assert run_batch([logdir], opts, output=out, workers=1).counts["replayed"] == 4
+    edited = run_batch([logdir], opts, output=out, workers=1)
+    assert edited.counts["replayed"] == 4
+    # replayed with the edited code here too (this process had loaded the file before)
+    assert edited.totals.equals(run_batch([logdir], opts, engine="pool", workers=2).totals)
+    assert not edited.totals.equals(serial.totals)
 
 
 def test_a_rerun_follows_the_code_of_a_plugin_package(

@@ -1519,6 +1519,26 @@ def test_a_plugin_that_empties_its_input_does_not_change_the_history(tmp_path, c
         assert rows["empties-input"][column] == rows["baseline"][column], column
 
 
+def test_a_plugin_file_loaded_again_after_an_edit_runs_its_new_code(tmp_path, clean_registry):
+    """A notebook working on a plug-in loads its file again after each edit: the old code kept
+    running (loading was a no-op per path). Unchanged, loading again changes nothing."""
+    path = tmp_path / "last_n.py"
+    path.write_text(textwrap.dedent(PLUGIN))
+    first = _plugins.load_strategy_file(path)
+    assert _plugins.load_strategy_file(path) is first
+    h = History().user().step(read("a", "1")).step(read("b", "2"))
+    assert len(view_of(parse_name("my-last-n").instantiate()(h.items, ctx())).items) == 4
+    path.write_text(textwrap.dedent(PLUGIN).replace("n=4", "n=2"))
+    (spec,) = _plugins.load_strategy_file(path)
+    assert spec.defaults == {"n": 2}
+    assert len(view_of(parse_name("my-last-n").instantiate()(h.items, ctx())).items) == 2
+    # a new version that cannot load leaves the loaded one in place
+    path.write_text("NAME = 'baseline'\ndef strategy(history, ctx):\n    return history\n")
+    with pytest.raises(ReplayError, match="built-in"):
+        _plugins.load_strategy_file(path)
+    assert parse_name("my-last-n").spec is spec
+
+
 def test_bad_strategy_files_are_user_errors(tmp_path, clean_registry):
     with pytest.raises(ReplayError, match="no such file"):
         _plugins.load_strategy_file(tmp_path / "missing.py")

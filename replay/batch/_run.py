@@ -691,13 +691,14 @@ class _Phases:
 
 
 def _with_plugin_files(opts: BatchOptions) -> BatchOptions:
-    """`opts` naming the plug-in files every worker loads: those it names (loaded here too,
-    so that a bad one fails before any work), else those loaded here (`load_strategy_file`)."""
+    """`opts` naming the plug-in files every worker loads: those it names, else those loaded
+    here (`load_strategy_file`). Each is loaded here (again, if edited since), so that a bad
+    one fails before any work and this process runs the code the options digest names."""
     from replay.strategies import load_strategy_file
     from replay.strategies._plugins import loaded_files
 
     if not opts.plugin_files:
-        return replace(opts, plugin_files=tuple(str(p) for p in loaded_files()))
+        opts = replace(opts, plugin_files=tuple(str(p) for p in loaded_files()))
     for path in opts.plugin_files:
         load_strategy_file(path)
     return opts

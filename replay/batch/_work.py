@@ -351,12 +351,19 @@ def group_folder(task: FolderTask, opts: BatchOptions) -> list[ScanResult]:
 
 # --- replay -------------------------------------------------------------------------------
 
-_CONFIGS: dict[BatchOptions, tuple[Any, list[Any]]] = {}
+_CONFIGS: dict[tuple[BatchOptions, tuple[int, ...]], tuple[Any, list[Any]]] = {}
+"""By the options and the plug-ins registered (a plug-in file edited and loaded again by the
+calling program, whose process replays the files of a serial batch)."""
 
 
 def _setup(opts: BatchOptions) -> tuple[Any, list[Any]]:
     """The replay config and resolved strategies, built once per worker process."""
-    hit = _CONFIGS.get(opts)
+    from replay.strategies import load_strategy_file, registered
+
+    for path in opts.plugin_files:  # (a no-op once loaded, while the file is unchanged)
+        load_strategy_file(path)
+    key = (opts, tuple(id(spec) for spec in registered() if spec.is_plugin))
+    hit = _CONFIGS.get(key)
     if hit is None:
         from replay._api import _config
         from replay.tokens import tokenizer_file_in_force, use_tokenizers
@@ -364,10 +371,7 @@ def _setup(opts: BatchOptions) -> tuple[Any, list[Any]]:
         if opts.tokenizers != tokenizer_file_in_force():
             use_tokenizers(opts.tokenizers)
         from replay.prices import parse_price_overrides
-        from replay.strategies import load_strategy_file, resolve
-
-        for path in opts.plugin_files:  # (loaded once per path: the main process's are kept)
-            load_strategy_file(path)
+        from replay.strategies import resolve
 
         prices = parse_price_overrides(opts.prices)
         config = _config(
@@ -380,7 +384,7 @@ def _setup(opts: BatchOptions) -> tuple[Any, list[Any]]:
             ttl=opts.ttl,
             context_window=opts.context_window,
         )
-        hit = _CONFIGS[opts] = (config, resolve(opts.strategies))
+        hit = _CONFIGS[key] = (config, resolve(opts.strategies))
     return hit
 
 

@@ -84,6 +84,9 @@ _entry_points_loaded = False
 _files: dict[Path, list[StrategySpec]] = {}
 _given: dict[Path, str | Path] = {}
 """Each loaded file's path as it was given (its strategies' `origin` quotes it)."""
+_digests: dict[Path, str | None] = {}
+"""Each loaded file's content digest when it was loaded (`load_strategy_file` reloads an
+edited file)."""
 
 
 def _import_file(path: Path) -> ModuleType:
@@ -450,13 +453,16 @@ def _with_origin(spec: StrategySpec, origin: str) -> StrategySpec:
 
 
 def load_strategy_file(path: str | Path) -> list[StrategySpec]:
-    """Import a plug-in file and register its strategies (idempotent per path)."""
+    """Import a plug-in file and register its strategies. Loading a file again is a no-op
+    while it is unchanged; once edited (a notebook's plug-in being worked on), its new code
+    replaces the old, which kept running before."""
     from replay.strategies._base import _load_builtin
 
     _load_builtin()
     resolved = Path(path).expanduser().resolve()
-    if resolved in _files:
-        return _files[resolved]
+    previous = _files.get(resolved)
+    if previous is not None and _digests.get(resolved) == _content_digest(resolved):
+        return previous
     if not resolved.is_file():
         why = (
             "is a folder, not a file" if resolved.is_dir()
@@ -464,6 +470,7 @@ def load_strategy_file(path: str | Path) -> list[StrategySpec]:
             else "no such file"
         )
         raise ReplayError(f"--strategy-file {path}: {why}")
+    digest = _content_digest(resolved)
     module = _import_file(resolved)
     origin = f"file:{path}"
     try:
@@ -473,6 +480,8 @@ def load_strategy_file(path: str | Path) -> list[StrategySpec]:
         if text.startswith(f"{origin}: "):
             raise ReplayError(f"--strategy-file {path}: {text[len(origin) + 2:]}") from None
         raise
+    for spec in previous or ():  # the file's older code gives way to the new
+        _unregister(spec)
     registered_here: list[StrategySpec] = []
     try:
         for spec in specs:
@@ -481,10 +490,21 @@ def load_strategy_file(path: str | Path) -> list[StrategySpec]:
     except ReplayError:
         for spec in registered_here:  # all of the file or none of it
             _unregister(spec)
+        for spec in previous or ():  # (the version that was loaded stays)
+            register(spec)
         raise
     _files[resolved] = specs
     _given[resolved] = path
+    _digests[resolved] = digest
     return specs
+
+
+def _content_digest(path: Path) -> str | None:
+    """SHA-256 of a plug-in file's bytes (None if it cannot be read)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def loaded_files() -> list[str | Path]:
