@@ -174,6 +174,16 @@ def test_a_view_holding_no_items_is_a_plugin_error(invoke, tmp_path, clean_regis
          "NoneType"),
         ("[*history[:-1], AssistantItem(blocks=('x',))]", "a list holding an AssistantItem whose "
          "blocks hold str"),
+        ("[SummaryItem(text='hi', role='system'), *history[1:]]", "a list holding a SummaryItem "
+         "whose role is 'system'"),
+        ("[UserItem(text='hi', estimated_tokens='9'), *history[1:]]", "a list holding a UserItem "
+         "whose estimated_tokens is '9'"),
+        ("[*history[:-1], AssistantItem(blocks=(Block('thinking', estimated_tokens='9'),))]",
+         "a list holding an AssistantItem whose blocks hold a Block whose estimated_tokens is "
+         "'9'"),
+        ("[*history[:-1], AssistantItem(blocks=(Block('tool_call', name='x', call_id='c', "
+         "arguments=object()),))]", "a list holding an AssistantItem whose blocks hold a tool "
+         "call whose arguments cannot be shown as JSON"),
     ],
 )
 def test_a_view_with_broken_parts_is_a_plugin_error(invoke, tmp_path, clean_registry,

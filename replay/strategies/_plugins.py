@@ -274,17 +274,39 @@ def _bad_fields(item: Any) -> str | None:
     for name, value in texts.items():
         if not isinstance(value, str):
             return f"{name} is {type(value).__name__} (expected str)"
+    if isinstance(item, UserItem) and not _a_size(item.estimated_tokens):
+        return f"estimated_tokens is {item.estimated_tokens!r} (expected None or tokens ≥ 0)"
+    if isinstance(item, SummaryItem) and item.role not in ("user", "assistant"):
+        return f"role is {item.role!r} (expected 'user' or 'assistant')"
     if isinstance(item, AssistantItem):
         if not isinstance(item.blocks, tuple | list):
             return f"blocks are {type(item.blocks).__name__} (expected a tuple of Block)"
         for block in item.blocks:
-            if not isinstance(block, Block):
-                return f"blocks hold {type(block).__name__} (expected Block)"
-            if block.type not in ("text", "thinking", "tool_call") or not isinstance(
-                block.text, str
-            ):
-                return f"blocks hold Block(type={block.type!r}, text={type(block.text).__name__})"
+            wrong = _bad_block(block)
+            if wrong:
+                return f"blocks hold {wrong}"
     return None
+
+
+def _bad_block(block: Any) -> str | None:
+    """What is wrong with an assistant block the renderer would get, or None."""
+    if not isinstance(block, Block):
+        return f"{type(block).__name__} (expected Block)"
+    if block.type not in ("text", "thinking", "tool_call") or not isinstance(block.text, str):
+        return f"Block(type={block.type!r}, text={type(block.text).__name__})"
+    if not _a_size(block.estimated_tokens):
+        return f"a Block whose estimated_tokens is {block.estimated_tokens!r}"
+    if block.type == "tool_call":
+        try:
+            block.rendered()  # its arguments as the model sees them (JSON), kept on the block
+        except (TypeError, ValueError) as err:
+            return f"a tool call whose arguments cannot be shown as JSON ({err})"
+    return None
+
+
+def _a_size(tokens: Any) -> bool:
+    """Whether `tokens` is an estimated size a renderer can add: None, or a count ≥ 0."""
+    return tokens is None or (type(tokens) is int and tokens >= 0)
 
 
 _CALLS = (
