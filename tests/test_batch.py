@@ -239,6 +239,29 @@ def test_workers_load_the_plugin_files_loaded_here_and_reruns_follow_their_code(
     assert not edited.totals.equals(serial.totals)
 
 
+def _build_keep_last_three():
+    return _keep_last_three
+
+
+def _keep_last_three(history, ctx):
+    return [history[0], *history[1:][-3:]]
+
+
+def test_a_pool_runs_the_strategies_the_calling_program_registered(logdir: Path, clean_registry):
+    """`register(spec)` from the calling program reaches a pool's workers, as with
+    `replay.replay(workers=N)` (docs/strategies.md, "From code"): they never ran the call, and
+    every file failed with "unknown strategy"."""
+    from replay.strategies import StrategySpec, register
+
+    register(StrategySpec(family="code-keep-three", pattern="code-keep-three",
+                          build=_build_keep_last_three, cache_class="churn", rule="last three"))
+    opts = BatchOptions(strategies="baseline,code-keep-three")
+    serial = run_batch([logdir], opts, workers=1)
+    pooled = run_batch([logdir], opts, engine="pool", workers=2)
+    assert pooled.counts["failed"] == serial.counts["failed"] == 1  # broken.jsonl alone
+    assert pooled.totals.equals(serial.totals)
+
+
 def test_a_rerun_follows_the_code_of_a_plugin_package(
     logdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_registry
 ):

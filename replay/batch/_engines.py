@@ -364,8 +364,15 @@ class RayEngine(Engine):
             self._started = False
 
 
-def make_engine(name: str, workers: int | None, address: str | None = None) -> Engine:
-    """`serial`, `pool` (with `workers` processes; 1 = in this process) or `ray`."""
+def make_engine(
+    name: str,
+    workers: int | None,
+    address: str | None = None,
+    initializer: Callable[..., None] | None = None,
+    initargs: tuple[Any, ...] = (),
+) -> Engine:
+    """`serial`, `pool` (with `workers` processes; 1 = in this process) or `ray`. A pool runs
+    `initializer(*initargs)` in each worker before its first task."""
     if name == "ray":
         return RayEngine(address, workers)
     if address:
@@ -376,5 +383,5 @@ def make_engine(name: str, workers: int | None, address: str | None = None) -> E
     if name == "serial" or count == 1:
         return Engine()
     if name == "pool":
-        return PoolEngine(count)
+        return PoolEngine(count, initializer, initargs)
     raise ReplayError(f"unknown engine {name!r}; known: pool, ray")

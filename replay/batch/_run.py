@@ -51,6 +51,7 @@ from replay.batch._work import (
     ScanResult,
     group_folder,
     printable_path,
+    register_code_plugins,
     replay_group,
     scan_files,
 )
@@ -573,7 +574,9 @@ def run_batch(
                             "window (--context-window) on every model.")
     tick = progress or (lambda phase, done, total: None)
 
-    with make_engine(engine, workers, ray_address) as runner:
+    code_plugins = _code_plugins(named)
+    with make_engine(engine, workers, ray_address, register_code_plugins,
+                     (code_plugins,)) as runner:
         report.engine, report.workers = runner.name, runner.workers
         if dataset is not None:
             dataset.open()
@@ -688,6 +691,24 @@ class _Phases:
     no_breakpoint: dict[str, int] = field(default_factory=dict)
     """Session file → its requests that cached nothing for want of a cache breakpoint (the
     most of any strategy's), for the ok sessions that had any."""
+
+
+def _code_plugins(named: list[Any]) -> bytes:
+    """The plug-ins among the strategies that the calling program registered (`register`),
+    pickled for the pool's workers, which never ran that call (their build functions go by
+    reference: one made inside another function is refused here, before any work)."""
+    import pickle
+
+    specs = [n.spec for n in named if n.spec.origin.startswith("code:")]
+    try:
+        return pickle.dumps(specs, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError) as err:
+        names = ", ".join(s.family for s in specs)
+        raise ReplayError(
+            f"strategy family {names} cannot be sent to a worker process ({type(err).__name__}: "
+            f"{err}): define its build function at the top level of a module, or load it "
+            "with load_strategy_file, or use workers=1"
+        ) from None
 
 
 def _with_plugin_files(opts: BatchOptions) -> BatchOptions:

@@ -351,6 +351,34 @@ def group_folder(task: FolderTask, opts: BatchOptions) -> list[ScanResult]:
 
 # --- replay -------------------------------------------------------------------------------
 
+_CODE_PLUGIN_ERROR: list[str] = []
+"""Why this worker could not register the calling program's plug-ins (`register_code_plugins`):
+every file it replays fails with it."""
+
+
+def register_code_plugins(payload: bytes) -> None:
+    """A pool worker's initializer: register the plug-ins the calling program registered
+    (`_code_plugins`). A build function the worker cannot import (defined under a script's
+    `if __name__ == "__main__":`) is kept as the error of the files it would replay."""
+    import pickle
+
+    from replay.strategies import register, registered
+
+    try:
+        specs = pickle.loads(payload)
+        have = {spec.family for spec in registered()}
+        for spec in specs:
+            if spec.family not in have:  # (a script that registers it at its top level did)
+                register(spec)
+    except Exception as err:  # (AttributeError, ImportError…: whatever the import raised)
+        _CODE_PLUGIN_ERROR.append(
+            f"a strategy registered in code cannot be loaded in a worker process "
+            f"({type(err).__name__}: {err}): define its build function at the top level of a "
+            "module the workers import (in a script, outside `if __name__ == \"__main__\":`), "
+            "or use workers=1"
+        )
+
+
 _CONFIGS: dict[tuple[BatchOptions, tuple[int, ...]], tuple[Any, list[Any]]] = {}
 """By the options and the plug-ins registered (a plug-in file edited and loaded again by the
 calling program, whose process replays the files of a serial batch)."""
@@ -360,6 +388,8 @@ def _setup(opts: BatchOptions) -> tuple[Any, list[Any]]:
     """The replay config and resolved strategies, built once per worker process."""
     from replay.strategies import load_strategy_file, registered
 
+    if _CODE_PLUGIN_ERROR:
+        raise ReplayError(_CODE_PLUGIN_ERROR[0])
     for path in opts.plugin_files:  # (a no-op once loaded, while the file is unchanged)
         load_strategy_file(path)
     key = (opts, tuple(id(spec) for spec in registered() if spec.is_plugin))
