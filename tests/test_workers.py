@@ -627,7 +627,11 @@ def test_a_strategy_goes_to_a_worker_by_family_only_when_its_registry_has_that_s
     assert (task.built, task.family, task.params) == (None, builtin.spec.family, builtin.params)
     one_off = NamedStrategy("code-last-two", StrategySpec(build=_build_last_two, **LAST_TWO), {})
     task = _task(1, one_off)
-    assert task.built is one_off and task.strategy() is one_off
+    assert isinstance(task.built, bytes)  # pickled: unpickled in the worker, by its build's name
+    sent = task.strategy()
+    assert (sent.name, sent.spec.family, sent.spec.build, sent.params) == (
+        "code-last-two", "code-last-two", _build_last_two, {}
+    )
 
 
 def test_a_with_records_a_worker_cannot_import_is_a_replay_error():
