@@ -720,3 +720,20 @@ def test_a_result_pruned_at_a_request_s_own_time_counts_as_cleared_in_its_residu
     assert at == before  # pruned when the request was sent: it read the placeholder
     assert after[2] > at[2]  # pruned later: it still read the whole output
     assert after[:2] == at[:2]
+
+
+@pytest.mark.parametrize("message", [0, 1])
+def test_an_unknown_part_type_is_reported_and_skipped(tmp_path: Path, message: int) -> None:
+    # docs/adapters.md (Bad input): an unknown record type is one LogFormatError naming
+    # file:line; lenient skips it and counts it, --strict refuses it. A part type a newer
+    # opencode writes may be model context: it is not silently "not context".
+    doc = opencode_doc()
+    parts = doc["messages"][message]["parts"]
+    parts.insert(1, {"type": "brand-new", "id": "prt_x", "text": "seen by the model?"})
+    path = _write(tmp_path, doc)
+    session = load(path)
+    assert len(session.skipped) == 1
+    assert "unknown opencode part type 'brand-new'" in str(session.skipped[0])
+    assert len(session.requests()) == 2  # the message around the part is kept
+    with pytest.raises(LogFormatError, match=r"export\.json:\d+: unknown opencode part type"):
+        load(path, strict=True)

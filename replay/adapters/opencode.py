@@ -81,6 +81,7 @@ from replay.log._io import JSON_DECODER, first_clause
 
 AGENT = "opencode"
 IGNORED_PARTS = {"patch", "snapshot", "agent", "retry", "step-start", "subtask", "compaction"}
+"""Part types that are not model context (opencode `message-v2.ts`; formats.md §4)."""
 
 
 class _LineCounter:
@@ -463,10 +464,23 @@ class _Thread:
                 # hold (only the URL / path): a short placeholder stands in.
                 texts.append(f"[file {get_str(p, 'filename', '') or get_str(p, 'url', '')}]")
                 injected = False
-            else:
+            elif kind in IGNORED_PARTS:
                 self.reader.ignored[f"user-part/{kind}"] += 1
+            else:
+                self._unknown_part(line, kind)
         if texts:
             self.add(UserMessage(ts=ts, text="\n".join(texts), injected=injected), line)
+
+    def _unknown_part(self, line: int, kind: str) -> None:
+        """A part type opencode did not write when this reader was made (docs/adapters.md, Bad
+        input: an unknown record type is reported, so `--strict` refuses it). A newer opencode
+        may send it to the model: counting it as not context would hide that."""
+        self.reader.issues.add(
+            line or None,
+            f"unknown opencode part type {kind!r}",
+            self.path,
+            remedy="the part was skipped",
+        )
 
     def _assistant(self, line: int, ts: Any, info: dict[str, Any], parts: list[Any]) -> None:
         model = get_str(info, "modelID") or None
@@ -498,7 +512,7 @@ class _Thread:
             elif kind in IGNORED_PARTS:
                 self.reader.ignored[f"part/{kind}"] += 1
             else:
-                self.reader.ignored[f"part/{kind}"] += 1
+                self._unknown_part(line, kind)
         summary_message = bool(info.get("summary"))
         if len(steps) == 1 and steps[0]["finish"] is None and _message_billed(info, steps, parts):
             # Older exports: no step parts; the message's own tokens are the request's.
