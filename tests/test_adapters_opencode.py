@@ -737,3 +737,20 @@ def test_an_unknown_part_type_is_reported_and_skipped(tmp_path: Path, message: i
     assert len(session.requests()) == 2  # the message around the part is kept
     with pytest.raises(LogFormatError, match=r"export\.json:\d+: unknown opencode part type"):
         load(path, strict=True)
+
+
+def test_an_export_cut_inside_its_first_message_names_the_cut(tmp_path: Path) -> None:
+    # docs/adapters.md (Bad input): a file with nothing readable fails with one error naming
+    # file:line and what was expected. The lenient read's verdict ("found none") must still
+    # say why: the line where the document was cut.
+    doc = opencode_doc()
+    doc["messages"][0]["parts"][0]["text"] = "x" * 5000
+    text = json.dumps(doc, indent=2)
+    path = tmp_path / "cut.json"
+    path.write_text(text[: text.index("x" * 100)], encoding="utf-8")
+    cut_line = text[: text.index("x" * 100)].count("\n") + 1
+    with pytest.raises(LogFormatError) as err:
+        load(path)
+    assert f"cut.json:{cut_line}: expected a complete opencode export JSON document" in str(
+        err.value
+    )

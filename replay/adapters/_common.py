@@ -82,6 +82,12 @@ class Issues:
         self.items.append(err)
 
     def fatal(self, line: int | None, expected: str, path: str | Path | None = None) -> None:
+        """Stop the read. Lines a lenient read skipped before are named: they are often why
+        nothing was left (an export cut inside its first message said only "found none")."""
+        if self.items:
+            count = len(self.items)
+            lines = "line" if count == 1 else "lines"
+            expected = f"{expected} ({count} {lines} skipped before, the first: {self.items[0]})"
         raise LogFormatError(path if path is not None else self.path, line, expected)
 
 
