@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -1039,6 +1040,36 @@ def test_a_todo_attachment_is_injected_as_its_list_and_an_empty_one_is_ignored(
     assert json.loads(todo.text) == todos
     assert todo.estimated_text is True and todo.attachment == "todo"
     assert session.header.ignored_records["attachment/todo"] == 1
+
+
+@pytest.mark.parametrize(
+    ("attachment", "expected"),
+    [
+        ({"type": "agent_listing_delta", "addedLines": "Explore"}, "`addedLines` to be a list"),
+        ({"type": "deferred_tools_delta", "addedNames": "WebFetch"}, "`addedNames` to be a list"),
+        ({"type": "file", "content": {"file": "a.py"}}, "`file` to be an object"),
+    ],
+)
+def test_an_attachment_with_a_wrong_typed_field_is_reported_at_its_line(
+    tmp_path: Path, attachment: dict[str, Any], expected: str
+) -> None:
+    # docs/adapters.md (Bad input): a record with a wrong-typed field is one LogFormatError
+    # naming file:line and what was expected. A string listing was rendered one character a
+    # line; a string `content.file` failed on an AttributeError.
+    lines = claude_lines()
+    lines.insert(2, {
+        "type": "attachment", "uuid": "at1", "parentUuid": "u1", "sessionId": "s-1",
+        "timestamp": "2026-01-02T10:00:00.500Z", "attachment": attachment,
+    })
+    lines[3]["parentUuid"] = "at1"
+    path = _write(tmp_path, lines)
+    session = load(path)
+    assert [str(e) for e in session.skipped] == [f"{path}:3: expected {expected}, got str"]
+    assert [e.text for e in session.events if isinstance(e, UserMessage)] == [
+        "List the files, please."
+    ]
+    with pytest.raises(LogFormatError, match=re.escape(f"s-1.jsonl:3: expected {expected}")):
+        load(path, strict=True)
 
 
 def test_tool_result_list_content_with_images(tmp_path: Path) -> None:

@@ -122,10 +122,12 @@ SYNTHETIC_MODEL = "<synthetic>"
 _ATTACHMENT_TEXT = {
     "queued_command": lambda a: a.get("prompt"),
     "skill_listing": lambda a: a.get("content"),
-    "agent_listing_delta": lambda a: "\n".join(str(x) for x in a.get("addedLines") or []),
-    "deferred_tools_delta": lambda a: "\n".join(str(x) for x in a.get("addedNames") or []),
+    # A wrong-typed field is reported (docs/adapters.md, Bad input): a string `addedLines` was
+    # rendered one character a line, a non-object `content.file` stopped on an AttributeError.
+    "agent_listing_delta": lambda a: "\n".join(str(x) for x in get_list(a, "addedLines")),
+    "deferred_tools_delta": lambda a: "\n".join(str(x) for x in get_list(a, "addedNames")),
     "file": lambda a: (
-        (a.get("content") or {}).get("file", {}).get("content")
+        get_dict(get_dict(a, "content"), "file").get("content")
         if isinstance(a.get("content"), dict)
         else a.get("content")
     ),
