@@ -754,3 +754,27 @@ def test_an_export_cut_inside_its_first_message_names_the_cut(tmp_path: Path) ->
     assert f"cut.json:{cut_line}: expected a complete opencode export JSON document" in str(
         err.value
     )
+
+
+@pytest.mark.parametrize(("status", "got"), [("weird", "'weird'"), (None, "none")])
+def test_a_tool_part_with_an_unknown_or_missing_status_is_reported(
+    tmp_path: Path, status: str | None, got: str
+) -> None:
+    # docs/adapters.md (Bad input): a wrong-typed or missing field is reported. opencode's
+    # ToolState is pending | running | completed | error; any other was read as completed.
+    doc = opencode_doc()
+    tool = next(p for p in doc["messages"][1]["parts"] if p["type"] == "tool")
+    if status is None:
+        del tool["state"]["status"]
+    else:
+        tool["state"]["status"] = status
+    path = _write(tmp_path, doc)
+    session = load(path)
+    assert len(session.skipped) == 1
+    assert f"`state.status` to be one of pending, running, completed, error, got {got}" in str(
+        session.skipped[0]
+    )
+    # Lenient: read as the finished call it most likely was (its output is kept).
+    assert [r.output for r in session.events if isinstance(r, ToolResult)] == ["a.txt\nb.txt"]
+    with pytest.raises(LogFormatError, match=r"export\.json:\d+: expected tool part"):
+        load(path, strict=True)

@@ -82,6 +82,8 @@ from replay.log._io import JSON_DECODER, first_clause
 AGENT = "opencode"
 IGNORED_PARTS = {"patch", "snapshot", "agent", "retry", "step-start", "subtask", "compaction"}
 """Part types that are not model context (opencode `message-v2.ts`; formats.md §4)."""
+_TOOL_STATUSES = ("pending", "running", "completed", "error")
+"""A tool part's `state.status` (opencode `message-v2.ts` ToolState)."""
 
 
 class _LineCounter:
@@ -624,6 +626,16 @@ class _Thread:
         step["blocks"].append(call)
         self.calls[cid] = name
         status = get_str(state, "status", "")
+        if status not in _TOOL_STATUSES:
+            # A missing or unknown status (docs/adapters.md, Bad input: reported): the result
+            # is read as a finished one, as opencode would have sent it.
+            self.reader.issues.add(
+                line or None,
+                f"expected tool part `state.status` to be one of {', '.join(_TOOL_STATUSES)}, "
+                f"got {repr(status) if status else 'none'}",
+                self.path,
+                remedy="read as completed",
+            )
         if status in ("pending", "running"):
             return  # never finished: no result was sent (repair_tool_results reports it)
         output = state.get("output") if status != "error" else state.get("error")
