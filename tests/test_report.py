@@ -384,7 +384,7 @@ def test_strategy_names_with_dots_are_fields_not_paths() -> None:
 
 
 def test_render_chart_png_and_svg(result) -> None:
-    from replay.report._charts import render_chart
+    from replay.report import render_chart  # public, as docs/report.md calls it
 
     assert render_chart(result, "cost", "png", scale=1).startswith(PNG)
     assert render_chart(result, "hit-ratio", "svg").lstrip().startswith("<svg")

@@ -28,6 +28,13 @@ def metric_chart(source, metric: str, **options):
     return build(source, metric, **options)
 
 
+def render_chart(source, metric: str, fmt: str = "png", *, scale: float = 2.0) -> bytes | str:
+    """`metric_chart` rendered offline, as `replay plot` writes it: PNG bytes or SVG text."""
+    from replay.report._charts import render_chart as render
+
+    return render(source, metric, fmt, scale=scale)
+
+
 __all__ = [
     "console",
     "csv_pieces",
@@ -37,6 +44,7 @@ __all__ = [
     "lazy_rows",
     "metric_chart",
     "print_table",
+    "render_chart",
     "summary_table",
     "to_csv",
     "to_json",
