@@ -438,6 +438,26 @@ def test_gemini_2_5_pro_on_openrouter_is_tiered_before_2026_10_19_too():
     assert over.input_usd == D("0.75")  # 300k × $2.50; genai-prices alone: $0.375
 
 
+def test_gemini_3_1_pro_preview_on_openrouter_is_tiered_before_2026_10_19_too():
+    # caching.md l.52: 3.1 Pro Preview bills the whole request at the higher rates above 200k,
+    # cached tokens included; §D OpenRouter (R1): billed at upstream rates. genai-prices'
+    # OpenRouter row is flat before 2026-10-19 and Google's tiered rates from then on.
+    pricer = Pricer()
+    before_ts = datetime(2026, 9, 1, tzinfo=UTC)
+    for b in CLIFF_200K:
+        b = Buckets(uncached=b.uncached, cache_read=b.cache_read, output=b.output)
+        before = pricer.price(b, model="google/gemini-3.1-pro-preview", provider="openrouter",
+                              ts=before_ts)
+        after = reference(b, "google/gemini-3.1-pro-preview", "openrouter", OCT_20)
+        assert amounts(before) == after, b
+    over = pricer.price(Buckets(uncached=150_000, cache_read=100_000, output=1_000),
+                        model="google/gemini-3.1-pro-preview", provider="openrouter",
+                        ts=before_ts)
+    # 150k × $4 + 100k × $0.40 (Google's > 200k rates); genai-prices alone: $0.32
+    assert over.input_usd == D("0.64")
+    assert over.output_usd == D("0.018")  # 1k × $18; genai-prices alone: $0.012
+
+
 def test_o3_cache_reads_cost_a_quarter_of_input_before_the_2025_06_10_price_cut_too():
     # caching.md l.39: o3 reads 75% off. genai-prices: $0.50 on $10 input before 2025-06-10.
     pricer = Pricer()
