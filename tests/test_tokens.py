@@ -180,6 +180,10 @@ def test_claude_family_factor_is_applied():
         ("anthropic/claude-sonnet-4.5", "claude", "o200k_base", True),
         ("claude-sonnet-4-5@20250929", "claude", "o200k_base", True),
         ("openai/gpt-5", "gpt-4o-and-later", "o200k_base", False),
+        # caching.md §F: "GPT-6 encoding UNCERTAIN": o200k_base is assumed, not known exact
+        ("gpt-6-sol", "gpt-6", "o200k_base", True),
+        ("gpt-6.1-terra", "gpt-6", "o200k_base", True),
+        ("openai/gpt-6-luna", "gpt-6", "o200k_base", True),
         ("", "default", "o200k_base", True),
     ],
 )
