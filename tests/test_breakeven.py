@@ -1467,3 +1467,34 @@ def test_the_break_even_frame_keeps_each_row_s_values_exactly() -> None:
     ints = ["request_index", "first_edit_token", "removed_tokens", "surviving_tokens",
             "breakeven_simulated", "horizon", "summarizer_cache_read"]
     assert all(frame.schema[name] == pl.Int64 for name in ints)
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_counterfactual_over_the_context_window_is_named(provider) -> None:
+    """Without a compaction the prompt may outgrow the context window (the reason a harness
+    compacts): those requests could not have been sent, so the saving credited there is not one
+    the rewrite could make, and the row says how many (pi before-compaction: 117 of the 123
+    requests after its first compaction were over Opus 4.5's 200k window, $10.77 credited, no
+    word of it)."""
+    turns = [
+        Turn(f"step {i}", [Call("read_file", {"path": f"f{i}.py"}, gen.filler(2_000, i))])
+        for i in range(8)
+    ] + [Turn("done")]
+    session = build_session(turns, provider=provider)
+    baseline = _Run(session, resolve(["baseline"])[0], ReplayConfig()).run()
+    billed = [r.request.total - r.outcome.dropped_tokens for r in baseline]
+    # A window the run without the compaction at request 3 outgrows from request 6 on
+    # (`over_window`: the billed prompt is larger than the window).
+    window = billed[6] - 1
+    rows, records = breakeven_session(
+        session, [_folding_strategy(3)], ReplayConfig(context_window=window)
+    )
+    row = _only(rows)
+    assert not any(r.over_window for r in records)  # the folded run fits throughout
+    assert row.horizon == len(billed) - 3
+    over = sum(b > window for b in billed[3:])
+    assert over == len(billed) - 6
+    assert (f"without it, {over:,} of the {row.horizon:,} requests compared are over the "
+            f"{window:,}-token context window") in row.disagreement
+    unlimited, _ = breakeven_session(session, [_folding_strategy(3)])
+    assert "context window" not in _only(unlimited).disagreement

@@ -591,11 +591,12 @@ def _derive(**kw):
         outcome=CacheOutcome(uncached=1000, cache_read=1500, cache_write_5m=1000,
                              cache_write_1h=2500),
         request=req, output_tokens=50, model="claude-sonnet-4-5", provider="anthropic",
-        ts=datetime(2026, 3, 1, tzinfo=UTC), price_context=None,
+        ts=datetime(2026, 3, 1, tzinfo=UTC), price_context=None, request_index=0,
         rendered_with=SimpleNamespace(unlogged_tail=tail) if tail else None,
     )
     shift = object.__new__(_shift.Shift)
     shift.run, shift.stopped, shift.first_start = SimpleNamespace(pricer=Pricer()), "", 2000
+    shift.totals = {}
     shift.watch, shift.dormant = kw.get("watch", set()), kw.get("dormant", -1)
     shift._usable = lambda rec: True
     shift._moves = lambda rec: _shift._Moves([3], [1000], [4000])
@@ -929,3 +930,16 @@ def test_the_unmatched_entries_are_those_from_before_the_rewrite_past_its_first_
                                ("key", "model-id", 6)]
     assert shift._prefixes.tolist() == [2, 4, 6]
     assert shift.watch == set() and (shift.longest, shift.dormant) == (-1, -1)
+
+
+def test_derived_counterfactuals_count_the_requests_over_the_window_as_replayed_ones() -> None:
+    """A window the rewritten run fits but its counterfactuals (the results put back) outgrow:
+    the derived requests over it are named in the rows as the replayed ones are."""
+    session = synthetic_session(150, seed=3)
+    name = "age-truncate-500-keep-3"
+    records = _replay._Run(session, resolve([name])[0], ReplayConfig()).run()
+    window = max(r.request.total - r.outcome.dropped_tokens for r in records)
+    config = ReplayConfig(context_window=window)
+    assert _same(session, name, config) > 0
+    rows, _ = _rows(session, name, config, True)
+    assert any(f"{window:,}-token context window" in r.disagreement for r in rows)

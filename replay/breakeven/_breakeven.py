@@ -28,7 +28,10 @@ requests follows from the rewritten run's record, where that is exact (`_shift`)
 are the same.
 
 The closed form ignores output, summary cost, cache-write premiums, breakpoints, TTLs and later
-events; `disagreement` names which of those the simulation saw.
+events; `disagreement` names which of those the simulation saw. It also names the compared
+requests whose counterfactual is over the context window where the rewritten run's is not: no
+harness could have sent them (a compaction is made for that), so what they credit the rewrite
+with is no saving it could make.
 """
 
 from __future__ import annotations
@@ -224,6 +227,9 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     shift: Shift | None = None
     shifted: list[Decimal] = []
     derived_from = retry_at = stop
+    # Requests the counterfactual sends over the context window where the rewritten run fits:
+    # no harness could have sent them, so the saving credited there is not one it could make.
+    over_window = 0
     wait = 1  # requests before the next try, doubled at each failed one
     for k in range(i, stop):
         if shift is not None and k >= retry_at:
@@ -282,6 +288,7 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
             (r.outcome.miss_cause or "").startswith("TTL") for r in (cur, cf_rec)
         )
         net, paid_back = _account(net, paid_back, cf_rec.cost_usd - strategy_cost, k - i)
+        over_window += cf_rec.over_window and not cur.over_window
         if k == i and subs and _shift.ENABLED and e.lone:
             shift = Shift(
                 run, seq, i, subs, items, cf_rec, cf.store, e.known_ids, e.earlier, e.id_memo
@@ -293,6 +300,9 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
         cur = seq[k]
         saw_ttl |= (cur.outcome.miss_cause or "").startswith("TTL")  # the same in both
         net, paid_back = _account(net, paid_back, cf_cost - cur.cost_usd, k - i)
+        assert shift is not None  # (only a derivation fills `shifted`)
+        cf_total = shift.totals.get(cur.request_index, 0)
+        over_window += cf_total > run.window(cur.model) and not cur.over_window
     e.derived = stop - derived_from
 
     in_rate = _rate(run, rec, "uncached")
@@ -358,6 +368,11 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
         )
     if saw_ttl:
         reasons.append("TTL expiry")
+    if over_window:
+        reasons.append(
+            f"without it, {over_window:,} of the {stop - i:,} requests compared are over the "
+            f"{run.window(rec.model):,}-token context window (no harness could send them)"
+        )
     if cut_by_event and paid_back is None:
         reasons.append("a later rewrite ended the comparison")
     if capped:

@@ -171,6 +171,9 @@ class Shift:
         self.stopped = ""
         """Why the last derivation stopped short (for the curious: tests, profiling)."""
         self.first_start = 0
+        self.totals: dict[int, int] = {}
+        """The billed prompt size of each request `costs` derived, by request index (the
+        caller counts the ones over the context window)."""
         self._before: list[Item] = []
         self._positions: list[int] = []
         self.ok = self._originals(rec, cf_items, cf_record) and self._usable(rec)
@@ -518,6 +521,7 @@ class Shift:
             self._stops(MARKER_MOVES)
         ):
             return None
+        self.totals[cur.request_index] = cf_total
         return charge(
             self.run.pricer,
             o,
