@@ -1498,3 +1498,50 @@ def test_a_counterfactual_over_the_context_window_is_named(provider) -> None:
             f"{window:,}-token context window") in row.disagreement
     unlimited, _ = breakeven_session(session, [_folding_strategy(3)])
     assert "context window" not in _only(unlimited).disagreement
+
+
+def test_a_compaction_in_a_branch_thread_counts_its_summarizer_call() -> None:
+    """A Claude Code branch is thread `main/branch-1` (docs/adapters.md), its summarizer calls
+    `main/branch-1/summarizer`: a compaction there costs its summarizer call like one in `main`
+    (the call was looked up under `main`, and the row said $0 and no summary cost)."""
+    from replay.log import AssistantMessage, SessionHeader, TextBlock, ThreadStart
+    from replay.log import Session as LogSession
+    from replay.log import UserMessage as User
+
+    t0, branch = gen.BASE_TS, "main/branch-1"
+
+    def at(seconds: int):
+        return t0 + timedelta(seconds=seconds)
+
+    def answer(rid: str, seconds: int, thread: str = "main", **fields) -> AssistantMessage:
+        return AssistantMessage(ts=at(seconds), thread=thread, request_id=rid,
+                                blocks=[TextBlock(text=f"answer {rid}")], **fields)
+
+    events = [
+        User(ts=at(0), text="task", id="u0"),
+        RequestMarker(ts=at(1), request_id="r0"),
+        answer("r0", 2, id="a0"),
+        ThreadStart(ts=at(3), thread_id=branch, branch_of="main"),
+        User(ts=at(3), thread=branch, text="task", copied_from="u0"),
+        AssistantMessage(ts=at(3), thread=branch, blocks=[TextBlock(text="answer r0")],
+                         copied_from="a0"),
+    ]
+    for n in range(1, 7):
+        events += [
+            User(ts=at(10 * n), thread=branch, text=gen.filler(4_000, n)),
+            RequestMarker(ts=at(10 * n + 1), thread=branch, request_id=f"r{n}"),
+            answer(f"r{n}", 10 * n + 2, thread=branch),
+        ]
+    header = SessionHeader(ts=t0, provider="anthropic", model="claude-sonnet-4-5",
+                           system=gen.SYSTEM)
+    session = LogSession(header=header, events=events)
+    rows, records = breakeven_session(session, ["compact-at-12000-structured"])
+    summarizers = [r for r in records if r.kind == "summarizer"]
+    assert summarizers and {r.thread for r in summarizers} == {f"{branch}/summarizer"}
+    compactions = [r for r in rows if r.event == "compaction"]
+    assert compactions and {r.thread for r in compactions} == {branch}
+    for row in compactions:
+        calls = [s for s in summarizers if s.request_index == row.request_index]
+        assert calls
+        assert row.summarizer_cost_usd == sum(s.cost_usd for s in calls) > 0
+        assert "summary cost" in row.disagreement

@@ -579,7 +579,9 @@ def _lanes(run: _Run, records: list[RequestRecord]) -> dict[str, _Lane]:
     threads: dict[str, list[RequestRecord]] = {}
     for r in records:
         if r.kind == "summarizer":
-            lane = r.thread.split("/")[0]
+            # `<thread>/summarizer` (`_Run`): the thread may hold a slash of its own (a
+            # Claude Code branch, `main/branch-1`), so only the suffix goes.
+            lane = r.thread.removesuffix("/summarizer")
             summarizers.setdefault(lane, {}).setdefault(r.request_index, []).append(r)
         else:
             threads.setdefault(r.thread, []).append(r)
