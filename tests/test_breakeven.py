@@ -8,6 +8,7 @@ import contextlib
 import copy
 import json
 from collections import Counter
+from collections.abc import Sequence
 from datetime import timedelta
 from decimal import Decimal
 
@@ -28,7 +29,14 @@ from replay.prefix import _diff
 from replay.prices import Buckets, Pricer
 from replay.strategies import resolve
 from replay.strategies._base import NamedStrategy, StrategySpec
-from replay.strategies._view import RewriteEvent, SummaryItem, UserItem, View
+from replay.strategies._view import (
+    RewriteEvent,
+    SummaryItem,
+    ToolResultItem,
+    UserItem,
+    View,
+    replace_output,
+)
 from replay.tokens import TokenCounter, family_for
 
 BREAKEVEN_KEYS = {
@@ -1545,3 +1553,50 @@ def test_a_compaction_in_a_branch_thread_counts_its_summarizer_call() -> None:
         assert calls
         assert row.summarizer_cost_usd == sum(s.cost_usd for s in calls) > 0
         assert "summary cost" in row.disagreement
+
+
+def _clearing_strategy(at: Sequence[int]) -> NamedStrategy:
+    """At each request of `at`, clears the oldest tool result not cleared yet (in place)."""
+
+    def build() -> object:
+        cleared: dict[int, object] = {}
+
+        def clear(history, ctx):
+            events = []
+            if ctx.request_index in at:
+                old = next(i for i in history if isinstance(i, ToolResultItem)
+                           and i.event_index not in cleared)
+                cleared[old.event_index] = replace_output(old, "[cleared]")
+                events = [RewriteEvent("clear", "one result")]
+            return View([cleared.get(getattr(i, "event_index", None), i) for i in history],
+                        [], events)
+
+        return clear
+
+    spec = StrategySpec(
+        family="clear-some", pattern="clear-some", build=build, cache_class="freeze-once",
+        rule="clear-some",
+    )
+    return NamedStrategy("clear-some", spec, {})
+
+
+def test_the_strategy_s_later_rewrites_within_the_horizon_are_named() -> None:
+    """The closed form leaves later events out (module docstring) and `disagreement` names
+    those the simulation saw: the strategy's own later rewrites within a row's horizon, made in
+    both runs, change what each later request saves (a prune-at-12000-keep-3 rewrite on the
+    entire-bmad sample removed 389 tokens, $0.0125 at most by the closed form over its 107
+    requests, and netted $0.083: its 72 later prunes each re-wrote those tokens in the run
+    without it, unnamed)."""
+    turns = [
+        Turn(f"step {i}", [Call("read_file", {"path": f"f{i}.py"}, gen.filler(2_000, i))])
+        for i in range(8)
+    ] + [Turn("done")]
+    session = build_session(turns, provider="anthropic")
+    rows, _ = breakeven_session(session, [_clearing_strategy((3, 5, 6))])
+    said = {r.request_index: r.disagreement for r in rows}
+    assert set(said) == {3, 5, 6}
+    assert "2 later rewrites of the strategy in the horizon" in said[3]
+    assert "1 later rewrite of the strategy in the horizon" in said[5]
+    assert "later rewrite of" not in said[6]
+    capped, _ = breakeven_session(session, [_clearing_strategy((3, 5, 6))], horizon=2)
+    assert "later rewrite of" not in _only([r for r in capped if r.request_index == 3]).disagreement

@@ -37,6 +37,7 @@ with is no saving it could make.
 from __future__ import annotations
 
 import copy
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -366,6 +367,11 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
             f"read {rec.outcome.cache_read:,} tokens from the cache, {past:,} past the edit: "
             "an earlier entry held part of the rewritten tail"
         )
+    if e.later:
+        reasons.append(
+            f"{e.later:,} later rewrite{'s' if e.later > 1 else ''} of the strategy in the "
+            "horizon, made in both runs"
+        )
     if saw_ttl:
         reasons.append("TTL expiry")
     if over_window:
@@ -481,6 +487,9 @@ class _Rewrite:
     derived: int = 0
     """Requests of its counterfactual derived from the run's records instead of replayed
     (`_shift`)."""
+    later: int = 0
+    """The strategy's rewrites of the same thread within its extent, after it: made in both
+    runs, they change what each later request saves (the closed form leaves them out)."""
     reference: dict[int, list[Item]] | None = None
     """The views of the run the rewrite was made to, by request index (`whatif`: `recorded`'s):
     the counterfactual sends them as they are, to the end of the thread."""
@@ -523,6 +532,12 @@ class Rewrites:
                 e.known_ids = seen[first]
                 e.earlier, e.id_memo = records[:first], id_memo
         self.steps = [stop - e.i for e, (stop, _, _) in zip(self.events, self.extents, strict=True)]
+        starts: dict[int, list[int]] = {}  # each thread's rewrites (ascending, as found)
+        for e in self.events:
+            starts.setdefault(id(e.seq), []).append(e.i)
+        for e, (stop, _, _) in zip(self.events, self.extents, strict=True):
+            mine = starts[id(e.seq)]
+            e.later = bisect_left(mine, stop) - bisect_right(mine, e.i)
 
     def analyse(
         self, share: int = 0, shares: int = 1, told: Callable[[int, int], None] | None = None
