@@ -1600,3 +1600,14 @@ def test_the_strategy_s_later_rewrites_within_the_horizon_are_named() -> None:
     assert "later rewrite of" not in said[6]
     capped, _ = breakeven_session(session, [_clearing_strategy((3, 5, 6))], horizon=2)
     assert "later rewrite of" not in _only([r for r in capped if r.request_index == 3]).disagreement
+
+
+def test_a_horizon_of_one_request_is_said_in_the_singular() -> None:
+    """`--horizon 1` (at least 1): the row said "compared over 1 requests only"."""
+    rows, _ = breakeven_session(read_log(RUN42), ["age-truncate-500-keep-3"], horizon=1)
+    assert rows
+    for row in rows:
+        assert row.horizon == 1
+        if "horizon limit" in row.disagreement:
+            assert "compared over 1 request only (horizon limit)" in row.disagreement
+    assert any("horizon limit" in r.disagreement for r in rows)

@@ -382,7 +382,9 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     if cut_by_event and paid_back is None:
         reasons.append("a later rewrite ended the comparison")
     if capped:
-        reasons.append(f"compared over {longest} requests only (horizon limit)")
+        reasons.append(
+            f"compared over {longest:,} request{'s' if longest != 1 else ''} only (horizon limit)"
+        )
     elif paid_back is None and not cut_by_event:
         # A subagent's thread often ends long before the log does.
         thread_ended = stop == len(seq) and seq[-1].request_index < run.facts.request_count - 1
