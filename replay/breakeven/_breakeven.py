@@ -99,7 +99,7 @@ class BreakEven:
     """Simulated cumulative saving over the horizon (negative: the rewrite cost more)."""
     horizon: int
     """Requests compared (from the edit on): up to the strategy's next rewrite of the view's
-    structure, which would have folded the text anyway, or to the end of the log."""
+    structure, which would have folded the text anyway, or to the end of its thread."""
     summarizer_cost_usd: Decimal
     """Cost of the summarizer call the rewrite needed (0 when none)."""
     summarizer_cache_read: int
@@ -738,7 +738,7 @@ def breakeven_session(
     """Break-even of every rewrite event of every strategy (and the records of the runs).
 
     `horizon`: follow each rewrite over at most that many requests (None: to the strategy's
-    next structural rewrite or the end of the log). Each rewrite replays the rest of the log
+    next structural rewrite or the end of its thread). Each rewrite replays the rest of the log
     without it, so the work grows with rewrites × requests; a limit makes it linear.
     `tables`: hand each strategy's records to it (`ResultTables`, to count what the notes
     need) and return none: one strategy's records, with their views, are held at a time

@@ -72,7 +72,7 @@ def breakeven_command(log: Path, strategies: str, sets: tuple[str, ...],
 
     Closed form (rewrite cost / saving per request) next to the simulated truth (the same run
     without that one edit, through the cache simulator, to the end of the horizon: the
-    strategy's next rewrite of the view's structure, or the end of the log): the requests
+    strategy's next rewrite of the view's structure, or the end of its thread): the requests
     until the cumulative saving turns positive for good, `never` where it is negative at the
     end, and that net over the horizon (requests compared in brackets).
 

@@ -346,7 +346,7 @@ horizon_option = click.option(
     type=click.IntRange(min=1),
     metavar="N",
     help="Follow each rewrite's break-even over at most N requests (default: to the strategy's "
-    "next structural rewrite or the end of the log). Each rewrite replays the rest of the log "
+    "next structural rewrite or the end of its thread). Each rewrite replays the rest of the log "
     "without it: on long logs with many rewrites this bounds the time.",
 )
 """`--horizon`, shared by the commands that analyse every rewrite's break-even."""
