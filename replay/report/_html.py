@@ -554,7 +554,9 @@ SUMMARY_COLUMNS = [
     ("median_breakeven", "median break-even", "float",
      "Median requests until a rewrite paid back (simulated; paid-back rewrites only)"),
     ("rewrite_net_usd", "net of rewrites (USD)", "usd",
-     "Sum of the simulated net saving of every rewrite over its horizon"),
+     "Sum of each rewrite's simulated net saving over its horizon, each against the same "
+     "strategy without that one rewrite (its other rewrites kept): not the strategy's saving "
+     "against baseline, which the cost column compares"),
     ("blind_actions", "blind actions", "int", "Recorded actions that relied on hidden text"),
     ("hidden-edit-target", "hidden edit target", "int", "Edits whose old text was hidden"),
     ("hidden-quote", "hidden quote", "int", "Calls quoting a path or name only in hidden text"),
