@@ -423,39 +423,31 @@ def test_bedrock_regional_endpoints_keep_their_premium_on_the_long_context_tier(
         assert here.total_usd == there.total_usd * D("1.1"), b
 
 
-def test_gemini_2_5_pro_on_openrouter_is_tiered_before_2026_10_19_too():
-    # caching.md §C: 2.5 Pro bills the whole request at the higher rates above 200k; §R1:
-    # OpenRouter bills at upstream rates. genai-prices' OpenRouter row is tiered from 10-19.
+@pytest.mark.parametrize(
+    ("model", "before_ts", "over", "input_usd", "output_usd"),
+    [
+        # 300k × $2.50; genai-prices alone: $0.375
+        ("google/gemini-2.5-pro", datetime(2026, 2, 1, tzinfo=UTC),
+         Buckets(uncached=300_000), "0.75", "0"),
+        # 150k × $4 + 100k × $0.40 and 1k × $18 (Google's > 200k rates); genai-prices alone:
+        # $0.32 and $0.012
+        ("google/gemini-3.1-pro-preview", datetime(2026, 9, 1, tzinfo=UTC),
+         Buckets(uncached=150_000, cache_read=100_000, output=1_000), "0.64", "0.018"),
+    ],
+)
+def test_gemini_pro_on_openrouter_is_tiered_before_2026_10_19_too(
+    model, before_ts, over, input_usd, output_usd
+):
+    # caching.md §C (l.52): 2.5 Pro and 3.1 Pro Preview bill the whole request at the higher
+    # rates above 200k, cached tokens included; §D OpenRouter (R1): billed at upstream rates.
+    # genai-prices' OpenRouter rows are flat before 2026-10-19, Google's tiers from then on.
     pricer = Pricer()
-    after = datetime(2026, 10, 20, tzinfo=UTC)
     for b in CLIFF_200K:
         b = Buckets(uncached=b.uncached, cache_read=b.cache_read, output=b.output)
-        before = pricer.price(b, model="google/gemini-2.5-pro", provider="openrouter",
-                              ts=datetime(2026, 2, 1, tzinfo=UTC))
-        assert amounts(before) == reference(b, "google/gemini-2.5-pro", "openrouter", after), b
-    over = pricer.price(Buckets(uncached=300_000), model="google/gemini-2.5-pro",
-                        provider="openrouter", ts=datetime(2026, 2, 1, tzinfo=UTC))
-    assert over.input_usd == D("0.75")  # 300k × $2.50; genai-prices alone: $0.375
-
-
-def test_gemini_3_1_pro_preview_on_openrouter_is_tiered_before_2026_10_19_too():
-    # caching.md l.52: 3.1 Pro Preview bills the whole request at the higher rates above 200k,
-    # cached tokens included; §D OpenRouter (R1): billed at upstream rates. genai-prices'
-    # OpenRouter row is flat before 2026-10-19 and Google's tiered rates from then on.
-    pricer = Pricer()
-    before_ts = datetime(2026, 9, 1, tzinfo=UTC)
-    for b in CLIFF_200K:
-        b = Buckets(uncached=b.uncached, cache_read=b.cache_read, output=b.output)
-        before = pricer.price(b, model="google/gemini-3.1-pro-preview", provider="openrouter",
-                              ts=before_ts)
-        after = reference(b, "google/gemini-3.1-pro-preview", "openrouter", OCT_20)
-        assert amounts(before) == after, b
-    over = pricer.price(Buckets(uncached=150_000, cache_read=100_000, output=1_000),
-                        model="google/gemini-3.1-pro-preview", provider="openrouter",
-                        ts=before_ts)
-    # 150k × $4 + 100k × $0.40 (Google's > 200k rates); genai-prices alone: $0.32
-    assert over.input_usd == D("0.64")
-    assert over.output_usd == D("0.018")  # 1k × $18; genai-prices alone: $0.012
+        before = pricer.price(b, model=model, provider="openrouter", ts=before_ts)
+        assert amounts(before) == reference(b, model, "openrouter", OCT_20), b
+    price = pricer.price(over, model=model, provider="openrouter", ts=before_ts)
+    assert (price.input_usd, price.output_usd) == (D(input_usd), D(output_usd))
 
 
 def test_o3_cache_reads_cost_a_quarter_of_input_before_the_2025_06_10_price_cut_too():
