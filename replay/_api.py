@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -519,13 +520,21 @@ APIS = {
     "openai": "OpenAI's Responses API",
 }
 
+API_SERVES = {
+    "anthropic": ("model", r"(^|,)claude"),
+    "openai": ("provider", r"(^|,)openai(,|$)"),
+}
+"""Who has each server-side API: (the request's field, a pattern one of its values matches;
+values may be comma-joined, as a batch's session rows hold them). Claude models (on Bedrock and
+Vertex too: the research does not say which of Anthropic's server-side features they lack);
+the provider openai."""
+
 
 def _offers(api: str, tables: ResultTables) -> bool:
-    """Whether a model of the run is served by `api` (Claude on Bedrock and Vertex counts: the
-    research does not say which of Anthropic's server-side features they lack)."""
-    if api == "anthropic":
-        return any(m.startswith("claude") for m in tables.models)
-    return api in tables.providers
+    """Whether a model of the run is served by `api` (`API_SERVES`)."""
+    field_, pattern = API_SERVES[api]
+    values = tables.models if field_ == "model" else tables.providers
+    return any(re.search(pattern, v) for v in values)
 
 
 def _foreign_api_notes(tables: ResultTables) -> list[str]:
@@ -537,14 +546,29 @@ def _foreign_api_notes(tables: ResultTables) -> list[str]:
         api = spec.api if spec is not None else ""
         if api and not _offers(api, tables):
             foreign.setdefault(api, []).append(name)
-    models = ", ".join(sorted(tables.models))
     return [
-        f"{', '.join(names)} "
-        f"{'simulates a mechanism' if len(names) == 1 else 'simulate mechanisms'} of "
-        f"{APIS[api]}, which this run's models ({models}) do not have: the bill is that of a "
-        "harness applying the same rule to its requests itself."
+        foreign_api_note(api, names, sorted(tables.models))
         for api, names in sorted(foreign.items())
     ]
+
+
+def foreign_api_note(
+    api: str, names: Sequence[str], models: Sequence[str], sessions: int | None = None
+) -> str:
+    """The note on strategies `names` simulating `api`'s server-side mechanism on `models`,
+    which lack it: of this run, or (`sessions`) of that many sessions of a batch."""
+    from replay.report._table import counted
+
+    whose, bill = ("this run's models", "the bill is that")
+    if sessions is not None:
+        whose = f"the models of {counted(sessions, 'session')} of this batch"
+        bill = "their rows are the bill"
+    return (
+        f"{', '.join(names)} "
+        f"{'simulates a mechanism' if len(names) == 1 else 'simulate mechanisms'} of "
+        f"{APIS[api]}, which {whose} ({', '.join(models)}) do not have: {bill} of a harness "
+        "applying the same rule to its requests itself."
+    )
 
 
 def _unnamed_rewrite_notes(tables: ResultTables) -> list[str]:

@@ -405,10 +405,13 @@ def _partial(rows: pl.LazyFrame, apis: dict[str, str]) -> pl.DataFrame:
     """Session rows → one row per strategy of sums (what the totals are built from), and the
     sessions on which a strategy simulated a server-side mechanism their models do not have
     (`apis`: strategy → the API offering it, `StrategySpec.api`)."""
+    from replay._api import API_SERVES  # who has each API, as `replay run` tells them
+
     api = pl.col("strategy").replace_strict(apis, default="", return_dtype=pl.Utf8)
-    # As `replay run` tells them: Claude models for Anthropic's API, provider openai for OpenAI's.
-    foreign = ((api == "anthropic") & ~pl.col("model").str.contains(r"(^|,)claude")) | (
-        (api == "openai") & ~pl.col("provider").str.contains(r"(^|,)openai(,|$)")
+    foreign = pl.any_horizontal(
+        False,
+        *((api == name) & ~pl.col(field_).str.contains(pattern)
+          for name, (field_, pattern) in API_SERVES.items()),
     )
     return (
         rows.with_columns(_foreign=foreign)
@@ -480,8 +483,7 @@ def _foreign_api_notes(combined: pl.DataFrame | None, apis: dict[str, str]) -> l
     """Strategies simulating a provider's server-side mechanism on sessions whose models do not
     have it, from the `_combine`d partials: what their rows bill is a harness running the same
     rule itself (`replay run` says so of a rule that fired; here, of every such session)."""
-    from replay._api import APIS
-    from replay.report._table import counted
+    from replay._api import foreign_api_note
 
     if combined is None:
         return []
@@ -497,13 +499,7 @@ def _foreign_api_notes(combined: pl.DataFrame | None, apis: dict[str, str]) -> l
         sessions = int(rows["foreign_api_sessions"].max())  # type: ignore[arg-type]
         models = sorted({m for ms in rows["foreign_api_models"].to_list() for j in ms
                          for m in j.split(",")})
-        notes.append(
-            f"{', '.join(names)} "
-            f"{'simulates a mechanism' if len(names) == 1 else 'simulate mechanisms'} of "
-            f"{APIS[api]}, which the models of {counted(sessions, 'session')} of this batch "
-            f"({', '.join(models)}) do not have: their rows are the bill of a harness applying "
-            "the same rule to its requests itself."
-        )
+        notes.append(foreign_api_note(api, names, models, sessions))
     return notes
 
 
