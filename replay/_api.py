@@ -814,12 +814,16 @@ def _no_breakpoint_note(routes: Mapping[str, set[int]]) -> str:
     they cached nothing. Replaying a log on another provider keeps the log's client (a Codex
     log on Anthropic: no breakpoint at all), which makes every request dear, silently."""
     requests = set().union(*routes.values())
-    return (
-        f"{len(requests):,} request(s) ({', '.join(sorted(routes))}) cached nothing: the "
-        "client profile put no cache breakpoint where the provider needs one (column "
-        "`miss_causes`: no-breakpoint). If the harness you mean to run would mark the prompt, "
-        "say which with --client (e.g. --client claude-code)."
-    )
+    return f"{len(requests):,} request(s) ({', '.join(sorted(routes))}) {NO_BREAKPOINT_WHY}"
+
+
+NO_BREAKPOINT_WHY = (
+    "cached nothing: the client profile put no cache breakpoint where the provider needs one "
+    "(column `miss_causes`: no-breakpoint). If the harness you mean to run would mark the "
+    "prompt, say which with --client (e.g. --client claude-code)."
+)
+"""Why requests counted as `no-breakpoint` misses cached nothing, and what to do (`replay run`'s
+note and `replay batch`'s)."""
 
 
 def _no_cache_note(models: Mapping[str, set[int]]) -> str:

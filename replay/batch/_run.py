@@ -1035,13 +1035,13 @@ def _no_breakpoint_note(no_breakpoint: dict[str, int]) -> list[str]:
     """Requests the client profile sent without a cache breakpoint to a cache that needs one
     (a Codex log on Anthropic): they cached nothing, which makes them dear, silently; `replay
     run` says it too."""
+    from replay._api import NO_BREAKPOINT_WHY
+
     if not no_breakpoint:
         return []
     return [
         f"{sum(no_breakpoint.values()):,} request(s) of {len(no_breakpoint):,} session(s) "
-        "cached nothing: the client profile put no cache breakpoint where the provider needs "
-        "one (column `miss_causes`: no-breakpoint). If the harness you mean to run would mark "
-        "the prompt, say which with --client (e.g. --client claude-code)."
+        f"{NO_BREAKPOINT_WHY}"
     ]
 
 
