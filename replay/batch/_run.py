@@ -42,6 +42,7 @@ from replay.batch._discover import discover, target_roots
 from replay.batch._engines import Engine, make_engine
 from replay.batch._options import BatchOptions, horizon_seconds, replay_key, scan_key
 from replay.batch._work import (
+    CODE_PLUGINS_INSTEAD,
     FAILED,
     OK,
     FileOutcome,
@@ -691,20 +692,12 @@ class _Phases:
 
 def _code_plugins(named: list[Any]) -> bytes:
     """The plug-ins among the strategies that the calling program registered (`register`),
-    pickled for the pool's workers, which never ran that call (their build functions go by
-    reference: one made inside another function is refused here, before any work)."""
-    import pickle
+    pickled for the pool's workers, which never ran that call."""
+    from replay.strategies._plugins import pickled_for_workers
 
     specs = [n.spec for n in named if n.spec.origin.startswith("code:")]
-    try:
-        return pickle.dumps(specs, protocol=pickle.HIGHEST_PROTOCOL)
-    except (pickle.PicklingError, TypeError, AttributeError) as err:
-        names = ", ".join(s.family for s in specs)
-        raise ReplayError(
-            f"strategy family {names} cannot be sent to a worker process ({type(err).__name__}: "
-            f"{err}): define its build function at the top level of a module, or load it "
-            "with load_strategy_file, or use workers=1"
-        ) from None
+    what = f"strategy family {', '.join(s.family for s in specs)}"
+    return pickled_for_workers(specs, what, CODE_PLUGINS_INSTEAD)
 
 
 def _with_plugin_files(opts: BatchOptions) -> BatchOptions:

@@ -356,27 +356,27 @@ _CODE_PLUGIN_ERROR: list[str] = []
 every file it replays fails with it."""
 
 
+CODE_PLUGINS_INSTEAD = "or load it with load_strategy_file, or use workers=1"
+"""What to do instead of registering in code a strategy the pool's workers cannot import."""
+
+
 def register_code_plugins(payload: bytes) -> None:
     """A pool worker's initializer: register the plug-ins the calling program registered
     (`_code_plugins`). A build function the worker cannot import (defined under a script's
     `if __name__ == "__main__":`) is kept as the error of the files it would replay."""
-    import pickle
-
     from replay.strategies import register, registered
+    from replay.strategies._plugins import unpickled_in_worker
 
     try:
-        specs = pickle.loads(payload)
+        specs = unpickled_in_worker(
+            payload, "a strategy registered in code", CODE_PLUGINS_INSTEAD
+        )
         have = {spec.family for spec in registered()}
         for spec in specs:
             if spec.family not in have:  # (a script that registers it at its top level did)
                 register(spec)
-    except Exception as err:  # (AttributeError, ImportError…: whatever the import raised)
-        _CODE_PLUGIN_ERROR.append(
-            f"a strategy registered in code cannot be loaded in a worker process "
-            f"({type(err).__name__}: {err}): define its build function at the top level of a "
-            "module the workers import (in a script, outside `if __name__ == \"__main__\":`), "
-            "or use workers=1"
-        )
+    except ReplayError as err:
+        _CODE_PLUGIN_ERROR.append(str(err))
 
 
 _CONFIGS: dict[tuple[BatchOptions, tuple[int, ...]], tuple[Any, list[Any]]] = {}

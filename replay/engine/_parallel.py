@@ -35,6 +35,7 @@ from replay.engine._results import ResultTables
 from replay.log import Session
 from replay.prices import Pricer
 from replay.strategies import NamedStrategy, resolve
+from replay.strategies._plugins import pickled_for_workers, unpickled_in_worker
 
 SHARE_STEPS = 8
 """Break-even work per share, in counterfactual requests per request of the strategy's run:
@@ -239,29 +240,17 @@ def _task(index: int, named: NamedStrategy) -> _Task:
     in_code = named.spec.origin.startswith("code:")  # registered by the calling program
     if not in_code and any(s is named.spec for s in registered()):
         return _Task(index, named.name, family, dict(named.params))
-    try:
-        built = pickle.dumps(named, protocol=pickle.HIGHEST_PROTOCOL)
-    except (pickle.PicklingError, TypeError, AttributeError) as err:
-        raise ReplayError(
-            f"strategy {named.name!r} cannot be sent to a worker process ({type(err).__name__}: "
-            f"{err}): define its build function at the top level of a module, or load it with "
-            "--strategy-file, or use --workers 1"
-        ) from None
+    built = pickled_for_workers(named, f"strategy {named.name!r}", _INSTEAD)
     return _Task(index, named.name, family, built=built)
 
 
+_INSTEAD = "or load it with --strategy-file, or use --workers 1"
+"""What to do instead of sending a strategy the workers cannot import."""
+
+
 def _unpickled(name: str, built: bytes) -> NamedStrategy:
-    """A strategy sent pickled (`_task`): its build function is imported by reference, which
-    fails where the worker's copy of its module lacks it."""
-    try:
-        return pickle.loads(built)
-    except Exception as err:  # (AttributeError, ImportError… : whatever the import raised)
-        raise ReplayError(
-            f"strategy {name!r} cannot be loaded in a worker process ({type(err).__name__}: "
-            f"{err}): define its build function at the top level of a module the workers "
-            "import (in a script, outside `if __name__ == \"__main__\":`), or load it with "
-            "--strategy-file, or use --workers 1"
-        ) from None
+    """A strategy sent pickled (`_task`)."""
+    return unpickled_in_worker(built, f"strategy {name!r}", _INSTEAD)
 
 
 def _payload(shared: _Shared) -> bytes:

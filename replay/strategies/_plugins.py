@@ -529,6 +529,37 @@ def _content_digest(path: Path) -> str | None:
         return None
 
 
+def pickled_for_workers(strategies: Any, what: str, instead: str) -> bytes:
+    """`strategies` (a strategy or specs the calling program made) pickled for worker
+    processes, whose build functions go by reference: one nothing else can import (made inside
+    a function) is refused here, before any work, as `what`'s error with the options `instead`."""
+    import pickle
+
+    try:
+        return pickle.dumps(strategies, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError) as err:
+        raise ReplayError(
+            f"{what} cannot be sent to a worker process ({type(err).__name__}: {err}): define "
+            f"its build function at the top level of a module, {instead}"
+        ) from None
+
+
+def unpickled_in_worker(payload: bytes, what: str, instead: str) -> Any:
+    """What `pickled_for_workers` sent, in a worker process: a build function the worker's
+    copy of its module lacks (defined under a script's main guard) is `what`'s error, not a
+    worker that dies with a traceback."""
+    import pickle
+
+    try:
+        return pickle.loads(payload)
+    except Exception as err:  # (AttributeError, ImportError…: whatever the import raised)
+        raise ReplayError(
+            f"{what} cannot be loaded in a worker process ({type(err).__name__}: {err}): define "
+            "its build function at the top level of a module the workers import (in a script, "
+            f"outside `if __name__ == \"__main__\":`), {instead}"
+        ) from None
+
+
 def loaded_files() -> list[str | Path]:
     """The plug-in files loaded so far, in order, as they were given: a worker process
     (`--workers`) loads the same ones to run their strategies under the same origins."""
