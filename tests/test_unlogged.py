@@ -612,7 +612,9 @@ def _billed(request_id: str, read: int, write: int = 0, uncached: int = 600,
 def _heads(events: list, hidden: int = 5000, logged: int = 0, explicit: bool = True) -> dict:
     from replay.engine._unlogged import fit_heads
 
-    return fit_heads(_session(events, hidden), lambda m: explicit, lambda system, model: logged)
+    return fit_heads(
+        _session(events, hidden), lambda m, model: explicit, lambda system, model: logged
+    )
 
 
 def _sub(name: str, hidden: int | None = None, system: str | None = None) -> ThreadStart:
@@ -732,7 +734,7 @@ def test_a_thread_with_an_empty_system_prompt_of_its_own_does_not_share_the_sess
                   _billed("a0", 5800, 0, 600, thread="agent-a", n=1)]
         session = _session(events, 5000)
         session.header.system = "You are a coding agent."
-        return fit_heads(session, lambda m: True, lambda system, model: 0)
+        return fit_heads(session, lambda m, model: True, lambda system, model: 0)
 
     assert fits(None)["agent-a"] == ThreadFit((3000,), 2000)
     assert "agent-a" not in fits("")
@@ -1476,6 +1478,28 @@ def test_marker_positions_are_read_from_the_request_s_own_provider() -> None:
     claude = RequestMarker(ts=T0, request_id="r", provider="anthropic", model="claude-sonnet-4-6")
     assert run.unlogged.explicit_marker(claude)
     assert not run.unlogged.explicit_marker(RequestMarker(ts=T0, request_id="r"))
+
+
+def test_marker_positions_are_read_on_the_thread_s_model_when_the_call_names_none() -> None:
+    """A call without its own model runs on its thread's (then the header's), as the engine
+    renders it: on OpenRouter a subagent thread on a Claude model shows marker positions in a
+    session whose header names an OpenAI model, which shows none."""
+    from replay.engine._replay import _Run
+    from replay.engine._unlogged import fit_heads
+    from replay.strategies import parse_name
+
+    session = _openai_session()
+    session.header.provider, session.header.model = "openrouter", "openai/gpt-5"
+    claude = "anthropic/claude-sonnet-4.5"
+    start = ThreadStart(ts=T0, thread_id="agent-a", model=claude)
+    marker = _billed("agent-r1", read=1000, thread="agent-a")
+    session.events += [start, marker]
+    run = _Run(session, parse_name("recorded"), ReplayConfig(unlogged_context={}))
+    assert run.unlogged.explicit_marker(marker, claude)
+    assert not run.unlogged.explicit_marker(marker)
+    seen: list[str] = []
+    fit_heads(session, lambda m, model: seen.append(model) or False, lambda system, model: 0)
+    assert seen[-1] == claude
 
 
 def test_a_grown_head_without_first_message_context_grows_its_last_part() -> None:

@@ -357,7 +357,7 @@ def thread_hidden_prefix(start: Any, header: Any) -> int:
 
 def fit_heads(
     session: Session,
-    explicit: Callable[[RequestMarker], bool],
+    explicit: Callable[[RequestMarker, str], bool],
     logged: Callable[[str, str], int],
 ) -> dict[str, ThreadFit]:
     """Split each thread's hidden prefix where the recorded reads show its head ends, and find
@@ -366,7 +366,8 @@ def fit_heads(
     Reads (and first-request writes) strictly inside a hidden prefix can only stop at a marker
     of the head: the largest one over the threads sharing the head is its end. The first of
     those threads to send a request found what its read shows in the cache already. `explicit`
-    tells whether a request's cache shows marker positions (explicit breakpoints); `logged`
+    tells whether a request's cache shows marker positions (explicit breakpoints), given the
+    request and its thread's model; `logged`
     counts the logged tools + system prompt sent before the hidden prefix (system, model)."""
     header = session.header
     hidden = {MAIN_THREAD: hidden_prefix_of(header)}
@@ -385,7 +386,7 @@ def fit_heads(
             isinstance(e, RequestMarker)
             and e.usage is not None
             and hidden.get(e.thread, 0) > 0
-            and explicit(e)
+            and explicit(e, kinds[e.thread][1])
         ):
             requests.setdefault(e.thread, []).append((n, e))
     groups: list[list[str]] = []  # threads sharing a head, in order of their first request
@@ -649,9 +650,11 @@ class Unlogged:
         book = cache.book(route, route.variant)
         return book.get("mechanism", route.rules_model, ts) == "explicit-breakpoints"
 
-    def explicit_marker(self, marker: RequestMarker) -> bool:
+    def explicit_marker(self, marker: RequestMarker, thread_model: str | None = None) -> bool:
+        """Whether `marker`'s cache shows marker positions, on the model the engine runs it on:
+        the call's own, else its thread's (`thread_model`), else the header's."""
         config, header = self.run.config, self.run.session.header
-        model = config.model or marker.model or header.model
+        model = config.model or marker.model or thread_model or header.model
         provider = config.provider or marker.provider or header.provider
         return self.explicit(provider, model, marker.ts)
 
