@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -15,7 +15,7 @@ import polars as pl
 from pydantic import TypeAdapter
 
 from replay._errors import ReplayError
-from replay.cache import CacheRouter, load_rules_file
+from replay.cache import CacheRouter, ProviderRules, load_rules_file
 from replay.engine import ReplayConfig, RequestRecord, summary_frame
 from replay.engine._replay import iter_replay, with_unlogged_context
 from replay.engine._results import ResultTables
@@ -476,13 +476,18 @@ def _notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list
             f"did not fire (a threshold not reached, nothing to clear): {', '.join(same)}."
         )
     if tables.mentions:
-        counts = ", ".join(f"{name} {n:,}" for name, n in tables.mentions.items())
-        notes.append(
-            "The agent's text named something that only hidden text held (column "
-            "`blind_mentions` of `replay run`; not counted as blind actions, since an agent often "
-            f"names a thing it then reads again): {counts}."
-        )
+        notes.append(blind_mentions_note(tables.mentions))
     return notes
+
+
+def blind_mentions_note(mentions: Mapping[str, int]) -> str:
+    """Strategy → its blind mentions (`replay run`'s note and `replay batch`'s)."""
+    counts = ", ".join(f"{name} {n:,}" for name, n in mentions.items())
+    return (
+        "The agent's text named something that only hidden text held (column `blind_mentions`; "
+        "not counted as blind actions, since an agent often names a thing it then reads "
+        f"again): {counts}."
+    )
 
 
 def tokenizer_estimate_notes(models: Iterable[str]) -> list[str]:
@@ -736,37 +741,59 @@ def _unused_price_notes(tables: ResultTables, config: ReplayConfig) -> list[str]
     """A `--price` that priced nothing: the user believes their rates are in the figures."""
     if config.pricer is None:
         return []
-    unused = config.pricer.unused_overrides(tables.models)
+    return unused_price_notes(config.pricer, tables.models, "this replay")
+
+
+def unused_price_notes(pricer: Pricer, models: Collection[str], where: str) -> list[str]:
+    """The `--price` overrides that priced none of `models` (those of `where`: "this replay",
+    "the batch's sessions"): matching none, or shadowed on every model they match by another
+    override (`replay run`'s notes and `replay batch`'s)."""
+    if not models:
+        return []
+    unused = pricer.unused_overrides(models)
     notes = [
-        f"--price {', '.join(unused)} matched no model of this replay "
-        f"({', '.join(sorted(tables.models))}): those rates priced nothing. Name the model as "
-        "the log does, or with a wildcard (e.g. 'claude-sonnet-4*')."
+        f"--price {', '.join(unused)} matched no model of {where} ({_listed(models)}): those "
+        "rates priced nothing. Name the model as the log does, or with a wildcard (e.g. "
+        "'claude-sonnet-4*')."
     ] if unused else []
     # A wildcard that matches, but whose every model another override prices first.
-    for pattern, winners in config.pricer.shadowed_overrides(tables.models).items():
-        matched = sorted(m for m in tables.models
-                         if fnmatch.fnmatchcase(m.strip().lower(), pattern))
+    for pattern, winners in pricer.shadowed_overrides(models).items():
+        matched = [m for m in sorted(models) if fnmatch.fnmatchcase(m.strip().lower(), pattern)]
         notes.append(
             f"--price {pattern} priced nothing: --price {', '.join(winners)} applies to every "
-            f"model it matches ({', '.join(matched)}) first (an exact name wins over a "
+            f"model it matches ({_listed(matched)}) first (an exact name wins over a "
             "wildcard, an earlier wildcard over a later one)."
         )
     return notes
 
 
+def _listed(names: Iterable[str], most: int = 5) -> str:
+    """Up to `most` of `names`, sorted, then how many more."""
+    shown = sorted(names)
+    more = f", and {len(shown) - most:,} more" if len(shown) > most else ""
+    return ", ".join(shown[:most]) + more
+
+
 def _unused_rules_notes(tables: ResultTables, config: ReplayConfig) -> list[str]:
-    """A `--cache-rules` file for a provider no request went to: the user believes their rules
-    are in the figures."""
-    rules = config.cache_rules
-    if rules is None or not tables.routes:
+    """A `--cache-rules` file for a provider no request went to."""
+    if config.cache_rules is None:
+        return []
+    return unused_rules_notes(config.cache_rules, tables.routes, "this replay")
+
+
+def unused_rules_notes(rules: ProviderRules, routes: Collection[str], where: str) -> list[str]:
+    """A `--cache-rules` file for a provider none of `routes` (`Route.label`s of the requests
+    of `where`) went to: the user believes their rules are in the figures (`replay run`'s note
+    and `replay batch`'s)."""
+    if not routes:
         return []
     layers = CacheRouter(rules).layers_for(rules.provider)
     served = layers[-1].provider if layers else rules.provider
-    used = sorted({route.split(">")[-1].split("/")[0] for route in tables.routes})
+    used = sorted({route.split(">")[-1].split("/")[0] for route in routes})
     if served in used:
         return []
     return [
-        f"--cache-rules: the {rules.provider} rules served no request of this replay (its "
+        f"--cache-rules: the {rules.provider} rules served no request of {where} (its "
         f"requests went to the {', '.join(used)} rules): they changed nothing. Give the rules "
         "of the provider the log ran on, or --provider to replay it on theirs."
     ]

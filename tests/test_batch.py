@@ -1490,6 +1490,66 @@ def test_two_exports_of_one_opencode_session_are_read_once(tmp_path: Path):
     assert status_of(report) == {"a.json": "replayed", "b.json": "part of"}
 
 
+def test_a_price_shadowed_on_every_model_is_a_note_as_in_run(tmp_path: Path):
+    # An exact name wins over a wildcard (README): a wildcard meant for a session's model
+    # priced nothing and `replay run` said so; a batch did not.
+    logs = tmp_path / "logs"
+    variant(logs / "a.jsonl", "a", -DAY)  # gemini-2.5-flash
+    prices = ("gemini-*=input:1,output:2", "gemini-2.5-flash=input:3,output:4")
+    report = run_batch([logs], BatchOptions(strategies="baseline", prices=prices), workers=1)
+    assert [n for n in report.notes if "--price" in n] == [
+        "--price gemini-* priced nothing: --price gemini-2.5-flash applies to every model it "
+        "matches (gemini-2.5-flash) first (an exact name wins over a wildcard, an earlier "
+        "wildcard over a later one)."
+    ]
+
+
+def test_cache_rules_that_served_no_session_are_a_note_as_in_run(tmp_path: Path):
+    # Anthropic rules on Gemini sessions changed nothing; `replay run` said so, a batch not.
+    logs = tmp_path / "logs"
+    variant(logs / "a.jsonl", "a", -DAY)  # gemini-2.5-flash, on google
+    rules = {}
+    for provider in ("anthropic", "google"):
+        rules[provider] = tmp_path / f"{provider}.json"
+        rules[provider].write_bytes((ROOT / "pricing" / "cache" / f"{provider}.json").read_bytes())
+
+    def notes(rules_of: str, **more: str) -> list[str]:
+        opts = BatchOptions(strategies="baseline", cache_rules=str(rules[rules_of]), **more)
+        return [n for n in run_batch([logs], opts, workers=1).notes if "--cache-rules" in n]
+
+    assert notes("anthropic") == [
+        "--cache-rules: the anthropic rules served no request of the batch's sessions (its "
+        "requests went to the google rules): they changed nothing. Give the rules of the "
+        "provider the log ran on, or --provider to replay it on theirs."
+    ]
+    assert notes("google") == []
+    assert notes("anthropic", provider="anthropic", model="claude-sonnet-4-5") == []
+
+
+def test_blind_mentions_are_a_note_as_in_run(tmp_path: Path):
+    # The sample's agent names what truncate-500 and the aged cut hid (3 and 2 mentions, as
+    # `replay run` counts them, tests/test_evidence.py): `replay run` has a note, a batch had
+    # only the dataset's column.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(RUN42, logs / "run42.jsonl")
+    names = "baseline,truncate-500,age-truncate-500-keep-3"
+    ran = replay(RUN42, names)
+    note = [n for n in ran.notes if "`blind_mentions`" in n]
+    assert note == [
+        "The agent's text named something that only hidden text held (column `blind_mentions`; "
+        "not counted as blind actions, since an agent often names a thing it then reads "
+        "again): truncate-500 3, age-truncate-500-keep-3 2."
+    ]
+    out = tmp_path / "ds"
+    for status in ("replayed", "unchanged"):  # rows kept count too
+        report = run_batch([logs], BatchOptions(strategies=names), output=out, workers=1)
+        assert set(status_of(report).values()) == {status}
+        assert [n for n in report.notes if "`blind_mentions`" in n] == note
+    quiet = run_batch([logs], BatchOptions(strategies="baseline"), workers=1)
+    assert not [n for n in quiet.notes if "`blind_mentions`" in n]
+
+
 def test_a_price_that_matched_no_model_is_a_note_as_in_run(tmp_path: Path, invoke):
     # README: "a note names an override that matched no model of the run". A batch said
     # nothing: a mistyped model name left genai-prices' rates in every row, silently.
@@ -1500,7 +1560,7 @@ def test_a_price_that_matched_no_model_is_a_note_as_in_run(tmp_path: Path, invok
     used = "gemini-2.5-flash=input:1,output:2"
     note = (
         "--price claude-sonet-4* matched no model of the batch's sessions (claude-sonnet-4-5, "
-        "gemini-2.5-flash): those rates priced nothing. Name the model as the logs do, or with "
+        "gemini-2.5-flash): those rates priced nothing. Name the model as the log does, or with "
         "a wildcard (e.g. 'claude-sonnet-4*')."
     )
     opts = BatchOptions(strategies="baseline", prices=(typo, used))

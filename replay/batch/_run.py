@@ -398,6 +398,7 @@ _SUMS = [
     "output_tokens",
     "cost_usd",
     "blind_actions",
+    "blind_mentions",
     "price_fallback_requests",
 ]
 
@@ -478,6 +479,19 @@ def _fallback_note(combined: pl.DataFrame | None) -> str | None:
         f"Priced with a fallback on {requests:,} request(s) over every strategy (columns "
         f"`price_fallback_requests`, `price_fallback`): {'; '.join(reasons)}."
     )
+
+
+def _mentions_note(combined: pl.DataFrame | None, order: list[str]) -> list[str]:
+    """The strategies whose sessions' agents named something only hidden text held, as `replay
+    run` says (in the strategies' order)."""
+    from replay._api import blind_mentions_note
+
+    if combined is None:
+        return []
+    found = dict(zip(combined["strategy"].to_list(), combined["blind_mentions"].to_list(),
+                     strict=True))
+    mentions = {name: found[name] for name in order if found.get(name)}
+    return [blind_mentions_note(mentions)] if mentions else []
 
 
 def _foreign_api_notes(combined: pl.DataFrame | None, apis: dict[str, str]) -> list[str]:
@@ -595,7 +609,8 @@ def run_batch(
             if fallback:
                 report.notes.append(fallback)
             report.notes.extend(_foreign_api_notes(combined, apis))
-            report.notes.extend(_unused_price_notes(opts, phases.models))
+            report.notes.extend(_mentions_note(combined, order))
+            report.notes.extend(_unused_override_notes(opts, phases.ran_on))
             report.notes.extend(tokenizer_estimate_notes(phases.models))
             report.notes.extend(_no_breakpoint_note(phases.no_breakpoint))
             if dataset is not None:
@@ -682,9 +697,14 @@ class _Phases:
     """Byte-identical copies left out (status `duplicate`) → the file read instead."""
     unread: set[str] = field(default_factory=set)
     """Files not even read, last modified long before --since (still a fork's parent)."""
-    models: set[str] = field(default_factory=set)
-    """The models of the ok sessions' rows (replayed now or unchanged): what a `--price` had
-    to match."""
+    ran_on: set[tuple[str, str]] = field(default_factory=set)
+    """The `provider` and `model` columns of the ok sessions' rows (replayed now or unchanged;
+    each comma-separated): what a `--price` or `--cache-rules` had to match."""
+
+    @property
+    def models(self) -> set[str]:
+        """The models the ok sessions ran on."""
+        return _models(self.ran_on)
     no_breakpoint: dict[str, int] = field(default_factory=dict)
     """Session file → its requests that cached nothing for want of a cache breakpoint (the
     most of any strategy's), for the ok sessions that had any."""
@@ -974,7 +994,7 @@ def _replay_phase(
                 report.requests += requests.get(path, 0)
                 if outcome.sessions is not None:
                     rows = pl.read_parquet(io.BytesIO(outcome.sessions))
-                    phases.models |= _models(rows["model"])
+                    phases.ran_on |= _ran_on(rows.lazy())
                     phases.no_breakpoint |= _no_breakpoint(rows.lazy())
                     partials.append(_partial(rows.lazy(), phases.apis))
                     if len(partials) > 256:  # keep the running totals small
@@ -1008,7 +1028,7 @@ def _replay_phase(
     if unchanged_parts and dataset is not None:
         kept = pl.scan_parquet([dataset.root / p for p in unchanged_parts])
         partials.append(_partial(kept, phases.apis))
-        phases.models |= _models(kept.select(pl.col("model").unique()).collect()["model"])
+        phases.ran_on |= _ran_on(kept)
         phases.no_breakpoint |= _no_breakpoint(kept)
     return partials
 
@@ -1038,25 +1058,37 @@ def _no_breakpoint_note(no_breakpoint: dict[str, int]) -> list[str]:
     ]
 
 
-def _models(column: pl.Series) -> set[str]:
-    """The models a `model` column names (each row's, comma-separated)."""
-    return {m for value in column.drop_nulls().to_list() for m in value.split(",") if m}
+def _ran_on(rows: pl.LazyFrame) -> set[tuple[str, str]]:
+    """The distinct (`provider`, `model`) values of session rows (each comma-separated)."""
+    pairs = rows.select("provider", "model").unique().drop_nulls().collect()
+    return set(zip(pairs["provider"].to_list(), pairs["model"].to_list(), strict=True))
 
 
-def _unused_price_notes(opts: BatchOptions, models: set[str]) -> list[str]:
-    """A `--price` that matched no model of the batch's sessions: the user believes their
-    rates are in the figures (`replay run` says it too)."""
-    if not opts.prices or not models:
-        return []
+def _models(ran_on: set[tuple[str, str]]) -> set[str]:
+    """The models `_ran_on` pairs name."""
+    return {m for _, names in ran_on for m in names.split(",") if m}
+
+
+def _unused_override_notes(opts: BatchOptions, ran_on: set[tuple[str, str]]) -> list[str]:
+    """A `--price` or `--cache-rules` that changed no figure of the batch's sessions: the user
+    believes their rates or rules are in the figures (`replay run` says it too)."""
+    from replay._api import unused_price_notes, unused_rules_notes
+    from replay.cache import CacheRouter, load_rules_file
     from replay.prices import Pricer, parse_price_overrides
 
-    unused = Pricer(parse_price_overrides(opts.prices)).unused_overrides(models)
-    if not unused:
-        return []
-    shown = sorted(models)
-    listed = ", ".join(shown[:5]) + (f", and {len(shown) - 5:,} more" if len(shown) > 5 else "")
-    return [
-        f"--price {', '.join(unused)} matched no model of the batch's sessions ({listed}): "
-        "those rates priced nothing. Name the model as the logs do, or with a wildcard (e.g. "
-        "'claude-sonnet-4*')."
-    ]
+    where = "the batch's sessions"
+    notes = []
+    if opts.prices:
+        pricer = Pricer(parse_price_overrides(opts.prices))
+        notes += unused_price_notes(pricer, _models(ran_on), where)
+    if opts.cache_rules:
+        rules = load_rules_file(opts.cache_rules)
+        router = CacheRouter(rules)
+        routes = {  # a row naming several providers and models: any pair may have run
+            router.route(p, m).label
+            for providers, names in ran_on
+            for p in providers.split(",") if p
+            for m in names.split(",") if m
+        }
+        notes += unused_rules_notes(rules, routes, where)
+    return notes
