@@ -859,11 +859,17 @@ def _no_cache_note(models: Mapping[str, set[int]]) -> str:
     requests = set().union(*models.values())
     return (
         f"{len(requests):,} request(s) were simulated without a prompt cache "
-        f"({', '.join(sorted(models))}): the cache rules in force say `mechanism: none` (no "
-        "prompt caching for that model, or not yet at that date), so every prompt token is "
-        "billed uncached. `replay providers --provider P --model M` shows the rules; "
-        "--cache-rules FILE gives your own."
+        f"({', '.join(sorted(models))}): {NO_CACHE_WHY}"
     )
+
+
+NO_CACHE_WHY = (
+    "the cache rules in force say `mechanism: none` (no prompt caching for that model, or not "
+    "yet at that date), so every prompt token is billed uncached. `replay providers --provider P "
+    "--model M` shows the rules; --cache-rules FILE gives your own."
+)
+"""Why requests were simulated without a prompt cache, and where to look (`replay run`'s note
+and `replay batch`'s)."""
 
 
 def microcompact_notes(session: Session) -> list[str]:

@@ -1526,6 +1526,32 @@ def test_cache_rules_that_served_no_session_are_a_note_as_in_run(tmp_path: Path)
     assert notes("anthropic", provider="anthropic", model="claude-sonnet-4-5") == []
 
 
+def test_sessions_simulated_without_a_prompt_cache_are_a_note_as_in_run(tmp_path: Path):
+    # A model no cache rule covers (Google's default: mechanism none) reads 0 % cached in every
+    # row: `replay run` says why, a batch said nothing. Each of the sample's 14 request lines is
+    # counted once per session, whatever the strategies; a column says it per row.
+    logs = tmp_path / "logs"
+    for name, shift in (("a", -DAY), ("b", -DAY * 2)):
+        variant(logs / f"{name}.jsonl", name, shift, model="mymodel")
+    prices = ("mymodel=input:1,output:2",)
+    opts = BatchOptions(strategies=STRATEGIES, prices=prices)
+    out = tmp_path / "ds"
+    for status in ("replayed", "unchanged"):  # rows kept count too
+        report = run_batch([logs], opts, output=out, workers=1)
+        assert set(status_of(report).values()) == {status}
+        assert [n for n in report.notes if "without a prompt cache" in n] == [
+            "28 request(s) of 2 session(s) were simulated without a prompt cache (google / "
+            "mymodel): the cache rules in force say `mechanism: none` (no prompt caching for "
+            "that model, or not yet at that date), so every prompt token is billed uncached. "
+            "`replay providers --provider P --model M` shows the rules; --cache-rules FILE gives "
+            "your own."
+        ]
+    assert sessions(out)["no_cache_requests"].to_list() == [14] * 4
+    cached = run_batch([logs], BatchOptions(strategies=STRATEGIES, model="gemini-2.5-flash"),
+                       workers=1)
+    assert not [n for n in cached.notes if "prompt cache" in n]
+
+
 def test_blind_mentions_are_a_note_as_in_run(tmp_path: Path):
     # The sample's agent names what truncate-500 and the aged cut hid (3 and 2 mentions, as
     # `replay run` counts them, tests/test_evidence.py): `replay run` has a note, a batch had

@@ -613,6 +613,7 @@ def run_batch(
             report.notes.extend(_unused_override_notes(opts, phases.ran_on))
             report.notes.extend(tokenizer_estimate_notes(phases.models))
             report.notes.extend(_no_breakpoint_note(phases.no_breakpoint))
+            report.notes.extend(_no_cache_note(phases.no_cache))
             if dataset is not None:
                 report.notes.extend(_forget_superseded(dataset))
         finally:
@@ -708,6 +709,9 @@ class _Phases:
     no_breakpoint: dict[str, int] = field(default_factory=dict)
     """Session file → its requests that cached nothing for want of a cache breakpoint (the
     most of any strategy's), for the ok sessions that had any."""
+    no_cache: dict[str, tuple[int, str, str]] = field(default_factory=dict)
+    """Session file → its requests the cache rules give no prompt cache (`mechanism: none`),
+    with the session's provider and model, for the ok sessions that had any."""
 
 
 def _code_plugins(named: list[Any]) -> bytes:
@@ -996,6 +1000,7 @@ def _replay_phase(
                     rows = pl.read_parquet(io.BytesIO(outcome.sessions))
                     phases.ran_on |= _ran_on(rows.lazy())
                     phases.no_breakpoint |= _no_breakpoint(rows.lazy())
+                    phases.no_cache |= _no_cache(rows.lazy())
                     partials.append(_partial(rows.lazy(), phases.apis))
                     if len(partials) > 256:  # keep the running totals small
                         partials = [_combine(partials)]
@@ -1030,6 +1035,7 @@ def _replay_phase(
         partials.append(_partial(kept, phases.apis))
         phases.ran_on |= _ran_on(kept)
         phases.no_breakpoint |= _no_breakpoint(kept)
+        phases.no_cache |= _no_cache(kept)
     return partials
 
 
@@ -1042,6 +1048,38 @@ def _no_breakpoint(rows: pl.LazyFrame) -> dict[str, int]:
     )
     found = rows.group_by("file").agg(count.max().alias("n")).filter(pl.col("n") > 0).collect()
     return dict(zip(found["file"].to_list(), found["n"].to_list(), strict=True))
+
+
+def _no_cache(rows: pl.LazyFrame) -> dict[str, tuple[int, str, str]]:
+    """Session file → its requests simulated without a prompt cache (`no_cache_requests`),
+    provider and model, for the sessions that had any (a part written before the column: none).
+    """
+    if "no_cache_requests" not in rows.collect_schema().names():
+        return {}
+    found = (
+        rows.filter(pl.col("no_cache_requests") > 0)
+        .group_by("file")
+        .agg(pl.col("no_cache_requests").max(), pl.col("provider").first(),
+             pl.col("model").first())
+        .collect()
+    )
+    return {row["file"]: (row["no_cache_requests"], row["provider"], row["model"])
+            for row in found.iter_rows(named=True)}
+
+
+def _no_cache_note(no_cache: dict[str, tuple[int, str, str]]) -> list[str]:
+    """Requests simulated without any prompt cache: said, since a 0 % hit ratio would otherwise
+    read as the strategies' doing (`replay run` says it too)."""
+    from replay._api import NO_CACHE_WHY
+
+    if not no_cache:
+        return []
+    requests = sum(n for n, _, _ in no_cache.values())
+    models = sorted({f"{p} / {m}" for _, p, m in no_cache.values()})
+    return [
+        f"{requests:,} request(s) of {len(no_cache):,} session(s) were simulated without a "
+        f"prompt cache ({', '.join(models)}): {NO_CACHE_WHY}"
+    ]
 
 
 def _no_breakpoint_note(no_breakpoint: dict[str, int]) -> list[str]:

@@ -36,6 +36,7 @@ SESSION_META = [
     "group_position",
     "skipped_lines",
     "copied_requests_dropped",
+    "no_cache_requests",
 ]
 """Columns in front of the summary columns on every session row."""
 
@@ -473,6 +474,9 @@ def _outcome(
         "group_position": position if task.shared else None,
         "skipped_lines": len(session.skipped),
         "copied_requests_dropped": len(copied),
+        # The rules' doing, not the strategies': the same requests under every strategy.
+        "no_cache_requests": len({r.request_index for r in records
+                                  if r.kind == "request" and r.outcome.mechanism == "none"}),
     }
     types = dict.fromkeys(("file", "session_id", "agent", "provider", "model"), pl.Utf8) | {
         "started_at": pl.Datetime("us", "UTC"),
@@ -482,6 +486,7 @@ def _outcome(
         "group_position": pl.Int64,
         "skipped_lines": pl.Int64,
         "copied_requests_dropped": pl.Int64,
+        "no_cache_requests": pl.Int64,
     }
 
     def with_meta(frame: Any, columns: list[str]) -> Any:
