@@ -10,6 +10,7 @@ from decimal import Decimal
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from replay.cache import Breakpoint
 from replay.cache._base import duration_text, edit_cause, entry_state, expired_text
@@ -238,16 +239,20 @@ def test_prefix_lost_only_to_rounding_is_not_a_miss():
     assert r.outcome.miss_kind is None  # the expired 1,151 would have cached 1,024 too
 
 
-def test_lane_state_is_per_thread():
+@pytest.mark.parametrize("lane", ["", "s0|opencode-prune-40k-20k[protected=mcp/fs]|"])
+def test_lane_state_is_per_thread(lane: str):
+    # In a batch chain a thread is named after its lane and strategy (`_Run.lane`), whose name
+    # may hold a slash: every thread of that strategy was cut to one lane there.
     lab = CacheLab("anthropic", "claude-haiku-4-5")
     system, u1 = lab.block("system", 4000), lab.block("user", 200)
     think = lab.block("thinking", 300)
     call, result = lab.block("tool_call", 50, joins=True), lab.block("tool_result", 50)
-    lab.send([system, u1], at=0)
-    lab.send([system, u1, think, call, result], at=10)
-    lab.send([lab.block("user", 100)], at=15, thread="agent-1")
+    main = lane + "main"
+    lab.send([system, u1], at=0, thread=main)
+    lab.send([system, u1, think, call, result], at=10, thread=main)
+    lab.send([lab.block("user", 100)], at=15, thread=lane + "agent-1")
     r3 = lab.send([system, u1, think, call, result, lab.block("text", 100),
-                   lab.block("user", 100)], at=20)
+                   lab.block("user", 100)], at=20, thread=main)
     assert r3.outcome.miss_kind == "thinking-stripped"
 
 

@@ -147,11 +147,19 @@ class SimRequest:
     def lane(self) -> str:
         """The sequential lane of this request: its thread, with a strategy's summarizer calls
         counted in the thread that made them (they run before its next request)."""
-        return self.request.thread.split("/")[0]
+        return conversation_lane(self.request.thread)
 
     @property
     def model(self) -> str:
         return self.rules_model or self.request.model
+
+
+def conversation_lane(thread: str) -> str:
+    """The conversation a request's cache thread belongs to: `main/summarizer` is `main`'s. In
+    batch replays the thread follows its lane (`s0|STRATEGY|main`), whose strategy name may
+    hold a slash of its own (`[protected=mcp/fs]`): only the thread's part is cut there."""
+    head, bar, thread_name = thread.rpartition("|")
+    return head + bar + thread_name.split("/")[0]
 
 
 # --------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from replay._errors import ReplayError
-from replay.cache._base import Breakpoint, Ttl
+from replay.cache._base import Breakpoint, Ttl, conversation_lane
 from replay.log import MAIN_THREAD
 from replay.render import RenderedRequest
 
@@ -105,7 +105,7 @@ class ClientProfile:
         return bound
 
     def ttl(self, thread: str) -> Ttl:
-        thread_name = _lane(thread).rpartition("|")[2]
+        thread_name = conversation_lane(thread).rpartition("|")[2]
         return self.main_ttl if thread_name == MAIN_THREAD else self.other_ttl
 
     def breakpoints(self, req: RenderedRequest, thread: str) -> list[Breakpoint]:
@@ -122,16 +122,8 @@ class ClientProfile:
         """The `prompt_cache_key` it sends for a request of `thread`, if any."""
         if self.cache_key != "conversation":
             return None
-        lane = _lane(thread)
+        lane = conversation_lane(thread)
         return f"{session_id}:{lane}" if session_id else lane
-
-
-def _lane(thread: str) -> str:
-    """The conversation a request's cache thread belongs to: `main/summarizer` is `main`'s. In
-    batch replays the thread follows its lane (`s0|STRATEGY|main`), whose strategy name may
-    hold a slash of its own (`[protected=mcp/fs]`): only the thread's part is cut there."""
-    head, bar, thread_name = thread.rpartition("|")
-    return head + bar + thread_name.split("/")[0]
 
 
 PROFILES: dict[str, ClientProfile] = {
