@@ -7,7 +7,7 @@ import re
 import shlex
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, RUN42
 
 from replay.cli import cli
 from replay.cli._main import load_commands
@@ -94,3 +94,25 @@ def test_readme_ttl_examples_show_the_ttl_at_work(invoke, monkeypatch) -> None:
         result = invoke(*argv)  # (not --quiet: it drops the notes)
         assert result.exit_code == 0, result.stderr
         assert "was ignored" not in result.stderr, f"replay {shlex.join(argv)}: {result.stderr}"
+
+
+def test_the_plugin_file_example_of_the_strategies_doc_loads_as_written(
+    tmp_path, clean_registry, invoke
+) -> None:
+    """docs/strategies.md's plug-in file, copied as it stands (its body `...` aside), loads with
+    the name, cache class, rule, default and bounds its comments promise."""
+    import json
+
+    text = (ROOT / "docs" / "strategies.md").read_text(encoding="utf-8")
+    block = text.split("**From a file**", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "my_strategy.py"
+    path.write_text(block, encoding="utf-8")
+
+    listed = invoke("strategies", "--strategy-file", path, "--format", "json")
+    assert listed.exit_code == 0, listed.stderr
+    row = next(r for r in json.loads(listed.stdout) if r["name"] == "keep-edges")
+    assert (row["cache_class"], row["defaults"]) == ("churn", {"n": 20})
+    assert row["rule"] == "Keep the first message and the last N items."
+    refused = invoke("run", RUN42, "-s", "keep-edges", "--strategy-file", path,
+                     "--set", "keep-edges.n=0", "-q")
+    assert refused.exit_code == 2 and "keep-edges.n must be ≥ 1" in refused.stderr
