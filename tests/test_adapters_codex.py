@@ -1164,3 +1164,49 @@ def test_a_tool_output_written_again_later_is_dropped_and_reported(tmp_path: Pat
     ]
     with pytest.raises(LogFormatError, match="already answered on line 7"):
         load(path, strict=True)
+
+
+@pytest.mark.parametrize(
+    ("part", "key", "kept"),
+    [
+        # A negative running total: the count beside it is used, the total is not.
+        ("total_token_usage", "input_tokens", [176, 276]),
+        ("total_token_usage", "total_tokens", [176, 276]),
+        # A negative count of the request's own usage garbles it: kept without usage.
+        ("last_token_usage", "total_tokens", [None, 276]),
+        ("last_token_usage", "output_tokens", [None, 276]),
+    ],
+)
+def test_a_negative_token_count_is_malformed(
+    tmp_path: Path, part: str, key: str, kept: list[int | None]
+) -> None:
+    # A token count below zero is no count: it passed --strict silently inside
+    # `total_token_usage` (and `last_token_usage.total_tokens`).
+    lines = codex_lines()
+    lines[8]["payload"]["info"][part][key] = -7
+    path = _write(tmp_path, lines)
+    session = load(path)
+    assert [r.usage.input_tokens if r.usage else None for r in session.requests()] == kept
+    assert [e.line for e in session.skipped] == [9]
+    expected = rf"rollout\.jsonl:9: expected `{key}` to be >= 0, got -7 in `info\.{part}`"
+    with pytest.raises(LogFormatError, match=expected):
+        load(path, strict=True)
+
+
+def test_a_negative_running_total_beside_no_usage_is_reported(
+    tmp_path: Path,
+) -> None:
+    # B's token_count has no `last_token_usage`, and its running total is garbled (a negative
+    # output): both are reported there; the next good total (C's) still shows B's usage.
+    lost = _counts("02.100", None, (2100, 896, -50, 17))
+    path = _write(tmp_path, _turn_with_lost_usage(lost, [_counts("03.100", _C, _TOTAL_ABC)]))
+    session = load(path)
+    a, b, c = session.requests()
+    assert (b.usage.input_tokens, b.usage.output_tokens) == (_B[0] - _B[1], _B[2])
+    assert [e.line for e in session.skipped] == [12, 12]
+    assert "got -50 in `info.total_token_usage`; the total is not used" in str(session.skipped[0])
+    with pytest.raises(
+        LogFormatError,
+        match=r"rollout\.jsonl:12: expected `output_tokens` to be >= 0, got -50 in `info\.total",
+    ):
+        load(path, strict=True)

@@ -528,6 +528,7 @@ def openai_usage(u: dict[str, Any]) -> Usage:
     if cached > total_in:
         raise Bad(f"cached_input_tokens {cached} > input_tokens {total_in}")
     reasoning = u.get("reasoning_output_tokens")
+    get_int(u, "total_tokens")  # not used, but a negative count is malformed all the same
     return Usage(
         input_tokens=total_in - cached,
         cache_read_tokens=cached,

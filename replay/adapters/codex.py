@@ -365,13 +365,14 @@ class _Reader:
         self.token_events += 1
         last = get_dict(info, "last_token_usage", required=True)
         totals: dict[str, Any] | None
-        if isinstance(info.get("total_token_usage"), dict | None):
+        garbled = _total_problem(info)
+        if garbled is None:
             totals = get_dict(info, "total_token_usage")
             total = dumps(totals)
         else:
             # A garbled running total does not lose the count beside it: the request keeps its
             # `last`, and the responses whose usage was lost are not settled from the total.
-            self.issues.add(number, "expected `info.total_token_usage` to be an object",
+            self.issues.add(number, garbled,
                             remedy="its `last_token_usage` is used, the total is not")
             totals, total = None, f"unknown total, line {number}"
         count, previous_count = dumps(last), self.last_count
@@ -387,6 +388,8 @@ class _Reader:
             # A garbled count is a lost one: the response was billed all the same (skipping
             # the line dropped its request), its usage settled by the next total.
             rest = {k: v for k, v in info.items() if k != "last_token_usage"}
+            if totals is None:  # reported above
+                rest.pop("total_token_usage", None)
             problem = (
                 f"{bad} in `info.last_token_usage` in the token_count of request "
                 f"{self.marker.request_id if self.marker else '?'} "
@@ -437,7 +440,6 @@ class _Reader:
     ) -> None:
         """A token_count without `last_token_usage`: `info` null, or lacking it (`problem`:
         what was wrong with the one it had)."""
-        totals = get_dict(info, "total_token_usage")
         marker = self._awaiting()
         if marker is None or self.closed:
             if info is not None:
@@ -445,6 +447,10 @@ class _Reader:
             # Quirk: rate limits from a response's headers, before any usage of the session.
             self.ignored["event_msg/token_count-without-info"] += 1
             return
+        garbled = _total_problem(info) if info is not None else None
+        if garbled is not None:
+            self.issues.add(number, garbled, remedy="the total is not used")
+        totals = {} if garbled is not None else get_dict(info, "total_token_usage")
         # Quirk: the model answered (its output items are logged) but the usage of that billed
         # request is not: it stays a request, its usage settled by the next total.
         self.lost.append(_LostUsage(marker, self.message, number, len(self.issues.items), problem))
@@ -837,6 +843,22 @@ class _LostUsage:
 
 
 _COUNTS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
+
+
+def _total_problem(info: dict[str, Any]) -> str | None:
+    """What makes `info.total_token_usage` no running total (None: absent, or an object of
+    token counts >= 0). A negative count is malformed input, not a count that shrank."""
+    totals = info.get("total_token_usage")
+    if totals is None:
+        return None
+    if not isinstance(totals, dict):
+        return "expected `info.total_token_usage` to be an object"
+    try:
+        for key in (*_COUNTS, "total_tokens"):
+            get_int(totals, key)
+    except Bad as bad:
+        return f"{bad} in `info.total_token_usage`"
+    return None
 
 
 def _difference(
