@@ -1879,3 +1879,40 @@ def test_a_microcompact_is_sized_only_where_the_prompt_fell() -> None:
     assert replay_api._prompt_fall(before, after).startswith(
         "~1 tokens of tool results the log does not identify"
     )
+
+
+@pytest.mark.parametrize(
+    ("split", "reported", "buckets"),
+    [
+        # The two TTL counts add up to more than the write they split: the 1h one is capped.
+        ({"ephemeral_5m_input_tokens": 30, "ephemeral_1h_input_tokens": 40}, True, (0, 40)),
+        ({"ephemeral_1h_input_tokens": 50}, True, (0, 40)),
+        # Both logged, adding up to less: the logged 5m count is contradicted too.
+        ({"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 30}, True, (10, 30)),
+        # One count alone: the other is the rest of the write, consistent.
+        ({"ephemeral_1h_input_tokens": 30}, False, (10, 30)),
+        ({"ephemeral_5m_input_tokens": 15, "ephemeral_1h_input_tokens": 25}, False, (15, 25)),
+    ],
+)
+def test_a_cache_write_split_that_does_not_add_up_is_reported(
+    tmp_path: Path, split: dict[str, int], reported: bool, buckets: tuple[int, int]
+) -> None:
+    # It was capped silently: `--strict` passed a usage that contradicts itself.
+    lines = claude_lines()
+    lines[6]["message"] = dict(lines[6]["message"])
+    lines[6]["message"]["usage"] = dict(lines[6]["message"]["usage"], cache_creation=split)
+    path = _write(tmp_path, lines)
+    session = load(path)
+    usage = session.requests()[1].usage
+    assert (usage.cache_write_5m_tokens, usage.cache_write_1h_tokens) == buckets
+    assert usage.prompt_tokens == 2 + 40 + 3000  # the total write is kept
+    assert [e.line for e in session.skipped] == ([7] if reported else [])
+    if reported:
+        with pytest.raises(
+            LogFormatError, match=r"s-1\.jsonl:7: expected the write split .* to add up to "
+            r"`cache_creation_input_tokens` 40$",
+        ):
+            load(path, strict=True)
+        assert f"read as {buckets[1]} 1h + {buckets[0]} 5m" in str(session.skipped[0])
+    else:
+        load(path, strict=True)

@@ -480,7 +480,8 @@ def anthropic_usage(u: dict[str, Any]) -> Usage:
     Quirk (Claude Code >= ~1.0.8x): `cache_creation{ephemeral_5m_input_tokens,
     ephemeral_1h_input_tokens}` splits the write by TTL; older logs only have the total, which the
     API bills at the default (5-minute) rate. A split that does not add up leaves the remainder in
-    the 5-minute bucket, so the prompt total is always `input + cache_read + cache_creation`.
+    the 5-minute bucket, so the prompt total is always `input + cache_read + cache_creation`
+    (the 1h count capped at the total; `anthropic_split_problem` says what to report).
     """
     created = get_int(u, "cache_creation_input_tokens")
     split = get_dict(u, "cache_creation")
@@ -497,6 +498,26 @@ def anthropic_usage(u: dict[str, Any]) -> Usage:
         reasoning_tokens=get_int(details, "thinking_tokens") if thinking is not None else None,
         raw=clean_json(u),
     )
+
+
+_TTL_KEYS = ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")
+
+
+def anthropic_split_problem(u: dict[str, Any]) -> str | None:
+    """What is inconsistent in a usage's TTL split of its cache write (None: no split, or one
+    that adds up). The API's `cache_creation_input_tokens` is the sum of the two
+    `cache_creation.ephemeral_*` counts; one of them alone may be logged (the other is the
+    rest), but not above the total. `anthropic_usage` keeps the total and reads the 1h count
+    capped at it."""
+    split = get_dict(u, "cache_creation")
+    logged = {k: get_int(split, k) for k in _TTL_KEYS if split.get(k) is not None}
+    created = get_int(u, "cache_creation_input_tokens")
+    parts = sum(logged.values())
+    if parts > created or (len(logged) == 2 and parts != created):
+        shown = " + ".join(f"`{k}` {v}" for k, v in logged.items())
+        return (f"expected the write split {shown} to add up to `cache_creation_input_tokens` "
+                f"{created}")
+    return None
 
 
 _NO_GEO = ("", "not_available", "global")
@@ -1273,6 +1294,7 @@ __all__ = [
     "ToolResult",
     "Usage",
     "UserMessage",
+    "anthropic_split_problem",
     "anthropic_usage",
     "binary_placeholder",
     "clean",

@@ -63,8 +63,10 @@ from replay.adapters._common import (
     ThreadStart,
     ToolCallBlock,
     ToolResult,
+    Usage,
     UserMessage,
     anthropic_price_context,
+    anthropic_split_problem,
     anthropic_usage,
     binary_placeholder,
     clean,
@@ -1083,7 +1085,7 @@ class _Reader:
                 continue
             key = (usage.output_tokens, usage.prompt_tokens)
             if best is None or key >= best[0]:
-                best = (key, usage)
+                best = (key, usage, ln)
         usage = best[1] if best else None
         # Every real response line carries its usage (quirk: damage when it lost or garbled
         # it): the response was billed all the same, so it stays a request, without usage when
@@ -1114,6 +1116,8 @@ class _Reader:
             if state.microcompacted:
                 marker.after_microcompact = True
                 state.microcompacted = False
+            if best is not None:
+                self._check_split(best[2], usage)
             self._add(state, marker, first)
             message.request_id = marker.request_id
             estimate_thinking(message, usage, model or "claude-sonnet-4-5")
@@ -1121,6 +1125,15 @@ class _Reader:
             message.usage_missing = True
         self._add(state, message, first)
         self.response_message.setdefault(first.response, message)
+
+    def _check_split(self, ln: _Line, usage: Usage) -> None:
+        """Report a TTL split of the cache write that does not add up to its total (inconsistent
+        usage, like more cached than sent in Codex): which share was 1h is not known."""
+        problem = anthropic_split_problem(ln.obj["message"]["usage"])
+        if problem is not None:
+            remedy = (f"read as {usage.cache_write_1h_tokens} 1h + {usage.cache_write_5m_tokens}"
+                      " 5m written tokens (the total kept)")
+            self.issues.add(ln.number, problem, ln.path, remedy=remedy)
 
     def _block(self, state: _ThreadState, b: Any, where: str) -> Any:
         if not isinstance(b, dict):
