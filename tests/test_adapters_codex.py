@@ -1210,3 +1210,48 @@ def test_a_negative_running_total_beside_no_usage_is_reported(
         match=r"rollout\.jsonl:12: expected `output_tokens` to be >= 0, got -50 in `info\.total",
     ):
         load(path, strict=True)
+
+
+def test_an_inter_agent_item_is_an_unknown_item_reported_not_dropped(tmp_path: Path) -> None:
+    # formats.md §2: subagent rollouts (`forked_from_id`) hold `inter_agent_communication*`
+    # items; their shape is not documented, so they are unknown items like any other.
+    lines = codex_lines()
+    lines[0]["payload"]["forked_from_id"] = "rollout-parent"
+    item = {"type": "inter_agent_communication", "from": "parent", "text": "go"}
+    lines.insert(5, _item("00.005", item))
+    path = _write(tmp_path, lines)
+    session = load(path)
+    assert [str(e) for e in session.skipped] == [
+        f"{path}:6: unknown Codex response_item type 'inter_agent_communication'"
+    ]
+    assert len(session.requests()) == 2
+    assert session.header.forked_from_id == "rollout-parent"  # kept, the rollout read alone
+    with pytest.raises(LogFormatError, match=r"rollout\.jsonl:6: unknown Codex response_item"):
+        load(path, strict=True)
+
+
+def test_a_replacement_history_item_that_is_no_message_is_reported(tmp_path: Path) -> None:
+    # It was counted in `ignored_records` and dropped silently: a function call or an unknown
+    # item of the new history is context the read leaves out. The opaque `compaction` item
+    # (the remote summary) is not context by design: counted only.
+    human = [{"type": "input_text", "text": "List the files."}]
+    history = [
+        {"type": "message", "role": "user", "content": human},
+        {"type": "compaction", "encrypted_content": "opaque"},
+        {"type": "inter_agent_communication_v2", "text": "hi"},
+    ]
+    lines = [*codex_lines(), _item("03.000", {"message": "", "replacement_history": history},
+                                   "compacted")]
+    path = _write(tmp_path, lines)
+    session = load(path)
+    assert [str(e) for e in session.skipped] == [
+        f"{path}:13: expected replacement_history items to be messages, got "
+        "'inter_agent_communication_v2'; left out of the history after the compaction"
+    ]
+    assert session.header.ignored_records["replacement_history/compaction"] == 1
+    assert "replacement_history/inter_agent_communication_v2" not in (
+        session.header.ignored_records
+    )
+    assert any(isinstance(e, Compaction) for e in session.events)
+    with pytest.raises(LogFormatError, match=r"rollout\.jsonl:13: expected replacement_hist"):
+        load(path, strict=True)

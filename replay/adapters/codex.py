@@ -697,7 +697,7 @@ class _Reader:
         rebuilt = history is None
         if rebuilt:
             history = _rebuilt_history(context, summary)
-        kept, fresh = self._replacement(history, context, ts)
+        kept, fresh = self._replacement(history, context, ts, number)
         compaction = Compaction(
             ts=ts,
             summary=summary,
@@ -721,7 +721,7 @@ class _Reader:
             self._add(event, number)
 
     def _replacement(
-        self, history: list[Any], context: list[Any], ts: Any
+        self, history: list[Any], context: list[Any], ts: Any, number: int
     ) -> tuple[set[str], list[UserMessage]]:
         """The ids of earlier messages `replacement_history` keeps in place, and the messages to
         append after the compaction, so that the two in a row are the new history in its order.
@@ -742,8 +742,16 @@ class _Reader:
         for item in history:
             if not isinstance(item, dict):
                 raise Bad("expected replacement_history items to be objects")
-            if item.get("type") != "message":
-                self.ignored[f"replacement_history/{item.get('type')}"] += 1
+            kind = item.get("type")
+            if isinstance(kind, str) and kind in IGNORED_ITEMS:  # not context by design
+                self.ignored[f"replacement_history/{kind}"] += 1
+                continue
+            if kind != "message":
+                # Unknown (or context this reading does not rebuild): said, not dropped silently.
+                self.issues.add(
+                    number, f"expected replacement_history items to be messages, got {kind!r}",
+                    remedy="left out of the history after the compaction",
+                )
                 continue
             role = get_str(item, "role", "user")
             text, estimated = _content_text(item.get("content"))
