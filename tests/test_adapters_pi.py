@@ -87,6 +87,7 @@ def test_requests_usage_and_cost(tmp_path: Path) -> None:
         40,
         6,
     )
+    assert u.cache_write_1h_tokens == 0  # no TTL in a pi log: every write is assumed 5m
     assert u.cost_usd == "0.002"
     assert requests[0].provider == "anthropic" and requests[0].model == "claude-sonnet-4-5"
     # The request started at the message's own timestamp; the entry was written at its end.

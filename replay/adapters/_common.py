@@ -559,16 +559,16 @@ def openai_usage(u: dict[str, Any]) -> Usage:
     )
 
 
-def pi_usage(u: dict[str, Any], ttl_1h: bool = False) -> Usage:
+def pi_usage(u: dict[str, Any]) -> Usage:
     """pi-ai `Usage{input, output, cacheRead, cacheWrite, cost{total}}`: pi already subtracts
     cached tokens for OpenAI (`input = input_tokens - cached_tokens`), so all four are disjoint.
-    pi asks Anthropic for the default TTL, so its writes are 5-minute writes."""
-    write = get_int(u, "cacheWrite")
+    Assumed: every write is a 5-minute write. pi-ai marks its breakpoints without a TTL (the
+    default, 5 minutes), and nothing in a pi log says a write's TTL: `cacheWrite` has no split,
+    and pi's own `cost.cacheWrite` is priced from its table whatever the TTL."""
     return Usage(
         input_tokens=get_int(u, "input"),
         cache_read_tokens=get_int(u, "cacheRead"),
-        cache_write_5m_tokens=0 if ttl_1h else write,
-        cache_write_1h_tokens=write if ttl_1h else 0,
+        cache_write_5m_tokens=get_int(u, "cacheWrite"),
         output_tokens=get_int(u, "output"),
         cost_usd=_cost(get_dict(u, "cost").get("total")),
         raw=clean_json(u),
