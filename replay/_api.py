@@ -458,7 +458,7 @@ def _notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list
             "`copied_from_parent`): copied from the session it was forked from, they were billed "
             "in an earlier session, and are counted again here."
         )
-    notes += microcompact_notes(session) + clock_notes(session)
+    notes += microcompact_notes(session) + iteration_notes(session) + clock_notes(session)
     notes += window_notes(session, tables.models, window)
     notes += price_warning_notes(tables.price_warnings)
     if ttl is not None and tables.no_ttl_choice:
@@ -695,7 +695,7 @@ def fidelity(
     session = _session_with_requests(log, strict)
     # The trajectory note does not apply: fidelity replays only what the agent really sent.
     notes = [_skipped_note(session)] if session.skipped else []
-    notes += microcompact_notes(session)
+    notes += microcompact_notes(session) + iteration_notes(session)
     config = _config(provider, model, client, cache_rules, None, prices)
     notes += _elsewhere_notes(session, provider, model)
     rows = fidelity_rows(session, config)
@@ -887,6 +887,49 @@ def microcompact_notes(session: Session) -> list[str]:
                 "there on are larger than the logged ones."
             )
     return notes
+
+
+_ITERATION_PROMPT = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def _extra_iterations(usage: Any) -> list[dict[str, Any]]:
+    """The iterations of an Anthropic usage other than the response itself (`type` other than
+    "message"): server-side compaction's extra sampling iteration, which the top-level usage
+    excludes (caching.md A4). The samples' `iterations` hold the message alone, equal to it."""
+    raw = getattr(usage, "raw", None)
+    iterations = raw.get("iterations") if isinstance(raw, dict) else None
+    if not isinstance(iterations, list):
+        return []
+    return [
+        i for i in iterations
+        if isinstance(i, dict) and isinstance(i.get("type"), str) and i["type"] != "message"
+    ]
+
+
+def _count(value: Any) -> int:
+    """A token count of a raw usage (anything else counts 0: the note only sizes them)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def iteration_notes(session: Session) -> list[str]:
+    """A note on the requests whose usage lists iterations billed apart from it (Anthropic
+    `usage.iterations[]`, server-side compaction): nothing prices them, so the log's own bill
+    and every strategy's cost leave them out."""
+    found = [(n, r, _extra_iterations(r.usage)) for n, r in enumerate(session.requests())]
+    found = [f for f in found if f[2]]
+    if not found:
+        return []
+    extra = [i for _, _, iterations in found for i in iterations]
+    prompt = sum(_count(i.get(k)) for i in extra for k in _ITERATION_PROMPT)
+    output = sum(_count(i.get("output_tokens")) for i in extra)
+    kinds = ", ".join(sorted({i["type"] for i in extra}))
+    n, first, _ = found[0]
+    return [
+        f"{len(found):,} request(s) list iterations besides the response in `usage.iterations` "
+        f"({kinds}; first: request #{n} ({first.request_id})): {prompt:,} prompt and "
+        f"{output:,} output tokens the provider billed apart from the requests' usage. They are "
+        "not priced: neither the log's own bill nor any strategy's cost includes them."
+    ]
 
 
 def clock_notes(session: Session) -> list[str]:

@@ -1916,3 +1916,37 @@ def test_a_cache_write_split_that_does_not_add_up_is_reported(
         assert f"read as {buckets[1]} 1h + {buckets[0]} 5m" in str(session.skipped[0])
     else:
         load(path, strict=True)
+
+
+def test_a_compaction_iteration_billed_apart_from_the_usage_is_noted_as_not_priced(
+    tmp_path: Path, invoke: Any
+) -> None:
+    # caching.md A4: server-side compaction runs an extra sampling iteration, listed in
+    # `usage.iterations` and billed, which the top-level usage excludes. It was carried in
+    # `usage.raw` without a word: the bill looked complete.
+    lines = claude_lines()
+    usage = dict(lines[6]["message"]["usage"])
+    message_only = [{"type": "message", **{k: usage[k] for k in (
+        "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens"
+    )}}]
+    # The samples' shape (the response alone, equal to the top-level usage): nothing to say.
+    lines[6]["message"] = {**lines[6]["message"], "usage": {**usage, "iterations": message_only}}
+    quiet = load(_write(tmp_path, lines), strict=True)
+    assert replay_api.iteration_notes(quiet) == []
+    compaction = {"type": "compaction", "input_tokens": 1200, "cache_read_input_tokens": 150000,
+                  "cache_creation_input_tokens": 300, "output_tokens": 3500}
+    lines[6]["message"]["usage"]["iterations"] = [compaction, *message_only]
+    session = load(_write(tmp_path, lines), strict=True)
+    # The request's own usage stays the top-level one (the response's prompt).
+    assert session.requests()[1].usage.prompt_tokens == 2 + 40 + 3000
+    expected = (
+        "1 request(s) list iterations besides the response in `usage.iterations` (compaction; "
+        "first: request #1 (req_2)): 151,500 prompt and 3,500 output tokens the provider billed "
+        "apart from the requests' usage. They are not priced: neither the log's own bill nor any "
+        "strategy's cost includes them."
+    )
+    assert replay_api.iteration_notes(session) == [expected]
+    assert expected in replay(session, ["recorded"]).notes
+    result = invoke("fidelity", session.path, "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert expected in json.loads(result.stdout)["notes"]
