@@ -1255,3 +1255,43 @@ def test_a_replacement_history_item_that_is_no_message_is_reported(tmp_path: Pat
     assert any(isinstance(e, Compaction) for e in session.events)
     with pytest.raises(LogFormatError, match=r"rollout\.jsonl:13: expected replacement_hist"):
         load(path, strict=True)
+
+
+def test_a_web_search_call_waits_for_no_output_and_a_ghost_snapshot_is_not_sent(
+    tmp_path: Path,
+) -> None:
+    # docs/adapters.md, Codex: `web_search_call` runs at OpenAI (no result expected);
+    # `ghost_snapshot` is not sent (found by a mutation pass: neither rule had a test).
+    lines = codex_lines()
+    search = {"type": "web_search_call", "status": "completed",
+              "action": {"type": "search", "query": "ls flags"}}
+    lines.insert(7, _item("01.150", search))  # in the response, before its call's output
+    lines.insert(3, _item("00.0025", {"type": "ghost_snapshot", "ghost_commit": {"id": "g1"}}))
+    session = load(_write(tmp_path, lines), strict=True)  # nothing to report
+    calls = [
+        b for e in session.events if isinstance(e, AssistantMessage) for b in e.blocks
+        if isinstance(b, ToolCallBlock)
+    ]
+    assert [(c.name, getattr(c, "server_side", False)) for c in calls] == [
+        ("exec_command", False), ("web_search", True)
+    ]
+    assert calls[1].arguments == {"type": "search", "query": "ls flags"}
+    results = [e.call_id for e in session.events if isinstance(e, ToolResult)]
+    assert results == [calls[0].id]  # no placeholder result for the search
+    assert session.header.ignored_records["response_item/ghost_snapshot"] == 1
+    assert len(session.requests()) == 2
+
+
+def test_without_typed_texts_codex_s_own_context_openings_mark_user_text_injected(
+    tmp_path: Path,
+) -> None:
+    # A rollout without `event_msg` user_message events: a user-role text is the harness's
+    # when it opens like the context Codex injects, and typed otherwise.
+    lines = codex_lines()
+    context = "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"
+    lines.insert(3, _message("00.0025", "user", context))
+    lines = [x for x in lines if x["payload"].get("type") != "user_message"]
+    session = load(_write(tmp_path, lines), strict=True)
+    users = {e.text: e.injected for e in session.events if isinstance(e, UserMessage)}
+    assert users == {"<permissions instructions>none": True, context: True,
+                     "List the files.": False}

@@ -778,3 +778,24 @@ def test_a_tool_part_with_an_unknown_or_missing_status_is_reported(
     assert [r.output for r in session.events if isinstance(r, ToolResult)] == ["a.txt\nb.txt"]
     with pytest.raises(LogFormatError, match=r"export\.json:\d+: expected tool part"):
         load(path, strict=True)
+
+
+def test_bookkeeping_parts_are_counted_not_context_nor_reported(tmp_path: Path) -> None:
+    # docs/adapters.md, opencode: `patch`, `snapshot`, `agent`, `retry`, `subtask` and
+    # `compaction` parts are bookkeeping (found by a mutation pass: four had no test).
+    doc = opencode_doc()
+    kinds = ("patch", "snapshot", "agent", "retry", "subtask", "compaction")
+    extra = [{"type": k, "id": f"prt_x{n}", "sessionID": "ses_test1", "text": f"not sent {k}"}
+             for n, k in enumerate(kinds)]
+    doc["messages"][2]["parts"][1:1] = extra  # after the step-start of the second response
+    doc["messages"][0]["parts"] += [dict(p, id=p["id"] + "u") for p in extra]
+    session = load(_write(tmp_path, doc), strict=True)  # nothing to report
+    counts = session.header.ignored_records
+    assert {k: counts.get(f"part/{k}") for k in kinds} == dict.fromkeys(kinds, 1)
+    assert {k: counts.get(f"user-part/{k}") for k in kinds} == dict.fromkeys(kinds, 1)
+    assert len(session.requests()) == 2
+    texts = [
+        getattr(e, "text", "") + "".join(getattr(b, "text", "") for b in getattr(e, "blocks", []))
+        for e in session.events
+    ]
+    assert not any("not sent" in t for t in texts)
