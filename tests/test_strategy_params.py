@@ -40,6 +40,8 @@ def _outside(bounds: Bounds) -> list[str]:
             values.add(str(bounds.high))
     if bounds.pct:
         values.update({"0pct", "101pct"})
+    if bounds.whole:
+        values.update({"1.5", "50.5pct" if bounds.pct else "2.5k"})
     return sorted(v for v in values | {"0", "-1"} if not _accepted(bounds, v))
 
 
@@ -97,6 +99,7 @@ def test_every_builtin_parameter_declares_its_bounds():
         (Bounds(low=0, high=100, low_open=True, high_open=True), "0 < x < 100"),
         (Bounds(low=40_000), "≥ 40_000"),  # as names write numbers
         (Bounds(low=0.5), "≥ 0.5"),
+        (Bounds(low=1, pct=True, whole=True), "a whole number ≥ 1 or Npct with 0 < N ≤ 100"),
         (Bounds(), "any value"),
     ],
 )
@@ -112,6 +115,7 @@ def test_bounds_describe_themselves(bounds, text):
         (Bounds(low=1, pct=True), [1, "1pct", "100pct"], [0, "0pct", "101pct", "xpct"]),
         (Bounds(low=0), [0, "8k"], [True, False, -1]),  # a boolean is no number
         (Bounds(words=("structured", "freeform")), ["freeform"], [1, "auto"]),
+        (Bounds(low=1, pct=True, whole=True), [1, "2.0", "2.5k", "50pct"], ["1.5", "50.5pct"]),
     ],
 )
 def test_bounds_accept_what_they_describe(bounds, inside, outside):
@@ -158,9 +162,12 @@ def test_out_of_range_values_of_every_builtin_parameter_exit_2_in_one_line(invok
         ("truncate-500[chars=-5]", "chars=-5 is out of range; truncate.chars must be ≥ 1"),
         ("cline-dedup-file-reads[saving=2]", "cline-dedup.saving must be 0 ≤ x ≤ 1"),
         ("codex-compact-at-150pct", "codex-compact.pct must be 1 ≤ x ≤ 100"),
-        ("openai-responses-compact-0pct", "must be ≥ 1 or Npct with 0 < N ≤ 100"),
+        ("openai-responses-compact-0pct", "must be a whole number ≥ 1 or Npct with 0 < N ≤ 100"),
         ("compact-at-12000-structured[style=terse]", "one of: structured, freeform"),
-        ("aider-summarize-auto[max_tokens=-3]", "aider-summarize.max_tokens must be ≥ 1 or auto"),
+        (
+            "aider-summarize-auto[max_tokens=-3]",
+            "aider-summarize.max_tokens must be a whole number ≥ 1 or auto",
+        ),
         ("roo-truncate-keep-first-half[fraction=0]", "roo-truncate.fraction must be 0 < x ≤ 1"),
     ],
 )
@@ -275,6 +282,37 @@ def test_two_names_of_one_strategy_run_once_as_the_first():
 def test_an_unknown_name_suggests_the_closest_ones():
     with pytest.raises(ReplayError, match=re.escape("(did you mean 'truncate-500' or ")):
         parse_name("trunkate-500")
+
+
+@pytest.mark.parametrize(
+    ("name", "param", "value"),
+    [
+        ("openai-responses-compact-90pct", "threshold", "1.5"),
+        ("openai-responses-compact-90pct", "threshold", "50.5pct"),
+        ("aider-summarize-auto", "max_tokens", "1000.5"),
+        ("goose-tool-pair-summarize", "cutoff", "1.5"),
+        ("goose-tool-pair-summarize", "batch", "2.5"),
+    ],
+)
+def test_a_fraction_of_a_count_is_refused_not_a_traceback(name, param, value):
+    """A token or item count whose default is a word (`90pct`, `auto`) took a fraction:
+    `openai-responses-compact-90pct[threshold=1.5]` crashed mid-replay (int('1.5'))."""
+    with pytest.raises(ReplayError, match=re.escape(f"{param}={value} is")):
+        parse_name(f"{name}[{param}={value}]")
+
+
+def test_a_whole_number_written_as_a_decimal_runs():
+    """`threshold=50.0pct` and `2.0` are whole: accepted, and read as the strategy reads them."""
+    assert parse_name("openai-responses-compact-90pct[threshold=50.0pct]").params == {
+        "threshold": "50pct"
+    }
+    assert parse_name("openai-responses-compact-90pct[threshold=2.0k]").params == {
+        "threshold": 2000
+    }
+    result = replay.replay(
+        RUN42, ["openai-responses-compact-90pct[threshold=50.0pct]"], per_turn=False
+    )
+    assert result.summary.height == 1
 
 
 def test_a_non_number_still_says_a_number_is_expected():

@@ -118,6 +118,9 @@ class Bounds:
     is empty (`structured`, `freeform`)."""
     pct: bool = False
     """Also accept `<N>pct` (a percentage of the window) with 0 < N <= 100."""
+    whole: bool = False
+    """Numbers (and an `<N>pct`'s N) must be whole: a count of tokens or items that the
+    parameter's word default (`auto`, `90pct`) cannot type as an integer."""
 
     @property
     def numeric(self) -> bool:
@@ -135,6 +138,8 @@ class Bounds:
             parts.append(f"{'<' if self.high_open else '≤'} {_num(self.high)}")
         if self.pct:
             parts.append("Npct with 0 < N ≤ 100")
+        if self.whole and parts:
+            parts[0] = "a whole number " + parts[0]
         if not parts:
             return "one of: " + ", ".join(self.words) if self.words else "any value"
         return " or ".join([*parts, *self.words])
@@ -150,15 +155,21 @@ class Bounds:
             return value
         if isinstance(value, str) and self.pct and value.endswith("pct"):
             number = _number(value[:-3])
-            if number is not None and 0 < number <= 100:
-                return value
+            if number is not None and 0 < number <= 100 and self._whole_enough(number):
+                # as the strategy reads it (`50.0pct` → `50pct`)
+                return f"{int(number) if self.whole else number}pct"
             raise ValueError(value)
         if isinstance(value, bool) or not self.numeric:
             raise ValueError(value)
         number = _number(value, kilo) if isinstance(value, str) else value
         if not isinstance(number, int | float) or not self.in_range(number):
             raise ValueError(value)
-        return number
+        if not self._whole_enough(number):
+            raise ValueError(value)
+        return int(number) if self.whole else number
+
+    def _whole_enough(self, number: float) -> bool:
+        return not self.whole or number == int(number)
 
 
 AT_LEAST_0 = Bounds(low=0)

@@ -159,7 +159,7 @@ register(
         rule="after each exchange: done history > max (window/16 in [1k, 8k]) → weak-model summary "
         "of the head, keep a tail < max/2",
         defaults={"max_tokens": "auto"},
-        bounds={"max_tokens": Bounds(low=1, words=("auto",))},
+        bounds={"max_tokens": Bounds(low=1, words=("auto",), whole=True)},
         canonical=("aider-summarize-auto",),
         source="Aider-AI/aider aider/history.py, models.py",
     )

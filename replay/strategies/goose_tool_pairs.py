@@ -154,7 +154,8 @@ register(
         rule="visible tool calls > cutoff (window x 0.8 / 10k in [10, 500]) → the oldest pairs "
         "become one '[Historical tool call summary]' message each",
         defaults={"cutoff": "auto", "batch": "auto"},
-        bounds={"cutoff": Bounds(low=0, words=("auto",)), "batch": Bounds(low=1, words=("auto",))},
+        bounds={"cutoff": Bounds(low=0, words=("auto",), whole=True),
+                "batch": Bounds(low=1, words=("auto",), whole=True)},
         canonical=("goose-tool-pair-summarize",),
         source="block/goose crates/goose/src/context_mgmt/mod.rs",
     )

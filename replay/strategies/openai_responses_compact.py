@@ -66,7 +66,7 @@ register(
         rule="server-side: rendered tokens >= compact_threshold → opaque compaction item; items "
         "before it dropped",
         defaults={"threshold": "90pct"},
-        bounds={"threshold": Bounds(low=1, pct=True)},
+        bounds={"threshold": Bounds(low=1, pct=True, whole=True)},
         canonical=("openai-responses-compact-90pct",),
         source="OpenAI docs: guides/compaction (Responses context_management)",
     )
