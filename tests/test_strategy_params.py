@@ -262,6 +262,13 @@ def test_an_override_without_a_parameter_name_is_refused(bad):
         parse_name(f"truncate-500[{bad}]")
 
 
+def test_a_parameter_given_twice_in_brackets_is_refused():
+    """`truncate-500[chars=5,chars=6]` ran with 6, silently; a repeated --set is refused."""
+    with pytest.raises(ReplayError, match=re.escape("'chars' is given twice ('5' and '6')")):
+        parse_name("truncate-500[chars=5,chars=6]")
+    assert parse_name("truncate-500[chars=5,chars=5]").params == {"chars": 5}
+
+
 def test_names_split_on_commas_outside_brackets():
     assert split_names("a,,b[x=1,y=2], ,c") == ["a", "b[x=1,y=2]", "c"]
     assert split_names("x]y,a[b,c]") == ["x]y", "a[b,c]"]  # a stray `]` opens nothing

@@ -449,7 +449,14 @@ def _bracket_overrides(text: str) -> dict[str, str]:
                 f"override {part!r}: expected param=value (a list inside brackets is written "
                 "a+b: a comma starts the next parameter)"
             )
-        out[key.strip()] = value.strip()
+        key, value = key.strip(), value.strip()
+        earlier = out.get(key)
+        if earlier is not None and earlier != value:
+            # Which one would win is no answer: as with a repeated --set.
+            raise ReplayError(
+                f"override {key!r} is given twice ({earlier!r} and {value!r}); give it once"
+            )
+        out[key] = value
     return out
 
 
