@@ -279,6 +279,17 @@ def test_only_ascii_digits_make_a_number_in_a_name():
         parse_name("truncate-٥٠٠")
 
 
+@pytest.mark.parametrize("value", ["٥", "٥k", "1٥%"])
+def test_only_ascii_digits_make_a_number_in_brackets(value):
+    """`truncate-500[chars=٥]` ran as `truncate-500[chars=5]`, while the name refuses them."""
+    with pytest.raises(ReplayError, match="expected"):
+        parse_name(f"truncate-500[chars={value}]")
+    with pytest.raises(ReplayError, match="expected a number|not accepted|out of range"):
+        parse_name(f"cline-dedup-file-reads[saving={value}]")
+    with pytest.raises(ReplayError, match="expected a whole-number percent"):
+        parse_name(f"codex-compact-at-90pct[pct={value}]")
+
+
 def test_two_names_of_one_strategy_run_once_as_the_first():
     assert [s.name for s in resolve("truncate-1k,truncate-1000,truncate-500")] == [
         "truncate-1k", "truncate-500"]

@@ -355,7 +355,10 @@ def _number(value: str, kilo: int = 1000) -> int | float | None:
     """`40k`, `-5`, `0.3`, `40_000` → a number (an int when whole); None if not a number.
 
     Negative numbers are read too, so a range check can say what is wrong with them."""
-    m = re.fullmatch(r"([-+]?\d+(?:\.\d+)?)([kKmM]?)", value.strip().replace("_", ""))
+    # ASCII digits only, as in names (`chars=٥` was read as 5).
+    m = re.fullmatch(
+        r"([-+]?\d+(?:\.\d+)?)([kKmM]?)", value.strip().replace("_", ""), re.ASCII
+    )
     if not m:
         return None
     digits = m.group(1)
@@ -385,7 +388,7 @@ def coerce_param(spec: StrategySpec, param: str, raw: Any) -> Any:
         raise ReplayError(f"{where}: expected true or false")
     if isinstance(default, int):
         if bounds is PERCENT or f"(?P<{param}>\\d+)pct" in spec.pattern:  # (the name: `50pct`)
-            number = re.fullmatch(r"\s*(\d+)\s*(%|pct)?\s*", text)
+            number = re.fullmatch(r"\s*(\d+)\s*(%|pct)?\s*", text, re.ASCII)
             if number is None:
                 raise ReplayError(f"{where}: expected a whole-number percent (like 50 or 50%)")
             return int(number.group(1))
