@@ -321,6 +321,56 @@ def test_text_the_system_prompt_shows_is_never_hidden() -> None:
     assert flagged["told"] == []
 
 
+def _in_dir(session, cwd: str):
+    return dataclasses.replace(session, header=session.header.model_copy(update={"cwd": cwd}))
+
+
+def test_an_absolute_path_under_the_working_directory_is_shown_by_its_relative_form() -> None:
+    """Claude Code, Codex and pi agents name files by absolute path; the harness tells them
+    the working directory. A view that shows `src/billing_rules.py` shows what the agent made
+    absolute: `/work/app/src/billing_rules.py` was flagged all the same (28 such rows on the
+    opencode sample, among them reads of files a kept listing named)."""
+    path = "/work/app/src/billing_rules.py"
+    history = [
+        UserItem("Fix the billing rules.", event_index=0),
+        AssistantItem((_call("c1", "grep", pattern="RATE"),), event_index=1),
+        ToolResultItem("c1", "grep", f"{path}:3:RATE = 2", event_index=2),
+        AssistantItem((_call("c2", "list_files", path="src"),), event_index=3),
+        ToolResultItem("c2", "list_files", "src/billing_rules.py\nsrc/app.py", event_index=4),
+    ]
+    read = _call("c3", "read_file", path=path)
+
+    def flags(view, cwd):
+        found = EvidenceChecker().check(history, view, AssistantItem((read,)), 5, "r", cwd=cwd)
+        return [(a.kind, a.excerpt) for a in found]
+
+    without_grep = [history[0], *history[3:]]
+    assert flags(without_grep, "/work/app") == []
+    assert flags(without_grep, "/work/app/") == []
+    assert flags(without_grep, "") == [("hidden-quote", path)]  # no directory known
+    assert flags(without_grep, "/work") == [("hidden-quote", path)]  # `app/src/…` is not shown
+    # The relative form hidden as well: the path is hidden.
+    assert flags(history[:2], "/work/app") == [("hidden-quote", path)]
+
+
+def test_the_working_directory_is_always_shown() -> None:
+    """Every harness tells the model its working directory: a command run there names text
+    the request always holds, whatever a strategy cut (`cd <cwd>` was a hidden quote when a
+    cut output had printed it; 75 rows on the samples)."""
+    cwd = "/Users/someone/projects/tasklist"
+    turns = [
+        Turn("Where?", [Call("bash", {"command": "ls -a; pwd"}, "." * 600 + "\n" + cwd)]),
+        Turn("Tests.", [Call("bash", {"command": f"cd {cwd} && npm test"}, "ok")]),
+        Turn("Done."),
+    ]
+    session = build_session(turns)
+    quotes = {
+        name: [a.excerpt for r in replay.replay(s, "truncate-500").records for a in r.blind_actions]
+        for name, s in (("told", _in_dir(session, cwd)), ("unknown", session))
+    }
+    assert quotes == {"told": [], "unknown": [cwd]}
+
+
 def test_plain_words_and_flags_of_a_command_are_no_quote() -> None:
     """A command's plain words and flags recur in any text (`commit`, `--oneline`, `printf`,
     `beyond`): only pieces that name something exact count, as in prose. A third of the

@@ -710,7 +710,7 @@ class _Run:
             output, estimated = 0, True
         blind = self.evidence.check(
             state.history, view.items, response, request_index, marker.request_id, grown=True,
-            head=self._head_text(state.system),
+            head=self._head_text(state.system), cwd=self.session.header.cwd or "",
         )
         record = self._simulate(
             kind="request",
@@ -752,8 +752,11 @@ class _Run:
         evidence check counts as always shown."""
         text = self._heads.get(system)
         if text is None:
-            tools = (t.model_dump_json() for t in self.session.header.tools)
-            text = self._heads[system] = "\n".join([system, *tools])
+            header = self.session.header
+            tools = (t.model_dump_json() for t in header.tools)
+            # Every harness tells the model its working directory (Claude Code's environment
+            # block, Codex's <environment_context>, pi's and opencode's system prompts).
+            text = self._heads[system] = "\n".join([system, *tools, header.cwd or ""])
         return text
 
     def _summarizer(

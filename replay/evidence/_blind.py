@@ -819,11 +819,15 @@ class _Thread:
 class _Request:
     """The hidden-text test for one request; the view is synced only if a check needs it."""
 
-    def __init__(self, thread: _Thread, view: Sequence[Item], head: str = "") -> None:
+    def __init__(
+        self, thread: _Thread, view: Sequence[Item], head: str = "", cwd: str = ""
+    ) -> None:
         self.thread = thread
         self._view: Sequence[Item] | None = view
         self.head = head
         """What the request sends besides its messages (system prompt, tool definitions)."""
+        self.cwd = cwd.rstrip("/") + "/" if cwd.strip("/") else ""
+        """The run's working directory with a final `/` (empty: unknown, or the root)."""
 
     def hidden(self, text: str) -> bool:
         """True when `text` is in the history but not in the view.
@@ -834,7 +838,14 @@ class _Request:
         history = self.thread.history
         if not text or not history.holds(text):
             return False  # the history's index answers most of these without a search
-        return text not in self.head and not self.view().shows(text, history)
+        if text in self.head or self.view().shows(text, history):
+            return False
+        # An absolute path under the working directory, which the harness tells the agent, is
+        # shown when its relative form is (`/repo/src/api.js`: `src/api.js` in a listing).
+        relative = text.removeprefix(self.cwd) if self.cwd else text
+        return relative == text or _QUOTABLE.fullmatch(relative) is None or not (
+            relative in self.head or self.view().shows(relative, history)
+        )
 
     def view(self) -> _ViewTrack:
         """The thread's view track, synced with this request's view."""
@@ -930,12 +941,14 @@ class EvidenceChecker:
         *,
         grown: bool = False,
         head: str = "",
+        cwd: str = "",
     ) -> list[BlindAction]:
         """The blind actions of `response`. `grown`: the caller only ever appends to `history`
         (the same list at every request, as the engine's), which then is not compared item by
         item with what was indexed at the previous request (O(history) per request). `head`:
-        the text the request sends besides its messages (system prompt, tool definitions),
-        which no strategy hides."""
+        the text the request sends besides its messages (system prompt, tool definitions,
+        working directory), which no strategy hides; `cwd`: the working directory, under which
+        an absolute path is shown when its relative form is."""
         if response is None:
             return []
         prose = [b.text for b in response.blocks if b.type == "text" and b.text]
@@ -947,7 +960,7 @@ class EvidenceChecker:
         if thread is None or thread.source is not history:
             thread = self._threads[id(history)] = _Thread(history)
         thread.history.sync(history, grown)
-        request = _Request(thread, view, head)
+        request = _Request(thread, view, head, cwd)
         found: list[BlindAction] = []
         for call in response.tool_calls:
             name = call.name or ""
