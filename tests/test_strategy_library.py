@@ -1438,6 +1438,43 @@ def test_openclaw_prunes_before_the_oldest_of_exactly_keep_assistants_messages()
     assert "[Tool result trimmed" in trimmed and answered == ["y" * 20_000] * 3
 
 
+def _cold(minutes: int = 6) -> StrategyContext:
+    return ctx(window=20_000, previous_ts=T0 - timedelta(minutes=minutes),
+               model="claude-sonnet-4-5")
+
+
+def test_openclaw_soft_trim_with_no_tail_keeps_the_head_only():
+    """`tail=0` kept the whole output after the head (`out[-0:]` is all of it): the "trim"
+    grew the result it was to shorten."""
+    h = History().user()
+    h.step(read("f0", "a" * 10_000 + "b" * 10_000))
+    for n in range(1, 4):
+        h.step(read(f"f{n}", "y" * 20_000))
+    view = view_of(build("openclaw-prune-cache-ttl-5m", tail="0")(h.items, _cold()))
+    assert outputs(view)[0] == "a" * 1500 + "\n...\n" + (
+        "\n\n[Tool result trimmed: kept first 1500 chars and last 0 chars of 20000 chars.]"
+    )
+
+
+def test_openclaw_trims_a_result_once():
+    """With `soft_chars` under the size of a trim (~3,080 characters), every cold request
+    trimmed the trim again: a rewrite of the same result each time, its note counting the
+    trim's characters instead of the output's."""
+    h = History().user()
+    h.step(read("f0", "a" * 10_000 + "b" * 10_000))
+    for n in range(1, 4):
+        h.step(read(f"f{n}", "y" * 20_000))
+    strategy = build("openclaw-prune-cache-ttl-5m", soft_chars="1000")
+    first = view_of(strategy(list(h.items), _cold()))
+    h.step(read("f4", "y" * 20_000))
+    second = view_of(strategy(list(h.items), _cold()))
+    trim = "a" * 1500 + "\n...\n" + "b" * 1500 + (
+        "\n\n[Tool result trimmed: kept first 1500 chars and last 1500 chars of 20000 chars.]"
+    )
+    assert outputs(first)[0] == outputs(second)[0] == trim
+    assert outputs(second)[1].startswith("y" * 1500 + "\n...\n")  # the newly prunable one
+
+
 # --- plug-ins ---------------------------------------------------------------------------------
 
 

@@ -114,12 +114,19 @@ def openclaw_prune(
         changed = 0
         trimmed: list[int] = []
         for n in prunable:
-            item = view.shown[n]  # as shown before this request's trims
-            if len(item.output) > soft_chars and item.output != LITERAL_CLEARED:  # type: ignore[union-attr]
-                out = item.output  # type: ignore[union-attr]
+            item = history[n]
+            # A result trimmed or cleared already stays so: trimming its trim again (a
+            # `soft_chars` below the trim's size) rewrote it at every cold request.
+            if item.event_index in shown:  # type: ignore[union-attr]
+                continue
+            out = item.output  # type: ignore[union-attr]
+            if len(out) > soft_chars and out != LITERAL_CLEARED:
                 note = LITERAL_OPENCLAW_TRIM_NOTE.format(head=head, tail=tail, total=len(out))
-                shown[history[n].event_index] = out[:head] + "\n...\n" + out[-tail:] + note  # type: ignore[union-attr]
-                trimmed.append(history[n].event_index)  # type: ignore[union-attr]
+                # `out[len(out) - tail:]`: `out[-0:]` is all of it (tail=0 kept the whole)
+                shown[item.event_index] = (  # type: ignore[union-attr]
+                    out[:head] + "\n...\n" + out[len(out) - tail :] + note
+                )
+                trimmed.append(item.event_index)  # type: ignore[union-attr]
                 changed += 1
         rerender(history, dict.fromkeys(trimmed))
         if (
