@@ -237,13 +237,19 @@ def _quotables(text: str) -> Iterator[str]:
         yield piece
 
 
+def _names_something(piece: str) -> bool:
+    """A piece that names something exact (`_DISTINCTIVE`), not a command's flag: `--noEmit`
+    has a capital after a small letter, and recurs in any text all the same."""
+    return not piece.startswith("-") and _DISTINCTIVE.search(piece) is not None
+
+
 def _hidden_pieces(texts: Iterable[str], request: _Request, distinctive: bool = False) -> list[str]:
     """The quotable pieces of `texts` that only hidden text holds, each once, in order
     (`distinctive`: only those that name something exact, for the agent's prose)."""
     hidden: list[str] = []
     for text in texts:
         for piece in dict.fromkeys(_quotables(text)):
-            if (not distinctive or _DISTINCTIVE.search(piece)) and request.hidden(piece) and (
+            if (not distinctive or _names_something(piece)) and request.hidden(piece) and (
                 piece not in hidden
             ):
                 hidden.append(piece)
