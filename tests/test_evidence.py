@@ -397,6 +397,20 @@ def test_a_flag_with_a_capital_inside_is_no_quote() -> None:
     assert EvidenceChecker().check(history, history[:2], said, 3, "req-4") == []
 
 
+def test_a_device_of_the_system_is_no_quote() -> None:
+    """`2>/dev/null` names no file the log told the agent of: it was the commonest hidden
+    quote on the samples (103 rows). A path that only looks like one still counts."""
+    history = [
+        UserItem("Clean up.", event_index=0),
+        AssistantItem((_call("c1", "bash", command="ls"),), event_index=1),
+        ToolResultItem("c1", "bash", "ran: rm -f x 2>/dev/null; see src/dev/null_io.c",
+                       event_index=2),
+    ]
+    command = _call("c2", "bash", command="cat src/dev/null_io.c 2>/dev/null")
+    found = EvidenceChecker().check(history, history[:2], AssistantItem((command,)), 3, "r")
+    assert [(a.kind, a.excerpt) for a in found] == [("hidden-quote", "src/dev/null_io.c")]
+
+
 def test_a_quoted_phrase_is_checked_whole() -> None:
     # `grep "Preview theme"`: neither word names anything, the phrase does.
     history = [

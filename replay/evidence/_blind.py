@@ -238,9 +238,11 @@ def _quotables(text: str) -> Iterator[str]:
 
 
 def _names_something(piece: str) -> bool:
-    """A piece that names something exact (`_DISTINCTIVE`), not a command's flag: `--noEmit`
-    has a capital after a small letter, and recurs in any text all the same."""
-    return not piece.startswith("-") and _DISTINCTIVE.search(piece) is not None
+    """A piece that names something exact (`_DISTINCTIVE`), not a command's flag or an
+    operating system's device: `--noEmit` has a capital after a small letter and `/dev/null`
+    a slash, and they recur in any text all the same (`2>/dev/null` was the commonest hidden
+    quote on the samples: no log has to tell an agent that name)."""
+    return not piece.startswith(("-", "/dev/")) and _DISTINCTIVE.search(piece) is not None
 
 
 def _hidden_pieces(texts: Iterable[str], request: _Request, distinctive: bool = False) -> list[str]:
