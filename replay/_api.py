@@ -960,12 +960,15 @@ def window_notes(session: Session, models: Sequence[str], window: int | None) ->
     its own far below the window in force (`window`, else the smallest of the models'): it ran
     with a smaller one (a harness set to 200k on a 1M model), and the strategies that trim or
     compact near the window did not act where it did. Harnesses compact at 50-95 % of theirs."""
-    from replay.prices import context_window
+    from replay.prices import context_window, window_assumed
 
     own = {m: context_window(m) for m in sorted(models)}
-    notes = []
+    notes = assumed_window_notes(models, window)
     if window is not None and set(own.values()) - {window}:
-        sizes = ", ".join(f"{m} {n:,}" for m, n in own.items())
+        sizes = ", ".join(
+            f"{m} unknown ({n:,} assumed)" if window_assumed(m) else f"{m} {n:,}"
+            for m, n in own.items()
+        )
         notes.append(f"Strategies were given a {window:,}-token context window "
                      f"(--context-window), not the model's own ({sizes}).")
     else:
@@ -983,6 +986,23 @@ def window_notes(session: Session, models: Sequence[str], window: int | None) ->
             f"to {window:,} here; --context-window sets the agent's (e.g. 200k)."
         )
     return notes
+
+
+def assumed_window_notes(models: Iterable[str], window: int | None) -> list[str]:
+    """A note naming the models whose context window no row of pricing/context_windows.json
+    gives (a Qwen or Mistral model): the default row's size was assumed, unless `--context-window`
+    (`window`) set one."""
+    from replay.prices import context_window, window_assumed
+
+    assumed = sorted({m for m in models if window_assumed(m)})
+    if window is not None or not assumed:
+        return []
+    size = context_window(assumed[0])
+    return [
+        f"No context window is known for {', '.join(assumed)} (pricing/context_windows.json): "
+        f"{size:,} tokens were assumed, which the strategies fit prompts into and `over_window` "
+        "counts against; --context-window sets the model's."
+    ]
 
 
 def _prompt_fall(before: RequestMarker | None, request: RequestMarker) -> str:

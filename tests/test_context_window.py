@@ -4,11 +4,12 @@ note that says when the log's own compaction shows the agent ran a smaller one."
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import gen
 import polars as pl
 import pytest
-from conftest import RUN42
+from conftest import ROOT, RUN42
 
 from replay import replay
 from replay._api import window_notes
@@ -16,6 +17,7 @@ from replay._errors import ReplayError
 from replay.batch import BatchOptions, run_batch
 from replay.batch._options import replay_key
 from replay.log import Compaction, RequestMarker
+from replay.prices import RateOverride
 
 
 def _prompts(result) -> list[int]:
@@ -181,3 +183,39 @@ def test_codex_s_summarizer_call_is_trimmed_to_fit_the_window(name) -> None:
     assert summarizers.height >= 1
     assert summarizers["prompt_tokens"].max() <= window
     assert not any(summarizers["over_window"].to_list())
+
+
+def _default_window() -> int:
+    """The size pricing/context_windows.json assumes for a model none of its rows names."""
+    rows = json.loads((ROOT / "pricing" / "context_windows.json").read_text())["windows"]
+    assert rows[-1]["pattern"] == ""
+    return rows[-1]["tokens"]
+
+
+def test_a_model_with_no_window_of_its_own_is_a_note_not_a_silent_default(tmp_path) -> None:
+    """README: `over_window` counts against the window of pricing/context_windows.json or
+    --context-window. A model none of its rows names (Qwen, Mistral) got the default row's size
+    silently, for the strategies' triggers and `over_window` alike."""
+    session = gen.deterministic_session()
+    size = _default_window()
+    (note,) = window_notes(session, ["qwen-plus", "claude-sonnet-4-5"], None)
+    assert note == (
+        f"No context window is known for qwen-plus (pricing/context_windows.json): {size:,} "
+        "tokens were assumed, which the strategies fit prompts into and `over_window` counts "
+        "against; --context-window sets the model's."
+    )
+    assert window_notes(session, ["claude-sonnet-4-5", "gemini-2.5-flash"], None) == []
+    (given,) = window_notes(session, ["qwen-plus"], 1_000_000)  # the user's window: no guess
+    assert given.endswith(f"not the model's own (qwen-plus unknown ({size:,} assumed)).")
+
+    qwen = {"provider": "qwen", "model": "qwen-plus",
+            "prices": {"qwen-plus": RateOverride(input=Decimal(1), output=Decimal(2))}}
+    notes = replay(RUN42, "baseline", **qwen).notes
+    assert sum("No context window is known for qwen-plus" in n for n in notes) == 1
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "run42.jsonl").write_bytes(RUN42.read_bytes())
+    opts = BatchOptions(strategies="baseline", provider="qwen", model="qwen-plus",
+                        prices=("qwen-plus=input:1,output:2",))
+    batch = run_batch([logs], opts, workers=1).notes
+    assert sum("No context window is known for qwen-plus" in n for n in batch) == 1

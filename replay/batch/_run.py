@@ -544,7 +544,7 @@ def run_batch(
     `force`). `forget_missing`: drop the rows of files the dataset holds under the targets'
     folders that no longer exist (kept by default: a log deleted after 30 days still counts).
     `engine`: `pool` (`workers` processes; 1 = in this process) or `ray`."""
-    from replay._api import TRAJECTORY_NOTE, tokenizer_estimate_notes
+    from replay._api import TRAJECTORY_NOTE, assumed_window_notes, tokenizer_estimate_notes
     from replay.prices import parse_price_overrides
     from replay.report._table import counted
     from replay.strategies import resolve
@@ -612,6 +612,7 @@ def run_batch(
             report.notes.extend(_mentions_note(combined, order))
             report.notes.extend(_unused_override_notes(opts, phases.ran_on))
             report.notes.extend(tokenizer_estimate_notes(phases.models))
+            report.notes.extend(assumed_window_notes(phases.models, opts.context_window))
             report.notes.extend(_no_breakpoint_note(phases.no_breakpoint))
             report.notes.extend(_no_cache_note(phases.no_cache))
             if dataset is not None:

@@ -12,6 +12,7 @@ from replay.prices._prices import (
     parse_price_override,
     parse_price_overrides,
     provider_for_model,
+    window_assumed,
 )
 
 __all__ = [
@@ -27,4 +28,5 @@ __all__ = [
     "parse_price_override",
     "parse_price_overrides",
     "provider_for_model",
+    "window_assumed",
 ]

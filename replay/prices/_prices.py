@@ -979,9 +979,21 @@ def _window_rows() -> tuple[tuple[re.Pattern[str], int], ...]:
 @cache
 def context_window(model: str) -> int:
     """The model's input context window in tokens (first matching row of context_windows.json)."""
-    for pattern, tokens in _window_rows():
+    return _window_row(model)[1]
+
+
+def window_assumed(model: str) -> bool:
+    """Whether no row of context_windows.json names `model`'s family: its window is the last
+    row's default, an assumption the output says it made."""
+    return _window_row(model)[0] == len(_window_rows()) - 1
+
+
+@cache
+def _window_row(model: str) -> tuple[int, int]:
+    """(index, tokens) of the first row of context_windows.json matching `model`."""
+    for index, (pattern, tokens) in enumerate(_window_rows()):
         if pattern.search(model):
-            return tokens
+            return index, tokens
     raise ReplayError(
         f"pricing/context_windows.json has no row matching model {model!r} (its last row should "
         "match everything)"
