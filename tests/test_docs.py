@@ -116,3 +116,68 @@ def test_the_plugin_file_example_of_the_strategies_doc_loads_as_written(
     refused = invoke("run", RUN42, "-s", "keep-edges", "--strategy-file", path,
                      "--set", "keep-edges.n=0", "-q")
     assert refused.exit_code == 2 and "keep-edges.n must be ≥ 1" in refused.stderr
+
+
+def _between(text: str, start: str, end: str) -> str:
+    return text.split(start, 1)[1].split(end, 1)[0]
+
+
+def _names(text: str) -> list[str]:
+    """Field names in backticks, in order, comma-separated lists split (`a, b` → a, b)."""
+    spans = re.findall(r"`([^`]+)`", text)
+    words = (w.strip() for span in spans for w in span.split(","))
+    return [w for w in words if re.fullmatch(r"[a-z][a-z0-9_]*", w)]
+
+
+def _in_order(fields: list[str], documented: list[str]) -> bool:
+    """Whether `documented` names every field in this order (prose may name one earlier too)."""
+    rest = iter(documented)
+    return all(field in rest for field in fields)
+
+
+def test_the_documented_field_lists_are_the_outputs_fields(invoke, tmp_path) -> None:
+    """README's "Output columns" (summary, per request, break-even, evidence, whatif's JSON) and
+    docs/batch.md's dataset columns name every field the outputs have, in their order, and no
+    field they lack."""
+    import json
+
+    from replay._api import BREAKEVEN_TURN_COLUMNS
+    from replay.batch import REQUEST_META, SESSION_META, SESSION_PRICING
+    from replay.engine import SUMMARY_COLUMNS, TURN_COLUMNS
+    from replay.engine._results import EVIDENCE_COLUMNS
+
+    out = tmp_path / "be.json"
+    done = invoke("breakeven", RUN42, "-s", "age-truncate-500-keep-3", "-o", out, "-q")
+    assert done.exit_code == 0, done.stderr
+    breakeven = list(json.loads(out.read_text())["breakeven"][0])
+    out = tmp_path / "whatif.json"
+    done = invoke("whatif", RUN42, "--at", "8", "--prune", "older-than:3", "-o", out, "-q")
+    assert done.exit_code == 0, done.stderr
+    whatif = list(json.loads(out.read_text()))
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    batch = (ROOT / "docs" / "batch.md").read_text(encoding="utf-8")
+    summary = _between(readme, "Summary rows", "A strategy whose rules never fired")
+    first_cells = "\n".join(line.split("|")[1] for line in summary.splitlines()
+                             if line.startswith("| `"))
+    sections = {
+        "summary": (_names(first_cells), SUMMARY_COLUMNS),
+        "per request": (_names(_between(readme, "Per-request rows", "With `--per-turn --b")),
+                        TURN_COLUMNS),
+        "per request with break-even": (
+            _names(_between(readme, "With `--per-turn --breakeven`", "The buckets")),
+            BREAKEVEN_TURN_COLUMNS),
+        "evidence": (_names(_between(readme, "hidden mention\n(", "—")), EVIDENCE_COLUMNS),
+        "break-even": (_names(_between(readme, "Break-even rows", "**Tables")), breakeven),
+        "whatif": (_names(_between(readme, "Its JSON has", ".\n")), whatif),
+        "batch sessions": (
+            _names(_between(batch, "`sessions` columns:", "`requests` columns")),
+            SESSION_META + ["strategy"] + SESSION_PRICING),
+        "batch requests": (_names(_between(batch, "`requests` columns:", " and the per")),
+                           REQUEST_META),
+    }
+    known = {n for _, fields in sections.values() for n in fields}
+    for name, (documented, fields) in sections.items():
+        assert _in_order(list(fields), documented), f"{name}: {fields} vs {documented}"
+        stale = [n for n in documented if "_" in n and n not in known]
+        assert not stale, f"{name}: documented, in no output: {stale}"
