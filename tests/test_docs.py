@@ -181,3 +181,12 @@ def test_the_documented_field_lists_are_the_outputs_fields(invoke, tmp_path) -> 
         assert _in_order(list(fields), documented), f"{name}: {fields} vs {documented}"
         stale = [n for n in documented if "_" in n and n not in known]
         assert not stale, f"{name}: documented, in no output: {stale}"
+
+
+def test_the_strategies_json_fields_are_those_docs_strategies_lists(invoke) -> None:
+    import json
+
+    text = (ROOT / "docs" / "strategies.md").read_text(encoding="utf-8")
+    documented = _names(_between(text, "--format json` gives the same list as rows with", "("))
+    rows = json.loads(invoke("strategies", "--format", "json").stdout)
+    assert documented == list(rows[0])
