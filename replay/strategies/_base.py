@@ -480,6 +480,18 @@ def _apply(spec: StrategySpec, params: dict[str, Any], raw: Mapping[str, Any]) -
     return changed
 
 
+NOT_SIMULATED = {
+    "pi-branch-summary": "pi summarizes an abandoned branch when /tree navigates away from it, "
+    "and replay logs carry no branch-navigation event to trigger it",
+    "claudecode-microcompact-cache-edits": "Claude Code's cache_edits delete old results "
+    "server-side with the cached prefix intact, which a view cannot express",
+    "aider-repomap": "Aider's repository map is computed from the repository, which the log "
+    "does not contain",
+}
+"""Strategies of the research that replay does not simulate, by family, with why: named in a
+strategy list, they are refused with that reason rather than as unknown names."""
+
+
 def parse_name(
     name: str, overrides: Mapping[str, Mapping[str, Any]] | None = None
 ) -> NamedStrategy:
@@ -505,6 +517,12 @@ def parse_name(
             if changed:
                 label += "[" + ",".join(f"{k}={v}" for k, v in sorted(changed.items())) + "]"
             return NamedStrategy(name=label, spec=spec, params=params)
+    family = next((f for f in NOT_SIMULATED if base == f or base.startswith(f + "-")), None)
+    if family is not None:
+        raise ReplayError(
+            f"strategy {name!r} is not simulated: {NOT_SIMULATED[family]} (docs/strategies.md, "
+            "\"Not simulated\")"
+        )
     names = canonical_names() + plugin_names()
     # A typo among ~50 long names: the closest ones first, before the whole list.
     close = difflib.get_close_matches(base, names, n=3, cutoff=0.6)
