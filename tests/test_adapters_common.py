@@ -29,6 +29,7 @@ from replay.log import (
     Session,
     ToolCallBlock,
     ToolResult,
+    UserMessage,
     dumps_log,
     read_log,
     write_log,
@@ -1384,3 +1385,38 @@ def test_a_first_prompt_smaller_than_its_visible_part_leaves_no_negative_hidden_
     assert session.requests()[0].usage.prompt_tokens == 1
     assert session.header.hidden_prefix_tokens == 0  # the tokenizer over-counts: not negative
     assert prompt_residuals(session)[0].residual < 0
+
+
+def _logged_usage(fmt: str) -> dict[str, Any]:
+    """The usage object the first request of `VALID[fmt]` logs."""
+    if fmt == "claude-code":
+        return claude_lines()[2]["message"]["usage"]
+    if fmt == "codex":
+        return codex_lines()[8]["payload"]["info"]["last_token_usage"]
+    if fmt == "pi":
+        return next(e["message"]["usage"] for e in pi_lines() if "usage" in e.get("message", {}))
+    return opencode_doc()["messages"][1]["parts"][-1]["tokens"]
+
+
+@pytest.mark.parametrize("fmt", sorted(VALID))
+def test_events_trace_back_to_the_log(tmp_path: Path, fmt: str) -> None:
+    # docs/adapters.md, Traceability: `line` (the source line), `source_id` (the log's own id
+    # when it was replaced), `usage.raw` (the provider usage exactly as logged), and the
+    # header's `source_format` (found by a mutation pass: `source_id` had no test).
+    path = write(tmp_path, fmt, _redact(fmt))
+    session = load(path, strict=True)
+    (call,) = [
+        b for e in session.events if isinstance(e, AssistantMessage) for b in e.blocks
+        if isinstance(b, ToolCallBlock)
+    ]
+    assert call.id != "REDACTED" and call.source_id == "REDACTED"
+    assert session.requests()[0].usage.raw == _logged_usage(fmt)
+    assert fmt.split("-")[0] in session.header.source_format
+    if fmt == "opencode":
+        return  # one JSON document: its lines are not records
+    records = path.read_text(encoding="utf-8").splitlines()
+    logged = [e for e in session.events if isinstance(e, UserMessage | ToolResult)]
+    assert logged
+    for e in logged:
+        text = e.text if isinstance(e, UserMessage) else e.output
+        assert json.dumps(text)[1:-1] in records[e.line - 1]
