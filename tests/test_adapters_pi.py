@@ -953,3 +953,50 @@ def test_a_session_starts_no_later_than_its_first_event(tmp_path: Path) -> None:
     session = load(_write(tmp_path, lines), strict=True)
     assert session.header.ts == session.events[0].ts
     assert session.header.ts.isoformat() == "2026-01-02T10:00:00+00:00"
+
+
+def test_label_session_info_and_custom_entries_are_not_context(tmp_path: Path) -> None:
+    # docs/adapters.md, pi: `model_change`, `thinking_level_change`, `label`, `custom`,
+    # `session_info` are not context (found by a mutation pass: three had no test).
+    lines = pi_lines() + [
+        _entry(6, 5, kind="label", targetId="00000003", label="not sent: a label"),
+        _entry(7, 6, kind="session_info", name="not sent: a name"),
+        _entry(8, 7, kind="custom", customType="ext", data={"note": "not sent: data"}),
+        _user(9, 8, "and then?"),
+        _entry(10, 9, message=_reply(100, 200)),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)  # nothing to report
+    counts = session.header.ignored_records
+    assert [counts.get(k) for k in ("label", "session_info", "custom")] == [1, 1, 1]
+    assert len(session.requests()) == 3
+    assert not any("not sent" in getattr(e, "text", "") for e in session.events)
+
+
+def test_a_branch_summary_is_injected_user_text(tmp_path: Path) -> None:
+    lines = pi_lines() + [
+        _entry(6, 5, kind="branch_summary", fromId="00000003", summary="Tried another way."),
+        _user(7, 6, "go on"),
+        _entry(8, 7, message=_reply(100, 300)),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    users = [e for e in session.events if isinstance(e, UserMessage)]
+    assert [("Tried another way." in e.text, e.injected) for e in users] == [
+        (False, False), (True, True), (False, False)
+    ]
+
+
+def test_a_call_a_compaction_cut_from_its_result_gets_pi_s_own_placeholder(tmp_path: Path) -> None:
+    # docs/adapters.md, pi: a tool call left without a result by a compaction gets the error
+    # result pi itself sends (transformMessages), unreported: not a damaged log.
+    header, first, model_change, call, _result, _answer = pi_lines()
+    lines = [
+        header, first, model_change, call,
+        _entry(6, 3, kind="compaction", summary="Summary.", firstKeptEntryId="00000003",
+               tokensBefore=2600),
+        _user(7, 6, "go on"),
+        _entry(8, 7, message=_reply(100, 300)),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    placeholders = [e for e in session.events if getattr(e, "synthetic", None)]
+    assert [(e.call_id, e.is_error) for e in placeholders] == [("toolu_1", True)]
+    assert unpaired_before_request(session) == []

@@ -17,9 +17,9 @@ Rules (each names the quirk it handles; see shared research `formats.md` §3):
 - a damaged header is reported and read without its damaged fields, a lost one (the first line
   unreadable) without it: the version then comes from the entries (ids: v2+), so a line written
   twice is still told by its id;
-- tool calls of an aborted/error response, or cut off by a compaction, get no result; pi fills
-  them itself when it sends the next prompt ("No result provided"), so the placeholder result
-  added here is expected, not reported;
+- tool calls cut off by a compaction get no result; pi fills them itself when it sends the next
+  prompt ("No result provided"), so the placeholder result added here is expected, not
+  reported (an aborted/error response is not sent back at all: its calls need none);
 - entries off the final path (quirk: `/tree` / `/branch` navigation) hold billed requests: each
   abandoned branch is replayed as its own thread, starting with a copy of the shared prefix;
 - `branch_summary` and `custom_message` entries are context (injected user text);
@@ -381,7 +381,8 @@ class _Reader:
             self.builder.thread(name).events = t.events
 
         def expected(owner: Any) -> bool:
-            return getattr(owner, "stop_reason", None) in FAILED or owner.id in self.expected_gaps
+            # A failed response is out of context (`in_context`): its calls are never pending.
+            return owner.id in self.expected_gaps
 
         self.builder.repair_tool_results(expected)
         h = self.header_obj
