@@ -1950,3 +1950,47 @@ def test_a_compaction_iteration_billed_apart_from_the_usage_is_noted_as_not_pric
     result = invoke("fidelity", session.path, "--format", "json")
     assert result.exit_code == 0, result.output
     assert expected in json.loads(result.stdout)["notes"]
+
+
+def test_a_request_starts_when_its_context_ended_and_lasts_to_its_last_line(
+    tmp_path: Path,
+) -> None:
+    # docs/adapters.md, Requests: `ts` = the end of the last context event, `duration_ms` to
+    # the end of the response (found by a mutation pass: duration_ms had no test here).
+    session = load(_write(tmp_path, claude_lines()), strict=True)
+    timing = [(r.ts.strftime("%S.%f"), r.duration_ms) for r in session.requests()]
+    # req_1: after the prompt (00.000), lines to 03.000; req_2: after the tool result (03.200),
+    # its line at 05.000.
+    assert timing == [("00.000000", 3000), ("03.200000", 1800)]
+
+
+def _compacted(n: int, after: str, at: int) -> list[dict[str, Any]]:
+    """A compact boundary after line `after`, its summary, a prompt and an answer (`req_c<n>`)
+    at 10:01:<at>…<at + 3>."""
+    times = [f"2026-01-02T10:01:{at + k:02d}Z" for k in range(4)]
+    boundary = {
+        "type": "system", "subtype": "compact_boundary", "uuid": f"cb{n}", "parentUuid": None,
+        "logicalParentUuid": after, "sessionId": "s-1", "timestamp": times[0],
+        "compactMetadata": {"trigger": "auto", "preTokens": 3000},
+    }
+    summary = _user(f"ks{n}", f"cb{n}", "00.000", f"Summary {n}.", isCompactSummary=True)
+    prompt = _user(f"kp{n}", f"ks{n}", "00.000", f"Next {n}?")
+    answer = _assistant(
+        f"kr{n}", f"kp{n}", "00.000", f"msg_c{n}", f"req_c{n}", {"type": "text", "text": "Ok."},
+        _usage(5, 100, 2000, 4, 100), model="claude-sonnet-4-6",
+    )
+    return [dict(line, timestamp=t) for line, t in zip(
+        (boundary, summary, prompt, answer), times, strict=True
+    )]
+
+
+def test_a_later_compaction_replaces_the_earlier_summary_too(tmp_path: Path) -> None:
+    # docs/adapters.md, Compactions: `replaces` lists every earlier event of the thread the
+    # summary replaced, previous compactions included (found by a mutation pass).
+    lines = claude_lines() + _compacted(1, "a3", 0) + _compacted(2, "kr1", 10)
+    session = load(_write(tmp_path, lines), strict=True)
+    first, second = [e for e in session.events if isinstance(e, Compaction)]
+    before = session.events[: session.events.index(second)]
+    context = UserMessage | AssistantMessage | ToolResult | Compaction
+    assert set(second.replaces) == {e.id for e in before if isinstance(e, context)}
+    assert first.id in second.replaces

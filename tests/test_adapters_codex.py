@@ -1295,3 +1295,28 @@ def test_without_typed_texts_codex_s_own_context_openings_mark_user_text_injecte
     users = {e.text: e.injected for e in session.events if isinstance(e, UserMessage)}
     assert users == {"<permissions instructions>none": True, context: True,
                      "List the files.": False}
+
+
+def test_a_request_starts_when_the_context_before_it_ended(tmp_path: Path) -> None:
+    # docs/adapters.md, Requests: a marker's `ts` is when the request could be sent, the end of
+    # the last context event (found by a mutation pass: no Codex test looked at it).
+    session = load(_write(tmp_path, codex_lines()), strict=True)
+    # Request 1 after the prompt (00.003), request 2 after the tool output (01.200).
+    assert [r.ts.strftime("%S.%f") for r in session.requests()] == ["00.003000", "01.200000"]
+
+
+def test_a_later_compaction_replaces_the_earlier_one_too(tmp_path: Path) -> None:
+    # docs/adapters.md, Compactions: previous compactions are in `replaces` when superseded.
+    human = [{"type": "input_text", "text": "List the files."}]
+    history = [{"type": "message", "role": "user", "content": human}]
+    lines = [
+        *codex_lines(),
+        _item("03.000", {"message": "First.", "replacement_history": history}, "compacted"),
+        _message("03.100", "user", "More?"),
+        _message("04.000", "assistant", "No."),
+        _tokens("04.100", 400, 128, 2, 2900),
+        _item("05.000", {"message": "Second.", "replacement_history": history}, "compacted"),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    first, second = [e for e in session.events if isinstance(e, Compaction)]
+    assert first.id in second.replaces

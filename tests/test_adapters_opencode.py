@@ -799,3 +799,28 @@ def test_bookkeeping_parts_are_counted_not_context_nor_reported(tmp_path: Path) 
         for e in session.events
     ]
     assert not any("not sent" in t for t in texts)
+
+
+def test_a_request_is_named_by_its_step_finish_part(tmp_path: Path) -> None:
+    # docs/adapters.md, Requests: `request_id` is the agent's own id when the provider's is
+    # not logged: opencode's step part (found by a mutation pass: no test looked at it).
+    session = load(_write(tmp_path, opencode_doc()), strict=True)
+    assert [r.request_id for r in session.requests()] == ["prt_5", "prt_8"]
+
+
+def test_a_later_summary_replaces_the_earlier_compaction_too(tmp_path: Path) -> None:
+    # docs/adapters.md, Compactions: previous compactions are in `replaces` when superseded.
+    doc = opencode_doc()
+    for n in (1, 2):
+        summary = copy.deepcopy(doc["messages"][2])
+        summary["info"]["id"] = f"msg_sum{n}"
+        summary["info"]["summary"] = True
+        summary["info"]["time"] = {"created": 1767348005000 + 2000 * n,
+                                   "completed": 1767348006000 + 2000 * n}
+        summary["parts"][1]["text"] = f"Summary {n}."
+        for k, p in enumerate(summary["parts"]):
+            p["id"] = f"prt_s{n}{k}"
+        doc["messages"].append(summary)
+    session = load(_write(tmp_path, doc), strict=True)
+    first, second = [e for e in session.events if isinstance(e, Compaction)]
+    assert first.id in second.replaces
