@@ -1420,3 +1420,34 @@ def test_events_trace_back_to_the_log(tmp_path: Path, fmt: str) -> None:
     for e in logged:
         text = e.text if isinstance(e, UserMessage) else e.output
         assert json.dumps(text)[1:-1] in records[e.line - 1]
+
+
+_NOT_LOGGED = {
+    "claude-code": {"system", "tools"},
+    "codex": {"tools"},  # base_instructions is the system prompt; built-in tool schemas absent
+    "pi": {"system", "tools"},
+    "opencode": {"system", "tools"},
+}
+"""What each format does not log (formats.md §6), labelled estimated on the header."""
+
+
+@pytest.mark.parametrize("fmt", sorted(VALID))
+def test_the_header_labels_what_the_log_does_not_hold_and_ids_follow_the_file(
+    tmp_path: Path, fmt: str
+) -> None:
+    # docs/adapters.md: the unlogged system prompt / tool schemas and the hidden prefix are
+    # `estimated`; event ids are renumbered `e1…` in file order, the header `e1` (found by a
+    # mutation pass: pi's and opencode's labels and the numbering had no test).
+    session = load(write(tmp_path, fmt, VALID[fmt]()), strict=True)
+    header = session.header
+    assert set(header.estimated) == _NOT_LOGGED[fmt] | {"hidden_prefix"}
+    assert header.id == "e1"
+    assert [e.id for e in session.events] == [f"e{n}" for n in range(2, len(session.events) + 2)]
+
+
+def test_opencode_cache_writes_are_5_minute_writes() -> None:
+    from replay.adapters._common import opencode_usage
+
+    u = opencode_usage({"input": 1, "output": 2, "cache": {"read": 3, "write": 4}}, 0.5)
+    assert (u.input_tokens, u.cache_read_tokens, u.cache_write_5m_tokens,
+            u.cache_write_1h_tokens, u.output_tokens, u.cost_usd) == (1, 3, 4, 0, 2, "0.5")

@@ -1000,3 +1000,33 @@ def test_a_call_a_compaction_cut_from_its_result_gets_pi_s_own_placeholder(tmp_p
     placeholders = [e for e in session.events if getattr(e, "synthetic", None)]
     assert [(e.call_id, e.is_error) for e in placeholders] == [("toolu_1", True)]
     assert unpaired_before_request(session) == []
+
+
+def test_a_result_of_an_unknown_call_answers_the_oldest_waiting_one_or_is_skipped(
+    tmp_path: Path,
+) -> None:
+    # docs/adapters.md, Bad input: pi pairs a tool result whose call id is unknown with the
+    # oldest call still waiting for its result, and skips its line when none is (found by a
+    # mutation pass: no pi test had either).
+    lines = pi_lines()
+    lines[4]["message"]["toolCallId"] = "toolu_unknown"
+    path = _write(tmp_path, lines)
+    session = load(path)
+    (result,) = [e for e in session.events if isinstance(e, ToolResult)]
+    assert result.call_id == "toolu_1" and result.output == "a.txt\nb.txt"
+    assert [(e.line, "tool call 'toolu_unknown'" in str(e)) for e in session.skipped] == [
+        (5, True)
+    ]
+    with pytest.raises(LogFormatError, match=r"session\.jsonl:5: expected a tool call 'toolu_u"):
+        load(path, strict=True)
+    # A second result when no call waits: its line is skipped.
+    lines = pi_lines()
+    second = dict(lines[4], id="00000009", parentId="00000004",
+                  timestamp="2026-01-02T10:00:02.600Z")
+    second["message"] = dict(second["message"], toolCallId="toolu_other")
+    lines.insert(5, second)
+    lines[6]["parentId"] = "00000009"
+    session = load(_write(tmp_path, lines))
+    assert len([e for e in session.events if isinstance(e, ToolResult)]) == 1
+    assert [e.line for e in session.skipped] == [6]
+    assert "expected a tool call before the result for 'toolu_other'" in str(session.skipped[0])
