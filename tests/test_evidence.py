@@ -846,7 +846,9 @@ def _strings(value) -> list[str]:
     return [s for v in value for s in _strings(v)] if isinstance(value, list) else []
 
 
-def _reference_check(history, view, response, request_index, request_id) -> list[BlindAction]:
+def _reference_check(
+    history, view, response, request_index, request_id, cwd=""
+) -> list[BlindAction]:
     prose = [] if response is None else [b.text for b in response.blocks if b.type == "text"]
     if response is None or not (response.tool_calls or any(prose)):
         return []
@@ -860,7 +862,13 @@ def _reference_check(history, view, response, request_index, request_id) -> list
     full = "\n".join(map(shown, history))
 
     def hidden(text: str) -> bool:
-        return bool(text) and text not in visible and text in full
+        if not (text and text not in visible and text in full):
+            return False
+        # under the working directory, the relative form shown shows the path
+        relative = text[len(cwd.rstrip("/")) + 1 :] if cwd.strip("/") and text.startswith(
+            cwd.rstrip("/") + "/") else text
+        return relative == text or not _blind._QUOTABLE.fullmatch(relative) or (
+            relative not in visible)
 
     def last_known(path):
         calls, content, source = {}, None, None
@@ -932,7 +940,8 @@ def _reference_check(history, view, response, request_index, request_id) -> list
 # Few distinct lines, paths and names, so that quotes, edits and rewrites hit text that some
 # items hold and others (cut, dropped) do not; some never appear in any item.
 _PATHS = ["src/app/core.py", "src/app/util.py", "app/core.py", "tests/test_core.py"]
-_NAMES = ["compute_total", "InvalidTokenError", "tax_rate", "compute", "src/app", "never_seen_x"]
+_NAMES = ["compute_total", "InvalidTokenError", "tax_rate", "compute", "src/app", "never_seen_x",
+          "/repo/src/app/util.py", "/repo/app", "/repo/"]
 _LINES = [
     "def compute_total(items):",
     "    return sum(i.price for i in items) * tax_rate",
@@ -1064,6 +1073,7 @@ def _replay_plan_twice(draw: st.DrawFn) -> None:
         blocks = ((Block("text", said),) if said else ()) + tuple(calls)
         response = AssistantItem(blocks) if blocks or draw(st.booleans()) else None
         plan.append((which, changes, response))
+    cwd = draw(st.sampled_from(["", "", "/repo", "/repo/", "/repo/src", "/"]))
     for _strategy in range(2):
         checker = EvidenceChecker()
         threads = [[UserItem("Fix compute_total in src/app/core.py.", event_index=0)], []]
@@ -1080,10 +1090,10 @@ def _replay_plan_twice(draw: st.DrawFn) -> None:
             if not history:
                 continue
             view = _view_of(draw, history, summaries)
-            expected = _reference_check(history, view, response, request, f"req-{request}")
+            expected = _reference_check(history, view, response, request, f"req-{request}", cwd)
             grown = not rewritten[which]
             assert checker.check(
-                history, view, response, request, f"req-{request}", grown=grown
+                history, view, response, request, f"req-{request}", grown=grown, cwd=cwd
             ) == expected
 
 
