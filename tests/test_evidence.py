@@ -596,6 +596,34 @@ def test_a_whole_file_write_is_diffed_against_the_file_not_its_numbered_read() -
     ]
 
 
+@pytest.mark.parametrize("number", ["{n}\t", "{n:6}\t"])
+def test_a_whole_file_write_is_diffed_against_a_read_numbered_with_tabs(number: str) -> None:
+    """Claude Code 2.1 numbers a read's lines `16<tab>…`: a write that changed line 2 only, in
+    the 500 characters a cut read kept, was flagged with the lines past the cut."""
+    lines = [f"const value_{i} = compute({i});" for i in range(40)]
+    numbered = "".join(number.format(n=n) + t + "\n" for n, t in enumerate(lines, 1))
+    history = [
+        UserItem("Change value_1.", event_index=0),
+        AssistantItem((_call("c1", "Read", file_path="a.js"),), event_index=1),
+        ToolResultItem("c1", "Read", numbered, event_index=2, arguments={"file_path": "a.js"}),
+    ]
+    new = "\n".join(lines[:1] + ["const value_1 = compute(100);"] + lines[2:]) + "\n"
+    write = _call("c2", "Write", file_path="a.js", content=new)
+    assert _check(history, [*history[:2], truncate_chars(history[2], 500)], write) == []
+    (edit, *_) = _check(history, history[:2], write)  # the read dropped: lines 1 to 3 hidden
+    assert edit.excerpt.splitlines() == [
+        "const value_0 = compute(0);", "const value_1 = compute(1);", "const value_2 = compute(2);"
+    ]
+
+
+def test_a_table_whose_rows_start_with_a_number_and_a_tab_is_read_as_it_is() -> None:
+    """Rows `7<tab>Alice` do not count lines: they are the file's own text."""
+    table = "".join(f"{n * 7}\tname_{n}\n" for n in range(1, 30))
+    assert _blind._file_text(table) == table
+    numbered = "".join(f"{n}\t{n * 7}\tname_{n}\n" for n in range(1, 30))
+    assert _blind._file_text(numbered) == table
+
+
 def test_one_loss_is_one_row() -> None:
     # Two edits of one response to one cut file: one stubbed-read row, not one per edit.
     history = _history()

@@ -180,17 +180,27 @@ def _edits_a_file(arguments: object) -> bool:
 
 
 def _file_text(output: str) -> str:
-    """A read's output as the file's content: a Claude Code read's line numbers (`    16→`) and
-    the reminder it appends left out (a whole-file write diffed against them changed every
-    line, and "the lines around the change" became the whole file)."""
-    if "→" not in output:  # no numbered line: found at C speed (most reads of most logs)
+    """A read's output as the file's content: a Claude Code read's line numbers (`    16→`, or
+    `16<tab>` since Claude Code 2.1) and the reminder it appends left out (a whole-file write
+    diffed against them changed every line, and "the lines around the change" became the
+    whole file)."""
+    if "→" in output:
+        pattern = _NUMBERED_LINE
+        numbered = pattern.findall(output)
+    elif "\t" in output:
+        pattern = _TAB_NUMBERED_LINE
+        numbered = pattern.findall(output)
+        # A tab after a number also starts a line of a table: the numbers must count lines.
+        first = int(numbered[0].strip("\t ")) if numbered else 0
+        if any(int(n.strip("\t ")) != first + k for k, n in enumerate(numbered)):
+            return output
+    else:  # no numbered line: found at C speed (most reads of most logs)
         return output
-    numbered = _NUMBERED_LINE.findall(output)
     lines = output.count("\n") + (not output.endswith("\n"))  # a final newline ends a line
     if not numbered or 2 * len(numbered) < lines:
         return output
     text = output.split("<system-reminder>", 1)[0]
-    return _NUMBERED_LINE.sub("", text).rstrip("\n") + "\n"
+    return pattern.sub("", text).rstrip("\n") + "\n"
 
 
 def _viewed_text(output: str) -> str:
