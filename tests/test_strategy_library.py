@@ -323,6 +323,34 @@ def test_codex_compaction_before_a_new_prompt_leaves_it_after_the_summary(name):
 
 
 @pytest.mark.parametrize("name", ["codex-compact-at-90pct", "codex-remote-compact-at-90pct"])
+def test_codex_compaction_re_injects_the_initial_context(name):
+    """Codex's compacted history keeps no injected message; it re-injects the initial context
+    (permissions, AGENTS.md, environment) — mid-turn right before the last user message, so
+    the summary stays last (the a7 sample's recorded compaction), before a new prompt after the
+    summary. Without it the simulated Codex sent ~17k tokens fewer than the recorded one on
+    every request after its compaction of the a7 sample."""
+    perms = UserItem("<permissions instructions>sandboxed</permissions instructions>",
+                     event_index=0, injected=True)
+    agents = UserItem("# AGENTS.md instructions for /repo\n\nrun the tests", event_index=1,
+                      injected=True)
+    h = History()
+    h.items += [perms, agents]
+    h.user("first request").step(("bash", {"command": "a"}, "x" * 4000), text="s")
+    h.user("second request").step(("bash", {"command": "b"}, "x" * 4000), text="t")
+    mid = view_of(build(name)(list(h.items), ctx(window=272_000, usage=250_000)))
+    first, initial_1, initial_2, second, summary = mid.items
+    assert (first.text, second.text) == ("first request", "second request")
+    assert (initial_1, initial_2) == (perms, agents) and isinstance(summary, SummaryItem)
+
+    h.user("third request")  # a new prompt: compacted before Codex records it
+    pre = view_of(build(name)(list(h.items), ctx(window=272_000, usage=250_000)))
+    *users, summary, initial_1, initial_2, prompt = pre.items
+    assert [u.text for u in users] == ["first request", "second request"]
+    assert isinstance(summary, SummaryItem) and (initial_1, initial_2) == (perms, agents)
+    assert prompt is h.items[-1]
+
+
+@pytest.mark.parametrize("name", ["codex-compact-at-90pct", "codex-remote-compact-at-90pct"])
 def test_codex_pre_turn_check_does_not_count_the_new_prompt(name):
     h = History().user("first").step(("bash", {"command": "c"}, "x" * 1000), text="s")
     h.user("NEW REQUEST: " + "n" * 80_000)  # ~20,000 estimated tokens, not recorded yet

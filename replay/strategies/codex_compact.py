@@ -10,7 +10,11 @@ middle-truncated to the remaining budget) followed by one user message: the fixe
 prefix, a newline, and the summary. When the request starts a new prompt, Codex compacts before
 it records the prompt: the prompt is neither summarized nor counted among the kept user
 messages, and follows the summary (mid-turn, everything is compacted and the summary comes
-last). If the compaction request itself would overflow the window, the oldest item (with its
+last). The compacted history keeps none of the initial context (the injected messages that
+open the thread: permissions, AGENTS.md instructions, environment context); Codex re-injects
+it — mid-turn just before the last user message, before a new prompt at that turn, after the
+summary (~17k tokens on the Codex a7 sample, which a compaction dropped until 2026-12-07).
+If the compaction request itself would overflow the window, the oldest item (with its
 call/result partner) is dropped from it and it is retried ("trim from the beginning to preserve
 cache").
 
@@ -129,6 +133,30 @@ def codex_tokens(ctx: StrategyContext, view: Sequence[Item], history: Sequence[I
     return reported_tokens(ctx, view, pending=pending)
 
 
+def initial_context(history: Sequence[Item]) -> list[Item]:
+    """The injected messages that open the thread, before its first real user message (Codex's
+    permissions, AGENTS.md instructions, environment context): what Codex re-injects after a
+    compaction, which keeps none of them."""
+    opening: list[Item] = []
+    for item in history:
+        if not (isinstance(item, UserItem) and item.injected):
+            break
+        opening.append(item)
+    return opening
+
+
+def compacted_head(
+    users: Sequence[Item], summary: Item, initial: Sequence[Item], mid_turn: bool
+) -> list[Item]:
+    """The history a Codex compaction leaves: the kept user messages and the summary (or the
+    remote compaction item), with the initial context re-injected — mid-turn just before the
+    last user message, so the summary stays last; before a new prompt, after the summary, as
+    the next turn re-sends it (the prompt follows)."""
+    if mid_turn and users:
+        return [*users[:-1], *initial, users[-1], summary]
+    return [*users, summary, *initial]
+
+
 def compacted_until(history: Sequence[Item], state: Frozen) -> int:
     """How much of `history` a compaction covers. At a new prompt Codex compacts before it
     records the prompt (`run_task`'s pre-turn check), so the prompt stays out of the summary
@@ -159,7 +187,8 @@ def codex_compact(
             for n, text in newest_within([u.text for u in users], keep_user_tokens)
         ]
         summary = summary_item(LITERAL_CODEX_SUMMARY_PREFIX + "\n" + text, compacted, source)
-        state.reset([*kept, summary], history[:upto])
+        head = compacted_head(kept, summary, initial_context(history), upto == len(history))
+        state.reset(head, history[:upto])
         return View(
             items=state.view(history),
             summarizer_calls=[forked_call(request, CODEX_INSTRUCTION, text, with_tools=False)],

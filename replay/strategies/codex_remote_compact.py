@@ -5,7 +5,9 @@ reaching min(configured limit, pct% of the window)). The history is posted to th
 compaction endpoint, which returns the real user messages plus one opaque (encrypted)
 compaction item; the next requests send exactly that, then append. At a new prompt the history
 is compacted before the prompt is recorded, so the prompt follows the compaction item (as in
-`codex-compact-at-90pct`). Before posting, while the history overflows the window and its last
+`codex-compact-at-90pct`). The initial context (the injected messages that open the thread) is
+re-injected as in `codex-compact-at-90pct`: mid-turn before the last user message. Before
+posting, while the history overflows the window and its last
 item is Codex-generated (a tool output or a harness message: not the model's nor the user's),
 that item is popped with its call/result partner.
 
@@ -39,7 +41,9 @@ from replay.strategies.codex_compact import (
     codex_limit,
     codex_tokens,
     codex_window,
+    compacted_head,
     compacted_until,
+    initial_context,
 )
 
 
@@ -69,7 +73,8 @@ def codex_remote_compact(pct: int = 90, limit: int = 0) -> object:
         text, source = summaries.text(ctx, request)
         users = [i for i in request if is_real_user(i)]
         item = summary_item(text, compacted, "server" if source != "logged" else source)
-        state.reset([*users, item], history[:upto])
+        head = compacted_head(users, item, initial_context(history), upto == len(history))
+        state.reset(head, history[:upto])
         return View(
             items=state.view(history),
             summarizer_calls=[forked_call(request, SERVER_COMPACTION_INSTRUCTION, text)],
