@@ -2195,6 +2195,27 @@ def test_pi_cut_stops_walking_back_once_keep_is_reached():
     assert (pi_cut(h.items, 10), pi_cut(h.items, 11)) == (2, 1)
 
 
+def test_pi_cut_at_context_sent_with_a_prompt_splits_no_turn():
+    """Context the log does not hold sits before the prompt it came with (a fitted
+    `[context not in the log …]`, pi's expanded @file): a cut there is a cut between turns,
+    as at the prompt. It was taken for a cut inside the previous turn, whose whole text went
+    to a second summarizer call ("split turn"), as on the pi before-compaction sample."""
+    h = History().user("task")
+    for n in range(4):
+        h.step(read(f"f{n}.ts", "q" * 400), text=f"step {n}")
+    attached = UserItem("i" * 200, event_index=len(h.items), injected=True)  # 50 tokens
+    h.items.append(attached)
+    h.user("second prompt").step(read("g.ts", "z" * 400))  # ~112 tokens with the prompt
+    h.user("third prompt")  # new: compacted before it, no part of `keep`
+    view = view_of(
+        build("pi-compact-16k-20k", keep="150")(h.items, ctx(window=20_000, usage=19_000))
+    )
+    assert view.items[1] is attached  # 162 tokens back reach 150 at the attached context
+    assert len(view.summarizer_calls) == 1
+    assert [e.detail for e in view.events] == [f"{h.items.index(attached)} entries → summary"]
+    assert "Turn Context (split turn)" not in view.items[0].text
+
+
 def test_pi_compacts_only_above_window_minus_reserve():
     """pi compacts when the usage *exceeds* window - reserve: 19,000 of 20,000 with a 1,000
     reserve does not, 19,001 does."""

@@ -47,6 +47,7 @@ from replay.strategies._view import (
     RewriteEvent,
     SummaryItem,
     ToolResultItem,
+    UserItem,
     View,
 )
 
@@ -63,6 +64,19 @@ def pi_cut(items: Sequence[Item], keep: int) -> int:
                     return m
             return 0
     return 0
+
+
+def opens_turn(items: Sequence[Item], n: int) -> bool:
+    """Does a cut at `items[n]` fall between turns? At a user prompt, or at context the log
+    does not hold that came with it (user-role items up to the prompt): pi's entry is the
+    prompt, whatever replay fitted in front of it; a cut there split no turn, and its
+    previous turn was summarized again on its own."""
+    for item in items[n:]:
+        if is_real_user(item):
+            return True
+        if not isinstance(item, UserItem):
+            return False
+    return False
 
 
 def file_lists(items: Sequence[Item]) -> str:
@@ -117,7 +131,7 @@ def pi_compact(reserve: int = 16384, keep: int = 20000) -> object:
         if cut <= 0:
             return View(items=view)
         turn_start = max((n for n in range(cut + 1) if is_real_user(body[n])), default=0)
-        split = not is_real_user(body[cut]) and turn_start < cut
+        split = not opens_turn(body, cut) and turn_start < cut
         history_part = body[:turn_start] if split else body[:cut]
         calls = []
         prompt = PI_INSTRUCTION
