@@ -294,7 +294,7 @@ def test_zero_usage_after_compaction_is_not_a_request(
         if isinstance(e, UserMessage) and e.id not in c.replaces
     ]
     assert [e.text for e in kept] == ["List the files."]  # repeated by the new history
-    fresh = [e for e in session.events if getattr(e, "from_replacement_history", False)]
+    fresh = [e for e in session.events if getattr(e, "compacted_history", False)]
     assert [e.text for e in fresh] == ["<permissions instructions>new"]
     assert c.summary_missing is True
 
@@ -365,7 +365,7 @@ def test_compacted_history_is_sent_in_its_own_order(tmp_path: Path, new_history:
     ]
     # Leading repeats stay in place; the rest follows the compaction, repeats included.
     assert kept == (["List the files."] if new_history[0] == "List the files." else [])
-    fresh = [e.text for e in session.events if getattr(e, "from_replacement_history", False)]
+    fresh = [e.text for e in session.events if getattr(e, "compacted_history", False)]
     assert fresh == new_history[len(kept) :]
 
 
@@ -882,7 +882,7 @@ def test_a_prompt_typed_twice_keeps_both_places_through_a_compaction(tmp_path: P
         if isinstance(e, UserMessage) and e.id not in c.replaces
     ]
     assert kept == ["List the files.", "List the files."]
-    fresh = [e.text for e in session.events if getattr(e, "from_replacement_history", False)]
+    fresh = [e.text for e in session.events if getattr(e, "compacted_history", False)]
     assert fresh == ["SUMMARY"]
 
 
@@ -1072,7 +1072,7 @@ def test_a_prompt_typed_twice_stays_twice_in_a_compacted_history(tmp_path: Path)
         if isinstance(e, UserMessage) and e.id not in c.replaces
     ]
     assert kept == history  # each repeat kept in its own place, in order
-    assert not any(getattr(e, "from_replacement_history", False) for e in session.events)
+    assert not any(getattr(e, "compacted_history", False) for e in session.events)
     sent = [i.text for i in _last_view(session) if isinstance(i, UserItem)]
     assert [t for t in sent if t in history] == history
 

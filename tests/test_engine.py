@@ -1555,6 +1555,34 @@ def test_a_logged_compaction_naming_no_events_replaces_everything_before_it():
         (SummaryItem, "SUMMARY"), (UserItem, "go on")]
 
 
+def test_messages_only_a_logged_compaction_rebuilt_are_sent_by_recorded_alone():
+    """docs/log-format.md: a `user` message marked `compacted_history` exists only in the
+    history a logged compaction rebuilt (Codex re-injects its initial context and repeats the
+    last prompt after compacting): `recorded` sends it, a strategy that does not apply the log's
+    compaction never sees it (on the Codex a7 sample `baseline` sent ~17k tokens of such repeats
+    on every request after the compaction). An older file's `from_replacement_history` marks it
+    too."""
+    from replay.log import parse_event
+    from replay.strategies import UserItem
+
+    session = _four_reads()
+    at = next(n for n, e in enumerate(session.events)
+              if isinstance(e, RequestMarker) and e.request_id == "req-004")
+    ts = session.events[at].ts
+    first = next(e for e in session.events if isinstance(e, UserMessage))
+    again = UserMessage(ts=ts, text=first.text, compacted_history=True)
+    old = parse_event({"type": "user", "ts": ts.isoformat(), "text": "REPEATED CONTEXT",
+                       "from_replacement_history": True}, "old.jsonl", 1)
+    assert old.compacted_history
+    session.events[at:at] = [Compaction(ts=ts, summary="", message=""), old, again]
+    texts = {}
+    for r in replay_session(session, ["recorded", "baseline"], ReplayConfig(keep_views=True)):
+        if r.request_id == "req-004":
+            texts[r.strategy] = [i.text for i in r.view if isinstance(i, UserItem)]
+    assert texts["recorded"] == ["REPEATED CONTEXT", first.text]
+    assert texts["baseline"] == [first.text]
+
+
 def test_every_text_the_log_holds_is_kept_counted_between_strategies():
     """`_log_texts`: every text the log holds (the system prompts, messages, tool outputs,
     answers' text and thinking, logged summaries): their token counts are kept from one

@@ -764,7 +764,7 @@ class _Reader:
             event = UserMessage(ts=ts, text=text, injected=injected)
             if role != "user":
                 event.role = role
-            event.from_replacement_history = True
+            event.compacted_history = True
             if estimated:
                 event.estimated_text = True
             fresh.append(event)

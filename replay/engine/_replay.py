@@ -479,6 +479,9 @@ class _Run:
         # The session's label and the strategy's name keep the lanes of a shared store apart.
         self.lane = f"{shared.lane}|{named.name}|" if shared else ""
         self.pricer = config.pricer or Pricer()
+        self.applies_logged_compactions = named.spec.family == "recorded"
+        """Sends the messages only a logged compaction's rebuilt history holds
+        (`UserMessage.compacted_history`): no other strategy applies the log's compactions."""
         self.records: list[RequestRecord] = []
         self.evidence = EvidenceChecker()
         self._heads: dict[str, str] = {}
@@ -567,6 +570,8 @@ class _Run:
                     originals = {e.id: i for i, e in enumerate(session.events) if e.id}
                 inherit_unlogged(state, threads.get(state.branch_of), originals.get(copied))
             if isinstance(event, UserMessage):
+                if event.compacted_history and not self.applies_logged_compactions:
+                    continue
                 state.history.append(UserItem(event.text, event_index=n, injected=event.injected))
             elif isinstance(event, AssistantMessage):
                 state.last_answer_ts = event.ts

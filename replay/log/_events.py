@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 FORMAT_NAME = "replay-log"
 FORMAT_VERSION = 1
@@ -310,6 +310,16 @@ class UserMessage(_Event):
 
     injected: bool = False
     """True when the harness, not the human, wrote it (reminders, environment context…)."""
+
+    compacted_history: bool = Field(
+        default=False,
+        validation_alias=AliasChoices("compacted_history", "from_replacement_history"),
+    )
+    """True when the message exists only in the history a logged compaction rebuilt (Codex's
+    replacement history: the initial context re-injected, the last prompts repeated, an old
+    rollout's summary): `recorded`, which applies the log's compactions, sends it; a strategy
+    that does not apply them never sees it, its history holding what it repeats. (Read under
+    its first name, `from_replacement_history`, too.)"""
 
 
 class AssistantMessage(_Event):
