@@ -564,7 +564,7 @@ SUMMARY_COLUMNS = [
     ("blind_actions", "blind actions", "int", "Recorded actions that relied on hidden text"),
     ("hidden-edit-target", "hidden edit target", "int", "Edits whose old text was hidden"),
     ("hidden-quote", "hidden quote", "int", "Calls quoting a path or name only in hidden text"),
-    ("stubbed-read", "stubbed read", "int", "Edited files shown only as a stub"),
+    ("stubbed-read", "stubbed read", "int", "Edited files shown only as a stub or cut down"),
     ("blind_mentions", "hidden mentions", "int",
      "Responses whose own text named something only hidden text held (not actions)"),
     ("miss_causes", "miss causes", "text", "Why requests read less than they could, with counts"),
