@@ -299,7 +299,7 @@ def _documented_order(table: str) -> list[str]:
 def test_the_columns_are_hidden_in_the_documented_order() -> None:
     assert list(SUMMARY_HIDDEN_FIRST) == _documented_order("summary (`replay run`, `whatif`)")
     documented = _documented_order("per request (`--per-turn`)")
-    assert [h.split(" (")[0] for h in TURNS_HIDDEN_FIRST] == documented
+    assert [h.split(" (")[0] for h in TURNS_HIDDEN_FIRST] == [d.split(" (")[0] for d in documented]
 
 
 def _turn_row(**fields) -> dict:
@@ -333,6 +333,20 @@ def test_per_request_cells() -> None:
     assert _cells(with_breakeven, "cost (USD)")[2:] == ["$0.000012", "$0.0123"]
     assert _cells(with_breakeven, "break-even (closed / simulated)") == [
         "", "", "truncate: 1,000,000 / never", "compact: never / 3"]
+
+
+def test_a_thread_column_only_where_the_rows_span_several_threads() -> None:
+    """A subagent's requests interleave with the main thread's, and their first mismatch and
+    miss cause compare with their own thread's previous request: the rows say which thread."""
+    import polars as pl
+
+    summarized = [_turn_row(thread="main"), _turn_row(thread="main/summarizer", kind="summarizer")]
+    one = turns_table(pl.DataFrame(summarized), "t")  # `kind` says it
+    assert "thread" not in [c.header for c in one.table.columns]
+    rows = [_turn_row(thread="main"), _turn_row(thread="agent-a1", request_index=8)]
+    two = turns_table(pl.DataFrame(rows), "t")
+    assert [c.header for c in two.table.columns][:4] == ["strategy", "#", "thread", "kind"]
+    assert _cells(two, "thread") == ["main", "agent-a1"]
 
 
 @pytest.mark.parametrize(

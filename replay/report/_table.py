@@ -21,8 +21,8 @@ SUMMARY_HIDDEN_FIRST = (
 """The summary's columns a narrow terminal drops, in this order; strategy, cost, hit ratio, over
 window and blind actions always stay (`requests` is the same for every strategy)."""
 TURNS_HIDDEN_FIRST = (
-    "first mismatch", "written", "uncached", "output", "diverged at", "kind", "miss cause",
-    "break-even (closed / simulated)",
+    "first mismatch", "written", "uncached", "output", "diverged at", "thread", "kind",
+    "miss cause", "break-even (closed / simulated)",
 )
 """The per-request columns a narrow terminal drops, in this order; strategy, #, prompt, cached
 and cost always stay."""
@@ -133,11 +133,16 @@ def _breakeven_cell(row: dict) -> str:
 
 
 def turns_table(turns: pl.DataFrame, title: str) -> Fitted:
+    """One row per simulated request; a `thread` column where the rows span several threads
+    (a subagent's rows interleave with the main thread's, and first mismatch and miss cause
+    compare with the previous request of the row's own thread)."""
     table = Table(title=title, title_justify="left")
     with_breakeven = "breakeven_closed_form" in turns.columns
+    with_threads = "thread" in turns.columns and _agent_threads(turns) > 1
     for header in [
         "strategy",
         "#",
+        *(["thread"] if with_threads else []),
         "kind",
         "prompt",
         "cached",
@@ -149,8 +154,9 @@ def turns_table(turns: pl.DataFrame, title: str) -> Fitted:
         "miss cause",
         "cost (USD)",
     ]:
-        table.add_column(header, justify="left" if header in ("strategy", "kind", "diverged at",
-                                                              "miss cause") else "right")
+        table.add_column(header, justify="left" if header in ("strategy", "thread", "kind",
+                                                              "diverged at", "miss cause")
+                         else "right")
     if with_breakeven:
         table.add_column("break-even (closed / simulated)")
     for row in turns.iter_rows(named=True):
@@ -158,6 +164,7 @@ def turns_table(turns: pl.DataFrame, title: str) -> Fitted:
         table.add_row(
             row["strategy"],
             str(row["request_index"]),
+            *([row["thread"]] if with_threads else []),
             row["kind"],
             _int(row["prompt_tokens"]),
             _int(row["cached_tokens"]),
@@ -171,6 +178,14 @@ def turns_table(turns: pl.DataFrame, title: str) -> Fitted:
             *extra,
         )
     return Fitted(table, hide=TURNS_HIDDEN_FIRST, fold=STRATEGY, wrap=TURNS_TEXT)
+
+
+def _agent_threads(turns: pl.DataFrame) -> int:
+    """How many of the agent's threads the rows hold (a strategy's summarizer calls, kind
+    `summarizer`, are in a thread of their own that the `kind` column names already)."""
+    if "kind" not in turns.columns:
+        return turns["thread"].n_unique()
+    return turns.filter(pl.col("kind") != "summarizer")["thread"].n_unique()
 
 
 def console(stderr: bool = False, quiet: bool = False) -> Console:
