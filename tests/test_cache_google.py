@@ -215,6 +215,22 @@ def test_implicit_parallel_and_model_switch():
     assert switched.cost == usd("3875")
 
 
+def test_a_prompt_under_the_minimum_is_no_not_ready_miss():
+    # A parallel thread's identical prompt not ready yet could not have been read anyway: 530
+    # tokens are under gemini-2.5-flash's minimum (google.json), ready or not. It is a cold
+    # start, then below the minimum, as without the other thread (the miss counted on a batch
+    # of a log and its copy replayed side by side was `not-ready` on all 14 requests).
+    lab = CacheLab("google", FLASH)
+    system, u1, u2 = lab.block("system", 500), lab.block("user", 10), lab.block("user", 20)
+    lab.send([system, u1], at=0)
+    first = lab.send([system, u1], at=0.2, thread="agent-1")
+    lab.send([system, u1, u2], at=10)
+    second = lab.send([system, u1, u2], at=10.5, thread="agent-1")
+    assert first.outcome.miss_kind == "cold-start"
+    assert second.split == (0, 0, 0, 530)
+    assert second.outcome.miss_kind == "below-minimum"
+
+
 def test_explicit_cache_holds_the_prompt_up_to_the_first_breakpoint():
     # "the prompt up to its first breakpoint", whatever order the markers come in: 2,048.
     lab = CacheLab("google", FLASH, client="gemini-explicit")

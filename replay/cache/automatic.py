@@ -290,7 +290,9 @@ class AutomaticPrefixSimulator(CacheSimulator):
             if cached < min_len:
                 cached = 0
         lost = None
-        if dead is not None and dead[0] > live_best:
+        # An unavailable prompt is a loss only where it could have been read: a prefix (or
+        # prompt) under the minimum is never read, ready or not.
+        if dead is not None and dead[0] > live_best and min(dead[0], total) >= min_len:
             shared, p, other = dead
             if other is not None:
                 lost = Lost(shared, OTHER_SCOPE, f"different cache scope ({scope_label(other)})")
