@@ -303,6 +303,36 @@ def test_cli_json_table_and_tokenizer_file(tmp_path: Path) -> None:
     assert quiet.exit_code == 0 and quiet.stderr == "" and quiet.stdout == result.stdout
 
 
+def test_writing_tokenizers_onto_an_earlier_file_keeps_the_families_not_measured(
+    tmp_path: Path,
+) -> None:
+    """Calibrating Claude logs into the file that holds a Gemini calibration (the file in force,
+    `REPLAY_TOKENIZERS=mine.json`) replaced the whole file: the Gemini row was lost. The rows
+    of families measured now replace theirs; the others stay, in their order."""
+    from replay.tokens._calibrate import tokenizer_rows
+
+    load_commands()
+    log = tmp_path / "billed.jsonl"
+    write_log(synthetic_session(1.42), log)
+    gemini = next(dict(r) for r in tokenizer_rows() if r["family"] == "gemini") | {"factor": 1.1}
+    claude = next(dict(r) for r in tokenizer_rows() if r["family"] == "claude") | {"factor": 3.0}
+    mine = tmp_path / "mine.json"
+    mine.write_text(json.dumps({"families": [gemini, claude]}), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["calibrate", str(log), "--date", "2026-11-29",
+                                      "--write-tokenizers", str(mine)],
+                                env={"REPLAY_TOKENIZERS": str(mine)})
+    assert result.exit_code == 0, result.output
+    rows = json.loads(mine.read_text())["families"]
+    assert [r["family"] for r in rows] == ["claude", "gemini"]
+    assert rows[0]["factor"] == pytest.approx(1.42, abs=0.005)
+    assert rows[1] == gemini
+    # Anything else there is replaced, as before.
+    mine.write_text("not json", encoding="utf-8")
+    again = CliRunner().invoke(cli, ["calibrate", str(log), "--write-tokenizers", str(mine)])
+    assert again.exit_code == 0, again.output
+    assert [r["family"] for r in json.loads(mine.read_text())["families"]] == ["claude"]
+
+
 @pytest.mark.parametrize(("factor", "shown"), [(12.0, "12.0"), (0.05, "0.05")])
 def test_cli_refuses_to_write_a_tokenizer_file_that_would_not_load(
     tmp_path: Path, factor: float, shown: str

@@ -78,7 +78,8 @@ def _check_date(text: str) -> None:
     "--write-tokenizers",
     type=NoDashPath(dir_okay=False, path_type=Path),
     callback=check_output_folder,
-    help="Also write a tokenizer file with the measured rows; apply it to any command with "
+    help="Also write a tokenizer file with the measured rows (an earlier tokenizer file there "
+    "keeps its rows of the families not measured); apply it to any command with "
     "REPLAY_TOKENIZERS=FILE.",
 )
 @click.option("--strict", is_flag=True, help="Fail on the first malformed log line.")

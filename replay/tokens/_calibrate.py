@@ -644,10 +644,28 @@ def tokenizer_file(calibrations: Iterable[FamilyCalibration], date: str) -> dict
     }
 
 
+def _earlier_rows(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of the tokenizer file at `path`, if one loads there: a calibration of other
+    logs (Gemini's, after Claude's) updates the file, it does not drop what was measured before.
+    Anything else there (no file, not a tokenizer file) is replaced, as before."""
+    import json
+
+    try:
+        families = json.loads(Path(path).read_text(encoding="utf-8"))["families"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return []
+    if not isinstance(families, list):
+        return []
+    loads = all(isinstance(row, dict) and isinstance(row.get("family"), str)
+                and not row_problem(row, n) for n, row in enumerate(families))
+    return families if loads else []
+
+
 def write_tokenizer_file(
     calibrations: Iterable[FamilyCalibration], date: str, path: str | Path
 ) -> dict[str, Any]:
-    """Write `tokenizer_file` to `path` (atomically) and return it; refuse, writing nothing, a
+    """Write `tokenizer_file` to `path` (atomically), with the rows an earlier tokenizer file
+    there held for the families not measured now, and return it; refuse, writing nothing, a
     row `REPLAY_TOKENIZERS` would refuse (a factor measured outside 0.1-10 is no tokenizer's:
     the logs' usage is not what the method reads, and clamping it would write a factor nobody
     measured)."""
@@ -656,6 +674,8 @@ def write_tokenizer_file(
     from replay._atomic import write_atomic
 
     document = tokenizer_file(calibrations, date)
+    measured = {row["family"] for row in document["families"]}
+    document["families"] += [row for row in _earlier_rows(path) if row["family"] not in measured]
     for n, row in enumerate(document["families"]):
         problem = row_problem(row, n)
         if problem:
