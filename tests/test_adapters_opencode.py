@@ -824,3 +824,21 @@ def test_a_later_summary_replaces_the_earlier_compaction_too(tmp_path: Path) -> 
     session = load(_write(tmp_path, doc), strict=True)
     first, second = [e for e in session.events if isinstance(e, Compaction)]
     assert first.id in second.replaces
+
+
+def test_a_file_attached_to_a_prompt_is_a_placeholder_labelled_estimated(tmp_path: Path) -> None:
+    # The export holds the file's path, not the content opencode sent: the prompt's text is
+    # a placeholder, and `replay calibrate` sized the tokenizer by it (it was not labelled).
+    doc = opencode_doc()
+    doc["messages"][0]["parts"].append(
+        {"type": "file", "id": "prt_f", "sessionID": "ses_test1", "mime": "text/plain",
+         "filename": "notes.txt", "url": "file:///w/notes.txt"}
+    )
+    session = load(_write(tmp_path, doc), strict=True)
+    prompt = next(e for e in session.events if isinstance(e, UserMessage))
+    assert prompt.text == "List the files.\n[file notes.txt]"
+    assert prompt.estimated_text is True
+    # A prompt without one is what was sent.
+    plain = next(e for e in load(_write(tmp_path, opencode_doc())).events
+                 if isinstance(e, UserMessage))
+    assert getattr(plain, "estimated_text", False) is False

@@ -451,6 +451,7 @@ class _Thread:
     def _user(self, line: int, ts: Any, parts: list[Any]) -> None:
         texts: list[str] = []
         injected = True
+        estimated = False
         for p in parts:
             if not isinstance(p, dict):
                 raise Bad("expected parts to be objects")
@@ -466,12 +467,16 @@ class _Thread:
                 # hold (only the URL / path): a short placeholder stands in.
                 texts.append(f"[file {get_str(p, 'filename', '') or get_str(p, 'url', '')}]")
                 injected = False
+                estimated = True  # `replay calibrate` must not size text by the placeholder
             elif kind in IGNORED_PARTS:
                 self.reader.ignored[f"user-part/{kind}"] += 1
             else:
                 self._unknown_part(line, kind)
         if texts:
-            self.add(UserMessage(ts=ts, text="\n".join(texts), injected=injected), line)
+            event = UserMessage(ts=ts, text="\n".join(texts), injected=injected)
+            if estimated:
+                event.estimated_text = True
+            self.add(event, line)
 
     def _unknown_part(self, line: int, kind: str) -> None:
         """A part type opencode did not write when this reader was made (docs/adapters.md, Bad
