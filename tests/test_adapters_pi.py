@@ -1030,3 +1030,17 @@ def test_a_result_of_an_unknown_call_answers_the_oldest_waiting_one_or_is_skippe
     assert len([e for e in session.events if isinstance(e, ToolResult)]) == 1
     assert [e.line for e in session.skipped] == [6]
     assert "expected a tool call before the result for 'toolu_other'" in str(session.skipped[0])
+
+
+def test_an_image_in_a_prompt_is_a_placeholder_labelled_estimated(tmp_path: Path) -> None:
+    # docs/adapters.md, Not mapped: any pi block with `data` + `mimeType` is a placeholder and
+    # the user message holding one `estimated_text` (found by a mutation pass: only tool
+    # results had a test).
+    lines = pi_lines()
+    lines[1]["message"]["content"].append(
+        {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+    )
+    session = load(_write(tmp_path, lines), strict=True)
+    prompt = next(e for e in session.events if isinstance(e, UserMessage))
+    assert prompt.text == "List the files.\n[image image/png 12 base64 chars]"
+    assert prompt.estimated_text is True
