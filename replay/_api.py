@@ -896,19 +896,12 @@ def _extra_iterations(usage: Any) -> list[dict[str, Any]]:
     """The iterations of an Anthropic usage other than the response itself (`type` other than
     "message"): server-side compaction's extra sampling iteration, which the top-level usage
     excludes (caching.md A4). The samples' `iterations` hold the message alone, equal to it."""
+    from replay.adapters._common import anthropic_iterations_problem
+
     raw = getattr(usage, "raw", None)
-    iterations = raw.get("iterations") if isinstance(raw, dict) else None
-    if not isinstance(iterations, list):
-        return []
-    return [
-        i for i in iterations
-        if isinstance(i, dict) and isinstance(i.get("type"), str) and i["type"] != "message"
-    ]
-
-
-def _count(value: Any) -> int:
-    """A token count of a raw usage (anything else counts 0: the note only sizes them)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    if not isinstance(raw, dict) or anthropic_iterations_problem(raw) is not None:
+        return []  # none, or garbled (the read reported it)
+    return [i for i in raw.get("iterations") or [] if i["type"] != "message"]
 
 
 def iteration_notes(session: Session) -> list[str]:
@@ -920,8 +913,8 @@ def iteration_notes(session: Session) -> list[str]:
     if not found:
         return []
     extra = [i for _, _, iterations in found for i in iterations]
-    prompt = sum(_count(i.get(k)) for i in extra for k in _ITERATION_PROMPT)
-    output = sum(_count(i.get("output_tokens")) for i in extra)
+    prompt = sum(i.get(k) or 0 for i in extra for k in _ITERATION_PROMPT)
+    output = sum(i.get("output_tokens") or 0 for i in extra)
     kinds = ", ".join(sorted({i["type"] for i in extra}))
     n, first, _ = found[0]
     return [

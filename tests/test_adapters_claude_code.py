@@ -1994,3 +1994,30 @@ def test_a_later_compaction_replaces_the_earlier_summary_too(tmp_path: Path) -> 
     context = UserMessage | AssistantMessage | ToolResult | Compaction
     assert set(second.replaces) == {e.id for e in before if isinstance(e, context)}
     assert first.id in second.replaces
+
+
+@pytest.mark.parametrize(
+    ("iterations", "problem"),
+    [
+        ("all", r"expected `iterations` to be a list, got str in `usage`"),
+        ([{"input_tokens": 5}], r"expected `iterations\[0\]` to be an object with a `type`"),
+        ([{"type": "compaction", "output_tokens": -3}],
+         r"expected `output_tokens` to be >= 0, got -3 in `iterations\[0\]` in `usage`"),
+    ],
+)
+def test_garbled_usage_iterations_are_reported_and_not_read(
+    tmp_path: Path, iterations: Any, problem: str
+) -> None:
+    # Read for a note (iterations billed apart): garbled, they are reported like any garbled
+    # field, and the request keeps its usage.
+    lines = claude_lines()
+    lines[6]["message"] = {**lines[6]["message"],
+                           "usage": {**lines[6]["message"]["usage"], "iterations": iterations}}
+    path = _write(tmp_path, lines)
+    session = load(path)
+    assert session.requests()[1].usage.prompt_tokens == 2 + 40 + 3000
+    assert [e.line for e in session.skipped] == [7]
+    assert "the iterations are not read" in str(session.skipped[0])
+    assert replay_api.iteration_notes(session) == []
+    with pytest.raises(LogFormatError, match=r"s-1\.jsonl:7: " + problem):
+        load(path, strict=True)

@@ -520,6 +520,31 @@ def anthropic_split_problem(u: dict[str, Any]) -> str | None:
     return None
 
 
+_ITERATION_COUNTS = (
+    "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens"
+)
+
+
+def anthropic_iterations_problem(u: dict[str, Any]) -> str | None:
+    """What makes a usage's `iterations` (one entry per sampling iteration: the response, and
+    server-side compaction's, billed apart: caching.md A4) unreadable; None when it is absent
+    or a list of objects with a `type` and token counts >= 0."""
+    iterations = u.get("iterations")
+    if iterations is None:
+        return None
+    if not isinstance(iterations, list):
+        return f"expected `iterations` to be a list, got {type(iterations).__name__}"
+    for n, item in enumerate(iterations):
+        if not isinstance(item, dict) or not isinstance(item.get("type"), str):
+            return f"expected `iterations[{n}]` to be an object with a `type`"
+        try:
+            for key in _ITERATION_COUNTS:
+                get_int(item, key)
+        except Bad as bad:
+            return f"{bad} in `iterations[{n}]`"
+    return None
+
+
 _NO_GEO = ("", "not_available", "global")
 """`usage.inference_geo` values that are no price variant: Claude Code logs "" or
 "not_available", and "global" is the default routing."""
@@ -1294,6 +1319,7 @@ __all__ = [
     "ToolResult",
     "Usage",
     "UserMessage",
+    "anthropic_iterations_problem",
     "anthropic_split_problem",
     "anthropic_usage",
     "binary_placeholder",

@@ -65,6 +65,7 @@ from replay.adapters._common import (
     ToolResult,
     Usage,
     UserMessage,
+    anthropic_iterations_problem,
     anthropic_price_context,
     anthropic_split_problem,
     anthropic_usage,
@@ -1117,7 +1118,7 @@ class _Reader:
                 marker.after_microcompact = True
                 state.microcompacted = False
             if best is not None:
-                self._check_split(best[2], usage)
+                self._check_usage(best[2], usage)
             self._add(state, marker, first)
             message.request_id = marker.request_id
             estimate_thinking(message, usage, model or "claude-sonnet-4-5")
@@ -1126,14 +1127,20 @@ class _Reader:
         self._add(state, message, first)
         self.response_message.setdefault(first.response, message)
 
-    def _check_split(self, ln: _Line, usage: Usage) -> None:
-        """Report a TTL split of the cache write that does not add up to its total (inconsistent
-        usage, like more cached than sent in Codex): which share was 1h is not known."""
-        problem = anthropic_split_problem(ln.obj["message"]["usage"])
+    def _check_usage(self, ln: _Line, usage: Usage) -> None:
+        """Report what is wrong beside the counts the request keeps: a TTL split of the cache
+        write that does not add up to its total (inconsistent usage, like more cached than sent
+        in Codex: which share was 1h is not known), garbled `iterations` (read for a note)."""
+        raw = ln.obj["message"]["usage"]
+        problem = anthropic_split_problem(raw)
         if problem is not None:
             remedy = (f"read as {usage.cache_write_1h_tokens} 1h + {usage.cache_write_5m_tokens}"
                       " 5m written tokens (the total kept)")
             self.issues.add(ln.number, problem, ln.path, remedy=remedy)
+        problem = anthropic_iterations_problem(raw)
+        if problem is not None:
+            self.issues.add(ln.number, f"{problem} in `usage`", ln.path,
+                            remedy="the iterations are not read (the usage is)")
 
     def _block(self, state: _ThreadState, b: Any, where: str) -> Any:
         if not isinstance(b, dict):
