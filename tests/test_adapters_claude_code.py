@@ -2021,3 +2021,14 @@ def test_garbled_usage_iterations_are_reported_and_not_read(
     assert replay_api.iteration_notes(session) == []
     with pytest.raises(LogFormatError, match=r"s-1\.jsonl:7: " + problem):
         load(path, strict=True)
+
+
+def test_a_summary_line_naming_another_file_s_leaf_ties_no_files(tmp_path: Path) -> None:
+    # docs/adapters.md: a `summary` line's `leafUuid` is no tie (Claude Code writes other
+    # sessions' titles into a file): two sessions stay two.
+    _write(tmp_path, claude_lines(), "s-1.jsonl")
+    title = {"type": "summary", "summary": "Listing files", "leafUuid": "a3"}
+    _write(tmp_path, [title, *_other_session("s-2", "x")], "s-2.jsonl")
+    with pytest.raises(LogFormatError, match="holds 2 unrelated sessions"):
+        load(tmp_path)
+    assert load(tmp_path / "s-2.jsonl", strict=True).header.ignored_records["summary"] == 1
