@@ -1451,3 +1451,25 @@ def test_opencode_cache_writes_are_5_minute_writes() -> None:
     u = opencode_usage({"input": 1, "output": 2, "cache": {"read": 3, "write": 4}}, 0.5)
     assert (u.input_tokens, u.cache_read_tokens, u.cache_write_5m_tokens,
             u.cache_write_1h_tokens, u.output_tokens, u.cost_usd) == (1, 3, 4, 0, 2, "0.5")
+
+
+@pytest.mark.parametrize("fmt", ["claude-code", "codex", "pi"])
+def test_a_line_longer_than_the_limit_is_one_bad_line(
+    tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A guard against reading a binary file as JSONL: a line over MAX_LINE_BYTES is refused
+    # without being parsed (found untested by a mutation pass). The limit is lowered here.
+    import replay.adapters._common as common
+
+    lines = VALID[fmt]().splitlines(keepends=True)
+    monkeypatch.setattr(common, "MAX_LINE_BYTES", max(len(x) for x in lines) + 1)
+    text = "".join(lines[:2] + ['{"pad": "' + "x" * (common.MAX_LINE_BYTES + 10) + '"}\n']
+                   + lines[2:])
+    path = write(tmp_path, fmt, text)
+    session = load(path)
+    assert [str(e).split(": ", 1)[1] for e in session.skipped] == [
+        f"line longer than {common.MAX_LINE_BYTES} bytes"
+    ]
+    assert session.skipped[0].line == 3
+    with pytest.raises(LogFormatError, match=r":3: line longer than"):
+        load(path, strict=True)
