@@ -842,3 +842,16 @@ def test_a_file_attached_to_a_prompt_is_a_placeholder_labelled_estimated(tmp_pat
     plain = next(e for e in load(_write(tmp_path, opencode_doc())).events
                  if isinstance(e, UserMessage))
     assert getattr(plain, "estimated_text", False) is False
+
+
+def test_a_negative_total_token_count_garbles_the_usage(tmp_path: Path) -> None:
+    # A token count below zero is malformed input, even one the reader does not use
+    # (`tokens.total`): it passed --strict silently.
+    doc = opencode_doc()
+    doc["messages"][2]["parts"][-1]["tokens"]["total"] = -1
+    path = _write(tmp_path, doc)
+    session = load(path)
+    assert [r.usage is None for r in session.requests()] == [False, True]
+    assert len(session.skipped) == 1
+    with pytest.raises(LogFormatError, match=r"expected `total` to be >= 0, got -1 in `tokens`"):
+        load(path, strict=True)

@@ -1044,3 +1044,17 @@ def test_an_image_in_a_prompt_is_a_placeholder_labelled_estimated(tmp_path: Path
     prompt = next(e for e in session.events if isinstance(e, UserMessage))
     assert prompt.text == "List the files.\n[image image/png 12 base64 chars]"
     assert prompt.estimated_text is True
+
+
+def test_a_negative_total_token_count_garbles_the_usage(tmp_path: Path) -> None:
+    # A token count below zero is malformed input, even one the reader does not use
+    # (`totalTokens`): it passed --strict silently.
+    lines = pi_lines()
+    lines[5]["message"]["usage"]["totalTokens"] = -1
+    path = _write(tmp_path, lines)
+    session = load(path)
+    assert [r.usage is None for r in session.requests()] == [False, True]
+    assert [e.line for e in session.skipped] == [6]
+    with pytest.raises(LogFormatError,
+                       match=r"session\.jsonl:6: expected `totalTokens` to be >= 0, got -1"):
+        load(path, strict=True)

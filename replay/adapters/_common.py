@@ -590,6 +590,7 @@ def pi_usage(u: dict[str, Any]) -> Usage:
     Assumed: every write is a 5-minute write. pi-ai marks its breakpoints without a TTL (the
     default, 5 minutes), and nothing in a pi log says a write's TTL: `cacheWrite` has no split,
     and pi's own `cost.cacheWrite` is priced from its table whatever the TTL."""
+    get_int(u, "totalTokens")  # not used, but a negative count is malformed all the same
     return Usage(
         input_tokens=get_int(u, "input"),
         cache_read_tokens=get_int(u, "cacheRead"),
@@ -619,6 +620,7 @@ def opencode_usage(tokens: dict[str, Any], cost: Any) -> Usage:
     out: then (no such export seen) the output bucket is their sum.
     """
     cache = get_dict(tokens, "cache")
+    get_int(tokens, "total")  # not used, but a negative count is malformed all the same
     output = get_int(tokens, "output")
     reasoning = get_int(tokens, "reasoning")
     return Usage(
