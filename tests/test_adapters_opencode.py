@@ -855,3 +855,20 @@ def test_a_negative_total_token_count_garbles_the_usage(tmp_path: Path) -> None:
     assert len(session.skipped) == 1
     with pytest.raises(LogFormatError, match=r"expected `total` to be >= 0, got -1 in `tokens`"):
         load(path, strict=True)
+
+
+def test_a_garbled_step_cost_is_reported_and_the_counts_kept(tmp_path: Path) -> None:
+    # A negative step `cost` passed --strict silently and was kept as opencode's cost.
+    doc = opencode_doc()
+    doc["messages"][2]["parts"][-1]["cost"] = -0.001
+    path = _write(tmp_path, doc)
+    session = load(path)
+    second = session.requests()[1].usage
+    assert (second.input_tokens, second.cache_read_tokens, second.cost_usd) == (100, 2000, None)
+    assert len(session.skipped) == 1
+    assert str(session.skipped[0]).endswith(
+        "expected `cost` to be a number >= 0, got -0.001 on the message's step-finish part "
+        "prt_8; opencode's cost is not kept"
+    )
+    with pytest.raises(LogFormatError, match=r"expected `cost` to be a number >= 0"):
+        load(path, strict=True)

@@ -1058,3 +1058,28 @@ def test_a_negative_total_token_count_garbles_the_usage(tmp_path: Path) -> None:
     with pytest.raises(LogFormatError,
                        match=r"session\.jsonl:6: expected `totalTokens` to be >= 0, got -1"):
         load(path, strict=True)
+
+
+@pytest.mark.parametrize(
+    ("cost", "expected"),
+    [
+        (-0.5, "expected `cost.total` to be a number >= 0, got -0.5 in `usage`"),
+        ("abc", "expected `cost.total` to be a number, got 'abc' in `usage`"),
+    ],
+)
+def test_a_garbled_cost_is_reported_and_the_counts_kept(
+    tmp_path: Path, cost: Any, expected: str
+) -> None:
+    # A wrong-typed or negative `cost.total` passed --strict silently (a negative one was
+    # even kept as pi's cost); the token counts beside it are still the request's usage.
+    lines = pi_lines()
+    lines[5]["message"]["usage"]["cost"]["total"] = cost
+    path = _write(tmp_path, lines)
+    session = load(path)
+    second = session.requests()[1].usage
+    assert (second.input_tokens, second.cache_read_tokens, second.cost_usd) == (3, 2500, None)
+    assert [str(e).split(".jsonl:", 1)[1] for e in session.skipped] == [
+        f"6: {expected}; pi's cost is not kept"
+    ]
+    with pytest.raises(LogFormatError, match=r"session\.jsonl:6: expected `cost\.total`"):
+        load(path, strict=True)

@@ -464,14 +464,25 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
 
 
 def _cost(value: Any) -> str | None:
-    if value is None or isinstance(value, bool) or not isinstance(value, int | float | str):
+    """An agent's logged cost as a decimal string; None when absent or no cost (see
+    `cost_problem`)."""
+    return None if value is None or cost_problem(value, "cost") else str(value)
+
+
+def cost_problem(value: Any, where: str) -> str | None:
+    """What makes an agent's logged cost (`where`: its field) no cost: None when it is a finite
+    number >= 0 (or a string of one). The token counts beside it stay readable."""
+    if value is None:
         return None
-    text = str(value)
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return f"expected `{where}` to be a number, got {type(value).__name__}"
     try:
-        float(text)
+        number = float(value)
     except ValueError:
-        return None
-    return text
+        return f"expected `{where}` to be a number, got {str(value)[:40]!r}"
+    if number != number or number in (float("inf"), float("-inf")) or number < 0:
+        return f"expected `{where}` to be a number >= 0, got {value!r}"
+    return None
 
 
 def anthropic_usage(u: dict[str, Any]) -> Usage:
@@ -1327,6 +1338,7 @@ __all__ = [
     "binary_placeholder",
     "clean",
     "clean_json",
+    "cost_problem",
     "dumps",
     "estimate_hidden_prefix",
     "failures_as_log_errors",

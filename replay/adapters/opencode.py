@@ -57,6 +57,7 @@ from replay.adapters._common import (
     Usage,
     UserMessage,
     clean,
+    cost_problem,
     dumps,
     estimate_hidden_prefix,
     estimate_thinking,
@@ -597,6 +598,10 @@ class _Thread:
                 usage = opencode_usage(tokens, finish.get("cost"))
             except Bad as bad:
                 problem = f"{bad} in `tokens`"
+            garbled = cost_problem(finish.get("cost"), "cost")
+            if usage is not None and garbled is not None:  # the counts stand
+                self.reader.issues.add(line or None, f"{garbled} on {where}", self.path,
+                                       remedy="opencode's cost is not kept")
         if usage is None:
             self.reader.issues.add(
                 line or None,

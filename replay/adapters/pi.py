@@ -64,6 +64,7 @@ from replay.adapters._common import (
     WaitingCalls,
     binary_placeholder,
     clean,
+    cost_problem,
     dumps,
     estimate_hidden_prefix,
     estimate_thinking,
@@ -675,9 +676,15 @@ class _Thread:
         problem = "expected `usage` (an object) on an assistant message"
         if isinstance(raw, dict) and raw:
             try:
-                return pi_usage(raw)
+                usage = pi_usage(raw)
             except Bad as bad:  # garbled: as good as lost (skipping the line lost the request)
                 problem = f"{bad} in `usage`"
+            else:
+                garbled = cost_problem(get_dict(raw, "cost").get("total"), "cost.total")
+                if garbled is not None:  # the counts stand; only pi's own figure is lost
+                    self.reader.issues.add(entry.number, f"{garbled} in `usage`",
+                                           remedy="pi's cost is not kept")
+                return usage
         self.reader.issues.add(
             entry.number,
             problem,
