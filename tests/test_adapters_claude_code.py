@@ -2032,3 +2032,34 @@ def test_a_summary_line_naming_another_file_s_leaf_ties_no_files(tmp_path: Path)
     with pytest.raises(LogFormatError, match="holds 2 unrelated sessions"):
         load(tmp_path)
     assert load(tmp_path / "s-2.jsonl", strict=True).header.ignored_records["summary"] == 1
+
+
+@pytest.mark.parametrize("same_time", [False, True])
+def test_a_later_file_starting_with_the_same_prompt_is_a_copy_only_at_the_same_time(
+    tmp_path: Path, same_time: bool
+) -> None:
+    # docs/adapters.md, resumed sessions: a root line is no copy by its place (two files of a
+    # session may start with the same prompt), only by its `timestamp`: the later prompt stays
+    # its own line unless written at the same time (found by a mutation pass: no test told a
+    # copied root from a repeated one).
+    def session_file(tag: str, at: str) -> list[dict[str, Any]]:
+        prompt = _user(f"u{tag}", None, at, "Hello.")
+        answer = _assistant(f"a{tag}", f"u{tag}", at.replace("00.", "01."), f"msg_{tag}",
+                            f"req_{tag}", {"type": "text", "text": f"Hi {tag}."},
+                            _usage(3, 20, 3000, 3))
+        return [prompt, answer]
+
+    _write(tmp_path, session_file("x", "00.000"), "s-1.jsonl")
+    snapshot = {"type": "file-history-snapshot", "messageId": "m", "snapshot": {}}
+    later = [snapshot, *session_file("y", "00.000")]
+    if not same_time:
+        for line in later[1:]:
+            line["timestamp"] = line["timestamp"].replace("T10:00", "T10:07")
+    _write(tmp_path, later, "s-2.jsonl")
+    session = load(tmp_path, strict=True)
+    main = [e for e in session.events if e.thread == "main" and isinstance(e, UserMessage)]
+    # s-1's line 1 (its copy dropped, the answer hanging off it) or s-2's own line 2.
+    assert [(e.text, e.line) for e in main] == [("Hello.", 1 if same_time else 2)]
+    copied = any(getattr(e, "copied_from", None) for e in session.events)
+    assert copied is same_time  # s-1's answer, then a branch off the shared prompt
+    assert sorted(r.request_id for r in session.requests()) == ["req_x", "req_y"]
