@@ -2063,3 +2063,23 @@ def test_a_later_file_starting_with_the_same_prompt_is_a_copy_only_at_the_same_t
     copied = any(getattr(e, "copied_from", None) for e in session.events)
     assert copied is same_time  # s-1's answer, then a branch off the shared prompt
     assert sorted(r.request_id for r in session.requests()) == ["req_x", "req_y"]
+
+
+def test_a_copied_response_is_told_by_its_message_anywhere(tmp_path: Path) -> None:
+    # docs/adapters.md, resumed sessions: a response line of a later file is a copy when an
+    # earlier file holds the same record, `message.id` included, anywhere: here under new
+    # uuids, times and requestIds. Kept, the copies made the original a rewound branch and
+    # put the history twice in the main thread (found by a mutation pass).
+    folder = _resumed_under_new_uuids(tmp_path, _resumed_turn(), retimed=True)
+    later = folder / "s-2.jsonl"
+    lines = [json.loads(x) for x in later.read_text(encoding="utf-8").splitlines()]
+    for line in lines:
+        if line.get("requestId") in ("req_1", "req_2"):
+            line["requestId"] += "-copy"
+    later.write_text(jsonl(lines), encoding="utf-8")
+    session = load(folder, strict=True)
+    assert {e.thread for e in session.events} == {"main"}
+    assert [r.request_id for r in session.requests()] == ["req_1", "req_2", "req_9"]
+    assert not any(getattr(e, "copied_from", None) for e in session.events)
+    answers = [e for e in session.events if isinstance(e, AssistantMessage)]
+    assert len(answers) == 3
