@@ -280,7 +280,17 @@ def recommendation_line(rec: dict[str, Any] | None, summary: pl.DataFrame | None
         names = [] if summary is None else summary["strategy"].to_list()
         if summary is not None and not {"recorded", "baseline"} & set(names):
             return "No recommendation: add `recorded` or `baseline` to compare against."
-        return "No strategy without evidence-loss flags or prompts over the window to recommend."
+        line = "No strategy without evidence-loss flags or prompts over the window to recommend."
+        reference = next((n for n in ("recorded", "baseline") if n in names), None)
+        flagged = 0 if summary is None or reference is None else int(
+            summary.filter(pl.col("strategy") == reference)["blind_actions"][0]
+        )
+        if flagged:  # the agent's own compactions hid text it used: zero is no fair bar
+            line += (
+                f" `{reference}` itself has {flagged:,} blind action(s): compare each "
+                "strategy's `blind_actions` with that count."
+            )
+        return line
     if not rec["beats_reference"]:
         return (
             f"Cheapest strategy without evidence-loss flags: {rec['strategy']} "

@@ -782,15 +782,19 @@ def test_recommendation_edge_cases() -> None:
     assert recommendation_line(None) == (
         "No strategy without evidence-loss flags or prompts over the window to recommend."
     )
-    # Which of the two: a reference was replayed (every strategy flagged), or none was.
-    assert recommendation_line(None, all_blind) == recommendation_line(None)
+    # Which of the two: a reference was replayed (every strategy flagged), or none was. A
+    # flagged reference is named with its count: the bar to compare with (README).
+    assert recommendation_line(None, all_blind) == recommendation_line(None) + (
+        " `baseline` itself has 1 blind action(s): compare each strategy's `blind_actions` with "
+        "that count."
+    )
     for without in (no_reference, _summary([("x", "0.5", 0), ("y", "0.6", 0)])):
         assert recommendation_line(None, without) == (
             "No recommendation: add `recorded` or `baseline` to compare against."
         )
     only_recorded = _summary([("recorded", "1.00", 1)])
-    assert recommendation_line(recommendation(only_recorded), only_recorded) == (
-        recommendation_line(None)
+    assert recommendation_line(recommendation(only_recorded), only_recorded).startswith(
+        recommendation_line(None) + " `recorded` itself has 1 blind action(s)"
     )
     nothing_beats = recommendation(_summary([("baseline", "1.00", 0), ("x", "0.50", 1)]))
     assert nothing_beats["strategy"] == "baseline" and nothing_beats["saving_usd"] == 0
