@@ -113,6 +113,34 @@ def test_a_compaction_that_folds_the_new_step_re_bills_its_summary() -> None:
     assert row.rewrite_cost_usd > 0
 
 
+def test_a_compaction_s_counterfactual_leaves_out_an_unlogged_message_no_longer_sent() -> None:
+    """The run without the strategy's only rewrite is `baseline` (both send the whole history),
+    so the row's simulated net is Σ (baseline − strategy) over its horizon (requests 2–7). A
+    message the log does not hold, 3,000 tokens carried by requests 4–5 and dropped at 6 (a
+    transient one), stays in the history: the counterfactual sent it again at 6 and 7 (on
+    entire-bmad, Claude Code's ~23k re-attached files: +$0.24 of net, 1.2514 for 1.0091)."""
+    from test_unlogged import MAIN_THREAD, _index, _session, _turns
+
+    from replay.engine._unlogged import RequestFit, UnloggedContext
+
+    session = _session(_turns(MAIN_THREAD, 0, 8, gen.BASE_TS), hidden=4000)
+    fourth, sixth = _index(session, "main-r4"), _index(session, "main-r6")
+    fit = UnloggedContext(requests={
+        (MAIN_THREAD, fourth): RequestFit(before=3000),
+        (MAIN_THREAD, sixth): RequestFit(drop=((fourth, "before"),)),
+    })
+    config = ReplayConfig(unlogged_context=fit)
+    row = _only(breakeven_session(session, [_folding_strategy(2)], config)[0])
+    assert (row.request_index, row.horizon) == (2, 6)
+
+    def costs(strategy) -> list[Decimal]:
+        records = _replay.replay_session(session, strategy, ReplayConfig(unlogged_context=fit))
+        return [r.cost_usd for r in records if r.kind == "request"]
+
+    base, folded = costs("baseline"), costs([_folding_strategy(2)])
+    assert row.simulated_net_usd == sum(b - f for b, f in zip(base[2:], folded[2:], strict=True))
+
+
 def _compacted_then_cleared(tmp_path, compaction: bool):
     """Two file reads and two test runs, a logged compaction, then a third read that the
     harness clears (`cleared_at`) three requests later, and more test runs."""

@@ -260,6 +260,11 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
         # its last marker where the usage put it: only the rewrite differs.
         head = cur.rendered_with
         assert head is not None  # (`snapshot_stores`)
+        if subs is None and e.reference is None and head.dropped:
+            # The history still holds the unlogged messages no longer sent (a transient one,
+            # what Claude Code re-attached with a compaction no view here made): the request
+            # left them out, so does the run without the rewrite.
+            items = [x for x in items if x not in head.dropped]
         state.system, state.hidden_tokens = head.system, head.hidden_tokens
         state.head_version, state.unlogged.tail = head.head_version, head.unlogged_tail
         cf_rec = cf._simulate(

@@ -80,6 +80,9 @@ class RenderedWith:
     hidden_tokens: int | tuple[int, ...]
     head_version: int
     unlogged_tail: int
+    dropped: frozenset[Item] = frozenset()
+    """The thread's unlogged messages no longer sent at this request (`ThreadUnlogged.dropped`
+    then): a break-even counterfactual built from the history leaves them out too."""
 
 
 @dataclass
@@ -691,7 +694,8 @@ class _Run:
         store_before = rendered_with = None
         if self.config.snapshot_stores:
             rendered_with = RenderedWith(
-                state.system, state.hidden_tokens, state.head_version, state.unlogged.tail
+                state.system, state.hidden_tokens, state.head_version, state.unlogged.tail,
+                state.unlogged.dropped_now(),
             )
             if view.events:
                 store_before = copy.deepcopy(self.store)

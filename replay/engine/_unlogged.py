@@ -257,6 +257,13 @@ class ThreadUnlogged:
     ends, tokens)."""
     sent: _Sent | None = None
     """The last view filtered by `still_sent` (its work for the next view)."""
+    _frozen: frozenset[UserItem] = frozenset()
+
+    def dropped_now(self) -> frozenset[UserItem]:
+        """`dropped` as it stands, one copy shared until it grows (it never shrinks)."""
+        if len(self._frozen) != len(self.dropped):
+            self._frozen = frozenset(self.dropped)
+        return self._frozen
 
 
 def as_sent(u: ThreadUnlogged, items: Sequence[Item]) -> list[Item]:
