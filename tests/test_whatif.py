@@ -630,3 +630,16 @@ def test_the_edit_s_row_runs_to_the_end_of_its_thread_past_a_later_logged_compac
     assert row.horizon == 10 - 3
     assert "a later rewrite ended the comparison" not in row.disagreement
     assert row.simulated_net_usd == sum(r.cost_usd for r in ref) - sum(r.cost_usd for r in mine)
+
+
+def test_an_edit_the_log_s_compaction_undoes_says_so_instead_of_the_log_ending() -> None:
+    """The prune at 3 clears request 2's result; the log's compaction at request 4 replaces
+    every event before it, the pruned results included: from 4 on both runs send the same view,
+    the edit can save nothing more. Its row said "log ended before payback" (6 requests before
+    the log ended) where the comparison had nothing left to compare after request 4."""
+    edit = whatif_strategy(3, Selector.parse("older-than:1"), False)
+    [row], _ = breakeven_edit(_compacted_session(), resolve("recorded")[0], edit, 3)
+    assert row.breakeven_simulated is None
+    assert "both runs send the same view from request 4 on (the log's compaction there " \
+        "replaced what the edit touched)" in row.disagreement
+    assert "log ended before payback" not in row.disagreement

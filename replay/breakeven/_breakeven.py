@@ -163,6 +163,12 @@ def _substituted(
     return done[:shared] + [subs.get(id(x), x) for x in view[shared:]]
 
 
+def _same_prompt(a: RequestRecord, b: RequestRecord) -> bool:
+    """Whether two records rendered the same prompt (one renderer's chained block keys)."""
+    ka, kb = a.request.prefix_keys, b.request.prefix_keys
+    return len(ka) == len(kb) > 0 and ka[-1] == kb[-1]
+
+
 def _event_of(item: Item) -> int | None:
     """The log event a tool result stands for (None for any other item)."""
     return item.event_index if isinstance(item, ToolResultItem) else None
@@ -231,6 +237,7 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     # Requests the counterfactual sends over the context window where the rewritten run fits:
     # no harness could have sent them, so the saving credited there is not one it could make.
     over_window = 0
+    same_from: int | None = None  # (`whatif`) the first later request both runs send alike
     wait = 1  # requests before the next try, doubled at each failed one
     for k in range(i, stop):
         if shift is not None and k >= retry_at:
@@ -284,6 +291,8 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
         )
         state.previous = cf_rec.request
         cf.records.clear()
+        if e.reference is not None and same_from is None and k > i and _same_prompt(cf_rec, cur):
+            same_from = k
         if k == i:
             cf_first_billed = _billed(cf_rec)
             cf_first_read = cf_rec.outcome.cache_read
@@ -389,6 +398,14 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     if capped:
         reasons.append(
             f"compared over {longest:,} request{'s' if longest != 1 else ''} only (horizon limit)"
+        )
+    elif paid_back is None and same_from is not None:
+        # The log's own compaction replaced what the edit touched: nothing left to save.
+        compacted = any(ev.kind == "compaction" for ev in seq[same_from].events)
+        reasons.append(
+            f"both runs send the same view from request {seq[same_from].request_index:,} on"
+            + (" (the log's compaction there replaced what the edit touched)" if compacted
+               else "")
         )
     elif paid_back is None and not cut_by_event:
         # A subagent's thread often ends long before the log does.
