@@ -643,3 +643,37 @@ def test_an_edit_the_log_s_compaction_undoes_says_so_instead_of_the_log_ending()
     assert "both runs send the same view from request 4 on (the log's compaction there " \
         "replaced what the edit touched)" in row.disagreement
     assert "log ended before payback" not in row.disagreement
+
+
+def test_an_edit_at_a_thread_s_first_request_starts_where_it_parts_from_the_recorded_one(
+    tmp_path,
+) -> None:
+    """Request 0 sends the task and a long note; the what-if drops the note (the last item):
+    the edited prompt is the recorded one cut before the note, so the first token that changed
+    is the edited prompt's own length, not 0 (no previous request to part from). (At 0, on
+    entire-bmad the row said the 6,499 tokens read from an earlier session's cache, the head,
+    lay "past the edit".)"""
+    from replay.log import read_log
+
+    t0 = gen.BASE_TS.isoformat()
+    lines = [
+        {"type": "session", "format": "replay-log", "version": 1, "ts": t0, "session_id": "s",
+         "agent": "test", "provider": "anthropic", "model": "claude-sonnet-4-5",
+         "system": "You are a coding agent. " + gen.filler(3000, 1)},
+        {"type": "user", "ts": t0, "text": "Fix the bug."},
+        {"type": "user", "ts": t0, "text": "Note: " + gen.filler(2000, 2)},
+        {"type": "request", "ts": t0, "request_id": "r0"},
+        {"type": "assistant", "ts": t0, "request_id": "r0", "blocks": [
+            {"type": "text", "text": "On it."}]},
+        {"type": "user", "ts": t0, "text": "Thanks."},
+        {"type": "request", "ts": t0, "request_id": "r1"},
+        {"type": "assistant", "ts": t0, "request_id": "r1", "blocks": [
+            {"type": "text", "text": "Done."}]},
+    ]
+    path = tmp_path / "first.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    edit = whatif_strategy(0, Selector.parse("messages:1-1"), False)
+    [row], records = breakeven_edit(read_log(path), resolve("recorded")[0], edit, 0)
+    ref, mine = _requests_of(records, "recorded"), _requests_of(records, edit.name)
+    assert 0 < mine[0].request.total < ref[0].request.total
+    assert row.first_edit_token == mine[0].request.total

@@ -57,7 +57,7 @@ from replay.engine._replay import (
 )
 from replay.engine._results import RecordSink
 from replay.log import RequestMarker, Session
-from replay.prefix import remembered_block_pairs
+from replay.prefix import prefix_diff, remembered_block_pairs
 from replay.prices import Buckets, Pricer
 from replay.render import RenderedRequest
 from replay.strategies import NamedStrategy, resolve
@@ -75,7 +75,8 @@ class BreakEven:
     """What the strategy did (`compaction`, `aging`, `prune`, `clear`, `drop`, `truncate`)."""
     first_edit_token: int
     """First token position of the prompt that changed (in the rendered prompt, as the
-    per-request `first_mismatch_token`)."""
+    per-request `first_mismatch_token`; for an edit at a thread's first request, which has no
+    previous request, where it parts from the request it edits)."""
     removed_tokens: int
     """How much smaller the billed prompt is than the same request's without the rewrite
     (thinking the provider strips is billed in neither)."""
@@ -229,6 +230,7 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     saw_ttl = False
     cf_first_billed = _billed(rec)
     cf_first_read = 0
+    first_edit = rec.diff.first_mismatch_token
     items: list[Item] = []
     later: dict[int, Item] = {}  # event → the version a later in-place rewrite put in its stead
     shift: Shift | None = None
@@ -296,6 +298,10 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
         if k == i:
             cf_first_billed = _billed(cf_rec)
             cf_first_read = cf_rec.outcome.cache_read
+            if prev is None:  # (`whatif` at a thread's first request: no request to part from)
+                # Where the edited prompt parts from the one it edits, not token 0.
+                table = run.renderer(cur.model).table
+                first_edit = prefix_diff(cf_rec.request, rec.request, table).first_mismatch_token
         strategy_cost = cur.cost_usd + sum(
             (s.cost_usd for s in extra.get(cur.request_index, []) if k == i), Decimal(0)
         )
@@ -322,7 +328,6 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
 
     in_rate = _rate(run, rec, "uncached")
     read_rate = _rate(run, rec, "cache_read")
-    first_edit = rec.diff.first_mismatch_token
     # Reads, rates and the sizes the closed form bills are those of the prompt the provider
     # bills: thinking it strips (older Claude models) is in none of them.
     stripped = _stripped_blocks(run, rec)
