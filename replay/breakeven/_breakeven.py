@@ -10,7 +10,7 @@ Two answers side by side for each request where a strategy rewrote earlier conte
 - **simulated**: the same run without that one rewrite, through the same cache simulator and
   prices, from a copy of the cache as it stood before the edit; the cumulative cost difference is
   followed request by request to the end of the horizon (below): break-even = requests after
-  the edit until it turns positive for good, `None` when it is negative at the end.
+  the edit until it turns positive for good, `None` when it is not positive at the end.
 
 "Without that rewrite" is built from the views themselves. When the rewrite replaced items in
 place (a capped, stubbed or cleared tool result), the counterfactual puts the originals back in
@@ -95,7 +95,8 @@ class BreakEven:
     """Requests after the edit until it pays back, by the closed form (None: never)."""
     breakeven_simulated: int | None
     """Requests after the edit until the simulated cumulative saving turns positive and stays
-    so to the end of the horizon (None: it is negative at the end)."""
+    so to the end of the horizon (None: it is not positive at the end: nothing saved counts
+    as no payback)."""
     simulated_net_usd: Decimal
     """Simulated cumulative saving over the horizon (negative: the rewrite cost more)."""
     horizon: int

@@ -592,10 +592,11 @@ BREAKEVEN_COLUMNS = [
     ("breakeven_closed_form", "closed form", "never-float",
      "Requests to pay back (closed form); never: no saving per request"),
     ("breakeven_simulated", "simulated", "never-int",
-     "Requests to pay back for good (simulated); never: negative at the end of the horizon"),
+     "Requests to pay back for good (simulated); never: not positive at the end of the "
+     "horizon"),
     ("simulated_net_usd", "net (horizon)", "usd6", "Simulated saving over the horizon"),
     ("horizon", "horizon", "int",
-     "Requests compared: to the next structural rewrite or the end of the log"),
+     "Requests compared: to the next structural rewrite or the end of its thread"),
     ("summarizer_cost_usd", "summary cost", "usd6",
      "Cost of the summarizer calls the rewrite needed"),
     ("summarizer_cache_read", "summary cache read", "int",
