@@ -141,6 +141,35 @@ def test_a_compaction_s_counterfactual_leaves_out_an_unlogged_message_no_longer_
     assert row.simulated_net_usd == sum(b - f for b, f in zip(base[2:], folded[2:], strict=True))
 
 
+def test_the_run_without_a_logged_compaction_is_not_sent_what_the_harness_re_attached() -> None:
+    """Claude Code re-attaches files after it compacts (3,000 tokens the log does not hold, at
+    request 4, the first after the compaction): only a view that made that compaction sends
+    them. The run without `recorded`'s one rewrite is `baseline` (the whole history, which never
+    sends them): removed = baseline's prompt − recorded's at 4 (at least 0), net = Σ (baseline
+    − recorded) from 4. The counterfactual sent them too (on entire-bmad: 148,005 removed for
+    124,928, a net of $0.6994 for $0.4571, paid back at 0 for 3)."""
+    from test_unlogged import MAIN_THREAD, _compacted_session
+
+    from replay.engine._unlogged import RequestFit, UnloggedContext
+
+    session, compaction, after = _compacted_session()
+    fit = UnloggedContext(
+        requests={(MAIN_THREAD, after): RequestFit(before=3000, compaction=compaction)}
+    )
+    row = _only(breakeven_session(session, ["recorded"], ReplayConfig(unlogged_context=fit))[0])
+    assert (row.event, row.request_index) == ("compaction", 4)
+
+    def requests(strategy) -> list:
+        records = _replay.replay_session(session, strategy, ReplayConfig(unlogged_context=fit))
+        return [r for r in records if r.kind == "request"]
+
+    base, rec = requests("baseline"), requests("recorded")
+    # Here the summary and the re-attached files outweigh the four turns: nothing removed.
+    assert row.removed_tokens == max(0, base[4].request.total - rec[4].request.total) == 0
+    assert row.simulated_net_usd == sum(b.cost_usd - r.cost_usd
+                                        for b, r in zip(base[4:], rec[4:], strict=True))
+
+
 def _compacted_then_cleared(tmp_path, compaction: bool):
     """Two file reads and two test runs, a logged compaction, then a third read that the
     harness clears (`cleared_at`) three requests later, and more test runs."""

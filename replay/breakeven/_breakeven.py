@@ -171,6 +171,22 @@ def _same_prompt(a: RequestRecord, b: RequestRecord) -> bool:
     return len(ka) == len(kb) > 0 and ka[-1] == kb[-1]
 
 
+def _restored_context(run: _Run, thread: str) -> dict[Item, frozenset[int]]:
+    """The unlogged messages `thread`'s run still sends that a harness re-attached with a
+    logged compaction (`RequestFit.compaction`), each with the events that compaction replaced."""
+    state = run.threads[thread]
+    replaced = {c.event_index: c.replaced for c in state.compactions}
+    out: dict[Item, frozenset[int]] = {}
+    for (owner, event_index), fit in run.unlogged.fit.requests.items():
+        if owner != thread or fit.compaction not in replaced:
+            continue
+        for part in ("before", "after"):
+            item = state.unlogged.items.get((event_index, part))
+            if item is not None:
+                out[item] = replaced[fit.compaction]
+    return out
+
+
 def _event_of(item: Item) -> int | None:
     """The log event a tool result stands for (None for any other item)."""
     return item.event_index if isinstance(item, ToolResultItem) else None
@@ -233,6 +249,7 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     cf_first_read = 0
     first_edit = rec.diff.first_mismatch_token
     items: list[Item] = []
+    restored = _restored_context(run, rec.thread) if subs is None and e.reference is None else {}
     later: dict[int, Item] = {}  # event → the version a later in-place rewrite put in its stead
     shift: Shift | None = None
     shifted: list[Decimal] = []
@@ -275,6 +292,11 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
             # what Claude Code re-attached with a compaction no view here made): the request
             # left them out, so does the run without the rewrite.
             items = [x for x in items if x not in head.dropped]
+        if restored:
+            # What the harness re-attached with a logged compaction goes with that compaction:
+            # a view that still holds an event it replaced never sends it (`_keep_restored`).
+            held = {getattr(x, "event_index", -1) for x in items}
+            items = [x for x in items if x not in restored or not restored[x] & held]
         state.system, state.hidden_tokens = head.system, head.hidden_tokens
         state.head_version, state.unlogged.tail = head.head_version, head.unlogged_tail
         cf_rec = cf._simulate(
