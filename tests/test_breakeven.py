@@ -141,6 +141,32 @@ def test_a_compaction_s_counterfactual_leaves_out_an_unlogged_message_no_longer_
     assert row.simulated_net_usd == sum(b - f for b, f in zip(base[2:], folded[2:], strict=True))
 
 
+def test_a_compaction_s_counterfactual_leaves_out_a_first_message_context_no_longer_sent(
+) -> None:
+    """The same with the thread's first-message context (2,000 tokens of a 5,000-token hidden
+    prefix), no longer sent from request 3 on (a transient one): the counterfactual starts from
+    request 1's view, which still held it, and sent it to the end."""
+    from test_unlogged import MAIN_THREAD, _index, _session, _turns
+
+    from replay.engine._unlogged import CONTEXT, RequestFit, ThreadFit, UnloggedContext
+
+    session = _session(_turns(MAIN_THREAD, 0, 8, gen.BASE_TS), hidden=5000)
+    fit = UnloggedContext(
+        threads={MAIN_THREAD: ThreadFit((3000,), 2000)},
+        requests={(MAIN_THREAD, _index(session, "main-r3")): RequestFit(drop=(CONTEXT,))},
+    )
+    row = _only(breakeven_session(session, [_folding_strategy(2)],
+                                  ReplayConfig(unlogged_context=fit))[0])
+    assert (row.request_index, row.horizon) == (2, 6)
+
+    def costs(strategy) -> list[Decimal]:
+        records = _replay.replay_session(session, strategy, ReplayConfig(unlogged_context=fit))
+        return [r.cost_usd for r in records if r.kind == "request"]
+
+    base, folded = costs("baseline"), costs([_folding_strategy(2)])
+    assert row.simulated_net_usd == sum(b - f for b, f in zip(base[2:], folded[2:], strict=True))
+
+
 def test_the_run_without_a_logged_compaction_is_not_sent_what_the_harness_re_attached() -> None:
     """Claude Code re-attaches files after it compacts (3,000 tokens the log does not hold, at
     request 4, the first after the compaction): only a view that made that compaction sends

@@ -821,6 +821,8 @@ class Unlogged:
     def _drop(self, state: _Thread, key: Key) -> None:
         u = state.unlogged
         if key == CONTEXT:
+            if u.context is not None:  # (a break-even counterfactual built from an earlier
+                u.dropped.add(u.context)  # view, which still holds it, leaves it out too)
             u.context = None
             return
         item = u.items.pop(key, None)
