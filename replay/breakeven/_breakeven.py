@@ -15,7 +15,9 @@ Two answers side by side for each request where a strategy rewrote earlier conte
 "Without that rewrite" is built from the views themselves. When the rewrite replaced items in
 place (a capped, stubbed or cleared tool result), the counterfactual puts the originals back in
 every later view. When it restructured the view (a summary, dropped messages), the counterfactual
-keeps the pre-rewrite view and appends what the history gained, until the strategy's next
+keeps the pre-rewrite view and appends what the history gained, as the thread sends it (the
+unlogged messages it no longer sends left out, and what a harness re-attached with a logged
+compaction while it holds an event that compaction replaced), until the strategy's next
 structural rewrite (which would have folded that text anyway) — the horizon; the strategy's
 rewrites in place meanwhile (a result it clears later) are made in the counterfactual too, or
 the compaction would be credited with their saving as well as their own rows.
