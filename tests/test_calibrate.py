@@ -6,6 +6,7 @@ framing per message and per tool call), so the calibration must give that rule b
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 from dataclasses import replace
@@ -18,6 +19,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from replay._data import data_dir
 from replay.cli._main import cli, load_commands
 from replay.log import (
     AssistantMessage,
@@ -693,6 +695,27 @@ def test_cli_refuses_one_path_for_the_report_and_the_tokenizer_file(tmp_path: Pa
                                       "-o", str(tmp_path / "." / "both.json")])
     assert result.exit_code == 2
     assert "both name" in result.stderr and not both.exists()
+
+
+def test_cli_refuses_a_tokenizer_file_in_replay_s_own_data_folder(tmp_path: Path) -> None:
+    """`--write-tokenizers pricing/tokenizers.json` replaced the built-in table with the
+    measured families alone (every other family gone), exit 0; `-o` there was refused."""
+    load_commands()
+    log = tmp_path / "billed.jsonl"
+    write_log(synthetic_session(1.42), log)
+    # A new name in the data folder: nothing shipped is lost if the refusal regresses.
+    target = data_dir() / f"not-replay-s-{os.getpid()}.json"
+    try:
+        result = CliRunner().invoke(cli, ["calibrate", str(log), "--write-tokenizers",
+                                          str(target), "-q"])
+        assert result.exit_code == 2
+        assert result.stderr == (
+            f"error: --write-tokenizers {target} is in replay's own data folder ({data_dir()}): "
+            "write the result elsewhere\n"
+        )
+        assert not target.exists()
+    finally:
+        target.unlink(missing_ok=True)
 
 
 # -- the pairs measured (calibrate mutation pass) --

@@ -194,10 +194,12 @@ def refuse_overwriting_a_log(options: dict[str, Any]) -> None:
                 "elsewhere"
             )
         target = Path(output)
-        if flag == "-o" and target.resolve().is_relative_to(data_dir().resolve()):
+        # Not `--write-tokenizers` either: its file holds only the measured families, and
+        # replacing the built-in `tokenizers.json` with it would drop every other one.
+        if target.resolve().is_relative_to(data_dir().resolve()):
             raise ReplayError(
-                f"-o {output} is in replay's own data folder ({data_dir()}): write the result "
-                "elsewhere"
+                f"{flag} {output} is in replay's own data folder ({data_dir()}): write the "
+                "result elsewhere"
             )
         if target.is_file() and any(target.resolve().is_relative_to(f.resolve()) for f in folders):
             raise ReplayError(
