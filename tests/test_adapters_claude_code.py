@@ -2083,3 +2083,17 @@ def test_a_copied_response_is_told_by_its_message_anywhere(tmp_path: Path) -> No
     assert not any(getattr(e, "copied_from", None) for e in session.events)
     answers = [e for e in session.events if isinstance(e, AssistantMessage)]
     assert len(answers) == 3
+def test_a_line_cut_inside_a_string_says_where_the_string_opened(tmp_path: Path) -> None:
+    """Python's message reads `Unterminated string starting at` with the place after a colon,
+    left out (no line of the file): the column of that line goes in its place."""
+    lines = jsonl(claude_lines()).splitlines()
+    cut = '{"type":"user","message":{"role":"user","content":"hel'
+    path = tmp_path / "s-1.jsonl"
+    path.write_text("\n".join([lines[0], cut, *lines[1:]]) + "\n", encoding="utf-8")
+    with pytest.raises(LogFormatError) as err:
+        load(path, strict=True)
+    # the string "hel opens at the 51st character
+    assert str(err.value) == (
+        f"{path}:2: expected a JSON object (invalid or truncated JSON: Unterminated string "
+        "starting at column 51)"
+    )

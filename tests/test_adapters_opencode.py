@@ -754,6 +754,9 @@ def test_an_export_cut_inside_its_first_message_names_the_cut(tmp_path: Path) ->
     assert f"cut.json:{cut_line}: expected a complete opencode export JSON document" in str(
         err.value
     )
+    # the string cut short opens with the last character of that line
+    opened_at = len(text[: text.index("x" * 100)].rsplit("\n", 1)[1])
+    assert f"(Unterminated string starting at column {opened_at})" in str(err.value)
 
 
 @pytest.mark.parametrize(("status", "got"), [("weird", "'weird'"), (None, "none")])

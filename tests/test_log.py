@@ -378,16 +378,21 @@ def test_bad_line_strict_names_file_line_and_expectation(tmp_path, bad, expected
 @pytest.mark.parametrize(
     ("bad", "expected"),
     [
+        # 54 characters: the comma is missing after the last one
         ('{"type":"user","ts":"2026-03-02T09:00:01Z","text":"hi"',
-         "expected a JSON object (Expecting ',' delimiter)"),
+         "expected a JSON object (Expecting ',' delimiter at column 55)"),
+        # cut short inside the string that opens at column 51, then the next line: the
+        # newline is no "Invalid control character at"
+        ('{"type":"user","ts":"2026-03-02T09:00:01Z","text":"hi',
+         "expected a JSON object (Unterminated string starting at column 51)"),
         ('{"type":"user","ts":"2026-03-02T09:00:01Z","n":' + "9" * 5000 + "}",
          "expected a JSON object (Exceeds the limit (4300 digits) for integer string conversion)"),
     ],
-    ids=["unclosed", "long-integer"],
+    ids=["unclosed", "cut-inside-a-string", "long-integer"],
 )
 def test_a_line_that_is_no_json_says_why_at_the_file_s_line_only(tmp_path, bad, expected):
-    """`FILE:LINE: what was expected` (docs/log-format.md): not the decoder's position in the
-    line (`line 1 column 52`, which is no line of the file), nor the advice after the first
+    """`FILE:LINE: what was expected` (docs/log-format.md): the column in that line, not the
+    decoder's `line 1 column 52`, which is no line of the file, nor the advice after the first
     clause of Python's message, which is for programmers (`first_clause`)."""
     path = _write(tmp_path, HEADER, USER, bad, REQUEST)
     assert str(_error(path)) == f"{path}:3: {expected}"

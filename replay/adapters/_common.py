@@ -49,7 +49,7 @@ from replay.log import (
     UserMessage,
 )
 from replay.log._events import SharedFieldsSet, share_fields_sets
-from replay.log._io import describe_invalid, first_clause, loads_json, without_bom
+from replay.log._io import describe_invalid, first_clause, json_error, loads_json, without_bom
 from replay.log._pairs import sent_message
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -201,7 +201,7 @@ def iter_json_lines(path: str | Path, issues: Issues) -> Iterator[tuple[int, dic
         try:
             obj = loads_json(text)
         except json.JSONDecodeError as err:
-            msg = f"expected a JSON object (invalid or truncated JSON: {err.msg})"
+            msg = f"expected a JSON object (invalid or truncated JSON: {json_error(err)})"
             issues.add(number, msg, path)
             continue
         except ValueError as err:  # an integer of more digits than Python converts, NaN

@@ -78,7 +78,7 @@ from replay.adapters._common import (
     usage_is_empty,
 )
 from replay.log import Session
-from replay.log._io import JSON_DECODER, first_clause
+from replay.log._io import JSON_DECODER, first_clause, json_error
 
 AGENT = "opencode"
 IGNORED_PARTS = {"patch", "snapshot", "agent", "retry", "step-start", "subtask", "compaction"}
@@ -124,7 +124,7 @@ def _load_document(path: Path, issues: Issues) -> tuple[dict[str, Any], list[tup
     except (ValueError, RecursionError) as err:  # (JSONDecodeError, NaN, a huge integer)
         line = err.lineno if isinstance(err, json.JSONDecodeError) else None
         msg = (
-            err.msg if isinstance(err, json.JSONDecodeError)
+            json_error(err) if isinstance(err, json.JSONDecodeError)
             else "nested too deeply" if isinstance(err, RecursionError)
             else first_clause(err)
         )

@@ -146,9 +146,9 @@ def _check_types(text: str) -> None:
 
 
 def iter_lines(path: str | Path) -> Iterator[tuple[int, str | LogFormatError]]:
-    """Yield (line number, text) for every non-blank line, streaming. A line that is not UTF-8
-    yields a `LogFormatError` naming it instead of its text (the reader skips or raises it).
-    A leading UTF-8 byte order mark is dropped."""
+    """Yield (line number, text without its newline) for every non-blank line, streaming. A
+    line that is not UTF-8 yields a `LogFormatError` naming it instead of its text (the reader
+    skips or raises it). A leading UTF-8 byte order mark is dropped."""
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if number == 1:
@@ -159,7 +159,8 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str | LogFormatError]]:
                 yield number, LogFormatError(path, number, f"expected UTF-8 text ({err.reason})")
                 continue
             if text.strip():
-                yield number, text
+                # Without it a line cut short inside a string is "Invalid control character".
+                yield number, text.removesuffix("\n")
 
 
 def _no_constant(name: str) -> Any:
@@ -176,6 +177,13 @@ def loads_json(text: str | bytes) -> Any:
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     return JSON_DECODER.decode(text)
+
+
+def json_error(err: json.JSONDecodeError) -> str:
+    """`Unterminated string starting at column 9`: Python's message without the place it gives
+    after a colon (`at: line 1 column 9 (char 8)`) reads `… starting at`."""
+    place = f"column {err.colno}"
+    return f"{err.msg} {place}" if err.msg.endswith(" at") else f"{err.msg} at {place}"
 
 
 def first_clause(err: Exception) -> str:
@@ -210,7 +218,9 @@ def read_log(path: str | Path, *, strict: bool = False, check_pairs: bool = Fals
             try:
                 obj = loads_json(text)
             except json.JSONDecodeError as err:
-                raise LogFormatError(path, number, f"expected a JSON object ({err.msg})") from None
+                raise LogFormatError(
+                    path, number, f"expected a JSON object ({json_error(err)})"
+                ) from None
             except ValueError as err:  # an integer of more digits than Python converts, NaN
                 raise LogFormatError(
                     path, number, f"expected a JSON object ({first_clause(err)})"
