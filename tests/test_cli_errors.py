@@ -891,3 +891,23 @@ def test_batch_appends_to_a_dataset_folder_named_like_a_file(invoke, tmp_path, m
     result = invoke("batch", RUN42, "-s", "baseline", "-o", "runs.parquet", "-q")
     assert result.exit_code == 0, result.stderr
     assert list((tmp_path / "runs.parquet" / "sessions").glob("*.parquet"))
+
+
+# --- the locale: standard output is UTF-8 in any --------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [["strategies"], [str(RUN42), "-s", "baseline", "-q"]])
+def test_standard_output_is_utf8_whatever_the_locale(args: list[str]) -> None:
+    """The tables hold box lines and text such as `·` or `×`: with `PYTHONIOENCODING=ascii`
+    (or `LC_ALL=C` with Python's UTF-8 mode off) they were a UnicodeEncodeError traceback,
+    exit 1, and with latin-1 other bytes than in a UTF-8 locale (or than `-o FILE` holds)."""
+    outputs = []
+    for encoding in ("utf-8", "ascii", "latin-1"):
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "COLUMNS": "200",
+               "PYTHONIOENCODING": encoding}
+        done = subprocess.run([sys.executable, "-m", "replay", *args], cwd=ROOT, env=env,
+                              capture_output=True, timeout=300)
+        assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+        outputs.append(done.stdout)
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert "┃".encode() in outputs[0]  # the table's lines, not an ASCII stand-in

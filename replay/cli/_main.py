@@ -547,7 +547,20 @@ def _show_warning(message: Warning | str, category: type[Warning], *args: Any,
 _python_show_warning = warnings.showwarning
 
 
+def _utf8_streams() -> None:
+    """Standard output in UTF-8 whatever the locale (`PYTHONIOENCODING=ascii`, `LC_ALL=C` with
+    `PYTHONUTF8=0`): the tables, JSON and CSV hold text no other encoding has (a traceback
+    there), and the same input gives the same bytes in any environment, as `-o FILE` does.
+    Standard error keeps the terminal's encoding, escaping what it cannot show."""
+    for stream, settings in ((sys.stdout, {"encoding": "utf-8"}),
+                             (sys.stderr, {"errors": "backslashreplace"})):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:  # (not a replaced or missing stream)
+            reconfigure(**settings)
+
+
 def main() -> None:
+    _utf8_streams()
     signal.signal(signal.SIGTERM, _terminate)
     warnings.showwarning = _show_warning
     with reported_errors():  # also Ctrl-C while the commands are imported
