@@ -911,3 +911,23 @@ def test_standard_output_is_utf8_whatever_the_locale(args: list[str]) -> None:
         outputs.append(done.stdout)
     assert outputs[0] == outputs[1] == outputs[2]
     assert "┃".encode() in outputs[0]  # the table's lines, not an ASCII stand-in
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", ""])
+def test_a_log_named_in_no_utf8_writes_standard_output_as_its_file(tmp_path: Path,
+                                                                   encoding: str) -> None:
+    """A file name that is no UTF-8 reaches the JSON's `log` as a lone surrogate: standard
+    output was a traceback in a UTF-8 locale, raw bytes (no JSON text) in the C one, where
+    `-o FILE` writes its `\\udcff` escape."""
+    log = tmp_path / os.fsdecode(b"run\xff.jsonl")
+    log.write_bytes(RUN42.read_bytes())
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "LC_ALL": "C.UTF-8",
+           "PYTHONIOENCODING": encoding}
+    args = [sys.executable, "-m", "replay", str(log), "-s", "baseline", "--format", "json", "-q"]
+    done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, timeout=300)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    written = subprocess.run([*args, "-o", str(tmp_path / "out.json")], cwd=ROOT, env=env,
+                             capture_output=True, timeout=300)
+    assert written.returncode == 0, written.stderr
+    assert done.stdout == (tmp_path / "out.json").read_bytes()
+    assert b'run\\udcff.jsonl"' in done.stdout

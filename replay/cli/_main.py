@@ -550,9 +550,11 @@ _python_show_warning = warnings.showwarning
 def _utf8_streams() -> None:
     """Standard output in UTF-8 whatever the locale (`PYTHONIOENCODING=ascii`, `LC_ALL=C` with
     `PYTHONUTF8=0`): the tables, JSON and CSV hold text no other encoding has (a traceback
-    there), and the same input gives the same bytes in any environment, as `-o FILE` does.
-    Standard error keeps the terminal's encoding, escaping what it cannot show."""
-    for stream, settings in ((sys.stdout, {"encoding": "utf-8"}),
+    there), and the same input gives the same bytes in any environment, as `-o FILE` does —
+    a lone surrogate (a file name that is no UTF-8, a log's broken text) as its `\\udcXX`
+    escape included (`replay._atomic`). Standard error keeps the terminal's encoding,
+    escaping what it cannot show."""
+    for stream, settings in ((sys.stdout, {"encoding": "utf-8", "errors": "backslashreplace"}),
                              (sys.stderr, {"errors": "backslashreplace"})):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:  # (not a replaced or missing stream)
