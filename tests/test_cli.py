@@ -494,6 +494,27 @@ def test_an_empty_output_path_is_an_error(invoke):
     assert result.stderr == "error: cannot write '.': expected a file name\n"
 
 
+@pytest.mark.parametrize("args", [["run", ""], [""], ["calibrate", ""], ["convert", "", "-o", "-"]])
+def test_an_empty_log_name_is_an_error(invoke, tmp_path, monkeypatch, args):
+    """`replay "$UNSET"`: click made `""` the current folder, read as a session folder (a
+    Claude Code project's, where one runs it from there)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run.jsonl").write_bytes(RUN42.read_bytes())  # a folder that reads as a log
+    result = invoke(*args, "-q")
+    assert result.exit_code == 2
+    assert result.stderr == "error: '': an empty name is no file or folder\n"
+
+
+def test_an_empty_dataset_name_is_an_error(invoke, tmp_path, monkeypatch):
+    """`batch -o "$UNSET"` wrote its dataset (sessions/, requests/, .replay-batch/) into the
+    current folder, exit 0."""
+    monkeypatch.chdir(tmp_path)
+    result = invoke("batch", RUN42, "-s", "baseline", "-w", "1", "-q", "-o", "")
+    assert result.exit_code == 2
+    assert result.stderr == "error: cannot write '': expected a folder name\n"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_cache_rule_file_that_is_not_utf8_is_a_user_error(invoke, tmp_path):
     rules = tmp_path / "rules.json"
     rules.write_bytes(b"\xff\xfe\x00garbage")

@@ -112,6 +112,9 @@ class _DashPath(FilePath):
     def checked(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and value == "-":
             return value
+        if value == "" and self.dir_okay:
+            # click makes it `.`: `replay "$UNSET"` read the current folder as the log.
+            _one_line_exit("'': an empty name is no file or folder", ctx)
         if not self.dir_okay and isinstance(value, str) and value.endswith(("/", os.sep)):
             # Path() drops the slash, and the file would be written as the folder's name.
             _one_line_exit(f"cannot write {value!r}: expected a file name, not a folder", ctx)
@@ -126,6 +129,9 @@ class NoDashPath(FilePath):
     def checked(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and value == "-":
             self.fail("needs a path: `-` (standard output) is not one here", param, ctx)
+        if value == "" and not self.file_okay:
+            # click makes it `.`: `batch -o "$UNSET"` wrote its dataset into the current folder.
+            _one_line_exit("cannot write '': expected a folder name", ctx)
         return super().checked(value, param, ctx)
 
 
