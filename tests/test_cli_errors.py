@@ -931,3 +931,23 @@ def test_a_log_named_in_no_utf8_writes_standard_output_as_its_file(tmp_path: Pat
     assert written.returncode == 0, written.stderr
     assert done.stdout == (tmp_path / "out.json").read_bytes()
     assert b'run\\udcff.jsonl"' in done.stdout
+
+
+def test_a_closed_standard_output_is_no_traceback(tmp_path: Path) -> None:
+    """`replay … >&-` (a cron line, a daemon): Python makes standard output None, and the first
+    write or flush of it was an AttributeError traceback — even with `-o FILE`, which needs
+    no standard output and wrote its file."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+
+    def closed(*args: str) -> subprocess.CompletedProcess:
+        line = " ".join([sys.executable, "-m", "replay", *args]) + " >&-"
+        return subprocess.run(["sh", "-c", line], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=300)
+
+    out = tmp_path / "out.json"
+    written = closed(str(RUN42), "-s", "baseline", "-q", "-o", str(out))
+    assert (written.returncode, written.stderr) == (0, "")
+    assert json.loads(out.read_text())["summary"][0]["strategy"] == "baseline"
+    printed = closed("schema")
+    assert printed.returncode == 1
+    assert printed.stderr == "error: cannot write output: Bad file descriptor\n"

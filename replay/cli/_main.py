@@ -426,9 +426,10 @@ def emit(
         report.print_table(table(), output)
 
 
-_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
-"""A write that failed for want of room: the environment's failure, wherever it happened (the
-files replay writes by name report their name; standard output has none)."""
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EBADF})
+"""A write that failed for want of room (or to a closed standard output): the environment's
+failure, wherever it happened (the files replay writes by name report their name; standard
+output has none)."""
 
 
 @contextlib.contextmanager
@@ -559,7 +560,15 @@ def _utf8_streams() -> None:
     there), and the same input gives the same bytes in any environment, as `-o FILE` does —
     a lone surrogate (a file name that is no UTF-8, a log's broken text) as its `\\udcXX`
     escape included (`replay._atomic`). Standard error keeps the terminal's encoding,
-    escaping what it cannot show."""
+    escaping what it cannot show.
+
+    A closed standard output (`replay … >&-`: Python makes it None, a traceback at the first
+    write or flush) becomes one no write reaches: `-o FILE` needs none, and what would be
+    printed fails as a write to a closed descriptor does (EBADF, `cannot write output`)."""
+    if sys.stdout is None:
+        sys.stdout = open(  # noqa: SIM115 (standard output, for the whole run)
+            os.open(os.devnull, os.O_RDONLY), "w", encoding="utf-8", errors="backslashreplace"
+        )
     for stream, settings in ((sys.stdout, {"encoding": "utf-8", "errors": "backslashreplace"}),
                              (sys.stderr, {"errors": "backslashreplace"})):
         reconfigure = getattr(stream, "reconfigure", None)
