@@ -290,3 +290,14 @@ def test_a_loop_of_links_is_a_user_error(tmp_path: Path) -> None:
         done = _replay(RUN42, *args, "-q")
         assert done.returncode == 2, done.stderr
         assert done.stderr.decode().startswith("error: ") and b"Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("args", [["-", "-s", "baseline"], ["convert", "-", "-o", "-"]])
+def test_a_closed_standard_input_is_a_user_error(args: list[str]) -> None:
+    """`replay - <&-`: Python makes standard input None; reading the log from it was an
+    AttributeError traceback."""
+    line = " ".join([sys.executable, "-m", "replay", *args, "-q"]) + " <&-"
+    done = subprocess.run(["sh", "-c", line], cwd=ROOT, capture_output=True, timeout=TIMEOUT,
+                          env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2
+    assert done.stderr.decode() == "error: <stdin>: standard input is closed: expected a log\n"

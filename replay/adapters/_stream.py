@@ -82,6 +82,8 @@ def _spooled(
 def _opened(path: str | Path) -> Iterator[BinaryIO]:
     """The stream's bytes: standard input's (left open), or the named stream's."""
     if is_stdin(path):
+        if sys.stdin is None:  # `replay - <&-`: Python has no stream to read
+            raise LogFormatError(label(path), None, "standard input is closed: expected a log")
         yield sys.stdin.buffer
     else:
         with open(path, "rb") as source:
