@@ -147,3 +147,18 @@ def test_a_granularity_of_zero_reads_the_exact_shared_prefix():
     system = lab.block("system", 2000)
     lab.send([system, lab.block("user", 100)], at=0)
     assert lab.send([system, lab.block("user", 100)], at=10).split == (2000, 0, 0, 100)
+
+
+def test_a_thread_s_prompt_expired_over_a_day_ago_still_names_its_miss():
+    # Every request that reads less than it could gets a cause (docs/cache-rules.md). gpt-5:
+    # 24h retention, 30 min idle. main's prompt (2,100) is 25 h idle when main sends again,
+    # after another thread's request (which drops prompts expired for over a day): nothing is
+    # read, and the cause is the expiry, idle 90,001 s = 25h00m01s.
+    lab = CacheLab("openai", "gpt-5", client="none")
+    head = [lab.block("system", 2000), lab.block("user", 100)]
+    lab.send(head, at=0)
+    lab.send([lab.block("system", 1500), lab.block("user", 100)], at=90000, thread="agent-1")
+    r = lab.send([*head, lab.block("text", 10), lab.block("user", 10)], at=90001)
+    assert r.split == (0, 0, 0, 2120)
+    assert r.outcome.miss_kind == "ttl-expired"
+    assert r.outcome.miss_cause == "TTL expired (idle 25h00m01s > TTL 30m)"

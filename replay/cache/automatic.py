@@ -275,6 +275,13 @@ class AutomaticPrefixSimulator(CacheSimulator):
                     live_best, live_match = shared, p
             elif dead is None or shared > dead[0]:
                 dead = (shared, p, None)
+        # The thread's own last prompt, once no longer held (expired a day ago and dropped at
+        # another thread's request), still names the miss of the thread's next request.
+        mine = store.extra.get(last_key)
+        if mine is not None and all(p is not mine for p in prompts) and mine.expired(t):
+            shared = self.matcher.shared(mine, req, sim.table)
+            if shared > 0 and (dead is None or shared > dead[0]):
+                dead = (shared, mine, None)
         for other in store.other_scopes(sim.scope, model):
             for p in store.prompts.get((other, model), ()):
                 if not p.expired(t):
