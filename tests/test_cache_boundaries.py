@@ -162,3 +162,28 @@ def test_a_thread_s_prompt_expired_over_a_day_ago_still_names_its_miss():
     assert r.split == (0, 0, 0, 2120)
     assert r.outcome.miss_kind == "ttl-expired"
     assert r.outcome.miss_cause == "TTL expired (idle 25h00m01s > TTL 30m)"
+
+
+def test_a_prompt_below_the_minimum_repeated_after_the_ttl_is_below_minimum_not_expired():
+    # gpt-5: 1,000 < 1,024 tokens was never cached, so no entry outlived its TTL when the same
+    # prompt comes back 5,000 s later (> 30 min): the cause is the minimum, as 10 s later.
+    lab = CacheLab("openai", "gpt-5", client="none")
+    prompt = [lab.block("system", 900), lab.block("user", 100)]
+    lab.send(prompt, at=0)
+    for at in (10, 5000):
+        r = lab.send(prompt, at=at)
+        assert r.split == (0, 0, 0, 1000)
+        assert r.outcome.miss_kind == "below-minimum", at
+        assert r.outcome.miss_cause == "below minimum cacheable length (1,000 < 1,024 tokens)"
+
+
+def test_a_prefix_below_the_minimum_held_in_another_scope_is_no_miss():
+    # Codex keys isolate conversations. agent-1's first prompt (1,500) shares 1,000 < 1,024
+    # tokens with main's: even in main's scope it would read nothing, so it is a plain cold
+    # start, not an other-scope miss.
+    lab = CacheLab("openai", "gpt-5", client="codex")
+    system = lab.block("system", 1000)
+    lab.send([system, lab.block("user", 10)], at=0)
+    sub = lab.send([system, lab.block("user", 500)], at=10, thread="agent-1")
+    assert sub.split == (0, 0, 0, 1500)
+    assert sub.outcome.miss_kind == "cold-start"

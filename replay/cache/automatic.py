@@ -161,6 +161,17 @@ def _common_blocks(a: np.ndarray, b: np.ndarray, start: int) -> int:
     return min(len(a), len(b)) if block is None else start + block
 
 
+def readable(shared: int, total: int, min_len: int, step: int, offset: int) -> int:
+    """Tokens read from a live prompt sharing `shared` tokens with a prompt of `total`: none
+    unless both reach `min_len`; breakpoints sit every `step` tokens counted from a hidden prefix
+    of `offset`, and the last one below the shared prefix may fall under the minimum, which no
+    read is."""
+    if total < min_len or shared < min_len:
+        return 0
+    cached = max(0, ((shared + offset) // step) * step - offset)
+    return cached if cached >= min_len else 0
+
+
 def requested_ttl(sim: SimRequest) -> str:
     """The TTL the client asks for: its last breakpoint's, else the one the user forced, else
     its profile's for the thread."""
@@ -289,17 +300,11 @@ class AutomaticPrefixSimulator(CacheSimulator):
                     if shared > 0 and (dead is None or shared > dead[0]):
                         dead = (shared, p, other)
 
-        cached = 0
-        if total >= min_len and live_best >= min_len:
-            # Breakpoints sit every `step` tokens counted from a hidden prefix of `offset`; the
-            # last one below the shared prefix may fall under the minimum, which no read is.
-            cached = max(0, ((live_best + offset) // step) * step - offset)
-            if cached < min_len:
-                cached = 0
+        cached = readable(live_best, total, min_len, step, offset)
         lost = None
-        # An unavailable prompt is a loss only where it could have been read: a prefix (or
-        # prompt) under the minimum is never read, ready or not.
-        if dead is not None and dead[0] > live_best and min(dead[0], total) >= min_len:
+        # A prefix no live prompt offers is lost only if it would have been read (a prompt too
+        # short to be cached never was: expired or in another scope, it is no miss).
+        if dead is not None and readable(dead[0], total, min_len, step, offset) > cached:
             shared, p, other = dead
             if other is not None:
                 lost = Lost(shared, OTHER_SCOPE, f"different cache scope ({scope_label(other)})")
