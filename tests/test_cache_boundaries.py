@@ -187,3 +187,20 @@ def test_a_prefix_below_the_minimum_held_in_another_scope_is_no_miss():
     sub = lab.send([system, lab.block("user", 500)], at=10, thread="agent-1")
     assert sub.split == (0, 0, 0, 1500)
     assert sub.outcome.miss_kind == "cold-start"
+
+
+def test_reasoning_stripped_at_an_earlier_turn_is_not_this_request_s_miss():
+    # gpt-5 strips earlier reasoning at a new user turn. r2 (a new turn) drops r1's 300
+    # reasoning tokens: 500 + 100 + 10 + 50 = 660 billed, below the minimum. r3 goes on in the
+    # same turn (tool call + result, no new user message): the same 300 stay dropped, 1,160
+    # billed. It reads nothing because r2's prompt was too short to cache, not because of a
+    # stripping at this request: no miss (as for any prefix shared only with a short prompt).
+    lab = CacheLab("openai", "gpt-5", client="none")
+    r1 = [lab.block("system", 500), lab.block("user", 100), lab.block("thinking", 300)]
+    lab.send(r1, at=0)
+    r2 = [*r1, lab.block("text", 10), lab.block("user", 50)]
+    assert lab.send(r2, at=10).outcome.dropped_tokens == 300
+    r3 = lab.send([*r2, lab.block("tool_call", 10), lab.block("tool_result", 490)], at=20)
+    assert r3.outcome.dropped_tokens == 300
+    assert r3.split == (0, 0, 0, 1160)
+    assert r3.outcome.miss_kind is None
