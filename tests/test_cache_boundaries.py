@@ -204,3 +204,15 @@ def test_reasoning_stripped_at_an_earlier_turn_is_not_this_request_s_miss():
     assert r3.outcome.dropped_tokens == 300
     assert r3.split == (0, 0, 0, 1160)
     assert r3.outcome.miss_kind is None
+
+
+def test_a_prompt_shortened_to_its_head_names_no_message():
+    # r2 keeps only the system prompt: it ends in no message, so the cause names none (a
+    # shortened prompt otherwise names its last message). gpt-5: shared 2,000 → 1,920 read.
+    lab = CacheLab("openai", "gpt-5", client="none")
+    system = lab.block("system", 2000)
+    lab.send([system, lab.block("user", 100)], at=0)
+    r2 = lab.send([system], at=10)
+    assert r2.split == (1920, 0, 0, 80)
+    assert r2.outcome.miss_kind == "prefix-edited"
+    assert r2.outcome.miss_cause == "prompt shortened"
