@@ -216,3 +216,15 @@ def test_a_prompt_shortened_to_its_head_names_no_message():
     assert r2.split == (1920, 0, 0, 80)
     assert r2.outcome.miss_kind == "prefix-edited"
     assert r2.outcome.miss_cause == "prompt shortened"
+
+
+def test_a_prompt_of_another_scope_not_yet_ready_is_named_by_its_scope():
+    # Codex keys isolate conversations (gpt-5). agent-1 starts 0.5 s after main, before main's
+    # prompt is readable (1 s): but under main's key it would never be readable by agent-1, so
+    # the scope is the cause. Shared 2,000: nothing read.
+    lab = CacheLab("openai", "gpt-5", client="codex")
+    system = lab.block("system", 2000)
+    lab.send([system, lab.block("user", 100)], at=0)
+    sub = lab.send([system, lab.block("user", 100)], at=0.5, thread="agent-1")
+    assert sub.split == (0, 0, 0, 2100)
+    assert sub.outcome.miss_kind == "other-scope"
