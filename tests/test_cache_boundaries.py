@@ -228,3 +228,16 @@ def test_a_prompt_of_another_scope_not_yet_ready_is_named_by_its_scope():
     sub = lab.send([system, lab.block("user", 100)], at=0.5, thread="agent-1")
     assert sub.split == (0, 0, 0, 2100)
     assert sub.outcome.miss_kind == "other-scope"
+
+
+def test_gpt_5_6_an_explicit_marker_on_the_implicit_boundary_takes_no_second_write():
+    # Up to 4 boundaries written: the implicit one + the latest explicit ones. r1 marks u1 … u5;
+    # u5 is also the implicit boundary, one boundary: written are u5 (2,060) and the 3 latest
+    # other markers u2, u3, u4 (2,030 / 2,040 / 2,050). r2 = system, u0, u1, u2, then a new
+    # user message: u2 is an earlier message end, looked up and live. Read 2,030, write 10.
+    lab = CacheLab("openai", TERRA, client="none")
+    system = lab.block("system", 2000)
+    us = [lab.block("user", 10) for _ in range(6)]
+    lab.send([system, *us], at=0, breakpoints=[Breakpoint(i) for i in range(2, 7)])
+    r2 = lab.send([system, *us[:3], lab.block("user", 10)], at=10, breakpoints=[])
+    assert r2.split == (2030, 0, 10, 0)

@@ -12,7 +12,7 @@ date). GPT-5.6 and later (mechanism `openai-breakpoints`, `OpenAIBreakpointSimul
   eligible message ends and the end of the initial developer block. The match is exact at a
   boundary (no 128 rounding, no fallback to an unmarked shorter prefix); cached = the longest
   looked-up boundary with a live entry, if ≥ 1024 tokens.
-- Writes: entries at the implicit boundary and the latest 3 explicit ones (≤ 4), each ≥ 1024;
+- Writes: entries at the implicit boundary and the latest 3 other explicit ones (≤ 4), each ≥ 1024;
   write = furthest written − cached, billed at the write rate (1.25×); uncached = the rest.
   Each input token is billed at one rate. Entries live 30 minutes after their last write or
   reuse; reuse refreshes them for free.
@@ -104,7 +104,8 @@ class OpenAIBreakpointSimulator(CacheSimulator):
 
         writes = [implicit] if implicit is not None else []
         room = max_writes - len(writes)
-        writes += [b for b in explicit[-room:] if b not in writes] if room > 0 else []
+        # A marker on the implicit boundary is that one write, not a second slot.
+        writes += [b for b in explicit if b not in writes][-room:] if room > 0 else []
         writes = [w for w in writes if view.tokens(w) >= min_len]
         furthest = max((view.tokens(w) for w in writes), default=0)
         top = max(cached, furthest)
