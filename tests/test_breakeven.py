@@ -113,6 +113,17 @@ def test_a_compaction_that_folds_the_new_step_re_bills_its_summary() -> None:
     assert row.rewrite_cost_usd > 0
 
 
+
+def _net_from(session, fit, start: int) -> Decimal:
+    """What `baseline` cost minus what `_folding_strategy(start)` cost, from request `start` on,
+    each replayed in full: the counterfactual net a break-even row must equal."""
+    def costs(strategy) -> list[Decimal]:
+        records = _replay.replay_session(session, strategy, ReplayConfig(unlogged_context=fit))
+        return [r.cost_usd for r in records if r.kind == "request"]
+
+    base, folded = costs("baseline"), costs([_folding_strategy(start)])
+    return sum((b - f for b, f in zip(base[start:], folded[start:], strict=True)), Decimal(0))
+
 def test_a_compaction_s_counterfactual_leaves_out_an_unlogged_message_no_longer_sent() -> None:
     """The run without the strategy's only rewrite is `baseline` (both send the whole history),
     so the row's simulated net is Σ (baseline − strategy) over its horizon (requests 2–7). A
@@ -132,13 +143,7 @@ def test_a_compaction_s_counterfactual_leaves_out_an_unlogged_message_no_longer_
     config = ReplayConfig(unlogged_context=fit)
     row = _only(breakeven_session(session, [_folding_strategy(2)], config)[0])
     assert (row.request_index, row.horizon) == (2, 6)
-
-    def costs(strategy) -> list[Decimal]:
-        records = _replay.replay_session(session, strategy, ReplayConfig(unlogged_context=fit))
-        return [r.cost_usd for r in records if r.kind == "request"]
-
-    base, folded = costs("baseline"), costs([_folding_strategy(2)])
-    assert row.simulated_net_usd == sum(b - f for b, f in zip(base[2:], folded[2:], strict=True))
+    assert row.simulated_net_usd == _net_from(session, fit, 2)
 
 
 def test_a_compaction_s_counterfactual_leaves_out_a_first_message_context_no_longer_sent(
@@ -158,13 +163,7 @@ def test_a_compaction_s_counterfactual_leaves_out_a_first_message_context_no_lon
     row = _only(breakeven_session(session, [_folding_strategy(2)],
                                   ReplayConfig(unlogged_context=fit))[0])
     assert (row.request_index, row.horizon) == (2, 6)
-
-    def costs(strategy) -> list[Decimal]:
-        records = _replay.replay_session(session, strategy, ReplayConfig(unlogged_context=fit))
-        return [r.cost_usd for r in records if r.kind == "request"]
-
-    base, folded = costs("baseline"), costs([_folding_strategy(2)])
-    assert row.simulated_net_usd == sum(b - f for b, f in zip(base[2:], folded[2:], strict=True))
+    assert row.simulated_net_usd == _net_from(session, fit, 2)
 
 
 def test_the_run_without_a_logged_compaction_is_not_sent_what_the_harness_re_attached() -> None:
