@@ -151,6 +151,11 @@ def test_message_index_of_a_rewritten_first_message_and_of_a_shortened_prompt():
     shorter = _render(r, items[:2])
     diff = prefix_diff(first, shorter, r.table)
     assert (diff.where, diff.message_index, diff.is_break) == ("tail", 1, True)
+    # Cut back to the head (tools + system): it kept no message, so it names none (it named
+    # view item -1, the head's, in `first_mismatch_message`).
+    head = _render(r, [])
+    diff = prefix_diff(first, head, r.table)
+    assert (diff.where, diff.message_index, diff.is_break) == ("tail", None, True)
 
 
 def test_mismatch_inside_a_block_counts_shared_tokens():

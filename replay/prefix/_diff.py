@@ -94,8 +94,9 @@ def prefix_diff(
         truncated = len(current.block_ids) < len(previous.block_ids)
         where = "tail"
         msg = None
-        if truncated:
-            msg = int(current.item_index[-1]) if len(current.item_index) else None
+        if truncated and len(current.item_index):
+            last = int(current.item_index[-1])
+            msg = last if last >= 0 else None  # cut back to the head: it kept no message
         return PrefixDiff(shared, None, msg, where, truncated)
     shared = current.tokens_before(block) + common_block_tokens(
         table, int(previous.block_ids[block]), int(current.block_ids[block])
