@@ -1523,13 +1523,15 @@ def test_cli_refuses_a_directory_of_sessions_with_exit_2(tmp_path: Path) -> None
     from replay.cli._main import cli, load_commands
 
     load_commands()
-    _write(tmp_path, claude_lines(), "s-1.jsonl")
-    _write(tmp_path, _other_session("s-2", "x"), "s-2.jsonl")
-    for command in (["run", str(tmp_path), "-s", "baseline"],
-                    ["convert", str(tmp_path), "-o", str(tmp_path / "out.jsonl")]):
+    project = tmp_path / "project"
+    project.mkdir()
+    _write(project, claude_lines(), "s-1.jsonl")
+    _write(project, _other_session("s-2", "x"), "s-2.jsonl")
+    for command in (["run", str(project), "-s", "baseline"],
+                    ["convert", str(project), "-o", str(tmp_path / "out.jsonl")]):
         result = CliRunner().invoke(cli, command)
         assert result.exit_code == 2, result.output
-        assert result.stderr.startswith(f"error: {tmp_path}: expected one Claude Code session")
+        assert result.stderr.startswith(f"error: {project}: expected one Claude Code session")
         assert "2 unrelated sessions" in result.stderr
 
 

@@ -473,6 +473,22 @@ def test_no_command_writes_over_another_file_it_reads(invoke, tmp_path, monkeypa
     assert "write the result elsewhere" not in renew.stderr
 
 
+@pytest.mark.parametrize("command", [["convert"], ["run", "-s", "baseline", "--format", "json"]])
+def test_no_command_writes_a_new_file_into_a_log_folder_it_reads(invoke, tmp_path, command):
+    """`convert DIR -o DIR/new.jsonl` wrote a second log into the folder it read: `replay run
+    DIR` then refused it (logs of two formats). Inputs, folders included, are never written."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "run.jsonl").write_bytes(RUN42.read_bytes())
+    new = folder / "new.jsonl"
+    result = invoke(command[0], folder, *command[1:], "-o", new, "-q")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: -o {new} is in the log folder being read: write the result elsewhere\n"
+    )
+    assert sorted(p.name for p in folder.iterdir()) == ["run.jsonl"]
+
+
 @pytest.mark.parametrize(
     "args",
     [

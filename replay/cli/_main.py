@@ -178,7 +178,8 @@ def _named(path: Any) -> str:
 def refuse_overwriting_a_log(options: dict[str, Any]) -> None:
     """An output (`-o`, `--write-tokenizers`) naming a file being read — a log, a file of a log
     folder, a cache-rule, plug-in or tokenizer file — or a link to one, would replace the input
-    with the result: a user mistake, refused before any work. Inputs are never written."""
+    with the result: a user mistake, refused before any work, as is a new file in a log folder
+    being read. Inputs are never written."""
     logs = [options.get("log"), *(options.get("logs") or ())]
     inputs = [*logs, options.get("cache_rules"), *(options.get("strategy_files") or ())]
     tokenizers = os.environ.get("REPLAY_TOKENIZERS") or None
@@ -207,7 +208,9 @@ def refuse_overwriting_a_log(options: dict[str, Any]) -> None:
                 f"{flag} {output} is in replay's own data folder ({data_dir()}): write the "
                 "result elsewhere"
             )
-        if target.is_file() and any(target.resolve().is_relative_to(f.resolve()) for f in folders):
+        # Nor a new file there: the folder is read whole, and `convert DIR -o DIR/new.jsonl`
+        # left one of two log formats, which `replay run DIR` then refused.
+        if any(target.resolve().is_relative_to(f.resolve()) for f in folders):
             raise ReplayError(
                 f"{flag} {output} is in the log folder being read: write the result elsewhere"
             )
