@@ -8,6 +8,7 @@ import builtins
 import io
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -951,3 +952,22 @@ def test_a_closed_standard_output_is_no_traceback(tmp_path: Path) -> None:
     printed = closed("schema")
     assert printed.returncode == 1
     assert printed.stderr == "error: cannot write output: Bad file descriptor\n"
+
+
+def test_a_closed_standard_error_sends_no_warning_into_the_output() -> None:
+    """`replay … 2>&-`: Python makes standard error None, and `print(file=None)` writes to
+    standard output: a broken plug-in's one-line warning went into the JSON or table."""
+    script = (
+        "import warnings\n"
+        "from replay._errors import PluginWarning\n"
+        "from replay.cli._main import _show_warning, _utf8_streams\n"
+        "_utf8_streams()\n"
+        "warnings.showwarning = _show_warning\n"
+        "warnings.warn('broken plug-in', PluginWarning, stacklevel=1)\n"
+        "print('the output')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    line = f"{shlex.quote(sys.executable)} -c {shlex.quote(script)} 2>&-"
+    done = subprocess.run(["sh", "-c", line], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert (done.returncode, done.stdout) == (0, "the output\n")

@@ -572,6 +572,8 @@ def _utf8_streams() -> None:
         sys.stdout = open(  # noqa: SIM115 (standard output, for the whole run)
             os.open(os.devnull, os.O_RDONLY), "w", encoding="utf-8", errors="backslashreplace"
         )
+    if sys.stderr is None:  # (`2>&-`): `print(file=None)` would write notes into the output
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (the whole run)
     for stream, settings in ((sys.stdout, {"encoding": "utf-8", "errors": "backslashreplace"}),
                              (sys.stderr, {"errors": "backslashreplace"})):
         reconfigure = getattr(stream, "reconfigure", None)
