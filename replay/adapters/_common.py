@@ -324,6 +324,17 @@ def get_int(obj: Any, key: str, default: int = 0) -> int:
     return value
 
 
+def counts_problem(obj: Any, keys: Iterable[str], where: str) -> str | None:
+    """What makes the token counts `keys` of `obj` (at `where`) unreadable (`get_int`), or
+    None when each is absent or a whole number >= 0."""
+    try:
+        for key in keys:
+            get_int(obj, key)
+    except Bad as bad:
+        return f"{bad} in `{where}`"
+    return None
+
+
 def get_number(obj: Any, key: str) -> float | int | None:
     value = obj.get(key) if isinstance(obj, dict) else None
     if value is None:
@@ -548,11 +559,9 @@ def anthropic_iterations_problem(u: dict[str, Any]) -> str | None:
     for n, item in enumerate(iterations):
         if not isinstance(item, dict) or not isinstance(item.get("type"), str):
             return f"expected `iterations[{n}]` to be an object with a `type`"
-        try:
-            for key in _ITERATION_COUNTS:
-                get_int(item, key)
-        except Bad as bad:
-            return f"{bad} in `iterations[{n}]`"
+        problem = counts_problem(item, _ITERATION_COUNTS, f"iterations[{n}]")
+        if problem is not None:
+            return problem
     return None
 
 
@@ -1339,6 +1348,7 @@ __all__ = [
     "clean",
     "clean_json",
     "cost_problem",
+    "counts_problem",
     "dumps",
     "estimate_hidden_prefix",
     "failures_as_log_errors",

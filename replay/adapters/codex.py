@@ -66,6 +66,7 @@ from replay.adapters._common import (
     binary_placeholder,
     clean,
     clean_json,
+    counts_problem,
     dumps,
     estimate_hidden_prefix,
     estimate_thinking,
@@ -861,12 +862,7 @@ def _total_problem(info: dict[str, Any]) -> str | None:
         return None
     if not isinstance(totals, dict):
         return "expected `info.total_token_usage` to be an object"
-    try:
-        for key in (*_COUNTS, "total_tokens"):
-            get_int(totals, key)
-    except Bad as bad:
-        return f"{bad} in `info.total_token_usage`"
-    return None
+    return counts_problem(totals, (*_COUNTS, "total_tokens"), "info.total_token_usage")
 
 
 def _difference(
