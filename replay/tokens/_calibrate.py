@@ -648,17 +648,12 @@ def _earlier_rows(path: str | Path) -> list[dict[str, Any]]:
     """The rows of the tokenizer file at `path`, if one loads there: a calibration of other
     logs (Gemini's, after Claude's) updates the file, it does not drop what was measured before.
     Anything else there (no file, not a tokenizer file) is replaced, as before."""
-    import json
+    from replay.tokens._counter import checked_tokenizer_rows
 
     try:
-        families = json.loads(Path(path).read_text(encoding="utf-8"))["families"]
-    except (OSError, ValueError, TypeError, KeyError):
+        return checked_tokenizer_rows(path)
+    except ReplayError:
         return []
-    if not isinstance(families, list):
-        return []
-    loads = all(isinstance(row, dict) and isinstance(row.get("family"), str)
-                and not row_problem(row, n) for n, row in enumerate(families))
-    return families if loads else []
 
 
 def write_tokenizer_file(

@@ -64,7 +64,14 @@ OVERHEAD_RANGE = (0, 1000)
 
 
 def _user_rows(path: str) -> list[dict]:
-    """The rows of a user's tokenizer file, checked (a bad file is a user error, not a crash)."""
+    """The rows of a user's tokenizer file, checked, labelled as the user's."""
+    rows = checked_tokenizer_rows(path)
+    return [{"estimated": True, "source": f"user file {path}", **row} for row in rows]
+
+
+def checked_tokenizer_rows(path: str | os.PathLike) -> list[dict]:
+    """The rows of the tokenizer file at `path` as written, each checked (`row_problem`); a
+    file that does not load is a `ReplayError` (a user error, not a crash)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError) as err:  # (UTF-8 and JSON errors: ValueErrors)
@@ -76,7 +83,7 @@ def _user_rows(path: str) -> list[dict]:
         problem = row_problem(row, n)
         if problem:
             raise ReplayError(f"{path}: {problem}")
-    return [{"estimated": True, "source": f"user file {path}", **row} for row in rows]
+    return rows
 
 
 def row_problem(row: object, n: int) -> str | None:
