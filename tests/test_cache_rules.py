@@ -69,7 +69,7 @@ def test_every_rule_file_loads_and_names_its_source():
 def test_schema_file_is_up_to_date():
     path = data_dir() / "cache" / "_schema.json"
     assert path.read_text(encoding="utf-8") == json_schema_text(), (
-        "regenerate with: replay providers --schema -o pricing/cache/_schema.json"
+        "regenerate with: replay providers --schema > pricing/cache/_schema.json"
     )
     schema = json.loads(path.read_text())
     assert set(schema["$defs"]["Rule"]["properties"]["rule"]["enum"]) == set(RULE_TYPES)
