@@ -95,6 +95,11 @@ def _row(**kw) -> dict:
         (_row(rule="refresh_on_read", value=1), "must be true or false"),
         (_row(rule="min_cacheable_tokens", value=True), "non-negative integer"),
         (_row(rule="min_cacheable_tokens", value=-1), "non-negative integer"),
+        # a step or a walk of zero: the simulators would read it as 1 (granularity) or read nothing
+        (_row(rule="granularity_tokens", value=0), "positive integer"),
+        (_row(rule="unit_interval_tokens", value=0), "positive integer"),
+        (_row(rule="lookback_positions", value=0), "positive integer"),
+        (_row(rule="granularity_tokens", value=1.5), "positive integer"),
         (_row(value=True), "non-negative number"),
         (_row(value=-0.5), "non-negative number"),
         (_row(rule="read_multiplier", value="-0.1"), "non-negative decimal string"),
@@ -279,6 +284,18 @@ def test_overrides_by_name_provider_and_variant():
     assert RuleBook(rules, {"ttl_seconds_5m": 1}).get("ttl_seconds_5m", "x", OCT) == 1
     assert RuleBook(rules, {"openai.ttl_seconds_5m": 9}).get(
         "ttl_seconds_5m", "claude-sonnet-4-5", OCT) == 300
+
+
+def test_overrides_are_checked_as_rule_file_values_are():
+    # An override from Python went straight to the simulator unchecked: `granularity_tokens: 0`
+    # was read as 1.
+    rules = builtin_rules("openai")
+    with pytest.raises(ReplayError, match=r"rule_overrides\['openai.granularity_tokens'\] = 0: "
+                                          "must be a positive integer"):
+        RuleBook(rules, {"openai.granularity_tokens": 0}).get("granularity_tokens", "gpt-5", OCT)
+    with pytest.raises(ReplayError, match="ttl_seconds_5m.*must be a non-negative number"):
+        RuleBook(builtin_rules("anthropic"), {"ttl_seconds_5m": "300"}).get(
+            "ttl_seconds_5m", "claude-sonnet-4-5", OCT)
 
 
 def test_override_changes_the_simulation():

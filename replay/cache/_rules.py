@@ -53,7 +53,7 @@ MECHANISMS = (
 )
 """Simulation algorithms a `mechanism` rule can name (docs/cache-rules.md, "Mechanisms")."""
 
-_INT, _NUM, _BOOL, _DEC = "integer", "number", "boolean", "decimal"
+_INT, _POS, _NUM, _BOOL, _DEC = "integer", "positive integer", "number", "boolean", "decimal"
 
 RULE_TYPES: dict[str, tuple[str | tuple[str, ...], str]] = {
     # name: (type or allowed strings, meaning)
@@ -63,7 +63,7 @@ RULE_TYPES: dict[str, tuple[str | tuple[str, ...], str]] = {
         _BOOL,
         "a top-level automatic breakpoint (on the last cacheable block) is accepted",
     ),
-    "lookback_positions": (_INT, "positions a read walks back from each breakpoint (itself incl.)"),
+    "lookback_positions": (_POS, "positions a read walks back from each breakpoint (itself incl.)"),
     "collapse_tool_runs": (
         _BOOL,
         "a run of consecutive tool_use (or tool_result) blocks counts as one lookback position",
@@ -92,7 +92,7 @@ RULE_TYPES: dict[str, tuple[str | tuple[str, ...], str]] = {
         "delay after the request start until its entries are readable (time to first token, or "
         "the response duration when unknown)",
     ),
-    "granularity_tokens": (_INT, "cached length is rounded down to a multiple of this"),
+    "granularity_tokens": (_POS, "cached length is rounded down to a multiple of this"),
     "granularity_offset_tokens": (
         _INT,
         "hidden tokens before the first visible one: breakpoints every `granularity_tokens` "
@@ -116,7 +116,7 @@ RULE_TYPES: dict[str, tuple[str | tuple[str, ...], str]] = {
     "lookup_latest_explicit": (_INT, "latest explicit breakpoints looked up"),
     "lookup_earlier_message_ends": (_INT, "earlier eligible message ends looked up"),
     "max_writes": (_INT, "boundaries written per request (implicit one included)"),
-    "unit_interval_tokens": (_INT, "interval of the fixed-size prefix units inside long prompts"),
+    "unit_interval_tokens": (_POS, "interval of the fixed-size prefix units inside long prompts"),
     "explicit_ttl_seconds": (_NUM, "lifetime of an explicit cachedContents resource"),
     "storage_usd_per_mtok_hour": (_DEC, "storage fee of explicit caches, USD per MTok per hour"),
     "endpoint": (("global", "regional", "multi-region"), "endpoint the requests go to"),
@@ -153,6 +153,10 @@ def _check_value(name: str, value: Any) -> str | None:
     if kind == _INT:
         ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
         return None if ok else "must be a non-negative integer"
+    if kind == _POS:
+        # a step or a walk of zero has no meaning: the simulators would divide by it or read nothing
+        ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
+        return None if ok else "must be a positive integer"
     if kind == _NUM:
         ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
         return None if ok else "must be a non-negative number"
@@ -369,6 +373,8 @@ class RuleBook:
         for key in (f"{self.provider}.{self.variant}.{name}", f"{self.provider}.{name}", name):
             if key in self.overrides:
                 forced = self.overrides[key]
+                if name in RULE_TYPES and (why := _check_value(name, forced)) is not None:
+                    raise ReplayError(f"rule_overrides[{key!r}] = {forced!r}: {why}")
                 break
         self._forced[name] = forced
         return forced
