@@ -455,6 +455,18 @@ def test_the_newest_units_are_kept_when_a_scope_holds_too_many():
     assert lab.send(prompts[-1], at=len(prompts) + 10).split == (100, 0, 0, 0)
 
 
+def test_a_quiet_thread_keeps_its_unit_past_the_cap():
+    # 64 other threads' units in the scope (a batch of parallel sessions) pushed thread a's out:
+    # its next request read nothing, with no cause.
+    lab = CacheLab("deepseek", V4)
+    mine = [lab.block("system", 1100)]
+    lab.send(mine, at=0, thread="a")
+    for n in range(MAX_PROMPTS):
+        lab.send([lab.block("system", 1100)], at=1 + n, thread=f"t{n}")
+    assert lab.send([*mine, lab.block("user", 200)], at=100, thread="a").split == (
+        1100, 0, 0, 200)
+
+
 def test_an_edited_prompt_s_answer_is_no_output_unit():
     """The output unit of the previous request is seen only where the new prompt repeats that
     prompt: after an edit of user 1 (same length), only the interval units inside the shared
@@ -487,6 +499,23 @@ def test_a_scope_holds_max_prompts_and_drops_the_oldest_first():
     assert lab.send(prompts[0], at=100).outcome.cache_read == 1024
     lab.send(prompts[MAX_PROMPTS], at=101)
     assert lab.send(prompts[1], at=102).outcome.cache_read == 0
+
+
+def test_a_quiet_thread_keeps_its_prompt_past_the_cap_until_it_expires():
+    # The cap bounds the simulator's memory; a thread's own last prompt is held anyway. Pushed
+    # out by 64 other threads' prompts, it was an unnamed miss at the thread's next request.
+    def quiet_thread(model: str, back_at: float):
+        lab = CacheLab("openai", model, client="none")
+        mine = [lab.block("system", 1100)]
+        lab.send(mine, at=0, thread="a")
+        for n in range(MAX_PROMPTS):
+            lab.send([lab.block("system", 1100)], at=1 + n, thread=f"t{n}")
+        return lab.send([*mine, lab.block("user", 200)], at=back_at, thread="a").outcome
+
+    assert quiet_thread("gpt-5", 100).cache_read == 1024  # 128 × 8
+    # Expired (gpt-4o in memory: 10 min idle), it goes, and the miss still says why.
+    late = quiet_thread("gpt-4o", 800)
+    assert (late.cache_read, late.miss_kind) == (0, "ttl-expired")
 
 
 def test_a_prefix_too_short_to_read_does_not_refresh_the_prompt():

@@ -12,6 +12,7 @@ first write). With `bills_writes` (Kimi K3) the rest of the prompt is billed as 
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 
 import numpy as np
 
@@ -35,7 +36,8 @@ from replay.render import BlockTable, RenderedRequest, first_difference
 from replay.render._request import TEXT, THINKING, TOOL_CALL
 
 MAX_PROMPTS = 64
-"""Prompts kept per scope and model (the oldest go first)."""
+"""Prompts kept per scope and model (the oldest go first), besides each thread's latest one
+while it has not expired (`capped`)."""
 
 
 def common_prefix_tokens(
@@ -159,6 +161,19 @@ def _common_blocks(a: np.ndarray, b: np.ndarray, start: int) -> int:
     """Leading blocks two id arrays share, knowing they share the first `start`."""
     block = first_difference(a[start:], b[start:])
     return min(len(a), len(b)) if block is None else start + block
+
+
+def capped(prompts: list[CachedPrompt], t: datetime) -> list[CachedPrompt]:
+    """The newest `MAX_PROMPTS` prompts, and each thread's latest one until it expires: a bound
+    on the simulator's memory must not be what makes a thread's next request miss (64 parallel
+    sessions of a batch in one scope pushed a quiet thread's prompt out, an unnamed miss). The
+    store holds that prompt anyway, as the thread's last one."""
+    if len(prompts) <= MAX_PROMPTS:
+        return prompts
+    start = len(prompts) - MAX_PROMPTS
+    latest = {p.writer: i for i, p in enumerate(prompts) if p.writer and p.length is None}
+    kept = {i for i in latest.values() if i < start and not prompts[i].expired(t)}
+    return [p for i, p in enumerate(prompts) if i >= start or i in kept]
 
 
 def readable(shared: int, total: int, min_len: int, step: int, offset: int) -> int:
@@ -371,7 +386,7 @@ class AutomaticPrefixSimulator(CacheSimulator):
             max_lifetime=cap,
         )
         kept.append(written)
-        prompts[:] = kept[-MAX_PROMPTS:]
+        prompts[:] = capped(kept, t)
         rebase_thread(prompts, written, self.matcher)
         store.extra[last_key] = written
         return outcome

@@ -32,7 +32,7 @@ from replay.cache._base import (
 )
 from replay.cache._rules import RuleBook
 from replay.cache._store import CachedPrompt, CacheStore
-from replay.cache.automatic import MAX_PROMPTS, PrefixMatcher, rebase_thread, response_end
+from replay.cache.automatic import PrefixMatcher, capped, rebase_thread, response_end
 
 _ONE_SECOND = timedelta(seconds=1)
 """The soonest a common-prefix unit can be used (by a later request)."""
@@ -123,7 +123,7 @@ class DeepSeekUnitSimulator(CacheSimulator):
         mine = CachedPrompt(req.block_ids, req.cum_tokens, last_use=t, ready_at=ready, ttl=ttl,
                             writer=sim.lane)
         kept.append(mine)
-        units[:] = kept[-MAX_PROMPTS:]
+        units[:] = capped(kept, t)
         rebase_thread(units, mine, self.matcher)
         store.extra[previous_key] = mine
         return outcome
