@@ -882,8 +882,9 @@ def test_colours_past_the_palette_alternate_light_and_dark() -> None:
 
 def test_items_carry_the_flags_and_labels_the_page_reads() -> None:
     """report.js titles an item from its row `[kind, text, label, event, tokens, original,
-    flags]`: flag 1 "(shortened from N chars)", 2 "(injected)", 4 "(error)"; a tool result is
-    labelled with its tool."""
+    flags]`: flag 1 "(shortened from N chars)", 2 "(injected)", 4 "(error)", 8 "(not in the
+    log)": context the log lacks, known by its size only, which the diff does not call added by
+    the strategy; a tool result is labelled with its tool."""
     from replay.report._html import _Interner
     from replay.strategies import ToolResultItem, UserItem
 
@@ -900,6 +901,8 @@ def test_items_carry_the_flags_and_labels_the_page_reads() -> None:
         "t", "ok", "read", 4, 0, 0]
     assert row(UserItem("go on", event_index=5, injected=True)) == ["u", "go on", "", 5, 0, 2]
     assert row(UserItem("go on", event_index=6)) == ["u", "go on", "", 6, 0, 0]
+    assert row(UserItem("[context not in the log]", injected=True, estimated_tokens=60)) == [
+        "u", "[context not in the log]", "", -1, 0, 2 | 8]
 
 
 def test_views_are_runs_of_ids_and_cost_append_only_strategies_a_few_numbers(document) -> None:

@@ -38,6 +38,9 @@ from replay.strategies._view import shared_prefix
 
 _KIND = {"user": "u", "assistant": "a", "tool_result": "t", "summary": "s"}
 _FLAG_STUBBED, _FLAG_INJECTED, _FLAG_ERROR = 1, 2, 4
+_FLAG_ESTIMATED = 8
+"""A stand-in for context the log lacks (known by its size from the provider's usage): sent in
+views, in no history, and not something the strategy added."""
 
 RECORD_FIELDS = [
     "i",  # request index (file order, all threads): a key of `requests`
@@ -124,6 +127,7 @@ def _describe(item: Any, interner: _Interner) -> tuple[tuple, list[Any]]:
             label += f", replaces {len(replaces)} item(s)"
     elif kind == "u" and getattr(item, "injected", False):
         flags |= _FLAG_INJECTED
+        flags |= _FLAG_ESTIMATED if getattr(item, "estimated_tokens", None) is not None else 0
     elif kind == "?":
         label = type(item).__name__
     key = (kind, event, text, label, flags, original)
