@@ -370,3 +370,30 @@ def test_bidirectional_marks_in_log_text_are_shown_not_obeyed(browser, tmp_path)
     assert browser.evaluate("JSON.parse(document.getElementById('replay-data').textContent)"
                             ".texts.some(t => t.includes('\u202e'))")
     assert not browser.errors()
+
+
+def test_context_the_log_lacks_is_not_shown_as_added_by_the_strategy(browser, tmp_path):
+    """An estimated stand-in for context the log does not hold is in the view and in no
+    history: the diff titles it *not in the log* and says the strategy did not add it, and
+    `baseline`, which sends everything, shows nothing removed."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_adapters_common import VALID
+
+    from replay.report import html_report
+
+    log = tmp_path / "rollout.jsonl"
+    log.write_text(VALID["codex"](), encoding="utf-8")
+    path = tmp_path / "estimated.html"
+    path.write_text(html_report(log, "baseline", breakeven=False), encoding="utf-8")
+    _load(browser, path.as_uri() + "#strategy=baseline&request=1")
+    entries = browser.evaluate(
+        "[...document.querySelectorAll('#nav-body .entry')].map(e => [e.className,"
+        " e.querySelector('.head').textContent])"
+    )
+    estimated = [head for cls, head in entries if cls == "entry estimated"]
+    assert len(estimated) == 1 and "(not in the log)" in estimated[0], entries
+    assert "not added by the strategy" in estimated[0]
+    assert not [cls for cls, _ in entries if cls in ("entry removed", "entry added")], entries
+    assert not browser.errors()

@@ -1209,3 +1209,59 @@ def test_either_sign_of_an_explicit_cache_shows_both_of_its_columns(used) -> Non
     assert shown() == set()
     value = Decimal("0.01") if used == "storage_cost_usd" else 512
     assert shown(**{used: [value]}) == set(EXPLICIT_CACHE_COLUMNS)
+
+
+def _history_and_views(session, strategy: str) -> list[tuple[list[int], list[int], list[int]]]:
+    """Per request: its thread's history before it as the page cuts it, the strategy's view,
+    and the view's items the page flags as context the log lacks (flag 8)."""
+    from replay.report._html import build_report
+
+    document = build_report(session, strategy, breakeven=False)
+    rq = {name: n for n, name in enumerate(document["requestFields"])}
+    views = _decoded_views(document, strategy)
+    out = []
+    for request in document["requests"]:
+        history = _expand(document["histories"][request[rq["thread"]]], [])
+        view = views[request[rq["i"]]]
+        estimated = [n for n in view if document["items"][n][6] & 8]
+        out.append((history[: request[rq["h"]]], view, estimated))
+    return out
+
+
+def test_the_history_before_a_request_is_what_baseline_sends_of_the_log(tmp_path) -> None:
+    """The navigator diffs a request's view against its thread's history before it. `baseline`
+    sends all of that history and removes nothing, so its view, less the context the log lacks
+    (estimated from the provider's usage, flagged 8 and titled *not in the log*, in no history),
+    is that history item for item. The count was the engine's, whose history also holds that
+    estimated context: on a Codex log with usage it reached one item past the request, and the
+    page showed the request's own answer as removed by baseline."""
+    from test_adapters_common import VALID
+
+    import replay as api
+
+    path = tmp_path / "rollout.jsonl"
+    path.write_text(VALID["codex"](), encoding="utf-8")
+    rows = _history_and_views(api.load(path), "baseline")
+    assert len(rows) == 2 and any(estimated for _, _, estimated in rows)
+    for history, view, estimated in rows:
+        assert [n for n in view if n not in estimated] == history
+
+
+def test_messages_no_strategy_sends_as_history_are_not_in_the_page_s_history() -> None:
+    """An answer the harness never sent back (`in_context: false`) and a message only a logged
+    compaction rebuilt (`compacted_history`) are in no strategy's history (docs/log-format.md):
+    the page's history leaves them out too, so that the items after them line up with what
+    baseline sent."""
+    from replay.log import AssistantMessage, RequestMarker, TextBlock, UserMessage
+
+    session = gen.deterministic_session()
+    markers = [n for n, e in enumerate(session.events) if isinstance(e, RequestMarker)]
+    at = markers[4]
+    ts = session.events[at].ts
+    session.events[at:at] = [
+        AssistantMessage(ts=ts, blocks=[TextBlock(text="an aborted answer")], in_context=False),
+        UserMessage(ts=ts, text="the task again", compacted_history=True),
+    ]
+    for history, view, estimated in _history_and_views(session, "baseline"):
+        assert not estimated
+        assert view == history

@@ -145,19 +145,33 @@ def _ranges(ids: Sequence[int]) -> list[int]:
     return out
 
 
-def _histories(session: Any, interner: _Interner) -> tuple[list[str], list[list[int]]]:
-    """Each thread's full history (the engine's items, rebuilt from the log) as item ids."""
+def _histories(
+    session: Any, interner: _Interner
+) -> tuple[list[str], list[list[int]], list[int]]:
+    """Each thread's full history (the engine's items, rebuilt from the log) as item ids, and
+    for each request (file order) how many items of its thread's history the log holds before
+    it.
+
+    That count is the log's, not the engine's `history_len`: the engine's history also holds
+    the estimated context the log lacks (in no history here), so its count reached past the
+    request into the items logged after it, which the navigator then showed as removed. The
+    messages no strategy sends as history (an answer the harness never sent back, the summary
+    of a logged compaction, which `recorded` adds where the agent compacted) are left out, as
+    the engine leaves them out."""
     from replay.engine._replay import _assistant_item
-    from replay.log import AssistantMessage, ToolResult, UserMessage
+    from replay.log import AssistantMessage, RequestMarker, ToolResult, UserMessage
     from replay.strategies import ToolResultItem, UserItem
 
     names: list[str] = []
     histories: dict[str, list[int]] = {}
+    before: list[int] = []
     for n, event in enumerate(session.events):
         item: Any = None
-        if isinstance(event, UserMessage):
+        if isinstance(event, RequestMarker):
+            before.append(len(histories.get(event.thread, ())))
+        elif isinstance(event, UserMessage) and not event.compacted_history:
             item = UserItem(event.text, event_index=n, injected=event.injected)
-        elif isinstance(event, AssistantMessage):
+        elif isinstance(event, AssistantMessage) and event.in_context:
             item = _assistant_item(event, n)
         elif isinstance(event, ToolResult):
             item = ToolResultItem(
@@ -173,7 +187,7 @@ def _histories(session: Any, interner: _Interner) -> tuple[list[str], list[list[
             names.append(event.thread)
             histories[event.thread] = []
         histories[event.thread].append(interner.item(item))
-    return names, [histories[name] for name in names]
+    return names, [histories[name] for name in names], before
 
 
 def _mismatch_item(record: Any) -> int | None:
@@ -268,7 +282,8 @@ class _Document:
 
         self.session = session
         self.interner = _Interner()
-        self.thread_names, self.histories = _histories(session, self.interner)
+        self.thread_names, self.histories, self.history_at = _histories(session, self.interner)
+        """`history_at[i]`: items of request i's thread history before it."""
         self.thread_index = {name: n for n, name in enumerate(self.thread_names)}
         self.order: list[str] = []
         self.tables = ResultTables(per_turn=False)
@@ -345,7 +360,8 @@ class _Document:
                 keep += 1
             previous[r.thread] = (items, view)
             calls = summarizers.get(r.request_index, [])
-            self._request(r.request_index, r.request_id, r.thread, r.history_len, r.model,
+            self._request(r.request_index, r.request_id, r.thread,
+                          self.history_at[r.request_index], r.model,
                           r.ts.isoformat().replace("+00:00", "Z"))
             miss = r.outcome.miss_cause
             rows.append(
