@@ -73,3 +73,25 @@ def test_bring_your_own_log_falls_back_to_the_shipped_sample(monkeypatch, tmp_pa
     monkeypatch.setenv("REPLAY_SAMPLES", str(tmp_path / "no-samples-here"))
     book = _execute(ROOT / "notebooks" / "bring_your_own_log.ipynb")
     assert "run42.jsonl" in _text(book)
+
+
+def _cell_output(book, marker: str) -> str:
+    """The text of the output of the code cell whose source holds `marker`."""
+    cell = next(c for c in book.cells if c.cell_type == "code" and marker in c.source)
+    return "\n".join(str(o.get("data", {}).get("text/plain", o.get("text", "")))
+                     for o in cell.outputs)
+
+
+def _table_rows(text: str) -> list[list[str]]:
+    """The cells of a printed polars table's data rows (one line per row)."""
+    rows = [[c.strip() for c in line.strip("│ ").split("┆")]
+            for line in text.splitlines() if "┆" in line]
+    return rows[3:]  # names, `---`, types
+
+
+def test_the_tour_compares_baseline_with_itself_as_zero() -> None:
+    """`vs_baseline` is the cost relative to baseline: baseline's own is 0.0 (cost / base - 1
+    printed -0.0, a float rounding)."""
+    book = _execute(ROOT / "notebooks" / "tour.ipynb")
+    rows = _table_rows(_cell_output(book, "vs_baseline="))
+    assert [r[2] for r in rows if r[0] == "baseline"] == ["0.0"]
