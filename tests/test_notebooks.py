@@ -32,7 +32,7 @@ def test_committed_notebooks_have_no_outputs(path: Path) -> None:
         assert cell.get("execution_count") is None, f"{path.name} cell {n} has a count"
 
 
-def _execute(path: Path) -> object:
+def _execute(path: Path, cwd: Path | None = None) -> object:
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
@@ -41,7 +41,7 @@ def _execute(path: Path) -> object:
     book = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(
         book, timeout=600, kernel_name="python3",
-        resources={"metadata": {"path": str(path.parent)}},
+        resources={"metadata": {"path": str(cwd or path.parent)}},
     )
     client.execute()
     return book
@@ -95,3 +95,34 @@ def test_the_tour_compares_baseline_with_itself_as_zero() -> None:
     book = _execute(ROOT / "notebooks" / "tour.ipynb")
     rows = _table_rows(_cell_output(book, "vs_baseline="))
     assert [r[2] for r in rows if r[0] == "baseline"] == ["0.0"]
+
+
+def test_the_miss_causes_count_the_requests_the_summary_counts(monkeypatch, tmp_path) -> None:
+    """The notebook's table of miss causes counts requests, as the summary's `misses` column
+    does: a summarizer call's miss is not one (on run42 the table gave
+    compact-at-12000-structured 9 misses, its 7 requests' and its 2 summarizer calls')."""
+    import json
+
+    import nbformat
+
+    import replay
+
+    monkeypatch.delenv("REPLAY_LOG", raising=False)
+    monkeypatch.setenv("REPLAY_SAMPLES", str(tmp_path / "no-samples-here"))
+    path = ROOT / "notebooks" / "bring_your_own_log.ipynb"
+    book = nbformat.read(path, as_version=4)
+    at = next(n for n, c in enumerate(book.cells) if "miss_cause" in c.source)
+    # `_` is the table the cell showed (a printed table may be cut short with `…`).
+    book.cells.insert(at + 1, nbformat.v4.new_code_cell(
+        'print("COUNTED", json.dumps(dict(_.group_by("strategy").agg(pl.col("requests").sum())'
+        '.iter_rows())))'))
+    book.cells.insert(at + 1, nbformat.v4.new_code_cell("import json"))
+    copy = tmp_path / path.name
+    nbformat.write(book, copy)
+    # Run from the notebooks folder, where it finds the repository root.
+    ran = _execute(copy, cwd=path.parent)
+    line = next(line for line in _text(ran).splitlines() if line.startswith("COUNTED "))
+    counted = json.loads(line.removeprefix("COUNTED "))
+    summary = replay.replay(ROOT / "logs" / "run42.jsonl", list(counted)).summary
+    assert counted == dict(summary.select("strategy", "misses").iter_rows())
+    assert "compact-at-12000-structured" in counted
