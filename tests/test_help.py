@@ -133,3 +133,19 @@ def test_each_command_has_its_verb_in_python() -> None:
         replay.breakeven.no_such_name  # noqa: B018
     with pytest.raises(AttributeError):
         replay.fidelity.no_such_name  # noqa: B018
+
+
+def test_option_values_are_named_as_the_errors_and_the_docs_name_them() -> None:
+    """`whatif --at` takes a request, as `--compact-at` and the error `give either --at REQUEST
+    --prune SELECTOR` say (it showed INTEGER); `calibrate --date` a YYYY-MM-DD date, as its
+    error says, with the default in words (it showed `[default: (today (UTC))]`)."""
+
+    def help_of(name: str) -> str:
+        result = CliRunner().invoke(cli, [name, "--help"], prog_name="replay",
+                                    terminal_width=200)
+        return " ".join(result.output.split())
+
+    whatif = help_of("whatif")
+    assert "--at REQUEST " in whatif and "--compact-at REQUEST " in whatif
+    calibrate = help_of("calibrate")
+    assert "--date YYYY-MM-DD " in calibrate and "[default: (today, UTC)]" in calibrate

@@ -100,8 +100,9 @@ def breakeven_command(log: Path, strategies: str, sets: tuple[str, ...],
 
 @cli.command("whatif")
 @click.argument("log", type=LOG_PATH)
-@click.option("--at", "at", type=int, help="Request index (0-based, file order, counting every "
-              "thread's requests) where --prune applies, in that request's thread.")
+@click.option("--at", "at", type=int, metavar="REQUEST",
+              help="Request index (0-based, file order, counting every thread's requests) "
+              "where --prune applies, in that request's thread.")
 @click.option("--prune", metavar="SELECTOR",
               help="older-than:K | tool:NAME (those tool results become a placeholder) | "
               "messages:A-B (those history items are dropped, a call with its result).")

@@ -71,7 +71,8 @@ def _check_date(text: str) -> None:
 @click.option(
     "--date",
     default=lambda: datetime.now(UTC).date().isoformat(),
-    show_default="today (UTC)",
+    metavar="YYYY-MM-DD",
+    show_default="today, UTC",
     help="Date written in the `measured` text of the snippet.",
 )
 @click.option(
