@@ -987,11 +987,15 @@ def test_sample_replays_and_its_conversion_replays_the_same(tmp_path: Path, path
     assert dumps_log(converted.header, converted.events) == dumps_log(
         original.header, original.events
     )
-    a = replay(original, "baseline")
-    b = replay(out, "baseline")
-    assert a.summary.height == 1 and a.summary["requests"][0] == len(original.requests())
+    # `recorded` reads what only the log holds (its compactions, cleared results, the client's
+    # breakpoints), the others rewrite, summarize and drop: each result and note is the same.
+    strategies = "recorded,baseline,truncate-500,compact-at-12000-structured,sliding-10"
+    a = replay(original, strategies)
+    b = replay(out, strategies)
+    assert a.summary.height == 5 and a.summary["requests"][0] == len(original.requests())
     assert_frame_equal(a.summary, b.summary)
     assert_frame_equal(a.turns, b.turns)
+    assert a.notes == b.notes
 
 
 @needs_samples
