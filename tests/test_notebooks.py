@@ -97,32 +97,50 @@ def test_the_tour_compares_baseline_with_itself_as_zero() -> None:
     assert [r[2] for r in rows if r[0] == "baseline"] == ["0.0"]
 
 
-def test_the_miss_causes_count_the_requests_the_summary_counts(monkeypatch, tmp_path) -> None:
-    """The notebook's table of miss causes counts requests, as the summary's `misses` column
-    does: a summarizer call's miss is not one (on run42 the table gave
-    compact-at-12000-structured 9 misses, its 7 requests' and its 2 summarizer calls')."""
+def _shown_table(path: Path, marker: str, tmp_path: Path) -> list[dict]:
+    """The rows of the table shown by the cell of `path` whose source holds `marker`, whole
+    (a printed table may be cut short with `…`): a cell added after it prints `_`, the
+    value it showed."""
     import json
 
     import nbformat
 
-    import replay
-
-    monkeypatch.delenv("REPLAY_LOG", raising=False)
-    monkeypatch.setenv("REPLAY_SAMPLES", str(tmp_path / "no-samples-here"))
-    path = ROOT / "notebooks" / "bring_your_own_log.ipynb"
     book = nbformat.read(path, as_version=4)
-    at = next(n for n, c in enumerate(book.cells) if "miss_cause" in c.source)
-    # `_` is the table the cell showed (a printed table may be cut short with `…`).
+    at = next(n for n, c in enumerate(book.cells) if marker in c.source)
     book.cells.insert(at + 1, nbformat.v4.new_code_cell(
-        'print("COUNTED", json.dumps(dict(_.group_by("strategy").agg(pl.col("requests").sum())'
-        '.iter_rows())))'))
-    book.cells.insert(at + 1, nbformat.v4.new_code_cell("import json"))
+        'import json\nprint("SHOWN", json.dumps(_.to_dicts(), default=str))'))
     copy = tmp_path / path.name
     nbformat.write(book, copy)
     # Run from the notebooks folder, where it finds the repository root.
     ran = _execute(copy, cwd=path.parent)
-    line = next(line for line in _text(ran).splitlines() if line.startswith("COUNTED "))
-    counted = json.loads(line.removeprefix("COUNTED "))
+    line = next(line for line in _text(ran).splitlines() if line.startswith("SHOWN "))
+    return json.loads(line.removeprefix("SHOWN "))
+
+
+def test_the_miss_causes_count_the_requests_the_summary_counts(monkeypatch, tmp_path) -> None:
+    """The notebook's table of miss causes counts requests, as the summary's `misses` column
+    does: a summarizer call's miss is not one (on run42 the table gave
+    compact-at-12000-structured 9 misses, its 7 requests' and its 2 summarizer calls')."""
+    import replay
+
+    monkeypatch.delenv("REPLAY_LOG", raising=False)
+    monkeypatch.setenv("REPLAY_SAMPLES", str(tmp_path / "no-samples-here"))
+    rows = _shown_table(ROOT / "notebooks" / "bring_your_own_log.ipynb", "miss_cause", tmp_path)
+    counted: dict[str, int] = {}
+    for row in rows:
+        counted[row["strategy"]] = counted.get(row["strategy"], 0) + row["requests"]
     summary = replay.replay(ROOT / "logs" / "run42.jsonl", list(counted)).summary
     assert counted == dict(summary.select("strategy", "misses").iter_rows())
     assert "compact-at-12000-structured" in counted
+
+
+def test_the_tour_shows_where_each_rewriting_strategy_broke_the_prefix(tmp_path) -> None:
+    """The cell "where did each strategy break the cached prefix" shows requests that broke
+    it, of each strategy that did: on run42 the three that rewrite earlier context (the
+    summary's prefix_breaks), none of the two that only append. It showed the first ten cache
+    misses instead, all baseline's and truncate-500's, none a prefix break."""
+    rows = _shown_table(ROOT / "notebooks" / "tour.ipynb", "break the cached prefix", tmp_path)
+    assert rows and all(r["diverged_at"].startswith("message ") for r in rows)
+    assert {r["strategy"] for r in rows} == {
+        "age-truncate-500-keep-3", "compact-at-12000-structured", "sliding-10"}
+    assert all(r["rewrites"] for r in rows)  # requests, each with the strategy's rewrite
