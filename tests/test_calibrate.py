@@ -335,6 +335,27 @@ def test_writing_tokenizers_onto_an_earlier_file_keeps_the_families_not_measured
     assert [r["family"] for r in json.loads(mine.read_text())["families"]] == ["claude"]
 
 
+def test_a_tokenizer_file_with_a_row_that_does_not_load_is_not_written_over(
+    tmp_path: Path,
+) -> None:
+    """A tokenizer file whose hand-written Gemini row lacks its overheads (REPLAY_TOKENIZERS
+    refuses it) was taken for no tokenizer file and replaced: the Gemini row was lost without a
+    word. It is refused, the file left as it is, exit 2, one line naming the row."""
+    load_commands()
+    log = tmp_path / "billed.jsonl"
+    write_log(synthetic_session(1.42), log)
+    mine = tmp_path / "mine.json"
+    text = json.dumps({"families": [{"family": "gemini", "pattern": "^gemini-",
+                                     "encoding": "o200k_base", "factor": 1.1}]})
+    mine.write_text(text, encoding="utf-8")
+    result = CliRunner().invoke(cli, ["calibrate", str(log), "--write-tokenizers", str(mine)])
+    assert result.exit_code == 2, result.output
+    assert mine.read_text(encoding="utf-8") == text
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: {mine}: families[0] lacks message_overhead, "
+                           "tool_call_overhead: not written over")
+
+
 @pytest.mark.parametrize(("factor", "shown"), [(12.0, "12.0"), (0.05, "0.05")])
 def test_cli_refuses_to_write_a_tokenizer_file_that_would_not_load(
     tmp_path: Path, factor: float, shown: str

@@ -647,13 +647,21 @@ def tokenizer_file(calibrations: Iterable[FamilyCalibration], date: str) -> dict
 def _earlier_rows(path: str | Path) -> list[dict[str, Any]]:
     """The rows of the tokenizer file at `path`, if one loads there: a calibration of other
     logs (Gemini's, after Claude's) updates the file, it does not drop what was measured before.
-    Anything else there (no file, not a tokenizer file) is replaced, as before."""
-    from replay.tokens._counter import checked_tokenizer_rows
+    Anything else there (no file, not a tokenizer file) is replaced, as before. A tokenizer file
+    with a row `REPLAY_TOKENIZERS` refuses is refused, the file left as it is: replacing it
+    dropped every row of the families not measured now without a word (a hand-written row
+    lacking a field, say)."""
+    from replay.tokens._counter import NotATokenizerFile, checked_tokenizer_rows
 
     try:
         return checked_tokenizer_rows(path)
-    except ReplayError:
+    except NotATokenizerFile:
         return []
+    except ReplayError as err:
+        raise ReplayError(
+            f"{err}: not written over (its rows of the families not measured now would be "
+            "lost); fix that row, or write the measure to another file"
+        ) from None
 
 
 def write_tokenizer_file(

@@ -69,16 +69,21 @@ def _user_rows(path: str) -> list[dict]:
     return [{"estimated": True, "source": f"user file {path}", **row} for row in rows]
 
 
+class NotATokenizerFile(ReplayError):
+    """The file cannot be read, or is no JSON object with a `families` list: not a tokenizer
+    file at all (a file that is one, with a row refused, is a plain `ReplayError`)."""
+
+
 def checked_tokenizer_rows(path: str | os.PathLike) -> list[dict]:
     """The rows of the tokenizer file at `path` as written, each checked (`row_problem`); a
     file that does not load is a `ReplayError` (a user error, not a crash)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError) as err:  # (UTF-8 and JSON errors: ValueErrors)
-        raise ReplayError(f"{path}: cannot read the tokenizer file ({err})") from None
+        raise NotATokenizerFile(f"{path}: cannot read the tokenizer file ({err})") from None
     rows = data.get("families") if isinstance(data, dict) else None
     if not isinstance(rows, list):
-        raise ReplayError(f"{path}: a tokenizer file is an object with a `families` list")
+        raise NotATokenizerFile(f"{path}: a tokenizer file is an object with a `families` list")
     for n, row in enumerate(rows):
         problem = row_problem(row, n)
         if problem:
