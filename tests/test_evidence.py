@@ -411,6 +411,32 @@ def test_a_device_of_the_system_is_no_quote() -> None:
     assert [(a.kind, a.excerpt) for a in found] == [("hidden-quote", "src/dev/null_io.c")]
 
 
+def test_the_vocabulary_of_a_harness_s_unlogged_tools_is_shown_at_every_request() -> None:
+    """Claude Code logs hold no tool definition, yet every request sends TodoWrite's schema,
+    whose `status` takes `in_progress` (pricing/known_names.json): a TodoWrite call setting it
+    relied on that schema, not on a cut output that printed the word (88 hidden quotes of
+    TodoWrite and Codex's update_plan on the samples). A path only the cut output printed is
+    still hidden, whatever the harness."""
+    board = "\n".join(f"task {n}: pending" for n in range(80)) + (
+        "\ntask 81: in_progress (see src/todo_store.py)")
+    todo = {"todos": [{"content": "Fix it", "status": "in_progress", "activeForm": "Fixing"}]}
+    turns = [
+        Turn("Board.", [Call("Bash", {"command": "cat board.txt"}, board)]),
+        Turn("Plan.", [Call("TodoWrite", todo, "Todos updated"),
+                       Call("Read", {"file_path": "src/todo_store.py"}, "x = 1")]),
+        Turn("Done."),
+    ]
+
+    def quotes(agent: str) -> list[tuple[str, str]]:
+        session = build_session(turns, provider="anthropic", agent=agent)
+        return [(a.tool, a.excerpt) for r in replay.replay(session, "truncate-500").records
+                for a in r.blind_actions]
+
+    assert quotes("claude-code") == [("Read", "src/todo_store.py")]
+    assert quotes("test-harness") == [("TodoWrite", "in_progress"),
+                                      ("Read", "src/todo_store.py")]
+
+
 def test_a_quoted_phrase_is_checked_whole() -> None:
     # `grep "Preview theme"`: neither word names anything, the phrase does.
     history = [

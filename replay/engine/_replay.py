@@ -38,7 +38,7 @@ from replay.engine._unlogged import (
     hidden_prefix_of,
     thread_hidden_prefix,
 )
-from replay.evidence import BlindAction, EvidenceChecker, share_answers_for
+from replay.evidence import BlindAction, EvidenceChecker, client_vocabulary, share_answers_for
 from replay.log import (
     MAIN_THREAD,
     AssistantMessage,
@@ -764,8 +764,11 @@ class _Run:
             header = self.session.header
             tools = (t.model_dump_json() for t in header.tools)
             # Every harness tells the model its working directory (Claude Code's environment
-            # block, Codex's <environment_context>, pi's and opencode's system prompts).
-            text = self._heads[system] = "\n".join([system, *tools, header.cwd or ""])
+            # block, Codex's <environment_context>, pi's and opencode's system prompts), and
+            # sends its built-in tool definitions, which its logs do not hold.
+            text = self._heads[system] = "\n".join(
+                [system, *tools, header.cwd or "", client_vocabulary(header.agent)]
+            )
         return text
 
     def _summarizer(
