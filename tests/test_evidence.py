@@ -437,6 +437,55 @@ def test_the_vocabulary_of_a_harness_s_unlogged_tools_is_shown_at_every_request(
                                       ("Read", "src/todo_store.py")]
 
 
+def _quoted(output: str, *calls: Block, said: str = "") -> list[str]:
+    """The excerpts flagged when a response quotes what only a cut result printed."""
+    history = [
+        UserItem("Go on.", event_index=0),
+        AssistantItem((_call("c1", "bash", command="ls"),), event_index=1),
+        ToolResultItem("c1", "bash", output, event_index=2),
+    ]
+    blocks = ((Block("text", said),) if said else ()) + calls
+    found = EvidenceChecker().check(history, history[:2], AssistantItem(blocks), 3, "r")
+    return [a.excerpt for a in found]
+
+
+@pytest.mark.parametrize("name", ["GitHub", "TypeScript", "console.log", "JSON.parse",
+                                  "package.json", "README.md", "node_modules", "AGENTS.md"])
+def test_a_name_known_in_every_project_is_no_evidence(name: str) -> None:
+    """A product's name, a language's built-in or a file a convention names is the same in
+    every project: a model has it from training, so naming it proves nothing about a cut
+    output that printed it too (GitHub 63 rows, console.log 67, in the samples)."""
+    output = f"Pushed to {name} via console.log; see {name}"
+    assert _quoted(output, _call("c2", "bash", command=f"grep -rn {name} ."),
+                   said=f"Checking {name} now.") == []
+
+
+@pytest.mark.parametrize(("known", "told"), [
+    ("README.md", "docs/README.md"),  # a path with a directory names this project's file
+    ("package.json", "packages/tui/package.json"),
+    ("GitHub", "GitHubSyncService"),  # a project's own identifier holding a known name
+    ("console.log", "console.logTiming"),
+    ("//github.com", "//github.com/acme/widgets"),  # a site vs a page a text told
+    ("//example.com", "//api.staging.example.com"),  # a site vs a host of this deployment
+])
+def test_a_path_or_identifier_holding_a_known_name_is_still_evidence(known: str, told: str):
+    output = f"found {told} (see {known})"
+    call = _call("c2", "bash", command=f"cat {told} {known}")
+    assert _quoted(output, call) == [told]
+    assert _quoted(output, said=f"Reading {told}, not {known}.") == [told]
+
+
+def test_a_bare_site_is_known_and_a_file_named_like_one_is_not() -> None:
+    """`https://github.com` leaves `//github.com` as a piece: a site, known from training. A
+    name with a file's suffix is not a site (`.py`, `.ts`, `.js` are not top-level domains
+    the rule takes), nor a dotted member (`session.compact`)."""
+    assert _blind.general_knowledge("//github.com")
+    assert _blind.general_knowledge("example.org")
+    for name in ("config.py", "theme.ts", "session.compact", "us.auth.example.io",
+                 "//github.com/acme"):
+        assert not _blind.general_knowledge(name), name
+
+
 def test_a_quoted_phrase_is_checked_whole() -> None:
     # `grep "Preview theme"`: neither word names anything, the phrase does.
     history = [
@@ -1763,3 +1812,18 @@ def test_quoted_strings_pair_left_to_right() -> None:
     assert _blind._phrases(['grep -rn "agent_message" x | head -1); printf "%s" "$f"']) == []
     assert _blind._phrases(['git commit -m "don\'t drop the cache"']) == ["don't drop the cache"]
     assert _blind._phrases(["""echo it's "the unbalanced one" """]) == ["the unbalanced one"]
+
+
+def test_every_known_name_is_one_the_check_would_count_and_says_where_it_comes_from() -> None:
+    """pricing/known_names.json lists only names the check would otherwise count (an entry
+    without `_`, a digit, a dot, a slash or an inner capital never changes a flag), each group
+    with its source, and only bare names: a path with a directory is this project's."""
+    from replay._data import load_json
+
+    data = load_json("known_names.json")
+    groups = [*data["clients"], *data["names"]]
+    for group in groups:
+        assert group["source"].strip(), group
+        for name in group["names"]:
+            assert _blind._DISTINCTIVE.search(name) is not None, name
+            assert "/" not in name.rstrip("/"), name

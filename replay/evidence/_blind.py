@@ -10,7 +10,7 @@ actually gave *used* text that the strategy's view did not show in full while th
   in the view;
 - `hidden-quote`: a tool call whose arguments quote a path, identifier, error string or quoted
   phrase that appears in the history but not in the view (plain words and flags do not
-  count);
+  count, nor names the agent had from elsewhere: `_known`);
 - `stubbed-read`: beside a `hidden-edit-target`, the file being changed was shown only as a stub
   or cut-down read, so a real agent would have had to read it again first (a re-read cost the
   replay does not include); a detail of that edit, not an action of its own;
@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from replay.evidence._known import general_knowledge
 from replay.strategies._common import editor_kind, path_of, reads_part_of_file
 from replay.strategies._view import (
     AssistantItem,
@@ -251,8 +252,13 @@ def _names_something(piece: str) -> bool:
     """A piece that names something exact (`_DISTINCTIVE`), not a command's flag or an
     operating system's device: `--noEmit` has a capital after a small letter and `/dev/null`
     a slash, and they recur in any text all the same (`2>/dev/null` was the commonest hidden
-    quote on the samples: no log has to tell an agent that name)."""
-    return not piece.startswith(("-", "/dev/")) and _DISTINCTIVE.search(piece) is not None
+    quote on the samples: no log has to tell an agent that name), nor a name a model has in any
+    project (`general_knowledge`: `GitHub`, `console.log`, a bare `README.md`)."""
+    return (
+        not piece.startswith(("-", "/dev/"))
+        and _DISTINCTIVE.search(piece) is not None
+        and not general_knowledge(piece)
+    )
 
 
 def _hidden_pieces(texts: Iterable[str], request: _Request, distinctive: bool = False) -> list[str]:

@@ -7,16 +7,25 @@ every request sends (system prompt, logged tool definitions, working directory),
 
 - the vocabulary of a harness's built-in tool definitions, which every request sends but its
   logs do not hold (`in_progress`, the status of Claude Code's TodoWrite and Codex's
-  update_plan: 88 hidden quotes on the sample logs).
+  update_plan: 88 hidden quotes on the sample logs);
+- names that are the same in every project, which a model knows from training: a few listed
+  ones (`GitHub`, `console.log`, a bare `package.json`), and any bare site name (`github.com`):
+  no shape tells `GitHub` from a project's own `AgentSession`, so those are listed, not
+  guessed.
 """
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 from replay._data import load_json
 
 _FILE = "known_names.json"
+# A site's name alone, as a URL without a path leaves it (`https://github.com` → `//github.com`):
+# a registered name under a generic top-level domain. A deeper host (`us.auth.example.io`) or a
+# URL with a path names something a text of this project told.
+_BARE_SITE = re.compile(r"(?://)?[A-Za-z0-9-]+\.(?:com|org|net|io|dev)/?")
 
 
 @cache
@@ -26,3 +35,12 @@ def client_vocabulary(agent: str) -> str:
     rows = load_json(_FILE)["clients"]
     return "\n".join(n for row in rows if row["agent"] == agent for n in row["names"])
 
+
+@cache
+def _general_names() -> frozenset[str]:
+    return frozenset(n for group in load_json(_FILE)["names"] for n in group["names"])
+
+
+def general_knowledge(piece: str) -> bool:
+    """True when `piece` is a name a model has in any project: a listed one, or a bare site."""
+    return piece in _general_names() or _BARE_SITE.fullmatch(piece) is not None
