@@ -246,6 +246,13 @@ def test_report_renders_offline_with_charts_and_tables(browser, report_file, tmp
         "Number(r.cells[7].dataset.v))"
     )
     assert costs == sorted(costs)
+    # No row is tinted as advice (no unflagged strategy beats baseline on run42): the lowest
+    # cost, truncate-500's, which hid text its agent used, is only in bold.
+    assert browser.evaluate("document.querySelectorAll('#summary-table tr.best').length") == 0
+    assert browser.evaluate(
+        "[...document.querySelectorAll('#summary-table td.cheapest')].map(c => "
+        "c.parentElement.cells[0].textContent)"
+    ) == ["truncate-500"]
     browser.evaluate("window.scrollTo(0, 0)")
     browser.screenshot(tmp_path / "report.png", full_page=True)
     assert (tmp_path / "report.png").stat().st_size > 10_000

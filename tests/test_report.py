@@ -152,6 +152,15 @@ def test_summary_has_breakeven_and_blind_columns(result, document) -> None:
     assert document["breakeven"]["rows"]
 
 
+def test_the_tinted_row_is_the_recommended_one_not_the_cheapest(document) -> None:
+    # truncate-500 is the cheapest of FIVE on run42 ($0.0072 against baseline's
+    # $0.0074) but hides the text of its blind action: the page tinted it as the best row.
+    assert document["recommended"] is None  # no unflagged strategy beats baseline here
+    # append-supersede costs less than baseline with no flag ($0.0068 against $0.0074).
+    three = replay(SAMPLE, "baseline,truncate-500,append-supersede", keep_views=True)
+    assert report_document(three)["recommended"] == "append-supersede"
+
+
 def test_blind_actions_carry_fragments_found_in_hidden_text(result, document) -> None:
     fields = {name: n for n, name in enumerate(document["recordFields"])}
     texts = document["texts"]

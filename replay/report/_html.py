@@ -511,6 +511,7 @@ class _Document:
             "providers": sorted(self.tables.providers),
             "notes": list(notes),
             "recommendation": recommendation,
+            "recommended": _recommended(summary),
             "strategies": self.order,
             "colors": [colors(self.order)[s] for s in self.order],
             "series": _columns(series, self.order, navigator["threads"]),
@@ -667,6 +668,16 @@ def _summary_rows(summary: pl.DataFrame, breakeven: pl.DataFrame | None,
         and (explicit or c[0] not in EXPLICIT_CACHE_COLUMNS)
     ]
     return [list(c) for c in columns], [[_cell(r.get(c[0]), c[2]) for c in columns] for r in rows]
+
+
+def _recommended(summary: pl.DataFrame) -> str | None:
+    """The strategy the recommendation line advises, the one row the summary tints: not merely
+    the cheapest, which may have hidden text the agent used (None when no unflagged strategy
+    beats the reference)."""
+    from replay._api import recommendation  # (replay._api imports this module)
+
+    rec = recommendation(summary)
+    return rec["strategy"] if rec is not None and rec["beats_reference"] else None
 
 
 def _table(frame: pl.DataFrame, columns) -> tuple[list, list]:

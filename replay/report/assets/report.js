@@ -198,11 +198,14 @@
     const more = el("tfoot");
     function rowElement(row) {
       const rowEl = el("tr", { class: options.onRow ? "clickable" : null });
-      if (costCol >= 0 && Number(row[costCol]) === cheapest) rowEl.classList.add("best");
+      // The row the recommendation advises; the lowest cost, whatever its flags, only in bold
+      // (as the terminal table writes it).
+      if (options.best !== undefined && options.best !== null && row[0] === options.best) rowEl.classList.add("best");
       row.forEach((value, n) => {
         const [key, , kind] = data.columns[n];
         const flag = (key === "blind_actions" || key === "over_window") && value > 0;
-        rowEl.append(el("td", { class: (kind === "text" ? "text" : "") + (flag ? " flag" : ""), "data-v": value === null ? "" : String(value), text: fmtCell(value, kind) }));
+        const low = n === costCol && Number(value) === cheapest;
+        rowEl.append(el("td", { class: (kind === "text" ? "text" : "") + (flag ? " flag" : "") + (low ? " cheapest" : ""), "data-v": value === null ? "" : String(value), text: fmtCell(value, kind) }));
       });
       if (options.onRow) rowEl.addEventListener("click", () => options.onRow(row));
       return rowEl;
@@ -239,6 +242,7 @@
     });
   }
   buildTable($("summary-table"), doc.summary, {
+    best: doc.recommended,
     onRow: (row) => { go({ strategy: row[0] }); $("navigator").scrollIntoView({ behavior: "smooth" }); },
   });
   if (doc.breakeven) {
