@@ -246,6 +246,12 @@ def test_report_renders_offline_with_charts_and_tables(browser, report_file, tmp
         "Number(r.cells[7].dataset.v))"
     )
     assert costs == sorted(costs)
+    # The notes are open: the first says the trajectory is fixed, which no number shows.
+    assert browser.evaluate(
+        "document.getElementById('notes-box').open && "
+        "document.querySelector('#notes li').offsetHeight > 0 && "
+        "document.querySelector('#notes li').textContent.includes('trajectory fixed')"
+    )
     # No row is tinted as advice (no unflagged strategy beats baseline on run42): the lowest
     # cost, truncate-500's, which hid text its agent used, is only in bold.
     assert browser.evaluate("document.querySelectorAll('#summary-table tr.best').length") == 0
