@@ -902,6 +902,9 @@ def test_a_model_priced_twice_in_another_case_is_refused():
     with pytest.raises(ReplayError, match=re.escape(f"--price {two!r}: model 'claude-x' is "
                                                     "given a price twice (as 'Claude-X')")):
         parse_price_overrides([one, two])
+    with pytest.raises(ReplayError, match=re.escape(f"--price {one!r}: model 'Claude-X' is "
+                                                    "given a price twice (as 'claude-x')")):
+        parse_price_overrides([two, one])
     rate = RateOverride(input=D(1), output=D(1))
     for names in (("Claude-X", "claude-x"), ("claude-*", " Claude-* ")):
         with pytest.raises(ReplayError, match="has a price already"):
@@ -1031,6 +1034,9 @@ def test_rate_override_validates():
         RateOverride(D(1), D(1), cache_write_1h=D(2))
     with pytest.raises(ReplayError):
         RateOverride(1, D(1))  # type: ignore[arg-type]
+    for rate in (D("Infinity"), D("NaN"), D("-0.01")):  # "a finite non-negative Decimal"
+        with pytest.raises(ReplayError, match="finite non-negative"):
+            RateOverride(D(1), D(1), cache_read=rate)
 
 
 # -- the property: Pricer.price == calc_price -----------------------------------------------------

@@ -306,3 +306,31 @@ def test_a_genai_prices_variant_applies_only_when_every_entry_of_it_matches():
     assert _prices._variants_in_force(info, ts, both) == (variant,)
     assert info.get_prices(ts, {"speed": "fast"}).input_mtok == D(1)  # genai-prices agrees
     assert info.get_prices(ts, dict(both)).input_mtok == D(2)
+
+
+def test_a_model_without_any_write_rate_gets_both_from_the_rule_multipliers():
+    """A model with cache reads but no genai-prices write rate at all (Kimi K3 on OpenRouter)
+    gets its 5m write rate = input × `write_multiplier_5m` and its 1h one = input ×
+    `write_multiplier_1h`; with no 5m multiplier it gets neither (genai-prices bills 1h writes
+    as a part of all writes: a 1h rate alone would not be priced)."""
+    prices = gp_types.ModelPrice(input_mtok=D(4), cache_read_mtok=D("0.4"), output_mtok=D(20))
+    done, note = _prices._with_1h_write_rate(prices, (D("1.25"), D(2)), "pricing/cache/x.json")
+    assert (done.cache_write_mtok, done.cache_write_1h_mtok) == (D(5), D(8))  # 4×1.25, 4×2
+    assert note == " + cache-write rates = input × 1.25 (5m), × 2 (1h) (pricing/cache/x.json)"
+    assert prices.cache_write_mtok is None  # genai-prices' own object is left as it was
+    same, note = _prices._with_1h_write_rate(prices, (None, D(2)), "pricing/cache/x.json")
+    assert (same, note) == (prices, "")
+
+
+def test_one_pricer_bills_each_peak_hour_at_twice_its_own_day_s_off_peak_price():
+    """deepseek-v4-flash's off-peak input (output) is $0.14 ($0.28) before 2026-08-17 and $0.22
+    ($0.66) from then (genai-prices), and its peak rows are one object whatever the day. A
+    peak hour is 2 × that day's off-peak (caching.md l.57): one Pricer asked about a Monday
+    in May, then a Thursday in August, answers each at its own day's price."""
+    pricer = Pricer()
+    b = Buckets(uncached=1_000_000, output=1_000_000)
+    flash = {"model": "deepseek-v4-flash", "provider": "deepseek"}
+    may = pricer.price(b, **flash, ts=datetime(2026, 5, 4, 2, tzinfo=UTC))
+    august = pricer.price(b, **flash, ts=datetime(2026, 8, 20, 2, tzinfo=UTC))
+    assert (may.input_usd, may.output_usd) == (D("0.28"), D("0.56"))
+    assert (august.input_usd, august.output_usd) == (D("0.44"), D("1.32"))
