@@ -85,6 +85,8 @@ def test_append_only_extension_mismatches_at_previous_total(items, more):
     assert diff.first_mismatch_token == prev.total
     assert not diff.is_break
     assert diff.where == "tail"
+    # Nothing differs: no block and no message (not the last message of the longer prompt).
+    assert (diff.first_mismatch_block, diff.message_index) == (None, None)
     assert _naive(r, prev, cur) == prev.total
 
 
@@ -115,7 +117,7 @@ def test_first_request_and_where_labels():
     r = _renderer()
     items = [UserItem("task"), AssistantItem((Block("text", text="ok"),)), UserItem("more")]
     first = _render(r, items)
-    assert prefix_diff(None, first, r.table).where == "first"
+    assert prefix_diff(None, first, r.table) == PrefixDiff(0, None, None, "first", False)
 
     edited = [items[0], AssistantItem((Block("text", text="okay"),)), items[2]]
     cur = _render(r, edited)
@@ -130,7 +132,7 @@ def test_first_request_and_where_labels():
     tools_changed = _render(r, items, tools=other_tools)
     diff = prefix_diff(first, tools_changed, r.table)
     assert diff.where == "tools" and diff.first_mismatch_block == 0
-    assert diff.message_index is None
+    assert diff.message_index is None and diff.is_break  # a rewrite at block 0 breaks too
     assert diff.first_mismatch_token == _naive(r, first, tools_changed) < first.total
 
     shorter = _render(r, items[:2])
@@ -151,6 +153,9 @@ def test_message_index_of_a_rewritten_first_message_and_of_a_shortened_prompt():
     shorter = _render(r, items[:2])
     diff = prefix_diff(first, shorter, r.table)
     assert (diff.where, diff.message_index, diff.is_break) == ("tail", 1, True)
+    # Cut back to message 0: it names view item 0, a message (not "no message").
+    diff = prefix_diff(first, _render(r, items[:1]), r.table)
+    assert (diff.where, diff.message_index, diff.is_break) == ("tail", 0, True)
     # Cut back to the head (tools + system): it kept no message, so it names none (it named
     # view item -1, the head's, in `first_mismatch_message`).
     head = _render(r, [])
