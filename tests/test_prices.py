@@ -1268,6 +1268,9 @@ def test_a_context_window_row_must_be_a_positive_count_of_tokens(monkeypatch, to
         ("anthropic/claude-sonnet-4.6", "openrouter"),
         ("us.anthropic.claude-sonnet-4-6-v1:0", "aws"),
         ("gemini-9-ultra", "google"),
+        # ids in any case: the Bedrock host rule and the name rules read them lower-cased
+        ("US.Anthropic.Claude-Sonnet-4-6-v1:0", "aws"),
+        ("O3-Mini-Z", "openai"),
     ],
 )
 def test_provider_for_model(model, provider):
