@@ -163,6 +163,24 @@ def test_message_index_of_a_rewritten_first_message_and_of_a_shortened_prompt():
     assert (diff.where, diff.message_index, diff.is_break) == ("tail", None, True)
 
 
+def test_a_prompt_that_drops_a_trailing_empty_block_breaks_the_old_one():
+    """An empty block is still a block of the request (a delimiter, as the reference has it):
+    dropping it rewrites the old prompt though no token count changes, and adding it back
+    extends the shorter one."""
+    r = _renderer()
+    user = UserItem("q")
+    longer = _render(r, [user, AssistantItem((Block("text", text="abc"), Block("text", text="")))])
+    shorter = _render(r, [user, AssistantItem((Block("text", text="abc"),))])
+    assert longer.total == shorter.total
+    diff = prefix_diff(longer, shorter, r.table)
+    assert (diff.first_mismatch_token, diff.where, diff.is_break) == (shorter.total, "tail", True)
+    assert diff.message_index == 1
+    back = prefix_diff(shorter, longer, r.table)
+    assert (back.first_mismatch_token, back.is_break, back.message_index) == (
+        shorter.total, False, None
+    )
+
+
 def test_mismatch_inside_a_block_counts_shared_tokens():
     r = _renderer()
     counter = r.table.counter
