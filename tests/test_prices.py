@@ -774,7 +774,11 @@ def test_fast_mode_and_inference_geo_us_stack():
     assert both.output_usd == fast.output_usd * D("1.1")
     assert both.total_usd == fast.total_usd * D("1.1")
     assert both.warning is None
-    assert "speed=fast" in both.source and "US-only inference" in both.source
+    # genai-prices priced the fast part, replay's multiplier row the US part: each says so.
+    assert both.source == (
+        f"genai-prices {genai_prices.__version__} snapshot (speed=fast prices) + US-only "
+        "inference (inference_geo us) × 1.1 on Claude 4.6+ (pricing/price_patches.json)"
+    )
     # A model without fast prices: the fast part noted, the US part still applied.
     sonnet = {"model": "claude-sonnet-4-6", "provider": "anthropic", "ts": OCT_20}
     us = pricer.price(ALL_BUCKETS, **sonnet, context={"inference_geo": "us"})
@@ -939,6 +943,22 @@ def test_parse_price_override_malformed(text):
     assert PRICE_FORMAT in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("model-only", "missing '=' between the model and its rates"),
+        ("=input:1,output:2", "missing model name before '='"),
+        ("m= ", "missing rates after '='"),
+        ("m=input 1,output:2", "rate 'input 1' is not KEY:NUMBER"),
+        ("m=input:1,cache:3",
+         "unknown rate 'cache' (known: input, output, cache_read, cache_write, cache_write_1h)"),
+    ],
+)
+def test_a_malformed_price_override_says_what_is_wrong(text, why):
+    with pytest.raises(ReplayError, match=re.escape(f"--price {text!r}: {why}; expected")):
+        parse_price_override(text)
+
+
 def test_parse_price_override_takes_rates_from_0_to_a_million_and_keys_in_any_case():
     """A rate is "a number from 0 to 1,000,000 (USD per MTok)", both ends included: a local model
     is free, and a rate key is a word of PRICE_FORMAT whatever its case."""
@@ -1034,6 +1054,9 @@ def test_rate_override_validates():
         RateOverride(D(1), D(1), cache_write_1h=D(2))
     with pytest.raises(ReplayError):
         RateOverride(1, D(1))  # type: ignore[arg-type]
+    for rates in ((None, D(1)), (D(1), None)):  # input and output are required
+        with pytest.raises(ReplayError, match="must be a finite non-negative Decimal, got None"):
+            RateOverride(*rates)  # type: ignore[arg-type]
     for rate in (D("Infinity"), D("NaN"), D("-0.01")):  # "a finite non-negative Decimal"
         with pytest.raises(ReplayError, match="finite non-negative"):
             RateOverride(D(1), D(1), cache_read=rate)
