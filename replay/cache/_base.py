@@ -381,8 +381,8 @@ def edit_cause(sim: SimRequest, read: int | None = None, slack: int = 0) -> tupl
         return MODEL_SWITCH, f"model switch ({prev.model} → {req.model})"
     if where.startswith("message"):
         return PREFIX_EDITED, f"prefix edited at {where}"
-    index = diff.message_index  # (-1: cut back to the head, which is no message)
-    at = f" at message {index}" if index is not None and index >= 0 else ""
+    index = diff.message_index  # (None: cut back to the head, which is no message)
+    at = f" at message {index}" if index is not None else ""
     return PREFIX_EDITED, f"prompt shortened{at}"
 
 

@@ -181,7 +181,7 @@ class Price:
     total_usd: Decimal
     """input + output (+ a per-request fee on the rare model that has one)."""
     source: str
-    """Where the rates came from: e.g. "genai-prices 0.2.3 snapshot" or "override", followed by
+    """Where the rates came from: e.g. "genai-prices 0.2.5 snapshot" or "override", followed by
     the rates replay added from its own data (e.g. "+ 1h cache-write rate = input × 2.0
     (pricing/cache/anthropic.json)")."""
     model_ref: str
