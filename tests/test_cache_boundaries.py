@@ -140,10 +140,10 @@ def test_gpt_5_6_a_read_logged_out_of_time_order_does_not_shorten_the_entry_s_li
     assert r.split == (4010, 0, 20, 0)
 
 
-def test_a_granularity_of_zero_reads_the_exact_shared_prefix():
-    # A rule file may set `granularity_tokens` to 0 (an integer): no rounding, like 1 (the
-    # default without a row). Shared 2,000 of 2,100: 2,000 read.
-    lab = CacheLab("openai", "gpt-5", client="none", overrides={"openai.granularity_tokens": 0})
+def test_a_granularity_of_one_reads_the_exact_shared_prefix():
+    # `granularity_tokens: 1` is no rounding (0 is refused: test_cache_rules). Shared 2,000 of
+    # 2,100: 2,000 read.
+    lab = CacheLab("openai", "gpt-5", client="none", overrides={"openai.granularity_tokens": 1})
     system = lab.block("system", 2000)
     lab.send([system, lab.block("user", 100)], at=0)
     assert lab.send([system, lab.block("user", 100)], at=10).split == (2000, 0, 0, 100)
