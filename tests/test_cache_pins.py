@@ -369,6 +369,38 @@ def test_the_outcome_says_whether_the_client_picked_the_ttl():
     assert r.outcome.ttl_choice is False
 
 
+def test_an_explicit_breakpoint_file_without_the_optional_rules_gets_their_defaults():
+    """A user rule file for a provider of its own with the explicit-breakpoint mechanism and
+    none of the optional rules: the 1h TTL exists (`ttl_1h_available`, docs/cache-rules.md), a
+    read refreshes (`refresh_on_read`), there is no top-level automatic marker
+    (`automatic_breakpoint`) and thinking is kept (`strips_thinking`)."""
+    rows = [_row(rule="mechanism", value="explicit-breakpoints"),
+            _row(rule="max_breakpoints", value=4), _row(rule="lookback_positions", value=20),
+            _row(rule="min_cacheable_tokens", value=100),
+            _row(rule="ttl_seconds_5m", value=300), _row(rule="ttl_seconds_1h", value=3600)]
+    lab = CacheLab("acme", "acme-1", client="none", rules=_file(*rows))
+    lab.pricer = _override_pricer("acme-1")
+    system, u1 = lab.block("system", 300), lab.block("user", 100)
+    assert lab.send([system, u1], at=0, breakpoints=[Breakpoint(1, "1h")]).split == (
+        0, 400, 0, 0)
+    # A 5m entry (300) read through the lookback at 200 s is refreshed: live at 450 s.
+    s = lab.block("system", 200)
+    lab.send([s, u1], at=0, breakpoints=[Breakpoint(1)])
+    two = [s, u1, lab.block("text", 50), lab.block("user", 50)]
+    assert lab.send(two, at=200, breakpoints=[Breakpoint(3)]).split == (300, 0, 100, 0)
+    three = [s, u1, lab.block("text", 60), lab.block("user", 60)]
+    assert lab.send(three, at=450, breakpoints=[Breakpoint(3)]).split == (300, 0, 120, 0)
+    # The top-level automatic marker alone caches nothing.
+    auto = lab.send([lab.block("system", 500), lab.block("user", 100)], at=500,
+                    breakpoints=[Breakpoint(1, automatic=True)])
+    assert auto.split == (0, 0, 0, 600)
+    # Thinking before a new user turn stays in the prompt.
+    ids = [lab.block("system", 300), lab.block("user", 100), lab.block("thinking", 50),
+           lab.block("text", 50), lab.block("user", 100)]
+    kept = lab.send(ids, at=600, breakpoints=[Breakpoint(4)])
+    assert (kept.outcome.dropped_tokens, kept.split) == (0, (0, 0, 600, 0))
+
+
 # ---------------------------------------------------------------- openai.py (GPT-5.6+)
 
 
