@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from replay.cache import Breakpoint
 from replay.cache.testing import CacheLab
 
 SONNET = "global.anthropic.claude-sonnet-4-5-20250929-v1:0"  # $3 / $0.30 / $3.75 / $6
@@ -34,6 +35,17 @@ def test_each_checkpoint_needs_the_minimum_after_the_previous_one():
     d1 = direct.send([direct.block("system", 1500), direct.block("user", 200)], at=0)
     assert d1.split == (0, 0, 1700, 0)
     assert d1.cost == usd("6375")
+
+
+def test_a_checkpoint_dropped_below_the_minimum_is_no_floor_for_the_next():
+    """Each checkpoint must lie the minimum (1,024) after the previous *checkpoint*; a marker
+    dropped for being short is none (our reading: the rule is UNCERTAIN). Markers at 500
+    (dropped) and 1,300 (1,300 from the start: kept): write 1,300. (Counting the dropped marker
+    would write nothing: 800 < 1,024.)"""
+    lab = CacheLab("aws", SONNET)
+    r = lab.send([lab.block("system", 500), lab.block("user", 800)], at=0,
+                 breakpoints=[Breakpoint(0), Breakpoint(1)])
+    assert r.split == (0, 0, 1300, 0)
 
 
 def test_no_top_level_automatic_caching():

@@ -49,6 +49,12 @@ def test_claude_code_uses_1h_on_the_main_thread_from_2_1(version, main_ttl):
     assert profile.ttl(named + "agent-7") == "5m"
 
 
+def test_a_change_since_a_three_part_version_compares_the_patch_number():
+    p = ClientProfile("mine", "1h from 2.1.5", since_version=(("2.1.5", "main_ttl=1h"),))
+    assert [p.bind(v).ttl("main") for v in ("2.1.4", "2.1.5", "v2.1.10", "2.2")] == [
+        "5m", "1h", "1h", "1h"]
+
+
 def _request(lab: CacheLab):
     tool, system = lab.block("tool", 10), lab.block("system", 10)
     user, text = lab.block("user", 10), lab.block("text", 10)

@@ -66,6 +66,64 @@ def test_only_marker_below_minimum_is_below_minimum():
     assert r.outcome.miss_kind == "below-minimum"
 
 
+def _empty(lab: CacheLab, kind: str) -> int:
+    """A block holding only its 4 tokens of framing (`tokens == overheads`)."""
+    block_id = len(lab.table.blocks)
+    lab.table.blocks.append(BlockInfo(kind, "", True, 4, 4))
+    lab._starts[block_id] = True
+    return block_id
+
+
+def test_a_marker_on_an_empty_tool_result_stays_on_it():
+    """Only thinking blocks and empty *text* blocks cannot carry `cache_control`
+    (docs/cache-rules.md): a tool_result with no content keeps its marker. 2,200 + tool call 100
+    + empty result 4: write 2,304, nothing uncached."""
+    lab = CacheLab("anthropic", SONNET)
+    ids = [*base(lab), lab.block("tool_call", 100), _empty(lab, "tool_result")]
+    r = lab.send(ids, at=0, breakpoints=[Breakpoint(4)])
+    assert r.split == (0, 0, 2304, 0)
+
+
+def test_a_marker_with_no_cacheable_block_before_it_leaves_the_later_ones():
+    """A marker on an empty text block that opens the prompt has no block to move back to: it is
+    dropped, and the marker after it still writes 4 + 1,500 = 1,504."""
+    lab = CacheLab("anthropic", SONNET)
+    ids = [_empty(lab, "text"), lab.block("user", 1500)]
+    r = lab.send(ids, at=0, breakpoints=[Breakpoint(0), Breakpoint(1)])
+    assert r.split == (0, 0, 1504, 0)
+
+
+def test_a_read_logged_out_of_time_order_does_not_shorten_an_entry_s_life():
+    """Requests are simulated in file order, which need not be time order. Entry E (tools +
+    system + user 1 = 2,200, written at 0) is read through the lookback at 250 s, then by a
+    request dated 100 s simulated after it: its last use stays 250 s, so at 520 s it is idle
+    270 s < 300 s, live (refresh on read, "from the start of the request")."""
+    lab = CacheLab("anthropic", SONNET)
+    head = base(lab)
+    lab.send(head, at=0, breakpoints=[Breakpoint(2)])
+    a1 = lab.send([*head, lab.block("user", 100), lab.block("user", 100)], at=250,
+                  thread="agent-1", breakpoints=[Breakpoint(4)])
+    assert a1.split == (2200, 0, 200, 0)
+    a2 = lab.send([*head, lab.block("user", 100)], at=100, thread="agent-2",
+                  breakpoints=[Breakpoint(3)])
+    assert a2.split == (2200, 0, 100, 0)
+    r = lab.send([*head, lab.block("user", 100)], at=520, breakpoints=[Breakpoint(3)])
+    assert r.split == (2200, 0, 100, 0)
+
+
+def test_a_rewrite_logged_out_of_time_order_does_not_shorten_an_entry_s_life():
+    """As above with a marker on E in every request: the re-write dated 100 s, simulated after
+    the one dated 250 s, leaves E's last use at 250 s (`CacheStore.put`). Live at 520 s."""
+    lab = CacheLab("anthropic", SONNET)
+    head = base(lab)
+    lab.send(head, at=0, breakpoints=[Breakpoint(2)])
+    for at, thread in ((250, "agent-1"), (100, "agent-2")):
+        lab.send([*head, lab.block("user", 100)], at=at, thread=thread,
+                 breakpoints=[Breakpoint(2), Breakpoint(3)])
+    r = lab.send([*head, lab.block("user", 100)], at=520, breakpoints=[Breakpoint(3)])
+    assert r.split == (2200, 0, 100, 0)
+
+
 # ---------------------------------------------------------------- _store.py
 
 def test_a_5m_rewrite_does_not_shorten_a_1h_entry():
@@ -180,6 +238,15 @@ def test_a_store_snapshot_shares_no_prompt_and_keeps_what_extra_names():
     assert s_older.ids().tolist() == [1, 2, 3, 4, 5]
 
 
+def test_an_expired_prompt_is_remembered_four_ttls_and_at_least_a_day():
+    """`CachedPrompt.remembered`: kept to name a later miss for four TTLs since its last use, at
+    least a day (86,400 s), boundaries included."""
+    short = CachedPrompt(np.array([1]), np.array([100]), T, T, 300.0)  # 4 × 300 s < a day
+    assert short.remembered(_at(86400)) and not short.remembered(_at(86401))
+    long = CachedPrompt(np.array([1]), np.array([100]), T, T, 30000.0)  # 120,000 s > a day
+    assert long.remembered(_at(120000)) and not long.remembered(_at(120001))
+
+
 # ---------------------------------------------------------------- _base.py
 
 def test_durations_are_rounded_to_the_second():
@@ -237,6 +304,20 @@ def test_prefix_lost_only_to_rounding_is_not_a_miss():
     r = lab.send([x, u1, lab.block("user", 50)], at=4002, thread="c")
     assert r.outcome.cache_read == 1024
     assert r.outcome.miss_kind is None  # the expired 1,151 would have cached 1,024 too
+
+
+def test_rules_follow_the_request_s_day_and_model_within_one_simulator():
+    """`CacheSimulator.rule` keeps the rules of the last model and day asked: a request of
+    another day or model must see its own. The top-level automatic marker exists from
+    2026-02-19 (pricing/cache/anthropic.json); Opus 4.5's minimum is 4,096, Sonnet 4.5's 1,024."""
+    lab = CacheLab("anthropic", SONNET, client="automatic",
+                   t0=datetime(2026, 2, 18, 12, tzinfo=UTC))
+    system, u1 = lab.block("system", 1500), lab.block("user", 200)
+    assert lab.send([system, u1], at=0).split == (0, 0, 0, 1700)  # 02-18: no automatic marker
+    assert lab.send([system, u1], at=86400).split == (0, 0, 1700, 0)  # 02-19: written
+    # Same day, another model: 1,700 < 4,096 is not cached; back to Sonnet: read.
+    assert lab.send([system, u1], at=86410, model="claude-opus-4-5").split == (0, 0, 0, 1700)
+    assert lab.send([system, u1], at=86420).split == (1700, 0, 0, 0)
 
 
 @pytest.mark.parametrize("lane", ["", "s0|opencode-prune-40k-20k[protected=mcp/fs]|"])
