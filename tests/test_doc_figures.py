@@ -1,0 +1,231 @@
+"""The figures README.md and docs/*.md quote are what the code prints: each test reads the figure
+from the document itself and compares it with a fresh run, so a change of results fails here
+until the document says the new figure. Figures of the shared dev samples skip without them."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+import pytest
+from conftest import ROOT, RUN42
+from test_adapters_common import SAMPLES, needs_samples
+
+import replay
+
+PI_LARGE = "pi/badlogic__pi-mono__packages_coding-agent_test_fixtures_large-session.jsonl"
+CODEX_A7 = ("codex/blackgirlbytes__entire-token-costs-benchmark-tests__entire-checkpoints-v1__a7_"
+            "1156299398_0_full.jsonl")
+CODEX_PLANETFALL = ("codex/blackgirlbytes__planetfall-seed-signalkit__entire-checkpoints-v1__18_"
+                    "e55e8a9e52_9_full.jsonl")
+
+
+@cache
+def _doc(name: str) -> str:
+    """The document, its lines joined (a figure may wrap onto the next line)."""
+    return " ".join((ROOT / name).read_text(encoding="utf-8").split())
+
+
+def _number(text: str) -> float:
+    """`1,234` → 1234, `−12.7` (a minus sign) → -12.7."""
+    return float(text.replace(",", "").replace("−", "-"))
+
+
+@pytest.fixture(scope="module")
+def run42():
+    return replay.replay(RUN42, "all", keep_records=False, per_turn=False).summary
+
+
+def _row(summary, strategy: str) -> dict:
+    return next(r for r in summary.iter_rows(named=True) if r["strategy"] == strategy)
+
+
+# --- README, "Results on the sample run" --------------------------------------------------------
+
+
+def test_readme_request_count_of_the_sample_run(run42) -> None:
+    quoted = re.search(r"recorded by `replay record-fixture`: (\d+) requests", _doc("README.md"))
+    assert quoted, "README no longer gives the sample run's request count"
+    assert set(run42["requests"]) == {int(quoted.group(1))}
+
+
+def test_readme_blind_actions_of_the_sample_run(run42) -> None:
+    text = _doc("README.md")
+    quoted = re.search(r"flags `([a-z0-9-]+)` with a blind action .*? while (.*?) show none",
+                       text)
+    assert quoted, "README no longer says which strategies the sample run flags"
+    flagged, clean = quoted.group(1), re.findall(r"`([a-z0-9-]+)`", quoted.group(2))
+    assert _row(run42, flagged)["blind_actions"] == 1  # "a blind action"
+    assert {s: _row(run42, s)["blind_actions"] for s in clean} == dict.fromkeys(clean, 0)
+    # "`recorded` ... gives the rate of such flags on a log — 0 on `logs/run42.jsonl`"
+    rate = re.search(r"gives the rate of such flags on a log — (\d+) on `logs/run42.jsonl`", text)
+    assert rate and _row(run42, "recorded")["blind_actions"] == int(rate.group(1))
+
+
+def test_readme_blind_mentions_of_the_sample_run(run42) -> None:
+    quoted = re.search(r"\(on `logs/run42.jsonl`, ((?:`[a-z0-9-]+` \d+,? )+)each in a message",
+                       _doc("README.md"))
+    assert quoted, "README no longer gives the sample run's hidden mentions"
+    counts = {name: int(n) for name, n in re.findall(r"`([a-z0-9-]+)` (\d+)", quoted.group(1))}
+    assert len(counts) == 3
+    assert {s: _row(run42, s)["blind_mentions"] for s in counts} == counts
+
+
+def test_readme_strategy_count_of_the_sample_figures() -> None:
+    # "On the ten sample logs with `-s all` (48 strategies)": measured with every built-in one;
+    # a strategy added or removed since means those totals need measuring again.
+    from replay.strategies import canonical_names
+
+    quoted = re.search(r"with `-s all` \((\d+) strategies\)", _doc("README.md"))
+    assert quoted and int(quoted.group(1)) == len(canonical_names())
+
+
+# --- docs/report.md, "Tables on a narrow terminal" ----------------------------------------------
+
+
+def _stdout_on_a_terminal(args: list[str], columns: int) -> str:
+    from click.testing import CliRunner
+
+    from replay.cli import cli
+    from replay.cli._main import load_commands
+
+    load_commands()
+    env = {"NO_COLOR": "1", "TTY_COMPATIBLE": "1", "COLUMNS": str(columns)}
+    result = CliRunner(env=env).invoke(cli, [str(a) for a in args], prog_name="replay",
+                                       catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return re.sub(r"\x1b\[[0-9;]*m", "", result.stdout)
+
+
+def test_report_doc_widths_below_which_tables_become_records() -> None:
+    quoted = re.search(r"below (\d+) columns for `breakeven` on the sample log, (\d+) for "
+                       r"`replay run`'s summary", _doc("docs/report.md"))
+    assert quoted, "docs/report.md no longer gives the widths"
+    for command, width in (("breakeven", int(quoted.group(1))), ("run", int(quoted.group(2)))):
+        args = [command, RUN42, "-q"]  # (every strategy: the default)
+
+        def records(columns: int) -> bool:
+            lines = _stdout_on_a_terminal(args, columns).splitlines()  # noqa: B023
+            return any(line.startswith("strategy  ") for line in lines)
+
+        assert records(width - 1), f"{command}: side by side at {width - 1} columns"
+        assert not records(width), f"{command}: records at {width} columns"
+
+
+# --- the shared dev samples ---------------------------------------------------------------------
+
+
+@needs_samples
+def test_baseline_prefix_breaks_on_the_pi_large_session() -> None:
+    summary = replay.replay(SAMPLES / PI_LARGE, ["baseline"], keep_records=False,
+                            per_turn=False).summary
+    breaks = _row(summary, "baseline")["prefix_breaks"]
+    for doc, pattern in (("README.md", r"\((\d+) on the pi large-session sample\)"),
+                         ("docs/strategies.md", r"\((\d+) on the pi large-session sample\)")):
+        quoted = re.search(pattern, _doc(doc))
+        assert quoted, f"{doc} no longer gives baseline's prefix breaks on pi large-session"
+        assert int(quoted.group(1)) == breaks, doc
+
+
+@needs_samples
+def test_strategies_doc_rewrite_counts_on_codex_a7() -> None:
+    text = _doc("docs/strategies.md")
+    quoted = re.search(r"`compact-chained-at-12000` and `prune-at-12000-keep-3` \(freeze-once\) "
+                       r"rewrite at (\d+) and (\d+) of the Codex a7 sample's (\d+) requests", text)
+    large = re.search(r"`prune-at-400k-keep-3`: (\d+) rewrites of the chained one on a7", text)
+    assert quoted and large, "docs/strategies.md no longer gives the rewrite counts on a7"
+    names = ["compact-chained-at-12000", "prune-at-12000-keep-3", "compact-chained-at-400k"]
+    turns = replay.replay(SAMPLES / CODEX_A7, names).turns
+    requests = turns.filter(turns["kind"] == "request")
+    rewriting = {name: requests.filter((requests["strategy"] == name)
+                                       & requests["rewrites"].is_not_null()).height
+                 for name in names}
+    assert rewriting == {names[0]: int(quoted.group(1)), names[1]: int(quoted.group(2)),
+                         names[2]: int(large.group(1))}
+    assert requests.filter(requests["strategy"] == names[0]).height == int(quoted.group(3))
+
+
+def _cells(doc: str, row_start: str) -> list[str]:
+    """The cells after the first of the table row of `doc` that starts with `row_start`."""
+    lines = (ROOT / doc).read_text(encoding="utf-8").splitlines()
+    line = next(line for line in lines if line.startswith(f"| {row_start}"))
+    return [c.strip() for c in line.strip().strip("|").split("|")][1:]
+
+
+def _figures(cell: str) -> list[float]:
+    """The figures of a cell, leaving out those of a `(was …)` aside."""
+    cell = re.sub(r"\(was [^)]*\)", "", cell)
+    return [_number(n) for n in re.findall(r"[−+-]?\d[\d,]*(?:\.\d+)?", cell)]
+
+
+@needs_samples
+def test_cache_rules_doc_codex_fidelity_table() -> None:
+    from replay.fidelity import fidelity
+
+    doc = "docs/cache-rules.md"
+    rows = {
+        "reads within 128 tokens": ("cache_read_within_128", "naive_rule_within_128", 100, 1),
+        "reads within max(2 %, 256)": ("cache_read_within_tolerance",
+                                       "naive_rule_within_tolerance", 100, 1),
+        "mean prompt error": ("mean_abs_prompt_error_tokens", None, 1, 1),
+        "session cost error": ("cost_error", "cost_error_explained", 100, None),
+    }
+    for column, sample in enumerate((CODEX_A7, CODEX_PLANETFALL)):
+        summary = fidelity(SAMPLES / sample).summary
+        for start, (first, second, scale, digits) in rows.items():
+            quoted = _figures(_cells(doc, start)[column])
+            measured = [summary[first] * scale] + ([summary[second] * scale] if second else [])
+            # (the cost errors, -12.7 % / +0.02 %, with as many decimals as the table gives)
+            digits_each = [1, 2] if digits is None else [digits] * len(measured)
+            assert quoted == [round(m, d) for m, d in zip(measured, digits_each, strict=True)], (
+                f"{doc}, {start}, {sample.split('/')[0]} column {column}")
+
+
+@needs_samples
+def test_readme_codex_reads_and_cost_error() -> None:
+    from replay.fidelity import fidelity
+
+    quoted = re.search(r"\(Codex samples: (\d+)–(\d+) % of reads within 128 tokens; .*? about "
+                       r"(−\d+) % of the session cost\)", _doc("README.md"))
+    assert quoted, "README no longer gives the Codex samples' reads and cost error"
+    low, high, cost = int(quoted.group(1)), int(quoted.group(2)), _number(quoted.group(3))
+    summaries = [fidelity(SAMPLES / s).summary for s in (CODEX_A7, CODEX_PLANETFALL)]
+    assert sorted(round(100 * s["cache_read_within_128"]) for s in summaries) == [low, high]
+    assert all(abs(100 * s["cost_error"] - cost) < 1 for s in summaries)
+
+
+# docs/adapters.md, "Dev samples": the first cell's words → the sample's file (a unique part).
+DEV_SAMPLES = {
+    "claude fe5e1c67": "fe5e1c67", "claude 5c0375b4": "5c0375b4",
+    "claude bmad 91_03598e5336": "91_03598e5336", "claude cb_190e483db3": "cb_190e483db3",
+    "claude planetfall 39": "39_648afe5b7f", "codex a7": "a7_1156299398",
+    "codex planetfall 18": "18_e55e8a9e52", "pi before-compaction": "before-compaction",
+    "pi large-session": "large-session", "opencode nimbus": "nimbus",
+}
+
+
+@needs_samples
+@pytest.mark.parametrize("label", sorted(DEV_SAMPLES))
+def test_adapters_doc_dev_sample_totals(label: str) -> None:
+    """docs/adapters.md's "Dev samples" table: requests, threads, and the billed totals
+    (uncached / read / write / output) the adapters read from each sample."""
+    [path] = [p for p in SAMPLES.glob("*/*full.json*") if DEV_SAMPLES[label] in p.name] or [
+        p for p in SAMPLES.glob("*/*.jsonl") if DEV_SAMPLES[label] in p.name]
+    requests_cell, totals_cell = _cells("docs/adapters.md", label)
+    session = replay.load(path)
+    markers = [e for e in session.events if e.type == "request"]
+    usages = [m.usage for m in markers if m.usage is not None]
+    assert len(markers) == int(re.match(r"\d+", requests_cell).group(0))
+    threads = re.search(r"main (\d+) \+ (\d+) sidechains", requests_cell)
+    if threads:
+        assert sum(m.thread == "main" for m in markers) == int(threads.group(1))
+        assert len({m.thread for m in markers}) - 1 == int(threads.group(2))
+    totals = [sum(getattr(u, field) or 0 for u in usages) for field in (
+        "input_tokens", "cache_read_tokens", "cache_write_5m_tokens", "output_tokens")]
+    totals[2] += sum(u.cache_write_1h_tokens or 0 for u in usages)
+    quoted = [int(_number(n)) for n in re.findall(r"\d[\d,]*", totals_cell)[:4]]
+    assert quoted == totals
+    cost = re.search(r"pi cost \$([\d.]+)", totals_cell)
+    if cost:
+        logged = sum(float(u.cost_usd) for u in usages if u.cost_usd is not None)
+        assert f"{logged:.4f}" == cost.group(1)
