@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
+import polars as pl
 import pytest
 from conftest import ROOT, RUN42
 from test_adapters_common import SAMPLES, needs_samples
@@ -229,3 +230,55 @@ def test_adapters_doc_dev_sample_totals(label: str) -> None:
     if cost:
         logged = sum(float(u.cost_usd) for u in usages if u.cost_usd is not None)
         assert f"{logged:.4f}" == cost.group(1)
+
+
+BMAD = ("claude_code/ShamsiievDmytro__entire-bmad__entire-checkpoints-v1__91_03598e5336_9_full"
+        ".jsonl")
+
+
+@needs_samples
+def test_adapters_doc_what_claude_code_sent_with_its_compaction_on_bmad() -> None:
+    """docs/adapters.md, the fit's `residual` row: on entire-bmad, the context the harness sent
+    with its compaction (fitted at the first request after it), and `baseline`, which drops it."""
+    from replay.fidelity import fidelity
+
+    cell = _cells("docs/adapters.md", "residual")[1]
+    quoted = re.search(r"re-attaches recent files: ~(\d+)k tokens on entire-bmad", cell)
+    costs = re.search(r"`baseline` cost \$[\d.]+, now \$([\d.]+), its peak prompt [\d,]+ → "
+                      r"([\d,]+)", cell)
+    assert quoted and costs, "docs/adapters.md no longer gives the bmad figures"
+    session = replay.load(SAMPLES / BMAD)
+    [compaction] = [i for i, e in enumerate(session.events) if e.type == "compaction"]
+    after = next(e.request_id for e in session.events[compaction:] if e.type == "request")
+    row = fidelity(session).frame.filter(pl.col("request_id") == after).row(0, named=True)
+    assert round(row["fitted_residual"] / 1000) == int(quoted.group(1))
+    baseline = _row(replay.replay(session, ["baseline"], keep_records=False,
+                                  per_turn=False).summary, "baseline")
+    assert f"{baseline['cost_usd']:.3f}" == costs.group(1)
+    assert baseline["peak_prompt_tokens"] == int(_number(costs.group(2)))
+
+
+def test_readme_tokenizer_factors_are_the_tables() -> None:
+    from replay.tokens import tokenizer_rows
+
+    quoted = re.search(r"Claude ([\d.]+) and Opus 4\.7\+ ([\d.]+), measured by `replay calibrate`",
+                       _doc("README.md"))
+    assert quoted, "README no longer gives the Claude factors"
+    factors = {r["family"]: r["factor"] for r in tokenizer_rows()}
+    assert (factors["claude"], factors["claude-new-tokenizer"]) == (
+        float(quoted.group(1)), float(quoted.group(2)))
+
+
+def test_batch_doc_constants() -> None:
+    from replay.batch import BatchOptions
+    from replay.batch._options import DEFAULT_CHAIN_BYTES, horizon_seconds
+    from replay.batch._run import BUNDLE_BYTES, BUNDLE_FILES
+
+    text = _doc("docs/batch.md")
+    ttl = re.search(r"`--cache-rules`; (\d+) hours today, DeepSeek's\)", text)
+    chain = re.search(r"A chain is also cut after (\d+) MiB of logs", text)
+    bundle = re.search(r"up to (\d+) files or (\d+) MiB per task", text)
+    assert ttl and chain and bundle, "docs/batch.md no longer gives these figures"
+    assert horizon_seconds(BatchOptions()) == int(ttl.group(1)) * 3600
+    documented = (int(chain.group(1)) * 2**20, int(bundle.group(1)), int(bundle.group(2)) * 2**20)
+    assert documented == (DEFAULT_CHAIN_BYTES, BUNDLE_FILES, BUNDLE_BYTES)
