@@ -282,3 +282,22 @@ def test_batch_doc_constants() -> None:
     assert horizon_seconds(BatchOptions()) == int(ttl.group(1)) * 3600
     documented = (int(chain.group(1)) * 2**20, int(bundle.group(1)), int(bundle.group(2)) * 2**20)
     assert documented == (DEFAULT_CHAIN_BYTES, BUNDLE_FILES, BUNDLE_BYTES)
+
+
+@needs_samples
+def test_report_doc_progress_bar_total_on_pi_before_compaction() -> None:
+    """docs/report.md's progress-bar example, in its sentence on the pi sample before-compaction:
+    the total is the counterfactual requests that strategy's break-even replays there."""
+    from replay.breakeven._breakeven import breakeven_config, strategy_rewrites
+    from replay.engine import ReplayConfig
+    from replay.strategies import resolve
+
+    quoted = re.search(r"\(`([a-z0-9-]+) · [\d,]+ / ([\d,]+) counterfactual requests`\)",
+                       _doc("docs/report.md"))
+    assert quoted, "docs/report.md no longer shows the progress bar"
+    session = replay.load(SAMPLES / "pi" / ("badlogic__pi-mono__packages_coding-agent_test_"
+                                            "fixtures_before-compaction.jsonl"))
+    [named] = resolve(quoted.group(1))
+    with strategy_rewrites(session, named, breakeven_config(session, ReplayConfig()),
+                           None) as rewrites:
+        assert sum(rewrites.steps) == int(_number(quoted.group(2)))
