@@ -301,3 +301,34 @@ def test_report_doc_progress_bar_total_on_pi_before_compaction() -> None:
     with strategy_rewrites(session, named, breakeven_config(session, ReplayConfig()),
                            None) as rewrites:
         assert sum(rewrites.steps) == int(_number(quoted.group(2)))
+
+
+CLAUDE_FIDELITY = {"bmad 91": "91_03598e5336", "cb_190": "cb_190e483db3",
+                   "planetfall 39": "39_648afe5b7f", "5c0375b4": "5c0375b4",
+                   "fe5e1c67": "fe5e1c67"}
+
+
+@needs_samples
+@pytest.mark.parametrize("label", sorted(CLAUDE_FIDELITY))
+def test_adapters_doc_claude_code_fidelity_table(label: str) -> None:
+    """docs/adapters.md's table of `replay fidelity` on the Claude Code samples."""
+    from replay.fidelity import fidelity
+
+    [path] = [p for p in (SAMPLES / "claude_code").glob("*.jsonl")
+              if CLAUDE_FIDELITY[label] in p.name]
+    requests, within, within_128, fitted, cost, outside = _cells("docs/adapters.md", label)
+    checked = fidelity(path)
+    summary = checked.summary
+    assert summary["requests"] == int(requests)
+    assert _figures(within) == [round(100 * summary["cache_read_within_tolerance"], 1),
+                                round(100 * summary["naive_rule_within_tolerance"], 1)]
+    assert _figures(within_128) == [round(100 * summary["cache_read_within_128"], 1)]
+    assert summary["fitted_reads"] == int(fitted)
+    assert _figures(cost) == [round(100 * summary["cost_error"], 2)]
+    off = [r for r in checked.frame.iter_rows(named=True) if not r["read_within_tolerance"]]
+    if outside == "—":
+        assert off == []
+    else:
+        indexes, cause = outside.split(": ")
+        assert [r["request_index"] for r in off] == [int(i) for i in indexes.split(", ")]
+        assert all(r["unexplained"].startswith(cause) for r in off)
