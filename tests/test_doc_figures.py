@@ -5,6 +5,7 @@ until the document says the new figure. Figures of the shared dev samples skip w
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from functools import cache
 
 import polars as pl
@@ -149,7 +150,7 @@ def test_strategies_doc_rewrite_counts_on_codex_a7() -> None:
 def _cells(doc: str, row_start: str) -> list[str]:
     """The cells after the first of the table row of `doc` that starts with `row_start`."""
     lines = (ROOT / doc).read_text(encoding="utf-8").splitlines()
-    line = next(line for line in lines if line.startswith(f"| {row_start}"))
+    line = next(line for line in lines if line.lstrip().startswith(f"| {row_start}"))
     return [c.strip() for c in line.strip().strip("|").split("|")][1:]
 
 
@@ -332,3 +333,42 @@ def test_adapters_doc_claude_code_fidelity_table(label: str) -> None:
         indexes, cause = outside.split(": ")
         assert [r["request_index"] for r in off] == [int(i) for i in indexes.split(", ")]
         assert all(r["unexplained"].startswith(cause) for r in off)
+
+
+@needs_samples
+def test_adapters_doc_opencode_nimbus_bill() -> None:
+    """docs/adapters.md, opencode: the nimbus sample's bill at genai-prices against opencode's
+    own cost, and what `replay fidelity` gives once reasoning is counted once."""
+    from replay.fidelity import fidelity
+
+    text = _doc("docs/adapters.md")
+    logged = re.search(r"\$([\d.]+) logged for \$([\d.]+) at genai-prices", text)
+    checked = re.search(r"recorded \$([\d.]+), simulated \$([\d.]+), cost ([+−]\d+\.\d+) % "
+                        r"\(([+−]\d+\.\d+) % on the requests the log explains\)", text)
+    assert logged and checked, "docs/adapters.md no longer gives the nimbus figures"
+    session = replay.load(SAMPLES / "opencode" / ("dayhaysoos__nimbus__entire-checkpoints-v1__07_"
+                                                  "fe4e0ea90c_1_full.json"))
+    own = sum(Decimal(e.usage.cost_usd) for e in session.events
+              if e.type == "request" and e.usage and e.usage.cost_usd is not None)
+    summary = fidelity(session).summary
+    assert f"{own:.4f}" == logged.group(1)
+    assert f"{summary['recorded_cost_usd']:.4f}" == logged.group(2) == checked.group(1)
+    assert f"{summary['simulated_cost_usd']:.4f}" == checked.group(2)
+    assert round(100 * summary["cost_error"], 2) == _number(checked.group(3))
+    assert round(100 * summary["cost_error_explained"], 2) == _number(checked.group(4))
+
+
+@needs_samples
+@pytest.mark.parametrize("sample", ["before-compaction", "large-session"])
+def test_adapters_doc_pi_restarts_and_level_changes(sample: str) -> None:
+    """docs/adapters.md, pi fidelity table: the restarts the adapter infers and the logged
+    thinking-level changes of each sample."""
+    row = _cells("docs/adapters.md", f"{sample} (")[1]
+    quoted = re.search(r"\((\d+) inferred restarts, (\d+) level changes?\)", row)
+    assert quoted, f"docs/adapters.md no longer gives {sample}'s restarts"
+    session = replay.load(SAMPLES / "pi" / f"badlogic__pi-mono__packages_coding-agent_test_"
+                                           f"fixtures_{sample}.jsonl")
+    levels = [e.thinking_level for e in session.events if e.type == "request"]
+    changes = sum(a != b for a, b in zip(levels, levels[1:], strict=False))
+    assert (session.header.inferred_restarts, changes) == (int(quoted.group(1)),
+                                                          int(quoted.group(2)))
