@@ -372,3 +372,23 @@ def test_adapters_doc_pi_restarts_and_level_changes(sample: str) -> None:
     changes = sum(a != b for a, b in zip(levels, levels[1:], strict=False))
     assert (session.header.inferred_restarts, changes) == (int(quoted.group(1)),
                                                           int(quoted.group(2)))
+
+
+def test_the_defaults_the_docs_give_are_the_options() -> None:
+    from replay.cli import cli
+    from replay.cli._main import load_commands
+
+    load_commands()
+
+    def default(command: str, name: str):
+        return next(p for p in cli.commands[command].params if p.name == name).default
+
+    naive = re.search(r"Run on the first `--naive-requests` requests \(default (\d+)\)",
+                      _doc("docs/performance.md"))
+    assert naive and default("bench", "naive_requests") == int(naive.group(1))
+    assert "`--workers 1` (the default, one process, as before)" in _doc("docs/performance.md")
+    assert {default(c, "workers") for c in ("run", "breakeven", "report")} == {1}
+    assert "`--breakeven / --no-breakeven` (default on)" in _doc("docs/report.md")
+    assert default("report", "breakeven") is True
+    assert "`--engine pool` (default)" in _doc("docs/batch.md")
+    assert default("batch", "engine") == "pool"
