@@ -392,3 +392,44 @@ def test_the_defaults_the_docs_give_are_the_options() -> None:
     assert default("report", "breakeven") is True
     assert "`--engine pool` (default)" in _doc("docs/batch.md")
     assert default("batch", "engine") == "pool"
+
+
+PROBE = '''"""What a token-sized rule counts of the full history, and of it the size-only parts."""
+from replay.strategies import AssistantItem, UserItem
+from replay.strategies._common import request_tokens, sized_only
+
+NAME = "probe-counted-size"
+
+
+def strategy(history, ctx):
+    if ctx.request_index == AT:
+        sizes = (request_tokens(history, ctx),
+                 sum(sized_only(i) for i in history if isinstance(i, AssistantItem)),
+                 sum(sized_only(i) for i in history if isinstance(i, UserItem)))
+        with open(OUT, "w") as f:
+            f.write(" ".join(map(str, sizes)))
+    return history
+'''
+
+
+@needs_samples
+def test_strategies_doc_thinking_a_rule_counts_on_codex_a7(tmp_path, clean_registry) -> None:
+    """docs/strategies.md: at a7's largest request a token-sized rule counts the earlier turns'
+    reasoning OpenAI strips (the figure is its size and the rule's count), and the unlogged
+    context it used to miss."""
+    from replay.strategies import load_strategy_file
+
+    quoted = re.search(r"\(~(\d+)k of the (\d+)k tokens a rule counts at request (\d+), the Codex "
+                       r"a7 sample's largest\); before, the rules missed all of it and the "
+                       r"unlogged context \(~(\d+)k there\)", _doc("docs/strategies.md"))
+    assert quoted, "docs/strategies.md no longer gives the a7 sizes"
+    thinking, counted, at, unlogged = (int(g) for g in quoted.groups())
+    out, path = tmp_path / "sizes.txt", tmp_path / "probe_counted_size.py"
+    path.write_text(f"AT = {at}\nOUT = {str(out)!r}\n{PROBE}", encoding="utf-8")
+    load_strategy_file(path)
+    result = replay.replay(SAMPLES / CODEX_A7, ["recorded", "probe-counted-size"])
+    recorded = result.turns.filter((pl.col("strategy") == "recorded")
+                                   & (pl.col("kind") == "request"))
+    assert recorded.sort("prompt_tokens")["request_index"][-1] == at  # the largest request
+    sizes = [int(n) for n in out.read_text().split()]
+    assert [round(n / 1000) for n in sizes] == [counted, thinking, unlogged]
