@@ -433,3 +433,31 @@ def test_strategies_doc_thinking_a_rule_counts_on_codex_a7(tmp_path, clean_regis
     assert recorded.sort("prompt_tokens")["request_index"][-1] == at  # the largest request
     sizes = [int(n) for n in out.read_text().split()]
     assert [round(n / 1000) for n in sizes] == [counted, thinking, unlogged]
+
+
+CALIBRATION_ROWS = {
+    "entire-bmad 91": "claude_code/*91_03598e5336*full.jsonl",
+    "cb_190": "claude_code/*cb_190e483db3*full.jsonl",
+    "planetfall 39": "claude_code/*39_648afe5b7f*full.jsonl",
+    "d-kimuson 5c0375b4": "claude_code/*5c0375b4.jsonl",
+    "d-kimuson fe5e1c67": "claude_code/*fe5e1c67.jsonl",
+    "pi before-compaction": "pi/*before-compaction.jsonl",
+    "pi large-session": "pi/*large-session.jsonl",
+}
+
+
+@needs_samples
+@pytest.mark.parametrize("label", sorted(CALIBRATION_ROWS))
+def test_calibration_doc_column_d_is_what_fidelity_gives(label: str) -> None:
+    """docs/calibration.md's table of `replay fidelity` before and after the signed fit: its
+    column D (measured factors, signed fit) is what the code gives now."""
+    from replay.fidelity import fidelity
+
+    [path] = SAMPLES.glob(CALIBRATION_ROWS[label])
+    within, within_128, cost, residual = (_figures(c)[-1]
+                                          for c in _cells("docs/calibration.md", label))
+    summary = fidelity(path).summary
+    assert within == round(100 * summary["cache_read_within_tolerance"], 1)
+    assert within_128 == round(100 * summary["cache_read_within_128"], 1)
+    assert cost == round(100 * summary["cost_error"], 2)
+    assert residual == summary["fitted_residual_tokens"]
