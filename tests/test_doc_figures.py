@@ -461,3 +461,24 @@ def test_calibration_doc_column_d_is_what_fidelity_gives(label: str) -> None:
     assert within_128 == round(100 * summary["cache_read_within_128"], 1)
     assert cost == round(100 * summary["cost_error"], 2)
     assert residual == summary["fitted_residual_tokens"]
+
+
+@needs_samples
+def test_calibration_doc_table_is_what_calibrate_measures() -> None:
+    """docs/calibration.md, "Measured on the sample logs": pairs, factor with its interval,
+    quartiles and fitted framing of each family, as `replay calibrate` gives them now."""
+    from replay.tokens import calibrate
+
+    logs = sorted((SAMPLES / "claude_code").glob("*.jsonl"))
+    families = {c.family: c for c in calibrate([replay.load(p) for p in logs])}
+    for family in ("claude", "claude-new-tokenizer"):
+        _, pairs, factor, quartiles, framing = _cells("docs/calibration.md", f"`{family}`")
+        c = families[family]
+        assert _figures(pairs) == [c.pairs, c.candidates], family
+        assert _figures(factor.replace("–", " ")) == [
+            round(x, 3) for x in (c.factor.value, c.factor.low, c.factor.high)], family
+        assert _figures(quartiles) == [round(q, 2) for q in c.quartiles], family
+        fitted = [round(c.framing.factor.value, 3), round(c.framing.per_message.value, 1)]
+        if "calls not separable" not in framing:
+            fitted.append(round(c.framing.per_tool_call.value, 1))
+        assert _figures(framing) == fitted, family
