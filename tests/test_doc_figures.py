@@ -482,3 +482,34 @@ def test_calibration_doc_table_is_what_calibrate_measures() -> None:
         if "calls not separable" not in framing:
             fitted.append(round(c.framing.per_tool_call.value, 1))
         assert _figures(framing) == fitted, family
+
+
+@needs_samples
+def test_cache_rules_doc_what_the_codex_logs_cannot_explain() -> None:
+    """docs/cache-rules.md, "What the log cannot explain": the reads `replay fidelity` labels
+    on the two Codex rollouts, by label (and request, where the doc names them)."""
+    from replay.fidelity import fidelity
+
+    text = _doc("docs/cache-rules.md")
+    routing = re.search(r"`routing/eviction` and `stale entry` \(a7 (\d+) \+ (\d+), planetfall "
+                        r"(\d+) \+ (\d+)\)", text)
+    size = re.search(r"`prompt size` \(a7 (\d+), was \d+\)", text)
+    retention = re.search(r"`retention` \(a7 (\d+): requests ([\d, ]+)\)", text)
+    prefix = re.search(r"`prompt prefix changed outside the log` \(a7 request (\d+)\)", text)
+    assert routing and size and retention and prefix and "`retried request` (one in each)" in text
+    labelled = {}
+    for name, sample in (("a7", CODEX_A7), ("planetfall", CODEX_PLANETFALL)):
+        frame = fidelity(SAMPLES / sample).frame
+        labelled[name] = {}
+        for row in frame.filter(pl.col("unexplained").is_not_null()).iter_rows(named=True):
+            label = row["unexplained"].split(":")[0]
+            labelled[name].setdefault(label, []).append(row["request_index"])
+    a7, planetfall = labelled["a7"], labelled["planetfall"]
+    counts = [len(log[label]) for log in (a7, planetfall)
+              for label in ("routing/eviction", "stale entry")]
+    assert counts == [int(g) for g in routing.groups()]
+    assert len(a7["prompt size"]) == int(size.group(1))
+    assert a7["retention"] == [int(n) for n in retention.group(2).split(", ")]
+    assert len(a7["retention"]) == int(retention.group(1))
+    assert a7["prompt prefix changed outside the log"] == [int(prefix.group(1))]
+    assert len(a7["retried request"]) == len(planetfall["retried request"]) == 1
