@@ -513,3 +513,12 @@ def test_cache_rules_doc_what_the_codex_logs_cannot_explain() -> None:
     assert len(a7["retention"]) == int(retention.group(1))
     assert a7["prompt prefix changed outside the log"] == [int(prefix.group(1))]
     assert len(a7["retried request"]) == len(planetfall["retried request"]) == 1
+
+
+def test_performance_doc_share_thresholds() -> None:
+    from replay.engine._parallel import SHARE_MIN_STEPS, SHARE_STEPS
+
+    quoted = re.search(r"when that is at least (\d+) per request of its run and ([\d,]+) per "
+                       r"share", _doc("docs/performance.md"))
+    assert quoted, "docs/performance.md no longer gives the break-even share thresholds"
+    assert (int(quoted.group(1)), int(_number(quoted.group(2)))) == (SHARE_STEPS, SHARE_MIN_STEPS)
