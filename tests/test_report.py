@@ -383,6 +383,10 @@ def test_chart_specs(result, metric) -> None:
     lines = json.dumps(spec["layer"][0]["encoding"].get("detail"))
     assert ('"t"' in lines) == (metric != "cost")
     assert all(row["t"] == "main" for row in series_rows(result.records))
+    # The request axis ends at the last request, not at a round number past it.
+    assert spec["layer"][0]["encoding"]["x"]["scale"] == {"nice": False}
+    scale = next(s for s in compiled["scales"] if s["name"] == "x")
+    assert scale.get("nice") is False
 
 
 def test_strategy_names_with_dots_are_fields_not_paths() -> None:
