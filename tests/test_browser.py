@@ -410,3 +410,46 @@ def test_context_the_log_lacks_is_not_shown_as_added_by_the_strategy(browser, tm
     assert "not added by the strategy" in estimated[0]
     assert not [cls for cls, _ in entries if cls in ("entry removed", "entry added")], entries
     assert not browser.errors()
+
+
+def test_messages_a_logged_compaction_re_sent_are_not_shown_as_added_by_recorded(
+    browser, tmp_path
+):
+    """Codex's compaction re-sends the initial context after its summary
+    (`compacted_history`): `recorded`, which applies the log's compaction, sends it, though no
+    history holds it. The diff titles it as the compaction's, not as the strategy's addition."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_adapters_codex import _item, _message, _tokens, _write, codex_lines
+
+    from replay.report import html_report
+
+    lines = codex_lines() + [
+        _message("03.000", "user", "Now count them."),
+        _item("03.001", {"type": "user_message", "message": "Now count them."}, "event_msg"),
+        _message("03.500", "assistant", "Counting."),
+        _tokens("03.600", 1400, 1024, 5, 3900),
+        _item("04.000", {"message": "", "replacement_history": [
+            {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}
+            for role, text in (("user", "List the files."),
+                               ("developer", "<permissions instructions>new"),
+                               ("user", "Now count them."))
+        ]}, "compacted"),
+        _tokens("04.100", 0, 0, 0, 3900),  # the context estimate
+        _message("05.000", "assistant", "Two."),
+        _tokens("05.100", 600, 0, 2, 4500),
+    ]
+    log = _write(tmp_path, lines)
+    path = tmp_path / "rebuilt.html"
+    path.write_text(html_report(log, "recorded", breakeven=False), encoding="utf-8")
+    _load(browser, path.as_uri() + "#strategy=recorded&request=3")
+    entries = browser.evaluate(
+        "[...document.querySelectorAll('#nav-body .entry')].map(e => [e.className,"
+        " e.querySelector('.head').textContent, e.textContent])"
+    )
+    rebuilt = [head for cls, head, text in entries if "<permissions instructions>new" in text]
+    assert rebuilt and all("re-sent by the log's own compaction" in h for h in rebuilt), entries
+    assert not [h for _, h, _ in entries if "added by the strategy" in h
+                and "not added" not in h], entries
+    assert not browser.errors()

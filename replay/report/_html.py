@@ -41,6 +41,10 @@ _FLAG_STUBBED, _FLAG_INJECTED, _FLAG_ERROR = 1, 2, 4
 _FLAG_ESTIMATED = 8
 """A stand-in for context the log lacks (known by its size from the provider's usage): sent in
 views, in no history, and not something the strategy added."""
+_FLAG_REBUILT = 16
+"""A message the log's own compaction re-sent (Codex's `replacement_history`, repeated after
+the compaction: `UserMessage.compacted_history`): in `recorded`'s views only, in no history,
+and added by the agent's compaction, not by the strategy."""
 
 RECORD_FIELDS = [
     "i",  # request index (file order, all threads): a key of `requests`
@@ -73,6 +77,8 @@ class _Interner:
     text_ids: dict[str, int] = field(default_factory=dict)
     items: list[list[Any]] = field(default_factory=list)
     item_ids: dict[tuple, int] = field(default_factory=dict)
+    rebuilt: frozenset[int] = frozenset()
+    """Event indexes of the messages a logged compaction re-sent (`_FLAG_REBUILT`)."""
 
     def text(self, value: str) -> int:
         n = self.text_ids.get(value)
@@ -130,6 +136,8 @@ def _describe(item: Any, interner: _Interner) -> tuple[tuple, list[Any]]:
         flags |= _FLAG_ESTIMATED if getattr(item, "estimated_tokens", None) is not None else 0
     elif kind == "?":
         label = type(item).__name__
+    if kind == "u" and event in interner.rebuilt:
+        flags |= _FLAG_REBUILT
     key = (kind, event, text, label, flags, original)
     return key, [kind, interner.text(text), interner.text(label), event, -1, original, flags]
 
@@ -281,7 +289,9 @@ class _Document:
         from replay.engine._results import ResultTables
 
         self.session = session
-        self.interner = _Interner()
+        self.interner = _Interner(rebuilt=frozenset(
+            n for n, e in enumerate(session.events) if getattr(e, "compacted_history", False)
+        ))
         self.thread_names, self.histories, self.history_at = _histories(session, self.interner)
         """`history_at[i]`: items of request i's thread history before it."""
         self.thread_index = {name: n for n, name in enumerate(self.thread_names)}

@@ -316,6 +316,7 @@
     let title = ROLE[kind] || kind;
     if (label && T[label]) title += " · " + T[label];
     if (flags & 8) title += " (not in the log)";
+    else if (flags & 16) title += " (re-sent by the logged compaction)";
     else if (flags & 2) title += " (injected)";
     if (flags & 4) title += " (error)";
     if (flags & 1) title += " (shortened from " + fmtInt(original) + " chars)";
@@ -378,12 +379,17 @@
     const text = T[ITEMS[id][1]];
     const hiddenText = op === "removed" ? text : (op === "changed" ? T[ITEMS[e.hist][1]] : "");
     const used = fragments.length && hiddenText && usesFragment(hiddenText, fragments);
-    // Context the log lacks is in the views, not in the history: "added", but not by the strategy.
+    // Context the log lacks, and messages the log's own compaction re-sent, are in the views,
+    // not in the history: "added", but not by the strategy.
     const estimated = op === "added" && (ITEMS[id][6] & 8);
-    const node = el("div", { class: "entry " + (estimated ? "estimated" : op), "data-op": op, "data-pos": e.pos === undefined ? null : e.pos },
+    const rebuilt = op === "added" && !estimated && (ITEMS[id][6] & 16);
+    const why = estimated ? "estimated from the provider's usage, not added by the strategy"
+      : rebuilt ? "re-sent by the log's own compaction, not added by the strategy"
+      : { same: "unchanged", removed: "removed by the strategy", added: "added by the strategy", changed: "rewritten by the strategy" }[op];
+    const node = el("div", { class: "entry " + (estimated || rebuilt ? "estimated" : op), "data-op": op, "data-pos": e.pos === undefined ? null : e.pos },
       el("div", { class: "head" },
         el("span", { class: "role", text: itemTitle(id) }),
-        el("span", { text: estimated ? "estimated from the provider's usage, not added by the strategy" : { same: "unchanged", removed: "removed by the strategy", added: "added by the strategy", changed: "rewritten by the strategy" }[op] }),
+        el("span", { text: why }),
         used ? el("span", { class: "badge", text: "hidden text the agent used" }) : null,
         el("span", { class: "size", text: itemSize(id) })));
     if (op === "changed") node.append(...changedBlock(T[ITEMS[e.hist][1]], text, fragments));
