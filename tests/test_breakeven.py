@@ -1590,6 +1590,33 @@ def test_a_counterfactual_over_the_context_window_is_named(provider) -> None:
     assert "context window" not in _only(unlimited).disagreement
 
 
+def test_a_request_over_the_window_in_both_runs_is_not_counted_against_the_rewrite() -> None:
+    """Only the requests the counterfactual sends over the window *where the rewritten run
+    fits* are named (the module's docstring): where both are over, no harness could send
+    either, and the rewrite is not what made the difference."""
+    turns = [
+        Turn(f"step {i}", [Call("read_file", {"path": f"f{i}.py"}, gen.filler(2_000, i))])
+        for i in range(8)
+    ] + [Turn("done")]
+    session = build_session(turns, provider="anthropic")
+    billed = [r.request.total - r.outcome.dropped_tokens
+              for r in _Run(session, resolve(["baseline"])[0], ReplayConfig()).run()]
+    folded = [r.request.total - r.outcome.dropped_tokens
+              for r in _Run(session, _folding_strategy(3), ReplayConfig()).run()]
+    # A window the folded run outgrows at its last request only; the run without the fold
+    # outgrows it earlier (from request 6 on, as above, or sooner).
+    window = folded[-1] - 1
+    assert folded[-2] <= window < billed[6]
+    rows, records = breakeven_session(
+        session, [_folding_strategy(3)], ReplayConfig(context_window=window)
+    )
+    row = _only(rows)
+    assert [r.over_window for r in records][-1] and not any(r.over_window for r in records[:-1])
+    over = sum(b > window for b in billed[3:-1])  # the last: over in both runs
+    assert (f"without it, {over:,} of the {row.horizon:,} requests compared are over the "
+            f"{window:,}-token context window") in row.disagreement
+
+
 def test_a_compaction_in_a_branch_thread_counts_its_summarizer_call() -> None:
     """A Claude Code branch is thread `main/branch-1` (docs/adapters.md), its summarizer calls
     `main/branch-1/summarizer`: a compaction there costs its summarizer call like one in `main`
