@@ -1034,6 +1034,35 @@ def test_a_repeated_rewrite_label_on_a_view_that_only_grew_is_no_rewrite() -> No
     assert rows == []
 
 
+def test_a_placeholder_made_again_in_the_same_words_is_no_rewrite() -> None:
+    """A strategy that builds its cleared results anew at every request (new objects, the same
+    placeholder text) changes no prompt after the first clearing: one row, at the request that
+    cleared, not one per request that re-made the placeholder (a row is a request where the
+    strategy rewrote earlier context; these send it as the request before did)."""
+    import dataclasses
+
+    def build() -> object:
+        def clear_first(history, ctx):
+            if ctx.request_index < 2:
+                return View(list(history))
+            first = next(n for n, x in enumerate(history) if isinstance(x, ToolResultItem))
+            fresh = dataclasses.replace(history[first], output=PLACEHOLDER, original_chars=1)
+            items = [*history[:first], fresh, *history[first + 1:]]
+            return View(items, [], [RewriteEvent("clear", "first result cleared")])
+
+        return clear_first
+
+    spec = StrategySpec(
+        family="remake", pattern="remake", build=build, cache_class="freeze-once", rule="remake"
+    )
+    turns = [Turn(f"step {i}", [Call("read_file", {"path": f"f{i}.py"}, "x" * 900)])
+             for i in range(4)]
+    session = build_session(turns + [Turn("done")], provider="anthropic")
+    rows, records = breakeven_session(session, [NamedStrategy("remake", spec, {})])
+    assert [r.diff.is_break for r in records] == [False, False, True, False, False]
+    assert [row.request_index for row in rows] == [2]
+
+
 def test_the_table_prints_the_closed_form_as_the_json_has_it() -> None:
     from replay.report._table import closed_form_text
 
