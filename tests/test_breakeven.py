@@ -1063,6 +1063,49 @@ def test_a_placeholder_made_again_in_the_same_words_is_no_rewrite() -> None:
     assert [row.request_index for row in rows] == [2]
 
 
+def test_a_compaction_that_also_stubs_a_result_it_keeps_is_compared_without_both() -> None:
+    """The rewrite at a request is all it changed there: a compaction that also stubs a result
+    it keeps (in place) is compared with the run without either, so its counterfactual at
+    that request is the view before it plus what the history gained — here `baseline`'s
+    (only the strategy's *later* rewrites in place are made in the counterfactual too)."""
+    at = 3
+
+    def build() -> object:
+        kept: list = []
+        covered = 0
+
+        def fold_and_stub(history, ctx):
+            nonlocal kept, covered
+            if ctx.request_index < at:
+                return View(list(history))
+            if ctx.request_index == at:
+                results = [n for n, x in enumerate(history) if isinstance(x, ToolResultItem)]
+                p = results[-2]  # a result the request before sent too
+                tail = [replace_output(x, "[stub]") if n == p else x
+                        for n, x in enumerate(history) if n >= p - 1]
+                kept = [history[0], SummaryItem(text="Summary: read the files."), *tail]
+                covered = len(history)
+                return View(kept, [], [RewriteEvent("compaction", "fold and stub")])
+            return View([*kept, *history[covered:]])
+
+        return fold_and_stub
+
+    spec = StrategySpec(
+        family="foldstub", pattern="foldstub", build=build, cache_class="freeze-once",
+        rule="foldstub",
+    )
+    turns = [Turn(f"step {i}", [Call("read_file", {"path": f"f{i}.py"}, gen.filler(2_000, i))])
+             for i in range(6)]
+    session = build_session(turns + [Turn("done")], provider="anthropic")
+    billed = [r.request.total - r.outcome.dropped_tokens
+              for r in _Run(session, resolve(["baseline"])[0], ReplayConfig()).run()]
+    rows, records = breakeven_session(session, [NamedStrategy("foldstub", spec, {})])
+    row = _only(rows)
+    assert row.request_index == at
+    sent = records[at].request.total - records[at].outcome.dropped_tokens
+    assert row.removed_tokens == billed[at] - sent
+
+
 def test_the_table_prints_the_closed_form_as_the_json_has_it() -> None:
     from replay.report._table import closed_form_text
 
