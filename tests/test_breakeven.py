@@ -1063,6 +1063,32 @@ def test_a_placeholder_made_again_in_the_same_words_is_no_rewrite() -> None:
     assert [row.request_index for row in rows] == [2]
 
 
+def test_a_rewrite_names_each_kind_of_event_once() -> None:
+    """`event` says what the strategy did (`clear`, `compaction,clear`…): two clearings at one
+    request are one `clear`, not `clear,clear`."""
+
+    def build() -> object:
+        def clear_two(history, ctx):
+            if ctx.request_index < 2:
+                return View(list(history))
+            results = [n for n, x in enumerate(history) if isinstance(x, ToolResultItem)][:2]
+            items = [replace_output(x, PLACEHOLDER) if n in results else x
+                     for n, x in enumerate(history)]
+            events = [RewriteEvent("clear", "first result"), RewriteEvent("clear", "second")]
+            return View(items, [], events if ctx.request_index == 2 else [])
+
+        return clear_two
+
+    spec = StrategySpec(
+        family="two", pattern="two", build=build, cache_class="freeze-once", rule="two"
+    )
+    turns = [Turn(f"step {i}", [Call("read_file", {"path": f"f{i}.py"}, "x" * 900)])
+             for i in range(3)]
+    session = build_session(turns + [Turn("done")], provider="anthropic")
+    rows, _ = breakeven_session(session, [NamedStrategy("two", spec, {})])
+    assert [(r.request_index, r.event) for r in rows] == [(2, "clear")]
+
+
 def test_a_compaction_that_also_stubs_a_result_it_keeps_is_compared_without_both() -> None:
     """The rewrite at a request is all it changed there: a compaction that also stubs a result
     it keeps (in place) is compared with the run without either, so its counterfactual at
