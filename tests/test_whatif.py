@@ -677,3 +677,18 @@ def test_an_edit_at_a_thread_s_first_request_starts_where_it_parts_from_the_reco
     ref, mine = _requests_of(records, "recorded"), _requests_of(records, edit.name)
     assert 0 < mine[0].request.total < ref[0].request.total
     assert row.first_edit_token == mine[0].request.total
+
+
+def test_an_edit_that_has_not_paid_back_when_the_log_ends_says_so() -> None:
+    """Without a later compaction of the log's, the two runs never send the same view again
+    (the edit is made at every later request): an edit that has not paid back when the log
+    ends says the log ended, not that both runs sent the same view."""
+    turns = [Turn(f"step {i}", [Call("read_file", {"path": f"f{i}.py"}, gen.filler(3_000, i))])
+             for i in range(5)] + [Turn("done")]
+    session = build_session(turns, provider="anthropic")
+    at = 4  # one request after it: the re-billed suffix is not paid back by then
+    edit = whatif_strategy(at, Selector.parse("older-than:3"), False)
+    [row], _ = breakeven_edit(session, resolve("recorded")[0], edit, at)
+    assert row.horizon == 2 and row.breakeven_simulated is None
+    assert "log ended before payback" in row.disagreement
+    assert "same view" not in row.disagreement
