@@ -935,6 +935,13 @@ def test_split_gives_each_rewrite_to_one_share_of_about_the_same_work(steps, sha
     assert _breakeven.split(steps, shares) == parts
 
 
+def test_split_hands_out_the_longest_rewrite_first() -> None:
+    """By hand: rewrites of 1, 1, 1 and 5 requests on two shares. Longest first, each to the
+    share with the least so far: 5 → share 0; then 1, 1, 1 → share 1 (loads 5 and 3). Shortest
+    first would end with loads 2 and 6: the 5-request rewrite last, on a loaded share."""
+    assert _breakeven.split([1, 1, 1, 5], 2) == [[3], [0, 1, 2]]
+
+
 def test_each_rewrite_s_steps_are_the_horizon_its_analysis_compares():
     """(What shares are balanced by, known before any rewrite is analysed.)"""
     session = read_log(RUN42)
