@@ -1096,6 +1096,32 @@ def test_a_rewrite_names_each_kind_of_event_once() -> None:
     assert [(r.request_index, r.event) for r in rows] == [(2, "clear")]
 
 
+def test_a_summary_inserted_before_earlier_items_is_a_rewrite() -> None:
+    """A strategy that inserts a summary before items the previous request sent, without
+    dropping any, changes that request's prefix: a (structural) rewrite with its row, not a
+    view that only grew."""
+
+    def build() -> object:
+        def insert(history, ctx):
+            if ctx.request_index < 2:
+                return View(list(history))
+            note = SummaryItem(text="Summary: the task so far.")
+            events = [RewriteEvent("compaction", "a note")] if ctx.request_index == 2 else []
+            return View([history[0], note, *history[1:]], [], events)
+
+        return insert
+
+    spec = StrategySpec(
+        family="note", pattern="note", build=build, cache_class="freeze-once", rule="note"
+    )
+    turns = [Turn(f"step {i}", [Call("read_file", {"path": f"f{i}.py"}, "x" * 900)])
+             for i in range(3)]
+    session = build_session(turns + [Turn("done")], provider="anthropic")
+    rows, records = breakeven_session(session, [NamedStrategy("note", spec, {})])
+    assert records[2].diff.is_break
+    assert [(r.request_index, r.event) for r in rows] == [(2, "compaction")]
+
+
 def test_a_compaction_that_also_stubs_a_result_it_keeps_is_compared_without_both() -> None:
     """The rewrite at a request is all it changed there: a compaction that also stubs a result
     it keeps (in place) is compared with the run without either, so its counterfactual at
