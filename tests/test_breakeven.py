@@ -195,6 +195,53 @@ def test_the_run_without_a_logged_compaction_is_not_sent_what_the_harness_re_att
                                         for b, r in zip(base[4:], rec[4:], strict=True))
 
 
+def test_what_the_harness_re_attached_stays_in_the_run_without_a_later_compaction() -> None:
+    """The files Claude Code re-attached with a logged compaction go with that compaction: a
+    view that no longer holds an event it replaced (here every view after it, the run without
+    a *second* compaction included) still sends them. The run without `recorded`'s second
+    compaction is `recorded` on the log without that compaction: removed = its prompt −
+    recorded's at the request after it."""
+    from datetime import timedelta
+
+    from test_unlogged import MAIN_THREAD, T0, WORDS, _index, _session, _turns
+
+    from replay.engine._unlogged import RequestFit, UnloggedContext
+    from replay.log import Compaction
+
+    def session_of(second: bool):
+        events = _turns(MAIN_THREAD, 0, 4, T0)
+        first_ids = [e.id for e in events if e.id]
+        later = T0 + timedelta(minutes=2)
+        events.append(Compaction(ts=later, summary="Summary one. " + WORDS * 20,
+                                 replaces=first_ids, id="c1", trigger="auto"))
+        middle = _turns(MAIN_THREAD, 4, 2, later)
+        events += middle
+        last = later + timedelta(minutes=2)
+        if second:
+            events.append(Compaction(ts=last, summary="Summary two. " + WORDS * 5,
+                                     replaces=["c1", *[e.id for e in middle if e.id]],
+                                     id="c2", trigger="auto"))
+        events += _turns(MAIN_THREAD, 6, 2, last)
+        session = _session(events, hidden=4000)
+        compaction = next(n for n, e in enumerate(session.events) if isinstance(e, Compaction))
+        after = _index(session, "main-r4")
+        fit = UnloggedContext(
+            requests={(MAIN_THREAD, after): RequestFit(before=3000, compaction=compaction)}
+        )
+        return session, ReplayConfig(unlogged_context=fit)
+
+    session, config = session_of(True)
+    rows, _ = breakeven_session(session, ["recorded"], config)
+    row = next(r for r in rows if r.request_index == 6)
+    plain, plain_config = session_of(False)
+    without = [r for r in _replay.replay_session(plain, "recorded", plain_config)
+               if r.kind == "request"]
+    made = [r for r in _replay.replay_session(session, "recorded", config)
+            if r.kind == "request"]
+    assert without[5].request.total == made[5].request.total  # alike before it
+    assert row.removed_tokens == without[6].request.total - made[6].request.total > 3000
+
+
 def _compacted_then_cleared(tmp_path, compaction: bool):
     """Two file reads and two test runs, a logged compaction, then a third read that the
     harness clears (`cleared_at`) three requests later, and more test runs."""
