@@ -1827,3 +1827,37 @@ def test_every_known_name_is_one_the_check_would_count_and_says_where_it_comes_f
         for name in group["names"]:
             assert _blind._DISTINCTIVE.search(name) is not None, name
             assert "/" not in name.rstrip("/"), name
+
+
+def test_a_code_too_short_to_quote_ending_a_sentence_is_no_mention() -> None:
+    """`E4021.` ends a sentence: without its full stop the name is five characters, under the
+    six a quotable piece needs (`_QUOTABLE`), so it is no mention, as `E4021` alone is not."""
+    assert _quoted("FAILED export: error E4021 (E4021x)", said="It fails with E4021.") == []
+    assert _quoted("FAILED export: error E40213", said="It fails with E40213.") == ["E40213"]
+
+
+def test_a_dot_counts_only_inside_a_name() -> None:
+    """In prose, a dot makes a piece name something exact only inside it (`_DISTINCTIVE`:
+    `src/api.js`, `config.yaml`), as a digit or a slash does anywhere: a leading dot alone
+    (`.prettierrc`, `.gitignore`) is a word of every project."""
+    output = "wrote .prettierrc and settings.yaml"
+    assert _quoted(output, said="Done: .prettierrc updated.") == []
+    assert _quoted(output, said="Done: settings.yaml updated.") == ["settings.yaml"]
+
+
+def test_an_absolute_path_whose_relative_form_is_too_short_to_search_stays_hidden() -> None:
+    """The relative form of an absolute path counts as shown only when it is a quotable piece
+    itself: `a.js` is found inside any `data.js`, so `/work/app/a.js` that only a hidden result
+    held is hidden although the view shows `data.js`."""
+    path = "/work/app/a.js"
+    history = [
+        UserItem("Fix the loader.", event_index=0),
+        AssistantItem((_call("c1", "grep", pattern="load"),), event_index=1),
+        ToolResultItem("c1", "grep", f"{path}:3:load()", event_index=2),
+        AssistantItem((_call("c2", "list_files", path="."),), event_index=3),
+        ToolResultItem("c2", "list_files", "data.js\nmain.py", event_index=4),
+    ]
+    read = _call("c3", "read_file", path=path)
+    found = EvidenceChecker().check(history, [history[0], *history[3:]], AssistantItem((read,)),
+                                    5, "r", cwd="/work/app")
+    assert [(a.kind, a.excerpt) for a in found] == [("hidden-quote", path)]
