@@ -1861,3 +1861,12 @@ def test_an_absolute_path_whose_relative_form_is_too_short_to_search_stays_hidde
     found = EvidenceChecker().check(history, [history[0], *history[3:]], AssistantItem((read,)),
                                     5, "r", cwd="/work/app")
     assert [(a.kind, a.excerpt) for a in found] == [("hidden-quote", path)]
+
+
+def test_a_site_s_url_with_a_final_slash_is_still_a_bare_site() -> None:
+    """`https://github.com/` has no path either (the piece is `//github.com/`): known, in a
+    command or in prose, like `https://github.com`; a page under it still counts."""
+    assert _blind.general_knowledge("//github.com/")
+    output = "remote: https://github.com/ (pushed)"
+    assert _quoted(output, _call("c2", "bash", command="curl -sI https://github.com/"),
+                   said="Checked https://github.com/ first") == []
