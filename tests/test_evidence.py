@@ -1870,3 +1870,18 @@ def test_a_site_s_url_with_a_final_slash_is_still_a_bare_site() -> None:
     output = "remote: https://github.com/ (pushed)"
     assert _quoted(output, _call("c2", "bash", command="curl -sI https://github.com/"),
                    said="Checked https://github.com/ first") == []
+
+
+def test_a_name_in_a_later_text_of_a_response_is_a_mention() -> None:
+    """Every text block of the response is its own text: a name only the second one holds
+    is counted."""
+    history = [
+        UserItem("Rotate the key.", event_index=0),
+        AssistantItem((_call("c1", "read_file", path="conf.ini"),), event_index=1),
+        ToolResultItem("c1", "read_file", "key = ZEBRA_QUUX_4417 old = KIWI_7", event_index=2,
+                       arguments={"path": "conf.ini"}),
+    ]
+    said = AssistantItem((Block("text", "Looking at the config now"),
+                          Block("text", "Rotating ZEBRA_QUUX_4417 now")))
+    found = EvidenceChecker().check(history, history[:2], said, 3, "req-4")
+    assert [(a.kind, a.excerpt) for a in found] == [(HIDDEN_MENTION, "ZEBRA_QUUX_4417")]
