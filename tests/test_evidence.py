@@ -1885,3 +1885,20 @@ def test_a_name_in_a_later_text_of_a_response_is_a_mention() -> None:
                           Block("text", "Rotating ZEBRA_QUUX_4417 now")))
     found = EvidenceChecker().check(history, history[:2], said, 3, "req-4")
     assert [(a.kind, a.excerpt) for a in found] == [(HIDDEN_MENTION, "ZEBRA_QUUX_4417")]
+
+
+def test_each_edit_of_a_multiedit_is_checked() -> None:
+    """A MultiEdit needs the old text of each of its edits: one whose *second* edit changes a
+    line the cut read hid is flagged, with that line (the first edit's line was shown)."""
+    history = _history()
+    view = [*history[:2], truncate_chars(history[2], 500)]
+    call = _call("c2", "MultiEdit", file_path="src/calc.py", edits=[
+        {"old_string": "def helper_0(x):", "new_string": "def helper_zero(x):"},
+        {"old_string": TARGET, "new_string": "x"},
+    ])
+    actions = _check(history, view, call)
+    assert [(a.kind, a.path) for a in actions] == [
+        ("hidden-edit-target", "src/calc.py"),
+        ("stubbed-read", "src/calc.py"),
+    ]
+    assert actions[0].excerpt == TARGET.strip()
