@@ -2773,3 +2773,455 @@ def test_summarizer_calls_say_what_they_share_with_the_main_request():
     assert not forked.with_tools and forked_call(items, "i", "s").with_tools
     summary = summary_item("S", [items[0], a1, r1], source="logged", role="assistant")
     assert (summary.replaces, summary.source, summary.role) == ((0, 2, -1), "logged", "assistant")
+
+
+# --- hand mutation pass on the shipped harness strategies (rules pinned from the research) ---
+
+
+def test_claudecode_files_fill_the_total_budget_exactly_and_no_further():
+    """Re-attached files add up to at most `files_total` tokens: two 5,000-token files fill a
+    10,000 budget exactly (both re-attached), the third gets only its path."""
+    from replay.strategies.claudecode_autocompact import restored_files
+
+    h = History().user().step(
+        ("Read", {"file_path": "a.py"}, "a" * 20_000),
+        ("Read", {"file_path": "b.py"}, "b" * 20_000),
+        ("Read", {"file_path": "c.py"}, "c" * 20_000),
+    )
+    c, b, a = (i.text for i in restored_files(h.items, ctx(), 5, 5000, 10_000))
+    assert c.endswith("c" * 20_000) and b.endswith("b" * 20_000)
+    assert a.startswith("The file a.py was read before compaction (too large")
+
+
+def test_claudecode_re_attaches_at_most_files_files_the_newest():
+    """At most `files` files come back, the most recently read first."""
+    from replay.strategies.claudecode_autocompact import restored_files
+
+    h = History().user().step(*[("Read", {"file_path": f"{n}.py"}, f"v{n}") for n in range(7)])
+    texts = [i.text for i in restored_files(h.items, ctx(), 5, 5000, 50_000)]
+    assert [t[-2:] for t in texts] == ["v6", "v5", "v4", "v3", "v2"]
+
+
+def test_claudecode_microcompact_clears_another_harness_s_writes_by_kind():
+    """Claude Code clears Edit and Write results; for another harness's tools the kind decides,
+    so its file writes and edits are cleared as well (all but the newest result)."""
+    h = History().user()
+    for n, tool in enumerate(["write_file", "edit", "apply_patch", "read_file"]):
+        h.step((tool, {"path": f"f{n}"}, f"out {n} " + "x" * 100))
+    cold = view_of(build("claudecode-microcompact-time-60m-keep-1")(
+        h.items, ctx(ts=T0, previous_ts=T0 - timedelta(minutes=60))
+    ))
+    assert outputs(cold)[:3] == [LITERAL_CLEARED] * 3
+
+
+def test_codex_keeps_user_messages_newest_first_until_the_budget_is_spent():
+    """Codex walks the user messages newest first: one that fits is kept whole, the first that
+    does not is middle-truncated to what is left, and once nothing is left it stops (no
+    marker-only message for an older one)."""
+    from replay.strategies.codex_compact import newest_within
+
+    assert newest_within(["a" * 8, "b" * 40], 10) == [(1, "b" * 40)]
+    assert newest_within(["a" * 40, "b" * 20], 10) == [
+        (0, "a" * 10 + "…5 tokens truncated…" + "a" * 10),
+        (1, "b" * 20),
+    ]
+
+
+def test_codex_compaction_request_drops_oldest_items_until_it_fits():
+    """Codex drops the oldest item while the compaction request overflows: one that fills the
+    window exactly is sent as it is, and the last item is never dropped."""
+    from replay.strategies.codex_compact import drop_oldest_until_fits
+
+    items = [UserItem("u" * 40, event_index=n) for n in range(3)]  # 10 tokens each
+    assert drop_oldest_until_fits(items, ctx(window=20), "") == items[1:]
+    assert drop_oldest_until_fits(items, ctx(window=5), "") == items[2:]
+
+
+def test_codex_an_empty_summary_becomes_codex_s_placeholder():
+    """An empty summarizer answer is sent as "(no summary available)" after the prefix."""
+    from replay.strategies._prompts import LITERAL_CODEX_SUMMARY_PREFIX
+
+    class Logged:
+        summary = "  "
+
+    h = History().user().step(read("a.ts", "x" * 400), text="ok")
+    view = view_of(build("codex-compact-at-90pct")(h.items, ctx(usage=10**6, logged=[Logged()])))
+    assert view.items[-1].text == LITERAL_CODEX_SUMMARY_PREFIX + "\n(no summary available)"
+
+
+def test_codex_sends_its_compaction_request_without_tools():
+    """Codex's compaction request re-sends the instructions and the history with `tools=[]`."""
+    h = History().user().step(read("a.ts", "x" * 400), text="ok")
+    (call,) = view_of(build("codex-compact-at-90pct")(h.items, ctx(usage=10**6))).summarizer_calls
+    assert call.reuse_main_prefix and not call.with_tools
+    assert call.input_items == tuple(h.items)
+
+
+def test_codex_remote_compact_counts_the_instructions_in_the_overflow():
+    """compact_remote.rs trims while est(history) + est(base instructions) exceeds the window: a
+    history that fits alone is trimmed when the instructions push it over."""
+    import dataclasses
+
+    h = History().user("task")
+    h.step(("bash", {"command": "ls"}, "o" * 2000), text="running")  # ~512 tokens in all
+
+    def posted(system: str) -> tuple:
+        compact = build("codex-remote-compact-at-90pct")
+        at = dataclasses.replace(ctx(window=600, usage=1400), system=system)
+        return view_of(compact([*h.items, UserItem("next prompt")], at)).summarizer_calls[
+            0
+        ].input_items
+
+    assert posted("") == tuple(h.items)
+    # 200 more tokens: the tool output is popped, with its call
+    first, text = posted("s" * 800)
+    assert first is h.items[0] and [b.type for b in text.blocks] == ["text"]
+
+
+def test_codex_tool_trunc_keeps_an_output_of_exactly_1_2_times_the_policy():
+    """Bytes policy (non-codex model): 10,000 → budget 12,000 bytes. 12,000 bytes stay whole;
+    12,001 keep 6,000 + 6,000 bytes around a marker counting the characters cut."""
+    h = History().user().step(("read_file", {"path": "a"}, "x" * 12_000))
+    h.step(("read_file", {"path": "b"}, "y" * 12_001))
+    h.step(("read_file", {"path": "c"}, "é" * 6_001))  # 12,002 bytes
+    exact, over, wide = outputs(view_of(build("codex-tool-trunc-10k")(h.items, ctx())))
+    assert exact == "x" * 12_000
+    assert over == "y" * 6_000 + "…1 chars truncated…" + "y" * 6_000
+    assert wide == "é" * 3_000 + "…1 chars truncated…" + "é" * 3_000
+
+
+def test_codex_tool_trunc_token_policy_rounds_the_estimate_up():
+    """Token policy: tokens = ceil(bytes / 4). Limit 10 → budget 12 tokens (48 bytes): 48 bytes
+    stay whole, 49 bytes are 13 tokens and keep 24 + 24 bytes around "…1 tokens truncated…"."""
+    h = History().user().step(("read_file", {"path": "a"}, "a" * 48))
+    h.step(("read_file", {"path": "b"}, "b" * 49))
+    exact, over = outputs(view_of(build("codex-tool-trunc-10-tokens")(h.items, ctx())))
+    assert exact == "a" * 48
+    assert over == "b" * 24 + "…1 tokens truncated…" + "b" * 24
+
+
+def test_codex_tool_trunc_counts_tokens_for_codex_models_and_bytes_otherwise():
+    """Default policy: Tokens(10,000) for *-codex models (budget 12,000 tokens ≈ 48,000
+    bytes), Bytes(10,000) for the others (budget 12,000 bytes)."""
+    h = History().user().step(("read_file", {"path": "a"}, "a" * 20_000))
+    trunc = build("codex-tool-trunc-10k")
+    assert outputs(view_of(trunc(h.items, ctx(model="gpt-5-codex")))) == ["a" * 20_000]
+    (cut,) = outputs(view_of(build("codex-tool-trunc-10k")(h.items, ctx(model="gpt-5"))))
+    assert cut == "a" * 6_000 + "…8000 chars truncated…" + "a" * 6_000
+
+
+def test_codex_drop_oldest_compacts_only_when_the_window_is_full():
+    """codex-compact-drop-oldest: the limit is the whole window (pct 100), not 90 %."""
+    h = History().user("task").step(text="ok").user("next")
+    for usage, compacts in ((180_000, False), (199_999, False), (200_000, True)):
+        view = view_of(build("codex-compact-drop-oldest")(h.items, ctx(usage=usage)))
+        assert bool(view.summarizer_calls) is compacts
+
+
+def test_codex_drop_oldest_passes_its_user_message_budget_on():
+    h = History().user("a" * 40).step(text="ok").user("b" * 40).step(text="ok")  # 10 tokens each
+    strategy = build("codex-compact-drop-oldest", keep_user_tokens=10)
+    view = view_of(strategy(h.items, ctx(usage=10**6)))
+    users = [i for i in view.items if isinstance(i, UserItem) and not isinstance(i, SummaryItem)]
+    assert [i.text for i in users] == ["b" * 40]
+
+
+def test_opencode_prune_stops_at_the_previous_summary():
+    """The walk stops at the previous compaction's summary: what lies before it is not sent
+    any more and is never pruned (without the summary, old0 would be: see the test above)."""
+    h = _opencode_turns()
+    at = next(n for n, i in enumerate(h.items) if isinstance(i, UserItem) and i.text == "turn 1")
+    items = [*h.items[:at], SummaryItem("earlier work", source="logged"), *h.items[at:],
+             UserItem("turn 4")]
+    view = view_of(build("opencode-prune-40k-20k", protect="1000", minimum="500")(items, ctx()))
+    assert LITERAL_CLEARED not in outputs(view) and not view.events
+
+
+def test_opencode_tool_trunc_counts_bytes_with_their_newlines():
+    """The 50 KB cap is on UTF-8 bytes, each kept line costing its bytes + 1 for its newline.
+    Cap 1 KB (1,024): three lines of 200 "é" (400 bytes) are 1,202 bytes but 602 characters;
+    two lines fit (802 bytes), 400 are cut."""
+    from replay.strategies.opencode_tool_trunc import HINT
+
+    line = "é" * 200
+    h = History().user().step(("bash", {"command": "cat"}, "\n".join([line] * 3)))
+    (out,) = outputs(view_of(build("opencode-tool-trunc-2000l-1kb")(h.items, ctx())))
+    path = "~/.local/share/opencode/tool-output/c1.txt"
+    assert out == f"{line}\n{line}\n\n...400 bytes truncated...\n\n" + HINT.format(path=path)
+
+
+def test_opencode_read_cuts_only_lines_longer_than_2000_chars():
+    h = History().user().step(read("a.ts", "x" * 2000 + "\n" + "y" * 2001))
+    (out,) = outputs(view_of(build("opencode-tool-trunc-2000l-50kb")(h.items, ctx())))
+    assert out == "x" * 2000 + "\n" + "y" * 2000 + "... (line truncated to 2000 chars)"
+
+
+def test_opencode_tool_trunc_names_bytes_when_the_byte_cap_stops_it_first():
+    """Over both caps, the marker counts what stopped the head: here the 1 KB cap after two
+    401-byte lines, before the 3-line cap; 2,004 - 802 = 1,202 bytes are cut."""
+    h = History().user().step(("bash", {"command": "cat"}, "\n".join(["a" * 400] * 5)))
+    (out,) = outputs(view_of(build("opencode-tool-trunc-3l-1kb")(h.items, ctx())))
+    assert out.startswith("a" * 400 + "\n" + "a" * 400 + "\n\n...1202 bytes truncated...\n\n")
+
+
+def test_opencode_v1_restarts_at_the_summary_and_a_continue_prompt():
+    """After an automatic compaction opencode sends the summary (as the assistant's) and its
+    synthetic "Continue if you have next steps…" user message; nothing older."""
+    from replay.strategies._prompts import LITERAL_OPENCODE_CONTINUE
+
+    h = History().user().step(read("a.ts", "x" * 400)).step(text="done")
+    view = view_of(build("opencode-compact-v1")(h.items, ctx(usage=168_001)))
+    summary, cont = view.items
+    assert isinstance(summary, SummaryItem) and summary.role == "assistant"
+    assert isinstance(cont, UserItem) and cont.text == LITERAL_OPENCODE_CONTINUE
+
+
+def test_opencode_tail_keeps_at_least_2000_tokens():
+    """tail = clamp(usable / 4, 2,000, 15,000): window 58,000 - 32,000 output - 20,000 reserve
+    = 6,000 usable, a quarter is 1,500 → 2,000: the two newest 1,000-token turns are kept."""
+    h = History()
+    for n in range(4):
+        h.user(f"t{n}").step(text="x" * 3996)  # 1 + 999 estimated tokens
+    strategy = build("opencode-compact-tail-prepend")
+    view = view_of(strategy(h.items, ctx(window=58_000, usage=10_000)))
+    assert [i.text for i in view.items[2:-1] if isinstance(i, UserItem)] == ["t2", "t3"]
+
+
+def test_opencode_tail_keeps_the_longest_valid_suffix_of_the_turn_that_does_not_fit():
+    """Budget 2,000: the newest turn (1,000) fits whole; the one before (1,001) does not, so
+    its longest suffix that fits is kept — from its first assistant message (100 + 900) — but
+    never one that starts at a tool result."""
+    from replay.strategies.opencode_compact_tail import tail_start
+
+    newest = History().user("t3").step(text="x" * 3996).items  # 1 + 999
+    h = History().user("t2").step(text="z" * 400).step(text="w" * 3600)  # 1 + 100 + 900
+    assert tail_start([*h.items, *newest], 2000) == 1
+    h = History().user("t2").step(read("a.ts", "r" * 3600), text="c" * 400).step(text="f" * 40)
+    # user 1, call 100 + its arguments, result 900, answer 10: from the call it is over 1,000,
+    # from the result it would fit but cut the call: the suffix starts at the answer
+    assert tail_start([*h.items, *newest], 2000) == 3
+
+
+def test_opencode_suffix_names_the_first_retained_item_in_400_chars():
+    h = History()
+    for n in range(4):
+        h.user(f"t{n}" + "q" * 598).step(text="x" * 3400)  # 150 + 850 estimated tokens
+    strategy = build("opencode-compact-tail-suffix")
+    (call,) = view_of(strategy(h.items, ctx(window=58_000, usage=10_000))).summarizer_calls
+    first = ("t2" + "q" * 598)[:400]
+    assert call.instruction.endswith(f"<first-retained-item>{first}</first-retained-item>")
+
+
+def test_opencode_tail_on_a_window_smaller_than_output_and_reserve_leaves_out_the_output():
+    """Window 40,000 - 32,000 - 20,000 is negative: usable falls back to window - reserve
+    (20,000), so 10,000 reported tokens do not compact and 20,000 do."""
+    h = History()
+    for n in range(4):
+        h.user(f"t{n}").step(text="x" * 11_996)  # 3,000 tokens a turn: over the 5,000 tail
+    strategy = build("opencode-compact-tail-prepend")
+    assert not view_of(strategy(h.items, ctx(window=40_000, usage=10_000))).events
+    assert view_of(strategy(h.items, ctx(window=40_000, usage=20_000))).events
+
+
+def test_pi_file_lists_leave_modified_files_out_of_the_read_files():
+    from replay.strategies.pi_compact import file_lists
+
+    h = History().user().step(read("a.py", "1"), read("b.py", "2"))
+    h.step(("write", {"path": "a.py", "content": "3"}, "ok"))
+    assert file_lists(h.items) == (
+        "\n\n<read-files>\nb.py\n</read-files>\n\n<modified-files>\na.py\n</modified-files>"
+    )
+
+
+def test_anthropic_clear_tool_uses_over_the_trigger_with_nothing_to_clear_changes_nothing():
+    """Over the trigger with no more results than `keep`: no result is cleared, no event."""
+    h = History().user().step(read("a", "1"), read("b", "2"), read("c", "3"))
+    view = view_of(build("anthropic-clear-tool-uses-0-keep-3")(h.items, ctx()))
+    assert view.items == h.items and not view.events
+
+
+def test_pi_split_turn_appends_the_turn_prefix_summary_after_a_rule():
+    """A cut inside a turn: the turn's prefix is summarized on its own and appended after
+    "---" under "**Turn Context (split turn):**"."""
+    h = History().user("task")
+    for n in range(4):
+        h.step(read(f"f{n}.py", "x" * 4000))  # 1,000 tokens each
+    h.step(text="done").user("next")
+    view = view_of(build("pi-compact-16k-1k")(h.items, ctx(window=20_000, usage=19_000)))
+    assert len(view.summarizer_calls) == 1  # nothing before the turn: the prefix call only
+    assert "\n\n---\n\n**Turn Context (split turn):**\n\n" in view.items[0].text
+
+
+def test_pi_compacts_mid_run_when_the_request_overflows_the_window():
+    """An overflow compacts whenever it happens (pi retries the request), not only between
+    prompts: mid-run, a request over the window is compacted."""
+    h = History().user("task")
+    for n in range(4):
+        h.step(read(f"f{n}.py", "x" * 4000), text="step")
+    h.step(text="checking the results")  # a valid cut after the last 1,000-token result
+    strategy = build("pi-compact-16k-1k")
+    assert not view_of(strategy(h.items, ctx(window=100_000, usage=1_000))).events
+    assert view_of(strategy(h.items, ctx(window=3_000, usage=1_000))).events
+
+
+def test_anthropic_clear_thinking_keeps_the_newest_turn_that_has_thinking():
+    """keep 1 counts turns with thinking: a newer turn without any does not displace it."""
+    h = History().user().step(read("f", "x"), thinking="thought", text="t")
+    h.user("thanks").step(text="you're welcome")
+    view = view_of(build("anthropic-clear-thinking-keep-1")(h.items, ctx()))
+    assert view.items == h.items and not view.events
+
+
+def test_anthropic_clear_thinking_empties_an_answer_that_was_only_thinking():
+    h = History().user().step(thinking="only a thought")
+    h.user("next").step(thinking="new thought", text="t")
+    view = view_of(build("anthropic-clear-thinking-keep-1")(h.items, ctx()))
+    assert [(b.type, b.text) for b in view.items[1].blocks] == [("text", "")]
+
+
+def test_cline_max_allowed_for_other_windows_is_the_larger_of_minus_40k_and_80pct():
+    from replay.strategies.cline_truncate import max_allowed
+
+    assert (max_allowed(100_000), max_allowed(32_000), max_allowed(400_000)) == (
+        80_000, 25_600, 360_000
+    )
+
+
+def test_cline_first_truncation_counts_the_messages_after_the_first_pair():
+    """27 API messages: n = floor((27 - 2) / 4) * 2 = 12, messages 2..13 deleted (13 is an
+    assistant message; its result, message 14, goes with it): the first kept step is s7."""
+    h = History().user()
+    for n in range(13):
+        h.step(read(f"f{n}.ts", "x" * 400), text=f"s{n}")
+    view = view_of(build("cline-truncate-keep-first-pair-half")(h.items, ctx(usage=170_000)))
+    assert len(view.items) == 14 and view.items[2].blocks[0].text == "s7"
+    # the notice replaces the first assistant message's text (s0), once
+    from replay.strategies._prompts import LITERAL_CLINE_NOTICE
+
+    assert [b.text for b in view.items[1].blocks if b.type == "text"] == [LITERAL_CLINE_NOTICE]
+
+
+def test_cline_moves_the_end_of_the_deleted_range_back_to_an_assistant_message():
+    """Two answers in a row shift the user/assistant alternation: with 25 API messages
+    (n = 10, end = 11) message 11 is the user's "q3", so the range ends at 10 and q3 stays."""
+    h = History().user("task").step(read("a.ts", "x" * 400), text="s0")
+    h.step(text="a").step(text="b")  # API messages 3 and 4: both the assistant's
+    for n in range(10):
+        h.user(f"q{n}").step(text=f"answer {n}")  # messages 5, 7, ...: the user's
+    view = view_of(build("cline-truncate-keep-first-pair-half")(h.items, ctx(usage=170_000)))
+    assert view.items[2].text == "q3"
+
+
+def test_opencode_tool_trunc_keeps_lines_that_fill_the_byte_cap_exactly():
+    """Two 511-char lines cost 512 bytes each with their newline: 1,024, the 1 KB cap exactly,
+    so both are kept; the third is cut (1,535 - 1,024 = 511 bytes)."""
+    h = History().user().step(("bash", {"command": "cat"}, "\n".join(["a" * 511] * 3)))
+    (out,) = outputs(view_of(build("opencode-tool-trunc-2000l-1kb")(h.items, ctx())))
+    assert out.startswith("a" * 511 + "\n" + "a" * 511 + "\n\n...511 bytes truncated...\n\n")
+
+
+def test_cline_dedup_replaces_only_file_reads():
+    """Only reads are de-duplicated: two writes of one path keep their results."""
+    from replay.strategies._prompts import LITERAL_CLINE_DUP_READ
+
+    h = History().user()
+    for n in range(6):
+        h.step(("write_file", {"path": "same.ts", "content": "c"}, "W" * 2000), text=f"s{n}")
+    view = view_of(build("cline-dedup-file-reads")(h.items, ctx(usage=170_000)))
+    assert LITERAL_CLINE_DUP_READ not in outputs(view)
+
+
+def test_cline_dedup_saving_of_exactly_the_fraction_skips_the_truncation():
+    """Cline stops after the duplicate-read pass when it saved at least the fraction (>=)."""
+    from replay.strategies._prompts import LITERAL_CLINE_DUP_READ
+    from replay.strategies._view import item_chars
+
+    h = History().user()
+    for n in range(6):
+        h.step(read("same.ts", "S" * 2000), text=f"s{n}")
+    before = sum(item_chars(i) for i in h.items)
+    saved = 5 * (2000 - len(LITERAL_CLINE_DUP_READ))
+    at = view_of(build("cline-dedup-file-reads", saving=str(saved / before))(
+        h.items, ctx(usage=170_000)))
+    assert len(at.items) == len(h.items)  # deduplicated, nothing deleted
+
+
+def test_cline_dedup_saving_40pct_is_enough_at_the_default_30pct():
+    """Default fraction 0.3: a duplicate read saving about 40 % of the characters stops Cline
+    before the truncation."""
+    from replay.strategies._prompts import LITERAL_CLINE_DUP_READ
+
+    h = History().user().step(read("a.ts", "S" * 2000)).step(read("a.ts", "S" * 2000))
+    h.step(("bash", {"command": "ls"}, "B" * 500)).step(text="done")
+    view = view_of(build("cline-dedup-file-reads")(h.items, ctx(usage=170_000)))
+    assert len(view.items) == len(h.items) and LITERAL_CLINE_DUP_READ in outputs(view)
+
+
+def test_gemini_mask_shows_250_chars_each_side_and_leaves_short_outputs_alone():
+    """A masked output keeps its first and last 250 characters; an output the mask would not
+    shorten ("ok") stays as it is."""
+    from replay.strategies._prompts import LITERAL_GEMINI_MASK
+
+    h = History().user().step(("bash", {"command": "true"}, "ok"))
+    for n in range(5):
+        h.step(("bash", {"command": str(n)}, "a" * 10 + f"{n}" * 3980 + "z" * 10))
+    h.step(("bash", {"command": "now"}, "N" * 4000))
+    strategy = build("gemini-mask-tool-out-50k-30k", protect="2000", minimum="3000")
+    outs = outputs(view_of(strategy(h.items, ctx())))
+    assert outs[0] == "ok"
+    assert outs[1] == LITERAL_GEMINI_MASK.format(
+        head="a" * 10 + "0" * 240, tail="0" * 240 + "z" * 10, path=".gemini/tmp/tool-outputs/c2.txt"
+    )
+
+
+def test_gemini_compress_splits_at_the_user_message_exactly_at_the_fraction():
+    """The split is the first user message at or after (1 - keep) of the characters: with
+    four equal exchanges and keep 50 %, the third prompt starts exactly at half."""
+    from replay.strategies.gemini_compress import split_point
+
+    h = History()
+    for n in range(4):
+        h.user(f"q{n}").step(text=f"r{n}")
+    assert split_point(h.items, 0.5) == 4
+
+
+def test_gemini_compress_splits_only_at_a_real_user_prompt():
+    """Injected context is no split point: with the third prompt injected, the split moves on
+    to the fourth (at three quarters of the characters)."""
+    from replay.strategies.gemini_compress import split_point
+
+    h = History()
+    for n in range(4):
+        h.user(f"q{n}").step(text=f"r{n}")
+    h.items[4] = UserItem("q2", event_index=4, injected=True)
+    assert split_point(h.items, 0.5) == 6
+
+
+def test_gemini_compress_shortens_outputs_only_beyond_the_tool_budget():
+    """Walking newest first, outputs within `budget` cumulative tokens stay whole (80 of 80
+    here); one that passes it keeps its last 30 of 40 lines (one of 30 lines is left as is)."""
+    from replay.strategies.gemini_compress import budget_tail
+
+    out = "\n".join(["abc"] * 40)  # 159 characters: 40 tokens
+    short = "\n".join(["abc"] * 30)  # beyond the budget too, but no longer than the preview
+    h = History().user().step(read("s", short))
+    h.step(read("a", out)).step(read("b", out)).step(read("c", out))
+    s, a, b, c = outputs(View(items=budget_tail(h.items, ctx(), 80, 30)))
+    assert (s, b, c) == (short, out, out)
+    note = "[output shortened: last 30 of 40 lines; full output saved to a file]\n"
+    assert a == note + "\n".join(["abc"] * 30)
+
+
+def test_gemini_compress_is_not_tried_again_after_a_refused_compression():
+    """A compression whose result grew is refused (its summarizer calls still cost), and Gemini
+    CLI does not try again: the next request makes no summarizer call."""
+    from types import SimpleNamespace
+
+    h = _two_tasks()
+    logged = [SimpleNamespace(summary="s" * 100_000)]  # a snapshot far larger than the history
+    strategy = build("gemini-compress-50pct-keep-30pct")
+    first = view_of(strategy(h.items, ctx(window=1000, usage=600, logged=logged)))
+    assert first.items == h.items and len(first.summarizer_calls) == 2
+    h.user("one more thing")
+    again = view_of(strategy(h.items, ctx(window=1000, usage=600, logged=logged)))
+    assert again.items == h.items and not again.summarizer_calls
