@@ -8,8 +8,8 @@ message) — failing that, the last such message before it; with no split point 
 The head's messages, as they are, go to a fresh request (compression system prompt + "Generate
 a new <state_snapshot>…") and to a second, verification request (the same, then the snapshot as
 the model's answer and "Critically evaluate…"); the history becomes [user(snapshot),
-model("Got it. Thanks for the additional context!")] + the tail. If the result is not smaller
-than before, it is discarded and compression is not tried again.
+model("Got it. Thanks for the additional context!")] + the tail. If the result is larger than
+before, it is discarded and compression is not tried again (one of the same size is kept).
 
 Defaults: threshold = 50 %, preserve = 30 %, tool_budget = 50,000, preview_lines = 30.
 Cache class: freeze-once. The preview's wording is this project's.

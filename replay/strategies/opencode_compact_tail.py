@@ -1,7 +1,9 @@
 """`opencode-compact-tail-prepend` / `opencode-compact-tail-suffix`: opencode's 2026 compaction.
 
 Rule: when the reported tokens reach the usable context (`window - max output - reserved`,
-reserved = the configured value, else min(20,000, max output)), the recent tail is kept
+reserved = the configured value, else min(20,000, max output); on a window no larger than
+max output + reserved, `window - reserved`: opencode subtracts the model's own maximum output,
+which such a small model keeps below its window), the recent tail is kept
 verbatim and the head is summarized. Tail budget B = clamp(25% of usable, 2,000, 15,000)
 estimated tokens: whole user turns are taken newest first while they fit; the first turn that
 does not fit contributes its longest suffix that fits (never starting at a tool result). The
