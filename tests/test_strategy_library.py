@@ -3225,3 +3225,101 @@ def test_gemini_compress_is_not_tried_again_after_a_refused_compression():
     h.user("one more thing")
     again = view_of(strategy(h.items, ctx(window=1000, usage=600, logged=logged)))
     assert again.items == h.items and not again.summarizer_calls
+
+
+def test_summarizer_requests_share_the_main_prefix_where_the_harness_does():
+    """Claude Code forks the main request (same system and tools: it reads the main cache);
+    opencode 1.x's compaction agent sends the messages on its own prompt, without the tools."""
+    h = History().user().step(read("a.ts", "x" * 400)).step(text="done")
+    (claude,) = view_of(build("claudecode-autocompact-13k")(h.items, ctx(usage=10**6))
+                        ).summarizer_calls
+    assert claude.reuse_main_prefix and claude.with_tools
+    (opencode,) = view_of(build("opencode-compact-v1")(h.items, ctx(usage=10**6))).summarizer_calls
+    assert not opencode.reuse_main_prefix and opencode.input_items == tuple(h.items)
+
+
+def test_claudecode_microcompact_does_not_count_results_the_log_shows_cleared():
+    """Results the harness had cleared already (the log holds the placeholder) are no new
+    clearing: after the gap with nothing else to clear, no event."""
+    h = History().user()
+    for n in range(3):
+        h.step(("Read", {"file_path": f"f{n}"}, LITERAL_CLEARED))
+    h.step(("Read", {"file_path": "new"}, "fresh"))
+    cold = view_of(build("claudecode-microcompact-time-60m-keep-1")(
+        h.items, ctx(ts=T0, previous_ts=T0 - timedelta(minutes=61))
+    ))
+    assert cold.items == h.items and not cold.events
+
+
+def test_opencode_tail_with_everything_in_the_tail_does_not_compact():
+    """Over the usable context but the whole history fits in the 2,000-token tail: there is no
+    head to summarize, so nothing happens."""
+    h = History().user("t0").step(text="x" * 400)
+    strategy = build("opencode-compact-tail-prepend")
+    view = view_of(strategy(h.items, ctx(window=58_000, usage=10_000)))
+    assert view.items == h.items and not view.summarizer_calls and not view.events
+
+
+def test_opencode_suffix_with_no_tail_falls_back_to_a_fresh_summary():
+    """Suffix mode names the first retained item; with nothing retained (the newest turn is
+    over the 2,000-token tail and has no suffix that fits) it summarizes as prepend does."""
+    h = History().user("t0").step(text="x" * 400).user("t1").step(text="y" * 20_000)
+    strategy = build("opencode-compact-tail-suffix")
+    (call,) = view_of(strategy(h.items, ctx(window=58_000, usage=10_000))).summarizer_calls
+    assert not call.reuse_main_prefix
+
+
+def test_pi_split_turn_summarizes_the_earlier_turns_and_the_turn_prefix_apart():
+    """A cut inside the second turn: the first turn goes to the history summary call, the
+    second turn's prefix to a call of its own."""
+    h = History().user("t0").step(text="a" * 400).user("task")
+    for n in range(4):
+        h.step(read(f"f{n}.py", "x" * 4000))  # 1,000 tokens each
+    h.step(text="done").user("next")
+    view = view_of(build("pi-compact-16k-1k")(h.items, ctx(window=20_000, usage=19_000)))
+    history_call, prefix_call = view.summarizer_calls
+    serialized = history_call.input_items[0].text
+    assert "t0" in serialized and "task" not in serialized
+    assert "task" in prefix_call.input_items[0].text
+
+
+def test_anthropic_clear_tool_uses_does_not_count_results_already_cleared():
+    """A result that already shows the placeholder is nothing to clear: no event."""
+    from replay.strategies.anthropic_clear_tool_uses import PLACEHOLDER
+
+    h = History().user().step(read("a", PLACEHOLDER), read("b", "2"), read("c", "3"),
+                              read("d", "4"))
+    view = view_of(build("anthropic-clear-tool-uses-0-keep-3")(h.items, ctx()))
+    assert view.items == h.items and not view.events
+
+
+def test_roo_with_nothing_to_delete_changes_nothing():
+    """Over the limit with only the first message and one more, floor(1 · 0.5) = 0 messages
+    are deleted: no event."""
+    h = History().user().step(text="answer")
+    view = view_of(build("roo-truncate-keep-first-half")(h.items, ctx(usage=199_000)))
+    assert view.items == h.items and not view.events
+
+
+def test_gemini_mask_never_masks_ask_user():
+    h = History().user().step(("ask_user", {"question": "?"}, "A" * 4000))
+    for n in range(5):
+        h.step(("bash", {"command": str(n)}, f"{n}" * 4000))
+    h.step(("bash", {"command": "now"}, "N" * 4000))
+    strategy = build("gemini-mask-tool-out-50k-30k", protect="2000", minimum="3000")
+    assert outputs(view_of(strategy(h.items, ctx())))[0] == "A" * 4000
+
+
+def test_gemini_compress_with_no_prompt_to_split_at_does_nothing():
+    """One prompt and its tool loop: no later user message to split at, no compression."""
+    h = History().user("task")
+    for n in range(3):
+        h.step(read(f"f{n}", "x" * 400))
+    view = view_of(build("gemini-compress-50pct-keep-30pct")(h.items, ctx(window=1000, usage=900)))
+    assert view.items == h.items and not view.summarizer_calls
+
+
+def test_codex_remote_compaction_item_is_the_server_s():
+    h = History().user().step(read("a.ts", "x" * 400), text="ok")
+    view = view_of(build("codex-remote-compact-at-90pct")(h.items, ctx(usage=10**6)))
+    assert [i.source for i in view.items if isinstance(i, SummaryItem)] == ["server"]
