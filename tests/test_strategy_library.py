@@ -3323,3 +3323,15 @@ def test_codex_remote_compaction_item_is_the_server_s():
     h = History().user().step(read("a.ts", "x" * 400), text="ok")
     view = view_of(build("codex-remote-compact-at-90pct")(h.items, ctx(usage=10**6)))
     assert [i.source for i in view.items if isinstance(i, SummaryItem)] == ["server"]
+
+
+def test_cline_dedup_reports_only_reads_it_newly_replaces():
+    """Reads replaced at an earlier request are not replaced again: the next request at the
+    threshold, with no new duplicate, goes straight to the truncation."""
+    h = History().user()
+    for n in range(6):
+        h.step(read("same.ts", "S" * 2000), text=f"s{n}")
+    strategy = build("cline-dedup-file-reads")
+    assert [e.kind for e in view_of(strategy(h.items, ctx(usage=170_000))).events] == ["prune"]
+    h.step(("bash", {"command": "ls"}, "B" * 100), text="next")
+    assert [e.kind for e in view_of(strategy(h.items, ctx(usage=170_000))).events] == ["drop"]
