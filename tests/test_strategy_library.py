@@ -1584,9 +1584,14 @@ def test_a_plugin_that_empties_its_input_does_not_change_the_history(tmp_path, c
         assert rows["empties-input"][column] == rows["baseline"][column], column
 
 
-def test_a_plugin_file_loaded_again_after_an_edit_runs_its_new_code(tmp_path, clean_registry):
+def test_a_plugin_file_loaded_again_after_an_edit_runs_its_new_code(
+    tmp_path, clean_registry, monkeypatch
+):
     """A notebook working on a plug-in loads its file again after each edit: the old code kept
-    running (loading was a no-op per path). Unchanged, loading again changes nothing."""
+    running (loading was a no-op per path). Unchanged, loading again changes nothing. With
+    Python's bytecode cache on, the edit below (same size, same second) ran the old code, and
+    a `__pycache__` folder was written beside the user's file."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
     path = tmp_path / "last_n.py"
     path.write_text(textwrap.dedent(PLUGIN))
     first = _plugins.load_strategy_file(path)
@@ -1602,6 +1607,7 @@ def test_a_plugin_file_loaded_again_after_an_edit_runs_its_new_code(tmp_path, cl
     with pytest.raises(ReplayError, match="built-in"):
         _plugins.load_strategy_file(path)
     assert parse_name("my-last-n").spec is spec
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last_n.py"]  # nothing written
 
 
 def test_bad_strategy_files_are_user_errors(tmp_path, clean_registry):

@@ -99,8 +99,12 @@ def _import_file(path: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
+        # Compiled from the file's bytes, not through the loader: its bytecode cache wrote a
+        # `__pycache__` beside the user's file (an input), and took an edit of the same size
+        # within the same second for the old code (the cache is keyed by mtime and size).
+        code = compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
         with _stdout_to_stderr():
-            spec.loader.exec_module(module)
+            exec(code, module.__dict__)
     except (Exception, SystemExit) as err:  # the user's code: report it, never a traceback
         sys.modules.pop(name, None)
         where = _raised_at(err, str(path)) or str(path)
