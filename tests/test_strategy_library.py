@@ -3341,3 +3341,26 @@ def test_cline_dedup_reports_only_reads_it_newly_replaces():
     assert [e.kind for e in view_of(strategy(h.items, ctx(usage=170_000))).events] == ["prune"]
     h.step(("bash", {"command": "ls"}, "B" * 100), text="next")
     assert [e.kind for e in view_of(strategy(h.items, ctx(usage=170_000))).events] == ["drop"]
+
+
+def test_a_builder_s_own_defaults_are_the_spec_s():
+    """`StrategySpec.defaults` wins over the builder's signature (`parameters`), so a default
+    written in both places could drift unnoticed (cline-dedup, roo-truncate, codex-drop-oldest
+    have both): where both give one, they agree."""
+    import inspect
+
+    from replay.strategies._base import _load_builtin, registered
+
+    _load_builtin()
+    drift = []
+    for spec in registered():
+        signature = inspect.signature(spec.build)
+        for name, value in spec.defaults.items():
+            own = signature.parameters.get(name)
+            if own is not None and own.default is not own.empty and own.default != value:
+                drift.append((spec.family, name, own.default, value))
+    assert drift == []
+    assert any(
+        inspect.signature(s.build).parameters.get(n) is not None for s in registered()
+        for n in s.defaults
+    )  # (the check has something to compare)
