@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -469,6 +469,7 @@ def _notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list
             "in an earlier session, and are counted again here."
         )
     notes += microcompact_notes(session) + iteration_notes(session) + clock_notes(session)
+    notes += unread_write_notes(session)
     notes += window_notes(session, tables.models, window)
     notes += price_warning_notes(tables.price_warnings)
     if ttl is not None and tables.no_ttl_choice:
@@ -706,6 +707,7 @@ def fidelity(
     # The trajectory note does not apply: fidelity replays only what the agent really sent.
     notes = [_skipped_note(session)] if session.skipped else []
     notes += microcompact_notes(session) + iteration_notes(session)
+    notes += unread_write_notes(session)
     config = _config(provider, model, client, cache_rules, None, prices)
     notes += _elsewhere_notes(session, provider, model)
     rows = fidelity_rows(session, config)
@@ -932,6 +934,47 @@ def iteration_notes(session: Session) -> list[str]:
         f"({kinds}; first: request #{n} ({first.request_id})): {prompt:,} prompt and "
         f"{output:,} output tokens the provider billed apart from the requests' usage. They are "
         "not priced: neither the log's own bill nor any strategy's cost includes them."
+    ]
+
+
+_WRITE_COUNT = re.compile(r"cache[._]?(write|creation)", re.IGNORECASE)
+"""A usage count named as cache writes (`cache_write_tokens`, `cacheWrite`, `cache_creation_*`,
+nested ones by their dotted path)."""
+
+
+def _write_counts(raw: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, int]]:
+    for key, value in raw.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict):
+            yield from _write_counts(value, f"{path}.")
+        elif (isinstance(value, int) and not isinstance(value, bool) and value > 0
+              and _WRITE_COUNT.search(path)):
+            yield path, value
+
+
+def unread_write_notes(session: Session) -> list[str]:
+    """A note when a request's usage reports cache writes under a name its adapter does not read,
+    while none were read: a Codex log holds no write count in any version the research saw, but
+    OpenAI bills GPT-5.6's writes at 1.25× input (`input_tokens_details.cache_write_tokens`).
+    Unread, they stay in the uncached input, at 1×: the log's own bill is low by that much."""
+    found: dict[str, int] = {}
+    requests = 0
+    for r in session.requests():
+        u = r.usage
+        raw = getattr(u, "raw", None)
+        if u is None or u.cache_write_5m_tokens or u.cache_write_1h_tokens:
+            continue
+        counts = list(_write_counts(raw)) if isinstance(raw, dict) else []
+        requests += bool(counts)
+        for path, value in counts:
+            found[path] = found.get(path, 0) + value
+    if not found:
+        return []
+    named = ", ".join(f"`{path}` ({tokens:,} tokens)" for path, tokens in sorted(found.items()))
+    return [
+        f"{requests:,} request(s) report cache writes under a name replay does not read: "
+        f"{named}. They are billed as uncached input in the log's own bill (at the input rate, "
+        "not the write rate), and the cache simulation does not compare its writes with them."
     ]
 
 

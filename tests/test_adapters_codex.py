@@ -1320,3 +1320,28 @@ def test_a_later_compaction_replaces_the_earlier_one_too(tmp_path: Path) -> None
     session = load(_write(tmp_path, lines), strict=True)
     first, second = [e for e in session.events if isinstance(e, Compaction)]
     assert first.id in second.replaces
+
+
+def test_cache_writes_under_a_name_replay_does_not_read_get_a_note(tmp_path: Path) -> None:
+    """OpenAI bills GPT-5.6's cache writes at 1.25× input (caching.md, "Usage":
+    `input_tokens_details.cache_write_tokens`); no Codex version the research saw logs them. A
+    rollout that does keeps them in `input_tokens` as replay reads it, billed at 1×: said, with
+    the name and the count, in `run` and `fidelity` alike."""
+    import replay
+    from replay.fidelity import fidelity
+
+    lines = codex_lines()
+    counts = [ln["payload"]["info"]["last_token_usage"] for ln in lines
+              if ln["payload"].get("type") == "token_count"]
+    counts[0]["input_tokens_details"] = {"cached_tokens": 0, "cache_write_tokens": 1200}
+    counts[-1]["cache_write_tokens"] = 300
+    path = _write(tmp_path, lines)
+    expected = ("2 request(s) report cache writes under a name replay does not read: "
+                "`cache_write_tokens` (300 tokens), `input_tokens_details.cache_write_tokens` "
+                "(1,200 tokens).")
+    assert any(n.startswith(expected) for n in replay.replay(path, "baseline").notes)
+    assert any(n.startswith(expected) for n in fidelity(path).notes)
+    # A rollout as Codex writes it today: no note.
+    (tmp_path / "plain").mkdir()
+    plain = _write(tmp_path / "plain", codex_lines())
+    assert not [n for n in replay.replay(plain, "baseline").notes if "cache writes" in n]
