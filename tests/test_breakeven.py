@@ -8,7 +8,7 @@ import contextlib
 import copy
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from decimal import Decimal
 
@@ -24,7 +24,7 @@ from replay.breakeven._whatif import PLACEHOLDER, Selector, whatif_strategy
 from replay.cache._store import CachedPrompt, CacheStore
 from replay.engine import _replay
 from replay.engine._replay import ReplayConfig, _Run, with_unlogged_context
-from replay.log import RequestMarker, read_log
+from replay.log import RequestMarker, Session, read_log
 from replay.prefix import _diff
 from replay.prices import Buckets, Pricer
 from replay.strategies import resolve
@@ -69,6 +69,20 @@ def _only(rows):
 # --- closed form, by hand -------------------------------------------------------------------
 
 
+def _plugin(name: str, build: Callable[[], object], cache_class: str = "freeze-once"
+            ) -> NamedStrategy:
+    """A strategy of the test's own, `name` also its family, pattern and rule."""
+    spec = StrategySpec(family=name, pattern=name, build=build, cache_class=cache_class, rule=name)
+    return NamedStrategy(name, spec, {})
+
+
+def _reading_session(steps: int, output: str = "x" * 900) -> Session:
+    """An Anthropic session of `steps` requests that each read a file (`output`), then one more."""
+    turns = [Turn(f"step {i}", [Call("read_file", {"path": f"f{i}.py"}, output)])
+             for i in range(steps)]
+    return build_session(turns + [Turn("done")], provider="anthropic")
+
+
 def _folding_strategy(at: int) -> NamedStrategy:
     """Keeps the task, and at request `at` folds everything after it, the step the history
     just gained included, into one summary; appends after it from then on."""
@@ -89,10 +103,7 @@ def _folding_strategy(at: int) -> NamedStrategy:
 
         return fold
 
-    spec = StrategySpec(
-        family="fold", pattern="fold", build=build, cache_class="freeze-once", rule="fold"
-    )
-    return NamedStrategy("fold", spec, {})
+    return _plugin("fold", build)
 
 
 def test_a_compaction_that_folds_the_new_step_re_bills_its_summary() -> None:
@@ -1076,14 +1087,11 @@ def test_a_repeated_rewrite_label_on_a_view_that_only_grew_is_no_rewrite() -> No
 
         return labelled
 
-    spec = StrategySpec(
-        family="label", pattern="label", build=build, cache_class="append-only", rule="label"
-    )
-    turns = [Turn(f"step {i}", [Call("read_file", {"path": f"f{i}.py"}, "x")]) for i in range(3)]
-    session = build_session(turns + [Turn("done")], provider="anthropic")
+    strategy = _plugin("label", build, "append-only")
+    session = _reading_session(3, "x")
     markers = [e for e in session.events if isinstance(e, RequestMarker)]
     markers[2].model, markers[2].provider = "gpt-5", "openai"  # the log switches model
-    rows, records = breakeven_session(session, [NamedStrategy("label", spec, {})])
+    rows, records = breakeven_session(session, [strategy])
     assert [r.diff.is_break for r in records] == [False, False, True, True]
     assert rows == []
 
@@ -1106,13 +1114,9 @@ def test_a_placeholder_made_again_in_the_same_words_is_no_rewrite() -> None:
 
         return clear_first
 
-    spec = StrategySpec(
-        family="remake", pattern="remake", build=build, cache_class="freeze-once", rule="remake"
-    )
-    turns = [Turn(f"step {i}", [Call("read_file", {"path": f"f{i}.py"}, "x" * 900)])
-             for i in range(4)]
-    session = build_session(turns + [Turn("done")], provider="anthropic")
-    rows, records = breakeven_session(session, [NamedStrategy("remake", spec, {})])
+    strategy = _plugin("remake", build)
+    session = _reading_session(4)
+    rows, records = breakeven_session(session, [strategy])
     assert [r.diff.is_break for r in records] == [False, False, True, False, False]
     assert [row.request_index for row in rows] == [2]
 
@@ -1133,13 +1137,9 @@ def test_a_rewrite_names_each_kind_of_event_once() -> None:
 
         return clear_two
 
-    spec = StrategySpec(
-        family="two", pattern="two", build=build, cache_class="freeze-once", rule="two"
-    )
-    turns = [Turn(f"step {i}", [Call("read_file", {"path": f"f{i}.py"}, "x" * 900)])
-             for i in range(3)]
-    session = build_session(turns + [Turn("done")], provider="anthropic")
-    rows, _ = breakeven_session(session, [NamedStrategy("two", spec, {})])
+    strategy = _plugin("two", build)
+    session = _reading_session(3)
+    rows, _ = breakeven_session(session, [strategy])
     assert [(r.request_index, r.event) for r in rows] == [(2, "clear")]
 
 
@@ -1158,13 +1158,9 @@ def test_a_summary_inserted_before_earlier_items_is_a_rewrite() -> None:
 
         return insert
 
-    spec = StrategySpec(
-        family="note", pattern="note", build=build, cache_class="freeze-once", rule="note"
-    )
-    turns = [Turn(f"step {i}", [Call("read_file", {"path": f"f{i}.py"}, "x" * 900)])
-             for i in range(3)]
-    session = build_session(turns + [Turn("done")], provider="anthropic")
-    rows, records = breakeven_session(session, [NamedStrategy("note", spec, {})])
+    strategy = _plugin("note", build)
+    session = _reading_session(3)
+    rows, records = breakeven_session(session, [strategy])
     assert records[2].diff.is_break
     assert [(r.request_index, r.event) for r in rows] == [(2, "compaction")]
 
@@ -1196,16 +1192,13 @@ def test_a_compaction_that_also_stubs_a_result_it_keeps_is_compared_without_both
 
         return fold_and_stub
 
-    spec = StrategySpec(
-        family="foldstub", pattern="foldstub", build=build, cache_class="freeze-once",
-        rule="foldstub",
-    )
+    strategy = _plugin("foldstub", build)
     turns = [Turn(f"step {i}", [Call("read_file", {"path": f"f{i}.py"}, gen.filler(2_000, i))])
              for i in range(6)]
     session = build_session(turns + [Turn("done")], provider="anthropic")
     billed = [r.request.total - r.outcome.dropped_tokens
               for r in _Run(session, resolve(["baseline"])[0], ReplayConfig()).run()]
-    rows, records = breakeven_session(session, [NamedStrategy("foldstub", spec, {})])
+    rows, records = breakeven_session(session, [strategy])
     row = _only(rows)
     assert row.request_index == at
     sent = records[at].request.total - records[at].outcome.dropped_tokens
@@ -1228,9 +1221,7 @@ def test_the_agent_s_own_compaction_says_where_its_summary_cost_is(logged_call) 
     as a request before it; Claude Code, pi and Codex do not log it)."""
     from replay.log import AssistantMessage, Compaction, ToolResult, UserMessage
 
-    turns = [Turn(f"step {i}", [Call("read_file", {"path": f"f{i}.py"}, "x" * 900)])
-             for i in range(4)]
-    session = build_session(turns + [Turn("done")], provider="anthropic")
+    session = _reading_session(4)
     markers = [e for e in session.events if isinstance(e, RequestMarker)]
     at = session.events.index(markers[3])
     context = [e.id for e in session.events[:at]
@@ -1437,9 +1428,7 @@ def _growing(at: int, extra: str) -> NamedStrategy:
 
         return grow
 
-    spec = StrategySpec(family="grow", pattern="grow", build=build, cache_class="freeze-once",
-                        rule="grow")
-    return NamedStrategy("grow", spec, {})
+    return _plugin("grow", build)
 
 
 def test_a_rewrite_that_grows_the_prompt_over_the_tier_line_saves_nothing_by_the_closed_form():
@@ -1661,9 +1650,7 @@ def _toggling() -> NamedStrategy:
 
         return toggle
 
-    spec = StrategySpec(family="toggle", pattern="toggle", build=build, cache_class="churn",
-                        rule="toggle")
-    return NamedStrategy("toggle", spec, {})
+    return _plugin("toggle", build, "churn")
 
 
 @pytest.mark.parametrize(("chars", "named"), [(200, False), (1500, True)])
@@ -1860,11 +1847,7 @@ def _clearing_strategy(at: Sequence[int]) -> NamedStrategy:
 
         return clear
 
-    spec = StrategySpec(
-        family="clear-some", pattern="clear-some", build=build, cache_class="freeze-once",
-        rule="clear-some",
-    )
-    return NamedStrategy("clear-some", spec, {})
+    return _plugin("clear-some", build)
 
 
 def test_the_strategy_s_later_rewrites_within_the_horizon_are_named() -> None:
