@@ -677,8 +677,7 @@ def write_tokenizer_file(
     from replay._atomic import write_atomic
 
     document = tokenizer_file(calibrations, date)
-    measured = {row["family"] for row in document["families"]}
-    document["families"] += [row for row in _earlier_rows(path) if row["family"] not in measured]
+    earlier = _earlier_rows(path)  # (each already checked as it was read)
     for n, row in enumerate(document["families"]):
         problem = row_problem(row, n)
         if problem:
@@ -686,5 +685,7 @@ def write_tokenizer_file(
                 f"{path}: not written: {problem} (family {row.get('family')!r} as measured on "
                 "these logs; REPLAY_TOKENIZERS would refuse the file)"
             )
+    measured = {row["family"] for row in document["families"]}
+    document["families"] += [row for row in earlier if row["family"] not in measured]
     write_atomic(path, json.dumps(document, indent=2) + "\n")
     return document
