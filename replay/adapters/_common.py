@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -491,7 +492,7 @@ def cost_problem(value: Any, where: str) -> str | None:
         number = float(value)
     except ValueError:
         return f"expected `{where}` to be a number, got {str(value)[:40]!r}"
-    if number != number or number in (float("inf"), float("-inf")) or number < 0:
+    if not math.isfinite(number) or number < 0:
         return f"expected `{where}` to be a number >= 0, got {value!r}"
     return None
 
