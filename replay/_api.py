@@ -884,21 +884,27 @@ NO_CACHE_WHY = (
 and `replay batch`'s)."""
 
 
-def microcompact_notes(session: Session) -> list[str]:
-    """One note per request marked `after_microcompact`: Claude Code cleared tool results the
-    log does not name, so no strategy clears them."""
-    notes: list[str] = []
+def _microcompacted(session: Session) -> list[tuple[int, RequestMarker, RequestMarker | None]]:
+    """The requests marked `after_microcompact` (index, request, its thread's previous one)."""
+    found = []
     previous: dict[str, RequestMarker] = {}
     for n, r in enumerate(session.requests()):
         before = previous.get(r.thread)
         previous[r.thread] = r
         if getattr(r, "after_microcompact", False):
-            notes.append(
-                f"Microcompact at request #{n} ({r.request_id}): Claude Code cleared "
-                f"{_prompt_fall(before, r)}; the replay still sends them, so its prompts from "
-                "there on are larger than the logged ones."
-            )
-    return notes
+            found.append((n, r, before))
+    return found
+
+
+def microcompact_notes(session: Session) -> list[str]:
+    """One note per request marked `after_microcompact`: Claude Code cleared tool results the
+    log does not name, so no strategy clears them."""
+    return [
+        f"Microcompact at request #{n} ({r.request_id}): Claude Code cleared "
+        f"{_prompt_fall(before, r)}; the replay still sends them, so its prompts from "
+        "there on are larger than the logged ones."
+        for n, r, before in _microcompacted(session)
+    ]
 
 
 _ITERATION_PROMPT = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
@@ -916,12 +922,17 @@ def _extra_iterations(usage: Any) -> list[dict[str, Any]]:
     return [i for i in raw.get("iterations") or [] if i["type"] != "message"]
 
 
+def _with_iterations(session: Session) -> list[tuple[int, RequestMarker, list[dict[str, Any]]]]:
+    """The requests whose usage lists iterations besides the response, and those iterations."""
+    found = [(n, r, _extra_iterations(r.usage)) for n, r in enumerate(session.requests())]
+    return [f for f in found if f[2]]
+
+
 def iteration_notes(session: Session) -> list[str]:
     """A note on the requests whose usage lists iterations billed apart from it (Anthropic
     `usage.iterations[]`, server-side compaction): nothing prices them, so the log's own bill
     and every strategy's cost leave them out."""
-    found = [(n, r, _extra_iterations(r.usage)) for n, r in enumerate(session.requests())]
-    found = [f for f in found if f[2]]
+    found = _with_iterations(session)
     if not found:
         return []
     extra = [i for _, _, iterations in found for i in iterations]
@@ -952,20 +963,30 @@ def _write_counts(raw: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, 
             yield path, value
 
 
-def unread_write_notes(session: Session) -> list[str]:
-    """A note when a request's usage reports cache writes under a name its adapter does not read,
-    while none were read: a Codex log holds no write count in any version the research saw, but
-    OpenAI bills GPT-5.6's writes at 1.25× input (`input_tokens_details.cache_write_tokens`).
-    Unread, they stay in the uncached input, at 1×: the log's own bill is low by that much."""
-    found: dict[str, int] = {}
-    requests = 0
-    for r in session.requests():
+def _unread_writes(session: Session) -> list[tuple[int, list[tuple[str, int]]]]:
+    """The requests whose usage reports cache writes under a name their adapter does not read
+    (none read), with those counts by dotted path."""
+    found = []
+    for n, r in enumerate(session.requests()):
         u = r.usage
         raw = getattr(u, "raw", None)
         if u is None or u.cache_write_5m_tokens or u.cache_write_1h_tokens:
             continue
         counts = list(_write_counts(raw)) if isinstance(raw, dict) else []
-        requests += bool(counts)
+        if counts:
+            found.append((n, counts))
+    return found
+
+
+def unread_write_notes(session: Session) -> list[str]:
+    """A note when a request's usage reports cache writes under a name its adapter does not read,
+    while none were read: a Codex log holds no write count in any version the research saw, but
+    OpenAI bills GPT-5.6's writes at 1.25× input (`input_tokens_details.cache_write_tokens`).
+    Unread, they stay in the uncached input, at 1×: the log's own bill is low by that much."""
+    unread = _unread_writes(session)
+    requests = len(unread)
+    found: dict[str, int] = {}
+    for _, counts in unread:
         for path, value in counts:
             found[path] = found.get(path, 0) + value
     if not found:
@@ -978,10 +999,8 @@ def unread_write_notes(session: Session) -> list[str]:
     ]
 
 
-def clock_notes(session: Session) -> list[str]:
-    """A note when a thread's request times go backwards (a clock set back, logs spliced, a
-    request pi started on a message queued while another ran: the pi large-session sample's
-    #209, 3.4 s): the cache simulation takes the times as logged, TTLs and readiness included."""
+def _backwards(session: Session) -> list[tuple[int, RequestMarker, float]]:
+    """The requests timed before their thread's previous request, and by how many seconds."""
     last: dict[str, RequestMarker] = {}
     backwards: list[tuple[int, RequestMarker, float]] = []
     for n, request in enumerate(session.requests()):
@@ -989,6 +1008,14 @@ def clock_notes(session: Session) -> list[str]:
         if before is not None and request.ts < before.ts:
             backwards.append((n, request, (before.ts - request.ts).total_seconds()))
         last[request.thread] = request
+    return backwards
+
+
+def clock_notes(session: Session) -> list[str]:
+    """A note when a thread's request times go backwards (a clock set back, logs spliced, a
+    request pi started on a message queued while another ran: the pi large-session sample's
+    #209, 3.4 s): the cache simulation takes the times as logged, TTLs and readiness included."""
+    backwards = _backwards(session)
     if not backwards:
         return []
     n, request, seconds = backwards[0]
@@ -998,6 +1025,26 @@ def clock_notes(session: Session) -> list[str]:
         "the cache simulation takes the times as logged, so TTL expiry and entries not yet "
         "written are judged on them there."
     ]
+
+
+LOG_COUNTS = {
+    "microcompact_requests": _microcompacted,
+    "unpriced_iteration_requests": _with_iterations,
+    "clock_backwards_requests": _backwards,
+    "unread_cache_write_requests": _unread_writes,
+}
+"""What the notes `replay run` draws from the log alone count, by `replay batch`'s column."""
+
+
+def log_counts(session: Session, skip: Collection[int] = ()) -> dict[str, int]:
+    """Per `LOG_COUNTS` column, the session's requests its note is about (`skip`: indexes of
+    requests left out, a fork's copies of its parent's): requests after a microcompact, with
+    unpriced usage iterations, timed before their thread's previous request, with cache writes
+    under a name replay does not read. The same under every strategy."""
+    return {
+        column: sum(found[0] not in skip for found in finder(session))
+        for column, finder in LOG_COUNTS.items()
+    }
 
 
 def window_notes(session: Session, models: Sequence[str], window: int | None) -> list[str]:

@@ -17,6 +17,7 @@ import genai_prices
 import polars as pl
 import pytest
 
+import replay._api as replay_api
 from replay import replay
 from replay._errors import ReplayError
 from replay.batch import SESSION_META, SESSION_PRICING, BatchOptions, plan_groups, run_batch, scan
@@ -2645,3 +2646,62 @@ def test_half_written_parts_of_a_killed_batch_are_cleaned_up(tmp_path: Path):
     assert [p.exists() for p in stale] == [False] * 3
     assert all(p.exists() for p in kept)
     assert sessions(out).height == 1
+
+
+def _with_log_quirks(path: Path, session_id: str, shift: timedelta) -> Path:
+    """The sample run with what `replay run` notes from a log itself: a request after a Claude
+    Code microcompact (#2), usage iterations billed apart (#4), a time before the previous
+    request's (#7), and cache writes under a usage field replay does not read (#9 and #10)."""
+    variant(path, session_id, shift)
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    markers = [line for line in lines if line.get("type") == "request"]
+    markers[2]["after_microcompact"] = True
+    iteration = {"type": "compaction", "input_tokens": 10, "output_tokens": 5}
+    markers[4]["usage"] = {"input_tokens": 100, "output_tokens": 10,
+                           "raw": {"iterations": [iteration]}}
+    markers[7]["ts"] = markers[6]["ts"]  # the same time is no clock set back...
+    markers[8]["ts"] = (datetime.fromisoformat(markers[7]["ts"]) - timedelta(seconds=2)).isoformat()
+    for n in (9, 10):
+        markers[n]["usage"] = {"input_tokens": 100, "output_tokens": 10,
+                               "raw": {"input_tokens_details": {"cache_write_tokens": 40}}}
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_what_run_notes_from_the_log_itself_is_a_column_and_a_note(tmp_path: Path) -> None:
+    # `replay run` notes a microcompact, unpriced usage iterations, times going backwards and
+    # unread cache writes from the log itself; a batch said none of them (its notes are built
+    # from the dataset's columns): a column per note, the same on every strategy's row, and a
+    # note summing them over the sessions, replayed now or kept unchanged.
+    logs = tmp_path / "logs"
+    quirky = _with_log_quirks(logs / "quirky.jsonl", "q", -DAY * 2)
+    variant(logs / "plain.jsonl", "p", -DAY)
+    counts = {"microcompact_requests": 1, "unpriced_iteration_requests": 1,
+              "clock_backwards_requests": 1, "unread_cache_write_requests": 2}
+    assert replay_api.log_counts(read_log(quirky)) == counts
+    # A fork's requests copied from its parent (left out of its rows) are left out here too.
+    assert replay_api.log_counts(read_log(quirky), skip={2, 9})["microcompact_requests"] == 0
+    assert replay_api.log_counts(read_log(quirky), skip={2, 9})["unread_cache_write_requests"] == 1
+    out = tmp_path / "ds"
+    for status in ("replayed", "unchanged"):
+        report = run_batch([logs], BatchOptions(strategies=STRATEGIES), output=out, workers=1)
+        assert set(status_of(report).values()) == {status}
+        rows = sessions(out)
+        for column, n in counts.items():
+            assert rows[column].to_list() == [0, 0, n, n], column  # plain, then quirky
+        said = [n for n in report.notes if "`replay run FILE` says which" in n]
+        assert [n.split(" (column")[0] for n in said] == [
+            "1 request(s) of 1 session(s) came after a Claude Code microcompact, which cleared "
+            "tool results the log does not name",
+            "1 request(s) of 1 session(s) list iterations besides the response in "
+            "`usage.iterations` (server-side compaction), billed apart from the requests' usage",
+            "1 request(s) of 1 session(s) are timed before their thread's previous request (a "
+            "clock set back, spliced logs)",
+            "2 request(s) of 1 session(s) report cache writes under a usage field replay does "
+            "not read",
+        ]
+        assert all(f"{quirky} " in n for n in said)
+    # What `replay run` says of the same log: the same four notes.
+    notes = replay(read_log(quirky), ["recorded"]).notes
+    assert [n for n in notes if n.startswith(("Microcompact", "Request times go backwards"))]
+    assert sum("usage.iterations" in n or "does not read" in n for n in notes) == 2

@@ -34,6 +34,7 @@ from typing import Any
 
 import polars as pl
 
+from replay._api import LOG_COUNTS
 from replay._errors import ReplayError
 from replay.adapters._groups import GROUPED, session_folder
 from replay.adapters._once import forks_with_parent
@@ -615,6 +616,7 @@ def run_batch(
             report.notes.extend(assumed_window_notes(phases.models, opts.context_window))
             report.notes.extend(_no_breakpoint_note(phases.no_breakpoint))
             report.notes.extend(_no_cache_note(phases.no_cache))
+            report.notes.extend(_log_notes(phases.log_counts))
             if dataset is not None:
                 report.notes.extend(_forget_superseded(dataset))
         finally:
@@ -713,6 +715,8 @@ class _Phases:
     no_cache: dict[str, tuple[int, str, str]] = field(default_factory=dict)
     """Session file → its requests the cache rules give no prompt cache (`mechanism: none`),
     with the session's provider and model, for the ok sessions that had any."""
+    log_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    """`LOG_COUNTS` column → session file → its count, for the ok sessions that had any."""
 
 
 def _code_plugins(named: list[Any]) -> bytes:
@@ -999,9 +1003,7 @@ def _replay_phase(
                 report.requests += requests.get(path, 0)
                 if outcome.sessions is not None:
                     rows = pl.read_parquet(io.BytesIO(outcome.sessions))
-                    phases.ran_on |= _ran_on(rows.lazy())
-                    phases.no_breakpoint |= _no_breakpoint(rows.lazy())
-                    phases.no_cache |= _no_cache(rows.lazy())
+                    _collect(phases, rows.lazy())
                     partials.append(_partial(rows.lazy(), phases.apis))
                     if len(partials) > 256:  # keep the running totals small
                         partials = [_combine(partials)]
@@ -1034,10 +1036,76 @@ def _replay_phase(
     if unchanged_parts and dataset is not None:
         kept = pl.scan_parquet([dataset.root / p for p in unchanged_parts])
         partials.append(_partial(kept, phases.apis))
-        phases.ran_on |= _ran_on(kept)
-        phases.no_breakpoint |= _no_breakpoint(kept)
-        phases.no_cache |= _no_cache(kept)
+        _collect(phases, kept)
     return partials
+
+
+def _collect(phases: _Phases, rows: pl.LazyFrame) -> None:
+    """What the notes need of ok sessions' rows, replayed now or unchanged."""
+    phases.ran_on |= _ran_on(rows)
+    phases.no_breakpoint |= _no_breakpoint(rows)
+    phases.no_cache |= _no_cache(rows)
+    for column, files in _log_counts(rows).items():
+        phases.log_counts.setdefault(column, {}).update(files)
+
+
+def _log_counts(rows: pl.LazyFrame) -> dict[str, dict[str, int]]:
+    """`LOG_COUNTS` column → session file → its count, for the sessions that had any (a part
+    written before the column: none)."""
+    names = rows.collect_schema().names()
+    columns = [c for c in LOG_COUNTS if c in names]
+    if not columns:
+        return {}
+    found = rows.group_by("file").agg(pl.col(c).max() for c in columns).collect()
+    return {
+        c: {f: n for f, n in zip(found["file"].to_list(), found[c].to_list(), strict=True) if n}
+        for c in columns
+    }
+
+
+_LOG_NOTES = {
+    "microcompact_requests": (
+        "came after a Claude Code microcompact, which cleared tool results the log does not "
+        "name",
+        "the replay still sends them, so those sessions' prompts from there on are larger than "
+        "the logged ones",
+    ),
+    "unpriced_iteration_requests": (
+        "list iterations besides the response in `usage.iterations` (server-side compaction), "
+        "billed apart from the requests' usage",
+        "they are not priced, neither in the log's own bill nor in any strategy's cost",
+    ),
+    "clock_backwards_requests": (
+        "are timed before their thread's previous request (a clock set back, spliced logs)",
+        "the cache simulation takes the times as logged, so TTL expiry and entries not yet "
+        "written are judged on them there",
+    ),
+    "unread_cache_write_requests": (
+        "report cache writes under a usage field replay does not read",
+        "they are billed as uncached input in the log's own bill (at the input rate, not the "
+        "write rate), and the cache simulation does not compare its writes with them",
+    ),
+}
+"""Per `LOG_COUNTS` column, what its requests did and what follows (`replay run` says it of
+each log in its notes)."""
+
+
+def _log_notes(counts: dict[str, dict[str, int]]) -> list[str]:
+    """What `replay run` says from each log itself (a microcompact, unpriced iterations, times
+    going backwards, unread cache writes), summed over the batch's ok sessions, with the first
+    few sessions' files."""
+    notes = []
+    for column, (what, then) in _LOG_NOTES.items():
+        files = sorted(counts.get(column, {}).items())
+        if not files:
+            continue
+        shown = ", ".join(f"{path} {n:,}" for path, n in files[:3])
+        more = f", and {len(files) - 3:,} more" if len(files) > 3 else ""
+        notes.append(
+            f"{sum(n for _, n in files):,} request(s) of {len(files):,} session(s) {what} "
+            f"(column `{column}`; `replay run FILE` says which: {shown}{more}): {then}."
+        )
+    return notes
 
 
 def _no_breakpoint(rows: pl.LazyFrame) -> dict[str, int]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from replay._api import LOG_COUNTS, log_counts
 from replay._errors import LogFormatError, ReplayError
 from replay.adapters._groups import grouped_adapter
 from replay.adapters._once import file_sha256, parent_file
@@ -37,6 +38,7 @@ SESSION_META = [
     "skipped_lines",
     "copied_requests_dropped",
     "no_cache_requests",
+    *LOG_COUNTS,
 ]
 """Columns in front of the summary columns on every session row."""
 
@@ -477,6 +479,8 @@ def _outcome(
         # The rules' doing, not the strategies': the same requests under every strategy.
         "no_cache_requests": len({r.request_index for r in records
                                   if r.kind == "request" and r.outcome.mechanism == "none"}),
+        # What `replay run` says of the log itself in its notes, counted (a note sums them).
+        **log_counts(session, copied),
     }
     types = dict.fromkeys(("file", "session_id", "agent", "provider", "model"), pl.Utf8) | {
         "started_at": pl.Datetime("us", "UTC"),
@@ -487,7 +491,7 @@ def _outcome(
         "skipped_lines": pl.Int64,
         "copied_requests_dropped": pl.Int64,
         "no_cache_requests": pl.Int64,
-    }
+    } | dict.fromkeys(LOG_COUNTS, pl.Int64)
 
     def with_meta(frame: Any, columns: list[str]) -> Any:
         head = [pl.Series(c, [meta[c]] * frame.height, dtype=types[c]) for c in columns]
