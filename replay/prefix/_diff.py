@@ -31,7 +31,10 @@ class PrefixDiff:
     where: str
     """`tools`, `system`, `message N`, `tail` (appended only) or `first` (no previous request)."""
     is_break: bool
-    """True when the new prompt rewrote part of the old one (the old prompt is not its prefix)."""
+    """True when the new prompt rewrote part of the old one (the old prompt is not its prefix).
+    Judged in blocks: a provider's template closes each block, so a block that grew rewrote the
+    old one even where its old tokens are a prefix of the new (`first_mismatch_token` may then
+    reach the old prompt's length)."""
 
 
 _PAIRS: ContextVar[dict[int, tuple[BlockTable, dict[int, int]]] | None] = ContextVar(
