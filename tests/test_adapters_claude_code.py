@@ -2099,3 +2099,75 @@ def test_a_line_cut_inside_a_string_says_where_the_string_opened(tmp_path: Path)
         f"{path}:2: expected a JSON object (invalid or truncated JSON: Unterminated string "
         "starting at column 51)"
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# Redacted ids: which line goes on a response
+
+
+def _bash_call(n: int) -> dict[str, Any]:
+    return {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash", "input": {"command": "ls"}}
+
+
+def _bash_result(uuid: str, parent: str, ts: str, n: int, *extra: Any) -> dict[str, Any]:
+    block = {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": f"file{n}.py"}
+    return _user(uuid, parent, ts, [block, *extra])
+
+
+@pytest.mark.parametrize("between", ["text beside the result", "no content"])
+def test_a_redacted_response_does_not_go_on_past_a_line_that_is_not_only_tool_results(
+    tmp_path: Path, between: str
+) -> None:
+    # docs/adapters.md: a redacted response goes on past the *tool results* and progress lines
+    # it hangs off; a user line with text of its own (or none) is not one: what follows it is a
+    # new request, even when billed the same prompt.
+    same = _usage(3, 600, 1400, 40)
+    middle = (
+        _bash_result("r1", "a1", "03.000", 1, {"type": "text", "text": "and README?"})
+        if between == "text beside the result"
+        else _user("r1", "a1", "03.000", [])
+    )
+    lines = [
+        _user("u1", None, "01.000", "List the files."),
+        _assistant("a1", "u1", "02.000", "REDACTED", "REDACTED", _bash_call(1), same),
+        middle,
+        _assistant("a2", "r1", "04.000", "REDACTED", "REDACTED",
+                   {"type": "text", "text": "Done."}, same),
+    ]
+    session = load(_write(tmp_path, lines))
+    assert len(session.requests()) == 2
+
+
+def test_a_redacted_response_past_tool_results_needs_the_same_cache_read(tmp_path: Path) -> None:
+    # docs/adapters.md: the lines of one response carry the same prompt usage (input, cache
+    # write AND cache read): after a tool result, a line whose cache read differs is the next
+    # request, not the next block of the previous one.
+    first = _usage(3, 600, 1400, 40)
+    second = _usage(3, 600, 2000, 40)  # only the cache read differs
+    lines = [
+        _user("u1", None, "01.000", "List the files."),
+        _assistant("a1", "u1", "02.000", "REDACTED", "REDACTED", _bash_call(1), first),
+        _bash_result("r1", "a1", "03.000", 1),
+        _assistant("a2", "r1", "04.000", "REDACTED", "REDACTED",
+                   {"type": "text", "text": "Done."}, second),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    assert len(session.requests()) == 2
+
+
+def test_a_redacted_response_goes_on_past_a_progress_line_it_hangs_off(tmp_path: Path) -> None:
+    # docs/adapters.md: the next streamed block of a redacted response may hang off a progress
+    # line written while it streamed (a hook ran): same prompt usage, one request.
+    same = _usage(3, 600, 1400, 40)
+    lines = [
+        _user("u1", None, "01.000", "List the files."),
+        _assistant("a1", "u1", "02.000", "REDACTED", "REDACTED",
+                   {"type": "text", "text": "Listing."}, same),
+        _line("p1", "a1", "02.500", "progress", data={"type": "hook_progress"}),
+        _assistant("a2", "p1", "03.000", "REDACTED", "REDACTED", _bash_call(1), same),
+        _bash_result("r1", "a2", "04.000", 1),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    assert len(session.requests()) == 1
+    answer = next(e for e in session.events if isinstance(e, AssistantMessage))
+    assert [b.type for b in answer.blocks] == ["text", "tool_call"]
