@@ -2171,3 +2171,144 @@ def test_a_redacted_response_goes_on_past_a_progress_line_it_hangs_off(tmp_path:
     assert len(session.requests()) == 1
     answer = next(e for e in session.events if isinstance(e, AssistantMessage))
     assert [b.type for b in answer.blocks] == ["text", "tool_call"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Which files a read takes, and what ties them into one session
+
+
+def _agent_file(agent: str, session_id: str) -> list[dict[str, Any]]:
+    """`claude_lines()` as the sidechain of agent `agent` (uuids and response ids of its own)."""
+    sub = claude_lines()[1:]
+    for n, line in enumerate(sub):
+        line["uuid"], line["isSidechain"], line["agentId"] = f"{agent}{n}", True, agent
+        line["parentUuid"] = f"{agent}{n - 1}" if n else None
+        line["sessionId"] = session_id
+        if line["type"] == "assistant":
+            line["requestId"] += agent
+            line["message"]["id"] += agent
+    return sub
+
+
+def test_folder_files_come_once_each_in_the_documented_reading_order(tmp_path: Path) -> None:
+    # `_order`: transcripts, then `agent-*` files beside them, in `subagents/`, then in each
+    # transcript's `<sessionId>/subagents/` (whatever the names); an `agent-*` file is no
+    # transcript too (it would be read and hashed twice).
+    _write(tmp_path, claude_lines(), "s-1.jsonl")
+    (tmp_path / "subagents").mkdir()
+    (tmp_path / "s-1" / "subagents").mkdir(parents=True)
+    names = ["agent-c.jsonl", "subagents/agent-b.jsonl", "s-1/subagents/agent-a.jsonl"]
+    for name in names:
+        _write(tmp_path, _agent_file("x", "s-1"), name)
+    assert claude_code.folder_files(tmp_path) == [tmp_path / "s-1.jsonl"] + [
+        tmp_path / n for n in names
+    ]
+
+
+def test_a_folder_with_transcripts_ignores_a_same_named_file_beside_it(tmp_path: Path) -> None:
+    # `<dir>.jsonl` beside a folder stands in for its transcript only when the folder holds
+    # none (a `<sessionId>/` folder of 2.1.x subagents given alone).
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    _write(folder, claude_lines(), "s-1.jsonl")
+    _write(tmp_path, _other_session("s-2", "o"), "proj.jsonl")
+    session = load(folder, strict=True)
+    assert [r.request_id for r in session.requests()] == ["req_1", "req_2"]
+
+
+def test_a_beside_agent_file_is_tied_by_the_agent_id_its_records_carry(tmp_path: Path) -> None:
+    # `_agent_file_ids`: an agent file's id is its records' `agentId`, the file name's only
+    # without one.
+    main = claude_lines()
+    main[5]["toolUseResult"] = {"agentId": "abc"}
+    _write(tmp_path, main, "s-1.jsonl")
+    _write(tmp_path, _agent_file("abc", "s-9"), "agent-renamed.jsonl")  # tied by agentId only
+    session = load(tmp_path / "s-1.jsonl", strict=True)
+    assert {r.thread for r in session.requests()} == {"main", "agent-renamed"}
+
+
+def test_a_transcript_file_reads_the_beside_agent_files_of_its_subagents_too(
+    tmp_path: Path,
+) -> None:
+    # `read_agents_beside`: an agent file named by another agent file's `toolUseResult.agentId`
+    # (a subagent's own subagent) is of the session too. Every file has its own sessionId.
+    main = claude_lines()
+    main[5]["toolUseResult"] = {"agentId": "abc"}
+    caller = _agent_file("abc", "s-8")
+    caller[4]["toolUseResult"] = {"agentId": "def"}
+    _write(tmp_path, main, "s-1.jsonl")
+    _write(tmp_path, caller, "agent-abc.jsonl")
+    _write(tmp_path, _agent_file("def", "s-9"), "agent-def.jsonl")
+    session = load(tmp_path / "s-1.jsonl", strict=True)
+    assert {r.thread for r in session.requests()} == {"main", "agent-abc", "agent-def"}
+
+
+def test_a_subagent_file_given_alone_reads_no_sibling_agent_file(tmp_path: Path) -> None:
+    # The 2.0.x `<project>/agent-*.jsonl` files beside a *transcript* are read with it; beside
+    # an agent file given alone, the other agents of its session are no part of it.
+    _write(tmp_path, _agent_file("aaa", "s-1"), "agent-aaa.jsonl")
+    _write(tmp_path, _agent_file("bbb", "s-1"), "agent-bbb.jsonl")
+    session = load(tmp_path / "agent-aaa.jsonl", strict=True)
+    assert [r.request_id for r in session.requests()] == ["req_1aaa", "req_2aaa"]
+
+
+def test_an_agent_file_read_before_the_file_calling_it_is_of_the_session(tmp_path: Path) -> None:
+    # A subagent's own subagent (`toolUseResult.agentId` in the subagent's file) is tied to it
+    # whatever the reading order: here `agent-aaa` is read before `agent-zzz`, which calls it.
+    # Each file has its own sessionId: only agent ids tie them.
+    main = claude_lines()
+    main[5]["toolUseResult"] = {"agentId": "zzz"}
+    caller = _agent_file("zzz", "s-8")
+    caller[4]["toolUseResult"] = {"agentId": "aaa"}
+    _write(tmp_path, main, "s-1.jsonl")
+    _write(tmp_path, caller, "agent-zzz.jsonl")
+    _write(tmp_path, _agent_file("aaa", "s-9"), "agent-aaa.jsonl")
+    session = load(tmp_path, strict=True)
+    assert {r.thread for r in session.requests()} == {"main", "agent-zzz", "agent-aaa"}
+
+
+def test_a_subagents_folder_of_a_transcript_is_of_its_session_by_the_layout(
+    tmp_path: Path,
+) -> None:
+    # docs/adapters.md: files are tied by the layout too (`<sessionId>/subagents/` beside
+    # `<sessionId>.jsonl`), even when their records name nothing of the transcript.
+    _write(tmp_path, claude_lines(), "s-1.jsonl")
+    (tmp_path / "s-1" / "subagents").mkdir(parents=True)
+    _write(tmp_path / "s-1" / "subagents", _agent_file("x", "s-9"), "agent-x.jsonl")
+    session = load(tmp_path, strict=True)
+    assert {r.thread for r in session.requests()} == {"main", "agent-x"}
+
+
+def test_a_continuation_tied_by_its_boundary_s_logical_parent_is_one_session(
+    tmp_path: Path,
+) -> None:
+    # docs/adapters.md: a `logicalParentUuid` naming a record of another file ties the files (a
+    # compacted session continued in a new file, under another sessionId).
+    later = [
+        {"type": "system", "subtype": "compact_boundary", "uuid": "cb", "parentUuid": None,
+         "logicalParentUuid": "a3", "sessionId": "s-2", "timestamp": "2026-01-02T10:05:00Z",
+         "compactMetadata": {"trigger": "auto", "preTokens": 3100}},
+        _user("u9", "cb", "01.000", "Next?", sessionId="s-2"),
+        _assistant("a9", "u9", "02.000", "msg_C", "req_3", {"type": "text", "text": "Ok."},
+                   _usage(5, 100, 2000, 4), sessionId="s-2"),
+    ]
+    for line in later[1:]:
+        line["timestamp"] = line["timestamp"].replace("10:00:", "10:05:")
+    _write(tmp_path, claude_lines(), "s-1.jsonl")
+    _write(tmp_path, later, "s-2.jsonl")
+    session = load(tmp_path, strict=True)
+    assert [r.request_id for r in session.requests()] == ["req_1", "req_2", "req_3"]
+
+
+def test_redacted_uuids_on_the_same_line_of_two_files_are_two_records(tmp_path: Path) -> None:
+    # A redacted uuid gets an id of its own, unique across the files of a folder: the line of
+    # the later file is no copy of the redacted line at the same place in the earlier one.
+    first = claude_lines() + [_user("REDACTED", "a3", "10.000", "One more.")]
+    padding = claude_lines()[:1] * (len(first) - 1)  # the same line number in both files
+    later = [*padding, _user("REDACTED", "REDACTED", "20.000", "And?")]
+    later[-1]["timestamp"] = "2026-01-02T10:05:00Z"
+    _write(tmp_path, first, "s-1.jsonl")
+    _write(tmp_path, later, "s-2.jsonl")
+    session = load(tmp_path, strict=True)
+    texts = [e.text for e in session.events if isinstance(e, UserMessage)]
+    assert texts == ["List the files, please.", "One more.", "And?"]
