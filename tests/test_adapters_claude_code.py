@@ -2312,3 +2312,60 @@ def test_redacted_uuids_on_the_same_line_of_two_files_are_two_records(tmp_path: 
     session = load(tmp_path, strict=True)
     texts = [e.text for e in session.events if isinstance(e, UserMessage)]
     assert texts == ["List the files, please.", "One more.", "And?"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Copies of earlier lines (`_drop_copies`): what is one and what is not
+
+
+def _later_file(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`lines` written five minutes later (a resumed file)."""
+    for line in lines:
+        line["timestamp"] = line["timestamp"].replace("10:00:", "10:05:")
+    return lines
+
+
+def test_a_later_line_differing_from_an_earlier_one_only_by_is_meta_is_no_copy(
+    tmp_path: Path,
+) -> None:
+    # `_digest` compares what a copy keeps, `isMeta` included: injected text under the same
+    # parent as a typed prompt of the same words is another record, not a resumed copy.
+    first = [*claude_lines(), _user("u3", "a3", "10.000", "go on")]
+    later = _later_file([
+        _user("x1", "a3", "20.000", "go on", isMeta=True),
+        _assistant("x2", "x1", "21.000", "msg_X", "req_X", {"type": "text", "text": "Ok."},
+                   _usage(2, 10, 3040, 3)),
+    ])
+    _write(tmp_path, first, "s-1.jsonl")
+    _write(tmp_path, later, "s-2.jsonl")
+    session = load(tmp_path, strict=True)
+    injected = [e.text for e in session.events if isinstance(e, UserMessage) and e.injected]
+    assert injected == ["go on"]
+
+
+def test_a_prompt_sent_again_after_a_rewind_is_no_copy_of_its_own_file(tmp_path: Path) -> None:
+    # `_drop_copies` looks for copies in EARLIER files only: a prompt rewound and sent again in
+    # the same words (a sibling under the same parent, in the same file) is another record; the
+    # active path holds the one sent again, the abandoned branch the first.
+    first = [
+        *claude_lines(),
+        _user("b1", "a3", "20.000", "Count them."),
+        _assistant("b2", "b1", "21.000", "msg_X", "req_x", {"type": "text", "text": "Two."},
+                   _usage(3, 20, 3000, 2)),
+        _user("m1", "a3", "30.000", "Count them."),
+        _assistant("m2", "m1", "31.000", "msg_Y", "req_y", {"type": "text", "text": "2."},
+                   _usage(3, 20, 3050, 2)),
+    ]
+    # A later file continuing the session: the folder's files are then looked at for copies.
+    later = _later_file([
+        _user("n1", "m2", "40.000", "Thanks."),
+        _assistant("n2", "n1", "41.000", "msg_Z", "req_z", {"type": "text", "text": "Ok."},
+                   _usage(3, 20, 3100, 2)),
+    ])
+    _write(tmp_path, first, "s-1.jsonl")
+    _write(tmp_path, later, "s-2.jsonl")
+    session = load(tmp_path, strict=True)
+    assert [r.thread for r in session.requests() if r.request_id == "req_x"] == ["main/branch-1"]
+    again = [e for e in session.events if isinstance(e, UserMessage) and e.thread == "main"][1]
+    assert again.text == "Count them."
+    assert again.ts.strftime("%M:%S") == "00:30" and not getattr(again, "copied_from", None)
