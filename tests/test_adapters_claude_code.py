@@ -2369,3 +2369,45 @@ def test_a_prompt_sent_again_after_a_rewind_is_no_copy_of_its_own_file(tmp_path:
     again = [e for e in session.events if isinstance(e, UserMessage) and e.thread == "main"][1]
     assert again.text == "Count them."
     assert again.ts.strftime("%M:%S") == "00:30" and not getattr(again, "copied_from", None)
+
+
+# --------------------------------------------------------------------------------------------------
+# Compaction records
+
+
+def _boundary(parent: str | None, **kw: Any) -> dict[str, Any]:
+    return {
+        "type": "system", "subtype": "compact_boundary", "uuid": "cb", "parentUuid": parent,
+        "sessionId": "s-1", "timestamp": "2026-01-02T10:01:00Z",
+        "compactMetadata": {"trigger": "auto", "preTokens": 3100}, **kw,
+    }
+
+
+def test_a_compact_boundary_that_keeps_its_parent_uuid_hangs_off_it(tmp_path: Path) -> None:
+    # `logicalParentUuid` stands in for a boundary's `parentUuid` only where that one is cut
+    # (null, formats.md §1): a boundary that kept it continues the chain through it, and the
+    # history before it is no abandoned branch.
+    lines = [
+        *claude_lines(),
+        _boundary("a3"),
+        _user("u9", "cb", "62.000", "Next?"),
+        _assistant("a9", "u9", "63.000", "msg_C", "req_3", {"type": "text", "text": "Ok."},
+                   _usage(5, 100, 2000, 4)),
+    ]
+    lines[-2]["timestamp"] = "2026-01-02T10:01:02Z"
+    lines[-1]["timestamp"] = "2026-01-02T10:01:03Z"
+    session = load(_write(tmp_path, lines), strict=True)
+    assert [(r.thread, r.request_id) for r in session.requests()] == [
+        ("main", "req_1"), ("main", "req_2"), ("main", "req_3")
+    ]
+
+
+def test_a_compaction_summary_in_blocks_is_its_text(tmp_path: Path) -> None:
+    # formats.md §1: `message.content` is a string or blocks, the summary message's included.
+    summary = _user("sum", "cb", "00.000", [{"type": "text", "text": "Summary: listed files."}],
+                    isCompactSummary=True)
+    summary["timestamp"] = "2026-01-02T10:01:01Z"
+    lines = [*claude_lines(), _boundary(None, logicalParentUuid="a3"), summary]
+    session = load(_write(tmp_path, lines), strict=True)
+    compaction = next(e for e in session.events if isinstance(e, Compaction))
+    assert compaction.summary == "Summary: listed files."
