@@ -2411,3 +2411,44 @@ def test_a_compaction_summary_in_blocks_is_its_text(tmp_path: Path) -> None:
     session = load(_write(tmp_path, lines), strict=True)
     compaction = next(e for e in session.events if isinstance(e, Compaction))
     assert compaction.summary == "Summary: listed files."
+
+
+# --------------------------------------------------------------------------------------------------
+# Content: placeholders and attachments
+
+
+def test_an_image_from_an_url_is_a_placeholder_labelled_estimated(tmp_path: Path) -> None:
+    # An image without base64 data (an URL source): its pixels are not in the log either, so
+    # its text is a placeholder, labelled estimated like a base64 one.
+    image = {"type": "image", "source": {"type": "url", "url": "https://example.com/y.png"}}
+    lines = claude_lines()
+    lines[5]["message"]["content"][0]["content"] = [{"type": "text", "text": "see"}, image]
+    session = load(_write(tmp_path, lines), strict=True)
+    result = next(e for e in session.events if isinstance(e, ToolResult))
+    assert result.output == "see\n[image  0 base64 chars]"
+    assert result.estimated_text is True
+
+
+def test_an_attachment_rendering_only_whitespace_is_ignored(tmp_path: Path) -> None:
+    # docs/adapters.md: attachments with nothing to render (empty ones) are counted in
+    # `ignored_records`, not sent as an empty reminder.
+    lines = claude_lines()
+    lines.append(_line("t1", "a3", "09.000", "attachment",
+                       attachment={"type": "skill_listing", "content": " \n "}))
+    session = load(_write(tmp_path, lines), strict=True)
+    assert session.header.ignored_records.get("attachment/skill_listing") == 1
+    assert not any(getattr(e, "attachment", None) for e in session.events)
+
+
+def test_a_plain_text_document_keeps_its_text(tmp_path: Path) -> None:
+    # Only base64 payloads are placeholders (`binary_placeholder`): a `document` whose source is
+    # plain text (Anthropic `source.type: "text"`) is text the model reads.
+    document = {
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": "hello world"},
+    }
+    lines = claude_lines()
+    lines[5]["message"]["content"][0]["content"] = [document]
+    session = load(_write(tmp_path, lines), strict=True)
+    result = next(e for e in session.events if isinstance(e, ToolResult))
+    assert "hello world" in result.output
