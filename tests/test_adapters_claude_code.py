@@ -2452,3 +2452,26 @@ def test_a_plain_text_document_keeps_its_text(tmp_path: Path) -> None:
     session = load(_write(tmp_path, lines), strict=True)
     result = next(e for e in session.events if isinstance(e, ToolResult))
     assert "hello world" in result.output
+
+
+# --------------------------------------------------------------------------------------------------
+# Subagent threads: their start event
+
+
+def test_a_subagent_on_the_session_s_model_names_no_model_of_its_own(tmp_path: Path) -> None:
+    # docs/log-format.md: a `thread` event's `model` is set only where it differs from the
+    # header's.
+    session = load(_write(tmp_path, _sidechain_log()), strict=True)
+    start = next(e for e in session.events if isinstance(e, ThreadStart))
+    assert session.header.model == "claude-sonnet-4-20250514"
+    assert start.model is None
+
+
+def test_a_task_result_naming_no_agent_leaves_the_call_to_its_sidechain(tmp_path: Path) -> None:
+    # A `toolUseResult` without an `agentId` (a 1.0.x Task result, any other tool's) names no
+    # subagent: the inline sidechain is still linked to its Task call by its prompt.
+    lines = _sidechain_log()
+    lines[4]["toolUseResult"] = {"totalDurationMs": 1200, "totalTokens": 405}
+    session = load(_write(tmp_path, lines), strict=True)
+    start = next(e for e in session.events if isinstance(e, ThreadStart))
+    assert start.parent_call_id == "toolu_task"
