@@ -2475,3 +2475,26 @@ def test_a_task_result_naming_no_agent_leaves_the_call_to_its_sidechain(tmp_path
     session = load(_write(tmp_path, lines), strict=True)
     start = next(e for e in session.events if isinstance(e, ThreadStart))
     assert start.parent_call_id == "toolu_task"
+
+
+# --------------------------------------------------------------------------------------------------
+# Traceability
+
+
+@pytest.mark.parametrize("logged", ["kept", "REDACTED", "missing"])
+def test_a_response_s_source_id_is_the_message_id_of_the_log(tmp_path: Path, logged: str) -> None:
+    # docs/adapters.md, Traceability: `source_id` is the log's own id. A redacted or missing
+    # `message.id` is told apart by a fallback (the requestId, or the streamed line before it):
+    # that fallback is the adapter's, not the log's, so it is no `source_id`.
+    lines = claude_lines()
+    for line in lines:
+        if line.get("type") == "assistant" and logged != "kept":
+            if logged == "REDACTED":
+                line["message"]["id"] = "REDACTED"
+            else:
+                del line["message"]["id"]
+    session = load(_write(tmp_path, lines), strict=True)
+    answers = [e for e in session.events if isinstance(e, AssistantMessage)]
+    expected = {"kept": ["msg_A", "msg_B"], "REDACTED": ["REDACTED"] * 2, "missing": [None] * 2}
+    assert [getattr(e, "source_id", None) for e in answers] == expected[logged]
+    assert [r.request_id for r in session.requests()] == ["req_1", "req_2"]

@@ -1100,7 +1100,11 @@ class _Reader:
         previous = state.events[-1].ts if state.events else first.ts
         sent = previous if previous <= first.ts else first.ts
         message = AssistantMessage(ts=last.ts, blocks=blocks)
-        message.source_id = first.message_id
+        logged = get_str(first.obj["message"], "id")
+        if logged:
+            # The log's own id (docs/adapters.md, Traceability), not the fallback standing in
+            # for a redacted or missing one.
+            message.source_id = logged
         copy_of = first.copy_of if all(ln.copy_of for ln in group) else None
         if copy_of is not None:
             # A copy (`_replayed`): its usage is the copied request's, billed once there.
