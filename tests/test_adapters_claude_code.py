@@ -2498,3 +2498,43 @@ def test_a_response_s_source_id_is_the_message_id_of_the_log(tmp_path: Path, log
     expected = {"kept": ["msg_A", "msg_B"], "REDACTED": ["REDACTED"] * 2, "missing": [None] * 2}
     assert [getattr(e, "source_id", None) for e in answers] == expected[logged]
     assert [r.request_id for r in session.requests()] == ["req_1", "req_2"]
+
+
+# --------------------------------------------------------------------------------------------------
+# More rules found untested by a mutation pass
+
+
+def test_a_compact_file_reference_attachment_is_injected_text(tmp_path: Path) -> None:
+    # formats.md §1: `compact_file_reference` is one of the attachments the CLI renders into
+    # model-visible text (only its data is logged: the text is estimated).
+    lines = claude_lines()
+    lines.append(_line("t1", "a3", "09.000", "attachment",
+                       attachment={"type": "compact_file_reference", "filename": "/w/a.txt"}))
+    session = load(_write(tmp_path, lines), strict=True)
+    (event,) = [e for e in session.events if getattr(e, "attachment", None)]
+    assert "/w/a.txt" in event.text and event.injected and event.estimated_text
+
+
+def test_a_redacted_response_goes_on_past_many_progress_lines(tmp_path: Path) -> None:
+    # The tool results and progress lines of a tool run while a redacted response streamed may
+    # be many (a hook and a bash progress line each): its next block still goes on it.
+    same = _usage(3, 600, 1400, 40)
+    progress = [_line(f"p{n}", "a1", f"02.{n}00", "progress", data={"type": "bash_progress"})
+                for n in range(1, 9)]
+    lines = [
+        _user("u1", None, "01.000", "List the files."),
+        _assistant("a1", "u1", "02.000", "REDACTED", "REDACTED", _bash_call(1), same),
+        *progress,
+        _bash_result("r1", "a1", "03.000", 1),
+        _assistant("a2", "r1", "04.000", "REDACTED", "REDACTED", _bash_call(2), same),
+        _bash_result("r2", "a2", "05.000", 2),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    assert len(session.requests()) == 1
+
+
+def test_a_stray_jsonl_file_of_no_known_format_is_no_transcript(tmp_path: Path) -> None:
+    # A folder's `*.jsonl` files are transcripts only when they are Claude Code logs.
+    _write(tmp_path, claude_lines(), "s-1.jsonl")
+    (tmp_path / "notes.jsonl").write_text('{"note": "not a log"}\n', encoding="utf-8")
+    assert claude_code.folder_files(tmp_path) == [tmp_path / "s-1.jsonl"]
