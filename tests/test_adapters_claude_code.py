@@ -2538,3 +2538,28 @@ def test_a_stray_jsonl_file_of_no_known_format_is_no_transcript(tmp_path: Path) 
     _write(tmp_path, claude_lines(), "s-1.jsonl")
     (tmp_path / "notes.jsonl").write_text('{"note": "not a log"}\n', encoding="utf-8")
     assert claude_code.folder_files(tmp_path) == [tmp_path / "s-1.jsonl"]
+
+
+def test_a_redacted_line_straight_under_its_parent_billed_another_prompt_is_a_request(
+    tmp_path: Path,
+) -> None:
+    # formats.md: every line of one response repeats its usage. Ids redacted, a line straight
+    # under an assistant line with another prompt usage is a new request (a continuation after
+    # `pause_turn`, server tools), not the next block of the first: its usage was lost.
+    first, second = _usage(3, 600, 1400, 40), _usage(3, 90, 2000, 9)
+    lines = [
+        _user("u1", None, "01.000", "Search the web."),
+        _assistant("a1", "u1", "02.000", "REDACTED", "REDACTED",
+                   {"type": "text", "text": "Searching."}, first),
+        _assistant("a2", "a1", "04.000", "REDACTED", "REDACTED",
+                   {"type": "text", "text": "Found it."}, second),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    assert [r.usage.prompt_tokens for r in session.requests()] == [2003, 2093]
+    # The same usage on both lines: one response in two lines, one request.
+    lines[2] = _assistant("a2", "a1", "04.000", "REDACTED", "REDACTED",
+                          {"type": "text", "text": "Found it."}, first)
+    assert [r.usage.prompt_tokens for r in load(_write(tmp_path, lines)).requests()] == [2003]
+    # A line without usage straight under its parent is still its next block.
+    del lines[2]["message"]["usage"]
+    assert [r.usage.prompt_tokens for r in load(_write(tmp_path, lines)).requests()] == [2003]

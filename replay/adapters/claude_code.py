@@ -634,7 +634,8 @@ class _Reader:
         """The assistant line `line` is the next streamed block of, when its ids are redacted:
         its parent, or (a tool run while the response streamed) the assistant line above the
         tool results and progress lines it hangs off, billed the same prompt (the lines of one
-        response all carry its usage; a new request after a tool result reads more)."""
+        response all carry its usage; a new request after a tool result reads more, and one
+        that continues a paused response straight under it is billed its own prompt)."""
         recent = {ln.uuid: ln for ln in self.lines[-_STREAM_LOOKBACK:]}
         parent = recent.get(line.parent) if line.parent else None
         crossed = False
@@ -645,7 +646,10 @@ class _Reader:
             parent = recent.get(parent.parent) if parent.parent else None
         if parent is None:
             return None
-        if crossed and _prompt_usage(parent.obj) != _prompt_usage(line.obj):
+        usage, parent_usage = _prompt_usage(line.obj), _prompt_usage(parent.obj)
+        # Straight under its parent, a line without usage is still its next block; two usages
+        # that differ are two requests (a continuation after `pause_turn`, server tools).
+        if usage != parent_usage and (crossed or None not in (usage, parent_usage)):
             return None
         return parent
 
