@@ -1345,3 +1345,282 @@ def test_cache_writes_under_a_name_replay_does_not_read_get_a_note(tmp_path: Pat
     (tmp_path / "plain").mkdir()
     plain = _write(tmp_path / "plain", codex_lines())
     assert not [n for n in replay.replay(plain, "baseline").notes if "cache writes" in n]
+
+
+def test_an_image_sent_by_url_is_a_placeholder_labelled_estimated(tmp_path: Path) -> None:
+    # An `input_image` by URL (not a data URL): its token cost depends on pixels the log does
+    # not hold, so the text standing for it must be labelled estimated (calibrate skips it).
+    lines = codex_lines()
+    lines[3]["payload"]["content"].append(
+        {"type": "input_image", "image_url": "https://example.com/shot.png"}
+    )
+    session = load(_write(tmp_path, lines), strict=True)
+    user = [e for e in session.events if isinstance(e, UserMessage)][1]
+    assert user.text == "List the files.\n[image 28 chars]"
+    assert user.estimated_text is True
+
+
+def test_a_prompt_of_several_text_blocks_and_an_image_is_typed(tmp_path: Path) -> None:
+    # The user_message event logs the typed text blocks joined, without the image block: the
+    # message still matches it, so the prompt is the human's, not injected context.
+    lines = codex_lines()
+    lines[3]["payload"]["content"] = [
+        {"type": "input_text", "text": "List the files."},
+        {"type": "input_text", "text": "Then stop."},
+        {"type": "input_image", "image_url": "https://example.com/shot.png"},
+    ]
+    lines[4]["payload"]["message"] = "List the files.\nThen stop."
+    session = load(_write(tmp_path, lines), strict=True)
+    user = [e for e in session.events if isinstance(e, UserMessage)][1]
+    assert user.text.startswith("List the files.\nThen stop.\n[image")
+    assert user.injected is False
+
+
+def _meta_rewrites(metas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """codex_lines, then one turn (a prompt, an answer, its count) after each session_meta."""
+    lines = codex_lines()
+    total = 2500
+    for n, meta in enumerate(metas, start=3):
+        total += 995
+        lines += [
+            _item(f"{n:02d}.000", meta, "session_meta"),
+            _message(f"{n:02d}.001", "user", f"turn {n}"),
+            _message(f"{n:02d}.500", "assistant", "ok"),
+            _tokens(f"{n:02d}.600", 990, 0, 5, total),
+        ]
+    return lines
+
+
+def test_a_setting_is_a_change_once_not_at_every_later_rewrite(tmp_path: Path) -> None:
+    # A rewrite is compared with the previous one: a setting that appeared at one turn and is
+    # re-written unchanged at the next changed the prompt prefix once (formats.md §2: Codex
+    # Desktop re-writes session_meta every turn).
+    meta = dict(codex_lines()[0]["payload"])
+    lines = _meta_rewrites([dict(meta, memory_mode="enabled")] * 2)
+    requests = load(_write(tmp_path, lines), strict=True).requests()
+    assert [getattr(r, "unlogged_change", None) for r in requests] == [
+        None,
+        None,
+        "session_meta.memory_mode changed before this request",
+        None,
+    ]
+
+
+def test_a_setting_that_disappears_is_a_change(tmp_path: Path) -> None:
+    # A setting dropped from a rewrite changes the prompt prefix as much as one that appears.
+    meta = dict(codex_lines()[0]["payload"])
+    lines = _meta_rewrites([dict(meta, memory_mode="enabled"), meta])
+    requests = load(_write(tmp_path, lines), strict=True).requests()
+    assert [getattr(r, "unlogged_change", None) for r in requests][2:] == [
+        "session_meta.memory_mode changed before this request"
+    ] * 2
+
+
+def test_a_rate_limit_repeat_does_not_settle_a_lost_usage(tmp_path: Path) -> None:
+    # A rate-limit refresh re-sends the last total (formats.md §2): it is no new total, so B's
+    # lost usage still comes from the next real one (settled against the repeat, B got none).
+    repeat = _counts("03.050", (1000, 0, 20, 5), (1000, 0, 20, 5))
+    lines = _turn_with_lost_usage(
+        _counts("02.100", None, None), [repeat, _counts("03.100", _C, _TOTAL_ABC)]
+    )
+    b = load(_write(tmp_path, lines)).requests()[1].usage
+    assert b is not None and b.derived_from == "total_token_usage"
+    assert (b.input_tokens, b.cache_read_tokens, b.output_tokens) == (1100 - 896, 896, 30)
+
+
+def test_usage_without_logged_output_is_a_request_sent_after_the_last_event(
+    tmp_path: Path,
+) -> None:
+    # A token_count whose response items were not logged (an aborted response) is still a
+    # request: sent when the context before it ended (docs/adapters.md, Requests), not when
+    # its count was written.
+    lines = codex_lines() + [
+        _message("03.000", "user", "More?"),
+        _tokens("09.000", 400, 128, 2, 2900),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    last = session.requests()[-1]
+    assert last.usage.input_tokens == 400 - 128
+    assert last.ts.isoformat().startswith("2026-01-02T10:00:03")
+
+
+def test_a_count_after_a_lost_one_is_its_own_request_when_the_total_shows_more(
+    tmp_path: Path,
+) -> None:
+    # B's count held no usage; the next count (no response logged between) is not B's: the
+    # total grew by more than it (output without input: no request's usage). B stays a
+    # request without usage, the count a request whose output items were not logged.
+    lines = _turn_with_lost_usage(
+        _counts("02.100", None, None), [_counts("03.100", _C, (2200, 1024, 40, 5))]
+    )
+    del lines[12]  # no answer C
+    requests = load(_write(tmp_path, lines)).requests()
+    assert [r.usage is None for r in requests] == [False, True, False]
+    assert requests[2].usage.input_tokens == _C[0] - _C[1]
+
+
+def test_a_response_left_at_a_new_prompt_is_not_settled_by_a_null_count(tmp_path: Path) -> None:
+    # A response with no token_count before the next prompt is history, not a request
+    # (formats.md §2: the turn was aborted); a null `info` after that prompt is a rate-limit
+    # update, not that response's lost usage.
+    lines = codex_lines()[:-1] + [
+        _message("03.000", "user", "More?"),
+        _counts("03.100", None, None),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    assert len(session.requests()) == 1
+    assert session.header.ignored_records["event_msg/token_count-without-info"] == 1
+
+
+def test_token_count_events_counts_every_count_with_info(tmp_path: Path) -> None:
+    # formats.md §5 counts Codex requests as "token_count with info, incl. dupes": a count
+    # whose info lacks `last_token_usage` is one of them; a null info is not.
+    lines = _turn_with_lost_usage(
+        _counts("02.100", None, (1000, 0, 20, 5)), [_counts("03.100", _C, _TOTAL_ABC)]
+    )
+    lines.insert(5, _counts("00.500", None, None))
+    assert load(_write(tmp_path, lines)).header.token_count_events == 3
+
+
+def test_a_line_skipped_after_a_lost_count_stops_the_derivation(tmp_path: Path) -> None:
+    # The difference of the totals is B's alone only if no line was skipped in between (a
+    # skipped line may have held another request's count): B is kept without usage.
+    lines = _turn_with_lost_usage(_counts("02.100", None, None), [])
+    text = jsonl(lines) + "{not json\n" + jsonl([_counts("03.100", _C, _TOTAL_ABC)])
+    path = tmp_path / "rollout.jsonl"
+    path.write_text(text, encoding="utf-8")
+    b = load(path).requests()[1]
+    assert b.usage is None and b.usage_missing is True
+
+
+def test_a_compaction_estimate_between_a_lost_count_and_the_next_total_keeps_it_lost(
+    tmp_path: Path,
+) -> None:
+    # The post-compaction estimate (zero input and output; formats.md §2: its total_tokens is
+    # the estimated new context) moves no count of the total: B's usage still comes from the
+    # next real total, and B stays a request.
+    estimate = _counts("03.100", (0, 0, 0, 0), (1000, 0, 20, 5))
+    estimate["payload"]["info"]["total_token_usage"]["total_tokens"] = 24653
+    compacted = _item("03.050", {"message": "SUMMARY", "replacement_history": []}, "compacted")
+    lines = _turn_with_lost_usage(_counts("02.100", None, None), [])
+    del lines[12]  # B's answer: the compaction comes right after B's lost count
+    lines += [
+        compacted,
+        estimate,
+        _message("04.000", "user", "More?"),
+        _message("05.000", "assistant", "done"),
+        _counts("05.100", _C, _TOTAL_ABC),
+    ]
+    requests = load(_write(tmp_path, lines)).requests()
+    assert len(requests) == 3
+    b = requests[1].usage
+    assert b is not None and b.derived_from == "total_token_usage"
+    assert (b.input_tokens, b.cache_read_tokens, b.output_tokens) == (1100 - 896, 896, 30)
+
+
+def test_a_request_is_not_sent_after_its_response_began(tmp_path: Path) -> None:
+    # Timestamps out of order (a response item written with an earlier time than the event
+    # before it): the request starts no later than its response.
+    lines = codex_lines() + [
+        _message("03.000", "user", "More?"),
+        _message("02.500", "assistant", "No."),
+        _tokens("03.600", 400, 128, 2, 2900),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    last = session.requests()[-1]
+    answer = [e for e in session.events if isinstance(e, AssistantMessage)][-1]
+    assert last.ts <= answer.ts
+
+
+def test_a_response_ends_at_its_last_item_its_text_included(tmp_path: Path) -> None:
+    # A response (reasoning, then its text a second later) ends when its last item was written:
+    # the request's duration runs to there (docs/adapters.md, Requests).
+    lines = codex_lines() + [
+        _message("03.000", "user", "More?"),
+        _item("04.000", {"type": "reasoning", "summary": [], "encrypted_content": None}),
+        _message("05.000", "assistant", "No."),
+        _tokens("05.100", 400, 128, 2, 2900),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    answer = [e for e in session.events if isinstance(e, AssistantMessage)][-1]
+    assert answer.ts.isoformat().startswith("2026-01-02T10:00:05")
+
+
+def _history(*texts: str) -> list[dict[str, Any]]:
+    return [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]}
+        for t in texts
+    ]
+
+
+def test_output_after_a_compaction_is_a_new_response_after_it(tmp_path: Path) -> None:
+    # A response whose count the capture lost, then a compaction: the model's next call is a
+    # request sent on the compacted history, after the Compaction, not part of the response
+    # before it (which the compaction replaced).
+    call = {"type": "function_call", "name": "b", "arguments": "{}"}
+    lines = codex_lines() + [
+        _message("03.000", "user", "More?"),
+        _item("03.100", {**call, "call_id": "c2"}),
+        _item("03.200", {"type": "function_call_output", "call_id": "c2", "output": "2"}),
+        _item("04.000", {"message": "", "replacement_history": _history("More?")}, "compacted"),
+        _item("05.000", {**call, "call_id": "c3"}),
+        _item("05.100", {"type": "function_call_output", "call_id": "c3", "output": "3"}),
+        _tokens("05.200", 600, 0, 2, 4500),
+    ]
+    session = load(_write(tmp_path, lines))
+    c = next(e for e in session.events if isinstance(e, Compaction))
+    holder = next(
+        e for e in session.events if isinstance(e, AssistantMessage)
+        and any(isinstance(b, ToolCallBlock) and b.id == "c3" for b in e.blocks)
+    )
+    assert session.events.index(holder) > session.events.index(c)
+    assert holder.request_id is not None and holder.request_id == session.requests()[-1].request_id
+
+
+def test_a_compaction_counts_every_item_of_its_replacement_history(tmp_path: Path) -> None:
+    # `replacement_history_items` is the size of the logged new history, the messages it kept
+    # in place (here the first prompt) included.
+    lines = codex_lines() + [
+        _item(
+            "03.000",
+            {"message": "", "replacement_history": _history("List the files.", "More?")},
+            "compacted",
+        ),
+    ]
+    c = next(e for e in load(_write(tmp_path, lines)).events if isinstance(e, Compaction))
+    assert c.replacement_history_items == 2
+
+
+def test_a_derived_usage_may_read_its_whole_prompt_from_the_cache(tmp_path: Path) -> None:
+    # cached_input_tokens is part of input_tokens (formats.md §2), so it may equal it: a
+    # share of the running total whose input is all cached is still one request's usage.
+    total = (3224, 2048, 60, 17)  # A (1000, 0, 20, 5) + B (1024, 1024, 30, 12) + C
+    lines = _turn_with_lost_usage(_counts("02.100", None, None), [_counts("03.100", _C, total)])
+    b = load(_write(tmp_path, lines)).requests()[1].usage
+    assert b is not None and b.derived_from == "total_token_usage"
+    assert (b.input_tokens, b.cache_read_tokens, b.output_tokens) == (0, 1024, 30)
+
+
+def test_a_typed_prompt_ending_in_a_newline_is_the_human_s(tmp_path: Path) -> None:
+    # The user_message event and the message hold the same text, trailing newline included:
+    # the prompt is the human's (docs/adapters.md, Codex), not injected context.
+    lines = codex_lines()
+    lines[3]["payload"]["content"][0]["text"] = "List the files.\n"
+    lines[4]["payload"]["message"] = "List the files.\n"
+    session = load(_write(tmp_path, lines), strict=True)
+    assert [e.injected for e in session.events if isinstance(e, UserMessage)] == [True, False]
+
+
+def test_a_model_switched_at_a_turn_is_the_model_of_the_requests_after_it(
+    tmp_path: Path,
+) -> None:
+    # turn_context carries each user turn's model (formats.md §2): a switch prices and
+    # tokenizes the later requests with the new model (formats.md §6 (e)).
+    lines = codex_lines() + [
+        _item("03.000", {"model": "gpt-5.4", "cwd": "/w"}, "turn_context"),
+        _message("03.001", "user", "More?"),
+        _message("04.000", "assistant", "No."),
+        _tokens("04.100", 400, 128, 2, 2900),
+    ]
+    requests = load(_write(tmp_path, lines), strict=True).requests()
+    assert [r.model for r in requests] == ["gpt-5.5", "gpt-5.5", "gpt-5.4"]
