@@ -1624,3 +1624,21 @@ def test_a_model_switched_at_a_turn_is_the_model_of_the_requests_after_it(
     ]
     requests = load(_write(tmp_path, lines), strict=True).requests()
     assert [r.model for r in requests] == ["gpt-5.5", "gpt-5.5", "gpt-5.4"]
+
+
+def test_counts_without_a_running_total_are_each_a_request_and_reported(tmp_path: Path) -> None:
+    # Codex writes `total_token_usage` beside every `last_token_usage` (formats.md §2). Counts
+    # that lost it are damaged, reported like a garbled total; each keeps its usage (they read
+    # as repeats of one another, and every request after the first was dropped).
+    lines = [line for n, line in enumerate(codex_lines()) if n != 9]  # no rate-limit repeat
+    for line in lines:
+        info = line["payload"].get("info")
+        if info:
+            del info["total_token_usage"]
+    path = _write(tmp_path, lines)
+    session = load(path)
+    assert [r.usage.input_tokens for r in session.requests()] == [1200 - 1024, 1300 - 1024]
+    assert [e.line for e in session.skipped] == [9, 11]
+    assert all("total_token_usage" in str(e) for e in session.skipped)
+    with pytest.raises(LogFormatError, match=r"rollout\.jsonl:9: expected `info\.total_token"):
+        load(path, strict=True)

@@ -367,6 +367,10 @@ class _Reader:
         last = get_dict(info, "last_token_usage", required=True)
         totals: dict[str, Any] | None
         garbled = _total_problem(info)
+        if garbled is None and info.get("total_token_usage") is None:
+            # Quirk (a damaged record): Codex writes the running total beside every count.
+            # Read as "{}", it made each later count a repeat of this one (no request).
+            garbled = "expected `info.total_token_usage` (an object) beside `last_token_usage`"
         if garbled is None:
             totals = get_dict(info, "total_token_usage")
             total = dumps(totals)
