@@ -1083,3 +1083,336 @@ def test_a_garbled_cost_is_reported_and_the_counts_kept(
     ]
     with pytest.raises(LogFormatError, match=r"session\.jsonl:6: expected `cost\.total`"):
         load(path, strict=True)
+
+
+
+def test_an_image_without_its_data_is_a_placeholder_labelled_estimated(tmp_path: Path) -> None:
+    # An image block that lost its base64 payload: its pixels are in the log nowhere, so the
+    # text standing for it is labelled estimated (calibrate must not size text by it).
+    lines = pi_lines()
+    lines[1]["message"]["content"].append({"type": "image", "mimeType": "image/png"})
+    session = load(_write(tmp_path, lines), strict=True)
+    prompt = next(e for e in session.events if isinstance(e, UserMessage))
+    assert prompt.text == "List the files.\n[image image/png 0 base64 chars]"
+    assert prompt.estimated_text is True
+
+
+@pytest.mark.parametrize(
+    ("fields", "text"),
+    [
+        ({"output": "", "exitCode": 0}, "Ran `make`\n(no output)"),
+        ({"output": "x", "exitCode": 2}, "Ran `make`\n```\nx\n```\n\nCommand exited with code 2"),
+        ({"output": "x", "exitCode": None, "cancelled": True},
+         "Ran `make`\n```\nx\n```\n\n(command cancelled)"),
+        ({"output": "x", "exitCode": 0, "truncated": True, "fullOutputPath": "/tmp/o.txt"},
+         "Ran `make`\n```\nx\n```\n\n[Output truncated. Full output: /tmp/o.txt]"),
+        ({"output": "x", "exitCode": 0, "fullOutputPath": "/tmp/o.txt"}, "Ran `make`\n```\nx\n```"),
+    ],
+    ids=["no-output", "exit-code", "cancelled", "truncated", "not-truncated"],
+)
+def test_a_bash_execution_reads_as_pi_renders_it(
+    tmp_path: Path, fields: dict[str, Any], text: str
+) -> None:
+    # pi's bashExecutionToText (docs/adapters.md, pi: the text pi sends for a `!cmd`).
+    lines = pi_lines()
+    lines.insert(2, _entry(20, 1, message={"role": "bashExecution", "command": "make", **fields}))
+    lines[3]["parentId"] = f"{20:08x}"
+    session = load(_write(tmp_path, lines), strict=True)
+    assert [e.text for e in session.events if isinstance(e, UserMessage)][1] == text
+
+
+@pytest.mark.parametrize("version", [0, -1, "3", 2.0])
+def test_a_header_version_that_is_no_positive_integer_is_reported(
+    tmp_path: Path, version: Any
+) -> None:
+    # pi numbers its session format from 1 (formats.md §3: CURRENT_SESSION_VERSION = 3):
+    # another value is a damaged header, reported at line 1 and read as the entries show.
+    lines = pi_lines()
+    lines[0]["version"] = version
+    session = load(_write(tmp_path, lines))
+    assert [e.line for e in session.skipped] == [1]
+    assert "`version` (a positive integer)" in str(session.skipped[0])
+    assert session.header.source_format == "pi-session-v2"  # the entries carry ids
+
+
+def test_a_v1_file_with_a_version_0_header_is_read_as_v1(tmp_path: Path) -> None:
+    # Without ids the entries are v1's; a header version of 0 (no pi version) says nothing.
+    lines = pi_lines(version=1)
+    lines[0]["version"] = 0
+    session = load(_write(tmp_path, lines))
+    assert session.header.source_format == "pi-session-v1"
+    assert session.header.migrated_from_version == 1
+
+
+def test_a_header_label_of_the_wrong_type_is_reported(tmp_path: Path) -> None:
+    # A damaged header field (docs/adapters.md, pi): `parentSession` is a path, not a number.
+    lines = pi_lines()
+    lines[0]["parentSession"] = 123
+    session = load(_write(tmp_path, lines))
+    assert [e.line for e in session.skipped] == [1]
+    assert "`parentSession` (a string)" in str(session.skipped[0])
+    assert not hasattr(session.header, "parentSession")
+
+
+def test_a_header_after_the_first_entry_is_reported(tmp_path: Path) -> None:
+    # pi writes its `session` header on line 1 (formats.md §3): one further down is damage.
+    lines = pi_lines()
+    lines[0], lines[1] = lines[1], lines[0]
+    session = load(_write(tmp_path, lines))
+    assert [(e.line, "header on the first line" in str(e)) for e in session.skipped] == [
+        (2, True)
+    ]
+    assert session.header.session_id == "pi-1"
+
+
+
+def test_an_entry_that_lost_its_id_in_a_v2_file_is_reported(tmp_path: Path) -> None:
+    # Entries with ids are v2+ (docs/adapters.md, pi): one that lost its id is a damaged
+    # entry, reported and skipped; it does not turn the file into a v1 file to migrate.
+    lines = pi_lines()
+    del lines[2]["id"]  # the model_change
+    lines[3]["parentId"] = "00000001"
+    session = load(_write(tmp_path, lines))
+    assert [(e.line, "expected an entry `id`" in str(e)) for e in session.skipped] == [(3, True)]
+    assert session.header.source_format == "pi-session-v3"
+    assert [r.request_id for r in session.requests()] == ["00000003", "00000005"]
+
+
+def test_a_parent_id_of_the_wrong_type_is_reported(tmp_path: Path) -> None:
+    # `parentId` is an entry id or null (formats.md §3): another type is a damaged entry.
+    lines = pi_lines()
+    lines[2]["parentId"] = 1  # the model_change
+    lines[3]["parentId"] = "00000001"
+    session = load(_write(tmp_path, lines))
+    assert [(e.line, "`parentId`" in str(e)) for e in session.skipped] == [(3, True)]
+    assert len(session.requests()) == 2
+
+
+def test_a_session_starts_at_its_header_s_time(tmp_path: Path) -> None:
+    # The header's `timestamp` is when pi created the session (formats.md §3), before its
+    # first entry: the session starts then.
+    session = load(_write(tmp_path, pi_lines()), strict=True)
+    assert session.header.ts.isoformat() == "2026-01-02T09:59:59+00:00"
+
+
+def test_the_session_model_is_its_requests_model(tmp_path: Path) -> None:
+    # A v2+ header names no model (formats.md §3: only v1 has `modelId`): the session's model
+    # is the one its responses name, not a default.
+    lines = pi_lines()
+    for line in lines:
+        message = line.get("message", {})
+        if message.get("role") == "assistant":
+            message["model"] = "claude-opus-4-5"
+    session = load(_write(tmp_path, lines), strict=True)
+    assert session.header.model == "claude-opus-4-5"
+
+
+@pytest.mark.parametrize("case", ["model switched", "provider switched", "openai"])
+def test_a_rewrite_a_route_change_or_an_automatic_cache_explains_is_no_restart(
+    tmp_path: Path, case: str
+) -> None:
+    # A model or provider switch starts a new cache (formats.md §6 (e)); and only Anthropic's
+    # explicit breakpoints make a full rewrite inside the cache lifetime certain: OpenAI's
+    # automatic prefix cache may miss on its own (docs/adapters.md, pi: restarts).
+    lines = _restart_lines()
+    if case == "model switched":
+        lines[-1]["message"]["model"] = "claude-opus-4-5"
+    elif case == "provider switched":  # the same model, from Vertex to Anthropic's API
+        for line in lines[:-1]:
+            if line.get("message", {}).get("role") == "assistant":
+                line["message"]["provider"] = "google-vertex"
+    else:
+        for line in lines:
+            message = line.get("message", {})
+            if message.get("role") == "assistant":
+                message.update(provider="openai", model="gpt-5.1-codex")
+    session = load(_write(tmp_path, lines), strict=True)
+    assert not hasattr(session.requests()[-1], "system_changed")
+    assert not hasattr(session.header, "inferred_restarts")
+
+
+def test_a_rewrite_after_a_request_that_cached_nothing_is_no_restart(tmp_path: Path) -> None:
+    # The previous request neither read nor wrote the cache: there was no cached prefix to
+    # lose, so a full write next is no sign of a new pi process.
+    lines = _restart_lines()
+    lines[5]["message"]["usage"].update(cacheRead=0, cacheWrite=0, input=2600)
+    session = load(_write(tmp_path, lines), strict=True)
+    assert not hasattr(session.requests()[-1], "system_changed")
+
+
+def test_a_request_that_wrote_nothing_to_the_cache_is_no_restart(tmp_path: Path) -> None:
+    # A restart re-writes the prompt (docs/adapters.md, pi): a request that read and wrote
+    # nothing (sent uncached) shows no new prompt head.
+    lines = _restart_lines()
+    lines[-1]["message"]["usage"].update(cacheRead=0, cacheWrite=0, input=2600)
+    session = load(_write(tmp_path, lines), strict=True)
+    assert not hasattr(session.requests()[-1], "system_changed")
+
+
+def test_the_shared_history_a_branch_copies_holds_no_request(tmp_path: Path) -> None:
+    # A branch starts with copies of the shared history, without request markers
+    # (docs/adapters.md, Threads): its copied responses name no request either.
+    lines = pi_lines()
+    lines.append(_entry(6, 4, message={"role": "user", "content": "abandoned question"}))
+    lines.append(_entry(7, 6, message=_assistant("abandoned answer", 2500)))
+    lines.append(_entry(8, 5, message={"role": "user", "content": "main question"}))
+    lines.append(_entry(9, 8, message=_assistant("main answer", 2600)))
+    session = load(_write(tmp_path, lines), strict=True)
+    copies = [e for e in session.events if getattr(e, "copied_from", None)]
+    assert any(isinstance(e, AssistantMessage) for e in copies)
+    assert all(e.request_id is None for e in copies if isinstance(e, AssistantMessage))
+
+
+def test_a_result_written_twice_does_not_answer_another_call(tmp_path: Path) -> None:
+    # A second result for an answered call (a record written twice, new id) is dropped as a
+    # duplicate (docs/adapters.md, Bad input); it must not answer the next waiting call.
+    lines = pi_lines(3)
+    header, *entries = lines
+    call, result, answer = (json.loads(json.dumps(e)) for e in entries[2:5])
+    second = {"type": "toolCall", "id": "toolu_2", "name": "read", "arguments": {}}
+    call["message"]["content"].append(second)
+    again = json.loads(json.dumps(result))
+    again["message"]["content"] = [{"type": "text", "text": "written again"}]
+    result2 = json.loads(json.dumps(result))
+    result2["message"].update(toolCallId="toolu_2", content=[{"type": "text", "text": "alpha"}])
+    body = [*entries[:2], call, result, again, result2, answer]
+    parent = None
+    for n, e in enumerate(body, start=1):
+        e["id"], e["parentId"] = f"{n:08x}", parent
+        parent = e["id"]
+    session = load(_write(tmp_path, [header, *body]))
+    results = [(e.call_id, e.output) for e in session.events if isinstance(e, ToolResult)]
+    assert results == [("toolu_1", "a.txt\nb.txt"), ("toolu_2", "alpha")]
+
+
+def test_a_branch_forked_after_a_compaction_copies_it_replacing_its_own_copies(
+    tmp_path: Path,
+) -> None:
+    # A branch's copy of the shared history is its own (docs/adapters.md, Threads): the copied
+    # compaction replaces the branch's copies, not the main thread's events.
+    lines = pi_lines()
+    lines.append(
+        _entry(6, 5, kind="compaction", summary="s", firstKeptEntryId=f"{5:08x}",
+               tokensBefore=2600)
+    )
+    lines.append(_entry(7, 6, message={"role": "user", "content": "abandoned question"}))
+    lines.append(_entry(8, 7, message=_assistant("abandoned answer", 2500)))
+    lines.append(_entry(9, 6, message={"role": "user", "content": "main question"}))
+    lines.append(_entry(10, 9, message=_assistant("main answer", 2600)))
+    session = load(_write(tmp_path, lines), strict=True)
+    branch = next(e for e in session.events if isinstance(e, ThreadStart)).thread_id
+    own = {e.id for e in session.events if e.thread == branch}
+    copy = next(e for e in session.events if isinstance(e, Compaction) and e.thread == branch)
+    assert copy.replaces and set(copy.replaces) <= own
+
+
+def test_redacted_result_ids_answer_the_oldest_waiting_calls_unreported(tmp_path: Path) -> None:
+    # Entire redacts ids to REDACTED (formats.md): such a result answers the oldest call still
+    # waiting, and is no damage to report (docs/adapters.md, Bad input).
+    lines = pi_lines(3)
+    header, *entries = lines
+    call, result, answer = (json.loads(json.dumps(e)) for e in entries[2:5])
+    call["message"]["content"].append(
+        {"type": "toolCall", "id": "toolu_2", "name": "read", "arguments": {}}
+    )
+    result["message"]["toolCallId"] = "REDACTED"
+    result2 = json.loads(json.dumps(result))
+    result2["message"]["content"] = [{"type": "text", "text": "alpha"}]
+    body = [*entries[:2], call, result, result2, answer]
+    parent = None
+    for n, e in enumerate(body, start=1):
+        e["id"], e["parentId"] = f"{n:08x}", parent
+        parent = e["id"]
+    session = load(_write(tmp_path, [header, *body]), strict=True)
+    results = [(e.call_id, e.output) for e in session.events if isinstance(e, ToolResult)]
+    assert results == [("toolu_1", "a.txt\nb.txt"), ("toolu_2", "alpha")]
+
+
+def test_a_tool_result_keeps_its_logged_tool_name_and_error_flag(tmp_path: Path) -> None:
+    # toolResult{toolCallId, toolName, content, isError} (formats.md §3): the result's own
+    # name (its call lost it here) and its failure are what pi logged.
+    lines = pi_lines()
+    del lines[3]["message"]["content"][1]["name"]
+    lines[4]["message"]["isError"] = True
+    session = load(_write(tmp_path, lines), strict=True)
+    result = next(e for e in session.events if isinstance(e, ToolResult))
+    assert (result.tool_name, result.is_error) == ("bash", True)
+
+
+def test_an_empty_usage_object_is_a_lost_usage_and_reported(tmp_path: Path) -> None:
+    # pi-ai logs every count on every response (formats.md §3): `usage: {}` lost them, which
+    # is damage (reported), not a provider that reported zeros (counted, unreported).
+    lines = pi_lines()
+    lines[3]["message"]["usage"] = {}
+    session = load(_write(tmp_path, lines))
+    assert session.requests()[0].usage is None
+    assert [e.line for e in session.skipped] == [4]
+    assert "expected `usage`" in str(session.skipped[0])
+
+
+def test_an_empty_zero_usage_answer_is_history_not_a_request(tmp_path: Path) -> None:
+    # Zero usage and no content: nothing was answered nor billed; no request (a zero-usage
+    # response that did answer is one, without usage).
+    lines = pi_lines()
+    lines.append(_entry(6, 5, message={"role": "user", "content": "again"}))
+    lines.append(_entry(7, 6, message=_assistant("", 0, usage=False)))
+    session = load(_write(tmp_path, lines), strict=True)
+    assert len(session.requests()) == 2
+
+
+def test_a_response_without_a_start_time_starts_no_later_than_it_ends(tmp_path: Path) -> None:
+    # Without `message.timestamp` a request starts when the event before it ended; with that
+    # event written later than the response (a skewed clock), at the response's own time.
+    lines = pi_lines()
+    del lines[5]["message"]["timestamp"]
+    lines[5]["timestamp"] = "2026-01-02T10:00:02.000Z"  # before the tool result (02.500)
+    session = load(_write(tmp_path, lines), strict=True)
+    last = session.requests()[-1]
+    answer = [e for e in session.events if isinstance(e, AssistantMessage)][-1]
+    assert last.ts <= answer.ts and last.duration_ms == 0
+
+
+@pytest.mark.parametrize("case", ["no start time", "started at the fork"])
+def test_only_a_response_started_before_the_fork_is_a_copy(tmp_path: Path, case: str) -> None:
+    # A fork's copied response is one whose `message.timestamp` is older than the header
+    # (docs/adapters.md, pi: forked sessions); one without that time, or started at the
+    # fork's own time, is the fork's.
+    lines = pi_lines()
+    lines[0]["parentSession"] = "/sessions/parent.jsonl"
+    if case == "no start time":
+        lines[0]["timestamp"] = "2026-01-02T10:00:02.800Z"  # after the tool result (02.500)
+        del lines[5]["message"]["timestamp"]
+    else:
+        lines[0]["timestamp"] = "2026-01-02T10:00:03.000Z"  # the second response's start
+    requests = load(_write(tmp_path, lines), strict=True).requests()
+    assert [getattr(r, "copied_from_parent", False) for r in requests] == [True, False]
+
+
+def test_thinking_logged_without_its_text_is_sized_from_the_output(tmp_path: Path) -> None:
+    # Thinking whose text is not in the log (redacted: a signature only) costs tokens all the
+    # same; its size is the response's output minus its visible blocks (formats.md §6).
+    lines = pi_lines()
+    lines[3]["message"]["content"][0] = {
+        "type": "thinking", "thinking": "", "thinkingSignature": "c2ln"
+    }
+    session = load(_write(tmp_path, lines), strict=True)
+    response = next(e for e in session.events if isinstance(e, AssistantMessage))
+    thinking = response.blocks[0]
+    assert thinking.estimated_from == "output_tokens - visible blocks"
+    assert 0 < thinking.estimated_tokens < 30  # 30 output tokens, a tool call among them
+
+
+def test_a_compaction_keeping_from_an_unknown_entry_says_so(tmp_path: Path) -> None:
+    # `firstKeptEntryId` naming no entry of the path (a lost line): the compaction replaces
+    # the whole path before it, and is marked, as that is a guess.
+    lines = pi_lines()
+    lines.append(
+        _entry(6, 5, kind="compaction", summary="s", firstKeptEntryId="deadbeef",
+               tokensBefore=2600)
+    )
+    session = load(_write(tmp_path, lines), strict=True)
+    c = next(e for e in session.events if isinstance(e, Compaction))
+    assert c.first_kept_missing is True
+    before = [e for e in session.events[: session.events.index(c)]
+              if isinstance(e, UserMessage | AssistantMessage | ToolResult)]
+    assert c.replaces == [e.id for e in before]
