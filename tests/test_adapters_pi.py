@@ -1416,3 +1416,43 @@ def test_a_compaction_keeping_from_an_unknown_entry_says_so(tmp_path: Path) -> N
     before = [e for e in session.events[: session.events.index(c)]
               if isinstance(e, UserMessage | AssistantMessage | ToolResult)]
     assert c.replaces == [e.id for e in before]
+
+
+@pytest.mark.parametrize("usage", ["zero", "garbled"])
+def test_an_abandoned_branch_whose_answer_has_no_usable_usage_is_still_replayed(
+    tmp_path: Path, usage: str
+) -> None:
+    # On the main path, a response that answered with zero usage (a provider reporting none)
+    # or with a garbled usage is a request without usage (docs/adapters.md, pi). The same
+    # response in an abandoned branch is one too: its branch is replayed, not left out.
+    lines = pi_lines()
+    lines.append(_entry(6, 4, message={"role": "user", "content": "abandoned question"}))
+    answer = _assistant("abandoned answer", 0, usage=usage == "garbled")
+    if usage == "garbled":
+        garbled = {"input": "2", "output": "5", "cacheRead": None, "cacheWrite": "9"}
+        answer["usage"] = dict(answer["usage"], **garbled)
+    lines.append(_entry(7, 6, message=answer))
+    lines.append(_entry(8, 5, message={"role": "user", "content": "main question"}))
+    lines.append(_entry(9, 8, message=_assistant("main answer", 2600)))
+    session = load(_write(tmp_path, lines))
+    branch = next(e for e in session.events if isinstance(e, ThreadStart)).thread_id
+    assert [(r.thread, r.usage is None) for r in session.requests()] == [
+        ("main", False),
+        ("main", False),
+        (branch, True),
+        ("main", False),
+    ]
+
+
+def test_an_abandoned_branch_whose_only_answer_is_empty_and_unbilled_is_not_replayed(
+    tmp_path: Path,
+) -> None:
+    # A zero-usage response that answered nothing is no request (docs/adapters.md, pi): a
+    # branch holding only that is not replayed.
+    lines = pi_lines()
+    lines.append(_entry(6, 4, message={"role": "user", "content": "abandoned question"}))
+    lines.append(_entry(7, 6, message=_assistant("", 0, usage=False)))
+    lines.append(_entry(8, 5, message={"role": "user", "content": "main question"}))
+    lines.append(_entry(9, 8, message=_assistant("main answer", 2600)))
+    session = load(_write(tmp_path, lines), strict=True)
+    assert {e.thread for e in session.events} == {"main"}

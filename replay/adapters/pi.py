@@ -431,16 +431,27 @@ class _Reader:
 
 
 def _is_request(obj: dict[str, Any]) -> bool:
+    """Whether an entry is a request, as `_Thread._assistant` reads it: an assistant message
+    with usage; one whose usage is lost or garbled unless it failed (see `_Thread._usage`); one
+    with zero usage when it answered and did not fail (a provider that reports none)."""
     m = obj.get("message")
     if obj.get("type") != "message" or not isinstance(m, dict) or m.get("role") != "assistant":
         return False
-    u = m.get("usage")
-    if not u:  # no usage logged: still a request unless it failed (see `_Thread._usage`)
-        return m.get("stopReason") not in FAILED
-    return isinstance(u, dict) and any(
-        isinstance(u.get(k), int | float) and u.get(k)
-        for k in ("input", "output", "cacheRead", "cacheWrite")
-    )
+    raw = m.get("usage")
+    usage = None
+    if isinstance(raw, dict) and raw:
+        try:
+            usage = pi_usage(raw)
+        except Bad:
+            usage = None  # garbled: as good as lost
+    if not usage_is_empty(usage):
+        return True
+    if m.get("stopReason") in FAILED:
+        return False  # never billed
+    if usage is None:
+        return True  # lost or garbled: a request without usage
+    content = m.get("content")
+    return isinstance(content, list) and bool(content)  # zero usage: a request if it answered
 
 
 RESTART_REASON = (
