@@ -1456,3 +1456,25 @@ def test_an_abandoned_branch_whose_only_answer_is_empty_and_unbilled_is_not_repl
     lines.append(_entry(9, 8, message=_assistant("main answer", 2600)))
     session = load(_write(tmp_path, lines), strict=True)
     assert {e.thread for e in session.events} == {"main"}
+
+
+@pytest.mark.parametrize("usage", ["garbled", 5, [1]])
+def test_a_usage_of_the_wrong_type_keeps_the_response_as_a_request(
+    tmp_path: Path, usage: Any
+) -> None:
+    # A garbled usage is reported and the response kept as a request without usage
+    # (docs/adapters.md, pi): a wrong-typed one too. The line used to be skipped whole, the
+    # request and its tool call with it (and the call's result then had no call).
+    lines = pi_lines()
+    lines[3]["message"]["usage"] = usage
+    path = _write(tmp_path, lines)
+    session = load(path)
+    assert [(r.request_id, r.usage is None) for r in session.requests()] == [
+        ("00000003", True),
+        ("00000005", False),
+    ]
+    assert [str(e) for e in session.skipped] == [
+        f"{path}:4: expected `usage` (an object) on an assistant message; "
+        "kept as a request without usage"
+    ]
+    assert unpaired_before_request(session) == []

@@ -275,8 +275,9 @@ class _Reader:
             message = get_dict(obj, "message", required=True)
             role = get_str(message, "role", required=True)
             if role == "assistant":
+                # (A wrong-typed `usage` is not checked here: it is a garbled usage, reported
+                # by `_Thread._usage` and kept as a request without usage, its line read.)
                 get_list(message, "content")
-                get_dict(message, "usage")
         self.entries.append(entry)
 
     def _ids(self) -> None:
