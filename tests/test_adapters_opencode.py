@@ -875,3 +875,179 @@ def test_a_garbled_step_cost_is_reported_and_the_counts_kept(tmp_path: Path) -> 
     )
     with pytest.raises(LogFormatError, match=r"expected `cost` to be a number >= 0"):
         load(path, strict=True)
+
+
+def test_bad_utf8_is_reported_at_its_line(tmp_path: Path) -> None:
+    # docs/adapters.md, Bad input: bad UTF-8 is reported naming file:line.
+    text = json.dumps(opencode_doc(), indent=2).encode("utf-8")
+    at = text.index(b"Two files.")
+    path = tmp_path / "export.json"
+    path.write_bytes(text[:at] + b"\xff" + text[at:])
+    session = load(path)
+    line = text.count(b"\n", 0, at) + 1
+    assert [e.line for e in session.skipped] == [line]
+    assert "UTF-8" in str(session.skipped[0])
+
+
+def test_an_export_damaged_after_its_messages_keeps_them_all(tmp_path: Path) -> None:
+    # Trailing garbage after a complete `messages` list: the document is reported once and
+    # every message is read; the list's end is no damaged message.
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(opencode_doc(), indent=2) + "\n#garbage", encoding="utf-8")
+    session = load(path)
+    assert len(session.skipped) == 1
+    assert "complete opencode export JSON document" in str(session.skipped[0])
+    assert len(session.requests()) == 2
+
+
+def test_a_subtask_export_read_alone_is_its_own_session(tmp_path: Path) -> None:
+    # A child session's export names its parent (`info.parentID`, formats.md §4); without the
+    # parent's export it is read as a session of its own, its messages the main thread.
+    child = opencode_subtask(opencode_doc())
+    session = load(_write(tmp_path, child), strict=True)
+    assert session.header.session_id == "ses_child"
+    assert len(session.requests()) == 2
+    assert {e.thread for e in session.events} == {"main"}
+
+
+def test_a_subtask_of_a_subtask_hangs_off_its_parent_session_s_thread(tmp_path: Path) -> None:
+    # Without the `task` call that started it, a child session's thread is linked by its
+    # `parentID` (formats.md §4): a grandchild hangs off the child's thread, not main.
+    main = opencode_doc()
+    child = opencode_subtask(main)
+    grandchild = opencode_subtask(child, "ses_grand")
+    for name, doc in (("a", main), ("b", child), ("c", grandchild)):
+        _write(tmp_path, doc, f"{name}.json")
+    session = load(tmp_path)
+    starts = {e.thread_id: e.parent_thread for e in session.events if isinstance(e, ThreadStart)}
+    assert starts == {"session-ses_child": "main", "session-ses_grand": "session-ses_child"}
+    # An export holds no system prompt (formats.md §6): a subtask thread's is estimated too.
+    assert all(e.estimated == ["system"] for e in session.events if isinstance(e, ThreadStart))
+
+
+def test_a_message_written_twice_in_one_export_is_reported_and_read_once(
+    tmp_path: Path,
+) -> None:
+    # docs/adapters.md, Bad input: a duplicate record is reported, read once.
+    doc = opencode_doc()
+    doc["messages"].append(copy.deepcopy(doc["messages"][2]))
+    session = load(_write(tmp_path, doc))
+    assert len(session.requests()) == 2
+    assert ["duplicate record" in str(e) for e in session.skipped] == [True]
+
+
+def test_a_prompt_that_is_only_an_attached_file_is_the_user_s(tmp_path: Path) -> None:
+    # A file the user attached is the user's prompt, not injected context.
+    doc = opencode_doc()
+    doc["messages"][0]["parts"] = [
+        {"type": "file", "id": "prt_f", "filename": "a.txt", "url": "file:///w/a.txt"}
+    ]
+    session = load(_write(tmp_path, doc), strict=True)
+    prompt = next(e for e in session.events if isinstance(e, UserMessage))
+    assert (prompt.text, prompt.injected) == ("[file a.txt]", False)
+
+
+def test_a_step_finish_closes_its_step_without_a_step_start_after_it(tmp_path: Path) -> None:
+    # One request per step-finish (formats.md §4): parts after a step-finish belong to the
+    # next step even when no step-start opens it, and its own step-finish is a request.
+    doc = opencode_doc()
+    parts = doc["messages"][2]["parts"]
+    finish = parts[-1]
+    second = dict(copy.deepcopy(finish), id="prt_9")
+    parts += [{"type": "text", "id": "prt_10", "text": "More."}, second]
+    session = load(_write(tmp_path, doc), strict=True)
+    assert [r.request_id for r in session.requests()][1:] == ["prt_8", "prt_9"]
+
+
+def test_an_unfinished_step_does_not_bill_the_message_s_tokens_again(tmp_path: Path) -> None:
+    # A step-start without its step-finish (an interrupted step), then a finished step: the
+    # step-finish is the one request; the message's tokens (its steps' sum) are not a second.
+    doc = opencode_doc()
+    parts = doc["messages"][2]["parts"]
+    parts[:0] = [{"type": "step-start", "id": "prt_s0"}, {"type": "text", "id": "prt_t0",
+                                                          "text": "Let me"}]
+    session = load(_write(tmp_path, doc), strict=True)
+    assert [r.request_id for r in session.requests()] == ["prt_5", "prt_8"]
+
+
+@pytest.mark.parametrize("tokens", [[], 0, ""])
+def test_an_older_export_s_wrong_typed_tokens_are_a_request_reported(
+    tmp_path: Path, tokens: Any
+) -> None:
+    # An older export's message (no step parts) whose `tokens` is of the wrong type is a
+    # billed request without usage, reported (docs/adapters.md, opencode).
+    doc = opencode_doc()
+    message = doc["messages"][2]
+    message["parts"] = [p for p in message["parts"] if not p["type"].startswith("step-")]
+    message["info"]["tokens"] = tokens
+    session = load(_write(tmp_path, doc))
+    assert [r.usage is None for r in session.requests()] == [False, True]
+    assert len(session.skipped) == 1
+
+
+def test_a_response_keeps_its_message_s_finish_reason(tmp_path: Path) -> None:
+    # info.finish (formats.md §4) is the response's stop reason.
+    doc = opencode_doc()
+    doc["messages"][2]["info"]["finish"] = "stop"
+    session = load(_write(tmp_path, doc), strict=True)
+    answer = [e for e in session.events if isinstance(e, AssistantMessage)][-1]
+    assert answer.stop_reason == "stop"
+
+
+def test_reasoning_on_an_anthropic_route_is_thinking_without_its_metadata(tmp_path: Path) -> None:
+    # The route (a Claude model through Anthropic) makes the text the thinking opencode sends
+    # back (docs/adapters.md, opencode), also when the part lost its `anthropic` metadata.
+    session = load(_write(tmp_path, _anthropic_doc({"text": THOUGHT})), strict=True)
+    message = next(e for e in session.events if isinstance(e, AssistantMessage))
+    assert message.blocks[0].thinking == THOUGHT
+
+
+def test_only_a_task_call_names_a_subtask_session(tmp_path: Path) -> None:
+    # Subtask sessions start from the `task` tool (formats.md §4); another tool's metadata
+    # naming a session is no missing subtask export.
+    doc = opencode_doc()
+    doc["messages"][1]["parts"][2]["state"]["metadata"] = {"sessionId": "ses_other"}
+    session = load(_write(tmp_path, doc), strict=True)
+    assert not hasattr(session.header, "missing_subsessions")
+
+
+def test_a_tool_result_comes_when_its_tool_ended(tmp_path: Path) -> None:
+    # state.time.end (formats.md §4: tool{state{status, input, output, time}}) is when the
+    # result was there.
+    session = load(_write(tmp_path, opencode_doc()), strict=True)
+    result = next(e for e in session.events if isinstance(e, ToolResult))
+    assert result.ts.isoformat() == "2026-01-02T10:00:01.500000+00:00"
+
+
+def test_a_prompt_whose_text_parts_are_all_ignored_adds_no_message(tmp_path: Path) -> None:
+    # Ignored text parts are not sent (docs/adapters.md, opencode): a prompt of only those
+    # adds no (empty) user message.
+    doc = opencode_doc()
+    again = copy.deepcopy(doc["messages"][0])
+    again["info"]["id"] = "msg_u2"
+    again["parts"][0].update(id="prt_u2", ignored=True)
+    doc["messages"].insert(1, again)
+    session = load(_write(tmp_path, doc), strict=True)
+    assert len([e for e in session.events if isinstance(e, UserMessage)]) == 1
+
+
+def test_a_tool_output_that_is_no_string_is_kept_as_json(tmp_path: Path) -> None:
+    # An output logged as an object is still what the tool returned: kept as its JSON text,
+    # not dropped.
+    doc = opencode_doc()
+    doc["messages"][1]["parts"][2]["state"]["output"] = {"files": ["a.txt"]}
+    session = load(_write(tmp_path, doc), strict=True)
+    result = next(e for e in session.events if isinstance(e, ToolResult))
+    assert json.loads(result.output) == {"files": ["a.txt"]}
+
+
+def test_a_subtask_session_exported_twice_starts_one_thread(tmp_path: Path) -> None:
+    # Two exports of one session are one thread (docs/adapters.md, opencode): a child exported
+    # twice is started once.
+    main = opencode_doc()
+    child = opencode_subtask(main)
+    for name, doc in (("a", main), ("b", child), ("c", child)):
+        _write(tmp_path, doc, f"{name}.json")
+    session = load(tmp_path)
+    starts = [e.thread_id for e in session.events if isinstance(e, ThreadStart)]
+    assert starts == ["session-ses_child"]
