@@ -1642,3 +1642,13 @@ def test_counts_without_a_running_total_are_each_a_request_and_reported(tmp_path
     assert all("total_token_usage" in str(e) for e in session.skipped)
     with pytest.raises(LogFormatError, match=r"rollout\.jsonl:9: expected `info\.total_token"):
         load(path, strict=True)
+
+
+
+def test_a_running_total_one_token_short_shows_no_usage(tmp_path: Path) -> None:
+    # A count that shrank, if only by one token, is no request's share (no count below 0).
+    lines = _turn_with_lost_usage(
+        _counts("02.100", None, None), [_counts("03.100", _C, (3300, 1023, 60, 17))]
+    )
+    b = load(_write(tmp_path, lines)).requests()[1]
+    assert b.usage is None and b.usage_missing is True
