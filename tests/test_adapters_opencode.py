@@ -1051,3 +1051,19 @@ def test_a_subtask_session_exported_twice_starts_one_thread(tmp_path: Path) -> N
     session = load(tmp_path)
     starts = [e.thread_id for e in session.events if isinstance(e, ThreadStart)]
     assert starts == ["session-ses_child"]
+
+
+
+def test_a_subtask_export_cut_in_its_first_message_does_not_stop_the_session(
+    tmp_path: Path,
+) -> None:
+    # A lenient read reports damage and reads on (docs/adapters.md, Bad input): a child
+    # export cut inside its first message still names its session, and the parent is read.
+    main = opencode_doc()
+    _write(tmp_path, main, "a.json")
+    text = json.dumps(opencode_subtask(main), indent=2)
+    cut = text.index('"parts"')
+    (tmp_path / "b.json").write_text(text[:cut], encoding="utf-8")
+    session = load(tmp_path)
+    assert len(session.requests()) == 2
+    assert {Path(e.path).name for e in session.skipped} == {"b.json"}
