@@ -1067,3 +1067,18 @@ def test_a_subtask_export_cut_in_its_first_message_does_not_stop_the_session(
     session = load(tmp_path)
     assert len(session.requests()) == 2
     assert {Path(e.path).name for e in session.skipped} == {"b.json"}
+
+
+def test_each_message_s_events_name_the_line_its_record_starts_on(tmp_path: Path) -> None:
+    # The lines were found by searching the text for each `"info"` key: one inside a part (a
+    # tool's metadata) was taken for the next message's, and every later message's events named
+    # a line too early.
+    doc = opencode_doc()
+    tool = next(p for p in doc["messages"][1]["parts"] if p["type"] == "tool")
+    tool["state"]["metadata"] = {"info": {"exit": 0}, "parts": ["a", "b"]}
+    path = _write(tmp_path, doc)
+    text = path.read_text(encoding="utf-8").splitlines()
+    starts = [n for n, line in enumerate(text, 1) if line == '      "info": {']  # messages' own
+    assert len(starts) == len(doc["messages"])
+    # Every message gives events (its text, its request, its answer): each names its line.
+    assert sorted({event.line for event in load(path, strict=True).events}) == starts

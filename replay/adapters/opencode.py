@@ -34,6 +34,7 @@ Rules (each names the quirk it handles; see shared research `formats.md` §4):
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -136,26 +137,43 @@ def _load_document(path: Path, issues: Issues) -> tuple[dict[str, Any], list[tup
     messages = doc.get("messages")
     if not isinstance(info, dict) or not isinstance(messages, list):
         issues.fatal(1, "expected an opencode export: `info` (object) and `messages` (list)")
-    # Line numbers of each message, for messages (best effort: where each `"info"` starts).
-    lines = _message_lines(text, len(messages))
+    lines = _message_lines(text, len(messages), decoder)
     return info, list(zip(lines, messages, strict=False))
 
 
-def _message_lines(text: str, count: int) -> list[int]:
-    start = text.find('"messages"')
+_BLANK = re.compile(r"[ \t\r\n]*")
+
+
+def _message_lines(text: str, count: int, decoder: json.JSONDecoder) -> list[int]:
+    """The line where each message of a well-formed export starts: the top-level object walked
+    key by key (a value decoded only to be skipped, one more decoding of the document) and
+    `messages` element by element, as `_salvage` reads a damaged one. Searching the text for
+    each `"info"` key took one inside a part (a tool's metadata) for the next message."""
     line_of = _LineCounter(text)
-    out: list[int] = []
-    pos = start
-    while len(out) < count and pos != -1:
-        pos = text.find('"info"', pos + 1)
-        if pos == -1:
-            break
-        out.append(line_of(pos))
-        # skip to the end of this message's parts list (approximate: next `"parts"`)
-        nxt = text.find('"parts"', pos)
-        pos = nxt if nxt != -1 else pos
-    out += [0] * (count - len(out))
-    return out
+    lines: list[int] = []
+
+    def skip_blank(pos: int) -> int:
+        return _BLANK.match(text, pos).end()  # type: ignore[union-attr]
+
+    pos = skip_blank(0) + 1  # past the top-level `{`
+    while (pos := skip_blank(pos)) < len(text) and text[pos] != "}":
+        key, pos = decoder.raw_decode(text, pos)
+        pos = skip_blank(skip_blank(pos) + 1)  # past the `:`
+        if key != "messages":
+            _, pos = decoder.raw_decode(text, pos)
+        else:
+            lines = []  # (json keeps the last of two `messages` keys)
+            pos += 1  # past the `[`
+            while (pos := skip_blank(pos)) < len(text) and text[pos] != "]":
+                # The line of its first key, `"info"`, where an export starts a message's text.
+                lines.append(line_of(skip_blank(pos + 1) if text[pos] == "{" else pos))
+                _, pos = decoder.raw_decode(text, pos)
+                pos = skip_blank(pos)
+                pos += text.startswith(",", pos)
+            pos += 1
+        pos = skip_blank(pos)
+        pos += text.startswith(",", pos)
+    return (lines + [0] * count)[:count]
 
 
 def _salvage(
