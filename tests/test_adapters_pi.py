@@ -1478,3 +1478,27 @@ def test_a_usage_of_the_wrong_type_keeps_the_response_as_a_request(
         "kept as a request without usage"
     ]
     assert unpaired_before_request(session) == []
+
+
+def test_summary_messages_are_sent_wrapped_as_pi_sends_them(tmp_path: Path) -> None:
+    # strategies.md (pi messages.ts:11-24): pi sends a compaction summary and a branch summary as
+    # a user message wrapped in its prefix and `<summary>` tags. A message entry of role
+    # `compactionSummary` / `branchSummary` (an AgentMessage with `summary`, no `content`) was
+    # read as its bare summary: the prompt it stood for was short by the wrapper.
+    lines = pi_lines()
+    summaries = [
+        _entry(20, 1, message={"role": "compactionSummary", "summary": "Listed files.",
+                               "tokensBefore": 9000, "timestamp": 1767348001000}),
+        _entry(21, 20, message={"role": "branchSummary", "summary": "Tried grep.",
+                                "fromId": "0000000a", "timestamp": 1767348001500}),
+    ]
+    lines[2:2] = summaries
+    lines[4]["parentId"] = f"{21:08x}"
+    session = load(_write(tmp_path, lines), strict=True)
+    texts = [e.text for e in session.events if isinstance(e, UserMessage)]
+    assert texts[1:3] == [
+        "The conversation history before this point was compacted into the following summary:"
+        "\n\n<summary>\nListed files.\n</summary>",
+        "The following is a summary of a branch that this conversation came back from:\n\n"
+        "<summary>\nTried grep.\n</summary>",
+    ]

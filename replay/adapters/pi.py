@@ -668,6 +668,16 @@ class _Thread:
             event = UserMessage(ts=ts, text=_bash_text(m))
             event.kind = "bashExecution"
             self.add(event, entry)
+        elif role in ("branchSummary", "compactionSummary") and "summary" in m:
+            # pi's convertToLlm (messages.ts) sends them wrapped, as it does the summary entries.
+            summary = get_str(m, "summary", "") or ""
+            text = (
+                BRANCH_SUMMARY_PREFIX + summary + BRANCH_SUMMARY_SUFFIX
+                if role == "branchSummary" else LITERAL_PI_SUMMARY.format(summary=summary)
+            )
+            event = UserMessage(ts=ts, text=text, injected=True)
+            event.kind = role
+            self.add(event, entry)
         elif role in ("custom", "branchSummary", "compactionSummary", "hookMessage"):
             text, estimated = _blocks_text(m.get("content", m.get("summary", "")))
             event = UserMessage(ts=ts, text=text, injected=True)
