@@ -1500,5 +1500,5 @@ def test_summary_messages_are_sent_wrapped_as_pi_sends_them(tmp_path: Path) -> N
         "The conversation history before this point was compacted into the following summary:"
         "\n\n<summary>\nListed files.\n</summary>",
         "The following is a summary of a branch that this conversation came back from:\n\n"
-        "<summary>\nTried grep.\n</summary>",
+        "<summary>\nTried grep.</summary>",  # (no newline before the tag, as strategies.md has it)
     ]

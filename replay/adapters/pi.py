@@ -118,7 +118,9 @@ FAILED = ("aborted", "error")
 BRANCH_SUMMARY_PREFIX = (
     "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
 )
-BRANCH_SUMMARY_SUFFIX = "\n</summary>"
+BRANCH_SUMMARY_SUFFIX = "</summary>"
+"""strategies.md (pi messages.ts): no newline before the closing tag, unlike the compaction
+summary's (`LITERAL_PI_SUMMARY`)."""
 
 
 def _blocks_text(content: Any) -> tuple[str, bool]:
