@@ -1526,3 +1526,17 @@ def test_a_hidden_prefix_cached_whole_before_the_log_is_seeded() -> None:
     fit = UnloggedContext(threads={MAIN_THREAD: ThreadFit((4000,), warm=4000)})
     records = replay_session(session, ["recorded"], ReplayConfig(unlogged_context=fit))
     assert next(r.outcome.cache_read for r in records if r.kind == "request") > 4000
+
+
+def test_a_fitted_context_resized_rounds_each_size_to_the_nearest_token() -> None:
+    """Converted sizes are rounded to the nearest token, not truncated: truncation would shrink
+    every fitted size on another tokenizer (7 × 1.1 = 7.7 → 8, not 7)."""
+    fit = UnloggedContext(
+        threads={MAIN_THREAD: ThreadFit((7,), 7, 7, 7)},
+        requests={(MAIN_THREAD, 3): RequestFit(before=7, after=7, tail=7)},
+        grown={MAIN_THREAD: 7},
+    )
+    grown = fit.resized(1.1)
+    assert grown.threads == {MAIN_THREAD: ThreadFit((8,), 8, 8, 8)}
+    assert grown.requests == {(MAIN_THREAD, 3): RequestFit(before=8, after=8, tail=8)}
+    assert grown.grown == {MAIN_THREAD: 8}
