@@ -1540,3 +1540,25 @@ def test_a_fitted_context_resized_rounds_each_size_to_the_nearest_token() -> Non
     assert grown.threads == {MAIN_THREAD: ThreadFit((8,), 8, 8, 8)}
     assert grown.requests == {(MAIN_THREAD, 3): RequestFit(before=8, after=8, tail=8)}
     assert grown.grown == {MAIN_THREAD: 8}
+
+
+def test_dropped_now_follows_every_message_dropped_since_it_was_last_asked() -> None:
+    """The frozen copy a break-even counterfactual reads (`RenderedWith.dropped`) is renewed
+    whenever a message was dropped since: a stale copy would have the counterfactual re-send a
+    message the thread no longer sends."""
+    u = ThreadUnlogged()
+    first, second = UserItem("a", estimated_tokens=300), UserItem("b", estimated_tokens=400)
+    assert u.dropped_now() == frozenset()
+    u.dropped.add(first)
+    assert u.dropped_now() == {first}
+    u.dropped.add(second)
+    assert u.dropped_now() == {first, second}
+
+
+def test_an_empty_view_stays_empty_with_a_first_message_context() -> None:
+    """The first-message context opens a view, it is no view by itself: a strategy that sent
+    nothing must still be caught by the engine's empty-request check."""
+    from replay.engine._unlogged import as_sent
+
+    context = UserItem("[first-message context]", injected=True, estimated_tokens=1500)
+    assert as_sent(ThreadUnlogged(context=context), []) == []
