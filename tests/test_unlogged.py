@@ -1562,3 +1562,17 @@ def test_an_empty_view_stays_empty_with_a_first_message_context() -> None:
 
     context = UserItem("[first-message context]", injected=True, estimated_tokens=1500)
     assert as_sent(ThreadUnlogged(context=context), []) == []
+
+
+def test_a_grown_head_in_parts_grows_its_last_part() -> None:
+    """A head split in parts with no first-message context (a warm read stopped inside it)
+    grows by its last part: the first part, where the warm read stopped, stays as the reads
+    showed it."""
+    session = _session(_turns(MAIN_THREAD, 0, 3, T0), hidden=4000)
+    threads = {MAIN_THREAD: ThreadFit((3000, 1000))}
+    config = ReplayConfig(unlogged_context=UnloggedContext(threads=threads,
+                                                           grown={MAIN_THREAD: 300}))
+    for r in replay_session(session, ["baseline"], config):
+        kinds, tokens = r.request.kinds, r.request.block_tokens
+        hidden = [int(t) for t, k in zip(tokens, kinds, strict=True) if k == SYSTEM][-2:]
+        assert hidden == [3000, 1300], hidden
