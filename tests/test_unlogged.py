@@ -1576,3 +1576,12 @@ def test_a_grown_head_in_parts_grows_its_last_part() -> None:
         kinds, tokens = r.request.kinds, r.request.block_tokens
         hidden = [int(t) for t, k in zip(tokens, kinds, strict=True) if k == SYSTEM][-2:]
         assert hidden == [3000, 1300], hidden
+
+
+def test_a_thread_without_a_hidden_prefix_has_none_to_split_or_grow() -> None:
+    """A head fit (or growth) names a hidden prefix to split: a thread the log gives none (a
+    fit made for another log, or a subagent with a system prompt of its own) is sent none."""
+    session = _session(_turns(MAIN_THREAD, 0, 3, T0), hidden=0)
+    fit = UnloggedContext(threads={MAIN_THREAD: ThreadFit((3000,), 1000)},
+                          grown={MAIN_THREAD: 300})
+    assert _prompts(session, "baseline", fit) == _prompts(session, "baseline", {})
