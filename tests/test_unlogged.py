@@ -1585,3 +1585,33 @@ def test_a_thread_without_a_hidden_prefix_has_none_to_split_or_grow() -> None:
     fit = UnloggedContext(threads={MAIN_THREAD: ThreadFit((3000,), 1000)},
                           grown={MAIN_THREAD: 300})
     assert _prompts(session, "baseline", fit) == _prompts(session, "baseline", {})
+
+
+@pytest.mark.parametrize("before", [0, 3000])
+def test_a_compaction_s_share_after_the_marker_leaves_the_tail_framing_included(
+    before: int,
+) -> None:
+    """A view that kept an event the compaction replaced drops its restored context: the share
+    after the marker (an N-token message, framing included: `unlogged_item`) takes N tokens off
+    the uncached tail, and the share before the marker none (recorded tail 800 = 500 of that
+    message + 300 logged tokens after the marker: 300 are left)."""
+    from replay.engine._replay import _Thread
+    from replay.engine._unlogged import Unlogged, unlogged_item
+    from replay.strategies._base import View
+    from replay.strategies.recorded import LoggedCompaction
+    from replay.tokens import counter_for
+
+    counter = counter_for("claude-sonnet-4-6")
+    state = _Thread(strategy=None)
+    state.compactions = [LoggedCompaction("summary", frozenset({1}), event_index=4)]
+    u = state.unlogged
+    keys = [(7, "after")] + ([(7, "before")] if before else [])
+    u.items[(7, "after")] = unlogged_item(500, 7, counter, "after")
+    if before:
+        u.items[(7, "before")] = unlogged_item(before, 7, counter)
+    u.restored, u.tail = (4, tuple(keys)), 800
+    kept = View(items=[UserItem("an event the compaction replaced", event_index=1)])
+    Unlogged(None, UnloggedContext(), fitting=False)._keep_restored(  # type: ignore[arg-type]
+        state, kept, counter.family.message_overhead)
+    assert u.tail == 300
+    assert set(u.dropped) == {u.items[k] for k in keys}

@@ -754,7 +754,7 @@ class Unlogged:
         """The strategy's view: the first-message context goes first (re-sent on every
         request); the fitting run measures the residual; a warm start seeds the cache."""
         if state.unlogged.restored is not None:
-            self._keep_restored(state, view)
+            self._keep_restored(state, view, renderer.table.counter.family.message_overhead)
         view.items = as_sent(state.unlogged, view.items)
         if view.summarizer_calls:
             view.summarizer_calls = [call_as_sent(state.unlogged, c) for c in view.summarizer_calls]
@@ -800,10 +800,11 @@ class Unlogged:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _keep_restored(self, state: _Thread, view: View) -> None:
+    def _keep_restored(self, state: _Thread, view: View, overhead: int) -> None:
         """The context the harness sent with a logged compaction stays only in a view that
         applied it: one that still holds an event it replaced (no compaction there, or another
-        one) drops it for good, and the marker no longer sits before its uncached share."""
+        one) drops it for good, and the marker no longer sits before its uncached share (which
+        leaves the uncached tail with its framing, `overhead` tokens: `unlogged_item`)."""
         u = state.unlogged
         (compaction, keys), u.restored = u.restored, None
         replaced = next((c.replaced for c in state.compactions if c.event_index == compaction),
@@ -816,7 +817,7 @@ class Unlogged:
             if item is not None:
                 u.dropped.add(item)
                 if key[1] == "after":
-                    u.tail = max(0, u.tail - (item.estimated_tokens or 0))
+                    u.tail = max(0, u.tail - (item.estimated_tokens or 0) - overhead)
 
     def _drop(self, state: _Thread, key: Key) -> None:
         u = state.unlogged
