@@ -1603,3 +1603,26 @@ def test_every_text_the_log_holds_is_kept_counted_between_strategies():
     session = Session(header=SessionHeader(ts=t, system="You are an agent."), events=events)
     assert _log_texts(session) - {""} == {"You are an agent.", "task", "let me see", "reading",
                                           "file body", "the summary", "You review code."}
+
+
+def test_an_answer_without_an_id_answers_only_a_request_no_assistant_event_followed_yet():
+    """docs/log-format.md "Ordering rules": without a `request_id`, the *next* assistant event
+    of the thread answers its request. Once another assistant event followed the request
+    (here one naming an earlier, answered request), a later one without an id answers none."""
+    from replay.engine._replay import _responses
+
+    t = gen.BASE_TS
+
+    def answer(rid: str | None) -> AssistantMessage:
+        return AssistantMessage(ts=t, request_id=rid, blocks=[TextBlock(text="ok")])
+
+    events = [
+        UserMessage(ts=t, text="task"),  # 0
+        RequestMarker(ts=t, request_id="g"),  # 1
+        answer("g"),  # 2
+        RequestMarker(ts=t, request_id="h"),  # 3
+        answer("g"),  # 4: names g (answered already): h's next assistant event, not its answer
+        answer(None),  # 5: not the next assistant event after h
+    ]
+    session = Session(header=SessionHeader(ts=t), events=events)
+    assert {request: at for request, (at, _) in _responses(session).items()} == {1: 2}
