@@ -1615,3 +1615,18 @@ def test_a_compaction_s_share_after_the_marker_leaves_the_tail_framing_included(
         state, kept, counter.family.message_overhead)
     assert u.tail == 300
     assert set(u.dropped) == {u.items[k] for k in keys}
+
+
+def test_a_transient_message_s_read_tolerance_is_two_percent_of_the_whole_prompt() -> None:
+    """The read that shows a message was not sent again may stop up to the read tolerance away
+    from the entry before it: 2 % of the billed prompt (~24k tokens here: 480), not of its
+    uncached part. A read 300 tokens short of that entry still drops the message."""
+    session = _session(_turns(MAIN_THREAD, 0, 6, T0), hidden=20000)
+    truth, second, third = _sent_once(session, 900)
+    _bill(session, truth)
+    usage = session.events[third].usage
+    assert usage.prompt_tokens * 0.02 > 300 + 50 and usage.input_tokens * 0.02 < 256
+    usage.cache_read_tokens -= 300
+    usage.input_tokens += 300
+    fit = fit_unlogged_context(session, ReplayConfig())
+    assert fit.requests[(MAIN_THREAD, third)].drop == ((second, "before"),)
