@@ -632,11 +632,12 @@ def test_thinking_logged_only_by_its_size_is_counted_in_the_output_too():
     assert after[0] == before[0] + 5000 and after[1:] == before[1:]
 
 
-def test_a_strategy_reads_the_previous_request_s_simulated_usage_bucket_by_bucket():
+@pytest.mark.parametrize("ttl", [None, "1h"])
+def test_a_strategy_reads_the_previous_request_s_simulated_usage_bucket_by_bucket(ttl):
     """`ctx.previous_usage` (what a harness reads off the last response to decide whether to
     compact: opencode adds reads and writes) is the previous request's simulated usage, each
     bucket where the simulation put it, and the output of the response that answered it (a
-    harness's reported total is prompt + output)."""
+    harness's reported total is prompt + output). With 1h markers, the writes are 1h ones."""
     from replay.strategies import NamedStrategy, StrategySpec
 
     seen: dict[int, object] = {}
@@ -655,7 +656,7 @@ def test_a_strategy_reads_the_previous_request_s_simulated_usage_bucket_by_bucke
              for n in range(5)]
     session = gen.build_session(turns, provider="anthropic")
     records = [r for r in replay_session(session, [NamedStrategy("probe", spec, {})],
-                                         ReplayConfig()) if r.kind == "request"]
+                                         ReplayConfig(ttl=ttl)) if r.kind == "request"]
     assert seen[0] is None
     for prev, cur in zip(records, records[1:], strict=False):
         usage, o = seen[cur.request_index], prev.outcome
@@ -663,8 +664,8 @@ def test_a_strategy_reads_the_previous_request_s_simulated_usage_bucket_by_bucke
                 usage.cache_write_1h_tokens) == (o.uncached, o.cache_read, o.cache_write_5m,
                                                  o.cache_write_1h)
         assert usage.output_tokens == prev.output_tokens > 0
-    assert any(r.outcome.cache_read for r in records) and any(
-        r.outcome.cache_write_5m for r in records)  # both buckets are exercised
+    written = [r.outcome.cache_write_1h if ttl else r.outcome.cache_write_5m for r in records]
+    assert any(r.outcome.cache_read for r in records) and any(written)  # buckets exercised
 
 
 def _turn_of(thread: str, n: int) -> list:
