@@ -1627,3 +1627,25 @@ def test_an_answer_without_an_id_answers_only_a_request_no_assistant_event_follo
     ]
     session = Session(header=SessionHeader(ts=t), events=events)
     assert {request: at for request, (at, _) in _responses(session).items()} == {1: 2}
+
+
+def test_a_switch_to_a_model_of_the_same_tokenizer_family_is_diffed_as_the_same_prompt():
+    """Two models of one tokenizer family render a view to the same blocks: the diff says how
+    much the prompts share (`PrefixDiff.first_mismatch_token`: all of the previous one, which
+    the new one extends), not a model switch that shares nothing (that is for families whose
+    blocks cannot be compared); the cache still tells the model switch apart."""
+    t = gen.BASE_TS
+    header = SessionHeader(ts=t, agent="test", provider="anthropic", model="claude-sonnet-4-5")
+    events = [
+        UserMessage(ts=t, text="fix the bug " * 200),
+        RequestMarker(ts=t, request_id="r0"),
+        AssistantMessage(ts=t, blocks=[TextBlock(text="done " * 50)], request_id="r0"),
+        UserMessage(ts=t + timedelta(seconds=20), text="now test it " * 50),
+        RequestMarker(ts=t + timedelta(seconds=20), request_id="r1", model="claude-opus-4-5"),
+    ]
+    first, second = (r for r in replay_session(Session(header=header, events=events),
+                                               ["recorded"], ReplayConfig())
+                     if r.kind == "request")
+    assert second.model == "claude-opus-4-5"
+    assert second.diff == PrefixDiff(first.request.total, None, None, "tail", False)
+    assert second.outcome.cache_read == 0
