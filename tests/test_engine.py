@@ -1649,3 +1649,25 @@ def test_a_switch_to_a_model_of_the_same_tokenizer_family_is_diffed_as_the_same_
     assert second.model == "claude-opus-4-5"
     assert second.diff == PrefixDiff(first.request.total, None, None, "tail", False)
     assert second.outcome.cache_read == 0
+
+
+def test_a_forced_ttl_reaches_a_cache_that_bills_writes_without_markers():
+    """`--ttl 1h` ("what if we had used 1h caching") also applies where the client places no
+    marker and the cache bills its automatic writes at the TTL asked for (Kimi K3: 5m or 1h,
+    docs/cache-rules.md): every write is a 1h one."""
+    t = gen.BASE_TS.replace(year=2026, month=10)  # Kimi K3 bills writes from 2026-07
+    header = SessionHeader(ts=t, agent="test", provider="moonshotai", model="kimi-k3")
+    events = [
+        UserMessage(ts=t, text="fix the bug " * 600),
+        RequestMarker(ts=t, request_id="r0"),
+        AssistantMessage(ts=t, blocks=[TextBlock(text="done " * 50)], request_id="r0"),
+        UserMessage(ts=t + timedelta(seconds=20), text="now test it " * 50),
+        RequestMarker(ts=t + timedelta(seconds=20), request_id="r1"),
+    ]
+    session = Session(header=header, events=events)
+    for ttl, bucket in ((None, "cache_write_5m"), ("1h", "cache_write_1h")):
+        records = replay_session(session, ["recorded"], ReplayConfig(client="none", ttl=ttl))
+        writes = [(r.outcome.cache_write_5m, r.outcome.cache_write_1h) for r in records]
+        assert all(w > 0 for w in (getattr(r.outcome, bucket) for r in records)), writes
+        other = "cache_write_1h" if bucket == "cache_write_5m" else "cache_write_5m"
+        assert not any(getattr(r.outcome, other) for r in records), writes
