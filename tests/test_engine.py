@@ -1671,3 +1671,30 @@ def test_a_forced_ttl_reaches_a_cache_that_bills_writes_without_markers():
         assert all(w > 0 for w in (getattr(r.outcome, bucket) for r in records)), writes
         other = "cache_write_1h" if bucket == "cache_write_5m" else "cache_write_5m"
         assert not any(getattr(r.outcome, other) for r in records), writes
+
+
+def test_a_view_whose_list_its_strategy_refills_later_is_rendered_as_sent():
+    """A `View`'s list stays the strategy's: one that refills the same list at every request
+    must still have each request rendered as it sends it (the renderer may keep only a list
+    the engine owns as the thread's last view), so its prompts are those of `baseline`."""
+    from replay.strategies import NamedStrategy, StrategySpec
+    from replay.strategies._view import View
+
+    def build() -> object:
+        sent: list = []
+
+        def rule(history, ctx):
+            sent[:] = history
+            return View(sent)
+
+        return rule
+
+    spec = StrategySpec(family="probe", pattern="probe", build=build, cache_class="append-only",
+                        rule="sends everything, in one list it refills")
+    session = gen.build_session([gen.Turn(f"step {n} " + "word " * 50) for n in range(4)])
+    totals = {
+        name: [r.request.total for r in replay_session(session, [strategy], ReplayConfig())]
+        for name, strategy in (("probe", NamedStrategy("probe", spec, {})),
+                               ("baseline", "baseline"))
+    }
+    assert totals["probe"] == totals["baseline"]
