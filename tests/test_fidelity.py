@@ -1012,3 +1012,14 @@ def test_the_python_verb_gives_what_the_cli_prints(tmp_path: Path) -> None:
     run42 = Path(__file__).resolve().parents[1] / "logs" / "run42.jsonl"
     with pytest.raises(ReplayError, match=f"^{run42}: no request in this log carries"):
         fidelity(run42)
+
+
+def test_gpt_6_is_held_to_the_openai_family_tolerance() -> None:
+    """(`_strict_family`) The docs give OpenAI-family logs 128 tokens of slack, whichever of
+    OpenAI's tokenizer families counts them: GPT-6's (an estimated encoding) as well."""
+    from replay.fidelity._fidelity import _strict_family
+    from replay.tokens import family_for
+
+    assert family_for("gpt-6").family == "gpt-6"  # a family of its own in the table
+    assert _strict_family("gpt-6") and _strict_family("gpt-4") and _strict_family("gpt-3.5-turbo")
+    assert not _strict_family("gemini-2.5-pro")
