@@ -131,6 +131,16 @@ def test_counts_survive_token_cache_eviction():
     assert counter.encode_calls == calls + 1
 
 
+def test_the_newest_ids_stay_even_when_larger_than_the_token_cache() -> None:
+    # A prefix diff asks twice for the ids of the block where two prompts part: the LRU keeps
+    # at least the newest entry, so one block longer than the whole cache is not re-encoded.
+    counter = TokenCounter("gpt-5", token_cache=2)
+    text = "a block far longer than two token ids " * 4
+    ids = counter.raw_tokens(text)
+    assert len(ids) > 2 and counter.encode_calls == 1
+    assert counter.raw_tokens(text) is ids and counter.encode_calls == 1
+
+
 def test_replaying_again_does_not_count_again(monkeypatch):
     from conftest import RUN42
 
