@@ -173,6 +173,27 @@ def test_claude_family_factor_is_applied():
 
 
 @pytest.mark.parametrize(
+    ("factor", "raw", "count", "position"),
+    [
+        # By hand: 100 x 1.1 = 110 and 180 x 1.35 = 243 exactly (as floats, 110.00000000000001
+        # and 243.00000000000003: rounded up, one token too many); 100 x 1.15 = 115 exactly
+        # (as a float 114.99999999999999: rounded down, one too few).
+        (1.1, 100, 110, 110),
+        (1.35, 180, 243, 243),
+        (1.15, 100, 115, 115),
+        (1.15, 101, 117, 116),  # 116.15: a count rounds up, a position down
+    ],
+)
+def test_a_factor_scales_as_written_not_as_its_nearest_float(
+    factor: float, raw: int, count: int, position: int
+) -> None:
+    # A user's calibration (3 decimals, `replay calibrate`) gives such factors: an exact product
+    # must not gain or lose a token to the float just above or below the decimal.
+    counter = TokenCounter("claude-sonnet-4-5", factor=factor)
+    assert (counter.scale(raw), counter.scale_position(raw)) == (count, position)
+
+
+@pytest.mark.parametrize(
     ("model", "family", "encoding", "estimated"),
     [
         ("gpt-5", "gpt-4o-and-later", "o200k_base", False),

@@ -20,6 +20,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cache
 from pathlib import Path
 
@@ -421,6 +422,10 @@ class TokenCounter:
     ):
         self.family = family_for(model)
         self.factor = self.family.factor if factor is None else factor
+        # The factor as its file writes it (1.1, not the float just above it): its products are
+        # exact, so a count of 100 tokens at 1.1 is 110, not ceil(110.00000000000001) = 111.
+        ratio = Fraction(repr(float(self.factor)))
+        self._num, self._den = ratio.numerator, ratio.denominator
         self._encoding = get_encoding(self.family.encoding)
         self._counts: dict[str, int] = {}
         self._forgotten = DigestCounts()
@@ -550,11 +555,12 @@ class TokenCounter:
         self._forgotten.compact()
 
     def scale(self, raw: int) -> int:
-        return raw if self.factor == 1.0 else math.ceil(raw * self.factor)
+        """A count on the provider's scale: `raw` × the factor, rounded up."""
+        return raw if self.factor == 1.0 else -(-raw * self._num // self._den)
 
     def scale_position(self, raw: int) -> int:
         """A token offset inside a text, on the provider's scale."""
-        return raw if self.factor == 1.0 else math.floor(raw * self.factor)
+        return raw if self.factor == 1.0 else raw * self._num // self._den
 
 
 _COUNTERS: dict[str, TokenCounter] = {}
