@@ -1023,3 +1023,18 @@ def test_gpt_6_is_held_to_the_openai_family_tolerance() -> None:
     assert family_for("gpt-6").family == "gpt-6"  # a family of its own in the table
     assert _strict_family("gpt-6") and _strict_family("gpt-4") and _strict_family("gpt-3.5-turbo")
     assert not _strict_family("gemini-2.5-pro")
+
+
+def test_the_bill_lists_its_models_sorted_whatever_their_order_in_the_log() -> None:
+    """(`Bill.models`, "sorted") Six models in reverse order: a set's own order (string hashes
+    vary per process) is sorted by chance once in 720 runs, three models' once in six."""
+    from replay.fidelity import bill
+    from replay.prices import Pricer
+
+    session = _billed_session(6)
+    models = ["claude-sonnet-4-6", "claude-sonnet-4-5", "claude-opus-4-5", "claude-opus-4-1",
+              "claude-haiku-4-5", "claude-3-5-haiku"]
+    for marker, model in zip(session.requests(), models, strict=True):
+        marker.model = model
+    billed = bill(session, Pricer())
+    assert billed is not None and billed.models == tuple(sorted(models))
