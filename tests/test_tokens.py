@@ -234,6 +234,8 @@ def test_counters_are_shared_per_family():
     ("content", "message"),
     [
         ("not json", "cannot read"),
+        # Nested past the JSON parser's recursion limit: a RecursionError, still a user error.
+        ("[" * 100_000 + "]" * 100_000, "cannot read"),
         ('{"rows": []}', "`families` list"),
         ('{"families": [{"family": "x"}]}', "lacks pattern"),
         ('{"families": [{"family": "x", "pattern": "(", "encoding": "o200k_base", "factor": 1,'
