@@ -1038,3 +1038,18 @@ def test_the_bill_lists_its_models_sorted_whatever_their_order_in_the_log() -> N
         marker.model = model
     billed = bill(session, Pricer())
     assert billed is not None and billed.models == tuple(sorted(models))
+
+
+def test_the_summary_scores_the_simulator_within_128_tokens_apart_from_the_tolerance() -> None:
+    # 200 tokens off: within max(2 %, 256) but not within 128, so the two rates differ.
+    rows = [_row(0, 3000, 3000, None), _row(1, 3000, 3200, 3000)]
+    summary = fidelity_summary(rows)
+    assert summary["cache_read_within_tolerance"] == 1.0
+    assert summary["cache_read_within_128"] == 0.5
+
+
+def test_the_naive_rule_is_allowed_2_percent_of_the_prompt_not_of_the_read() -> None:
+    # A 50,000-token prompt: the tolerance is 1,000 tokens, whatever the read (3,000 here, whose
+    # 2 % would be below the 256-token floor). The naive rule's 500 tokens off are within it.
+    rows = [_row(0, 3000, 3000, None, prompt=50_000), _row(1, 3000, 3000, 3500, prompt=50_000)]
+    assert fidelity_summary(rows)["naive_rule_within_tolerance"] == 1.0
