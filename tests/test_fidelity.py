@@ -1053,3 +1053,16 @@ def test_the_naive_rule_is_allowed_2_percent_of_the_prompt_not_of_the_read() -> 
     # 2 % would be below the 256-token floor). The naive rule's 500 tokens off are within it.
     rows = [_row(0, 3000, 3000, None, prompt=50_000), _row(1, 3000, 3000, 3500, prompt=50_000)]
     assert fidelity_summary(rows)["naive_rule_within_tolerance"] == 1.0
+
+
+def test_a_header_model_no_request_ran_on_is_not_what_the_log_ran() -> None:
+    """(`moved_options`, "than the log's requests ran on") Every request names its own model:
+    `--model` naming that model moves nothing, though the header names another."""
+    from replay.fidelity import moved_options
+
+    session = _billed_session(3)
+    for marker in session.requests():
+        marker.model = "claude-opus-4-5"
+    assert session.header.model == "claude-sonnet-4-6"
+    assert moved_options(session, None, "claude-opus-4-5") == []
+    assert moved_options(session, None, "claude-sonnet-4-6") == ["--model claude-sonnet-4-6"]

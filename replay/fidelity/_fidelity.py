@@ -230,9 +230,9 @@ def moved_options(
     log's requests ran on: an alias of the same (`gemini` for `google`, `claude-sonnet-4.6`)
     moves nothing, so the log's usage is still what the simulation is compared with."""
     header = session.header
-    ran = {(header.provider, header.model)} | {
-        (provider, model) for _, provider, model in session.requests_ran()
-    }
+    # The requests' own (the header's where they name none): a model the header names and no
+    # request ran on is not where the usage was billed.
+    ran = {(provider, model) for _, provider, model in session.requests_ran()}
     moved = []
     router = CacheRouter()
     if provider and any(
