@@ -479,6 +479,8 @@ _CUT = "1" + "0" * 58 + "…"  # 10**400 as the file spells it, cut to 60 charac
          "families[0].tool_call_overhead must be a whole number from 0 to 1000, got 1001"),
         ({"families": [_ROW | {"family": ""}]},
          'families[0].family must be a non-empty string, got ""'),
+        ({"families": [_ROW | {"family": 5}]},  # truthy, but no string: counter_for keys on it
+         "families[0].family must be a non-empty string, got 5"),
         ({"families": [_ROW | {"pattern": 5}]},
          "families[0].pattern must be a regular expression (Python syntax) on the model id, "
          "got 5"),
@@ -489,7 +491,8 @@ _CUT = "1" + "0" * 58 + "…"  # 10**400 as the file spells it, cut to 60 charac
     ],
     ids=["list", "families-object", "row-not-object", "row-lacks-keys", "factor-bool",
          "factor-huge-int", "factor-above-10", "overhead-fraction", "tool-overhead-negative",
-         "tool-overhead-above-1000", "family-empty", "pattern-not-string", "encoding-unknown",
+         "tool-overhead-above-1000", "family-empty", "family-number", "pattern-not-string",
+         "encoding-unknown",
          "estimated-string"],
 )
 def test_a_bad_tokenizer_file_names_the_row_the_key_and_the_rule(
