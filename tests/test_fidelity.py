@@ -1066,3 +1066,25 @@ def test_a_header_model_no_request_ran_on_is_not_what_the_log_ran() -> None:
     assert session.header.model == "claude-sonnet-4-6"
     assert moved_options(session, None, "claude-opus-4-5") == []
     assert moved_options(session, None, "claude-sonnet-4-6") == ["--model claude-sonnet-4-6"]
+
+
+def test_the_explained_cost_error_is_relative_to_the_explained_bill() -> None:
+    """(`_cost_error`) A simulation that costs nothing where the bill does is -100 %, not "no
+    error to give"; a bill of nothing has no relative error (None), whatever was simulated."""
+    from replay.fidelity._fidelity import _cost_error
+
+    assert _cost_error([_row(0, 0, 0, None, cost="2", sim_cost="0")]) == -1.0
+    assert _cost_error([_row(0, 0, 0, None, cost="0", sim_cost="1")]) is None
+
+
+def test_a_thread_without_a_warm_start_has_its_first_read_predicted() -> None:
+    """(`_fitted`) The fit found the thread's head but no read before the log (warm = 0, a cold
+    start): its first request is a prediction, not a warm start of 0 tokens."""
+    from replay.engine._unlogged import ThreadFit, UnloggedContext
+    from replay.fidelity._fidelity import _fitted
+
+    fit = UnloggedContext(threads={"main": ThreadFit(head=(5000,), warm=0)})
+    usage = Usage(input_tokens=800, cache_write_5m_tokens=9000)  # read 0: cold
+    assert _fitted(fit, "main", 1, usage, first=True) is None
+    warm = UnloggedContext(threads={"main": ThreadFit(head=(5000,), warm=5000)})
+    assert _fitted(warm, "main", 1, usage, first=True).startswith("warm start: 5,000 tokens")
