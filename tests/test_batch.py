@@ -2705,3 +2705,21 @@ def test_what_run_notes_from_the_log_itself_is_a_column_and_a_note(tmp_path: Pat
     notes = replay(read_log(quirky), ["recorded"]).notes
     assert [n for n in notes if n.startswith(("Microcompact", "Request times go backwards"))]
     assert sum("usage.iterations" in n or "does not read" in n for n in notes) == 2
+
+
+def test_a_parallel_session_does_not_read_another_s_entry_before_it_is_ready(tmp_path: Path):
+    # Two sessions of one chain both have a thread `main`: each keeps its own cache lane (its
+    # label and the strategy's name before the thread), or the second, started half a second
+    # after the first, took the first's entry for its own and read it at once, where Anthropic
+    # serves another request's entry only once its response begins (`ready_at`, 1 s assumed).
+    header = {**ANTHROPIC, "system": LONG_SYSTEM}
+    logs = tmp_path / "logs"
+    variant(logs / "a.jsonl", "a", timedelta(0), stretch=600, **header)
+    variant(logs / "b.jsonl", "b", timedelta(seconds=0.5), stretch=600, **header)
+    out = tmp_path / "ds"
+    run_batch([logs], BatchOptions(strategies="baseline", per_request=True), output=out,
+              workers=1)
+    assert sessions(out)["shared_cache"].to_list() == [True, True]
+    first = _first_request(requests(out), "b")
+    assert first["cached_tokens"] == 0
+    assert first["miss_cause"] == "written by a parallel request not yet ready"
