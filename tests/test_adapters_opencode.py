@@ -1082,3 +1082,22 @@ def test_each_message_s_events_name_the_line_its_record_starts_on(tmp_path: Path
     assert len(starts) == len(doc["messages"])
     # Every message gives events (its text, its request, its answer): each names its line.
     assert sorted({event.line for event in load(path, strict=True).events}) == starts
+
+
+def test_a_message_without_its_time_takes_the_previous_one_and_is_reported(
+    tmp_path: Path,
+) -> None:
+    # opencode writes `info.time.created` on every message: one without it is damaged. It took
+    # the previous event's time silently (the request's TTL judged on a borrowed time).
+    doc = opencode_doc()
+    del doc["messages"][1]["info"]["time"]["created"]
+    path = _write(tmp_path, doc)
+    session = load(path)
+    (problem,) = session.skipped
+    assert str(problem).endswith(
+        "expected `info.time.created`; the previous message's time was taken"
+    )
+    user = next(e for e in session.events if isinstance(e, UserMessage))
+    assert session.requests()[0].ts == user.ts
+    with pytest.raises(LogFormatError, match=r"expected `info\.time\.created`$"):
+        load(path, strict=True)

@@ -460,6 +460,9 @@ class _Thread:
         )
         if ts is None:
             raise Bad("expected `info.time.created`")
+        if created is None:  # opencode writes it on every message: the record is damaged
+            self.reader.issues.add(line or None, "expected `info.time.created`", self.path,
+                                   remedy="the previous message's time was taken")
         if role == "user":
             self._user(line, ts, parts)
         elif role == "assistant":
