@@ -140,6 +140,20 @@ def test_in_memory_hard_cap_of_one_hour():
     assert r.outcome.miss_cause == "TTL expired (age 1h00m05s > max lifetime 1h00m)"
 
 
+def test_24h_retention_is_capped_at_24_hours_not_one():
+    # gpt-5 on 2026-10-20: 24h retention, "up to 24 h" (research O1/O2); the in-memory 1-hour
+    # cap must not apply. Kept warm every 20 min (< 30 min idle), 2,100 → 2,048 cached.
+    lab = CacheLab("openai", "gpt-5", client="none")
+    prompt = [lab.block("system", 2000), lab.block("user", 100)]
+    for at in range(0, 86400, 1200):
+        r = lab.send(prompt, at=at)
+        if at:
+            assert r.split == (2048, 0, 0, 52), at
+    r = lab.send(prompt, at=86405)  # past 24 h since the first write: gone
+    assert r.split == (0, 0, 0, 2100)
+    assert r.outcome.miss_kind == "ttl-expired"
+
+
 def test_codex_prompt_cache_key_separates_conversations():
     lab = CacheLab("openai", "gpt-5", client="codex")
     system = lab.block("system", 2000)
