@@ -533,6 +533,17 @@ def test_a_scope_holds_max_prompts_and_drops_the_oldest_first():
     assert lab.send(prompts[1], at=102).outcome.cache_read == 0
 
 
+def test_a_full_scope_drops_only_its_single_oldest_prompt():
+    # One prompt over MAX_PROMPTS pushes out exactly one, the oldest: the second oldest still
+    # reads 128 × 8 of its 1,100 tokens.
+    lab = CacheLab("openai", "gpt-5", client="none")
+    prompts = [[lab.block("system", 1100)] for _ in range(MAX_PROMPTS + 1)]
+    for n, prompt in enumerate(prompts):
+        lab.send(prompt, at=n)
+    assert lab.send(prompts[1], at=100).outcome.cache_read == 1024
+    assert lab.send(prompts[0], at=101).outcome.cache_read == 0
+
+
 def test_a_quiet_thread_keeps_its_prompt_past_the_cap_until_it_expires():
     # The cap bounds the simulator's memory; a thread's own last prompt is held anyway. Pushed
     # out by 64 other threads' prompts, it was an unnamed miss at the thread's next request.
