@@ -607,3 +607,17 @@ def test_a_user_passthrough_route_adds_to_the_built_in_ones():
     assert router.route("openrouter", "mistralai/mistral-large").label == "openrouter>deepseek"
     with pytest.raises(ReplayError, match=r"routes: \^mistralai/ → deepseek, .*anthropic"):
         router.route("openrouter", "nobody/model-x")
+
+
+def test_a_rebased_prompt_parting_inside_its_anchor_shares_only_that_much():
+    # Thread main's first prompt, after the thread rewrote its user turn, is held as the blocks
+    # it shares with the newer prompt (the system prompt) plus its own tail. A request that
+    # parts from both at the very first block shares nothing with it, even though its second
+    # block is that tail's first: 0 read (system blocks differ), not 2,000 + 1,100.
+    lab = CacheLab("openai", "gpt-5", client="none")
+    system, u1 = lab.block("system", 2000), lab.block("user", 1100)
+    lab.send([system, u1], at=0)
+    lab.send([system, lab.block("user", 1100)], at=1)  # the rewrite: [system, u1] rebased
+    lab.send([lab.block("system", 500), lab.block("user", 100)], at=2, thread="b")
+    r = lab.send([lab.block("system", 2000), u1], at=3, thread="c")
+    assert r.outcome.cache_read == 0
