@@ -337,6 +337,17 @@ def test_gpt_5_6_implicit_breakpoint_and_billed_writes():
     assert r2.cost == usd("1750")
 
 
+def test_gpt_5_6_a_lone_user_message_is_the_implicit_boundary():
+    # No tools or system prompt: the only eligible message end, the first user message, is
+    # the implicit breakpoint all the same (research: end of the latest eligible message).
+    lab = CacheLab("openai", TERRA, client="codex")
+    u1 = lab.block("user", 1500)
+    assert lab.send([u1], at=0).split == (0, 0, 1500, 0)
+    # r2: read user 1 (1,500, an earlier message end), write up to user 2 (1,700).
+    r2 = lab.send([u1, lab.block("text", 100), lab.block("user", 100)], at=60)
+    assert r2.split == (1500, 0, 200, 0)
+
+
 def test_gpt_5_6_tool_outputs_group_end_is_the_boundary():
     lab = CacheLab("openai", TERRA, client="codex")
     system, u1 = lab.block("system", 2000), lab.block("user", 500)
