@@ -574,6 +574,18 @@ def test_a_prefix_too_short_to_read_does_not_refresh_the_prompt():
     assert late.outcome.miss_kind == "ttl-expired"
 
 
+def test_a_unit_shared_below_the_minimum_is_not_refreshed():
+    # As for automatic prompts: a unit nothing was read from is not used. With a 1,024-token
+    # minimum, r2 shares 500 of r1's unit (448 in 64-token units): nothing read, so r1's unit
+    # still dates from t=0 and, 7,300 s later, is past the 7,200 s TTL.
+    lab = CacheLab("deepseek", V4, overrides={"deepseek.min_cacheable_tokens": 1024})
+    system, u1 = lab.block("system", 500), lab.block("user", 1600)
+    lab.send([system, u1], at=0)
+    assert lab.send([system, lab.block("user", 600)], at=5000).outcome.cache_read == 0
+    late = lab.send([system, u1, lab.block("user", 100)], at=7300)
+    assert (late.outcome.cache_read, late.outcome.miss_kind) == (0, "ttl-expired")
+
+
 def test_billed_automatic_writes_are_5m_unless_the_rules_say_1h_exists():
     """docs/cache-rules.md: `ttl_1h_available` absent is false for `automatic-prefix`: a client
     asking for 1h gets its writes billed (and kept) as 5m ones."""
