@@ -2723,3 +2723,30 @@ def test_a_parallel_session_does_not_read_another_s_entry_before_it_is_ready(tmp
     first = _first_request(requests(out), "b")
     assert first["cached_tokens"] == 0
     assert first["miss_cause"] == "written by a parallel request not yet ready"
+
+
+def _chain_scan(name: str, start: datetime, end: datetime, size: int = 100) -> ScanResult:
+    info = FileInfo(session_id=name, agent="claude-code", provider="anthropic",
+                    model="claude-sonnet-4-5", started_at=start.isoformat(),
+                    ended_at=end.isoformat(), requests=1, scope="s1")
+    return ScanResult(f"/logs/{name}", size, 0, "ok", sha=name * 8, info=info)
+
+
+def test_a_chain_goes_by_the_latest_end_of_every_earlier_session_and_its_byte_cap():
+    # docs/batch.md: a session joins the chain when it starts no later than the horizon after
+    # *every* earlier one has ended (so after the latest end, not the previous session's), a
+    # gap of exactly the horizon included; and a chain is cut *after* `chain_bytes` of logs.
+    t0 = datetime(2026, 5, 1, 9, tzinfo=UTC)
+    hour = timedelta(hours=1)
+    scans = [
+        _chain_scan("long", t0, t0 + 30 * timedelta(minutes=1)),
+        _chain_scan("inner", t0 + timedelta(minutes=5), t0 + timedelta(minutes=10)),  # inside it
+        _chain_scan("next", t0 + timedelta(minutes=30) + hour, t0 + timedelta(minutes=40) + hour),
+    ]
+    tasks = plan_groups(scans, BatchOptions(), horizon=3600, rkey="k" * 16)
+    assert [[m.info.session_id for m in t.members] for t in tasks] == [["long", "inner", "next"]]
+    # 300 bytes in all: a cap of 300 keeps one chain, 299 cuts it before the third.
+    capped = plan_groups(scans, BatchOptions(chain_bytes=300), horizon=3600, rkey="k" * 16)
+    assert len(capped) == 1
+    cut = plan_groups(scans, BatchOptions(chain_bytes=299), horizon=3600, rkey="k" * 16)
+    assert sorted(len(t.members) for t in cut) == [1, 2]
