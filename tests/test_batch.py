@@ -2750,3 +2750,39 @@ def test_a_chain_goes_by_the_latest_end_of_every_earlier_session_and_its_byte_ca
     assert len(capped) == 1
     cut = plan_groups(scans, BatchOptions(chain_bytes=299), horizon=3600, rkey="k" * 16)
     assert sorted(len(t.members) for t in cut) == [1, 2]
+
+
+def test_the_log_notes_sum_each_count_and_name_the_first_three_files_in_order() -> None:
+    # Four sessions: the note sums their requests (2 + 1 + 3 + 4), counts the sessions, and
+    # names the first three files by path, the fourth as "and 1 more".
+    from replay.batch._run import _log_notes
+
+    files = {"/l/d": 4, "/l/b": 1, "/l/a": 2, "/l/c": 3}
+    (note,) = _log_notes({"clock_backwards_requests": files})
+    assert note.startswith("10 request(s) of 4 session(s) are timed before")
+    assert "says which: /l/a 2, /l/b 1, /l/c 3, and 1 more):" in note
+    (three,) = _log_notes({"clock_backwards_requests": {"/l/b": 1, "/l/a": 2, "/l/c": 3}})
+    assert "says which: /l/a 2, /l/b 1, /l/c 3):" in three
+
+
+def test_a_forks_copied_requests_are_left_out_of_its_log_counts(tmp_path: Path) -> None:
+    # The fork's second copied request is timed before the first (its clock went backwards in
+    # the parent's history): billed in the parent, it is no request of the fork's rows, so its
+    # `clock_backwards_requests` is 0 with the parent in the batch, 1 without it.
+    from test_adapters_common import jsonl
+
+    from replay.adapters import read_any
+
+    parent, fork = _pi_fork_and_parent(tmp_path / "sessions")
+    lines = [json.loads(line) for line in fork.read_text(encoding="utf-8").splitlines()]
+    lines[5]["message"]["timestamp"] = 1767348000500  # 10:00:00.5, before the first at 10:00:01
+    fork.write_text(jsonl(lines), encoding="utf-8")
+    assert replay_api.log_counts(read_any(str(fork)))["clock_backwards_requests"] == 1
+    opts = BatchOptions(strategies="baseline")
+    both = run_batch([tmp_path / "sessions"], opts, output=tmp_path / "both", workers=1)
+    assert status_of(both) == {parent.name: "replayed", fork.name: "replayed"}
+    assert sessions(tmp_path / "both")["clock_backwards_requests"].to_list() == [0, 0]
+    assert not [n for n in both.notes if "clock_backwards_requests" in n]
+    alone = run_batch([fork], opts, output=tmp_path / "alone", workers=1)
+    assert sessions(tmp_path / "alone")["clock_backwards_requests"].to_list() == [1]
+    assert [n for n in alone.notes if "clock_backwards_requests" in n]
