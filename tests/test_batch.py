@@ -2786,3 +2786,19 @@ def test_a_forks_copied_requests_are_left_out_of_its_log_counts(tmp_path: Path) 
     alone = run_batch([fork], opts, output=tmp_path / "alone", workers=1)
     assert sessions(tmp_path / "alone")["clock_backwards_requests"].to_list() == [1]
     assert [n for n in alone.notes if "clock_backwards_requests" in n]
+
+
+def test_a_chain_with_a_session_out_of_range_is_unchanged_on_a_rerun(tmp_path: Path) -> None:
+    # a is out of --since, kept in b's chain for what it leaves in the cache, with no rows and
+    # so no entry of its own in the manifest: a re-run with the same dates must still find b
+    # unchanged (docs/batch.md, "Incremental runs"), not replay the chain for a.
+    logs = tmp_path / "logs"
+    a = variant(logs / "a.jsonl", "a", timedelta(0), stretch=600, system=LONG_SYSTEM)
+    variant(logs / "b.jsonl", "b", timedelta(seconds=120), stretch=600, system=LONG_SYSTEM)
+    since = read_log(a).header.ts + timedelta(seconds=60)
+    opts = BatchOptions(strategies="baseline")
+    first = run_batch([logs], opts, output=tmp_path / "ds", workers=1, since=since)
+    assert status_of(first) == {"a.jsonl": "out of range", "b.jsonl": "replayed"}
+    again = run_batch([logs], opts, output=tmp_path / "ds", workers=1, since=since)
+    assert status_of(again) == {"a.jsonl": "out of range", "b.jsonl": "unchanged"}
+    assert again.requests == 0
