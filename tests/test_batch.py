@@ -2802,3 +2802,31 @@ def test_a_chain_with_a_session_out_of_range_is_unchanged_on_a_rerun(tmp_path: P
     again = run_batch([logs], opts, output=tmp_path / "ds", workers=1, since=since)
     assert status_of(again) == {"a.jsonl": "out of range", "b.jsonl": "unchanged"}
     assert again.requests == 0
+
+
+def test_a_fork_whose_parent_is_out_of_range_gets_no_note_about_its_rows(tmp_path: Path):
+    # --until between the parent's start and the fork's: the fork gives no rows, so the note on
+    # what a fork's rows hold of its copies (docs/batch.md: "A note gives both counts") has
+    # nothing to say of it.
+    parent, fork = _pi_fork_and_parent(tmp_path / "sessions")
+    until = datetime(2026, 1, 2, 10, 0, 5, tzinfo=UTC)  # after the parent, before the fork
+    report = run_batch([tmp_path / "sessions"], BatchOptions(strategies="baseline"),
+                       until=until, workers=1)
+    assert status_of(report) == {parent.name: "replayed", fork.name: "out of range"}
+    assert not [n for n in report.notes if "forked session" in n]
+
+
+def test_a_forks_parent_found_under_its_name_as_a_duplicate_still_holds_the_copies(
+    tmp_path: Path,
+) -> None:
+    # The file named like the fork's parent is a byte-identical copy of a backup that sorts
+    # first: it is the `duplicate`, the backup is replayed. The parent is still in the batch
+    # (counted once, in the backup's rows), so the fork leaves its 2 copies out: 2 + 1 requests.
+    import shutil
+
+    parent, fork = _pi_fork_and_parent(tmp_path / "sessions")
+    shutil.copy(parent, tmp_path / "sessions" / "0-backup.jsonl")
+    report = run_batch([tmp_path / "sessions"], BatchOptions(strategies="baseline"), workers=1)
+    assert status_of(report) == {"0-backup.jsonl": "replayed", parent.name: "duplicate",
+                                 fork.name: "replayed"}
+    assert report.requests == 3 and report.totals["requests"].to_list() == [3]
