@@ -2830,3 +2830,22 @@ def test_a_forks_parent_found_under_its_name_as_a_duplicate_still_holds_the_copi
     assert status_of(report) == {"0-backup.jsonl": "replayed", parent.name: "duplicate",
                                  fork.name: "replayed"}
     assert report.requests == 3 and report.totals["requests"].to_list() == [3]
+
+
+def test_a_forks_part_without_its_copies_is_named_own(tmp_path: Path) -> None:
+    # docs/batch.md: `sessions/part-<sha>-<options>[-<group>][-own].parquet`, `-own` for a fork
+    # whose copied requests are left out: its rows are of another kind than the fork's rows
+    # alone, and a part of either kind is the same file only when its rows are.
+    from replay.adapters._once import file_sha256
+
+    parent, fork = _pi_fork_and_parent(tmp_path / "sessions")
+    opts = BatchOptions(strategies="baseline", share_cache=False)
+    out = tmp_path / "ds"
+    run_batch([tmp_path / "sessions"], opts, output=out, workers=1)
+    parts = sorted(p.name for p in (out / "sessions").glob("*.parquet"))
+    assert [p.endswith("-own.parquet") for p in parts] == [False, True]
+    own = next(p for p in parts if p.endswith("-own.parquet"))
+    assert own.split("-")[1] == file_sha256(fork)[:24]
+    run_batch([fork], opts, output=out, workers=1)  # without its parent: all its requests
+    mine = [p.name for p in (out / "sessions").glob(f"part-{file_sha256(fork)[:24]}-*")]
+    assert len(mine) == 1 and not mine[0].endswith("-own.parquet")
