@@ -2849,3 +2849,13 @@ def test_a_forks_part_without_its_copies_is_named_own(tmp_path: Path) -> None:
     run_batch([fork], opts, output=out, workers=1)  # without its parent: all its requests
     mine = [p.name for p in (out / "sessions").glob(f"part-{file_sha256(fork)[:24]}-*")]
     assert len(mine) == 1 and not mine[0].endswith("-own.parquet")
+
+
+def test_unchanged_files_count_as_ok_in_the_report(logdir: Path, tmp_path: Path) -> None:
+    # `ok` is replayed now or unchanged (`STATUSES`; the totals are over every ok session): a
+    # re-run that replays nothing still has every log ok.
+    opts = BatchOptions(strategies="baseline")
+    first = run_batch([logdir], opts, output=tmp_path / "ds", workers=1)
+    again = run_batch([logdir], opts, output=tmp_path / "ds", workers=1)
+    assert again.counts["replayed"] == 0 and again.counts["unchanged"] > 0
+    assert again.counts["ok"] == again.counts["unchanged"] == first.counts["ok"]
