@@ -2859,3 +2859,21 @@ def test_unchanged_files_count_as_ok_in_the_report(logdir: Path, tmp_path: Path)
     again = run_batch([logdir], opts, output=tmp_path / "ds", workers=1)
     assert again.counts["replayed"] == 0 and again.counts["unchanged"] > 0
     assert again.counts["ok"] == again.counts["unchanged"] == first.counts["ok"]
+
+
+def test_a_file_written_within_the_ttl_before_since_is_read_for_its_chain(tmp_path: Path):
+    # docs/batch.md: only a file last modified before --since *by more than the longest cache
+    # TTL* (2 h) is not read. a ended, and was last written, 30 min before b started: it is
+    # read, out of range, and still b's chain partner.
+    logs = tmp_path / "logs"
+    a = variant(logs / "a.jsonl", "a", timedelta(0), stretch=600, system=LONG_SYSTEM)
+    end = max(e.ts for e in read_log(a).events)
+    b_start = end + timedelta(minutes=30)
+    variant(logs / "b.jsonl", "b", b_start - read_log(a).header.ts, stretch=600,
+            system=LONG_SYSTEM)
+    os.utime(a, (end.timestamp(), end.timestamp()))
+    since = b_start - timedelta(minutes=1)
+    report = run_batch([logs], BatchOptions(strategies="baseline"), workers=1, since=since)
+    assert status_of(report) == {"a.jsonl": "out of range", "b.jsonl": "replayed"}
+    assert report.files[0].message.startswith("started ")
+    assert (report.shared_groups, report.shared_sessions) == (1, 1)
