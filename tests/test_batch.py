@@ -2877,3 +2877,23 @@ def test_a_file_written_within_the_ttl_before_since_is_read_for_its_chain(tmp_pa
     assert status_of(report) == {"a.jsonl": "out of range", "b.jsonl": "replayed"}
     assert report.files[0].message.startswith("started ")
     assert (report.shared_groups, report.shared_sessions) == (1, 1)
+
+
+def test_the_session_columns_of_lone_sessions_and_skipped_lines(tmp_path: Path) -> None:
+    # docs/batch.md: sessions replayed alone have `shared_cache` false and nulls in
+    # `cache_group` and `group_position`; `skipped_lines` counts the malformed lines a lenient
+    # read skipped (1 in bad.jsonl, on each strategy's row). good.jsonl is the same run a day
+    # later: no chain.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    lines = RUN42.read_text(encoding="utf-8").splitlines()
+    (logs / "bad.jsonl").write_text("\n".join([*lines[:4], "{not json", *lines[4:]]) + "\n",
+                                    encoding="utf-8")
+    variant(logs / "good.jsonl", "g", DAY)
+    out = tmp_path / "ds"
+    run_batch([logs], BatchOptions(strategies=STRATEGIES), output=out, workers=1)
+    rows = sessions(out)  # bad, bad, good, good
+    assert rows["shared_cache"].to_list() == [False] * 4
+    assert rows["cache_group"].to_list() == [None] * 4
+    assert rows["group_position"].to_list() == [None] * 4
+    assert rows["skipped_lines"].to_list() == [1, 1, 0, 0]
