@@ -2897,3 +2897,20 @@ def test_the_session_columns_of_lone_sessions_and_skipped_lines(tmp_path: Path) 
     assert rows["cache_group"].to_list() == [None] * 4
     assert rows["group_position"].to_list() == [None] * 4
     assert rows["skipped_lines"].to_list() == [1, 1, 0, 0]
+
+
+@pytest.mark.parametrize("share", [False, True], ids=["alone", "shared-cache"])
+def test_a_fork_with_no_request_of_its_own_names_the_model_it_ran(tmp_path: Path, share: bool):
+    # Its rows hold no request, but the session ran on anthropic / claude-sonnet-4-5 (its
+    # copied history): `provider` and `model` name them, not an empty string.
+    from test_adapters_common import jsonl
+
+    parent, fork = _pi_fork_and_parent(tmp_path / "sessions")
+    lines = fork.read_text(encoding="utf-8").splitlines()[:-2]  # its own user turn and reply
+    fork.write_text(jsonl([json.loads(line) for line in lines]), encoding="utf-8")
+    opts = BatchOptions(strategies="baseline", share_cache=share)
+    run_batch([tmp_path / "sessions"], opts, output=tmp_path / "ds", workers=1)
+    mine = sessions(tmp_path / "ds").filter(pl.col("file") == str(fork))
+    assert mine["requests"].to_list() == [0]
+    assert mine["provider"].to_list() == ["anthropic"]
+    assert mine["model"].to_list() == ["claude-sonnet-4-5"]
