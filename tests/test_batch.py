@@ -2914,3 +2914,12 @@ def test_a_fork_with_no_request_of_its_own_names_the_model_it_ran(tmp_path: Path
     assert mine["requests"].to_list() == [0]
     assert mine["provider"].to_list() == ["anthropic"]
     assert mine["model"].to_list() == ["claude-sonnet-4-5"]
+
+
+def test_a_replay_that_ran_out_of_memory_is_not_kept_as_a_failure() -> None:
+    # docs/batch.md: a file whose worker ran out of memory is not cached (read and replayed
+    # again); an error the same bytes would raise again is.
+    from replay.batch._work import failure
+
+    assert failure("/l/a.jsonl", MemoryError()).transient
+    assert not failure("/l/a.jsonl", KeyError("usage")).transient
