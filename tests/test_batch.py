@@ -2923,3 +2923,20 @@ def test_a_replay_that_ran_out_of_memory_is_not_kept_as_a_failure() -> None:
 
     assert failure("/l/a.jsonl", MemoryError()).transient
     assert not failure("/l/a.jsonl", KeyError("usage")).transient
+
+
+def test_a_session_ends_at_its_latest_event_even_when_the_last_is_timed_earlier(
+    tmp_path: Path,
+) -> None:
+    # A clock set back: the log's last event is timed before an earlier one. The session ran
+    # until the latest time it holds (what chains go by), not the last line's.
+    from replay.batch._work import scan_file
+
+    base = read_log(RUN42)
+    events = list(base.events)
+    events[-1] = events[-1].model_copy(update={"ts": base.header.ts})
+    write_log(Session(header=base.header, events=events), tmp_path / "a.jsonl")
+    latest = max(e.ts for e in events[:-1])
+    assert latest > events[-1].ts
+    info = scan_file(str(tmp_path / "a.jsonl"), BatchOptions()).info
+    assert datetime.fromisoformat(info.ended_at) == latest.astimezone(UTC)
