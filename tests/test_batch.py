@@ -2940,3 +2940,15 @@ def test_a_session_ends_at_its_latest_event_even_when_the_last_is_timed_earlier(
     assert latest > events[-1].ts
     info = scan_file(str(tmp_path / "a.jsonl"), BatchOptions()).info
     assert datetime.fromisoformat(info.ended_at) == latest.astimezone(UTC)
+
+
+def test_a_rerun_with_per_request_rows_totals_the_unchanged_sessions_alike(
+    logdir: Path, tmp_path: Path
+) -> None:
+    # The totals of unchanged sessions come from their session parts only: the request parts
+    # beside them (--per-request) are rows of another table.
+    opts = BatchOptions(strategies=STRATEGIES, per_request=True)
+    first = run_batch([logdir], opts, output=tmp_path / "ds", workers=1)
+    again = run_batch([logdir], opts, output=tmp_path / "ds", workers=1)
+    assert again.counts["replayed"] == 0
+    assert again.totals.equals(first.totals)
