@@ -2952,3 +2952,22 @@ def test_a_rerun_with_per_request_rows_totals_the_unchanged_sessions_alike(
     again = run_batch([logdir], opts, output=tmp_path / "ds", workers=1)
     assert again.counts["replayed"] == 0
     assert again.totals.equals(first.totals)
+
+
+def test_the_fork_notes_count_each_kind_of_fork_apart() -> None:
+    # docs/batch.md: "A note gives both counts": the forks whose parent is in the batch (2
+    # copied requests of 1 fork) and those without it (3 of 1), each counted on its own.
+    from replay.batch._run import _fork_notes
+
+    def fork(name: str, copied: int) -> ScanResult:
+        info = FileInfo(session_id=name, agent="pi", provider="anthropic", model="m",
+                        started_at="2026-01-02T10:00:00+00:00",
+                        ended_at="2026-01-02T10:01:00+00:00", requests=copied + 1, scope="s",
+                        parent=f"/p/{name}-parent.jsonl", copied_requests=copied)
+        return ScanResult(f"/l/{name}", 1, 0, "ok", sha=name, info=info)
+
+    found, lost = _fork_notes([fork("a", 2), fork("b", 3)], {"/l/a"})
+    assert found.startswith("2 request(s) of 1 forked session(s) were copied from a parent "
+                            "session found in this batch")
+    assert lost.startswith("3 request(s) of 1 forked session(s) were copied from a parent "
+                           "session not found in this batch")
