@@ -366,11 +366,7 @@ class _Reader:
         self.token_events += 1
         last = get_dict(info, "last_token_usage", required=True)
         totals: dict[str, Any] | None
-        garbled = _total_problem(info)
-        if garbled is None and info.get("total_token_usage") is None:
-            # Quirk (a damaged record): Codex writes the running total beside every count.
-            # Read as "{}", it made each later count a repeat of this one (no request).
-            garbled = "expected `info.total_token_usage` (an object) beside `last_token_usage`"
+        garbled = _total_problem(info, beside_count=True)
         if garbled is None:
             totals = get_dict(info, "total_token_usage")
             total = dumps(totals)
@@ -858,12 +854,18 @@ class _LostUsage:
 _COUNTS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
 
 
-def _total_problem(info: dict[str, Any]) -> str | None:
-    """What makes `info.total_token_usage` no running total (None: absent, or an object of
-    token counts >= 0). A negative count is malformed input, not a count that shrank."""
+def _total_problem(info: dict[str, Any], beside_count: bool = False) -> str | None:
+    """What makes `info.total_token_usage` no running total (None: an object of token counts
+    >= 0, or absent where no `last_token_usage` is: `beside_count` False). A negative count is
+    malformed input, not a count that shrank."""
     totals = info.get("total_token_usage")
     if totals is None:
-        return None
+        # Quirk (a damaged record): Codex writes the running total beside every count. Read
+        # as "{}", it made each later count a repeat of this one (no request).
+        return (
+            "expected `info.total_token_usage` (an object) beside `last_token_usage`"
+            if beside_count else None
+        )
     if not isinstance(totals, dict):
         return "expected `info.total_token_usage` to be an object"
     return counts_problem(totals, (*_COUNTS, "total_tokens"), "info.total_token_usage")
