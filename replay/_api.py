@@ -764,7 +764,7 @@ def unused_price_notes(pricer: Pricer, models: Collection[str], where: str) -> l
         return []
     unused = pricer.unused_overrides(models)
     notes = [
-        f"--price {', '.join(unused)} matched no model of {where} ({_listed(models)}): those "
+        f"--price {', '.join(unused)} matched no model of {where} ({listed(models)}): those "
         "rates priced nothing. Name the model as the log does, or with a wildcard (e.g. "
         "'claude-sonnet-4*')."
     ] if unused else []
@@ -773,13 +773,13 @@ def unused_price_notes(pricer: Pricer, models: Collection[str], where: str) -> l
         matched = [m for m in sorted(models) if fnmatch.fnmatchcase(m.strip().lower(), pattern)]
         notes.append(
             f"--price {pattern} priced nothing: --price {', '.join(winners)} applies to every "
-            f"model it matches ({_listed(matched)}) first (an exact name wins over a "
+            f"model it matches ({listed(matched)}) first (an exact name wins over a "
             "wildcard, an earlier wildcard over a later one)."
         )
     return notes
 
 
-def _listed(names: Iterable[str], most: int = 5) -> str:
+def listed(names: Iterable[str], most: int = 5) -> str:
     """Up to `most` of `names`, sorted, then how many more."""
     shown = sorted(names)
     more = f", and {len(shown) - most:,} more" if len(shown) > most else ""

@@ -34,7 +34,7 @@ from typing import Any
 
 import polars as pl
 
-from replay._api import LOG_COUNTS
+from replay._api import LOG_COUNTS, listed
 from replay._errors import ReplayError
 from replay.adapters._groups import GROUPED, session_folder
 from replay.adapters._once import forks_with_parent
@@ -1099,11 +1099,10 @@ def _log_notes(counts: dict[str, dict[str, int]]) -> list[str]:
         files = sorted(counts.get(column, {}).items())
         if not files:
             continue
-        shown = ", ".join(f"{path} {n:,}" for path, n in files[:3])
-        more = f", and {len(files) - 3:,} more" if len(files) > 3 else ""
+        shown = listed([f"{path} {n:,}" for path, n in files], most=3)
         notes.append(
             f"{sum(n for _, n in files):,} request(s) of {len(files):,} session(s) {what} "
-            f"(column `{column}`; `replay run FILE` says which: {shown}{more}): {then}."
+            f"(column `{column}`; `replay run FILE` says which: {shown}): {then}."
         )
     return notes
 
