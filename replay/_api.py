@@ -779,9 +779,9 @@ def unused_price_notes(pricer: Pricer, models: Collection[str], where: str) -> l
     return notes
 
 
-def listed(names: Iterable[str], most: int = 5) -> str:
-    """Up to `most` of `names`, sorted, then how many more."""
-    shown = sorted(names)
+def listed(names: Iterable[str], most: int = 5, *, in_order: bool = False) -> str:
+    """Up to `most` of `names`, sorted (`in_order`: as given), then how many more."""
+    shown = list(names) if in_order else sorted(names)
     more = f", and {len(shown) - most:,} more" if len(shown) > most else ""
     return ", ".join(shown[:most]) + more
 

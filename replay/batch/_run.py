@@ -296,12 +296,11 @@ def _skipped_lines_notes(scans: Sequence[ScanResult]) -> list[str]:
                if s.info is not None and s.info.skipped_lines]
     if not skipped:
         return []
-    shown = ", ".join(f"{path} {n:,}" for path, n in skipped[:5])
-    more = f", and {len(skipped) - 5:,} more" if len(skipped) > 5 else ""
+    shown = listed((f"{path} {n:,}" for path, n in skipped), in_order=True)
     return [
         f"{sum(n for _, n in skipped):,} malformed line(s) skipped in {len(skipped):,} file(s) "
         f"(column `skipped_lines`; `replay run FILE` names each line, --strict stops at the "
-        f"first): {shown}{more}."
+        f"first): {shown}."
     ]
 
 
@@ -651,9 +650,8 @@ def _forget_missing(dataset: Dataset, targets: Sequence[str | Path]) -> list[str
         dataset.forget(path)
     if not gone:
         return []
-    shown = ", ".join(gone[:3]) + (f", and {len(gone) - 3:,} more" if len(gone) > 3 else "")
     return [f"{counted(len(gone), 'file')} no longer found under the targets: their rows were "
-            f"dropped from the dataset (--forget-missing): {shown}."]
+            f"dropped from the dataset (--forget-missing): {listed(gone, most=3)}."]
 
 
 def _printable(status: FileStatus) -> FileStatus:
@@ -671,9 +669,7 @@ def _forget_superseded(dataset: Dataset) -> list[str]:
         dataset.forget(path)
     if not gone:
         return []
-    shown = ", ".join(f"{path} (now in {holder})" for path, holder in gone[:3]) + (
-        f", and {len(gone) - 3:,} more" if len(gone) > 3 else ""
-    )
+    shown = listed((f"{path} (now in {holder})" for path, holder in gone), 3, in_order=True)
     return [f"{counted(len(gone), 'file')} no longer found held a session another file holds "
             f"now: their rows were dropped, so that it is counted once: {shown}."]
 
