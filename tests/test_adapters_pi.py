@@ -12,6 +12,7 @@ from test_adapters_common import SAMPLES, jsonl, needs_samples, pi_lines, unpair
 
 import replay
 from replay import LogFormatError, load
+from replay.adapters import pi
 from replay.log import (
     AssistantMessage,
     Compaction,
@@ -664,6 +665,41 @@ def test_a_response_without_usage_keeps_its_branch_and_a_failed_one_is_unbilled(
         (8, "kept as a request without usage"),
         (10, "read as never billed"),
     ]
+
+
+_USAGES: dict[str, Any] = {
+    "billed": _assistant("x", 2500)["usage"],
+    "zero": _assistant("x", 0, usage=False)["usage"],
+    "empty": {},
+    "string": "12 tokens",
+    "garbled field": {**_assistant("x", 2500)["usage"], "cacheRead": "lots"},
+}
+
+
+@pytest.mark.parametrize("usage", [*_USAGES, "missing"])
+@pytest.mark.parametrize("stop", ["stop", "toolUse", "aborted", "error"])
+@pytest.mark.parametrize("text", ["", "an answer"])
+def test_the_branch_pre_pass_and_the_reader_agree_on_what_is_a_request(
+    tmp_path: Path, usage: str, stop: str, text: str
+) -> None:
+    # `pi._is_request` decides, before reading an abandoned branch, whether it holds a request;
+    # `_Thread._assistant` decides it again while reading. A branch the first drops that holds a
+    # request is lost; one it keeps that holds none is a thread with nothing replayed.
+    answer = _assistant(text, 2500, stop=stop)
+    if usage == "missing":
+        del answer["usage"]
+    else:
+        answer["usage"] = _USAGES[usage]
+    lines = pi_lines()
+    lines.append(_entry(6, 4, message={"role": "user", "content": "abandoned question"}))
+    lines.append(_entry(7, 6, message=answer))
+    lines.append(_entry(8, 5, message={"role": "user", "content": "main question"}))
+    lines.append(_entry(9, 8, message=_assistant("ok", 2600)))
+    session = load(_write(tmp_path, lines))
+    branches = {e.thread_id for e in session.events if isinstance(e, ThreadStart)}
+    own = {r.thread for r in session.requests() if r.thread != "main"}
+    expected = pi._is_request(lines[-3])
+    assert (bool(branches), own == branches and bool(own)) == (expected, expected)
 
 
 @pytest.mark.parametrize("version", [1, 3])
