@@ -1101,3 +1101,20 @@ def test_a_message_without_its_time_takes_the_previous_one_and_is_reported(
     assert session.requests()[0].ts == user.ts
     with pytest.raises(LogFormatError, match=r"expected `info\.time\.created`$"):
         load(path, strict=True)
+
+
+def test_a_message_is_named_by_the_same_line_in_a_damaged_export(tmp_path: Path) -> None:
+    # A well-formed export names a message by the line of its first key (`"info"`, where the
+    # export starts its text); a damaged one, read message by message, named its `{` line, one
+    # line earlier: the same message under two lines as the document's end was cut or not.
+    doc = opencode_doc()
+    del doc["messages"][1]["info"]["time"]["created"]
+    text = json.dumps(doc, indent=2)
+    whole, damaged = tmp_path / "whole.json", tmp_path / "damaged.json"
+    whole.write_text(text, encoding="utf-8")
+    damaged.write_text(text + "\n#garbage", encoding="utf-8")
+    (problem,) = load(whole).skipped
+    damage, again = load(damaged).skipped
+    assert "complete opencode export JSON document" in str(damage)
+    assert again.line == problem.line
+    assert text.splitlines()[problem.line - 1].strip().startswith('"info"')

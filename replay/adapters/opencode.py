@@ -144,6 +144,12 @@ def _load_document(path: Path, issues: Issues) -> tuple[dict[str, Any], list[tup
 _BLANK = re.compile(r"[ \t\r\n]*")
 
 
+def _message_start(text: str, pos: int) -> int:
+    """Where the message at `pos` starts its text: its first key, `"info"`, the line an export
+    gives a message (its `{` ends the line before)."""
+    return _BLANK.match(text, pos + 1).end() if text[pos] == "{" else pos  # type: ignore[union-attr]
+
+
 def _message_lines(text: str, count: int, decoder: json.JSONDecoder) -> list[int]:
     """The line where each message of a well-formed export starts: the top-level object walked
     key by key (a value decoded only to be skipped, one more decoding of the document) and
@@ -165,8 +171,7 @@ def _message_lines(text: str, count: int, decoder: json.JSONDecoder) -> list[int
             lines = []  # (json keeps the last of two `messages` keys)
             pos += 1  # past the `[`
             while (pos := skip_blank(pos)) < len(text) and text[pos] != "]":
-                # The line of its first key, `"info"`, where an export starts a message's text.
-                lines.append(line_of(skip_blank(pos + 1) if text[pos] == "{" else pos))
+                lines.append(line_of(_message_start(text, pos)))
                 _, pos = decoder.raw_decode(text, pos)
                 pos = skip_blank(pos)
                 pos += text.startswith(",", pos)
@@ -210,7 +215,7 @@ def _salvage(
         except (ValueError, RecursionError):
             issues.add(line_of(pos), "expected a complete message object (damaged or cut)")
             break
-        messages.append((line_of(pos), value))
+        messages.append((line_of(_message_start(text, pos)), value))
         pos = end
     if not info and not messages:
         issues.fatal(None, "expected an opencode export: nothing readable")
