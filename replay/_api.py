@@ -537,13 +537,14 @@ APIS = {
 }
 
 API_SERVES = {
-    "anthropic": ("model", r"(^|,)claude"),
+    "anthropic": ("model", r"(^|,)([^,]*[./])?claude"),
     "openai": ("provider", r"(^|,)openai(,|$)"),
 }
 """Who has each server-side API: (the request's field, a pattern one of its values matches;
-values may be comma-joined, as a batch's session rows hold them). Claude models (on Bedrock and
-Vertex too: the research does not say which of Anthropic's server-side features they lack);
-the provider openai."""
+values may be comma-joined, as a batch's session rows hold them). Claude models, as any route
+spells them (`global.anthropic.claude-…` on Bedrock, `anthropic/claude-…` on OpenRouter: the
+research does not say which of Anthropic's server-side features they lack); the provider
+openai."""
 
 
 def _offers(api: str, tables: ResultTables) -> bool:

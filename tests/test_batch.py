@@ -2610,6 +2610,13 @@ def test_a_server_side_mechanism_on_sessions_without_it_is_said(tmp_path: Path):
     only_claude = run_batch([logs / "claude.jsonl"], BatchOptions(
         strategies="baseline,anthropic-compact-150k"), workers=1)
     assert not [n for n in only_claude.notes if "do not have" in n]
+    # Claude on Bedrock, spelt as Bedrock spells it, is a Claude model too.
+    variant(tmp_path / "aws" / "bedrock.jsonl", "bedrock", -DAY, provider="aws",
+            model="global.anthropic.claude-sonnet-4-5-20250929-v1:0")
+    on_bedrock = run_batch([tmp_path / "aws"], BatchOptions(
+        strategies="baseline,anthropic-compact-150k"), workers=1)
+    assert status_of(on_bedrock) == {"bedrock.jsonl": "replayed"}
+    assert not [n for n in on_bedrock.notes if "do not have" in n]
 
 
 def test_token_counts_of_a_private_tokenizer_are_said_to_be_estimates(tmp_path: Path):

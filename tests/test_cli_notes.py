@@ -446,3 +446,15 @@ def test_a_server_side_mechanism_of_another_providers_api_is_a_note() -> None:
         "this run's models (claude-sonnet-4-5) do not have: the bill is that of a harness "
         "applying the same rule to its requests itself."
     ]
+    # Claude under another route's spelling is still a Claude model (Bedrock, OpenRouter,
+    # Vertex ids): it was taken for a model without Anthropic's API.
+    for provider, model in [
+        ("aws", "global.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        ("openrouter", "anthropic/claude-sonnet-4.5"),
+        ("google", "claude-sonnet-4-5@20250929"),
+    ]:
+        (note,) = notes(provider, model)
+        assert note.startswith("openai-responses-compact-10k simulates a mechanism of OpenAI")
+    mixed = ResultTables(per_turn=False)
+    mixed.models |= {"my-claude-finetune", "gpt-4o"}
+    assert not _offers("anthropic", mixed)
