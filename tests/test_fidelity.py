@@ -420,6 +420,34 @@ def test_the_bill_note_says_which_way_the_simulation_misses_and_whether_it_is_cl
     assert "with rule overrides this replay prices a what-if" in _bill_note(overridden)
 
 
+@pytest.mark.parametrize(
+    ("billed", "simulated", "said"),
+    [
+        ("1", "1.0004", "matches what the log's own usage costs ($1.0000) to 0.1 %: on this log"),
+        ("1", "1.0006", "is 0.1% above what the log's own usage costs ($1.0000): on this log"),
+        ("1", "0.98", "is 2.0% below what the log's own usage costs ($1.0000): on this log"),
+        ("1", "1.025", "is 2.5% above what the log's own usage costs ($1.0000): the provider"),
+        ("0", "0.5", "The log's own usage costs $0.0000 at the prices of the models it ran"),
+    ],
+)
+def test_the_bill_note_at_its_edges(
+    monkeypatch: pytest.MonkeyPatch, billed: str, simulated: str, said: str
+) -> None:
+    """Under 0.05 % off the note says the two match; exactly 2 % off still reproduces the bill
+    (the session cost target is ±2 %), 2.5 % does not; a bill of zero is stated, not divided
+    by."""
+    from types import SimpleNamespace
+
+    import replay.fidelity
+    from replay._api import _bill_notes
+
+    monkeypatch.setattr(replay.fidelity, "bill", lambda *_: replay.fidelity.Bill(
+        requests=6, priced=6, cost_usd=Decimal(billed), models=("claude-sonnet-4-6",)))
+    tables = SimpleNamespace(cost=lambda _: Decimal(simulated), no_ttl_choice={})
+    (note,) = _bill_notes(_billed_session(), tables, ReplayConfig())  # type: ignore[arg-type]
+    assert said in note
+
+
 def test_the_bill_is_not_compared_with_a_what_if_or_without_recorded() -> None:
     from replay import replay
 
