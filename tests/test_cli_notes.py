@@ -458,3 +458,29 @@ def test_a_server_side_mechanism_of_another_providers_api_is_a_note() -> None:
     mixed = ResultTables(per_turn=False)
     mixed.models |= {"my-claude-finetune", "gpt-4o"}
     assert not _offers("anthropic", mixed)
+
+
+def test_a_microcompact_is_sized_against_its_own_thread_s_previous_request() -> None:
+    """How far the prompt fell is measured from the same thread's previous request: a
+    subagent's request in between (a small prompt) is no measure of what the main thread's
+    microcompact cleared."""
+    import gen
+
+    from replay._api import microcompact_notes
+    from replay.log import Usage
+
+    sub = [gen.Turn("counted", [])]
+    turns = [
+        gen.Turn("delegating", [gen.Call("Task", {"prompt": "Count."}, "2", subagent=sub)]),
+        gen.Turn("done"),
+    ]
+    session = gen.build_session(turns, provider="anthropic")
+    first, inner, last = session.requests()
+    assert (first.thread, inner.thread, last.thread) == ("main", "sub-call-001", "main")
+    first.usage = Usage(input_tokens=5000, output_tokens=100)
+    inner.usage = Usage(input_tokens=300, output_tokens=10)
+    last.usage = Usage(input_tokens=3000, output_tokens=20)
+    last.after_microcompact = True  # type: ignore[attr-defined]
+    (note,) = microcompact_notes(session)
+    assert note.startswith("Microcompact at request #2 (req-003): Claude Code cleared ~2,100 "
+                           "tokens of tool results")
