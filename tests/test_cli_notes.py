@@ -484,3 +484,18 @@ def test_a_microcompact_is_sized_against_its_own_thread_s_previous_request() -> 
     (note,) = microcompact_notes(session)
     assert note.startswith("Microcompact at request #2 (req-003): Claude Code cleared ~2,100 "
                            "tokens of tool results")
+
+
+def test_notes_built_from_dicts_list_their_keys_sorted() -> None:
+    # The same replay gives byte-identical output: a note never follows the order in which a
+    # replay happened to meet its fallbacks or routes.
+    from replay._api import _ignored_ttl_note, _no_breakpoint_note, price_warning_notes
+
+    warnings = {"z-model: no 1h write rate": {1, 2}, "a-model: no read rate": {3}}
+    assert price_warning_notes(warnings) == [
+        "Priced with a fallback on 1 request(s): a-model: no read rate.",
+        "Priced with a fallback on 2 request(s): z-model: no 1h write rate.",
+    ]
+    routes = {"openai": {1, 2}, "google": {2, 3}}
+    assert "on 3 request(s) (google, openai): " in _ignored_ttl_note("1h", routes)
+    assert _no_breakpoint_note(routes).startswith("3 request(s) (google, openai) cached nothing")
