@@ -499,3 +499,28 @@ def test_notes_built_from_dicts_list_their_keys_sorted() -> None:
     routes = {"openai": {1, 2}, "google": {2, 3}}
     assert "on 3 request(s) (google, openai): " in _ignored_ttl_note("1h", routes)
     assert _no_breakpoint_note(routes).startswith("3 request(s) (google, openai) cached nothing")
+
+
+def test_the_iteration_and_unread_write_notes_name_the_first_request_and_count_no_flag() -> None:
+    import gen
+
+    from replay._api import iteration_notes, unread_write_notes
+    from replay.log import Usage
+
+    session = gen.build_session([gen.Turn(f"step {i}") for i in range(4)], provider="anthropic")
+    requests = session.requests()
+    iteration = {"type": "compaction", "input_tokens": 10, "output_tokens": 5}
+    for n in (1, 3):
+        requests[n].usage = Usage(input_tokens=100, output_tokens=10,
+                                  raw={"iterations": [iteration]})  # type: ignore[call-arg]
+    (note,) = iteration_notes(session)
+    assert "(compaction; first: request #1 (req-002)): 20 prompt and 10 output tokens" in note
+    # A flag named like a write count (`cache_write: true`) is no count of tokens.
+    requests[0].usage = Usage(input_tokens=100, output_tokens=10,
+                              raw={"cache_write": True})  # type: ignore[call-arg]
+    assert unread_write_notes(session) == []
+    requests[2].usage = Usage(input_tokens=100, output_tokens=10,
+                              raw={"cacheWrite": 7})  # type: ignore[call-arg]
+    (note,) = unread_write_notes(session)
+    assert note.startswith("1 request(s) report cache writes under a name replay does not "
+                           "read: `cacheWrite` (7 tokens).")
