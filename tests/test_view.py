@@ -45,6 +45,7 @@ def test_a_tool_call_is_shown_as_its_name_and_arguments_in_the_provider_s_form()
     assert shown("raw", {"input": patch}) == f"f({patch})"
     # `raw` needs an `input` string: any other arguments are shown as JSON.
     assert shown("raw", {"input": {"a": 1}}) == 'f({"input": {"a": 1}})'
+    assert shown("raw", ["a.py"]) == 'f(["a.py"])'  # not a dict at all
 
 
 def test_a_logged_call_keeps_only_the_argument_forms_a_view_knows() -> None:
@@ -73,6 +74,18 @@ def test_characters_an_item_shows_the_model() -> None:
     assert item_chars(UserItem("hello")) == 5
     assert item_chars(SummaryItem("a summary")) == 9
     assert item_chars(ToolResultItem("c1", "ls", "a.py\nb.py")) == 9
+    # a shortened result shows its new output, not the one it replaced
+    assert item_chars(replace_output(ToolResultItem("c1", "ls", "x" * 40), "[cleared]")) == 9
+
+
+def test_an_answer_s_tool_calls_are_its_tool_call_blocks_alone() -> None:
+    """`tool_calls`: an answer's calls in order, without its text or thinking blocks."""
+    first = Block("tool_call", call_id="c1", name="ls", arguments={})
+    second = Block("tool_call", call_id="c2", name="cat", arguments={"path": "a.py"})
+    answer = AssistantItem((Block("thinking", text="List first."), first,
+                            Block("text", text="Then read."), second))
+    assert answer.tool_calls == (first, second)
+    assert AssistantItem((Block("text", text="Done."),)).tool_calls == ()
 
 
 def test_a_replaced_output_is_the_same_result_showing_another_text() -> None:
