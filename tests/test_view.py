@@ -101,7 +101,10 @@ def test_a_replaced_output_is_the_same_result_showing_another_text() -> None:
             stub.arguments, stub.original_chars) == (
         "c1", "bash", "[cleared]", True, 6, {"command": "ls"}, 40)
     assert replace_output(item, "[cleared]") is stub
+    assert replace_output(item, "".join(["[clea", "red]"])) is stub  # an equal text, not the same
     assert replace_output(item, "[other]").output == "[other]"  # not the edit remembered
+    third = replace_output(item, "[third]")  # edits past the second are remembered too
+    assert replace_output(item, "[third]") is third
     assert replace_output(stub, "[gone]").original_chars == 40
     assert item.original_chars is None  # the history's item is never changed
 
