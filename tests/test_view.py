@@ -106,6 +106,8 @@ def test_a_replaced_output_is_the_same_result_showing_another_text() -> None:
     third = replace_output(item, "[third]")  # edits past the second are remembered too
     assert replace_output(item, "[third]") is third
     assert replace_output(stub, "[gone]").original_chars == 40
+    empty = replace_output(ToolResultItem("c2", "bash", ""), "[cleared]")
+    assert replace_output(empty, "[gone]").original_chars == 0  # an empty output stays 0 long
     assert item.original_chars is None  # the history's item is never changed
 
 

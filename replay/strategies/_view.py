@@ -278,7 +278,9 @@ def replace_output(item: ToolResultItem, output: str) -> ToolResultItem:
                 output=output,
                 is_error=item.is_error,
                 event_index=item.event_index,
-                original_chars=item.original_chars or len(item.output),
+                original_chars=(
+                    len(item.output) if item.original_chars is None else item.original_chars
+                ),
                 arguments=item.arguments,
             ),
         )
