@@ -4,6 +4,7 @@ naming the strategy, the parameter and the range, never a traceback mid-replay."
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -13,7 +14,7 @@ from conftest import ROOT, RUN42
 import replay
 from replay._errors import ReplayError
 from replay.strategies import parse_name, registered, resolve
-from replay.strategies._base import Bounds, StrategySpec, coerce_param, split_names
+from replay.strategies._base import PERCENT, Bounds, StrategySpec, coerce_param, split_names
 
 
 def _builtin_params() -> list[tuple[StrategySpec, str]]:
@@ -99,6 +100,8 @@ def test_every_builtin_parameter_declares_its_bounds():
         (Bounds(low=0, high=100, low_open=True, high_open=True), "0 < x < 100"),
         (Bounds(low=40_000), "≥ 40_000"),  # as names write numbers
         (Bounds(low=0.5), "≥ 0.5"),
+        (Bounds(low=0.0, high=1.0), "0 ≤ x ≤ 1"),  # a float as short as it is
+        (Bounds(words=("auto",), whole=True), "one of: auto"),  # no number to call whole
         (Bounds(low=1, pct=True, whole=True), "a whole number ≥ 1 or Npct with 0 < N ≤ 100"),
         (Bounds(), "any value"),
     ],
@@ -113,7 +116,7 @@ def test_bounds_describe_themselves(bounds, text):
         (Bounds(low=0, high=100, low_open=True, high_open=True), [0.5, 99], [0, 100]),
         (Bounds(low=0, high=1), [0, 1], [-0.01, 1.01]),
         (Bounds(low=1, pct=True), [1, "1pct", "100pct"], [0, "0pct", "101pct", "xpct"]),
-        (Bounds(low=0), [0, "8k"], [True, False, -1]),  # a boolean is no number
+        (Bounds(low=0), [0, "8k"], [True, False, -1, "50pct"]),  # a boolean is no number
         (Bounds(words=("structured", "freeform")), ["freeform"], [1, "auto"]),
         (Bounds(low=1, pct=True, whole=True), [1, "2.0", "2.5k", "50pct"], ["1.5", "50.5pct"]),
     ],
@@ -124,6 +127,14 @@ def test_bounds_accept_what_they_describe(bounds, inside, outside):
     for value in outside:
         with pytest.raises(ValueError):
             bounds.check(value)
+
+
+def test_bounds_give_the_number_the_parameter_reads():
+    """A whole parameter gets an int, even from a whole float; a `k` is the family's own unit
+    (pi's 16k reserve is 16,384)."""
+    read = Bounds(low=1, whole=True).check(2.0)
+    assert read == 2 and type(read) is int
+    assert Bounds(low=1).check("2k", 1024) == 2048
 
 
 def test_out_of_range_values_of_every_builtin_parameter_exit_2_in_one_line(invoke):
@@ -211,10 +222,12 @@ def test_a_family_s_parameters_are_its_build_s_with_its_defaults_winning():
         ("keep", "skill, todo", ("skill", "todo")),
         ("strict", "Yes", True),
         ("strict", "off", False),
+        ("strict", "on", True),
         ("limit", "none", None),
         ("limit", "true", True),
         ("limit", "1", 1),  # a digit is a number, not a boolean
         ("limit", "3k", 3000),
+        ("limit", "2m", 2_000_000),  # an m is a thousand k
         ("limit", "1.5k", 1500),  # a whole number is an int
         ("limit", "0.25", 0.25),
         ("limit", "auto", "auto"),
@@ -238,6 +251,19 @@ def test_values_are_read_by_the_type_of_the_parameter_s_default(param, raw, valu
 def test_a_value_of_the_wrong_type_is_refused_naming_it(param, raw, message):
     with pytest.raises(ReplayError, match=re.escape(message)):
         coerce_param(_typed_spec(), param, raw)
+
+
+def test_a_percent_bound_reads_a_percent_sign_whatever_the_name_pattern():
+    """A parameter bounded by `PERCENT` takes `40%`, also when no `<N>pct` slot names it."""
+    spec = dataclasses.replace(_typed_spec(), bounds={"chars": PERCENT})
+    assert coerce_param(spec, "chars", "40%") == 40
+
+
+def test_a_family_whose_build_shows_no_parameters_accepts_any():
+    """A `build` whose signature cannot be read (a builtin) is not refused any parameter."""
+    spec = StrategySpec(family="opaque", pattern="opaque", build=max, cache_class="churn",
+                        rule="", defaults={"n": 1})
+    assert spec.accepts_any() and spec.parameters() == {"n": 1}
 
 
 def test_a_name_s_label_lists_what_its_brackets_changed_in_order():
