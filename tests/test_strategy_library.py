@@ -188,6 +188,9 @@ def test_overrides_with_set_and_brackets_rename_the_strategy():
     assert (
         parse_name("pi-compact-16k-20k", {"pi-compact": {"keep": "25000"}}).params["keep"] == 25_000
     )
+    # and over the brackets (docs/strategies.md)
+    both = parse_name("pi-compact-16k-20k[keep=25k]", {"pi-compact": {"keep": "30k"}})
+    assert both.params["keep"] == 30_000 and both.name == "pi-compact-16k-20k[keep=30000]"
     # a value equal to the current one does not rename
     assert (
         parse_name("pi-compact-16k-20k", {"pi-compact": {"keep": "20k"}}).name
@@ -197,6 +200,7 @@ def test_overrides_with_set_and_brackets_rename_the_strategy():
     assert parse_name("cline-dedup-file-reads[saving=45%]").params["saving"] == pytest.approx(0.45)
     flag = parse_name("anthropic-clear-tool-uses-100k-keep-3[clear_tool_inputs=yes]")
     assert flag.params["clear_tool_inputs"] is True
+    assert flag.name == "anthropic-clear-tool-uses-100k-keep-3[clear_tool_inputs=true]"
 
 
 def test_resolve_splits_lists_but_not_brackets_and_applies_set_per_family():
@@ -224,6 +228,10 @@ def test_resolve_splits_lists_but_not_brackets_and_applies_set_per_family():
         ("baseline", {"sliding": {"nosuch": "1"}}, "family 'sliding' has no parameter 'nosuch'"),
         ("baseline", {"sliding": {"messages": "abc"}}, "expected an integer"),
         ("cline-dedup-file-reads[saving]", None, "param=value"),
+        # one k per number: `2kk` is no number, so no name
+        ("anthropic-compact-2kk", None, "unknown strategy 'anthropic-compact-2kk'"),
+        # from Python, None for a parameter that needs a value
+        ("truncate-500", {"truncate": {"chars": None}}, "chars=None is not accepted"),
     ],
 )
 def test_bad_names_and_overrides_are_user_errors(names, overrides, message):
@@ -1811,6 +1819,49 @@ def test_a_spec_registered_by_the_calling_program_is_a_plugin(clean_registry):
                               cache_class="churn", rule="demo", canonical=("sliding-3",)))
     builtin = next(s for s in registered() if s.family == "baseline")
     assert register(builtin).origin == "builtin"  # replay's own families stay built-in
+
+
+def test_a_program_registers_its_family_again_not_a_cache_class_of_its_own(clean_registry):
+    """The same code registering its family again (a notebook cell run twice) replaces it; a
+    family without canonical names runs as its family under `plugins`; a cache class that is
+    not one of the four is refused."""
+    spec = StrategySpec(family="code-again", pattern="code-again", build=_keep_everything,
+                        cache_class="append-only", rule="demo")
+    register(spec)
+    again = register(dataclasses.replace(spec, rule="demo, edited"))
+    assert parse_name("code-again").spec is again
+    assert "code-again" in plugin_names()
+    with pytest.raises(ReplayError, match=r"cache_class 'sometimes' is not one of append-only"):
+        register(dataclasses.replace(spec, family="code-odd", cache_class="sometimes"))
+
+
+def test_a_family_taking_any_parameter_names_each_one_given(clean_registry):
+    """A `build(**params)` accepts parameters it does not list, and the row names each one,
+    also one set to None."""
+    register(StrategySpec(family="code-open", pattern="code-open", build=_keep_everything,
+                          cache_class="append-only", rule="demo"))
+    built = parse_name("code-open[depth=3,label=none]")
+    assert built.params == {"depth": 3, "label": None}
+    assert built.name == "code-open[depth=3,label=None]"
+
+
+def test_builtins_keep_their_order_whatever_registered_first(clean_registry):
+    """`all` runs the built-ins in module order, even when a family module registered early."""
+    before = canonical_names()
+    assert before[0] == "recorded"
+    reordered = list(_base._REGISTRY.items())[::-1]
+    _base._REGISTRY.clear()
+    _base._REGISTRY.update(reordered)
+    assert canonical_names() == before
+
+
+def test_a_list_a_strategy_returns_is_copied_into_its_view():
+    """The engine hands a returned list's view over to the renderer as never changing again: a
+    strategy that keeps and edits the list it returned must not change a request sent."""
+    kept = [UserItem("a")]
+    view = _base.as_view(kept)
+    kept.append(UserItem("b"))
+    assert len(view.items) == 1
 
 
 # --- the command line --------------------------------------------------------------------------
