@@ -272,6 +272,11 @@ def test_a_name_s_label_lists_what_its_brackets_changed_in_order():
     parsed = parse_name("opencode-prune-40k-20k[protected=skill+read,minimum=10k]")
     assert parsed.name == "opencode-prune-40k-20k[minimum=10000,protected=skill+read]"
     assert parse_name("truncate-500[chars=500]").name == "truncate-500"
+    # compared, and written, as the strategy reads them (`8.0k` is the name's own 8k)
+    assert parse_name("aider-summarize-8k[max_tokens=8.0k]").name == "aider-summarize-8k"
+    assert parse_name("aider-summarize-8k[max_tokens=8000]").name == "aider-summarize-8k"
+    assert parse_name("openai-responses-compact-90pct[threshold=50.0pct]").name == (
+        "openai-responses-compact-90pct[threshold=50pct]")
 
 
 def test_a_word_a_parameter_does_not_accept_is_refused_as_such():

@@ -510,9 +510,17 @@ def parse_name(
             for k, v in match.groupdict().items():
                 if v is not None:
                     params[k] = _coerce_group(spec, k, v)
+            named = dict(params)
             changed = _apply(spec, params, _bracket_overrides(bracket)) if bracket else {}
             changed.update(_apply(spec, params, (overrides or {}).get(spec.family, {})))
             _check_bounds(spec, params, name.strip())
+            # As the strategy reads them: `[max_tokens=8.0k]` changes nothing in
+            # `aider-summarize-8k`, and `threshold=50.0pct` runs as `50pct`.
+            changed = {
+                k: _format_value(params[k])
+                for k in changed
+                if k not in named or params[k] != _as_read(spec, k, named[k])
+            }
             label = base
             if changed:
                 label += "[" + ",".join(f"{k}={v}" for k, v in sorted(changed.items())) + "]"
@@ -530,6 +538,17 @@ def parse_name(
     raise ReplayError(
         f"unknown strategy {name!r}{hint}; known: {', '.join(names)} (see `replay strategies`)"
     )
+
+
+def _as_read(spec: StrategySpec, key: str, value: Any) -> Any:
+    """A name's own value as its bounds read it (`8k` → 8000), or as it is."""
+    bounds = spec.bounds.get(key)
+    if bounds is None or value is None:
+        return value
+    try:
+        return bounds.check(value, spec.kilo.get(key, 1000))
+    except ValueError:
+        return value  # (overridden, or refused with the final value)
 
 
 def _check_bounds(spec: StrategySpec, params: dict[str, Any], name: str) -> None:
