@@ -7,6 +7,7 @@ strategy sent (`RequestRecord.view`) and how its prompt relates to the previous 
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 import gen
@@ -27,6 +28,7 @@ from replay.log import (
 )
 from replay.strategies import (
     AssistantItem,
+    Block,
     SummaryItem,
     ToolResultItem,
     UserItem,
@@ -444,6 +446,45 @@ def test_error_lines_are_the_matching_lines_of_splitlines(text, room):
 
     expected = [line for line in text.splitlines() if _ERROR_LINE.search(line)][:room]
     assert _error_lines(text, room) == expected
+
+
+def _step(call_id: str, name: str, arguments: object, output: str) -> list:
+    """A tool call and its result, as a summarized part of the history holds them."""
+    call = Block("tool_call", call_id=call_id, name=name, arguments=arguments)
+    return [AssistantItem(blocks=(call,)), ToolResultItem(call_id, name, output,
+                                                          arguments=arguments)]
+
+
+def _sections(summary: str) -> dict[str, str]:
+    """The structured summary's sections by heading, without the closing tag."""
+    parts = re.split(r"^## (.+)\n", summary.removesuffix("\n</summary>"), flags=re.MULTILINE)
+    return dict(zip(parts[1::2], (p.rstrip("\n") for p in parts[2::2]), strict=True))
+
+
+def test_the_extractive_summary_lists_files_read_and_modified_by_their_tools():
+    """Claude Code names its tools `Read`, `Edit`, `Write`: its edited files were listed as
+    read (the tool name was matched case-sensitively against `write`, `edit`, `patch`)."""
+    from replay.strategies._summary import freeform_summary, structured_summary
+
+    items = [
+        UserItem(text="Fix the parser."),
+        *_step("c1", "Read", {"file_path": "src/a.py"}, "code"),
+        *_step("c2", "Edit", {"file_path": "src/b.py"}, "ok"),
+        *_step("c3", "Write", {"file_path": "src/c.py"}, "ok"),
+        *_step("c4", "apply_patch", {"path": "src/d.py"}, "ok"),
+        *_step("c5", "read", {"path": "", "file_path": "src/e.py"}, "code"),  # an empty path
+        *_step("c6", "view", {"target_file": "src/f.py"}, "code"),
+        *_step("c7", "Read", {"file_path": "src/a.py"}, "code"),  # listed once
+    ]
+    read, modified = ["src/a.py", "src/e.py", "src/f.py"], ["src/b.py", "src/c.py", "src/d.py"]
+    assert _sections(structured_summary(items))["Current State"].splitlines() == [
+        *[f"- read: {p}" for p in read], *[f"- modified: {p}" for p in modified]
+    ]
+    assert freeform_summary(items).splitlines()[1:] == [
+        f"Files read: {', '.join(read)}.", f"Files modified: {', '.join(modified)}."
+    ]
+
+
 
 
 # ---------------------------------------------------------------------------------------------

@@ -134,6 +134,7 @@ def _facts(items: Sequence[Item]) -> dict[str, list[str]]:
                     reasoning.append(_first_sentences(block.text, 300))
         elif isinstance(item, ToolResultItem):
             name, args = calls.get(item.call_id, (item.tool_name, item.arguments))
+            name = name.lower()  # Claude Code's `Edit`, `Write` as pi's `edit`, `write`
             path = _path_of(args)
             if path and ("write" in name or "edit" in name or "patch" in name):
                 written.append(path)
