@@ -485,6 +485,63 @@ def test_the_extractive_summary_lists_files_read_and_modified_by_their_tools():
     ]
 
 
+def test_the_extractive_summary_keeps_the_latest_of_each_fact():
+    """The task is the first user message the user wrote; the constraints, reasoning, test
+    output and earlier summary are the latest ones; error lines the first twelve, once each."""
+    from replay.strategies._summary import freeform_summary, structured_summary
+
+    items = [
+        UserItem(text="(a reminder the harness added)", injected=True),
+        UserItem(text="Fix the parser."),
+        SummaryItem(text="old summary"),
+        SummaryItem(text="new summary"),
+        *[UserItem(text=f"constraint {n}") for n in range(7)],
+        *[AssistantItem(blocks=(Block("text", f"thought {n}"),)) for n in range(5)],
+        AssistantItem(blocks=(Block("text", " \n "),)),  # blank: no reasoning
+        UserItem(text="Fix the parser."),  # the task again: not a constraint
+        *_step("e1", "bash", {}, "error A\nerror A\nfine\nerror B"),
+        *_step("e2", "bash", {}, "\n".join(f"error {n}" for n in range(15))),
+        *_step("t1", "run_tests", {}, "old line"),
+        *_step("t2", "run_tests", {}, "\n".join(f"line {n}" for n in range(15)) + "\n\n"),
+    ]
+    errors = ["error A", "error B", *[f"error {n}" for n in range(9)]]
+    tests = [f"line {n}" for n in range(3, 15)]
+    sections = _sections(structured_summary(items))
+    assert sections["Task Overview"] == "Fix the parser."
+    assert sections["Current State"] == "- last test run:\n```\n" + "\n".join(tests) + "\n```"
+    assert sections["Important Discoveries"].splitlines() == [
+        f"- {line}" for line in ["new summary", *errors]
+    ]
+    assert sections["Next Steps"] == "thought 4"
+    assert sections["Context to Preserve"].splitlines() == [
+        f"- constraint {n}" for n in range(2, 7)
+    ]
+    assert freeform_summary(items).splitlines() == [
+        "The user asked: Fix the parser.",
+        "Earlier summary: new summary",
+        "Errors seen: " + " | ".join(errors[:6]),
+        "Last test output: " + " / ".join(tests[-4:]),
+        "Latest reasoning: thought 2 thought 3 thought 4",
+    ]
+
+def test_the_extractive_summary_cuts_each_fact_to_its_length():
+    from replay.strategies._summary import _first_sentences, structured_summary
+
+    assert _first_sentences(" a \n b ", 3) == "a b"  # whitespace runs as one space
+    assert _first_sentences("a" * 10, 10) == "a" * 10
+    assert _first_sentences("a" * 11, 10) == "a" * 9 + "…"  # the limit, the ellipsis included
+    items = [
+        UserItem(text="t" * 700),
+        SummaryItem(text="s" * 2000),
+        AssistantItem(blocks=(Block("text", "r" * 400),)),
+        *_step("c1", "bash", {}, "error " + "e" * 300),
+    ]
+    sections = _sections(structured_summary(items))
+    assert sections["Task Overview"] == "t" * 599 + "…"
+    assert sections["Important Discoveries"].splitlines() == [
+        "- " + "s" * 1499 + "…", "- error " + "e" * 193 + "…"
+    ]
+    assert sections["Next Steps"] == "r" * 299 + "…"
 
 
 # ---------------------------------------------------------------------------------------------
