@@ -544,6 +544,26 @@ def test_the_extractive_summary_cuts_each_fact_to_its_length():
     assert sections["Next Steps"] == "r" * 299 + "…"
 
 
+def test_the_summaries_of_nothing_say_so():
+    from replay.strategies._summary import freeform_summary, structured_summary, summary_message
+
+    assert freeform_summary([]) == "(nothing to summarize)"
+    assert _sections(structured_summary([])) == {
+        "Task Overview": "(no user request in the summarized part)",
+        "Current State": "- no files touched yet",
+        "Important Discoveries": "- nothing notable yet",
+        "Next Steps": "Continue the task.",
+        "Context to Preserve": "- no extra constraints stated",
+    }
+    assert summary_message("S").endswith(" Summary of everything before this point:\n\nS")
+
+def test_tool_arguments_are_described_as_sorted_json_of_at_most_200_characters():
+    from replay.strategies._summary import describe_arguments
+
+    assert describe_arguments({"b": 1, "a": "é"}) == '{"a": "é", "b": 1}'
+    assert describe_arguments({"a": "x" * 300}) == '{"a": "' + "x" * 193
+
+
 # ---------------------------------------------------------------------------------------------
 # Registry
 
