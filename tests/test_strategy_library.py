@@ -1568,6 +1568,27 @@ def test_strategy_file_function_and_class(tmp_path, clean_registry):
     assert parse_name("counting-strategy").instantiate().calls == 0  # fresh per thread
 
 
+@pytest.mark.parametrize(
+    ("source", "defaults"),
+    [
+        # a __call__ that is no plain function: nothing to check before it runs
+        ("class Strategy:\n    __call__ = staticmethod(lambda history, ctx: list(history))\n", {}),
+        # a parameter without a default takes None (the registry's default)
+        ("def strategy(history, ctx, *, keep):\n    return list(history)[-keep:] if keep else "
+         "list(history)\n", {"keep": None}),
+    ],
+    ids=["static-call", "required-parameter"],
+)
+def test_a_strategy_python_can_call_as_history_ctx_loads_and_runs(tmp_path, clean_registry,
+                                                                  source, defaults):
+    path = tmp_path / "callable_strategy.py"
+    path.write_text(source)
+    (spec,) = _plugins.load_strategy_file(path)
+    assert spec.defaults == defaults
+    h = History().user().step(read("a", "1"))
+    assert view_of(parse_name("callable-strategy").instantiate()(h.items, ctx())).items == h.items
+
+
 EMPTIES_ITS_INPUT = '''
 def strategy(history, ctx):
     view = list(history)
