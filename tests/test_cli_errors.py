@@ -93,6 +93,19 @@ def test_a_plugin_that_raises_while_choosing_a_view_names_it(invoke, tmp_path, c
     assert "request 0" in line
 
 
+def test_a_plugin_error_names_the_line_that_raised_and_the_file_once(invoke, tmp_path,
+                                                                     clean_registry):
+    """The line is where the plug-in's code raised (in a helper), not where its strategy called
+    the helper; an exception without a message is named alone."""
+    source = (
+        "def helper():\n    raise ValueError\n\n\ndef strategy(history, ctx):\n"
+        "    return helper()\n"
+    )
+    path = _plugin(tmp_path, "raises_deep", source)
+    line = _one_line(_run_plugin(invoke, path), ())
+    assert line == f"error: {path}:2: plug-in strategy 'raises-deep' raised ValueError on request 0"
+
+
 @pytest.mark.parametrize("name", ["5", "'a,b'", "'x.y'", "''"])
 def test_a_plugin_name_that_no_option_could_take_is_refused(invoke, tmp_path, clean_registry,
                                                             name):
