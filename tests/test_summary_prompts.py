@@ -19,6 +19,10 @@ from replay.tokens._counter import counter_for
         # pi's summarizer system prompt + SUMMARIZATION_PROMPT, quoted whole in the research:
         # 57 + 197 tokens with o200k.
         ("PI_INSTRUCTION", "gpt-4o", 254),
+        # Codex's templates/compact/prompt.md @928a707f and opencode v1's compaction prompt,
+        # both quoted whole in the research: 147 and 250 tokens with o200k.
+        ("CODEX_INSTRUCTION", "gpt-4o", 147),
+        ("OPENCODE_V1_INSTRUCTION", "gpt-4o", 250),
     ],
 )
 def test_a_summary_prompt_is_as_long_as_the_harness_prompt(
