@@ -182,6 +182,8 @@ def test_negative_money_is_a_json_number_with_every_digit() -> None:
     a string and not through float)."""
     assert to_json({"usd": Decimal("-0.00120")}) == '{\n  "usd": -0.0012\n}\n'
     assert to_json({"usd": Decimal("100.00")}) == '{\n  "usd": 100\n}\n'  # not 1E+2
+    # A zero is 0 whatever its sign (a saving of nothing is not written `-0`).
+    assert to_json({"usd": Decimal("-0.000")}) == '{\n  "usd": 0\n}\n'
 
 
 def test_tuples_and_nested_tables_are_json_lists() -> None:
