@@ -918,6 +918,22 @@ def test_items_carry_the_flags_and_labels_the_page_reads() -> None:
         "u", "[context not in the log]", "", -1, 0, 2 | 8]
 
 
+def test_an_assistant_item_is_shown_block_by_block() -> None:
+    """The cards show an answer's blocks apart (a blank line between them), its reasoning
+    marked as such and its tool calls as the model saw them (name and JSON arguments)."""
+    from replay.strategies import AssistantItem, Block
+
+    item = AssistantItem(blocks=(
+        Block("thinking", text="the test is flaky"),
+        Block("text", text="Looking at it.\nFirst the log."),
+        Block("tool_call", call_id="c1", name="bash", arguments={"cmd": "cat log"}),
+    ))
+    assert _item_text(item) == (
+        '[thinking] the test is flaky\n\nLooking at it.\nFirst the log.\n\n'
+        '→ bash({"cmd": "cat log"})'
+    )
+
+
 def test_views_are_runs_of_ids_and_cost_append_only_strategies_a_few_numbers(document) -> None:
     """Module docstring: a view is the shared prefix's length, then `[start, count, ...]` runs
     of consecutive item ids, "so append-only strategies cost a few numbers per request"."""
