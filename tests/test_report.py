@@ -897,9 +897,10 @@ def test_items_carry_the_flags_and_labels_the_page_reads() -> None:
     """report.js titles an item from its row `[kind, text, label, event, tokens, original,
     flags]`: flag 1 "(shortened from N chars)", 2 "(injected)", 4 "(error)", 8 "(not in the
     log)": context the log lacks, known by its size only, which the diff does not call added by
-    the strategy; a tool result is labelled with its tool."""
+    the strategy; a tool result is labelled with its tool, a summary with its source and how
+    many items it replaces."""
     from replay.report._html import _Interner
-    from replay.strategies import ToolResultItem, UserItem
+    from replay.strategies import SummaryItem, ToolResultItem, UserItem
 
     interner = _Interner()
 
@@ -916,6 +917,9 @@ def test_items_carry_the_flags_and_labels_the_page_reads() -> None:
     assert row(UserItem("go on", event_index=6)) == ["u", "go on", "", 6, 0, 0]
     assert row(UserItem("[context not in the log]", injected=True, estimated_tokens=60)) == [
         "u", "[context not in the log]", "", -1, 0, 2 | 8]
+    assert row(SummaryItem("so far", replaces=(3, 4, 5), source="logged")) == [
+        "s", "so far", "summary (logged), replaces 3 item(s)", -1, 0, 0]
+    assert row(SummaryItem("so far")) == ["s", "so far", "summary (extractive)", -1, 0, 0]
 
 
 def test_an_assistant_item_is_shown_block_by_block() -> None:
