@@ -1047,6 +1047,9 @@ def test_rows_count_summarizer_calls_and_requests_over_the_window(result, docume
         # An edit's hidden old text, line by line.
         ("hidden-edit-target", "def f(x):\n    return x, 1\n\n}\n", ["def f(x):",
                                                                   "return x, 1"]),
+        # At most the first 40 pieces (a long hidden text is not lit up line after line).
+        ("hidden-edit-target", "\n".join(f"line {n}" for n in range(50)),
+         [f"line {n}" for n in range(40)]),
         # A stubbed read's excerpt is the stub the view showed, not hidden text.
         ("stubbed-read", "[output truncated: 4000 chars]", []),
     ],
