@@ -1016,6 +1016,34 @@ def test_an_item_s_tokens_are_its_count_where_it_first_appeared(result, document
     assert expected and {n: document["items"][n][4] for n in expected} == expected
 
 
+def _view_record(index: int, view: list, tokens: list[int]):
+    """What `_Document._rows` reads of a request record of strategy `s` on thread `main`."""
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        kind="request", strategy="s", request_index=index, request_id=f"r{index}",
+        thread="main", model="m", ts=datetime(2026, 11, 1, tzinfo=UTC), view=view,
+        request=SimpleNamespace(item_index=list(range(len(view))), block_tokens=tokens),
+        diff=SimpleNamespace(where="first", first_mismatch_token=0),
+        outcome=SimpleNamespace(miss_cause=None), events=[], blind_actions=[],
+        output_tokens=1, cost_usd=Decimal("0.01"), over_window=False,
+    )
+
+
+def test_an_item_keeps_its_count_from_the_view_that_first_sent_it() -> None:
+    """An item sent again after other items (past the shared prefix) keeps the count of the
+    view that first sent it: a later view's framing does not overwrite it."""
+    from replay.report._html import _Document
+    from replay.strategies import UserItem
+
+    first, second = UserItem("first", event_index=0), UserItem("second", event_index=1)
+    document = _Document(gen.deterministic_session())
+    document._rows([_view_record(0, [first, second], [5, 7]), _view_record(1, [second], [9])])
+    tokens = {document.interner.texts[row[1]]: row[4] for row in document.interner.items}
+    assert (tokens["first"], tokens["second"]) == (5, 7)
+
+
 def test_rows_count_summarizer_calls_and_requests_over_the_window(result, document) -> None:
     """`summ`: [summarizer calls, their cost] at the request that needed them; `over`: the
     request was over the model's context window."""
