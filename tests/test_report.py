@@ -1044,6 +1044,23 @@ def test_an_item_keeps_its_count_from_the_view_that_first_sent_it() -> None:
     assert (tokens["first"], tokens["second"]) == (5, 7)
 
 
+def test_a_view_of_equal_items_rebuilt_shares_its_prefix_with_the_previous_one() -> None:
+    """A strategy that builds its items again (equal, not the same objects) still costs a few
+    numbers per request: the shared prefix runs on as long as the item ids are the same."""
+    from replay.report._html import _Document
+    from replay.strategies import UserItem
+
+    def items(*texts: str) -> list:
+        return [UserItem(text, event_index=n) for n, text in enumerate(texts)]
+
+    document = _Document(gen.deterministic_session())
+    rows = document._rows([_view_record(0, items("a", "b"), [1, 1]),
+                           _view_record(1, items("a", "b", "c"), [1, 1, 1])])
+    c = document.interner.texts.index("c")
+    (added,) = [n for n, row in enumerate(document.interner.items) if row[1] == c]
+    assert rows[1][1] == [2, added, 1]
+
+
 def test_rows_count_summarizer_calls_and_requests_over_the_window(result, document) -> None:
     """`summ`: [summarizer calls, their cost] at the request that needed them; `over`: the
     request was over the model's context window."""
