@@ -1016,19 +1016,20 @@ def test_an_item_s_tokens_are_its_count_where_it_first_appeared(result, document
     assert expected and {n: document["items"][n][4] for n in expected} == expected
 
 
-def _view_record(index: int, view: list, tokens: list[int]):
-    """What `_Document._rows` reads of a request record of strategy `s` on thread `main`."""
+def _view_record(index: int, view: list, tokens: list[int], **fields):
+    """What `_Document._rows` reads of a request record of strategy `s` on thread `main`
+    (`fields`: others than the defaults)."""
     from datetime import UTC, datetime
     from types import SimpleNamespace
 
-    return SimpleNamespace(
-        kind="request", strategy="s", request_index=index, request_id=f"r{index}",
-        thread="main", model="m", ts=datetime(2026, 11, 1, tzinfo=UTC), view=view,
-        request=SimpleNamespace(item_index=list(range(len(view))), block_tokens=tokens),
-        diff=SimpleNamespace(where="first", first_mismatch_token=0),
-        outcome=SimpleNamespace(miss_cause=None), events=[], blind_actions=[],
-        output_tokens=1, cost_usd=Decimal("0.01"), over_window=False,
-    )
+    return SimpleNamespace(**{
+        "kind": "request", "strategy": "s", "request_index": index, "request_id": f"r{index}",
+        "thread": "main", "model": "m", "ts": datetime(2026, 11, 1, tzinfo=UTC), "view": view,
+        "request": SimpleNamespace(item_index=list(range(len(view))), block_tokens=tokens),
+        "diff": SimpleNamespace(where="first", first_mismatch_token=0),
+        "outcome": SimpleNamespace(miss_cause=None), "events": [], "blind_actions": [],
+        "output_tokens": 1, "cost_usd": Decimal("0.01"), "over_window": False,
+    } | fields)
 
 
 def test_an_item_keeps_its_count_from_the_view_that_first_sent_it() -> None:
@@ -1042,6 +1043,27 @@ def test_an_item_keeps_its_count_from_the_view_that_first_sent_it() -> None:
     document._rows([_view_record(0, [first, second], [5, 7]), _view_record(1, [second], [9])])
     tokens = {document.interner.texts[row[1]]: row[4] for row in document.interner.items}
     assert (tokens["first"], tokens["second"]) == (5, 7)
+
+
+def test_rows_name_each_event_and_count_every_summarizer_call() -> None:
+    """`events`: "kind: detail", the kind alone where there is no detail; `summ`: how many
+    summarizer calls the request needed (a number, not whether there were any) and their
+    cost."""
+    from replay.report._html import RECORD_FIELDS, _Document
+    from replay.strategies import UserItem
+    from replay.strategies._view import RewriteEvent
+
+    document = _Document(gen.deterministic_session())
+    events = [RewriteEvent("prune", "2 results"), RewriteEvent("clear")]
+    summarizers = [_view_record(0, [], [], kind="summarizer", cost_usd=Decimal(cost))
+                   for cost in ("0.02", "0.03")]
+    (row,) = document._rows([_view_record(0, [UserItem("a")], [1], events=events),
+                             *summarizers])
+    field = {name: n for n, name in enumerate(RECORD_FIELDS)}
+    assert [document.interner.texts[n] for n in row[field["events"]]] == [
+        "prune: 2 results", "clear"]
+    calls, cost = row[field["summ"]]
+    assert (type(calls), calls, cost) == (int, 2, pytest.approx(0.05))
 
 
 def test_a_view_of_equal_items_rebuilt_shares_its_prefix_with_the_previous_one() -> None:
