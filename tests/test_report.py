@@ -1129,6 +1129,16 @@ def test_blind_fragments_are_the_hidden_pieces_to_highlight(kind, excerpt, expec
     assert _fragments(action) == expected
 
 
+def test_the_title_names_the_log_as_given(result) -> None:
+    """The page is titled with the log's name as the caller gave it (the command line's), the
+    loaded session's path only when none is given."""
+    named = report_document(result, log="run42 as typed.jsonl")
+    assert (named["title"], named["log"]) == ("replay report · run42 as typed.jsonl",
+                                              "run42 as typed.jsonl")
+    assert report_document(result)["title"] == f"replay report · {result.session.path}"
+    assert report_document(result, title="mine")["title"] == "mine"
+
+
 def test_the_page_title_is_escaped_and_printable(document) -> None:
     """docs/report.md: the page's `<title>` writes a log's bidirectional marks as `\\u202e`;
     markup in a log name is text."""
