@@ -152,6 +152,27 @@ def test_summary_has_breakeven_and_blind_columns(result, document) -> None:
     assert document["breakeven"]["rows"]
 
 
+def test_the_summary_s_break_even_columns_count_and_sum_each_strategy_s_rewrites() -> None:
+    """docs/report.md: rewrites, how many paid back (a simulated break-even), their median
+    break-even in requests and the sum of their simulated nets; a strategy without rewrites has
+    none that paid back and no median or net."""
+    import polars as pl
+
+    from replay.report._html import _summary_rows
+
+    breakeven = pl.DataFrame(
+        {"strategy": ["s"] * 4, "breakeven_simulated": [1, None, 2, 9],
+         "simulated_net_usd": [Decimal("0.01"), Decimal("-0.02"), Decimal("0.005"),
+                               Decimal("0.001")]},
+        schema={"strategy": pl.Utf8, "breakeven_simulated": pl.Int64,
+                "simulated_net_usd": pl.Decimal(20, 6)},
+    )
+    columns, rows = _summary_rows(pl.DataFrame({"strategy": ["s", "none"]}), breakeven, {})
+    keys = ["rewrites", "paid_back", "median_breakeven", "rewrite_net_usd"]
+    at = [[c[0] for c in columns].index(key) for key in keys]
+    assert [[row[n] for n in at] for row in rows] == [[4, 3, 2, "-0.004"], [0, 0, None, None]]
+
+
 def test_the_tinted_row_is_the_recommended_one_not_the_cheapest(document) -> None:
     # truncate-500 is the cheapest of FIVE on run42 ($0.0072 against baseline's
     # $0.0074) but hides the text of its blind action: the page tinted it as the best row.
