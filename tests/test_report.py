@@ -998,10 +998,13 @@ def test_the_first_mismatch_names_the_view_item_of_its_block(where, block, token
 
 
 def test_requests_carry_their_id_thread_and_utc_time(result, document) -> None:
-    """`requests` rows (`REQUEST_FIELDS`): the request's id, thread, model and time, written
-    in UTC with a `Z` as the JSON export writes times."""
+    """`requests` rows (`REQUEST_FIELDS`): the request's id, thread, model (by its number in
+    `requestModels`, which names each model once) and time, written in UTC with a `Z` as the
+    JSON export writes times."""
     from datetime import datetime
 
+    models = {r.model for r in result.records if r.kind == "request"}
+    assert sorted(document["requestModels"]) == sorted(models)
     rq = {name: n for n, name in enumerate(document["requestFields"])}
     rows = {row[rq["i"]]: row for row in document["requests"]}
     sent = {r.request_index: r for r in result.records if r.kind == "request"}
