@@ -880,7 +880,8 @@ def test_chart_rows_follow_the_strategies_order_and_count_a_summary_at_its_reque
 def test_chart_markers_name_each_rewrite_once_and_draw_misses_first() -> None:
     """Misses (not a cold start) first, rewrites after them (drawn on top at the same request);
     a compaction among the rewrites is the compaction marker; each kind is named once, each
-    event's detail after its kind (none: the kind alone); a marker carries its row's numbers."""
+    event's detail after its kind (none: the kind alone), then the cost of the summarizer calls
+    the rewrite needed; a marker carries its row's numbers."""
     from replay.report._charts import MARKER_SHAPES, marker_rows, series_rows
     from replay.strategies._view import RewriteEvent
 
@@ -890,6 +891,7 @@ def test_chart_markers_name_each_rewrite_once_and_draw_misses_first() -> None:
                       events=(RewriteEvent("prune", "2 results"), RewriteEvent("prune"))),
         _chart_record("s", 2, read=100, miss="ttl expired",
                       events=(RewriteEvent("clear"), RewriteEvent("compaction", "summary"))),
+        _chart_record("s", 2, kind="summarizer", cost="0.0123"),
     ]
     marks = marker_rows(records, series_rows(records))
     assert [(m["m"], m["i"]) for m in marks] == [
@@ -897,8 +899,8 @@ def test_chart_markers_name_each_rewrite_once_and_draw_misses_first() -> None:
     ]
     assert {m["m"] for m in marks} <= set(MARKER_SHAPES)
     assert (marks[2]["what"], marks[2]["cause"]) == ("prune", "prune: 2 results; prune")
-    assert (marks[3]["what"], marks[3]["cause"]) == ("clear, compaction",
-                                                     "clear; compaction: summary")
+    assert (marks[3]["what"], marks[3]["cause"]) == (
+        "clear, compaction", "clear; compaction: summary (summarizer call $0.012300)")
     assert [m["hit"] for m in marks] == [0.25, 0.1, 0.25, 0.1]
 
 
