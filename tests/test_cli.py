@@ -510,6 +510,21 @@ def test_an_empty_output_path_is_an_error(invoke):
     assert result.stderr == "error: cannot write '.': expected a file name\n"
 
 
+@pytest.mark.parametrize(
+    "args",
+    [["record-fixture", "-o"], ["bench", "-n", "10", "--write-log"],
+     ["calibrate", RUN42, "--write-tokenizers"]],
+)
+def test_an_empty_name_for_a_file_option_is_an_error(invoke, tmp_path, monkeypatch, args):
+    """As `-o ""`: the option writes a file, and the error says a file name is expected (not
+    the folder name batch's `-o` takes)."""
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*args, "")
+    assert result.exit_code == 2
+    assert result.stderr == "error: cannot write '.': expected a file name\n"
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("args", [["run", ""], [""], ["calibrate", ""], ["convert", "", "-o", "-"]])
 def test_an_empty_log_name_is_an_error(invoke, tmp_path, monkeypatch, args):
     """`replay "$UNSET"`: click made `""` the current folder, read as a session folder (a
