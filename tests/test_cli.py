@@ -582,6 +582,9 @@ def test_tables_print_square_brackets_as_they_are(invoke):
         # one parameter twice: the last one won, silently (a repeated --price is an error)
         (["sliding.messages=4", "sliding.messages=6"],
          "--set sliding.messages is given twice ('4' and '6'); give it once"),
+        # no value at all: not the parameter's own complaint about an empty value
+        (["sliding.messages"],
+         "error: --set 'sliding.messages': expected FAMILY.PARAM=VALUE, e.g. pi-compact.keep=30k"),
     ],
 )
 def test_a_set_that_would_change_nothing_or_is_ambiguous_is_an_error(invoke, sets, said):
