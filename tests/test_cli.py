@@ -687,3 +687,10 @@ def test_money_keeps_the_digits_of_a_tiny_price(invoke):
     out = invoke("run", RUN42, "-s", "baseline", "--format", "csv", "-q", "--price", price)
     assert out.exit_code == 0, out.output
     assert out.stdout.splitlines()[1].split(",")[7] == "0.00000000188836"
+
+
+def test_breakeven_columns_without_per_turn_rows_are_a_usage_error(invoke) -> None:
+    """`--breakeven` adds columns to `--per-turn` rows: alone, it would be dropped silently."""
+    result = invoke("run", RUN42, "-s", "baseline", "--breakeven", "--format", "json")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "Error: --breakeven adds columns to --per-turn rows: give both" in result.stderr
