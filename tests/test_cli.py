@@ -694,3 +694,14 @@ def test_breakeven_columns_without_per_turn_rows_are_a_usage_error(invoke) -> No
     result = invoke("run", RUN42, "-s", "baseline", "--breakeven", "--format", "json")
     assert result.exit_code == 2 and result.stdout == ""
     assert "Error: --breakeven adds columns to --per-turn rows: give both" in result.stderr
+
+
+def test_convert_says_what_it_wrote_unless_quiet(invoke, tmp_path) -> None:
+    out = tmp_path / "out.jsonl"
+    told = invoke("convert", RUN42, "-o", out)
+    assert told.exit_code == 0, told.stderr
+    assert told.stderr == (
+        f"wrote {out}: replay-recorder log, 14 requests in 1 thread, 42 events\n"
+    )
+    quiet = invoke("convert", RUN42, "-o", out, "-q")
+    assert (quiet.exit_code, quiet.stderr) == (0, "")
