@@ -705,3 +705,16 @@ def test_convert_says_what_it_wrote_unless_quiet(invoke, tmp_path) -> None:
     )
     quiet = invoke("convert", RUN42, "-o", out, "-q")
     assert (quiet.exit_code, quiet.stderr) == (0, "")
+
+
+def test_the_markdown_listing_joins_lists_with_plus_and_escapes_bars() -> None:
+    """As names and `--set` write a list (`protected=skill+read`); a `|` in a cell would end
+    it (a plug-in's rule text may hold one)."""
+    from replay.cli._cmd_strategies import format_params, markdown_table
+
+    assert format_params({"protected": ["skill", "read"], "keep": 3}) == (
+        "protected=skill+read, keep=3"
+    )
+    row = {"name": "mine", "cache_class": "churn", "defaults": {}, "rule": "a | b",
+           "source": "x|y"}
+    assert markdown_table([row]).splitlines()[2] == "| `mine` | churn | — | a \\| b | x\\|y |"
