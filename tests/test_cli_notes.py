@@ -76,6 +76,21 @@ def test_csv_and_parquet_print_the_notes_on_stderr_not_in_the_file(
         assert SKIPPED not in quiet.stderr
 
 
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_only_the_table_has_the_recommendation_and_json_alone_its_notes(invoke, cut_log,
+                                                                         fmt) -> None:
+    """The recommendation is the line under the table; JSON holds it and the notes: its
+    standard error is empty, a CSV's holds the notes alone."""
+    result = invoke("run", cut_log, "-s", "baseline,truncate-500", "--format", fmt)
+    assert result.exit_code == 0, result.output
+    table = invoke("run", cut_log, "-s", "baseline,truncate-500")
+    assert "Cheapest strategy" in table.stderr
+    if fmt == "json":
+        assert result.stderr == ""
+    else:
+        assert SKIPPED in result.stderr and "Cheapest strategy" not in result.stderr
+
+
 def test_fidelity_csv_prints_the_notes_on_stderr(invoke, tmp_path) -> None:
     from test_fidelity import _billed_session
 
