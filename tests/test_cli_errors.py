@@ -781,6 +781,8 @@ def test_a_dash_is_refused_where_it_would_name_a_file(invoke, tmp_path, monkeypa
          "--schema prints the rule files' JSON schema: --provider would change nothing"),
         (["providers", "--schema", "--format", "table"],
          "--schema prints the rule files' JSON schema: --format table would change nothing"),
+        (["providers", "--schema", "--cache-rules", str(RUN42)],
+         "--schema prints the rule files' JSON schema: --cache-rules would change nothing"),
     ],
 )
 def test_an_empty_or_ignored_value_is_an_error(invoke, args, error):
