@@ -576,6 +576,15 @@ def test_providers_table_marks_uncertain_rules():
     assert "variant explicit" in result.output
 
 
+def test_providers_table_columns_name_the_rule_then_where_it_applies():
+    """rule, models, variant (what a row applies to), then its value, date and source."""
+    result = _cli("--provider", "google", "--at", "2026-10-20")
+    header = next(line for line in result.output.splitlines() if "┃ rule" in line)
+    assert [cell.strip() for cell in header.strip("┃ ").split("┃")] == [
+        "rule", "models", "variant", "value", "since", "source"
+    ]
+
+
 def test_providers_all_and_schema(tmp_path):
     result = _cli("--format", "json")
     assert result.exit_code == 0
