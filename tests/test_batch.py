@@ -1072,6 +1072,7 @@ def test_the_closing_lines_of_a_batch_read_right(tmp_path: Path, invoke):
     assert "scan_parquet" not in result.stderr
     one = invoke("batch", logs, "-s", "baseline", "-o", tmp_path / "ds1", "-w", "1")
     assert "1 file replayed (14 requests)" in one.stderr  # not "1 files"
+    assert "unchanged" not in one.stderr  # (no earlier run: nothing to keep)
     assert f"read it with replay.batch.scan('{tmp_path / 'ds1'}'), or pl.scan_parquet(" in (
         one.stderr
     )
@@ -1082,6 +1083,23 @@ def test_the_closing_lines_of_a_batch_read_right(tmp_path: Path, invoke):
     assert [ast.literal_eval(c.partition("(")[2].removesuffix(")")) for c in calls] == [
         str(tmp_path / "it's"), str(tmp_path / "it's" / "sessions" / "*.parquet")
     ]
+
+
+def test_the_table_of_files_not_replayed_shows_twenty_and_counts_the_others() -> None:
+    """(`--format json` lists them all.)"""
+    from types import SimpleNamespace
+
+    from replay.cli._cmd_batch import _problem_table
+
+    def table(n: int):
+        problems = [SimpleNamespace(status="failed", path=f"f{i}.jsonl", message="broken")
+                    for i in range(n)]
+        return _problem_table(SimpleNamespace(problems=problems)).table
+
+    assert table(20).row_count == 20  # all of them: no "0 more"
+    last = table(21)
+    assert last.row_count == 21
+    assert [c._cells[-1] for c in last.columns] == ["…", "1 more", "see --format json"]
 
 
 def test_a_dataset_in_a_missing_folder_is_a_user_error_that_creates_nothing(
