@@ -729,6 +729,14 @@ def test_cli_batch_json_report_and_strict_exit_code(logdir: Path, tmp_path: Path
     table = invoke("batch", logdir, "-s", "baseline", "-o", out, "--workers", "1")
     assert table.exit_code == 0
     assert "unchanged" in table.stdout and "totals per strategy" in table.stdout
+    again = invoke("batch", logdir, "-s", "baseline", "-o", out, "--workers", "1",
+                   "--format", "json", "-q")
+    counts = json.loads(again.stdout)["files"]
+    row = next(line for line in table.stdout.splitlines() if line.startswith("│"))
+    found, *others = (cell.strip() for cell in row.strip("│").split("│"))
+    assert found == str(counts["total"]) == "6"  # the files table's first row is the JSON's
+    assert others == [str(counts[k]) for k in ("ok", "replayed", "unchanged", "part of",
+                                               "skipped", "duplicate", "out of range", "failed")]
     # nothing replayed: the closing line says why, without a rate of zero files per second
     assert "0 files replayed (0 requests), 4 unchanged since the last run" in table.stderr
     assert "files/s" not in table.stderr
