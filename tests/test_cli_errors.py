@@ -839,6 +839,27 @@ def test_a_data_file_a_command_does_not_write_is_refused(invoke, tmp_path, args,
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    ("args", "name", "writes"),
+    [
+        (["bench", "-n", "5", "--write-log"], "s.csv", "replay-log JSONL"),
+        (["bench", "-n", "5", "--write-log"], "s.json", "replay-log JSONL"),
+        (["calibrate", str(RUN42), "--write-tokenizers"], "t.parquet", "json"),
+    ],
+)
+def test_a_data_file_an_option_does_not_write_is_refused(invoke, tmp_path, args, name, writes):
+    """As `-o`: `bench --write-log x.csv` wrote the replay-log JSONL into it (`record-fixture
+    -o x.csv`, the same kind of log, was refused), `--write-tokenizers x.parquet` JSON rows."""
+    out = tmp_path / name
+    result = invoke(*args, out)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: {args[-1]} {out} names a {out.suffix[1:]} file, which this command does not "
+        f"write (it writes {writes}): give a file name that agrees with it\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_parquet_without_a_file_is_refused_before_the_replay(invoke):
     """Refused at once, not after a breakeven of minutes: before the strategies are resolved,
     before the log is read (run42 has no usage: `fidelity` would refuse it for that)."""

@@ -11,6 +11,7 @@ from replay.cli._main import (
     check_output_folder,
     cli,
     output_options,
+    refuse_data_suffix,
     say,
     user_errors,
 )
@@ -151,6 +152,7 @@ def bench_command(
 
     if write_log is not None:
         _refuse_bench_options_with_write_log()
+        refuse_data_suffix(write_log, "replay-log JSONL", flag="--write-log")
         session = write_synthetic_log(
             write_log,
             requests,

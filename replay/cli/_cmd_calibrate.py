@@ -14,6 +14,7 @@ from replay.cli._main import (
     check_output_folder,
     cli,
     output_options,
+    refuse_data_suffix,
     say,
     user_errors,
 )
@@ -117,6 +118,7 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     from replay.tokens import calibrate, calibration_dict, logs_label, write_tokenizer_file
 
     _check_date(date)
+    refuse_data_suffix(write_tokenizers, "json", ("json",), flag="--write-tokenizers")
 
     def warn(message: str) -> None:  # `-q`: nothing but the result
         if not quiet:

@@ -264,16 +264,19 @@ def format_for(fmt: str | None, output: Any, formats: tuple[str, ...]) -> str:
     return fmt
 
 
-def refuse_data_suffix(output: Any, writes: str, formats: tuple[str, ...] = ()) -> str | None:
+def refuse_data_suffix(
+    output: Any, writes: str, formats: tuple[str, ...] = (), flag: str = "-o"
+) -> str | None:
     """The format `-o`'s suffix names; an error where it names a data format (JSON, CSV,
     Parquet) other than `formats`, what the command writes (`writes`, said in the error): a
-    program reading the file as that format would fail on it."""
+    program reading the file as that format would fail on it. `flag`: the option that names
+    the file (`--write-log`, `--write-tokenizers` write one too)."""
     if output is None or str(output) == "-":
         return None
     named = SUFFIX_FORMATS.get(Path(str(output)).suffix.lower())
     if named in DATA_FORMATS and named not in formats:
         raise ReplayError(
-            f"-o {output} names a {named} file, which this command does not write (it writes "
+            f"{flag} {output} names a {named} file, which this command does not write (it writes "
             f"{writes}): give a file name that agrees with {'one' if len(formats) > 1 else 'it'}"
         )
     return named
