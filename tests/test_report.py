@@ -486,6 +486,21 @@ def test_report_of_the_same_log_is_the_same_file(tmp_path) -> None:
     assert b'"span": ["2026-' in pages[0] or b'"span":["2026-' in pages[0]
 
 
+def test_report_command_says_what_it_wrote_and_its_size(tmp_path) -> None:
+    from replay.cli._cmd_report import _size
+
+    out = tmp_path / "r.html"
+    run = CliRunner().invoke(cli, ["report", str(SAMPLE), "-s", "baseline", "--no-breakeven",
+                                   "-o", str(out)], prog_name="replay")
+    assert run.exit_code == 0, run.output
+    requests = len(replay(SAMPLE, "baseline").turns)
+    assert run.stderr.splitlines()[-1] == (
+        f"wrote {out} ({_size(out.stat().st_size)}: 1 strategy × {requests} requests)"
+    )
+    # kB below a megabyte (decimal units), MB with one decimal from it
+    assert [_size(n) for n in (999_000, 1_000_000, 1_460_000)] == ["999 kB", "1.0 MB", "1.5 MB"]
+
+
 def test_report_command_quiet_prints_nothing(tmp_path) -> None:
     out = tmp_path / "r.html"
     run = CliRunner().invoke(
