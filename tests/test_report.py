@@ -501,6 +501,13 @@ def test_report_command_says_what_it_wrote_and_its_size(tmp_path) -> None:
     assert [_size(n) for n in (999_000, 1_000_000, 1_460_000)] == ["999 kB", "1.0 MB", "1.5 MB"]
 
 
+def test_a_report_may_be_named_htm_in_any_case(tmp_path) -> None:
+    from replay.cli._cmd_report import _html_target
+
+    assert all(_html_target(tmp_path / name) for name in ("r.html", "r.htm", "R.HTM", "r.Html"))
+    assert not any(_html_target(tmp_path / name) for name in ("r.png", "r", "html"))
+
+
 def test_report_command_quiet_prints_nothing(tmp_path) -> None:
     out = tmp_path / "r.html"
     run = CliRunner().invoke(
