@@ -170,6 +170,17 @@ def test_bench_cli_table_says_when_naive_is_extrapolated():
     assert "fast / floor" in result.output and "naive / fast" in result.output
 
 
+def test_bench_cli_naive_requests_zero_runs_the_naive_reference_on_all():
+    """`--naive-requests 0` means all (its help says so), not a run of one request
+    extrapolated."""
+    result = CliRunner().invoke(cli, ["bench", "-n", "12", "-s", "baseline", "--naive-requests",
+                                      "0", "--no-doubling", "--no-memory", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["naive_extrapolated"] is False
+    assert [r["naive_requests"] for r in doc["rows"]] == [12]
+
+
 def test_repeated_output_bytes_counts_each_repeat_of_an_earlier_output():
     session = synthetic_session(40, 0)
     outputs = [e.output for e in session.events if isinstance(e, ToolResult)]
