@@ -248,7 +248,9 @@ def test_write_log_only(tmp_path):
     assert len(session.requests()) == 25
     assert dumps_log(session.header, session.events) == path.read_text()
     assert path.read_text() == dumps_log(*_parts(synthetic_session(25, 3)))
-    assert "warning" not in result.stderr
+    assert result.stderr == f"wrote {path}: 25 requests\n"  # (no warning: it replays)
+    quiet = CliRunner().invoke(cli, ["bench", "-n", "5", "--write-log", str(path), "-q"])
+    assert (quiet.exit_code, quiet.stderr) == (0, "")
 
 
 @pytest.mark.parametrize(
