@@ -179,6 +179,7 @@ def test_bench_cli_naive_requests_zero_runs_the_naive_reference_on_all():
     doc = json.loads(result.stdout)
     assert doc["naive_extrapolated"] is False
     assert [r["naive_requests"] for r in doc["rows"]] == [12]
+    assert result.stderr == ""  # no `bench:` phase lines beside JSON
 
 
 def test_repeated_output_bytes_counts_each_repeat_of_an_earlier_output():
