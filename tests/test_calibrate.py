@@ -471,6 +471,18 @@ def test_skipped_lines_and_a_factor_of_few_pairs_are_warned(tmp_path: Path) -> N
     assert result.exit_code == 0 and "warning" not in result.stderr, result.stderr
 
 
+def test_ten_pairs_are_enough_to_measure_without_a_warning(tmp_path: Path) -> None:
+    """Below FEW_PAIRS (10) pairs, and not at it."""
+    load_commands()
+    for rounds, warned in ((9, True), (10, False)):
+        log = tmp_path / f"rounds-{rounds}.jsonl"
+        write_log(synthetic_session(1.42, rounds=rounds), log)
+        result = CliRunner().invoke(cli, ["calibrate", str(log), "--format", "json"])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["families"][0]["pairs"] == rounds
+        assert ("pair(s) only" in result.stderr) is warned, result.stderr
+
+
 def test_calibrate_reads_standard_input(tmp_path: Path) -> None:
     load_commands()
     log = tmp_path / "billed.jsonl"
