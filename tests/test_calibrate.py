@@ -483,6 +483,22 @@ def test_ten_pairs_are_enough_to_measure_without_a_warning(tmp_path: Path) -> No
         assert ("pair(s) only" in result.stderr) is warned, result.stderr
 
 
+def test_a_public_tokenizer_measured_suggests_no_row(tmp_path: Path) -> None:
+    """Its factor is 1 by definition (counted exactly): what it measures is the method's own
+    bias, shown in the table, never a row to paste into pricing/tokenizers.json."""
+    load_commands()
+    log = tmp_path / "openai.jsonl"
+    write_log(synthetic_session(1.0, model="gpt-5"), log)
+    result = CliRunner().invoke(cli, ["calibrate", str(log), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert [f["pairs"] for f in document["families"]] == [40] and document["tokenizers"] == []
+    table = CliRunner().invoke(cli, ["calibrate", str(log)])
+    assert table.stdout.endswith(
+        "no row for pricing/tokenizers.json: the families measured count exactly\n"
+    )
+
+
 def test_calibrate_reads_standard_input(tmp_path: Path) -> None:
     load_commands()
     log = tmp_path / "billed.jsonl"
