@@ -123,6 +123,24 @@ def test_a_selector_that_matches_nothing_is_an_error(selector, why) -> None:
         _prune(_history(), Selector.parse(selector), 5)
 
 
+def test_a_tool_that_matches_nothing_is_named_beside_the_tools_there_are_sorted() -> None:
+    """The tools the history holds results of, in name order (not a set's, which changes from
+    run to run), or `none` where it holds no tool result."""
+    names = ["zsh", "read_file", "grep", "edit", "bash", "ls"]
+    history: list = [UserItem("go", event_index=0)]
+    for n, name in enumerate(names):
+        history += [
+            AssistantItem((Block("tool_call", call_id=f"c{n}", name=name, arguments={}),),
+                          event_index=2 * n + 1),
+            ToolResultItem(f"c{n}", name, "out", event_index=2 * n + 2),
+        ]
+    with pytest.raises(ReplayError, match=re.escape(
+            "no result of tool 'cat' (tools: bash, edit, grep, ls, read_file, zsh)")):
+        _prune(history, Selector.parse("tool:cat"), 1)
+    with pytest.raises(ReplayError, match=re.escape("no result of tool 'cat' (tools: none)")):
+        _prune(history[:1], Selector.parse("tool:cat"), 0)
+
+
 def test_prune_tool() -> None:
     kept, detail = _prune(_history(), Selector.parse("tool:read_file"), 0)
     assert _outputs(kept) == ["UserItem", "AssistantItem", PLACEHOLDER, "AssistantItem",
