@@ -239,6 +239,20 @@ def test_whatif_compact_replaces_the_history_with_one_summary() -> None:
     assert [r.event for r in rows] == ["compaction"]
 
 
+def test_whatif_compact_s_summarizer_is_sent_what_the_summary_replaces() -> None:
+    """The summarizer call is sent the items its summary replaces, then the instruction: not
+    the current step, which the compacted request still sends as it is."""
+    from replay.strategies._summary import STRUCTURED_INSTRUCTION
+
+    edit = whatif_strategy(3, None, True)
+    _, records = breakeven_session(_session(), [edit])
+    summary = _requests_of(records, edit.name)[3].view[0]
+    call = next(r for r in records if r.kind == "summarizer")
+    *sent, instruction = call.view
+    assert tuple(i.event_index for i in sent) == summary.replaces == (0, 2, 3, 5, 6)
+    assert instruction.text == STRUCTURED_INSTRUCTION
+
+
 def _threaded_session():
     """Requests in file order: 0-1 main, 2-4 a subagent's thread (spawned by request 1's call),
     5-7 main again."""
