@@ -1702,12 +1702,16 @@ def test_a_one_hour_cache_write_is_a_cache_write_premium() -> None:
 
 
 def test_the_break_even_frame_keeps_each_row_s_values_exactly() -> None:
-    """The DataFrame of the rows (`replay.breakeven(...)`, the report): money stays
-    decimal, the closed form is the float the row holds (420.08, not a 32-bit float's
-    420.0799…), and counts are 64-bit integers like every count column of the library."""
+    """The DataFrame of the rows (`replay.breakeven(...)`, the report): its columns are the
+    row's fields in their order (the JSON's), every money column stays decimal, the closed
+    form is the float the row holds (420.08, not a 32-bit float's 420.0799…), and counts are
+    64-bit integers like every count column of the library."""
+    from dataclasses import fields
+
     import polars as pl
 
     from replay.breakeven._frame import breakeven_frame
+    from replay.engine._results import MONEY
 
     row = _breakeven.BreakEven(
         strategy="s", request_index=84, thread="main", event="aging", first_edit_token=51,
@@ -1722,6 +1726,9 @@ def test_the_break_even_frame_keeps_each_row_s_values_exactly() -> None:
     ints = ["request_index", "first_edit_token", "removed_tokens", "surviving_tokens",
             "breakeven_simulated", "horizon", "summarizer_cache_read"]
     assert all(frame.schema[name] == pl.Int64 for name in ints)
+    assert frame.columns == [f.name for f in fields(_breakeven.BreakEven)]
+    money = [name for name in frame.columns if name.endswith("_usd")]
+    assert len(money) == 4 and all(frame.schema[name] == MONEY for name in money)
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
