@@ -240,6 +240,8 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     cf = _Run(run.session, run.named, cf_config, run.facts)
     # Each snapshot serves one counterfactual: it is taken over, not copied again.
     cf.store, rec.store_before = rec.store_before, None
+    derive = bool(subs) and _shift.ENABLED and e.lone
+    before = dict(cf.store.entries) if derive else {}  # (`Shift.unmatched`)
     cf.renderers = run.renderers
     state = _Thread(strategy=None)
     state.previous = prev.request if prev is not None else None
@@ -335,9 +337,10 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
         )
         net, paid_back = _account(net, paid_back, cf_rec.cost_usd - strategy_cost, k - i)
         over_window += cf_rec.over_window and not cur.over_window
-        if k == i and subs and _shift.ENABLED and e.lone:
+        if k == i and derive:
             shift = Shift(
-                run, seq, i, subs, items, cf_rec, cf.store, e.known_ids, e.earlier, e.id_memo
+                run, seq, i, subs, items, cf_rec, cf.store, before, e.known_ids, e.earlier,
+                e.id_memo,
             )
             retry_at = i + 1
         elif shift is not None:

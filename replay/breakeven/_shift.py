@@ -149,6 +149,7 @@ class Shift:
         cf_items: list[Item],
         cf_record: Any,
         cf_store: Any,
+        before: dict[Any, Any],
         known_ids: int = -1,
         earlier: Sequence[Any] = (),
         id_memo: dict[Any, Any] | None = None,
@@ -179,15 +180,17 @@ class Shift:
         self.ok = self._originals(rec, cf_items, cf_record) and self._usable(rec)
         if not self.ok:
             return
-        edit_ts: datetime = rec.ts
         self.unmatched = [
             key
             for key, e in cf_store.entries.items()
             if key[1] == rec.request.model and e.tokens > self.first_start
-            and (e.created is None or e.created < edit_ts)
+            and before.get(key) is e
         ]
         """Keys of the entries from before the rewrite that reach past the edit (any scope):
-        only the counterfactual can match those (an entry that replaced one has its key)."""
+        only the counterfactual can match those (an entry that replaced one has its key). From
+        before: in the store the rewrite's request found (`before`, its entries by key), not
+        written by that request (an expired one it wrote again is another entry); not told by
+        their write times, which an earlier request of a log with a coarse clock shares."""
         self._prefixes = np.array([key[2] for key in self.unmatched], dtype=np.int64)
         self.cf_last = cf_record
         """The counterfactual's last replayed request (its prefix keys tell which unmatched
