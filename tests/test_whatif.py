@@ -165,6 +165,16 @@ def test_prune_messages_keeps_calls_and_results_together(selector, left) -> None
     assert detail == f"dropped {len(history) - len(left)} history items"
 
 
+def test_prune_messages_drops_a_result_whose_call_is_gone_alone() -> None:
+    """A result whose call the history no longer holds (the call compacted away) has no call
+    to take along: it goes alone, and the item where no call is stays."""
+    history = _history()
+    history.insert(1, ToolResultItem("c0", "read_file", "X" * 50, event_index=9))
+    kept, detail = _prune(history, Selector.parse("messages:1-1"), 0)
+    assert [i.event_index for i in kept] == [0, 1, 2, 3, 4, 5, 6]
+    assert detail == "dropped 1 history items"
+
+
 # --- the one-edit strategy ------------------------------------------------------------------
 
 
