@@ -913,6 +913,9 @@ def test_the_unmatched_entries_are_those_from_before_the_rewrite_past_its_first_
         def _usable(self, rec) -> bool:
             return True
 
+        def _written(self, rec) -> set[int]:
+            return {4000}
+
     t = datetime(2026, 3, 1, tzinfo=UTC)
     earlier = t - timedelta(seconds=1)
     entries = {
@@ -935,6 +938,14 @@ def test_the_unmatched_entries_are_those_from_before_the_rewrite_past_its_first_
                                ("key", "model-id", 6)]
     assert shift._prefixes.tolist() == [2, 4, 6]
     assert shift.watch == set() and (shift.longest, shift.dormant) == (-1, -1)
+    # (`watch`) Where the two runs read otherwise at the rewrite (before its edit), the entry
+    # the rewritten run read is watched unless a breakpoint of the request refreshed it; where
+    # they read the same, the same entry, nothing is.
+    for read, cf_read, watched in ((1500, 3000, {1500}), (4000, 3000, set()),
+                                   (1500, 1500, set())):
+        rec.outcome.cache_read, cf.outcome.cache_read = read, cf_read
+        shift = Found(None, [rec], 0, {}, [], cf, SimpleNamespace(entries=entries), before)
+        assert shift.watch == watched, (read, cf_read)
 
 
 def _coarse(session: Session, seconds: int) -> Session:
