@@ -509,6 +509,10 @@ def test_ready_waits_for_the_unmatched_prefixes_of_the_last_request_to_expire() 
     assert not _ready_shift(entries, [11, 12, 30]).ready(t)
     none = _ready_shift({("s", "m", 21): _entry(5000, False)}, [11])
     assert none.ready(t) and (none.longest, none.dormant) == (-1, 5000)
+    expired = _ready_shift(
+        {("s", "m", 21): _entry(5000, False), ("s", "m", 22): _entry(6000, True)}, [11]
+    )
+    assert expired.ready(t) and expired.dormant == 6000  # the longest, expired or not
     none.ok = False
     assert not none.ready(t)
 
