@@ -576,7 +576,8 @@ def _derive(**kw):
     tokens) whose fourth block (3, ending at 4,000) is a substituted one 1,000 tokens longer in
     the counterfactual; the rewritten run read 1,500, wrote for an hour to 4,000 and for five
     minutes to 5,000. `kw` sets the derivation's state (`watch`, `dormant`, `change`, `held`,
-    `written`, `minimum`, `tail`, `longest`, `saw_ttl`): (the cost or None, why it stopped)."""
+    `written`, `minimum`, `tail`, `longest`, `saw_ttl`, and `moves`, the substituted blocks):
+    (the cost or None, why it stopped)."""
     from datetime import UTC, datetime
     from types import SimpleNamespace
 
@@ -603,7 +604,7 @@ def _derive(**kw):
     shift.totals = {}
     shift.watch, shift.dormant = kw.get("watch", set()), kw.get("dormant", -1)
     shift._usable = lambda rec: True
-    shift._moves = lambda rec: _shift._Moves([3], [1000], [4000])
+    shift._moves = lambda rec: kw.get("moves", _shift._Moves([3], [1000], [4000]))
     shift._view = lambda rec: view
     shift._min_length = lambda rec: kw.get("minimum", 1024)
     shift._change = lambda cur, previous: kw.get("change")
@@ -637,6 +638,10 @@ def test_a_derived_request_stops_where_a_guard_says() -> None:
     # The minimum cacheable length: the first substituted block must start at it or past it.
     assert _derive(minimum=2000)[0] is not None
     assert _derive(minimum=2001) == (None, _shift.EDIT_BEFORE_MINIMUM)
+    # Where the first of several substituted blocks starts (block 1, at 1,000), not the last.
+    two = _shift._Moves([1, 3], [10, 1000], [1500, 4000])
+    assert _derive(minimum=1500, moves=two) == (None, _shift.EDIT_BEFORE_MINIMUM)
+    assert _derive(minimum=1000, moves=two)[0] is not None
     # A change before an unmatched entry's end (its blocks held before the rewrite): block 4
     # starts at 4,000, at 5,000 in the counterfactual.
     change = (4, 4, False)
