@@ -1154,10 +1154,17 @@ def test_every_model_of_the_main_providers_prices_like_calc_price_on_the_fast_pa
     assert completed  # Claude on Vertex without a 1h price, at least
 
 
-def test_memoized_pricing_does_not_call_calc_price(monkeypatch):
+@pytest.mark.parametrize("context", [None, {"speed": "fast"}])
+def test_memoized_pricing_does_not_call_calc_price(monkeypatch, context):
+    """One card per price period, under a price variant too (genai-prices resolves a variant's
+    prices as a new copy at each call: the card is keyed on the standard price's object), on
+    every day of the period."""
     pricer = Pricer()
     b = Buckets(uncached=10, cache_read=300_000, output=5)
-    pricer.price(b, model="gpt-5.5", provider="openai", ts=OCT_20)  # builds + self-checks card
+    model = "claude-opus-4-8" if context else "gpt-5.5"
+    provider = "anthropic" if context else "openai"
+    # builds + self-checks the card
+    pricer.price(b, model=model, provider=provider, ts=OCT_20, context=context)
     calls = []
     real = genai_prices.calc_price
     monkeypatch.setattr(
@@ -1172,10 +1179,14 @@ def test_memoized_pricing_does_not_call_calc_price(monkeypatch):
     for i in range(100):
         pricer.price(
             Buckets(uncached=i),
-            model="gpt-5.5",
-            provider="openai",
+            model=model,
+            provider=provider,
             ts=OCT_20 + timedelta(seconds=i),
+            context=context,
         )
+    for days in range(1, 4):  # the period goes on: another day, the same card
+        pricer.price(b, model=model, provider=provider, ts=OCT_20 + timedelta(days=days),
+                     context=context)
     assert calls == []
 
 

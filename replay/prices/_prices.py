@@ -573,8 +573,10 @@ def _prices_at(
     genai-prices' own object they come from (a stable key) and what replay changed (for
     `Price.source`, "" if nothing)."""
     prices = model_info.get_prices(ts, dict(context) or None)
+    # A variant's prices are a new copy at each call: they come from the standard object.
+    own = model_info.get_prices(ts) if context else prices
     if peak is None:
-        return prices, prices, ""
+        return prices, own, ""
     off_peak = _off_peak_prices(model_info, ts)
     if off_peak is prices:
         return prices, prices, ""
@@ -582,7 +584,7 @@ def _prices_at(
         days = "/".join(day for day in WEEKDAYS if day not in peak.days)
         return off_peak, off_peak, f" + off-peak price all day on {days} (pricing/{PATCH_FILE})"
     if not _time_of_day(model_info, prices):  # (a price variant's: as genai-prices has it)
-        return prices, prices, ""
+        return prices, own, ""
     scaled = _times(off_peak, peak.factor)
     if all(getattr(scaled, unit) == getattr(prices, unit) for unit in _PRICE_KEYS):
         return prices, prices, ""
