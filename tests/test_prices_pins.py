@@ -334,3 +334,27 @@ def test_one_pricer_bills_each_peak_hour_at_twice_its_own_day_s_off_peak_price()
     august = pricer.price(b, **flash, ts=datetime(2026, 8, 20, 2, tzinfo=UTC))
     assert (may.input_usd, may.output_usd) == (D("0.28"), D("0.56"))
     assert (august.input_usd, august.output_usd) == (D("0.44"), D("1.32"))
+
+
+def test_a_peak_days_row_restricts_its_own_provider_s_models_only():
+    """Quicksilverpro lists deepseek-v4-pro under genai-prices' DeepSeek id too; the peak row
+    names `deepseek`: another provider's model of that id has no weekday rule."""
+    from replay.prices._patches import peak_rule
+
+    assert peak_rule("deepseek", "deepseek-v4-pro") is not None
+    assert peak_rule("quicksilverpro", "deepseek-v4-pro") is None
+
+
+def test_the_note_of_an_unpriced_variant_names_a_rule_any_of_whose_entries_it_holds(
+    monkeypatch,
+):
+    """A row selected by two price context entries is one that would have priced a request
+    holding only one of them: the note of that request names it."""
+    from replay.prices import _patches
+
+    both = _multiplier(when={"inference_geo": "us", "speed": "fast"}, what="both")
+    patches = _patches.PricePatches(description="d", reviewed=date(2026, 12, 5), peak_days=[],
+                                    prices=[], multipliers=[both])
+    monkeypatch.setattr(_patches, "price_patches", lambda: patches)
+    assert _patches.multiplier_rules(frozenset({"inference_geo"})) == (both,)
+    assert _patches.multiplier_rules(frozenset({"processing"})) == ()
