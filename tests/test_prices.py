@@ -521,7 +521,7 @@ def test_deepseek_peak_prices_apply_monday_to_friday_only(model):
     ):
         p = pricer.price(b, model=model, provider="deepseek", ts=weekend_peak)
         assert amounts(p) == amounts(off), weekend_peak
-        assert "off-peak" in p.source and "Sat/Sun" in p.source
+        assert " + off-peak price all day on Sat/Sun (pricing/price_patches.json)" in p.source
     # Monday 01:30 UTC (Sunday evening in California) is a peak hour again
     monday = datetime(2026, 10, 25, 18, 30, tzinfo=timezone(timedelta(hours=-7)))
     assert pricer.price(b, model=model, provider="deepseek", ts=monday).total_usd == (
@@ -1018,6 +1018,10 @@ def test_an_override_without_cache_rates_warns_only_for_the_buckets_it_bills_oth
     assert read.warning == (
         "'local-llm' (override): no cache-read price, cache reads billed at the input rate"
     )
+    written = pricer.price(Buckets(uncached=1_000_000, cache_write_5m=1_000_000), **args)
+    assert written.warning == (  # no word of the reads it has no rate for but made none
+        "'local-llm' (override): no cache-write price, cache writes billed as plain input"
+    )
 
 
 def test_overrides_match_names_as_shell_wildcards_and_report_those_that_priced_nothing():
@@ -1048,6 +1052,10 @@ def test_an_override_another_one_shadows_for_every_model_priced_nothing():
     pricer = Pricer({"claude-*": cheap, "claude-sonnet-*": dear})
     assert pricer.override_for("claude-sonnet-4-6") is cheap
     assert pricer.shadowed_overrides(["claude-sonnet-4-6"]) == {"claude-sonnet-*": ["claude-*"]}
+    # named once, however many models it priced instead
+    assert pricer.shadowed_overrides(["claude-sonnet-4-6", "claude-sonnet-4-5"]) == {
+        "claude-sonnet-*": ["claude-*"]
+    }
     assert pricer.shadowed_overrides(["gpt-5"]) == {}
 
 
