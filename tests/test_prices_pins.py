@@ -358,3 +358,25 @@ def test_the_note_of_an_unpriced_variant_names_a_rule_any_of_whose_entries_it_ho
     monkeypatch.setattr(_patches, "price_patches", lambda: patches)
     assert _patches.multiplier_rules(frozenset({"inference_geo"})) == (both,)
     assert _patches.multiplier_rules(frozenset({"processing"})) == ()
+
+
+def test_a_pricer_prices_with_the_snapshot_genai_prices_has_now(monkeypatch):
+    """genai-prices' snapshot can be replaced while replay runs (its auto-update, or
+    `set_custom_snapshot`): a Pricer's rate cards of the earlier one are dropped, not reused."""
+    from genai_prices import data_snapshot
+
+    def snapshot(rate: str) -> data_snapshot.DataSnapshot:
+        model = gp_types.ModelInfo(id="acme-1", match=gp_types.ClauseEquals(equals="acme-1"),
+                                   prices=gp_types.ModelPrice(input_mtok=D(rate)))
+        provider = gp_types.Provider(id="acme", name="Acme", api_pattern="x", models=[model])
+        return data_snapshot.DataSnapshot(providers=[provider], from_auto_update=True,
+                                          timestamp=datetime(2026, 12, 1))
+
+    pricer, b = Pricer(), Buckets(uncached=1_000_000)
+    ts = datetime(2026, 10, 20, tzinfo=UTC)
+    monkeypatch.setattr(data_snapshot, "_custom_snapshot", snapshot("1"))
+    assert pricer.price(b, model="acme-1", provider="acme", ts=ts).input_usd == D(1)
+    monkeypatch.setattr(data_snapshot, "_custom_snapshot", snapshot("2"))
+    later = pricer.price(b, model="acme-1", provider="acme", ts=ts)
+    assert later.input_usd == D(2)
+    assert later.source.endswith("auto-update of 2026-12-01")
