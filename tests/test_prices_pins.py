@@ -12,6 +12,7 @@ from decimal import Decimal
 import pytest
 from genai_prices import types as gp_types
 
+from replay._errors import ReplayError
 from replay.prices import Buckets, Pricer, _prices, parse_price_override
 from replay.prices._patches import PriceMultiplier, PricePatch
 
@@ -320,6 +321,12 @@ def test_a_model_without_any_write_rate_gets_both_from_the_rule_multipliers():
     assert prices.cache_write_mtok is None  # genai-prices' own object is left as it was
     same, note = _prices._with_1h_write_rate(prices, (None, D(2)), "pricing/cache/x.json")
     assert (same, note) == (prices, "")
+    # no input rate to multiply: left as it is, for the card to refuse (not a TypeError here)
+    unpriced = gp_types.ModelPrice(cache_read_mtok=D("0.4"))
+    same, note = _prices._with_1h_write_rate(unpriced, (D("1.25"), D(2)), "pricing/cache/x.json")
+    assert (same, note) == (unpriced, "")
+    with pytest.raises(ReplayError, match="no input-token price"):
+        _prices._card_from_model_price(same, source="test", model_ref="acme-1", label="'acme-1'")
 
 
 def test_one_pricer_bills_each_peak_hour_at_twice_its_own_day_s_off_peak_price():
