@@ -955,6 +955,17 @@ def test_outliers_are_trimmed_at_four_robust_deviations_by_default() -> None:
     assert c.trimmed == 1
 
 
+def test_the_spread_and_the_logs_are_those_of_the_pairs_kept() -> None:
+    """The quartiles and `by_log` are of the pairs the factor is measured on: an outlier
+    trimmed moves neither, and a log whose only pair was trimmed gives no factor of its own."""
+    pairs = _pairs_at([1.0, 1.1, 1.2, 1.3, 1.4] * 2 + [9.0])
+    pairs[-1] = replace(pairs[-1], log="b")
+    c = fit_family("claude", pairs, resamples=20)
+    assert c.trimmed == 1
+    assert c.quartiles == pytest.approx((1.1, 1.2, 1.3))  # 1.35 with the outlier
+    assert [(f.log, f.pairs) for f in c.by_log] == [("a", 10)]
+
+
 def test_framing_per_call_needs_ten_pairs_off_the_commonest_shape_and_ten_pairs_fit() -> None:
     """`_framing_fit`: the framing is fitted from 10 pairs on; per tool call apart from per
     message when at least 10 pairs differ from the commonest (messages, tool calls) shape, and
@@ -1161,6 +1172,16 @@ def test_calibrate_lists_the_models_seen_with_usage_in_families_order() -> None:
     opus = _log([_reply()], model="claude-opus-4-8")
     assert [c.family for c in calibrate([opus, session], resamples=10)] == [
         "claude", "claude-new-tokenizer"]
+
+
+def test_a_family_seen_without_a_usable_pair_is_listed_unmeasured() -> None:
+    """`calibrate`: a family whose requests gave no pair it can measure is still one of its
+    calibrations (its models, why its pairs were left out), with no factor: "not measured"."""
+    session = _log([_reply()], [_reply()], model="claude-opus-4-8", prompts=[1000, 1000, 900])
+    (c,) = calibrate([session], resamples=10)
+    assert (c.family, c.models, c.pairs, c.factor) == (
+        "claude-new-tokenizer", ("claude-opus-4-8",), 0, None)
+    assert c.excluded == {"prompt did not grow": 2}
 
 
 def test_calibrate_fits_each_family_with_the_options_given() -> None:
