@@ -1070,6 +1070,20 @@ def test_an_interval_reaching_below_zero_is_written_with_to() -> None:
     assert Estimate(1.0, -0.5, 2.0).text(1) == "1.0 (-0.5 to 2.0)"
 
 
+def test_the_measured_text_writes_a_range_reaching_below_zero_with_to() -> None:
+    """The `measured` text of a tokenizer row writes its interval and its per-log range as
+    `Estimate.text` does: "CI -0.100-1.200" read as two negatives."""
+    from replay.tokens._calibrate import Estimate, LogFactor
+
+    c = fit_family("claude", _pairs_at([1.0, 1.1, 1.2]), resamples=10)
+    c = replace(c, factor=Estimate(0.5, -0.1, 1.2),
+                by_log=(LogFactor("a", 2, -0.25), LogFactor("b", 1, 1.5)))
+    text = c.measured_text("2026-11-29", "a, b")
+    assert "0.500, bootstrap 95% CI -0.100 to 1.200;" in text
+    assert "; per-log factors -0.25 to 1.50" in text
+    assert "CI 1.000-" in replace(c, factor=Estimate(1.1, 1.0, 1.2)).measured_text("d", "a")
+
+
 def test_pairs_of_logs_of_one_family_add_up() -> None:
     """`CalibrationPairs.extend` adds the exclusions of a family both hold (in all and per
     family) and unites their models and logs, keeping the first's."""

@@ -302,8 +302,14 @@ class Estimate:
     high: float
 
     def text(self, digits: int) -> str:
-        sep = " to " if self.low < 0 else "-"  # "(-27.4-55.4)" read as a range of negatives
-        return f"{self.value:.{digits}f} ({self.low:.{digits}f}{sep}{self.high:.{digits}f})"
+        return f"{self.value:.{digits}f} ({_span(self.low, self.high, digits)})"
+
+
+def _span(low: float, high: float, digits: int) -> str:
+    """`low-high`, or `low to high` when low is negative ("-27.4-55.4" reads as two
+    negatives)."""
+    sep = " to " if low < 0 else "-"
+    return f"{low:.{digits}f}{sep}{high:.{digits}f}"
 
 
 @dataclass(frozen=True)
@@ -389,13 +395,14 @@ class FamilyCalibration:
             f"({doc.message_overhead}/message, {doc.tool_call_overhead}/tool call); pairs with "
             f"compactions, injected or reconstructed context, thinking, model switches left out. "
             f"Ratio of sums over {self.pairs} pairs ({self.trimmed} outliers trimmed): "
-            f"{self.factor.value:.3f}, bootstrap 95% CI {self.factor.low:.3f}-"
-            f"{self.factor.high:.3f}; per-pair ratio quartiles {q1:.2f}/{q2:.2f}/{q3:.2f}"
+            f"{self.factor.value:.3f}, bootstrap 95% CI "
+            f"{_span(self.factor.low, self.factor.high, 3)}; per-pair ratio quartiles "
+            f"{q1:.2f}/{q2:.2f}/{q3:.2f}"
         )
         if len(self.by_log) > 1:
             low = min(f.factor for f in self.by_log)
             high = max(f.factor for f in self.by_log)
-            text += f"; per-log factors {low:.2f}-{high:.2f}"
+            text += f"; per-log factors {_span(low, high, 2)}"
         if self.framing is not None:
             fr = self.framing
             text += (
