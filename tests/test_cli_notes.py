@@ -534,6 +534,13 @@ def test_the_iteration_and_unread_write_notes_name_the_first_request_and_count_n
     requests[0].usage = Usage(input_tokens=100, output_tokens=10,
                               raw={"cache_write": True})  # type: ignore[call-arg]
     assert unread_write_notes(session) == []
+    # Writes read as 1h writes alone (Claude Code 2.1's main thread) were read.
+    requests[1].usage = Usage(
+        input_tokens=100, cache_write_1h_tokens=500, output_tokens=10,
+        raw={"cache_creation_input_tokens": 500,
+             "cache_creation": {"ephemeral_1h_input_tokens": 500}},
+    )  # type: ignore[call-arg]
+    assert unread_write_notes(session) == []
     requests[2].usage = Usage(input_tokens=100, output_tokens=10,
                               raw={"cacheWrite": 7})  # type: ignore[call-arg]
     (note,) = unread_write_notes(session)
