@@ -546,3 +546,26 @@ def test_the_iteration_and_unread_write_notes_name_the_first_request_and_count_n
     (note,) = unread_write_notes(session)
     assert note.startswith("1 request(s) report cache writes under a name replay does not "
                            "read: `cacheWrite` (7 tokens).")
+
+
+def test_request_times_go_backwards_only_within_a_thread() -> None:
+    """A subagent's request logged before the main thread's latest one is parallel work, not a
+    clock set back: times are compared within each thread."""
+    from datetime import timedelta
+
+    import gen
+
+    from replay._api import clock_notes
+
+    sub = [gen.Turn("counted", [])]
+    turns = [
+        gen.Turn("delegating", [gen.Call("Task", {"prompt": "Count."}, "2", subagent=sub)]),
+        gen.Turn("done"),
+    ]
+    session = gen.build_session(turns, provider="anthropic")
+    first, inner, last = session.requests()
+    inner.ts = first.ts - timedelta(seconds=1)
+    assert clock_notes(session) == []
+    last.ts = first.ts - timedelta(seconds=2)
+    (note,) = clock_notes(session)
+    assert "(first: request #2 (req-003), 2.0 s before its thread's previous request)" in note
