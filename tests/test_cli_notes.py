@@ -569,3 +569,19 @@ def test_request_times_go_backwards_only_within_a_thread() -> None:
     last.ts = first.ts - timedelta(seconds=2)
     (note,) = clock_notes(session)
     assert "(first: request #2 (req-003), 2.0 s before its thread's previous request)" in note
+
+
+def test_only_private_tokenizers_are_said_to_be_estimates_and_the_first_bad_line_is_named() -> None:
+    from replay._api import _skipped_note, tokenizer_estimate_notes
+    from replay._errors import LogFormatError
+    from replay.log import Session
+
+    assert tokenizer_estimate_notes(["gpt-4o", "gpt-5"]) == []
+    (note,) = tokenizer_estimate_notes(["gpt-4o", "claude-sonnet-4-5"])
+    assert note.startswith("Token counts for claude models are estimates: ")
+    session = Session(header=None, skipped=[  # type: ignore[arg-type]
+        LogFormatError("a.jsonl", 3, "expected JSON"),
+        LogFormatError("a.jsonl", 9, "expected an object"),
+    ])
+    assert _skipped_note(session).startswith(
+        "2 malformed line(s) skipped or repaired (first: a.jsonl:3: expected JSON)")
