@@ -183,7 +183,14 @@ def test_a_view_holding_no_items_is_a_plugin_error(invoke, tmp_path, clean_regis
          "instruction='i', summary='s')])", "a SummarizerCall whose input_items hold str"),
         ("View(items=list(history), summarizer_calls=[SummarizerCall(input_items=tuple(history), "
          "instruction=None, summary=None)])", "a SummarizerCall whose instruction is NoneType"),
+        ("View(items=list(history), summarizer_calls=[SummarizerCall(input_items=tuple(history), "
+         "instruction='i', summary=None)])", "a SummarizerCall whose summary is NoneType"),
         ("View(items=list(history), events=['oops'])", "a View whose events hold str"),
+        ("View(items=list(history), events=None)", "a View whose events are NoneType"),
+        ("[*history[:-1], ToolResultItem(call_id='c', tool_name=None, output='x')]",
+         "a list holding a ToolResultItem whose tool_name is NoneType"),
+        ("[UserItem(text='hi', estimated_tokens=True), *history[1:]]", "a list holding a UserItem "
+         "whose estimated_tokens is True"),
         ("[*history[:-1], UserItem(text=None)]", "a list holding a UserItem whose text is "
          "NoneType"),
         ("[*history[:-1], AssistantItem(blocks=('x',))]", "a list holding an AssistantItem whose "

@@ -1589,6 +1589,13 @@ def test_a_strategy_python_can_call_as_history_ctx_loads_and_runs(tmp_path, clea
     assert view_of(parse_name("callable-strategy").instantiate()(h.items, ctx())).items == h.items
 
 
+def test_a_new_item_may_be_sized_zero_tokens():
+    """An estimated size is None or any count from 0 (an empty text's is 0)."""
+    items = [UserItem("", estimated_tokens=0),
+             AssistantItem(blocks=(Block("thinking", estimated_tokens=0),))]
+    assert _plugins._not_a_view(items, []) is None
+
+
 EMPTIES_ITS_INPUT = '''
 def strategy(history, ctx):
     view = list(history)
