@@ -1589,6 +1589,25 @@ def test_a_strategy_python_can_call_as_history_ctx_loads_and_runs(tmp_path, clea
     assert view_of(parse_name("callable-strategy").instantiate()(h.items, ctx())).items == h.items
 
 
+def test_a_plugin_file_s_defaults(tmp_path, clean_registry):
+    """Without CACHE_CLASS a file's strategy is `churn` (the safe assumption); PARAMS overrides
+    the function's own defaults; a StrategySpec the file holds both by name and in a list is
+    one plug-in."""
+    path = tmp_path / "defaults_file.py"
+    path.write_text("PARAMS = {'n': 2}\n\ndef strategy(history, ctx, n=4, m=1):\n"
+                    "    return list(history)\n")
+    (spec,) = _plugins.load_strategy_file(path)
+    assert (spec.cache_class, spec.defaults) == ("churn", {"n": 2, "m": 1})
+    specs = tmp_path / "spec_twice.py"
+    specs.write_text(
+        "from replay.strategies import StrategySpec\n\n"
+        "def build():\n    return lambda history, ctx: list(history)\n\n"
+        "SPEC = StrategySpec(family='spec-twice', pattern='spec-twice', build=build, "
+        "cache_class='churn', rule='r')\nSPECS = [SPEC]\n"
+    )
+    assert [s.family for s in _plugins.load_strategy_file(specs)] == ["spec-twice"]
+
+
 def test_a_new_item_may_be_sized_zero_tokens():
     """An estimated size is None or any count from 0 (an empty text's is 0)."""
     items = [UserItem("", estimated_tokens=0),
