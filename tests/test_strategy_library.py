@@ -1911,6 +1911,35 @@ def test_a_list_a_strategy_returns_is_copied_into_its_view():
     assert len(view.items) == 1
 
 
+def _builds_a_number(**params):
+    return 42
+
+
+def _raises_on_a_request(**params):
+    def strategy(history, ctx):
+        raise ValueError("boom")
+
+    return strategy
+
+
+def test_a_code_plugin_s_mistakes_name_its_line_then_its_origin(clean_registry):
+    """A family registered from code is guarded as a file's is: built as anything but a
+    callable, it is refused when built; what it raises names the line that raised, then its
+    origin (a file plug-in's path is the line's own)."""
+    for family, build in (("code-number", _builds_a_number), ("code-raises", _raises_on_a_request)):
+        register(StrategySpec(family=family, pattern=family, build=build, cache_class="churn",
+                              rule="demo", canonical=(family,)))
+    with pytest.raises(ReplayError) as built:
+        parse_name("code-number").instantiate()
+    assert str(built.value) == (f"code:{__name__}: plug-in strategy 'code-number' was built as "
+                                "int: expected a callable taking (history, ctx)")
+    with pytest.raises(ReplayError) as raised:
+        parse_name("code-raises").instantiate()(History().user().items, ctx())
+    line = _raises_on_a_request.__code__.co_firstlineno + 2
+    assert str(raised.value) == (f"{__file__}:{line}: plug-in strategy 'code-raises' raised "
+                                 f"ValueError: boom on request 0 (code:{__name__})")
+
+
 # --- the command line --------------------------------------------------------------------------
 
 
