@@ -106,10 +106,11 @@ def test_a_plugin_error_names_the_line_that_raised_and_the_file_once(invoke, tmp
     assert line == f"error: {path}:2: plug-in strategy 'raises-deep' raised ValueError on request 0"
 
 
-@pytest.mark.parametrize("name", ["5", "'a,b'", "'x.y'", "''"])
+@pytest.mark.parametrize("name", ["5", "'a,b'", "'x.y'", "''", "'-x'"])
 def test_a_plugin_name_that_no_option_could_take_is_refused(invoke, tmp_path, clean_registry,
                                                             name):
-    # NAME = 5 was taken as "5"; a comma or a dot breaks `-s a,b` and `--set NAME.param`.
+    # NAME = 5 was taken as "5"; a comma or a dot breaks `-s a,b` and `--set NAME.param`; a
+    # leading dash reads as an option.
     path = _plugin(tmp_path, "named_badly", f"NAME = {name}\ndef strategy(history, ctx):\n"
                    "    return history\n")
     result = invoke("run", RUN42, "-s", "plugins", "--strategy-file", path, "-q")
