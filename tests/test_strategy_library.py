@@ -1665,6 +1665,15 @@ def test_a_plugin_file_loaded_again_after_an_edit_runs_its_new_code(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["last_n.py"]  # nothing written
 
 
+def test_a_plugin_file_renamed_by_an_edit_leaves_no_old_name(tmp_path, clean_registry):
+    path = tmp_path / "renamed.py"
+    for name in ("old-name", "new-name"):
+        path.write_text(f"NAME = {name!r}\ndef strategy(history, ctx):\n    return list(history)\n")
+        _plugins.load_strategy_file(path)
+    assert "new-name" in plugin_names() and "old-name" not in plugin_names()
+
+
+
 def test_bad_strategy_files_are_user_errors(tmp_path, clean_registry):
     with pytest.raises(ReplayError, match="no such file"):
         _plugins.load_strategy_file(tmp_path / "missing.py")
@@ -1799,6 +1808,7 @@ def test_entry_point_plugins(tmp_path, monkeypatch, clean_registry):
     assert "ep-demo-1" in plugin_names() and "ep-demo-1" not in canonical_names()
     assert parse_name("ep-demo-3").params == {"keep": 3}
     sys.modules.pop("fake_replay_plugin", None)
+
 
 
 def test_a_broken_plugin_package_is_one_warning_line_naming_its_code(tmp_path):
