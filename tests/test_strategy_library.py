@@ -1673,6 +1673,20 @@ def test_a_plugin_file_renamed_by_an_edit_leaves_no_old_name(tmp_path, clean_reg
     assert "new-name" in plugin_names() and "old-name" not in plugin_names()
 
 
+def test_a_plugin_file_s_rule_source_and_path_as_given(tmp_path, clean_registry):
+    """RULE and SOURCE default to the docstring's first line and the file; the loaded files are
+    listed as they were given (a worker loads them under the same origins)."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "documented.py").write_text(
+        '"""Keep everything.\n\nWhy, at length."""\n\ndef strategy(history, ctx):\n'
+        "    return list(history)\n"
+    )
+    given = tmp_path / "sub" / ".." / "documented.py"
+    (spec,) = _plugins.load_strategy_file(given)
+    assert (spec.rule, spec.source, spec.origin) == ("Keep everything.", f"file:{given}",
+                                                     f"file:{given}")
+    assert _plugins.loaded_files()[-1] == given
+
 
 def test_bad_strategy_files_are_user_errors(tmp_path, clean_registry):
     with pytest.raises(ReplayError, match="no such file"):
