@@ -1824,6 +1824,14 @@ def test_entry_point_plugins(tmp_path, monkeypatch, clean_registry):
     sys.modules.pop("fake_replay_plugin", None)
 
 
+def test_an_entry_point_may_load_a_factory_but_not_a_string():
+    spec = StrategySpec(family="ep-factory", pattern="ep-factory", build=_keep_everything,
+                        cache_class="churn", rule="r")
+    made = _plugins._specs_from_object(lambda: [spec], "entry-point:f")
+    assert [(s.family, s.origin) for s in made] == [("ep-factory", "entry-point:f")]
+    with pytest.raises(ReplayError, match="^entry-point:s: loads a str, not a StrategySpec$"):
+        _plugins._specs_from_object("ep-factory", "entry-point:s")
+
 
 def test_a_broken_plugin_package_is_one_warning_line_naming_its_code(tmp_path):
     """`replay` says once, in one line, which installed plug-in it skipped and where its code
