@@ -1833,6 +1833,20 @@ def test_an_entry_point_may_load_a_factory_but_not_a_string():
         _plugins._specs_from_object("ep-factory", "entry-point:s")
 
 
+def test_a_broken_package_is_named_by_its_innermost_line_outside_the_standard_library(
+    tmp_path, monkeypatch
+):
+    """The line of the package's own code that failed: not the import that reached it, nor the
+    standard library's code it called."""
+    module = tmp_path / "half_broken_pkg.py"
+    module.write_text("import json\n\n\ndef load():\n    return json.loads('{')\n\n\n"
+                      "SPECS = load()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError) as err:
+        importlib.import_module("half_broken_pkg")
+    assert _plugins._package_line(err.value) == f"{module}:5"
+
+
 def test_a_broken_plugin_package_is_one_warning_line_naming_its_code(tmp_path):
     """`replay` says once, in one line, which installed plug-in it skipped and where its code
     failed. It printed Python's warning form, naming the line of replay that loads plug-ins,
