@@ -1688,6 +1688,16 @@ def test_a_plugin_file_s_rule_source_and_path_as_given(tmp_path, clean_registry)
     assert _plugins.loaded_files()[-1] == given
 
 
+def test_a_plugin_file_runs_under_its_own_future_imports_not_replay_s(tmp_path, clean_registry):
+    """replay's modules postpone annotations (`from __future__ import annotations`); a plug-in
+    file that does not evaluates them, as Python would run it."""
+    path = tmp_path / "annotated.py"
+    path.write_text("def strategy(history: list, ctx) -> list:\n    return list(history)\n\n\n"
+                    "RULE = type(strategy.__annotations__['history']).__name__\n")
+    (spec,) = _plugins.load_strategy_file(path)
+    assert spec.rule == "type"  # a class, not the string 'list'
+
+
 def test_bad_strategy_files_are_user_errors(tmp_path, clean_registry):
     with pytest.raises(ReplayError, match="no such file"):
         _plugins.load_strategy_file(tmp_path / "missing.py")
