@@ -147,6 +147,14 @@ def test_a_plugin_that_returns_no_view_says_what_is_expected(invoke, tmp_path, c
     assert line.startswith(f"error: {path}:3: ")  # the function's file and line (was file:PATH)
 
 
+def test_a_class_plugin_that_returns_no_view_names_its_call_line(invoke, tmp_path,
+                                                                 clean_registry):
+    source = "class Strategy:\n    def __call__(self, history, ctx):\n        return None\n"
+    path = _plugin(tmp_path, "class_returns_badly", source)
+    line = _one_line(_run_plugin(invoke, path), ("'class-returns-badly'", "returned None"))
+    assert line.startswith(f"error: {path}:2: ")  # its __call__, not the file alone
+
+
 @pytest.mark.parametrize(
     ("source", "line", "takes"),
     [
