@@ -114,7 +114,15 @@ def test_a_plugin_name_that_no_option_could_take_is_refused(invoke, tmp_path, cl
     path = _plugin(tmp_path, "named_badly", f"NAME = {name}\ndef strategy(history, ctx):\n"
                    "    return history\n")
     result = invoke("run", RUN42, "-s", "plugins", "--strategy-file", path, "-q")
-    _one_line(result, (str(path), "must be a strategy name"))
+    _one_line(result, (str(path), f": NAME {name} must be a strategy name"))
+
+
+def test_a_file_name_that_is_no_strategy_name_is_refused_as_the_default_name(invoke, tmp_path,
+                                                                            clean_registry):
+    path = _plugin(tmp_path, "_hidden", "def strategy(history, ctx):\n    return history\n")
+    result = invoke("run", RUN42, "-s", "plugins", "--strategy-file", path, "-q")
+    _one_line(result, (str(path), ": the file's name '-hidden' (the default NAME) must be a "
+                       "strategy name", "set NAME"))
 
 
 @pytest.mark.parametrize(
