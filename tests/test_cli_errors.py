@@ -204,6 +204,13 @@ def test_a_view_holding_no_items_is_a_plugin_error(invoke, tmp_path, clean_regis
          "instruction='i', summary=None)])", "a SummarizerCall whose summary is NoneType"),
         ("View(items=list(history), events=['oops'])", "a View whose events hold str"),
         ("View(items=list(history), events=None)", "a View whose events are NoneType"),
+        ("View(items=None)", "a View of NoneType"),
+        ("View(items=list(history), summarizer_calls=None)",
+         "a View whose summarizer_calls are NoneType"),
+        ("View(items=list(history), summarizer_calls=[SummarizerCall(input_items=None, "
+         "instruction='i', summary='s')])", "a SummarizerCall whose input_items are NoneType"),
+        ("[*history[:-1], AssistantItem(blocks=None)]", "a list holding an AssistantItem whose "
+         "blocks are NoneType"),
         ("[*history[:-1], ToolResultItem(call_id='c', tool_name=None, output='x')]",
          "a list holding a ToolResultItem whose tool_name is NoneType"),
         ("[UserItem(text='hi', estimated_tokens=True), *history[1:]]", "a list holding a UserItem "
