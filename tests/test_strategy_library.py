@@ -1605,7 +1605,8 @@ def test_a_plugin_file_s_defaults(tmp_path, clean_registry):
         "SPEC = StrategySpec(family='spec-twice', pattern='spec-twice', build=build, "
         "cache_class='churn', rule='r')\nSPECS = [SPEC]\n"
     )
-    assert [s.family for s in _plugins.load_strategy_file(specs)] == ["spec-twice"]
+    loaded = _plugins.load_strategy_file(specs)
+    assert [(s.family, s.origin) for s in loaded] == [("spec-twice", f"file:{specs}")]
 
 
 def test_a_new_item_may_be_sized_zero_tokens():
