@@ -1832,6 +1832,7 @@ def test_entry_point_plugins(tmp_path, monkeypatch, clean_registry):
     assert loaded[0].origin == "entry-point:demo"
     assert "ep-demo-1" in plugin_names() and "ep-demo-1" not in canonical_names()
     assert parse_name("ep-demo-3").params == {"keep": 3}
+    assert _plugins.load_entry_points() == []  # loaded once (force: again)
     sys.modules.pop("fake_replay_plugin", None)
 
 
