@@ -1845,6 +1845,27 @@ def test_an_entry_point_may_load_a_factory_but_not_a_string():
         _plugins._specs_from_object("ep-factory", "entry-point:s")
 
 
+def test_an_entry_point_not_loaded_leaves_none_of_its_strategies(monkeypatch, clean_registry):
+    """A package whose second spec takes a built-in's family is skipped whole: its first one
+    stayed registered (and ran with `plugins`) although the warning said "not loaded"."""
+    good, clash = (
+        StrategySpec(family=family, pattern=pattern, build=_keep_everything, cache_class="churn",
+                     rule="r")
+        for family, pattern in (("half-good", "half-good"), ("baseline", "half-clash"))
+    )
+
+    class EntryPoint:
+        name, value = "half", "half_pkg:SPECS"
+
+        def load(self):
+            return [good, clash]
+
+    monkeypatch.setattr(_plugins.metadata, "entry_points", lambda group: [EntryPoint()])
+    with pytest.warns(UserWarning, match="^strategy plug-in 'half' .* not loaded: .*built-in"):
+        assert _plugins.load_entry_points(force=True) == []
+    assert "half-good" not in plugin_names()
+
+
 def test_a_broken_package_is_named_by_its_innermost_line_outside_the_standard_library(
     tmp_path, monkeypatch
 ):

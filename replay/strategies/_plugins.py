@@ -607,7 +607,8 @@ def _package_line(err: BaseException) -> str | None:
 
 def load_entry_points(force: bool = False) -> list[StrategySpec]:
     """Register the strategies of installed packages (entry-point group `replay.strategies`).
-    A broken plug-in is skipped with a warning instead of breaking every command."""
+    A broken plug-in is skipped with a warning instead of breaking every command: none of its
+    strategies is registered."""
     global _entry_points_loaded
     if _entry_points_loaded and not force:
         return []
@@ -615,13 +616,16 @@ def load_entry_points(force: bool = False) -> list[StrategySpec]:
     loaded: list[StrategySpec] = []
     for ep in metadata.entry_points(group=GROUP):
         origin = f"entry-point:{ep.name}"
+        registered_here: list[StrategySpec] = []
         try:
             with _stdout_to_stderr():
                 specs = _specs_from_object(ep.load(), origin)
             for spec in specs:
-                register(spec)
-            loaded.extend(specs)
+                registered_here.append(register(spec))
+            loaded.extend(registered_here)
         except (Exception, SystemExit) as err:  # a third-party package: warn, keep going
+            for spec in registered_here:  # "not loaded": none of its specs stays registered
+                _unregister(spec)
             where = _package_line(err)
             warnings.warn(
                 f"strategy plug-in {ep.name!r} ({ep.value}) not loaded: "
