@@ -410,6 +410,23 @@ def test_chart_specs(result, metric) -> None:
     assert scale.get("nice") is False
 
 
+@pytest.mark.parametrize(("requests", "miss", "rewrite", "hover"),
+                         [(60, 45, 110, 860 / 60), (61, 25, 60, 860 / 61),
+                          (200, 25, 60, 4.3), (201, 14, 32, 860 / 201), (1000, 14, 32, 2.0)])
+def test_the_page_s_markers_and_hover_rules_fit_its_number_of_requests(requests, miss, rewrite,
+                                                                      hover) -> None:
+    """The page's charts read no records (named data): they size their markers (smaller on
+    long logs, where a rewrite can happen at every request) and each request's hover rule (as
+    wide as a request, 2 pixels at least) from the number of requests they are given."""
+    from replay.report._charts import metric_chart
+
+    spec = metric_chart([], "cost", named=True, strategies=["a"], requests=requests).to_dict()
+    _lines, _dots, rules, markers = spec["layer"]
+    assert rules["mark"]["strokeWidth"] == pytest.approx(hover)
+    size = markers["encoding"]["size"]
+    assert (size["condition"]["value"], size["value"]) == (miss, rewrite)
+
+
 def test_strategy_names_with_dots_are_fields_not_paths() -> None:
     from replay.report._charts import _field_name
 
