@@ -403,6 +403,9 @@ def test_chart_specs(result, metric) -> None:
     # thread's); the cost is the strategy's, over all its threads.
     lines = json.dumps(spec["layer"][0]["encoding"].get("detail"))
     assert ('"t"' in lines) == (metric != "cost")
+    # So is a lone point's dot: a subagent's one call is no lone point of the cost's line.
+    (lone,) = [t for t in spec["layer"][1]["transform"] if "joinaggregate" in t]
+    assert lone["groupby"] == (["s"] if metric == "cost" else ["s", "t"])
     assert all(row["t"] == "main" for row in series_rows(result.records))
     # The request axis ends at the last request, not at a round number past it.
     assert spec["layer"][0]["encoding"]["x"]["scale"] == {"nice": False}
