@@ -459,8 +459,14 @@ def test_a_series_of_one_request_is_drawn(tmp_path, metric) -> None:
     dots = re.findall(r'aria-label="request: 0; [^"]*strategy: ([\w-]+)"[^>]*'
                       r'aria-roledescription="circle"', svg)
     assert set(dots) == {"baseline", "truncate-500"}
-    two = replay(SAMPLE, "baseline,truncate-500")  # lines of 14 requests need no dot
-    assert 'aria-roledescription="circle"' not in render_chart(two, metric, "svg")
+    # A line of two requests needs no dot.
+    second = next(n for n, line in enumerate(lines)
+                  if n > answer and '"type":"assistant"' in line)
+    two = tmp_path / "two.jsonl"
+    two.write_text("".join(lines[: second + 1]), encoding="utf-8")
+    assert len(replay(two, "baseline").records) == 2
+    svg = render_chart(replay(two, "baseline,truncate-500"), metric, "svg")
+    assert 'aria-roledescription="circle"' not in svg
 
 
 def test_missing_extra_is_a_clear_error(monkeypatch, result) -> None:
