@@ -442,6 +442,10 @@ def test_render_chart_png_and_svg(result) -> None:
 
     assert render_chart(result, "cost", "png", scale=1).startswith(PNG)
     assert render_chart(result, "hit-ratio", "svg").lstrip().startswith("<svg")
+    from replay import ReplayError
+
+    with pytest.raises(ReplayError, match="unknown format 'jpg': expected png or svg"):
+        render_chart(result, "cost", "jpg")  # not PNG bytes under another name
 
 
 @pytest.mark.parametrize("metric", ["prompt", "cost", "hit-ratio"])
