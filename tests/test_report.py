@@ -394,6 +394,10 @@ def test_chart_specs(result, metric) -> None:
     spec = metric_chart(result, metric).to_dict()
     assert len(spec["layer"]) == 4  # lines, dots of one-request series, hover rules, markers
     assert spec["params"][0]["name"] == "hidden"
+    # `replay plot`'s chart names its strategies in a legend; the page has its own switches.
+    assert spec["layer"][0]["encoding"]["color"]["legend"]["orient"] == "bottom"
+    page = metric_chart([], metric, named=True, strategies=["baseline"], requests=14).to_dict()
+    assert page["layer"][0]["encoding"]["color"]["legend"] is None
     from replay.report._charts import series_rows, vega_spec
 
     compiled = vega_spec(metric, ["baseline", "a.b[0]"], requests=14)
