@@ -466,6 +466,7 @@ def test_shrinking_narrows_the_widest_first_and_never_below_a_floor() -> None:
     assert _shrink([6, 6], [2, 2], 12, [0, 1]) == [6, 6]  # fits already
     assert _shrink([6, 6], [5, 6], 8, [0, 1]) == [5, 6]  # floors first: may not fit
     assert _shrink([6, 9], [2, 2], 8, [0]) == [2, 9]  # only among those given
+    assert _shrink([6, 6, 6], [2, 2, 2], 16, [0, 1, 2]) == [6, 5, 5]  # ties: rightmost first
 
 
 def test_a_columns_floor_and_span() -> None:
