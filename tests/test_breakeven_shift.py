@@ -469,6 +469,37 @@ def test_the_previous_view_is_that_of_the_request_before_in_the_sequence() -> No
     assert shift._previous_view(other) is None  # not in the sequence
 
 
+def test_a_rule_is_looked_up_again_on_another_utc_date() -> None:
+    """(`_rule`) Rule rows take effect on UTC dates: a session that runs past midnight into a
+    row of another value (a minimum length changed that day) is given the new one; a rule is
+    looked up once a model and a day."""
+    from datetime import UTC, datetime, timedelta, timezone
+    from types import SimpleNamespace
+
+    asked: list = []
+
+    def get(name, model, ts, default):
+        asked.append(ts)
+        return 2048 if ts.astimezone(UTC).day == 2 else 1024
+
+    route = SimpleNamespace(variant=None, rules_model="m")
+    router = SimpleNamespace(route=lambda provider, model: route,
+                             book=lambda route, variant: SimpleNamespace(get=get))
+    shift = object.__new__(_shift.Shift)
+    shift.run, shift._rules = SimpleNamespace(cache=router), {}
+
+    def at(ts: datetime) -> SimpleNamespace:
+        return SimpleNamespace(model="m", provider="anthropic", ts=ts)
+
+    east = timezone(timedelta(hours=2))
+    days = [datetime(2026, 3, 1, 9, tzinfo=UTC), datetime(2026, 3, 2, 1, tzinfo=east),
+            datetime(2026, 3, 2, 0, tzinfo=UTC), datetime(2026, 3, 2, 9, tzinfo=UTC)]
+    assert [shift._rule(at(ts), "min_cacheable_tokens", 0) for ts in days] == [
+        1024, 1024, 2048, 2048
+    ]
+    assert len(asked) == 2
+
+
 def _entry(tokens: int, expired: bool):
     from types import SimpleNamespace
 
