@@ -699,6 +699,9 @@ def test_a_derived_request_stops_where_a_guard_says() -> None:
     )
     assert _derive(longest=5499, saw_ttl=True, written={4500})[0] is not None
     assert _derive(longest=5500, saw_ttl=True, written={2000, 6000})[0] is not None
+    assert _derive(longest=5500, saw_ttl=True, written={2000, 4500, 6000}) == (
+        None, _shift.WRITES_OVER_UNMATCHED
+    )  # one of its breakpoints is enough
     # The client's last marker, moved back by the unlogged tail, must land on the same block.
     # 2,600 tokens in: end 2,000 is nearer than 4,000; 3,600 in the counterfactual, where
     # block 3 ends at 5,000, nearer than 2,000.
