@@ -781,7 +781,7 @@ def test_a_read_no_breakpoint_refreshed_is_watched() -> None:
     """(`_watch`, `observe`) A replayed request whose read differs from the counterfactual's
     (its boundaries moved) and that no breakpoint of it wrote is watched; a read of nothing,
     or of a length a breakpoint of it ends at, is not. A counterfactual request whose blocks
-    were released ends the derivation."""
+    were released, or a request not simulated by blocks alone, ends the derivation."""
     from types import SimpleNamespace
 
     moved = _shift._Moves([3], [1000], [4000])
@@ -815,6 +815,10 @@ def test_a_read_no_breakpoint_refreshed_is_watched() -> None:
     assert (shift.watch, shift._before, shift._positions) == ({4000}, [], [])
     shift = observing()
     shift.observe(rec(4000), cf(5000, released=True))
+    assert not shift.ok
+    shift = observing()  # a request not simulated by blocks alone (another model…) ends it too
+    shift._usable = lambda rec: False
+    shift.observe(rec(4000), cf(5000))
     assert not shift.ok
 
 
