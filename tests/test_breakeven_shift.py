@@ -498,6 +498,9 @@ def test_a_rule_is_looked_up_again_on_another_utc_date() -> None:
         1024, 1024, 2048, 2048
     ]
     assert len(asked) == 2
+    shift.id_memo = {}  # (`_min_length`: the rule's own value, where a prompt starts to cache)
+    requests = [at(ts) for ts in days]  # (held: the memo is by request)
+    assert [shift._min_length(r) for r in requests] == [1024, 1024, 2048, 2048]
 
 
 def _entry(tokens: int, expired: bool):
