@@ -458,6 +458,25 @@ def test_a_prompt_shorter_than_the_place_did_not_hold_a_block_there() -> None:
     assert not shift._held_before(4, 5)
 
 
+def test_an_earlier_prompt_is_looked_at_as_simulated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """(`_held_before`) An earlier prompt whose thinking was stripped held its blocks at the
+    places of its simulated prompt: block 4 (thinking) gone, block 5 was at 2, not 3."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    earlier = SimpleNamespace(request=SimpleNamespace(block_ids=np.array([0, 3, 4, 5])),
+                              outcome=SimpleNamespace(dropped_tokens=40))
+    monkeypatch.setattr(_shift, "simulated_view",
+                        lambda run, rec: SimpleNamespace(ids=np.array([0, 3, 5])))
+    shift = object.__new__(_shift.Shift)
+    shift.run, shift.known_ids, shift.earlier, shift._held, shift.id_memo = (
+        None, 5, [earlier], {}, {}
+    )
+    assert shift._held_before(2, 5)
+    assert not shift._held_before(3, 5)
+
+
 def test_the_previous_view_is_that_of_the_request_before_in_the_sequence() -> None:
     from types import SimpleNamespace
 
