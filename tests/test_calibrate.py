@@ -497,6 +497,10 @@ def test_a_public_tokenizer_measured_suggests_no_row(tmp_path: Path) -> None:
     assert table.stdout.endswith(
         "no row for pricing/tokenizers.json: the families measured count exactly\n"
     )
+    mine = tmp_path / "mine.json"
+    written = CliRunner().invoke(cli, ["calibrate", str(log), "--write-tokenizers", str(mine)])
+    assert written.exit_code == 0, written.output
+    assert f"warning: {mine}: no family with a private tokenizer was measured" in written.stderr
 
 
 def test_calibrate_reads_standard_input(tmp_path: Path) -> None:
