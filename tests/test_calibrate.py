@@ -503,6 +503,18 @@ def test_a_public_tokenizer_measured_suggests_no_row(tmp_path: Path) -> None:
     assert f"warning: {mine}: no family with a private tokenizer was measured" in written.stderr
 
 
+def test_the_table_says_which_pairs_were_left_out_unless_quiet(tmp_path: Path) -> None:
+    load_commands()
+    log = tmp_path / "billed.jsonl"
+    write_log(synthetic_session(1.2, exclusions=True), log)
+    shown = CliRunner().invoke(cli, ["calibrate", str(log)])
+    assert shown.exit_code == 0, shown.output
+    assert "claude: pairs left out: " in shown.stdout
+    quiet = CliRunner().invoke(cli, ["calibrate", str(log), "-q"])
+    assert quiet.exit_code == 0, quiet.output
+    assert "pairs left out" not in quiet.stdout and "rows for pricing" in quiet.stdout
+
+
 def test_calibrate_reads_standard_input(tmp_path: Path) -> None:
     load_commands()
     log = tmp_path / "billed.jsonl"
