@@ -515,6 +515,24 @@ def test_the_table_says_which_pairs_were_left_out_unless_quiet(tmp_path: Path) -
     assert "pairs left out" not in quiet.stdout and "rows for pricing" in quiet.stdout
 
 
+def test_the_table_is_as_wide_as_the_terminal(tmp_path: Path, monkeypatch) -> None:
+    """(A file or a pipe gets 240 columns.)"""
+    import io
+
+    from rich.console import Console
+
+    from replay import report
+
+    load_commands()
+    log = tmp_path / "billed.jsonl"
+    write_log(synthetic_session(1.42), log)
+    monkeypatch.setattr(report, "console", lambda **_: Console(width=100, file=io.StringIO()))
+    result = CliRunner().invoke(cli, ["calibrate", str(log)])
+    assert result.exit_code == 0, result.output
+    table = [line for line in result.stdout.splitlines() if line[:1] in "┏┃┡│└"]
+    assert table and max(len(line) for line in table) <= 100
+
+
 def test_calibrate_reads_standard_input(tmp_path: Path) -> None:
     load_commands()
     log = tmp_path / "billed.jsonl"
