@@ -533,6 +533,19 @@ def test_the_table_is_as_wide_as_the_terminal(tmp_path: Path, monkeypatch) -> No
     assert table and max(len(line) for line in table) <= 100
 
 
+def test_a_log_without_requests_is_named_and_skipped(tmp_path: Path) -> None:
+    load_commands()
+    empty, billed = tmp_path / "empty.jsonl", tmp_path / "billed.jsonl"
+    empty.write_text(
+        (ROOT / "logs" / "run42.jsonl").read_text(encoding="utf-8").splitlines()[0] + "\n",
+        encoding="utf-8",
+    )
+    write_log(synthetic_session(1.42), billed)
+    result = CliRunner().invoke(cli, ["calibrate", str(empty), str(billed), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == f"warning: {empty}: no request in this log; skipped\n"
+
+
 def test_calibrate_reads_standard_input(tmp_path: Path) -> None:
     load_commands()
     log = tmp_path / "billed.jsonl"
