@@ -279,6 +279,24 @@ def test_cli_headline_says_n_a_where_the_json_has_null(tmp_path: Path) -> None:
     assert "(naive rule: n/a), within 128 tokens: 100.0% (naive rule: n/a)" in result.stdout
 
 
+def test_cli_table_marks_each_read_and_says_why_it_missed(monkeypatch) -> None:
+    """✓ or ✗ per read, and beside a miss the cause the log shows, else what it leaves
+    unexplained."""
+    import replay._api as api
+
+    rows = [_row(0, 4000, 4000, None), _row(1, 4000, 0, 4000, miss_cause="ttl expired"),
+            _row(2, 4000, 3000, 4000, unexplained="read short")]
+    monkeypatch.setattr(api, "fidelity", lambda *args, **kwargs: api.FidelityResult(rows))
+    load_commands()
+    result = CliRunner().invoke(cli, ["fidelity", "billed.jsonl"])
+    assert result.exit_code == 0, result.output
+    cells = [[c.strip() for c in line.strip("│").split("│")]
+             for line in result.stdout.splitlines() if line.startswith("│")]
+    assert [(row[6], row[7]) for row in cells] == [
+        ("✓", ""), ("✗", "ttl expired"), ("✗", "read short")
+    ]
+
+
 def test_cli_fidelity_elsewhere_than_the_log_is_a_note(tmp_path: Path) -> None:
     """`--model`/`--provider` other than the log's compare a what-if with the usage the log's
     own cache billed: said, since the figures then measure no simulator fidelity."""
