@@ -297,6 +297,17 @@ def test_cli_table_marks_each_read_and_says_why_it_missed(monkeypatch) -> None:
     ]
 
 
+def test_cli_headline_says_how_many_reads_the_fit_was_sized_from() -> None:
+    from replay.cli._cmd_fidelity import _headline
+
+    summary = fidelity_summary([_row(0, 4000, 4000, None), _row(1, 4000, 4000, 4000)])
+    assert "sized from" not in _headline(summary)
+    fitted = {**summary, "fitted_reads": 2, "predicted_reads_within_tolerance": 0.5}
+    assert _headline(fitted).endswith(
+        "; reads the fit was sized from: 2 (the others: 50.0% within tolerance)"
+    )
+
+
 def test_cli_fidelity_elsewhere_than_the_log_is_a_note(tmp_path: Path) -> None:
     """`--model`/`--provider` other than the log's compare a what-if with the usage the log's
     own cache billed: said, since the figures then measure no simulator fidelity."""
