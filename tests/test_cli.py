@@ -718,3 +718,22 @@ def test_the_markdown_listing_joins_lists_with_plus_and_escapes_bars() -> None:
     row = {"name": "mine", "cache_class": "churn", "defaults": {}, "rule": "a | b",
            "source": "x|y"}
     assert markdown_table([row]).splitlines()[2] == "| `mine` | churn | — | a \\| b | x\\|y |"
+
+
+def test_a_progress_bar_says_its_label_alone_when_done_and_nothing_when_quiet() -> None:
+    """(Names with brackets and escaped details: test_printable.)"""
+    from replay.cli._progress import progress_bar
+
+    screen = io.StringIO()
+    terminal = Console(file=screen, force_terminal=True, color_system=None, width=200)
+    with progress_bar("replaying", console=terminal) as bar:
+        bar("baseline", 1, 2)
+        bar.detail("request 3 / 14")
+    assert "replaying: baseline · request 3 / 14" in screen.getvalue()
+    screen = io.StringIO()
+    terminal = Console(file=screen, force_terminal=True, color_system=None, width=200)
+    with progress_bar("replaying", console=terminal) as bar:
+        bar("", 2, 2)  # every strategy done
+    assert "replaying" in screen.getvalue() and "replaying:" not in screen.getvalue()
+    with progress_bar("replaying", quiet=True, console=terminal) as bar:
+        assert bar is None
