@@ -496,6 +496,7 @@ def test_no_command_writes_a_new_file_into_a_log_folder_it_reads(invoke, tmp_pat
         ["bench", "--size-scale", "nan"],
         ["bench", "-n", "9" * 20],
         ["batch", "logs", "--workers", "9" * 20],
+        ["breakeven", RUN42, "--horizon", "0"],
     ],
 )
 def test_out_of_range_numbers_are_usage_errors(invoke, args):
