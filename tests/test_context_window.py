@@ -122,6 +122,7 @@ def test_the_command_line_reads_a_window_in_tokens(invoke, tmp_path) -> None:
         done = invoke("run", RUN42, "-s", "baseline", "--context-window", bad)
         assert done.exit_code == 2
         assert "is not a whole number of tokens" in done.stderr
+    assert invoke("run", RUN42, "-s", "baseline", "--context-window", "1", "-q").exit_code == 0
 
 
 def test_every_command_whose_strategies_act_near_the_window_takes_it(invoke) -> None:
