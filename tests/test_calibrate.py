@@ -791,6 +791,11 @@ def test_cli_refuses_one_path_for_the_report_and_the_tokenizer_file(tmp_path: Pa
                                       "-o", str(tmp_path / "." / "both.json")])
     assert result.exit_code == 2
     assert "both name" in result.stderr and not both.exists()
+    (tmp_path / "sub").mkdir()  # the same file by another spelling of its path
+    result = CliRunner().invoke(cli, ["calibrate", str(log), "--write-tokenizers", str(both),
+                                      "-o", str(tmp_path / "sub" / ".." / "both.json")])
+    assert result.exit_code == 2
+    assert "both name" in result.stderr and not both.exists()
 
 
 def test_cli_refuses_a_tokenizer_file_in_replay_s_own_data_folder(tmp_path: Path) -> None:
