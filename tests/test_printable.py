@@ -54,6 +54,16 @@ def test_table_title_and_errors_escape_the_file_name(invoke, tmp_path: Path) -> 
     assert "\\x1b]0;pwned" in missing.stderr and not UNSAFE.search(missing.stderr)
 
 
+def test_notes_escape_the_file_name(invoke, tmp_path: Path) -> None:
+    """A note may quote the log's name (its skipped lines)."""
+    log = _named_log(tmp_path)
+    log.write_bytes(RUN42.read_bytes()[:20000])  # cut in the middle of a line
+    done = invoke(log, "-s", "baseline", "--format", "csv")
+    assert done.exit_code == 0, done.stderr
+    assert "note:" in done.stderr and "\\x1b]0;pwned\\x07b\\u202e.jsonl" in done.stderr
+    assert not UNSAFE.search(done.stderr)
+
+
 def test_page_title_escapes_the_file_name(invoke, tmp_path: Path) -> None:
     log = _named_log(tmp_path)
     page = tmp_path / "page.html"
