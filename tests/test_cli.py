@@ -738,3 +738,19 @@ def test_a_progress_bar_says_its_label_alone_when_done_and_nothing_when_quiet() 
     assert "replaying" in screen.getvalue() and "replaying:" not in screen.getvalue()
     with progress_bar("replaying", quiet=True, console=terminal) as bar:
         assert bar is None
+
+
+def test_a_family_without_canonical_names_is_listed_by_its_family(clean_registry) -> None:
+    """A family registered from code with no name of its own for `all` (`canonical=()`) is
+    still listed: one row, named by the family, with its build's defaults."""
+    from replay.cli._cmd_strategies import strategy_rows
+    from replay.strategies._base import StrategySpec, register
+
+    def build(keep: int = 3):
+        return lambda history, ctx: list(history)[-keep:]
+
+    register(StrategySpec(family="keep-last", pattern=r"keep-last(-(?P<keep>\d+))?",
+                          build=build, cache_class="churn", rule="keep the last N items"))
+    (row,) = [r for r in strategy_rows() if r["family"] == "keep-last"]
+    assert (row["name"], row["defaults"], row["rule"]) == ("keep-last", {"keep": 3},
+                                                           "keep the last N items")
