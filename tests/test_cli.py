@@ -740,6 +740,17 @@ def test_a_progress_bar_says_its_label_alone_when_done_and_nothing_when_quiet() 
         assert bar is None
 
 
+def test_a_status_spinner_shows_on_a_terminal_and_not_when_quiet() -> None:
+    from replay.cli._progress import status
+
+    for quiet, shown in ((False, True), (True, False)):
+        screen = io.StringIO()
+        terminal = Console(file=screen, force_terminal=True, color_system=None, width=200)
+        with status("drawing cost", quiet, terminal):
+            pass
+        assert ("drawing cost" in screen.getvalue()) is shown
+
+
 def test_a_family_without_canonical_names_is_listed_by_its_family(clean_registry) -> None:
     """A family registered from code with no name of its own for `all` (`canonical=()`) is
     still listed: one row, named by the family, with its build's defaults."""
