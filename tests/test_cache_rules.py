@@ -585,6 +585,14 @@ def test_providers_table_columns_name_the_rule_then_where_it_applies():
     ]
 
 
+def test_providers_table_heads_each_provider_with_its_aliases_and_models():
+    doc = json.loads(_cli("--provider", "x-ai", "--format", "json").output)
+    (xai,) = doc["providers"]
+    lines = _cli("--provider", "x-ai").output.splitlines()
+    assert lines[0].startswith(f"x-ai (also: {', '.join(xai['aliases'])}) · reviewed ")
+    assert f"models: {', '.join(xai['models'])}" in lines
+
+
 def test_providers_all_and_schema(tmp_path):
     result = _cli("--format", "json")
     assert result.exit_code == 0
