@@ -271,6 +271,17 @@ def test_the_log_on_standard_input_is_not_written_over(tmp_path: Path, args: lis
     assert log.read_bytes() == RUN42.read_bytes()
 
 
+def test_standard_input_is_read_only_as_the_log_dash() -> None:
+    """A script's `< /dev/null` with `-o /dev/null` (a timing run): no log is read on standard
+    input, so nothing written is one."""
+    done = subprocess.run(
+        [sys.executable, "-m", "replay", str(RUN42), "-s", "baseline", "-o", "/dev/null", "-q"],
+        cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT,
+        env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)},
+    )
+    assert (done.returncode, done.stderr) == (0, b"")
+
+
 def test_an_output_in_replay_s_own_data_folder_is_refused(tmp_path: Path) -> None:
     # The data folder of the checkout `_replay` runs (this process may import an installed
     # copy, whose folder is another), under a new name: nothing to lose if it were written.
