@@ -931,6 +931,8 @@ def test_convert_command_writes_native_log(tmp_path: Path, fmt: str) -> None:
     assert "2 requests" in result.output
     converted = read_log(out, strict=True)
     original = read_any(src)
+    hidden = original.header.hidden_prefix_tokens
+    assert result.output.endswith(f"; estimated hidden prefix {hidden:,} tokens\n")
     assert dumps_log(converted.header, converted.events) == dumps_log(
         original.header, original.events
     )
