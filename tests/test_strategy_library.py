@@ -2057,6 +2057,8 @@ def test_strategies_command_json_rows(tmp_path, clean_registry):
         "codex-remote-compact-at-90pct": "openai",
     }
     assert pi["api"] is None
+    # Written as UTF-8, as every other command's JSON is (rules quote arrows and dashes).
+    assert "→" in result.output and "\\u2192" not in result.output
 
 
 def test_cli_parse_sets():

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from replay._printable import printable_json
 from replay.cli._main import FilePath, cli, output_options, user_errors
 
 
@@ -171,7 +172,8 @@ def strategies_command(
         load_strategy_file(path)
     rows = strategy_rows()
     if fmt == "json":
-        report.write_output(json.dumps(rows, indent=2, default=str) + "\n", output)
+        text = json.dumps(rows, indent=2, default=str, ensure_ascii=False)
+        report.write_output(printable_json(text) + "\n", output)
         return
     if fmt == "markdown":
         report.write_output(markdown_table(rows), output)
