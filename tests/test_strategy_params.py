@@ -176,7 +176,8 @@ def test_out_of_range_values_of_every_builtin_parameter_exit_2_in_one_line(invok
         ("openai-responses-compact-0pct", "must be a whole number ≥ 1 or Npct with 0 < N ≤ 100"),
         ("compact-at-12000-structured[style=terse]", "one of: structured, freeform"),
         (
-            "aider-summarize-auto[max_tokens=-3]",
+            "aider-summarize-auto[max_tokens=-3]",  # a number, though its default is a word
+            "max_tokens=-3 is out of range; "
             "aider-summarize.max_tokens must be a whole number ≥ 1 or auto",
         ),
         ("roo-truncate-keep-first-half[fraction=0]", "roo-truncate.fraction must be 0 < x ≤ 1"),
@@ -228,6 +229,7 @@ def test_a_family_s_parameters_are_its_build_s_with_its_defaults_winning():
         ("limit", "1", 1),  # a digit is a number, not a boolean
         ("limit", "3k", 3000),
         ("limit", "2m", 2_000_000),  # an m is a thousand k
+        ("limit", "12345678901234567891", 12345678901234567891),  # exact, however large
         ("limit", "1.5k", 1500),  # a whole number is an int
         ("limit", "0.25", 0.25),
         ("limit", "auto", "auto"),
@@ -303,6 +305,7 @@ def test_a_parameter_given_twice_in_brackets_is_refused():
 def test_names_split_on_commas_outside_brackets():
     assert split_names("a,,b[x=1,y=2], ,c") == ["a", "b[x=1,y=2]", "c"]
     assert split_names("x]y,a[b,c]") == ["x]y", "a[b,c]"]  # a stray `]` opens nothing
+    assert split_names("a[x=[1],y=2],b") == ["a[x=[1],y=2]", "b"]  # nested brackets
 
 
 def test_only_ascii_digits_make_a_number_in_a_name():
