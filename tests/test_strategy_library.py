@@ -1959,6 +1959,10 @@ def test_a_program_registers_its_family_again_not_a_cache_class_of_its_own(clean
     assert "code-again" in plugin_names()
     with pytest.raises(ReplayError, match=r"cache_class 'sometimes' is not one of append-only"):
         register(dataclasses.replace(spec, family="code-odd", cache_class="sometimes"))
+    # a built-in's family, even with names of its own, would replace the built-in
+    with pytest.raises(ReplayError, match="'truncate' is a built-in strategy family"):
+        register(dataclasses.replace(spec, family="truncate", canonical=("code-again",)))
+    assert parse_name("truncate-500").spec.origin == "builtin"
 
 
 def test_a_family_taking_any_parameter_names_each_one_given(clean_registry):
