@@ -158,3 +158,19 @@ def test_shared_prefix_finds_a_difference_anywhere_in_a_long_view() -> None:
         changed = [*base[:at], UserItem("new"), *base[at + 1:]]
         assert shared_prefix(base, changed) == at
         assert shared_prefix(base, base[:at]) == at  # a shorter view: all of it shared
+
+
+def test_an_empty_output_stubbed_stays_0_long_when_cut_and_is_shown_stubbed() -> None:
+    """`original_chars` 0 is a length (an empty output a strategy stubbed), not "unknown": the
+    summarizer's cut transcript keeps it, and the report flags the item as stubbed."""
+    from replay.report._html import _FLAG_STUBBED, _describe, _Interner
+    from replay.strategies.compaction import _cut
+
+    stub = replace_output(ToolResultItem("c2", "bash", ""), "[cleared] " * 20)
+    assert stub.original_chars == 0
+    assert _cut(stub, 20, 0).original_chars == 0
+    assert _cut(ToolResultItem("c3", "bash", "y" * 200), 20, 0).original_chars == 200
+    _, described = _describe(stub, _Interner())
+    assert described[-1] & _FLAG_STUBBED
+    _, untouched = _describe(ToolResultItem("c4", "bash", ""), _Interner())
+    assert not untouched[-1] & _FLAG_STUBBED

@@ -125,7 +125,7 @@ def _describe(item: Any, interner: _Interner) -> tuple[tuple, list[Any]]:
     if kind == "t":
         label = item.tool_name or ""
         flags |= _FLAG_ERROR if item.is_error else 0
-        flags |= _FLAG_STUBBED if original else 0
+        flags |= _FLAG_STUBBED if item.original_chars is not None else 0  # 0: emptied out
     elif kind == "s":
         label = f"summary ({item.source})"
         replaces = getattr(item, "replaces", ())
