@@ -329,6 +329,14 @@ def test_two_names_of_one_strategy_run_once_as_the_first():
         "truncate-1k", "truncate-500"]
     first, second = parse_name("truncate-500"), parse_name("truncate-500")
     assert resolve([first, second])[0] is first
+    # A built strategy is one of those names too: it ran again under its other spelling.
+    assert [s.name for s in resolve([parse_name("truncate-1k"), "truncate-1000"])] == [
+        "truncate-1k"]
+    # One-off strategies (what-ifs: each its own spec of one family) are told apart by name.
+    from replay.breakeven._whatif import whatif_strategy
+
+    a, b = whatif_strategy(1, None, compact=True), whatif_strategy(2, None, compact=True)
+    assert [s.name for s in resolve([a, b])] == [a.name, b.name]
 
 
 def test_an_unknown_name_suggests_the_closest_ones():

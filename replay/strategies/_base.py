@@ -634,7 +634,10 @@ def resolve(
     seen: dict[object, NamedStrategy] = {}
     for n in expanded:
         if isinstance(n, NamedStrategy):
-            seen.setdefault(n.name, n)
+            # One of a registered family runs what its name says; a one-off (a what-if, its own
+            # spec) is told apart by its name.
+            registered_family = _REGISTRY.get(n.spec.family) is n.spec
+            seen.setdefault(_identity(n) if registered_family else n.name, n)
             continue
         built = parse_name(n, overrides)
         # Two names of one strategy (`truncate-1k`, `truncate-1000`) run once, as the first.
