@@ -963,6 +963,14 @@ def test_pairs_of_several_logs_add_up_with_their_exclusions() -> None:
     assert first.models == {"claude": {"claude-sonnet-4-6"}}
 
 
+def test_a_family_s_exclusions_are_listed_by_reason_in_name_order() -> None:
+    """`fit_family`: the reasons come in one order, whatever order the logs met them in (the
+    table and the JSON list them so)."""
+    c = fit_family("claude", [], excluded={"thinking": 2, "compaction": 1, "model switch": 3})
+    assert list(c.excluded) == ["compaction", "model switch", "thinking"]
+    assert c.candidates == 6
+
+
 def test_a_family_s_exclusions_are_its_own() -> None:
     """`calibrate`: each family counts the pairs left out of its own logs only."""
     a = synthetic_session(1.2, rounds=20, exclusions=True)
@@ -1357,6 +1365,10 @@ def test_the_measured_text_says_framing_pairs_trimmed_spread_and_fit() -> None:
     assert text.endswith(
         "factor 1.100 (1.000-1.200), 9.8 (3.2-17.9) tokens per message, 57.2 (43.2-65.3) per "
         "tool call")
+    # framing per message only (calls not separable): fitted still, without a term per call
+    alone = replace(c, framing=replace(fitted, per_tool_call=None))
+    assert alone.tokenizer_row("2026-11-29", "b.jsonl")["measured"].endswith(
+        "factor 1.100 (1.000-1.200), 9.8 (3.2-17.9) tokens per message")
 
 
 def test_an_unmeasured_family_is_estimated_and_left_out_of_a_tokenizer_file() -> None:
