@@ -532,7 +532,8 @@ def test_report_command_says_what_it_wrote_and_its_size(tmp_path) -> None:
         f"wrote {out} ({_size(out.stat().st_size)}: 1 strategy × {requests} requests)"
     )
     # kB below a megabyte (decimal units), MB with one decimal from it
-    assert [_size(n) for n in (999_000, 1_000_000, 1_460_000)] == ["999 kB", "1.0 MB", "1.5 MB"]
+    assert [_size(n) for n in (999_000, 999_499, 999_500, 1_000_000, 1_460_000)] == [
+        "999 kB", "999 kB", "1.0 MB", "1.0 MB", "1.5 MB"]  # never "1000 kB"
 
 
 def test_a_report_may_be_named_htm_in_any_case(tmp_path) -> None:
@@ -1015,6 +1016,9 @@ def test_an_assistant_item_is_shown_block_by_block() -> None:
         '[thinking] the test is flaky\n\nLooking at it.\nFirst the log.\n\n'
         '→ bash({"cmd": "cat log"})'
     )
+    # Reasoning the log holds only by its size (a signature, redacted) says so, not nothing.
+    sized = AssistantItem(blocks=(Block("thinking", estimated_tokens=1234),))
+    assert _item_text(sized) == "[thinking: 1,234 tokens, not in the log]"
 
 
 def test_views_are_runs_of_ids_and_cost_append_only_strategies_a_few_numbers(document) -> None:

@@ -29,7 +29,8 @@ METRICS = ("prompt", "cost", "hit-ratio")
 
 
 def _size(n: int) -> str:
-    return f"{n / 1_000_000:.1f} MB" if n >= 1_000_000 else f"{n / 1000:.0f} kB"
+    # From 999.5 kB on, kB would round to "1000 kB": the size is shown in MB from there.
+    return f"{n / 1_000_000:.1f} MB" if n >= 999_500 else f"{n / 1000:.0f} kB"
 
 
 @cli.command("report")

@@ -101,7 +101,9 @@ def _item_text(item: Any) -> str:
     if blocks is not None:
         parts = []
         for b in blocks:
-            if b.type == "thinking":
+            if b.type == "thinking" and b.size_only is not None:
+                parts.append(f"[thinking: {b.size_only:,} tokens, not in the log]")
+            elif b.type == "thinking":
                 parts.append(f"[thinking] {b.text}")
             elif b.type == "tool_call":
                 parts.append(f"→ {b.rendered()}")
