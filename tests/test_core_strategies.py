@@ -524,6 +524,29 @@ def test_the_extractive_summary_keeps_the_latest_of_each_fact():
         "Latest reasoning: thought 2 thought 3 thought 4",
     ]
 
+@pytest.mark.parametrize(
+    ("tool", "arguments", "is_test"),
+    [
+        ("Bash", {"command": "cd app && python -m pytest -q tests/"}, True),  # Claude Code
+        ("bash", {"command": "npm run test -- --watch=false"}, True),  # pi
+        ("exec_command", {"cmd": "go test ./..."}, True),  # Codex
+        ("shell", {"command": ["bash", "-lc", "cargo test"]}, True),  # Codex, older
+        ("Bash", {"command": "git log --oneline -5"}, False),
+        ("Bash", {"command": "cat tests/test_parser.py"}, False),  # reads a test file
+        ("run_tests", {}, True),  # a harness's own test tool
+    ],
+)
+def test_the_extractive_summary_finds_a_test_run_by_its_command(tool, arguments, is_test):
+    """Real harnesses run tests through their shell tool (Claude Code's Bash, Codex's
+    exec_command): a test run is found by its command too, not only by a tool named for it,
+    so the summary keeps the state of the test suite on real logs."""
+    from replay.strategies._summary import structured_summary
+
+    items = [UserItem(text="Fix the parser."), *_step("t1", tool, arguments, "1 failed, 9 passed")]
+    state = _sections(structured_summary(items))["Current State"]
+    assert ("last test run" in state) is is_test
+
+
 def test_the_extractive_summary_cuts_each_fact_to_its_length():
     from replay.strategies._summary import _first_sentences, structured_summary
 

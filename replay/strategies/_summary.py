@@ -115,6 +115,25 @@ def _path_of(arguments: object) -> str | None:
     return None
 
 
+_TEST_COMMAND = re.compile(
+    r"\b(py\.?test|unittest|tox|nox|jest|vitest|mocha|rspec|phpunit|ctest"
+    r"|(npm|pnpm|yarn|bun)( run)? test|(go|cargo|dotnet|mvn|gradle|make|deno|mix|swift) test)\b"
+)
+"""A shell command that runs a test suite (a test runner, or a build tool's `test` task)."""
+
+
+def _runs_tests(arguments: object) -> bool:
+    """Whether a shell tool's call runs tests: real harnesses run them through their shell
+    (Claude Code's `Bash`, pi's `bash`: `command`; Codex's `exec_command`: `cmd`; its older
+    `shell`: `command` as an argv list), not through a tool named for them."""
+    if not isinstance(arguments, dict):
+        return False
+    command = arguments.get("command", arguments.get("cmd"))
+    if isinstance(command, list):
+        command = " ".join(str(part) for part in command)
+    return isinstance(command, str) and _TEST_COMMAND.search(command) is not None
+
+
 def _first_sentences(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
@@ -140,7 +159,7 @@ def _facts(items: Sequence[Item]) -> dict[str, list[str]]:
                 written.append(path)
             elif path:
                 read.append(path)
-            if "test" in name:
+            if "test" in name or _runs_tests(args):
                 tests = [ln for ln in item.output.splitlines() if ln.strip()][-12:]
             if len(errors) < 12:
                 lines = _error_lines(item.output, 12 - len(errors))
