@@ -475,8 +475,13 @@ def test_the_extractive_summary_lists_files_read_and_modified_by_their_tools():
         *_step("c5", "read", {"path": "", "file_path": "src/e.py"}, "code"),  # an empty path
         *_step("c6", "view", {"target_file": "src/f.py"}, "code"),
         *_step("c7", "Read", {"file_path": "src/a.py"}, "code"),  # listed once
+        # OpenHands' editor views files as well as it edits them; Claude Code's NotebookEdit.
+        *_step("c8", "str_replace_editor", {"command": "view", "path": "src/g.py"}, "code"),
+        *_step("c9", "str_replace_editor", {"command": "create", "path": "src/h.py"}, "ok"),
+        *_step("c10", "NotebookEdit", {"notebook_path": "nb/i.ipynb"}, "ok"),
     ]
-    read, modified = ["src/a.py", "src/e.py", "src/f.py"], ["src/b.py", "src/c.py", "src/d.py"]
+    read = ["src/a.py", "src/e.py", "src/f.py", "src/g.py"]
+    modified = ["src/b.py", "src/c.py", "src/d.py", "src/h.py", "nb/i.ipynb"]
     assert _sections(structured_summary(items))["Current State"].splitlines() == [
         *[f"- read: {p}" for p in read], *[f"- modified: {p}" for p in modified]
     ]

@@ -34,7 +34,7 @@ FREEFORM_INSTRUCTION = (
     "learned, and what comes next. Be concise and specific."
 )
 
-_PATH_KEYS = ("path", "file_path", "filePath", "filename", "file", "target_file")
+_PATH_KEYS = ("path", "file_path", "filePath", "filename", "file", "target_file", "notebook_path")
 _ERROR_LINE = re.compile(r"(error|fail|assert|expected|exception|not ok|✖)", re.IGNORECASE)
 
 
@@ -155,7 +155,8 @@ def _facts(items: Sequence[Item]) -> dict[str, list[str]]:
             name, args = calls.get(item.call_id, (item.tool_name, item.arguments))
             name = name.lower()  # Claude Code's `Edit`, `Write` as pi's `edit`, `write`
             path = _path_of(args)
-            if path and ("write" in name or "edit" in name or "patch" in name):
+            viewed = isinstance(args, dict) and args.get("command") == "view"  # an editor's
+            if path and ("write" in name or "edit" in name or "patch" in name) and not viewed:
                 written.append(path)
             elif path:
                 read.append(path)
