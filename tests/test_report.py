@@ -957,7 +957,12 @@ def test_chart_markers_name_each_rewrite_once_and_draw_misses_first() -> None:
     assert {m["m"] for m in marks} <= set(MARKER_SHAPES)
     assert (marks[2]["what"], marks[2]["cause"]) == ("prune", "prune: 2 results; prune")
     assert (marks[3]["what"], marks[3]["cause"]) == (
-        "clear, compaction", "clear; compaction: summary (summarizer call $0.012300)")
+        "clear, compaction", "clear; compaction: summary (summarizer call $0.0123)")
+    # Several calls at one request: counted, their cost summed, money written as elsewhere.
+    records.append(_chart_record("s", 2, kind="summarizer", cost="0.00012"))
+    (marker,) = [m for m in marker_rows(records, series_rows(records)) if m["i"] == 2
+                 and m["m"] == "compaction"]
+    assert marker["cause"].endswith("(2 summarizer calls $0.0124)")
     assert [m["hit"] for m in marks] == [0.25, 0.1, 0.25, 0.1]
 
 

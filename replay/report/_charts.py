@@ -18,6 +18,7 @@ is asked for.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -124,11 +125,14 @@ def marker_parts(
     """`marker_rows`' misses and rewrites apart, so that markers built strategy by strategy can
     still be drawn every miss first."""
     at = {(row["s"], row["i"]): row for row in series}
-    summarizer_cost: dict[tuple[str, int], float] = {}
+    from replay.report._table import _usd
+
+    summarizer: dict[tuple[str, int], tuple[int, Decimal]] = {}
     for r in records:
         if r.kind == "summarizer":
             key = (r.strategy, r.request_index)
-            summarizer_cost[key] = summarizer_cost.get(key, 0.0) + float(r.cost_usd)
+            calls, cost = summarizer.get(key, (0, Decimal(0)))
+            summarizer[key] = (calls + 1, cost + Decimal(r.cost_usd))
     misses: list[dict[str, Any]] = []
     rewrites: list[dict[str, Any]] = []
     for r in records:
@@ -142,9 +146,10 @@ def marker_parts(
         if r.events:
             kinds = list(dict.fromkeys(e.kind for e in r.events))
             cause = "; ".join(f"{e.kind}: {e.detail}" if e.detail else e.kind for e in r.events)
-            extra = summarizer_cost.get((r.strategy, r.request_index))
-            if extra:
-                cause += f" (summarizer call ${extra:.6f})"
+            calls, cost = summarizer.get((r.strategy, r.request_index), (0, Decimal(0)))
+            if calls:
+                cause += (f" (summarizer call {_usd(cost)})" if calls == 1
+                          else f" ({calls} summarizer calls {_usd(cost)})")
             kind = "compaction" if "compaction" in kinds else "rewrite"
             rewrites.append(base | {"m": kind, "what": ", ".join(kinds), "cause": cause})
     return misses, rewrites
