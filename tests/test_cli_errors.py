@@ -106,6 +106,20 @@ def test_a_plugin_error_names_the_line_that_raised_and_the_file_once(invoke, tmp
     assert line == f"error: {path}:2: plug-in strategy 'raises-deep' raised ValueError on request 0"
 
 
+def test_a_replay_error_raised_in_a_plugin_names_it(invoke, tmp_path, clean_registry):
+    """docs/strategies.md: a strategy that raises on a request is reported as the plug-in's
+    mistake, naming its file, line and the request; a `ReplayError` (raised by the plug-in, or
+    by replay's own helpers it called wrongly) passed through without naming either."""
+    source = (
+        "from replay import ReplayError\n\n\ndef strategy(history, ctx):\n"
+        "    raise ReplayError('keep must be positive')\n"
+    )
+    path = _plugin(tmp_path, "refuses", source)
+    line = _one_line(_run_plugin(invoke, path), ())
+    assert line == (f"error: {path}:5: plug-in strategy 'refuses' raised ReplayError: keep must "
+                    "be positive on request 0")
+
+
 @pytest.mark.parametrize("name", ["5", "'a,b'", "'x.y'", "''", "'-x'"])
 def test_a_plugin_name_that_no_option_could_take_is_refused(invoke, tmp_path, clean_registry,
                                                             name):
