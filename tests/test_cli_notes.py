@@ -475,21 +475,26 @@ def test_a_server_side_mechanism_of_another_providers_api_is_a_note() -> None:
     assert not _offers("anthropic", mixed)
 
 
-def test_a_microcompact_is_sized_against_its_own_thread_s_previous_request() -> None:
-    """How far the prompt fell is measured from the same thread's previous request: a
-    subagent's request in between (a small prompt) is no measure of what the main thread's
-    microcompact cleared."""
+def _delegating_session():
+    """A main-thread request, the subagent it started (one request), the main thread's next."""
     import gen
-
-    from replay._api import microcompact_notes
-    from replay.log import Usage
 
     sub = [gen.Turn("counted", [])]
     turns = [
         gen.Turn("delegating", [gen.Call("Task", {"prompt": "Count."}, "2", subagent=sub)]),
         gen.Turn("done"),
     ]
-    session = gen.build_session(turns, provider="anthropic")
+    return gen.build_session(turns, provider="anthropic")
+
+
+def test_a_microcompact_is_sized_against_its_own_thread_s_previous_request() -> None:
+    """How far the prompt fell is measured from the same thread's previous request: a
+    subagent's request in between (a small prompt) is no measure of what the main thread's
+    microcompact cleared."""
+    from replay._api import microcompact_notes
+    from replay.log import Usage
+
+    session = _delegating_session()
     first, inner, last = session.requests()
     assert (first.thread, inner.thread, last.thread) == ("main", "sub-call-001", "main")
     first.usage = Usage(input_tokens=5000, output_tokens=100)
@@ -553,16 +558,9 @@ def test_request_times_go_backwards_only_within_a_thread() -> None:
     clock set back: times are compared within each thread."""
     from datetime import timedelta
 
-    import gen
-
     from replay._api import clock_notes
 
-    sub = [gen.Turn("counted", [])]
-    turns = [
-        gen.Turn("delegating", [gen.Call("Task", {"prompt": "Count."}, "2", subagent=sub)]),
-        gen.Turn("done"),
-    ]
-    session = gen.build_session(turns, provider="anthropic")
+    session = _delegating_session()
     first, inner, last = session.requests()
     inner.ts = first.ts - timedelta(seconds=1)
     assert clock_notes(session) == []
