@@ -667,6 +667,17 @@ def test_a_response_without_usage_keeps_its_branch_and_a_failed_one_is_unbilled(
     ]
 
 
+def _abandoned_branch(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """`pi_lines()` with a branch left at entry 4 whose question got `answer`, then the main
+    path going on from entry 5 with a question and a billed answer."""
+    lines = pi_lines()
+    lines.append(_entry(6, 4, message={"role": "user", "content": "abandoned question"}))
+    lines.append(_entry(7, 6, message=answer))
+    lines.append(_entry(8, 5, message={"role": "user", "content": "main question"}))
+    lines.append(_entry(9, 8, message=_assistant("main answer", 2600)))
+    return lines
+
+
 _USAGES: dict[str, Any] = {
     "billed": _assistant("x", 2500)["usage"],
     "zero": _assistant("x", 0, usage=False)["usage"],
@@ -690,11 +701,7 @@ def test_the_branch_pre_pass_and_the_reader_agree_on_what_is_a_request(
         del answer["usage"]
     else:
         answer["usage"] = _USAGES[usage]
-    lines = pi_lines()
-    lines.append(_entry(6, 4, message={"role": "user", "content": "abandoned question"}))
-    lines.append(_entry(7, 6, message=answer))
-    lines.append(_entry(8, 5, message={"role": "user", "content": "main question"}))
-    lines.append(_entry(9, 8, message=_assistant("ok", 2600)))
+    lines = _abandoned_branch(answer)
     session = load(_write(tmp_path, lines))
     branches = {e.thread_id for e in session.events if isinstance(e, ThreadStart)}
     own = {r.thread for r in session.requests() if r.thread != "main"}
@@ -1461,16 +1468,11 @@ def test_an_abandoned_branch_whose_answer_has_no_usable_usage_is_still_replayed(
     # On the main path, a response that answered with zero usage (a provider reporting none)
     # or with a garbled usage is a request without usage (docs/adapters.md, pi). The same
     # response in an abandoned branch is one too: its branch is replayed, not left out.
-    lines = pi_lines()
-    lines.append(_entry(6, 4, message={"role": "user", "content": "abandoned question"}))
     answer = _assistant("abandoned answer", 0, usage=usage == "garbled")
     if usage == "garbled":
         garbled = {"input": "2", "output": "5", "cacheRead": None, "cacheWrite": "9"}
         answer["usage"] = dict(answer["usage"], **garbled)
-    lines.append(_entry(7, 6, message=answer))
-    lines.append(_entry(8, 5, message={"role": "user", "content": "main question"}))
-    lines.append(_entry(9, 8, message=_assistant("main answer", 2600)))
-    session = load(_write(tmp_path, lines))
+    session = load(_write(tmp_path, _abandoned_branch(answer)))
     branch = next(e for e in session.events if isinstance(e, ThreadStart)).thread_id
     assert [(r.thread, r.usage is None) for r in session.requests()] == [
         ("main", False),
@@ -1485,11 +1487,7 @@ def test_an_abandoned_branch_whose_only_answer_is_empty_and_unbilled_is_not_repl
 ) -> None:
     # A zero-usage response that answered nothing is no request (docs/adapters.md, pi): a
     # branch holding only that is not replayed.
-    lines = pi_lines()
-    lines.append(_entry(6, 4, message={"role": "user", "content": "abandoned question"}))
-    lines.append(_entry(7, 6, message=_assistant("", 0, usage=False)))
-    lines.append(_entry(8, 5, message={"role": "user", "content": "main question"}))
-    lines.append(_entry(9, 8, message=_assistant("main answer", 2600)))
+    lines = _abandoned_branch(_assistant("", 0, usage=False))
     session = load(_write(tmp_path, lines), strict=True)
     assert {e.thread for e in session.events} == {"main"}
 
