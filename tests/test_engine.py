@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 import gen
@@ -1629,22 +1629,29 @@ def test_an_answer_without_an_id_answers_only_a_request_no_assistant_event_follo
     assert {request: at for request, (at, _) in _responses(session).items()} == {1: 2}
 
 
+def _two_requests(provider: str, model: str, t: datetime, repeats: int,
+                  second_model: str | None = None) -> Session:
+    """A task of `repeats` phrases, its answer, a follow-up 20 s later and its request (on
+    `second_model` when given)."""
+    later = t + timedelta(seconds=20)
+    header = SessionHeader(ts=t, agent="test", provider=provider, model=model)
+    return Session(header=header, events=[
+        UserMessage(ts=t, text="fix the bug " * repeats),
+        RequestMarker(ts=t, request_id="r0"),
+        AssistantMessage(ts=t, blocks=[TextBlock(text="done " * 50)], request_id="r0"),
+        UserMessage(ts=later, text="now test it " * 50),
+        RequestMarker(ts=later, request_id="r1", model=second_model),
+    ])
+
+
 def test_a_switch_to_a_model_of_the_same_tokenizer_family_is_diffed_as_the_same_prompt():
     """Two models of one tokenizer family render a view to the same blocks: the diff says how
     much the prompts share (`PrefixDiff.first_mismatch_token`: all of the previous one, which
     the new one extends), not a model switch that shares nothing (that is for families whose
     blocks cannot be compared); the cache still tells the model switch apart."""
-    t = gen.BASE_TS
-    header = SessionHeader(ts=t, agent="test", provider="anthropic", model="claude-sonnet-4-5")
-    events = [
-        UserMessage(ts=t, text="fix the bug " * 200),
-        RequestMarker(ts=t, request_id="r0"),
-        AssistantMessage(ts=t, blocks=[TextBlock(text="done " * 50)], request_id="r0"),
-        UserMessage(ts=t + timedelta(seconds=20), text="now test it " * 50),
-        RequestMarker(ts=t + timedelta(seconds=20), request_id="r1", model="claude-opus-4-5"),
-    ]
-    first, second = (r for r in replay_session(Session(header=header, events=events),
-                                               ["recorded"], ReplayConfig())
+    session = _two_requests("anthropic", "claude-sonnet-4-5", gen.BASE_TS, 200,
+                            second_model="claude-opus-4-5")
+    first, second = (r for r in replay_session(session, ["recorded"], ReplayConfig())
                      if r.kind == "request")
     assert second.model == "claude-opus-4-5"
     assert second.diff == PrefixDiff(first.request.total, None, None, "tail", False)
@@ -1656,15 +1663,7 @@ def test_a_forced_ttl_reaches_a_cache_that_bills_writes_without_markers():
     marker and the cache bills its automatic writes at the TTL asked for (Kimi K3: 5m or 1h,
     docs/cache-rules.md): every write is a 1h one."""
     t = gen.BASE_TS.replace(year=2026, month=10)  # Kimi K3 bills writes from 2026-07
-    header = SessionHeader(ts=t, agent="test", provider="moonshotai", model="kimi-k3")
-    events = [
-        UserMessage(ts=t, text="fix the bug " * 600),
-        RequestMarker(ts=t, request_id="r0"),
-        AssistantMessage(ts=t, blocks=[TextBlock(text="done " * 50)], request_id="r0"),
-        UserMessage(ts=t + timedelta(seconds=20), text="now test it " * 50),
-        RequestMarker(ts=t + timedelta(seconds=20), request_id="r1"),
-    ]
-    session = Session(header=header, events=events)
+    session = _two_requests("moonshotai", "kimi-k3", t, 600)
     for ttl, bucket in ((None, "cache_write_5m"), ("1h", "cache_write_1h")):
         records = replay_session(session, ["recorded"], ReplayConfig(client="none", ttl=ttl))
         writes = [(r.outcome.cache_write_5m, r.outcome.cache_write_1h) for r in records]
