@@ -144,10 +144,15 @@ def _load_document(path: Path, issues: Issues) -> tuple[dict[str, Any], list[tup
 _BLANK = re.compile(r"[ \t\r\n]*")
 
 
+def _past_blank(text: str, pos: int) -> int:
+    """The first position from `pos` on that is not JSON whitespace."""
+    return _BLANK.match(text, pos).end()  # type: ignore[union-attr]
+
+
 def _message_start(text: str, pos: int) -> int:
     """Where the message at `pos` starts its text: its first key, `"info"`, the line an export
     gives a message (its `{` ends the line before)."""
-    return _BLANK.match(text, pos + 1).end() if text[pos] == "{" else pos  # type: ignore[union-attr]
+    return _past_blank(text, pos + 1) if text[pos] == "{" else pos
 
 
 def _message_lines(text: str, count: int, decoder: json.JSONDecoder) -> list[int]:
@@ -157,26 +162,22 @@ def _message_lines(text: str, count: int, decoder: json.JSONDecoder) -> list[int
     each `"info"` key took one inside a part (a tool's metadata) for the next message."""
     line_of = _LineCounter(text)
     lines: list[int] = []
-
-    def skip_blank(pos: int) -> int:
-        return _BLANK.match(text, pos).end()  # type: ignore[union-attr]
-
-    pos = skip_blank(0) + 1  # past the top-level `{`
-    while (pos := skip_blank(pos)) < len(text) and text[pos] != "}":
+    pos = _past_blank(text, 0) + 1  # past the top-level `{`
+    while (pos := _past_blank(text, pos)) < len(text) and text[pos] != "}":
         key, pos = decoder.raw_decode(text, pos)
-        pos = skip_blank(skip_blank(pos) + 1)  # past the `:`
+        pos = _past_blank(text, _past_blank(text, pos) + 1)  # past the `:`
         if key != "messages":
             _, pos = decoder.raw_decode(text, pos)
         else:
             lines = []  # (json keeps the last of two `messages` keys)
             pos += 1  # past the `[`
-            while (pos := skip_blank(pos)) < len(text) and text[pos] != "]":
+            while (pos := _past_blank(text, pos)) < len(text) and text[pos] != "]":
                 lines.append(line_of(_message_start(text, pos)))
                 _, pos = decoder.raw_decode(text, pos)
-                pos = skip_blank(pos)
+                pos = _past_blank(text, pos)
                 pos += text.startswith(",", pos)
             pos += 1
-        pos = skip_blank(pos)
+        pos = _past_blank(text, pos)
         pos += text.startswith(",", pos)
     return (lines + [0] * count)[:count]
 
