@@ -209,11 +209,9 @@ class _Guarded:
             # request; a plug-in that popped or sorted it in place changed every later request.
             with _stdout_to_stderr():
                 result = self.strategy(list(history), ctx)
-        except ReplayError as err:
+        except (Exception, SystemExit) as err:  # `sys.exit()` too: it would end replay silently
             if _names(err, self.named):  # a guarded plug-in it ran: named already
                 raise
-            raise _plugin_error(self.named, err, f"on request {ctx.request_index}") from err
-        except (Exception, SystemExit) as err:  # `sys.exit()` too: it would end replay silently
             raise _plugin_error(self.named, err, f"on request {ctx.request_index}") from err
         wrong = _not_a_view(result, history)
         if wrong:
@@ -349,9 +347,10 @@ def _not_events(events: Any) -> tuple[str, str] | None:
     return None if bad is None else (f"a View whose events hold {type(bad).__name__}", expected)
 
 
-def _names(err: ReplayError, named: NamedStrategy) -> bool:
-    """Whether `err` already says it is `named`'s (raised by its guard, further in)."""
-    return f"plug-in strategy {named.name!r}" in str(err)
+def _names(err: BaseException, named: NamedStrategy) -> bool:
+    """Whether `err` is replay's error already saying it is `named`'s (raised by its guard,
+    further in)."""
+    return isinstance(err, ReplayError) and f"plug-in strategy {named.name!r}" in str(err)
 
 
 def _plugin_error(named: NamedStrategy, err: BaseException, when: str) -> ReplayError:
@@ -367,11 +366,9 @@ def build_guarded(named: NamedStrategy) -> Any:
     try:
         with _stdout_to_stderr():
             strategy = named.spec.build(**named.params)
-    except ReplayError as err:
+    except (Exception, SystemExit) as err:
         if _names(err, named):
             raise
-        raise _plugin_error(named, err, "when it was built") from err
-    except (Exception, SystemExit) as err:
         raise _plugin_error(named, err, "when it was built") from err
     if not callable(strategy):
         raise ReplayError(
