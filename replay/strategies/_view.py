@@ -165,6 +165,12 @@ class ToolResultItem:
     """The renderer's blocks for this item (`Renderer._item_blocks`), kept on the item rather
     than in a weak dictionary of the renderer's (a weak reference and an entry per item)."""
 
+    @property
+    def full_chars(self) -> int:
+        """Length of the full output: `original_chars` once shortened (0: an empty output a
+        strategy stubbed), else the output's own."""
+        return len(self.output) if self.original_chars is None else self.original_chars
+
 
 @dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class SummaryItem:
@@ -278,9 +284,7 @@ def replace_output(item: ToolResultItem, output: str) -> ToolResultItem:
                 output=output,
                 is_error=item.is_error,
                 event_index=item.event_index,
-                original_chars=(
-                    len(item.output) if item.original_chars is None else item.original_chars
-                ),
+                original_chars=item.full_chars,
                 arguments=item.arguments,
             ),
         )

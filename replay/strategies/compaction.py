@@ -63,8 +63,7 @@ def _cut(item: Item, output_chars: int, argument_chars: int) -> Item:
         cut = cut_output(item.output, output_chars) if output_chars else None
         if cut is None:
             return item
-        original = len(item.output) if item.original_chars is None else item.original_chars
-        return replace(item, output=cut, original_chars=original)
+        return replace(item, output=cut, original_chars=item.full_chars)
     if not argument_chars or not isinstance(item, AssistantItem) or not item.tool_calls:
         return item
     blocks = tuple(_cut_arguments(b, argument_chars) for b in item.blocks)
