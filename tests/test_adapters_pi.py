@@ -31,6 +31,14 @@ def _write(tmp: Path, lines: list[dict[str, Any]], name: str = "session.jsonl") 
     return path
 
 
+def _chained(entries: list[dict[str, Any]]) -> None:
+    """Give `entries` ids 1, 2, … each the parent of the next: one branch, in order."""
+    parent = None
+    for n, e in enumerate(entries, start=1):
+        e["id"], e["parentId"] = f"{n:08x}", parent
+        parent = e["id"]
+
+
 def _entry(n: int, parent: int | None, kind: str = "message", **kw: Any) -> dict[str, Any]:
     return {
         "type": kind,
@@ -112,10 +120,7 @@ def test_a_call_id_a_model_reuses_every_turn_pairs_each_result_with_its_call(
     turn2[0]["message"]["content"][1]["arguments"] = {"command": "cat a.txt"}
     turn2[1]["message"]["content"] = [{"type": "text", "text": "alpha"}]
     body = [*entries[:2], call, result, *turn2, answer]
-    parent = None
-    for n, e in enumerate(body, start=1):
-        e["id"], e["parentId"] = f"{n:08x}", parent
-        parent = e["id"]
+    _chained(body)
     session = load(_write(tmp_path, [header, *body]), strict=True)
     results = [e for e in session.events if isinstance(e, ToolResult)]
     calls = [b for e in session.events if isinstance(e, AssistantMessage)
@@ -978,10 +983,7 @@ def test_results_naming_an_id_two_waiting_calls_share_answer_them_in_call_order(
     result2 = json.loads(json.dumps(result))
     result2["message"].update(toolName="read", content=[{"type": "text", "text": "alpha"}])
     body = [*entries[:2], call, result, result2, answer]
-    parent = None
-    for n, e in enumerate(body, start=1):
-        e["id"], e["parentId"] = f"{n:08x}", parent
-        parent = e["id"]
+    _chained(body)
     session = load(_write(tmp_path, [header, *body]), strict=True)
     calls = [(b.id, b.name) for e in session.events if isinstance(e, AssistantMessage)
              for b in e.blocks if isinstance(b, ToolCallBlock)]
@@ -1319,10 +1321,7 @@ def test_a_result_written_twice_does_not_answer_another_call(tmp_path: Path) -> 
     result2 = json.loads(json.dumps(result))
     result2["message"].update(toolCallId="toolu_2", content=[{"type": "text", "text": "alpha"}])
     body = [*entries[:2], call, result, again, result2, answer]
-    parent = None
-    for n, e in enumerate(body, start=1):
-        e["id"], e["parentId"] = f"{n:08x}", parent
-        parent = e["id"]
+    _chained(body)
     session = load(_write(tmp_path, [header, *body]))
     results = [(e.call_id, e.output) for e in session.events if isinstance(e, ToolResult)]
     assert results == [("toolu_1", "a.txt\nb.txt"), ("toolu_2", "alpha")]
@@ -1362,10 +1361,7 @@ def test_redacted_result_ids_answer_the_oldest_waiting_calls_unreported(tmp_path
     result2 = json.loads(json.dumps(result))
     result2["message"]["content"] = [{"type": "text", "text": "alpha"}]
     body = [*entries[:2], call, result, result2, answer]
-    parent = None
-    for n, e in enumerate(body, start=1):
-        e["id"], e["parentId"] = f"{n:08x}", parent
-        parent = e["id"]
+    _chained(body)
     session = load(_write(tmp_path, [header, *body]), strict=True)
     results = [(e.call_id, e.output) for e in session.events if isinstance(e, ToolResult)]
     assert results == [("toolu_1", "a.txt\nb.txt"), ("toolu_2", "alpha")]
