@@ -490,6 +490,43 @@ def test_the_extractive_summary_lists_files_read_and_modified_by_their_tools():
     ]
 
 
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"input": "{patch}"},  # Codex's freeform apply_patch
+        {"command": ["apply_patch", "{patch}"]},  # Codex's older shell, as argv
+        {"cmd": "apply_patch <<'EOF'\n{patch}\nEOF"},  # through exec_command
+    ],
+)
+def test_the_extractive_summary_lists_the_files_a_codex_patch_changes(arguments):
+    """Codex's `apply_patch` has no path argument: the files are the patch's own headers
+    (`*** Add File:`, `*** Update File:`, `*** Delete File:`, `*** Move to:`), all modified."""
+    from replay.strategies._summary import structured_summary
+
+    patch = "\n".join([
+        "*** Begin Patch",
+        "*** Update File: src/a.py",
+        "@@ def f():",
+        "-    return 1",
+        "+    return 2",
+        "*** Update File: src/old.py",
+        "*** Move to: src/new.py",
+        "*** Add File: docs/notes.md",
+        "+*** Update File: not/a/header.py",  # a line the patch adds, not a header
+        "*** Delete File: tmp/scratch.txt  ",
+        "*** End Patch",
+    ])
+    name = "shell" if "command" in arguments else "apply_patch"
+    filled = {key: value.replace("{patch}", patch) if isinstance(value, str)
+              else [part.replace("{patch}", patch) for part in value]
+              for key, value in arguments.items()}
+    items = [UserItem(text="Fix the parser."), *_step("p1", name, filled, "Success.")]
+    modified = ["src/a.py", "src/old.py", "src/new.py", "docs/notes.md", "tmp/scratch.txt"]
+    assert _sections(structured_summary(items))["Current State"].splitlines() == [
+        f"- modified: {p}" for p in modified
+    ]
+
+
 def test_the_extractive_summary_keeps_the_latest_of_each_fact():
     """The task is the first user message the user wrote; the constraints, reasoning, test
     output and earlier summary are the latest ones; error lines the first twelve, once each."""

@@ -115,6 +115,26 @@ def _path_of(arguments: object) -> str | None:
     return None
 
 
+_PATCH_FILE = re.compile(
+    r"^\*\*\* (?:(?:Add|Update|Delete) File|Move to): (.+?)[ \t]*$", re.MULTILINE
+)
+"""A file header of Codex's patch format (`*** Update File: src/app.py`, …)."""
+
+
+def _patched_paths(arguments: object) -> list[str]:
+    """The files a Codex patch changes: `apply_patch` takes no path argument, its paths are
+    headers inside the patch text (the freeform tool's `input`, or the argv / command line of
+    a shell call running `apply_patch`)."""
+    if not isinstance(arguments, dict):
+        return []
+    text = arguments.get("input", arguments.get("command", arguments.get("cmd")))
+    if isinstance(text, list):
+        text = "\n".join(str(part) for part in text)
+    if not isinstance(text, str) or "*** Begin Patch" not in text:
+        return []
+    return _PATCH_FILE.findall(text)
+
+
 _TEST_COMMAND = re.compile(
     r"\b(py\.?test|unittest|tox|nox|jest|vitest|mocha|rspec|phpunit|ctest"
     r"|(npm|pnpm|yarn|bun)( run)? test|(go|cargo|dotnet|mvn|gradle|make|deno|mix|swift) test)\b"
@@ -160,6 +180,7 @@ def _facts(items: Sequence[Item]) -> dict[str, list[str]]:
                 written.append(path)
             elif path:
                 read.append(path)
+            written.extend(_patched_paths(args))
             if "test" in name or _runs_tests(args):
                 tests = [ln for ln in item.output.splitlines() if ln.strip()][-12:]
             if len(errors) < 12:
