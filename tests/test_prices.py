@@ -593,6 +593,30 @@ def test_a_deepseek_off_peak_hour_under_a_price_context_stays_off_peak():
         assert fast.total_usd == plain.total_usd, hour
 
 
+@pytest.mark.parametrize(
+    ("ts", "input_usd", "says"),
+    [
+        # replay's peak rule: 2 × that day's off-peak ($0.435), not genai-prices' $1.32
+        (datetime(2026, 5, 4, 2, tzinfo=UTC), D("0.87"), "peak price = 2 × that day's"),
+        # a Saturday's off-peak hour: genai-prices' own price, nothing replay changed to name
+        (datetime(2026, 10, 24, 12, tzinfo=UTC), D("0.66"), None),
+        (datetime(2026, 10, 24, 2, tzinfo=UTC), D("0.66"), "off-peak price all day on Sat/Sun"),
+    ],
+)
+def test_a_price_context_deepseek_does_not_price_keeps_the_peak_rule(ts, input_usd, says):
+    """Under a price context no DeepSeek variant prices, genai-prices returns a copy of the
+    standard row, which the peak rule (telling rows by identity) did not know: a weekday peak
+    hour was billed at genai-prices' $1.32, and a weekend off-peak hour named a change."""
+    pricer = Pricer()
+    b = Buckets(uncached=1_000_000)
+    plain = pricer.price(b, model="deepseek-v4-pro", provider="deepseek", ts=ts)
+    fast = pricer.price(b, model="deepseek-v4-pro", provider="deepseek", ts=ts,
+                        context={"speed": "fast"})
+    assert fast.input_usd == plain.input_usd == input_usd
+    assert fast.source == plain.source
+    assert (says in fast.source) if says else fast.source.endswith(" snapshot")
+
+
 def test_deepseek_chat_2025_off_peak_window_is_not_restricted_to_weekdays():
     # Its window is genai-prices' 2025 data; the Mon-Fri rule is for the late-2026 models.
     b = Buckets(uncached=1_000_000)

@@ -569,21 +569,23 @@ def _prices_at(
 ) -> tuple[gp_types.ModelPrice, gp_types.ModelPrice, str]:
     """genai-prices' prices of the model at `ts` (in the price variant `context`), with the
     model's peak rule (`peak`): off-peak all day on a UTC weekday its peak prices do not apply,
-    and at a peak hour the off-peak price in force that day × the rule's factor. Also returns
-    genai-prices' own object they come from (a stable key) and what replay changed (for
+    and at a peak hour the off-peak price in force that day × the rule's factor (a rule for the
+    standard rows: a variant genai-prices prices at other rates is billed as it has it). Also
+    returns genai-prices' own object they come from (a stable key) and what replay changed (for
     `Price.source`, "" if nothing)."""
     prices = model_info.get_prices(ts, dict(context) or None)
     # A variant's prices are a new copy at each call: they come from the standard object.
     own = model_info.get_prices(ts) if context else prices
-    if peak is None:
+    if peak is None or prices != own:  # no rule, or a variant genai-prices prices: as it has it
         return prices, own, ""
+    prices = own  # the rule below tells genai-prices' rows by identity, not a copy of one
     off_peak = _off_peak_prices(model_info, ts)
     if off_peak is prices:
         return prices, prices, ""
     if WEEKDAYS[utc_date(ts).weekday()] not in peak.days:
         days = "/".join(day for day in WEEKDAYS if day not in peak.days)
         return off_peak, off_peak, f" + off-peak price all day on {days} (pricing/{PATCH_FILE})"
-    if not _time_of_day(model_info, prices):  # (a price variant's: as genai-prices has it)
+    if not _time_of_day(model_info, prices):  # a dated row, not a peak one
         return prices, own, ""
     scaled = _times(off_peak, peak.factor)
     if all(getattr(scaled, unit) == getattr(prices, unit) for unit in _PRICE_KEYS):
