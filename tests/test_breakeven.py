@@ -641,8 +641,10 @@ def test_compaction_includes_summarizer_cost(provider) -> None:
     assert [(r.strategy, r.request_index) for r in summarizers] == [(edit.name, 6)]
     assert row.summarizer_cost_usd > 0
     assert row.summarizer_cost_usd == summarizers[0].cost_usd
-    # The summarizer re-reads the history the main thread had cached.
-    assert row.summarizer_cache_read == summarizers[0].outcome.cache_read > 0
+    # The summarizer is sent the cut transcript (compact-at's): it parts from the main thread's
+    # prompts at the first item cut (message 4), before anything they cached.
+    assert row.summarizer_cache_read == summarizers[0].outcome.cache_read == 0
+    assert summarizers[0].outcome.miss_cause == "prefix edited at message 4"
     assert "summary cost" in row.disagreement
     # The simulation counts the summary: with no payback before the log ends, its net is the
     # whole-run difference (summarizer call included).

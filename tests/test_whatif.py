@@ -263,6 +263,27 @@ def test_whatif_compact_s_summarizer_is_sent_what_the_summary_replaces() -> None
     assert instruction.text == STRUCTURED_INSTRUCTION
 
 
+def test_whatif_compact_s_summarizer_is_sent_what_compact_at_s_is() -> None:
+    """As `compact-at`'s summarizer (docs/strategies.md: output_chars=1500, argument_chars=200),
+    each tool output is cut to 1,500 characters and each call's arguments to 200, where the
+    summary's stand-in is made from the whole items. It was sent the replaced items whole: a
+    3,000-character output cost twice what the library's compactions charge for it."""
+    long_path = "src/" + "d" * 300 + ".js"
+    turns = [Turn(f"Step {i}.", [Call("read_file", {"path": long_path}, gen.filler(3000, i))])
+             for i in range(4)] + [Turn("Done.")]
+    edit = whatif_strategy(3, None, True)  # replaces steps 0 and 1
+    _, records = breakeven_session(build_session(turns, provider="anthropic"), [edit])
+    call = next(r for r in records if r.kind == "summarizer")
+    *sent, _ = call.view
+    results = [i for i in sent if isinstance(i, ToolResultItem)]
+    assert [i.output for i in results] == [
+        gen.filler(3000, i)[:1500] + "\n…[truncated 1500 chars]" for i in range(2)]
+    assert all(i.original_chars == 3000 for i in results)
+    calls = [b for i in sent if isinstance(i, AssistantItem) for b in i.tool_calls]
+    assert len(calls) == 2
+    assert all(len(b.rendered()) == len("read_file()") + 200 + len("…") for b in calls)
+
+
 def _threaded_session():
     """Requests in file order: 0-1 main, 2-4 a subagent's thread (spawned by request 1's call),
     5-7 main again."""
@@ -418,7 +439,9 @@ def test_api_compact() -> None:
     costs = dict(zip(result["summary"]["strategy"], result["summary"]["cost_usd"], strict=True))
     row = result["breakeven"].row(0, named=True)
     assert (row["request_index"], row["event"]) == (9, "compaction")
-    assert row["summarizer_cost_usd"] > 0 and row["summarizer_cache_read"] > 0
+    # Sent cut, as compact-at's summarizer is: like compact-at's on this log (0 at each of its
+    # compactions), it parts from the cached prompts before their breakpoints.
+    assert row["summarizer_cost_usd"] > 0 and row["summarizer_cache_read"] == 0
     assert "summary cost" in row["disagreement"]
     assert row["breakeven_simulated"] is None  # the summary is never paid back on this log
     assert row["simulated_net_usd"] == costs["recorded"] - costs["whatif-compact-at-9"] < 0

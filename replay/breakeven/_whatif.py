@@ -3,7 +3,9 @@
 The run edited is `recorded`'s: the history as the agent sent it, with its own compactions and
 cleared results. `--prune SELECTOR` at request AT clears the selected context of that request
 (tool results become the placeholder opencode and Claude Code use); `--compact-at AT` replaces
-everything before the current step with an extractive summary, its summarizer call costed.
+everything before the current step with an extractive summary, its summarizer call costed (sent
+what `compact-at`'s is: each tool output cut to 1,500 characters, each call's arguments to 200;
+the stand-in is made from the whole items).
 From AT on, every request of that thread is `recorded`'s with the same edit made again, until a
 later compaction of the log's replaces what the edit touched (from there both runs send the
 same), so the difference is that single edit. AT numbers the log's requests in file order over
@@ -41,6 +43,7 @@ from replay.strategies._view import (
     View,
     replace_output,
 )
+from replay.strategies.compaction import ARGUMENT_CHARS, OUTPUT_CHARS, summarizer_input
 from replay.strategies.recorded import recorded
 
 PLACEHOLDER = "[Old tool result content cleared]"
@@ -256,7 +259,9 @@ def whatif_strategy(at: int, prune: Selector | None, compact: bool) -> NamedStra
             replaces=tuple(i for r in replaced for i in _event_indexes(r)),
         )
         edit = _Edit(dropped=frozenset(_key(i) for i in replaced), summary=summary)
-        call = SummarizerCall(tuple(replaced), STRUCTURED_INSTRUCTION, text)
+        # Sent what `compact-at`'s summarizer is sent (the stand-in is made from the whole items).
+        sent = summarizer_input(replaced, OUTPUT_CHARS, ARGUMENT_CHARS)
+        call = SummarizerCall(sent, STRUCTURED_INSTRUCTION, text)
         return edit, [call], RewriteEvent("compaction", "what-if")
 
     spec = StrategySpec(

@@ -48,6 +48,11 @@ from replay.strategies._view import (
     item_chars,
 )
 
+OUTPUT_CHARS = 1500
+"""Characters of each tool output the seed study's summarizer was sent (`output_chars`)."""
+ARGUMENT_CHARS = 200
+"""Characters of each tool call's arguments it was sent (`argument_chars`)."""
+
 
 def summarizer_input(items: Sequence[Item], output_chars: int, argument_chars: int
                      ) -> tuple[Item, ...]:
@@ -84,8 +89,8 @@ def _cut_arguments(block: Block, limit: int) -> Block:
                  arguments_format="raw")
 
 
-def compact_at(chars: int = 12000, style: str = "structured", output_chars: int = 1500,
-               argument_chars: int = 200) -> object:
+def compact_at(chars: int = 12000, style: str = "structured", output_chars: int = OUTPUT_CHARS,
+               argument_chars: int = ARGUMENT_CHARS) -> object:
     structured = style == "structured"
     summary: SummaryItem | None = None
     covered = 0  # history items the summary stands for
@@ -139,8 +144,8 @@ register(
         cache_class="freeze-once",
         rule="when the view passes N characters, one summarizer call replaces all but the "
         "current step with a summary (five-section structured, or free-form)",
-        defaults={"chars": 12000, "style": "structured", "output_chars": 1500,
-                  "argument_chars": 200},
+        defaults={"chars": 12000, "style": "structured", "output_chars": OUTPUT_CHARS,
+                  "argument_chars": ARGUMENT_CHARS},
         bounds={"chars": AT_LEAST_1, "style": Bounds(words=("structured", "freeform")),
                 "output_chars": AT_LEAST_0, "argument_chars": AT_LEAST_0},
         canonical=("compact-at-12000-structured", "compact-at-12000-freeform"),
