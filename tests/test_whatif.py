@@ -663,6 +663,74 @@ def test_whatif_keeps_the_recorded_run_s_own_rewrite_at_the_request_it_edits() -
         logged, ("prune", "cleared 1 tool results older than 0")]
 
 
+def _cleared_session(held: bool = True):
+    """Five results, requests 0-5: grep's first the log holds as the placeholder (as Claude
+    Code's microcompact leaves it; `held=False`: the harness cleared it too), its second the
+    harness cleared from request 2 on (`cleared_at`, opencode's pruning); read_file's three,
+    the middle one held as the placeholder by the log."""
+    from replay.log import RequestMarker, ToolResult
+
+    outputs = [("grep", PLACEHOLDER if held else gen.filler(900, 0)),
+               ("grep", gen.filler(900, 1)), ("read_file", gen.filler(900, 2)),
+               ("read_file", PLACEHOLDER), ("read_file", gen.filler(900, 4))]
+    turns = [Turn(f"Step {n}.", [Call(tool, {"path": f"f{n}"}, out)])
+             for n, (tool, out) in enumerate(outputs)] + [Turn("Done.")]
+    session = build_session(turns, provider="anthropic")
+    at = next(e.ts for e in session.events
+              if isinstance(e, RequestMarker) and e.request_id == "req-003")
+    results = [n for n, e in enumerate(session.events) if isinstance(e, ToolResult)]
+    for n in results[:2] if not held else results[1:2]:
+        session.events[n] = session.events[n].model_copy(update={"cleared_at": at})
+    return session
+
+
+@pytest.mark.parametrize(
+    ("selector", "detail"),
+    [
+        # r2 and r4: not r3, which the log holds cleared (it counted 3), nor r1, the harness's
+        ("tool:read_file", "cleared 2 results of read_file"),
+        ("older-than:0", "cleared 2 tool results older than 0"),  # it counted 4
+        ("older-than:1", "cleared 1 tool results older than 1"),  # r2 (it counted 3)
+    ],
+)
+def test_whatif_counts_only_the_results_its_edit_changed(selector, detail) -> None:
+    """"Cleared N" counts the results the edit changed: a result already the placeholder at
+    request AT, cleared by the harness or held so by the log, is neither cleared again nor
+    counted, nor counted among the newer results `older-than:K` keeps."""
+    edit = whatif_strategy(5, Selector.parse(selector), False)
+    _, records = breakeven_session(_cleared_session(), ["recorded", edit])
+    ref, mine = _requests_of(records, "recorded")[5], _requests_of(records, edit.name)[5]
+    assert [e.detail for e in mine.events if not e.detail.startswith("logged")] == [detail]
+    changed = sum(a != b for a, b in zip(_outputs(ref.view), _outputs(mine.view), strict=True))
+    assert changed == int(detail.split()[1])
+
+
+@pytest.mark.parametrize(
+    ("held", "at", "items", "why"),
+    [
+        # one held as the placeholder by the log, one cleared by the harness from request 2
+        (True, 5, 11, "2 results of tool 'grep', all already cleared in the log"),
+        (True, 1, 3, "1 result of tool 'grep', all already cleared in the log"),
+        (False, 5, 11, "2 results of tool 'grep', all already cleared in the log"),  # harness's
+    ],
+)
+def test_a_tool_whose_results_were_all_cleared_says_so(held, at, items, why) -> None:
+    """`tool:grep` where every grep result is already cleared is an error saying so: it cleared
+    the placeholder again and called that an edit (where the log held it), or said "no result of
+    tool 'grep'" and listed the tools without it (where the harness had cleared them all)."""
+    with pytest.raises(ReplayError, match=re.escape(
+            f"--prune tool:grep matches nothing at request {at} ({items} history items): {why}")):
+        breakeven_session(_cleared_session(held),
+                          [whatif_strategy(at, Selector.parse("tool:grep"), False)])
+
+
+def test_older_than_past_the_results_left_says_how_many_were_cleared() -> None:
+    with pytest.raises(ReplayError, match=re.escape(
+            "only 2 tool results not already cleared (3 more were), none older than 2")):
+        breakeven_session(_cleared_session(),
+                          [whatif_strategy(5, Selector.parse("older-than:2"), False)])
+
+
 def test_whatif_compact_where_the_agent_compacted_is_an_error() -> None:
     with pytest.raises(ReplayError, match=r"--compact-at 4: the agent compacted right before "
                        r"request 4 \(the recorded run sends its own summary there\)"):

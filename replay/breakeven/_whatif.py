@@ -18,7 +18,10 @@ Selectors:
 - `messages:A-B` — items A..B of the history as request AT sends it (0-based, inclusive,
   A ≤ B); a tool call and its result are always removed together.
 
-Results the harness had already cleared by AT are not selected again.
+Results request AT already sends cleared (the harness cleared them by then, or the log holds
+the placeholder itself, as Claude Code's microcompact leaves it) are neither selected again nor
+counted: `older-than:K` counts the others, "cleared N" the results the edit changed, and a
+`tool:NAME` whose results are all cleared says so.
 
 A selector that selects nothing at request AT is an error (naming what the history holds), not
 an edit that costs $0.
@@ -32,6 +35,7 @@ from dataclasses import dataclass
 
 from replay._errors import ReplayError
 from replay.strategies._base import NamedStrategy, StrategyContext, StrategySpec
+from replay.strategies._prompts import LITERAL_CLEARED
 from replay.strategies._summary import STRUCTURED_INSTRUCTION, structured_summary, summary_message
 from replay.strategies._view import (
     AssistantItem,
@@ -46,7 +50,8 @@ from replay.strategies._view import (
 from replay.strategies.compaction import ARGUMENT_CHARS, OUTPUT_CHARS, summarizer_input
 from replay.strategies.recorded import recorded
 
-PLACEHOLDER = "[Old tool result content cleared]"
+PLACEHOLDER = LITERAL_CLEARED
+"""What a cleared tool result shows (as `recorded` shows the harness's clears)."""
 
 
 @dataclass(frozen=True)
@@ -89,33 +94,30 @@ def _nothing_matched(selector: Selector, at: int, history: Sequence[Item], why: 
     )
 
 
-def _prune(history: Sequence[Item], selector: Selector, at: int) -> tuple[list[Item], str]:
+def _prune(history: Sequence[Item], selector: Selector, at: int,
+           cleared: frozenset[int] = frozenset()) -> tuple[list[Item], str]:
     """The history with the selected context removed; an error if the selector selects nothing
-    (an edit that changes nothing would report a saving of $0 as if it had been measured)."""
-    results = [n for n, i in enumerate(history) if isinstance(i, ToolResultItem)]
+    (an edit that changes nothing would report a saving of $0 as if it had been measured).
+    `cleared`: positions of the tool results the request already sends cleared, which
+    `older-than` and `tool` neither select nor count."""
+    results = [n for n, i in enumerate(history)
+               if isinstance(i, ToolResultItem) and n not in cleared]
     if selector.kind == "older-than":
         k = int(selector.value)
         chosen = set(results[: max(0, len(results) - k)])
         if not chosen:
+            more = f" not already cleared ({len(cleared)} more were)" if cleared else ""
             raise _nothing_matched(
-                selector, at, history, f"only {len(results)} tool results, none older than {k}"
+                selector, at, history,
+                f"only {len(results)} tool results{more}, none older than {k}",
             )
-        return [
-            replace_output(i, PLACEHOLDER) if n in chosen else i  # type: ignore[arg-type]
-            for n, i in enumerate(history)
-        ], f"cleared {len(chosen)} tool results older than {k}"
+        return _shown_cleared(history, chosen), f"cleared {len(chosen)} tool results older than {k}"
     if selector.kind == "tool":
         chosen = {n for n in results if history[n].tool_name == selector.value}  # type: ignore[union-attr]
         if not chosen:
-            tools = sorted({history[n].tool_name for n in results})  # type: ignore[union-attr]
-            raise _nothing_matched(
-                selector, at, history,
-                f"no result of tool {selector.value!r} (tools: {', '.join(tools) or 'none'})",
-            )
-        return [
-            replace_output(i, PLACEHOLDER) if n in chosen else i  # type: ignore[arg-type]
-            for n, i in enumerate(history)
-        ], f"cleared {len(chosen)} results of {selector.value}"
+            why = _no_result_of(history, selector.value, results, cleared)
+            raise _nothing_matched(selector, at, history, why)
+        return _shown_cleared(history, chosen), f"cleared {len(chosen)} results of {selector.value}"
     lo, hi = (int(x) for x in selector.value.split("-"))
     if lo >= len(history):
         raise _nothing_matched(
@@ -150,6 +152,25 @@ def _prune(history: Sequence[Item], selector: Selector, at: int) -> tuple[list[I
             f"{len(history)} history items at request {at}: nothing would be sent"
         )
     return kept, f"dropped {len(drop)} history items"
+
+
+def _shown_cleared(history: Sequence[Item], chosen: set[int]) -> list[Item]:
+    return [
+        replace_output(i, PLACEHOLDER) if n in chosen else i  # type: ignore[arg-type]
+        for n, i in enumerate(history)
+    ]
+
+
+def _no_result_of(history: Sequence[Item], tool: str, results: list[int],
+                  cleared: frozenset[int]) -> str:
+    """Why `tool:TOOL` selects nothing: its results are all cleared already, or there are none
+    (then the tools there are results of, by name)."""
+    gone = sum(1 for n in cleared if history[n].tool_name == tool)  # type: ignore[union-attr]
+    if gone:
+        return (f"{gone} result{'s' if gone != 1 else ''} of tool {tool!r}, all already cleared "
+                "in the log")
+    tools = sorted({history[n].tool_name for n in results})  # type: ignore[union-attr]
+    return f"no result of tool {tool!r} (tools: {', '.join(tools) or 'none'})"
 
 
 def _key(item: Item) -> tuple[object, ...]:
@@ -189,21 +210,20 @@ class _Edit:
         return out
 
 
-def _prune_edit(view: Sequence[Item], selector: Selector, at: int,
-                logged_clears: frozenset[int]) -> tuple[_Edit, str]:
-    """The prune of `view` as an edit by key; results the harness had already cleared
-    (`recorded` shows them cleared) are not cleared again."""
+def _prune_edit(view: Sequence[Item], selector: Selector, at: int) -> tuple[_Edit, str]:
+    """The prune of `view` as an edit by key; the results `view` already shows as the
+    placeholder (the harness cleared them: `recorded` shows its logged clears so, and a log may
+    hold the placeholder itself) are not cleared again, nor counted as cleared."""
     if selector.kind == "messages":  # numbered as the request shows them
         kept, detail = _prune(view, selector, at)
         dropped = {_key(i) for i in view} - {_key(i) for i in kept}
         return _Edit(dropped=frozenset(dropped)), detail
-    fresh = [
-        i for i in view
-        if not (isinstance(i, ToolResultItem) and i.event_index in logged_clears)
-    ]
-    pruned, detail = _prune(fresh, selector, at)
+    already = frozenset(
+        n for n, i in enumerate(view) if isinstance(i, ToolResultItem) and i.output == PLACEHOLDER
+    )
+    pruned, detail = _prune(view, selector, at, already)
     cleared = {
-        _key(before) for before, after in zip(fresh, pruned, strict=True) if before is not after
+        _key(before) for before, after in zip(view, pruned, strict=True) if before is not after
     }
     return _Edit(cleared=frozenset(cleared)), detail
 
@@ -237,7 +257,7 @@ def whatif_strategy(at: int, prune: Selector | None, compact: bool) -> NamedStra
         items = view.items
         if not compact:
             assert prune is not None
-            edit, detail = _prune_edit(items, prune, ctx.request_index, ctx.logged_clears)
+            edit, detail = _prune_edit(items, prune, ctx.request_index)
             return edit, [], RewriteEvent("prune", detail)
         if any(e.kind == "compaction" for e in view.events):
             raise ReplayError(

@@ -104,7 +104,8 @@ def breakeven_command(log: Path, strategies: str, sets: tuple[str, ...],
               help="Request index (0-based, file order, counting every thread's requests) "
               "where --prune applies, in that request's thread.")
 @click.option("--prune", metavar="SELECTOR",
-              help="older-than:K | tool:NAME (those tool results become a placeholder) | "
+              help="older-than:K | tool:NAME (those tool results become a placeholder; "
+              "results already cleared in the log are neither selected again nor counted) | "
               "messages:A-B (those history items are dropped, a call with its result).")
 @click.option("--compact-at", "compact_at", type=int, metavar="REQUEST",
               help="Compact everything before the current step at this request (numbered "
