@@ -825,3 +825,110 @@ def test_an_edit_that_has_not_paid_back_when_the_log_ends_says_so() -> None:
     assert row.horizon == 2 and row.breakeven_simulated is None
     assert "log ended before payback" in row.disagreement
     assert "same view" not in row.disagreement
+
+
+def _late_compaction_session(keep_from: int, at: int = 8):
+    """Ten read steps (requests 0-9); right before request `at` the log compacts every event
+    before request `keep_from` (its first kept item: that request's answer)."""
+    from replay.log import Compaction, RequestMarker
+
+    turns = [
+        Turn(f"Step {i}.", [Call("read_file", {"path": f"src/f{i}.js"}, gen.filler(3000, i))])
+        for i in range(9)
+    ] + [Turn("Done.")]
+    session = build_session(turns, provider="anthropic")
+    markers = [n for n, e in enumerate(session.events) if isinstance(e, RequestMarker)]
+    replaced = [e.id for e in session.events[: markers[keep_from]]]
+    session.events.insert(markers[at], Compaction(ts=session.events[markers[at]].ts,
+                                                  summary="THE LOG'S SUMMARY", replaces=replaced))
+    return session
+
+
+def _summaries(view):
+    return [i.source for i in view if isinstance(i, SummaryItem)]
+
+
+def test_a_logged_compaction_of_part_of_what_compact_at_dropped_sends_one_summary() -> None:
+    """`--compact-at 5` replaces the task and steps 0-3 (it keeps step 4, the current one);
+    at request 8 the log compacts the task and steps 0-1 and keeps from step 2's answer on,
+    which the what-if had dropped: its place in the edited context is the what-if's summary,
+    the first item, so the edited context held nothing for that compaction to replace. The
+    edited run sent both summaries (the log's, then the what-if's); it sends the what-if's
+    alone, append-only through the log's compaction."""
+    edit = whatif_strategy(5, None, True)
+    _, records = breakeven_session(_late_compaction_session(keep_from=2), ["recorded", edit])
+    ref, mine = _requests_of(records, "recorded"), _requests_of(records, edit.name)
+    assert [_summaries(r.view) for r in ref[7:]] == [[], ["logged"], ["logged"]]
+    assert [_summaries(m.view) for m in mine[5:]] == [["extractive"]] * 5
+    for prev, cur in zip(mine[7:], mine[8:], strict=False):
+        assert cur.view[: len(prev.view)] == prev.view and not cur.diff.is_break
+    assert mine[8].outcome.prompt < ref[8].outcome.prompt
+
+
+@pytest.mark.parametrize("keep_from", [4, 6])
+def test_a_logged_compaction_that_keeps_from_what_compact_at_kept_ends_the_edit(
+    keep_from,
+) -> None:
+    """Kept from step 4's answer (the what-if's first kept item: the log replaced exactly what
+    the what-if dropped) or from step 6's: the what-if's summary sits before that item and is
+    replaced with the rest, so from request 8 both runs send the log's summary and the same
+    view."""
+    edit = whatif_strategy(5, None, True)
+    _, records = breakeven_session(_late_compaction_session(keep_from), ["recorded", edit])
+    ref, mine = _requests_of(records, "recorded"), _requests_of(records, edit.name)
+    assert _summaries(mine[7].view) == ["extractive"]
+    for r, m in zip(ref[8:], mine[8:], strict=True):
+        assert _summaries(m.view) == ["logged"]
+        assert _outputs(m.view) == _outputs(r.view) and m.cost_usd == r.cost_usd
+        assert m.view[0].text == r.view[0].text
+        assert [i.event_index for i in m.view[1:]] == [i.event_index for i in r.view[1:]]
+
+
+@pytest.mark.parametrize(
+    ("selector", "keep_from", "sent"),
+    [
+        ("messages:0-4", 1, False),  # replaced the task and step 0, both dropped; kept step 1's
+        ("messages:0-4", 2, False),  # replaced just what was dropped: nothing before step 2's
+        ("messages:1-4", 1, True),  # the edited run still held the task it replaced
+    ],
+)
+def test_a_logged_compaction_of_only_what_messages_dropped_is_not_sent(
+    selector, keep_from, sent,
+) -> None:
+    """The same rule for a `messages:A-B` edit (no summary of its own): where the edited
+    context held nothing before the log's first kept item's place, the log's summary is not
+    sent; where it held something the log's compaction replaced, it is."""
+    edit = whatif_strategy(5, Selector.parse(selector), False)
+    _, records = breakeven_session(_late_compaction_session(keep_from), ["recorded", edit])
+    mine = _requests_of(records, edit.name)
+    assert [_summaries(m.view) for m in mine[8:]] == [["logged"] if sent else []] * 2
+    if not sent:
+        assert mine[8].view[: len(mine[7].view)] == mine[7].view
+
+
+def test_a_logged_compaction_that_sends_its_summary_as_a_message_of_its_own_ends_the_edit(
+) -> None:
+    """Codex's way: the compaction keeps the task (a user message, which the what-if dropped)
+    and replaces the rest, its summary a message of its own after it. It replaced what the
+    edited run still held (steps 4-7): the what-if's summary goes with it. The edited run sent
+    the what-if's summary and the log's; it sends the log's, without the task the what-if
+    dropped."""
+    from replay.log import Compaction, RequestMarker, UserMessage
+
+    session = _late_compaction_session(keep_from=0, at=8)
+    n = next(n for n, e in enumerate(session.events) if isinstance(e, Compaction))
+    task = session.events[0].id
+    replaced = [e.id for e in session.events[:n]
+                if e.id != task and not isinstance(e, RequestMarker)]
+    ts = session.events[n].ts
+    session.events[n : n + 1] = [
+        Compaction(ts=ts, summary="THE LOG'S SUMMARY", replaces=replaced, message=""),
+        UserMessage(ts=ts, text="THE LOG'S SUMMARY"),
+    ]
+    edit = whatif_strategy(5, None, True)
+    _, records = breakeven_session(session, ["recorded", edit])
+    ref, mine = _requests_of(records, "recorded"), _requests_of(records, edit.name)
+    assert _outputs(ref[8].view)[:2] == ["UserItem", "UserItem"]  # the task, the summary
+    for r, m in zip(ref[8:], mine[8:], strict=True):
+        assert not _summaries(m.view)
+        assert [i.event_index for i in m.view] == [i.event_index for i in r.view[1:]]

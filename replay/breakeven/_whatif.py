@@ -6,9 +6,17 @@ cleared results. `--prune SELECTOR` at request AT clears the selected context of
 everything before the current step with an extractive summary, its summarizer call costed (sent
 what `compact-at`'s is: each tool output cut to 1,500 characters, each call's arguments to 200;
 the stand-in is made from the whole items).
-From AT on, every request of that thread is `recorded`'s with the same edit made again, until a
-later compaction of the log's replaces what the edit touched (from there both runs send the
-same), so the difference is that single edit. AT numbers the log's requests in file order over
+From AT on, every request of that thread is `recorded`'s with the same edit made again, so the
+difference is that single edit. A later compaction of the log's is made in the edited run as
+the harness would make it on the edited context: it keeps its first kept item (the one after
+its summary) and what follows, and replaces what comes before. That item's place in the edited
+context is the item itself where the edit kept it; where the edit dropped it, the what-if's
+summary that stands for it (`--compact-at`), or the next item the edit kept. If the edited
+context holds something before that place, the log's summary replaces it all, the what-if's
+summary included (where the log's compaction replaced everything the edit touched, both runs
+send the same from there on); if it holds nothing (the log's compaction replaced only part of
+what the edit had dropped), there was nothing to compact: the edited run goes on sending the
+what-if's summary, not the log's. AT numbers the log's requests in file order over
 every thread (as `request_index` in the results); the edit is made in the thread that sends
 request AT, and the other threads (subagents, or main around them) are untouched.
 
@@ -185,16 +193,26 @@ def _key(item: Item) -> tuple[object, ...]:
 @dataclass
 class _Edit:
     """The edit made at AT, applied again to every later view of `recorded`: the items it
-    touched are named by `_key`, so a later logged compaction that replaced them ends it."""
+    touched are named by `_key`, so a later logged compaction that replaced them ends it (see
+    `_follow` for one that replaced only part of what it dropped)."""
 
     cleared: frozenset[tuple[object, ...]] = frozenset()
     """Tool results shown as the placeholder."""
     dropped: frozenset[tuple[object, ...]] = frozenset()
     """Items left out (a summary stands where the first of them was, if there is one)."""
     summary: SummaryItem | None = None
-    """What the compaction put in place of `dropped`."""
+    """What the compaction put in place of `dropped` (None once a logged compaction replaced
+    it)."""
+    last: Sequence[Item] = ()
+    """`recorded`'s view at the thread's previous request: what a logged compaction since then
+    replaced is what has left it."""
 
-    def apply(self, items: Sequence[Item]) -> list[Item]:
+    def apply(self, items: Sequence[Item], compacted: bool = False) -> list[Item]:
+        """`items` (`recorded`'s view) as the edited run sends them; `compacted`: the log
+        compacted since the previous request."""
+        if compacted:
+            self._follow(items)
+        self.last = items
         out: list[Item] = []
         placed = self.summary is None
         for item in items:
@@ -208,6 +226,30 @@ class _Edit:
                 item = replace_output(item, PLACEHOLDER)  # type: ignore[arg-type]
             out.append(item)
         return out
+
+    def _follow(self, items: Sequence[Item]) -> None:
+        """A logged compaction in the edited run. It keeps its first kept item (the one after
+        its summary in `items`) and what follows, and replaces what the context holds before
+        it. In the edited context that item's place is itself where the edit kept it; where
+        the edit dropped it, the edit's summary that stands for it (`--compact-at`: the first
+        item), or the next item kept. If the edited context holds nothing before that place
+        (the compaction replaced only what the edit had dropped), it had nothing to compact:
+        its summary is not sent, the edit's stays. Otherwise its summary replaces all that,
+        the edit's summary included."""
+        keys = [_key(i) for i in items]
+        before = {_key(i) for i in self.last}
+        gone = before.difference(keys)
+        if not gone:  # it replaced nothing either run sent
+            return
+        fresh = [n for n, i in enumerate(items)
+                 if isinstance(i, SummaryItem) and keys[n] not in before]
+        first_kept = [keys[n + 1] if n + 1 < len(keys) else None for n in fresh]
+        if gone - self.dropped or (
+            self.summary is not None and any(k not in self.dropped for k in first_kept)
+        ):
+            self.summary = None
+        else:
+            self.dropped |= {keys[n] for n in fresh}
 
 
 def _prune_edit(view: Sequence[Item], selector: Selector, at: int) -> tuple[_Edit, str]:
@@ -247,7 +289,8 @@ def whatif_strategy(at: int, prune: Selector | None, compact: bool) -> NamedStra
                 edit, calls, event = _edit_at(view, ctx)
                 return View(edit.apply(view.items), calls, [*view.events, event])
             if edit is not None:
-                view.items = edit.apply(view.items)
+                compacted = any(e.kind == "compaction" for e in view.events)
+                view.items = edit.apply(view.items, compacted)
             return view
 
         return edit_once

@@ -110,7 +110,8 @@ def breakeven_command(log: Path, strategies: str, sets: tuple[str, ...],
 @click.option("--compact-at", "compact_at", type=int, metavar="REQUEST",
               help="Compact everything before the current step at this request (numbered "
               "as --at) instead; the summarizer call is costed as compact-at's (tool outputs "
-              "cut to 1,500 characters, call arguments to 200).")
+              "cut to 1,500 characters, call arguments to 200). A later compaction of the "
+              "log's that replaced only part of what this one did is not sent.")
 @click.option("--ttl", type=click.Choice(["5m", "1h"]), help="Force every breakpoint's TTL, in "
               "both runs (with --prune or --compact-at), where the client picks one "
               "(Anthropic-style caches); ignored, with a note, elsewhere (OpenAI, Gemini).")
