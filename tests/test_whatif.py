@@ -932,3 +932,26 @@ def test_a_logged_compaction_that_sends_its_summary_as_a_message_of_its_own_ends
     for r, m in zip(ref[8:], mine[8:], strict=True):
         assert not _summaries(m.view)
         assert [i.event_index for i in m.view] == [i.event_index for i in r.view[1:]]
+
+
+def test_a_logged_compaction_that_replaced_nothing_sent_leaves_the_edit_as_it_is() -> None:
+    """A compaction that names only a request marker replaced nothing either run sent:
+    recorded sends its summary between items it kept, and the edited run sends it there too,
+    beside the what-if's summary, which stays (nothing the edited context held was replaced).
+    The one case where both summaries are sent; taken as the prefix rule would take it (its
+    first kept item one the what-if kept), it ended the edit."""
+    from replay.log import Compaction, RequestMarker
+
+    session = _late_compaction_session(keep_from=0, at=8)
+    n = next(n for n, e in enumerate(session.events) if isinstance(e, Compaction))
+    marker = [e.id for e in session.events if isinstance(e, RequestMarker)][6]
+    session.events[n] = session.events[n].model_copy(update={"replaces": [marker]})
+    edit = whatif_strategy(5, None, True)
+    _, records = breakeven_session(session, ["recorded", edit])
+    ref, mine = _requests_of(records, "recorded"), _requests_of(records, edit.name)
+    assert _summaries(ref[8].view) == ["logged"] and ref[8].view[0].kind != "summary"
+    for m in mine[8:]:
+        assert _summaries(m.view) == ["extractive", "logged"]
+    first = mine[5].view[1].event_index  # the first item the what-if kept: step 4's answer
+    k = next(n for n, i in enumerate(ref[8].view) if getattr(i, "event_index", -1) == first)
+    assert _outputs(mine[8].view) == ["SummaryItem", *_outputs(ref[8].view[k:])]

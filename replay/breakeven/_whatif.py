@@ -16,9 +16,12 @@ context holds something before that place, the log's summary replaces it all, th
 summary included (where the log's compaction replaced everything the edit touched, both runs
 send the same from there on); if it holds nothing (the log's compaction replaced only part of
 what the edit had dropped), there was nothing to compact: the edited run goes on sending the
-what-if's summary, not the log's. AT numbers the log's requests in file order over
-every thread (as `request_index` in the results); the edit is made in the thread that sends
-request AT, and the other threads (subagents, or main around them) are untouched.
+what-if's summary, not the log's. (A compaction that replaced nothing either run sent changes
+nothing: its summary is sent where `recorded` sends it, beside the what-if's.)
+
+AT numbers the log's requests in file order over every thread (as `request_index` in the
+results); the edit is made in the thread that sends request AT, and the other threads
+(subagents, or main around them) are untouched.
 
 Selectors:
 - `older-than:K` — tool results with at least K newer tool results after them (K ≥ 0);
