@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from replay._errors import ReplayError
+from replay._errors import ReplayError, shown_path
 
 
 def _umask() -> int:
@@ -82,7 +82,7 @@ def write_atomic(path: str | Path, data: bytes | str | Iterable[str]) -> None:
         # the command line ends silently, as it does when standard output is that pipe.
         raise
     except OSError as err:
-        raise ReplayError(f"cannot write {path}: {err.strerror or err}") from None
+        raise ReplayError(f"cannot write {shown_path(path)}: {err.strerror or err}") from None
 
 
 def _replace(target: Path, payload: Iterable[bytes]) -> None:

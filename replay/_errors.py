@@ -5,6 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def shown_path(path: str | Path) -> str:
+    """A path as a message names it: a `Path` named `-` (what `./-` gives) is `./-`, since `-`
+    alone reads as standard input or output; the string `-`, that stream, is `-`."""
+    return "./-" if isinstance(path, Path) and str(path) == "-" else str(path)
+
+
 class ReplayError(Exception):
     """A problem with the user's input or options; the message says what to change."""
 
@@ -18,8 +24,7 @@ class LogFormatError(ReplayError):
     """A log line that cannot be read: names the file, the line and what was expected."""
 
     def __init__(self, path: str | Path, line: int | None, expected: str) -> None:
-        # A file named `-` is `./-`: `-` alone means standard input.
-        self.path = "./-" if isinstance(path, Path) and str(path) == "-" else str(path)
+        self.path = shown_path(path)
         self.line = line
         self.expected = expected
         where = f"{self.path}:{line}" if line is not None else self.path

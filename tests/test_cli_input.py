@@ -166,6 +166,41 @@ def test_output_dot_slash_dash_is_a_file_named_dash(invoke, tmp_path, monkeypatc
     dash.unlink()
 
 
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["report", RUN42, "-s", "baseline", "--no-breakeven", "-o", "./-"],
+         "error: -o ./-: the report is an HTML page: name it .html\n"),
+        (["bench", "-n", "3", "--write-log", "./-"], "wrote ./-: 3 requests\n"),
+        (["calibrate", RUN42, "-q", "-o", "./-", "--write-tokenizers", "./-"],
+         "error: -o and --write-tokenizers both name ./-: one would replace the other\n"),
+        (["run", ".", "-s", "baseline", "-q", "-o", "./-"],
+         "error: -o ./- is in the log folder being read: write the result elsewhere\n"),
+    ],
+)
+def test_every_message_names_a_file_named_dash_dot_slash_dash(
+    invoke, tmp_path, monkeypatch, args, said
+) -> None:
+    """`-o ./-` writes a file named `-`: a refusal or a `wrote` line that names it `-` reads as
+    standard output."""
+    monkeypatch.chdir(tmp_path)
+    if "." in args:
+        (tmp_path / "run.jsonl").write_bytes(RUN42.read_bytes())
+    done = invoke(*args)
+    assert done.stderr == said
+
+
+def test_a_report_written_through_a_link_named_dash_is_named_dot_slash_dash(
+    invoke, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-").symlink_to("page.html")
+    done = invoke("report", RUN42, "-s", "baseline", "--no-breakeven", "-o", "./-")
+    assert done.exit_code == 0, done.stderr
+    assert done.stderr.startswith("wrote ./- (") and (tmp_path / "page.html").read_bytes()
+
+
 def test_a_streamed_log_is_named_in_notes_and_errors(fifo_of, tmp_path) -> None:
     """Skipped lines and errors name the stream as given, never a temporary copy."""
     cut = tmp_path / "cut.jsonl"

@@ -944,6 +944,18 @@ def test_a_write_the_file_system_refuses_is_a_replay_error(tmp_path, monkeypatch
         _atomic.write_atomic(tmp_path / "out.json", "{}")
 
 
+
+def test_a_file_named_dash_that_cannot_be_written_is_named_dot_slash_dash(tmp_path, monkeypatch):
+    """`Path("-")` is a file (what `-o ./-` gives): named `-`, it would read as standard output."""
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(_atomic.tempfile, "mkstemp", refuse)
+    with pytest.raises(ReplayError) as refused:
+        _atomic.write_atomic(Path("-"), "{}")
+    assert str(refused.value) == "cannot write ./-: Permission denied"
+
 def test_a_file_its_owner_made_read_only_is_not_replaced(tmp_path, monkeypatch):
     """`open()` refuses to write it; a rename into the folder would not have (root may, as
     with `open()`: the check is the system's `access`)."""

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from replay._errors import shown_path
 from replay.cli._main import (
     NoDashPath,
     check_output_folder,
@@ -163,7 +164,7 @@ def bench_command(
             size_scale=size_scale,
         )
         if not quiet:
-            say(f"wrote {write_log}: {len(session.requests())} requests")
+            say(f"wrote {shown_path(write_log)}: {len(session.requests())} requests")
         _warn_if_unreplayable(session, write_log)
         return
     from rich.text import Text
@@ -199,4 +200,4 @@ def _warn_if_unreplayable(session, path: Path) -> None:
     try:
         replay(prefix_session(session, 2), "baseline", per_turn=False, keep_records=False)
     except ReplayError as err:
-        say(f"warning: {path}: replaying it as it is fails: {err}")
+        say(f"warning: {shown_path(path)}: replaying it as it is fails: {err}")

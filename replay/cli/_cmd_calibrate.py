@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from replay._errors import shown_path
 from replay.cli._main import (
     LOG_PATH,
     NoDashPath,
@@ -168,8 +169,8 @@ def calibrate_command(logs: tuple[Path, ...], date: str, write_tokenizers: Path 
     if write_tokenizers is not None:
         written = write_tokenizer_file(calibrations, date, write_tokenizers)
         if not written["families"]:
-            warn(f"{write_tokenizers}: no family with a private tokenizer was measured (public "
-                 "ones count exactly); the file holds no row")
+            warn(f"{shown_path(write_tokenizers)}: no family with a private tokenizer was "
+                 "measured (public ones count exactly); the file holds no row")
     if fmt == "json":
         document = {
             "date": date,

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from replay._errors import shown_path
 from replay.cli._main import (
     LOG_PATH,
     OUTPUT_PATH,
@@ -69,9 +70,7 @@ def convert_command(
         return
     requests = sum(isinstance(e, RequestMarker) for e in session.events)
     threads = 1 + sum(isinstance(e, ThreadStart) for e in session.events)
-    where = "standard output" if output == "-" else str(output)
-    if where == "-":  # `-o ./-`: a file named `-`
-        where = "./-"
+    where = "standard output" if output == "-" else shown_path(output)
     message = (
         f"wrote {where}: {session.header.agent} log, {counted(requests, 'request')} in "
         f"{counted(threads, 'thread')}, {counted(len(session.events), 'event')}"

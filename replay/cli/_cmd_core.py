@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from replay._errors import shown_path
 from replay.cli._cmd_strategies import resolve_strategies, strategy_options
 from replay.cli._main import (
     LOG_PATH,
@@ -230,4 +231,4 @@ def record_fixture_command(output: Path, fixture: Path | None) -> None:
 
     refuse_data_suffix(output, "replay-log JSONL")
     session = record_fixture(output, fixture)
-    say(f"wrote {output}: {len(session.requests())} requests")
+    say(f"wrote {shown_path(output)}: {len(session.requests())} requests")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from replay._errors import shown_path
 from replay.cli._cmd_strategies import resolve_strategies, strategy_options
 from replay.cli._main import (
     LOG_PATH,
@@ -84,7 +85,7 @@ def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ..
 
     if not _html_target(output):
         # The page is HTML whatever the name says: `-o chart.png` would lie about it.
-        raise ReplayError(f"-o {output}: the report is an HTML page: name it .html")
+        raise ReplayError(f"-o {shown_path(output)}: the report is an HTML page: name it .html")
     if output == "-" and sys.stdout.isatty():
         raise ReplayError("-o -: the report is an HTML page, not for the terminal: give -o "
                           "FILE.html, or pipe it")
@@ -105,7 +106,7 @@ def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ..
         page = render_html(document).encode("utf-8", "backslashreplace")
     write_output(page, output)
     if not quiet:
-        where = "standard output" if output == "-" else output
+        where = "standard output" if output == "-" else shown_path(output)
         from replay.report._table import counted
 
         strategies = counted(len(document["strategies"]), "strategy", "strategies")

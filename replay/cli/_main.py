@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 import click
 
 from replay._data import data_dir
-from replay._errors import ReplayError
+from replay._errors import ReplayError, shown_path
 from replay._printable import printable
 
 FORMATS = ("table", "json", "csv", "parquet")
@@ -169,12 +169,6 @@ def missing_folder(value: Path) -> str | None:
     return f"directory {value.parent} {what}"
 
 
-def _named(path: Any) -> str:
-    """A path as the user would write it: a file named `-` is `./-` (`-` is standard
-    output)."""
-    return "./-" if str(path) == "-" else str(path)
-
-
 def refuse_overwriting_a_log(options: dict[str, Any]) -> None:
     """An output (`-o`, `--write-tokenizers`) naming a file being read — a log, a file of a log
     folder, a cache-rule, plug-in or tokenizer file — or a link to one, would replace the input
@@ -189,15 +183,16 @@ def refuse_overwriting_a_log(options: dict[str, Any]) -> None:
                                ("--write-tokenizers", options.get("write_tokenizers"), inputs)):
         if output is None or output == "-":
             continue
+        shown = shown_path(output)  # (`-o ./-` is `./-`: `-` alone reads as standard output)
         for source in read:
             if source is not None and _same_file(source, output):
                 raise ReplayError(
-                    f"{flag} {_named(output)} is a file being read ({_named(source)}): write the "
-                    "result elsewhere"
+                    f"{flag} {shown} is a file being read ({shown_path(source)}): "
+                    "write the result elsewhere"
                 )
         if "-" in logs and _is_standard_input(output):
             raise ReplayError(
-                f"{flag} {output} is the log being read on standard input: write the result "
+                f"{flag} {shown} is the log being read on standard input: write the result "
                 "elsewhere"
             )
         target = Path(output)
@@ -205,21 +200,22 @@ def refuse_overwriting_a_log(options: dict[str, Any]) -> None:
         # replacing the built-in `tokenizers.json` with it would drop every other one.
         if target.resolve().is_relative_to(data_dir().resolve()):
             raise ReplayError(
-                f"{flag} {output} is in replay's own data folder ({data_dir()}): write the "
+                f"{flag} {shown} is in replay's own data folder ({data_dir()}): write the "
                 "result elsewhere"
             )
         # Nor a new file there: the folder is read whole, and `convert DIR -o DIR/new.jsonl`
         # left one of two log formats, which `replay run DIR` then refused.
         if any(target.resolve().is_relative_to(f.resolve()) for f in folders):
             raise ReplayError(
-                f"{flag} {output} is in the log folder being read: write the result elsewhere"
+                f"{flag} {shown} is in the log folder being read: write the result elsewhere"
             )
     outputs = [options.get("output"), options.get("write_tokenizers")]
     if None not in outputs and "-" not in outputs and (
         Path(outputs[0]).resolve() == Path(outputs[1]).resolve()
     ):
         raise ReplayError(
-            f"-o and --write-tokenizers both name {outputs[0]}: one would replace the other"
+            f"-o and --write-tokenizers both name {shown_path(outputs[0])}: one would replace the "
+            "other"
         )
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from replay._errors import ReplayError
+from replay._errors import ReplayError, shown_path
 from replay.log import (
     AssistantMessage,
     Compaction,
@@ -689,8 +689,8 @@ def write_tokenizer_file(
         problem = row_problem(row, n)
         if problem:
             raise ReplayError(
-                f"{path}: not written: {problem} (family {row.get('family')!r} as measured on "
-                "these logs; REPLAY_TOKENIZERS would refuse the file)"
+                f"{shown_path(path)}: not written: {problem} (family {row.get('family')!r} as "
+                "measured on these logs; REPLAY_TOKENIZERS would refuse the file)"
             )
     measured = {row["family"] for row in document["families"]}
     document["families"] += [row for row in earlier if row["family"] not in measured]
