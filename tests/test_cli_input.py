@@ -201,6 +201,32 @@ def test_a_report_written_through_a_link_named_dash_is_named_dot_slash_dash(
     assert done.stderr.startswith("wrote ./- (") and (tmp_path / "page.html").read_bytes()
 
 
+def test_the_log_on_standard_input_is_told_from_a_file_named_dash(tmp_path) -> None:
+    """The log `-` is standard input, not the file named `-`: `replay - -o ./- < ./-` named the
+    output a file being read (`-`), and `replay - -o ./- < other.jsonl` was refused the same
+    though the file `-` is not read."""
+
+    def replay_dash(stdin: Path) -> subprocess.CompletedProcess:
+        with stdin.open("rb") as log:
+            return subprocess.run(
+                [sys.executable, "-m", "replay", "-", "-s", "baseline", "-q", "-o", "./-"],
+                cwd=tmp_path, stdin=log, capture_output=True, timeout=TIMEOUT,
+                env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)},
+            )
+
+    dash = tmp_path / "-"
+    dash.write_bytes(RUN42.read_bytes())
+    done = replay_dash(dash)
+    assert done.returncode == 2
+    assert done.stderr.decode() == (
+        "error: -o ./- is the log being read on standard input: write the result elsewhere\n"
+    )
+    assert dash.read_bytes() == RUN42.read_bytes()
+    dash.write_text("an earlier result\n")
+    done = replay_dash(RUN42)
+    assert done.returncode == 0, done.stderr.decode()
+    assert dash.read_text().startswith("- · replay-recorder")
+
 def test_a_streamed_log_is_named_in_notes_and_errors(fifo_of, tmp_path) -> None:
     """Skipped lines and errors name the stream as given, never a temporary copy."""
     cut = tmp_path / "cut.jsonl"

@@ -175,7 +175,9 @@ def refuse_overwriting_a_log(options: dict[str, Any]) -> None:
     with the result: a user mistake, refused before any work, as is a new file in a log folder
     being read. Inputs are never written."""
     logs = [options.get("log"), *(options.get("logs") or ())]
-    inputs = [*logs, options.get("cache_rules"), *(options.get("strategy_files") or ())]
+    # The log `-` is standard input (checked below), not the file named `-` in this folder.
+    files = [log for log in logs if not (isinstance(log, str) and log == "-")]
+    inputs = [*files, options.get("cache_rules"), *(options.get("strategy_files") or ())]
     tokenizers = os.environ.get("REPLAY_TOKENIZERS") or None
     folders = [Path(log) for log in logs if log is not None and Path(log).is_dir()]
     # `--write-tokenizers` may renew the tokenizer file in force: that is what it writes.
