@@ -505,10 +505,18 @@ def test_out_of_range_numbers_are_usage_errors(invoke, args):
     assert "Invalid value" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_an_empty_output_path_is_an_error(invoke):
-    result = invoke("run", RUN42, "-s", "baseline", "--format", "json", "-o", "")
+@pytest.mark.parametrize(
+    "args",
+    [["run", RUN42, "-s", "baseline", "--format", "json"], ["convert", RUN42],
+     ["plot", RUN42, "-s", "baseline"], ["report", RUN42, "-s", "baseline"], ["schema"]],
+)
+def test_an_empty_output_path_is_an_error(invoke, tmp_path, monkeypatch, args):
+    """`-o "$UNSET"` was refused as `cannot write '.'`, a name nobody gave: the name is empty."""
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*args, "-o", "")
     assert result.exit_code == 2
-    assert result.stderr == "error: cannot write '.': expected a file name\n"
+    assert result.stderr == "error: cannot write '': the file name is empty\n"
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(
@@ -517,12 +525,12 @@ def test_an_empty_output_path_is_an_error(invoke):
      ["calibrate", RUN42, "--write-tokenizers"]],
 )
 def test_an_empty_name_for_a_file_option_is_an_error(invoke, tmp_path, monkeypatch, args):
-    """As `-o ""`: the option writes a file, and the error says a file name is expected (not
-    the folder name batch's `-o` takes)."""
+    """As `-o ""`: the option writes a file, and the error says its name is empty (not that a
+    folder name is expected, as for batch's `-o`)."""
     monkeypatch.chdir(tmp_path)
     result = invoke(*args, "")
     assert result.exit_code == 2
-    assert result.stderr == "error: cannot write '.': expected a file name\n"
+    assert result.stderr == "error: cannot write '': the file name is empty\n"
     assert list(tmp_path.iterdir()) == []
 
 

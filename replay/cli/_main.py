@@ -87,6 +87,10 @@ _PATH_REASONS = (
 )
 
 
+EMPTY_FILE_NAME = "cannot write '': the file name is empty"
+"""The refusal of an empty output file name (`-o "$UNSET"`)."""
+
+
 class FilePath(click.Path):
     """A click.Path whose refusals are one `error:` line, exit 2, as every other file `replay`
     cannot read or write (click would print its usage lines, meant for a mistyped option)."""
@@ -112,9 +116,11 @@ class _DashPath(FilePath):
     def checked(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and value == "-":
             return value
-        if value == "" and self.dir_okay:
-            # click makes it `.`: `replay "$UNSET"` read the current folder as the log.
-            _one_line_exit("'': an empty name is no file or folder", ctx)
+        if value == "":
+            # click makes it `.`: `replay "$UNSET"` read the current folder as the log, and
+            # `-o "$UNSET"` was refused as `cannot write '.'`, a name nobody gave.
+            _one_line_exit("'': an empty name is no file or folder" if self.dir_okay
+                           else EMPTY_FILE_NAME, ctx)
         if not self.dir_okay and isinstance(value, str) and value.endswith(("/", os.sep)):
             # Path() drops the slash, and the file would be written as the folder's name.
             _one_line_exit(f"cannot write {value!r}: expected a file name, not a folder", ctx)
@@ -129,9 +135,10 @@ class NoDashPath(FilePath):
     def checked(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and value == "-":
             self.fail("needs a path: `-` (standard output) is not one here", param, ctx)
-        if value == "" and not self.file_okay:
+        if value == "":
             # click makes it `.`: `batch -o "$UNSET"` wrote its dataset into the current folder.
-            _one_line_exit("cannot write '': expected a folder name", ctx)
+            _one_line_exit("cannot write '': expected a folder name" if not self.file_okay
+                           else EMPTY_FILE_NAME, ctx)
         return super().checked(value, param, ctx)
 
 
@@ -148,7 +155,7 @@ def check_output_folder(ctx: click.Context, param: click.Parameter, value: Path 
     command line never creates one silently from a mistyped `-o`."""
     if value is None or value == "-":
         return value
-    if value.name in ("", ".", ".."):  # `-o ""` arrives as `.`
+    if value.name in ("", ".", ".."):  # `-o .`, `-o ..` (an empty name is refused as typed)
         say(f"error: cannot write {str(value)!r}: expected a file name")
         ctx.exit(2)
     why = missing_folder(value)
