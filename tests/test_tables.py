@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.cells import cell_len
 from rich.console import Console, Group
 from rich.measure import Measurement
@@ -236,11 +238,35 @@ def test_a_rich_without_its_private_layout_method_still_cuts_no_number(run42, mo
         ("0.01845", 4, "$0.0185"),  # halves up, as the page's fmtUsd
         ("0.000012345", 4, "$0.000012"),
         ("0.0000125", 4, "$0.000013"),
+        # Two digits that round up to a power of ten: written as that value is (they were
+        # $0.000100 and $0.0000100, three digits, not how 0.0001 and 0.00001 are written).
+        ("0.0000999", 4, "$0.0001"),
+        ("0.0000995", 4, "$0.0001"),
+        ("0.0000994", 4, "$0.000099"),
+        ("-0.0000999", 4, "-$0.0001"),
+        ("0.00000999", 4, "$0.000010"),
+        ("0.0000009999", 6, "$0.000001"),
     ],
 )
 def test_money_below_the_last_place_is_a_plain_decimal(value, places, shown):
     """Money in a table is never in scientific notation (a break-even table showed $6.00E-7)."""
     assert _usd(Decimal(value), places) == shown
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=st.decimals(-2, 2, places=12, allow_nan=False, allow_infinity=False),
+    places=st.sampled_from([4, 6]),
+)
+def test_money_is_written_as_the_figure_it_shows_is(value: Decimal, places: int) -> None:
+    """A figure read back is written the same: the text never shows a value in a form its own
+    value would not take (0.0000999 as $0.000100, where 0.0001 is $0.0001), and it is the value
+    rounded at the places it shows, halves up."""
+    shown = _usd(value, places)
+    figure = Decimal(shown.replace("$", "").replace(",", ""))
+    assert _usd(figure, places) == shown
+    half = Decimal(5).scaleb(-len(shown.partition(".")[2]) - 1)
+    assert abs(figure - value) <= half
 
 
 def _summary_row(strategy: str, cost: str, **fields) -> dict:

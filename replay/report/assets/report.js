@@ -41,7 +41,8 @@
   // Money as the terminal tables write it (replay/report/_table.py `_usd`): `places` decimals,
   // halves rounded up on the decimal digits (the tables' cells are exact decimal strings; a
   // float's shortest form gives back the decimal it was made from), thousands grouped, and
-  // below the last place two significant digits, never scientific notation.
+  // below the last place two significant digits (two that round up to a power of ten written
+  // as that value is: $0.0000999 is $0.0001), never scientific notation.
   function plainDigits(v) {
     if (typeof v === "string" && !/e/i.test(v)) return v.replace(/^-/, "");
     const s = String(Math.abs(Number(v)));
@@ -65,7 +66,9 @@
     const sign = n < 0 ? "-$" : "$";
     const [whole0, frac = ""] = s.split(".");
     if (n !== 0 && /^0*$/.test(whole0) && /^0*$/.test(frac.slice(0, places))) {
-      places = frac.search(/[1-9]/) + 2;  // below the last place: two significant digits
+      // below the last place: two significant digits, counted on the rounded value
+      const first = roundHalfUp(s, frac.search(/[1-9]/) + 2).split(".")[1].search(/[1-9]/);
+      if (first >= places) places = first + 2;
     }
     const [whole, part] = roundHalfUp(s, places).split(".");
     return sign + whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",") + (part === undefined ? "" : "." + part);
