@@ -794,11 +794,11 @@ MONEY = [
 @pytest.mark.parametrize("places", [4, 6])
 def test_the_page_writes_money_as_the_tables_do(places: int) -> None:
     """report.js's fmtUsd, run by node on exact decimal strings and on floats, gives the
-    terminal's `_usd` text: halves up, grouped, no scientific notation."""
+    terminal's `usd` text: halves up, grouped, no scientific notation."""
     import shutil
     import subprocess
 
-    from replay.report._table import _usd
+    from replay.report._money import usd
 
     node = shutil.which("node")
     if node is None:
@@ -813,7 +813,7 @@ def test_the_page_writes_money_as_the_tables_do(places: int) -> None:
     )
     done = subprocess.run([node, "-e", program], capture_output=True, text=True, check=True)
     for value, (exact, from_float) in zip(MONEY, json.loads(done.stdout), strict=True):
-        expected = _usd(Decimal(value), places)
+        expected = usd(Decimal(value), places)
         assert (exact, from_float) == (expected, expected), value
 
 
@@ -966,6 +966,22 @@ def test_chart_markers_name_each_rewrite_once_and_draw_misses_first() -> None:
     assert marker["cause"].endswith("(2 summarizer calls $0.0124)")
     assert [m["hit"] for m in marks] == [0.25, 0.1, 0.25, 0.1]
 
+
+def test_markers_and_tables_write_money_with_one_formatter() -> None:
+    """The markers' money is the tables' (`_money.usd`), not a copy of it nor the tables'
+    private helper; a cost below the last place reads as it does in a table cell."""
+    from replay.report import _charts, _money, _table
+    from replay.report._charts import marker_rows, series_rows
+    from replay.strategies._view import RewriteEvent
+
+    assert _charts.usd is _money.usd and _table.usd is _money.usd
+    records = [
+        _chart_record("s", 0, miss="cold start", events=(RewriteEvent("compaction"),)),
+        _chart_record("s", 0, kind="summarizer", cost="0.0000999"),
+    ]
+    (marker,) = [m for m in marker_rows(records, series_rows(records)) if m["m"] != "miss"]
+    assert marker["cause"] == f"compaction (summarizer call {_money.usd(Decimal('0.0000999'))})"
+    assert marker["cause"] == "compaction (summarizer call $0.0001)"
 
 def test_colours_past_the_palette_alternate_light_and_dark() -> None:
     import colorsys

@@ -28,10 +28,10 @@ from replay.cli import cli
 from replay.cli._main import load_commands
 from replay.log import write_log
 from replay.report._fit import Fitted, fit
+from replay.report._money import usd
 from replay.report._table import (
     SUMMARY_HIDDEN_FIRST,
     TURNS_HIDDEN_FIRST,
-    _usd,
     closed_form_text,
     console,
     counted,
@@ -129,7 +129,7 @@ def test_the_summary_hides_the_least_important_columns_and_says_so() -> None:
     # Every strategy's cost and hit ratio are there, whole.
     document = json.loads(_run([*COMMANDS["run"], "--format", "json"]), parse_float=Decimal)
     for row in document["summary"]:
-        assert _usd(row["cost_usd"]) in table
+        assert usd(row["cost_usd"]) in table
         assert f"{row['hit_ratio']:.1%}" in table
 
 
@@ -162,7 +162,7 @@ def test_the_summary_at_a_fixed_width(run42, width: int) -> None:
     text = _render(summary_table(result.summary, "run42"), width)
     assert "…" not in text
     assert all(cell_len(line) <= width for line in text.splitlines())
-    assert all(_usd(cost) in text for cost in result.summary["cost_usd"])
+    assert all(usd(cost) in text for cost in result.summary["cost_usd"])
     as_records = any(line.startswith("strategy  ") for line in text.splitlines())
     # Side by side, columns are hidden to fit (and named); as records, none is.
     assert ("note: hidden to fit" in text) != as_records
@@ -222,7 +222,7 @@ def test_a_rich_without_its_private_layout_method_still_cuts_no_number(run42, mo
     result, _ = run42
     text = _render(summary_table(result.summary, "run42"), 100)
     assert "…" not in text
-    assert all(_usd(c) in text for c in result.summary["cost_usd"])
+    assert all(usd(c) in text for c in result.summary["cost_usd"])
 
 
 @pytest.mark.parametrize(
@@ -250,7 +250,7 @@ def test_a_rich_without_its_private_layout_method_still_cuts_no_number(run42, mo
 )
 def test_money_below_the_last_place_is_a_plain_decimal(value, places, shown):
     """Money in a table is never in scientific notation (a break-even table showed $6.00E-7)."""
-    assert _usd(Decimal(value), places) == shown
+    assert usd(Decimal(value), places) == shown
 
 
 @settings(max_examples=300, deadline=None)
@@ -262,9 +262,9 @@ def test_money_is_written_as_the_figure_it_shows_is(value: Decimal, places: int)
     """A figure read back is written the same: the text never shows a value in a form its own
     value would not take (0.0000999 as $0.000100, where 0.0001 is $0.0001), and it is the value
     rounded at the places it shows, halves up."""
-    shown = _usd(value, places)
+    shown = usd(value, places)
     figure = Decimal(shown.replace("$", "").replace(",", ""))
-    assert _usd(figure, places) == shown
+    assert usd(figure, places) == shown
     half = Decimal(5).scaleb(-len(shown.partition(".")[2]) - 1)
     assert abs(figure - value) <= half
 

@@ -27,7 +27,8 @@ def _breakeven_table(frame, title: str):
     from rich.table import Table
 
     from replay.report._fit import Fitted
-    from replay.report._table import STRATEGY, _usd, closed_form_text
+    from replay.report._money import usd
+    from replay.report._table import STRATEGY, closed_form_text
 
     table = Table(title=title, title_justify="left")
     for col in ("strategy", "#", "event", "first edit", "removed", "surviving", "rewrite cost",
@@ -40,8 +41,8 @@ def _breakeven_table(frame, title: str):
         table.add_row(
             r["strategy"], str(r["request_index"]), r["event"], f"{r['first_edit_token']:,}",
             f"{r['removed_tokens']:,}", f"{r['surviving_tokens']:,}",
-            _usd(r["rewrite_cost_usd"], 6), _usd(r["saving_per_request_usd"], 6), closed, sim,
-            f"{_usd(r['simulated_net_usd'], 6)} ({r['horizon']})", r["disagreement"] or "",
+            usd(r["rewrite_cost_usd"], 6), usd(r["saving_per_request_usd"], 6), closed, sim,
+            f"{usd(r['simulated_net_usd'], 6)} ({r['horizon']})", r["disagreement"] or "",
         )
     if not frame.height:
         table.caption = "no rewrite: no strategy named a rewrite of earlier context on this log"

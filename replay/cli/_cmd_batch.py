@@ -24,7 +24,8 @@ def _tables(report):
     from rich.table import Table
 
     from replay.report._fit import Fitted
-    from replay.report._table import STRATEGY, _int, _usd
+    from replay.report._money import usd
+    from replay.report._table import STRATEGY, _int
 
     counts = report.counts
     files = Table(title="files", title_justify="left")
@@ -46,7 +47,7 @@ def _tables(report):
             _int(row["cached_tokens"]),
             _int(row["cache_write_tokens"]),
             _int(row["output_tokens"]),
-            _usd(row["cost_usd"]),
+            usd(row["cost_usd"]),
             f"{row['hit_ratio']:.1%}",
             _int(row["blind_actions"]),
         )

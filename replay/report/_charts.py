@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from replay._errors import ReplayError
+from replay.report._money import usd
 
 METRICS = ("prompt", "cost", "hit-ratio")
 """Chart names accepted by `replay plot --metric`."""
@@ -125,8 +126,6 @@ def marker_parts(
     """`marker_rows`' misses and rewrites apart, so that markers built strategy by strategy can
     still be drawn every miss first."""
     at = {(row["s"], row["i"]): row for row in series}
-    from replay.report._table import _usd
-
     summarizer: dict[tuple[str, int], tuple[int, Decimal]] = {}
     for r in records:
         if r.kind == "summarizer":
@@ -148,8 +147,8 @@ def marker_parts(
             cause = "; ".join(f"{e.kind}: {e.detail}" if e.detail else e.kind for e in r.events)
             calls, cost = summarizer.get((r.strategy, r.request_index), (0, Decimal(0)))
             if calls:
-                cause += (f" (summarizer call {_usd(cost)})" if calls == 1
-                          else f" ({calls} summarizer calls {_usd(cost)})")
+                cause += (f" (summarizer call {usd(cost)})" if calls == 1
+                          else f" ({calls} summarizer calls {usd(cost)})")
             kind = "compaction" if "compaction" in kinds else "rewrite"
             rewrites.append(base | {"m": kind, "what": ", ".join(kinds), "cause": cause})
     return misses, rewrites

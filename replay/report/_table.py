@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-from decimal import ROUND_HALF_UP, Decimal
 
 import polars as pl
 from rich.console import Console, RenderableType
@@ -11,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from replay.report._fit import Fitted
+from replay.report._money import usd
 
 STRATEGY = {"strategy": 20}
 """A strategy name may fold onto lines of 20 characters on a narrow terminal."""
@@ -39,23 +39,6 @@ def counted(n: int, word: str, plural: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else plural or word + 's'}"
 
 
-def _usd(v: Decimal | None, places: int = 4) -> str:
-    """`$1,234.5678`, `-$0.0012` (the sign before the dollar); below the last place, two
-    significant digits: `$0.000012` (money is not written in scientific notation). Halves are
-    rounded up, as the HTML report's `fmtUsd` does: $0.01845 is $0.0185 in both. Two digits
-    that round up to a power of ten are written as that value is: $0.00000999 is $0.000010,
-    and $0.0000999, up to the last place, is $0.0001 (not $0.0000100 and $0.000100)."""
-    if v is None:
-        return ""
-    sign, v = ("-" if v < 0 else ""), abs(v)
-    last = Decimal(1).scaleb(-places)
-    if v < last and v != 0:
-        rounded = v.quantize(Decimal(1).scaleb(v.adjusted() - 1), ROUND_HALF_UP)
-        if rounded < last:
-            places = 1 - rounded.adjusted()
-    return f"{sign}${v.quantize(Decimal(1).scaleb(-places), ROUND_HALF_UP):,.{places}f}"
-
-
 def _calls(n: int) -> str:
     return "1 call" if n == 1 else f"{n} calls"
 
@@ -82,7 +65,7 @@ def summary_table(summary: pl.DataFrame, title: str) -> Fitted:
         table.add_column(header, justify=justify, no_wrap=header == "strategy")
     cheapest = summary["cost_usd"].min() if summary.height else None
     for row in summary.iter_rows(named=True):
-        cost = Text(_usd(row["cost_usd"]))
+        cost = Text(usd(row["cost_usd"]))
         if row["cost_usd"] == cheapest:
             cost.stylize("bold green")
         table.add_row(
@@ -109,7 +92,7 @@ def summary_table(summary: pl.DataFrame, title: str) -> Fitted:
                 "",
                 "",
                 "",
-                Text(f"incl. {_usd(row['summarizer_cost_usd'])}", style="dim"),
+                Text(f"incl. {usd(row['summarizer_cost_usd'])}", style="dim"),
                 "",
                 "",
                 "",
@@ -179,7 +162,7 @@ def turns_table(turns: pl.DataFrame, title: str) -> Fitted:
             _int(row["first_mismatch_token"]),
             row["diverged_at"] or "",
             row["miss_cause"] or "",
-            _usd(row["cost_usd"]),
+            usd(row["cost_usd"]),
             *extra,
         )
     return Fitted(table, hide=TURNS_HIDDEN_FIRST, fold=STRATEGY, wrap=TURNS_TEXT)

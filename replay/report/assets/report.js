@@ -38,7 +38,7 @@
   }
   const $ = (id) => document.getElementById(id);
   const fmtInt = (v) => (v === null || v === undefined) ? "" : Number(v).toLocaleString("en-US");
-  // Money as the terminal tables write it (replay/report/_table.py `_usd`): `places` decimals,
+  // Money as the terminal tables write it (replay/report/_money.py `usd`): `places` decimals,
   // halves rounded up on the decimal digits (the tables' cells are exact decimal strings; a
   // float's shortest form gives back the decimal it was made from), thousands grouped, and
   // below the last place two significant digits (two that round up to a power of ten written
