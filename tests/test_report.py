@@ -1323,8 +1323,8 @@ def test_without_break_even_the_summary_has_no_break_even_columns(result, docume
             assert rows["baseline"][kind] == 0
 
 
-def test_the_span_is_the_log_s_first_and_last_time_in_utc() -> None:
-    """The page's `span`: the log's first and last timestamp (its header's when it has no
+def test_the_span_is_the_log_s_earliest_and_latest_time_in_utc() -> None:
+    """The page's `span`: the log's earliest and latest timestamp (its header's when it has no
     event), in UTC to the second, so the same log gives the same page wherever it is made."""
     from datetime import UTC, datetime, timedelta, timezone
     from types import SimpleNamespace
@@ -1341,6 +1341,27 @@ def test_the_span_is_the_log_s_first_and_last_time_in_utc() -> None:
     assert _span(SimpleNamespace(events=[], header=header)) == [
         "2026-04-30T23:00:00Z", "2026-04-30T23:00:00Z"]
 
+
+def test_the_span_of_a_log_whose_clock_went_back_runs_from_its_earliest_time(tmp_path) -> None:
+    """A log whose events are out of time order (a clock set back mid-session): the header's
+    span was its first and last event in file order, which ended before it started."""
+    from datetime import datetime, timedelta
+
+    from replay.log import write_log
+    from replay.report._html import build_report
+
+    session = gen.deterministic_session()
+    first, last = session.events[0].ts, session.events[-1].ts
+    # The last line an hour before the first, the second a day after the last.
+    session.events[-1].ts = first - timedelta(hours=1)
+    session.events[1].ts = last + timedelta(days=1)
+    path = tmp_path / "clock.jsonl"
+    write_log(session, path)
+    document = build_report(path, ["baseline"], breakeven=False)
+    assert [datetime.fromisoformat(t) for t in document["span"]] == [
+        (first - timedelta(hours=1)).replace(microsecond=0),
+        (last + timedelta(days=1)).replace(microsecond=0),
+    ]
 
 def test_the_page_lists_models_and_providers_in_a_fixed_order(result) -> None:
     """The same log gives the same page: the models and providers (held as sets) are written

@@ -828,7 +828,8 @@ def _utc(ts: datetime) -> str:
 
 
 def _span(session: Any) -> list[str]:
-    """First and last timestamp of the log (its header's when it has no event)."""
-    first = session.events[0].ts if session.events else session.header.ts
-    last = session.events[-1].ts if session.events else session.header.ts
-    return [_utc(first), _utc(last)]
+    """Earliest and latest timestamp of the log's events (its header's when it has none): not
+    the first and last in file order, which a clock set back (or lines merged out of order)
+    made a span that ends before it starts."""
+    times = [e.ts for e in session.events] or [session.header.ts]
+    return [_utc(min(times)), _utc(max(times))]
