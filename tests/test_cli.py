@@ -748,6 +748,32 @@ def test_a_progress_bar_says_its_label_alone_when_done_and_nothing_when_quiet() 
         assert bar is None
 
 
+@pytest.mark.parametrize(
+    "args, label",
+    [
+        (["run", RUN42, "-s", "baseline"], "replaying"),
+        (["breakeven", RUN42, "-s", "baseline,truncate-500"], "break-even"),
+        (["whatif", RUN42, "--at", "8", "--prune", "older-than:3"], "what if"),
+    ],
+)
+def test_json_on_standard_output_keeps_the_progress_bar_on_a_terminal(args, label) -> None:
+    """The bar is on standard error: `--format json` leaves it there for every command, and
+    only `--quiet` or a standard error that is no terminal takes it away (`whatif` alone hid
+    it under `--format json`)."""
+    from click.testing import CliRunner
+
+    from replay.cli import cli
+    from replay.cli._main import load_commands
+
+    load_commands()
+    on_terminal = CliRunner(env={"TTY_COMPATIBLE": "1", "NO_COLOR": "1"})
+    for quiet, drawn in (([], True), (["-q"], False)):
+        done = on_terminal.invoke(cli, [*map(str, args), "--format", "json", *quiet],
+                                  catch_exceptions=False)
+        assert done.exit_code == 0, done.stderr
+        assert json.loads(done.stdout)["log"] == str(RUN42)  # (the JSON alone on standard output)
+        assert (label in done.stderr) is drawn, (quiet, done.stderr)
+
 def test_a_status_spinner_shows_on_a_terminal_and_not_when_quiet() -> None:
     from replay.cli._progress import status
 

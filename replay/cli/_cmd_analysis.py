@@ -146,7 +146,7 @@ def whatif_command(log: Path, at: int | None, prune: str | None, compact_at: int
     if compact_at is not None and at is not None:
         raise click.UsageError("--compact-at names its own request: --at goes with --prune")
     edit_at = compact_at if compact_at is not None else at
-    with progress_bar("what if", quiet or fmt == "json") as progress:
+    with progress_bar("what if", quiet) as progress:
         result = whatif(log, at=edit_at, prune=prune, compact=compact_at is not None,
                         provider=provider, model=model, client=client, cache_rules=cache_rules,
                         prices=price_overrides(prices), ttl=ttl,
