@@ -291,16 +291,18 @@ def recommendation_line(rec: dict[str, Any] | None, summary: pl.DataFrame | None
                 "strategy's `blind_actions` with that count."
             )
         return line
+    from replay.report._money import usd
+
     if not rec["beats_reference"]:
         return (
             f"Cheapest strategy without evidence-loss flags: {rec['strategy']} "
-            f"(${rec['cost_usd']:.4f}); no strategy without flags beats {rec['reference']} "
-            f"(${rec['reference_cost_usd']:.4f}) on this log."
+            f"({usd(rec['cost_usd'])}); no strategy without flags beats {rec['reference']} "
+            f"({usd(rec['reference_cost_usd'])}) on this log."
         )
     return (
         f"Cheapest strategy without evidence-loss flags: {rec['strategy']} at "
-        f"${rec['cost_usd']:.4f}, saving ${rec['saving_usd']:.4f} "
-        f"({rec['saving_ratio']:.1%}) vs {rec['reference']} (${rec['reference_cost_usd']:.4f})."
+        f"{usd(rec['cost_usd'])}, saving {usd(rec['saving_usd'])} "
+        f"({rec['saving_ratio']:.1%}) vs {rec['reference']} ({usd(rec['reference_cost_usd'])})."
     )
 
 
@@ -612,12 +614,13 @@ def _bill_notes(session: Session, tables: ResultTables, config: ReplayConfig) ->
     (`recorded`) lands from it: every other row is simulated under the same rules, so this is
     how much to trust their absolute figures on this log."""
     from replay.fidelity import bill
+    from replay.report._money import usd
 
     billed = bill(session, config.pricer or Pricer(),
                   CacheRouter(config.cache_rules, config.rule_overrides))
     if billed is None:
         return []
-    cost = f"${billed.cost_usd:.4f}"
+    cost = usd(billed.cost_usd)
     partial = (
         f" ({billed.priced:,} of {billed.requests:,} requests carry usage; the others are not "
         "in it)"
@@ -641,10 +644,10 @@ def _bill_notes(session: Session, tables: ResultTables, config: ReplayConfig) ->
     error = float((simulated - billed.cost_usd) / billed.cost_usd)
     side = "below" if error < 0 else "above"
     gap = (
-        f"The simulated `recorded` (${simulated:.4f}) is {abs(error):.1%} {side} what the "
+        f"The simulated `recorded` ({usd(simulated)}) is {abs(error):.1%} {side} what the "
         f"log's own usage costs ({cost})"
         if round(error, 3)
-        else f"The simulated `recorded` (${simulated:.4f}) matches what the log's own usage "
+        else f"The simulated `recorded` ({usd(simulated)}) matches what the log's own usage "
         f"costs ({cost}) to 0.1 %"
     )
     if abs(error) <= BILL_TOLERANCE:

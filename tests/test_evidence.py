@@ -849,6 +849,15 @@ def test_recommendation_is_the_cheapest_unflagged_strategy() -> None:
     assert "saving $0.5000 (50.0%) vs recorded ($1.0000)" in line
 
 
+def test_the_recommendation_writes_money_as_the_tables_do() -> None:
+    """The line under the table wrote `:.4f`: a saving under $0.00005 read "saving $0.0000"
+    and a $1,234 bill had no separator, beside a table that writes both as `usd` does."""
+    rec = recommendation(_summary([("recorded", "1234.5", 0), ("a-safe", "1234.49997", 0)]))
+    assert "at $1,234.5000, saving $0.000030 (0.0%) vs recorded ($1,234.5000)." in (
+        recommendation_line(rec)
+    )
+
+
 def test_recommendation_edge_cases() -> None:
     no_reference = _summary([("a-safe", "0.50", 0)])
     assert recommendation(no_reference) is None

@@ -308,6 +308,16 @@ def test_cli_headline_says_how_many_reads_the_fit_was_sized_from() -> None:
     )
 
 
+def test_cli_fidelity_writes_money_as_the_tables_do() -> None:
+    """Costs under $0.00005 read "$0.0000" (`:.4f`) in the headline; now as `usd` writes them."""
+    from replay.cli._cmd_fidelity import _headline
+
+    summary = fidelity_summary([_row(0, 4000, 4000, None)])
+    tiny = {**summary, "recorded_cost_usd": Decimal("0.0000123"),
+            "simulated_cost_usd": Decimal("1234.5")}
+    assert "cost recorded $0.000012 vs simulated $1,234.5000 (" in _headline(tiny)
+
+
 def test_cli_fidelity_elsewhere_than_the_log_is_a_note(tmp_path: Path) -> None:
     """`--model`/`--provider` other than the log's compare a what-if with the usage the log's
     own cache billed: said, since the figures then measure no simulator fidelity."""

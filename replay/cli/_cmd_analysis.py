@@ -138,6 +138,7 @@ def whatif_command(log: Path, at: int | None, prune: str | None, compact_at: int
     from replay import report
     from replay._api import whatif
     from replay.cli._progress import progress_bar
+    from replay.report._money import usd
 
     if (prune is None) == (compact_at is None):
         raise click.UsageError("give either --at REQUEST --prune SELECTOR or --compact-at REQUEST")
@@ -172,6 +173,6 @@ def whatif_command(log: Path, at: int | None, prune: str | None, compact_at: int
     report.print_table(Group(
         report.summary_table(summary, f"{log} · what if: {result['edit']}"),
         _breakeven_table(be, "break-even of the edit"),
-        Text(f"The edit {verdict} ${abs(delta):.6f} vs {result['reference']} over this log."),
+        Text(f"The edit {verdict} {usd(abs(delta), 6)} vs {result['reference']} over this log."),
     ), output)
     print_notes_beside(result["notes"], fmt, quiet)

@@ -44,6 +44,7 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
     from replay._api import fidelity
     from replay.cli._cmd_core import print_notes_beside
     from replay.report._fit import Fitted
+    from replay.report._money import usd
 
     result = fidelity(log, provider=provider, model=model, client=client,
                       cache_rules=cache_rules, prices=price_overrides(prices), strict=strict)
@@ -61,7 +62,7 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
             f"{r.recorded_prompt:,} / {r.simulated_prompt:,}",
             f"{r.recorded_cache_read:,} / {r.simulated_cache_read:,}",
             f"{r.recorded_cache_write:,} / {r.simulated_cache_write:,}",
-            f"${r.recorded_cost_usd:.4f} / ${r.simulated_cost_usd:.4f}",
+            f"{usd(r.recorded_cost_usd)} / {usd(r.simulated_cost_usd)}",
             "✓" if r.read_within_tolerance else "✗",
             " · ".join(x for x in (r.miss_cause or r.unexplained, r.fitted) if x),
         )
@@ -77,13 +78,15 @@ def fidelity_command(log: Path, provider, model, client, cache_rules, prices, st
 def _headline(s: dict) -> str:
     """One line: the share of reads within tolerance (simulator and naive rule) and the cost
     error, the unexplained misses and how many reads the fit was sized from."""
+    from replay.report._money import usd
+
     return (
         f"cache reads within tolerance: {_share(s['cache_read_within_tolerance'])} "
         f"(naive rule: {_share(s['naive_rule_within_tolerance'])}), within 128 tokens: "
         f"{_share(s['cache_read_within_128'])} "
         f"(naive rule: {_share(s['naive_rule_within_128'])}); "
-        f"cost recorded ${s['recorded_cost_usd']:.4f} vs simulated "
-        f"${s['simulated_cost_usd']:.4f} (error {_share(s['cost_error'], '+.2%')}, "
+        f"cost recorded {usd(s['recorded_cost_usd'])} vs simulated "
+        f"{usd(s['simulated_cost_usd'])} (error {_share(s['cost_error'], '+.2%')}, "
         f"{_share(s['cost_error_explained'], '+.2%')} on the requests the log explains); "
         "more than 128 tokens off, unexplained by the log: "
         + (", ".join(f"{k} {v}" for k, v in s["unexplained"].items()) or "none")
