@@ -551,7 +551,7 @@ def test_an_empty_dataset_name_is_an_error(invoke, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = invoke("batch", RUN42, "-s", "baseline", "-w", "1", "-q", "-o", "")
     assert result.exit_code == 2
-    assert result.stderr == "error: cannot write '': expected a folder name\n"
+    assert result.stderr == "error: cannot write '': the folder name is empty\n"
     assert list(tmp_path.iterdir()) == []
 
 

@@ -137,7 +137,7 @@ class NoDashPath(FilePath):
             self.fail("needs a path: `-` (standard output) is not one here", param, ctx)
         if value == "":
             # click makes it `.`: `batch -o "$UNSET"` wrote its dataset into the current folder.
-            _one_line_exit("cannot write '': expected a folder name" if not self.file_okay
+            _one_line_exit("cannot write '': the folder name is empty" if not self.file_okay
                            else EMPTY_FILE_NAME, ctx)
         return super().checked(value, param, ctx)
 
