@@ -4,13 +4,17 @@ once by every command that takes a log; a FIFO inside a log folder is never wait
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT, RUN42
@@ -373,3 +377,75 @@ def test_a_closed_standard_input_is_a_user_error(args: list[str]) -> None:
                           env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2
     assert done.stderr.decode() == "error: <stdin>: standard input is closed: expected a log\n"
+
+
+class _FullDisk:
+    """A file opened for writing on a full disk: every write fails with ENOSPC."""
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+
+    def write(self, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handle, name)
+
+    def __enter__(self) -> _FullDisk:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._handle.close()
+
+
+class _BrokenStream(io.BytesIO):
+    """A stream whose read fails (a device error) once its head is read."""
+
+    def read(self, size: int | None = -1) -> bytes:
+        if self.tell():
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return super().read(size)
+
+
+def _stdin_of(monkeypatch: pytest.MonkeyPatch, stream: io.BytesIO) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(stream))
+
+
+def test_a_full_disk_while_copying_a_stream_names_the_copy_not_a_read(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The copy of a stream cannot be written (a full disk): it was told as "cannot read the
+    file (No space left on device)", blaming the stream."""
+    from replay import load
+    from replay._errors import LogFormatError, ReplayError
+
+    opened = Path.open
+
+    def full(self: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        handle = opened(self, mode, *args, **kwargs)
+        return _FullDisk(handle) if "w" in mode else handle
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # TMPDIR is read again
+    monkeypatch.setattr(Path, "open", full)
+    _stdin_of(monkeypatch, io.BytesIO(RUN42.read_bytes()))
+    with pytest.raises(ReplayError) as told:
+        load("-")
+    assert not isinstance(told.value, LogFormatError)
+    assert str(told.value) == (
+        f"cannot write the temporary copy of <stdin> in {tmp_path}: No space left on device "
+        "(a stream is read through a copy; TMPDIR picks its folder)"
+    )
+    assert not list(tmp_path.iterdir())  # the copy is gone
+
+
+def test_a_stream_that_fails_to_be_read_is_told_as_a_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from replay import load
+    from replay._errors import LogFormatError
+
+    _stdin_of(monkeypatch, _BrokenStream(RUN42.read_bytes() * 200))  # more than its head
+    with pytest.raises(LogFormatError) as told:
+        load("-")
+    assert str(told.value) == "<stdin>: cannot read the file (Input/output error)"

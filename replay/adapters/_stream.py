@@ -56,11 +56,11 @@ def _spooled(
     fails there, not after filling the disk."""
     name = "stdin" if is_stdin(path) else Path(path).name
     digest = hashlib.sha256()
-    with tempfile.TemporaryDirectory(prefix="replay-stream-") as folder:
-        copy = Path(folder) / name
+    with _temporary_folder(path) as folder:
+        copy = folder / name
         try:
             with copy.open("wb") as target, _opened(path) as source:
-                head = source.read(SAMPLE_BYTES)
+                head = _read(source, SAMPLE_BYTES, path)
                 target.write(head)
                 digest.update(head)
                 if head_check is not None:
@@ -69,13 +69,44 @@ def _spooled(
                         head_check(copy)
                     except LogFormatError as err:
                         raise _renamed(err, copy, label(path)) from None
-                while chunk := source.read(_CHUNK):
+                while chunk := _read(source, _CHUNK, path):
                     target.write(chunk)
                     digest.update(chunk)
-        except OSError as err:
-            why = f"cannot read the file ({err.strerror})"
-            raise LogFormatError(label(path), None, why) from None
+        except OSError as err:  # reading the stream is guarded apart: this is the copy's write
+            raise _unwritable(path, folder.parent, err) from None
         yield copy, digest.hexdigest()
+
+
+@contextmanager
+def _temporary_folder(path: str | Path) -> Iterator[Path]:
+    """A new temporary folder for the copy of the stream `path`, removed on leaving."""
+    try:
+        made = tempfile.TemporaryDirectory(prefix="replay-stream-")
+    except OSError as err:  # (no writable temporary folder at all)
+        raise _unwritable(path, Path(tempfile.gettempdir()), err) from None
+    with made as folder:
+        yield Path(folder)
+
+
+def _unwritable(path: str | Path, where: Path, err: OSError) -> ReplayError:
+    """The error for a copy of the stream `path` that could not be written in `where` (a full
+    disk): what was not written, and where, not the stream's fault."""
+    return ReplayError(
+        f"cannot write the temporary copy of {label(path)} in {where}: "
+        f"{err.strerror or err} (a stream is read through a copy; TMPDIR picks its folder)"
+    )
+
+
+def _read(source: BinaryIO, size: int, path: str | Path) -> bytes:
+    """Up to `size` bytes of the stream `path`; a failure is the stream's (its read)."""
+    try:
+        return source.read(size)
+    except OSError as err:
+        raise _unreadable(path, err) from None
+
+
+def _unreadable(path: str | Path, err: OSError) -> LogFormatError:
+    return LogFormatError(label(path), None, f"cannot read the file ({err.strerror})")
 
 
 @contextmanager
@@ -86,7 +117,11 @@ def _opened(path: str | Path) -> Iterator[BinaryIO]:
             raise LogFormatError(label(path), None, "standard input is closed: expected a log")
         yield sys.stdin.buffer
     else:
-        with open(path, "rb") as source:
+        try:
+            source = open(path, "rb")  # noqa: SIM115 (closed below; failing, a read)
+        except OSError as err:
+            raise _unreadable(path, err) from None
+        with source:
             yield source
 
 
