@@ -1893,6 +1893,8 @@ def test_a_microcompact_is_sized_only_where_the_prompt_fell() -> None:
         ({"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 30}, True, (10, 30)),
         # One count alone: the other is the rest of the write, consistent.
         ({"ephemeral_1h_input_tokens": 30}, False, (10, 30)),
+        ({"ephemeral_5m_input_tokens": 15}, False, (15, 25)),  # (read as all 5m: (40, 0))
+        ({"ephemeral_5m_input_tokens": 50}, True, (40, 0)),
         ({"ephemeral_5m_input_tokens": 15, "ephemeral_1h_input_tokens": 25}, False, (15, 25)),
     ],
 )

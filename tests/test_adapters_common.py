@@ -1232,6 +1232,8 @@ def test_anthropic_usage_leaves_what_the_ttl_split_does_not_cover_in_the_5m_buck
     assert buckets(100, {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 70}) == (
         30, 70, 7
     )
+    # The 5m figure alone: the 1h one is the rest of the write (caching.md: their sum).
+    assert buckets(100, {"ephemeral_5m_input_tokens": 30}) == (30, 70, 7)
     # A 1h figure above the total is capped at it: no bucket goes negative.
     assert buckets(100, {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 150}) == (
         0, 100, 7

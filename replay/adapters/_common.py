@@ -504,12 +504,18 @@ def anthropic_usage(u: dict[str, Any]) -> Usage:
     ephemeral_1h_input_tokens}` splits the write by TTL; older logs only have the total, which the
     API bills at the default (5-minute) rate. A split that does not add up leaves the remainder in
     the 5-minute bucket, so the prompt total is always `input + cache_read + cache_creation`
-    (the 1h count capped at the total; `anthropic_split_problem` says what to report).
+    (the 1h count capped at the total; `anthropic_split_problem` says what to report). One
+    count logged alone is read as the split says: the other is the rest of the write.
     """
     created = get_int(u, "cache_creation_input_tokens")
     split = get_dict(u, "cache_creation")
-    w1h = min(get_int(split, "ephemeral_1h_input_tokens"), created)
-    w5m = created - w1h
+    five = split.get("ephemeral_5m_input_tokens")
+    if five is not None and split.get("ephemeral_1h_input_tokens") is None:
+        w5m = min(get_int(split, "ephemeral_5m_input_tokens"), created)  # 1h: the rest
+        w1h = created - w5m
+    else:
+        w1h = min(get_int(split, "ephemeral_1h_input_tokens"), created)
+        w5m = created - w1h
     details = get_dict(u, "output_tokens_details")
     thinking = details.get("thinking_tokens")
     return Usage(
