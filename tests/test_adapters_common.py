@@ -1481,3 +1481,55 @@ def test_a_line_longer_than_the_limit_is_one_bad_line(
     assert session.skipped[0].line == 3
     with pytest.raises(LogFormatError, match=r":3: line longer than"):
         load(path, strict=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# Shared reading machinery (found by a hand mutation pass over adapters/_common.py)
+
+
+def test_a_fatal_error_counts_the_lines_skipped_before_it_in_words() -> None:
+    # `Issues.fatal` names the lines a lenient read skipped before: one is "1 line", more
+    # "N lines", and the first skipped is the one named.
+    from replay.adapters._common import Issues
+
+    issues = Issues("log.jsonl", strict=False)
+    issues.add(3, "expected X")
+    with pytest.raises(LogFormatError) as one:
+        issues.fatal(None, "found none")
+    assert str(one.value) == (
+        "log.jsonl: found none (1 line skipped before, the first: log.jsonl:3: expected X)"
+    )
+    issues.add(5, "expected Y")
+    with pytest.raises(LogFormatError) as two:
+        issues.fatal(None, "found none")
+    assert str(two.value) == (
+        "log.jsonl: found none (2 lines skipped before, the first: log.jsonl:3: expected X)"
+    )
+
+
+def test_a_line_of_exactly_the_limit_is_read_and_one_byte_more_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # MAX_LINE_BYTES: "a single line longer than this is refused".
+    import replay.adapters._common as common
+
+    line = '{"pad": "xxxx"}'
+    monkeypatch.setattr(common, "MAX_LINE_BYTES", len(line))
+    path = tmp_path / "log.jsonl"
+    path.write_text(f"{line}\n{line[:-1]}x}}\n", encoding="utf-8")
+    issues = common.Issues(path, strict=False)
+    read = list(common.iter_json_lines(path, issues))
+    assert [n for n, _ in read] == [1]
+    assert [str(e) for e in issues.items] == [f"{path}:2: line longer than {len(line)} bytes"]
+
+
+def test_bad_utf8_names_the_byte_it_fails_at(tmp_path: Path) -> None:
+    from replay.adapters._common import Issues, iter_json_lines
+
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"b": "\xff"}\n')
+    issues = Issues(path, strict=False)
+    assert [n for n, _ in iter_json_lines(path, issues)] == [1]
+    assert [str(e) for e in issues.items] == [
+        f"{path}:2: expected UTF-8 text (invalid start byte at byte 7)"
+    ]
