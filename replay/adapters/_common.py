@@ -336,17 +336,6 @@ def counts_problem(obj: Any, keys: Iterable[str], where: str) -> str | None:
     return None
 
 
-def get_number(obj: Any, key: str) -> float | int | None:
-    value = obj.get(key) if isinstance(obj, dict) else None
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise Bad(f"expected `{key}` to be a number, got {type(value).__name__}")
-    if value != value or value in (float("inf"), float("-inf")):
-        raise Bad(f"expected `{key}` to be a finite number")
-    return value
-
-
 def opt_str(obj: Any, key: str) -> str | None:
     """A string field for labels (ids, versions, paths): anything else reads as absent."""
     value = obj.get(key) if isinstance(obj, dict) else None
