@@ -1533,3 +1533,51 @@ def test_bad_utf8_names_the_byte_it_fails_at(tmp_path: Path) -> None:
     assert [str(e) for e in issues.items] == [
         f"{path}:2: expected UTF-8 text (invalid start byte at byte 7)"
     ]
+
+
+def test_only_the_file_s_leading_byte_order_mark_is_dropped(tmp_path: Path) -> None:
+    # docs/adapters.md: a *leading* BOM is dropped; one further in (files concatenated) is
+    # not JSON, and that line is reported.
+    from replay.adapters._common import Issues, iter_json_lines
+
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"a": 1}\n\xef\xbb\xbf{"b": 2}\n')
+    issues = Issues(path, strict=False)
+    assert list(iter_json_lines(path, issues)) == [(1, {"a": 1})]
+    assert [e.line for e in issues.items] == [2]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (7, 7), (7.0, 7), (0, 0), (None, 0),
+        (True, "expected `n` to be a number, got bool"),
+        (1.5, "expected `n` to be a whole number, got 1.5"),
+        (float("inf"), "expected `n` to be a whole number, got inf"),
+        (-1, "expected `n` to be >= 0, got -1"),
+        ("7", "expected `n` to be a number, got str"),
+    ],
+)
+def test_a_token_count_is_a_whole_number_at_least_zero(value: Any, expected: Any) -> None:
+    # `get_int`: "a non-negative integer (floats with an integral value are accepted)"; a
+    # JSON `true` is no count of 1, and 1.5 tokens is no count rounded down.
+    from replay.adapters._common import Bad, get_int
+
+    if isinstance(expected, int):
+        assert get_int({"n": value}, "n") == expected
+    else:
+        with pytest.raises(Bad) as bad:
+            get_int({"n": value}, "n")
+        assert str(bad.value) == expected
+
+
+def test_a_required_field_that_is_missing_is_a_bad_record_naming_it() -> None:
+    from replay.adapters._common import Bad, get_dict, get_list, get_str
+
+    for get, what in ((get_str, "a string"), (get_dict, "an object"), (get_list, "a list")):
+        with pytest.raises(Bad) as bad:
+            get({"other": 1}, "role", required=True)
+        assert str(bad.value) == f"expected `role` ({what})"
+    assert (get_str({}, "role"), get_dict({}, "role"), get_list({}, "role")) == (None, {}, [])
+    # A lone surrogate (a valid JSON escape, no UTF-8) is replaced, so writing it cannot fail.
+    assert get_str(json.loads('{"role": "a\\ud800b"}'), "role") == "a\ufffdb"
