@@ -1581,3 +1581,13 @@ def test_a_required_field_that_is_missing_is_a_bad_record_naming_it() -> None:
     assert (get_str({}, "role"), get_dict({}, "role"), get_list({}, "role")) == (None, {}, [])
     # A lone surrogate (a valid JSON escape, no UTF-8) is replaced, so writing it cannot fail.
     assert get_str(json.loads('{"role": "a\\ud800b"}'), "role") == "a\ufffdb"
+
+
+def test_a_lone_surrogate_becomes_the_replacement_character_not_a_question_mark() -> None:
+    # `clean`'s docstring: U+FFFD. `encode("utf-8", "replace")` wrote "?", a character a log's
+    # text may well hold, so the loss did not show.
+    from replay.adapters._common import clean, clean_json, parse_arguments
+
+    assert clean("a\ud800b\udfffc") == "a\ufffdb\ufffdc"
+    assert clean_json({"k\ud800": ["v\udc00", 1]}) == {"k\ufffd": ["v\ufffd", 1]}
+    assert parse_arguments('{"path": "x\\ud800"}') == {"path": "x\ufffd"}

@@ -350,12 +350,16 @@ def opt_ts(value: Any) -> datetime | None:
         return None
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def clean(text: str) -> str:
     """The text with lone surrogates (valid JSON escapes, invalid UTF-8) replaced by U+FFFD."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
+        # (not `encode(..., "replace")`: that writes "?", text a log could hold)
+        return _LONE_SURROGATE.sub("\ufffd", text)
     return text
 
 
