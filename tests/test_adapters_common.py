@@ -1591,3 +1591,12 @@ def test_a_lone_surrogate_becomes_the_replacement_character_not_a_question_mark(
     assert clean("a\ud800b\udfffc") == "a\ufffdb\ufffdc"
     assert clean_json({"k\ud800": ["v\udc00", 1]}) == {"k\ufffd": ["v\ufffd", 1]}
     assert parse_arguments('{"path": "x\\ud800"}') == {"path": "x\ufffd"}
+
+
+def test_a_number_json_cannot_write_is_cleaned_to_null() -> None:
+    # A log read by Python's parser may hold NaN or Infinity (kept in `usage.raw`, tool
+    # arguments): the native log is strict JSON, so they are written as null.
+    from replay.adapters._common import clean_json, dumps
+
+    assert clean_json([float("nan"), float("inf"), float("-inf"), 1.5]) == [None, None, None, 1.5]
+    assert dumps({"b": float("nan"), "a": 1}) == '{"a": 1, "b": null}'
