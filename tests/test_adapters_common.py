@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -1600,3 +1601,62 @@ def test_a_number_json_cannot_write_is_cleaned_to_null() -> None:
 
     assert clean_json([float("nan"), float("inf"), float("-inf"), 1.5]) == [None, None, None, 1.5]
     assert dumps({"b": float("nan"), "a": 1}) == '{"a": 1, "b": null}'
+
+
+def test_a_binary_placeholder_is_made_only_for_a_base64_payload_of_a_known_shape() -> None:
+    # `binary_placeholder`: Anthropic `source.type: "base64"`, pi-ai `data` + `mimeType`,
+    # OpenAI data URLs under `image_url` or `file_data` (a URL's scheme is case-blind).
+    from replay.adapters._common import binary_placeholder
+
+    linked = {"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}
+    assert binary_placeholder(linked) is None  # no payload in the log: nothing stands in
+    assert binary_placeholder({"type": "input_file", "file_data": "data:application/pdf;"
+                               "base64,QUJD"}) == "[input_file application/pdf 4 base64 chars]"
+    assert binary_placeholder({"type": "input_image", "image_url": "DATA:image/png;BASE64,QQ=="}
+                              ) == "[input_image image/png 4 base64 chars]"
+    assert binary_placeholder({"type": "", "data": "QQ==", "mimeType": "image/gif"}) == (
+        "[block image/gif 4 base64 chars]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2026-03-01T10:00:00Z", datetime(2026, 3, 1, 10, tzinfo=UTC)),
+        ("2026-03-01T10:00:00", datetime(2026, 3, 1, 10, tzinfo=UTC)),  # no zone: UTC
+        ("2026-03-01T12:00:00+02:00", datetime(2026, 3, 1, 10, tzinfo=UTC)),
+        (1772359200000, datetime(2026, 3, 1, 10, tzinfo=UTC)),  # epoch milliseconds
+        ("2199-12-31T23:59:59Z", datetime(2199, 12, 31, 23, 59, 59, tzinfo=UTC)),
+        ("2200-01-02T00:00:00Z", "expected `ts` between 1990 and 2200, got '2200-01-02T00:00:00Z'"),
+        (1772359200, "expected `ts` between 1990 and 2200, got 1772359200"),  # seconds: 1970
+        ("x" * 60, f"expected `ts` to be an ISO-8601 time, got {'x' * 40!r}"),
+        (True, "expected `ts` (an ISO-8601 time or epoch milliseconds)"),
+    ],
+)
+def test_a_time_is_iso_8601_or_epoch_milliseconds_between_1990_and_2200(
+    value: Any, expected: Any
+) -> None:
+    from replay.adapters._common import Bad, parse_ts
+
+    if isinstance(expected, datetime):
+        assert parse_ts(value, "ts") == expected
+    else:
+        with pytest.raises(Bad) as bad:
+            parse_ts(value, "ts")
+        assert str(bad.value) == expected
+
+
+def test_a_time_without_a_zone_is_utc_whatever_the_machine_s_zone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import time
+
+    from replay.adapters._common import parse_ts
+
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        assert parse_ts("2026-03-01T10:00:00") == datetime(2026, 3, 1, 10, tzinfo=UTC)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
