@@ -1163,6 +1163,10 @@ def test_anthropic_write_buckets_add_up_to_the_logged_write(inp, read, created, 
         ("opencode", "o3", "openai"),
         ("github-copilot", "gemini-2.5-pro", "google"),
         ("openai", "claude-sonnet-4-5", "openai"),  # a named provider is kept
+        ("fireworks", "llama-4-scout", "fireworks"),  # unknown to replay: kept as named
+        ("xai", "grok-4", "x-ai"),  # genai-prices' id
+        ("azure-openai", "gpt-5", "azure"),
+        ("opencode", "deepseek-reasoner", "deepseek"),
     ],
 )
 def test_provider_for_maps_aggregators_to_the_model_s_maker(provider, model, expected) -> None:
@@ -1660,3 +1664,30 @@ def test_a_time_without_a_zone_is_utc_whatever_the_machine_s_zone(
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_thinking_without_text_takes_the_output_less_every_visible_block() -> None:
+    # `estimate_thinking`: without reasoning_tokens the size is output_tokens − the tokens of
+    # the visible blocks (text, tool calls as rendered, thinking that has its text); blocks
+    # with text are not estimated. A reported 0 is a size, not "unknown".
+    from replay.adapters._common import estimate_thinking
+    from replay.log import TextBlock, ThinkingBlock, Usage
+    from replay.strategies._view import tool_call_block
+    from replay.tokens import counter_for
+
+    model = "claude-sonnet-4-5"
+    said = ThinkingBlock(thinking="First I read the file, then I patch it.", signature="a")
+    hidden = ThinkingBlock(thinking="", signature="b")
+    call = ToolCallBlock(id="c1", name="Read", arguments={"path": "src/main.py"})
+    text = TextBlock(text="I will read the file now.")
+    message = AssistantMessage(ts="2026-01-02T10:00:00Z", blocks=[said, hidden, text, call])
+    estimate_thinking(message, Usage(input_tokens=1, output_tokens=500), model)
+    count = counter_for(model).count
+    visible = count(said.thinking) + count(text.text) + count(tool_call_block(call).rendered())
+    assert (hidden.estimated_tokens, hidden.estimated_from) == (
+        500 - visible, "output_tokens - visible blocks"
+    )
+    assert said.estimated_tokens is None
+    hidden.estimated_tokens = None
+    estimate_thinking(message, Usage(input_tokens=1, output_tokens=500, reasoning_tokens=0), model)
+    assert (hidden.estimated_tokens, hidden.estimated_from) == (0, "reasoning_tokens")
