@@ -1121,6 +1121,8 @@ def test_a_folder_of_logs_of_several_formats_is_refused(tmp_path: Path, first: s
         assert "holds logs of 2 formats" in message and f"replay batch {tmp_path}" in message
         for fmt, name in ((first, "a"), (second, "b")):
             assert f"{fmt}: {name}{SUFFIX.get(fmt, '.jsonl')}" in message
+        # the format the folder is read as comes first, the others after it by name
+        assert message.index(f"({first}: ") < message.index(f"; {second}: ")
     run = CliRunner().invoke(_cli(), ["run", str(tmp_path), "-s", "baseline"])
     assert run.exit_code == 2 and run.stderr.startswith("error: ") and "2 formats" in run.stderr
 
@@ -1596,6 +1598,7 @@ def test_a_lone_surrogate_becomes_the_replacement_character_not_a_question_mark(
     assert clean("a\ud800b\udfffc") == "a\ufffdb\ufffdc"
     assert clean_json({"k\ud800": ["v\udc00", 1]}) == {"k\ufffd": ["v\ufffd", 1]}
     assert parse_arguments('{"path": "x\\ud800"}') == {"path": "x\ufffd"}
+    assert parse_arguments("ls \ud800") == {"_raw": "ls \ufffd"}  # no JSON: kept, cleaned
 
 
 def test_a_number_json_cannot_write_is_cleaned_to_null() -> None:
