@@ -1694,3 +1694,27 @@ def test_thinking_without_text_takes_the_output_less_every_visible_block() -> No
     hidden.estimated_tokens = None
     estimate_thinking(message, Usage(input_tokens=1, output_tokens=500, reasoning_tokens=0), model)
     assert (hidden.estimated_tokens, hidden.estimated_from) == (0, "reasoning_tokens")
+
+
+def test_a_native_header_outweighs_records_other_formats_share(tmp_path: Path) -> None:
+    # A replay-log `compaction` record is also a pi entry type: a native log whose first
+    # lines are mostly compactions is still native, its header says so.
+    from replay.adapters.detect import detect_file
+
+    header = {"type": "session", "format": "replay-log", "version": 1,
+              "ts": "2026-03-01T10:00:00Z", "id": "e1"}
+    compaction = {"type": "compaction", "ts": "2026-03-01T10:00:01Z", "summary": "s",
+                  "replaces": []}
+    path = tmp_path / "log.jsonl"
+    path.write_text(jsonl([header] + [compaction] * 8), encoding="utf-8")
+    assert detect_file(path) == "replay-log"
+
+
+def test_cost_problem_refuses_a_bool_and_a_negative_cost() -> None:
+    from replay.adapters._common import cost_problem, pi_usage
+
+    assert cost_problem(True, "cost") == "expected `cost` to be a number, got bool"
+    assert cost_problem("-0.5", "cost") == "expected `cost` to be a number >= 0, got '-0.5'"
+    assert cost_problem("0.25", "cost") is None and cost_problem(0, "cost") is None
+    assert pi_usage({"input": 1, "cost": {"total": True}}).cost_usd is None
+    assert pi_usage({"input": 1, "cost": {"total": 0.25}}).cost_usd == "0.25"
