@@ -1718,3 +1718,34 @@ def test_cost_problem_refuses_a_bool_and_a_negative_cost() -> None:
     assert cost_problem("0.25", "cost") is None and cost_problem(0, "cost") is None
     assert pi_usage({"input": 1, "cost": {"total": True}}).cost_usd is None
     assert pi_usage({"input": 1, "cost": {"total": 0.25}}).cost_usd == "0.25"
+
+
+def test_threads_are_merged_by_time_ties_in_thread_order_and_renumbered() -> None:
+    # `SessionBuilder.merged`: threads merged by time, each thread's own order kept (also where
+    # its times go backwards), a tie going to the thread met first; ids `e2…`, a compaction's
+    # `replaces` renamed with them. The header takes the earliest time.
+    from datetime import timedelta
+
+    from replay.adapters._common import Issues, SessionBuilder, SessionHeader, ThreadStart
+    from replay.log import Compaction
+
+    t0 = datetime(2026, 3, 1, 10, tzinfo=UTC)
+
+    def at(s: int) -> datetime:
+        return t0 + timedelta(seconds=s)
+
+    builder = SessionBuilder("x.jsonl", Issues("x.jsonl", strict=True))
+    first = builder.add(UserMessage(ts=at(5), text="main 1"))
+    builder.add(RequestMarker(ts=at(6), request_id="r1"))
+    builder.add(ThreadStart(ts=at(6), thread="sub", thread_id="sub"))
+    builder.add(UserMessage(ts=at(6), thread="sub", text="sub 1"))
+    builder.add(UserMessage(ts=at(4), thread="sub", text="sub 2"))  # goes backwards
+    builder.add(RequestMarker(ts=at(7), thread="sub", request_id="r2"))
+    builder.add(Compaction(ts=at(8), summary="s", replaces=[first.id]))
+    session = builder.session(SessionHeader(ts=at(9)))
+    shown = [getattr(e, "text", None) or getattr(e, "request_id", None) or e.type
+             for e in session.events]
+    assert shown == ["main 1", "r1", "thread", "sub 1", "sub 2", "r2", "compaction"]
+    assert [e.id for e in session.events] == [f"e{n}" for n in range(2, 9)]
+    assert session.events[-1].replaces == ["e2"]
+    assert session.header.ts == at(5) and session.header.id == "e1"
