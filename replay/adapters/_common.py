@@ -922,11 +922,6 @@ class SessionBuilder:
         return Session(header=header, events=events, path=self.path, skipped=self.issues.items)
 
 
-def first_ts(builder: SessionBuilder) -> datetime | None:
-    times = [t.events[0].ts for t in builder.threads.values() if t.events]
-    return min(times) if times else None
-
-
 # --------------------------------------------------------------------------------------------------
 # Estimates
 
