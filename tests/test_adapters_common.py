@@ -1358,6 +1358,8 @@ def test_a_json_line_with_messages_but_no_info_is_no_opencode_export(tmp_path: P
     request = {"model": "gpt-5", "messages": [{"role": "user", "content": "hi"}]}
     with pytest.raises(LogFormatError, match="the content matches none of them"):
         detect(write(tmp_path, "opencode", json.dumps(request), name="request"))
+    with pytest.raises(LogFormatError, match="the content matches none of them"):
+        detect(write(tmp_path, "opencode", json.dumps({"info": {"id": "x"}}), name="info"))
     info = {"info": {"id": "ses_1"}, "messages": []}
     assert detect(write(tmp_path, "opencode", json.dumps(info), name="export")) == "opencode"
 
