@@ -1751,3 +1751,25 @@ def test_threads_are_merged_by_time_ties_in_thread_order_and_renumbered() -> Non
     assert [e.id for e in session.events] == [f"e{n}" for n in range(2, 9)]
     assert session.events[-1].replaces == ["e2"]
     assert session.header.ts == at(5) and session.header.id == "e1"
+
+
+def test_a_folder_of_several_formats_names_three_files_of_each_then_counts(
+    tmp_path: Path,
+) -> None:
+    for name in "abcd":
+        write(tmp_path, "claude-code", VALID["claude-code"](), name=name)
+    write(tmp_path, "codex", VALID["codex"](), name="z")
+    with pytest.raises(LogFormatError) as err:
+        detect(tmp_path)
+    assert "(claude-code: a.jsonl, b.jsonl, c.jsonl, … (1 more); codex: z.jsonl)" in str(
+        err.value
+    )
+
+
+def test_only_the_first_50_readable_lines_vote(tmp_path: Path) -> None:
+    # docs/adapters.md: "up to 50 readable lines vote"; what follows does not change the verdict.
+    pi_entry = {"type": "model_change", "id": "m", "timestamp": "2026-03-01T10:00:00Z"}
+    codex = {"timestamp": "2026-03-01T10:00:00Z", "type": "event_msg", "payload": {}}
+    # 5 pi lines (5 points each) then 45 Codex lines (10 each) vote; 200 pi lines after do not
+    path = write(tmp_path, "codex", jsonl([pi_entry] * 5 + [codex] * 45 + [pi_entry] * 200))
+    assert detect(path) == "codex"
