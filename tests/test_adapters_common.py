@@ -1773,3 +1773,25 @@ def test_only_the_first_50_readable_lines_vote(tmp_path: Path) -> None:
     # 5 pi lines (5 points each) then 45 Codex lines (10 each) vote; 200 pi lines after do not
     path = write(tmp_path, "codex", jsonl([pi_entry] * 5 + [codex] * 45 + [pi_entry] * 200))
     assert detect(path) == "codex"
+
+
+def test_logs_of_one_session_id_without_requests_are_not_taken_for_copies(tmp_path: Path) -> None:
+    # `_same_session_key`: a session is another's copy by its id *and* its requests' ids; with
+    # no request to compare, two logs of one id are both read.
+    from replay.adapters import read_each_once
+
+    paths = []
+    for n in (1, 2):
+        header = {"type": "session", "format": "replay-log", "version": 1,
+                  "ts": "2026-03-01T10:00:00Z", "id": "e1", "session_id": "same"}
+        user = {"type": "user", "ts": "2026-03-01T10:00:01Z", "id": "e2", "text": f"prompt {n}"}
+        paths.append(write(tmp_path, "replay-log", jsonl([header, user]), name=f"log{n}"))
+    logs = read_each_once(paths)
+    assert [p for p, _ in logs.sessions] == paths and logs.left_out == []
+    # … and two of one id whose requests differ are two sessions (a resumed id, say)
+    for n, path in enumerate(paths, start=1):
+        request = {"type": "request", "ts": "2026-03-01T10:00:02Z", "id": "e3",
+                   "request_id": f"r{n}"}
+        path.write_text(path.read_text(encoding="utf-8") + jsonl([request]), encoding="utf-8")
+    logs = read_each_once(paths)
+    assert [p for p, _ in logs.sessions] == paths and logs.left_out == []
