@@ -1795,3 +1795,21 @@ def test_logs_of_one_session_id_without_requests_are_not_taken_for_copies(tmp_pa
         path.write_text(path.read_text(encoding="utf-8") + jsonl([request]), encoding="utf-8")
     logs = read_each_once(paths)
     assert [p for p, _ in logs.sessions] == paths and logs.left_out == []
+
+
+def test_a_fork_is_matched_to_its_parent_by_path_or_by_a_file_name_only_one_file_has() -> None:
+    # `forks_with_parent`: pi names a session file by its start and id, so a parent named
+    # like the fork itself is that session (a moved copy), not its parent; a parent's name
+    # shared by two files given says nothing.
+    from replay.adapters._once import forks_with_parent
+
+    files = {"/logs/a/1_p.jsonl", "/logs/b/1_p.jsonl", "/logs/2_f.jsonl", "/logs/3_g.jsonl"}
+    assert forks_with_parent([("/logs/2_f.jsonl", "/home/x/1_p.jsonl")], files) == set()
+    assert forks_with_parent([("/logs/2_f.jsonl", "/logs/a/1_p.jsonl")], files) == {
+        "/logs/2_f.jsonl"
+    }
+    assert forks_with_parent([("/logs/2_f.jsonl", "C:\\old\\3_g.jsonl")], files) == {
+        "/logs/2_f.jsonl"
+    }
+    assert forks_with_parent([("/logs/3_g.jsonl", "/home/x/3_g.jsonl")], files) == set()
+    assert forks_with_parent([("/logs/3_g.jsonl", "")], files) == set()
