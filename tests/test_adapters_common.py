@@ -1813,3 +1813,15 @@ def test_a_fork_is_matched_to_its_parent_by_path_or_by_a_file_name_only_one_file
     }
     assert forks_with_parent([("/logs/3_g.jsonl", "/home/x/3_g.jsonl")], files) == set()
     assert forks_with_parent([("/logs/3_g.jsonl", "")], files) == set()
+
+
+def test_the_parent_file_of_a_fork_is_its_parent_session_else_v1_s_branched_from() -> None:
+    from types import SimpleNamespace
+
+    from replay.adapters._once import parent_file
+
+    assert parent_file(SimpleNamespace(branchedFrom="/x/1_p.jsonl")) == "/x/1_p.jsonl"
+    assert parent_file(SimpleNamespace(parentSession="/a.jsonl", branchedFrom="/b.jsonl")) == (
+        "/a.jsonl"
+    )
+    assert parent_file(SimpleNamespace(parentSession="", branchedFrom=None)) == ""
