@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -1825,3 +1825,52 @@ def test_the_parent_file_of_a_fork_is_its_parent_session_else_v1_s_branched_from
         "/a.jsonl"
     )
     assert parent_file(SimpleNamespace(parentSession="", branchedFrom=None)) == ""
+
+
+def _at(seconds: int) -> datetime:
+    return datetime(2026, 3, 1, 10, tzinfo=UTC) + timedelta(seconds=seconds)
+
+
+def test_an_abandoned_branch_takes_its_parent_s_hidden_prefix_unless_it_has_its_own_system(
+) -> None:
+    # `estimate_hidden_prefix` / `_inherits_prefix`: a branch of the main thread re-sends its
+    # parent's history, so it has the parent's hidden prefix, measured where the parent's
+    # was; a thread with its own system prompt is measured on its own first request. Only the
+    # header's own estimate labels the header.
+    from replay.adapters._common import (
+        Issues,
+        SessionBuilder,
+        SessionHeader,
+        ThreadStart,
+        Usage,
+        estimate_hidden_prefix,
+    )
+
+    def session(main_usage: Usage | None, branch: bool) -> Any:
+        builder = SessionBuilder("x.jsonl", Issues("x.jsonl", strict=True))
+        builder.add(UserMessage(ts=_at(0), text="Fix the failing test in parser.py."))
+        builder.add(RequestMarker(ts=_at(1), request_id="r1", usage=main_usage))
+        for name, system in (("b1", None), ("b2", "You are a code reviewer.")):
+            start = ThreadStart(ts=_at(2), thread=name, thread_id=name, system=system)
+            if branch:
+                start.branch_of = "main"
+            builder.add(start)
+            builder.add(UserMessage(ts=_at(3), thread=name, text="Fix the failing test."))
+            builder.add(RequestMarker(ts=_at(4), thread=name, request_id=f"{name}-r",
+                                      usage=Usage(input_tokens=7000, output_tokens=9)))
+        done = builder.session(SessionHeader(ts=_at(0)))
+        estimate_hidden_prefix(done)
+        return done, {e.thread_id: e for e in done.events if isinstance(e, ThreadStart)}
+
+    done, starts = session(Usage(input_tokens=5000, output_tokens=9), branch=True)
+    header = done.header
+    assert 4900 < header.hidden_prefix_tokens < 5000 and header.hidden_prefix_from == "r1"
+    assert (starts["b1"].hidden_prefix_tokens, starts["b1"].hidden_prefix_from) == (
+        header.hidden_prefix_tokens, "r1"
+    )
+    assert starts["b2"].hidden_prefix_from == "b2-r"
+    assert 6900 < starts["b2"].hidden_prefix_tokens < 7000
+    assert header.estimated == ["hidden_prefix"]
+    done, starts = session(None, branch=False)  # the main thread has no usage to measure on
+    assert done.header.hidden_prefix_tokens is None and done.header.estimated == []
+    assert starts["b1"].hidden_prefix_from == "b1-r"
