@@ -1874,3 +1874,42 @@ def test_an_abandoned_branch_takes_its_parent_s_hidden_prefix_unless_it_has_its_
     done, starts = session(None, branch=False)  # the main thread has no usage to measure on
     assert done.header.hidden_prefix_tokens is None and done.header.estimated == []
     assert starts["b1"].hidden_prefix_from == "b1-r"
+
+
+def test_a_residual_renders_a_thread_s_own_system_and_not_what_a_compaction_replaced() -> None:
+    # `prompt_residuals`: the simulated prompt is the logged context as the agent sent it: a
+    # compaction's summary instead of the events it replaced, and a thread's own system
+    # prompt where it has one.
+    from replay.adapters._common import (
+        Issues,
+        SessionBuilder,
+        SessionHeader,
+        ThreadStart,
+        Usage,
+        prompt_residuals,
+    )
+    from replay.log import Compaction
+
+    def simulated(replaced_text: str, system: str) -> list[int]:
+        builder = SessionBuilder("x.jsonl", Issues("x.jsonl", strict=True))
+        old = builder.add(UserMessage(ts=_at(0), text=replaced_text))
+        builder.add(RequestMarker(ts=_at(1), request_id="r1",
+                                  usage=Usage(input_tokens=9000, output_tokens=5)))
+        builder.add(Compaction(ts=_at(2), summary="The user asked for a fix.",
+                               replaces=[old.id]))
+        builder.add(UserMessage(ts=_at(3), text="Now run the tests."))
+        builder.add(RequestMarker(ts=_at(4), request_id="r2",
+                                  usage=Usage(input_tokens=9000, output_tokens=5)))
+        builder.add(ThreadStart(ts=_at(5), thread="sub", thread_id="sub", system=system))
+        builder.add(UserMessage(ts=_at(6), thread="sub", text="Review parser.py."))
+        builder.add(RequestMarker(ts=_at(7), thread="sub", request_id="r3",
+                                  usage=Usage(input_tokens=9000, output_tokens=5)))
+        session = builder.session(SessionHeader(ts=_at(0), system="You are an agent."))
+        return [r.simulated for r in prompt_residuals(session)]
+
+    short = simulated("Fix it.", "You review code.")
+    long_replaced = simulated("Fix it. " * 200, "You review code.")
+    long_system = simulated("Fix it.", "You review code. " * 200)
+    assert long_replaced[0] > short[0] + 500  # r1 sent the text …
+    assert long_replaced[1:] == short[1:]  # … r2 its summary instead
+    assert long_system[2] > short[2] + 500 and long_system[:2] == short[:2]
