@@ -1913,3 +1913,33 @@ def test_a_residual_renders_a_thread_s_own_system_and_not_what_a_compaction_repl
     assert long_replaced[0] > short[0] + 500  # r1 sent the text …
     assert long_replaced[1:] == short[1:]  # … r2 its summary instead
     assert long_system[2] > short[2] + 500 and long_system[:2] == short[:2]
+
+
+def test_the_hidden_prefix_is_measured_with_results_cleared_by_then_shown_cleared() -> None:
+    # `estimate_hidden_prefix` renders the history "the tool results the harness had cleared by
+    # then shown cleared": one cleared at the request's own time is cleared.
+    from replay.adapters._common import (
+        Issues,
+        SessionBuilder,
+        SessionHeader,
+        Usage,
+        estimate_hidden_prefix,
+    )
+
+    def hidden(cleared_at: datetime) -> int:
+        builder = SessionBuilder("x.jsonl", Issues("x.jsonl", strict=True))
+        builder.add(UserMessage(ts=_at(0), text="Read the file."))
+        builder.add(RequestMarker(ts=_at(1), request_id="r1"))  # no usage: not measured
+        builder.add(AssistantMessage(ts=_at(2), blocks=[
+            ToolCallBlock(id="c1", name="Read", arguments={"path": "a.py"})]))
+        result = builder.add(ToolResult(ts=_at(3), call_id="c1", tool_name="Read",
+                                        output="def f(x):\n    return x\n" * 200))
+        result.cleared_at = cleared_at
+        builder.add(RequestMarker(ts=_at(4), request_id="r2",
+                                  usage=Usage(input_tokens=9000, output_tokens=5)))
+        session = builder.session(SessionHeader(ts=_at(0)))
+        estimate_hidden_prefix(session)
+        assert session.header.hidden_prefix_from == "r2"
+        return session.header.hidden_prefix_tokens
+
+    assert hidden(_at(4)) > hidden(_at(5)) + 1000
