@@ -1943,3 +1943,13 @@ def test_the_hidden_prefix_is_measured_with_results_cleared_by_then_shown_cleare
         return session.header.hidden_prefix_tokens
 
     assert hidden(_at(4)) > hidden(_at(5)) + 1000
+
+
+def test_most_common_takes_the_value_met_most_the_first_met_on_a_tie() -> None:
+    from replay.adapters._common import most_common
+
+    assert most_common(["gpt-5", "claude-opus-4-1", None, "claude-opus-4-1", ""], "d") == (
+        "claude-opus-4-1"
+    )
+    assert most_common(["b", "a", "a", "b"], "d") == "b"
+    assert most_common([None, ""], "default") == "default"
