@@ -1953,3 +1953,16 @@ def test_most_common_takes_the_value_met_most_the_first_met_on_a_tie() -> None:
     )
     assert most_common(["b", "a", "a", "b"], "d") == "b"
     assert most_common([None, ""], "default") == "default"
+
+
+def test_a_folder_of_unrelated_sessions_lists_five_then_counts_the_rest() -> None:
+    from replay.adapters._common import several_sessions
+
+    groups = [[Path(f"/p/s{n}.jsonl")] for n in range(7)]
+    groups[0].append(Path("/p/agent-a.jsonl"))
+    err = several_sessions(Path("/p"), groups, "one session", "subagent file", "one transcript")
+    assert str(err) == (
+        "/p: expected one session; this directory holds 7 unrelated sessions: s0.jsonl (+1 "
+        "subagent file), s1.jsonl, s2.jsonl, s3.jsonl, s4.jsonl, … (2 more). Replay each one "
+        "with `replay batch /p`, or give one transcript"
+    )
