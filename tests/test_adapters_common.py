@@ -1966,3 +1966,28 @@ def test_a_folder_of_unrelated_sessions_lists_five_then_counts_the_rest() -> Non
         "subagent file), s1.jsonl, s2.jsonl, s3.jsonl, s4.jsonl, … (2 more). Replay each one "
         "with `replay batch /p`, or give one transcript"
     )
+
+
+def test_a_chain_with_one_record_that_is_no_artifact_is_a_branch() -> None:
+    # `linearise`: a chain joins the active path only when every node of it is attached (a
+    # streamed block, a parallel result); a real message in it starts a branch, the attached
+    # records below it going with it.
+    from replay.adapters._common import Branch, linearise
+
+    parent = {"a": None, "b": "a", "c": "b", "x": "a", "y": "x"}
+    path, branches = linearise(["a", "b", "c", "y", "x"], parent, lambda n, p: n == "y", "c")
+    assert path == ["a", "b", "c"]
+    assert branches == [Branch(fork="a", nodes=["y", "x"])]
+    path, branches = linearise(["a", "b", "c", "y", "x"], parent, lambda n, p: n in "xy", "c")
+    assert (path, branches) == (["a", "b", "c", "y", "x"], [])
+
+
+def test_the_session_folder_of_a_subagent_file_is_its_transcript_s(tmp_path: Path) -> None:
+    from replay.adapters._groups import session_folder
+
+    agent = tmp_path / "proj" / "s1" / "subagents" / "agent-a.jsonl"
+    agent.parent.mkdir(parents=True)
+    assert session_folder("claude-code", agent) == str(tmp_path / "proj" / "s1")
+    (tmp_path / "proj" / "s1.jsonl").write_text("{}\n", encoding="utf-8")
+    assert session_folder("claude-code", agent) == str(tmp_path / "proj")
+    assert session_folder("opencode", agent) == str(agent.parent)  # Claude Code's layout only
