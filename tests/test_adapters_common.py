@@ -1980,6 +1980,9 @@ def test_a_chain_with_one_record_that_is_no_artifact_is_a_branch() -> None:
     assert branches == [Branch(fork="a", nodes=["y", "x"])]
     path, branches = linearise(["a", "b", "c", "y", "x"], parent, lambda n, p: n in "xy", "c")
     assert (path, branches) == (["a", "b", "c", "y", "x"], [])
+    # an attached record at the top stays on the path, and the branch forks from it
+    path, branches = linearise(["a", "b", "c", "y", "x"], parent, lambda n, p: n == "x", "c")
+    assert (path, branches) == (["a", "b", "c", "x"], [Branch(fork="x", nodes=["y"])])
 
 
 def test_the_session_folder_of_a_subagent_file_is_its_transcript_s(tmp_path: Path) -> None:
