@@ -324,3 +324,21 @@ def test_proc_status_reads_kilobytes_as_bytes():
     assert 0.99 * peak < got <= peak
     assert _bench._proc_status("NoSuchField") is None
 
+
+@pytest.mark.parametrize(("platform", "unit"), [("darwin", 1), ("linux", 1024)])
+def test_without_proc_the_peak_reads_ru_maxrss_in_the_platform_s_unit(
+    tmp_path, monkeypatch, platform, unit
+):
+    """Where /proc gives no VmHWM (macOS), the probe falls back on `ru_maxrss`: kilobytes on
+    Linux, bytes on macOS (it multiplied macOS's bytes by 1024 too)."""
+    from replay.bench import write_synthetic_log
+
+    path = tmp_path / "s.jsonl"
+    write_synthetic_log(path, 3, 0)
+    peaks = iter([1_000_000, 5_000_000])  # before the replay, after it
+    monkeypatch.setattr(_bench, "_proc_status", lambda name: None)
+    monkeypatch.setattr(_bench.resource, "getrusage",
+                        lambda who: SimpleNamespace(ru_maxrss=next(peaks)))
+    monkeypatch.setattr(_bench.sys, "platform", platform)
+    got = _bench.memory_probe(path, ["baseline"], "cli")
+    assert got == {"peak_bytes": 4_000_000 * unit, "baseline_bytes": 1_000_000 * unit}

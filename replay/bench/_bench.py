@@ -523,6 +523,13 @@ def _proc_status(field_name: str) -> int | None:
     return None
 
 
+def _max_rss_bytes() -> int:
+    """This process's peak resident set so far, in bytes: `ru_maxrss` counts kilobytes on
+    Linux but bytes on macOS (where there is no /proc to read VmHWM from)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
 def _load_fixed_tables(path: str | Path) -> None:
     """What any replay loads whatever the log, like an import: the log's tokenizer, the price
     snapshot genai-prices bundles and the built-in cache-rule files (loaded on first use, they
@@ -576,7 +583,7 @@ def memory_probe(path: str | Path, strategies: Sequence[str], mode: str = "cli")
         pass
     before = _proc_status("VmRSS") if reset else None
     if before is None:
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        before = _max_rss_bytes()
     session = read_log(path)
     if mode == "cli":
         result: Any = _replay_like_the_cli(session, strategies)
@@ -584,7 +591,7 @@ def memory_probe(path: str | Path, strategies: Sequence[str], mode: str = "cli")
         result = replay_session(session, list(strategies), ReplayConfig(pricer=Pricer()))
     peak = _proc_status("VmHWM") if reset else None
     if peak is None:
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        peak = _max_rss_bytes()
     del result, session
     return {"peak_bytes": max(0, peak - before), "baseline_bytes": before}
 
