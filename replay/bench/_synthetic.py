@@ -9,8 +9,8 @@ sometimes in parallel) and the tool results. Sizes follow what real runs show:
   again later (a new version after a `write_file`; a file unchanged since the agent last saw it
   is mostly read again as a range of lines, `offset`/`limit`, so that only a few percent of the
   output characters repeat an earlier output word for word, as in real logs);
-- `grep`: a few matching lines (~0.6k), occasionally hundreds (tens of thousands of characters);
-- `run_tests`: a pytest report (~1.5k), occasionally a verbose failure dump (20–45k);
+- `grep`: a few matching lines (~0.5k), occasionally hundreds (tens of thousands of characters);
+- `run_tests`: a pytest report (~1.3k), occasionally a verbose failure dump (20–40k);
 - `list_files`: a directory listing (~0.5k);
 - `write_file`: the whole new file in the call's arguments, a one-line acknowledgement back;
 - now and then the user follows up; timestamps advance with model and tool latencies and
