@@ -120,3 +120,42 @@ def test_follow_ups_arrive_after_the_tool_results_of_the_previous_request(long_r
         if isinstance(e, UserMessage):
             assert isinstance(events[n - 1], ToolResult)
             assert isinstance(events[n + 1], RequestMarker | Compaction)
+
+
+def test_a_range_can_be_any_window_of_the_file_up_to_its_last_line(long_run):
+    """A re-read range of `limit` lines starts at any line from 1 to the last window's first
+    line (1-based `offset`), so ranges ending on the file's last line occur."""
+    calls = {b.id: b for e in long_run.events if isinstance(e, AssistantMessage)
+             for b in e.blocks if isinstance(b, ToolCallBlock)}
+    whole: dict[str, int] = {}  # lines of the version last read whole or written
+    at_end = windows = 0
+    for e in long_run.events:
+        if isinstance(e, AssistantMessage):
+            for b in e.blocks:
+                if isinstance(b, ToolCallBlock) and b.name == "write_file":
+                    whole[b.arguments["path"]] = len(b.arguments["content"].splitlines())
+        elif isinstance(e, ToolResult) and e.tool_name == "read_file":
+            args = calls[e.call_id].arguments
+            if "offset" not in args:
+                whole[args["path"]] = len(e.output.splitlines())
+            elif args["limit"] < whole[args["path"]]:
+                windows += 1
+                assert 1 <= args["offset"] <= whole[args["path"]] - args["limit"] + 1
+                at_end += args["offset"] == whole[args["path"]] - args["limit"] + 1
+    assert windows > 500 and at_end > 0
+
+
+def test_parallel_results_arrive_after_the_slowest_call(long_run):
+    """Lookups run together; their results arrive when the slowest is done: a `grep` takes
+    0.05-0.8 s, a `read_file` 0.01-0.1 s, a test run 2-35 s."""
+    events = long_run.events
+    waits: dict[tuple[str, ...], list[float]] = {}
+    for n, e in enumerate(events):
+        if isinstance(e, AssistantMessage):
+            names = tuple(sorted(b.name for b in e.blocks if isinstance(b, ToolCallBlock)))
+            waits.setdefault(names, []).append((events[n + 1].ts - e.ts).total_seconds())
+    assert all(w <= 0.1 for w in waits[("read_file",)])
+    assert all(2 <= w <= 35 for w in waits[("run_tests",)])
+    with_grep = [w for names, ws in waits.items() if len(names) > 1 and "grep" in names
+                 for w in ws]
+    assert len(with_grep) > 100 and sum(with_grep) / len(with_grep) > 0.3
