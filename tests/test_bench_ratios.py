@@ -342,3 +342,14 @@ def test_without_proc_the_peak_reads_ru_maxrss_in_the_platform_s_unit(
     monkeypatch.setattr(_bench.sys, "platform", platform)
     got = _bench.memory_probe(path, ["baseline"], "cli")
     assert got == {"peak_bytes": 4_000_000 * unit, "baseline_bytes": 1_000_000 * unit}
+
+
+def test_a_prefix_ends_with_what_answers_its_last_request():
+    """A follow-up (or a compaction) before request N+1 belongs to request N+1: the first N
+    requests of a longer session are the N-request session (seed 0 follows up before its
+    219th request)."""
+    longer = synthetic_session(230, 0)
+    head = prefix_session(longer, 218)
+    assert dumps_log(*_parts(head)) == dumps_log(*_parts(synthetic_session(218, 0)))
+    assert len(head.requests()) == 218
+    assert prefix_session(longer, 230) is longer

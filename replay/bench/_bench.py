@@ -307,12 +307,16 @@ def reset_token_memo() -> None:
 
 
 def prefix_session(session: Session, requests: int) -> Session:
-    """The first `requests` requests of `session` (with what answers the last one)."""
+    """The first `requests` requests of `session` (with what answers the last one): a user's
+    follow-up or a compaction that comes before the next request belongs to that request, so
+    the N-request prefix of a longer synthetic session is the N-request session."""
     seen = 0
     for n, event in enumerate(session.events):
         if isinstance(event, RequestMarker):
             seen += 1
             if seen > requests:
+                while isinstance(session.events[n - 1], UserMessage | Compaction):
+                    n -= 1
                 return Session(session.header, session.events[:n], session.path)
     return session
 
