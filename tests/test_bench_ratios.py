@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from replay.bench import _bench, prefix_session, synthetic_session
@@ -353,3 +354,51 @@ def test_a_prefix_ends_with_what_answers_its_last_request():
     assert dumps_log(*_parts(head)) == dumps_log(*_parts(synthetic_session(218, 0)))
     assert len(head.requests()) == 218
     assert prefix_session(longer, 230) is longer
+
+
+def test_the_time_probe_times_the_replay_only(clock, tmp_path, monkeypatch):
+    """The fixed tables are loaded before the clock starts: their load is not the replay's."""
+    from replay.bench import write_synthetic_log
+
+    path = tmp_path / "s.jsonl"
+    write_synthetic_log(path, 6, 0, **CONFIG)
+    loaded = []
+    monkeypatch.setattr(_bench, "_load_fixed_tables",
+                        lambda p: loaded.append(p) or clock.advance(100.0))
+    fake_cli = _bench._replay_like_the_cli
+
+    def like_the_cli(session, strategies, workers=1):
+        fake_cli(session, strategies, workers)
+        return SimpleNamespace(summary={"prompt_tokens": np.array([5, 7])})
+
+    monkeypatch.setattr(_bench, "_replay_like_the_cli", like_the_cli)
+    probe = _bench.time_probe(path, ["baseline", "sliding-10"])
+    want = READ + ALL * 6 * 2
+    assert probe["wall_seconds"] == pytest.approx(want)
+    assert probe["cpu_seconds"] == pytest.approx(want)
+    assert probe["prompt_tokens"] == 12
+    assert loaded == [path]
+
+
+def test_the_naive_fit_passes_through_the_measured_mean_with_coefficients_at_least_zero():
+    """`t = a + b·prompt_tokens` with a, b >= 0: where least squares would want a negative
+    intercept, or the prompts tell nothing, the fit still predicts the measured mean time at
+    the measured mean prompt (the extrapolation starts from what was measured)."""
+    exact = _bench._fit_naive([3.0, 5.0, 7.0], [10, 20, 30])
+    assert exact == pytest.approx((1.0, 0.2))
+    for seconds, prompts in (([0.5, 2.0, 3.5], [10, 20, 30]),  # least squares: a = -1
+                             ([1.0, 3.0], [10, 20]),  # too few requests to fit a line
+                             ([1.0, 2.0, 3.0], [0, 0, 0])):  # no prompt tokens
+        a, b = _bench._fit_naive(seconds, prompts)
+        assert a >= 0 and b >= 0
+        mean_prompt = sum(prompts) / len(prompts)
+        assert a + b * mean_prompt == pytest.approx(sum(seconds) / len(seconds))
+
+
+def test_a_request_s_prompt_tokens_include_its_summarizer_calls():
+    def record(strategy, index, total):
+        return SimpleNamespace(strategy=strategy, request_index=index,
+                               request=SimpleNamespace(total=total))
+
+    records = [record("a", 0, 100), record("a", 1, 40), record("a", 1, 150), record("a", 2, 90)]
+    assert _bench._prompts_per_request(records, "a", 2) == [100, 190]
