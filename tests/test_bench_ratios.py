@@ -402,3 +402,21 @@ def test_a_request_s_prompt_tokens_include_its_summarizer_calls():
 
     records = [record("a", 0, 100), record("a", 1, 40), record("a", 1, 150), record("a", 2, 90)]
     assert _bench._prompts_per_request(records, "a", 2) == [100, 190]
+
+
+def test_fast_runs_start_from_a_cold_token_memo_outside_their_time(clock, tmp_path, monkeypatch):
+    """docs/performance.md: every fast run (each strategy alone, `all` from the log file) pays
+    its own tokenization: the memo is emptied first, and emptying it is not timed."""
+    from replay.bench import write_synthetic_log
+
+    path = tmp_path / "s.jsonl"
+    session = write_synthetic_log(path, 6, 0, **CONFIG)
+    resets = []
+    monkeypatch.setattr(_bench, "reset_token_memo",
+                        lambda: resets.append(clock.now) or clock.advance(100.0))
+    start = clock.now
+    assert _bench._time_all_from_file(path, ["baseline"]) == pytest.approx(READ + ALL * 6)
+    assert resets == [start]
+    seconds, records = _bench._time_fast(session, ["baseline"])
+    assert seconds == pytest.approx(FAST["baseline"] * 6) and len(records) == 6
+    assert resets[1:] == [start + 100.0 + READ + ALL * 6]
