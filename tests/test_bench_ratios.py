@@ -420,3 +420,20 @@ def test_fast_runs_start_from_a_cold_token_memo_outside_their_time(clock, tmp_pa
     seconds, records = _bench._time_fast(session, ["baseline"])
     assert seconds == pytest.approx(FAST["baseline"] * 6) and len(records) == 6
     assert resets[1:] == [start + 100.0 + READ + ALL * 6]
+
+
+def test_the_cli_like_run_drops_each_record_once_counted(monkeypatch):
+    """`all` and the memory probe's `cli` mode run as `replay LOG` does: `replay(...,
+    keep_records=False, per_turn=False)`, on the workers asked."""
+    import replay._api
+
+    calls = []
+
+    def fake_replay(session, strategies, **kwargs):
+        calls.append((session, strategies, kwargs))
+        return SimpleNamespace(summary=None)
+
+    monkeypatch.setattr(replay._api, "replay", fake_replay)
+    _bench._replay_like_the_cli("SESSION", ("baseline", "sliding-10"), 3)
+    assert calls == [("SESSION", ["baseline", "sliding-10"],
+                      {"keep_records": False, "per_turn": False, "workers": 3})]
