@@ -57,7 +57,7 @@ def clock(monkeypatch):
         return real_replay(session, strategies, config)
 
     def like_the_cli(session, strategies, workers=1):
-        clock.advance(ALL * len(session.requests()) * len(strategies))
+        clock.advance(ALL * len(session.requests()) * len(strategies) / workers)
 
     class Encoding:
         def __init__(self, encoding) -> None:
@@ -437,3 +437,10 @@ def test_the_cli_like_run_drops_each_record_once_counted(monkeypatch):
     _bench._replay_like_the_cli("SESSION", ("baseline", "sliding-10"), 3)
     assert calls == [("SESSION", ["baseline", "sliding-10"],
                       {"keep_records": False, "per_turn": False, "workers": 3})]
+
+
+def test_all_on_workers_runs_on_the_workers_asked(clock, tmp_path):
+    doc = _bench.run_bench(12, "baseline,sliding-10", naive_requests=None, doubling=False,
+                           memory=False, workdir=tmp_path, workers=2, **CONFIG)
+    assert doc["all"]["seconds"] == pytest.approx(READ + ALL * 12 * 2)
+    assert doc["all"]["workers"] == {"workers": 2, "seconds": pytest.approx(READ + ALL * 12)}
