@@ -967,6 +967,50 @@ def test_a_file_its_owner_made_read_only_is_not_replaced(tmp_path, monkeypatch):
     assert target.read_text() == "kept\n" and _only(tmp_path) == ["out.json"]
 
 
+def test_bytes_text_and_pieces_are_written_as_given(tmp_path):
+    """Bytes as they are; text, whole or in pieces, as UTF-8 with a lone surrogate written as
+    its `\\uXXXX` escape (write_atomic's docstring)."""
+    target = tmp_path / "out.bin"
+    _atomic.write_atomic(target, b"\x00raw\xff")
+    assert target.read_bytes() == b"\x00raw\xff"
+    _atomic.write_atomic(target, "caf\u00e9 \ud800!")
+    assert target.read_bytes() == "caf\u00e9 ".encode() + b"\\ud800!"
+    _atomic.write_atomic(target, iter(["a\ud800", "\u00e9"]))
+    assert target.read_bytes() == b"a\\ud800" + "\u00e9".encode()
+
+
+def test_missing_parent_folders_are_created(tmp_path):
+    """Library callers (`write_log`) rely on it; the command line refuses a missing folder
+    before it gets here."""
+    target = tmp_path / "a" / "b" / "out.json"
+    _atomic.write_atomic(target, "{}")
+    assert target.read_text() == "{}"
+
+
+def test_the_temporary_file_is_hidden_beside_the_target_as_a_batch_cleans_it_up(
+    tmp_path, monkeypatch
+):
+    """In the target's folder (a rename across file systems is no rename), hidden, and named
+    `.NAME.<random>.tmp`: the pattern a batch removes its killed predecessor's half-written
+    parts by (`_dataset.py`)."""
+    import fnmatch
+
+    renamed: list[str] = []
+    real_replace = os.replace
+
+    def replace(src, dst):
+        renamed.append(os.fspath(src))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(_atomic.os, "replace", replace)
+    target = tmp_path / "part-0a1b.parquet"
+    _atomic.write_atomic(target, b"PAR1")
+    [tmp] = renamed
+    assert Path(tmp).parent == tmp_path
+    assert fnmatch.fnmatchcase(Path(tmp).name, ".part-*.parquet.*.tmp")
+    assert _only(tmp_path) == ["part-0a1b.parquet"]
+
+
 def test_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
     target = tmp_path / "out.jsonl"
 
