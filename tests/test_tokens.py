@@ -90,6 +90,20 @@ def test_a_tampered_file_is_refused(monkeypatch, fresh_encodings):
         get_encoding("o200k_base")
 
 
+def test_a_file_tiktoken_gives_no_hash_for_is_refused(monkeypatch, fresh_encodings):
+    """Every file is checked against the sha256 tiktoken expects (README): a tiktoken that
+    passed none would have had the bundled file used unchecked."""
+    def unhashed() -> dict:
+        spec = real()
+        spec["mergeable_ranks"] = openai_public.load_tiktoken_bpe("o200k_base.tiktoken")
+        return spec
+
+    real = openai_public.o200k_base
+    monkeypatch.setattr(openai_public, "o200k_base", unhashed)
+    with pytest.raises(ReplayError, match="tiktoken gives no sha256 for the `o200k_base` file"):
+        get_encoding("o200k_base")
+
+
 def test_unknown_encoding():
     with pytest.raises(ReplayError, match="unknown encoding 'p50k_base'"):
         get_encoding("p50k_base")

@@ -39,7 +39,12 @@ def _ranks_from_bundle(name: str):
     def load(blobpath: str, expected_hash: str | None = None) -> dict[bytes, int]:
         data = _bundled_bpe(name)
         actual = hashlib.sha256(data).hexdigest()
-        if expected_hash is not None and actual != expected_hash:
+        if expected_hash is None:  # (a tiktoken that stopped passing one: never unchecked)
+            raise ReplayError(
+                f"tiktoken gives no sha256 for the `{name}` file: refusing to tokenize with "
+                "an unchecked file"
+            )
+        if actual != expected_hash:
             raise ReplayError(
                 f"the bundled `{name}` file has sha256 {actual}, tiktoken expects "
                 f"{expected_hash}: refusing to tokenize with it"
