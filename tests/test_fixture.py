@@ -121,6 +121,7 @@ def test_recorded_log_is_valid_and_well_formed(recorded):
     assert None not in ids and len(set(ids)) == len(ids)
     requests = [e for e in session.events if isinstance(e, RequestMarker)]
     assert 13 <= len(requests) <= 20
+    assert len({r.request_id for r in requests}) == len(requests)
     assert all(r.usage is None and r.model == "gemini-2.5-flash" for r in requests)
     # Every request is followed by the assistant message answering it.
     for i, event in enumerate(session.events):
@@ -205,6 +206,120 @@ def test_the_default_fixture_is_found_in_a_checkout_and_in_an_installed_package(
     shutil.copytree(_recorder.default_fixture(), package / "_fixture_data" / "tasklist")
     monkeypatch.setattr(_recorder, "_PACKAGE", package)
     assert _recorder.default_fixture() == package / "_fixture_data" / "tasklist"
+    shutil.copytree(_recorder.default_fixture(), package.parent / "logs" / "fixtures" / "tasklist")
+    assert _recorder.default_fixture() == package / "_fixture_data" / "tasklist"  # still first
     monkeypatch.setattr(_recorder, "_PACKAGE", tmp_path / "elsewhere" / "replay")
     with pytest.raises(ReplayError, match="pass --fixture DIR"):
         _recorder.default_fixture()
+
+
+# --- the recorder's guards and tools -----------------------------------------------------------
+
+
+def _fixture_copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "fx"
+    shutil.copytree(FIXTURE, copy)
+    return copy
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("no api.js", "expected the tasklist fixture (no src/api.js found)"),
+        ("bug fixed", "src/api.js: expected the planted bug"),
+    ],
+)
+def test_a_folder_that_is_not_the_buggy_fixture_is_refused_before_any_run(
+    tmp_path, monkeypatch, change, message
+):
+    monkeypatch.setattr(_recorder.shutil, "which", lambda name: "/usr/bin/node")
+    fixture = _fixture_copy(tmp_path)
+    api = fixture / "src" / "api.js"
+    if change == "no api.js":
+        api.unlink()
+    else:
+        api.write_text(api.read_text(encoding="utf-8").replace(BUGGY, FIXED), encoding="utf-8")
+    with pytest.raises(ReplayError, match=re.escape(message)):
+        record_fixture(tmp_path / "run.jsonl", fixture)
+    assert not (tmp_path / "run.jsonl").exists()
+
+
+@needs_node
+def test_a_fixture_whose_tests_do_not_fail_first_or_pass_last_is_no_recording(tmp_path):
+    """The log must show the tests failing before the fix and passing after it
+    (`record_fixture`'s docstring): anything else is an error, and no log is written."""
+    passing = _fixture_copy(tmp_path / "a")
+    (passing / "test" / "tasklist.test.js").write_text(
+        "import { test } from 'node:test';\ntest('fine', () => {});\n", encoding="utf-8"
+    )
+    with pytest.raises(ReplayError, match="expected the first test run to fail"):
+        record_fixture(tmp_path / "a.jsonl", passing)
+
+    still_failing = _fixture_copy(tmp_path / "b")
+    (still_failing / "test" / "other.test.js").write_text(
+        "import { test } from 'node:test';\ntest('never', () => { throw new Error('no'); });\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ReplayError, match=r"expected the last test run to pass after the fix, "
+                                          r"but it failed \(exit code 1\)"):
+        record_fixture(tmp_path / "b.jsonl", still_failing)
+    assert not (tmp_path / "a.jsonl").exists() and not (tmp_path / "b.jsonl").exists()
+
+
+@needs_node
+def test_a_fixture_with_the_bug_twice_is_refused_before_the_fix(tmp_path):
+    fixture = _fixture_copy(tmp_path)
+    api = fixture / "src" / "api.js"
+    source = api.read_text(encoding="utf-8")
+    api.write_text(source + f"\n// {_recorder.BUGGY_LINE}\n", encoding="utf-8")
+    with pytest.raises(ReplayError, match="expected exactly one"):
+        record_fixture(tmp_path / "run.jsonl", fixture)
+
+
+def test_the_workspace_tools_stay_in_the_project_and_answer_as_documented(tmp_path):
+    root = tmp_path / "project"
+    for name in ("b.js", "a/c.js", "node_modules/dep/x.js", ".git/HEAD"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("x", encoding="utf-8")
+    tools = _recorder._Workspace(root.resolve(), "node")
+    # every file, recursively, sorted, one per line; node_modules skipped (its description)
+    assert tools.list_files() == "a/c.js\nb.js"
+    assert tools.list_files("a") == "a/c.js"
+    assert tools.write_file("new/d.js", "é") == "Wrote 2 bytes to new/d.js"  # bytes, not chars
+    assert tools.read_file("new/d.js") == "é"
+    for escape in ("../outside.js", "/etc/passwd", "a/../../x"):
+        with pytest.raises(_recorder._ToolError, match="path escapes the project root"):
+            tools.read_file(escape)
+    with pytest.raises(_recorder._ToolError, match="no such file: a"):
+        tools.read_file("a")
+    with pytest.raises(_recorder._ToolError, match="no such directory: b.js"):
+        tools.list_files("b.js")
+
+
+@needs_node
+def test_run_tests_gives_the_text_report_even_under_a_node_test_run(tmp_path, monkeypatch):
+    """The log holds what the tool returned: NODE_TEST_CONTEXT inherited (a recording started
+    from a node test run) switches node's runner to its binary protocol, no readable report."""
+    monkeypatch.setenv("NODE_TEST_CONTEXT", "child-v8")
+    tools = _recorder._Workspace(_fixture_copy(tmp_path).resolve(), shutil.which("node"))
+    run = json.loads(tools.run_tests())
+    assert run["exit_code"] != 0
+    assert "\x1b[" not in run["stdout"]
+    assert re.search(rf"^not ok \d+ - {ROUND_TRIP_TEST}$", run["stdout"], flags=re.MULTILINE)
+
+
+def test_a_tool_that_fails_gives_the_model_an_error_result(tmp_path):
+    rec = _recorder._Recorder(_recorder._Workspace(tmp_path.resolve(), "node"), "m")
+    output, is_error = rec.step("Reading it.", "read_file", {"path": "missing.js"})
+    assert (output, is_error) == ("Error: no such file: missing.js", True)
+    result = rec.events[-1]
+    assert isinstance(result, ToolResult) and result.is_error
+    assert (result.output, result.call_id, result.tool_name) == (output, "call-001", "read_file")
+
+
+def test_a_step_the_script_needs_that_fails_stops_the_recording():
+    with pytest.raises(ReplayError, match=re.escape(
+        "the fixture recording broke: reading src/api.js failed: Error: no such file: src/api.js"
+    )):
+        _recorder._check_ok("Error: no such file: src/api.js", True, "reading src/api.js")
+    assert _recorder._check_ok("content", False, "reading src/api.js") == "content"
