@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from replay._errors import ReplayError
-from replay.batch import BatchOptions
+from replay.batch import BatchOptions, _engines
 from replay.batch._engines import Engine, PoolEngine, RayEngine, make_engine
 
 _SET_IN_THE_PARENT: dict[str, bool] = {}
@@ -42,12 +42,15 @@ def die_always(task: list[str], opts: BatchOptions) -> str:
 # --- which engine ------------------------------------------------------------------------------
 
 
-def test_make_engine_picks_the_engine_the_options_name():
+def test_make_engine_picks_the_engine_the_options_name(monkeypatch):
+    monkeypatch.setattr(_engines.os, "cpu_count", lambda: 7)
     assert type(make_engine("pool", 1)) is Engine  # `--workers 1` runs in this process
     assert type(make_engine("serial", 4)) is Engine
     pool = make_engine("pool", 3)
     assert isinstance(pool, PoolEngine) and pool.workers == 3
-    assert make_engine("pool", None).workers == (os.cpu_count() or 1)  # one per CPU
+    assert make_engine("pool", None).workers == 7  # one per CPU
+    monkeypatch.setattr(_engines.os, "cpu_count", lambda: None)  # unknown: one
+    assert type(make_engine("pool", None)) is Engine
 
 
 @pytest.mark.parametrize(
