@@ -9,12 +9,13 @@ import os
 import socket
 import sys
 import types
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from replay._errors import ReplayError
+from replay._errors import PluginWarning, ReplayError
 from replay.batch import BatchOptions, _engines
 from replay.batch._engines import Engine, PoolEngine, RayEngine, make_engine
 
@@ -27,6 +28,13 @@ def times_ten(task: int, opts: BatchOptions) -> int:
 
 def set_in_the_parent(task: int, opts: BatchOptions) -> bool:
     return bool(_SET_IN_THE_PARENT)
+
+
+def warns_of_a_plugin(task: int, opts: BatchOptions) -> int:
+    """How many PluginWarnings would show from the worker (a broken plug-in package loaded)."""
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.warn("strategy plug-in 'x' not loaded", PluginWarning, stacklevel=1)
+    return len(shown)
 
 
 def die_always(task: list[str], opts: BatchOptions) -> str:
@@ -123,6 +131,12 @@ def test_pool_workers_are_spawned_not_forked(monkeypatch):
         assert list(pool.imap(set_in_the_parent, [1], BatchOptions(), lambda t, m: m)) == [
             (1, False)
         ]
+
+
+def test_a_plugin_warning_is_not_shown_again_by_each_worker():
+    """The process that started the pool has shown it already (`_worker_start`)."""
+    with PoolEngine(1) as pool:
+        assert list(pool.imap(warns_of_a_plugin, [1], BatchOptions(), lambda t, m: m)) == [(1, 0)]
 
 
 # --- Ray, against a stand-in ---------------------------------------------------------------------
