@@ -17,7 +17,13 @@ import pytest
 
 from replay._errors import PluginWarning, ReplayError
 from replay.batch import BatchOptions, _engines
-from replay.batch._engines import Engine, PoolEngine, RayEngine, make_engine
+from replay.batch._engines import (
+    Engine,
+    PoolEngine,
+    RayEngine,
+    check_ray_address,
+    make_engine,
+)
 
 _SET_IN_THE_PARENT: dict[str, bool] = {}
 
@@ -241,6 +247,22 @@ def test_a_ray_address_is_probed_then_joined(fake_ray):
     assert fake_ray.init_kwargs["address"] == address and "num_cpus" not in fake_ray.init_kwargs
     with pytest.raises(ReplayError, match="cannot join Ray at"):
         make_engine("ray", 4, address)  # nothing listens there any more
+
+
+def test_an_ipv6_ray_address_is_probed_without_its_brackets():
+    try:
+        head = socket.socket(socket.AF_INET6)
+        head.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    with head:
+        head.listen()
+        check_ray_address(f"[::1]:{head.getsockname()[1]}")
+
+
+@pytest.mark.parametrize("address", ["auto", "ray://[::1]", "head:dashboard", "local"])
+def test_a_ray_address_that_is_not_host_and_port_is_left_to_ray(address):
+    check_ray_address(address)  # no probe, no error: Ray reads it
 
 
 def test_a_ray_already_running_is_joined_as_it_is_and_left_running(fake_ray):
