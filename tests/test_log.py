@@ -907,6 +907,20 @@ def test_written_files_get_the_umask_or_the_replaced_file_s_permissions(tmp_path
         os.umask(previous)
 
 
+def test_the_umask_is_read_without_being_changed_where_proc_is_not_there(monkeypatch):
+    """Without /proc (macOS, a sandbox) the mask is read by setting it and putting it back."""
+    def no_proc(*args, **kwargs):
+        raise OSError("no /proc here")
+
+    monkeypatch.setattr(_atomic, "open", no_proc, raising=False)
+    previous = os.umask(0o027)
+    try:
+        assert _atomic._umask() == 0o027
+        assert os.umask(0o027) == 0o027  # put back as it was
+    finally:
+        os.umask(previous)
+
+
 def test_a_link_stays_a_link_and_a_pipe_is_written_through(tmp_path):
     import threading
 
