@@ -2242,6 +2242,18 @@ def test_discover_names_each_file_once_resolved_and_sorted(tmp_path: Path, monke
     assert found == [root / "a" / "y.jsonl", root / "a" / "z.jsonl", root / "b" / "x.jsonl"]
 
 
+def test_a_glob_that_matches_no_file_is_an_error_even_beside_other_targets(tmp_path: Path):
+    """`discover`: a target that matches nothing is a typo, not an empty run, even when the
+    other targets found logs."""
+    from replay.batch._discover import discover
+
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "a.jsonl").touch()
+    for targets in ([f"{tmp_path}/logs/*.jsnol"], [tmp_path / "logs", f"{tmp_path}/logs/*.jsnol"]):
+        with pytest.raises(ReplayError, match=r"logs/\*\.jsnol: the pattern matches no file"):
+            discover(targets)
+
+
 def test_the_roots_of_targets_are_their_folders_resolved(tmp_path: Path, monkeypatch):
     """What `--forget-missing` looks under: a folder target, a glob's folder before its first
     wildcard (the current folder when it starts with one); a file target covers no folder."""
