@@ -2254,6 +2254,23 @@ def test_a_glob_that_matches_no_file_is_an_error_even_beside_other_targets(tmp_p
             discover(targets)
 
 
+def test_discover_asks_exclude_about_the_resolved_path(tmp_path: Path, monkeypatch):
+    """As its docstring says: a folder named relatively, or through a link, still leaves out
+    the dataset's own files, which are known by their resolved paths."""
+    from replay.batch._discover import discover
+
+    (tmp_path / "logs").mkdir()
+    for name in ("a.jsonl", "own.jsonl"):
+        (tmp_path / "logs" / name).touch()
+    (tmp_path / "link").symlink_to(tmp_path / "logs", target_is_directory=True)
+    own = (tmp_path / "logs" / "own.jsonl").resolve()
+    monkeypatch.chdir(tmp_path)
+    for target in ("logs", "link", "link/*.jsonl"):
+        assert discover([target], exclude=lambda path: path == own) == [
+            (tmp_path / "logs" / "a.jsonl").resolve()
+        ]
+
+
 def test_the_roots_of_targets_are_their_folders_resolved(tmp_path: Path, monkeypatch):
     """What `--forget-missing` looks under: a folder target, a glob's folder before its first
     wildcard (the current folder when it starts with one); a file target covers no folder."""
