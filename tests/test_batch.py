@@ -2285,6 +2285,22 @@ def test_the_roots_of_targets_are_their_folders_resolved(tmp_path: Path, monkeyp
     assert target_roots(targets) == [root / "logs", root / "logs" / "sub", root / "logs", root]
 
 
+def test_a_target_folder_discover_cannot_list_is_an_error_even_with_unlisted(
+    tmp_path: Path, monkeypatch
+):
+    """`_walk`: the folder the user named is an error when it cannot be listed, never only a
+    note in `unlisted` (which is for the folders found below it)."""
+    from replay.batch._discover import discover
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.jsonl").touch()
+    _refuse_listing(monkeypatch, logs.resolve())
+    unlisted: dict[Path, str] = {}
+    with pytest.raises(ReplayError, match=r"logs: cannot read the folder \(Permission denied\)"):
+        discover([logs], unlisted=unlisted)
+
+
 def test_a_folder_discover_cannot_list_below_a_target(tmp_path: Path, monkeypatch):
     """Noted in `unlisted` (resolved, with why) and the rest walked, however the target was
     named; a target that matched nothing else is no typo then. Without `unlisted`, an error."""
