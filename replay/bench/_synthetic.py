@@ -715,7 +715,9 @@ def synthetic_session(
 ) -> Session:
     """A deterministic synthetic agent run of `requests` model calls (see the module docstring).
 
-    `size_scale` multiplies every tool-output size (1.0 = the realistic distributions above).
+    `size_scale` multiplies the sizes of the files the agent reads and writes, and grep's
+    matches by twice that factor up to 1 (1.0 = the realistic distributions above); test reports
+    and directory listings keep their size.
     """
     if requests < 1:
         raise ValueError("requests must be at least 1")

@@ -95,7 +95,8 @@ def _finite(param: click.Parameter, value: float) -> float:
     callback=lambda ctx, param, value: _finite(param, value),
     default=1.0,
     show_default=True,
-    help="Multiply every tool-output size of the synthetic session.",
+    help="Multiply the sizes of the files the synthetic agent reads and writes (grep's matches "
+    "by twice that, up to 1; test reports and listings keep their size).",
 )
 @click.option(
     "--workers",
