@@ -174,9 +174,10 @@ def discover(
     unlisted: dict[Path, str] | None = None,
 ) -> list[Path]:
     """Every regular file under `targets` (folders, glob patterns or files), resolved, sorted,
-    without duplicates, but those `exclude` is true for (given the resolved path). A target
-    that matches nothing, or only files `exclude` leaves out, is an error (a typo, not an empty
-    run), and so is a target folder (or a pattern's folder) it cannot list. A folder found below
+    without duplicates, but those `exclude` is true for (given the resolved path). A file or
+    glob target that matches nothing, or only files `exclude` leaves out, is an error (a typo,
+    not an empty run; an existing folder with no file is not: it may be emptied on purpose), and
+    so is a target folder (or a pattern's folder) it cannot list. A folder found below
     one that cannot be listed is noted in `unlisted` (resolved → why), the rest of the tree
     walked; without `unlisted`, it is an error too."""
     found: dict[Path, None] = {}
