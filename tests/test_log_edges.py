@@ -3,6 +3,7 @@ validation error is placed, and what the reader keeps or refuses (docs/log-forma
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Annotated
 
@@ -56,3 +57,13 @@ def test_a_thread_that_names_no_parent_was_spawned_by_main():
                          "f", 2)
     assert (opened.parent_thread, opened.parent_call_id, opened.system, opened.model) == (
         "main", None, None, None)
+
+
+def test_the_agent_s_own_cost_stays_the_decimal_string_it_was(tmp_path):
+    # docs/log-format.md: `cost_usd` keeps the agent's figure as a decimal string; read as a
+    # number it would lose its digits (`0.10` → 0.1) and change type on the way back.
+    line = ('{"type":"request","ts":"2026-03-02T09:00:02Z","request_id":"r1",'
+            '"usage":{"input_tokens":5,"cost_usd":"0.10"}}')
+    request = parse_event(json.loads(line), "f", 3, strict_text=line)
+    assert request.usage.cost_usd == "0.10"
+    assert dump_event(request) == line
