@@ -314,6 +314,10 @@ def test_a_chain_table_interns_a_fitted_text_apart_for_each_count():
     assert chain.blocks[unfitted].tokens - overhead == counter.count(text)
     assert fit_7.intern("user", "another text", True) == plain.intern("user", "another text", True)
     assert fit_9.intern("thinking", text, False, 5) == plain.intern("thinking", text, False, 5)
+    # Sized by the fit, but a text the log holds: not a block known only by its size (which
+    # the next fit would leave out, and which is no user turn).
+    assert not any(chain.blocks[b].sized_only for b in (seven, nine))
+    assert chain.blocks[seven].text == text
 
 
 def test_a_packed_fitted_block_keeps_its_id_and_lets_its_text_go():
