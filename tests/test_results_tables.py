@@ -70,3 +70,15 @@ def test_miss_causes_are_most_frequent_first_then_by_name():
     assert summary_frame(records)["miss_causes"].to_list() == [
         "model-switch=2, prefix-edited=2, ttl-expired=1"
     ]
+
+
+def test_a_merge_counts_the_rows_the_other_table_has_not_closed_yet():
+    """`merge`: as if the other table's records had been added here, the per-request rows it
+    counted one by one (`add_record`, no `end_strategy` yet) included."""
+    records = _as(_hand_made(2), "baseline")
+    other = ResultTables()
+    for r in records:
+        other.add_record(r)
+    merged = ResultTables()
+    merged.merge(other)
+    assert merged.turns()["request_index"].to_list() == [r.request_index for r in records]
