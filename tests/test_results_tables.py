@@ -82,3 +82,13 @@ def test_a_merge_counts_the_rows_the_other_table_has_not_closed_yet():
     merged = ResultTables()
     merged.merge(other)
     assert merged.turns()["request_index"].to_list() == [r.request_index for r in records]
+
+
+def test_a_strategy_that_called_a_summarizer_acted_and_one_not_replayed_has_no_cost():
+    """`acted`: named a rewrite or called a summarizer; `cost`: None when not replayed."""
+    r0, r1 = _as(_hand_made(2), "compact")
+    tables = ResultTables(per_turn=False)
+    tables.add([r0, replace(r1, kind="summarizer"), r1])
+    tables.add(_as([r0, r1], "baseline"))
+    assert tables.acted == ["compact"]
+    assert tables.cost("recorded") is None and tables.cost("baseline") == r0.cost_usd + r1.cost_usd
