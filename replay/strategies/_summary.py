@@ -127,9 +127,7 @@ def _patched_paths(arguments: object) -> list[str]:
     a shell call running `apply_patch`)."""
     if not isinstance(arguments, dict):
         return []
-    text = arguments.get("input", arguments.get("command", arguments.get("cmd")))
-    if isinstance(text, list):
-        text = "\n".join(str(part) for part in text)
+    text = arguments["input"] if "input" in arguments else _shell_command(arguments, "\n")
     if not isinstance(text, str) or "*** Begin Patch" not in text:
         return []
     return _PATCH_FILE.findall(text)
@@ -148,10 +146,15 @@ def _runs_tests(arguments: object) -> bool:
     `shell`: `command` as an argv list), not through a tool named for them."""
     if not isinstance(arguments, dict):
         return False
-    command = arguments.get("command", arguments.get("cmd"))
-    if isinstance(command, list):
-        command = " ".join(str(part) for part in command)
+    command = _shell_command(arguments)
     return isinstance(command, str) and _TEST_COMMAND.search(command) is not None
+
+
+def _shell_command(arguments: dict[str, object], sep: str = " ") -> object:
+    """What a shell call runs: its `command` (an argv list joined by `sep`), else Codex's
+    `cmd`."""
+    command = arguments.get("command", arguments.get("cmd"))
+    return sep.join(str(part) for part in command) if isinstance(command, list) else command
 
 
 def _first_sentences(text: str, limit: int) -> str:
