@@ -502,8 +502,8 @@ def anthropic_usage(u: dict[str, Any]) -> Usage:
     """
     created = get_int(u, "cache_creation_input_tokens")
     split = get_dict(u, "cache_creation")
-    five = split.get("ephemeral_5m_input_tokens")
-    if five is not None and split.get("ephemeral_1h_input_tokens") is None:
+    if (split.get("ephemeral_5m_input_tokens") is not None
+            and split.get("ephemeral_1h_input_tokens") is None):
         w5m = min(get_int(split, "ephemeral_5m_input_tokens"), created)  # 1h: the rest
         w1h = created - w5m
     else:
@@ -530,7 +530,7 @@ def anthropic_split_problem(u: dict[str, Any]) -> str | None:
     that adds up). The API's `cache_creation_input_tokens` is the sum of the two
     `cache_creation.ephemeral_*` counts; one of them alone may be logged (the other is the
     rest), but not above the total. `anthropic_usage` keeps the total and reads the 1h count
-    capped at it."""
+    capped at it (the 5m count, when it is logged alone)."""
     split = get_dict(u, "cache_creation")
     logged = {k: get_int(split, k) for k in _TTL_KEYS if split.get(k) is not None}
     created = get_int(u, "cache_creation_input_tokens")
