@@ -1718,7 +1718,11 @@ def test_results_naming_no_single_call_answer_the_oldest_unanswered_one(
     assert answers == [(calls[0], "Read", "out-1"), (calls[1], "Bash", "out-2")]
 
 
-@pytest.mark.parametrize(("pre", "expected"), [(160000, 160000), (True, None), ("160000", None)])
+@pytest.mark.parametrize(
+    ("pre", "expected"),
+    [(160000, 160000), (0, 0), (10**12, 10**12), (True, None), ("160000", None), (-5, None),
+     (10**12 + 1, None)],
+)
 def test_a_compaction_s_pre_tokens_is_kept_only_when_it_is_a_count(
     tmp_path: Path, pre: Any, expected: int | None
 ) -> None:

@@ -10,6 +10,7 @@ from typing import Annotated
 import pytest
 from pydantic import AfterValidator, BaseModel, ValidationError
 
+from replay._errors import LogFormatError
 from replay.log import dump_event, parse_event, read_log, write_log
 from replay.log._io import describe_invalid
 
@@ -67,3 +68,38 @@ def test_the_agent_s_own_cost_stays_the_decimal_string_it_was(tmp_path):
     request = parse_event(json.loads(line), "f", 3, strict_text=line)
     assert request.usage.cost_usd == "0.10"
     assert dump_event(request) == line
+
+
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [
+        ('{"type":"request","ts":"2026-03-02T09:00:02Z","request_id":"r1","duration_ms":-1}',
+         "duration_ms"),
+        ('{"type":"compaction","ts":"2026-03-02T09:00:02Z","summary":"s","tokens_before":-5}',
+         "tokens_before"),
+        ('{"type":"compaction","ts":"2026-03-02T09:00:02Z","summary":"s",'
+         '"tokens_before":1000000000001}', "tokens_before"),
+    ],
+)
+def test_a_negative_duration_or_an_impossible_size_before_compacting_is_a_malformed_line(
+    tmp_path, line, field
+):
+    # A negative duration would make an entry ready before its request was sent (caches whose
+    # entries are ready at the response's end); a size is a token count like usage's.
+    path = tmp_path / "bad.jsonl"
+    header = '{"type":"session","format":"replay-log","ts":"2026-03-02T09:00:00Z"}'
+    path.write_text(f"{header}\n{line}\n")
+    with pytest.raises(LogFormatError) as caught:
+        read_log(path, strict=True)
+    assert caught.value.line == 2
+    assert f".{field}`" in str(caught.value)
+    lenient = read_log(path)
+    assert (lenient.events, [err.line for err in lenient.skipped]) == ([], [2])
+
+
+def test_a_zero_duration_and_a_zero_size_before_compacting_are_read():
+    request = parse_event({"type": "request", "ts": "2026-03-02T09:00:02Z", "request_id": "r1",
+                           "duration_ms": 0}, "f", 2)
+    compaction = parse_event({"type": "compaction", "ts": "2026-03-02T09:00:02Z",
+                              "summary": "s", "tokens_before": 0}, "f", 3)
+    assert (request.duration_ms, compaction.tokens_before) == (0, 0)

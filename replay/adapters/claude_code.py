@@ -90,6 +90,7 @@ from replay.adapters._common import (
     usage_is_empty,
 )
 from replay.log import Session
+from replay.log._events import MAX_TOKENS
 from replay.log._io import without_bom
 
 AGENT = "claude-code"
@@ -1284,7 +1285,10 @@ class _Reader:
             summary=summary,
             replaces=replaces,
             trigger=trigger,
-            tokens_before=pre if isinstance(pre, int) and not isinstance(pre, bool) else None,
+            # informational (notes only): a count out of range is dropped, not the compaction
+            tokens_before=pre
+            if isinstance(pre, int) and not isinstance(pre, bool) and 0 <= pre <= MAX_TOKENS
+            else None,
         )
         if summary_line is None:
             event.summary_missing = True

@@ -379,8 +379,9 @@ class RequestMarker(_Event):
     usage: Usage | None = None
     """Usage the provider reported, when the log holds it; empty for recorded fixtures."""
 
-    duration_ms: int | None = None
-    """Time from sending the request to the end of the response, when known."""
+    duration_ms: Annotated[int, Field(ge=0)] | None = None
+    """Time from sending the request to the end of the response, when known (never negative:
+    a cache whose entries are ready at the response's end would read one before the request)."""
 
     price_context: dict[str, str] | None = None
     """The price variant the provider billed this call under, as genai-prices names it
@@ -402,7 +403,7 @@ class Compaction(_Event):
     trigger: str | None = None
     """`auto` or `manual`, when known."""
 
-    tokens_before: int | None = None
+    tokens_before: Tokens | None = None
     """Context size the harness reported before compacting, when known."""
 
     message: str | None = None
