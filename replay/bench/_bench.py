@@ -493,7 +493,11 @@ def _doubling(
 
 
 def _fit_naive(seconds: list[float], prompts: list[int]) -> tuple[float, float]:
-    """Least-squares `t = a + b·prompt_tokens` with a, b >= 0."""
+    """`t = a + b·prompt_tokens` by least squares; where that fit has a negative a or b, or
+    cannot be made (under 3 samples, one prompt size), the line through the origin that keeps
+    the measured total (b = Σt / Σprompt), or the mean time when no prompt has a token. (Not
+    the least-squares fit constrained to a, b >= 0: the total is what the extrapolation adds
+    to.)"""
     t = np.asarray(seconds, dtype=float)
     p = np.asarray(prompts, dtype=float)
     if len(t) >= 3 and p.std() > 0:
