@@ -123,6 +123,23 @@ def test_a_selector_that_matches_nothing_is_an_error(selector, why) -> None:
         _prune(_history(), Selector.parse(selector), 5)
 
 
+def test_counts_of_one_are_singular_in_what_the_edit_says() -> None:
+    history = _history()[:3]  # the user's message, one call, its result
+    with pytest.raises(ReplayError, match=re.escape(
+            "matches nothing at request 2 (3 history items): only 1 tool result, none older "
+            "than 1")):
+        _prune(history, Selector.parse("older-than:1"), 2)
+    with pytest.raises(ReplayError, match=re.escape(
+            "--prune messages:1-1 matches nothing at request 0 (1 history item): items are "
+            "numbered 0..0")):
+        _prune(history[:1], Selector.parse("messages:1-1"), 0)
+    assert _prune(history, Selector.parse("older-than:0"), 2)[1] == (
+        "cleared 1 tool result older than 0")
+    assert _prune(history, Selector.parse("tool:read_file"), 2)[1] == (
+        "cleared 1 result of read_file")
+    assert _prune(_history(), Selector.parse("messages:6-6"), 7)[1] == "dropped 1 history item"
+
+
 def test_a_tool_that_matches_nothing_is_named_beside_the_tools_there_are_sorted() -> None:
     """The tools the history holds results of, in name order (not a set's, which changes from
     run to run), or `none` where it holds no tool result."""
@@ -162,7 +179,8 @@ def test_prune_messages_keeps_calls_and_results_together(selector, left) -> None
     history = _history()
     kept, detail = _prune(history, Selector.parse(selector), 0)
     assert [i.event_index for i in kept] == left
-    assert detail == f"dropped {len(history) - len(left)} history items"
+    dropped = len(history) - len(left)
+    assert detail == f"dropped {dropped} history item{'s' if dropped != 1 else ''}"
 
 
 def test_prune_messages_drops_a_result_whose_call_is_gone_alone() -> None:
@@ -172,7 +190,7 @@ def test_prune_messages_drops_a_result_whose_call_is_gone_alone() -> None:
     history.insert(1, ToolResultItem("c0", "read_file", "X" * 50, event_index=9))
     kept, detail = _prune(history, Selector.parse("messages:1-1"), 0)
     assert [i.event_index for i in kept] == [0, 1, 2, 3, 4, 5, 6]
-    assert detail == "dropped 1 history items"
+    assert detail == "dropped 1 history item"
 
 
 # --- the one-edit strategy ------------------------------------------------------------------
@@ -628,7 +646,7 @@ def test_whatif_edits_the_recorded_run_and_a_later_logged_compaction_ends_the_ed
     assert [(r.strategy, r.request_index, r.event) for r in rows] == [
         ("recorded", 4, "compaction"), (edit.name, 3, "prune"), (edit.name, 4, "compaction")]
     # Request 1's result was cleared by the harness at 2: not cleared again (1 of 2 older).
-    assert [e.detail for e in mine[3].events] == ["cleared 1 tool results older than 1"]
+    assert [e.detail for e in mine[3].events] == ["cleared 1 tool result older than 1"]
     for r, m in zip(ref, mine, strict=True):
         if r.request_index != 3:
             assert _outputs(m.view) == _outputs(r.view) and m.cost_usd == r.cost_usd
@@ -660,7 +678,7 @@ def test_whatif_keeps_the_recorded_run_s_own_rewrite_at_the_request_it_edits() -
     logged = ("prune", "logged prune: cleared 1 tool results")
     assert [(e.kind, e.detail) for e in ref[2].events] == [logged]
     assert [(e.kind, e.detail) for e in mine[2].events] == [
-        logged, ("prune", "cleared 1 tool results older than 0")]
+        logged, ("prune", "cleared 1 tool result older than 0")]
 
 
 def _cleared_session(held: bool = True):
@@ -690,7 +708,7 @@ def _cleared_session(held: bool = True):
         # r2 and r4: not r3, which the log holds cleared (it counted 3), nor r1, the harness's
         ("tool:read_file", "cleared 2 results of read_file"),
         ("older-than:0", "cleared 2 tool results older than 0"),  # it counted 4
-        ("older-than:1", "cleared 1 tool results older than 1"),  # r2 (it counted 3)
+        ("older-than:1", "cleared 1 tool result older than 1"),  # r2 (it counted 3)
     ],
 )
 def test_whatif_counts_only_the_results_its_edit_changed(selector, detail) -> None:

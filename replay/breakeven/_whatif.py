@@ -99,9 +99,11 @@ class Selector:
 
 
 def _nothing_matched(selector: Selector, at: int, history: Sequence[Item], why: str) -> ReplayError:
+    from replay.report._table import counted
+
     return ReplayError(
         f"--prune {selector.kind}:{selector.value} matches nothing at request {at} "
-        f"({len(history)} history items): {why}"
+        f"({counted(len(history), 'history item')}): {why}"
     )
 
 
@@ -111,6 +113,8 @@ def _prune(history: Sequence[Item], selector: Selector, at: int,
     (an edit that changes nothing would report a saving of $0 as if it had been measured).
     `cleared`: positions of the tool results the request already sends cleared, which
     `older-than` and `tool` neither select nor count."""
+    from replay.report._table import counted
+
     results = [n for n, i in enumerate(history)
                if isinstance(i, ToolResultItem) and n not in cleared]
     if selector.kind == "older-than":
@@ -120,15 +124,17 @@ def _prune(history: Sequence[Item], selector: Selector, at: int,
             more = f" not already cleared ({len(cleared)} more were)" if cleared else ""
             raise _nothing_matched(
                 selector, at, history,
-                f"only {len(results)} tool results{more}, none older than {k}",
+                f"only {counted(len(results), 'tool result')}{more}, none older than {k}",
             )
-        return _shown_cleared(history, chosen), f"cleared {len(chosen)} tool results older than {k}"
+        return (_shown_cleared(history, chosen),
+                f"cleared {counted(len(chosen), 'tool result')} older than {k}")
     if selector.kind == "tool":
         chosen = {n for n in results if history[n].tool_name == selector.value}  # type: ignore[union-attr]
         if not chosen:
             why = _no_result_of(history, selector.value, results, cleared)
             raise _nothing_matched(selector, at, history, why)
-        return _shown_cleared(history, chosen), f"cleared {len(chosen)} results of {selector.value}"
+        return (_shown_cleared(history, chosen),
+                f"cleared {counted(len(chosen), 'result')} of {selector.value}")
     lo, hi = (int(x) for x in selector.value.split("-"))
     if lo >= len(history):
         raise _nothing_matched(
@@ -162,7 +168,7 @@ def _prune(history: Sequence[Item], selector: Selector, at: int,
             f"--prune {selector.kind}:{selector.value} removes every one of the "
             f"{len(history)} history items at request {at}: nothing would be sent"
         )
-    return kept, f"dropped {len(drop)} history items"
+    return kept, f"dropped {counted(len(drop), 'history item')}"
 
 
 def _shown_cleared(history: Sequence[Item], chosen: set[int]) -> list[Item]:
@@ -176,10 +182,11 @@ def _no_result_of(history: Sequence[Item], tool: str, results: list[int],
                   cleared: frozenset[int]) -> str:
     """Why `tool:TOOL` selects nothing: its results are all cleared already, or there are none
     (then the tools there are results of, by name)."""
+    from replay.report._table import counted
+
     gone = sum(1 for n in cleared if history[n].tool_name == tool)  # type: ignore[union-attr]
     if gone:
-        return (f"{gone} result{'s' if gone != 1 else ''} of tool {tool!r}, all already cleared "
-                "in the log")
+        return f"{counted(gone, 'result')} of tool {tool!r}, all already cleared in the log"
     tools = sorted({history[n].tool_name for n in results})  # type: ignore[union-attr]
     return f"no result of tool {tool!r} (tools: {', '.join(tools) or 'none'})"
 
