@@ -380,6 +380,27 @@ def test_the_time_probe_times_the_replay_only(clock, tmp_path, monkeypatch):
     assert loaded == [path]
 
 
+def test_both_timed_fast_runs_of_a_strategy_record_what_they_encode(clock, tmp_path,
+                                                                    monkeypatch):
+    """The full run records each full encode (for the floor of what was sent); the run on the
+    naive reference's requests must pay the same, or `seconds - fast_at_m`, the rest's own
+    time in the extrapolation, would hold the recording's cost alone."""
+    from replay.tokens import TokenCounter
+
+    plain = TokenCounter.raw_tokens
+    recording = []
+    real = _bench._time_fast
+
+    def time_fast(session, strategies):
+        recording.append((len(session.requests()), TokenCounter.raw_tokens is not plain))
+        return real(session, strategies)
+
+    monkeypatch.setattr(_bench, "_time_fast", time_fast)
+    _bench.run_bench(12, "baseline", naive_requests=5, doubling=False, memory=False,
+                     workdir=tmp_path, **CONFIG)
+    assert recording == [(12, True), (5, True)]
+
+
 def test_the_naive_fit_passes_through_the_measured_mean_with_coefficients_at_least_zero():
     """`t = a + b·prompt_tokens` with a, b >= 0: where least squares would want a negative
     intercept, or the prompts tell nothing, the fit still predicts the measured mean time at
