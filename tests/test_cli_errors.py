@@ -1056,3 +1056,40 @@ def test_a_closed_standard_error_sends_no_warning_into_the_output() -> None:
     done = subprocess.run(["sh", "-c", line], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=120)
     assert (done.returncode, done.stdout) == (0, "the output\n")
+
+
+@pytest.mark.parametrize("command", [(), ("run",), ("fidelity",), ("breakeven",), ("convert",)])
+def test_a_glob_that_matched_several_logs_is_one_line_naming_what_reads_several(
+    invoke, tmp_path, command
+):
+    """`replay logs/*.jsonl` (the shell expands the glob): the extra logs are named for what
+    they are, and `run` points at `replay batch`; nothing is read."""
+    other = tmp_path / "other.jsonl"
+    other.write_text(Path(RUN42).read_text())
+    options = ("-o", tmp_path / "out.jsonl") if command == ("convert",) else ()
+    result = invoke(*command, RUN42, other, other, *options)
+    name = "run" if not command else command[0]
+    instead = ("`replay batch` replays several" if name == "run" else "give it one at a time")
+    line = _one_line(result, (f"`replay {name}` reads one log, and was given 3", instead))
+    assert "Usage:" not in result.stderr and result.stdout == ""
+    assert line.startswith("error: ") and not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_strategy_given_without_dash_s_is_named_with_the_option_to_use(invoke):
+    result = invoke(RUN42, "truncate-500")
+    _one_line(result, ("unexpected argument 'truncate-500' after the log",
+                       "`replay run LOG -s truncate-500`"))
+
+
+@pytest.mark.parametrize("extra", [("nosuch",), ("truncate-500", "baseline"), ("-",)])
+def test_any_other_word_after_the_log_is_click_s_usage_error(invoke, extra):
+    result = invoke(RUN42, *extra)
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    plural = "s" if len(extra) > 1 else ""
+    assert f"Error: Got unexpected extra argument{plural} ({' '.join(extra)})" in result.stderr
+    assert "Usage: replay run [OPTIONS] LOG" in result.stderr
+
+
+def test_a_command_of_several_logs_still_takes_them(invoke, tmp_path):
+    result = invoke("batch", RUN42, RUN42, "-s", "baseline", "--workers", "1")
+    assert result.exit_code == 0, result.stderr

@@ -26,9 +26,48 @@ _GROUP_OPTIONS = ("--help", "-h", "--version")
 """The options of `replay` itself; any other option first is one of `run`'s."""
 
 
+class _OneLogCommand(click.Command):
+    """A command that reads one LOG. A word left over after it is refused as click does, but
+    where it is clearly another log (a shell glob that matched several files) or a strategy
+    given without `-s`, the error says what to run instead."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not any(p.name == "log" for p in self.params):
+            return super().parse_args(ctx, args)
+        ctx.allow_extra_args = True  # the leftovers come back in ctx.args, refused below
+        rest = super().parse_args(ctx, args)
+        if ctx.args and not ctx.resilient_parsing:
+            _refuse_extra_arguments(ctx, ctx.args)
+        return rest
+
+
+def _refuse_extra_arguments(ctx: click.Context, extra: list[str]) -> NoReturn:
+    from replay.strategies import parse_name
+
+    if all(word != "-" and Path(word).is_file() for word in extra):
+        instead = ("`replay batch` replays several (the same paths, a folder, or a quoted glob)"
+                   if ctx.info_name == "run" else "give it one at a time")
+        _one_line_exit(
+            f"`{ctx.command_path}` reads one log, and was given {len(extra) + 1} (a shell glob "
+            f"names every file it matches): {instead}", ctx)
+    if len(extra) == 1:
+        try:
+            parse_name(extra[0])
+        except ReplayError:  # not a strategy's name: click's message below
+            pass
+        else:
+            _one_line_exit(
+                f"unexpected argument {extra[0]!r} after the log: strategies are named with "
+                f"-s (`{ctx.command_path} LOG -s {extra[0]}`)", ctx)
+    ctx.fail(f"Got unexpected extra argument{'s' if len(extra) > 1 else ''} "
+             f"({' '.join(extra)})")
+
+
 class _DefaultToRun(click.Group):
     """`replay LOG ...` is shorthand for `replay run LOG ...` (`replay - ...` too: standard
     input)."""
+
+    command_class = _OneLogCommand
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         with reported_errors():  # Ctrl-C or a full disk while parsing, or printing --help
