@@ -1127,6 +1127,27 @@ def test_a_folder_of_logs_of_several_formats_is_refused(tmp_path: Path, first: s
     assert run.exit_code == 2 and run.stderr.startswith("error: ") and "2 formats" in run.stderr
 
 
+def test_a_folder_of_one_file_logs_is_refused_naming_them_and_batch(tmp_path: Path) -> None:
+    """Codex rollouts, pi sessions and replay-logs are one session per file: a folder of them
+    is several sessions, which `replay batch` replays; the message names them by format."""
+    write(tmp_path, "codex", VALID["codex"](), name="a")
+    write(tmp_path, "pi", VALID["pi"](), name="b")
+    write(tmp_path, "codex", VALID["codex"](), name="c")
+    (tmp_path / "notes.json").write_text("{}")  # not a log: not named
+    with pytest.raises(LogFormatError) as err:
+        load(tmp_path)
+    assert str(err.value) == (
+        f"{tmp_path}: expected a file, or a directory of Claude Code transcripts or opencode "
+        f"exports; this directory holds logs read one file at a time (codex: a.jsonl, c.jsonl; "
+        f"pi: b.jsonl): give one file, or replay each with `replay batch {tmp_path}`")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(LogFormatError) as err:
+        load(empty)
+    assert str(err.value) == (f"{empty}: expected a file, or a directory of Claude Code "
+                              "transcripts or opencode exports")
+
+
 @given(
     st.integers(0, 10**6),
     st.integers(0, 10**6),

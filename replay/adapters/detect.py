@@ -196,8 +196,13 @@ def detect(path: str | Path) -> str:
             _refuse_other_formats(p, fmt, verdicts)
             return fmt
     why = ""
+    if verdicts:  # one session per file: a folder of them is a batch's work
+        found = sorted(_by_format(verdicts).items())
+        listing = "; ".join(f"{name}: {files}" for name, files in found)
+        why = (f"; this directory holds logs read one file at a time ({listing}): give one "
+               f"file, or replay each with `replay batch {p}`")
     if unreadable:
-        why = f"; {len(unreadable)} file(s) could not be read, first: {unreadable[0]}"
+        why += f"; {len(unreadable)} file(s) could not be read, first: {unreadable[0]}"
     raise LogFormatError(
         p,
         None,
