@@ -2258,6 +2258,28 @@ def test_a_subagent_file_given_alone_reads_no_sibling_agent_file(tmp_path: Path)
     assert [r.request_id for r in session.requests()] == ["req_1aaa", "req_2aaa"]
 
 
+def test_a_2_1_subagent_file_given_alone_keeps_the_5m_ttl_of_a_subagent(tmp_path: Path) -> None:
+    # docs/adapters.md: read alone, its requests are thread `main`; its header takes nothing
+    # from its lines, so Claude Code 2.1's main-thread 1h TTL is not applied to a subagent.
+    from replay.cache._clients import profile_for
+
+    lines = _agent_file("aaa", "s-1")
+    for line in lines:
+        line.update(version="2.1.5", cwd="/repo")
+    _write(tmp_path, lines, "agent-aaa.jsonl")
+    session = load(tmp_path / "agent-aaa.jsonl", strict=True)
+    header = session.header
+    assert (header.agent_version, header.cwd, header.session_id) == (None, None, "agent-aaa")
+    assert {r.thread for r in session.requests()} == {"main"}
+    assert profile_for(header.agent, None, header.agent_version).ttl("main") == "5m"
+    main = claude_lines()
+    for line in main:
+        line.update(version="2.1.5")
+    _write(tmp_path, main, "s-1.jsonl")
+    with_main = load(tmp_path / "s-1.jsonl", strict=True).header
+    assert profile_for(with_main.agent, None, with_main.agent_version).ttl("main") == "1h"
+
+
 def test_an_agent_file_read_before_the_file_calling_it_is_of_the_session(tmp_path: Path) -> None:
     # A subagent's own subagent (`toolUseResult.agentId` in the subagent's file) is tied to it
     # whatever the reading order: here `agent-aaa` is read before `agent-zzz`, which calls it.

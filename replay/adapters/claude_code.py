@@ -577,6 +577,8 @@ class _Reader:
         else:
             line.thread_key = MAIN_THREAD
         self.seen_uuid[uuid] = (index, number)
+        # Main-thread lines only: a subagent file read alone keeps an unknown version, so its
+        # requests (thread `main` then) keep the 5m TTL of a subagent, not 2.1's main 1h.
         for key in ("sessionId", "version", "cwd", "gitBranch"):
             value = obj.get(key)
             if isinstance(value, str) and key not in self.meta and line.thread_key == MAIN_THREAD:
