@@ -2161,6 +2161,31 @@ def test_a_redacted_response_past_tool_results_needs_the_same_cache_read(tmp_pat
     assert len(session.requests()) == 2
 
 
+def test_a_redacted_result_answers_the_oldest_redacted_call_not_an_older_call_of_its_own_id(
+    tmp_path: Path,
+) -> None:
+    # docs/adapters.md: a result is paired with the oldest unanswered call of its id: of the
+    # redacted ones for a `REDACTED` id (a redactor rewrites both ends of one id alike). Here
+    # the real-id call is older and still waits when the redacted result comes.
+    usage = _usage(3, 600, 1400, 40)
+    read = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "a"}}
+    bash = {"type": "tool_use", "id": "REDACTED", "name": "Bash", "input": {"command": "ls"}}
+    lines = [
+        _user("u1", None, "01.000", "Look."),
+        _assistant("a1", "u1", "02.000", "msg_A", "req_1", read, usage),
+        _assistant("a2", "a1", "02.100", "msg_A", "req_1", bash, usage),
+        _user("r1", "a2", "03.000",
+              [{"type": "tool_result", "tool_use_id": "REDACTED", "content": "bash-out"}]),
+        _user("r2", "r1", "03.100",
+              [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "read-out"}]),
+        _assistant("a3", "r2", "04.000", "msg_B", "req_2", {"type": "text", "text": "Ok."},
+                   _usage(3, 50, 2000, 5)),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    results = [(e.tool_name, e.output) for e in session.events if isinstance(e, ToolResult)]
+    assert results == [("Bash", "bash-out"), ("Read", "read-out")]
+
+
 def test_a_redacted_response_goes_on_past_a_progress_line_it_hangs_off(tmp_path: Path) -> None:
     # docs/adapters.md: the next streamed block of a redacted response may hang off a progress
     # line written while it streamed (a hook ran): same prompt usage, one request.

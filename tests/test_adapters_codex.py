@@ -907,6 +907,35 @@ def test_redacted_call_ids_pair_outputs_with_the_oldest_unanswered_call(tmp_path
     assert results == [("first", "out-1"), ("second", "out-2")]
 
 
+def test_a_redacted_output_answers_the_oldest_redacted_call_not_an_older_call_of_its_own_id(
+    tmp_path: Path,
+) -> None:
+    # docs/adapters.md: a result is paired with the oldest unanswered call of its id: of the
+    # redacted ones for a `REDACTED` id (a redactor rewrites both ends of one id alike). Here
+    # the real-id call is older and still waits when the redacted output comes.
+    def call(ts: str, name: str, cid: str) -> dict[str, Any]:
+        return _item(
+            ts, {"type": "function_call", "name": name, "call_id": cid, "arguments": "{}"}
+        )
+
+    def output(ts: str, text: str, cid: str) -> dict[str, Any]:
+        return _item(ts, {"type": "function_call_output", "call_id": cid, "output": text})
+
+    lines = codex_lines()[:5] + [
+        call("01.000", "plain", "call_1"),
+        call("01.001", "hidden", "REDACTED"),
+        call("01.002", "hidden-too", "REDACTED"),
+        output("01.010", "out-hidden", "REDACTED"),
+        output("01.011", "out-plain", "call_1"),
+        output("01.012", "out-hidden-too", "REDACTED"),
+        _tokens("01.100", 900, 0, 20, 900),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    results = [(e.tool_name, e.output) for e in session.events if isinstance(e, ToolResult)]
+    assert results == [("hidden", "out-hidden"), ("plain", "out-plain"),
+                       ("hidden-too", "out-hidden-too")]
+
+
 @pytest.mark.parametrize(
     ("output", "failed"),
     [

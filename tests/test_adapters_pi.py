@@ -106,6 +106,27 @@ def test_requests_usage_and_cost(tmp_path: Path) -> None:
     assert session.header.ignored_records == {"model_change": 1}
 
 
+def test_a_redacted_result_answers_the_oldest_redacted_call_not_an_older_call_of_its_own_id(
+    tmp_path: Path,
+) -> None:
+    # docs/adapters.md: a result is paired with the oldest unanswered call of its id: of the
+    # redacted ones for a `REDACTED` id. Here the real-id call is older and still waits.
+    # (The result's `toolName` is left out: the pairing alone names the tool.)
+    header, *entries = pi_lines(3)
+    call, result, answer = (json.loads(json.dumps(e)) for e in entries[2:5])
+    hidden = {"type": "toolCall", "id": "REDACTED", "name": "read", "arguments": {"path": "a"}}
+    call["message"]["content"].append(hidden)
+    del result["message"]["toolName"]
+    redacted = json.loads(json.dumps(result))
+    redacted["message"]["toolCallId"] = "REDACTED"
+    redacted["message"]["content"] = [{"type": "text", "text": "alpha"}]
+    body = [*entries[:2], call, redacted, result, answer]
+    _chained(body)
+    session = load(_write(tmp_path, [header, *body]), strict=True)
+    results = [(e.tool_name, e.output) for e in session.events if isinstance(e, ToolResult)]
+    assert results == [("read", "alpha"), ("bash", "a.txt\nb.txt")]
+
+
 def test_a_call_id_a_model_reuses_every_turn_pairs_each_result_with_its_call(
     tmp_path: Path,
 ) -> None:

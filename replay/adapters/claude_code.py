@@ -1225,7 +1225,7 @@ class _Reader:
         else:
             raise Bad("expected tool_result `content` to be a string or a list of blocks")
         candidates = [c for c in state.by_source_call.get(source or "", []) if c in state.pending]
-        if source and source != "REDACTED" and candidates:
+        if source and candidates:  # a REDACTED id too: the oldest redacted call waiting
             cid = candidates[0]
         elif state.pending:
             # Quirk (Entire redaction / repeated ids): pair with the oldest unanswered call.

@@ -658,8 +658,10 @@ class _Reader:
 
     def _result(self, number: int, ts: Any, p: dict[str, Any]) -> None:
         source = get_str(p, "call_id")
-        cid = self.waiting.take(source) or self.source_calls.get(source or "")
-        if cid is None or source == "REDACTED":
+        cid = self.waiting.take(source)  # a REDACTED id too: the oldest redacted call waiting
+        if cid is None and source != "REDACTED":  # (the first REDACTED call is answered)
+            cid = self.source_calls.get(source or "")
+        if cid is None:
             answered = {e.call_id for e in self.events if isinstance(e, ToolResult)}
             pending = [c for c in self.calls if c not in answered]
             if not pending:
