@@ -95,6 +95,33 @@ def test_response_items_become_history(tmp_path: Path) -> None:
     )
 
 
+def test_logged_reasoning_text_is_taken_out_of_the_count_the_encrypted_item_gets(
+    tmp_path: Path,
+) -> None:
+    # A response with two reasoning items, one whose raw `content` is logged: the rollout's
+    # reasoning_output_tokens (30) is all the response's reasoning, so the encrypted item is
+    # sized by what the logged text leaves of it, not by all 30 on top of that text.
+    from replay.tokens import counter_for
+
+    lines = codex_lines()
+    said = "Run ls, then read both files."
+    reasoning = {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Listing."}],
+                 "content": [{"type": "reasoning_text", "text": said}]}
+    lines.insert(5, _item("00.900", reasoning))
+    for line in lines[-4:-2]:  # the first request's token_count (and its repeat)
+        for key in ("last_token_usage", "total_token_usage"):
+            line["payload"]["info"][key]["reasoning_output_tokens"] = 30
+    session = load(_write(tmp_path, lines), strict=True)
+    message = next(e for e in session.events if isinstance(e, AssistantMessage))
+    logged, hidden = (b for b in message.blocks if isinstance(b, ThinkingBlock))
+    assert logged.thinking == said and logged.estimated_tokens is None
+    rest = 30 - counter_for("gpt-5.5").count(said)  # the summary is not counted: not read back
+    assert 0 < rest < 30
+    assert (hidden.estimated_tokens, hidden.estimated_from) == (
+        rest, "reasoning_tokens - thinking text"
+    )
+
+
 def test_base64_files_and_images_are_a_placeholder_labelled_estimated(tmp_path: Path) -> None:
     # A PDF attached as an `input_file` data URL was dumped as JSON text (tens of thousands of
     # tokens the model never read as text): a placeholder, like images, labelled estimated.

@@ -1716,7 +1716,66 @@ def test_thinking_without_text_takes_the_output_less_every_visible_block() -> No
     assert said.estimated_tokens is None
     hidden.estimated_tokens = None
     estimate_thinking(message, Usage(input_tokens=1, output_tokens=500, reasoning_tokens=0), model)
-    assert (hidden.estimated_tokens, hidden.estimated_from) == (0, "reasoning_tokens")
+    assert (hidden.estimated_tokens, hidden.estimated_from) == (
+        0, "reasoning_tokens - thinking text"
+    )
+
+
+def test_reported_reasoning_less_the_logged_thinking_sizes_the_blocks_without_text() -> None:
+    # `estimate_thinking`: reasoning_tokens is the response's whole reasoning, so a thinking
+    # block whose text is logged is counted by that text, and the blocks without text share
+    # only what is left of the count (here 100 − the logged text), never below zero.
+    from replay.adapters._common import estimate_thinking
+    from replay.log import TextBlock, ThinkingBlock, Usage
+    from replay.tokens import counter_for
+
+    model = "gpt-5"
+    said = ThinkingBlock(thinking="Check the test first, then the parser.")
+    hidden = [ThinkingBlock(thinking="", signature=f"s{i}") for i in range(2)]
+    message = AssistantMessage(
+        ts="2026-01-02T10:00:00Z", blocks=[hidden[0], said, hidden[1], TextBlock(text="ok")]
+    )
+    logged = counter_for(model).count(said.thinking)
+    assert 0 < logged < 100
+    usage = Usage(input_tokens=1, output_tokens=900, reasoning_tokens=100)
+    estimate_thinking(message, usage, model)
+    rest = 100 - logged
+    assert [(b.estimated_tokens, b.estimated_from) for b in hidden] == [
+        ((rest + 1) // 2, "reasoning_tokens - thinking text"),
+        (rest // 2, "reasoning_tokens - thinking text"),
+    ]
+    assert said.estimated_tokens is None
+    # A count smaller than the logged text leaves nothing for the others (not a negative size).
+    estimate_thinking(message, Usage(input_tokens=1, output_tokens=900, reasoning_tokens=1), model)
+    assert [b.estimated_tokens for b in hidden] == [0, 0]
+
+
+@given(
+    st.lists(st.one_of(st.just(""), st.text(min_size=1, max_size=40)), min_size=1, max_size=6),
+    st.integers(0, 5000),
+)
+def test_reasoning_estimates_never_go_negative_nor_past_the_larger_count(texts, reasoning) -> None:
+    # With reasoning_tokens R reported and logged thinking text of T tokens, the blocks without
+    # text add up to max(0, R − T), each within one token of the others: the response's
+    # reasoning (T + their sizes) is max(R, T), so never more than R + T nor less than R.
+    from replay.adapters._common import estimate_thinking
+    from replay.log import ThinkingBlock, Usage
+    from replay.tokens import counter_for
+
+    model = "gpt-5"
+    blocks = [ThinkingBlock(thinking=t, signature=f"s{i}") for i, t in enumerate(texts)]
+    message = AssistantMessage(ts="2026-01-02T10:00:00Z", blocks=blocks)
+    usage = Usage(input_tokens=1, output_tokens=reasoning, reasoning_tokens=reasoning)
+    estimate_thinking(message, usage, model)
+    logged = sum(counter_for(model).count(t) for t in texts if t)
+    empty = [b.estimated_tokens for b in blocks if not b.thinking]
+    assert all(b.estimated_tokens is None for b in blocks if b.thinking)
+    if not empty:
+        return
+    assert all(size is not None and size >= 0 for size in empty)
+    assert max(empty) - min(empty) <= 1
+    assert sum(empty) == max(0, reasoning - logged)
+    assert logged + sum(empty) == max(reasoning, logged) <= reasoning + logged
 
 
 def test_a_native_header_outweighs_records_other_formats_share(tmp_path: Path) -> None:

@@ -947,14 +947,22 @@ def estimate_thinking(message: AssistantMessage, usage: Usage | None, model: str
     reasoning encrypted or summarised): size each thinking block without text from the request's
     output.
 
-    With `reasoning_tokens` reported (OpenAI, opencode on OpenAI routes), those are the size, split
-    evenly over the blocks. Otherwise (Anthropic) the size is output_tokens − tokens of the
-    visible blocks."""
+    With `reasoning_tokens` reported (OpenAI, opencode on OpenAI routes, Claude's
+    `output_tokens_details.thinking_tokens`), that count is the response's whole reasoning: the
+    thinking blocks whose text is logged are counted by that text, and only the rest of the
+    count, never below zero, is split evenly over the blocks without text (so those blocks add
+    up to max(0, reasoning − logged thinking), and the response's reasoning to the larger of
+    the two). A summary (`summary`) is not thinking text: it is not what the model reads back.
+    Otherwise (Anthropic) the size is output_tokens − tokens of the visible blocks."""
     empty = [b for b in message.blocks if isinstance(b, ThinkingBlock) and not b.thinking]
     if not empty or usage is None:
         return
     if usage.reasoning_tokens is not None:
         budget, source = usage.reasoning_tokens, "reasoning_tokens"
+        said = [b for b in message.blocks if isinstance(b, ThinkingBlock) and b.thinking]
+        if said:
+            budget = max(0, budget - visible_output_tokens(said, model))
+            source = "reasoning_tokens - thinking text"
     else:
         visible = visible_output_tokens(message.blocks, model)
         budget, source = max(0, usage.output_tokens - visible), "output_tokens - visible blocks"
