@@ -801,6 +801,85 @@ def test_missing_tool_result_is_repaired_and_reported(tmp_path: Path, fmt: str) 
         load(path, strict=True)
 
 
+def _late_result(fmt: str) -> str:
+    """A call answered only after the next request went out (its result logged after that
+    request's response), then a third request."""
+    if fmt == "claude-code":
+        records = claude_lines()
+        a1, call, result, a3 = records[2], records[3], records[5], records[6]
+        call["parentUuid"] = "u1"
+        base = {k: a1[k] for k in ("sessionId", "version", "cwd", "isSidechain")}
+        go_on = {**base, "type": "user", "uuid": "u3", "parentUuid": "a2",
+                 "timestamp": "2026-01-02T10:00:03.100Z",
+                 "message": {"role": "user", "content": "Go on."}}
+        a3["parentUuid"] = "u3"
+        result.update(parentUuid="a3", timestamp="2026-01-02T10:00:05.500Z")
+        thanks = {**go_on, "uuid": "u4", "parentUuid": "u2", "timestamp": "2026-01-02T10:00:06Z",
+                  "message": {"role": "user", "content": "Thanks."}}
+        last = {**a3, "uuid": "a4", "parentUuid": "u4", "requestId": "req_3",
+                "timestamp": "2026-01-02T10:00:08.000Z",
+                "message": {**a3["message"], "id": "msg_C"}}
+        return jsonl([records[0], records[1], call, go_on, a3, result, thanks, last])
+    if fmt == "codex":
+        lines = codex_lines()
+        user, typed, result, tokens = lines[3], lines[4], lines[7], lines[8]
+        answer, last_tokens = lines[10], lines[11]
+
+        def said(text: str, ts: str) -> list[dict[str, Any]]:
+            prompt = json.loads(json.dumps(user))
+            prompt["payload"]["content"][0]["text"] = text
+            event = {**typed, "payload": {"type": "user_message", "message": text}}
+            return [{**prompt, "timestamp": ts}, {**event, "timestamp": ts}]
+
+        third = json.loads(json.dumps(last_tokens))
+        for key in ("last_token_usage", "total_token_usage"):
+            third["payload"]["info"][key]["output_tokens"] += 7
+        third["timestamp"] = "2026-01-02T10:00:04.000Z"
+        result["timestamp"] = "2026-01-02T10:00:02.500Z"
+        return jsonl([*lines[:7], tokens, *said("Go on.", "2026-01-02T10:00:01.500Z"), answer,
+                      last_tokens, result, *said("Thanks.", "2026-01-02T10:00:03.000Z"),
+                      {**answer, "timestamp": "2026-01-02T10:00:03.900Z"}, third])
+    assert fmt == "pi"
+    header, user, model, call, result, answer = pi_lines(version=1)
+    go_on = json.loads(json.dumps(user))
+    go_on["message"]["content"][0]["text"] = "Go on."
+    go_on["timestamp"] = "2026-01-02T10:00:03.000Z"
+    result["timestamp"] = "2026-01-02T10:00:04.500Z"
+    thanks = {**go_on, "timestamp": "2026-01-02T10:00:05.000Z",
+              "message": {**go_on["message"], "content": [{"type": "text", "text": "Thanks."}]}}
+    last = {**answer, "timestamp": "2026-01-02T10:00:06.000Z"}
+    return jsonl([header, user, model, call, go_on, answer, result, thanks, last])
+
+
+@pytest.mark.parametrize("fmt", ["claude-code", "codex", "pi"])  # opencode: call and result
+def test_a_result_logged_after_the_request_that_went_without_it_is_dropped(  # are one part
+    tmp_path: Path, fmt: str
+) -> None:
+    # The request sent before the result came held a placeholder in its place; a provider takes
+    # one result per call, so the late result is a second one: dropped and reported, and every
+    # later prompt keeps the placeholder the earlier one cached.
+    path = write(tmp_path, fmt, _late_result(fmt))
+    session = load(path)
+    requests = session.requests()
+    assert len(requests) == 3
+    results = [e for e in session.events if isinstance(e, ToolResult)]
+    assert [(r.output, r.is_error, r.synthetic) for r in results] == [
+        ("", True, "missing tool result")
+    ]
+    assert session.events.index(results[0]) == session.events.index(requests[1]) - 1
+    second = requests[1].request_id
+    call = results[0].call_id
+    assert [str(e).split(": ", 1)[1] for e in session.skipped] == [
+        f"expected a tool result for call {call!r} (" + results[0].tool_name
+        + f") before request {second}; a placeholder error result was added",
+        f"expected one tool result per call: call id {call!r} was already answered by a "
+        f"placeholder before request {second}; this one was dropped",
+    ]
+    assert unpaired_before_request(session) == []
+    with pytest.raises(LogFormatError, match="expected a tool result"):
+        load(path, strict=True)
+
+
 def _redact(fmt: str) -> str:
     text = VALID[fmt]()
     for call_id in ("toolu_1", "call_1"):

@@ -817,10 +817,18 @@ class SessionBuilder:
         came before the thread's next request. Providers refuse such a prompt, so the harness must
         have sent something: a placeholder error result is inserted right before that request.
         The repair is reported (strict mode refuses the log) unless `expected(owner message)` says
-        the harness itself fills the gap (pi does so for aborted responses)."""
+        the harness itself fills the gap (pi does so for aborted responses).
+
+        The placeholder is the call's result from then on. A provider takes one result per call
+        (Anthropic's only in the message right after the call's), and the requests sent before
+        the real result came cached the prompt that held the placeholder; whether a harness later
+        swapped in the real one (breaking that prefix) no log says. So a result logged after the
+        placeholder is a second result for the call: dropped and reported, as a result written
+        twice is."""
         for thread in self.threads.values():
             pending: dict[str, tuple[ToolCallBlock, Any]] = {}
-            answered: dict[str, int | None] = {}
+            # Call id → where its result was (" on line N", " by a placeholder before …").
+            answered: dict[str, str] = {}
             out: list[Any] = []
             for event in thread.events:
                 if isinstance(event, AssistantMessage) and event.in_context:
@@ -829,40 +837,55 @@ class SessionBuilder:
                             pending[block.id] = (block, event)
                 elif isinstance(event, ToolResult):
                     if event.call_id in answered and event.call_id not in pending:
-                        # Quirk (a record written twice): a provider takes one result per call.
-                        first = answered[event.call_id]
+                        # Quirk (a record written twice, a result logged after the request
+                        # that went without it): a provider takes one result per call.
                         self._report(
                             event,
                             f"expected one tool result per call: call id {event.call_id!r} was "
-                            f"already answered{f' on line {first}' if first else ''}",
+                            f"already answered{answered[event.call_id]}",
                             "this one was dropped",
                         )
                         continue
                     pending.pop(event.call_id, None)
-                    answered[event.call_id] = getattr(event, "line", None)
+                    line = getattr(event, "line", None)
+                    answered[event.call_id] = f" on line {line}" if line else ""
                 elif isinstance(event, RequestMarker) and pending:
-                    for call_id, (block, owner) in list(pending.items()):
-                        if expected is None or not expected(owner):
-                            self._report(
-                                owner,
-                                f"expected a tool result for call {call_id!r} ({block.name}) "
-                                f"before request {event.request_id}",
-                                "a placeholder error result was added",
-                            )
-                        placeholder = ToolResult(
-                            ts=event.ts,
-                            thread=event.thread,
-                            id=self.new_id(),
-                            call_id=call_id,
-                            tool_name=block.name,
-                            output="",
-                            is_error=True,
-                        )
-                        placeholder.synthetic = "missing tool result"
-                        out.append(placeholder)
-                    pending.clear()
+                    out += self._placeholders(event, pending, answered, expected)
                 out.append(event)
             thread.events = out
+
+    def _placeholders(
+        self,
+        request: RequestMarker,
+        pending: dict[str, tuple[ToolCallBlock, Any]],
+        answered: dict[str, str],
+        expected: Callable[[Any], bool] | None,
+    ) -> list[ToolResult]:
+        """The placeholder error results for the calls still `pending` at `request` (each
+        reported unless `expected`); they answer those calls (`answered`) and empty `pending`."""
+        out = []
+        for call_id, (block, owner) in pending.items():
+            if expected is None or not expected(owner):
+                self._report(
+                    owner,
+                    f"expected a tool result for call {call_id!r} ({block.name}) "
+                    f"before request {request.request_id}",
+                    "a placeholder error result was added",
+                )
+            placeholder = ToolResult(
+                ts=request.ts,
+                thread=request.thread,
+                id=self.new_id(),
+                call_id=call_id,
+                tool_name=block.name,
+                output="",
+                is_error=True,
+            )
+            placeholder.synthetic = "missing tool result"
+            out.append(placeholder)
+            answered[call_id] = f" by a placeholder before request {request.request_id}"
+        pending.clear()
+        return out
 
     def drop_requests_before_any_message(self) -> None:
         """Quirk (a capture gap, a first line lost or unreadable: a sidechain whose first
