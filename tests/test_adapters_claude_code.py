@@ -1488,6 +1488,35 @@ def test_a_redacted_response_goes_on_past_the_tool_results_run_while_it_streamed
     assert [b.type for b in answer.blocks] == ["tool_call", "tool_call"]
 
 
+def test_a_redacted_result_answers_the_call_still_waiting_not_one_a_request_passed(
+    tmp_path: Path,
+) -> None:
+    # Redacted tool_use ids, the first call never answered: the second request sent a
+    # placeholder for it, so the result after the second call answers that call (paired by
+    # order with the oldest call still waiting), and is not dropped as the first one's.
+    def tool(name: str) -> dict[str, Any]:
+        return {"type": "tool_use", "id": "REDACTED", "name": name, "input": {"path": "a"}}
+
+    lines = [
+        _user("u1", None, "01.000", "Read a."),
+        _assistant("a1", "u1", "02.000", "msg_1", "req_1", tool("Bash"), _usage(3, 600, 0, 9)),
+        _assistant("a2", "a1", "04.000", "msg_2", "req_2", tool("Read"), _usage(3, 30, 600, 9)),
+        _user("r2", "a2", "05.000", [{"type": "tool_result", "tool_use_id": "REDACTED",
+                                      "content": "alpha"}]),
+        _assistant("a3", "r2", "06.000", "msg_3", "req_3", {"type": "text", "text": "Done."},
+                   _usage(3, 20, 630, 2)),
+    ]
+    session = load(_write(tmp_path, lines))
+    calls = [b for e in session.events if isinstance(e, AssistantMessage)
+             for b in e.blocks if isinstance(b, ToolCallBlock)]
+    results = [(e.call_id, e.tool_name, e.output, e.synthetic) for e in session.events
+               if isinstance(e, ToolResult)]
+    assert results == [(calls[0].id, "Bash", "", "missing tool result"),
+                       (calls[1].id, "Read", "alpha", None)]
+    assert len(session.skipped) == 1 and "a placeholder error result" in str(session.skipped[0])
+    assert unpaired_before_request(session) == []
+
+
 # --------------------------------------------------------------------------------------------------
 # A directory: one session (with its resumed and subagent files), never several
 

@@ -190,6 +190,34 @@ def test_a_call_id_reused_by_a_later_response_pairs_each_output_with_its_call(
     assert len(session.requests()) == 3
 
 
+def test_an_output_of_a_reused_call_id_answers_the_call_still_waiting_not_one_a_request_passed(
+    tmp_path: Path,
+) -> None:
+    # `call_0` every response, the first one never answered: the request after it sent a
+    # placeholder for it, so it no longer waits, and the output logged under `call_0` after the
+    # second call answers that one (it is not a late second result of the first, dropped).
+    call = {"type": "function_call", "name": "exec_command", "call_id": "call_0"}
+    lines = codex_lines()[:5] + [
+        _item("01.000", {**call, "arguments": '{"cmd": "ls"}'}),
+        _tokens("01.100", 900, 0, 20, 900),
+        _item("02.000", {**call, "arguments": '{"cmd": "cat a.txt"}'}),
+        _item("02.010", {"type": "function_call_output", "call_id": "call_0", "output": "alpha"}),
+        _tokens("02.100", 950, 896, 5, 1850),
+        _item("03.000", {"type": "message", "role": "assistant",
+                         "content": [{"type": "output_text", "text": "ok"}]}),
+        _tokens("03.100", 990, 896, 5, 2840),
+    ]
+    path = _write(tmp_path, lines)
+    session = load(path)
+    results = [(e.call_id, e.output, e.synthetic) for e in session.events
+               if isinstance(e, ToolResult)]
+    assert results == [("call_0", "", "missing tool result"), ("call_0#2", "alpha", None)]
+    assert [str(e) for e in session.skipped] == [
+        f"{path}:6: expected a tool result for call 'call_0' (exec_command) before request "
+        "req-2; a placeholder error result was added"
+    ]
+
+
 def test_changed_settings_and_lost_attempts_mark_the_next_request(tmp_path: Path) -> None:
     meta = dict(codex_lines()[0]["payload"])
     answer = {

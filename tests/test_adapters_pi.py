@@ -153,6 +153,32 @@ def test_a_call_id_a_model_reuses_every_turn_pairs_each_result_with_its_call(
     assert not session.skipped
 
 
+def test_a_reused_call_id_left_unanswered_gives_the_next_result_to_the_call_still_waiting(
+    tmp_path: Path,
+) -> None:
+    # `call_0` twice, the first never answered: the second request sent a placeholder for it,
+    # so the result logged under `call_0` after the second call answers that one.
+    header, *entries = pi_lines(3)
+    call, result, answer = (json.loads(json.dumps(e)) for e in entries[2:5])
+    call["message"]["content"][1]["id"] = "call_0"
+    again = json.loads(json.dumps(call))
+    again["message"]["content"][1].update(name="read", arguments={"path": "a.txt"})
+    again["timestamp"] = "2026-01-02T10:00:02.200Z"
+    result["message"].update(toolCallId="call_0", toolName="read",
+                             content=[{"type": "text", "text": "alpha"}])
+    body = [*entries[:2], call, again, result, answer]
+    _chained(body)
+    path = _write(tmp_path, [header, *body])
+    session = load(path)
+    results = [(e.call_id, e.tool_name, e.output, e.synthetic) for e in session.events
+               if isinstance(e, ToolResult)]
+    assert results == [("call_0", "bash", "", "missing tool result"),
+                       ("call_0#2", "read", "alpha", None)]
+    assert len(session.skipped) == 1
+    assert "expected a tool result for call 'call_0' (bash)" in str(session.skipped[0])
+    assert unpaired_before_request(session) == []
+
+
 def test_v1_files_are_migrated(tmp_path: Path) -> None:
     v1 = load(_write(tmp_path, pi_lines(version=1)), strict=True)
     assert v1.header.migrated_from_version == 1

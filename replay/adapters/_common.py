@@ -749,6 +749,57 @@ class ThreadEvents:
     events: list[Any] = field(default_factory=list)
 
 
+@dataclass
+class _ToolPairing:
+    """One thread's calls and results as `SessionBuilder.repair_tool_results` walks them."""
+
+    pending: dict[str, tuple[ToolCallBlock, Any]] = field(default_factory=dict)
+    """Calls waiting for their result (→ the call and its message), in call order."""
+    answered: dict[str, str] = field(default_factory=dict)
+    """Call id → where its result was, as a report says it (" on line N", " by a
+    placeholder before request R", "" for a result without a line)."""
+    logged_ids: dict[str, str] = field(default_factory=dict)
+    """Call id → the id the log wrote for it (`source_id`: a reused or REDACTED id)."""
+    placeheld: set[str] = field(default_factory=set)
+    """Calls a placeholder answered."""
+
+    def calls(self, message: AssistantMessage) -> None:
+        """The client-side calls of a response the model saw back now wait for a result."""
+        for block in message.blocks:
+            if isinstance(block, ToolCallBlock) and not block.server_side:
+                self.pending[block.id] = (block, message)
+                self.logged_ids[block.id] = getattr(block, "source_id", None) or block.id
+
+    def repaired(self, result: ToolResult) -> ToolResult:
+        """Quirk (ids reused per response, `call_0` every turn, or REDACTED: the adapters pair
+        a result with the oldest call of its logged id): a call a request passed without its
+        result got a placeholder and waits no more, so a result paired with it answers the
+        oldest call of the same logged id still waiting, if one is."""
+        if result.call_id in self.placeheld and result.call_id not in self.pending:
+            logged = self.logged_ids.get(result.call_id)
+            waiting = next((c for c in self.pending if self.logged_ids[c] == logged), None)
+            if waiting is not None:
+                result.call_id, result.tool_name = waiting, self.pending[waiting][0].name
+        return result
+
+    def answered_before(self, result: ToolResult) -> str | None:
+        """Where the call of `result` was already answered (the result is a second one), else
+        None: the result answers its call."""
+        if result.call_id in self.answered and result.call_id not in self.pending:
+            return self.answered[result.call_id]
+        self.pending.pop(result.call_id, None)
+        line = getattr(result, "line", None)
+        self.answered[result.call_id] = f" on line {line}" if line else ""
+        return None
+
+    def fill(self, request: RequestMarker) -> None:
+        """Every pending call was answered by a placeholder before `request`."""
+        for call_id in self.pending:
+            self.answered[call_id] = f" by a placeholder before request {request.request_id}"
+            self.placeheld.add(call_id)
+        self.pending.clear()
+
+
 class SessionBuilder:
     """Collects events per thread, pairs tool calls with results, then merges and numbers them."""
 
@@ -824,47 +875,38 @@ class SessionBuilder:
         the real result came cached the prompt that held the placeholder; whether a harness later
         swapped in the real one (breaking that prefix) no log says. So a result logged after the
         placeholder is a second result for the call: dropped and reported, as a result written
-        twice is."""
+        twice is. (A result the adapter paired by its logged id with such a call answers the
+        oldest call of that id still waiting instead, if one is: `_ToolPairing.repaired`.)"""
         for thread in self.threads.values():
-            pending: dict[str, tuple[ToolCallBlock, Any]] = {}
-            # Call id → where its result was (" on line N", " by a placeholder before …").
-            answered: dict[str, str] = {}
+            pairing = _ToolPairing()
             out: list[Any] = []
             for event in thread.events:
                 if isinstance(event, AssistantMessage) and event.in_context:
-                    for block in event.blocks:
-                        if isinstance(block, ToolCallBlock) and not block.server_side:
-                            pending[block.id] = (block, event)
+                    pairing.calls(event)
                 elif isinstance(event, ToolResult):
-                    if event.call_id in answered and event.call_id not in pending:
+                    first = pairing.answered_before(pairing.repaired(event))
+                    if first is not None:
                         # Quirk (a record written twice, a result logged after the request
                         # that went without it): a provider takes one result per call.
                         self._report(
                             event,
                             f"expected one tool result per call: call id {event.call_id!r} was "
-                            f"already answered{answered[event.call_id]}",
+                            f"already answered{first}",
                             "this one was dropped",
                         )
                         continue
-                    pending.pop(event.call_id, None)
-                    line = getattr(event, "line", None)
-                    answered[event.call_id] = f" on line {line}" if line else ""
-                elif isinstance(event, RequestMarker) and pending:
-                    out += self._placeholders(event, pending, answered, expected)
+                elif isinstance(event, RequestMarker) and pairing.pending:
+                    out += self._placeholders(event, pairing, expected)
                 out.append(event)
             thread.events = out
 
     def _placeholders(
-        self,
-        request: RequestMarker,
-        pending: dict[str, tuple[ToolCallBlock, Any]],
-        answered: dict[str, str],
-        expected: Callable[[Any], bool] | None,
+        self, request: RequestMarker, pairing: _ToolPairing, expected: Callable[[Any], bool] | None
     ) -> list[ToolResult]:
-        """The placeholder error results for the calls still `pending` at `request` (each
-        reported unless `expected`); they answer those calls (`answered`) and empty `pending`."""
+        """The placeholder error results for the calls still pending at `request` (each reported
+        unless `expected`); they answer those calls."""
         out = []
-        for call_id, (block, owner) in pending.items():
+        for call_id, (block, owner) in pairing.pending.items():
             if expected is None or not expected(owner):
                 self._report(
                     owner,
@@ -883,8 +925,7 @@ class SessionBuilder:
             )
             placeholder.synthetic = "missing tool result"
             out.append(placeholder)
-            answered[call_id] = f" by a placeholder before request {request.request_id}"
-        pending.clear()
+        pairing.fill(request)
         return out
 
     def drop_requests_before_any_message(self) -> None:
