@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from conftest import RUN42
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import replay
@@ -1402,6 +1402,76 @@ def test_a_result_naming_a_reused_call_id_answers_the_oldest_call_still_waiting(
     waiting.drop("call_0#2")  # answered by a result paired another way
     assert [waiting.take("call_0") for _ in range(3)] == ["call_0", "call_0#3", None]
     assert waiting.take(None) is None
+
+
+_PAIRING_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("call"), st.sampled_from(["call_0", "REDACTED", "call_1"])),
+        st.tuples(st.just("result"), st.integers(0, 3)),
+        st.tuples(st.just("request"), st.none()),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=300)
+@given(_PAIRING_OPS)
+def test_repaired_threads_answer_every_call_once_before_each_request(ops) -> None:
+    # `repair_tool_results` on any order of calls (ids reused or REDACTED, made unique as the
+    # adapters make them), results and requests: every call a request follows has a result
+    # before it and no call has two. A result is kept when its call still waits (a call a
+    # request passed got a placeholder and waits no more: a result paired with it answers the
+    # oldest waiting call of the same logged id, else it is a second result), and every
+    # placeholder and every dropped result is reported.
+    from replay.adapters._common import Issues, SessionBuilder
+
+    builder = SessionBuilder("x.jsonl", Issues("x.jsonl", strict=False))
+    start = datetime(2026, 1, 2, 10, tzinfo=UTC)
+    calls: list[ToolCallBlock] = []
+    waiting: list[ToolCallBlock] = []
+    placeheld: set[str] = set()
+    expected: dict[str, str] = {}  # output of a result kept → the call it answers
+    results = 0
+    for n, (kind, arg) in enumerate(ops):
+        ts = start + timedelta(seconds=n)
+        if kind == "call":
+            block = ToolCallBlock(id=builder.call_id(arg, str(n)), name="t", arguments={})
+            if block.id != arg:
+                block.source_id = arg
+            calls.append(block)
+            waiting.append(block)
+            builder.add(AssistantMessage(ts=ts, blocks=[block]))
+        elif kind == "result" and calls:
+            paired = call = calls[arg % len(calls)]
+            results += 1
+            if call.id in placeheld:
+                logged = getattr(call, "source_id", None) or call.id
+                call = next((c for c in waiting
+                             if (getattr(c, "source_id", None) or c.id) == logged), call)
+            if call in waiting:
+                waiting.remove(call)
+                expected[f"r{n}"] = call.id
+            builder.add(ToolResult(ts=ts, call_id=paired.id, tool_name="t", output=f"r{n}"))
+        elif kind == "request":
+            builder.add(RequestMarker(ts=ts, request_id=builder.request_id(None)))
+            placeheld.update(c.id for c in waiting)
+            waiting.clear()
+    builder.repair_tool_results()
+    events = builder.threads["main"].events if "main" in builder.threads else []
+    seen: list[str] = []
+    for event in events:
+        if isinstance(event, ToolResult):
+            assert event.call_id not in seen
+            seen.append(event.call_id)
+        elif isinstance(event, RequestMarker):
+            made = {b.id for e in events[: events.index(event)] if isinstance(e, AssistantMessage)
+                    for b in e.blocks}
+            assert made <= set(seen)
+    kept = {e.output: e.call_id for e in events if isinstance(e, ToolResult) and not e.synthetic}
+    assert kept == expected
+    placeholders = [e.call_id for e in events if isinstance(e, ToolResult) and e.synthetic]
+    assert sorted(placeholders) == sorted(placeheld)
+    assert len(builder.issues.items) == len(placeholders) + results - len(kept)
 
 
 def test_thinking_without_text_is_sized_from_reasoning_tokens_split_evenly() -> None:
