@@ -851,8 +851,9 @@ def _late_result(fmt: str) -> str:
     return jsonl([header, user, model, call, go_on, answer, result, thanks, last])
 
 
-@pytest.mark.parametrize("fmt", ["claude-code", "codex", "pi"])  # opencode: call and result
-def test_a_result_logged_after_the_request_that_went_without_it_is_dropped(  # are one part
+# (Not opencode: one part holds a call and its result, which cannot come after a request.)
+@pytest.mark.parametrize("fmt", ["claude-code", "codex", "pi"])
+def test_a_result_logged_after_the_request_that_went_without_it_is_dropped(
     tmp_path: Path, fmt: str
 ) -> None:
     # The request sent before the result came held a placeholder in its place; a provider takes
