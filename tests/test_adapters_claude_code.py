@@ -1517,6 +1517,30 @@ def test_a_redacted_result_answers_the_call_still_waiting_not_one_a_request_pass
     assert unpaired_before_request(session) == []
 
 
+def test_a_redacted_result_skips_a_call_a_request_went_without(tmp_path: Path) -> None:
+    # Paired by order, a REDACTED result answers the oldest call still waiting: not `toolu_x`,
+    # which the second request went without (its placeholder answers it), but `toolu_y`.
+    def tool(cid: str, name: str) -> dict[str, Any]:
+        return {"type": "tool_use", "id": cid, "name": name, "input": {"path": "a"}}
+
+    lines = [
+        _user("u1", None, "01.000", "Read a."),
+        _assistant("a1", "u1", "02.000", "msg_1", "req_1", tool("toolu_x", "Bash"),
+                   _usage(3, 600, 0, 9)),
+        _assistant("a2", "a1", "04.000", "msg_2", "req_2", tool("toolu_y", "Read"),
+                   _usage(3, 30, 600, 9)),
+        _user("r2", "a2", "05.000", [{"type": "tool_result", "tool_use_id": "REDACTED",
+                                      "content": "alpha"}]),
+        _assistant("a3", "r2", "06.000", "msg_3", "req_3", {"type": "text", "text": "Done."},
+                   _usage(3, 20, 630, 2)),
+    ]
+    session = load(_write(tmp_path, lines))
+    results = [(e.call_id, e.output, e.synthetic) for e in session.events
+               if isinstance(e, ToolResult)]
+    assert results == [("toolu_x", "", "missing tool result"), ("toolu_y", "alpha", None)]
+    assert len(session.skipped) == 1 and "'toolu_x' (Bash)" in str(session.skipped[0])
+
+
 # --------------------------------------------------------------------------------------------------
 # A directory: one session (with its resumed and subagent files), never several
 

@@ -218,6 +218,38 @@ def test_an_output_of_a_reused_call_id_answers_the_call_still_waiting_not_one_a_
     ]
 
 
+@pytest.mark.parametrize("logged", ["call_z", "REDACTED"])
+def test_an_output_paired_by_order_skips_a_call_a_request_went_without(
+    tmp_path: Path, logged: str
+) -> None:
+    # An output whose call id is unknown (or REDACTED) answers the oldest call still waiting:
+    # `call_x`, never answered, got a placeholder at the second request and waits no more, so
+    # the output answers `call_y` (not `call_x`, where it would be a second result, dropped).
+    call = {"type": "function_call", "name": "exec_command", "arguments": "{}"}
+    lines = codex_lines()[:5] + [
+        _item("01.000", {**call, "call_id": "call_x"}),
+        _tokens("01.100", 900, 0, 20, 900),
+        _item("02.000", {**call, "call_id": "call_y"}),
+        _item("02.010", {"type": "function_call_output", "call_id": logged, "output": "alpha"}),
+        _tokens("02.100", 950, 896, 5, 1850),
+        _message("03.000", "assistant", "ok"),
+        _tokens("03.100", 990, 896, 5, 2840),
+    ]
+    path = _write(tmp_path, lines)
+    session = load(path)
+    results = [(e.call_id, e.output, e.synthetic) for e in session.events
+               if isinstance(e, ToolResult)]
+    assert results == [("call_x", "", "missing tool result"), ("call_y", "alpha", None)]
+    reports = [str(e).removeprefix(f"{path}:") for e in session.skipped]
+    assert reports[-1] == (
+        "6: expected a tool result for call 'call_x' (exec_command) before request req-2; "
+        "a placeholder error result was added"
+    )
+    assert reports[:-1] == (
+        [] if logged == "REDACTED" else ["9: expected a tool call 'call_z'; paired with 'call_y'"]
+    )
+
+
 def test_changed_settings_and_lost_attempts_mark_the_next_request(tmp_path: Path) -> None:
     meta = dict(codex_lines()[0]["payload"])
     answer = {

@@ -179,6 +179,27 @@ def test_a_reused_call_id_left_unanswered_gives_the_next_result_to_the_call_stil
     assert unpaired_before_request(session) == []
 
 
+def test_a_redacted_result_skips_a_call_a_request_went_without(tmp_path: Path) -> None:
+    # Paired by order, a REDACTED result answers the oldest call still waiting: not `call_x`,
+    # which the second request went without (its placeholder answers it), but `call_y`.
+    header, *entries = pi_lines(3)
+    call, result, answer = (json.loads(json.dumps(e)) for e in entries[2:5])
+    call["message"]["content"][1]["id"] = "call_x"
+    again = json.loads(json.dumps(call))
+    again["message"]["content"][1].update(id="call_y", name="read", arguments={"path": "a"})
+    again["timestamp"] = "2026-01-02T10:00:02.200Z"
+    result["message"].update(toolCallId="REDACTED", toolName="read",
+                             content=[{"type": "text", "text": "alpha"}])
+    body = [*entries[:2], call, again, result, answer]
+    _chained(body)
+    session = load(_write(tmp_path, [header, *body]))
+    results = [(e.call_id, e.output, e.synthetic) for e in session.events
+               if isinstance(e, ToolResult)]
+    assert results == [("call_x", "", "missing tool result"), ("call_y", "alpha", None)]
+    assert len(session.skipped) == 1
+    assert "expected a tool result for call 'call_x' (bash)" in str(session.skipped[0])
+
+
 def test_v1_files_are_migrated(tmp_path: Path) -> None:
     v1 = load(_write(tmp_path, pi_lines(version=1)), strict=True)
     assert v1.header.migrated_from_version == 1

@@ -119,6 +119,24 @@ class WaitingCalls:
                 queue.remove(cid)
 
 
+def waiting_calls(events: Iterable[Any]) -> list[str]:
+    """The calls of one thread's `events` (in order) still waiting for a result, oldest first:
+    made in a response the model saw back, not answered, and not passed by a request (a
+    request that went without a call's result sent a placeholder for it, its result from then
+    on: `SessionBuilder.repair_tool_results`). What a result paired by order answers."""
+    waiting: dict[str, None] = {}
+    for event in events:
+        if isinstance(event, AssistantMessage) and event.in_context:
+            for block in event.blocks:
+                if isinstance(block, ToolCallBlock) and not block.server_side:
+                    waiting[block.id] = None
+        elif isinstance(event, ToolResult):
+            waiting.pop(event.call_id, None)
+        elif isinstance(event, RequestMarker):
+            waiting.clear()
+    return list(waiting)
+
+
 def regular_files(paths: Iterable[Path]) -> list[Path]:
     """The regular files among `paths` (a folder's glob): a FIFO or a device found in a log
     folder is no log file, and opening one would wait for a writer."""
@@ -1423,6 +1441,7 @@ __all__ = [
     "opt_ts",
     "rendered_prompt_tokens",
     "estimate_thinking",
+    "waiting_calls",
     "get_dict",
     "get_int",
     "get_list",

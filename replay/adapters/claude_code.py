@@ -88,6 +88,7 @@ from replay.adapters._common import (
     reparent_missing,
     several_sessions,
     usage_is_empty,
+    waiting_calls,
 )
 from replay.log import Session
 from replay.log._events import MAX_TOKENS
@@ -1228,8 +1229,10 @@ class _Reader:
         if source and candidates:  # a REDACTED id too: the oldest redacted call waiting
             cid = candidates[0]
         elif state.pending:
-            # Quirk (Entire redaction / repeated ids): pair with the oldest unanswered call.
-            cid = state.pending[0]
+            # Quirk (Entire redaction / repeated ids): pair with the oldest call still waiting
+            # (one a request went without has its placeholder: this would be a second result).
+            cid = ([c for c in waiting_calls(state.events) if c in state.pending]
+                   or state.pending)[0]
             if source and source != "REDACTED":
                 self.issues.add(
                     ln.number,

@@ -86,6 +86,7 @@ from replay.adapters._common import (
     parse_ts,
     provider_for,
     usage_is_empty,
+    waiting_calls,
 )
 from replay.log import Session, ToolDef
 from replay.strategies.codex_compact import KEEP_USER_TOKENS, newest_within
@@ -662,8 +663,7 @@ class _Reader:
         if cid is None and source != "REDACTED":  # (the first REDACTED call is answered)
             cid = self.source_calls.get(source or "")
         if cid is None:
-            answered = {e.call_id for e in self.events if isinstance(e, ToolResult)}
-            pending = [c for c in self.calls if c not in answered]
+            pending = waiting_calls(self.events)
             if not pending:
                 raise Bad(f"expected a tool call before the output for call {source!r}")
             cid = pending[0]  # quirk (redacted / unknown ids): the oldest unanswered call

@@ -84,6 +84,7 @@ from replay.adapters._common import (
     pi_usage,
     provider_for,
     usage_is_empty,
+    waiting_calls,
 )
 from replay.log import Session, Usage
 from replay.strategies._prompts import LITERAL_PI_SUMMARY
@@ -642,8 +643,7 @@ class _Thread:
             source = get_str(m, "toolCallId")
             cid = self.waiting.take(source) or (source if source in self.calls else None)
             if cid is None:
-                answered = {e.call_id for e in self.events if isinstance(e, ToolResult)}
-                pending = [c for c in self.calls if c not in answered]
+                pending = waiting_calls(self.events)
                 if not pending:
                     raise Bad(f"expected a tool call before the result for {source!r}")
                 cid = pending[0]  # quirk (REDACTED / unknown ids): oldest unanswered call
