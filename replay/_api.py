@@ -576,7 +576,7 @@ def foreign_api_note(
 ) -> str:
     """The note on strategies `names` simulating `api`'s server-side mechanism on `models`,
     which lack it: of this run, or (`sessions`) of that many sessions of a batch."""
-    from replay.report._table import counted
+    from replay._words import counted
 
     whose, bill = ("this run's models", "the bill is that")
     if sessions is not None:

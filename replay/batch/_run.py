@@ -545,8 +545,8 @@ def run_batch(
     folders that no longer exist (kept by default: a log deleted after 30 days still counts).
     `engine`: `pool` (`workers` processes; 1 = in this process) or `ray`."""
     from replay._api import TRAJECTORY_NOTE, assumed_window_notes, tokenizer_estimate_notes
+    from replay._words import counted
     from replay.prices import parse_price_overrides
-    from replay.report._table import counted
     from replay.strategies import resolve
 
     opts = _with_plugin_files(_with_tokenizers(opts or BatchOptions()))
@@ -643,7 +643,7 @@ def run_batch(
 
 def _forget_missing(dataset: Dataset, targets: Sequence[str | Path]) -> list[str]:
     """Forget the files under the targets' folders that are gone; a note naming them."""
-    from replay.report._table import counted
+    from replay._words import counted
 
     gone = dataset.missing_under(target_roots(targets))
     for path in gone:
@@ -662,7 +662,7 @@ def _printable(status: FileStatus) -> FileStatus:
 def _forget_superseded(dataset: Dataset) -> list[str]:
     """Forget the files no longer found whose session another file holds now; a note naming
     them."""
-    from replay.report._table import counted
+    from replay._words import counted
 
     gone = dataset.superseded()
     for path, _ in gone:

@@ -45,6 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from replay._errors import ReplayError
+from replay._words import counted
 from replay.strategies._base import NamedStrategy, StrategyContext, StrategySpec
 from replay.strategies._prompts import LITERAL_CLEARED
 from replay.strategies._summary import STRUCTURED_INSTRUCTION, structured_summary, summary_message
@@ -99,8 +100,6 @@ class Selector:
 
 
 def _nothing_matched(selector: Selector, at: int, history: Sequence[Item], why: str) -> ReplayError:
-    from replay.report._table import counted
-
     return ReplayError(
         f"--prune {selector.kind}:{selector.value} matches nothing at request {at} "
         f"({counted(len(history), 'history item')}): {why}"
@@ -113,8 +112,6 @@ def _prune(history: Sequence[Item], selector: Selector, at: int,
     (an edit that changes nothing would report a saving of $0 as if it had been measured).
     `cleared`: positions of the tool results the request already sends cleared, which
     `older-than` and `tool` neither select nor count."""
-    from replay.report._table import counted
-
     results = [n for n, i in enumerate(history)
                if isinstance(i, ToolResultItem) and n not in cleared]
     if selector.kind == "older-than":
@@ -182,8 +179,6 @@ def _no_result_of(history: Sequence[Item], tool: str, results: list[int],
                   cleared: frozenset[int]) -> str:
     """Why `tool:TOOL` selects nothing: its results are all cleared already, or there are none
     (then the tools there are results of, by name)."""
-    from replay.report._table import counted
-
     gone = sum(1 for n in cleared if history[n].tool_name == tool)  # type: ignore[union-attr]
     if gone:
         return f"{counted(gone, 'result')} of tool {tool!r}, all already cleared in the log"

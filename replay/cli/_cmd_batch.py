@@ -269,8 +269,8 @@ def batch_command(
             console.print(_problem_table(result))
         console.print(totals)
     if not quiet:
+        from replay._words import counted
         from replay.cli._cmd_core import print_notes
-        from replay.report._table import counted
 
         err = out.console(stderr=True)
         files, rates = result.counts, result.timings()

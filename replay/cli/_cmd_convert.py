@@ -56,9 +56,9 @@ def convert_command(
       replay convert rollout-2026-06-17T22-44-39-019ed7c2.jsonl -o codex.jsonl --strict
       replay session.jsonl --strategies all
     """
+    from replay._words import counted
     from replay.adapters import read_any
     from replay.log import RequestMarker, ThreadStart, dumps_log, write_log
-    from replay.report._table import counted
 
     refuse_data_suffix(output, "replay-log JSONL")
     session = read_any(log, strict=strict, fmt=source_format)

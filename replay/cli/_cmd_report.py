@@ -107,7 +107,7 @@ def report_command(log: Path, output: Path, strategies: str, sets: tuple[str, ..
     write_output(page, output)
     if not quiet:
         where = "standard output" if output == "-" else shown_path(output)
-        from replay.report._table import counted
+        from replay._words import counted
 
         strategies = counted(len(document["strategies"]), "strategy", "strategies")
         requests = counted(len(document["requests"]), "request")

@@ -34,11 +34,6 @@ def _int(v: int | None) -> str:
     return "" if v is None else f"{v:,}"
 
 
-def counted(n: int, word: str, plural: str | None = None) -> str:
-    """`1 file`, `2 files`, `1 strategy`, `3 strategies` (`plural`: when not `word` + s)."""
-    return f"{n:,} {word if n == 1 else plural or word + 's'}"
-
-
 def _calls(n: int) -> str:
     return "1 call" if n == 1 else f"{n} calls"
 
