@@ -1,0 +1,21 @@
+"""The seed study's and the articles' families (truncate, age-truncate, prune, tool-aging,
+append-supersede, retrieval, compact-at, compact-rotating/chained, sliding) and the masking
+ones (observation-mask, its SWE-agent polling form): what each one sends, at its boundaries,
+on small hand-made histories. Expected values come from each module's docstring and
+docs/strategies.md."""
+
+from __future__ import annotations
+
+from test_strategy_library import History, build, ctx, outputs, view_of
+
+
+def test_age_truncate_caps_each_result_past_the_keep_newest_to_n_characters():
+    """age-truncate-N-keep-K: the K newest results verbatim; an older one shows its first N
+    characters and the marker saying how many were cut, one of exactly N characters stays
+    whole, and only a result that changed is an `aging` event."""
+    h = History().user()
+    h.step(("bash", {}, "a" * 11)).step(("bash", {}, "b" * 10)).step(("bash", {}, "c" * 30))
+    view = view_of(build("age-truncate-10-keep-1")(h.items, ctx()))
+    assert outputs(view) == ["a" * 10 + "\n…[truncated 1 chars]", "b" * 10, "c" * 30]
+    assert [(e.kind, e.detail) for e in view.events] == [("aging", "capped result of bash")]
+
