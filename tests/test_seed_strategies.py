@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from test_strategy_library import History, build, ctx, outputs, view_of
 
+from replay.strategies import UserItem
+
 
 def test_age_truncate_caps_each_result_past_the_keep_newest_to_n_characters():
     """age-truncate-N-keep-K: the K newest results verbatim; an older one shows its first N
@@ -19,3 +21,21 @@ def test_age_truncate_caps_each_result_past_the_keep_newest_to_n_characters():
     assert outputs(view) == ["a" * 10 + "\n…[truncated 1 chars]", "b" * 10, "c" * 30]
     assert [(e.kind, e.detail) for e in view.events] == [("aging", "capped result of bash")]
 
+
+def test_sliding_pin_first_pins_no_injected_message_while_the_task_is_in_the_window():
+    """sliding-N-pin-first pins the first message the user wrote, not one the harness
+    injected (Codex's permissions): with the task still in the window there is nothing to pin,
+    and the injected text dropped before it stays dropped. With no real prompt in the history
+    at all, the first injected one is pinned."""
+    h = History()
+    h.items.append(UserItem("<permissions> sandbox off", event_index=0, injected=True))
+    h.user("fix the bug")
+    h.step(("bash", {}, "a")).step(("bash", {}, "b"))
+    view = view_of(build("sliding-5-pin-first")(h.items, ctx()))
+    assert view.items == h.items[1:]
+    assert [e.kind for e in view.events] == ["drop"]
+    later = view_of(build("sliding-2-pin-first")(h.items, ctx()))
+    assert later.items == [h.items[1], *h.items[-2:]]
+    no_task = [h.items[0], *h.items[2:]]
+    view = view_of(build("sliding-2-pin-first")(no_task, ctx()))
+    assert view.items == [no_task[0], *no_task[-2:]]

@@ -28,11 +28,12 @@ def sliding(messages: int = 10, modifier: str | None = None) -> object:
         events = [RewriteEvent("drop", f"dropped {start} oldest items")] if start > 0 else []
         if pin_first and start > 0:
             # The task, not the instructions a harness injected as the first user message
-            # (Codex's permissions, AGENTS.md): those only when no real prompt is there.
+            # (Codex's permissions, AGENTS.md): those only when no real prompt is there, in the
+            # dropped items nor in the window (a task still in the window needs no pin).
             dropped = list(islice(history, start))
-            first = next(filter(is_real_user, dropped), None) or next(
-                (i for i in dropped if isinstance(i, UserItem)), None
-            )
+            first = next(filter(is_real_user, dropped), None)
+            if first is None and not any(map(is_real_user, window)):
+                first = next((i for i in dropped if isinstance(i, UserItem)), None)
             if first is not None:
                 window.insert(0, first)
         return View(items=window, events=events)
