@@ -39,3 +39,45 @@ def test_sliding_pin_first_pins_no_injected_message_while_the_task_is_in_the_win
     no_task = [h.items[0], *h.items[2:]]
     view = view_of(build("sliding-2-pin-first")(no_task, ctx()))
     assert view.items == [no_task[0], *no_task[-2:]]
+
+
+def test_prune_stubs_the_old_results_in_one_batch_naming_tool_path_and_size():
+    """prune-at-N-keep-K: past N characters every result but the K newest becomes a one-line
+    stub (tool, path, size) in one batch, one `prune` event naming how many; a result no
+    longer than its stub stays as it is (the stub would add characters, not save them)."""
+    h = History().user()
+    h.step(("read_file", {"path": "src/a.py"}, "a" * 1000))
+    h.step(("bash", {}, "b" * 1000))
+    h.step(("bash", {}, "s" * 31))  # "[pruned: bash result, 31 chars]" is no shorter: kept
+    h.step(("bash", {}, "c" * 1000))
+    view = view_of(build("prune-at-1000-keep-1")(h.items, ctx()))
+    assert outputs(view) == [
+        "[pruned: read_file result of src/a.py, 1000 chars]",
+        "[pruned: bash result, 1000 chars]",
+        "s" * 31,
+        "c" * 1000,
+    ]
+    assert [(e.kind, e.detail) for e in view.events] == [("prune", "pruned 2 old results")]
+
+
+def test_prune_is_frozen_until_the_pruned_view_passes_n_again():
+    """After a batch the view is append-only until *it* (stubs counted, not the results they
+    replaced) passes N again: a result that became old since stays verbatim until then."""
+    from replay.strategies._common import chars
+
+    h = History().user("u")
+    h.step(("bash", {}, "a" * 1000)).step(("bash", {}, "b" * 300))
+    prune = build("prune-at-1000-keep-1")
+    first = view_of(prune(h.items, ctx()))
+    assert [e.kind for e in first.events] == ["prune"]
+    h.step(("bash", {}, "c" * 300))
+    second = view_of(prune(h.items, ctx()))
+    assert chars(second.items) <= 1000 < chars(h.items)
+    assert outputs(second)[1:] == ["b" * 300, "c" * 300] and not second.events
+    assert second.items[: len(first.items)] == first.items
+    h.step(("bash", {}, "d" * 600))
+    third = view_of(prune(h.items, ctx()))
+    assert outputs(third)[1:] == [
+        "[pruned: bash result, 300 chars]", "[pruned: bash result, 300 chars]", "d" * 600
+    ]
+    assert [e.detail for e in third.events] == ["pruned 2 old results"]

@@ -1,8 +1,9 @@
 """`prune-at-12000-keep-3`: the cost article's "prune" — delete chosen old results in one batch.
 
 Rule: when the characters the model would see pass `chars`, every tool result older than the
-`keep` newest is replaced by a one-line stub (tool, path, size), in one batch; then the view is
-frozen (append-only) until it passes `chars` again. Its price depends on where the first edit
+`keep` newest is replaced by a one-line stub (tool, path, size), in one batch (a result no
+longer than its stub stays as it is: the stub would add characters); then the view is frozen
+(append-only) until it passes `chars` again. Its price depends on where the first edit
 sits: the oldest pruned result, from which the whole suffix is re-billed uncached once.
 
 Defaults: chars = 12,000 (the seed study's compaction threshold, in characters), keep = 3.
