@@ -81,3 +81,16 @@ def test_prune_is_frozen_until_the_pruned_view_passes_n_again():
         "[pruned: bash result, 300 chars]", "[pruned: bash result, 300 chars]", "d" * 600
     ]
     assert [e.detail for e in third.events] == ["pruned 2 old results"]
+
+
+def test_prune_given_another_history_starts_over():
+    """An instance called on another history (not the one it saw, grown) starts over, as
+    every strategy does: what it pruned in the first one is not pruned in the second."""
+    a = History().user()
+    a.step(("bash", {}, "a" * 1000)).step(("bash", {}, "b" * 1000))
+    prune = build("prune-at-1500-keep-1")
+    assert view_of(prune(a.items, ctx())).events
+    b = History().user()
+    b.step(("bash", {}, "c" * 600)).step(("bash", {}, "d" * 600))
+    assert view_of(prune(b.items, ctx())) == view_of(build("prune-at-1500-keep-1")(b.items, ctx()))
+    assert outputs(view_of(prune(b.items, ctx()))) == ["c" * 600, "d" * 600]

@@ -51,6 +51,7 @@ def prune(chars: int = 12000, keep: int = 3) -> object:
         nonlocal examined, total
         start = view.sync(history)
         if start == 0:
+            pruned.clear()  # (another history: what was pruned in the last one is not)
             results.clear()
             by_event.clear()
             examined = total = 0
