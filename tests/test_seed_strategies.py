@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from test_strategy_library import History, build, ctx, outputs, view_of
 
-from replay.strategies import UserItem
+from replay.strategies import SummaryItem, UserItem, View
 
 
 def test_age_truncate_caps_each_result_past_the_keep_newest_to_n_characters():
@@ -81,6 +81,73 @@ def test_prune_is_frozen_until_the_pruned_view_passes_n_again():
         "[pruned: bash result, 300 chars]", "[pruned: bash result, 300 chars]", "d" * 600
     ]
     assert [e.detail for e in third.events] == ["pruned 2 old results"]
+
+
+def _two_folds(name: str) -> tuple[View, View, History]:
+    """A strategy folding at 1,500 characters, asked at two requests that each pass it."""
+    h = History().user("u" * 100)
+    h.step(("bash", {}, "x" * 1000), text="t").step(("bash", {}, "y" * 1000), text="t")
+    strategy = build(name)
+    first = view_of(strategy(h.items, ctx()))
+    h.step(("bash", {}, "z" * 1000), text="t")
+    return first, view_of(strategy(h.items, ctx())), h
+
+
+def test_compact_at_fires_only_past_its_chars_and_re_summarizes_its_summary():
+    """compact-at-N compacts a view of *more than* N characters; a later compaction is
+    rotating: its summarizer is sent the old summary with the newer items, and the new summary
+    stands for every history item before the current step."""
+    from replay.strategies._common import chars
+
+    h = History().user("u" * 100).step(("bash", {}, "x" * 1000), text="t")
+    h.step(("bash", {}, "y" * 1000), text="t")
+    size = chars(h.items)
+    for n, compacts in ((size, False), (size - 1, True)):
+        view = view_of(build(f"compact-at-{n}-structured")(h.items, ctx()))
+        assert bool(view.summarizer_calls) == bool(view.events) == compacts, n
+    first, second, h = _two_folds("compact-at-1500-structured")
+    summary = first.items[0]
+    assert isinstance(summary, SummaryItem) and first.items[1:] == h.items[3:5]
+    assert summary.replaces == (0, 1, 2)
+    call = second.summarizer_calls[0]
+    assert call.input_items[0] is summary and call.input_items[1:] == tuple(h.items[3:5])
+    assert second.items[1:] == h.items[5:] and second.items[0].replaces == (0, 1, 2, 3, 4)
+    assert [e.detail for e in second.events] == ["3 items → summary"]
+
+
+def test_compact_at_folds_nothing_when_only_the_current_step_follows_its_summary():
+    """Everything before the current step is folded once; with no newer assistant message
+    there is nothing older than the current step to fold, however long the view stays."""
+    h = History().user("u" * 100)
+    h.step(("bash", {}, "x" * 1000), text="t").step(("bash", {}, "y" * 1000), text="t")
+    compact = build("compact-at-1500-structured")
+    first = view_of(compact(h.items, ctx()))
+    h.user("v" * 2000)
+    again = view_of(compact(h.items, ctx()))
+    assert again.items == [*first.items, h.items[-1]]
+    assert not again.summarizer_calls and not again.events
+
+
+def test_rotating_keeps_one_summary_slot_and_chained_piles_frozen_summaries():
+    """compact-rotating re-summarizes its one summary with the newer items; compact-chained
+    summarizes only the items since, after the earlier summaries, which stay as they were.
+    Both summarizer calls re-send the view up to the current step (they share its prefix)."""
+    for mode in ("rotating", "chained"):
+        first, second, h = _two_folds(f"compact-{mode}-at-1500")
+        old = first.items[0]
+        assert isinstance(old, SummaryItem) and first.items[1:] == h.items[3:5]
+        call = second.summarizer_calls[0]
+        assert call.input_items == (old, *h.items[3:5]) and call.reuse_main_prefix
+        heads = second.items[: len(second.items) - 2]
+        assert second.items[-2:] == h.items[5:]
+        if mode == "rotating":
+            assert len(heads) == 1 and heads[0] is not old
+            assert [e.detail for e in second.events] == ["rotating: 3 items → summary"]
+        else:
+            assert len(heads) == 2 and heads[0] is old
+            assert [e.detail for e in second.events] == ["chained: 2 items → summary"]
+        assert all(isinstance(i, SummaryItem) for i in heads)
+
 
 
 def test_prune_given_another_history_starts_over():
