@@ -6,6 +6,7 @@ docs/strategies.md."""
 
 from __future__ import annotations
 
+import pytest
 from test_strategy_library import History, build, ctx, outputs, view_of
 
 from replay.strategies import SummaryItem, UserItem, View
@@ -161,3 +162,19 @@ def test_prune_given_another_history_starts_over():
     b.step(("bash", {}, "c" * 600)).step(("bash", {}, "d" * 600))
     assert view_of(prune(b.items, ctx())) == view_of(build("prune-at-1500-keep-1")(b.items, ctx()))
     assert outputs(view_of(prune(b.items, ctx()))) == ["c" * 600, "d" * 600]
+
+
+@pytest.mark.parametrize(
+    "name", ["compact-at-1500-structured", "compact-rotating-at-1500", "compact-chained-at-1500"]
+)
+def test_a_compacting_instance_given_another_history_starts_over(name):
+    """Given another history (not the one it saw, grown), an instance sends what a new one
+    sends: not the summary of the history it folded before."""
+    first, _, _ = _two_folds(name)
+    assert isinstance(first.items[0], SummaryItem)
+    strategy = build(name)
+    a = History().user("u" * 100)
+    a.step(("bash", {}, "x" * 1000), text="t").step(("bash", {}, "y" * 1000), text="t")
+    assert view_of(strategy(a.items, ctx())).summarizer_calls
+    b = History().user("short").step(("bash", {}, "ok"), text="t")
+    assert view_of(strategy(b.items, ctx())) == View(items=b.items)
