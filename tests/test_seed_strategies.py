@@ -7,9 +7,9 @@ docs/strategies.md."""
 from __future__ import annotations
 
 import pytest
-from test_strategy_library import History, build, ctx, outputs, view_of
+from test_strategy_library import History, build, ctx, outputs, read, view_of
 
-from replay.strategies import SummaryItem, UserItem, View
+from replay.strategies import SummaryItem, ToolResultItem, UserItem, View
 
 
 def test_age_truncate_caps_each_result_past_the_keep_newest_to_n_characters():
@@ -82,6 +82,39 @@ def test_prune_is_frozen_until_the_pruned_view_passes_n_again():
         "[pruned: bash result, 300 chars]", "[pruned: bash result, 300 chars]", "d" * 600
     ]
     assert [e.detail for e in third.events] == ["pruned 2 old results"]
+
+
+def test_tool_aging_cuts_each_kind_of_old_result_its_own_way():
+    """tool-aging-keep-K, per tool: an old search / web / browser result is cut to
+    `other_chars` (500) with the cut marker, a listing hard to `list_chars` (200), a read
+    becomes the re-readable stub naming its path; shell output is kept. The aging events are
+    in history order (the order of a request's events is part of the output)."""
+    tools = [
+        ("grep", {"pattern": "x"}, "g" * 600),
+        ("web_fetch", {"url": "https://x.test"}, "w" * 600),
+        ("browser", {"url": "https://x.test"}, "b" * 600),
+        ("list_files", {"path": "."}, "l" * 600),
+        ("read_file", {"path": "src/a.py"}, "r" * 600),
+        ("bash", {"command": "make"}, "s" * 600),
+    ]
+    h = History().user()
+    for _ in range(2):
+        h.step(*tools)
+    view = view_of(build("tool-aging-keep-1")(h.items, ctx()))
+    cut = "\n…[truncated 100 chars]"
+    assert outputs(view)[:6] == [
+        "g" * 500 + cut,
+        "w" * 500 + cut,
+        "b" * 500 + cut,
+        "l" * 200 + "\n…[listing cut]",
+        "[src/a.py: content no longer shown (600 chars); read it again if needed]",
+        "s" * 600,
+    ]
+    assert outputs(view)[6:] == [output for _, _, output in tools]
+    assert [e.detail for e in view.events] == [
+        f"aged a {tool} result" for tool in ("grep", "web_fetch", "browser", "list_files",
+                                             "read_file")
+    ]
 
 
 def _two_folds(name: str) -> tuple[View, View, History]:
@@ -162,6 +195,28 @@ def test_prune_given_another_history_starts_over():
     b.step(("bash", {}, "c" * 600)).step(("bash", {}, "d" * 600))
     assert view_of(prune(b.items, ctx())) == view_of(build("prune-at-1500-keep-1")(b.items, ctx()))
     assert outputs(view_of(prune(b.items, ctx()))) == ["c" * 600, "d" * 600]
+
+
+def test_tool_aging_keeps_a_failed_read_however_long_its_error():
+    """A failed read is not the file's content ("read it again" is no help): kept as it is,
+    even when its error is longer than the stub would be."""
+    from dataclasses import replace
+
+    error = "Error: permission denied reading src/a.py\n" + "  at open (fs.js:1)\n" * 10
+    h = History().user()
+    h.step(read("src/a.py", error)).step(read("src/b.py", "b" * 900))
+    items = [replace(i, is_error=True) if isinstance(i, ToolResultItem) and i.output == error
+             else i for i in h.items]
+    view = view_of(build("tool-aging-keep-1")(items, ctx()))
+    assert outputs(view) == [error, "b" * 900] and not view.events
+
+
+def test_tool_aging_keeps_a_read_no_longer_than_its_stub():
+    """A read whose stub is no shorter than it stays as it is: the 64-character stub of a
+    64-character read would add nothing but a cache break."""
+    h = History().user().step(read("f", "x" * 64)).step(read("g", "y" * 900))
+    view = view_of(build("tool-aging-keep-1")(h.items, ctx()))
+    assert outputs(view) == ["x" * 64, "y" * 900] and not view.events
 
 
 @pytest.mark.parametrize(
