@@ -117,6 +117,24 @@ def test_tool_aging_cuts_each_kind_of_old_result_its_own_way():
     ]
 
 
+def test_append_supersede_compares_with_the_latest_version_only_and_skips_failed_reads():
+    """A re-read equal to an *older* version is a new version (the file went back), not
+    "unchanged"; a failed read is no version of the file and is kept as it is."""
+    from dataclasses import replace
+
+    h = History().user()
+    h.step(read("f", "v1")).step(read("f", "v2")).step(read("f", "ENOENT")).step(read("f", "v1"))
+    items = [replace(i, is_error=True) if isinstance(i, ToolResultItem) and i.output == "ENOENT"
+             else i for i in h.items]
+    view = view_of(build("append-supersede")(items, ctx()))
+    assert outputs(view) == [
+        "v1",
+        "[f version 2; supersedes version 1 above]\nv2",
+        "ENOENT",
+        "[f version 3; supersedes version 2 above]\nv1",
+    ]
+
+
 def _two_folds(name: str) -> tuple[View, View, History]:
     """A strategy folding at 1,500 characters, asked at two requests that each pass it."""
     h = History().user("u" * 100)
