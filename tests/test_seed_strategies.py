@@ -251,3 +251,13 @@ def test_a_compacting_instance_given_another_history_starts_over(name):
     assert view_of(strategy(a.items, ctx())).summarizer_calls
     b = History().user("short").step(("bash", {}, "ok"), text="t")
     assert view_of(strategy(b.items, ctx())) == View(items=b.items)
+
+
+def test_append_supersede_given_another_history_starts_over():
+    """Given another history, an instance sends what a new one sends: not the versions, notes
+    or shaped results of the history it saw before."""
+    a = History().user().step(read("f", "v1")).step(read("f", "v2"))
+    supersede = build("append-supersede")
+    assert outputs(view_of(supersede(a.items, ctx())))[1].startswith("[f version 2")
+    b = History().user().step(read("f", "v2")).step(read("g", "w"))
+    assert outputs(view_of(supersede(b.items, ctx()))) == ["v2", "w"]
