@@ -261,3 +261,14 @@ def test_append_supersede_given_another_history_starts_over():
     assert outputs(view_of(supersede(a.items, ctx())))[1].startswith("[f version 2")
     b = History().user().step(read("f", "v2")).step(read("g", "w"))
     assert outputs(view_of(supersede(b.items, ctx()))) == ["v2", "w"]
+
+
+def test_tool_aging_given_another_history_names_its_aging_again():
+    """Given another history, an instance reports what a new one reports: the result that
+    ages there is an `aging` event, though a result of the same event index aged in the
+    history it saw before."""
+    a = History().user().step(read("f", "a" * 900)).step(read("g", "b" * 900))
+    aging = build("tool-aging-keep-1")
+    assert len(view_of(aging(a.items, ctx())).events) == 1
+    b = History().user().step(read("h", "c" * 900)).step(read("i", "d" * 900))
+    assert view_of(aging(b.items, ctx())) == view_of(build("tool-aging-keep-1")(b.items, ctx()))

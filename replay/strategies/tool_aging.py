@@ -59,6 +59,7 @@ def tool_aging(keep: int = 3, list_chars: int = 200, other_chars: int = 500) -> 
     def age_per_tool(history: Sequence[Item], ctx: StrategyContext) -> View:
         start = view.sync(history)
         if start == 0:
+            seen.clear()  # (another history: its results have aged in no request yet)
             by_tool.clear()
             aged_count.clear()
         grown: set[str] = set()
