@@ -272,3 +272,14 @@ def test_tool_aging_given_another_history_names_its_aging_again():
     assert len(view_of(aging(a.items, ctx())).events) == 1
     b = History().user().step(read("h", "c" * 900)).step(read("i", "d" * 900))
     assert view_of(aging(b.items, ctx())) == view_of(build("tool-aging-keep-1")(b.items, ctx()))
+
+
+def test_age_truncate_given_another_history_names_its_aging_again():
+    """Given another history, an instance reports the results capped there as aging events,
+    as a new one does, though results of the same event indexes were capped before."""
+    a = History().user().step(("bash", {}, "a" * 900)).step(("bash", {}, "b" * 900))
+    capping = build("age-truncate-500-keep-1")
+    assert len(view_of(capping(a.items, ctx())).events) == 1
+    b = History().user().step(("bash", {}, "c" * 900)).step(("bash", {}, "d" * 900))
+    fresh = view_of(build("age-truncate-500-keep-1")(b.items, ctx()))
+    assert view_of(capping(b.items, ctx())) == fresh and len(fresh.events) == 1
