@@ -117,6 +117,50 @@ def test_tool_aging_cuts_each_kind_of_old_result_its_own_way():
     ]
 
 
+def test_observation_mask_names_every_masked_observation_and_is_silent_without_one():
+    """observation-mask-keep-W: one `clear` event per request naming how many observations
+    are masked in that request's view (all of them, not only the new ones); none while every
+    observation is within the window."""
+    h = History().user()
+    for n in range(3):
+        h.step(read(f"f{n}", "x"))
+    mask = build("observation-mask-keep-4")  # 7 events: only the first result is 4+ back
+    assert [e.detail for e in view_of(mask(h.items, ctx())).events] == ["1 observations masked"]
+    h.step(read("f3", "x"))  # 9 events: the first two results
+    assert [(e.kind, e.detail) for e in view_of(mask(h.items, ctx())).events] == [
+        ("clear", "2 observations masked")
+    ]
+    assert not view_of(build("observation-mask-keep-9")(h.items, ctx())).events
+
+
+def test_swe_last_n_without_a_task_never_elides_the_first_observation():
+    """observation-mask-keep-N-poll-P (SWE-agent): obs[1:last] are elided, obs[0] being the
+    task. A thread with no real user message (a subagent's) has only results: the first
+    result is obs[0] and stays; last = 8 - 5 = 3 elides results 1 and 2."""
+    h = History()
+    for n in range(8):
+        h.step(read(f"f{n}", "a\nb"))
+    view = view_of(build("observation-mask-keep-5-poll-1")(h.items, ctx()))
+    omitted = "Old environment output: (2 lines omitted)"
+    assert outputs(view) == ["a\nb", omitted, omitted, *["a\nb"] * 5]
+    assert [(e.kind, e.detail) for e in view.events] == [("clear", "2 outputs elided")]
+
+
+def test_swe_last_n_shows_again_what_the_window_no_longer_elides():
+    """With polling 3 the window moves in steps: 9 results and no task elide results 1-3
+    (last = 9 - 5 = 4). The task then arriving makes it obs[0]: 10 observations give
+    last = 9 - 5 = 4 again, so obs[1:4] are results 0-2 and result 3 is shown whole again."""
+    h = History()
+    for n in range(9):
+        h.step(read(f"f{n}", f"out {n}"))
+    swe = build("observation-mask-keep-5-poll-3")
+    omitted = "Old environment output: (1 lines omitted)"
+    before = outputs(view_of(swe(h.items, ctx())))
+    assert before[:5] == ["out 0", omitted, omitted, omitted, "out 4"]
+    after = outputs(view_of(swe([*h.items, UserItem("now the task", event_index=99)], ctx())))
+    assert after[:5] == [omitted, omitted, omitted, "out 3", "out 4"]
+
+
 def test_append_supersede_compares_with_the_latest_version_only_and_skips_failed_reads():
     """A re-read equal to an *older* version is a new version (the file went back), not
     "unchanged"; a failed read is no version of the file and is kept as it is."""
