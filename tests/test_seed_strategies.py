@@ -282,6 +282,21 @@ def test_tool_aging_keeps_a_read_no_longer_than_its_stub():
 
 
 @pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("prune-at-10-keep-0", "[pruned: read_file result of f, 100 chars]"),
+        ("age-truncate-10-keep-0", "x" * 10 + "\n…[truncated 90 chars]"),
+        ("tool-aging-keep-0", "[f: content no longer shown (100 chars); read it again if needed]"),
+    ],
+)
+def test_keep_0_is_accepted_and_leaves_no_result_whole(name, shown):
+    """`keep` is ≥ 0 where 0 means none (docs/strategies.md): keep-0 is a valid name, and
+    then even the newest result is cut."""
+    h = History().user().step(read("f", "x" * 100))
+    assert outputs(view_of(build(name)(h.items, ctx()))) == [shown]
+
+
+@pytest.mark.parametrize(
     "name", ["compact-at-1500-structured", "compact-rotating-at-1500", "compact-chained-at-1500"]
 )
 def test_a_compacting_instance_given_another_history_starts_over(name):
