@@ -485,3 +485,22 @@ def test_a_plugin_file_with_bounds_for_no_parameter_is_refused(tmp_path, clean_r
     path.write_text(BOUNDED.replace('BOUNDS = {"n"', 'BOUNDS = {"m"'))
     with pytest.raises(ReplayError, match=re.escape("BOUNDS['m'] must be a Bounds for one of")):
         load_strategy_file(path)
+
+
+def test_each_builtin_family_s_defaults_are_its_first_canonical_name_s_and_its_build_s():
+    """A family's declared defaults (the `defaults` column of `replay strategies`) are what its
+    first canonical name runs with, and what its build function defaults to: `truncate`
+    declaring 400 while `truncate-500` runs 500 would list a default nothing runs with."""
+    import inspect
+
+    for spec in registered():
+        if spec.is_plugin or not spec.canonical:
+            continue
+        signature = inspect.signature(spec.build).parameters
+        for key, value in spec.defaults.items():
+            if key in signature:
+                assert signature[key].default == value, (spec.family, key)
+        named = parse_name(spec.canonical[0]).params
+        for key, value in named.items():
+            if value is not None:
+                assert spec.parameters()[key] == value, (spec.family, key)
