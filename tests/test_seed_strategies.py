@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from test_strategy_library import History, build, ctx, outputs, read, view_of
 
-from replay.strategies import SummaryItem, ToolResultItem, UserItem, View
+from replay.strategies import AssistantItem, SummaryItem, ToolResultItem, UserItem, View
 
 
 def test_age_truncate_caps_each_result_past_the_keep_newest_to_n_characters():
@@ -136,14 +136,19 @@ def test_observation_mask_names_every_masked_observation_and_is_silent_without_o
 def test_swe_last_n_without_a_task_never_elides_the_first_observation():
     """observation-mask-keep-N-poll-P (SWE-agent): obs[1:last] are elided, obs[0] being the
     task. A thread with no real user message (a subagent's) has only results: the first
-    result is obs[0] and stays; last = 8 - 5 = 3 elides results 1 and 2."""
+    result is obs[0] and stays; last = 8 - 5 = 3 elides results 1 and 2. Text the harness
+    injected in the user's role is no task either."""
     h = History()
     for n in range(8):
         h.step(read(f"f{n}", "a\nb"))
-    view = view_of(build("observation-mask-keep-5-poll-1")(h.items, ctx()))
     omitted = "Old environment output: (2 lines omitted)"
-    assert outputs(view) == ["a\nb", omitted, omitted, *["a\nb"] * 5]
-    assert [(e.kind, e.detail) for e in view.events] == [("clear", "2 outputs elided")]
+    injected = UserItem("<instructions>", event_index=-1, injected=True)
+    for items in (h.items, [injected, *h.items]):
+        view = view_of(build("observation-mask-keep-5-poll-1")(items, ctx()))
+        assert outputs(view) == ["a\nb", omitted, omitted, *["a\nb"] * 5]
+        assert [(e.kind, e.detail) for e in view.events] == [("clear", "2 outputs elided")]
+    short = view_of(build("observation-mask-keep-5-poll-1")(h.items[:12], ctx()))  # 6 results
+    assert outputs(short) == ["a\nb"] * 6 and not short.events  # nothing elided: no event
 
 
 def test_swe_last_n_shows_again_what_the_window_no_longer_elides():
@@ -177,6 +182,47 @@ def test_append_supersede_compares_with_the_latest_version_only_and_skips_failed
         "ENOENT",
         "[f version 3; supersedes version 2 above]\nv1",
     ]
+
+
+def _retrieval(history: History, top: int) -> list[str]:
+    """The texts of the assistant messages retrieval-top-K sends."""
+    view = view_of(build(f"retrieval-top-{top}")(history.items, ctx()))
+    return [b.text for i in view.items if isinstance(i, AssistantItem) for b in i.blocks]
+
+
+def test_retrieval_ranks_by_shared_words_over_the_root_of_the_step_s_words():
+    """Relevance = words shared with the current step and the latest user message / sqrt(the
+    step's words), words being 3+ letters: "omega" scores through the user message (1/1),
+    beating "alpha delta" (1/sqrt 2); "alpha b c d" (1/sqrt 2: b, c, d are no words) ties it
+    and the newer of equal steps wins; "alpha kappa lambda" (1/sqrt 3) comes after both."""
+    h = History().user("look at omega")
+    for text in ("alpha delta", "alpha kappa lambda", "alpha b c d", "omega", "alpha"):
+        h.step(text=text)
+    assert _retrieval(h, 1) == ["omega", "alpha"]
+    assert _retrieval(h, 2) == ["alpha b c d", "omega", "alpha"]
+    assert _retrieval(h, 3) == ["alpha delta", "alpha b c d", "omega", "alpha"]
+
+
+def test_retrieval_keeps_every_user_message_and_what_precedes_the_first_step():
+    """Every real user message is kept, so is what comes before the first assistant message
+    (injected instructions); a history of at most K + 1 steps is sent whole, with no event."""
+    h = History()
+    h.items.append(UserItem("<instructions>", event_index=0, injected=True))
+    h.user("look at omega")
+    h.step(text="zeta one").step(text="zeta two")
+    assert view_of(build("retrieval-top-1")(h.items, ctx())) == View(items=h.items)
+    h.user("now alpha").step(text="zeta three").step(text="alpha")
+    view = view_of(build("retrieval-top-1")(h.items, ctx()))
+    assert view.items == [*h.items[:2], *h.items[4:]]  # zeta one, zeta two left out
+    assert [(e.kind, e.detail) for e in view.events] == [("drop", "kept 1 relevant steps")]
+
+
+def test_retrieval_reads_the_first_20000_characters_of_an_item():
+    """A word past an item's first 20,000 characters does not count: the step holding "alpha"
+    only there ties the one without it (0), and the newer wins."""
+    h = History().user("task")
+    h.step(text="x" * 20000 + " alpha").step(text="zeta").step(text="kappa").step(text="alpha")
+    assert _retrieval(h, 1) == ["kappa", "alpha"]
 
 
 def _two_folds(name: str) -> tuple[View, View, History]:
