@@ -257,12 +257,15 @@ def test_compact_at_fires_only_past_its_chars_and_re_summarizes_its_summary():
     assert [e.detail for e in second.events] == ["3 items → summary"]
 
 
-def test_compact_at_folds_nothing_when_only_the_current_step_follows_its_summary():
+@pytest.mark.parametrize(
+    "name", ["compact-at-1500-structured", "compact-rotating-at-1500", "compact-chained-at-1500"]
+)
+def test_compact_at_folds_nothing_when_only_the_current_step_follows_its_summary(name):
     """Everything before the current step is folded once; with no newer assistant message
     there is nothing older than the current step to fold, however long the view stays."""
     h = History().user("u" * 100)
     h.step(("bash", {}, "x" * 1000), text="t").step(("bash", {}, "y" * 1000), text="t")
-    compact = build("compact-at-1500-structured")
+    compact = build(name)
     first = view_of(compact(h.items, ctx()))
     h.user("v" * 2000)
     again = view_of(compact(h.items, ctx()))
@@ -388,3 +391,40 @@ def test_age_truncate_given_another_history_names_its_aging_again():
     b = History().user().step(("bash", {}, "c" * 900)).step(("bash", {}, "d" * 900))
     fresh = view_of(build("age-truncate-500-keep-1")(b.items, ctx()))
     assert view_of(capping(b.items, ctx())) == fresh and len(fresh.events) == 1
+
+
+def test_compact_at_cuts_what_its_summarizer_is_sent_past_each_limit_only():
+    """The summarizer is sent tool outputs cut to 1,500 characters and tool-call arguments to
+    200 (plus "…"): an output of exactly 1,500 and arguments of exactly 200 go whole, one
+    character more is cut; a cut output still says how long the whole one was."""
+    from replay.strategies.compaction import summarizer_input
+
+    h = History().user()
+    h.step(("bash", {"p": "x" * 191}, "o" * 1500))  # `{"p": "x…"}`: 200 characters
+    h.step(("bash", {"p": "y" * 192}, "p" * 1501))
+    sent = summarizer_input(h.items, 1500, 200)
+    assert sent[:3] == tuple(h.items[:3])
+    assert sent[3].tool_calls[0].arguments == {"input": '{"p": "' + "y" * 192 + '"' + "…"}
+    assert sent[4].output == "p" * 1500 + "\n…[truncated 1 chars]"
+    assert sent[4].original_chars == 1501
+    assert summarizer_input(h.items, 0, 0) == tuple(h.items)
+
+
+def test_compact_at_asks_and_writes_the_summary_in_its_style():
+    """compact-at-N-structured asks for the five-section summary and its stand-in has those
+    sections; -freeform asks with the free-form prompt and writes free-form text."""
+    from replay.strategies._summary import (
+        FREEFORM_INSTRUCTION,
+        STRUCTURED_INSTRUCTION,
+        freeform_summary,
+        structured_summary,
+    )
+
+    h = History().user("u" * 100)
+    h.step(("bash", {}, "x" * 1000), text="t").step(("bash", {}, "y" * 1000), text="t")
+    for style, instruction, body in (("structured", STRUCTURED_INSTRUCTION, structured_summary),
+                                     ("freeform", FREEFORM_INSTRUCTION, freeform_summary)):
+        (call,) = view_of(build(f"compact-at-1500-{style}")(h.items, ctx())).summarizer_calls
+        assert call.instruction == instruction and call.summary == body(h.items[:3])
+    assert STRUCTURED_INSTRUCTION != FREEFORM_INSTRUCTION
+    assert structured_summary(h.items[:3]) != freeform_summary(h.items[:3])
