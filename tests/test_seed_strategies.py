@@ -184,6 +184,16 @@ def test_append_supersede_compares_with_the_latest_version_only_and_skips_failed
     ]
 
 
+def test_append_supersede_takes_versions_from_writes_only():
+    """Only a write's `content` is a version the agent wrote: a search whose arguments name a
+    path and a `content` pattern writes nothing, so the next read is the file's version 2."""
+    h = History().user().step(read("f", "v1"))
+    h.step(("grep", {"path": "f", "content": "v2"}, "no match")).step(read("f", "v2"))
+    assert outputs(view_of(build("append-supersede")(h.items, ctx()))) == [
+        "v1", "no match", "[f version 2; supersedes version 1 above]\nv2"
+    ]
+
+
 def _retrieval(history: History, top: int) -> list[str]:
     """The texts of the assistant messages retrieval-top-K sends."""
     view = view_of(build(f"retrieval-top-{top}")(history.items, ctx()))
