@@ -438,3 +438,15 @@ def test_compact_at_asks_and_writes_the_summary_in_its_style():
         assert call.instruction == instruction and call.summary == body(h.items[:3])
     assert STRUCTURED_INSTRUCTION != FREEFORM_INSTRUCTION
     assert structured_summary(h.items[:3]) != freeform_summary(h.items[:3])
+
+
+def test_sliding_sends_exactly_the_last_n_messages():
+    """sliding-N sends the last N messages (when the window starts on no orphan result), and
+    its drop event says how many oldest items it left out."""
+    h = History().user()
+    for n in range(4):
+        h.step(text=f"answer {n}")
+    view = view_of(build("sliding-2")(h.items, ctx()))
+    assert view.items == h.items[3:]
+    assert [(e.kind, e.detail) for e in view.events] == [("drop", "dropped 3 oldest items")]
+    assert view_of(build("sliding-5")(h.items, ctx())) == View(items=h.items)
