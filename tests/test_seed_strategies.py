@@ -450,3 +450,11 @@ def test_sliding_sends_exactly_the_last_n_messages():
     assert view.items == h.items[3:]
     assert [(e.kind, e.detail) for e in view.events] == [("drop", "dropped 3 oldest items")]
     assert view_of(build("sliding-5")(h.items, ctx())) == View(items=h.items)
+
+
+def test_tool_aging_cuts_a_tool_of_no_known_kind_to_other_chars():
+    """A result of a tool of no known kind (an MCP tool) is cut to `other_chars` once old."""
+    h = History().user()
+    h.step(("mcp_jira_issue", {"id": "X-1"}, "j" * 600)).step(("mcp_jira_issue", {}, "k"))
+    view = view_of(build("tool-aging-keep-1")(h.items, ctx()))
+    assert outputs(view) == ["j" * 500 + "\n…[truncated 100 chars]", "k"]

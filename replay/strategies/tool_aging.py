@@ -4,8 +4,9 @@ Rule: for each tool separately, the results of its `keep` most recent calls stay
 Older results change once, when they age out: a file read becomes a one-line stub naming the
 path (the agent can read it again; a failed read, or one shorter than its stub, stays as it
 is), a directory listing is cut hard to `list_chars`
-characters, a search / web / browser result is cut to `other_chars`; writes, edits, test runs
-and shell commands are kept verbatim (what was changed and what the tests said must survive).
+characters, a search / web / browser result (or one of a tool of no known kind) is cut to
+`other_chars`; writes, edits, test runs and shell commands are kept verbatim (what was changed
+and what the tests said must survive).
 
 Defaults: keep = 3, list_chars = 200, other_chars = 500. Cache class: freeze-once (each result
 changes once, at the request where it ages out; that request carries an `aging` event).
