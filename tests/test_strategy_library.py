@@ -2562,6 +2562,36 @@ def test_openhands_amortized_forgets_only_above_max_size():
     assert len(cut.items) < len(seven.items) and cut.events
 
 
+def _first_answer_fills_the_window():
+    """The task and a first answer of four parallel reads: 1 + 1 + 4 + 4 = 10 events with the
+    system prompt."""
+    return History().user("task").step(
+        *[("read_file", {"path": f"f{c}.py"}, f"body {c}") for c in range(4)]
+    )
+
+
+def test_openhands_recent_sends_each_item_once_when_its_head_answer_fills_the_tail():
+    """keep_first 3 holds the system prompt, the task and the first answer (whose results
+    follow it); the newest 9 - 3 = 6 events reach back to that answer, which the head holds
+    already: every item is sent once, and nothing was forgotten, so no rewrite is reported."""
+    h = _first_answer_fills_the_window()
+    view = view_of(build("openhands-recent-keep-first-3-max-9")(h.items, ctx()))
+    assert view.items == h.items
+    assert not view.events
+
+
+def test_openhands_amortized_reports_no_rewrite_when_nothing_can_be_forgotten():
+    """Ten events pass max_size 9, but the head (keep_first 3: the task and the first answer)
+    and the newest 9 // 2 - 3 = 1 event (the last result, kept with its call's answer) leave
+    nothing between them: the view is unchanged and no rewrite is reported, request after
+    request."""
+    h = _first_answer_fills_the_window()
+    strategy = build("openhands-amortized-100", max_size=9, keep_first=3)
+    for _ in range(2):
+        view = view_of(strategy(h.items, ctx()))
+        assert view.items == h.items and not view.events
+
+
 def test_prune_fires_only_when_the_view_passes_its_chars():
     """prune-at-N prunes when the view has *more than* N characters: a 2,116-character view is
     left alone at N = 2,116 and its oldest result stubbed at 2,115 (keep 1)."""

@@ -37,6 +37,8 @@ def openhands_amortized(max_size: int = 100, keep_first: int = 1) -> object:
         head = head_length(remembered, keep_first)
         tail = tail_length(remembered, max(1, max_size // 2 - keep_first), after=head)
         newly = positions[head : len(positions) - tail]
+        if not newly:  # the head and the tail met: nothing to forget, nothing rewritten
+            return View(items=view)
         memory.forget(newly)
         live.update(history, newly)
         view = nonempty(live.items(), history)

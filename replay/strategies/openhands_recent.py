@@ -36,6 +36,8 @@ def openhands_recent(keep_first: int = 1, max_events: int = 100) -> object:
         window = [*history[:head], *history[len(history) - tail :]]
         items = nonempty(repair_pairs(window, history, answered.sync(history)), history)
         forgotten = total - view_events(items)
+        if not forgotten:  # the head and the tail met: nothing dropped, nothing rewritten
+            return View(items=items)
         return View(items=items, events=[RewriteEvent("drop", f"{forgotten} events forgotten")])
 
     return recent_events
