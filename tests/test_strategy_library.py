@@ -2592,6 +2592,213 @@ def test_openhands_amortized_reports_no_rewrite_when_nothing_can_be_forgotten():
         assert view.items == h.items and not view.events
 
 
+def test_openhands_llm_attention_ranks_user_messages_first_then_recency():
+    """Events: the system prompt, the task, a read (2), a second user message, two reads (2
+    each): 9 > max_size 8, a budget of 8 // 2 - 1 = 3 events. The two user messages rank above
+    every step whatever their age (1 event each); the newest read (2) no longer fits."""
+    h = History().user("task").step(("read_file", {"path": "a.py"}, "a"))
+    h.user("also fix b").step(("read_file", {"path": "b.py"}, "b"))
+    h.step(("read_file", {"path": "c.py"}, "c"))
+    view = view_of(build("openhands-llm-attention-100", max_size=8)(h.items, ctx()))
+    assert view.items == [h.items[0], h.items[3]]
+    assert [e.detail for e in view.events] == ["kept 2 ranked events"]
+
+
+@pytest.mark.parametrize(
+    "tool, is_error",
+    [("write_file", False), ("run_tests", False), ("read_file", True)],
+    ids=["write", "test-run", "error"],
+)
+def test_openhands_llm_attention_ranks_writes_tests_and_errors_above_newer_reads(tool, is_error):
+    """Events: the system prompt, the task, then four steps of one call (2 each): 10 > 9, a
+    budget of 9 // 2 - 1 = 3 events: the task (1) and one step (2). A write, a test run or an
+    error ranks above the newer reads, so the oldest step is the one kept."""
+    h = History().user("task").step((tool, {"path": "a.py"}, "ok"))
+    for name in ("b", "c", "d"):
+        h.step(("read_file", {"path": f"{name}.py"}, name))
+    if is_error:
+        h.items[2] = dataclasses.replace(h.items[2], is_error=True)
+    view = view_of(build("openhands-llm-attention-100", max_size=9)(h.items, ctx()))
+    assert view.items == h.items[:3]
+
+
+def test_openhands_llm_attention_forgets_nothing_while_the_view_is_within_max_size():
+    """Condensation runs when the view holds *more* than max_size events: 7 events at max 7
+    are sent whole, with no ranking call."""
+    h = History().user("task").step(("read_file", {"path": "a.py"}, "a"))
+    h.user("also fix b").step(("read_file", {"path": "b.py"}, "b"))
+    view = view_of(build("openhands-llm-attention-100", max_size=7)(h.items, ctx()))
+    assert view.items == h.items and not view.summarizer_calls and not view.events
+
+
+def test_openhands_browser_mask_reports_nothing_until_a_page_is_masked():
+    """One browser page with keep 1: nothing is masked, no rewrite; a second page masks the
+    first, and the rewrite counts the pages masked."""
+    h = History().user("look")
+    h.step(("browser_navigate", {"url": "https://a.example"}, "page a " * 50))
+    strategy = build("openhands-browser-mask-1")
+    first = view_of(strategy(h.items, ctx()))
+    assert first.items == h.items and not first.events
+    h.step(("browser_navigate", {"url": "https://b.example"}, "page b " * 50))
+    second = view_of(strategy(h.items, ctx()))
+    assert outputs(second)[0] == "Visited URL https://a.example\nContent omitted"
+    assert [e.detail for e in second.events] == ["1 browser outputs masked"]
+    h.step(("browser_navigate", {"url": "https://c.example"}, "page c " * 50))
+    third = view_of(strategy(h.items, ctx()))
+    assert [e.detail for e in third.events] == ["2 browser outputs masked"]
+
+
+def test_openhands_llm_attention_sends_one_fresh_ranking_call_listing_the_event_ids():
+    """The ranking is a model call of its own, a fresh request (OpenHands' condensers do not
+    share the main prefix), answered with the event ids most important first: the two user
+    messages (3, 0), then the steps newest first (6, 4, 1)."""
+    from replay.strategies._prompts import OPENHANDS_ATTENTION_INSTRUCTION
+
+    h = History().user("task").step(("read_file", {"path": "a.py"}, "a"))
+    h.user("also fix b").step(("read_file", {"path": "b.py"}, "b"))
+    h.step(("read_file", {"path": "c.py"}, "c"))
+    view = view_of(build("openhands-llm-attention-100", max_size=8)(h.items, ctx()))
+    [call] = view.summarizer_calls
+    assert not call.reuse_main_prefix
+    assert call.instruction == OPENHANDS_ATTENTION_INSTRUCTION
+    assert json.loads(call.summary) == [3, 0, 6, 4, 1]
+
+
+def test_openhands_llm_attention_keeps_the_first_events_whatever_their_rank():
+    """keep_first 2 holds the system prompt and the task, outside the ranking: a budget of
+    10 // 2 - 2 = 3 events for the rest, where the second user message (1) and the newest
+    step (2) rank first."""
+    h = History().user("task").step(("read_file", {"path": "a.py"}, "a"))
+    h.user("also fix b").step(("read_file", {"path": "b.py"}, "b"))
+    h.step(("read_file", {"path": "c.py"}, "c"))
+    h.step(("read_file", {"path": "d.py"}, "d"))
+    view = view_of(
+        build("openhands-llm-attention-100", max_size=10, keep_first=2)(h.items, ctx())
+    )
+    assert view.items == [h.items[0], h.items[3], *h.items[8:]]
+    assert json.loads(view.summarizer_calls[0].summary)[:2] == [3, 8]
+
+
+def test_openhands_llm_summary_sends_a_fresh_request_of_the_events_cut_to_10000_chars():
+    """The summarizer is a fresh request (not the main prefix): one message holding the
+    previous summary block and one `<EVENT id=…>` per forgotten event, each event's text cut to
+    10,000 characters."""
+    h = History().user("task").step(("read_file", {"path": "big.py"}, "x" * 12_000))
+    h.user("next").step(text="done").user("go on")
+    view = view_of(build("openhands-llm-summary-120-keep-4", max_size=5, keep_first=1)(
+        h.items, ctx()))
+    [call] = view.summarizer_calls
+    assert not call.reuse_main_prefix
+    [sent] = call.input_items
+    assert sent.text.startswith("<PREVIOUS SUMMARY>\n\n</PREVIOUS SUMMARY>")
+    assert f"<EVENT id=2>\n{'x' * 10_000}\n</EVENT>" in sent.text
+    assert "x" * 10_001 not in sent.text
+
+
+def _text_exchange(*texts: str) -> History:
+    """Alternating user and assistant text messages, a user message first."""
+    h = History()
+    for n, text in enumerate(texts):
+        if n % 2 == 0:
+            h.user(text)
+        else:
+            h.step(text=text)
+    return h
+
+
+def test_openhands_llm_summary_inserts_the_summary_after_the_first_events():
+    """keep_first 2 is the system prompt and the task: the summary sits at that offset, after
+    the task, and the newest 7 // 2 - 2 - 1 = 0 (at least one) event follows it."""
+    h = _text_exchange("task", "a1", "u2", "a2", "u3", "a3", "u4")
+    view = view_of(build("openhands-llm-summary-120-keep-4", max_size=7, keep_first=2)(
+        h.items, ctx()))
+    assert view.items[0] is h.items[0] and view.items[2:] == [h.items[-1]]
+    assert isinstance(view.items[1], SummaryItem)
+
+
+def test_openhands_llm_summary_sends_its_previous_summary_as_such_not_as_an_event():
+    """A second condensation sends the first summary in the `<PREVIOUS SUMMARY>` block and one
+    `<EVENT>` per other forgotten event only."""
+    h = _text_exchange("task", "a1", "u2", "a2", "u3", "a3", "u4")
+    strategy = build("openhands-llm-summary-120-keep-4", max_size=5, keep_first=1)
+    first = view_of(strategy(h.items, ctx()))
+    [summary] = [i for i in first.items if isinstance(i, SummaryItem)]
+    more = _text_exchange("task", "a1", "u2", "a2", "u3", "a3", "u4", "a4", "u5", "a5", "u6")
+    second = view_of(strategy([*h.items, *more.items[7:]], ctx()))
+    [call] = second.summarizer_calls
+    [sent] = call.input_items
+    assert sent.text.startswith(f"<PREVIOUS SUMMARY>\n{summary.text}\n</PREVIOUS SUMMARY>")
+    assert sent.text.count("<EVENT id=") == 4  # u4, a4, u5, a5
+
+
+def test_openhands_llm_attention_keeps_the_best_ranked_step_whole_even_past_the_budget():
+    """keep_first 2 (the system prompt, the task), max_size 12: a budget of 12 // 2 - 2 = 4
+    events, and each answer of three parallel calls is 6. The best-ranked (newest) one is kept
+    whole, over the budget, as the docs say a cut may keep a few events more than its limit;
+    the others are forgotten."""
+    h = _parallel_steps(3, 3)
+    view = view_of(
+        build("openhands-llm-attention-100", max_size=12, keep_first=2)(h.items, ctx())
+    )
+    assert view.items == [h.items[0], *h.items[9:]]
+
+
+def test_openhands_window_keeps_the_first_real_user_message_not_injected_context():
+    """The essential event is the first user message: context the harness injected before it
+    is one of the others, halved away like them."""
+    from replay.strategies._common import request_tokens
+
+    h = History()
+    h.items.append(UserItem("<environment_context>" + "e " * 300, injected=True, event_index=0))
+    h.user("task")
+    for n in range(6):
+        h.step(read(f"f{n}", "x" * 400))
+    c = ctx(window=request_tokens(h.items, ctx()) // 2)
+    view = view_of(build("openhands-window-on-overflow")(h.items, c))
+    assert h.items[1] in view.items and h.items[0] not in view.items
+    assert view.events
+
+
+def test_openhands_window_counts_the_system_prompt_in_the_request_size():
+    """The overflow is the whole request's: messages that fit the window alone overflow it
+    with the system prompt, and are halved."""
+    from replay.strategies._common import request_tokens
+
+    h = History().user("task")
+    for n in range(4):
+        h.step(read(f"f{n}", "x" * 400))
+    c = dataclasses.replace(ctx(), system="s " * 400)
+    c = dataclasses.replace(c, context_window=request_tokens(h.items, c) - 1)
+    assert request_tokens(h.items, ctx()) <= c.context_window
+    view = view_of(build("openhands-window-on-overflow")(h.items, c))
+    assert len(view.items) < len(h.items) and view.events
+
+
+def _pairs_whole(items) -> bool:
+    """Every tool call sent has its result sent, and every result its call."""
+    calls = {b.call_id for i in items if isinstance(i, AssistantItem) for b in i.tool_calls}
+    results = {i.call_id for i in items if isinstance(i, ToolResultItem)}
+    return calls == results
+
+
+def test_openhands_recent_never_sends_a_head_call_without_its_result():
+    """keep_first 3 ends inside the first answer (the system prompt, the task, its first call);
+    its results are older than the newest events kept: the call and its results leave or stay
+    together."""
+    h = _parallel_steps(4, 2)
+    view = view_of(build("openhands-recent-keep-first-3-max-6")(h.items, ctx()))
+    assert view.items[0] is h.items[0] and view.items[-1] is h.items[-1]
+    assert _pairs_whole(view.items)
+
+
+def test_openhands_amortized_keeps_the_newest_message_when_the_head_takes_the_half():
+    """keep_first 2 is max_size 4 // 2: no event is left for the tail, yet the newest message
+    is still sent (the tail keeps at least one)."""
+    h = _text_turns(6)
+    view = view_of(build("openhands-amortized-4-keep-first-2")(h.items, ctx()))
+    assert view.items == [h.items[0], h.items[-1]]
+
+
 def test_prune_fires_only_when_the_view_passes_its_chars():
     """prune-at-N prunes when the view has *more than* N characters: a 2,116-character view is
     left alone at N = 2,116 and its oldest result stubbed at 2,115 (keep 1)."""
