@@ -2523,6 +2523,34 @@ def test_goose_compacts_only_above_its_threshold():
         assert bool(view.events) is compacts, usage
 
 
+def test_goose_compaction_counts_the_last_output_in_the_session_s_tokens():
+    """Goose reads the session's total tokens, the last prompt and its output: 30,000 prompt
+    tokens of a 40,000 window (75 %) with 3,000 of output (82.5 %) pass 80 %."""
+    h = History().user("first task").step(text="done").user("second task")
+    usage = Usage(input_tokens=30_000, output_tokens=3_000)
+    c = dataclasses.replace(ctx(window=40_000), previous_usage=usage)
+    assert view_of(build("goose-compact-80pct")(h.items, c)).events
+
+
+def test_goose_auto_cutoff_and_batch_are_clamped():
+    """The auto cutoff is clamped to [10, 500] visible calls and the batch to at least 3: a
+    100k window gives 8, so 10, with a batch of max(10 / 5, 3) = 3; a 10M window gives 800,
+    so 500."""
+
+    def summarized(steps: int, window: int) -> int:
+        h = History().user()
+        for n in range(steps):
+            h.step(read(f"f{n}", "x"))
+        strategy = build("goose-tool-pair-summarize")
+        return len(view_of(strategy(h.items, ctx(window=window))).summarizer_calls)
+
+    assert summarized(11, 100_000) == 0  # 10 visible calls: at the cutoff
+    assert summarized(12, 100_000) == 1
+    assert summarized(16, 100_000) == 3  # 15: 5 over, a batch of 3
+    assert summarized(501, 10_000_000) == 0
+    assert summarized(502, 10_000_000) == 1
+
+
 def _text_turns(n: int) -> History:
     """`n` items alternating user / text-only assistant (no pairs to repair): u0 a1 u2 …"""
     h = History()
