@@ -926,6 +926,125 @@ def test_aider_auto_max_is_capped_at_8192_tokens():
     assert not summarized(24_000) and summarized(40_000)
 
 
+def _aider_summarizes(done_tokens: int, window: int) -> bool:
+    """Whether aider-summarize-auto summarizes a done history of exactly `done_tokens` (the
+    task and one answer) before the next question, on `window`."""
+    from replay.strategies._common import items_tokens
+
+    c = ctx(window=window)
+    pad = 0
+    while True:
+        done = History().user("task").step(text="a" * pad).items
+        if items_tokens(done, c) >= done_tokens:
+            break
+        pad += 1
+    assert items_tokens(done, c) == done_tokens
+    h = History().user("task").step(text="a" * pad).user("next question")
+    view = view_of(build("aider-summarize-auto")(h.items, c))
+    return bool(view.summarizer_calls or view.events)
+
+
+@pytest.mark.parametrize(
+    "window, limit",
+    [(32_000, 2_000), (16_000, 1_024), (8_000, 1_024), (200_000, 8_192)],
+    ids=["window/16", "floor", "floor-below", "cap"],
+)
+def test_aider_auto_max_is_window_over_16_within_1024_and_8192(window, limit):
+    """max_chat_history_tokens = min(max(window / 16, 1,024), 8,192): a done history of that
+    many tokens stays whole, one token more is summarized."""
+    assert not _aider_summarizes(limit, window)
+    assert _aider_summarizes(limit + 1, window)
+
+
+@pytest.mark.parametrize("last_tokens, kept", [(999, True), (1_000, False)])
+def test_aider_keeps_a_tail_strictly_under_half_the_max(last_tokens, kept):
+    """The tail Aider keeps is the largest suffix of *fewer* than max / 2 tokens (1,000 at a
+    32k window's max of 2,000): a last answer of 999 tokens stays verbatim with its question,
+    one of exactly 1,000 is summarized with the rest."""
+    from replay.strategies._common import item_tokens
+
+    c = ctx(window=32_000)
+    pad = 0
+    while item_tokens(AssistantItem(blocks=(Block("text", text="b" * pad),)), c) < last_tokens:
+        pad += 1
+    h = History().user("task").step(text="A" * 12_000)
+    for n in range(2):
+        h.user(f"question {n}").step(text=f"answer {n}")
+    h.user("last question").step(text="b" * pad)
+    assert item_tokens(h.items[-1], c) == last_tokens
+    h.user("next question")
+    view = view_of(build("aider-summarize-auto")(h.items, c))
+    assert view.summarizer_calls
+    assert (h.items[-2] in view.items) is kept
+
+
+def test_aider_summarizes_everything_when_the_split_falls_at_message_4():
+    """A split at or before message 4 (Aider's min_split) summarizes the whole done history:
+    the small last exchange after a large answer is not kept as a tail."""
+    h = History().user("task").step(text="A" * 6_000)
+    h.user("question").step(text="B" * 6_000)
+    h.user("short").step(text="ok")  # the tail would start here, at message 4
+    h.user("next question")
+    view = view_of(build("aider-summarize-auto")(h.items, ctx(window=32_000)))
+    assert len(view.summarizer_calls) == 1
+    assert h.items[4] not in view.items and view.items[-1] is h.items[-1]
+
+
+def test_aider_clip_keeps_messages_up_to_exactly_the_window_minus_512():
+    """The clip keeps the newest messages while they add up to at most the summarizer's
+    window − 512 tokens: a head of exactly that size is sent whole, one token more drops its
+    oldest message."""
+    from replay.strategies._common import items_tokens
+    from replay.strategies.aider_summarize import clip_to_input
+
+    c = ctx(window=4_000, model="claude-opus-4-5")  # no weak model: it summarizes itself
+    tail = History().user("question").step(text="answer").items
+    for budget, whole in ((3_488, True), (3_489, False)):
+        pad = 0
+        while items_tokens([UserItem("t" * pad), *tail], c) < budget:
+            pad += 1
+        items = [UserItem("t" * pad), *tail]
+        assert items_tokens(items, c) == budget
+        assert clip_to_input(items, c, c.model) == (items if whole else tail)
+
+
+def test_aider_moves_the_split_back_so_the_head_ends_with_an_answer():
+    """The tail under max / 2 starts at the last answer (its question alone passes it); Aider
+    moves the split back until the head ends with an assistant message, so the question stays
+    with its answer in the tail."""
+    h = History().user("task").step(text="A" * 12_000)
+    for n in range(2):
+        h.user(f"question {n}").step(text=f"answer {n}")
+    h.user("long question " + "q" * 3_600).step(text="a" * 2_000)
+    h.user("next question")
+    view = view_of(build("aider-summarize-auto")(h.items, ctx(window=32_000)))
+    assert view.summarizer_calls
+    assert view.items[-3:] == h.items[-3:]
+
+
+def test_aider_done_history_becomes_its_prefixed_summary_and_ok():
+    """Aider replaces the summarized messages with a user message "I spoke to you previously
+    about a number of things.\\n" + the summary, then an assistant "Ok."."""
+    h = History().user("task").step(text="A" * 40_000).user("next question")
+    view = view_of(build("aider-summarize-auto")(h.items, ctx(window=32_000)))
+    summary, ok, last = view.items
+    assert summary.role == "user" and summary.text.startswith(
+        "I spoke to you previously about a number of things.\n"
+    )
+    assert summary.text.endswith(view.summarizer_calls[0].summary)
+    assert isinstance(ok, AssistantItem) and [b.text for b in ok.blocks] == ["Ok."]
+    assert last is h.items[-1]
+
+
+def test_aider_summarizes_only_when_a_new_prompt_arrives():
+    """Aider summarizes after an exchange, before the next prompt: a request inside the tool
+    loop of a prompt leaves the done history as it is, however big."""
+    h = History().user("task").step(text="A" * 40_000).user("next question")
+    h.step(read("f.py", "x"))
+    view = view_of(build("aider-summarize-auto")(h.items, ctx(window=32_000)))
+    assert view.items == h.items and not view.summarizer_calls
+
+
 @pytest.mark.parametrize(
     "model, weak",
     [
