@@ -1251,6 +1251,46 @@ def test_roo_condense_falls_back_to_truncation_when_there_is_nothing_to_fold():
     assert [e.kind for e in over.events] == ["drop"]
 
 
+def test_roo_condense_summarizes_the_messages_since_its_last_summary_in_a_fresh_request():
+    """A second condensation sends the summarizer the messages from the previous summary on
+    (not the first message before it, nor the last 3 kept), in a fresh request of its own."""
+    h = _text_exchange("task " + "t" * 400, *[f"m{n} " + "x" * 400 for n in range(1, 9)])
+    strategy = build("roo-condense-keep-first-last-3-at-5pct")
+    first = view_of(strategy(h.items, ctx(window=10_000, usage=1_000)))
+    assert first.summarizer_calls and isinstance(first.items[1], SummaryItem)
+    more = _text_exchange(*["x"] * 9, *[f"n{n} " + "y" * 400 for n in range(4)])
+    grown = [*h.items, *more.items[9:]]
+    second = view_of(strategy(grown, ctx(window=10_000, usage=1_000)))
+    [call] = second.summarizer_calls
+    assert not call.reuse_main_prefix
+    assert call.input_items[0] == first.items[1]
+    assert h.items[0] not in call.input_items
+    assert all(i not in call.input_items for i in grown[-3:])
+
+
+def test_roo_condense_keeps_the_whole_first_message():
+    """The first message is kept whole before the summary, context the harness put with the
+    task included; what follows it up to the last 3 messages is folded."""
+    h = History()
+    h.items.append(UserItem("<environment_details>" + "e" * 400, injected=True, event_index=0))
+    h.user("task")
+    for n in range(6):
+        h.step(text=f"a{n} " + "x" * 400).user(f"u{n}")
+    view = view_of(build("roo-condense-keep-first-last-3-at-5pct")(
+        h.items, ctx(window=10_000, usage=1_000)))
+    assert view.items[:2] == h.items[:2] and isinstance(view.items[2], SummaryItem)
+    assert view.items[3:] == h.items[-3:]
+
+
+def test_roo_condense_fallback_deletes_the_oldest_half_of_the_messages_after_the_first():
+    """Six text messages with keep 5: nothing to fold; over the truncation limit the
+    fallback deletes floor(5 · 0.5) = 2, made even: messages 1 and 2."""
+    h = _text_exchange("task", "a1", "u2", "a3", "u4", "a5")
+    view = view_of(build("roo-condense-keep-first-last-5-at-5pct")(
+        h.items, ctx(window=10_000, usage=900)))
+    assert view.items == [h.items[0], *h.items[3:]]
+
+
 @pytest.mark.parametrize(
     "name, head",
     [
