@@ -1670,6 +1670,103 @@ def test_openclaw_trims_a_result_once():
     assert outputs(second)[1].startswith("y" * 1500 + "\n...\n")  # the newly prunable one
 
 
+def _openclaw_session(sizes: list[int], kept: int = 3) -> History:
+    """A task, one read per size (prunable), then `kept` small reads (the last three
+    assistant messages, protected)."""
+    h = History().user("task")
+    for n, size in enumerate(sizes):
+        h.step(read(f"p{n}", "p" * size))
+    for n in range(kept):
+        h.step(read(f"k{n}", "k"))
+    return h
+
+
+@pytest.mark.parametrize("size, trimmed", [(4_000, False), (4_001, True)])
+def test_openclaw_soft_trims_only_results_over_4000_chars(size, trimmed):
+    """Between 30 % and 50 % of the window's characters (window 3,000 tokens: 12,000 chars),
+    a prunable result is soft-trimmed only when it holds *more* than 4,000 characters."""
+    h = _openclaw_session([size])
+    context = ctx(window=3_000, previous_ts=T0 - timedelta(minutes=6), model="claude-sonnet-4-5")
+    view = view_of(build("openclaw-prune-cache-ttl-5m")(h.items, context))
+    assert outputs(view)[0].startswith("p" * 1500 + "\n...\n") is trimmed
+    assert bool(view.events) is trimmed
+
+
+def test_openclaw_prunes_from_30_percent_of_the_window_s_chars():
+    """Nothing is pruned under 30 % of the window's characters (window × 4); at exactly 30 %
+    the soft trim runs."""
+    from replay.strategies._view import item_chars
+
+    pad = 5_000
+    while sum(item_chars(i) for i in _openclaw_session([pad]).items) % 6:
+        pad += 1
+    h = _openclaw_session([pad])
+    total = sum(item_chars(i) for i in h.items)
+    window = total * 10 // 12  # 30 % of window × 4 characters is the total
+
+    def pruned(window: int) -> bool:
+        context = ctx(window=window, previous_ts=T0 - timedelta(minutes=6),
+                      model="claude-sonnet-4-5")
+        return bool(view_of(build("openclaw-prune-cache-ttl-5m")(h.items, context)).events)
+
+    assert pruned(window) and not pruned(window + 1)
+
+
+def test_openclaw_hard_clears_the_oldest_results_until_under_half_the_window():
+    """Twenty prunable results of 4,000 characters (not soft-trimmed; 80,000 ≥ 50,000) in a
+    window of 30,000 tokens (120,000 chars): over 50 % of it, the oldest are cleared one by one
+    until the context is under 60,000 characters, and no more."""
+    from replay.strategies._view import item_chars
+
+    h = _openclaw_session([4_000] * 20)
+    context = ctx(window=30_000, previous_ts=T0 - timedelta(minutes=6), model="claude-sonnet-4-5")
+    view = view_of(build("openclaw-prune-cache-ttl-5m")(h.items, context))
+    shown = outputs(view)[:20]
+    cleared = shown.count(LITERAL_CLEARED)
+    assert cleared and shown == [LITERAL_CLEARED] * cleared + ["p" * 4_000] * (20 - cleared)
+    after = sum(item_chars(i) for i in view.items)
+    assert after < 60_000 <= after + 4_000 - len(LITERAL_CLEARED)
+
+
+@pytest.mark.parametrize("prunable, cleared", [(49_999, False), (50_000, True)])
+def test_openclaw_hard_clears_only_when_the_prunable_results_hold_50000_chars(prunable, cleared):
+    """The hard clear needs at least 50,000 prunable characters (`min_prunable`), even far
+    over 50 % of the window."""
+    h = _openclaw_session([2_000] * 24 + [prunable - 48_000])
+    context = ctx(window=10_000, previous_ts=T0 - timedelta(minutes=6), model="claude-sonnet-4-5")
+    view = view_of(build("openclaw-prune-cache-ttl-5m")(h.items, context))
+    assert (LITERAL_CLEARED in outputs(view)) is cleared
+
+
+def test_openclaw_hard_clears_from_exactly_half_the_window_s_chars():
+    """The hard clear runs while the context holds 50 % of the window's characters or more:
+    at exactly 50 % the oldest result is cleared."""
+    from replay.strategies._view import item_chars
+
+    pad = 4_000
+    while sum(item_chars(i) for i in _openclaw_session([4_000] * 12 + [pad]).items) % 2:
+        pad -= 1
+    h = _openclaw_session([4_000] * 12 + [pad])
+    window = sum(item_chars(i) for i in h.items) // 2  # half of window × 4 characters
+
+    def cleared(window: int) -> bool:
+        context = ctx(window=window, previous_ts=T0 - timedelta(minutes=6),
+                      model="claude-sonnet-4-5")
+        view = view_of(build("openclaw-prune-cache-ttl-5m")(h.items, context))
+        return LITERAL_CLEARED in outputs(view)
+
+    assert cleared(window) and not cleared(window + 1)
+
+
+def test_openclaw_prunes_at_the_first_request_with_no_call_before():
+    """With no earlier call there is no warm cache to keep: the first request of a resumed
+    session over the thresholds is pruned."""
+    h = _openclaw_session([20_000] * 3)
+    context = ctx(window=20_000, model="claude-sonnet-4-5")
+    assert context.previous_ts is None
+    assert view_of(build("openclaw-prune-cache-ttl-5m")(h.items, context)).events
+
+
 # --- plug-ins ---------------------------------------------------------------------------------
 
 
