@@ -1767,6 +1767,22 @@ def test_openclaw_prunes_at_the_first_request_with_no_call_before():
     assert view_of(build("openclaw-prune-cache-ttl-5m")(h.items, context)).events
 
 
+def test_recorded_announces_each_logged_compaction_and_each_clear_once():
+    """Two compactions the log recorded since the last request are two rewrites; a request
+    that sees them again, or the same cleared results again, reports none."""
+    from replay.strategies.recorded import LoggedCompaction
+
+    h = _text_exchange("task", "a1", "u2", "a3", "u4", "a5", "u6")
+    first = LoggedCompaction("s1", frozenset({0, 1}), event_index=2, message="summary one")
+    second = LoggedCompaction("s2", frozenset({3}), event_index=4, message="summary two")
+    strategy = build("recorded")
+    context = dataclasses.replace(ctx(logged=(first, second)), logged_clears=frozenset({5}))
+    view = view_of(strategy(h.items, context))
+    assert [e.kind for e in view.events] == ["compaction", "compaction", "prune"]
+    again = view_of(strategy([*h.items, UserItem("u7", event_index=7)], context))
+    assert again.events == []
+
+
 # --- plug-ins ---------------------------------------------------------------------------------
 
 
