@@ -1338,6 +1338,55 @@ def test_anthropic_compaction_block_is_the_assistant_s():
     assert view.items[0].role == "assistant"
 
 
+@pytest.mark.parametrize("family", ["anthropic-compact", "openai-responses-compact"])
+def test_server_compaction_is_a_server_summary_that_reads_the_main_cache(family):
+    """The provider writes the compaction (a server summary, not the extractive stand-in of a
+    harness) in a pass over the request itself, which reads the main thread's cached prefix."""
+    from replay.strategies._common import request_tokens
+
+    h = History().user("task")
+    for n in range(4):
+        h.step(("bash", {"command": f"c{n}"}, "o" * 4_000), text=f"s{n}")
+    size = request_tokens(h.items, ctx())
+    view = view_of(build(f"{family}-{size - 1}")(h.items, ctx()))
+    assert view.items[0].source == "server"
+    [call] = view.summarizer_calls
+    assert call.reuse_main_prefix
+
+
+def test_openai_responses_compaction_runs_at_exactly_the_threshold():
+    """OpenAI compacts when the rendered tokens reach compact_threshold (>=); Anthropic only
+    past its trigger."""
+    from replay.strategies._common import request_tokens
+
+    h = History().user("task")
+    for n in range(4):
+        h.step(("bash", {"command": f"c{n}"}, "o" * 4_000), text=f"s{n}")
+    size = request_tokens(h.items, ctx())
+    assert view_of(build(f"openai-responses-compact-{size}")(h.items, ctx())).events
+    assert not view_of(build(f"openai-responses-compact-{size + 1}")(h.items, ctx())).events
+    assert not view_of(build(f"anthropic-compact-{size}")(h.items, ctx())).events
+
+
+def test_openai_responses_compaction_threshold_in_percent_is_of_the_window():
+    """`90pct` is 90 % of the window: a request of exactly 90 % of it compacts; on a window
+    10 tokens larger (90 % of it is 9 tokens more than the request), it does not."""
+    from replay.strategies._common import request_tokens
+
+    pad = 0
+    while True:
+        h = History().user("task" + "t" * pad)
+        for n in range(4):
+            h.step(("bash", {"command": f"c{n}"}, "o" * 4_000), text=f"s{n}")
+        size = request_tokens(h.items, ctx())
+        if size % 9 == 0:
+            break
+        pad += 4
+    strategy = "openai-responses-compact-90pct"
+    assert view_of(build(strategy)(h.items, ctx(window=size * 10 // 9))).events
+    assert not view_of(build(strategy)(h.items, ctx(window=size * 10 // 9 + 10))).events
+
+
 @pytest.mark.parametrize("mode", ["prepend", "suffix"])
 def test_opencode_tail_sends_the_compaction_marker_before_the_summary(mode):
     """M' = [user(compaction marker), assistant(S)] + tail + [user("Continue…")] (spec l.105),
