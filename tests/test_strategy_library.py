@@ -3961,6 +3961,14 @@ def test_cline_dedup_saving_40pct_is_enough_at_the_default_30pct():
     assert len(view.items) == len(h.items) and LITERAL_CLINE_DUP_READ in outputs(view)
 
 
+def test_cline_dedup_saving_is_the_fraction_it_is_given():
+    """The same ~40 % saving is not enough at `saving=0.5`: Cline truncates as well."""
+    h = History().user().step(read("a.ts", "S" * 2000)).step(read("a.ts", "S" * 2000))
+    h.step(("bash", {"command": "ls"}, "B" * 500)).step(text="done")
+    view = view_of(build("cline-dedup-file-reads", saving="0.5")(h.items, ctx(usage=170_000)))
+    assert [e.kind for e in view.events] == ["prune", "drop"]
+
+
 def test_gemini_mask_shows_250_chars_each_side_and_leaves_short_outputs_alone():
     """A masked output keeps its first and last 250 characters; an output the mask would not
     shorten ("ok") stays as it is."""
