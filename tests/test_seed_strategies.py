@@ -125,7 +125,7 @@ def test_observation_mask_names_every_masked_observation_and_is_silent_without_o
     for n in range(3):
         h.step(read(f"f{n}", "x"))
     mask = build("observation-mask-keep-4")  # 7 events: only the first result is 4+ back
-    assert [e.detail for e in view_of(mask(h.items, ctx())).events] == ["1 observations masked"]
+    assert [e.detail for e in view_of(mask(h.items, ctx())).events] == ["1 observation masked"]
     h.step(read("f3", "x"))  # 9 events: the first two results
     assert [(e.kind, e.detail) for e in view_of(mask(h.items, ctx())).events] == [
         ("clear", "2 observations masked")
@@ -224,7 +224,7 @@ def test_retrieval_keeps_every_user_message_and_what_precedes_the_first_step():
     h.user("now alpha").step(text="zeta three").step(text="alpha")
     view = view_of(build("retrieval-top-1")(h.items, ctx()))
     assert view.items == [*h.items[:2], *h.items[4:]]  # zeta one, zeta two left out
-    assert [(e.kind, e.detail) for e in view.events] == [("drop", "kept 1 relevant steps")]
+    assert [(e.kind, e.detail) for e in view.events] == [("drop", "kept 1 relevant step")]
 
 
 def test_retrieval_reads_the_first_20000_characters_of_an_item():

@@ -2577,7 +2577,7 @@ def test_openhands_counts_each_parallel_call_and_the_system_prompt_as_events():
     h = _parallel_steps(2, 3)
     view = view_of(build("openhands-recent-keep-first-1-max-100", max_events=10)(h.items, ctx()))
     assert view.items == h.items[1:]
-    assert [e.detail for e in view.events] == ["1 events forgotten"]
+    assert [e.detail for e in view.events] == ["1 event forgotten"]
     # Eleven events or more are within 14: nothing to drop.
     view = view_of(build("openhands-recent-keep-first-1-max-100", max_events=14)(h.items, ctx()))
     assert view.items == h.items and not view.events
@@ -2991,7 +2991,7 @@ def test_openhands_browser_mask_reports_nothing_until_a_page_is_masked():
     h.step(("browser_navigate", {"url": "https://b.example"}, "page b " * 50))
     second = view_of(strategy(h.items, ctx()))
     assert outputs(second)[0] == "Visited URL https://a.example\nContent omitted"
-    assert [e.detail for e in second.events] == ["1 browser outputs masked"]
+    assert [e.detail for e in second.events] == ["1 browser output masked"]
     h.step(("browser_navigate", {"url": "https://c.example"}, "page c " * 50))
     third = view_of(strategy(h.items, ctx()))
     assert [e.detail for e in third.events] == ["2 browser outputs masked"]

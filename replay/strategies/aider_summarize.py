@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay._data import load_json
+from replay._words import counted
 from replay.prices import context_window
 from replay.strategies._base import Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
@@ -144,7 +145,9 @@ def aider_summarize(max_tokens: int | str = "auto") -> object:
         return View(
             items=state.view(history),
             summarizer_calls=calls,
-            events=[RewriteEvent("compaction", f"done history summarized ({len(calls)} calls)")],
+            events=[RewriteEvent(
+                "compaction", f"done history summarized ({counted(len(calls), 'call')})"
+            )],
         )
 
     return summarize_done

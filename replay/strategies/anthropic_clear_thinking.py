@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from replay._words import counted
 from replay.strategies._base import Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import GrownView, is_real_user, replace_blocks
 from replay.strategies._view import AssistantItem, Item, RewriteEvent, View
@@ -63,7 +64,7 @@ def anthropic_clear_thinking(keep: int | str = 1) -> object:
                 newly += 1
         if not newly:
             return View(items=view.items())
-        event = RewriteEvent("clear", f"thinking of {newly} turn(s) dropped")
+        event = RewriteEvent("clear", f"thinking of {counted(newly, 'turn')} dropped")
         return View(items=view.items(), events=[event])
 
     return clear_old_thinking

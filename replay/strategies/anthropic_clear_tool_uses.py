@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from replay._words import counted
 from replay.strategies._base import AT_LEAST_0, StrategyContext, StrategySpec, register
 from replay.strategies._common import GrownView, TokenSums, item_tokens, replace_blocks
 from replay.strategies._view import (
@@ -115,7 +116,9 @@ def anthropic_clear_tool_uses(
         if clear_at_least and sum(item_tokens(history[n], ctx) for n in clearable) < clear_at_least:
             return View(items=list(history))
         return View(
-            items=view.items(), events=[RewriteEvent("clear", f"{len(ids)} tool results cleared")]
+            items=view.items(), events=[RewriteEvent(
+                "clear", f"{counted(len(ids), 'tool result')} cleared"
+            )]
         )
 
     return clear_on_server

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from replay._words import counted
 from replay.strategies._base import AT_LEAST_0, AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     Frozen,
@@ -148,7 +149,10 @@ def claudecode_autocompact(
             items=state.view(history),
             summarizer_calls=[forked_call(view, CLAUDE_CODE_INSTRUCTION, text)],
             events=[
-                RewriteEvent("compaction", f"{len(view)} items → summary + {len(head) - 1} files")
+                RewriteEvent(
+                    "compaction",
+                    f"{counted(len(view), 'item')} → summary + {counted(len(head) - 1, 'file')}",
+                )
             ],
         )
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from replay._words import counted
 from replay.strategies._base import AT_LEAST_0, AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import ReplacedResults, tool_kind
 from replay.strategies._prompts import LITERAL_CLEARED
@@ -68,7 +69,9 @@ def claudecode_microcompact(gap: int = 60, keep: int = 5) -> object:
                 cleared.update(i.event_index for i in new)
                 view.update(history, {i.event_index for i in new})
                 events.append(
-                    RewriteEvent("clear", f"cleared {len(new)} results after a {gap} min gap")
+                    RewriteEvent(
+                        "clear", f"cleared {counted(len(new), 'result')} after a {gap} min gap"
+                    )
                 )
         return View(items=view.items(), events=events)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from replay._words import counted
 from replay.strategies._base import AT_LEAST_1, Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     Frozen,
@@ -58,7 +59,9 @@ def compact_chain(mode: str = "rotating", chars: int = 12000) -> object:
         return View(
             items=state.view(history),
             summarizer_calls=[call],
-            events=[RewriteEvent("compaction", f"{mode}: {len(replaced)} items → summary")],
+            events=[RewriteEvent(
+                "compaction", f"{mode}: {counted(len(replaced), 'item')} → summary"
+            )],
         )
 
     return fold

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from replay._words import counted
 from replay.strategies._base import (
     AT_LEAST_0,
     AT_LEAST_1,
@@ -131,7 +132,7 @@ def compact_at(chars: int = 12000, style: str = "structured", output_chars: int 
         return View(
             items=[summary, *history[cut:]],
             summarizer_calls=[call],
-            events=[RewriteEvent("compaction", f"{len(replaced)} items → summary")],
+            events=[RewriteEvent("compaction", f"{counted(len(replaced), 'item')} → summary")],
         )
 
     return compact_when_long

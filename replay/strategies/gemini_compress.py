@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from replay._words import counted
 from replay.strategies._base import (
     AT_LEAST_0,
     AT_LEAST_1,
@@ -163,7 +164,7 @@ def gemini_compress(
         return View(
             items=state.view(history),
             summarizer_calls=calls,
-            events=[RewriteEvent("compaction", f"{split} items → state snapshot")],
+            events=[RewriteEvent("compaction", f"{counted(split, 'item')} → state snapshot")],
         )
 
     return compress

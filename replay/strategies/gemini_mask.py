@@ -18,6 +18,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
+from replay._words import counted
 from replay.strategies._base import AT_LEAST_0, AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import GrownView, item_tokens
 from replay.strategies._prompts import LITERAL_GEMINI_MASK
@@ -105,7 +106,7 @@ def gemini_mask(protect: int = 50000, minimum: int = 30000, preview: int = 250) 
             first = k
             newly = {history[n].event_index for n in batch}  # type: ignore[union-attr]
             done.update(newly)
-            events.append(RewriteEvent("prune", f"masked {len(batch)} tool outputs"))
+            events.append(RewriteEvent("prune", f"masked {counted(len(batch), 'tool output')}"))
             masked_now = set(batch)
             if any(m not in masked_now for e in newly for m in by_event[e]):
                 # another result carries a masked event index: recount from scratch

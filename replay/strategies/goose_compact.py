@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from replay._words import counted
 from replay.strategies._base import PERCENT, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     Frozen,
@@ -53,7 +54,7 @@ def goose_compact(pct: int = 80) -> object:
             summarizer_calls=[
                 fresh_call(view, GOOSE_INSTRUCTION, text, style="goose", result_chars=None)
             ],
-            events=[RewriteEvent("compaction", f"{len(view)} items → summary")],
+            events=[RewriteEvent("compaction", f"{counted(len(view), 'item')} → summary")],
         )
 
     return compact_everything

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from replay._words import counted
 from replay.strategies._base import Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import GrownView, fresh_call, replace_blocks, strip_calls
 from replay.strategies._prompts import GOOSE_PAIR_INSTRUCTION, LITERAL_GOOSE_PAIR_PREFIX
@@ -138,7 +139,9 @@ def goose_tool_pairs(cutoff: int | str = "auto", batch: int | str = "auto") -> o
             for n in {n for cid in chosen for n in by_call.pop(cid, ())}:
                 view.set(n, shown(history[n]))
         events = (
-            [RewriteEvent("compaction", f"{len(calls)} tool pairs summarized")] if calls else []
+            [RewriteEvent(
+                "compaction", f"{counted(len(calls), 'tool pair')} summarized"
+            )] if calls else []
         )
         return View(items=view.items(), summarizer_calls=calls, events=events)
 

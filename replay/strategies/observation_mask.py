@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from replay._words import counted
 from replay.strategies._base import AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import GrownView, strip_calls
 from replay.strategies._openhands import EventIndex
@@ -39,7 +40,7 @@ def observation_mask(window: int = 100) -> object:
     boundary = 0  # history[:boundary] was scanned for hidden results
     results: dict[str, list[int]] = {}  # call id → positions of its results
     callers: dict[str, list[int]] = {}  # call id → positions of the assistant items calling it
-    counted = EventIndex()
+    by_event = EventIndex()
 
     def mask(item: ToolResultItem) -> UserItem:
         masked = masks.get(item.event_index)
@@ -73,8 +74,8 @@ def observation_mask(window: int = 100) -> object:
                     callers.setdefault(b.call_id, []).append(n)  # type: ignore[arg-type]
             view.append(shown(item))
         # The boundary only moves forward: results passing it hide their call id everywhere.
-        counted.sync(history)
-        end = max(boundary, counted.older_than(window))
+        by_event.sync(history)
+        end = max(boundary, by_event.older_than(window))
         newly = {
             i.call_id
             for i in history[boundary:end]
@@ -85,7 +86,9 @@ def observation_mask(window: int = 100) -> object:
         changed = {n for cid in newly for n in (*results.get(cid, ()), *callers.get(cid, ()))}
         for n in changed:
             view.set(n, shown(history[n]))
-        events = [RewriteEvent("clear", f"{len(hidden)} observations masked")] if hidden else []
+        events = [RewriteEvent(
+            "clear", f"{counted(len(hidden), 'observation')} masked"
+        )] if hidden else []
         return View(items=view.items(), events=events)
 
     return mask_old_observations

@@ -23,6 +23,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 
+from replay._words import counted
 from replay.strategies._base import AT_LEAST_0, FRACTION, StrategyContext, StrategySpec, register
 from replay.strategies._common import GrownView, is_real_user
 from replay.strategies._prompts import LITERAL_CLEARED, LITERAL_OPENCLAW_TRIM_NOTE
@@ -141,7 +142,7 @@ def openclaw_prune(
                     changed += 1
                     rerender(history, (history[n].event_index,))  # type: ignore[union-attr]
         events = (
-            [RewriteEvent("prune", f"{changed} results trimmed or cleared (cold cache)")]
+            [RewriteEvent("prune", f"{counted(changed, 'result')} trimmed or cleared (cold cache)")]
             if changed
             else []
         )

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from replay._words import counted
 from replay.strategies._base import (
     AT_LEAST_0,
     AT_LEAST_1,
@@ -127,7 +128,9 @@ def opencode_compact_tail(
         return View(
             items=state.view(history),
             summarizer_calls=[call],
-            events=[RewriteEvent("compaction", f"{len(head)} items → summary, {len(kept)} kept")],
+            events=[RewriteEvent(
+                "compaction", f"{counted(len(head), 'item')} → summary, {len(kept)} kept"
+            )],
         )
 
     return summarize_head

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from replay._words import counted
 from replay.strategies._base import AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import Frozen, SummarySource, reported_tokens, summary_item
 from replay.strategies._prompts import LITERAL_OPENCODE_CONTINUE, OPENCODE_V1_INSTRUCTION
@@ -47,7 +48,7 @@ def opencode_compact_v1(output_max: int = 32000) -> object:
         return View(
             items=state.view(history),
             summarizer_calls=[call],
-            events=[RewriteEvent("compaction", f"{len(view)} items → summary")],
+            events=[RewriteEvent("compaction", f"{counted(len(view), 'item')} → summary")],
         )
 
     return restart_at_summary

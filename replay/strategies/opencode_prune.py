@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from replay._words import counted
 from replay.strategies._base import AT_LEAST_0, StrategyContext, StrategySpec, register
 from replay.strategies._common import ReplacedResults, est, is_real_user
 from replay.strategies._prompts import LITERAL_CLEARED
@@ -74,7 +75,9 @@ def opencode_prune(
             if found and sum(est(i.output) for i in found) > minimum:
                 pruned.update(i.event_index for i in found)
                 view.update(history, {i.event_index for i in found})
-                events.append(RewriteEvent("prune", f"cleared {len(found)} old tool results"))
+                events.append(RewriteEvent(
+                    "prune", f"cleared {counted(len(found), 'old tool result')}"
+                ))
         return View(items=view.items(), events=events)
 
     return prune_after_loop

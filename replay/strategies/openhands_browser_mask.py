@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from replay._words import counted
 from replay.strategies._base import AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import AgingView, tool_kind
 from replay.strategies._prompts import LITERAL_OPENHANDS_BROWSER
@@ -40,7 +41,7 @@ def openhands_browser_mask(keep: int = 1) -> object:
             item = history[n]
             text = LITERAL_OPENHANDS_BROWSER.format(url=url_of(item.arguments))  # type: ignore[union-attr]
             view.set(n, replace_output(item, text))  # type: ignore[arg-type]
-        events = [RewriteEvent("clear", f"{old} browser outputs masked")] if old else []
+        events = [RewriteEvent("clear", f"{counted(old, 'browser output')} masked")] if old else []
         return View(items=view.items(), events=events)
 
     return mask_old_pages

@@ -23,6 +23,7 @@ import json
 import re
 from collections.abc import Sequence
 
+from replay._words import counted
 from replay.strategies._base import AT_LEAST_0, Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     Forgetting,
@@ -105,7 +106,7 @@ def openhands_llm_attention(max_size: int = 100, keep_first: int = 1) -> object:
         return View(
             items=nonempty(live.items(), history),
             summarizer_calls=[call],
-            events=[RewriteEvent("drop", f"kept {kept} ranked events")],
+            events=[RewriteEvent("drop", f"kept {counted(kept, 'ranked event')}")],
         )
 
     return keep_ranked

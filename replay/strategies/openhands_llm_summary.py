@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from replay._words import counted
 from replay.strategies._base import AT_LEAST_0, Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     AnsweredIds,
@@ -74,7 +75,7 @@ def openhands_llm_summary(max_size: int = 120, keep_first: int = 4) -> object:
         return View(
             items=state.view(history),
             summarizer_calls=[call],
-            events=[RewriteEvent("compaction", f"{events_in(middle)} events → summary")],
+            events=[RewriteEvent("compaction", f"{counted(events_in(middle), 'event')} → summary")],
         )
 
     return summarize_middle

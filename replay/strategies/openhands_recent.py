@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from replay._words import counted
 from replay.strategies._base import AT_LEAST_0, AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import AnsweredIds, nonempty, repair_pairs
 from replay.strategies._openhands import EventIndex, head_length, tail_length, view_events
@@ -24,11 +25,11 @@ from replay.strategies._view import Item, RewriteEvent, View
 
 def openhands_recent(keep_first: int = 1, max_events: int = 100) -> object:
     answered = AnsweredIds()
-    counted = EventIndex()
+    by_event = EventIndex()
 
     def recent_events(history: Sequence[Item], ctx: StrategyContext) -> View:
-        counted.sync(history)
-        total = counted.total()
+        by_event.sync(history)
+        total = by_event.total()
         if total <= max_events:
             return View(items=list(history))
         head = head_length(history, keep_first)
@@ -38,7 +39,9 @@ def openhands_recent(keep_first: int = 1, max_events: int = 100) -> object:
         forgotten = total - view_events(items)
         if not forgotten:  # the head and the tail met: nothing dropped, nothing rewritten
             return View(items=items)
-        return View(items=items, events=[RewriteEvent("drop", f"{forgotten} events forgotten")])
+        return View(items=items, events=[RewriteEvent(
+            "drop", f"{counted(forgotten, 'event')} forgotten"
+        )])
 
     return recent_events
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from replay._words import counted
 from replay.strategies._base import AT_LEAST_0, AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import GrownView, path_of
 from replay.strategies._view import (
@@ -81,7 +82,7 @@ def prune(chars: int = 12000, keep: int = 3) -> object:
                         item = shown(history[n])
                         total += item_chars(item) - item_chars(view.shown[n])  # type: ignore[arg-type]
                         view.set(n, item)
-                events.append(RewriteEvent("prune", f"pruned {len(new)} old results"))
+                events.append(RewriteEvent("prune", f"pruned {counted(len(new), 'old result')}"))
         return View(items=view.items(), events=events)
 
     return prune_in_batches

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
 
+from replay._words import counted
 from replay.strategies._base import StrategyContext, StrategySpec, register
 from replay.strategies._common import Seen
 from replay.strategies._prompts import LITERAL_CLEARED
@@ -126,7 +127,9 @@ def recorded() -> object:
             if fresh:
                 cleared_before.update(fresh)
                 view.events.append(
-                    RewriteEvent("prune", f"logged prune: cleared {len(fresh)} tool results")
+                    RewriteEvent(
+                        "prune", f"logged prune: cleared {counted(len(fresh), 'tool result')}"
+                    )
                 )
         return view
 

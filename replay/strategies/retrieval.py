@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from replay._words import counted
 from replay.strategies._base import AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import Seen, is_real_user, item_text
 from replay.strategies._view import AssistantItem, Item, RewriteEvent, View
@@ -128,7 +129,9 @@ def retrieval(top: int = 5) -> object:
         keep.update(range(steps[0][0]))
         items = [history[n] for n in sorted(keep)]
         return View(
-            items=items, events=[RewriteEvent("drop", f"kept {len(ranked)} relevant steps")]
+            items=items, events=[RewriteEvent(
+                "drop", f"kept {counted(len(ranked), 'relevant step')}"
+            )]
         )
 
     return most_relevant

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from replay._words import counted
 from replay.strategies._base import AT_LEAST_0, Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     MessageGroups,
@@ -59,7 +60,9 @@ def roo_truncate(max_tokens: int = 8192, fraction: float = 0.5) -> object:
         # Only the positions of the groups just removed keep something else now.
         live.update(history, [pos for g in kept[1 : k + 1] for pos in groups.groups[g]])
         view = live.items()
-        return View(items=view, events=[RewriteEvent("drop", f"deleted {k} oldest API messages")])
+        return View(items=view, events=[RewriteEvent(
+            "drop", f"deleted {counted(k, 'oldest API message')}"
+        )])
 
     return truncate_half
 

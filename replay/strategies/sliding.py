@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import islice
 
+from replay._words import counted
 from replay.strategies._base import AT_LEAST_1, Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import is_real_user, valid_start
 from replay.strategies._view import Item, RewriteEvent, UserItem, View
@@ -25,7 +26,9 @@ def sliding(messages: int = 10, modifier: str | None = None) -> object:
         while start > 0 and not valid_start(history, start):
             start -= 1  # widen to the call: a result without its call is an invalid request
         window = list(history[start:])
-        events = [RewriteEvent("drop", f"dropped {start} oldest items")] if start > 0 else []
+        events = [RewriteEvent(
+            "drop", f"dropped {counted(start, 'oldest item')}"
+        )] if start > 0 else []
         if pin_first and start > 0:
             # The task, not the instructions a harness injected as the first user message
             # (Codex's permissions, AGENTS.md): those only when no real prompt is there, in the

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from replay._words import counted
 from replay.strategies._base import AT_LEAST_1, StrategyContext, StrategySpec, register
 from replay.strategies._common import GrownView, is_real_user
 from replay.strategies._prompts import LITERAL_SWE_OMITTED
@@ -55,7 +56,7 @@ def swe_last_n(n: int = 5, polling: int = 1) -> object:
         for j in (*range(lo, min(hi, old_lo)), *range(max(lo, old_hi), hi)):
             view.set(results[j], elided(history[results[j]]))  # type: ignore[arg-type]
         shown = (lo, hi)
-        events = [RewriteEvent("clear", f"{hi - lo} outputs elided")] if hi > lo else []
+        events = [RewriteEvent("clear", f"{counted(hi - lo, 'output')} elided")] if hi > lo else []
         return View(items=view.items(), events=events)
 
     return elide_old_outputs
