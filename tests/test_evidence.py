@@ -270,13 +270,14 @@ def test_whole_file_write_is_compared_with_the_last_whole_read_not_a_range() -> 
     assert TARGET.strip() in actions[0].excerpt.splitlines()
 
 
-def test_whole_file_write_against_an_earlier_write() -> None:
-    """The last known content of a file can be the agent's own earlier write."""
+@pytest.mark.parametrize("tool", ["write_file", "create_file"])
+def test_whole_file_write_against_an_earlier_write(tool: str) -> None:
+    """The last known content of a file can be the agent's own earlier write, by any write
+    tool: one that creates the file (`create` in its name) as well."""
     history = [
         UserItem("Write the module.", event_index=0),
-        AssistantItem((_call("c1", "write_file", path="src/calc.py", content=CALC),),
-                      event_index=1),
-        ToolResultItem("c1", "write_file", "Wrote 1,130 bytes", event_index=2),
+        AssistantItem((_call("c1", tool, path="src/calc.py", content=CALC),), event_index=1),
+        ToolResultItem("c1", tool, "Wrote 1,130 bytes", event_index=2),
     ]
     new = _rewritten(CALC, CALC.splitlines().index(TARGET), "    return 0")
     write = _call("c2", "write_file", path="src/calc.py", content=new)
@@ -467,6 +468,7 @@ def test_a_name_known_in_every_project_is_no_evidence(name: str) -> None:
     ("console.log", "console.logTiming"),
     ("//github.com", "//github.com/acme/widgets"),  # a site vs a page a text told
     ("//example.com", "//api.staging.example.com"),  # a site vs a host of this deployment
+    ("example.com", "deploy/example.com"),  # a file named like a site, in a directory
 ])
 def test_a_path_or_identifier_holding_a_known_name_is_still_evidence(known: str, told: str):
     output = f"found {told} (see {known})"
@@ -1911,3 +1913,66 @@ def test_each_edit_of_a_multiedit_is_checked() -> None:
         ("stubbed-read", "src/calc.py"),
     ]
     assert actions[0].excerpt == TARGET.strip()
+
+
+@pytest.mark.parametrize("domain", ["com", "org", "net", "io", "dev"])
+def test_a_bare_site_under_each_generic_domain_is_known(domain: str) -> None:
+    """Each generic top-level domain the rule takes (`_known._BARE_SITE`) makes a bare site,
+    with or without the `//` a URL leaves: no evidence in a command or in prose."""
+    site = f"acme-widgets.{domain}"
+    assert _blind.general_knowledge(site) and _blind.general_knowledge(f"//{site}")
+    output = f"deployed to https://{site} and {site}"
+    assert _quoted(output, _call("c2", "bash", command=f"curl -sI https://{site}"),
+                   said=f"Checked {site} first") == []
+
+
+def test_a_phrase_whose_words_a_tab_separates_is_a_phrase() -> None:
+    """A tab separates words as a space does (a column header of a tab-separated output)."""
+    assert _blind._phrases(['grep -n "Invoice\tamount" out.tsv']) == ["Invoice\tamount"]
+
+
+def test_a_word_in_capitals_is_no_name() -> None:
+    """A capital names something exact only after a small letter (`parseTodoId`): a word in
+    capitals (`WARNING`, `DELETE`) recurs in any output, as a plain word does."""
+    output = "WARNING: DELETE skipped by parseTodoId"
+    said = "The WARNING says DELETE was skipped by parseTodoId"
+    assert _quoted(output, said=said) == ["parseTodoId"]
+
+
+def test_a_patch_s_file_is_named_without_the_spaces_after_it() -> None:
+    """`*** Update File: src/calc.py ` names `src/calc.py` (apply_patch trims its headers):
+    the row's path, and the file whose cut read is the stub."""
+    patch = f"*** Begin Patch\n*** Update File: src/calc.py  \n@@\n-{TARGET}\n+x\n*** End Patch"
+    history = _history()
+    view = [*history[:2], truncate_chars(history[2], 500)]
+    actions = _check(history, view, _call("c2", "apply_patch", input=patch))
+    assert [(a.kind, a.path) for a in actions] == [
+        ("hidden-edit-target", "src/calc.py"),
+        ("stubbed-read", "src/calc.py"),
+    ]
+
+
+def test_an_absolute_path_whose_relative_form_the_system_prompt_names_is_shown() -> None:
+    """What every request sends (the system prompt) shows a path's relative form as the view
+    would: the absolute path under the working directory is then shown too."""
+    path = "/work/app/src/billing_rules.py"
+    history = [
+        UserItem("Fix the billing rules.", event_index=0),
+        AssistantItem((_call("c1", "grep", pattern="RATE"),), event_index=1),
+        ToolResultItem("c1", "grep", f"{path}:3:RATE = 2", event_index=2),
+    ]
+    read = AssistantItem((_call("c2", "read_file", path=path),))
+
+    def flags(head: str) -> list[tuple[str, str]]:
+        found = EvidenceChecker().check(history, history[:2], read, 3, "r", head=head,
+                                        cwd="/work/app")
+        return [(a.kind, a.excerpt) for a in found]
+
+    assert flags("The rules live in src/billing_rules.py.") == []
+    assert flags("You are a coding agent.") == [("hidden-quote", path)]
+
+
+def test_the_rows_carry_the_documented_kinds(run42_doc) -> None:
+    """The kinds the README and the module name are the labels the rows carry."""
+    kinds = {row["kind"] for row in run42_doc["evidence"]}
+    assert kinds == {"hidden-edit-target", "stubbed-read", "hidden-mention"}
