@@ -1976,3 +1976,57 @@ def test_the_rows_carry_the_documented_kinds(run42_doc) -> None:
     """The kinds the README and the module name are the labels the rows carry."""
     kinds = {row["kind"] for row in run42_doc["evidence"]}
     assert kinds == {"hidden-edit-target", "stubbed-read", "hidden-mention"}
+
+
+def test_a_long_file_s_change_is_its_lines_and_one_neighbour_each_side() -> None:
+    """However long the file, a whole-file write needs the lines it changed and one line of
+    context on each side: a line that recurs through a file of over 200 lines (`}`) is no
+    junk to skip (difflib's `autojunk` took this one-line change for 121 lines)."""
+    old = [f"case_{i % 7}:" if i % 2 == 0 else "}" for i in range(240)]
+    new = [*old[:120], "case_changed:", *old[121:]]
+    assert _blind._change_context("\n".join(old), "\n".join(new)) == ("}", old[120])
+
+
+def test_a_name_of_digits_joined_by_an_underscore_is_quotable() -> None:
+    """A piece starts where an identifier may, at a letter or an underscore: a migration's
+    stamp (`20240115_093000`) names something exact as a path does."""
+    output = "applied 20240115_093000 and 20240116_101500"
+    grep = _call("c2", "bash", command="ls migrations | grep 20240115_093000")
+    assert _quoted(output, grep) == ["20240115_093000"]
+
+
+def test_a_patch_that_adds_a_file_is_a_write_of_a_new_file() -> None:
+    """An `apply_patch` that only adds a file is checked as a whole-file write of a file
+    never seen is: it needs no old text, so nothing it writes is a hidden quote."""
+    output = "raised InvalidTokenSignature in auth"
+    added = "*** Begin Patch\n*** Add File: src/auth_errors.py\n" + (
+        "+class InvalidTokenSignature(Exception):\n+    pass\n*** End Patch")
+    write = _call("c2", "write_file", path="src/auth_errors.py",
+                  content="class InvalidTokenSignature(Exception):\n    pass\n")
+    assert _quoted(output, _call("c2", "apply_patch", input=added)) == []
+    assert _quoted(output, write) == []
+
+
+def test_a_single_dash_flag_is_no_quote() -> None:
+    """A flag is no quote whether one dash or two start it (`-Xmx512m`, `-Dapp.mode`)."""
+    output = "started with -Xmx512m -Dapp.mode=prod"
+    java = _call("c2", "bash", command="java -Xmx512m -Dapp.mode=prod -jar app.jar")
+    assert _quoted(output, java) == []
+
+
+def test_a_path_that_only_starts_like_the_device_folder_is_a_quote() -> None:
+    """`/dev/` is the system's device folder; `/devtools/…` is a path like any other."""
+    output = "installed under /devtools/bin_x64 (not /dev/null)"
+    ls = _call("c2", "bash", command="ls /devtools/bin_x64 2>/dev/null")
+    assert _quoted(output, ls) == ["/devtools/bin_x64"]
+
+
+def test_an_edit_whose_file_no_key_names_is_still_checked() -> None:
+    """An edit's old text is needed whatever names the file: one that only hidden text held is
+    a hidden edit target, with no path to show."""
+    history = _history()
+    edit = _call("c2", "edit_file", target="src/calc.py", old_string=TARGET, new_string="x")
+    actions = _check(history, history[:2], edit)
+    assert [(a.kind, a.path, a.excerpt) for a in actions] == [
+        ("hidden-edit-target", None, TARGET.strip())
+    ]
