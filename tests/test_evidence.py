@@ -2030,3 +2030,18 @@ def test_an_edit_whose_file_no_key_names_is_still_checked() -> None:
     assert [(a.kind, a.path, a.excerpt) for a in actions] == [
         ("hidden-edit-target", None, TARGET.strip())
     ]
+
+
+def test_a_result_belongs_to_the_latest_call_of_its_id() -> None:
+    """A log may reuse a call id: a result answers the latest call of that id, so it is the
+    content of the file that call read, not of the file an earlier call of the id named."""
+    history = [
+        UserItem("The tax is wrong.", event_index=0),
+        AssistantItem((_call("c1", "read_file", path="src/other.py"),), event_index=1),
+        ToolResultItem("c1", "read_file", "x = 1\n", event_index=2,
+                       arguments={"path": "src/other.py"}),
+        AssistantItem((_call("c1", "read_file", path="src/calc.py"),), event_index=3),
+        ToolResultItem("c1", "read_file", CALC, event_index=4, arguments={"path": "src/calc.py"}),
+    ]
+    actions = _check(history, history[:4], _write_of_target())
+    assert [(a.kind, a.path) for a in actions] == [("hidden-edit-target", "src/calc.py")]
