@@ -24,6 +24,7 @@ from rich.table import Table
 from test_calibrate import synthetic_session
 from test_fidelity import _billed_session
 
+from replay._words import counted
 from replay.cli import cli
 from replay.cli._main import load_commands
 from replay.log import write_log
@@ -34,7 +35,6 @@ from replay.report._table import (
     TURNS_HIDDEN_FIRST,
     closed_form_text,
     console,
-    counted,
     print_table,
     summary_table,
     turns_table,
