@@ -150,7 +150,8 @@ def replay(
     is replayed in this process (nothing would run beside it), with the same result."""
     several = _several(workers)
     session = log if isinstance(log, Session) else load(log, strict=strict)
-    if several and len(resolve(strategies)) == 1:
+    count = len(resolve(strategies))
+    if several and count == 1:
         # Nothing to run side by side: one process, with what workers would give back.
         several, keep_records, evidence = False, False, evidence or keep_records
     config = _config(provider, model, client, cache_rules, rule_overrides, prices, ttl,
@@ -159,10 +160,11 @@ def replay(
     config.keep_blocks = keep_records  # nothing reads the block arrays of dropped records
     config.progress = progress
     config.pricer = config.pricer or Pricer()
+    # Fitted here, named on the progress bar, and handed back in the result.
+    config = with_unlogged_context(session, config, count)
     if several:
         return _replay_on_workers(session, strategies, config, workers, per_turn,
                                   evidence or keep_records)
-    config = with_unlogged_context(session, config)
     tables = ResultTables(per_turn=per_turn, evidence_rows=evidence and not keep_records)
     records: list[RequestRecord] = []
     if not keep_records:  # each record counted as soon as it is complete, never kept
@@ -200,7 +202,6 @@ def _replay_on_workers(
     from replay.engine._parallel import replay_parts
 
     config.keep_views = config.keep_blocks = False  # no record comes back
-    config = with_unlogged_context(session, config)
     tables = ResultTables(per_turn=per_turn, evidence_rows=evidence)
     for part in replay_parts(session, strategies, config, workers, per_turn, evidence):
         tables.merge(part.tables)
@@ -341,6 +342,8 @@ def breakeven(
     config = _config(provider, model, client, cache_rules, None, prices, ttl, context_window)
     config.progress = progress
     config.unlogged_context = unlogged_context
+    # Fitted here (unless given) to be named on the progress bar before the strategies.
+    config = with_unlogged_context(session, config, len(resolve(strategies)))
     if several:
         rows, tables = _breakeven_on_workers(session, strategies, config, workers, horizon)
     else:

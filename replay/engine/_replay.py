@@ -322,10 +322,16 @@ def fit_unlogged_context(session: Session, config: ReplayConfig) -> UnloggedCont
     return fit
 
 
-def with_unlogged_context(session: Session, config: ReplayConfig) -> ReplayConfig:
-    """`config` with `unlogged_context` fitted on the session when it was left to be."""
+def with_unlogged_context(
+    session: Session, config: ReplayConfig, strategies: int | None = None
+) -> ReplayConfig:
+    """`config` with `unlogged_context` fitted on the session when it was left to be.
+    `strategies`: how many the caller will run, for `config.progress` to name the fit before
+    them (`FITTING`, 0, `strategies`) when there is one to make (the log carries usage)."""
     if config.unlogged_context is not None:
         return config
+    if strategies is not None and config.progress is not None and has_usage(session):
+        config.progress(FITTING, 0, strategies)
     fitted = copy.copy(config)
     fitted.unlogged_context = fit_unlogged_context(session, config)
     return fitted
@@ -1086,9 +1092,7 @@ def iter_replay(
     if config.pricer is None:
         config.pricer = Pricer()
     resolved = resolve(strategies)
-    if config.progress is not None and config.unlogged_context is None and has_usage(session):
-        config.progress(FITTING, 0, len(resolved))
-    config = with_unlogged_context(session, config)
+    config = with_unlogged_context(session, config, len(resolved))
     log_texts = _log_texts(session)
     facts = _SessionFacts(session)
     share_answers_for(session)
