@@ -183,9 +183,14 @@ def replay(
     )
 
 
+def _is_count(value: object, least: int) -> bool:
+    """Whether `value` is a whole number (an int, not a bool) ≥ `least`."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
 def _several(workers: int) -> bool:
     """Whether `workers` asks for worker processes (refused unless a whole number ≥ 1)."""
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+    if not _is_count(workers, 1):
         raise ReplayError(f"workers must be a whole number of processes ≥ 1, got {workers!r}")
     return workers > 1
 
@@ -224,10 +229,7 @@ def _config(
     ttl: str | None = None,
     context_window: int | None = None,
 ) -> ReplayConfig:
-    if context_window is not None and (
-        isinstance(context_window, bool) or not isinstance(context_window, int)
-        or context_window < 1
-    ):
+    if context_window is not None and not _is_count(context_window, 1):
         raise ReplayError(f"context_window must be a number of tokens ≥ 1, got {context_window!r}")
     return ReplayConfig(
         provider=provider,
