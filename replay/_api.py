@@ -332,14 +332,16 @@ def breakeven(
     `unlogged_context`: what a `replay` of the same log with the same options fitted
     (`ReplayResult.unlogged_context`), to skip fitting it again. `notes`: a list to which the
     notes of the run are appended (as `ReplayResult.notes`). `horizon`: follow each rewrite
-    over at most that many requests (None: to the end of its horizon). `workers`: analyse the
-    strategies on that many processes (the same rows; see `replay`); a strategy whose rewrites
-    are far more work than its run (rewrites at most requests, each followed to the end of the
-    log) has them shared out among the processes."""
+    over at most that many requests, a whole number ≥ 1 (None: to the end of its horizon).
+    `workers`: analyse the strategies on that many processes (the same rows; see `replay`); a
+    strategy whose rewrites are far more work than its run (rewrites at most requests, each
+    followed to the end of the log) has them shared out among the processes."""
     from replay.breakeven import breakeven_session
     from replay.breakeven._frame import breakeven_frame
 
     several = _several(workers)
+    if horizon is not None and not _is_count(horizon, 1):  # (the CLI's --horizon: IntRange(1))
+        raise ReplayError(f"horizon must be a number of requests ≥ 1, got {horizon!r}")
     session = _session_with_requests(log, strict)
     config = _config(provider, model, client, cache_rules, None, prices, ttl, context_window)
     config.progress = progress

@@ -3,11 +3,14 @@ they return."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import RUN42
 
 from replay import load, replay
 from replay._api import breakeven
+from replay._errors import ReplayError
 from replay.engine._replay import FITTING
 from replay.log import RequestMarker, Session, Usage
 
@@ -53,3 +56,21 @@ def test_the_fit_is_handed_back_in_the_result(workers: int) -> None:
     replayed here, as the docstring says)."""
     result = replay(_with_usage(), "baseline", workers=workers)
     assert result.unlogged_context
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 1.5, "3"])
+def test_breakeven_refuses_a_horizon_that_is_not_a_count_of_requests(bad) -> None:
+    """As `--horizon` (IntRange(min=1)) and the verbs' other counts: a horizon of 0 or -1 gave
+    rows whose `horizon` column said 0 or -1 requests."""
+    with pytest.raises(ReplayError, match=rf"^horizon must be a number of requests ≥ 1, got "
+                                          rf"{re.escape(repr(bad))}$"):
+        breakeven(RUN42, "age-truncate-500-keep-3", horizon=bad)
+
+
+def test_breakeven_follows_each_rewrite_over_the_horizon_given() -> None:
+    name = "age-truncate-500-keep-3"
+    full = breakeven(RUN42, name)
+    capped = breakeven(RUN42, name, horizon=1)
+    assert capped.height == full.height > 0
+    assert capped["horizon"].to_list() == [1] * capped.height
+    assert max(full["horizon"]) > 1
