@@ -419,8 +419,9 @@ def whatif(
     strict: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Cost of the run with one edit at request `at` vs as recorded, and its break-even (and
-    the notes of the run, as `ReplayResult.notes`)."""
+    """Cost of the run with one edit at request `at` (0-based, file order, every thread's
+    requests counted) vs as recorded, and its break-even (and the notes of the run, as
+    `ReplayResult.notes`)."""
     from replay.breakeven._breakeven import breakeven_edit
     from replay.breakeven._frame import breakeven_frame
     from replay.breakeven._whatif import Selector, whatif_strategy
@@ -428,6 +429,8 @@ def whatif(
 
     if (prune is None) == (not compact):
         raise ReplayError("give exactly one of --prune SELECTOR or --compact-at REQUEST")
+    if isinstance(at, bool) or not isinstance(at, int):  # 1.5 edited nothing, True was 1
+        raise ReplayError(f"at must be a request index (a whole number), got {at!r}")
     session = _session_with_requests(log, strict)
     n_requests = len(session.requests())
     if not 0 <= at < n_requests:

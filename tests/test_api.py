@@ -8,7 +8,7 @@ import re
 import pytest
 from conftest import RUN42
 
-from replay import load, replay
+from replay import load, replay, whatif
 from replay._api import breakeven
 from replay._errors import ReplayError
 from replay.engine._replay import FITTING
@@ -74,3 +74,16 @@ def test_breakeven_follows_each_rewrite_over_the_horizon_given() -> None:
     assert capped.height == full.height > 0
     assert capped["horizon"].to_list() == [1] * capped.height
     assert max(full["horizon"]) > 1
+
+
+@pytest.mark.parametrize("bad", [True, 1.5, "3"])
+def test_whatif_refuses_an_at_that_is_not_a_request_index(bad) -> None:
+    """`at=1.5` priced no edit at all, `at=True` an edit named `whatif-compact-at-True`, and
+    `at="3"` was a TypeError."""
+    with pytest.raises(ReplayError, match=r"^at must be a request index \(a whole number\), "
+                                          rf"got {re.escape(repr(bad))}$"):
+        whatif(RUN42, at=bad, compact=True)
+    # A whole number outside the log is the range error, as --at's (run42 has 14 requests).
+    with pytest.raises(ReplayError, match=r"^--compact-at -1 is outside the log's requests "
+                                          r"\(0\.\.13\)$"):
+        whatif(RUN42, at=-1, compact=True)
