@@ -4,15 +4,18 @@ they return."""
 from __future__ import annotations
 
 import re
+from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from conftest import RUN42
 
-from replay import load, replay, whatif
-from replay._api import breakeven
-from replay._errors import ReplayError
+from replay import TRAJECTORY_NOTE, load, replay, whatif
+from replay._api import breakeven, fidelity
+from replay._errors import LogFormatError, ReplayError
 from replay.engine._replay import FITTING
 from replay.log import RequestMarker, Session, Usage
+from replay.prices import RateOverride
 
 
 def _with_usage() -> Session:
@@ -87,3 +90,95 @@ def test_whatif_refuses_an_at_that_is_not_a_request_index(bad) -> None:
     with pytest.raises(ReplayError, match=r"^--compact-at -1 is outside the log's requests "
                                           r"\(0\.\.13\)$"):
         whatif(RUN42, at=-1, compact=True)
+
+
+def test_breakeven_prices_with_the_rates_given() -> None:
+    """`prices`: every rate of the log's model at zero makes every rewrite free."""
+    name = "age-truncate-500-keep-3"
+    zero = Decimal(0)
+    free = {"gemini-2.5-flash": RateOverride(input=zero, output=zero, cache_read=zero,
+                                             cache_write=zero)}
+    assert breakeven(RUN42, name)["rewrite_cost_usd"].sum() > 0
+    assert breakeven(RUN42, name, prices=free)["rewrite_cost_usd"].to_list() == (
+        [0] * breakeven(RUN42, name).height)
+
+
+def test_breakeven_fits_the_strategies_into_the_context_window_given() -> None:
+    """A strategy that compacts near the window compacts (a rewrite, a row) only in a window
+    run42's prompts come near."""
+    name = "codex-compact-at-90pct"
+    assert breakeven(RUN42, name).is_empty()
+    peak = max(replay(RUN42, "baseline").turns["prompt_tokens"])
+    assert not breakeven(RUN42, name, context_window=peak).is_empty()
+
+
+@pytest.fixture
+def malformed(tmp_path: Path) -> Path:
+    """run42 with one line that is no JSON after its header."""
+    lines = RUN42.read_text(encoding="utf-8").splitlines(keepends=True)
+    path = tmp_path / "malformed.jsonl"
+    path.write_text("".join([lines[0], "{not json\n", *lines[1:]]), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("verb", [
+    lambda log, **kw: replay(log, "baseline", **kw),
+    lambda log, **kw: breakeven(log, "baseline", **kw),
+    lambda log, **kw: whatif(log, at=3, compact=True, **kw),
+], ids=["replay", "breakeven", "whatif"])
+def test_every_verb_reads_strictly_when_asked(verb, malformed: Path) -> None:
+    """Lenient by default (the line skipped), `strict=True` stops at it (`load`'s docstring)."""
+    verb(malformed)
+    with pytest.raises(LogFormatError):
+        verb(malformed, strict=True)
+
+
+def test_fidelity_reads_strictly_when_asked(malformed: Path) -> None:
+    """(run42 carries no usage: read leniently, fidelity has nothing to compare.)"""
+    with pytest.raises(ReplayError, match="no request in this log carries recorded usage"):
+        fidelity(malformed)
+    with pytest.raises(LogFormatError):
+        fidelity(malformed, strict=True)
+
+
+def test_breakeven_appends_the_notes_of_the_run_to_the_list_given() -> None:
+    """`notes`: the run's notes (as `ReplayResult.notes`) appended after what the list held."""
+    names = "baseline,age-truncate-500-keep-3"
+    notes = ["mine"]
+    breakeven(RUN42, names, notes=notes, context_window=3000)
+    expected = replay(RUN42, names, context_window=3000).notes
+    assert TRAJECTORY_NOTE in expected and len(expected) > 2  # the window's note, at least
+    assert notes == ["mine", *expected]
+
+
+def test_breakeven_on_workers_hands_the_strategies_to_them(monkeypatch) -> None:
+    """`workers=2`: the analysis goes to `breakeven_parts` with two processes (its rows are one
+    process's: tests/test_workers.py)."""
+    from replay.engine import _parallel
+
+    asked: list[int] = []
+
+    def parts(session, strategies, config, workers, horizon):
+        asked.append(workers)
+        return iter(())
+
+    monkeypatch.setattr(_parallel, "breakeven_parts", parts)
+    assert breakeven(RUN42, "baseline,age-truncate-500-keep-3", workers=2).is_empty()
+    assert asked == [2]
+
+
+@pytest.mark.parametrize("verb", [
+    lambda log: breakeven(log, "baseline"),
+    lambda log: whatif(log, at=0, compact=True),
+    lambda log: fidelity(log),
+], ids=["breakeven", "whatif", "fidelity"])
+def test_a_log_without_requests_is_the_same_error_for_every_verb(verb, tmp_path: Path) -> None:
+    """As `replay`'s (`require_requests`): not an empty frame, an `--at 0` outside `0..-1` or
+    'no request carries recorded usage'."""
+    lines = RUN42.read_text(encoding="utf-8").splitlines(keepends=True)
+    path = tmp_path / "no-requests.jsonl"
+    path.write_text("".join(lines[:2]), encoding="utf-8")  # the header and the user's message
+    with pytest.raises(ReplayError, match=r"the log has no requests \(no `request` events\)"):
+        replay(path, "baseline")
+    with pytest.raises(ReplayError, match=r"the log has no requests \(no `request` events\)"):
+        verb(path)
