@@ -7,11 +7,12 @@ import re
 from decimal import Decimal
 from pathlib import Path
 
+import polars as pl
 import pytest
 from conftest import RUN42
 
 from replay import TRAJECTORY_NOTE, load, replay, whatif
-from replay._api import breakeven, fidelity
+from replay._api import BREAKEVEN_TURN_COLUMNS, breakeven, fidelity, turns_with_breakeven
 from replay._errors import LogFormatError, ReplayError
 from replay.engine._replay import FITTING
 from replay.log import RequestMarker, Session, Usage
@@ -182,3 +183,23 @@ def test_a_log_without_requests_is_the_same_error_for_every_verb(verb, tmp_path:
         replay(path, "baseline")
     with pytest.raises(ReplayError, match=r"the log has no requests \(no `request` events\)"):
         verb(path)
+
+
+def test_turns_with_breakeven_fills_the_rewritten_requests_and_keeps_every_row_in_order() -> None:
+    """`run --per-turn --breakeven`: every per-request row, in its order, with the break-even
+    columns on the request where a rewrite happened and nowhere else (not on the summarizer
+    call made at that request, which has the same index in another thread)."""
+    names, window = "age-truncate-500-keep-3,codex-compact-at-90pct", _peak_prompt()
+    turns = replay(RUN42, names, context_window=window).turns
+    frame = breakeven(RUN42, names, context_window=window)
+    assert "summarizer" in turns["kind"].to_list() and frame.height > 1
+    joined = turns_with_breakeven(turns, frame)
+    assert joined.select(turns.columns).equals(turns)
+    columns = ["strategy", "request_index", "thread", *BREAKEVEN_TURN_COLUMNS]
+    filled = joined.filter(pl.col("event").is_not_null()).select(columns)
+    assert filled.sort(columns[:3]).equals(frame.select(columns).sort(columns[:3]))
+
+
+def _peak_prompt() -> int:
+    """run42's largest prompt: a window codex-compact-at-90pct compacts in."""
+    return max(replay(RUN42, "baseline").turns["prompt_tokens"])
