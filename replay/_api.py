@@ -440,6 +440,7 @@ def whatif(
     reference = "recorded" if _has_recorded() else "baseline"
     config = _config(provider, model, client, cache_rules, None, prices, ttl, context_window)
     config.progress = progress
+    config = with_unlogged_context(session, config, 2)  # named on the bar before the two runs
     rows, records = breakeven_edit(session, resolve([reference])[0], edit, at, config)
     summary = summary_frame(records)
     return {

@@ -203,3 +203,13 @@ def test_turns_with_breakeven_fills_the_rewritten_requests_and_keeps_every_row_i
 def _peak_prompt() -> int:
     """run42's largest prompt: a window codex-compact-at-90pct compacts in."""
     return max(replay(RUN42, "baseline").turns["prompt_tokens"])
+
+
+def test_whatif_names_its_two_runs_and_the_fit_before_them() -> None:
+    calls: list[tuple[str, int, int]] = []
+    whatif(RUN42, at=8, prune="older-than:3", progress=lambda *call: calls.append(call))
+    runs = [("recorded", 0, 2), ("whatif-prune-at-8", 1, 2), ("", 2, 2)]
+    assert calls == runs
+    calls.clear()
+    whatif(_with_usage(), at=8, prune="older-than:3", progress=lambda *call: calls.append(call))
+    assert calls == [(FITTING, 0, 2), *runs]
