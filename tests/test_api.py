@@ -213,3 +213,26 @@ def test_whatif_names_its_two_runs_and_the_fit_before_them() -> None:
     calls.clear()
     whatif(_with_usage(), at=8, prune="older-than:3", progress=lambda *call: calls.append(call))
     assert calls == [(FITTING, 0, 2), *runs]
+
+
+def test_fidelity_prices_both_sides_with_the_rates_given() -> None:
+    zero = Decimal(0)
+    free = {"gemini-2.5-flash": RateOverride(input=zero, output=zero, cache_read=zero,
+                                             cache_write=zero)}
+    session = _with_usage()
+    assert fidelity(session).frame["recorded_cost_usd"].sum() > 0
+    frame = fidelity(session, prices=free).frame
+    assert frame["recorded_cost_usd"].to_list() == frame["simulated_cost_usd"].to_list() == (
+        [0] * frame.height)
+
+
+def test_fidelity_names_the_log_without_usage() -> None:
+    """The path given, else the session's, else 'the log' (a session made in memory)."""
+    for log in (str(RUN42), load(RUN42)):
+        with pytest.raises(ReplayError, match=rf"^{re.escape(str(RUN42))}: no request in this "
+                                              "log carries recorded usage$"):
+            fidelity(log)
+    made = load(RUN42)
+    made.path = None
+    with pytest.raises(ReplayError, match="^the log: no request in this log carries"):
+        fidelity(made)
