@@ -236,3 +236,22 @@ def test_fidelity_names_the_log_without_usage() -> None:
     made.path = None
     with pytest.raises(ReplayError, match="^the log: no request in this log carries"):
         fidelity(made)
+
+
+def test_fidelity_notes_what_the_log_alone_tells() -> None:
+    """The notes `replay run` draws from the log alone that concern what the agent sent and was
+    billed: lines skipped, a microcompact, usage iterations not priced, cache writes under an
+    unread name."""
+    from replay._api import _skipped_note, iteration_notes, microcompact_notes, unread_write_notes
+
+    session = _with_usage()
+    session.skipped.append("line 9: not JSON")
+    marked = session.requests()[5]
+    marked.after_microcompact = True
+    marked.usage.raw = {"input_tokens_details": {"cache_write_tokens": 700},
+                        "iterations": [{"type": "compaction", "input_tokens": 900,
+                                        "output_tokens": 40}]}
+    expected = [_skipped_note(session), *microcompact_notes(session), *iteration_notes(session),
+                *unread_write_notes(session)]
+    assert len(expected) == 4
+    assert fidelity(session).notes == expected
