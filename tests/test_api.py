@@ -255,3 +255,17 @@ def test_fidelity_notes_what_the_log_alone_tells() -> None:
                 *unread_write_notes(session)]
     assert len(expected) == 4
     assert fidelity(session).notes == expected
+
+
+def test_the_models_and_providers_of_a_replay_are_sorted() -> None:
+    """`ReplayResult.models` / `.providers`: every one a simulated request used, sorted (the
+    JSON's `model` and `provider` join them: the same bytes in every process)."""
+    routes = [("openai", "gpt-4o"), ("anthropic", "claude-haiku-4-5"), ("google",
+              "gemini-2.5-flash"), ("openai", "gpt-4o-mini"), ("anthropic", "claude-sonnet-4-5"),
+              ("deepseek", "deepseek-chat"), ("x-ai", "grok-4")]
+    session = load(RUN42)
+    for n, request in enumerate(session.requests()):
+        request.provider, request.model = routes[n % len(routes)]
+    result = replay(session, "baseline")
+    assert result.models == sorted(model for _, model in routes)
+    assert result.providers == sorted({provider for provider, _ in routes})
