@@ -269,3 +269,18 @@ def test_the_models_and_providers_of_a_replay_are_sorted() -> None:
     result = replay(session, "baseline")
     assert result.models == sorted(model for _, model in routes)
     assert result.providers == sorted({provider for provider, _ in routes})
+
+
+def test_the_recommended_saving_is_a_ratio_precise_enough_for_the_line_s_percent() -> None:
+    """The line writes the saving as a percentage with one decimal: a third saved is 33.3 %,
+    not the 33.0 % of a ratio rounded to hundredths."""
+    from replay._api import recommendation, recommendation_line
+
+    summary = pl.DataFrame(
+        [{"strategy": "baseline", "cost_usd": Decimal("3.00"), "blind_actions": 0},
+         {"strategy": "thrifty", "cost_usd": Decimal("2.00"), "blind_actions": 0}],
+        schema={"strategy": pl.Utf8, "cost_usd": pl.Decimal(38, 12), "blind_actions": pl.Int64},
+    )
+    rec = recommendation(summary)
+    assert rec is not None and abs(rec["saving_ratio"] - 1 / 3) < 0.0005
+    assert "(33.3%) vs baseline" in recommendation_line(rec, summary)
