@@ -284,3 +284,19 @@ def test_the_recommended_saving_is_a_ratio_precise_enough_for_the_line_s_percent
     rec = recommendation(summary)
     assert rec is not None and abs(rec["saving_ratio"] - 1 / 3) < 0.0005
     assert "(33.3%) vs baseline" in recommendation_line(rec, summary)
+
+
+def test_the_schema_text_is_the_schema_with_its_keys_sorted_and_a_final_newline() -> None:
+    """`replay schema`: the same bytes whatever order the models declare their fields in, one
+    line end after the closing brace (a file that `cat` and diffs read whole)."""
+    import json
+
+    from replay._api import schema, schema_text
+
+    text = schema_text()
+    assert text.endswith("}\n") and not text.endswith("\n\n")
+    orders: list[list[str]] = []
+    parsed = json.loads(text, object_pairs_hook=lambda pairs: orders.append(
+        [k for k, _ in pairs]) or dict(pairs))
+    assert parsed == schema()
+    assert len(orders) > 10 and all(keys == sorted(keys) for keys in orders)
