@@ -300,3 +300,13 @@ def test_the_schema_text_is_the_schema_with_its_keys_sorted_and_a_final_newline(
         [k for k, _ in pairs]) or dict(pairs))
     assert parsed == schema()
     assert len(orders) > 10 and all(keys == sorted(keys) for keys in orders)
+
+
+def test_a_result_made_from_records_alone_computes_its_frames_from_them() -> None:
+    """`ReplayResult.tables` None: the frames are computed from `records` (its docstring)."""
+    from replay import ReplayResult
+
+    result = replay(RUN42, "baseline,age-truncate-500-keep-3")
+    made = ReplayResult(session=result.session, records=result.records)
+    assert made.summary.equals(result.summary) and made.turns.equals(result.turns)
+    assert (made.models, made.providers) == (result.models, result.providers)
