@@ -1,4 +1,5 @@
-"""The public verbs: `load`, `replay`, `schema`."""
+"""The public verbs: `load`, `replay`, `whatif`, `schema` (re-exported by `replay`), and
+`breakeven` and `fidelity` (by `replay.breakeven` and `replay.fidelity`)."""
 
 from __future__ import annotations
 
