@@ -318,6 +318,7 @@ def breakeven(
     model: str | None = None,
     client: str | None = None,
     cache_rules: str | Path | None = None,
+    rule_overrides: Mapping[str, Any] | None = None,
     prices: Mapping[str, RateOverride] | None = None,
     ttl: str | None = None,
     context_window: int | None = None,
@@ -344,7 +345,8 @@ def breakeven(
     if horizon is not None and not _is_count(horizon, 1):  # (the CLI's --horizon: IntRange(1))
         raise ReplayError(f"horizon must be a number of requests ≥ 1, got {horizon!r}")
     session = _session_with_requests(log, strict)
-    config = _config(provider, model, client, cache_rules, None, prices, ttl, context_window)
+    config = _config(provider, model, client, cache_rules, rule_overrides, prices, ttl,
+                     context_window)
     config.progress = progress
     config.unlogged_context = unlogged_context
     # Fitted here (unless given) to be named on the progress bar before the strategies.
@@ -414,6 +416,7 @@ def whatif(
     model: str | None = None,
     client: str | None = None,
     cache_rules: str | Path | None = None,
+    rule_overrides: Mapping[str, Any] | None = None,
     prices: Mapping[str, RateOverride] | None = None,
     ttl: str | None = None,
     context_window: int | None = None,
@@ -439,7 +442,8 @@ def whatif(
         raise ReplayError(f"{flag} {at} is outside the log's requests (0..{n_requests - 1})")
     edit = whatif_strategy(at, Selector.parse(prune) if prune is not None else None, compact)
     reference = "recorded" if _has_recorded() else "baseline"
-    config = _config(provider, model, client, cache_rules, None, prices, ttl, context_window)
+    config = _config(provider, model, client, cache_rules, rule_overrides, prices, ttl,
+                     context_window)
     config.progress = progress
     config = with_unlogged_context(session, config, 2)  # named on the bar before the two runs
     rows, records = breakeven_edit(session, resolve([reference])[0], edit, at, config)

@@ -310,3 +310,20 @@ def test_a_result_made_from_records_alone_computes_its_frames_from_them() -> Non
     made = ReplayResult(session=result.session, records=result.records)
     assert made.summary.equals(result.summary) and made.turns.equals(result.turns)
     assert (made.models, made.providers) == (result.models, result.providers)
+
+
+def test_breakeven_and_whatif_take_the_cache_rule_overrides_replay_takes() -> None:
+    """A library caller who replays under rule overrides gets break-even and the what-if under
+    the same rules: here no cache at all (`mechanism: none`), so nothing is read from it."""
+    nothing = {"mechanism": "none"}
+    cached = replay(RUN42, "recorded", rule_overrides=nothing).summary["cached_tokens"]
+    assert cached.to_list() == [0]
+    strategy = "age-truncate-500-keep-3"
+    rows = breakeven(RUN42, strategy, rule_overrides=nothing)
+    assert len(rows) and rows["simulated_net_usd"].to_list() != breakeven(
+        RUN42, strategy)["simulated_net_usd"].to_list()
+    assert all(why.startswith("not cached past the edit") for why in rows["disagreement"])
+    edit = whatif(RUN42, at=8, prune="older-than:3", rule_overrides=nothing)
+    assert edit["summary"]["cached_tokens"].to_list() == [0, 0]
+    plain = whatif(RUN42, at=8, prune="older-than:3")["summary"]["cached_tokens"].to_list()
+    assert plain != [0, 0]
