@@ -305,6 +305,23 @@ def test_a_provider_is_served_in_any_case_and_through_a_variant():
     assert router.route(" OpenAI ", "gpt-5").label == "openai"
 
 
+def test_only_a_provider_variant_serves_the_provider_it_names():
+    """A variant serves another provider's requests only with `when: provider`
+    (docs/cache-rules.md, "Route"); a mode variant is chosen by the client, whatever provider
+    it names."""
+    from replay.cache import CacheRouter
+
+    mine = ProviderRules.model_validate({
+        "provider": "acme", "reviewed": "2026-11-01",
+        "variants": [{"name": "marked", "when": "breakpoints", "provider": "zeta"}],
+        "rules": [_row(rule="mechanism", value="automatic-prefix")],
+    })
+    router = CacheRouter(mine)
+    assert router.serves("acme") and not router.serves("zeta")
+    with pytest.raises(ReplayError, match="no cache rules for provider 'zeta'"):
+        router.route("zeta", "acme-1")
+
+
 def test_a_provider_variant_matches_the_normalized_model_id():
     # anthropic.json's vertex variant (provider google, models ^claude) sees the model id as
     # rule patterns do: lower case, without its vendor prefix.
