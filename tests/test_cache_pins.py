@@ -322,6 +322,20 @@ def test_only_a_provider_variant_serves_the_provider_it_names():
         router.route("zeta", "acme-1")
 
 
+def test_a_user_file_named_by_an_alias_routes_under_the_built_in_provider_id():
+    """A user's file layers over the built-in file that serves its provider, an alias included
+    (docs/cache-rules.md): its requests are routed, and the providers listed, under the built-in
+    file's id."""
+    from replay.cache import CacheRouter
+
+    mine = ProviderRules.model_validate({
+        "provider": "kimi", "reviewed": "2026-11-01", "rules": [_row(value=600)],
+    })
+    router = CacheRouter(mine)
+    assert router.route("kimi", "kimi-k2").label == "moonshotai"
+    assert "moonshotai" in router.providers() and "kimi" not in router.providers()
+
+
 def test_a_provider_variant_matches_the_normalized_model_id():
     # anthropic.json's vertex variant (provider google, models ^claude) sees the model id as
     # rule patterns do: lower case, without its vendor prefix.
