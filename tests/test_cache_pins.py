@@ -370,6 +370,20 @@ def test_passthrough_routes_ignore_case_and_chain():
     assert CacheRouter(mine).route("acme", "or/openai/gpt-5").label == "acme>openrouter>openai"
 
 
+def test_a_passthrough_route_back_to_its_own_provider_ends():
+    """A user's file whose passthrough leads back to itself is routed a bounded number of steps,
+    not followed until the interpreter's recursion limit."""
+    from replay.cache import CacheRouter
+
+    loop = ProviderRules.model_validate({
+        "provider": "acme", "reviewed": "2026-11-01",
+        "passthrough": [{"models": ".", "to": "acme"}],
+        "rules": [_row(rule="mechanism", value="none")],
+    })
+    route = CacheRouter(loop).route("acme", "a/b/c/d/e/f")
+    assert route.label.startswith("acme>") and route.label.count(">") <= 3
+
+
 def test_one_router_simulates_each_mechanism_with_its_own_simulator():
     # openai.json: gpt-5 is automatic-prefix (no write fee), gpt-5.6 openai-breakpoints (billed
     # writes): the same route and variant, two simulators.
