@@ -449,3 +449,88 @@ def test_a_stream_that_fails_to_be_read_is_told_as_a_read(
     with pytest.raises(LogFormatError) as told:
         load("-")
     assert str(told.value) == "<stdin>: cannot read the file (Input/output error)"
+
+
+def test_a_stream_longer_than_its_head_is_copied_and_hashed_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The copy holds every byte of the stream, past the head checked first, and
+    `Session.stream_sha256` is the SHA-256 of them all (docs/calibration.md: a stream is hashed
+    as it is read); `Session.path` names the stream, not the removed copy."""
+    import hashlib
+
+    from replay import load
+    from replay.adapters._stream import read_stream
+    from replay.adapters.detect import SAMPLE_BYTES
+
+    data = b"0123456789" * (SAMPLE_BYTES // 10 + 7)  # the head, then more than one more read
+    copied: list[bytes] = []
+
+    def read(copy: Path) -> Any:
+        copied.append(copy.read_bytes())
+        return load(RUN42)
+
+    _stdin_of(monkeypatch, io.BytesIO(data))
+    session = read_stream("-", read)
+    assert copied == [data]
+    assert session.stream_sha256 == hashlib.sha256(data).hexdigest()
+    assert session.path == "<stdin>"
+
+
+def test_no_temporary_folder_for_the_copy_is_told_where_it_was_looked_for(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Even the copy's folder cannot be made (a full disk): the message names the temporary
+    folder and TMPDIR, not a failure of the stream."""
+    from replay import load
+    from replay._errors import LogFormatError, ReplayError
+
+    def full(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # TMPDIR is read again
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", full)
+    _stdin_of(monkeypatch, io.BytesIO(RUN42.read_bytes()))
+    with pytest.raises(ReplayError) as told:
+        load("-")
+    assert not isinstance(told.value, LogFormatError)
+    assert str(told.value) == (
+        f"cannot write the temporary copy of <stdin> in {tmp_path}: No space left on device "
+        "(a stream is read through a copy; TMPDIR picks its folder)"
+    )
+
+
+def test_a_named_stream_that_cannot_be_opened_is_told_as_a_read(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from replay import load
+    from replay._errors import LogFormatError
+    from replay.adapters import _stream
+
+    fifo = tmp_path / "log.jsonl"
+    os.mkfifo(fifo)
+
+    def gone(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.ENXIO, os.strerror(errno.ENXIO))
+
+    monkeypatch.setattr(_stream, "open", gone, raising=False)
+    with pytest.raises(LogFormatError) as told:
+        load(fifo)
+    assert str(told.value) == f"{fifo}: cannot read the file (No such device or address)"
+
+
+def test_a_stream_read_as_another_format_is_named_in_the_error_not_its_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`--from FMT` on a stream of another format: the error quotes a skipped line, whose place
+    names the stream as given, never the temporary copy."""
+    from replay._errors import LogFormatError
+    from replay.adapters import read_any
+
+    _stdin_of(monkeypatch, io.BytesIO(RUN42.read_bytes()))
+    with pytest.raises(LogFormatError) as told:
+        read_any("-", fmt="codex")
+    message = str(told.value)
+    assert message.startswith("<stdin>: expected ") and "first: <stdin>:1: " in message
+    assert tempfile.gettempdir() not in message
