@@ -534,3 +534,25 @@ def test_a_stream_read_as_another_format_is_named_in_the_error_not_its_copy(
     message = str(told.value)
     assert message.startswith("<stdin>: expected ") and "first: <stdin>:1: " in message
     assert tempfile.gettempdir() not in message
+
+
+def test_a_named_stream_s_copy_keeps_its_file_name(tmp_path: Path) -> None:
+    """The copy of a FIFO is named as the FIFO: a Claude Code log whose lines name no session
+    takes its session id from the file name, as it does read from the file itself."""
+    from replay import load
+
+    line = {"type": "user", "uuid": "u1", "parentUuid": None, "isSidechain": False,
+            "timestamp": "2026-01-02T10:00:00Z", "message": {"role": "user", "content": "hi"}}
+    text = json.dumps(line) + "\n"
+    plain = tmp_path / "plain" / "abc-123.jsonl"
+    plain.parent.mkdir()
+    plain.write_text(text)
+    fifo = tmp_path / "abc-123.jsonl"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_text, args=(text,), daemon=True)
+    writer.start()
+    try:
+        session = load(fifo)
+    finally:
+        writer.join(TIMEOUT)
+    assert session.header.session_id == load(plain).header.session_id == "abc-123"
