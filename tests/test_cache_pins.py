@@ -295,6 +295,14 @@ def test_simulator_for_rules_replace_the_builtin_file():
     assert only.replace and only.rules == user.rules
 
 
+def test_simulator_for_a_provider_no_rule_file_serves_is_an_error_at_once():
+    """The provider is checked when the simulator is made, not at its first request; a provider
+    served only by a variant (aws: anthropic's bedrock) is served."""
+    with pytest.raises(ReplayError, match="no cache rules for provider 'acme'"):
+        simulator_for("acme", CacheStore())
+    assert simulator_for("aws", CacheStore()).router.serves("aws")
+
+
 def test_a_provider_is_served_in_any_case_and_through_a_variant():
     from replay.cache import CacheRouter
 

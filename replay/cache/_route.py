@@ -253,12 +253,14 @@ def simulator_for(
     overrides: Mapping[str, Any] | None = None,
 ) -> _BoundRouter:
     """A simulator for requests in `store` (routing by each request's provider and model).
-    `rules` replaces `provider`'s built-in file."""
+    `rules` replaces `provider`'s built-in file. A provider that neither a rule file nor a
+    provider variant serves is an error at once."""
     user = None
     if rules is not None:
         user = rules.model_copy(update={"replace": True})
     router = CacheRouter(user, overrides, store)
-    router.layers_for(provider) or router._route(provider, "", 0)
+    if not router.serves(provider):  # (a provider variant's, aws, is served for its models)
+        router.route(provider, "")  # raises: the providers known, and the way out
     return _BoundRouter(router, store)
 
 
