@@ -344,6 +344,19 @@ def test_a_user_file_named_by_an_alias_routes_under_the_built_in_provider_id():
     assert "moonshotai" in router.providers() and "kimi" not in router.providers()
 
 
+def test_an_alias_a_user_file_adds_routes_to_the_provider_it_layers_over():
+    """`aliases`: other ids that mean this provider (docs/cache-rules.md), a user's file's too."""
+    from replay.cache import CacheRouter
+
+    mine = ProviderRules.model_validate({
+        "provider": "anthropic", "aliases": ["my-proxy"], "reviewed": "2026-11-01",
+        "rules": [_row(value=600)],
+    })
+    router = CacheRouter(mine)
+    assert router.serves("my-proxy")
+    assert router.route("my-proxy", "claude-sonnet-4-5").label == "anthropic"
+
+
 def test_a_provider_variant_matches_the_normalized_model_id():
     # anthropic.json's vertex variant (provider google, models ^claude) sees the model id as
     # rule patterns do: lower case, without its vendor prefix.
