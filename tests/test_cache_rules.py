@@ -634,3 +634,100 @@ def test_providers_user_errors():
     assert bad_date.exit_code == 2 and "YYYY-MM-DD" in bad_date.output
     unknown = _cli("--provider", "nope")
     assert unknown.exit_code == 2 and "known:" in unknown.output
+
+
+def test_rules_in_force_says_whose_row_and_resolves_every_mode_in_rule_order(tmp_path):
+    """`replay providers --format json` (docs/cache-rules.md): each row says whether it comes
+    from the user's file or the built-in one, the provider keeps the built-in file's aliases and
+    a variant lists only the fields it has; a model's rules are resolved for its route (a
+    variant's own rows and the general ones) and for each mode variant (only that mode's own
+    rows), rule by rule in name order."""
+    from datetime import date
+
+    from replay.cache import rules_in_force
+
+    at = date(2026, 10, 20)
+    mine = tmp_path / "qwen.json"
+    mine.write_text(json.dumps({"provider": "qwen", "reviewed": "2026-11-01", "rules": [
+        {"rule": "ttl_seconds", "value": 600, "since": "2024-01-01", "source": "ours"}]}))
+    (qwen,) = rules_in_force(at, provider="qwen", cache_rules=mine)["providers"]
+    assert qwen["aliases"] == rules_in_force(at, provider="qwen")["providers"][0]["aliases"]
+    assert "dashscope" in qwen["aliases"]
+    assert [r["origin"] for r in qwen["rules"] if r["source"] == "ours"] == ["user file"]
+    assert {r["origin"] for r in qwen["rules"] if r["source"] != "ours"} == {"built-in"}
+    assert qwen["variants"] and all(None not in v.values() for v in qwen["variants"])
+
+    bedrock = rules_in_force(at, provider="aws", model="claude-sonnet-4-5")["resolved"]["rules"]
+    assert {r["applies_to"] for r in bedrock} == {"bedrock"}
+    assert [r["rule"] for r in bedrock] == sorted(r["rule"] for r in bedrock)
+    assert {r["variant"] for r in bedrock} == {"bedrock", None}  # its own rows, general ones
+    assert "mechanism" in [r["rule"] for r in bedrock if r["variant"] is None]
+
+    qwen = rules_in_force(at, provider="qwen", model="qwen-plus")["resolved"]["rules"]
+    modes = {mode: [r for r in qwen if r["applies_to"] == mode] for mode in ("default", "explicit")}
+    assert len(modes["default"]) + len(modes["explicit"]) == len(qwen)
+    for rows in modes.values():
+        assert rows and [r["rule"] for r in rows] == sorted(r["rule"] for r in rows)
+    assert {r["variant"] for r in modes["explicit"]} == {"explicit"}
+    assert {r["variant"] for r in modes["default"]} == {None}
+
+
+def test_providers_guesses_a_model_s_provider_only_from_one_family_and_its_normalized_id(
+    tmp_path,
+):
+    """`--model` without `--provider`: the one rule file naming a family the normalized model
+    id belongs to (`Qwen-Plus` is `qwen-plus`); two files naming it leave it unknown. A file
+    naming no family says nothing of the model (not "matches none")."""
+    from datetime import date
+
+    from replay.cache import rules_in_force
+
+    at = date(2026, 10, 20)
+    assert [p["provider"] for p in rules_in_force(at, model="Qwen-Plus")["providers"]] == ["qwen"]
+    also = tmp_path / "acme.json"
+    also.write_text(json.dumps({"provider": "acme", "reviewed": "2026-11-01", "models": ["^qwen"],
+                                "rules": [{"rule": "mechanism", "value": "none",
+                                           "since": "2024-01-01", "source": "ours"}]}))
+    with pytest.raises(ReplayError, match="cannot tell which provider serves model 'qwen-plus'"):
+        rules_in_force(at, model="qwen-plus", cache_rules=also)
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps({"provider": "bare", "reviewed": "2026-11-01",
+                                "rules": [{"rule": "mechanism", "value": "none",
+                                           "since": "2024-01-01", "source": "ours"}]}))
+    resolved = rules_in_force(at, provider="bare", model="m-1", cache_rules=bare)["resolved"]
+    assert resolved["model_patterns"] == [] and resolved["covered"] is True
+
+
+def test_providers_names_a_provider_in_any_case_and_says_why_a_route_is_missing():
+    """`--provider` is an id in any case; a model its file routes nowhere is told by the
+    route's own error (the routes it has), the model as given kept beside its normalized id;
+    a mode variant naming a provider serves nothing there."""
+    from datetime import date
+
+    from replay.cache import rules_in_force
+
+    at = date(2026, 10, 20)
+    assert [p["provider"] for p in rules_in_force(at, provider=" AWS ")["providers"]] == [
+        "anthropic"
+    ]
+    with pytest.raises(ReplayError, match="no passthrough route for model 'nosuch/m-1'; routes"):
+        rules_in_force(at, provider="openrouter", model="nosuch/m-1")
+    resolved = rules_in_force(at, provider="openrouter", model="anthropic/claude-sonnet-4.5")
+    assert (resolved["resolved"]["model"], resolved["resolved"]["rules_model"]) == (
+        "anthropic/claude-sonnet-4.5", "claude-sonnet-4-5"
+    )
+
+
+def test_providers_lists_no_file_for_a_mode_variant_naming_the_provider(tmp_path):
+    from datetime import date
+
+    from replay.cache import rules_in_force
+
+    mine = tmp_path / "acme.json"
+    mine.write_text(json.dumps({
+        "provider": "acme", "reviewed": "2026-11-01",
+        "variants": [{"name": "marked", "when": "breakpoints", "provider": "zeta"}],
+        "rules": [{"rule": "mechanism", "value": "none", "since": "2024-01-01", "source": "x"}],
+    }))
+    with pytest.raises(ReplayError, match="provider 'zeta': no cache rules; known: "):
+        rules_in_force(date(2026, 10, 20), provider="zeta", cache_rules=mine)
