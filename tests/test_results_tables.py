@@ -111,13 +111,14 @@ def test_blind_actions_mentions_and_their_evidence_rows():
     r0, r1 = _as(_hand_made(2), "truncate")
     r1 = replace(r1, thread="sub-1", blind_actions=[
         _blind(r1, "hidden-edit-target", "Edit", "src/a.py"), _blind(r1, "stubbed-read"),
-        _blind(r1, "hidden-quote", "Bash"), _blind(r1, "hidden-mention")])
+        _blind(r1, "hidden-quote", "Bash"), _blind(r1, "hidden-mention"),
+        _blind(r1, "hidden-mention")])
     records = [r0, r1]
     rows = turns_frame(records)
     assert rows["blind_actions"].to_list() == [0, 2]
-    assert rows["blind_mentions"].to_list() == [0, 1]
+    assert rows["blind_mentions"].to_list() == [0, 2]
     summary = summary_frame(records).row(0, named=True)
-    assert (summary["blind_actions"], summary["blind_mentions"]) == (2, 1)
+    assert (summary["blind_actions"], summary["blind_mentions"]) == (2, 2)
     kept = ResultTables(evidence_rows=True)
     kept.add(records)
     evidence = kept.evidence()
@@ -128,9 +129,9 @@ def test_blind_actions_mentions_and_their_evidence_rows():
          "path": a.path, "excerpt": a.excerpt}
         for a in r1.blind_actions
     ]
-    assert evidence["tool"].to_list() == ["Edit", None, "Bash", None]
+    assert evidence["tool"].to_list() == ["Edit", None, "Bash", None, None]
     assert ResultTables.of(records).evidence().equals(evidence)
-    assert kept.mentions == {"truncate": 1}
+    assert kept.mentions == {"truncate": 2}
     with pytest.raises(ReplayError, match="evidence rows were not kept"):
         ResultTables().evidence()
 
