@@ -675,7 +675,7 @@ def test_whatif_keeps_the_recorded_run_s_own_rewrite_at_the_request_it_edits() -
     edit = whatif_strategy(2, Selector.parse("older-than:0"), False)
     _, records = breakeven_session(_compacted_session(), ["recorded", edit])
     ref, mine = _requests_of(records, "recorded"), _requests_of(records, edit.name)
-    logged = ("prune", "logged prune: cleared 1 tool results")
+    logged = ("prune", "logged prune: cleared 1 tool result")
     assert [(e.kind, e.detail) for e in ref[2].events] == [logged]
     assert [(e.kind, e.detail) for e in mine[2].events] == [
         logged, ("prune", "cleared 1 tool result older than 0")]
