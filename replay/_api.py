@@ -714,6 +714,7 @@ def fidelity(
     model: str | None = None,
     client: str | None = None,
     cache_rules: str | Path | None = None,
+    rule_overrides: Mapping[str, Any] | None = None,
     prices: Mapping[str, RateOverride] | None = None,
     strict: bool = False,
 ) -> FidelityResult:
@@ -728,7 +729,7 @@ def fidelity(
     notes = [_skipped_note(session)] if session.skipped else []
     notes += microcompact_notes(session) + iteration_notes(session)
     notes += unread_write_notes(session)
-    config = _config(provider, model, client, cache_rules, None, prices)
+    config = _config(provider, model, client, cache_rules, rule_overrides, prices)
     notes += _elsewhere_notes(session, provider, model)
     rows = fidelity_rows(session, config)
     if not rows:

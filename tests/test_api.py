@@ -327,3 +327,13 @@ def test_breakeven_and_whatif_take_the_cache_rule_overrides_replay_takes() -> No
     assert edit["summary"]["cached_tokens"].to_list() == [0, 0]
     plain = whatif(RUN42, at=8, prune="older-than:3")["summary"]["cached_tokens"].to_list()
     assert plain != [0, 0]
+
+
+def test_fidelity_takes_the_cache_rule_overrides_replay_takes() -> None:
+    """Does the simulator match the bill better under other rules? `rule_overrides` answers it
+    for the replay of `recorded` too: with no cache, nothing is simulated as read."""
+    session = _with_usage()
+    plain = fidelity(session).frame["simulated_cache_read"].to_list()
+    assert any(plain)
+    read = fidelity(session, rule_overrides={"mechanism": "none"}).frame["simulated_cache_read"]
+    assert read.to_list() == [0] * len(plain)
