@@ -103,8 +103,9 @@ class CacheRouter:
         return list(self._files)
 
     def serves(self, provider: str) -> bool:
-        """Whether a rule file serves `provider` (id, alias, or a variant's provider): a
-        request on it has a route, whatever its model."""
+        """Whether a rule file serves `provider` (id, alias, or a variant's provider). A
+        provider with a file of its own routes every model; one served only by a variant
+        (`aws`: anthropic's bedrock) routes the models of that variant's file."""
         provider = provider.strip().lower()
         return self.layers_for(provider) is not None or any(
             v.when == "provider" and v.provider == provider
