@@ -666,12 +666,11 @@ def run_bench(
             del naive_records
             if m == requests:
                 fast_at_m = seconds
-            else:  # recording as the full run did: `seconds - fast_at_m` is the rest's own time
-                with _recording_full_encodes(sent):
-                    fast_at_m = _time_fast(head, [name])[0]
-            if m == requests:
                 naive_total, extrapolated = naive_measured, False
             else:
+                # Recording as the full run did: `seconds - fast_at_m` is the rest's own time.
+                with _recording_full_encodes(sent):
+                    fast_at_m = _time_fast(head, [name])[0]
                 # The rest costs what the fast path costs there, plus the naive-only work
                 # (re-render, re-tokenize, diff) fitted per request as a + b·prompt_tokens.
                 a, b = _fit_naive(per_request[name], prompts[:m])
