@@ -411,23 +411,14 @@ def _stdin_of(monkeypatch: pytest.MonkeyPatch, stream: io.BytesIO) -> None:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(stream))
 
 
-def test_a_full_disk_while_copying_a_stream_names_the_copy_not_a_read(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    """The copy of a stream cannot be written (a full disk): it was told as "cannot read the
-    file (No space left on device)", blaming the stream."""
+def _check_the_copy_is_told_unwritable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`replay -` with TMPDIR at `tmp_path`, where the copy cannot be written (the caller made
+    it so): a `ReplayError` naming the copy and its folder, not a read of the stream."""
     from replay import load
     from replay._errors import LogFormatError, ReplayError
 
-    opened = Path.open
-
-    def full(self: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
-        handle = opened(self, mode, *args, **kwargs)
-        return _FullDisk(handle) if "w" in mode else handle
-
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)  # TMPDIR is read again
-    monkeypatch.setattr(Path, "open", full)
     _stdin_of(monkeypatch, io.BytesIO(RUN42.read_bytes()))
     with pytest.raises(ReplayError) as told:
         load("-")
@@ -436,6 +427,21 @@ def test_a_full_disk_while_copying_a_stream_names_the_copy_not_a_read(
         f"cannot write the temporary copy of <stdin> in {tmp_path}: No space left on device "
         "(a stream is read through a copy; TMPDIR picks its folder)"
     )
+
+
+def test_a_full_disk_while_copying_a_stream_names_the_copy_not_a_read(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The copy of a stream cannot be written (a full disk): it was told as "cannot read the
+    file (No space left on device)", blaming the stream."""
+    opened = Path.open
+
+    def full(self: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        handle = opened(self, mode, *args, **kwargs)
+        return _FullDisk(handle) if "w" in mode else handle
+
+    monkeypatch.setattr(Path, "open", full)
+    _check_the_copy_is_told_unwritable(monkeypatch, tmp_path)
     assert not list(tmp_path.iterdir())  # the copy is gone
 
 
@@ -482,23 +488,12 @@ def test_no_temporary_folder_for_the_copy_is_told_where_it_was_looked_for(
 ) -> None:
     """Even the copy's folder cannot be made (a full disk): the message names the temporary
     folder and TMPDIR, not a failure of the stream."""
-    from replay import load
-    from replay._errors import LogFormatError, ReplayError
 
     def full(*args: Any, **kwargs: Any) -> Any:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
-    monkeypatch.setattr(tempfile, "tempdir", None)  # TMPDIR is read again
     monkeypatch.setattr(tempfile, "TemporaryDirectory", full)
-    _stdin_of(monkeypatch, io.BytesIO(RUN42.read_bytes()))
-    with pytest.raises(ReplayError) as told:
-        load("-")
-    assert not isinstance(told.value, LogFormatError)
-    assert str(told.value) == (
-        f"cannot write the temporary copy of <stdin> in {tmp_path}: No space left on device "
-        "(a stream is read through a copy; TMPDIR picks its folder)"
-    )
+    _check_the_copy_is_told_unwritable(monkeypatch, tmp_path)
 
 
 def test_a_named_stream_that_cannot_be_opened_is_told_as_a_read(
