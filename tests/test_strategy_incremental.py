@@ -179,6 +179,65 @@ def test_another_history_starts_over(name: str) -> None:
         assert [signature(i) for i in kept.items] == [signature(i) for i in fresh.items]
 
 
+# One name per built-in family, its thresholds small enough to act on the histories below
+# (their window: WINDOW tokens).
+EVERY_FAMILY = [
+    "recorded", "baseline", "truncate-200", "age-truncate-200-keep-2",
+    "compact-at-3000-structured", "sliding-6-pin-first", "compact-rotating-at-3000",
+    "compact-chained-at-3000", "tool-aging-keep-2", "append-supersede", "prune-at-3000-keep-2",
+    "retrieval-top-3", "codex-compact-at-50pct", "codex-remote-compact-at-50pct",
+    "codex-compact-drop-oldest-at-50pct", "codex-tool-trunc-1k", "opencode-prune-2k-1k",
+    "opencode-compact-v1", "opencode-compact-tail-prepend", "opencode-tool-trunc-20l-1kb",
+    "pi-compact-1k-2k", "claudecode-autocompact-1k", "claudecode-microcompact-time-1m-keep-2",
+    "anthropic-clear-tool-uses-2k-keep-2", "anthropic-clear-thinking-keep-1",
+    "anthropic-compact-5k", "openai-responses-compact-5k", "aider-summarize-2k",
+    "cline-truncate-keep-first-pair-half", "cline-dedup-file-reads",
+    "roo-truncate-keep-first-half", "roo-condense-keep-first-last-3-at-50pct",
+    "gemini-compress-50pct-keep-30pct", "gemini-mask-tool-out-2k-1k", "goose-compact-50pct",
+    "goose-tool-pair-summarize-5", "observation-mask-keep-6", "observation-mask-keep-3-poll-2",
+    "openhands-recent-keep-first-1-max-12", "openhands-amortized-12",
+    "openhands-llm-summary-12-keep-2", "openhands-llm-attention-12",
+    "openhands-window-on-overflow", "openhands-browser-mask-1", "openclaw-prune-cache-ttl-5m",
+]
+WINDOW = 12_000
+# The log's own history, every message, or a rule on idle gaps the histories below never have.
+NEVER_CHANGES_HERE = {"recorded", "baseline", "claudecode-microcompact-time-1m-keep-2"}
+
+
+def test_every_built_in_family_has_a_name_in_every_family() -> None:
+    from replay.strategies import registered
+
+    families = {s.family for s in registered() if not s.is_plugin}
+    assert {parse_name(name).spec.family for name in EVERY_FAMILY} == families
+
+
+def sent(view: View) -> tuple:
+    """What a view sends, comparable across instances (items of a summarizer's input are
+    compared by identity, so by their signature here)."""
+    calls = tuple(
+        (tuple(signature(i) for i in c.input_items), c.instruction, c.summary, c.model)
+        for c in view.summarizer_calls
+    )
+    return tuple(signature(i) for i in view.items), tuple(view.events), calls
+
+
+@pytest.mark.parametrize("name", EVERY_FAMILY)
+def test_every_family_given_another_history_sends_what_a_new_instance_sends(name: str) -> None:
+    """Whatever state a family keeps (a summary, results already reported as aged, a frozen
+    head), an instance called on another list than the one it saw grown answers as a new one."""
+    window = dataclasses.replace(ctx(), context_window=WINDOW)
+    first, other = make_history(60, seed=2), make_history(30, seed=3)
+    instance = build(name)
+    changed = 0
+    for n in range(1, len(first) + 1):
+        view = view_of(instance(first[:n], dataclasses.replace(window, request_index=n)))
+        changed += [signature(i) for i in view.items] != [signature(i) for i in first[:n]]
+    assert changed or name in NEVER_CHANGES_HERE, f"{name} never acted: the test proves nothing"
+    for history in (other, other[:-3], first[:5]):  # another list, a shorter one, a prefix
+        fresh = build(name)
+        assert sent(view_of(instance(history, window))) == sent(view_of(fresh(history, window)))
+
+
 @pytest.mark.parametrize("name", APPEND_ONLY)
 def test_append_only_strategies_send_the_same_objects_again(name: str) -> None:
     items = make_history(30, seed=4)

@@ -3,7 +3,8 @@
 A strategy is anything called once per request as `strategy(history, ctx) -> View | list[Item]`:
 `history` is every model-visible item of the thread so far (full, lossless), `ctx` says where in
 the run we are. It may keep state between calls (a class instance, a closure); the engine makes a
-fresh instance for every replayed thread.
+fresh instance for every replayed thread. A built-in instance called on another history than the
+one it saw grown (from Python) is rebuilt first, so it sends what a new instance would.
 
 Names follow `<family>-<param>[-<modifier>]`, e.g. `truncate-500`, `age-truncate-500-keep-3`,
 `compact-at-12000-structured`. Each family registers a `StrategySpec` with a regular expression;
@@ -248,11 +249,15 @@ class NamedStrategy:
     params: dict[str, Any]
 
     def instantiate(self) -> Strategy:
+        """A new instance, for one thread's history. A built-in one given another history than
+        the one it saw grown is rebuilt first (`OneHistory`); a plug-in's state is its own."""
         if self.spec.is_plugin:  # the user's code: its mistakes are reported as theirs
             from replay.strategies._plugins import build_guarded
 
             return build_guarded(self)
-        return self.spec.build(**self.params)
+        from replay.strategies._common import OneHistory
+
+        return OneHistory(lambda: self.spec.build(**self.params))
 
 
 _REGISTRY: dict[str, StrategySpec] = {}

@@ -12,7 +12,7 @@ import weakref
 from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from replay.strategies._base import StrategyContext
+from replay.strategies._base import Strategy, StrategyContext
 from replay.strategies._summary import _path_of, freeform_summary, structured_summary
 from replay.strategies._view import (
     _NONE,
@@ -23,6 +23,7 @@ from replay.strategies._view import (
     SummaryItem,
     ToolResultItem,
     UserItem,
+    View,
     derived,
     item_chars,
     remember,
@@ -618,6 +619,31 @@ class Seen:
         if history:
             self._first, self._last = history[0], history[-1]
         return seen
+
+
+class OneHistory:
+    """A strategy instance that answers for one history at a time: given another history than
+    the one it saw grown (see `Seen`), it is rebuilt before it answers.
+
+    The engine never does that (one instance per thread, one list that only grows), but a
+    library user or a test may call an instance on a second list. Each family resetting every
+    piece of its state on `sync() == 0` missed some (a summary, the results already reported as
+    aged); here what an instance sends is by construction what a new one sends."""
+
+    __slots__ = ("_build", "_seen", "_strategy")
+
+    def __init__(self, build: Callable[[], Strategy]) -> None:
+        self._build = build
+        self._strategy = build()
+        self._seen: Seen | None = None  # None: not called yet
+
+    def __call__(self, history: Sequence[Item], ctx: StrategyContext) -> View | list[Item]:
+        if self._seen is None:
+            self._seen = Seen()
+            self._seen.sync(history)
+        elif self._seen.sync(history) == 0:
+            self._strategy = self._build()
+        return self._strategy(history, ctx)
 
 
 class GrownView:
