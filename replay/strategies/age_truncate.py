@@ -12,18 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replay.strategies._base import AT_LEAST_0, AT_LEAST_1, StrategyContext, StrategySpec, register
-from replay.strategies._common import AgingView, Seen
+from replay.strategies._common import AgingView
 from replay.strategies._view import Item, RewriteEvent, ToolResultItem, View, truncate_chars
 
 
 def age_truncate(chars: int = 500, keep: int = 3) -> object:
     aged: set[int] = set()
     view = AgingView(lambda item: isinstance(item, ToolResultItem))
-    synced = Seen()
 
     def cap_old_results(history: Sequence[Item], ctx: StrategyContext) -> View:
-        if synced.sync(history) == 0:  # a new instance, or another history: nothing aged yet
-            aged.clear()
         newly, _ = view.sync(history, keep)
         events: list[RewriteEvent] = []
         for n in newly:

@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from replay.strategies._base import StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     ReplacedResults,
-    Seen,
     path_of,
     reads_part_of_file,
     result_kind,
@@ -36,7 +35,6 @@ def append_supersede() -> object:
     writes: dict[str, tuple[str, str]] = {}  # call id → (path, content) of a write in flight
     done = 0  # history items already shaped
     view = ReplacedResults(shaped, lambda result: shaped[result.event_index])
-    synced = Seen()
 
     def supersede(history: Sequence[Item], ctx: StrategyContext) -> list[Item]:
         nonlocal done
@@ -45,11 +43,6 @@ def append_supersede() -> object:
             shaped[event_index] = item
             view.update(history, (event_index,))
 
-        if synced.sync(history) == 0:  # a new instance, or another history: no version known
-            shaped.clear()
-            versions.clear()
-            writes.clear()
-            done = 0
         view.sync(history)
         for item in history[done:]:
             if isinstance(item, AssistantItem):

@@ -24,7 +24,6 @@ from replay._words import counted
 from replay.strategies._base import AT_LEAST_1, Bounds, StrategyContext, StrategySpec, register
 from replay.strategies._common import (
     Frozen,
-    Seen,
     SummarySource,
     forked_call,
     last_assistant,
@@ -37,11 +36,8 @@ from replay.strategies._view import Item, RewriteEvent, SummaryItem, View
 def compact_chain(mode: str = "rotating", chars: int = 12000) -> object:
     state = Frozen()
     summaries = SummarySource()
-    seen = Seen()
 
     def fold(history: Sequence[Item], ctx: StrategyContext) -> View:
-        if seen.sync(history) == 0:  # a new instance, or another history: nothing folded yet
-            state.head, state.covered, summaries.used = [], 0, 0
         view = state.view(history)
         if state.chars(history) <= chars:
             return View(items=view)
