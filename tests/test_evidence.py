@@ -2045,3 +2045,49 @@ def test_a_result_belongs_to_the_latest_call_of_its_id() -> None:
     ]
     actions = _check(history, history[:4], _write_of_target())
     assert [(a.kind, a.path) for a in actions] == [("hidden-edit-target", "src/calc.py")]
+
+
+def _deleting(*paths: str, update: str = "") -> Block:
+    files = "".join(f"*** Delete File: {p}\n" for p in paths)
+    return _call("c2", "apply_patch", input=f"*** Begin Patch\n{update}{files}*** End Patch")
+
+
+@pytest.mark.parametrize("delete", [
+    _call("c2", "bash", command="rm src/legacy_parser.py"),
+    _deleting("src/legacy_parser.py"),
+], ids=["rm", "patch"])
+def test_a_patch_that_deletes_a_file_uses_its_name_as_rm_does(delete: Block) -> None:
+    """Deleting a file relies on nothing but its name: a patch's `*** Delete File:` named a
+    file only a hidden listing held, as `rm` does, and was never flagged."""
+    listing = "src/legacy_parser.py\nsrc/parser.py\n"
+    found = EvidenceChecker().check(*_listed(listing), AssistantItem((delete,)), 3, "r")
+    assert [(a.kind, a.excerpt) for a in found] == [("hidden-quote", "src/legacy_parser.py")]
+    history, _ = _listed(listing)
+    assert EvidenceChecker().check(history, list(history), AssistantItem((delete,)), 3, "r") == []
+
+
+def _listed(listing: str) -> tuple[list, list]:
+    """A history whose one result is `listing`, and a view that dropped that result."""
+    history = [
+        UserItem("Remove the old parser.", event_index=0),
+        AssistantItem((_call("c1", "bash", command="ls src"),), event_index=1),
+        ToolResultItem("c1", "bash", listing, event_index=2),
+    ]
+    return history, history[:2]
+
+
+def test_a_patch_s_deleted_files_are_checked_beside_its_edit_once_per_call() -> None:
+    """A patch that updates one file and deletes another: a deleted file only hidden text
+    named is a hidden quote where the edit's old text was shown; where that is hidden too,
+    the call is one action (its hidden edit target), not two."""
+    update = f"*** Update File: src/calc.py\n@@\n-{TARGET}\n+    return 0\n"
+    history = [*_history(), ToolResultItem("c9", "bash", "src/legacy_parser.py\n", event_index=3)]
+    patch = _deleting("src/legacy_parser.py", update=update)
+    shown_edit = _check(history, history[:3], patch)
+    assert [(a.kind, a.path, a.excerpt) for a in shown_edit] == [
+        ("hidden-quote", "src/legacy_parser.py", "src/legacy_parser.py")
+    ]
+    hidden_edit = _check(history, history[:1], patch)
+    assert [a.kind for a in hidden_edit] == ["hidden-edit-target"]
+    # A known name (`README.md`) is no evidence, in a patch as in a command.
+    assert _check(history, history[:3], _deleting("README.md", update=update)) == []

@@ -10,7 +10,8 @@ actually gave *used* text that the strategy's view did not show in full while th
   in the view;
 - `hidden-quote`: a tool call whose arguments quote a path, identifier, error string or quoted
   phrase that appears in the history but not in the view (plain words and flags do not
-  count, nor names the agent had from elsewhere: `_known`);
+  count, nor names the agent had from elsewhere: `_known`); a file a patch deletes is quoted
+  as `rm` quotes it, where the patch's edits relied on nothing hidden;
 - `stubbed-read`: beside a `hidden-edit-target`, the file being changed was shown only as a stub
   or cut-down read, so a real agent would have had to read it again first (a re-read cost the
   replay does not include); a detail of that edit, not an action of its own;
@@ -166,6 +167,14 @@ def _old_lines(arguments: object) -> tuple[str | None, list[str] | None]:
         elif updating and line[:1] in ("-", " ") and not line.startswith("***"):
             needed.extend(_lines(line[1:]))
     return path, needed
+
+
+def _deleted_files(arguments: object) -> list[str]:
+    """The files an `apply_patch` call deletes (`*** Delete File: …`), in order."""
+    patch = _patch_of(arguments)
+    if patch is None:
+        return []
+    return [m.group(2).strip() for m in _PATCH_FILE.finditer(patch) if m.group(1) == "Delete"]
 
 
 def _edits_a_file(arguments: object) -> bool:
@@ -1013,8 +1022,8 @@ class EvidenceChecker:
             # shown, without a search of the view (the lines in the rest are searched for).
             needed = [ln for ln in needed if ln not in known.shown_as]
         hidden = [ln for ln in needed if request.hidden(ln)]
-        if not hidden:
-            return []
+        if not hidden:  # one action per call: a deleted file counts where no edit did
+            return self._deletes(call, request, request_index, request_id)
         actions = [
             BlindAction(request_index, request_id, call.name or "", "hidden-edit-target", path,
                         _short("\n".join(hidden)))
@@ -1029,6 +1038,17 @@ class EvidenceChecker:
                                 _short(shown.output))
                 )
         return actions
+
+    def _deletes(self, call, request, request_index, request_id) -> list[BlindAction]:
+        """A patch's deleted files named only in hidden text: deleting a file relies on
+        nothing but its name, which the call quotes as a shell `rm` would."""
+        files = _deleted_files(call.arguments)
+        hidden = _hidden_pieces(files, request, distinctive=True)
+        if not hidden:
+            return []
+        path = next(f for f in files if hidden[0] in f)
+        return [BlindAction(request_index, request_id, call.name or "", "hidden-quote", path,
+                            _short(", ".join(hidden)))]
 
     def _prose(self, texts, request, request_index, request_id) -> list[BlindAction]:
         """The response's own text quoting something only hidden text held (an error code, a
