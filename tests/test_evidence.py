@@ -2091,3 +2091,13 @@ def test_a_patch_s_deleted_files_are_checked_beside_its_edit_once_per_call() -> 
     assert [a.kind for a in hidden_edit] == ["hidden-edit-target"]
     # A known name (`README.md`) is no evidence, in a patch as in a command.
     assert _check(history, history[:3], _deleting("README.md", update=update)) == []
+
+
+def test_an_empty_list_of_edits_without_a_content_is_quote_checked() -> None:
+    """`edits: []` with no content changes nothing the checker can see, as a write tool that
+    names a path alone: its path, only a hidden listing held, is a hidden quote."""
+    history, view = _listed("config/settings_prod.yaml\n")
+    empty = _call("c2", "MultiEdit", file_path="config/settings_prod.yaml", edits=[])
+    found = EvidenceChecker().check(history, view, AssistantItem((empty,)), 3, "r")
+    assert [(a.kind, a.path) for a in found] == [("hidden-quote", "config/settings_prod.yaml")]
+

@@ -178,11 +178,13 @@ def _deleted_files(arguments: object) -> list[str]:
 
 
 def _edits_a_file(arguments: object) -> bool:
-    """A write tool's call that changes a file (its old text, a patch, or a whole content);
-    not `TodoWrite` or `write_stdin`, whose names only look like a write's."""
+    """A write tool's call that changes a file (its old text, a list of edits, a patch, or a
+    whole content); not `TodoWrite` or `write_stdin`, whose names only look like a write's,
+    nor an empty list of edits, which changes nothing."""
     if not isinstance(arguments, dict):
         return False
-    if _first(arguments, _OLD_KEYS) is not None or isinstance(arguments.get("edits"), list):
+    edits = arguments.get("edits")
+    if _first(arguments, _OLD_KEYS) is not None or (isinstance(edits, list) and edits):
         return True
     return _patch_of(arguments) is not None or (
         path_of(arguments) is not None and _first(arguments, _CONTENT_KEYS) is not None
