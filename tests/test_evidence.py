@@ -2101,3 +2101,12 @@ def test_an_empty_list_of_edits_without_a_content_is_quote_checked() -> None:
     found = EvidenceChecker().check(history, view, AssistantItem((empty,)), 3, "r")
     assert [(a.kind, a.path) for a in found] == [("hidden-quote", "config/settings_prod.yaml")]
 
+
+@pytest.mark.parametrize("first", [2, 5])
+def test_a_table_numbered_from_past_1_by_consecutive_rows_is_read_as_it_is(first: int) -> None:
+    """A whole file's numbered read counts from line 1 (a read of a range is never taken for
+    the file's content): a table whose first column counts on from 5 is the file's own text."""
+    table = "".join(f"{n}\tname_{n}\n" for n in range(first, first + 30))
+    assert _blind._file_text(table) == table
+    numbered = "".join(f"{k}\t{row}\n" for k, row in enumerate(table.splitlines(), 1))
+    assert _blind._file_text(numbered) == table

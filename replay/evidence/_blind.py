@@ -202,9 +202,9 @@ def _file_text(output: str) -> str:
     elif "\t" in output:
         pattern = _TAB_NUMBERED_LINE
         numbered = pattern.findall(output)
-        # A tab after a number also starts a line of a table: the numbers must count lines.
-        first = int(numbered[0].strip("\t ")) if numbered else 0
-        if any(int(n.strip("\t ")) != first + k for k, n in enumerate(numbered)):
+        # A tab after a number also starts a line of a table: the numbers must count lines,
+        # from the first (only a read of the whole file is taken for its content: `_History`).
+        if any(int(n.strip("\t ")) != k for k, n in enumerate(numbered, 1)):
             return output
     else:  # no numbered line: found at C speed (most reads of most logs)
         return output
