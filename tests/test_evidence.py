@@ -2110,3 +2110,16 @@ def test_a_table_numbered_from_past_1_by_consecutive_rows_is_read_as_it_is(first
     assert _blind._file_text(table) == table
     numbered = "".join(f"{k}\t{row}\n" for k, row in enumerate(table.splitlines(), 1))
     assert _blind._file_text(numbered) == table
+
+
+def test_thinking_shows_a_name_while_kept_and_is_not_checked_for_mentions() -> None:
+    """The rule the README states: earlier thinking the view keeps is a source of the names it
+    holds (whatever the provider strips), and a response's own thinking is no mention."""
+    history = [*_raised(), AssistantItem(
+        (Block("thinking", "InvalidTokenSignature comes from auth"),), event_index=3)]
+    grep = _call("c2", "grep", pattern="InvalidTokenSignature")
+    assert _check(history, [*history[:2], history[3]], grep) == []
+    assert [a.kind for a in _check(history, history[:2], grep)] == ["hidden-quote"]
+    thought = AssistantItem((Block("thinking", "so InvalidTokenSignature is raised"),
+                             Block("text", "Looking again.")))
+    assert EvidenceChecker().check(history, history[:2], thought, 4, "r") == []

@@ -15,9 +15,10 @@ actually gave *used* text that the strategy's view did not show in full while th
 - `stubbed-read`: beside a `hidden-edit-target`, the file being changed was shown only as a stub
   or cut-down read, so a real agent would have had to read it again first (a re-read cost the
   replay does not include); a detail of that edit, not an action of its own;
-- `hidden-mention`: not an action: the response's own text names something exact (a code, a
-  path, an identifier) that only hidden text held — the agent reasoned about what this view
-  hid. Counted apart (`blind_mentions`), since an agent often names a thing it then re-reads.
+- `hidden-mention`: not an action: the response's own text (its text blocks, not its
+  thinking) names something exact (a code, a path, an identifier) that only hidden text
+  held — the agent reasoned about what this view hid. Counted apart (`blind_mentions`),
+  since an agent often names a thing it then re-reads.
 
 A flag means "the agent acted on something this view hid", not "the run would have failed".
 """
