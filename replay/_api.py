@@ -722,6 +722,7 @@ def fidelity(
     each request's simulated prompt, cache read, cache write and cost next to the usage the
     provider reported (`replay fidelity LOG`). Raises `ReplayError` when no request of the log
     carries usage."""
+    from replay.adapters._stream import label
     from replay.fidelity import fidelity_rows
 
     session = _session_with_requests(log, strict)
@@ -733,7 +734,9 @@ def fidelity(
     notes += _elsewhere_notes(session, provider, model)
     rows = fidelity_rows(session, config)
     if not rows:
-        where = (session.path or "the log") if isinstance(log, Session) else log
+        # A path as given (not the file a session folder was read from), named as the engine's
+        # errors name it: `-` is `<stdin>`.
+        where = (session.path or "the log") if isinstance(log, Session) else label(log)
         raise ReplayError(f"{where}: no request in this log carries recorded usage")
     warnings: dict[str, set[int]] = {}
     for r in rows:

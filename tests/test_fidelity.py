@@ -349,6 +349,17 @@ def test_cli_log_without_usage_is_a_user_error(tmp_path: Path) -> None:
     assert "no request in this log carries recorded usage" in result.stderr
 
 
+def test_a_log_without_usage_on_standard_input_is_named_as_other_errors_name_it() -> None:
+    """`-` is `<stdin>` in this error too, as in the engine's and the readers' errors."""
+    load_commands()
+    run42 = Path(__file__).resolve().parents[1] / "logs" / "run42.jsonl"
+    result = CliRunner().invoke(cli, ["fidelity", "-"], input=run42.read_bytes())
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: <stdin>: no request in this log carries recorded usage\n"
+    )
+
+
 def test_the_bill_prices_each_request_at_the_model_its_log_names() -> None:
     """The bill is the log's usage at the model each request ran (its own, its thread's, the
     log's), whatever a replay forces; a request without usage is counted, not priced."""
