@@ -441,7 +441,7 @@ def whatif(
         flag = "--compact-at" if compact else "--at"
         raise ReplayError(f"{flag} {at} is outside the log's requests (0..{n_requests - 1})")
     edit = whatif_strategy(at, Selector.parse(prune) if prune is not None else None, compact)
-    reference = "recorded" if _has_recorded() else "baseline"
+    reference = "recorded"  # the run as the log holds it: the edit is one change to it
     config = _config(provider, model, client, cache_rules, rule_overrides, prices, ttl,
                      context_window)
     config.progress = progress
@@ -457,14 +457,6 @@ def whatif(
         "edit": edit.name,
         "notes": _notes(session, ResultTables.of(records), config),
     }
-
-
-def _has_recorded() -> bool:
-    from replay.strategies import canonical_names, registered
-
-    return any(spec.family == "recorded" for spec in registered()) or "recorded" in (
-        canonical_names()
-    )
 
 
 def _notes(session: Session, tables: ResultTables, config: ReplayConfig) -> list[str]:
