@@ -7,9 +7,12 @@ docs/strategies.md."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_strategy_library import History, build, ctx, outputs, read, view_of
 
 from replay.strategies import AssistantItem, SummaryItem, ToolResultItem, UserItem, View
+from replay.strategies._prompts import LITERAL_OPENHANDS_MASKED
 
 
 def test_age_truncate_caps_each_result_past_the_keep_newest_to_n_characters():
@@ -117,20 +120,52 @@ def test_tool_aging_cuts_each_kind_of_old_result_its_own_way():
     ]
 
 
-def test_observation_mask_names_every_masked_observation_and_is_silent_without_one():
-    """observation-mask-keep-W: one `clear` event per request naming how many observations
-    are masked in that request's view (all of them, not only the new ones); none while every
-    observation is within the window."""
+def test_observation_mask_names_the_observations_it_masks_at_that_request():
+    """observation-mask-keep-W: one `clear` event at a request that masks observations,
+    naming how many it masks there (as prune and tool-aging name only what changed); none
+    where the masks are those already sent, nor while every observation is within the
+    window."""
     h = History().user()
     for n in range(3):
         h.step(read(f"f{n}", "x"))
     mask = build("observation-mask-keep-4")  # 7 events: only the first result is 4+ back
     assert [e.detail for e in view_of(mask(h.items, ctx())).events] == ["1 observation masked"]
-    h.step(read("f3", "x"))  # 9 events: the first two results
-    assert [(e.kind, e.detail) for e in view_of(mask(h.items, ctx())).events] == [
-        ("clear", "2 observations masked")
-    ]
-    assert not view_of(build("observation-mask-keep-9")(h.items, ctx())).events
+    h.step(read("f3", "x"))  # 9 events: the first two results, one of them new
+    second = view_of(mask(h.items, ctx()))
+    assert [(e.kind, e.detail) for e in second.events] == [("clear", "1 observation masked")]
+    h.user("go on")  # the boundary passes the third result's call, not the result
+    again = view_of(mask(h.items, ctx()))
+    assert again.items == [*second.items, h.items[-1]] and not again.events
+    assert [getattr(i, "text", "") for i in again.items].count(LITERAL_OPENHANDS_MASKED) == 2
+    assert not view_of(build("observation-mask-keep-9")(h.items[:-1], ctx())).events
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=st.sampled_from([
+        "observation-mask-keep-3", "observation-mask-keep-2-poll-1",
+        "observation-mask-keep-2-poll-3", "openhands-browser-mask-1",
+    ]),
+    steps=st.lists(st.sampled_from(["read", "browse", "two", "user"]), min_size=1, max_size=14),
+)
+def test_masking_names_a_rewrite_exactly_where_the_view_changed(name: str, steps: list) -> None:
+    """The masking families name a rewrite at a request exactly where its view is not the
+    previous one with the new history appended: masks already sent are no new rewrite (a
+    request after them only grows the view), as prune's and tool-aging's. The history starts
+    without a task, so the SWE-agent form also shows results again once one arrives."""
+    strategy, h = build(name), History()
+    sent: list = []
+    for n, kind in enumerate(steps):
+        grown = len(h.items)
+        if kind == "user":
+            h.user(f"task {n}")
+        else:
+            page = ("browser_navigate", {"url": f"https://{n}.example"}, f"page {n} " * 9)
+            calls = {"read": [read(f"f{n}", f"x{n}")], "browse": [page]}
+            h.step(*calls.get(kind, [read(f"f{n}", f"y{n}"), page]))
+        view = view_of(strategy(list(h.items), ctx()))
+        assert bool(view.events) == (view.items != [*sent, *h.items[grown:]]), (n, view.events)
+        sent = view.items
 
 
 def test_swe_last_n_without_a_task_never_elides_the_first_observation():
@@ -162,8 +197,9 @@ def test_swe_last_n_shows_again_what_the_window_no_longer_elides():
     omitted = "Old environment output: (1 lines omitted)"
     before = outputs(view_of(swe(h.items, ctx())))
     assert before[:5] == ["out 0", omitted, omitted, omitted, "out 4"]
-    after = outputs(view_of(swe([*h.items, UserItem("now the task", event_index=99)], ctx())))
-    assert after[:5] == [omitted, omitted, omitted, "out 3", "out 4"]
+    after = view_of(swe([*h.items, UserItem("now the task", event_index=99)], ctx()))
+    assert outputs(after)[:5] == [omitted, omitted, omitted, "out 3", "out 4"]
+    assert [e.detail for e in after.events] == ["1 output elided, 1 shown again"]
 
 
 def test_append_supersede_compares_with_the_latest_version_only_and_skips_failed_reads():

@@ -2982,7 +2982,8 @@ def test_openhands_llm_attention_forgets_nothing_while_the_view_is_within_max_si
 
 def test_openhands_browser_mask_reports_nothing_until_a_page_is_masked():
     """One browser page with keep 1: nothing is masked, no rewrite; a second page masks the
-    first, and the rewrite counts the pages masked."""
+    first, and the rewrite counts the pages it masks at that request; a request that masks
+    no new page names no rewrite."""
     h = History().user("look")
     h.step(("browser_navigate", {"url": "https://a.example"}, "page a " * 50))
     strategy = build("openhands-browser-mask-1")
@@ -2994,7 +2995,10 @@ def test_openhands_browser_mask_reports_nothing_until_a_page_is_masked():
     assert [e.detail for e in second.events] == ["1 browser output masked"]
     h.step(("browser_navigate", {"url": "https://c.example"}, "page c " * 50))
     third = view_of(strategy(h.items, ctx()))
-    assert [e.detail for e in third.events] == ["2 browser outputs masked"]
+    assert [e.detail for e in third.events] == ["1 browser output masked"]
+    h.step(read("a.py", "code"))
+    fourth = view_of(strategy(h.items, ctx()))
+    assert fourth.items == [*third.items, *h.items[-2:]] and not fourth.events
 
 
 def test_openhands_llm_attention_sends_one_fresh_ranking_call_listing_the_event_ids():

@@ -86,9 +86,11 @@ def observation_mask(window: int = 100) -> object:
         changed = {n for cid in newly for n in (*results.get(cid, ()), *callers.get(cid, ()))}
         for n in changed:
             view.set(n, shown(history[n]))
+        # Named where the view changed, as prune and tool-aging do: the masks already sent
+        # rewrite nothing again.
         events = [RewriteEvent(
-            "clear", f"{counted(len(hidden), 'observation')} masked"
-        )] if hidden else []
+            "clear", f"{counted(len(newly), 'observation')} masked"
+        )] if newly else []
         return View(items=view.items(), events=events)
 
     return mask_old_observations

@@ -36,12 +36,15 @@ def openhands_browser_mask(keep: int = 1) -> object:
     )
 
     def mask_old_pages(history: Sequence[Item], ctx: StrategyContext) -> View:
-        newly, old = view.sync(history, keep)
+        newly, _ = view.sync(history, keep)
         for n in newly:
             item = history[n]
             text = LITERAL_OPENHANDS_BROWSER.format(url=url_of(item.arguments))  # type: ignore[union-attr]
             view.set(n, replace_output(item, text))  # type: ignore[arg-type]
-        events = [RewriteEvent("clear", f"{counted(old, 'browser output')} masked")] if old else []
+        # Named where the view changed (a page newly masked), not again at every request.
+        events = [RewriteEvent(
+            "clear", f"{counted(len(newly), 'browser output')} masked"
+        )] if newly else []
         return View(items=view.items(), events=events)
 
     return mask_old_pages

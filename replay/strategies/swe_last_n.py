@@ -51,15 +51,25 @@ def swe_last_n(n: int = 5, polling: int = 1) -> object:
         lo = 0 if task is not None else 1
         hi = max(lo, last - 1 if task is not None else last)
         old_lo, old_hi = shown
-        for j in (*range(old_lo, min(old_hi, lo)), *range(max(old_lo, hi), old_hi)):
+        restored = (*range(old_lo, min(old_hi, lo)), *range(max(old_lo, hi), old_hi))
+        for j in restored:
             view.set(results[j], history[results[j]])  # no longer elided
-        for j in (*range(lo, min(hi, old_lo)), *range(max(lo, old_hi), hi)):
+        newly = (*range(lo, min(hi, old_lo)), *range(max(lo, old_hi), hi))
+        for j in newly:
             view.set(results[j], elided(history[results[j]]))  # type: ignore[arg-type]
         shown = (lo, hi)
-        events = [RewriteEvent("clear", f"{counted(hi - lo, 'output')} elided")] if hi > lo else []
-        return View(items=view.items(), events=events)
+        return View(items=view.items(), events=_rewrites(len(newly), len(restored)))
 
     return elide_old_outputs
+
+
+def _rewrites(elided_now: int, restored: int) -> list[RewriteEvent]:
+    """Named where the view changed, as prune and tool-aging do: the window standing still
+    (polling P > 1) rewrites nothing."""
+    if not (elided_now or restored):
+        return []
+    shown_again = f", {restored} shown again" if restored else ""
+    return [RewriteEvent("clear", f"{counted(elided_now, 'output')} elided{shown_again}")]
 
 
 register(
