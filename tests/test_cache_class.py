@@ -43,7 +43,7 @@ from replay.log import (
 )
 from replay.log._io import Session
 from replay.strategies import canonical_names, parse_name
-from replay.strategies._view import AssistantItem, ToolResultItem
+from replay.strategies._view import AssistantItem, SummaryItem, ToolResultItem
 
 WINDOW = 16_000
 """Context window every strategy sees here (patched into the engine)."""
@@ -384,3 +384,19 @@ def test_every_rewriting_family_fires_on_the_fixed_sessions(long_runs, turn_runs
         and not any(r.diff.is_break for runs in (long_runs, turn_runs) for r in runs[name][1])
     ]
     assert silent == ["recorded"]  # the sessions log no compaction to replay
+
+
+def test_every_summary_names_the_log_events_it_stands_for(long_runs, turn_runs) -> None:
+    """A summary's `replaces` names log events (what break-even and whatif key summaries on,
+    what the report counts): each once, never -1 for an earlier summary it folded (that one's
+    events instead)."""
+    checked = 0
+    for runs in (long_runs, turn_runs):
+        for name, (_, records) in runs.items():
+            for r in records:
+                for s in (i for i in r.view if isinstance(i, SummaryItem)):
+                    where = f"{name} @ {r.request_id}: {s.replaces}"
+                    assert min(s.replaces, default=0) >= 0, where
+                    assert len(set(s.replaces)) == len(s.replaces), where
+                    checked += 1
+    assert checked

@@ -322,7 +322,9 @@ def test_compact_at_folds_nothing_when_only_the_current_step_follows_its_summary
 def test_rotating_keeps_one_summary_slot_and_chained_piles_frozen_summaries():
     """compact-rotating re-summarizes its one summary with the newer items; compact-chained
     summarizes only the items since, after the earlier summaries, which stay as they were.
-    Both summarizer calls re-send the view up to the current step (they share its prefix)."""
+    Both summarizer calls re-send the view up to the current step (they share its prefix).
+    A summary's `replaces` names history events: the rotating one those its old summary
+    replaced too (as compact-at's), not a -1 for the summary, which is no event."""
     for mode in ("rotating", "chained"):
         first, second, h = _two_folds(f"compact-{mode}-at-1500")
         old = first.items[0]
@@ -334,8 +336,10 @@ def test_rotating_keeps_one_summary_slot_and_chained_piles_frozen_summaries():
         if mode == "rotating":
             assert len(heads) == 1 and heads[0] is not old
             assert [e.detail for e in second.events] == ["rotating: 3 items → summary"]
+            assert (old.replaces, heads[0].replaces) == ((0, 1, 2), (0, 1, 2, 3, 4))
         else:
             assert len(heads) == 2 and heads[0] is old
+            assert [h.replaces for h in heads] == [(0, 1, 2), (3, 4)]
             assert [e.detail for e in second.events] == ["chained: 2 items → summary"]
         assert all(isinstance(i, SummaryItem) for i in heads)
 

@@ -3565,7 +3565,8 @@ def test_a_logged_summary_is_used_once_then_the_stand_in_takes_over():
 def test_summarizer_calls_say_what_they_share_with_the_main_request():
     """A fresh call sends the transcript as one injected user message and its sized-only
     messages as themselves; a forked call re-sends the view, with or without the tools; a
-    summary item records the event indexes it replaces and the role it is sent as."""
+    summary item records the event indexes it replaces (an item the log does not hold names
+    none; an earlier summary it folds, what that one replaced) and the role it is sent as."""
     from replay.strategies._common import forked_call, fresh_call, summary_item, transcript
 
     unlogged = UserItem("[context not in the log]", estimated_tokens=700)
@@ -3580,7 +3581,9 @@ def test_summarizer_calls_say_what_they_share_with_the_main_request():
     assert forked.input_items == tuple(items) and forked.reuse_main_prefix
     assert not forked.with_tools and forked_call(items, "i", "s").with_tools
     summary = summary_item("S", [items[0], a1, r1], source="logged", role="assistant")
-    assert (summary.replaces, summary.source, summary.role) == ((0, 2, -1), "logged", "assistant")
+    assert (summary.replaces, summary.source, summary.role) == ((0, 2), "logged", "assistant")
+    a2, r2 = _step("c2", event_index=5)
+    assert summary_item("T", [summary, unlogged, items[0], a2, r2]).replaces == (0, 2, 5)
 
 
 # --- hand mutation pass on the shipped harness strategies (rules pinned from the research) ---

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from replay._errors import ReplayError
 from replay._words import counted
 from replay.strategies._base import NamedStrategy, StrategyContext, StrategySpec
+from replay.strategies._common import summary_item
 from replay.strategies._prompts import LITERAL_CLEARED
 from replay.strategies._summary import STRUCTURED_INSTRUCTION, structured_summary, summary_message
 from replay.strategies._view import (
@@ -322,10 +323,7 @@ def whatif_strategy(at: int, prune: Selector | None, compact: bool) -> NamedStra
                 "(no model answer before it in its thread); try a later one"
             )
         text = structured_summary(replaced)
-        summary = SummaryItem(
-            summary_message(text), source="extractive",
-            replaces=tuple(i for r in replaced for i in _event_indexes(r)),
-        )
+        summary = summary_item(summary_message(text), replaced)
         edit = _Edit(dropped=frozenset(_key(i) for i in replaced), summary=summary)
         # Sent what `compact-at`'s summarizer is sent (the stand-in is made from the whole items).
         sent = summarizer_input(replaced, OUTPUT_CHARS, ARGUMENT_CHARS)
@@ -340,11 +338,3 @@ def whatif_strategy(at: int, prune: Selector | None, compact: bool) -> NamedStra
         rule="one edit at one request, the recorded run otherwise",
     )
     return NamedStrategy(name=label, spec=spec, params={})
-
-
-def _event_indexes(item: Item) -> tuple[int, ...]:
-    """The log events an item of the view stands for (a summary: the ones it replaced)."""
-    if isinstance(item, SummaryItem):
-        return item.replaces
-    index = getattr(item, "event_index", -1)
-    return (index,) if index >= 0 else ()

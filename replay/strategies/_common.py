@@ -583,10 +583,22 @@ def forked_call(
     )
 
 
+def event_indexes(item: Item) -> tuple[int, ...]:
+    """The log events an item of the view stands for: a summary, the ones it replaced (it is
+    no event itself); an item the log does not hold (event index -1), none."""
+    if isinstance(item, SummaryItem):
+        return item.replaces
+    index = getattr(item, "event_index", -1)
+    return (index,) if index >= 0 else ()
+
+
 def summary_item(
     text: str, replaced: Iterable[Item], source: str = "extractive", role: str = "user"
 ) -> SummaryItem:
-    indexes = tuple(getattr(i, "event_index", -1) for i in replaced)
+    """A summary of `replaced`, naming the log events they stand for, each once: a summary that
+    folds an earlier one replaces what that one replaced (Codex's also a user message the
+    earlier compaction kept beside it)."""
+    indexes = tuple(dict.fromkeys(i for item in replaced for i in event_indexes(item)))
     return SummaryItem(text=text, replaces=indexes, source=source, role=role)  # type: ignore[arg-type]
 
 
