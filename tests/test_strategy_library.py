@@ -1368,6 +1368,22 @@ def test_openai_responses_compaction_runs_at_exactly_the_threshold():
     assert not view_of(build(f"anthropic-compact-{size}")(h.items, ctx())).events
 
 
+def test_openai_responses_compaction_threshold_in_thousands_is_tokens():
+    """`openai-responses-compact-Nk` (and `threshold=Nk`) compacts at N,000 tokens: the name's
+    `k` is read as the parameter is parsed, before the strategy sees it."""
+    from replay.strategies._common import request_tokens
+
+    h = History().user("task")
+    for n in range(4):
+        h.step(("bash", {"command": f"c{n}"}, "o" * 4_000), text=f"s{n}")
+    k = request_tokens(h.items, ctx()) // 1000
+    for at, compacts in ((k, True), (k + 1, False)):
+        for name in (f"openai-responses-compact-{at}k",
+                     f"openai-responses-compact-90pct[threshold={at}k]"):
+            assert parse_name(name).params == {"threshold": at * 1000}
+            assert bool(view_of(build(name)(h.items, ctx())).events) == compacts, name
+
+
 def test_openai_responses_compaction_threshold_in_percent_is_of_the_window():
     """`90pct` is 90 % of the window: a request of exactly 90 % of it compacts; on a window
     10 tokens larger (90 % of it is 9 tokens more than the request), it does not."""

@@ -29,11 +29,11 @@ from replay.strategies._view import Item, RewriteEvent, View
 
 
 def threshold_tokens(threshold: int | str, window: int) -> int:
+    """`threshold` in tokens: `<N>pct` of the window, else the number itself (a `200k` of the
+    name or of `--set` is 200000 by now: the parameter's bounds read it)."""
     text = str(threshold)
     if text.endswith("pct"):
         return window * int(text[:-3]) // 100
-    if text.endswith("k"):
-        return int(text[:-1]) * 1000
     return int(text)
 
 
