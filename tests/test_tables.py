@@ -285,21 +285,23 @@ def _cells(fitted, header: str) -> list:
 
 def test_summary_cells_mark_the_cheapest_and_the_summarizer_share() -> None:
     """The cheapest cost is bold green; over window and blind actions are red when not zero;
-    a strategy that made summarizer calls gets a line with their count and their share of the
-    cost (calls that cost nothing included), one that made none does not."""
+    a strategy that made summarizer calls gets a line with their count (grouped by thousands,
+    as the table's other counts) and their share of the cost (calls that cost nothing
+    included), one that made none does not."""
     import polars as pl
 
     summary = pl.DataFrame([
         _summary_row("compact", "0.0125", summarizer_calls=1,
                      summarizer_cost_usd=Decimal("0.0034"), over_window=2, blind_actions=1),
         _summary_row("baseline", "0.0100"),
-        _summary_row("window", "0.0200", summarizer_calls=3, summarizer_cost_usd=Decimal("0.001")),
+        _summary_row("window", "0.0200", summarizer_calls=1_200,
+                     summarizer_cost_usd=Decimal("0.001")),
         _summary_row("free", "0.0300", summarizer_calls=2, summarizer_cost_usd=Decimal(0)),
     ])
     fitted = summary_table(summary, "t")
     names = [c.plain if hasattr(c, "plain") else c for c in _cells(fitted, "strategy")]
     assert names == ["compact", "  └ summarizer (1 call)", "baseline", "window",
-                     "  └ summarizer (3 calls)", "free", "  └ summarizer (2 calls)"]
+                     "  └ summarizer (1,200 calls)", "free", "  └ summarizer (2 calls)"]
     costs = _cells(fitted, "cost (USD)")
     assert [c.plain for c in costs] == ["$0.0125", "incl. $0.0034", "$0.0100", "$0.0200",
                                         "incl. $0.0010", "$0.0300", "incl. $0.0000"]

@@ -9,6 +9,7 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from replay._words import counted
 from replay.report._fit import Fitted
 from replay.report._money import usd
 
@@ -32,10 +33,6 @@ TURNS_TEXT = {"miss cause": 16, "break-even (closed / simulated)": 16}
 
 def _int(v: int | None) -> str:
     return "" if v is None else f"{v:,}"
-
-
-def _calls(n: int) -> str:
-    return "1 call" if n == 1 else f"{n} calls"
 
 
 def summary_table(summary: pl.DataFrame, title: str) -> Fitted:
@@ -80,7 +77,7 @@ def summary_table(summary: pl.DataFrame, title: str) -> Fitted:
         )
         if row["summarizer_calls"]:
             table.add_row(
-                Text(f"  └ summarizer ({_calls(row['summarizer_calls'])})", style="dim"),
+                Text(f"  └ summarizer ({counted(row['summarizer_calls'], 'call')})", style="dim"),
                 "",
                 "",
                 "",
