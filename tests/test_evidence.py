@@ -1255,10 +1255,7 @@ def test_a_write_tool_with_a_content_but_no_path_is_quote_checked() -> None:
     assert [a.kind for a in _check(history, history[:2], note)] == ["hidden-quote"]
 
 
-def test_a_patch_is_checked_against_its_first_updated_file() -> None:
-    """A patch that adds a file before it updates one, and updates another after: the edit is
-    of the first updated file (its read is the stub)."""
-    patch = f"""*** Begin Patch
+_PATCH_AROUND_ITS_UPDATE = f"""*** Begin Patch
 *** Add File: src/new_module.py
 +print("new")
 *** Update File: src/calc.py
@@ -1270,6 +1267,21 @@ def test_a_patch_is_checked_against_its_first_updated_file() -> None:
 -old note
 +new note
 *** End Patch"""
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        _PATCH_AROUND_ITS_UPDATE,
+        f"*** Begin Patch\n*** Update File: src/calc.py  \n@@\n-{TARGET}\n+x\n*** End Patch",
+    ],
+    ids=["first-updated-file", "header-spaces-trimmed"],
+)
+def test_a_patch_is_checked_against_the_file_its_header_updates(patch: str) -> None:
+    """The edit is of the first updated file: a patch that adds a file before it updates one,
+    and updates another after, is checked against `src/calc.py`; and
+    `*** Update File: src/calc.py ` names `src/calc.py` (apply_patch trims its headers). That
+    file is the row's path, and its cut read is the stub."""
     history = _history()
     view = [*history[:2], truncate_chars(history[2], 500)]
     actions = _check(history, view, _call("c2", "apply_patch", input=patch))
@@ -1937,19 +1949,6 @@ def test_a_word_in_capitals_is_no_name() -> None:
     output = "WARNING: DELETE skipped by parseTodoId"
     said = "The WARNING says DELETE was skipped by parseTodoId"
     assert _quoted(output, said=said) == ["parseTodoId"]
-
-
-def test_a_patch_s_file_is_named_without_the_spaces_after_it() -> None:
-    """`*** Update File: src/calc.py ` names `src/calc.py` (apply_patch trims its headers):
-    the row's path, and the file whose cut read is the stub."""
-    patch = f"*** Begin Patch\n*** Update File: src/calc.py  \n@@\n-{TARGET}\n+x\n*** End Patch"
-    history = _history()
-    view = [*history[:2], truncate_chars(history[2], 500)]
-    actions = _check(history, view, _call("c2", "apply_patch", input=patch))
-    assert [(a.kind, a.path) for a in actions] == [
-        ("hidden-edit-target", "src/calc.py"),
-        ("stubbed-read", "src/calc.py"),
-    ]
 
 
 def test_an_absolute_path_whose_relative_form_the_system_prompt_names_is_shown() -> None:
