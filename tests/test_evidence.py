@@ -724,15 +724,28 @@ def test_a_quote_counts_from_six_characters(quoted: str, flagged: bool) -> None:
     assert [a.excerpt for a in actions] == ([quoted] if flagged else [])
 
 
+def _conf_read(output: str) -> list:
+    """The task, a read of `conf.ini` and its result `output`: a view of `history[:2]` hides
+    the result."""
+    return [
+        UserItem("Rotate the key.", event_index=0),
+        AssistantItem((_call("c1", "read_file", path="conf.ini"),), event_index=1),
+        ToolResultItem("c1", "read_file", output, event_index=2, arguments={"path": "conf.ini"}),
+    ]
+
+
+def _named(history: list, *texts: str) -> list[tuple[str, str]]:
+    """The rows (kind, excerpt) of a response of `texts` checked against the view
+    `history[:2]`."""
+    said = AssistantItem(tuple(Block("text", text) for text in texts))
+    return [(a.kind, a.excerpt)
+            for a in EvidenceChecker().check(history, history[:2], said, 3, "req-4")]
+
+
 def test_the_agents_text_naming_what_only_hidden_text_held_is_a_mention() -> None:
     """A response that names an exact thing (a key, a path, an identifier) only a hidden result
     held is a `hidden-mention`, apart from the actions; plain words are never quotes."""
-    history = [
-        UserItem("Rotate the key.", event_index=0),
-        AssistantItem((_call("c1", "read_file", path="conf.ini"),), event_index=1),
-        ToolResultItem("c1", "read_file", "key = ZEBRA_QUUX_4417  # straightforward", event_index=2,
-                       arguments={"path": "conf.ini"}),
-    ]
+    history = _conf_read("key = ZEBRA_QUUX_4417  # straightforward")
     said = AssistantItem((Block("text", "Applied key ZEBRA_QUUX_4417, straightforward."),))
     found = EvidenceChecker().check(history, history[:2], said, 3, "req-4")
     assert [(a.kind, a.tool, a.path, a.excerpt) for a in found] == [
@@ -1397,16 +1410,10 @@ def test_an_edit_whose_file_was_read_in_full_has_no_stubbed_read() -> None:
 
 
 def test_a_piece_named_in_two_texts_of_one_response_is_one_mention() -> None:
-    history = [
-        UserItem("Rotate the key.", event_index=0),
-        AssistantItem((_call("c1", "read_file", path="conf.ini"),), event_index=1),
-        ToolResultItem("c1", "read_file", "key = ZEBRA_QUUX_4417", event_index=2,
-                       arguments={"path": "conf.ini"}),
+    history = _conf_read("key = ZEBRA_QUUX_4417")
+    assert _named(history, "The key is ZEBRA_QUUX_4417 here", "Rotating ZEBRA_QUUX_4417 now") == [
+        (HIDDEN_MENTION, "ZEBRA_QUUX_4417")
     ]
-    said = AssistantItem((Block("text", "The key is ZEBRA_QUUX_4417 here"),
-                          Block("text", "Rotating ZEBRA_QUUX_4417 now")))
-    found = EvidenceChecker().check(history, history[:2], said, 3, "req-4")
-    assert [(a.kind, a.excerpt) for a in found] == [(HIDDEN_MENTION, "ZEBRA_QUUX_4417")]
 
 
 def test_an_item_the_view_held_twice_still_shows_its_text_once_one_copy_is_cut() -> None:
@@ -1554,15 +1561,8 @@ def test_a_quoted_phrase_is_measured_without_the_spaces_around_it() -> None:
 
 
 def test_a_mention_lists_each_hidden_name_once_in_order() -> None:
-    history = [
-        UserItem("Rotate the keys.", event_index=0),
-        AssistantItem((_call("c1", "read_file", path="conf.ini"),), event_index=1),
-        ToolResultItem("c1", "read_file", "a = ZEBRA_QUUX_4417\nb = YAK_SHAVE_9921", event_index=2,
-                       arguments={"path": "conf.ini"}),
-    ]
-    said = AssistantItem((Block("text", "Rotating YAK_SHAVE_9921, then ZEBRA_QUUX_4417 too"),))
-    found = EvidenceChecker().check(history, history[:2], said, 3, "req-4")
-    assert [(a.kind, a.excerpt) for a in found] == [
+    history = _conf_read("a = ZEBRA_QUUX_4417\nb = YAK_SHAVE_9921")
+    assert _named(history, "Rotating YAK_SHAVE_9921, then ZEBRA_QUUX_4417 too") == [
         (HIDDEN_MENTION, "YAK_SHAVE_9921, ZEBRA_QUUX_4417")
     ]
 
@@ -1799,15 +1799,8 @@ def test_a_history_whose_earlier_item_changed_in_place_is_indexed_again() -> Non
 def test_a_name_that_ends_a_sentence_is_found_without_the_full_stop(said, named) -> None:
     """The full stop after a name closes the sentence; it is not part of the name the hidden
     text held (`ZEBRA_QUUX_4417  # …`, not `ZEBRA_QUUX_4417.`)."""
-    history = [
-        UserItem("Rotate the key.", event_index=0),
-        AssistantItem((_call("c1", "read_file", path="conf.ini"),), event_index=1),
-        ToolResultItem("c1", "read_file", "key = ZEBRA_QUUX_4417  # in src/api.js too",
-                       event_index=2, arguments={"path": "conf.ini"}),
-    ]
-    response = AssistantItem((Block("text", said),))
-    found = EvidenceChecker().check(history, history[:2], response, 3, "req-4")
-    assert [(a.kind, a.excerpt) for a in found] == [(HIDDEN_MENTION, named)]
+    history = _conf_read("key = ZEBRA_QUUX_4417  # in src/api.js too")
+    assert _named(history, said) == [(HIDDEN_MENTION, named)]
     commit = _call("c2", "bash", command=f"git commit -m 'Rotate {named}.'")
     assert [(a.kind, a.excerpt) for a in _check(history, history[:2], commit)] == [
         ("hidden-quote", named)
@@ -1898,16 +1891,10 @@ def test_a_site_s_url_with_a_final_slash_is_still_a_bare_site() -> None:
 def test_a_name_in_a_later_text_of_a_response_is_a_mention() -> None:
     """Every text block of the response is its own text: a name only the second one holds
     is counted."""
-    history = [
-        UserItem("Rotate the key.", event_index=0),
-        AssistantItem((_call("c1", "read_file", path="conf.ini"),), event_index=1),
-        ToolResultItem("c1", "read_file", "key = ZEBRA_QUUX_4417 old = KIWI_7", event_index=2,
-                       arguments={"path": "conf.ini"}),
+    history = _conf_read("key = ZEBRA_QUUX_4417 old = KIWI_7")
+    assert _named(history, "Looking at the config now", "Rotating ZEBRA_QUUX_4417 now") == [
+        (HIDDEN_MENTION, "ZEBRA_QUUX_4417")
     ]
-    said = AssistantItem((Block("text", "Looking at the config now"),
-                          Block("text", "Rotating ZEBRA_QUUX_4417 now")))
-    found = EvidenceChecker().check(history, history[:2], said, 3, "req-4")
-    assert [(a.kind, a.excerpt) for a in found] == [(HIDDEN_MENTION, "ZEBRA_QUUX_4417")]
 
 
 def test_each_edit_of_a_multiedit_is_checked() -> None:
