@@ -190,46 +190,30 @@ def test_a_call_id_reused_by_a_later_response_pairs_each_output_with_its_call(
     assert len(session.requests()) == 3
 
 
-def test_an_output_of_a_reused_call_id_answers_the_call_still_waiting_not_one_a_request_passed(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("first", "second", "logged", "answered", "paired_reports"),
+    [
+        ("call_0", "call_0", "call_0", "call_0#2", []),
+        ("call_x", "call_y", "call_z", "call_y",
+         ["9: expected a tool call 'call_z'; paired with 'call_y'"]),
+        ("call_x", "call_y", "REDACTED", "call_y", []),
+    ],
+    ids=["reused-id", "unknown-id", "redacted-id"],
+)
+def test_an_output_answers_the_call_still_waiting_not_one_a_request_went_without(
+    tmp_path: Path, first: str, second: str, logged: str, answered: str,
+    paired_reports: list[str],
 ) -> None:
-    # `call_0` every response, the first one never answered: the request after it sent a
-    # placeholder for it, so it no longer waits, and the output logged under `call_0` after the
-    # second call answers that one (it is not a late second result of the first, dropped).
-    call = {"type": "function_call", "name": "exec_command", "call_id": "call_0"}
-    lines = codex_lines()[:5] + [
-        _item("01.000", {**call, "arguments": '{"cmd": "ls"}'}),
-        _tokens("01.100", 900, 0, 20, 900),
-        _item("02.000", {**call, "arguments": '{"cmd": "cat a.txt"}'}),
-        _item("02.010", {"type": "function_call_output", "call_id": "call_0", "output": "alpha"}),
-        _tokens("02.100", 950, 896, 5, 1850),
-        _item("03.000", {"type": "message", "role": "assistant",
-                         "content": [{"type": "output_text", "text": "ok"}]}),
-        _tokens("03.100", 990, 896, 5, 2840),
-    ]
-    path = _write(tmp_path, lines)
-    session = load(path)
-    results = [(e.call_id, e.output, e.synthetic) for e in session.events
-               if isinstance(e, ToolResult)]
-    assert results == [("call_0", "", "missing tool result"), ("call_0#2", "alpha", None)]
-    assert [str(e) for e in session.skipped] == [
-        f"{path}:6: expected a tool result for call 'call_0' (exec_command) before request "
-        "req-2; a placeholder error result was added"
-    ]
-
-
-@pytest.mark.parametrize("logged", ["call_z", "REDACTED"])
-def test_an_output_paired_by_order_skips_a_call_a_request_went_without(
-    tmp_path: Path, logged: str
-) -> None:
-    # An output whose call id is unknown (or REDACTED) answers the oldest call still waiting:
-    # `call_x`, never answered, got a placeholder at the second request and waits no more, so
-    # the output answers `call_y` (not `call_x`, where it would be a second result, dropped).
+    # The first call is never answered: the request after it sent a placeholder for it, so it
+    # no longer waits, and the output logged after the second call answers that one (not the
+    # first, where it would be a second result, dropped). So whether the output names the id a
+    # provider reuses every response (`call_0`, the second call `call_0#2`), or an id that is
+    # unknown (or REDACTED) and is paired by order with the oldest call still waiting.
     call = {"type": "function_call", "name": "exec_command", "arguments": "{}"}
     lines = codex_lines()[:5] + [
-        _item("01.000", {**call, "call_id": "call_x"}),
+        _item("01.000", {**call, "call_id": first}),
         _tokens("01.100", 900, 0, 20, 900),
-        _item("02.000", {**call, "call_id": "call_y"}),
+        _item("02.000", {**call, "call_id": second}),
         _item("02.010", {"type": "function_call_output", "call_id": logged, "output": "alpha"}),
         _tokens("02.100", 950, 896, 5, 1850),
         _message("03.000", "assistant", "ok"),
@@ -239,15 +223,12 @@ def test_an_output_paired_by_order_skips_a_call_a_request_went_without(
     session = load(path)
     results = [(e.call_id, e.output, e.synthetic) for e in session.events
                if isinstance(e, ToolResult)]
-    assert results == [("call_x", "", "missing tool result"), ("call_y", "alpha", None)]
-    reports = [str(e).removeprefix(f"{path}:") for e in session.skipped]
-    assert reports[-1] == (
-        "6: expected a tool result for call 'call_x' (exec_command) before request req-2; "
-        "a placeholder error result was added"
-    )
-    assert reports[:-1] == (
-        [] if logged == "REDACTED" else ["9: expected a tool call 'call_z'; paired with 'call_y'"]
-    )
+    assert results == [(first, "", "missing tool result"), (answered, "alpha", None)]
+    assert [str(e) for e in session.skipped] == [f"{path}:{report}" for report in [
+        *paired_reports,
+        f"6: expected a tool result for call '{first}' (exec_command) before request req-2; "
+        "a placeholder error result was added",
+    ]]
 
 
 def test_changed_settings_and_lost_attempts_mark_the_next_request(tmp_path: Path) -> None:
