@@ -153,51 +153,36 @@ def test_a_call_id_a_model_reuses_every_turn_pairs_each_result_with_its_call(
     assert not session.skipped
 
 
-def test_a_reused_call_id_left_unanswered_gives_the_next_result_to_the_call_still_waiting(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("first", "second", "logged", "answered"),
+    [("call_0", "call_0", "call_0", "call_0#2"), ("call_x", "call_y", "REDACTED", "call_y")],
+    ids=["reused-id", "redacted-id"],
+)
+def test_a_result_answers_the_call_still_waiting_not_one_a_request_went_without(
+    tmp_path: Path, first: str, second: str, logged: str, answered: str
 ) -> None:
-    # `call_0` twice, the first never answered: the second request sent a placeholder for it,
-    # so the result logged under `call_0` after the second call answers that one.
+    # The first call is never answered: the second request sent a placeholder for it, so the
+    # result logged after the second call answers that one, whether it names the id a model
+    # reuses (`call_0` twice) or is REDACTED (paired by order with the oldest call still
+    # waiting).
     header, *entries = pi_lines(3)
     call, result, answer = (json.loads(json.dumps(e)) for e in entries[2:5])
-    call["message"]["content"][1]["id"] = "call_0"
+    call["message"]["content"][1]["id"] = first
     again = json.loads(json.dumps(call))
-    again["message"]["content"][1].update(name="read", arguments={"path": "a.txt"})
+    again["message"]["content"][1].update(id=second, name="read", arguments={"path": "a.txt"})
     again["timestamp"] = "2026-01-02T10:00:02.200Z"
-    result["message"].update(toolCallId="call_0", toolName="read",
-                             content=[{"type": "text", "text": "alpha"}])
-    body = [*entries[:2], call, again, result, answer]
-    _chained(body)
-    path = _write(tmp_path, [header, *body])
-    session = load(path)
-    results = [(e.call_id, e.tool_name, e.output, e.synthetic) for e in session.events
-               if isinstance(e, ToolResult)]
-    assert results == [("call_0", "bash", "", "missing tool result"),
-                       ("call_0#2", "read", "alpha", None)]
-    assert len(session.skipped) == 1
-    assert "expected a tool result for call 'call_0' (bash)" in str(session.skipped[0])
-    assert unpaired_before_request(session) == []
-
-
-def test_a_redacted_result_skips_a_call_a_request_went_without(tmp_path: Path) -> None:
-    # Paired by order, a REDACTED result answers the oldest call still waiting: not `call_x`,
-    # which the second request went without (its placeholder answers it), but `call_y`.
-    header, *entries = pi_lines(3)
-    call, result, answer = (json.loads(json.dumps(e)) for e in entries[2:5])
-    call["message"]["content"][1]["id"] = "call_x"
-    again = json.loads(json.dumps(call))
-    again["message"]["content"][1].update(id="call_y", name="read", arguments={"path": "a"})
-    again["timestamp"] = "2026-01-02T10:00:02.200Z"
-    result["message"].update(toolCallId="REDACTED", toolName="read",
+    result["message"].update(toolCallId=logged, toolName="read",
                              content=[{"type": "text", "text": "alpha"}])
     body = [*entries[:2], call, again, result, answer]
     _chained(body)
     session = load(_write(tmp_path, [header, *body]))
-    results = [(e.call_id, e.output, e.synthetic) for e in session.events
+    results = [(e.call_id, e.tool_name, e.output, e.synthetic) for e in session.events
                if isinstance(e, ToolResult)]
-    assert results == [("call_x", "", "missing tool result"), ("call_y", "alpha", None)]
+    assert results == [(first, "bash", "", "missing tool result"),
+                       (answered, "read", "alpha", None)]
     assert len(session.skipped) == 1
-    assert "expected a tool result for call 'call_x' (bash)" in str(session.skipped[0])
+    assert f"expected a tool result for call '{first}' (bash)" in str(session.skipped[0])
+    assert unpaired_before_request(session) == []
 
 
 def test_v1_files_are_migrated(tmp_path: Path) -> None:
