@@ -18,6 +18,45 @@ from replay.log import write_log
 ROOT = Path(__file__).resolve().parents[1]
 RUN42 = ROOT / "logs" / "run42.jsonl"
 
+# The contract of the result tables (README): the summary's first columns in this order, and
+# columns every per-request row holds. Written out here, not read from replay, so that a
+# change to the contract fails the tests of the frames, the CLI's JSON and its files.
+SUMMARY_CONTRACT = [
+    "strategy",
+    "requests",
+    "prompt_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "uncached_tokens",
+    "output_tokens",
+    "cost_usd",
+    "peak_prompt_tokens",
+    "hit_ratio",
+    "prefix_breaks",
+    "over_window",
+]
+TURN_CONTRACT = [
+    "strategy",
+    "request_index",
+    "prompt_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "uncached_tokens",
+    "first_mismatch_token",
+    "first_mismatch_message",
+    "cost_usd",
+]
+# The seven core strategies at their default parameters.
+CORE = [
+    "baseline",
+    "truncate-500",
+    "age-truncate-500-keep-3",
+    "compact-at-12000-structured",
+    "compact-at-12000-freeform",
+    "sliding-10",
+    "sliding-10-pin-first",
+]
+
 settings.register_profile(
     "replay",
     deadline=None,

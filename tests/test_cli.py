@@ -12,42 +12,13 @@ from pathlib import Path
 import gen
 import polars as pl
 import pytest
-from conftest import RUN42
+from conftest import CORE, RUN42, SUMMARY_CONTRACT, TURN_CONTRACT
 from rich.console import Console
 
 from replay import replay
 from replay.report import summary_table
 from replay.strategies import canonical_names
 
-SUMMARY_KEYS = [
-    "strategy",
-    "requests",
-    "prompt_tokens",
-    "cached_tokens",
-    "cache_write_tokens",
-    "uncached_tokens",
-    "output_tokens",
-    "cost_usd",
-    "peak_prompt_tokens",
-    "hit_ratio",
-    "prefix_breaks",
-    "over_window",
-]
-TURN_KEYS = [
-    "strategy",
-    "request_index",
-    "prompt_tokens",
-    "cached_tokens",
-    "cache_write_tokens",
-    "uncached_tokens",
-    "first_mismatch_token",
-    "first_mismatch_message",
-    "cost_usd",
-]
-CORE = (
-    "baseline,truncate-500,age-truncate-500-keep-3,compact-at-12000-structured,"
-    "compact-at-12000-freeform,sliding-10,sliding-10-pin-first"
-)
 HEADER = '{"type":"session","format":"replay-log","version":1,"ts":"2026-03-02T09:00:00Z"}'
 
 
@@ -93,10 +64,10 @@ def test_strategies_all_prints_one_row_per_canonical_strategy(invoke):
 
 
 def test_json_contract_keys(invoke):
-    doc = _json(invoke(RUN42, "--strategies", CORE, "--per-turn", "--format", "json"))
+    doc = _json(invoke(RUN42, "--strategies", ",".join(CORE), "--per-turn", "--format", "json"))
     assert {"log", "agent", "provider", "model", "notes", "summary", "requests"} <= set(doc)
     for row in doc["summary"]:
-        assert list(row)[: len(SUMMARY_KEYS)] == SUMMARY_KEYS
+        assert list(row)[: len(SUMMARY_CONTRACT)] == SUMMARY_CONTRACT
         assert (
             row["cached_tokens"] + row["cache_write_tokens"] + row["uncached_tokens"]
             == (row["prompt_tokens"])
@@ -104,7 +75,7 @@ def test_json_contract_keys(invoke):
         assert isinstance(row["cost_usd"], int | float)
     assert len(doc["requests"]) >= 7 * 14
     for row in doc["requests"]:
-        assert set(TURN_KEYS) <= set(row)
+        assert set(TURN_CONTRACT) <= set(row)
     # Money is written with every digit (no float rounding through the JSON encoder).
     text = invoke(RUN42, "--strategies", "baseline", "--format", "json").stdout
     cost = next(line for line in text.splitlines() if '"cost_usd"' in line)
@@ -123,10 +94,10 @@ def test_per_turn_table_has_a_row_per_request(invoke):
 @pytest.mark.parametrize("per_turn", [False, True])
 def test_json_csv_parquet_files_agree(invoke, tmp_path, per_turn):
     flags = ["--per-turn"] if per_turn else []
-    keys = TURN_KEYS if per_turn else SUMMARY_KEYS
+    keys = TURN_CONTRACT if per_turn else SUMMARY_CONTRACT
     out = {fmt: tmp_path / f"out.{fmt}" for fmt in ("json", "csv", "parquet")}
     for fmt, path in out.items():
-        result = invoke(RUN42, "-s", CORE, *flags, "--format", fmt, "-o", path)
+        result = invoke(RUN42, "-s", ",".join(CORE), *flags, "--format", fmt, "-o", path)
         assert result.exit_code == 0, result.stderr
         assert result.stdout == ""
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv", "out.json", "out.parquet"]
@@ -260,7 +231,7 @@ def test_missing_file_directory_and_unknown_strategy(invoke, tmp_path):
     _one_line_error(folder.exit_code, folder.stderr, "directory")
     unknown = invoke(RUN42, "-s", "baseline,truncate-lots")
     _one_line_error(unknown.exit_code, unknown.stderr, "truncate-lots")
-    for name in CORE.split(","):
+    for name in CORE:
         assert name in unknown.stderr
 
 
@@ -311,7 +282,7 @@ def test_snapshot_per_turn_json_baseline(invoke, det_log, snapshot):
 
 
 def test_snapshot_summary_table_text(det_log, snapshot):
-    result = replay(det_log, CORE.split(","))
+    result = replay(det_log, CORE)
     console = Console(
         width=200,
         file=io.StringIO(),
@@ -326,7 +297,7 @@ def test_snapshot_summary_table_text(det_log, snapshot):
 
 def test_deterministic_log_exercises_every_core_strategy(det_log):
     rows = {
-        r["strategy"]: r for r in replay(det_log, CORE.split(",")).summary.iter_rows(named=True)
+        r["strategy"]: r for r in replay(det_log, CORE).summary.iter_rows(named=True)
     }
     base = rows["baseline"]
     assert base["prefix_breaks"] == 0 and base["cached_tokens"] > 0

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import gen
 import pytest
-from conftest import RUN42
+from conftest import CORE, RUN42
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -46,15 +46,6 @@ SMALL = [
     "compact-at-3000-freeform",
     "sliding-4",
     "sliding-4-pin-first",
-]
-DEFAULTS = [
-    "baseline",
-    "truncate-500",
-    "age-truncate-500-keep-3",
-    "compact-at-12000-structured",
-    "compact-at-12000-freeform",
-    "sliding-10",
-    "sliding-10-pin-first",
 ]
 _VISIBLE = (UserMessage, AssistantMessage, ToolResult)
 
@@ -646,7 +637,7 @@ def test_names_parse_into_parameters():
 def test_all_is_the_canonical_set_and_duplicates_are_dropped():
     names = [s.name for s in resolve("all")]
     assert names == canonical_names()
-    assert set(DEFAULTS) <= set(names)
+    assert set(CORE) <= set(names)
     assert [s.name for s in resolve("baseline,truncate-500,baseline")] == [
         "baseline",
         "truncate-500",
@@ -664,7 +655,7 @@ def test_unknown_strategy_lists_the_known_names():
         resolve("truncate-lots")
     message = str(info.value)
     assert "truncate-lots" in message
-    for name in DEFAULTS:
+    for name in CORE:
         assert name in message
 
 

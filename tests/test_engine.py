@@ -10,7 +10,7 @@ from decimal import Decimal
 import gen
 import polars as pl
 import pytest
-from conftest import RUN42
+from conftest import CORE, RUN42, SUMMARY_CONTRACT, TURN_CONTRACT
 from hypothesis import given, settings
 
 from replay import ReplayError, replay
@@ -44,40 +44,6 @@ from replay.log import (
 from replay.prefix import PrefixDiff
 from replay.strategies import RewriteEvent
 
-CONTRACT_SUMMARY = [
-    "strategy",
-    "requests",
-    "prompt_tokens",
-    "cached_tokens",
-    "cache_write_tokens",
-    "uncached_tokens",
-    "output_tokens",
-    "cost_usd",
-    "peak_prompt_tokens",
-    "hit_ratio",
-    "prefix_breaks",
-    "over_window",
-]
-CONTRACT_TURNS = [
-    "strategy",
-    "request_index",
-    "prompt_tokens",
-    "cached_tokens",
-    "cache_write_tokens",
-    "uncached_tokens",
-    "first_mismatch_token",
-    "first_mismatch_message",
-    "cost_usd",
-]
-CORE = [
-    "baseline",
-    "truncate-500",
-    "age-truncate-500-keep-3",
-    "compact-at-12000-structured",
-    "compact-at-12000-freeform",
-    "sliding-10",
-    "sliding-10-pin-first",
-]
 SMALL = [
     "baseline",
     "truncate-200",
@@ -362,8 +328,8 @@ def test_unknown_strategy_error_lists_names():
 def test_frames_have_the_contract_columns_in_order():
     result = replay(RUN42, ["baseline", "sliding-10"])
     assert isinstance(result.summary, pl.DataFrame) and isinstance(result.turns, pl.DataFrame)
-    assert result.summary.columns[: len(CONTRACT_SUMMARY)] == CONTRACT_SUMMARY
-    assert set(CONTRACT_TURNS) <= set(result.turns.columns)
+    assert result.summary.columns[: len(SUMMARY_CONTRACT)] == SUMMARY_CONTRACT
+    assert set(TURN_CONTRACT) <= set(result.turns.columns)
     assert result.summary.columns == SUMMARY_COLUMNS
     assert result.turns.columns == TURN_COLUMNS
     assert result.summary.height == 2
