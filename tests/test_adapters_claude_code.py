@@ -988,35 +988,26 @@ def test_a_rewound_branch_reads_what_its_parent_cached_unlogged_context_included
         assert row.simulated_cost_usd == pytest.approx(row.recorded_cost_usd, rel=Decimal("0.01"))
 
 
-def test_attachments_become_injected_text(tmp_path: Path) -> None:
+def _attached(*attachments: dict[str, Any]) -> list[dict[str, Any]]:
+    """`claude_lines()` with one attachment record for each of `attachments` after the first
+    prompt (`u1`): `at1`, `at2`, … each the parent of the next, and of the line after them."""
     lines = claude_lines()
-    lines.insert(
-        2,
-        {
-            "type": "attachment",
-            "uuid": "at1",
-            "parentUuid": "u1",
-            "sessionId": "s-1",
-            "timestamp": "2026-01-02T10:00:00.500Z",
-            "attachment": {
-                "type": "queued_command",
-                "prompt": "also count them",
-                "commandMode": "prompt",
-            },
-        },
+    parent = "u1"
+    for n, attachment in enumerate(attachments, start=1):
+        lines.insert(1 + n, {
+            "type": "attachment", "uuid": f"at{n}", "parentUuid": parent, "sessionId": "s-1",
+            "timestamp": f"2026-01-02T10:00:00.{4 + n}00Z", "attachment": attachment,
+        })
+        parent = f"at{n}"
+    lines[2 + len(attachments)]["parentUuid"] = parent
+    return lines
+
+
+def test_attachments_become_injected_text(tmp_path: Path) -> None:
+    lines = _attached(
+        {"type": "queued_command", "prompt": "also count them", "commandMode": "prompt"},
+        {"type": "task_reminder", "content": [], "itemCount": 0},
     )
-    lines.insert(
-        3,
-        {
-            "type": "attachment",
-            "uuid": "at2",
-            "parentUuid": "at1",
-            "sessionId": "s-1",
-            "timestamp": "2026-01-02T10:00:00.600Z",
-            "attachment": {"type": "task_reminder", "content": [], "itemCount": 0},
-        },
-    )
-    lines[4]["parentUuid"] = "at2"
     session = load(_write(tmp_path, lines), strict=True)
     users = [e for e in session.events if isinstance(e, UserMessage)]
     assert [u.text for u in users] == ["List the files, please.", "also count them"]
@@ -1027,14 +1018,8 @@ def test_a_todo_attachment_is_injected_as_its_list_and_an_empty_one_is_ignored(
     tmp_path: Path,
 ) -> None:
     todos = [{"content": "Count the files", "status": "in_progress"}]
-    lines = claude_lines()
-    for n, (uuid, parent, content) in enumerate((("at1", "u1", todos), ("at2", "at1", []))):
-        lines.insert(2 + n, {
-            "type": "attachment", "uuid": uuid, "parentUuid": parent, "sessionId": "s-1",
-            "timestamp": f"2026-01-02T10:00:00.{5 + n}00Z",
-            "attachment": {"type": "todo", "content": content, "itemCount": len(content)},
-        })
-    lines[4]["parentUuid"] = "at2"
+    lines = _attached(*({"type": "todo", "content": content, "itemCount": len(content)}
+                        for content in (todos, [])))
     session = load(_write(tmp_path, lines), strict=True)
     (todo,) = [e for e in session.events if isinstance(e, UserMessage) and e.injected]
     assert json.loads(todo.text) == todos
@@ -1056,13 +1041,7 @@ def test_an_attachment_with_a_wrong_typed_field_is_reported_at_its_line(
     # docs/adapters.md (Bad input): a record with a wrong-typed field is one LogFormatError
     # naming file:line and what was expected. A string listing was rendered one character a
     # line; a string `content.file` failed on an AttributeError.
-    lines = claude_lines()
-    lines.insert(2, {
-        "type": "attachment", "uuid": "at1", "parentUuid": "u1", "sessionId": "s-1",
-        "timestamp": "2026-01-02T10:00:00.500Z", "attachment": attachment,
-    })
-    lines[3]["parentUuid"] = "at1"
-    path = _write(tmp_path, lines)
+    path = _write(tmp_path, _attached(attachment))
     session = load(path)
     assert [str(e) for e in session.skipped] == [f"{path}:3: expected {expected}, got str"]
     assert [e.text for e in session.events if isinstance(e, UserMessage)] == [
@@ -1801,23 +1780,11 @@ def test_a_compaction_s_pre_tokens_is_kept_only_when_it_is_a_count(
 def test_a_queued_task_notification_is_injected_text_not_a_typed_prompt(tmp_path: Path) -> None:
     # Only a queued command of mode `prompt` is text the user typed; `task-notification` (a
     # background task finishing: the 2.1.x samples) is written by the CLI.
-    lines = claude_lines()
-    lines.insert(
-        2,
-        {
-            "type": "attachment",
-            "uuid": "at1",
-            "parentUuid": "u1",
-            "sessionId": "s-1",
-            "timestamp": "2026-01-02T10:00:00.500Z",
-            "attachment": {
-                "type": "queued_command",
-                "prompt": "<task-notification>done</task-notification>",
-                "commandMode": "task-notification",
-            },
-        },
-    )
-    lines[3]["parentUuid"] = "at1"
+    lines = _attached({
+        "type": "queued_command",
+        "prompt": "<task-notification>done</task-notification>",
+        "commandMode": "task-notification",
+    })
     session = load(_write(tmp_path, lines), strict=True)
     (note,) = [e for e in session.events if getattr(e, "attachment", None) == "queued_command"]
     assert note.text == "<task-notification>done</task-notification>"
