@@ -180,16 +180,33 @@ def sessions(draw, max_steps: int = 8) -> Session:
             if draw(st.integers(0, 12)) == 0:
                 events.append(Compaction(ts=ts, summary=text_of("summary", 1200, n_req)))
             ts += timedelta(seconds=draw(st.sampled_from([3, 20, 90, 400, 4000])))
+    return _session("gen", events, [ToolDef(name=t, description=f"{t} tool") for t in TOOLS])
+
+
+def _session(session_id: str, events: list, tools: list[ToolDef] | None = None) -> Session:
     header = SessionHeader(
         ts=T0,
-        session_id="gen",
+        session_id=session_id,
         agent="test",
         provider="openai",
         model="gpt-5",
         system="You are a coding agent.",
-        tools=[ToolDef(name=t, description=f"{t} tool") for t in TOOLS],
+        tools=tools if tools is not None else [ToolDef(name=t) for t in TOOLS],
     )
     return Session(header=header, events=events)
+
+
+def _respond(events: list, ts: datetime, rid: str, blocks: list, tools: list[str], *,
+             number: int, seed: int, size: int) -> None:
+    """Append a response of `blocks` and one call of each of `tools` (the k-th numbered
+    `number + k`, its output of `size` characters drawn from `seed + k`), then the results."""
+    results = []
+    for k, tool in enumerate(tools):
+        call, output = _call(tool, number + k, seed + k, size)
+        blocks.append(call)
+        results.append(ToolResult(ts=ts, call_id=call.id, tool_name=tool, output=output))
+    events.append(AssistantMessage(ts=ts, blocks=blocks, request_id=rid))
+    events.extend(results)
 
 
 def long_session() -> Session:
@@ -201,25 +218,10 @@ def long_session() -> Session:
         events.append(RequestMarker(ts=ts, request_id=rid))
         tools = ["browse", "read_file"] if step % 2 else ["run_tests", "grep"]
         blocks: list = [ThinkingBlock(thinking=text_of("thought", 300, step))]
-        results = []
-        for k, tool in enumerate(tools):
-            call, output = _call(tool, step * 10 + k, step + k, 2500)
-            blocks.append(call)
-            results.append(ToolResult(ts=ts, call_id=call.id, tool_name=tool, output=output))
-        events.append(AssistantMessage(ts=ts, blocks=blocks, request_id=rid))
-        events.extend(results)
+        _respond(events, ts, rid, blocks, tools, number=step * 10, seed=step, size=2500)
         ts += timedelta(seconds=30)
     events.append(RequestMarker(ts=ts, request_id="req_last"))
-    header = SessionHeader(
-        ts=T0,
-        session_id="long",
-        agent="test",
-        provider="openai",
-        model="gpt-5",
-        system="You are a coding agent.",
-        tools=[ToolDef(name=t) for t in TOOLS],
-    )
-    return Session(header=header, events=events)
+    return _session("long", events)
 
 
 def many_turns_session() -> Session:
@@ -239,25 +241,10 @@ def many_turns_session() -> Session:
             blocks: list = [TextBlock(text=f"turn {turn} step {step}")]
             if step == 0:  # thinking that clearing it at the next prompt rewrites
                 blocks.insert(0, ThinkingBlock(thinking=text_of("plan", 200, n)))
-            results = []
-            for k, tool in enumerate(tools):
-                call, output = _call(tool, n * 10 + k, turn + k, 3000)
-                blocks.append(call)
-                results.append(ToolResult(ts=ts, call_id=call.id, tool_name=tool, output=output))
-            events.append(AssistantMessage(ts=ts, blocks=blocks, request_id=rid))
-            events.extend(results)
+            _respond(events, ts, rid, blocks, tools, number=n * 10, seed=turn, size=3000)
             ts += timedelta(seconds=20)
         ts += timedelta(hours=2) if turn == 3 else timedelta(minutes=10)
-    header = SessionHeader(
-        ts=T0,
-        session_id="turns",
-        agent="test",
-        provider="openai",
-        model="gpt-5",
-        system="You are a coding agent.",
-        tools=[ToolDef(name=t) for t in TOOLS],
-    )
-    return Session(header=header, events=events)
+    return _session("turns", events)
 
 
 @contextmanager
