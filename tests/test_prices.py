@@ -547,36 +547,32 @@ def test_a_deepseek_peak_hour_costs_twice_that_day_s_off_peak_price(model, day):
     assert amounts(again) == amounts(peak)  # the second peak window, from the memo
 
 
-def test_a_deepseek_peak_price_says_replay_changed_it_only_where_it_did():
+_SNAPSHOT = f"genai-prices {genai_prices.__version__} snapshot"
+
+
+@pytest.mark.parametrize(
+    ("ts", "input_usd", "source"),
+    [
+        (datetime(2026, 10, 20, 2, tzinfo=UTC), D("1.32"), _SNAPSHOT),
+        (datetime(2026, 5, 4, 2, tzinfo=UTC), D("0.87"),
+         f"{_SNAPSHOT} + peak price = 2 × that day's off-peak (pricing/price_patches.json)"),
+        (datetime(2026, 10, 24, 12, tzinfo=UTC), D("0.66"), _SNAPSHOT),
+        (datetime(2026, 10, 24, 2, tzinfo=UTC), D("0.66"),
+         f"{_SNAPSHOT} + off-peak price all day on Sat/Sun (pricing/price_patches.json)"),
+    ],
+    ids=["latest-weekday-peak", "earlier-weekday-peak", "saturday-noon", "saturday-peak-hour"],
+)
+def test_a_deepseek_v4_pro_price_says_replay_changed_it_only_where_it_did(
+    ts, input_usd, source
+):
     """pricing/price_patches.json: genai-prices' v4-pro peak rows are 2x its latest off-peak
     price ($1.32 = 2 x $0.66 input, from 2026-08-17): there replay changes nothing and says
-    nothing; on 2026-05-04 the peak is 2x that day's $0.435 = $0.87, which replay sets."""
-    pricer = Pricer()
-    b = Buckets(uncached=1_000_000)
-    latest = pricer.price(b, model="deepseek-v4-pro", provider="deepseek",
-                          ts=datetime(2026, 10, 20, 2, tzinfo=UTC))
-    assert latest.input_usd == D("1.32")
-    assert latest.source == f"genai-prices {genai_prices.__version__} snapshot"
-    earlier = pricer.price(b, model="deepseek-v4-pro", provider="deepseek",
-                           ts=datetime(2026, 5, 4, 2, tzinfo=UTC))
-    assert earlier.input_usd == D("0.87")
-    assert earlier.source.endswith(
-        " + peak price = 2 × that day's off-peak (pricing/price_patches.json)"
-    )
-
-
-def test_a_weekend_off_peak_hour_is_genai_prices_own_price_and_says_nothing():
-    """On a Saturday (UTC) replay changes only the peak hours (to the off-peak price); at an
-    off-peak hour genai-prices' price is the off-peak one already: nothing to name."""
-    pricer = Pricer()
-    b = Buckets(uncached=1_000_000)
-    noon = pricer.price(b, model="deepseek-v4-pro", provider="deepseek",
-                        ts=datetime(2026, 10, 24, 12, tzinfo=UTC))
-    assert noon.input_usd == D("0.66")
-    assert noon.source == f"genai-prices {genai_prices.__version__} snapshot"
-    peak_hour = pricer.price(b, model="deepseek-v4-pro", provider="deepseek",
-                             ts=datetime(2026, 10, 24, 2, tzinfo=UTC))
-    assert peak_hour.input_usd == D("0.66") and "Sat/Sun" in peak_hour.source
+    nothing; on 2026-05-04 the peak is 2x that day's $0.435 = $0.87, which replay sets. On a
+    Saturday (UTC) replay changes only the peak hours (to the off-peak price); at an off-peak
+    hour genai-prices' price is the off-peak one already: nothing to name."""
+    price = Pricer().price(Buckets(uncached=1_000_000), model="deepseek-v4-pro",
+                           provider="deepseek", ts=ts)
+    assert (price.input_usd, price.source) == (input_usd, source)
 
 
 def test_a_deepseek_off_peak_hour_under_a_price_context_stays_off_peak():
