@@ -818,6 +818,16 @@ class _ToolPairing:
         self.pending.clear()
 
 
+def _unique(base: str, taken: set[str]) -> str:
+    """`base`, or the first of `base#2`, `base#3`, … not in `taken`; added to `taken`."""
+    unique, n = base, 1
+    while unique in taken:
+        n += 1
+        unique = f"{base}#{n}"
+    taken.add(unique)
+    return unique
+
+
 class SessionBuilder:
     """Collects events per thread, pairs tool calls with results, then merges and numbers them."""
 
@@ -841,23 +851,13 @@ class SessionBuilder:
     def request_id(self, wanted: str | None) -> str:
         """A unique request id (REDACTED or repeated ids get a suffix)."""
         base = wanted if wanted and wanted != "REDACTED" else f"req-{len(self._request_ids) + 1}"
-        rid, n = base, 1
-        while rid in self._request_ids:
-            n += 1
-            rid = f"{base}#{n}"
-        self._request_ids.add(rid)
-        return rid
+        return _unique(base, self._request_ids)
 
     def call_id(self, wanted: str | None, fallback: str) -> str:
         """A unique tool-call id. Quirk (Entire redaction): ids may be `REDACTED`; they are
         replaced by a generated id and the result is paired by order instead."""
         base = wanted if wanted and wanted != "REDACTED" else f"call-{fallback}"
-        cid, n = base, 1
-        while cid in self._call_ids:
-            n += 1
-            cid = f"{base}#{n}"
-        self._call_ids.add(cid)
-        return cid
+        return _unique(base, self._call_ids)
 
     def read_from(self, event: Any, path: str | Path) -> None:
         """Note the file `event` was read from (see `files`)."""
