@@ -132,14 +132,19 @@ def _check(history, view, *calls: Block) -> list[BlindAction]:
     return EvidenceChecker().check(history, view, response, 3, "req-4")
 
 
+def _check_cut_read(*calls: Block) -> list[BlindAction]:
+    """`calls` checked against `_history()` whose read the view shows cut to 500 characters
+    (`TARGET`, near the file's end, is hidden)."""
+    history = _history()
+    return _check(history, [*history[:2], truncate_chars(history[2], 500)], *calls)
+
+
 EDIT = _call("c2", "edit_file", path="src/calc.py", old_string=TARGET,
              new_string="    return price * qty * (1 + tax_rate)")
 
 
 def test_edit_whose_old_string_was_cut_is_flagged() -> None:
-    history = _history()
-    view = [*history[:2], truncate_chars(history[2], 500)]
-    actions = _check(history, view, EDIT)
+    actions = _check_cut_read(EDIT)
     assert [(a.kind, a.tool, a.path) for a in actions] == [
         ("hidden-edit-target", "edit_file", "src/calc.py"),
         ("stubbed-read", "edit_file", "src/calc.py"),
@@ -208,11 +213,9 @@ def test_shared_answers_serve_one_session_at_a_time() -> None:
 
 
 def test_edit_of_a_visible_line_is_not_flagged() -> None:
-    history = _history()
-    view = [*history[:2], truncate_chars(history[2], 500)]
     visible_edit = _call("c2", "edit_file", path="src/calc.py",
                          old_string="def helper_1(x):\n    return x + 1", new_string="")
-    assert _check(history, view, visible_edit) == []
+    assert _check_cut_read(visible_edit) == []
 
 
 def test_edit_of_text_never_seen_is_not_evidence_loss() -> None:
@@ -231,11 +234,9 @@ def _rewritten(old: str, line_no: int, new_line: str) -> str:
 
 
 def test_whole_file_write_whose_changed_lines_were_cut_is_flagged() -> None:
-    history = _history()
-    view = [*history[:2], truncate_chars(history[2], 500)]
     new = _rewritten(CALC, CALC.splitlines().index(TARGET), "    return price * qty * 1.2")
     write = _call("c2", "write_file", path="src/calc.py", content=new)
-    actions = _check(history, view, write)
+    actions = _check_cut_read(write)
     assert [a.kind for a in actions] == ["hidden-edit-target", "stubbed-read"]
     # The changed line and its neighbours (one line of context each side, as they were).
     assert actions[0].excerpt.splitlines() == [
@@ -245,11 +246,9 @@ def test_whole_file_write_whose_changed_lines_were_cut_is_flagged() -> None:
 
 
 def test_whole_file_write_of_visible_lines_is_not_flagged() -> None:
-    history = _history()
-    view = [*history[:2], truncate_chars(history[2], 500)]
     new = _rewritten(CALC, 1, "    return x + 100")
     write = _call("c2", "write_file", path="src/calc.py", content=new)
-    assert _check(history, view, write) == []
+    assert _check_cut_read(write) == []
 
 
 def test_whole_file_write_is_compared_with_the_last_whole_read_not_a_range() -> None:
@@ -543,9 +542,7 @@ PATCH = f"""*** Begin Patch
 )
 def test_every_edit_form_is_checked(call: Block) -> None:
     # None of these named its old text where the checker looked: they were never flagged.
-    history = _history()
-    view = [*history[:2], truncate_chars(history[2], 500)]
-    actions = _check(history, view, call)
+    actions = _check_cut_read(call)
     assert [(a.kind, a.path) for a in actions] == [
         ("hidden-edit-target", "src/calc.py"),
         ("stubbed-read", "src/calc.py"),
@@ -703,11 +700,9 @@ def test_a_table_whose_rows_start_with_a_number_and_a_tab_is_read_as_it_is() -> 
 
 def test_one_loss_is_one_row() -> None:
     # Two edits of one response to one cut file: one stubbed-read row, not one per edit.
-    history = _history()
-    view = [*history[:2], truncate_chars(history[2], 500)]
     second = _call("c3", "edit_file", path="src/calc.py", old_string="def price_with_tax(",
                    new_string="def price(")
-    kinds = [a.kind for a in _check(history, view, EDIT, second)]
+    kinds = [a.kind for a in _check_cut_read(EDIT, second)]
     assert kinds.count("stubbed-read") == 1
 
 
@@ -1295,9 +1290,7 @@ def test_a_patch_is_checked_against_the_file_its_header_updates(patch: str) -> N
     and updates another after, is checked against `src/calc.py`; and
     `*** Update File: src/calc.py ` names `src/calc.py` (apply_patch trims its headers). That
     file is the row's path, and its cut read is the stub."""
-    history = _history()
-    view = [*history[:2], truncate_chars(history[2], 500)]
-    actions = _check(history, view, _call("c2", "apply_patch", input=patch))
+    actions = _check_cut_read(_call("c2", "apply_patch", input=patch))
     assert [(a.kind, a.path) for a in actions] == [
         ("hidden-edit-target", "src/calc.py"),
         ("stubbed-read", "src/calc.py"),
@@ -1314,19 +1307,15 @@ def test_a_patch_s_context_lines_are_old_text_it_needs() -> None:
  {TARGET}
 +def helper_zero(x):
 *** End Patch"""
-    history = _history()
-    view = [*history[:2], truncate_chars(history[2], 500)]
-    actions = _check(history, view, _call("c2", "apply_patch", input=patch))
+    actions = _check_cut_read(_call("c2", "apply_patch", input=patch))
     assert [a.kind for a in actions] == ["hidden-edit-target", "stubbed-read"]
     assert actions[0].excerpt == TARGET.strip()
 
 
 def test_an_empty_list_of_edits_with_a_whole_content_is_a_whole_file_write() -> None:
-    history = _history()
-    view = [*history[:2], truncate_chars(history[2], 500)]
     new = _rewritten(CALC, CALC.splitlines().index(TARGET), "    return price * qty * 1.2")
     write = _call("c2", "write_file", path="src/calc.py", content=new, edits=[])
-    assert [a.kind for a in _check(history, view, write)] == ["hidden-edit-target", "stubbed-read"]
+    assert [a.kind for a in _check_cut_read(write)] == ["hidden-edit-target", "stubbed-read"]
 
 
 def test_an_excerpt_is_cut_only_past_its_limit() -> None:
@@ -1515,9 +1504,7 @@ def test_a_tool_named_as_a_read_shows_the_file_s_content(name: str) -> None:
 
 @pytest.mark.parametrize("key", ["content", "file_text", "text", "contents"])
 def test_every_content_key_is_a_whole_file_write(key: str) -> None:
-    history = _history()
-    view = [*history[:2], truncate_chars(history[2], 500)]
-    actions = _check(history, view, _write_of_target(key=key))
+    actions = _check_cut_read(_write_of_target(key=key))
     assert [a.kind for a in actions] == ["hidden-edit-target", "stubbed-read"]
     assert actions[0].excerpt.splitlines() == ["def price_with_tax(price, qty):", TARGET.strip()]
 
@@ -1900,13 +1887,11 @@ def test_a_name_in_a_later_text_of_a_response_is_a_mention() -> None:
 def test_each_edit_of_a_multiedit_is_checked() -> None:
     """A MultiEdit needs the old text of each of its edits: one whose *second* edit changes a
     line the cut read hid is flagged, with that line (the first edit's line was shown)."""
-    history = _history()
-    view = [*history[:2], truncate_chars(history[2], 500)]
     call = _call("c2", "MultiEdit", file_path="src/calc.py", edits=[
         {"old_string": "def helper_0(x):", "new_string": "def helper_zero(x):"},
         {"old_string": TARGET, "new_string": "x"},
     ])
-    actions = _check(history, view, call)
+    actions = _check_cut_read(call)
     assert [(a.kind, a.path) for a in actions] == [
         ("hidden-edit-target", "src/calc.py"),
         ("stubbed-read", "src/calc.py"),
