@@ -356,14 +356,8 @@ def test_zero_usage_after_compaction_is_not_a_request(
     assert not getattr(session.requests()[-1], "unlogged_attempt", False)
     c = next(e for e in session.events if isinstance(e, Compaction))
     assert c.message == ""  # the replacement history holds what stands for the summary
-    kept = [
-        e
-        for e in session.events[: session.events.index(c)]
-        if isinstance(e, UserMessage) and e.id not in c.replaces
-    ]
-    assert [e.text for e in kept] == ["List the files."]  # repeated by the new history
-    fresh = [e for e in session.events if getattr(e, "compacted_history", False)]
-    assert [e.text for e in fresh] == ["<permissions instructions>new"]
+    assert _kept_before_compaction(session) == ["List the files."]  # repeated by the new history
+    assert _compacted_history(session) == ["<permissions instructions>new"]
     assert c.summary_missing is True
 
 
@@ -378,6 +372,30 @@ def _last_view(session: Any) -> list[Any]:
 def _message(ts: str, role: str, text: str) -> dict[str, Any]:
     kind = "output_text" if role == "assistant" else "input_text"
     return _item(ts, {"type": "message", "role": role, "content": [{"type": kind, "text": text}]})
+
+
+def _history(*texts: str) -> list[dict[str, Any]]:
+    """A replacement history of user messages."""
+    return [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]}
+        for t in texts
+    ]
+
+
+def _kept_before_compaction(session: Any) -> list[str]:
+    """The texts of the user messages before the session's first compaction that it did not
+    replace (they stay in place)."""
+    c = next(e for e in session.events if isinstance(e, Compaction))
+    return [
+        e.text
+        for e in session.events[: session.events.index(c)]
+        if isinstance(e, UserMessage) and e.id not in c.replaces
+    ]
+
+
+def _compacted_history(session: Any) -> list[str]:
+    """The texts of the messages a compaction's new history brought (after it)."""
+    return [e.text for e in session.events if getattr(e, "compacted_history", False)]
 
 
 @pytest.mark.parametrize(
@@ -425,16 +443,10 @@ def test_compacted_history_is_sent_in_its_own_order(tmp_path: Path, new_history:
     # What Codex sent after compacting: the new history in its order (the messages of the log's
     # own, as the fit of unlogged context may add estimated ones).
     assert [t for t in sent if t in new_history] == new_history
-    c = next(e for e in session.events if isinstance(e, Compaction))
-    kept = [
-        e.text
-        for e in session.events[: session.events.index(c)]
-        if isinstance(e, UserMessage) and e.id not in c.replaces
-    ]
+    kept = _kept_before_compaction(session)
     # Leading repeats stay in place; the rest follows the compaction, repeats included.
     assert kept == (["List the files."] if new_history[0] == "List the files." else [])
-    fresh = [e.text for e in session.events if getattr(e, "compacted_history", False)]
-    assert fresh == new_history[len(kept) :]
+    assert _compacted_history(session) == new_history[len(kept) :]
 
 
 def test_an_older_compacted_without_replacement_history_rebuilds_it(tmp_path: Path) -> None:
@@ -466,12 +478,7 @@ def test_an_older_compacted_without_replacement_history_rebuilds_it(tmp_path: Pa
     c = next(e for e in session.events if isinstance(e, Compaction))
     assert c.history_rebuilt is True and c.message == "" and c.summary == "SUMMARY"
     # The opening context stayed in place: the rebuilt history starts with it.
-    kept = [
-        e.text
-        for e in session.events[: session.events.index(c)]
-        if isinstance(e, UserMessage) and e.id not in c.replaces
-    ]
-    assert kept == ["<permissions instructions>none"]
+    assert _kept_before_compaction(session) == ["<permissions instructions>none"]
 
 
 def _counts(ts: str, last: tuple[int, ...] | None, total: tuple[int, ...] | None) -> dict[str, Any]:
@@ -931,10 +938,7 @@ def test_a_prompt_typed_twice_keeps_both_places_through_a_compaction(tmp_path: P
             "04.000",
             {
                 "message": "",
-                "replacement_history": [
-                    _message("", "user", text)["payload"]
-                    for text in ("List the files.", "List the files.", "SUMMARY")
-                ],
+                "replacement_history": _history("List the files.", "List the files.", "SUMMARY"),
             },
             "compacted",
         ),
@@ -943,15 +947,8 @@ def test_a_prompt_typed_twice_keeps_both_places_through_a_compaction(tmp_path: P
         _tokens("05.100", 600, 0, 2, 4500),
     ]
     session = load(_write(tmp_path, lines), strict=True)
-    c = next(e for e in session.events if isinstance(e, Compaction))
-    kept = [
-        e.text
-        for e in session.events[: session.events.index(c)]
-        if isinstance(e, UserMessage) and e.id not in c.replaces
-    ]
-    assert kept == ["List the files.", "List the files."]
-    fresh = [e.text for e in session.events if getattr(e, "compacted_history", False)]
-    assert fresh == ["SUMMARY"]
+    assert _kept_before_compaction(session) == ["List the files.", "List the files."]
+    assert _compacted_history(session) == ["SUMMARY"]
 
 
 def test_redacted_call_ids_pair_outputs_with_the_oldest_unanswered_call(tmp_path: Path) -> None:
@@ -1153,23 +1150,14 @@ def test_a_prompt_typed_twice_stays_twice_in_a_compacted_history(tmp_path: Path)
         *typed("03.700", "List the files."),
         _message("03.800", "assistant", "Still two."),
         _tokens("03.900", 1500, 1024, 5, 5400),
-        _item("04.000", {"message": "", "replacement_history": [
-            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]}
-            for t in history
-        ]}, "compacted"),
+        _item("04.000", {"message": "", "replacement_history": _history(*history)}, "compacted"),
         _tokens("04.100", 0, 0, 0, 5400),  # the context estimate
         _message("05.000", "assistant", "Two."),
         _tokens("05.100", 600, 0, 2, 6000),
     ]
     session = load(_write(tmp_path, lines), strict=True)
-    c = next(e for e in session.events if isinstance(e, Compaction))
-    kept = [
-        e.text
-        for e in session.events[: session.events.index(c)]
-        if isinstance(e, UserMessage) and e.id not in c.replaces
-    ]
-    assert kept == history  # each repeat kept in its own place, in order
-    assert not any(getattr(e, "compacted_history", False) for e in session.events)
+    assert _kept_before_compaction(session) == history  # each repeat in its own place, in order
+    assert _compacted_history(session) == []
     sent = [i.text for i in _last_view(session) if isinstance(i, UserItem)]
     assert [t for t in sent if t in history] == history
 
@@ -1641,13 +1629,6 @@ def test_a_response_ends_at_its_last_item_its_text_included(tmp_path: Path) -> N
     session = load(_write(tmp_path, lines), strict=True)
     answer = [e for e in session.events if isinstance(e, AssistantMessage)][-1]
     assert answer.ts.isoformat().startswith("2026-01-02T10:00:05")
-
-
-def _history(*texts: str) -> list[dict[str, Any]]:
-    return [
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]}
-        for t in texts
-    ]
 
 
 def test_output_after_a_compaction_is_a_new_response_after_it(tmp_path: Path) -> None:
