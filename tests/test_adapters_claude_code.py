@@ -98,6 +98,16 @@ def _user(uuid: str, parent: str | None, ts: str, content: Any, **kw: Any) -> di
     return _line(uuid, parent, ts, "user", message={"role": "user", "content": content}, **kw)
 
 
+def _boundary(parent: str | None, **kw: Any) -> dict[str, Any]:
+    """A compact boundary record `cb` at 10:01:00 (an automatic one at 3,100 tokens unless
+    `kw` says otherwise)."""
+    return {
+        "type": "system", "subtype": "compact_boundary", "uuid": "cb", "parentUuid": parent,
+        "sessionId": "s-1", "timestamp": "2026-01-02T10:01:00Z",
+        "compactMetadata": {"trigger": "auto", "preTokens": 3100}, **kw,
+    }
+
+
 def _second_answer() -> dict:
     """`req_2`'s response (`a3`, after the user line `u2`)."""
     return _assistant(
@@ -310,16 +320,8 @@ def test_progress_synthetic_and_api_error_lines_are_not_requests(tmp_path: Path)
 def test_compaction_boundary_and_summary_become_one_compaction(tmp_path: Path) -> None:
     lines = claude_lines()
     lines += [
-        {
-            "type": "system",
-            "subtype": "compact_boundary",
-            "uuid": "cb",
-            "parentUuid": None,
-            "logicalParentUuid": "a3",
-            "sessionId": "s-1",
-            "timestamp": "2026-01-02T10:01:00Z",
-            "compactMetadata": {"trigger": "auto", "preTokens": 160000},
-        },
+        _boundary(None, logicalParentUuid="a3",
+                  compactMetadata={"trigger": "auto", "preTokens": 160000}),
         _user(
             "sum",
             "cb",
@@ -365,19 +367,10 @@ def test_compaction_boundary_and_summary_become_one_compaction(tmp_path: Path) -
 def test_preserved_segment_survives_compaction(tmp_path: Path) -> None:
     lines = claude_lines()
     lines += [
-        {
-            "type": "system",
-            "subtype": "compact_boundary",
-            "uuid": "cb",
-            "parentUuid": None,
-            "logicalParentUuid": "a3",
-            "sessionId": "s-1",
-            "timestamp": "2026-01-02T10:01:00Z",
-            "compactMetadata": {
-                "trigger": "manual",
-                "preservedSegment": {"headUuid": "u2", "anchorUuid": "u2", "tailUuid": "a3"},
-            },
-        },
+        _boundary(None, logicalParentUuid="a3", compactMetadata={
+            "trigger": "manual",
+            "preservedSegment": {"headUuid": "u2", "anchorUuid": "u2", "tailUuid": "a3"},
+        }),
     ]
     session = load(_write(tmp_path, lines), strict=True)
     c = next(e for e in session.events if isinstance(e, Compaction))
@@ -1759,18 +1752,8 @@ def test_a_compaction_s_pre_tokens_is_kept_only_when_it_is_a_count(
     tmp_path: Path, pre: Any, expected: int | None
 ) -> None:
     lines = claude_lines()
-    lines.append(
-        {
-            "type": "system",
-            "subtype": "compact_boundary",
-            "uuid": "cb",
-            "parentUuid": None,
-            "logicalParentUuid": "a3",
-            "sessionId": "s-1",
-            "timestamp": "2026-01-02T10:01:00Z",
-            "compactMetadata": {"trigger": "manual", "preTokens": pre},
-        }
-    )
+    lines.append(_boundary(None, logicalParentUuid="a3",
+                           compactMetadata={"trigger": "manual", "preTokens": pre}))
     session = load(_write(tmp_path, lines))
     (compaction,) = [e for e in session.events if isinstance(e, Compaction)]
     assert compaction.trigger == "manual"
@@ -1996,11 +1979,8 @@ def _compacted(n: int, after: str, at: int) -> list[dict[str, Any]]:
     """A compact boundary after line `after`, its summary, a prompt and an answer (`req_c<n>`)
     at 10:01:<at>…<at + 3>."""
     times = [f"2026-01-02T10:01:{at + k:02d}Z" for k in range(4)]
-    boundary = {
-        "type": "system", "subtype": "compact_boundary", "uuid": f"cb{n}", "parentUuid": None,
-        "logicalParentUuid": after, "sessionId": "s-1", "timestamp": times[0],
-        "compactMetadata": {"trigger": "auto", "preTokens": 3000},
-    }
+    boundary = _boundary(None, uuid=f"cb{n}", logicalParentUuid=after, timestamp=times[0],
+                         compactMetadata={"trigger": "auto", "preTokens": 3000})
     summary = _user(f"ks{n}", f"cb{n}", "00.000", f"Summary {n}.", isCompactSummary=True)
     prompt = _user(f"kp{n}", f"ks{n}", "00.000", f"Next {n}?")
     answer = _assistant(
@@ -2358,9 +2338,8 @@ def test_a_continuation_tied_by_its_boundary_s_logical_parent_is_one_session(
     # docs/adapters.md: a `logicalParentUuid` naming a record of another file ties the files (a
     # compacted session continued in a new file, under another sessionId).
     later = [
-        {"type": "system", "subtype": "compact_boundary", "uuid": "cb", "parentUuid": None,
-         "logicalParentUuid": "a3", "sessionId": "s-2", "timestamp": "2026-01-02T10:05:00Z",
-         "compactMetadata": {"trigger": "auto", "preTokens": 3100}},
+        _boundary(None, logicalParentUuid="a3", sessionId="s-2",
+                  timestamp="2026-01-02T10:05:00Z"),
         _user("u9", "cb", "01.000", "Next?", sessionId="s-2"),
         _assistant("a9", "u9", "02.000", "msg_C", "req_3", {"type": "text", "text": "Ok."},
                    _usage(5, 100, 2000, 4), sessionId="s-2"),
@@ -2446,14 +2425,6 @@ def test_a_prompt_sent_again_after_a_rewind_is_no_copy_of_its_own_file(tmp_path:
 
 # --------------------------------------------------------------------------------------------------
 # Compaction records
-
-
-def _boundary(parent: str | None, **kw: Any) -> dict[str, Any]:
-    return {
-        "type": "system", "subtype": "compact_boundary", "uuid": "cb", "parentUuid": parent,
-        "sessionId": "s-1", "timestamp": "2026-01-02T10:01:00Z",
-        "compactMetadata": {"trigger": "auto", "preTokens": 3100}, **kw,
-    }
 
 
 def test_a_compact_boundary_that_keeps_its_parent_uuid_hangs_off_it(tmp_path: Path) -> None:
