@@ -1287,28 +1287,22 @@ def test_context_window_patterns_are_searched_case_insensitively(model, tokens):
     assert context_window(model) == tokens
 
 
-def test_a_context_window_row_must_name_its_source(monkeypatch):
-    from replay.prices import _prices
-
-    rows = {"windows": [{"pattern": ".", "tokens": 1000, "source": None}]}
-    monkeypatch.setattr(_prices, "load_json", lambda name: rows)
-    _prices._window_rows.cache_clear()
-    context_window.cache_clear()
-    try:
-        with pytest.raises(ReplayError, match="row 0 is invalid"):
-            context_window("some-model")
-    finally:
-        _prices._window_rows.cache_clear()
-        context_window.cache_clear()
-
-
-@pytest.mark.parametrize("tokens", [0, -1, 1.5, "200000"])
-def test_a_context_window_row_must_be_a_positive_count_of_tokens(monkeypatch, tokens):
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"tokens": 1000, "source": None},
+        *({"tokens": tokens, "source": "test"} for tokens in (0, -1, 1.5, "200000")),
+    ],
+    ids=["no-source", "zero-tokens", "negative-tokens", "fractional-tokens", "text-tokens"],
+)
+def test_a_context_window_row_must_name_its_source_and_a_positive_count_of_tokens(
+    monkeypatch, row
+):
     from replay.prices import _prices
 
     def windows(name):
         assert name == "context_windows.json"
-        return {"windows": [{"pattern": ".", "tokens": tokens, "source": "test"}]}
+        return {"windows": [{"pattern": ".", **row}]}
 
     monkeypatch.setattr(_prices, "load_json", windows)
     _prices._window_rows.cache_clear()
