@@ -1644,22 +1644,25 @@ def test_goose_pairs_and_openclaw_warm_cache():
     assert touched(0) >= touched(1) >= touched(3) > 0
 
 
+def _goose_summarized(steps: int, window: int) -> int:
+    """Summarizer calls of `goose-tool-pair-summarize` on `steps` one-read steps under
+    `window`."""
+    h = History().user()
+    for n in range(steps):
+        h.step(read(f"f{n}", "x"))
+    strategy = build("goose-tool-pair-summarize")
+    return len(view_of(strategy(h.items, ctx(window=window))).summarizer_calls)
+
+
 def test_goose_auto_cutoff_and_batch_follow_the_window():
     """Auto cutoff = clamp(window x 0.8 / 10,000, 10, 500) visible calls (200k: 16; 1M: 80) and
     auto batch = max(cutoff / 5, 3) (3; 16): nothing is summarized up to the cutoff, then the
     oldest min(excess, batch) pairs. The last step's call is the current turn's: not counted."""
 
-    def summarized(steps: int, window: int) -> int:
-        h = History().user()
-        for n in range(steps):
-            h.step(read(f"f{n}", "x"))
-        strategy = build("goose-tool-pair-summarize")
-        return len(view_of(strategy(h.items, ctx(window=window))).summarizer_calls)
-
-    assert summarized(17, 200_000) == 0  # 16 visible calls: at the cutoff
-    assert summarized(18, 200_000) == 1  # 17: one over
-    assert summarized(40, 200_000) == 3  # 39: 23 over, a batch of 3
-    assert summarized(121, 1_000_000) == 16  # 120: 40 over, a batch of 16
+    assert _goose_summarized(17, 200_000) == 0  # 16 visible calls: at the cutoff
+    assert _goose_summarized(18, 200_000) == 1  # 17: one over
+    assert _goose_summarized(40, 200_000) == 3  # 39: 23 over, a batch of 3
+    assert _goose_summarized(121, 1_000_000) == 16  # 120: 40 over, a batch of 16
 
 
 def _big_reads(steps: int) -> History:
@@ -2874,18 +2877,11 @@ def test_goose_auto_cutoff_and_batch_are_clamped():
     100k window gives 8, so 10, with a batch of max(10 / 5, 3) = 3; a 10M window gives 800,
     so 500."""
 
-    def summarized(steps: int, window: int) -> int:
-        h = History().user()
-        for n in range(steps):
-            h.step(read(f"f{n}", "x"))
-        strategy = build("goose-tool-pair-summarize")
-        return len(view_of(strategy(h.items, ctx(window=window))).summarizer_calls)
-
-    assert summarized(11, 100_000) == 0  # 10 visible calls: at the cutoff
-    assert summarized(12, 100_000) == 1
-    assert summarized(16, 100_000) == 3  # 15: 5 over, a batch of 3
-    assert summarized(501, 10_000_000) == 0
-    assert summarized(502, 10_000_000) == 1
+    assert _goose_summarized(11, 100_000) == 0  # 10 visible calls: at the cutoff
+    assert _goose_summarized(12, 100_000) == 1
+    assert _goose_summarized(16, 100_000) == 3  # 15: 5 over, a batch of 3
+    assert _goose_summarized(501, 10_000_000) == 0
+    assert _goose_summarized(502, 10_000_000) == 1
 
 
 def _text_turns(n: int) -> History:
