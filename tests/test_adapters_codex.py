@@ -151,14 +151,7 @@ def test_token_count_after_tool_outputs_belongs_to_the_response_before(tmp_path:
         _item("01.020", {"type": "function_call", "name": "b", "call_id": "c2", "arguments": "{}"}),
         _item("01.030", {"type": "function_call_output", "call_id": "c2", "output": "2"}),
         _tokens("01.100", 900, 0, 20, 900),
-        _item(
-            "02.000",
-            {
-                "type": "message",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": "ok"}],
-            },
-        ),
+        _message("02.000", "assistant", "ok"),
         _tokens("02.100", 950, 896, 5, 1850),
     ]
     session = load(_write(tmp_path, lines), strict=True)
@@ -180,8 +173,7 @@ def test_a_call_id_reused_by_a_later_response_pairs_each_output_with_its_call(
         _item("02.000", {**call, "arguments": '{"cmd": "cat a.txt"}'}),
         _item("02.010", {"type": "function_call_output", "call_id": "call_0", "output": "alpha"}),
         _tokens("02.100", 950, 896, 5, 1850),
-        _item("03.000", {"type": "message", "role": "assistant",
-                         "content": [{"type": "output_text", "text": "ok"}]}),
+        _message("03.000", "assistant", "ok"),
         _tokens("03.100", 990, 896, 5, 2840),
     ]
     session = load(_write(tmp_path, lines), strict=True)
@@ -233,32 +225,20 @@ def test_an_output_answers_the_call_still_waiting_not_one_a_request_went_without
 
 def test_changed_settings_and_lost_attempts_mark_the_next_request(tmp_path: Path) -> None:
     meta = dict(codex_lines()[0]["payload"])
-    answer = {
-        "type": "message",
-        "role": "assistant",
-        "content": [{"type": "output_text", "text": "ok"}],
-    }
     lines = codex_lines()[:5] + [
         _item("01.000", {"type": "function_call", "name": "a", "call_id": "c1", "arguments": "{}"}),
         _item("01.010", {"type": "function_call_output", "call_id": "c1", "output": "1"}),
         _tokens("01.100", 900, 0, 20, 900),
         # Same totals again: rate limits of an attempt the log lost (its retry follows).
         _tokens("01.200", 900, 0, 20, 900),
-        _item("02.000", answer),
+        _message("02.000", "assistant", "ok"),
         _tokens("02.100", 950, 896, 5, 1850),
         # The second turn re-writes session_meta: the git state changes (not in the prompt),
         # then a setting appears (it is).
         _item("03.000", dict(meta, git={"branch": "b"}), "session_meta"),
-        _item(
-            "03.001",
-            {
-                "type": "message",
-                "role": "user",
-                "content": [{"type": "input_text", "text": "next"}],
-            },
-        ),
+        _message("03.001", "user", "next"),
         _item("03.002", dict(meta, git={"branch": "b"}, memory_mode="enabled"), "session_meta"),
-        _item("04.000", answer),
+        _message("04.000", "assistant", "ok"),
         _tokens("04.100", 990, 0, 5, 2840),
     ]
     requests = load(_write(tmp_path, lines), strict=True).requests()
@@ -276,15 +256,13 @@ def test_a_token_count_written_twice_with_its_timestamp_is_a_duplicate_record(
     """The same line again (timestamp included) is one record, reported; it is not the
     rate-limit repeat of a lost attempt (which comes at another time), so the next request
     is not marked as one."""
-    answer = {"type": "message", "role": "assistant", "content": [{"type": "output_text",
-                                                                    "text": "ok"}]}
     count = _tokens("01.100", 900, 0, 20, 900)
     lines = codex_lines()[:5] + [
         _item("01.000", {"type": "function_call", "name": "a", "call_id": "c1", "arguments": "{}"}),
         _item("01.010", {"type": "function_call_output", "call_id": "c1", "output": "1"}),
         count,
         count,
-        _item("02.000", answer),
+        _message("02.000", "assistant", "ok"),
         _tokens("02.100", 950, 896, 5, 1850),
     ]
     session = load(_write(tmp_path, lines))
@@ -326,22 +304,8 @@ def test_zero_usage_after_compaction_is_not_a_request(
             "compacted",
         ),
         _tokens("03.100", 0, 0, 0, 2500),  # the context estimate, not a call
-        _item(
-            "03.200",
-            {
-                "type": "message",
-                "role": "user",
-                "content": [{"type": "input_text", "text": "More?"}],
-            },
-        ),
-        _item(
-            "04.000",
-            {
-                "type": "message",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": "No."}],
-            },
-        ),
+        _message("03.200", "user", "More?"),
+        _message("04.000", "assistant", "No."),
         _tokens("04.100", 400, 128, 2, 2900),
     ]
     # Zero input and output: the post-compaction estimate, with a new total or (as in the a7
@@ -860,20 +824,12 @@ def test_real_sample_fidelity(prefix: str, within_128: float, prompt_error: floa
 def test_a_git_state_change_alone_marks_no_request(tmp_path: Path) -> None:
     # The git state of a re-written session_meta is not in the prompt: no unlogged change.
     meta = dict(codex_lines()[0]["payload"])
-    answer = {
-        "type": "message",
-        "role": "assistant",
-        "content": [{"type": "output_text", "text": "ok"}],
-    }
     lines = codex_lines()[:5] + [
-        _item("01.000", answer),
+        _message("01.000", "assistant", "ok"),
         _tokens("01.100", 900, 0, 20, 900),
         _item("03.000", dict(meta, git={"branch": "b"}), "session_meta"),
-        _item(
-            "03.001",
-            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "n"}]},
-        ),
-        _item("04.000", answer),
+        _message("03.001", "user", "n"),
+        _message("04.000", "assistant", "ok"),
         _tokens("04.100", 990, 896, 5, 1890),
     ]
     requests = load(_write(tmp_path, lines), strict=True).requests()
