@@ -2953,14 +2953,20 @@ def test_openhands_amortized_reports_no_rewrite_when_nothing_can_be_forgotten():
         assert view.items == h.items and not view.events
 
 
+def _attention_over_two_prompts() -> tuple[History, View]:
+    """The task, a read, a second user message, two reads (9 events with the system prompt),
+    and the view `openhands-llm-attention-100` at max_size 8 sends of them."""
+    h = History().user("task").step(("read_file", {"path": "a.py"}, "a"))
+    h.user("also fix b").step(("read_file", {"path": "b.py"}, "b"))
+    h.step(("read_file", {"path": "c.py"}, "c"))
+    return h, view_of(build("openhands-llm-attention-100", max_size=8)(h.items, ctx()))
+
+
 def test_openhands_llm_attention_ranks_user_messages_first_then_recency():
     """Events: the system prompt, the task, a read (2), a second user message, two reads (2
     each): 9 > max_size 8, a budget of 8 // 2 - 1 = 3 events. The two user messages rank above
     every step whatever their age (1 event each); the newest read (2) no longer fits."""
-    h = History().user("task").step(("read_file", {"path": "a.py"}, "a"))
-    h.user("also fix b").step(("read_file", {"path": "b.py"}, "b"))
-    h.step(("read_file", {"path": "c.py"}, "c"))
-    view = view_of(build("openhands-llm-attention-100", max_size=8)(h.items, ctx()))
+    h, view = _attention_over_two_prompts()
     assert view.items == [h.items[0], h.items[3]]
     assert [e.detail for e in view.events] == ["kept 2 ranked events"]
 
@@ -3019,10 +3025,7 @@ def test_openhands_llm_attention_sends_one_fresh_ranking_call_listing_the_event_
     messages (3, 0), then the steps newest first (6, 4, 1)."""
     from replay.strategies._prompts import OPENHANDS_ATTENTION_INSTRUCTION
 
-    h = History().user("task").step(("read_file", {"path": "a.py"}, "a"))
-    h.user("also fix b").step(("read_file", {"path": "b.py"}, "b"))
-    h.step(("read_file", {"path": "c.py"}, "c"))
-    view = view_of(build("openhands-llm-attention-100", max_size=8)(h.items, ctx()))
+    h, view = _attention_over_two_prompts()
     [call] = view.summarizer_calls
     assert not call.reuse_main_prefix
     assert call.instruction == OPENHANDS_ATTENTION_INSTRUCTION
