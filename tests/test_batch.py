@@ -450,6 +450,17 @@ def test_sessions_share_only_within_scope_and_ttl():
     assert all(len(t.members) == 1 and not t.shared for t in alone)
 
 
+def _rule_file(path: Path, provider: str, rule: str, value: int) -> Path:
+    """The built-in cache rule file of `provider` with every row of `rule` set to `value`,
+    written to `path`."""
+    rules = json.loads((ROOT / "pricing" / "cache" / f"{provider}.json").read_text())
+    for row in rules["rules"]:
+        if row["rule"] == rule:
+            row["value"] = value
+    path.write_text(json.dumps(rules))
+    return path
+
+
 def test_the_chain_horizon_is_the_longest_ttl_of_the_rule_files(tmp_path: Path):
     """Sessions further apart than every TTL in force cannot share an entry: the built-in
     files' longest is DeepSeek's 2 hours (`pricing/cache/deepseek.json`); a user's file with a
@@ -457,20 +468,10 @@ def test_the_chain_horizon_is_the_longest_ttl_of_the_rule_files(tmp_path: Path):
     from replay.batch._options import horizon_seconds
 
     assert horizon_seconds(BatchOptions()) == 7200
-    rules = json.loads((ROOT / "pricing" / "cache" / "deepseek.json").read_text())
-    for row in rules["rules"]:
-        if row["rule"] == "ttl_seconds":
-            row["value"] = 10_800
-    mine = tmp_path / "mine.json"
-    mine.write_text(json.dumps(rules))
+    mine = _rule_file(tmp_path / "mine.json", "deepseek", "ttl_seconds", 10_800)
     assert horizon_seconds(BatchOptions(cache_rules=str(mine))) == 10_800
     # Gemini's explicit cache lives what the client asks (its rule file's explicit TTL).
-    google = json.loads((ROOT / "pricing" / "cache" / "google.json").read_text())
-    for row in google["rules"]:
-        if row["rule"] == "explicit_ttl_seconds":
-            row["value"] = 14_400
-    gemini = tmp_path / "gemini.json"
-    gemini.write_text(json.dumps(google))
+    gemini = _rule_file(tmp_path / "gemini.json", "google", "explicit_ttl_seconds", 14_400)
     assert horizon_seconds(BatchOptions(cache_rules=str(gemini))) == 14_400
 
 
