@@ -518,6 +518,19 @@ def test_detection_ignores_file_names(tmp_path: Path) -> None:
         assert detect(path) == fmt
 
 
+@pytest.mark.parametrize("kind", ["pr-link", "worktree-state", "tag", "content-replacement"])
+def test_a_log_opening_with_metadata_its_reader_takes_is_detected(tmp_path: Path, kind) -> None:
+    """Detection counts every record type the reader takes: a Claude Code log whose sampled
+    head is metadata of a type added for the reader (a resumed session's tags, links) is still
+    Claude Code, not "matches none"."""
+    from replay.adapters.detect import _SAMPLE_LINES
+
+    head = [json.dumps({"type": kind, "sessionId": "s1"}) for _ in range(_SAMPLE_LINES)]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join([*head, VALID["claude-code"]()]), encoding="utf-8")
+    assert detect(path) == "claude-code"
+
+
 @pytest.mark.parametrize(
     "packer, said",
     [

@@ -90,35 +90,12 @@ from replay.adapters._common import (
     usage_is_empty,
     waiting_calls,
 )
+from replay.adapters._record_types import CLAUDE_CODE_CONVERSATION, CLAUDE_CODE_METADATA
 from replay.log import Session
 from replay.log._events import MAX_TOKENS
 from replay.log._io import without_bom
 
 AGENT = "claude-code"
-
-CONVERSATION = {"user", "assistant", "system", "attachment", "progress"}
-"""Record types that live in the uuid chain."""
-
-IGNORED = {
-    "summary",  # <= 1.0.x session title {summary, leafUuid}
-    "file-history-snapshot",
-    "queue-operation",
-    "last-prompt",
-    "ai-title",
-    "custom-title",
-    "mode",
-    "permission-mode",
-    "agent-name",
-    "pr-link",
-    "worktree-state",
-    "atis-latch",
-    "tag",
-    "agent-setting",
-    "marble-origami-commit",
-    "marble-origami-snapshot",
-    "content-replacement",
-}
-"""Metadata records with no effect on any prompt (listed so they are not reported as unknown)."""
 
 SYNTHETIC_MODEL = "<synthetic>"
 
@@ -500,10 +477,10 @@ class _Reader:
         kind = obj.get("type")
         if not isinstance(kind, str):
             raise Bad("expected a `type` string (Claude Code record)")
-        if kind in IGNORED:
+        if kind in CLAUDE_CODE_METADATA:
             self.ignored[kind] += 1
             return
-        if kind not in CONVERSATION:
+        if kind not in CLAUDE_CODE_CONVERSATION:
             raise Bad(f"unknown Claude Code record type {kind!r}")
         uuid = get_str(obj, "uuid")
         if not uuid:

@@ -88,6 +88,7 @@ from replay.adapters._common import (
     usage_is_empty,
     waiting_calls,
 )
+from replay.adapters._record_types import CODEX_LINE_TYPES
 from replay.log import Session, ToolDef
 from replay.strategies.codex_compact import KEEP_USER_TOKENS, newest_within
 
@@ -113,7 +114,6 @@ IGNORED_ITEMS = {
     "compaction",  # opaque encrypted remote summary (absent from Entire captures)
     "compaction_summary",
 }
-LINE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 _META_OUTSIDE_PROMPT = {"git", "timestamp", "id"}
 """session_meta fields that do not reach the prompt (the git state changes between turns and
 the next request still reads the whole prefix)."""
@@ -300,7 +300,7 @@ class _Reader:
 
     def _line(self, number: int, obj: dict[str, Any]) -> None:
         kind = get_str(obj, "type")
-        if kind not in LINE_TYPES:
+        if kind not in CODEX_LINE_TYPES:
             raise Bad(f"unknown Codex rollout line type {kind!r}")
         payload = get_dict(obj, "payload", required=True)
         ts = parse_ts(obj.get("timestamp"))

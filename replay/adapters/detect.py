@@ -23,6 +23,12 @@ from typing import Any
 
 from replay._errors import LogFormatError
 from replay.adapters._common import MAX_LINE_BYTES, listed
+from replay.adapters._record_types import (
+    CLAUDE_CODE_CONVERSATION,
+    CLAUDE_CODE_METADATA,
+    CODEX_LINE_TYPES,
+    PI_ENTRY_TYPES,
+)
 from replay.log._io import without_bom
 
 FORMATS = ("replay-log", "claude-code", "codex", "pi", "opencode")
@@ -32,35 +38,8 @@ _SAMPLE_LINES = 50
 SAMPLE_BYTES = 4 * 1024 * 1024
 """Bytes of a file's head that detection reads (a stream is checked once it has them)."""
 
-_CLAUDE_TYPES = {
-    "user",
-    "assistant",
-    "system",
-    "progress",
-    "attachment",
-    "summary",
-    "file-history-snapshot",
-    "queue-operation",
-    "last-prompt",
-    "ai-title",
-    "custom-title",
-    "mode",
-    "permission-mode",
-    "agent-name",
-}
-_CODEX_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
-_PI_TYPES = {
-    "session",
-    "message",
-    "model_change",
-    "thinking_level_change",
-    "compaction",
-    "branch_summary",
-    "custom",
-    "custom_message",
-    "label",
-    "session_info",
-}
+_CLAUDE_TYPES = CLAUDE_CODE_CONVERSATION | CLAUDE_CODE_METADATA
+_PI_TYPES = PI_ENTRY_TYPES | {"session"}
 
 
 def _score(obj: dict[str, Any]) -> dict[str, int]:
@@ -70,7 +49,7 @@ def _score(obj: dict[str, Any]) -> dict[str, int]:
     scores = dict.fromkeys(FORMATS, 0)
     if kind == "session" and obj.get("format") == "replay-log":
         scores["replay-log"] += 100
-    if kind in _CODEX_TYPES and isinstance(obj.get("payload"), dict):
+    if kind in CODEX_LINE_TYPES and isinstance(obj.get("payload"), dict):
         scores["codex"] += 10
     if kind in _CLAUDE_TYPES and ("uuid" in obj or "sessionId" in obj or "leafUuid" in obj):
         scores["claude-code"] += 10

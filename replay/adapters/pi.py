@@ -86,22 +86,12 @@ from replay.adapters._common import (
     usage_is_empty,
     waiting_calls,
 )
+from replay.adapters._record_types import PI_ENTRY_TYPES
 from replay.log import Session, Usage
 from replay.strategies._prompts import LITERAL_PI_SUMMARY
 
 AGENT = "pi"
 
-ENTRY_TYPES = {
-    "message",
-    "model_change",
-    "thinking_level_change",
-    "compaction",
-    "branch_summary",
-    "custom",
-    "custom_message",
-    "label",
-    "session_info",
-}
 NOT_CONTEXT = {"model_change", "thinking_level_change", "custom", "label", "session_info"}
 
 RESTART_WINDOW_S = 300
@@ -271,7 +261,7 @@ class _Reader:
         kind = get_str(obj, "type")
         if kind == "session":
             raise Bad("expected one `session` header, got a second")
-        if kind not in ENTRY_TYPES:
+        if kind not in PI_ENTRY_TYPES:
             raise Bad(f"unknown pi entry type {kind!r}")
         parse_ts(obj.get("timestamp"))
         if kind == "message":
