@@ -158,6 +158,23 @@ def test_a_tool_that_matches_nothing_is_named_beside_the_tools_there_are_sorted(
         _prune(history[:1], Selector.parse("tool:cat"), 0)
 
 
+def test_a_call_first_in_the_history_leaves_with_the_result_it_owns() -> None:
+    """After a compaction the history can start with a model answer: item 0, the call, goes
+    with the result `messages:` selects like a call anywhere else."""
+    history = _history()[1:]  # the call of request 1's result is item 0
+    kept, detail = _prune(history, Selector.parse("messages:1-1"), 0)
+    assert [i.event_index for i in kept] == [3, 4, 5, 6]
+    assert detail == "dropped 2 history items"
+
+
+def test_a_result_first_in_the_history_names_its_tool_among_the_tools_there_are() -> None:
+    """A result whose call was compacted away can be item 0: its tool is named too."""
+    history = [ToolResultItem("c9", "grep", "x", event_index=9), *_history()]
+    with pytest.raises(ReplayError, match=re.escape(
+            "no result of tool 'cat' (tools: grep, read_file, run_tests)")):
+        _prune(history, Selector.parse("tool:cat"), 1)
+
+
 def test_prune_tool() -> None:
     kept, detail = _prune(_history(), Selector.parse("tool:read_file"), 0)
     assert _outputs(kept) == ["UserItem", "AssistantItem", PLACEHOLDER, "AssistantItem",
