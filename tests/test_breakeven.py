@@ -995,6 +995,20 @@ def test_split_gives_each_rewrite_to_one_share_of_about_the_same_work(steps, sha
     assert _breakeven.split(steps, shares) == parts
 
 
+def test_the_highest_block_id_before_each_record_counts_the_first_record_s_blocks() -> None:
+    """`_ids_before`: the highest block id the records before each one sent, the first
+    record's included (ids start at 0); unknown (-1) from a record whose blocks were released."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    def record(ids):
+        block_ids = None if ids is None else np.array(ids, dtype=np.int64)
+        return SimpleNamespace(request=SimpleNamespace(block_ids=block_ids))
+
+    records = [record([0, 2]), record([0, 1, 4]), record([]), record(None), record([9])]
+    assert _breakeven._ids_before(records) == [0, 2, 4, 4, -1]
+
 def test_split_hands_out_the_longest_rewrite_first() -> None:
     """By hand: rewrites of 1, 1, 1 and 5 requests on two shares. Longest first, each to the
     share with the least so far: 5 → share 0; then 1, 1, 1 → share 1 (loads 5 and 3). Shortest
@@ -1655,24 +1669,54 @@ def _toggling() -> NamedStrategy:
     return _plugin("toggle", build, "churn")
 
 
-@pytest.mark.parametrize(("chars", "named"), [(200, False), (1500, True)])
-def test_a_read_past_the_edit_is_named_beyond_128_tokens(chars, named) -> None:
-    """Request 3 reads request 1's entry, which holds the result it restores: past its edit.
-    The closed form bills that uncached; the row names it where it is more than 128 tokens
-    (OpenAI's step: less is within what the closed form can be read to)."""
+def _past_the_edit_session(chars: int) -> Session:
+    """Three reads, the first of `chars` characters: `_toggling` caps it at request 2 only."""
     turns = [Turn("Reading.", [Call("read_file", {"path": "a.py"},
                                     "def a():\n" + gen.filler(chars, 3))]),
              Turn("More.", [Call("read_file", {"path": "b.py"}, gen.filler(600, 4))]),
              Turn("Again.", [Call("read_file", {"path": "c.py"}, gen.filler(600, 5))]),
              Turn("Done.")]
-    session = build_session(turns, provider="anthropic", tools=[], system=gen.filler(6000, 7))
-    rows, records = breakeven_session(session, [_toggling()])
+    return build_session(turns, provider="anthropic", tools=[], system=gen.filler(6000, 7))
+
+
+@pytest.mark.parametrize(("chars", "named"), [(200, False), (1500, True)])
+def test_a_read_past_the_edit_is_named_beyond_128_tokens(chars, named) -> None:
+    """Request 3 reads request 1's entry, which holds the result it restores: past its edit.
+    The closed form bills that uncached; the row names it where it is more than 128 tokens
+    (OpenAI's step: less is within what the closed form can be read to)."""
+    rows, records = breakeven_session(_past_the_edit_session(chars), [_toggling()])
     row = next(r for r in rows if r.request_index == 3)
     read = next(r.outcome.cache_read for r in records if r.request_index == 3)
     past = read - row.first_edit_token
     assert past > 0 and (past > 128) == named, past
     assert ("past the edit: an earlier entry held part of the rewritten tail" in
             row.disagreement) == named
+
+
+def test_a_read_past_the_edit_is_named_only_beyond_the_grain(monkeypatch) -> None:
+    """"Past the edit" is named from one token more than `_GRAIN`, not at exactly that many."""
+    session = _past_the_edit_session(1500)
+    rows, records = breakeven_session(session, [_toggling()])
+    row = next(r for r in rows if r.request_index == 3)
+    past = next(r.outcome.cache_read for r in records if r.request_index == 3) - (
+        row.first_edit_token)
+    for grain, named in ((past, False), (past - 1, True)):
+        monkeypatch.setattr(_breakeven, "_GRAIN", grain)
+        rows, _ = breakeven_session(session, [_toggling()])
+        row = next(r for r in rows if r.request_index == 3)
+        assert ("past the edit: an earlier entry" in row.disagreement) == named, grain
+
+
+def test_an_unread_prefix_is_named_only_beyond_the_grain(monkeypatch) -> None:
+    """The 256 tokens before the edit that nothing read are named where `_GRAIN` is below
+    them, not where it equals them."""
+    session = _read_before_the_edit_session(2000)
+    said = "read 0 of the 256 tokens billed before the edit from the cache"
+    for grain, named in ((256, False), (255, True)):
+        monkeypatch.setattr(_breakeven, "_GRAIN", grain)
+        edit = whatif_strategy(3, Selector.parse("tool:fetch_a"), False)
+        row = _only(breakeven_session(session, [edit])[0])
+        assert (said in row.disagreement) == named, grain
 
 
 def test_a_rewrite_is_said_cut_by_a_later_one_only_where_it_did_not_pay_back(run42_json) -> None:
