@@ -1009,6 +1009,16 @@ def test_the_highest_block_id_before_each_record_counts_the_first_record_s_block
     records = [record([0, 2]), record([0, 1, 4]), record([]), record(None), record([9])]
     assert _breakeven._ids_before(records) == [0, 2, 4, 4, -1]
 
+def test_a_config_that_releases_block_arrays_gives_the_same_rows() -> None:
+    """`keep_blocks=False` (what `replay run` sets where no record comes back) would release the
+    prompts every counterfactual is diffed against: break-even keeps them, and its rows are the
+    default config's (it raised a TypeError at the first rewrite)."""
+    session = _reading_session(7, gen.filler(3000, 1))
+    rows, _ = breakeven_session(session, ["age-truncate-500-keep-3"])
+    released, _ = breakeven_session(session, ["age-truncate-500-keep-3"],
+                                    ReplayConfig(keep_blocks=False))
+    assert rows and released == rows
+
 def test_split_hands_out_the_longest_rewrite_first() -> None:
     """By hand: rewrites of 1, 1, 1 and 5 requests on two shares. Longest first, each to the
     share with the least so far: 5 → share 0; then 1, 1, 1 → share 1 (loads 5 and 3). Shortest

@@ -708,13 +708,16 @@ def _extent(e: _Rewrite, longest: int | None) -> _Extent:
 
 
 def breakeven_config(session: Session, config: ReplayConfig | None) -> ReplayConfig:
-    """`config` as break-even runs it: with the unlogged context fitted, views kept and the cache
-    store copied before each rewrite (for its counterfactual)."""
+    """`config` as break-even runs it: with the unlogged context fitted, views and block arrays
+    kept and the cache store copied before each rewrite (for its counterfactual)."""
     config = copy.copy(config) if config is not None else ReplayConfig()
     if config.pricer is None:
         config.pricer = Pricer()
     config = copy.copy(with_unlogged_context(session, config))
     config.keep_views = True
+    # Each counterfactual is diffed against the run's own prompts, block by block: released,
+    # they held no blocks to compare (a TypeError at the first rewrite).
+    config.keep_blocks = True
     config.snapshot_stores = True
     return config
 
