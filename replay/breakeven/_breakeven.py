@@ -365,8 +365,7 @@ def _analyse(run: _Run, e: _Rewrite, longest: int | None, extent: _Extent) -> Br
     # sends it, is billed uncached either way (a compaction may fold part of it in a summary).
     surviving = 0  # a thread's first request: no request of its own cached anything before
     if prev is not None:
-        grown = max(0, cf_first_billed - _billed(prev))
-        gained = _gained_tokens(history, prev, rec, grown, stripped)
+        gained = _gained_tokens(history, prev, rec, stripped)
         surviving = max(0, _billed(rec) - billed_edit - gained)
     removed = max(0, cf_first_billed - _billed(rec))
     rewrite_cost = surviving * (in_rate - read_rate)
@@ -477,17 +476,14 @@ def _gained_tokens(
     history: Sequence[Item],
     prev: RequestRecord,
     rec: RequestRecord,
-    fallback: int,
     stripped: np.ndarray | None = None,
 ) -> int:
     """Billed tokens of `rec`'s prompt that stand for what the history gained since `prev`
     (the items, or a strategy's variant of them: the same event), the blocks `stripped` left
-    out; `fallback` without its blocks."""
+    out. Break-even keeps every record's blocks and view (`breakeven_config`)."""
     added = history[prev.history_len : rec.history_len]
     gained = {getattr(item, "event_index", -1) for item in added} - {-1}
     request, view = rec.request, rec.view
-    if request.released or not view:
-        return fallback
     return sum(
         int(t)
         for j, (t, n) in enumerate(zip(request.block_tokens, request.item_index, strict=True))
