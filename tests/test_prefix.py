@@ -673,3 +673,64 @@ def test_prefix_matcher_shares_no_more_than_a_partial_unit_holds():
     p = CachedPrompt(req.block_ids, req.cum_tokens, last_use=TS, ready_at=TS, ttl=300,
                      length=length)
     assert PrefixMatcher().shared(p, req, r.table) == length
+
+
+def test_the_first_difference_is_labelled_with_the_new_prompt_s_block_kind():
+    """`where` names the kind of the NEW prompt's block: a prompt that dropped its system prompt
+    parts at message 0, one that dropped its tool definitions at its system prompt."""
+    r = _renderer()
+    items = [UserItem("task"), AssistantItem((Block("text", text="ok"),))]
+    full = _render(r, items)
+    diff = prefix_diff(full, _render(r, items, system=""), r.table)
+    assert (diff.first_mismatch_block, diff.where, diff.message_index) == (1, "message 0", 0)
+    diff = prefix_diff(full, _render(r, items, tools=[]), r.table)
+    assert (diff.first_mismatch_block, diff.where, diff.message_index) == (0, "system", None)
+
+
+def test_the_block_pair_memo_keeps_pairs_sharing_a_block_and_tables_apart():
+    """Within `remembered_block_pairs`, pairs with the same second block, and the same pair of
+    ids in two tables, each keep their own answer."""
+    table, other = _renderer().table, _renderer().table
+    a, b, c = (table.intern("user", t, True)
+               for t in ("alpha beta gamma", "alpha zeta", "alpha beta delta"))
+    x, _, z = (other.intern("user", t, True) for t in ("one two three", "-", "four"))
+    assert (x, z) == (a, c)
+    pairs = ((table, a, c), (table, b, c), (other, x, z))
+    plain = [common_block_tokens(*pair) for pair in pairs]
+    assert len(set(plain)) == 3
+    with remembered_block_pairs():
+        assert [common_block_tokens(*pair) for pair in pairs] == plain
+
+
+def test_a_tool_call_opening_a_message_and_one_continuing_a_message_part_at_their_framing():
+    """The same call, opening its message in one prompt and following a text block of the same
+    message in the other: other framing (the message's), so both the fast diff and the naive
+    reference part at the block's first token."""
+    r = _renderer()
+    call = Block("tool_call", call_id="c1", name="read_file", arguments={"path": "a.js"})
+    text = Block("text", text="Reading.")
+    split = _render(r, [UserItem("go"), AssistantItem((text,)), AssistantItem((call,))])
+    joined = _render(r, [UserItem("go"), AssistantItem((text, call))])
+    diff = prefix_diff(split, joined, r.table)
+    block = diff.first_mismatch_block
+    assert block == len(joined.block_ids) - 1 and joined.kinds[block] == "tool_call"
+    assert diff.first_mismatch_token == joined.tokens_before(block) == _naive(r, split, joined)
+
+
+def test_packing_a_fitted_block_leaves_the_same_text_s_unfitted_block_as_it_was():
+    """A chain table holds a text under its content and under a fitted count (two blocks):
+    packing the fitted one re-keys that one only, so each view interns the text to its own
+    block afterwards."""
+    from replay.engine._chain import ChainTable
+    from replay.render._request import PACK_MIN_CHARS
+    from replay.tokens._overrides import FittedCounter
+
+    counter = _renderer().table.counter
+    chain = ChainTable(counter)
+    text = "z" * PACK_MIN_CHARS + " both"
+    plain, fitted = chain.view(counter), chain.view(FittedCounter(counter, {text: 11}))
+    unfitted, sized = plain.intern("user", text, True), fitted.intern("user", text, True)
+    assert unfitted != sized
+    assert fitted.pack(sized) == text
+    assert plain.intern("user", text, True) == unfitted
+    assert fitted.intern("user", text, True) == sized
