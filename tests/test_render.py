@@ -624,6 +624,23 @@ def test_prefix_keys_chained_after_a_longer_previous_request_are_the_request_s_o
     assert R._prefix_keys(other, long) == chain_keys("gpt-5-mini", None, long.block_ids.tolist())
 
 
+def test_prefix_keys_chained_after_a_request_that_parts_in_the_middle_are_the_request_s_own():
+    """`Renderer._prefix_keys` reuses the previous request's keys only before the first block
+    that differs: the key of that block is chained again."""
+    from replay.render import Renderer as R
+
+    r = Renderer(counter_for("gpt-5"))
+    items = _conversation()
+    before = _render(r, items)
+    edited = [*items[:2], ToolResultItem("c1", "read_file", "short"), items[3]]
+    after = _fresh(r, edited, system=SYSTEM, tools=TOOLS, thread="other", model="gpt-5")
+    from replay.render import first_difference
+
+    first = first_difference(before.block_ids, after.block_ids)
+    assert first is not None and 0 < first < len(after.block_ids) - 1
+    assert R._prefix_keys(after, before) == list(after.prefix_keys)
+
+
 def test_first_difference_is_the_first_differing_index_or_none_for_a_prefix():
     from replay.render import first_difference
 
