@@ -369,8 +369,7 @@ def test_kind_index_follows_a_cut_and_an_extension():
     again = _render(r, items[:3])
     index = again.kind_index
     assert (index.first_thinking, index.last_turn, index.last_user_role) == (4, 3, 7)
-    assert index.last_non_thinking == 7 and not index.thinking_before_turn
-    assert full.kind_index.thinking_before_turn
+    assert index.last_non_thinking == 7
 
 
 def test_block_infos_read_and_write_the_tables_columns():
@@ -1008,15 +1007,14 @@ def test_kind_index_of_kinds_built_elsewhere():
     assert index.codes.tolist() == [0, 1, 2, 5, 4, 6, 6, 7, 7, 5]
     assert (index.head_end, index.last_turn, index.last_user_role) == (1, 2, 8)
     assert (index.last_non_thinking, index.first_thinking) == (8, 3)
-    assert not index.thinking_before_turn
     none = KindIndex.of(["text", "tool_call"])
     assert (none.head_end, none.last_turn, none.last_user_role, none.first_thinking) == (
         -1, -1, -1, -1
     )
-    assert none.last_non_thinking == 1 and not none.thinking_before_turn
+    assert none.last_non_thinking == 1
     assert KindIndex.of(["tool", "system"]).head_end == 1
-    assert KindIndex.of(["thinking", "user"]).thinking_before_turn
-    assert not KindIndex.of(["user", "text"]).thinking_before_turn  # no thinking block at all
+    assert KindIndex.of(["thinking", "user"]).first_thinking == 0
+    assert KindIndex.of(["user", "text"]).first_thinking == -1  # no thinking block at all
 
 
 def test_a_request_s_total_message_ends_and_tokens_before_on_small_views():

@@ -230,11 +230,6 @@ class KindIndex:
             first_thinking=int(thinking[0]) if len(thinking) else -1,
         )
 
-    @property
-    def thinking_before_turn(self) -> bool:
-        """Whether a thinking block comes before the last user turn."""
-        return 0 <= self.first_thinking < self.last_turn
-
 
 @dataclass(frozen=True, slots=True)
 class BlockInfo:
