@@ -932,7 +932,9 @@ def test_a_link_stays_a_link_and_a_pipe_is_written_through(tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     got: list[bytes] = []
-    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    # A daemon: were the pipe replaced by a file, the reader would wait on it forever and hold
+    # the test run open after this test failed.
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
     reader.start()
     _atomic.write_atomic(fifo, "through the pipe\n")
     reader.join(timeout=10)
