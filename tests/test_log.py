@@ -1268,6 +1268,50 @@ def test_a_compaction_names_the_first_of_the_ids_it_replaces_that_name_nothing(t
     ]
 
 
+def test_a_compaction_naming_itself_names_no_earlier_event(tmp_path):
+    """Its own id is no earlier event: reported and ignored like any other id naming none, and
+    the replay replaces what it would without that id (not the events up to itself)."""
+    from replay.engine import ReplayConfig, replay_session
+
+    compaction = (
+        '{"type":"compaction","id":"k1","ts":"2026-03-02T09:00:03Z","summary":"s",'
+        '"replaces":["e2",%s]}'
+    )
+    user = USER.replace('"type":"user",', '"type":"user","id":"e2",')
+    more = USER.replace("09:00:01", "09:00:04")
+    request = REQUEST.replace("09:00:02", "09:00:05").replace('"r1"', '"r2"')
+    naming_itself = _write(tmp_path, HEADER, user, REQUEST, compaction % '"k1"', more, request)
+    session = read_log(naming_itself, check_pairs=True)
+    assert [(e.line, e.expected) for e in session.skipped] == [
+        (4, "expected `replaces` to name earlier events: 1 of its ids name none (first: 'k1'); "
+            "they are ignored")
+    ]
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(naming_itself.read_text().replace(',"k1"]', "]"), encoding="utf-8")
+
+    def sent(path):
+        records = replay_session(read_log(path), "recorded", ReplayConfig(keep_views=True))
+        return [(r.request.total, [type(i).__name__ for i in r.view]) for r in records]
+
+    assert sent(naming_itself) == sent(plain)
+    assert sent(naming_itself) == sent(plain)
+
+
+def test_the_replay_ignores_a_compactions_own_id_in_what_it_replaced():
+    """Context the log does not hold goes with the replaced events around it (up to the last
+    one named): a compaction naming itself does not take the unlogged context after the events
+    it really replaced."""
+    from types import SimpleNamespace
+
+    from replay.engine._replay import _Run
+    from replay.log import Compaction
+
+    state = SimpleNamespace(estimated_indexes=lambda: [1, 3])  # fitted context at 1 and 3
+    event = Compaction(ts="2026-03-02T09:00:05Z", summary="s", replaces=["e2", "k1"], id="k1")
+    logged = _Run._logged_compaction(event, 4, state, {"e2": 2, "k1": 4})
+    assert logged.replaced == frozenset({1, 2})
+
+
 def test_each_thread_pairs_its_own_calls_and_needs_its_own_message(tmp_path):
     """docs/log-format.md: a `tool_result` answers a call of the same thread, and a `request`
     follows a message of its thread: another thread's call or message does not count."""

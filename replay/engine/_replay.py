@@ -624,7 +624,8 @@ class _Run:
         event: Compaction, index: int, state: _Thread, event_ids: dict[str, int]
     ) -> LoggedCompaction:
         if event.replaces:
-            named = {event_ids[i] for i in event.replaces if i in event_ids}
+            # (its own id, already registered, names no earlier event: ignored, as reported)
+            named = {event_ids[i] for i in event.replaces if event_ids.get(i, index) < index}
             # Context the log does not hold (fitted per request) went with the events around it.
             last = max(named, default=-1)
             unlogged = {i for i in state.estimated_indexes() if i < last}

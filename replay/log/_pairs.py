@@ -99,9 +99,6 @@ class ToolPairs:
     def see(self, event: Any, line: int) -> tuple[list[LogFormatError], list[ToolResult]]:
         """The problems of a line that is kept (`rejected` said None) and the placeholder
         results to insert before it."""
-        event_id = getattr(event, "id", None)
-        if event_id is not None:
-            self.ids[event_id] = line
         problems = self._unopened(event, line)
         if isinstance(event, ThreadStart):
             self.opened.add(event.thread_id)
@@ -111,6 +108,9 @@ class ToolPairs:
         if isinstance(event, AssistantMessage):
             problems += self._answered_request(event, line)
         found, placeholders = self._calls(event, line)
+        event_id = getattr(event, "id", None)
+        if event_id is not None:  # after `_calls`: a compaction's own id is no earlier event
+            self.ids[event_id] = line
         return problems + found, placeholders
 
     def _calls(self, event: Any, line: int) -> tuple[list[LogFormatError], list[ToolResult]]:
