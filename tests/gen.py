@@ -136,7 +136,7 @@ _BY_FIELD: dict[str, st.SearchStrategy] = {
 }
 """Fields drawn from realistic values rather than from their type alone."""
 _BY_MODEL_FIELD: dict[tuple[str, str], st.SearchStrategy] = {
-    ("SessionHeader", "version"): st.integers(0, FORMAT_VERSION),  # a later one is refused
+    ("SessionHeader", "version"): st.integers(1, FORMAT_VERSION),  # others are refused
     ("SessionHeader", "provider"): st.sampled_from(["anthropic", "openai", "google"]),
     ("SessionHeader", "model"): st.sampled_from(["claude-sonnet-4-5", "gpt-5", "gemini-2.5-flash"]),
     ("Usage", "cost_usd"): st.none() | st.decimals(0, 100, places=6).map(str),

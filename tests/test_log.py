@@ -730,6 +730,14 @@ def test_newer_version_is_refused(tmp_path):
     assert str(err) == f"{path}:1: expected replay-log version <= 1, got 2 (upgrade replay)"
 
 
+@pytest.mark.parametrize("version", [0, -3])
+def test_a_version_below_1_is_refused(tmp_path, version):
+    """No such version: the header is wrong, in lenient reads too (as a newer one is)."""
+    path = _write(tmp_path, HEADER.replace('"version":1', f'"version":{version}'), USER)
+    err = _error(path, strict=False)
+    assert str(err) == f"{path}:1: expected replay-log version >= 1, got {version}"
+
+
 def test_wrong_format_name_is_refused(tmp_path):
     path = _write(tmp_path, HEADER.replace("replay-log", "other-log"), USER)
     assert "format" in str(_error(path))

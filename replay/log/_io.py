@@ -242,6 +242,10 @@ def read_log(path: str | Path, *, strict: bool = False, check_pairs: bool = Fals
                         f"expected {FORMAT_NAME} version <= {FORMAT_VERSION}, "
                         f"got {event.version} (upgrade replay)",
                     )
+                if event.version < 1:  # no such version: the header itself is wrong
+                    raise LogFormatError(
+                        path, number, f"expected {FORMAT_NAME} version >= 1, got {event.version}"
+                    )
                 header = event
                 if pairs is not None and event.id is not None:
                     pairs.ids[event.id] = number  # the header's id is one of the file's ids
@@ -279,8 +283,7 @@ def dump_event(event: Any) -> str:
     head = {"type": event.type}
     if isinstance(event, SessionHeader):
         head |= {"format": event.format, "version": event.version}
-    data = head | data
-    data.setdefault("ts", event.model_dump(mode="json", include={"ts"})["ts"])
+    data = head | data  # (`ts` is required: always set, so always in `data`)
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
