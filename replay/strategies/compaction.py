@@ -102,11 +102,6 @@ def compact_at(chars: int = 12000, style: str = "structured", output_chars: int 
 
     def compact_when_long(history: Sequence[Item], ctx: StrategyContext) -> View:
         nonlocal summary, covered, used_logged
-        start = seen.sync(history)
-        if start == 0:  # a new instance, or another history: nothing of it folded yet
-            summary, covered, used_logged = None, 0, 0
-            event_indexes.clear()
-        event_indexes.extend(getattr(i, "event_index", -1) for i in history[start:])
         view: list[Item] = ([summary] if summary else []) + list(history[covered:])
         size = (item_chars(summary) if summary else 0) + sizes.since(history, covered)
         if size <= chars:
@@ -126,6 +121,8 @@ def compact_at(chars: int = 12000, style: str = "structured", output_chars: int 
             instruction=STRUCTURED_INSTRUCTION if structured else FREEFORM_INSTRUCTION,
             summary=text,
         )
+        start = seen.sync(history)  # (0 only on the first fold: OneHistory rebuilds on another)
+        event_indexes.extend(getattr(i, "event_index", -1) for i in history[start:])
         indexes = tuple(event_indexes[:cut])
         summary = SummaryItem(text=summary_message(text), replaces=indexes, source=source)
         covered = cut
