@@ -734,3 +734,30 @@ def test_packing_a_fitted_block_leaves_the_same_text_s_unfitted_block_as_it_was(
     assert fitted.pack(sized) == text
     assert plain.intern("user", text, True) == unfitted
     assert fitted.intern("user", text, True) == sized
+
+
+def test_a_block_known_to_be_of_size_zero_is_not_the_same_text_counted():
+    """render/_request.py `_block_prefix`: a block known only by its size keys on that size,
+    0 included. A user message a strategy sized at 0 tokens (`UserItem.estimated_tokens=0`,
+    which plugins may set) and the same text without a size are two blocks: the first counts
+    0 tokens, the second its text, whichever is interned first (and once packed too)."""
+    from replay.render._request import PACK_MIN_CHARS
+
+    counter = _renderer().table.counter
+    for text in ("hello there", "h" * PACK_MIN_CHARS + " long"):
+        for sized_first in (True, False):
+            table = _renderer().table
+            first, second = (0, None) if sized_first else (None, 0)
+            ids = {first: table.intern("user", text, True, first)}
+            ids[second] = table.intern("user", text, True, second)
+            zero, counted = ids[0], ids[None]
+            assert zero != counted
+            overhead = table.blocks[zero].overhead
+            assert table.blocks[zero].tokens == overhead
+            assert table.blocks[zero].sized_only and not table.blocks[counted].sized_only
+            assert table.blocks[counted].tokens == counter.count(text) + overhead
+            if len(text) >= PACK_MIN_CHARS:
+                table.pack(zero)
+                table.pack(counted)
+            assert table.intern("user", text, True, 0) == zero
+            assert table.intern("user", text, True) == counted

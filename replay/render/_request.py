@@ -337,8 +337,9 @@ _HEADERS: dict[tuple[str, int, object, type], bytes] = {}
 def _block_prefix(kind: str, starts_message: bool, fixed_tokens: int | None) -> bytes:
     """What tells a block's content apart besides its text: its kind, whether it starts a
     message, and the size of a block known only by its size (two of different sizes are
-    different blocks)."""
-    size = fixed_tokens or ""
+    different blocks, and one known to be of size 0 is not the same text counted: that one
+    counts its text's tokens)."""
+    size = "" if fixed_tokens is None else fixed_tokens
     header = (kind, int(starts_message), size, type(size))  # (5.0 == 5, but not as text)
     prefix = _HEADERS.get(header)
     if prefix is None:
