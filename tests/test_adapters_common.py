@@ -658,6 +658,23 @@ def test_invalid_json_line(tmp_path: Path, fmt: str) -> None:
         load(path, strict=True)
 
 
+@pytest.mark.parametrize("fmt", ["claude-code", "codex", "pi"])
+def test_a_line_of_other_whitespace_than_json_s_is_malformed_not_blank(
+    tmp_path: Path, fmt: str
+) -> None:
+    # As in a replay-log (docs/log-format.md): a line of spaces, tabs and carriage returns is
+    # blank and skipped; one of a form feed, \x1c or a no-break space is a malformed line.
+    lines = VALID[fmt]().splitlines(keepends=True)
+    for odd in ("\x0b", "\x0c", "\x1c", "\xa0", "\u2028"):
+        text = "".join([*lines[:2], " \t\r\n", f"{odd}\n", *lines[2:]])
+        path = write(tmp_path, fmt, text)
+        session = load(path)
+        assert [e.line for e in session.skipped] == [4], repr(odd)
+        assert len(session.requests()) == 2
+        with pytest.raises(LogFormatError, match=r":4: expected a JSON object"):
+            load(path, strict=True)
+
+
 @pytest.mark.parametrize(
     ("line", "why"),
     [
@@ -944,6 +961,17 @@ def test_empty_file(tmp_path: Path, fmt: str) -> None:
         load(path)
     with pytest.raises(LogFormatError, match="empty file"):
         reader_for(fmt)(path)
+
+
+@pytest.mark.parametrize("fmt", sorted(VALID))
+def test_a_file_of_other_whitespace_than_json_s_is_not_empty(tmp_path: Path, fmt: str) -> None:
+    # A form feed is not blank (JSON's whitespace is space, tab, CR and LF): detection and
+    # each reader refuse such a file for what it holds, not as an empty one.
+    path = write(tmp_path, fmt, "\x0c\n")
+    for read in (load, reader_for(fmt)):
+        with pytest.raises(LogFormatError) as err:
+            read(path)
+        assert "empty" not in str(err.value) and "expected" in str(err.value), str(err.value)
 
 
 @pytest.mark.parametrize("reader_fmt", sorted(VALID))

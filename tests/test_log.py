@@ -161,6 +161,24 @@ def test_minimal_log_and_blank_lines(tmp_path):
     assert session.path == str(path)
 
 
+ODD_WHITESPACE = ["\x0b", "\x0c", "\x1c", "\x1f", "\x85", "\xa0", "\u2028", "\u3000"]
+"""Characters `str.strip` takes for whitespace that JSON does not (its own: space, tab, CR, LF)."""
+
+
+@pytest.mark.parametrize("odd", ODD_WHITESPACE)
+def test_a_line_of_other_whitespace_than_json_s_is_malformed_not_blank(tmp_path, odd):
+    # docs/log-format.md: a blank line (spaces, tabs, carriage returns) is skipped; a line of
+    # other characters, a form feed or a no-break space among them, is a malformed line.
+    path = _write(tmp_path, HEADER, " \t\r", USER, f" {odd} ", REQUEST)
+    session = read_log(path)
+    assert [type(e) for e in session.events] == [UserMessage, RequestMarker]
+    assert [str(e).split(" (")[0] for e in session.skipped] == [
+        f"{path}:4: expected a JSON object"
+    ]
+    with pytest.raises(LogFormatError, match=rf"{path.name}:4: expected a JSON object"):
+        read_log(path, strict=True)
+
+
 def test_tool_result_output_is_kept_whole(tmp_path):
     big = "x" * 300_000 + "\nEND"
     result = json.dumps(

@@ -50,7 +50,14 @@ from replay.log import (
     UserMessage,
 )
 from replay.log._events import SharedFieldsSet, share_fields_sets
-from replay.log._io import describe_invalid, first_clause, json_error, loads_json, without_bom
+from replay.log._io import (
+    BLANK_BYTES,
+    describe_invalid,
+    first_clause,
+    json_error,
+    loads_json,
+    without_bom,
+)
 from replay.log._pairs import sent_message
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -202,11 +209,11 @@ def json_lines_holding(path: str | Path, needles: tuple[bytes, ...]) -> Iterator
 
 
 def iter_json_lines(path: str | Path, issues: Issues) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, JSON object) for every readable non-blank line, the file read line by line;
-    bad lines go to `issues`."""
+    """(line number, JSON object) for every readable line that is not blank (`BLANK_BYTES`:
+    JSON's whitespace only), the file read line by line; bad lines go to `issues`."""
     blank = True
     for number, raw in _raw_lines(path):
-        if not raw.strip():
+        if not raw.strip(BLANK_BYTES):
             continue
         blank = False
         if len(raw) > MAX_LINE_BYTES:

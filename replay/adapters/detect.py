@@ -29,7 +29,7 @@ from replay.adapters._record_types import (
     CODEX_LINE_TYPES,
     PI_ENTRY_TYPES,
 )
-from replay.log._io import without_bom
+from replay.log._io import BLANK_BYTES, without_bom
 
 FORMATS = ("replay-log", "claude-code", "codex", "pi", "opencode")
 """Format names, as accepted by `load(..., format=)` and `replay convert --from`."""
@@ -112,7 +112,7 @@ def detect_file(path: Path) -> str:
             head = without_bom(head)
     except OSError as err:
         raise LogFormatError(path, None, f"cannot read the file ({err.strerror})") from None
-    if not head.strip():
+    if not head.strip(BLANK_BYTES):
         raise LogFormatError(path, None, "empty file: expected a coding-agent log")
     packed = next((name for magic, name in _COMPRESSED if head.startswith(magic)), None)
     if packed is not None:

@@ -79,7 +79,7 @@ from replay.adapters._common import (
     usage_is_empty,
 )
 from replay.log import Session
-from replay.log._io import JSON_DECODER, first_clause, json_error
+from replay.log._io import BLANK_BYTES, JSON_DECODER, first_clause, json_error
 
 AGENT = "opencode"
 IGNORED_PARTS = {"patch", "snapshot", "agent", "retry", "step-start", "subtask", "compaction"}
@@ -111,7 +111,7 @@ def _load_document(path: Path, issues: Issues) -> tuple[dict[str, Any], list[tup
     damage is reported at its line.
     """
     data = read_bytes(path)
-    if not data.strip():
+    if not data.strip(BLANK_BYTES):
         issues.fatal(None, "empty file: expected an opencode export (one JSON document)")
     try:
         text = data.decode("utf-8")

@@ -36,6 +36,15 @@ UTF8_BOM = b"\xef\xbb\xbf"
 file. It is not part of the first record: every reader drops it."""
 
 
+BLANK = " \t\r\n"
+"""What a blank line is made of: JSON's whitespace (space, tab, carriage return, newline). A
+line of other characters that `str.strip` would also take for whitespace (a form feed, \\x1c,
+a no-break space) is no JSON value: a malformed line, not a blank one."""
+
+BLANK_BYTES = BLANK.encode()
+"""`BLANK` for the readers that split lines as bytes."""
+
+
 def without_bom(data: bytes) -> bytes:
     """`data` without a leading UTF-8 byte order mark."""
     return data[len(UTF8_BOM) :] if data.startswith(UTF8_BOM) else data
@@ -146,9 +155,9 @@ def _check_types(text: str) -> None:
 
 
 def iter_lines(path: str | Path) -> Iterator[tuple[int, str | LogFormatError]]:
-    """Yield (line number, text without its newline) for every non-blank line, streaming. A
-    line that is not UTF-8 yields a `LogFormatError` naming it instead of its text (the reader
-    skips or raises it). A leading UTF-8 byte order mark is dropped."""
+    """Yield (line number, text without its newline) for every line that is not blank
+    (`BLANK`), streaming. A line that is not UTF-8 yields a `LogFormatError` naming it instead
+    of its text (the reader skips or raises it). A leading UTF-8 byte order mark is dropped."""
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if number == 1:
@@ -158,7 +167,7 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str | LogFormatError]]:
             except UnicodeDecodeError as err:
                 yield number, LogFormatError(path, number, f"expected UTF-8 text ({err.reason})")
                 continue
-            if text.strip():
+            if text.strip(BLANK):
                 # Without it a line cut short inside a string is "Invalid control character".
                 yield number, text.removesuffix("\n")
 
