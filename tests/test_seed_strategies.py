@@ -303,6 +303,26 @@ def test_compact_at_fires_only_past_its_chars_and_re_summarizes_its_summary():
     assert [e.detail for e in second.events] == ["3 items → summary"]
 
 
+@pytest.mark.parametrize("name", ["compact-at-1500-structured", "compact-rotating-at-1500"])
+def test_a_summary_names_each_event_it_replaces_once_and_no_unlogged_item(name):
+    """A summary's `replaces` names the log events of the items it folds, each once, in order,
+    as `summary_item` does: two items of one event (a Claude Code user record holding a tool
+    result and the user's text) name it once, an item the log does not hold (event -1) none;
+    a later fold names the old summary's events once more, not twice."""
+    h = History().user("u" * 100).step(("bash", {}, "x" * 1000), text="t")
+    h.items.append(UserItem("and also this", event_index=2))  # the result's event
+    h.items.append(UserItem("<reminder>", event_index=-1, injected=True))
+    h.step(("bash", {}, "y" * 1000), text="t")
+    strategy = build(name)
+    first = view_of(strategy(h.items, ctx()))
+    assert first.items[1:] == h.items[5:]
+    assert first.items[0].replaces == (0, 1, 2)
+    h.step(("bash", {}, "z" * 1000), text="t")
+    second = view_of(strategy(h.items, ctx()))
+    assert second.items[1:] == h.items[7:]
+    assert second.items[0].replaces == (0, 1, 2, 5, 6)
+
+
 @pytest.mark.parametrize(
     "name", ["compact-at-1500-structured", "compact-rotating-at-1500", "compact-chained-at-1500"]
 )

@@ -28,7 +28,7 @@ from replay.strategies._base import (
     StrategySpec,
     register,
 )
-from replay.strategies._common import CharSums, Seen, last_assistant
+from replay.strategies._common import CharSums, last_assistant, summary_item
 from replay.strategies._summary import (
     FREEFORM_INSTRUCTION,
     STRUCTURED_INSTRUCTION,
@@ -97,8 +97,6 @@ def compact_at(chars: int = 12000, style: str = "structured", output_chars: int 
     covered = 0  # history items the summary stands for
     used_logged = 0
     sizes = CharSums()  # characters of the history, as prefix sums
-    seen = Seen()
-    event_indexes: list[int] = []  # of every history item (what a summary replaces)
 
     def compact_when_long(history: Sequence[Item], ctx: StrategyContext) -> View:
         nonlocal summary, covered, used_logged
@@ -121,10 +119,8 @@ def compact_at(chars: int = 12000, style: str = "structured", output_chars: int 
             instruction=STRUCTURED_INSTRUCTION if structured else FREEFORM_INSTRUCTION,
             summary=text,
         )
-        start = seen.sync(history)  # (0 only on the first fold: OneHistory rebuilds on another)
-        event_indexes.extend(getattr(i, "event_index", -1) for i in history[start:])
-        indexes = tuple(event_indexes[:cut])
-        summary = SummaryItem(text=summary_message(text), replaces=indexes, source=source)
+        # It replaces the log events of the items it folds, each once (the old summary's too).
+        summary = summary_item(summary_message(text), replaced, source)
         covered = cut
         return View(
             items=[summary, *history[cut:]],
