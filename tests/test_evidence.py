@@ -1013,7 +1013,8 @@ def _reference_check(
                     continue
                 name = call.name or ""
                 if (_blind._READ_TOOL.search(name) and not _blind._WRITE_TOOL.search(name)
-                        and not reads_part_of_file(call.arguments)):
+                        and not reads_part_of_file(call.arguments)
+                        and _blind._file_text(item.output) is not None):
                     content, source = _blind._file_text(item.output), item
         return content, source
 
@@ -2094,3 +2095,44 @@ def test_thinking_shows_a_name_while_kept_and_is_not_checked_for_mentions() -> N
     thought = AssistantItem((Block("thinking", "so InvalidTokenSignature is raised"),
                              Block("text", "Looking again.")))
     assert EvidenceChecker().check(history, history[:2], thought, 4, "r") == []
+
+
+def _arrow_numbered(text: str, first: int = 1) -> str:
+    """`text` as Claude Code's Read shows it from line `first` on (`     16→line`)."""
+    return "".join(f"{k:>6}→{line}\n" for k, line in enumerate(text.splitlines(), first))
+
+
+_PART = "\n".join(CALC.splitlines()[15:25]) + "\n"
+"""Lines 16 to 25 of `CALC`, helpers only (the line the tests change is further down)."""
+
+
+def test_a_read_numbered_with_arrows_from_past_1_is_not_the_file_s_content() -> None:
+    """A Claude Code read numbered from line 16 read a range (its call's arguments said so or
+    not): like a tab-numbered read (390265b), only one counting from 1 is the file's content
+    (None: no content)."""
+    assert _blind._file_text(_arrow_numbered(CALC)) == CALC
+    assert _blind._file_text(_arrow_numbered(_PART, 16)) is None
+    assert _blind._file_text(_arrow_numbered(_PART, 2)) is None
+    assert _blind._file_text(_arrow_numbered(_PART) + "    12→more\n") is None  # not in a row
+    assert _blind._file_text(_arrow_numbered(_PART)) == _PART
+    few = "    16→alpha\nbeta\ngamma\ndelta"  # fewer than half numbered: no numbered read
+    assert _blind._file_text(few) == few
+
+
+def test_a_write_is_diffed_against_the_whole_read_before_a_range_read_without_arguments():
+    """The file's last known content stays the whole read before a range's read (numbered
+    from 16, its call naming no range): a whole-file write's changed lines are found against
+    it (against the range's lines, all unchanged, the change was hidden)."""
+    part = _PART
+    history = [
+        *_history(_arrow_numbered(CALC)),
+        AssistantItem((_call("c3", "read_file", path="src/calc.py"),), event_index=3),
+        ToolResultItem("c3", "read_file", _arrow_numbered(part, 16), event_index=4,
+                       arguments={"path": "src/calc.py"}),
+    ]
+    view = [*history[:2], truncate_chars(history[2], 500), *history[3:]]
+    actions = _check(history, view, _write_of_target())
+    assert [a.kind for a in actions] == ["hidden-edit-target", "stubbed-read"]
+    assert actions[0].excerpt.splitlines() == ["def price_with_tax(price, qty):", TARGET.strip()]
+    assert actions == _reference_check(history, view, AssistantItem((_write_of_target(),)), 3,
+                                       "req-4")

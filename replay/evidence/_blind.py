@@ -192,26 +192,31 @@ def _edits_a_file(arguments: object) -> bool:
     )
 
 
-def _file_text(output: str) -> str:
+def _file_text(output: str) -> str | None:
     """A read's output as the file's content: a Claude Code read's line numbers (`    16→`, or
     `16<tab>` since Claude Code 2.1) and the reminder it appends left out (a whole-file write
     diffed against them changed every line, and "the lines around the change" became the
-    whole file)."""
+    whole file). None for a read of part of the file, numbered with arrows from another line
+    than 1: not the file's content, whatever its call's arguments said."""
     if "→" in output:
-        pattern = _NUMBERED_LINE
-        numbered = pattern.findall(output)
+        pattern, arrows = _NUMBERED_LINE, True
     elif "\t" in output:
-        pattern = _TAB_NUMBERED_LINE
-        numbered = pattern.findall(output)
-        # A tab after a number also starts a line of a table: the numbers must count lines,
-        # from the first (only a read of the whole file is taken for its content: `_History`).
-        if any(int(n.strip("\t ")) != k for k, n in enumerate(numbered, 1)):
-            return output
+        pattern, arrows = _TAB_NUMBERED_LINE, False
     else:  # no numbered line: found at C speed (most reads of most logs)
+        return output
+    numbered = pattern.findall(output)
+    # Only a read of the whole file is taken for its content (`_History`): its numbers count
+    # lines from the first. A tab after a number also starts a line of a table: counting
+    # otherwise, it is the file's own text; an arrow numbers a read's lines only: counting
+    # otherwise, it read a range.
+    counted = all(int(n.strip("\t →")) == k for k, n in enumerate(numbered, 1))
+    if not counted and not arrows:
         return output
     lines = output.count("\n") + (not output.endswith("\n"))  # a final newline ends a line
     if not numbered or 2 * len(numbered) < lines:
         return output
+    if not counted:
+        return None
     text = output.split("<system-reminder>", 1)[0]
     return pattern.sub("", text).rstrip("\n") + "\n"
 
@@ -517,7 +522,9 @@ class _History:
             if editor_kind(call.arguments) == "read":  # a view: lines numbered as `cat -n` does
                 self.known[path] = _Content(_viewed_text(item.output), item, item.output)
             elif _is_read(name) and not _is_write(name):
-                self.known[path] = _Content(_file_text(item.output), item, item.output)
+                text = _file_text(item.output)
+                if text is not None:  # (None: a range, as one its arguments ask for)
+                    self.known[path] = _Content(text, item, item.output)
 
     def _add_assistant_part(self, text: str) -> None:
         parts, prints = self.assistant_texts, self.assistant_prints
