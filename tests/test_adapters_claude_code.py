@@ -2607,3 +2607,58 @@ def test_a_redacted_line_straight_under_its_parent_billed_another_prompt_is_a_re
     # A line without usage straight under its parent is still its next block.
     del lines[2]["message"]["usage"]
     assert [r.usage.prompt_tokens for r in load(_write(tmp_path, lines)).requests()] == [2003]
+
+
+def _backwards(first_ts: str, second_ts: str) -> list[dict[str, Any]]:
+    """A prompt at 10:00:05 answered by a response (`req_1`) whose two lines are stamped
+    `first_ts` and `second_ts`: earlier than its prompt (a skewed clock)."""
+    return [
+        _user("u1", None, "05.000", "hi"),
+        _assistant("a1", "u1", first_ts, "msg_1", "req_1", {"type": "text", "text": "Hm."},
+                   _usage(3, 100, 1000, 5)),
+        _assistant("a2", "a1", second_ts, "msg_1", "req_1", {"type": "text", "text": "Ok."},
+                   _usage(3, 100, 1000, 5)),
+    ]
+
+
+def test_a_request_starts_no_later_than_its_response_s_first_line(tmp_path: Path) -> None:
+    # docs/adapters.md, Requests: `ts` is when the request could be sent; a context line stamped
+    # after the response began (a skewed clock) does not put the request after its response
+    # (found by a mutation pass: the request took the later time).
+    session = load(_write(tmp_path, _backwards("03.000", "04.000")), strict=True)
+    [request] = session.requests()
+    assert (request.ts.strftime("%S.%f"), request.duration_ms) == ("03.000000", 1000)
+
+
+def test_a_response_whose_lines_run_backwards_in_time_lasts_zero_ms(tmp_path: Path) -> None:
+    # Found by a mutation pass: the duration went negative (the last line before the first).
+    session = load(_write(tmp_path, _backwards("03.000", "02.000")), strict=True)
+    [request] = session.requests()
+    assert (request.ts.strftime("%S.%f"), request.duration_ms) == ("03.000000", 0)
+
+
+def test_a_response_billed_nothing_is_context_not_a_request(tmp_path: Path) -> None:
+    # A response whose usage is all zeros (not `<synthetic>`, no `isApiErrorMessage`) was
+    # billed nothing: it stays in the context, flagged `usage_missing`, and is no request with
+    # a zero-token prompt (found by a mutation pass: it became a request).
+    lines = [
+        _user("u1", None, "00.000", "hi"),
+        _assistant("a1", "u1", "01.000", "msg_0", "req_0", {"type": "text", "text": "Cut."},
+                   _usage(0, 0, 0, 0)),
+        _user("u2", "a1", "02.000", "more"),
+        _second_answer(),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    assert [r.request_id for r in session.requests()] == ["req_2"]
+    cut = next(e for e in session.events if isinstance(e, AssistantMessage))
+    assert [b.text for b in cut.blocks] == ["Cut."] and cut.usage_missing
+
+
+def test_a_response_message_is_stamped_with_its_last_line(tmp_path: Path) -> None:
+    # The response ends with its last streamed line: the message's `ts` is that line's (found
+    # by a mutation pass: it took the first line's time, so a cache entry's age was counted
+    # from when the response started).
+    lines = _two_line_response(_usage(3, 100, 1000, 3), _usage(3, 100, 1000, 9))
+    session = load(_write(tmp_path, lines), strict=True)
+    first = next(e for e in session.events if isinstance(e, AssistantMessage))
+    assert first.ts.strftime("%S.%f") == "02.000000"
