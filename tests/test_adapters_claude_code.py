@@ -2662,3 +2662,52 @@ def test_a_response_message_is_stamped_with_its_last_line(tmp_path: Path) -> Non
     session = load(_write(tmp_path, lines), strict=True)
     first = next(e for e in session.events if isinstance(e, AssistantMessage))
     assert first.ts.strftime("%S.%f") == "02.000000"
+
+
+def test_a_file_repeating_one_uuid_of_another_is_of_its_session(tmp_path: Path) -> None:
+    # docs/adapters.md: a record uuid found in both files ties them, though nothing else does
+    # (another sessionId, no parent across the files, no response read twice; found by a
+    # mutation pass: the directory was refused as two sessions).
+    _write(tmp_path, claude_lines(), "s-1.jsonl")
+    copied = next(line for line in claude_lines() if line.get("uuid") == "a3")
+    later = [
+        {**copied, "sessionId": "s-2"},
+        _user("v1", None, "20.000", "Anything else?", sessionId="s-2"),
+        _assistant("v2", "v1", "21.000", "msg_9", "req_9", {"type": "text", "text": "No."},
+                   _usage(3, 20, 3040, 3), sessionId="s-2"),
+    ]
+    _write(tmp_path, later, "s-2.jsonl")
+    session = load(tmp_path, strict=True)
+    assert [r.request_id for r in session.requests()] == ["req_1", "req_2", "req_9"]
+
+
+
+def test_a_later_file_s_line_of_a_response_read_before_is_dropped_for_its_original(
+    tmp_path: Path,
+) -> None:
+    # docs/adapters.md, resumed sessions: a response already read from an earlier file is not
+    # read again, though a later file holds a line of it the earlier one has not; what hangs
+    # off that line hangs off the response's line read first (found by a mutation pass: the
+    # line was kept, or dropped leaving the next prompt to hang off a rewound branch).
+    first = [
+        _user("u1", None, "01.000", "Hi."),
+        _assistant("a1", "u1", "02.000", "msg_1", "req_1", {"type": "text", "text": "A"},
+                   _usage(3, 600, 0, 9)),
+        _user("x1", "a1", "03.000", "Other question."),
+        _assistant("x2", "x1", "04.000", "msg_x", "req_x", {"type": "text", "text": "X"},
+                   _usage(3, 20, 600, 9)),
+    ]
+    later = [
+        _assistant("a1b", "a1", "05.000", "msg_1", "req_1", {"type": "text", "text": "B"},
+                   _usage(3, 600, 0, 9)),
+        _user("u2", "a1b", "06.000", "Go on."),
+        _assistant("a2", "u2", "07.000", "msg_2", "req_2", {"type": "text", "text": "C"},
+                   _usage(3, 20, 600, 9)),
+    ]
+    _write(tmp_path, first, "s-1.jsonl")
+    _write(tmp_path, later, "s-2.jsonl")
+    session = load(tmp_path, strict=True)
+    main = [e for e in session.events if e.thread == "main" and isinstance(e, AssistantMessage)]
+    assert [[b.text for b in e.blocks] for e in main] == [["A"], ["C"]]
+    # The question x1 asked after the first answer is a branch the user left.
+    assert [r.thread for r in session.requests() if r.request_id == "req_x"] == ["main/branch-1"]
