@@ -2711,3 +2711,54 @@ def test_a_later_file_s_line_of_a_response_read_before_is_dropped_for_its_origin
     assert [[b.text for b in e.blocks] for e in main] == [["A"], ["C"]]
     # The question x1 asked after the first answer is a branch the user left.
     assert [r.thread for r in session.requests() if r.request_id == "req_x"] == ["main/branch-1"]
+
+
+def _redacted_tool_turn(second_usage: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Ids redacted: a tool call (`a1`), its result, then a text line (`a2`) hanging off the
+    result with `second_usage` (None: the line has no `usage`)."""
+    call = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}
+    lines = [
+        _user("u1", None, "01.000", "List the files."),
+        _assistant("a1", "u1", "02.000", "REDACTED", "REDACTED", call, _usage(3, 600, 1400, 40)),
+        _user("r1", "a1", "03.000", [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                      "content": "a.py"}]),
+        _assistant("a2", "r1", "04.000", "REDACTED", "REDACTED",
+                   {"type": "text", "text": "One file."}, second_usage),
+    ]
+    if second_usage is None:
+        del lines[-1]["message"]["usage"]
+    return lines
+
+
+def test_a_redacted_line_without_usage_past_a_tool_result_is_a_request_of_its_own(
+    tmp_path: Path,
+) -> None:
+    # docs/adapters.md: only straight under its parent is a line without usage its next block;
+    # past the tool results it is another request (found by a mutation pass: it was merged
+    # into the tool call's response).
+    session = load(_write(tmp_path, _redacted_tool_turn(None)))
+    first, second = session.requests()
+    assert second.usage is None
+    call, answer = (e for e in session.events if isinstance(e, AssistantMessage))
+    assert [b.type for b in call.blocks] == ["tool_call"]
+    assert [b.type for b in answer.blocks] == ["text"]
+
+
+def test_a_redacted_line_under_a_line_whose_id_was_kept_is_another_response(
+    tmp_path: Path,
+) -> None:
+    # A redactor rewrites an id alike on every line: a redacted message.id under a line whose
+    # message.id was kept (its requestId redacted) is another response, though billed the same
+    # prompt (found by a mutation pass: it was read as the kept line's next block).
+    usage = _usage(3, 600, 1400, 40)
+    lines = [
+        _user("u1", None, "01.000", "Hi."),
+        _assistant("a1", "u1", "02.000", "msg_1", "REDACTED", {"type": "text", "text": "A"},
+                   usage),
+        _assistant("a2", "a1", "03.000", "REDACTED", "REDACTED", {"type": "text", "text": "B"},
+                   usage),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    assert len(session.requests()) == 2
+    texts = [[b.text for b in e.blocks] for e in session.events if isinstance(e, AssistantMessage)]
+    assert texts == [["A"], ["B"]]
