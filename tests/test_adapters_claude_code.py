@@ -2831,3 +2831,72 @@ def test_a_gap_after_a_file_s_first_unreadable_line_is_not_reported_whatever_fol
     path.write_text("".join(text) + "{\n", encoding="utf-8")  # line 8 unreadable
     reasons = [str(e) for e in load(path).skipped]
     assert [r.split(": ")[0] for r in reasons] == [f"{path}:1", f"{path}:8"]
+
+
+def test_a_subagent_on_two_models_names_neither(tmp_path: Path) -> None:
+    # A thread names its model where it differs from the header's (docs/log-format.md): a
+    # subagent whose requests went to two models names none (found by a mutation pass: one of
+    # the two was picked, in set order).
+    lines = _sidechain_with_a_tool_call()
+    lines[3]["message"]["model"] = "claude-haiku-4-5"
+    lines[5]["message"]["model"] = "claude-opus-4-1"
+    session = load(_write(tmp_path, lines), strict=True)
+    start = next(e for e in session.events if isinstance(e, ThreadStart))
+    assert start.model is None
+    assert {r.model for r in session.requests() if r.thread == start.thread_id} == {
+        "claude-haiku-4-5", "claude-opus-4-1"
+    }
+
+
+def test_a_synthetic_line_written_last_is_not_the_leaf(tmp_path: Path) -> None:
+    # The active path ends at the last real line: a locally written error hanging off an
+    # earlier line, written last, makes no branch of the answers after that line (found by a
+    # mutation pass: taken as the leaf, it left req_2 on an abandoned branch).
+    lines = claude_lines() + [
+        _assistant("e1", "a2", "09.000", "msg_syn", "req_syn",
+                   {"type": "text", "text": "API Error: 529"}, _usage(0, 0, 0, 0),
+                   model="<synthetic>"),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    assert not any(isinstance(e, ThreadStart) for e in session.events)
+    assert [r.thread for r in session.requests()] == ["main", "main"]
+
+
+def test_a_branch_copies_the_history_up_to_its_fork_and_no_further(tmp_path: Path) -> None:
+    # The user rewound to the answer a3 and asked again, while the main path goes on with
+    # "Thanks.": the branch's copies end at a3 (found by a mutation pass: one event more).
+    lines = claude_lines() + [
+        _user("b1", "a3", "20.000", "Actually, count them."),
+        _assistant("b2", "b1", "21.000", "msg_X", "req_x", {"type": "text", "text": "Two."},
+                   _usage(3, 20, 3000, 2)),
+        _user("m1", "a3", "30.000", "Thanks."),
+        _assistant("m2", "m1", "31.000", "msg_Y", "req_y", {"type": "text", "text": "Ok."},
+                   _usage(3, 20, 3050, 2)),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    copied = [e.copied_from for e in session.events
+              if e.thread == "main/branch-1" and getattr(e, "copied_from", None)]
+    context = UserMessage | AssistantMessage | ToolResult
+    main = [e for e in session.events if e.thread == "main" and isinstance(e, context)]
+    assert copied == [e.id for e in main[:4]]
+    assert isinstance(main[4], UserMessage) and main[4].text == "Thanks."
+
+
+def test_a_compaction_copied_into_a_branch_replaces_the_branch_s_copies(tmp_path: Path) -> None:
+    # A branch forking after a compaction: its copy of the compaction names the copies of
+    # the events it replaced, not the main thread's (found by a mutation pass).
+    lines = claude_lines() + _compacted(1, "a3", 0)
+    at = "2026-01-02T10:02:{:02d}Z"
+    lines += [
+        _user("b1", "kr1", "00.000", "Actually, count them.", timestamp=at.format(0)),
+        _assistant("b2", "b1", "00.000", "msg_X", "req_x", {"type": "text", "text": "Two."},
+                   _usage(3, 20, 3000, 2), timestamp=at.format(1)),
+        _user("m1", "kr1", "00.000", "Thanks.", timestamp=at.format(2)),
+        _assistant("m2", "m1", "00.000", "msg_Y", "req_y", {"type": "text", "text": "Ok."},
+                   _usage(3, 20, 3050, 2), timestamp=at.format(3)),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    branch = [e for e in session.events if e.thread == "main/branch-1"]
+    compaction = next(e for e in branch if isinstance(e, Compaction))
+    ids = {e.id for e in branch}
+    assert compaction.replaces and set(compaction.replaces) <= ids
