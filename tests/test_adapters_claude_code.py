@@ -2900,3 +2900,19 @@ def test_a_compaction_copied_into_a_branch_replaces_the_branch_s_copies(tmp_path
     compaction = next(e for e in branch if isinstance(e, Compaction))
     ids = {e.id for e in branch}
     assert compaction.replaces and set(compaction.replaces) <= ids
+
+
+def test_a_server_tool_result_block_is_kept_as_text(tmp_path: Path) -> None:
+    # docs: server tool results (web_search_tool_result…) and future block types are kept as
+    # text so their tokens count (found by a mutation pass: such a block could be dropped).
+    found = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+             "content": [{"type": "web_search_result", "url": "https://example.org/a"}]}
+    lines = [
+        _user("u1", None, "01.000", "Search."),
+        _assistant("a1", "u1", "02.000", "msg_1", "req_1", found, _usage(3, 600, 0, 9)),
+    ]
+    session = load(_write(tmp_path, lines), strict=True)
+    answer = next(e for e in session.events if isinstance(e, AssistantMessage))
+    (block,) = answer.blocks
+    assert block.type == "text" and block.source_type == "web_search_tool_result"
+    assert json.loads(block.text) == found
