@@ -767,7 +767,7 @@ class _Reader:
         taken = set(agent_call.values())
         for name, state in states.items():
             self.builder.thread(name).events = state.events
-            if name == MAIN_THREAD or "/branch-" in name:
+            if name == MAIN_THREAD:
                 continue
             first_user = next((e for e in state.events if isinstance(e, UserMessage)), None)
             parent_call = agent_call.get(name.removeprefix("agent-"))
