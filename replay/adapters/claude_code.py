@@ -569,7 +569,7 @@ class _Reader:
         for ln in self.lines:
             for key in ("parentUuid", "logicalParentUuid"):
                 parent = ln.obj.get(key)
-                if isinstance(parent, str) and parent in self.seen_uuid and parent != "REDACTED":
+                if isinstance(parent, str) and parent in self.seen_uuid:
                     self.links.join(ln.file_index, self.seen_uuid[parent][0])
             result = ln.obj.get("toolUseResult")
             if ln.kind == "user" and isinstance(result, dict):
