@@ -2265,3 +2265,57 @@ def test_the_session_folder_of_a_subagent_file_is_its_transcript_s(tmp_path: Pat
     (tmp_path / "proj" / "s1.jsonl").write_text("{}\n", encoding="utf-8")
     assert session_folder("claude-code", agent) == str(tmp_path / "proj")
     assert session_folder("opencode", agent) == str(agent.parent)  # Claude Code's layout only
+
+
+def test_a_log_opening_with_session_titles_is_claude_code(tmp_path: Path) -> None:
+    """A 1.0.x transcript can open with many `summary` records (titles, of other sessions
+    too) holding only `summary` and `leafUuid`: they vote Claude Code (found by a mutation
+    pass: a head of them matched no format)."""
+    from replay.adapters.detect import _SAMPLE_LINES
+
+    titles = [json.dumps({"type": "summary", "summary": f"Title {n}", "leafUuid": f"u-{n}"})
+              for n in range(_SAMPLE_LINES)]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join([*titles, VALID["claude-code"]()]), encoding="utf-8")
+    assert detect(path) == "claude-code"
+
+
+def test_lines_of_codex_types_without_a_payload_are_no_codex_rollout(tmp_path: Path) -> None:
+    """A Codex line is `{timestamp, type, payload}`: another tool's JSONL that uses such a type
+    name without a `payload` object matches no format (found by a mutation pass: it was read
+    as a Codex rollout)."""
+    lines = [{"timestamp": "2026-01-01T00:00:00Z", "type": "event_msg", "payload": "started"},
+             {"timestamp": "2026-01-01T00:00:01Z", "type": "response_item", "text": "hi"}]
+    path = tmp_path / "other.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    with pytest.raises(LogFormatError, match="the content matches none of them"):
+        detect(path)
+
+
+def test_a_native_header_without_its_format_outweighs_compactions_pi_also_counts(
+    tmp_path: Path,
+) -> None:
+    """A replay-log's `compaction` events are also a pi entry type: the header that lost its
+    `format` still tells the log native (found by a mutation pass: without its vote, two
+    compactions made the log pi's)."""
+    ts = "2026-01-01T00:00:0{}Z"
+    lines = [
+        {"type": "session", "version": 1, "ts": ts.format(0), "provider": "anthropic",
+         "model": "claude-sonnet-4-5"},
+        {"type": "user", "ts": ts.format(1), "text": "go"},
+        {"type": "compaction", "ts": ts.format(2), "summary": "s1", "replaces": ["e2"]},
+        {"type": "compaction", "ts": ts.format(3), "summary": "s2", "replaces": ["e3"]},
+    ]
+    path = tmp_path / "nofmt.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    assert detect(path) == "replay-log"
+
+
+def test_a_one_line_export_cut_short_is_still_an_opencode_export(tmp_path: Path) -> None:
+    """An export written on one line and cut (a capture that stopped) is no JSON object, but
+    its head names `info` and `messages`: opencode's, for its reader to say where it was cut
+    (found by a mutation pass: it matched no format)."""
+    text = json.dumps(opencode_doc())
+    path = tmp_path / "cut.json"
+    path.write_text(text[: len(text) * 3 // 4], encoding="utf-8")
+    assert detect(path) == "opencode"
