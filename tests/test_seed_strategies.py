@@ -518,3 +518,53 @@ def test_tool_aging_cuts_a_tool_of_no_known_kind_to_other_chars():
     h.step(("mcp_jira_issue", {"id": "X-1"}, "j" * 600)).step(("mcp_jira_issue", {}, "k"))
     view = view_of(build("tool-aging-keep-1")(h.items, ctx()))
     assert outputs(view) == ["j" * 500 + "\n…[truncated 100 chars]", "k"]
+
+
+def test_sliding_widens_to_the_first_item_when_only_it_holds_the_call():
+    """A thread with no user message (a subagent's): [call, result, answer] with sliding-2
+    would start at the result, whose call is item 0; the window widens to item 0, so the whole
+    history is sent and nothing is dropped."""
+    h = History().step(("bash", {}, "a")).step(text="done")
+    view = view_of(build("sliding-2")(h.items, ctx()))
+    assert view == View(items=h.items)
+
+
+@pytest.mark.parametrize(
+    "name", ["compact-at-1500-structured", "compact-rotating-at-1500", "compact-chained-at-1500"]
+)
+def test_a_compaction_counts_its_summary_toward_n(name):
+    """The view a compaction measures is what the model sees, the summary included: after a
+    fold, a tail of exactly N characters does not pass N by itself, but with the summary in
+    front of it the view does, and folds again."""
+    from replay.strategies._common import chars
+
+    h = History().user("u" * 100)
+    h.step(("bash", {}, "x" * 1000), text="t").step(("bash", {}, "y" * 1000), text="t")
+    compact = build(name)
+    first = view_of(compact(h.items, ctx()))
+    assert first.events and chars(first.items[1:]) == 1009  # `t`, `bash({})`, 1,000 y
+    h.step(("bash", {}, "z" * 482), text="t")  # the tail: 1009 + 9 + 482 = 1500 characters
+    assert chars(h.items[3:]) == 1500
+    second = view_of(compact(h.items, ctx()))
+    assert [e.kind for e in second.events] == ["compaction"]
+    assert second.items[-2:] == h.items[5:]
+
+
+def test_rotating_measures_its_new_summary_not_the_one_it_replaced():
+    """After a rotating compaction the view holds the new summary only, and that is the one
+    measured: the second summary (longer: it folds the first and the items after it) with the
+    steps since passes 1,500 characters, so the view folds again, where the same steps behind
+    the first summary would not."""
+    from replay.strategies._common import chars
+
+    h = History().user("u" * 100)
+    h.step(("bash", {}, "x" * 1000), text="t").step(("bash", {}, "y" * 1000), text="t")
+    rotating = build("compact-rotating-at-1500")
+    first = view_of(rotating(h.items, ctx()))
+    h.step(("bash", {}, "z" * 1000), text="t")
+    second = view_of(rotating(h.items, ctx()))
+    h.step(("bash", {}, "ok"), text="t")
+    tail = h.items[5:]
+    assert chars([first.items[0], *tail]) <= 1500 < chars([second.items[0], *tail])
+    third = view_of(rotating(h.items, ctx()))
+    assert [e.kind for e in third.events] == ["compaction"]
