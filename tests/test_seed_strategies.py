@@ -239,7 +239,7 @@ def _retrieval(history: History, top: int) -> list[str]:
 def test_retrieval_ranks_by_shared_words_over_the_root_of_the_step_s_words():
     """Relevance = words shared with the current step and the latest user message / sqrt(the
     step's words), words being 3+ letters: "omega" scores through the user message (1/1),
-    beating "alpha delta" (1/sqrt 2); "alpha b c d" (1/sqrt 2: b, c, d are no words) ties it
+    beating "alpha delta" (1/sqrt 2); "alpha b c d" (1/1: b, c, d are no words) ties "omega"
     and the newer of equal steps wins; "alpha kappa lambda" (1/sqrt 3) comes after both."""
     h = History().user("look at omega")
     for text in ("alpha delta", "alpha kappa lambda", "alpha b c d", "omega", "alpha"):
@@ -568,3 +568,46 @@ def test_rotating_measures_its_new_summary_not_the_one_it_replaced():
     assert chars([first.items[0], *tail]) <= 1500 < chars([second.items[0], *tail])
     third = view_of(rotating(h.items, ctx()))
     assert [e.kind for e in third.events] == ["compaction"]
+
+
+def test_retrieval_divides_by_the_square_root_of_the_step_s_words():
+    """Two of four words shared (2 / sqrt 4 = 1) beat one of two (1 / sqrt 2 ≈ 0.71), though
+    both share half their words: the older step is kept over the newer one."""
+    h = History().user("task")
+    h.step(text="alpha beta gamma delta").step(text="alpha zeta").step(text="alpha beta")
+    assert _retrieval(h, 1) == ["alpha beta gamma delta", "alpha beta"]
+
+
+def test_retrieval_counts_words_of_three_or_more_characters_only():
+    """A word has 3+ characters, so "go" is none: the step "go zeta" shares nothing with the
+    current "go home" (the newer step with nothing shared wins the tie)."""
+    h = History().user("task")
+    h.step(text="go zeta").step(text="kappa").step(text="go home")
+    assert _retrieval(h, 1) == ["kappa", "go home"]
+
+
+def test_retrieval_reads_a_word_that_ends_at_character_20000():
+    """The first 20,000 characters are read: a word ending at the 20,000th counts."""
+    h = History().user("task")
+    h.step(text="x" * 19994 + " alpha").step(text="zeta").step(text="kappa").step(text="alpha")
+    assert _retrieval(h, 1) == ["x" * 19994 + " alpha", "alpha"]
+
+
+def test_retrieval_takes_injected_text_as_part_of_its_step_not_as_a_user_message():
+    """Text the harness injected in the user's role after a step (a reminder) is no user
+    message: it belongs to the step before it, kept or left out with it, and its words are
+    that step's, not the query's."""
+    h = History().user("task").step(text="zeta")
+    reminder = UserItem("<reminder> alpha", event_index=len(h.items), injected=True)
+    h.items.append(reminder)
+    h.step(text="kappa").step(text="alpha")
+    view = view_of(build("retrieval-top-1")(h.items, ctx()))
+    assert view.items == [*h.items[:3], h.items[-1]]
+
+
+def test_retrieval_counts_a_word_once_per_step():
+    """A word in both the assistant message and its result is one shared word: the step
+    "alpha" + `bash` returning "alpha" (1 of 2 words) ties "alpha zeta", and the newer wins."""
+    h = History().user("task")
+    h.step(("bash", {}, "alpha"), text="alpha").step(text="alpha zeta").step(text="alpha")
+    assert _retrieval(h, 1) == ["alpha zeta", "alpha"]
