@@ -59,13 +59,7 @@ def observation_mask(window: int = 100) -> object:
 
     def mask_old_observations(history: Sequence[Item], ctx: StrategyContext) -> View:
         nonlocal boundary
-        start = view.sync(history)
-        if start == 0:
-            hidden.clear()
-            results.clear()
-            callers.clear()
-            boundary = 0
-        for n in range(start, len(history)):
+        for n in range(view.sync(history), len(history)):
             item = history[n]
             if isinstance(item, ToolResultItem):
                 results.setdefault(item.call_id, []).append(n)

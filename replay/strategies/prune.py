@@ -50,13 +50,7 @@ def prune(chars: int = 12000, keep: int = 3) -> object:
 
     def prune_in_batches(history: Sequence[Item], ctx: StrategyContext) -> View:
         nonlocal examined, total
-        start = view.sync(history)
-        if start == 0:
-            pruned.clear()  # (another history: what was pruned in the last one is not)
-            results.clear()
-            by_event.clear()
-            examined = total = 0
-        for n in range(start, len(history)):
+        for n in range(view.sync(history), len(history)):
             item = history[n]
             if isinstance(item, ToolResultItem):
                 results.append(n)

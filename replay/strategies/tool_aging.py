@@ -58,13 +58,8 @@ def tool_aging(keep: int = 3, list_chars: int = 200, other_chars: int = 500) -> 
     aged_count: dict[str, int] = defaultdict(int)  # tool → how many of them are aged (oldest)
 
     def age_per_tool(history: Sequence[Item], ctx: StrategyContext) -> View:
-        start = view.sync(history)
-        if start == 0:
-            seen.clear()  # (another history: its results have aged in no request yet)
-            by_tool.clear()
-            aged_count.clear()
         grown: set[str] = set()
-        for n in range(start, len(history)):
+        for n in range(view.sync(history), len(history)):
             item = history[n]
             if isinstance(item, ToolResultItem):
                 by_tool[item.tool_name].append(n)
