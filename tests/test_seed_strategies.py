@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_strategy_library import History, build, ctx, outputs, read, view_of
 
-from replay.strategies import AssistantItem, SummaryItem, ToolResultItem, UserItem, View
+from replay.strategies import AssistantItem, Block, SummaryItem, ToolResultItem, UserItem, View
 from replay.strategies._prompts import LITERAL_OPENHANDS_MASKED
 
 
@@ -611,3 +611,21 @@ def test_retrieval_counts_a_word_once_per_step():
     h = History().user("task")
     h.step(("bash", {}, "alpha"), text="alpha").step(text="alpha zeta").step(text="alpha")
     assert _retrieval(h, 1) == ["alpha zeta", "alpha"]
+
+
+@pytest.mark.parametrize(
+    ("name", "tool", "event"),
+    [
+        ("age-truncate-10-keep-0", "bash", "capped result of bash"),
+        ("tool-aging-keep-0", "grep", "aged a grep result"),
+    ],
+)
+def test_each_result_that_ages_is_an_aging_event_however_numbered(name, tool, event):
+    """Each result that changes as it ages is one `aging` event, also in a history built
+    without event indexes (every item at the default -1), where two results are no one event."""
+    items = [UserItem("task")]
+    for cid in ("a", "b"):
+        call = Block("tool_call", call_id=cid, name=tool, arguments={})
+        items += [AssistantItem(blocks=(call,)), ToolResultItem(cid, tool, "x" * 600)]
+    view = view_of(build(name)(items, ctx()))
+    assert [e.detail for e in view.events] == [event, event]

@@ -17,7 +17,6 @@ from replay.strategies._view import Item, RewriteEvent, ToolResultItem, View, tr
 
 
 def age_truncate(chars: int = 500, keep: int = 3) -> object:
-    aged: set[int] = set()
     view = AgingView(lambda item: isinstance(item, ToolResultItem))
 
     def cap_old_results(history: Sequence[Item], ctx: StrategyContext) -> View:
@@ -26,8 +25,7 @@ def age_truncate(chars: int = 500, keep: int = 3) -> object:
         for n in newly:
             item = history[n]
             capped = truncate_chars(item, chars)  # type: ignore[arg-type]
-            if capped is not item and item.event_index not in aged:  # type: ignore[union-attr]
-                aged.add(item.event_index)  # type: ignore[union-attr]
+            if capped is not item:
                 events.append(RewriteEvent("aging", f"capped result of {item.tool_name}"))  # type: ignore[union-attr]
             view.set(n, capped)
         return View(items=view.items(), events=events)

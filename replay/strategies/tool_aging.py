@@ -52,7 +52,6 @@ def aged(item: ToolResultItem, list_chars: int, other_chars: int) -> ToolResultI
 
 
 def tool_aging(keep: int = 3, list_chars: int = 200, other_chars: int = 500) -> object:
-    seen: set[int] = set()
     view = GrownView()
     by_tool: dict[str, list[int]] = defaultdict(list)  # tool → positions of its results
     aged_count: dict[str, int] = defaultdict(int)  # tool → how many of them are aged (oldest)
@@ -75,8 +74,7 @@ def tool_aging(keep: int = 3, list_chars: int = 200, other_chars: int = 500) -> 
         for n in sorted(newly_old):  # in history order, as the events are reported
             item = history[n]
             new = aged(item, list_chars, other_chars)  # type: ignore[arg-type]
-            if new is not item and item.event_index not in seen:  # type: ignore[union-attr]
-                seen.add(item.event_index)  # type: ignore[union-attr]
+            if new is not item:
                 events.append(RewriteEvent("aging", f"aged a {item.tool_name} result"))  # type: ignore[union-attr]
             view.set(n, new)
         return View(items=view.items(), events=events)
