@@ -629,3 +629,12 @@ def test_each_result_that_ages_is_an_aging_event_however_numbered(name, tool, ev
         items += [AssistantItem(blocks=(call,)), ToolResultItem(cid, tool, "x" * 600)]
     view = view_of(build(name)(items, ctx()))
     assert [e.detail for e in view.events] == [event, event]
+
+
+def test_append_supersede_takes_no_version_from_an_edit_without_the_content():
+    """An edit names its file but not its whole content: it is no version, so the read after
+    it is the file's first version, sent as it is."""
+    h = History().user()
+    h.step(("edit_file", {"path": "f", "old_string": "a", "new_string": "b"}, "ok"))
+    h.step(read("f", "b"))
+    assert outputs(view_of(build("append-supersede")(h.items, ctx()))) == ["ok", "b"]
