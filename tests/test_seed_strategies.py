@@ -638,3 +638,16 @@ def test_append_supersede_takes_no_version_from_an_edit_without_the_content():
     h.step(("edit_file", {"path": "f", "old_string": "a", "new_string": "b"}, "ok"))
     h.step(read("f", "b"))
     assert outputs(view_of(build("append-supersede")(h.items, ctx()))) == ["ok", "b"]
+
+
+def test_compact_at_cuts_only_the_tool_calls_arguments_for_its_summarizer():
+    """Only a tool call's arguments are cut to `argument_chars`: the thinking and text blocks
+    of the same message, however long, are sent as they are."""
+    from replay.strategies.compaction import summarizer_input
+
+    h = History().user()
+    h.step(("bash", {"p": "y" * 300}, "ok"), text="t" * 500, thinking="k" * 500)
+    (_, cut, _) = summarizer_input(h.items, 1500, 200)
+    assert [b.type for b in cut.blocks] == ["thinking", "text", "tool_call"]
+    assert cut.blocks[:2] == h.items[1].blocks[:2]
+    assert cut.blocks[2].arguments == {"input": '{"p": "' + "y" * 193 + "…"}
