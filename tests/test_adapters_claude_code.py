@@ -762,6 +762,11 @@ def test_a_line_missing_from_the_main_chain_is_reported(tmp_path: Path) -> None:
     # A resumed transcript given alone starts with a parent in the previous file: no gap.
     resumed = _write(tmp_path, _resumed_turn(), "s-2.jsonl")
     assert [r.request_id for r in load(resumed, strict=True).requests()] == ["req_9"]
+    # Nor when sidechain lines come first: the exemption is the main chain's first line in the
+    # file, not the file's first line.
+    side = _user("s1", None, "08.500", "Count the files.", isSidechain=True)
+    resumed = _write(tmp_path, [side, *_resumed_turn()], "s-3.jsonl")
+    assert [r.request_id for r in load(resumed, strict=True).requests()] == ["req_9"]
 
 
 def _resumed_under_new_uuids(

@@ -857,8 +857,9 @@ class _Reader:
     def _report_chain_gaps(self, lines: list[_Line]) -> None:
         """Quirk (a capture gap, a line skipped as unreadable): a line whose `parentUuid` names
         no line read. `reparent_missing` hangs it off the line before it, and the gap is
-        reported (strict mode refuses it). Not a file's first line: a resumed transcript given
-        alone starts with a parent that is in the previous file."""
+        reported (strict mode refuses it). Not the thread's first line in each file: a resumed
+        transcript given alone starts with a parent that is in the previous file (after sidechain
+        lines or not, so it is the thread's first line there, not the file's)."""
         known = {ln.uuid for ln in lines}
         first_skipped: dict[str, int] = {}  # file → its first line skipped as unreadable
         for e in self.issues.items:
