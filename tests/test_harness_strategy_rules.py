@@ -1,0 +1,83 @@
+"""The harness strategy families' rules at their edges (OpenHands, Goose, Gemini CLI, OpenClaw,
+Cline, Roo, Aider, the server-side ones): thresholds, counts and defaults on small hand-made
+histories, each expected value worked out by hand from the rule the family's docstring states
+(a hand mutation pass: each test fails on a mutant the rest of the suite let through)."""
+
+from __future__ import annotations
+
+from test_strategy_library import History, build, ctx, view_of
+
+
+def test_openhands_recent_sends_the_newest_item_when_the_head_takes_every_allowed_event():
+    """keep_first 2 (the system prompt and the task) with max_events 1: the tail still holds
+    the newest event, never nothing. Task, a read, its result, a new prompt: 1 + 4 = 5 events;
+    the view is the task and the new prompt, the read's call and result (2 events) forgotten."""
+    h = History().user("task").step(("read_file", {"path": "a.py"}, "x")).user("latest")
+    view = view_of(build("openhands-recent-keep-first-2-max-1")(h.items, ctx()))
+    assert view.items == [h.items[0], h.items[3]]
+    assert [e.detail for e in view.events] == ["2 events forgotten"]
+
+
+def test_openhands_llm_summary_with_nothing_between_head_and_tail_changes_nothing():
+    """keep_first 5 holds the system prompt, the task, the read's call and result and the
+    second prompt; the tail is the newest event (5 // 2 - 5 - 1 < 1: at least one), the third
+    prompt. Six events pass max_size 5, but no event lies between the two: no summary, no
+    summarizer call, no rewrite."""
+    h = History().user("task").step(("read_file", {"path": "a.py"}, "x")).user("u2").user("u3")
+    view = view_of(
+        build("openhands-llm-summary-120-keep-4", max_size=5, keep_first=5)(h.items, ctx())
+    )
+    assert view.items == h.items
+    assert not view.events and not view.summarizer_calls
+
+
+def test_openhands_llm_summary_reports_a_compaction_not_a_drop():
+    """The summary replaces the middle: a compaction (what break-even reads as a summary), not a
+    drop. Task and four exchanges with keep_first 1: 9 + 1 events pass max_size 5; the newest
+    5 // 2 - 1 - 1 = 0 (at least 1) event stays, the eight before it are summarized."""
+    h = History().user("task")
+    for n in range(4):
+        h.step(text=f"a{n}").user(f"u{n}")
+    view = view_of(
+        build("openhands-llm-summary-120-keep-4", max_size=5, keep_first=1)(h.items, ctx())
+    )
+    assert view.items[1:] == [h.items[-1]]
+    assert [(e.kind, e.detail) for e in view.events] == [("compaction", "8 events → summary")]
+
+
+def _read(path: str) -> tuple:
+    return ("read_file", {"path": path}, "body")
+
+
+def test_openhands_llm_attention_skips_a_step_past_the_budget_and_takes_a_lower_ranked_one():
+    """Task, a read (2 events), three reads (6 events), a new prompt: 1 + 11 events pass
+    max_size 10, a budget of 10 // 2 - 1 = 4 events. Ranked: the new prompt, the task, the
+    three reads (newer), the one read. The three reads (6) would pass the budget and are
+    skipped; the one read (2) still fits after them: 4 events kept."""
+    h = (
+        History()
+        .user("task")
+        .step(_read("a.py"))
+        .step(_read("b.py"), _read("c.py"), _read("d.py"))
+        .user("u2")
+    )
+    view = view_of(build("openhands-llm-attention-100", max_size=10)(h.items, ctx()))
+    assert view.items == [*h.items[:3], h.items[-1]]
+    assert [e.detail for e in view.events] == ["kept 4 ranked events"]
+
+
+def test_openhands_llm_attention_ranks_an_old_user_message_above_a_newer_write():
+    """Task, a write, two reads, a new prompt: 1 + 9 events pass max_size 8, a budget of
+    8 // 2 - 1 = 3 events. User messages rank first (the new prompt, then the task, though it
+    is older than the write); the write (2 events) no longer fits after them."""
+    h = (
+        History()
+        .user("task")
+        .step(("write_file", {"path": "a.py", "content": "x"}, "ok"))
+        .step(_read("b.py"))
+        .step(_read("c.py"))
+        .user("u2")
+    )
+    view = view_of(build("openhands-llm-attention-100", max_size=8)(h.items, ctx()))
+    assert view.items == [h.items[0], h.items[-1]]
+    assert [e.detail for e in view.events] == ["kept 2 ranked events"]
