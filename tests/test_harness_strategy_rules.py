@@ -81,3 +81,36 @@ def test_openhands_llm_attention_ranks_an_old_user_message_above_a_newer_write()
     view = view_of(build("openhands-llm-attention-100", max_size=8)(h.items, ctx()))
     assert view.items == [h.items[0], h.items[-1]]
     assert [e.detail for e in view.events] == ["kept 2 ranked events"]
+
+
+def test_openhands_window_keeps_the_newest_event_when_it_is_the_only_other_one():
+    """The task and a new prompt too large for the window: the other events are one, and
+    half of one is still that one (max(1, …)); nothing can be dropped, so the request goes as
+    it is, without a rewrite (dropping the new prompt would send the task alone)."""
+    h = History().user("task").user("z " * 2000)
+    view = view_of(build("openhands-window-on-overflow")(h.items, ctx(window=700)))
+    assert view.items == h.items
+    assert view.events == []
+
+
+def test_goose_compaction_counts_the_items_it_summarizes_not_the_whole_history():
+    """A second compaction summarizes what the agent sees: the first one's three messages
+    (summary, continuation, last prompt) and the two new ones, not the six of the log."""
+    h = History().user("first task").step(text="looking").step(text="done").user("second task")
+    strategy = build("goose-compact-80pct")
+    first = view_of(strategy(h.items, ctx(window=40_000, usage=32_001)))
+    assert [e.detail for e in first.events] == ["4 items → summary"]
+    h.step(text="done again").user("third task")
+    second = view_of(strategy(h.items, ctx(window=40_000, usage=32_001)))
+    assert [e.detail for e in second.events] == ["5 items → summary"]
+
+
+def test_goose_compaction_re_sends_the_last_real_prompt_not_injected_context():
+    """The text re-sent after the summary is the user's last prompt: context the harness
+    injected after it (a reminder, workspace state) is summarized with the rest."""
+    from replay.strategies import UserItem
+
+    h = History().user("first task").step(text="done").user("second task")
+    h.items.append(UserItem("<reminder>tests must pass</reminder>", injected=True, event_index=3))
+    view = view_of(build("goose-compact-80pct")(h.items, ctx(window=40_000, usage=32_001)))
+    assert view.items[-1].text == "second task"
