@@ -114,3 +114,18 @@ def test_goose_compaction_re_sends_the_last_real_prompt_not_injected_context():
     h.items.append(UserItem("<reminder>tests must pass</reminder>", injected=True, event_index=3))
     view = view_of(build("goose-compact-80pct")(h.items, ctx(window=40_000, usage=32_001)))
     assert view.items[-1].text == "second task"
+
+
+def test_goose_tool_pairs_report_nothing_while_the_calls_are_within_the_cutoff():
+    """Cutoff 2: three steps of one read each, the last one the current step (not counted):
+    two visible calls, not over the cutoff; nothing summarized, no summarizer call, no
+    rewrite. A fourth step puts three before it: one pair summarized, one rewrite."""
+    h = History().user("task").step(_read("a.py")).step(_read("b.py")).step(_read("c.py"))
+    strategy = build("goose-tool-pair-summarize", cutoff=2)
+    view = view_of(strategy(h.items, ctx()))
+    assert view.items == h.items
+    assert view.events == [] and view.summarizer_calls == []
+    h.step(_read("d.py"))
+    view = view_of(strategy(h.items, ctx()))
+    assert [e.detail for e in view.events] == ["1 tool pair summarized"]
+    assert len(view.summarizer_calls) == 1
