@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from test_strategy_library import History, build, ctx, view_of
 
+from replay.strategies import SummaryItem
+
 
 def test_openhands_recent_sends_the_newest_item_when_the_head_takes_every_allowed_event():
     """keep_first 2 (the system prompt and the task) with max_events 1: the tail still holds
@@ -129,3 +131,19 @@ def test_goose_tool_pairs_report_nothing_while_the_calls_are_within_the_cutoff()
     view = view_of(strategy(h.items, ctx()))
     assert [e.detail for e in view.events] == ["1 tool pair summarized"]
     assert len(view.summarizer_calls) == 1
+
+
+def test_gemini_compress_never_splits_between_a_call_and_its_result():
+    """A user message sent while a call waits for its result is past 70 % of the characters,
+    but splitting there would leave the result without its call: the split goes to the next
+    user message after it, and the snapshot replaces everything before that."""
+    from replay.strategies import UserItem
+
+    h = History().user("task " * 800).step(_read("a.py"))
+    h.items.insert(2, UserItem("steer", event_index=9))
+    h.step(text="done").user("next")
+    view = view_of(
+        build("gemini-compress-50pct-keep-30pct")(h.items, ctx(window=10_000, usage=6_000))
+    )
+    assert isinstance(view.items[0], SummaryItem)
+    assert view.items[2:] == [h.items[-1]]
