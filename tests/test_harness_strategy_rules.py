@@ -147,3 +147,19 @@ def test_gemini_compress_never_splits_between_a_call_and_its_result():
     )
     assert isinstance(view.items[0], SummaryItem)
     assert view.items[2:] == [h.items[-1]]
+
+
+def test_roo_condense_is_over_the_truncation_limit_only_above_it():
+    """Below its percent threshold (100 %), roo-condense still condenses over roo-truncate's
+    limit, prev > 0.9 · 100,000 − 8,192 = 81,808 (prev = usage + the new result's 1 token):
+    at 81,808 exactly nothing happens, at 81,809 it condenses."""
+    h = History().user()
+    for n in range(7):
+        h.step(("read_file", {"path": f"f{n}"}, "x"), text=f"s{n}")
+
+    def run(usage: int):
+        return view_of(build("roo-condense-keep-first-last-3")(h.items, ctx(100_000, usage)))
+
+    at_limit = run(81_807)
+    assert at_limit.items == h.items and not at_limit.events
+    assert [e.kind for e in run(81_808).events] == ["compaction"]
