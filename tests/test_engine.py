@@ -1663,3 +1663,37 @@ def test_a_view_whose_list_its_strategy_refills_later_is_rendered_as_sent():
                                ("baseline", "baseline"))
     }
     assert totals["probe"] == totals["baseline"]
+
+
+def test_a_logged_compaction_naming_its_own_id_replaces_only_what_it_names_before_it():
+    """docs/log-format.md: a compaction's own id in its `replaces` names no earlier event, and
+    is ignored: the unlogged context it replaces ends at the last earlier event it names, not at
+    the compaction itself (the message sent at `r1`, after `a0`, stays in `recorded`'s view)."""
+    from replay.log import UserMessage as User
+    from replay.strategies import UserItem
+
+    t0 = gen.BASE_TS
+
+    def at(seconds: int):
+        return t0 + timedelta(seconds=seconds)
+
+    events = [
+        User(ts=at(0), text="task", id="u0"),
+        RequestMarker(ts=at(1), request_id="r0"),
+        AssistantMessage(ts=at(2), request_id="r0", id="a0", blocks=[TextBlock(text="a r0")]),
+        User(ts=at(3), text="next", id="u1"),
+        RequestMarker(ts=at(4), request_id="r1"),
+        AssistantMessage(ts=at(5), request_id="r1", id="a1", blocks=[TextBlock(text="a r1")]),
+        Compaction(ts=at(6), summary="S1", replaces=["u0", "a0", "c1"], id="c1"),
+        RequestMarker(ts=at(7), request_id="r2"),
+        AssistantMessage(ts=at(8), request_id="r2", id="a2", blocks=[TextBlock(text="a r2")]),
+    ]
+    header = SessionHeader(ts=t0, provider="anthropic", model="claude-sonnet-4-5",
+                           system=gen.SYSTEM)
+    unlogged = {("main", n): 300 for n, e in enumerate(events) if isinstance(e, RequestMarker)}
+    records = replay_session(Session(header=header, events=events), ["recorded"],
+                             ReplayConfig(unlogged_context=unlogged, keep_views=True))
+    view = next(r.view for r in records if r.request_id == "r2")
+    kept = sorted(i.event_index for i in view if hasattr(i, "event_index"))
+    assert kept == [3, 4, 5, 7]
+    assert [i.event_index for i in view if isinstance(i, UserItem) and i.estimated_tokens] == [4, 7]
