@@ -1697,3 +1697,20 @@ def test_a_logged_compaction_naming_its_own_id_replaces_only_what_it_names_befor
     kept = sorted(i.event_index for i in view if hasattr(i, "event_index"))
     assert kept == [3, 4, 5, 7]
     assert [i.event_index for i in view if isinstance(i, UserItem) and i.estimated_tokens] == [4, 7]
+
+
+def test_a_logged_compaction_s_message_is_sent_in_place_of_its_summary():
+    """docs/log-format.md: later requests saw a compaction's `summary` in a `message_role`
+    message, or its `message` when set (the harness's wrapper around it, pi)."""
+    from replay.strategies import SummaryItem
+
+    session = _four_reads()
+    at = next(n for n, e in enumerate(session.events)
+              if isinstance(e, RequestMarker) and e.request_id == "req-004")
+    session.events.insert(at, Compaction(ts=session.events[at].ts, summary="SUMMARY",
+                                         message="<summary>SUMMARY</summary>",
+                                         message_role="assistant"))
+    record = next(r for r in replay_session(session, ["recorded"], ReplayConfig(keep_views=True))
+                  if r.request_id == "req-004")
+    [summary] = [i for i in record.view if isinstance(i, SummaryItem)]
+    assert (summary.text, summary.role) == ("<summary>SUMMARY</summary>", "assistant")
