@@ -1714,3 +1714,23 @@ def test_a_logged_compaction_s_message_is_sent_in_place_of_its_summary():
                   if r.request_id == "req-004")
     [summary] = [i for i in record.view if isinstance(i, SummaryItem)]
     assert (summary.text, summary.role) == ("<summary>SUMMARY</summary>", "assistant")
+
+
+def test_the_working_directory_the_head_tells_is_never_hidden_evidence():
+    """Every harness tells the model its working directory (`_head_text`): a call naming it is
+    no hidden quote even where the only message that named it was dropped."""
+    turns = [gen.Turn("Reading notes.", [gen.Call("read_file", {"path": "notes.txt"},
+                                                  "the project lives in /srv/app-x")])]
+    turns += [gen.Turn(f"step {n}", [gen.Call("read_file", {"path": f"f{n}.txt"}, f"content {n}")])
+              for n in range(6)]
+    turns += [gen.Turn("Listing it.", [gen.Call("list_dir", {"path": "/srv/app-x"}, "a b")]),
+              gen.Turn("done")]
+
+    def blind(cwd: str | None) -> list[tuple[int, str]]:
+        session = gen.build_session(turns, provider="anthropic")
+        session.header.cwd = cwd
+        return [(r.request_index, b.kind)
+                for r in replay_session(session, ["sliding-4-pin-first"]) for b in r.blind_actions]
+
+    assert blind(None) == [(7, "hidden-quote")]
+    assert blind("/srv/app-x") == []
