@@ -1734,3 +1734,17 @@ def test_the_working_directory_the_head_tells_is_never_hidden_evidence():
 
     assert blind(None) == [(7, "hidden-quote")]
     assert blind("/srv/app-x") == []
+
+
+def test_a_switch_to_a_model_of_another_tokenizer_family_shares_no_prefix():
+    """Two tokenizer families render a view to blocks that cannot be compared: a request on
+    another family's model is a model switch that shares nothing with the thread's previous
+    one (`PrefixDiff(0, 0, None, "model switch", True)`), and reads nothing from the cache."""
+    session = _two_requests("anthropic", "claude-sonnet-4-5", gen.BASE_TS, 200,
+                            second_model="gpt-5")
+    session.requests()[1].provider = "openai"
+    first, second = (r for r in replay_session(session, ["recorded"], ReplayConfig())
+                     if r.kind == "request")
+    assert (first.model, second.model) == ("claude-sonnet-4-5", "gpt-5")
+    assert second.diff == PrefixDiff(0, 0, None, "model switch", True)
+    assert second.outcome.cache_read == 0
