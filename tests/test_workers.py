@@ -730,3 +730,21 @@ def test_what_fails_for_every_strategy_fails_before_any_worker_starts(in_process
         monkeypatch.delenv("REPLAY_TOKENIZERS")
         use_tokenizers(None)
     assert in_process_pool.started == []
+
+
+def test_the_progress_bar_counts_the_strategies_done_however_they_come_in(in_process_pool):
+    """`_merged` tells the progress bar how many strategies are complete: those waiting for
+    an earlier one and those already given back alike (one worker, whose parts come in two at
+    a time, last first: the third completes after the first two were given back)."""
+    from replay.engine import ReplayConfig
+    from replay.engine._parallel import replay_parts
+    from replay.log import read_log
+
+    names = ["baseline", "truncate-500", "sliding-10"]
+    calls: list[tuple[str, int, int]] = []
+    config = ReplayConfig(progress=lambda *call: calls.append(call))
+    parts = list(replay_parts(read_log(RUN42), names, config, 1, per_turn=False))
+    assert [part.index for part in parts] == [0, 1, 2]
+    assert in_process_pool.started == [1]
+    assert [(name, done) for name, done, _ in calls] == [
+        ("", 0), ("truncate-500", 1), ("baseline", 2), ("sliding-10", 3), ("", 3)]
