@@ -391,8 +391,9 @@ def _whole(task: _Task, part: Part, strategies: dict[int, _Strategy], queue: _Qu
             got.waiting = part.shares
             queue.first([dataclasses.replace(task, share=k, shares=part.shares)
                          for k in range(part.shares)])
-    if got.waiting or got.first is None:
+    if got.waiting:  # (a share is queued only once its strategy's first part is in)
         return None
+    assert got.first is not None
     got.done = True
     rows = [row for _, row in sorted(got.rows, key=lambda placed: placed[0])]
     return Part(part.index, tables=got.first.tables, breakeven=rows, made=got.first.made)
