@@ -3050,3 +3050,23 @@ def test_the_fork_notes_count_each_kind_of_fork_apart() -> None:
                             "session found in this batch")
     assert lost.startswith("3 request(s) of 1 forked session(s) were copied from a parent "
                            "session not found in this batch")
+
+
+def test_the_folder_a_glob_starts_in_that_discover_cannot_list_is_an_error(
+    tmp_path: Path, monkeypatch
+):
+    """`_glob`: the pattern's folder before its first wildcard was named by the user, as a
+    target folder is: an error when it cannot be listed, never only a note in `unlisted`
+    (docs/batch.md: `logs` for `logs/**/*.jsonl`)."""
+    from replay.batch._discover import discover
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.jsonl").touch()
+    _refuse_listing(monkeypatch, logs.resolve())
+    monkeypatch.chdir(tmp_path)
+    for pattern in ("logs/*.jsonl", "logs/**/*.jsonl"):
+        unlisted: dict[Path, str] = {}
+        with pytest.raises(ReplayError, match=r"^logs: cannot read the folder \(Permission"):
+            discover([pattern], unlisted=unlisted)
+        assert unlisted == {}
