@@ -2315,7 +2315,8 @@ def test_a_folder_discover_cannot_list_below_a_target(tmp_path: Path, monkeypatc
     _refuse_listing(monkeypatch, private)
     monkeypatch.chdir(tmp_path)
     why = {private: "cannot read the folder (Permission denied)"}
-    for target, want in (("logs", [logs.resolve() / "b.jsonl"]), ("logs/*/*.jsonl", [])):
+    found = [logs.resolve() / "b.jsonl"]
+    for target, want in (("logs", found), ("logs/*/*.jsonl", []), ("logs/**/*.jsonl", found)):
         unlisted: dict[Path, str] = {}
         assert discover([target], unlisted=unlisted) == want
         assert unlisted == why
