@@ -3071,3 +3071,33 @@ def test_the_folder_a_glob_starts_in_that_discover_cannot_list_is_an_error(
         with pytest.raises(ReplayError, match=r"^logs: cannot read the folder \(Permission"):
             discover([pattern], unlisted=unlisted)
         assert unlisted == {}
+
+
+def test_a_rerun_follows_the_code_of_a_plugin_module_of_one_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_registry
+):
+    """A plug-in registered from a module that is one file, not a package (the calling
+    program's own module): an edit of that file outside the build function (a constant it
+    reads) gives other rows too, so the options digest changes."""
+    import importlib
+
+    from replay.batch._options import replay_key
+    from replay.strategies import StrategySpec, register
+
+    site = tmp_path / "site"
+    site.mkdir()
+    module = site / "batch_plugin_mod.py"
+    code = "\n\ndef build():\n    return lambda history, ctx: [history[0], *history[1:][-KEEP:]]\n"
+    module.write_text("KEEP = 20\n" + code, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    try:
+        spec = importlib.import_module("batch_plugin_mod")
+        register(StrategySpec(family="batch-mod-keep", pattern="batch-mod-keep",
+                              build=spec.build, cache_class="churn", rule="keep the last items"))
+        opts = BatchOptions(strategies="baseline,batch-mod-keep")
+        key = replay_key(opts)
+        assert replay_key(opts) == key
+        module.write_text("KEEP = 3\n" + code, encoding="utf-8")  # the build function as it was
+        assert replay_key(opts) != key
+    finally:
+        sys.modules.pop("batch_plugin_mod", None)
