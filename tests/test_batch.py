@@ -3101,3 +3101,29 @@ def test_a_rerun_follows_the_code_of_a_plugin_module_of_one_file(
         assert replay_key(opts) != key
     finally:
         sys.modules.pop("batch_plugin_mod", None)
+
+
+@pytest.mark.parametrize(
+    "digest, edited", [("_code_digest", "batch/_run.py"), ("_data_digest", "tokenizers.json")]
+)
+def test_an_edit_of_any_of_replays_modules_or_data_files_changes_their_digest(
+    monkeypatch: pytest.MonkeyPatch, digest: str, edited: str
+):
+    """What the options digest reads of replay itself (a source checkout edited without a new
+    version number): every module, every built-in data file, by content."""
+    from replay.batch import _options
+
+    cached = getattr(_options, digest)
+    real = _options._file_digest
+    try:
+        cached.cache_clear()
+        before = cached()
+        cached.cache_clear()
+        assert cached() == before
+        monkeypatch.setattr(
+            _options, "_file_digest", lambda p: "edited" if p.endswith(edited) else real(p)
+        )
+        cached.cache_clear()
+        assert cached() != before
+    finally:
+        cached.cache_clear()
