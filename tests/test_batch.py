@@ -3127,3 +3127,26 @@ def test_an_edit_of_any_of_replays_modules_or_data_files_changes_their_digest(
         assert cached() != before
     finally:
         cached.cache_clear()
+
+
+def test_force_reads_again_a_file_edited_under_the_same_size_and_mtime(tmp_path: Path):
+    """`--force` ignores the manifest, its scans too: a file whose bytes changed while its size
+    and mtime stayed (an edit in place, its time set back) is read again, and its rows say
+    what the file says now."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "run42.jsonl"
+    text = RUN42.read_text(encoding="utf-8")
+    log.write_text(text, encoding="utf-8")
+    before = os.stat(log)
+    opts = BatchOptions(strategies="baseline")
+    out = tmp_path / "ds"
+    run_batch([logs], opts, output=out, workers=1)
+    first = sessions(out)["started_at"].to_list()
+    edited = text.replace('"ts":"2026-11-29T11:', '"ts":"2026-11-29T10:')  # an hour earlier
+    assert edited != text and len(edited) == len(text)
+    log.write_text(edited, encoding="utf-8")
+    os.utime(log, ns=(before.st_atime_ns, before.st_mtime_ns))
+    forced = run_batch([logs], opts, output=out, workers=1, force=True)
+    assert status_of(forced) == {"run42.jsonl": "replayed"}
+    assert [t - timedelta(hours=1) for t in first] == sessions(out)["started_at"].to_list()
