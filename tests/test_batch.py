@@ -3150,3 +3150,23 @@ def test_force_reads_again_a_file_edited_under_the_same_size_and_mtime(tmp_path:
     forced = run_batch([logs], opts, output=out, workers=1, force=True)
     assert status_of(forced) == {"run42.jsonl": "replayed"}
     assert [t - timedelta(hours=1) for t in first] == sessions(out)["started_at"].to_list()
+
+
+def test_a_whole_copy_of_a_sessions_folder_is_a_duplicate_of_the_first_named(tmp_path: Path):
+    """A session of several files copied whole into another folder: the two hold the same
+    files, so the one named first is read (docs/batch.md, `duplicate`) and the copy's files
+    are its duplicates: the session is counted once, not twice, nor dropped."""
+    logs = tmp_path / "logs"
+    first, resumed = _resumed_session(logs / "p-a")
+    shutil.copytree(logs / "p-a", logs / "p-b")
+    alone = run_batch([logs / "p-a"], BatchOptions(strategies="baseline"), workers=1)
+    report = run_batch([logs], BatchOptions(strategies="baseline"), workers=1)
+    got = {Path(f.path).relative_to(logs).as_posix(): (f.status, f.message) for f in report.files}
+    assert got == {
+        "p-a/r-1.jsonl": ("replayed", None),
+        "p-a/r-2.jsonl": ("part of", f"read in the session of {first}"),
+        "p-b/r-1.jsonl": ("duplicate", f"same bytes as {first}"),
+        "p-b/r-2.jsonl": ("duplicate", f"same bytes as {resumed}"),
+    }
+    assert report.requests == alone.requests
+    assert report.totals.equals(alone.totals)
