@@ -3170,3 +3170,19 @@ def test_a_whole_copy_of_a_sessions_folder_is_a_duplicate_of_the_first_named(tmp
     }
     assert report.requests == alone.requests
     assert report.totals.equals(alone.totals)
+
+
+def test_a_file_that_became_a_duplicate_keeps_no_rows_of_its_own(tmp_path: Path):
+    """A file replayed alone, then found beside a byte-identical copy named before it: it is
+    the `duplicate` now, which keeps no rows of its own (docs/batch.md), even where the copy's
+    rows land in another part (other options): the session is counted once."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(RUN42, logs / "b.jsonl")
+    out = tmp_path / "ds"
+    run_batch([logs], BatchOptions(strategies="baseline"), output=out, workers=1)
+    shutil.copy(RUN42, logs / "a.jsonl")
+    opts = BatchOptions(strategies="baseline", ttl="1h")
+    report = run_batch([logs], opts, output=out, workers=1)
+    assert status_of(report) == {"a.jsonl": "replayed", "b.jsonl": "duplicate"}
+    assert sessions(out)["file"].to_list() == [str((logs / "a.jsonl").resolve())]
