@@ -3186,3 +3186,22 @@ def test_a_file_that_became_a_duplicate_keeps_no_rows_of_its_own(tmp_path: Path)
     report = run_batch([logs], opts, output=out, workers=1)
     assert status_of(report) == {"a.jsonl": "replayed", "b.jsonl": "duplicate"}
     assert sessions(out)["file"].to_list() == [str((logs / "a.jsonl").resolve())]
+
+
+def test_a_copy_held_by_several_sessions_names_the_one_replayed(tmp_path: Path):
+    """Backups of a session taken as it was resumed (its first file; then its first two): each
+    copy says it duplicates the live session's file, the one replayed, not another backup's."""
+    logs = tmp_path / "logs"
+    live = _resumed_session(logs / "p-a", runs=3)
+    for backup, files in (("a-one", live[:1]), ("a-two", live[:2])):
+        (logs / backup).mkdir()
+        for path in files:
+            shutil.copy(path, logs / backup / path.name)
+    report = run_batch([logs], BatchOptions(strategies="baseline"), workers=1)
+    got = {Path(f.path).relative_to(logs).as_posix(): (f.status, f.message) for f in report.files}
+    assert {name: said for name, said in got.items() if not name.startswith("p-a/")} == {
+        "a-one/r-1.jsonl": ("duplicate", f"same bytes as {live[0]}"),
+        "a-two/r-1.jsonl": ("duplicate", f"same bytes as {live[0]}"),
+        "a-two/r-2.jsonl": ("duplicate", f"same bytes as {live[1]}"),
+    }
+    assert got["p-a/r-1.jsonl"] == ("replayed", None)
