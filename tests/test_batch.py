@@ -3205,3 +3205,30 @@ def test_a_copy_held_by_several_sessions_names_the_one_replayed(tmp_path: Path):
         "a-two/r-2.jsonl": ("duplicate", f"same bytes as {live[1]}"),
     }
     assert got["p-a/r-1.jsonl"] == ("replayed", None)
+
+
+def test_a_folder_that_could_not_be_grouped_for_a_file_it_could_not_read_is_grouped_next_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Grouping a folder's files into sessions failed on a file it could not read (permissions,
+    fixed later without a new mtime): no property of the files, so not kept; the next batch
+    groups the folder again."""
+    from replay.batch import _work
+
+    logs = tmp_path / "logs"
+    first, resumed = _resumed_session(logs / "p-a")
+    real = _work.grouped_adapter
+
+    class Denied:
+        def session_groups(self, paths):
+            raise PermissionError(13, "Permission denied", str(resumed))
+
+    monkeypatch.setattr(_work, "grouped_adapter", lambda fmt: Denied())
+    out, opts = tmp_path / "ds", BatchOptions(strategies="baseline")
+    failed = run_batch([logs], opts, output=out, workers=1)
+    assert {(f.status, f.message) for f in failed.files} == {
+        ("failed", "cannot read the file (Permission denied)")
+    }
+    monkeypatch.setattr(_work, "grouped_adapter", real)
+    report = run_batch([logs], opts, output=out, workers=1)
+    assert status_of(report) == {"r-1.jsonl": "replayed", "r-2.jsonl": "part of"}
