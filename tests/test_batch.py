@@ -3232,3 +3232,26 @@ def test_a_folder_that_could_not_be_grouped_for_a_file_it_could_not_read_is_grou
     monkeypatch.setattr(_work, "grouped_adapter", real)
     report = run_batch([logs], opts, output=out, workers=1)
     assert status_of(report) == {"r-1.jsonl": "replayed", "r-2.jsonl": "part of"}
+
+
+def test_the_cache_scope_is_the_provider_agent_system_prompt_and_tools():
+    """Sessions share a cache scope when their provider, agent, system prompt and tools are the
+    same (docs/batch.md); any one of them that differs puts them apart."""
+    from types import SimpleNamespace
+
+    from replay.batch._work import _scope
+
+    base = read_log(RUN42)
+    header = base.header
+    assert header.system and header.tools
+    scope = _scope(header.provider, base)
+    assert _scope(header.provider, SimpleNamespace(header=header.model_copy())) == scope
+    others = [
+        {"system": header.system + " Be brief."},
+        {"tools": header.tools[:-1]},
+        {"agent": header.agent + "-other"},
+    ]
+    for update in others:
+        session = SimpleNamespace(header=header.model_copy(update=update))
+        assert _scope(header.provider, session) != scope, update
+    assert _scope("anthropic", base) != scope
