@@ -3255,3 +3255,31 @@ def test_the_cache_scope_is_the_provider_agent_system_prompt_and_tools():
         session = SimpleNamespace(header=header.model_copy(update=update))
         assert _scope(header.provider, session) != scope, update
     assert _scope("anthropic", base) != scope
+
+
+def test_a_session_of_several_files_it_could_not_read_whole_is_read_again_next_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Reading a session of several files whole failed on a file it could not read (permissions,
+    fixed later without a new mtime): no property of the files, so not kept; the next batch
+    reads and replays the session."""
+    from replay.batch import _work
+
+    logs = tmp_path / "logs"
+    _resumed_session(logs / "p-a")
+    real = _work._load
+
+    def denied(path, opts, files=(), fmt=""):
+        if files:
+            raise PermissionError(13, "Permission denied", str(files[-1]))
+        return real(path, opts, files, fmt)
+
+    monkeypatch.setattr(_work, "_load", denied)
+    out, opts = tmp_path / "ds", BatchOptions(strategies="baseline")
+    failed = run_batch([logs], opts, output=out, workers=1)
+    assert status_of(failed) == {"r-1.jsonl": "failed", "r-2.jsonl": "part of"}
+    messages = {Path(f.path).name: f.message for f in failed.files}
+    assert messages["r-1.jsonl"] == "cannot read the file (Permission denied)"
+    monkeypatch.setattr(_work, "_load", real)
+    report = run_batch([logs], opts, output=out, workers=1)
+    assert status_of(report) == {"r-1.jsonl": "replayed", "r-2.jsonl": "part of"}
